@@ -1,0 +1,191 @@
+# tinylm build.
+#
+# Native builds share one set of rules, parametrised by CFG:
+#   gcc   (default)  gcc -O2
+#   clang            clang -O2
+#   asan             clang -O1 with AddressSanitizer + UBSan, TL_DEBUG poisoning
+# The wasm32 and libFuzzer builds have their own rules below.
+#
+#   make             native library + tinylm CLI (CFG=gcc)
+#   make test        everything `make test` promises (tests/run.sh)
+#   make wasm        the core for wasm32 (+ opcode check when wabt is present)
+#   make fuzz        libFuzzer targets (run them with tests/fuzz/run.sh)
+#   make bench       hash throughput, native and wasm, beside sha256sum/b3sum
+#   make clean
+
+CFG ?= gcc
+BUILD := build/$(CFG)
+ARCH := $(shell uname -m)
+
+ifeq ($(CFG),gcc)
+CC := gcc
+CFG_FLAGS := -O2 -fexcess-precision=standard
+else ifeq ($(CFG),clang)
+CC := clang
+CFG_FLAGS := -O2
+else ifeq ($(CFG),asan)
+CC := clang
+CFG_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+             -fno-sanitize-recover=all -DTL_DEBUG
+else
+$(error unknown CFG '$(CFG)': use gcc, clang or asan)
+endif
+
+WARN := -Wall -Wextra -Werror -Wpedantic -Wshadow -Wstrict-prototypes \
+        -Wmissing-prototypes -Wvla
+# The strict numerical lane: no contraction into FMA, no fast-math
+# (DESIGN.md §6; shared/notes/wasm-toolchain.md §6).
+NUMERICS := -ffp-contract=off -fno-fast-math
+INCLUDES := -Iinclude -Isrc/core -Itests/harness
+CFLAGS := -std=c11 $(CFG_FLAGS) $(WARN) $(NUMERICS) $(INCLUDES) -MMD -MP
+LDFLAGS := $(filter -fsanitize=%,$(CFG_FLAGS))
+
+# --- sources -----------------------------------------------------------------
+# Kernels with ISA-specific twins are named *_<isa>.c and compiled with only
+# their own -m flags; they exist only in native x86-64 builds.
+X86_SUFFIXES := sse41 avx2 avx512
+X86_PATTERNS := $(foreach s,$(X86_SUFFIXES),%_$(s).c)
+ALL_CORE := $(shell find src/core -name '*.c' | sort)
+CORE_TESTS := $(filter %_test.c,$(ALL_CORE))
+CORE_PORTABLE := $(filter-out %_test.c $(X86_PATTERNS),$(ALL_CORE))
+CORE_X86 := $(filter $(X86_PATTERNS),$(filter-out %_test.c,$(ALL_CORE)))
+ifeq ($(ARCH),x86_64)
+CORE_NATIVE := $(CORE_PORTABLE) $(CORE_X86)
+else
+CORE_NATIVE := $(CORE_PORTABLE)
+endif
+
+ALL_NATIVE := $(shell find src/native -name '*.c' | sort)
+NATIVE_TESTS := $(filter %_test.c,$(ALL_NATIVE))
+NATIVE_MAIN := src/native/main.c
+NATIVE_LIB := $(filter-out %_test.c $(NATIVE_MAIN),$(ALL_NATIVE))
+
+HARNESS := tests/harness/tl_test.c
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+
+LIB := $(BUILD)/libtinylm.a
+CLI := $(BUILD)/tinylm
+UNIT := $(BUILD)/unit_tests
+CBOR_TOOL := $(BUILD)/cbor_tool
+HASH_BENCH := $(BUILD)/hash_bench
+
+.PHONY: all native test wasm fuzz bench clean setup
+all: native
+native: $(LIB) $(CLI) $(UNIT) $(CBOR_TOOL) $(HASH_BENCH)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/%_sse41.o: %_sse41.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -msse4.1 -c $< -o $@
+$(BUILD)/obj/%_avx2.o: %_avx2.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -mavx2 -c $< -o $@
+$(BUILD)/obj/%_avx512.o: %_avx512.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -mavx512f -mavx512vl -c $< -o $@
+
+$(LIB): $(call obj,$(CORE_NATIVE) $(NATIVE_LIB))
+	@mkdir -p $(@D)
+	rm -f $@
+	ar rcs $@ $^
+
+$(CLI): $(call obj,$(NATIVE_MAIN)) $(LIB)
+	$(CC) $(LDFLAGS) $^ -o $@
+
+# The suite table: every *_test.c defines tl_suite_<basename without _test>.
+define gen_suites
+	@mkdir -p $(@D)
+	@{ echo '#include "suites.h"'; \
+	   for f in $(1); do n=$$(basename $$f _test.c); \
+	     echo "extern const tl_test_suite tl_suite_$$n;"; done; \
+	   echo 'const tl_test_suite *const tl_all_suites[] = {'; \
+	   for f in $(1); do n=$$(basename $$f _test.c); echo "  &tl_suite_$$n,"; done; \
+	   echo '};'; \
+	   echo 'const size_t tl_all_suites_count = sizeof tl_all_suites / sizeof tl_all_suites[0];'; \
+	 } > $@.tmp && mv $@.tmp $@
+endef
+
+$(BUILD)/gen/suites.c: $(CORE_TESTS) $(NATIVE_TESTS) Makefile
+	$(call gen_suites,$(CORE_TESTS) $(NATIVE_TESTS))
+
+$(BUILD)/obj/gen/suites.o: $(BUILD)/gen/suites.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(UNIT): $(call obj,$(CORE_TESTS) $(NATIVE_TESTS) $(HARNESS) tests/harness/main_native.c) \
+         $(BUILD)/obj/gen/suites.o $(LIB)
+	$(CC) $(LDFLAGS) $^ -o $@
+
+$(CBOR_TOOL): $(call obj,tests/diff/cbor_tool.c) $(LIB)
+	$(CC) $(LDFLAGS) $^ -o $@
+
+$(HASH_BENCH): $(call obj,bench/hash_bench.c) $(LIB)
+	$(CC) $(LDFLAGS) $^ -o $@
+
+# --- wasm32 ------------------------------------------------------------------
+# Freestanding: no WASI, no emscripten, our own memcpy & co (web/wasm/libc.c).
+# Flags as measured in shared/notes/wasm-toolchain.md §1.
+WASM_CC := clang --target=wasm32
+WASM_CFLAGS := -mcpu=mvp -std=c11 -O2 -ffreestanding -nostdlib $(WARN) \
+               $(NUMERICS) -isystem web/wasm/include $(INCLUDES)
+WASM_LDFLAGS := -Wl,--no-entry -Wl,--stack-first -Wl,-z,stack-size=1048576 \
+                -Wl,--export=__heap_base
+WASM_BUILD := build/wasm
+WASM_HOST := web/wasm/libc.c web/wasm/heap.c
+WASM_CORE := $(WASM_BUILD)/tinylm_core.wasm
+WASM_UNIT := $(WASM_BUILD)/unit_tests.wasm
+WASM_SRC_DEPS := $(CORE_PORTABLE) $(WASM_HOST) $(shell find src/core web/wasm -name '*.h')
+
+wasm: $(WASM_CORE) $(WASM_UNIT)
+	@if command -v wasm-validate >/dev/null; then \
+	  for m in $^; do \
+	    wasm-validate --disable-simd --disable-bulk-memory --disable-sign-extension \
+	      --disable-saturating-float-to-int --disable-multi-value \
+	      --disable-reference-types --disable-mutable-globals $$m || exit 1; \
+	  done; echo "wasm: MVP opcode check passed ($^)"; \
+	else echo "wasm: wabt not installed, opcode check skipped"; fi
+
+$(WASM_CORE): $(WASM_SRC_DEPS) web/wasm/core_exports.c
+	@mkdir -p $(@D)
+	$(WASM_CC) $(WASM_CFLAGS) $(WASM_LDFLAGS) $(CORE_PORTABLE) $(WASM_HOST) \
+	  web/wasm/core_exports.c -o $@
+
+$(WASM_BUILD)/gen/suites.c: $(CORE_TESTS) Makefile
+	$(call gen_suites,$(CORE_TESTS))
+
+$(WASM_UNIT): $(WASM_SRC_DEPS) $(CORE_TESTS) $(HARNESS) web/wasm/test_entry.c \
+              $(WASM_BUILD)/gen/suites.c tests/harness/tl_test.h
+	$(WASM_CC) $(WASM_CFLAGS) $(WASM_LDFLAGS) $(CORE_PORTABLE) $(WASM_HOST) \
+	  $(CORE_TESTS) $(HARNESS) web/wasm/test_entry.c $(WASM_BUILD)/gen/suites.c -o $@
+
+# --- fuzzing -----------------------------------------------------------------
+FUZZ_BUILD := build/fuzz
+FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,$(FUZZ_BUILD)/%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_CFLAGS := -std=c11 -O1 -g $(WARN) $(NUMERICS) $(INCLUDES) -DTL_DEBUG \
+               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+
+fuzz: $(FUZZ_TARGETS)
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(CORE_PORTABLE) $(shell find src/core -name '*.h')
+	@mkdir -p $(@D)
+	clang $(FUZZ_CFLAGS) $< $(CORE_PORTABLE) -o $@
+
+# --- orchestration -----------------------------------------------------------
+setup:
+	@scripts/setup.sh
+
+test: setup
+	@tests/run.sh
+
+bench: setup
+	@$(MAKE) --no-print-directory CFG=gcc native
+	@$(MAKE) --no-print-directory wasm
+	@bench/hash.sh
+
+clean:
+	rm -rf build
+
+-include $(shell find build -name '*.d' 2>/dev/null)

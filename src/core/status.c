@@ -1,0 +1,16 @@
+/* Status names: generated from TL_STATUS_LIST so the enum and the table
+ * cannot drift apart. */
+#include "tinylm.h"
+
+const char *tl_status_name(tl_status status) {
+  switch (status) {
+#define TL_STATUS_CASE_(name, value) \
+  case name:                         \
+    return #name;
+    TL_STATUS_LIST(TL_STATUS_CASE_)
+#undef TL_STATUS_CASE_
+  }
+  return "TL_ERR_UNKNOWN";
+}
+
+const char *tl_version(void) { return TL_VERSION_STRING; }
