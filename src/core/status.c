@@ -4,13 +4,13 @@
 
 const char *tl_status_name(tl_status status) {
   switch (status) {
-#define TL_STATUS_CASE_(name, value) \
-  case name:                         \
-    return #name;
+#define TL_STATUS_CASE_(name, value, code) \
+  case name:                               \
+    return code;
     TL_STATUS_LIST(TL_STATUS_CASE_)
 #undef TL_STATUS_CASE_
   }
-  return "TL_ERR_UNKNOWN";
+  return "unknown";
 }
 
 const char *tl_version(void) { return TL_VERSION_STRING; }

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs what a fresh Debian 12 machine lacks for building and testing
+# tinylm. Idempotent and non-interactive: it installs only what is missing,
+# so on a prepared machine it does nothing and prints one line.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Debian packages: compilers and wasm linker, the sanitizer/libFuzzer
+# runtime, wabt (wasm opcode check), the differential oracles (b3sum,
+# python3-cbor2) and jansson (JSON in the native tools).
+packages=(gcc make clang lld libclang-rt-14-dev wabt nodejs b3sum
+          python3 python3-cbor2 libjansson-dev)
+
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+# node may come from elsewhere than Debian's nodejs package (it does on the
+# project's machines); any node >= 18 will do.
+if command -v node >/dev/null 2>&1; then
+  filtered=()
+  for p in "${missing[@]}"; do [[ "$p" == nodejs ]] || filtered+=("$p"); done
+  missing=("${filtered[@]+"${filtered[@]}"}")
+fi
+
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo=()
+  if [[ $(id -u) -ne 0 ]]; then sudo=(sudo); fi
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo[@]}" apt-get update -qq
+  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# npm packages (pinned in package-lock.json), once the project has any.
+if [[ -f package-lock.json ]]; then
+  if [[ ! -d node_modules ]] || [[ package-lock.json -nt node_modules/.package-lock.json ]]; then
+    echo "setup: npm ci"
+    npm ci --no-audit --no-fund --loglevel=error
+  fi
+fi
+echo "setup: ok"

@@ -1,0 +1,50 @@
+/* CPU features through the compiler's __builtin_cpu_supports, which reads
+ * CPUID once at start-up (in libgcc or compiler-rt) and checks XCR0 for the
+ * OS side of AVX and AVX-512. Nothing is cached here: the builtin already
+ * is, and the host stays free of mutable globals. */
+#include "cpu.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define TL_CPU_X86 1
+#else
+#define TL_CPU_X86 0
+#endif
+
+tl_cpu_features tl_native_cpu_features(void) {
+  tl_cpu_features f = {false, false, false, false};
+#if TL_CPU_X86
+  __builtin_cpu_init();
+  f.sse41 = __builtin_cpu_supports("sse4.1") != 0;
+  f.avx2 = __builtin_cpu_supports("avx2") != 0;
+  f.avx512f = __builtin_cpu_supports("avx512f") != 0;
+  f.avx512vl = __builtin_cpu_supports("avx512vl") != 0;
+#endif
+  return f;
+}
+
+bool tl_native_blake3_backend_supported(tl_blake3_backend b) {
+  tl_cpu_features f = tl_native_cpu_features();
+  switch (b) {
+    case TL_BLAKE3_PORTABLE:
+      return true;
+    case TL_BLAKE3_SSE41:
+      return f.sse41;
+    case TL_BLAKE3_AVX2:
+      return f.avx2;
+    case TL_BLAKE3_AVX512:
+      /* The 16-way code hands remainders of 8..15 inputs to the AVX2 code,
+       * and is compiled with -mavx512vl. */
+      return f.avx512f && f.avx512vl && f.avx2;
+  }
+  return false;
+}
+
+tl_blake3_backend tl_native_blake3_backend(void) {
+  static const tl_blake3_backend fastest_first[] = {
+      TL_BLAKE3_AVX512, TL_BLAKE3_AVX2, TL_BLAKE3_SSE41};
+  for (size_t i = 0; i < sizeof fastest_first / sizeof fastest_first[0]; i++)
+    if (tl_blake3_backend_compiled(fastest_first[i]) &&
+        tl_native_blake3_backend_supported(fastest_first[i]))
+      return fastest_first[i];
+  return TL_BLAKE3_PORTABLE;
+}

@@ -1,0 +1,32 @@
+/* CPU feature detection for the native host, and the choice of kernel
+ * backends that follows from it. The core never looks at the CPU (it is
+ * freestanding and also runs in wasm32); the host asks here and hands the
+ * core a backend it has checked. */
+#ifndef TL_NATIVE_CPU_H
+#define TL_NATIVE_CPU_H
+
+#include <stdbool.h>
+
+#include "hash/blake3.h"
+
+/* What this CPU, with this operating system, can execute. The AVX and
+ * AVX-512 entries are true only when the OS also saves the wider register
+ * state. All false off x86-64. */
+typedef struct tl_cpu_features {
+  bool sse41;
+  bool avx2;
+  bool avx512f;
+  bool avx512vl;
+} tl_cpu_features;
+
+tl_cpu_features tl_native_cpu_features(void);
+
+/* True when this CPU can run backend b (the portable one always); says
+ * nothing about whether b is compiled in (tl_blake3_backend_compiled). */
+bool tl_native_blake3_backend_supported(tl_blake3_backend b);
+
+/* The fastest backend that is both compiled in and supported by this CPU;
+ * TL_BLAKE3_PORTABLE when there is none. */
+tl_blake3_backend tl_native_blake3_backend(void);
+
+#endif

@@ -1,0 +1,25 @@
+/* Read-only access to whole files for the native host: mmap for regular
+ * files, a streamed read for pipes and stdin ("-"). The core only ever sees
+ * (const uint8_t *, size_t). */
+#ifndef TL_NATIVE_FILE_H
+#define TL_NATIVE_FILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tinylm.h"
+
+typedef struct tl_file_view {
+  const uint8_t *data;
+  size_t len;
+  void *mapping;   /* non-NULL when data is an mmap */
+  uint8_t *buffer; /* non-NULL when data was read into memory */
+} tl_file_view;
+
+/* On failure returns TL_ERR_IO (or TL_ERR_OUT_OF_MEMORY) and writes a
+ * readable reason, naming the path, to err. */
+tl_status tl_file_open_view(const char *path, tl_file_view *view, char *err,
+                            size_t err_cap);
+void tl_file_close_view(tl_file_view *view);
+
+#endif

@@ -1,0 +1,51 @@
+/* tinylm: one binary, subcommands sharing flag names and output
+ * conventions (DESIGN.md §11). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+typedef struct command {
+  const char *name;
+  int (*run)(int argc, char **argv);
+  const char *summary;
+} command;
+
+static int cmd_version(int argc, char **argv);
+
+static const command commands[] = {
+    {"hash", tl_cmd_hash,
+     "hash FILE... with SHA-256 or BLAKE3 (sha256sum/b3sum format)"},
+    {"version", cmd_version, "print the version"},
+};
+
+static void usage(FILE *to) {
+  fprintf(to, "usage: tinylm COMMAND [ARGS]\n\ncommands:\n");
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    fprintf(to, "  %-10s %s\n", commands[i].name, commands[i].summary);
+  fprintf(to, "\n`tinylm COMMAND --help` describes one command.\n");
+}
+
+static int cmd_version(int argc, char **argv) {
+  (void)argv;
+  if (argc != 1) return tl_cli_usage(false, "version takes no arguments");
+  printf("tinylm %s\n", tl_version());
+  return TL_EXIT_OK;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return TL_EXIT_USAGE;
+  }
+  if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+    usage(stdout);
+    return TL_EXIT_OK;
+  }
+  if (strcmp(argv[1], "--version") == 0) return cmd_version(1, argv + 1);
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    if (strcmp(argv[1], commands[i].name) == 0)
+      return commands[i].run(argc - 1, argv + 1);
+  usage(stderr);
+  return tl_cli_usage(false, "unknown command '%s'", argv[1]);
+}

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# `make test`: every stage DESIGN.md §10 and the foundation issue ask for.
+# Each stage is one or more checks; a stage that prints its own
+# "N passed, N failed" line contributes those counts, any other stage
+# counts as one check judged by its exit status. The last line is the sum.
+#
+#   TL_FUZZ_SECONDS   libFuzzer smoke time per target (default 30)
+#   TL_STAGES         space-separated subset of stage names to run
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+JOBS=${JOBS:-$(nproc)}
+FUZZ_SECONDS=${TL_FUZZ_SECONDS:-30}
+LOG_DIR=build/test-logs
+mkdir -p "$LOG_DIR"
+
+total_pass=0
+total_fail=0
+failed_stages=()
+
+# run_stage NAME COMMAND...: runs, shows the output's tail, adds the counts.
+run_stage() {
+  local name=$1
+  shift
+  if [[ -n "${TL_STAGES:-}" && " $TL_STAGES " != *" $name "* ]]; then return; fi
+  local log="$LOG_DIR/$name.log" start=$SECONDS rc
+  printf '== %s\n' "$name"
+  "$@" >"$log" 2>&1
+  rc=$?
+  local counts
+  counts=$(grep -E '^([A-Za-z_-]+: )?[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
+  if [[ -n "$counts" ]]; then
+    local p f
+    p=$(sed -E 's/^([A-Za-z_-]+: )?([0-9]+) passed.*/\2/' <<<"$counts")
+    f=$(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$counts")
+    # A runner that crashed after its count line still failed.
+    if ((rc != 0 && f == 0)); then f=1; fi
+    total_pass=$((total_pass + p))
+    total_fail=$((total_fail + f))
+  elif ((rc == 0)); then
+    total_pass=$((total_pass + 1))
+  else
+    total_fail=$((total_fail + 1))
+  fi
+  if ((rc != 0)); then
+    failed_stages+=("$name")
+    tail -n 40 "$log" | sed 's/^/   | /'
+    printf '   %s FAILED (exit %d, %ds; full log: %s)\n' "$name" "$rc" $((SECONDS - start)) "$log"
+  else
+    grep -E '^(  FAIL|FAILED|note:|fuzz:|wasm:|diff:)' "$log" | head -n 20 | sed 's/^/   | /'
+    printf '   ok (%ds)%s\n' $((SECONDS - start)) "${counts:+: $counts}"
+  fi
+}
+
+build() { make --no-print-directory -j"$JOBS" "$@"; }
+
+run_stage build-gcc build CFG=gcc native
+run_stage build-clang build CFG=clang native
+run_stage build-asan build CFG=asan native
+run_stage build-wasm build wasm
+run_stage unit-gcc build/gcc/unit_tests
+run_stage unit-clang build/clang/unit_tests
+run_stage unit-asan env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+  UBSAN_OPTIONS=print_stacktrace=1 build/asan/unit_tests
+run_stage unit-wasm node tests/wasm/run_unit.mjs build/wasm/unit_tests.wasm
+run_stage wasm-identity tests/wasm/identity.sh
+run_stage cli tests/cli/cli_test.sh build/asan/tinylm
+run_stage diff-hash tests/diff/hash_diff.sh build/gcc/tinylm
+run_stage diff-cbor /usr/bin/python3 tests/diff/cbor_diff.py build/asan/cbor_tool
+run_stage fuzz-build build fuzz
+run_stage fuzz-smoke tests/fuzz/run.sh "$FUZZ_SECONDS"
+
+if ((${#failed_stages[@]})); then
+  echo "failed stages: ${failed_stages[*]}"
+fi
+echo "$total_pass passed, $total_fail failed"
+((total_fail == 0))
