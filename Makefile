@@ -36,7 +36,7 @@ WARN := -Wall -Wextra -Werror -Wpedantic -Wshadow -Wstrict-prototypes \
 # The strict numerical lane: no contraction into FMA, no fast-math
 # (DESIGN.md §6; shared/notes/wasm-toolchain.md §6).
 NUMERICS := -ffp-contract=off -fno-fast-math
-INCLUDES := -Iinclude -Isrc/core -Itests/harness
+INCLUDES := -Iinclude -Isrc/core -Itests/harness -Itests/support
 # Native objects also see the host headers; the wasm build does not, so a
 # core file that includes one fails there.
 CFLAGS := -std=c11 $(CFG_FLAGS) $(WARN) $(NUMERICS) $(INCLUDES) -Isrc/native -MMD -MP
@@ -124,13 +124,14 @@ $(UNIT): $(call obj,$(CORE_TESTS) $(NATIVE_TESTS) $(HARNESS) tests/harness/main_
          $(BUILD)/obj/gen/suites.o $(LIB)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-$(CBOR_TOOL): $(call obj,tests/diff/cbor_tool.c) $(LIB)
+$(CBOR_TOOL): $(call obj,tests/diff/cbor_tool.c tests/support/cbor_gen.c) $(LIB)
 	$(CC) $(LDFLAGS) $^ -o $@
 
 $(HASH_BENCH): $(call obj,bench/hash_bench.c) $(LIB)
 	$(CC) $(LDFLAGS) $^ -o $@
 
-$(TRANSCRIPT): $(call obj,tests/wasm/transcript.c tests/wasm/transcript_native.c $(HARNESS)) $(LIB)
+$(TRANSCRIPT): $(call obj,tests/wasm/transcript.c tests/wasm/transcript_native.c \
+                 tests/support/cbor_gen.c $(HARNESS)) $(LIB)
 	$(CC) $(LDFLAGS) $^ -o $@
 
 # --- wasm32 ------------------------------------------------------------------
@@ -170,10 +171,12 @@ $(WASM_UNIT): $(WASM_SRC_DEPS) $(CORE_TESTS) $(HARNESS) web/wasm/test_entry.c \
 	$(WASM_CC) $(WASM_CFLAGS) $(WASM_LDFLAGS) $(CORE_PORTABLE) $(WASM_HOST) \
 	  $(CORE_TESTS) $(HARNESS) web/wasm/test_entry.c $(WASM_BUILD)/gen/suites.c -o $@
 
-$(WASM_TRANSCRIPT): $(WASM_SRC_DEPS) $(HARNESS) tests/wasm/transcript.c \
-                    tests/wasm/transcript_wasm.c tests/wasm/transcript.h
+WASM_TRANSCRIPT_SRC := tests/wasm/transcript.c tests/wasm/transcript_wasm.c \
+                       tests/support/cbor_gen.c
+$(WASM_TRANSCRIPT): $(WASM_SRC_DEPS) $(HARNESS) $(WASM_TRANSCRIPT_SRC) \
+                    tests/wasm/transcript.h tests/support/cbor_gen.h
 	$(WASM_CC) $(WASM_CFLAGS) $(WASM_LDFLAGS) $(CORE_PORTABLE) \
-	  $(WASM_HOST) $(HARNESS) tests/wasm/transcript.c tests/wasm/transcript_wasm.c -o $@
+	  $(WASM_HOST) $(HARNESS) $(WASM_TRANSCRIPT_SRC) -o $@
 
 # --- fuzzing -----------------------------------------------------------------
 FUZZ_BUILD := build/fuzz

@@ -2,7 +2,10 @@
 
 #include <string.h>
 
+#include "arena.h"
 #include "bytes.h"
+#include "cbor/cbor.h"
+#include "cbor_gen.h"
 #include "hash/blake3.h"
 #include "hash/sha256.h"
 #include "tl_test.h"
@@ -54,6 +57,61 @@ static void hash_records(sink *s, tl_test_rng *rng, uint8_t *buf, size_t len) {
   s->records += 3;
 }
 
+/* Verdict of the strict reader: status, fault kind and offset. */
+static void emit_verdict(sink *s, const uint8_t *doc, size_t len) {
+  tl_cbor_limits limits = tl_cbor_limits_default();
+  tl_cbor_fault fault;
+  tl_status st = tl_cbor_validate(doc, len, &limits, &fault);
+  emit_u32(s, (uint32_t)st);
+  emit_u32(s, (uint32_t)fault.kind);
+  emit_u32(s, (uint32_t)fault.offset);
+  s->records++;
+}
+
+/* Seeded documents from the writer, their verdicts, their re-encoding
+ * through reader + writer, and the verdicts on mutated copies. */
+static void cbor_records(sink *s, uint8_t *scratch) {
+  enum { DOC_CAP = 65536, ARENA_CAP = 1 << 20 };
+  uint8_t *doc = scratch, *copy = scratch + DOC_CAP;
+  uint8_t *arena_mem = scratch + 2 * DOC_CAP;
+  tl_cbor_limits no_tags = tl_cbor_limits_default();
+  tl_cbor_gen gen = {77, &no_tags, 0};
+  tl_test_rng rng = {78};
+  for (int i = 0; i < 400; i++) {
+    tl_cbor_writer w;
+    tl_cbor_reader r;
+    tl_arena arena;
+    size_t len, copy_len = 0;
+    tl_status st;
+    tl_arena_init(&arena, arena_mem, ARENA_CAP);
+    tl_cbor_writer_init(&w, doc, DOC_CAP, &arena);
+    st = tl_cbor_gen_document(&gen, &w, &len);
+    if (st == TL_ERR_CONFLICT) continue; /* keys collided: next draw */
+    if (st != TL_OK) {
+      s->failed = 1;
+      return;
+    }
+    emit_u32(s, (uint32_t)len);
+    emit(s, doc, len);
+    emit_verdict(s, doc, len);
+    tl_arena_init(&arena, arena_mem, ARENA_CAP);
+    tl_cbor_writer_init(&w, copy, DOC_CAP, &arena);
+    st = tl_cbor_reader_init(&r, doc, len, &no_tags);
+    if (st == TL_OK) st = tl_cbor_copy_item(&r, &w);
+    if (st == TL_OK) st = tl_cbor_writer_finish(&w, &copy_len);
+    emit_u32(s, (uint32_t)st);
+    emit(s, copy, copy_len);
+    s->records++;
+    for (int m = 0; m < 4 && len > 0; m++) {
+      size_t at = (size_t)(tl_test_rng_next(&rng) % len);
+      uint8_t saved = doc[at];
+      doc[at] = (uint8_t)tl_test_rng_next(&rng);
+      emit_verdict(s, doc, len - (m == 3)); /* the last also truncates */
+      doc[at] = saved;
+    }
+  }
+}
+
 size_t tl_transcript(uint8_t *out, size_t cap, uint8_t *scratch,
                      size_t *records) {
   sink s = {out, cap, 0, 0, 0};
@@ -67,6 +125,7 @@ size_t tl_transcript(uint8_t *out, size_t cap, uint8_t *scratch,
     hash_records(&s, &rng, scratch,
                  (size_t)(tl_test_rng_next(&rng) % (1u << 20)));
   hash_records(&s, &rng, scratch, TL_TRANSCRIPT_SCRATCH);
+  cbor_records(&s, scratch);
   *records = s.records;
   return s.failed ? 0 : s.len;
 }

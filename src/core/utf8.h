@@ -1,0 +1,42 @@
+/* Strict UTF-8 (Unicode 15, §3.9 Table 3-7; RFC 3629).
+ *
+ * Well-formed means exactly the byte sequences of Table 3-7: no overlong
+ * forms, no surrogates U+D800..U+DFFF, nothing above U+10FFFF, no truncated
+ * sequences, no stray continuation bytes, never C0 C1 F5..FF. U+0000 is an
+ * ordinary character. Nothing is ever replaced with U+FFFD; errors carry the
+ * byte offset of the first maximal ill-formed subpart (§3.9 "U+FFFD
+ * Substitution of Maximal Subparts", D93b), which is what the tokenizer
+ * reports to users. */
+#ifndef TL_CORE_UTF8_H
+#define TL_CORE_UTF8_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tinylm.h"
+
+#define TL_UTF8_MAX_SCALAR 0x10FFFFu
+
+/* TL_OK when s[0..len) is well-formed. Otherwise TL_ERR_INVALID_UTF8 and,
+ * when bad_offset is not NULL, *bad_offset = offset of the first byte of the
+ * first maximal ill-formed subpart. s may be NULL only when len is 0
+ * (TL_ERR_INVALID_ARGUMENT otherwise). */
+tl_status tl_utf8_validate(const uint8_t *s, size_t len, size_t *bad_offset);
+
+/* Decodes the character starting at s[*pos] (*pos < len). On success *cp is
+ * the scalar value and *pos moves past its bytes. On ill-formed input it
+ * returns TL_ERR_INVALID_UTF8 and leaves *pos (the offset of the maximal
+ * ill-formed subpart) and *cp unchanged; TL_ERR_BOUNDS when *pos >= len. */
+tl_status tl_utf8_next(const uint8_t *s, size_t len, size_t *pos, uint32_t *cp);
+
+/* Length (1..3) of the maximal ill-formed subpart starting at s[pos], i.e.
+ * how many bytes one U+FFFD would stand for under the best practice; 0 when
+ * a well-formed character starts there or pos >= len. For diagnostic
+ * output: the core itself never substitutes. */
+size_t tl_utf8_subpart_len(const uint8_t *s, size_t len, size_t pos);
+
+/* Writes the UTF-8 form of scalar value cp and returns its length (1..4);
+ * returns 0 and writes nothing for a surrogate or a value above U+10FFFF. */
+size_t tl_utf8_encode(uint32_t cp, uint8_t out[4]);
+
+#endif
