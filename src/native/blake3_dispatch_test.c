@@ -10,26 +10,9 @@
 #include "cpu.h"
 #include "hash/blake3.h"
 #include "hash/blake3_impl.h"
-#include "hash/blake3_vectors.h"
+#include "hash/blake3_tv.h"
 #include "tl_test.h"
 
-enum { MODE_HASH, MODE_KEYED, MODE_DERIVE, MODE_COUNT };
-
-static void init_mode(tl_blake3_hasher *h, int mode) {
-  if (mode == MODE_KEYED)
-    tl_blake3_hasher_init_keyed(h, (const uint8_t *)TL_BLAKE3_TV_KEY);
-  else if (mode == MODE_DERIVE)
-    tl_blake3_hasher_init_derive_key(h, TL_BLAKE3_TV_CONTEXT,
-                                     sizeof TL_BLAKE3_TV_CONTEXT - 1);
-  else
-    tl_blake3_hasher_init(h);
-}
-
-static const char *tv_hex(const tl_blake3_tv *tv, int mode) {
-  return mode == MODE_KEYED    ? tv->keyed_hash
-         : mode == MODE_DERIVE ? tv->derive_key
-                               : tv->hash;
-}
 
 /* Room for the largest input below plus a few bytes of misalignment. */
 #define BIG_LEN ((size_t)6 << 20)

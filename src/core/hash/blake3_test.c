@@ -7,29 +7,12 @@
 
 #include <string.h>
 
-#include "hash/blake3_vectors.h"
+#include "hash/blake3_tv.h"
 #include "tl_test.h"
-
-enum { MODE_HASH, MODE_KEYED, MODE_DERIVE, MODE_COUNT };
 
 static const char *const mode_names[MODE_COUNT] = {"hash", "keyed_hash",
                                                    "derive_key"};
 
-static void init_mode(tl_blake3_hasher *h, int mode) {
-  if (mode == MODE_KEYED)
-    tl_blake3_hasher_init_keyed(h, (const uint8_t *)TL_BLAKE3_TV_KEY);
-  else if (mode == MODE_DERIVE)
-    tl_blake3_hasher_init_derive_key(h, TL_BLAKE3_TV_CONTEXT,
-                                     sizeof TL_BLAKE3_TV_CONTEXT - 1);
-  else
-    tl_blake3_hasher_init(h);
-}
-
-static const char *tv_hex(const tl_blake3_tv *tv, int mode) {
-  return mode == MODE_KEYED    ? tv->keyed_hash
-         : mode == MODE_DERIVE ? tv->derive_key
-                               : tv->hash;
-}
 
 /* The vectors' input: bytes j % 251. */
 static uint8_t tv_input[102400];
