@@ -39,7 +39,7 @@ NUMERICS := -ffp-contract=off -fno-fast-math
 INCLUDES := -Iinclude -Isrc/core -Itests/harness -Itests/support
 # Native objects also see the host headers; the wasm build does not, so a
 # core file that includes one fails there.
-CFLAGS := -std=c11 $(CFG_FLAGS) $(WARN) $(NUMERICS) $(INCLUDES) -Isrc/native -MMD -MP
+CFLAGS := -std=c11 $(CFG_FLAGS) $(WARN) $(NUMERICS) $(INCLUDES) -Isrc/native -Isrc/tools -MMD -MP
 LDFLAGS := $(filter -fsanitize=%,$(CFG_FLAGS))
 LDLIBS := -ljansson
 
@@ -58,7 +58,9 @@ else
 CORE_NATIVE := $(CORE_PORTABLE)
 endif
 
-ALL_NATIVE := $(shell find src/native -name '*.c' | sort)
+# The native host (src/native) and the converter-side tools (src/tools) are
+# one library; only src/native/main.c is the CLI's entry.
+ALL_NATIVE := $(shell find src/native src/tools -name '*.c' | sort)
 NATIVE_TESTS := $(filter %_test.c,$(ALL_NATIVE))
 NATIVE_MAIN := src/native/main.c
 NATIVE_LIB := $(filter-out %_test.c $(NATIVE_MAIN),$(ALL_NATIVE))
@@ -74,7 +76,8 @@ CBOR_TOOL := $(BUILD)/cbor_tool
 HASH_BENCH := $(BUILD)/hash_bench
 TRANSCRIPT := $(BUILD)/transcript
 
-.PHONY: all native test wasm fuzz bench clean setup demo
+.PHONY: all native test wasm fuzz bench clean setup demo unicode-tables \
+        oracle-nfc
 all: native
 native: $(LIB) $(CLI) $(UNIT) $(CBOR_TOOL) $(HASH_BENCH) $(TRANSCRIPT)
 
@@ -202,6 +205,12 @@ bench: setup
 	@$(MAKE) --no-print-directory CFG=gcc native
 	@$(MAKE) --no-print-directory wasm
 	@bench/hash.sh
+
+# Regenerating committed generated files (make test checks they are current).
+unicode-tables:
+	/usr/bin/python3 tools/gen_unicode_tables.py
+oracle-nfc: setup
+	node tools/oracle/nfc_alignments.mjs
 
 # The main job on the bundled default model arrives with the generation
 # pipeline; until then the target says so instead of pretending.

@@ -54,6 +54,7 @@ run_stage() {
 
 build() { make --no-print-directory -j"$JOBS" "$@"; }
 
+run_stage unicode-tables /usr/bin/python3 tools/gen_unicode_tables.py --check
 run_stage build-gcc build CFG=gcc native
 run_stage build-clang build CFG=clang native
 run_stage build-asan build CFG=asan native

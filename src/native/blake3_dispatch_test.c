@@ -13,7 +13,6 @@
 #include "hash/blake3_tv.h"
 #include "tl_test.h"
 
-
 /* Room for the largest input below plus a few bytes of misalignment. */
 #define BIG_LEN ((size_t)6 << 20)
 static uint8_t big[BIG_LEN + 64];

@@ -9,6 +9,8 @@
 
 #include "tinylm.h"
 
+struct json_t;
+
 enum {
   TL_EXIT_OK = 0,
   TL_EXIT_FAILURE = 1, /* the command ran and failed: a typed status */
@@ -19,11 +21,20 @@ enum {
 int tl_cli_fail(bool json, tl_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* tl_cli_fail with extra machine-readable fields (a JSON object, consumed)
+ * merged into the --json error object, e.g. {"offset": 12}. */
+int tl_cli_fail_with(bool json, tl_status status, struct json_t *extra,
+                     const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 /* Reports a usage error; returns TL_EXIT_USAGE. */
 int tl_cli_usage(bool json, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* Subcommands: argv[0] is the subcommand's name. */
 int tl_cmd_hash(int argc, char **argv);
+int tl_cmd_convert(int argc, char **argv);
+int tl_cmd_encode(int argc, char **argv);
+int tl_cmd_decode(int argc, char **argv);
 
 #endif

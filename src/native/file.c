@@ -93,3 +93,46 @@ void tl_file_close_view(tl_file_view *view) {
   free(view->buffer);
   memset(view, 0, sizeof *view);
 }
+
+tl_status tl_file_write_atomic(const char *path, const void *data, size_t len,
+                               char *err, size_t err_cap) {
+  const uint8_t *p = data;
+  size_t path_len = strlen(path), done = 0;
+  char *tmp = malloc(path_len + sizeof ".tmp.XXXXXX");
+  int fd;
+  if (tmp == NULL) {
+    snprintf(err, err_cap, "%s: out of memory", path);
+    return TL_ERR_OUT_OF_MEMORY;
+  }
+  memcpy(tmp, path, path_len);
+  memcpy(tmp + path_len, ".tmp.XXXXXX", sizeof ".tmp.XXXXXX");
+  fd = mkstemp(tmp);
+  if (fd < 0) {
+    snprintf(err, err_cap, "%s: cannot create a temporary file: %s", path,
+             strerror(errno));
+    free(tmp);
+    return TL_ERR_IO;
+  }
+  while (done < len) {
+    ssize_t n = write(fd, p + done, len - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += (size_t)n;
+  }
+  if (done != len || fchmod(fd, 0644) != 0 || fsync(fd) != 0) {
+    snprintf(err, err_cap, "%s: write failed: %s", path, strerror(errno));
+    close(fd);
+    unlink(tmp);
+    free(tmp);
+    return TL_ERR_IO;
+  }
+  if (close(fd) != 0 || rename(tmp, path) != 0) {
+    snprintf(err, err_cap, "%s: cannot move the temporary file into place: %s",
+             path, strerror(errno));
+    unlink(tmp);
+    free(tmp);
+    return TL_ERR_IO;
+  }
+  free(tmp);
+  return TL_OK;
+}

@@ -22,4 +22,10 @@ tl_status tl_file_open_view(const char *path, tl_file_view *view, char *err,
                             size_t err_cap);
 void tl_file_close_view(tl_file_view *view);
 
+/* Writes data to path atomically: a temporary file in the same directory,
+ * fsync, then rename over path. On failure nothing is left behind and path
+ * is untouched (TL_ERR_IO with a reason in err). */
+tl_status tl_file_write_atomic(const char *path, const void *data, size_t len,
+                               char *err, size_t err_cap);
+
 #endif

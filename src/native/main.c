@@ -14,6 +14,10 @@ typedef struct command {
 static int cmd_version(int argc, char **argv);
 
 static const command commands[] = {
+    {"convert", tl_cmd_convert,
+     "convert a Hugging Face directory to a .slm artifact"},
+    {"decode", tl_cmd_decode, "token ids to bytes through an artifact"},
+    {"encode", tl_cmd_encode, "text to token ids through an artifact"},
     {"hash", tl_cmd_hash,
      "hash FILE... with SHA-256 or BLAKE3 (sha256sum/b3sum format)"},
     {"version", cmd_version, "print the version"},

