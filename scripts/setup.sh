@@ -7,10 +7,10 @@ cd "$(dirname "$0")/.."
 
 # Debian packages: compilers and wasm linker, the sanitizer/libFuzzer
 # runtime, wabt (wasm opcode check), the differential oracles (b3sum,
-# python3-cbor2), jansson (JSON in the native tools) and unicode-data (UCD
+# python3-cbor2, python3-jinja2), jansson (JSON in the native tools) and unicode-data (UCD
 # files for the generated Unicode tables).
 packages=(gcc make clang lld libclang-rt-14-dev wabt nodejs b3sum
-          python3 python3-cbor2 libjansson-dev unicode-data)
+          python3 python3-cbor2 python3-jinja2 libjansson-dev unicode-data)
 
 missing=()
 for p in "${packages[@]}"; do

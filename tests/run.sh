@@ -5,12 +5,17 @@
 # counts as one check judged by its exit status. The last line is the sum.
 #
 #   TL_FUZZ_SECONDS   libFuzzer smoke time per target (default 30)
+#   TL_TOK_RANDOM_COUNT  random strings in the tokenizer differential (20000)
+#   TL_TMPL_RANDOM_COUNT random conversations in the template differential (300)
 #   TL_STAGES         space-separated subset of stage names to run
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 JOBS=${JOBS:-$(nproc)}
 FUZZ_SECONDS=${TL_FUZZ_SECONDS:-30}
+TOK_RANDOM_COUNT=${TL_TOK_RANDOM_COUNT:-20000}
+TOK_SLM=build/tok/qwen3-tokenizer.slm
+TMPL_RANDOM_COUNT=${TL_TMPL_RANDOM_COUNT:-300}
 LOG_DIR=build/test-logs
 mkdir -p "$LOG_DIR"
 
@@ -55,6 +60,7 @@ run_stage() {
 build() { make --no-print-directory -j"$JOBS" "$@"; }
 
 run_stage unicode-tables /usr/bin/python3 tools/gen_unicode_tables.py --check
+run_stage py-format-vectors /usr/bin/python3 tools/oracle/py_format_vectors.py --check
 run_stage build-gcc build CFG=gcc native
 run_stage build-clang build CFG=clang native
 run_stage build-asan build CFG=asan native
@@ -66,6 +72,16 @@ run_stage unit-asan env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 run_stage unit-wasm node tests/wasm/run_unit.mjs build/wasm/unit_tests.wasm
 run_stage wasm-identity tests/wasm/identity.sh
 run_stage cli tests/cli/cli_test.sh build/asan/tinylm
+run_stage tok-artifact build tok-slm
+run_stage tok-goldens-current node tools/oracle/tok_golden.mjs --check
+run_stage tok-golden node tests/tok/check_golden.mjs build/gcc/tinylm "$TOK_SLM"
+run_stage tok-golden-asan node tests/tok/check_golden.mjs build/asan/tinylm "$TOK_SLM"
+run_stage tok-random node tools/oracle/tok_random.mjs build/gcc/tinylm "$TOK_SLM" \
+  --count "$TOK_RANDOM_COUNT"
+run_stage tmpl-cases /usr/bin/python3 tools/oracle/tmpl_cases.py --check
+run_stage tmpl-golden node tests/tmpl/check_golden.mjs build/gcc/tinylm "$TOK_SLM"
+run_stage tmpl-random /usr/bin/python3 tools/oracle/tmpl_random.py build/gcc/tinylm \
+  "$TOK_SLM" --count "$TMPL_RANDOM_COUNT"
 run_stage diff-hash tests/diff/hash_diff.sh build/gcc/tinylm
 run_stage diff-cbor /usr/bin/python3 tests/diff/cbor_diff.py build/asan/cbor_tool
 run_stage fuzz-build build fuzz

@@ -1,6 +1,6 @@
 /* tinylm convert: a Hugging Face directory to a .slm artifact. This stage
- * implements --tokenizer-only (the tokenizer section plus metadata); weight
- * conversion arrives with the .slm converter. */
+ * implements --tokenizer-only (tokenizer and chat-template sections plus
+ * metadata); weight conversion arrives with the .slm converter. */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +11,7 @@
 #include "file.h"
 #include "hash/sha256.h"
 #include "slm_write.h"
+#include "tmpl_section_build.h"
 #include "tok_compile.h"
 
 static const char usage_text[] =
@@ -41,7 +42,8 @@ static void put_str(tl_cbor_writer *w, const char *s) {
 /* The metadata section of a tokenizer-only artifact (deterministic CBOR;
  * no timestamps or paths, so the same inputs give the same bytes). */
 static tl_status build_metadata(const source *src, size_t n_src,
-                                const tl_tok_compiled *tok, uint8_t *buf,
+                                const tl_tok_compiled *tok,
+                                const tl_tmpl_section_built *tmpl, uint8_t *buf,
                                 size_t cap, size_t *len) {
   static uint8_t scratch_mem[1 << 16];
   tl_arena scratch;
@@ -50,7 +52,14 @@ static tl_status build_metadata(const source *src, size_t n_src,
   tl_arena_init(&scratch, scratch_mem, sizeof scratch_mem);
   tl_cbor_writer_init(&w, buf, cap, &scratch);
   tl_sha256(tok->section, tok->len, tok_digest);
-  tl_cbor_begin_map(&w, 4);
+  tl_cbor_begin_map(&w, 5);
+  put_str(&w, "chat_template");
+  tl_cbor_begin_map(&w, 2);
+  put_str(&w, "source_sha256");
+  tl_cbor_put_bytes(&w, tmpl->source_sha256, 32);
+  put_str(&w, "ir_sha256");
+  tl_cbor_put_bytes(&w, tmpl->ir_sha256, 32);
+  tl_cbor_end_map(&w);
   put_str(&w, "format");
   put_str(&w, "tinylm.slm");
   put_str(&w, "artifact_kind");
@@ -107,6 +116,7 @@ int tl_cmd_convert(int argc, char **argv) {
   source src[2] = {{.name = "tokenizer.json"},
                    {.name = "tokenizer_config.json"}};
   tl_tok_compiled tok;
+  tl_tmpl_section_built tmpl;
   uint8_t meta[4096], id[32];
   size_t meta_len = 0;
   char err[1024], id_hex[65];
@@ -145,18 +155,26 @@ int tl_cmd_convert(int argc, char **argv) {
   }
   st = tl_tok_compile(src[0].path, src[1].path, &tok, err, sizeof err);
   if (st != TL_OK) return tl_cli_fail(json, st, "%s", err);
-  st = build_metadata(src, 2, &tok, meta, sizeof meta, &meta_len);
+  st = tl_tmpl_section_build(src[1].path, &tmpl, err, sizeof err);
   if (st != TL_OK) {
     tl_tok_compiled_free(&tok);
+    return tl_cli_fail(json, st, "%s", err);
+  }
+  st = build_metadata(src, 2, &tok, &tmpl, meta, sizeof meta, &meta_len);
+  if (st != TL_OK) {
+    tl_tok_compiled_free(&tok);
+    tl_tmpl_section_built_free(&tmpl);
     return tl_cli_fail(json, TL_ERR_INTERNAL_INVARIANT,
                        "metadata encoding failed (%s)", tl_status_name(st));
   }
   {
-    tl_slm_part parts[2] = {
+    tl_slm_part parts[3] = {
         {TL_SLM_METADATA, TL_SLM_SECTION_REQUIRED, meta, meta_len},
-        {TL_SLM_TOKENIZER, TL_SLM_SECTION_REQUIRED, tok.section, tok.len}};
-    st = tl_slm_write(out, parts, 2, id, err, sizeof err);
+        {TL_SLM_TOKENIZER, TL_SLM_SECTION_REQUIRED, tok.section, tok.len},
+        {TL_SLM_TEMPLATE, TL_SLM_SECTION_REQUIRED, tmpl.bytes, tmpl.len}};
+    st = tl_slm_write(out, parts, 3, id, err, sizeof err);
   }
+  tl_tmpl_section_built_free(&tmpl);
   if (st != TL_OK) {
     rc = tl_cli_fail(json, st, "%s", err);
   } else {
@@ -168,7 +186,8 @@ int tl_cmd_convert(int argc, char **argv) {
           id_hex, tok.n_tokens, tok.n_merges, tok.n_added);
     else
       printf(
-          "wrote %s (tokenizer only: %u tokens, %u merges, %u added)\n"
+          "wrote %s (tokenizer and chat template only: %u tokens, %u merges, "
+          "%u added)\n"
           "artifact id (sha256) %s\n",
           out, tok.n_tokens, tok.n_merges, tok.n_added, id_hex);
     rc = TL_EXIT_OK;

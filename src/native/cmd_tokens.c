@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "encoder.h"
 #include "file.h"
 #include "model.h"
 
@@ -24,54 +25,7 @@ static const char decode_usage[] =
     "usage: tinylm decode MODEL.slm (--ids \"1 2 3\" | --jsonl) "
     "[--mode raw|visible|diagnostic] [--json]\n";
 
-/* Reusable buffers for encoding one input after another. */
-typedef struct encoder {
-  const tl_tokenizer *tok;
-  void *scratch_mem;
-  size_t scratch_cap;
-  uint32_t *ids;
-  tl_tok_span *spans;
-  size_t ids_cap;
-} encoder;
-
-static tl_status grow(void **p, size_t *cap, size_t need, size_t elem) {
-  void *q;
-  if (need <= *cap) return TL_OK;
-  if (need > SIZE_MAX / elem) return TL_ERR_INTEGER_OVERFLOW;
-  q = realloc(*p, need * elem);
-  if (q == NULL) return TL_ERR_OUT_OF_MEMORY;
-  *p = q;
-  *cap = need;
-  return TL_OK;
-}
-
-/* Encodes text; *n gets the token count. */
-static tl_status encode_one(encoder *e, const uint8_t *text, size_t len,
-                            size_t *n, size_t *err_offset) {
-  size_t scratch_need, ids_need = len + 16;
-  tl_arena scratch;
-  tl_status st = tl_tok_encode_scratch_bound(len, &scratch_need);
-  if (st != TL_OK) return st;
-  st = grow(&e->scratch_mem, &e->scratch_cap, scratch_need, 1);
-  for (int attempt = 0; st == TL_OK && attempt < 2; attempt++) {
-    size_t cap = e->ids_cap;
-    st = grow((void **)&e->ids, &cap, ids_need, sizeof *e->ids);
-    if (st == TL_OK) {
-      cap = e->ids_cap;
-      st = grow((void **)&e->spans, &cap, ids_need, sizeof *e->spans);
-      e->ids_cap = cap;
-    }
-    if (st != TL_OK) break;
-    tl_arena_init(&scratch, e->scratch_mem, e->scratch_cap);
-    st = tl_tok_encode(e->tok, text, len, &scratch, e->ids, e->spans,
-                       e->ids_cap, n, err_offset);
-    if (st != TL_ERR_BOUNDS) break;
-    ids_need = *n; /* the encoder said how many it needs */
-  }
-  return st;
-}
-
-static json_t *result_json(const encoder *e, size_t n, bool offsets) {
+static json_t *result_json(const tl_encoder *e, size_t n, bool offsets) {
   json_t *ids = json_array(), *spans = offsets ? json_array() : NULL;
   for (size_t i = 0; i < n; i++) {
     json_array_append_new(ids, json_integer(e->ids[i]));
@@ -91,24 +45,32 @@ static void print_json_line(json_t *obj) {
   json_decref(obj);
 }
 
+static int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+/* Hex text to a malloc'd byte string; -1 on odd length or a non-digit. */
 static int unhex(const char *hex, uint8_t **out, size_t *len) {
   size_t n = strlen(hex);
   if (n % 2 != 0) return -1;
   *out = malloc(n / 2 + 1);
   if (*out == NULL) return -1;
   for (size_t i = 0; i < n / 2; i++) {
-    unsigned v;
-    if (sscanf(hex + 2 * i, "%2x", &v) != 1) {
+    int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0) {
       free(*out);
       return -1;
     }
-    (*out)[i] = (uint8_t)v;
+    (*out)[i] = (uint8_t)(hi << 4 | lo);
   }
   *len = n / 2;
   return 0;
 }
 
-static int encode_jsonl(encoder *e) {
+static int encode_jsonl(tl_encoder *e) {
   char *line = NULL;
   size_t line_cap = 0;
   ssize_t got;
@@ -127,7 +89,7 @@ static int encode_jsonl(encoder *e) {
       return tl_cli_usage(true, "stdin line %ld: expected {\"hex\": \"...\"}",
                           lineno);
     }
-    st = encode_one(e, text, len, &n, &bad);
+    st = tl_encoder_run(e, text, len, &n, &bad);
     if (st == TL_OK)
       print_json_line(result_json(e, n, true));
     else if (st == TL_ERR_INVALID_UTF8)
@@ -153,7 +115,7 @@ int tl_cmd_encode(int argc, char **argv) {
   bool json = false, offsets = false, jsonl = false, bench = false;
   tl_native_model m;
   tl_file_view view = {0};
-  encoder e = {0};
+  tl_encoder e = {0};
   char err[1024];
   size_t n = 0, bad = 0;
   tl_status st;
@@ -205,7 +167,7 @@ int tl_cmd_encode(int argc, char **argv) {
   }
   {
     double t0 = now_seconds();
-    st = encode_one(&e, view.data, view.len, &n, &bad);
+    st = tl_encoder_run(&e, view.data, view.len, &n, &bad);
     if (st == TL_OK && bench)
       printf("tokens %zu bytes %zu seconds %.6f\n", n, view.len,
              now_seconds() - t0);
@@ -231,9 +193,7 @@ int tl_cmd_encode(int argc, char **argv) {
   }
   if (file != NULL) tl_file_close_view(&view);
 done:
-  free(e.scratch_mem);
-  free(e.ids);
-  free(e.spans);
+  tl_encoder_free(&e);
   tl_native_model_close(&m);
   return rc;
 }

@@ -4,10 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The tokenizer's lookup tables are built at load; they take a small
- * multiple of the section's size. */
-#define TOK_ARENA_FACTOR 8
-#define TOK_ARENA_EXTRA (16u << 20)
+/* Room beyond the tokenizer's own bound, for the chat-template program. */
+#define TEMPLATE_ARENA_EXTRA (4u << 20)
 
 tl_status tl_native_model_open(const char *path, tl_native_model *m, char *err,
                                size_t err_cap) {
@@ -29,12 +27,15 @@ tl_status tl_native_model_open(const char *path, tl_native_model *m, char *err,
     snprintf(err, err_cap, "%s: has no tokenizer section", path);
     goto fail;
   }
-  if (sec->len > (SIZE_MAX - TOK_ARENA_EXTRA) / TOK_ARENA_FACTOR) {
+  st = tl_tok_load_arena_bound(sec->data, sec->len, &arena_len);
+  if (st == TL_OK && arena_len > SIZE_MAX - TEMPLATE_ARENA_EXTRA)
     st = TL_ERR_INTEGER_OVERFLOW;
-    snprintf(err, err_cap, "%s: tokenizer section too large", path);
+  if (st != TL_OK) {
+    snprintf(err, err_cap, "%s: invalid tokenizer section (%s)", path,
+             tl_status_name(st));
     goto fail;
   }
-  arena_len = sec->len * TOK_ARENA_FACTOR + TOK_ARENA_EXTRA;
+  arena_len += TEMPLATE_ARENA_EXTRA;
   m->arena_mem = malloc(arena_len);
   if (m->arena_mem == NULL) {
     st = TL_ERR_OUT_OF_MEMORY;
@@ -47,6 +48,15 @@ tl_status tl_native_model_open(const char *path, tl_native_model *m, char *err,
     snprintf(err, err_cap, "%s: invalid tokenizer section (%s)", path,
              tl_status_name(st));
     goto fail;
+  }
+  if (tl_slm_find(&m->slm, TL_SLM_TEMPLATE, &sec) == TL_OK) {
+    st = tl_tmpl_section_load(sec->data, sec->len, &m->arena, &m->tmpl);
+    if (st != TL_OK) {
+      snprintf(err, err_cap, "%s: invalid chat-template section (%s)", path,
+               tl_status_name(st));
+      goto fail;
+    }
+    m->has_template = true;
   }
   return TL_OK;
 fail:

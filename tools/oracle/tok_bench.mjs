@@ -4,7 +4,7 @@
 // run (issue 3, item 7). `bench/tokenizer.sh` (make bench) calls it.
 //
 //   node tools/oracle/tok_bench.mjs [TINYLM TOK.slm] [--mb 12] [--seed 1]
-//        [--repeat 3] [--input build/bench/tok_input.txt] [--no-whole]
+//        [--repeat 3] [--input build/bench/tok_input.txt] [--no-whole] [--no-verify]
 //
 // The input: ≥ --mb MB (10^6 bytes) of paragraphs of prose in several
 // scripts (Latin, Cyrillic, Greek, Arabic, Hebrew, Devanagari, Thai, Han,
@@ -20,6 +20,9 @@
 //   HF encodeBatch(paragraphs)     default: rayon over every CPU
 //   HF encode(whole file)          one call (single-threaded by nature; slow
 //                                  and memory-hungry in HF; --no-whole skips)
+// Unless --no-verify, tinylm's ids for the whole file (`encode --file --json`)
+// are also compared with the oracle's, id by id, so the figures are known to
+// be for the same work.
 // HF figures include the binding's JS↔Rust string and result conversion;
 // each is the best of --repeat runs (the whole-file one: one run) in a fresh
 // child process so the thread settings take effect.
@@ -32,7 +35,7 @@ import { ROOT, parseArgs, sha256 } from './tok_lib.mjs';
 
 const SELF = fileURLToPath(import.meta.url);
 const opts = parseArgs(process.argv.slice(2), {
-  mb: 12, seed: 1, repeat: 3, input: 'build/bench/tok_input.txt', no_whole: false, worker: '',
+  mb: 12, seed: 1, repeat: 3, input: 'build/bench/tok_input.txt', no_whole: false, no_verify: false, worker: '',
 });
 
 // ---------------------------------------------------------------------------
@@ -301,6 +304,35 @@ if (tl && b1) {
   console.log(`tinylm single-threaded vs HF single-threaded (batch of paragraphs): ${(b1.seconds / tl.seconds).toFixed(2)}x` +
     (bn ? `; vs HF on ${cpus().length} threads: ${(bn.seconds / tl.seconds).toFixed(2)}x` : '') +
     (wh ? `; vs HF whole-file call: ${(wh.seconds / tl.seconds).toFixed(2)}x` : ''));
+}
+if (tinylm && !opts.no_verify) {
+  const { loadOracle } = await import('./tok_oracle.mjs');
+  const oracle = await loadOracle();
+  const text = input.toString('utf8');
+  const lens = JSON.parse(readFileSync(metaPath, 'utf8'));
+  const paras = [];
+  let at = 0;
+  for (const n of lens) { paras.push(text.slice(at, at + n)); at += n; }
+  const encs = await oracle.tok.encodeBatch(paras, { addSpecialTokens: true });
+  const p = spawnSync(tinylm, ['encode', slm, '--file', inputPath, '--json'], { encoding: 'utf8', maxBuffer: 1 << 30 });
+  let got = null;
+  try { got = JSON.parse(p.stdout).ids; } catch { /* reported below */ }
+  if (!Array.isArray(got)) {
+    console.log(`verify: tinylm encode --file --json gave no ids (exit ${p.status}): ${(p.stderr || '').split('\n')[0]}`);
+  } else {
+    let k = 0, bad = -1, para = -1, total = 0;
+    for (let i = 0; i < encs.length && bad < 0; i++) {
+      const ids = encs[i].getIds();
+      total += ids.length;
+      for (let j = 0; j < ids.length; j++, k++) if (got[k] !== ids[j]) { bad = k; para = i; break; }
+    }
+    if (bad < 0 && got.length !== total) bad = Math.min(got.length, total);
+    if (bad < 0) console.log(`verify: tinylm's ids equal the oracle's for the whole input (${total} tokens)`);
+    else {
+      console.log(`verify: MISMATCH at token ${bad} (tinylm ${got.length} tokens, oracle ${total})` +
+        (para >= 0 ? `, in paragraph ${para}: ${JSON.stringify(paras[para].slice(0, 200))}` : ''));
+    }
+  }
 }
 if (b1 && bn) {
   console.log(`HF threads: default ${(b1.seconds / bn.seconds).toFixed(2)}x the single-threaded speed ` +

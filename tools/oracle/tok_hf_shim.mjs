@@ -20,6 +20,8 @@ const [sub, , ...rest] = process.argv.slice(2);
 const oracle = await loadOracle();
 const mutate = process.env.TOK_SHIM_MUTATE === '1';
 let n = 0;
+// One answer per request, written as soon as it is known.
+const emit = (o) => process.stdout.write(JSON.stringify(o) + '\n');
 
 if (sub === 'encode' && rest.includes('--bench')) {
   const f = rest[rest.indexOf('--file') + 1];
@@ -32,7 +34,6 @@ if (sub === 'encode' && rest.includes('--bench')) {
   process.exit(0);
 }
 if (!rest.includes('--jsonl')) { console.error('shim: only --jsonl and --bench'); process.exit(2); }
-const out = [];
 const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
 for await (const line of rl) {
   if (line === '') continue;
@@ -41,17 +42,16 @@ for await (const line of rl) {
   if (sub === 'encode') {
     const bytes = Buffer.from(req.hex, 'hex');
     const bad = utf8FirstInvalid(bytes);
-    if (bad >= 0) { out.push({ error: 'invalid_utf8', offset: bad + (mutate && bad > 0 ? 1 : 0) }); continue; }
+    if (bad >= 0) { emit({ error: 'invalid_utf8', offset: bad + (mutate && bad > 0 ? 1 : 0) }); continue; }
     const text = bytes.toString('utf8');
     const r = await oracle.run(text, { decode: false });
     if (mutate && /\p{M}/u.test(text) && r.ids.length) r.ids[r.ids.length - 1] += 1;
     if (mutate && /[\u1100-\u11ff]/u.test(text) && r.offsets.length > 1) r.offsets[1] = [r.offsets[1][0], r.offsets[1][1] + 1];
-    out.push({ ids: r.ids, offsets: r.offsets });
+    emit({ ids: r.ids, offsets: r.offsets });
   } else if (sub === 'decode') {
     const s = await oracle.decode(req.ids, req.mode === 'visible');
     let hex = Buffer.from(s, 'utf8').toString('hex');
     if (mutate && req.mode === 'raw' && s.includes('\t')) hex += '00';
-    out.push({ hex });
+    emit({ hex });
   } else { console.error(`shim: unknown command ${sub}`); process.exit(2); }
 }
-process.stdout.write(out.map((o) => JSON.stringify(o) + '\n').join(''));

@@ -99,15 +99,23 @@ export const pairEq = (x, y) => Array.isArray(x) && Array.isArray(y) && x[0] ===
 // {error: "bad_json", line} entries when the tool fails to answer). Streams
 // both ways so a large batch never deadlocks on pipe buffers.
 export function runTinylmJsonl(tinylm, sub, slm, requests) {
-  return new Promise((resolvePromise, reject) => {
+  return new Promise((resolvePromise) => {
     const child = spawn(tinylm, [sub, slm, '--jsonl'], { stdio: ['pipe', 'pipe', 'pipe'] });
     const chunks = [];
     let stderr = '';
     child.stdout.on('data', (d) => chunks.push(d));
     child.stderr.on('data', (d) => { if (stderr.length < 65536) stderr += d; });
-    child.on('error', reject);
+    let settled = false;
+    child.on('error', (e) => { // e.g. no such executable: every answer is missing
+      if (settled) return;
+      settled = true;
+      resolvePromise({ results: requests.map(() => ({ error: 'missing_line' })), code: null, signal: null,
+        stderr: `cannot run ${tinylm}: ${e.message}`, extraLines: 0 });
+    });
     child.stdin.on('error', () => {}); // EPIPE when the tool dies early: reported below
     child.on('close', (code, signal) => {
+      if (settled) return;
+      settled = true;
       const text = Buffer.concat(chunks).toString('utf8');
       const lines = text.split('\n');
       if (lines.length && lines[lines.length - 1] === '') lines.pop();
@@ -201,4 +209,58 @@ export function showBytes(buf, max = 120) {
     } else { s += `\\x${b.toString(16).padStart(2, '0')}`; i++; }
   }
   return i < buf.length ? s + `…(+${buf.length - i} bytes)` : s;
+}
+
+// A long-running `tinylm SUBCOMMAND slm --jsonl` process used as a stream:
+// send() requests (awaiting only pipe back-pressure); every answer line is
+// handed, parsed and in order, to onAnswer. The tool may buffer its output
+// until stdin closes: nothing here waits for an answer before sending more.
+export class JsonlProc {
+  constructor(tinylm, sub, slm, onAnswer) {
+    this.child = spawn(tinylm, [sub, slm, '--jsonl'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    this.onAnswer = onAnswer;
+    this.partial = '';
+    this.closed = false;
+    this.stderr = '';
+    this.code = null;
+    this.signal = null;
+    this.answered = 0;
+    this.child.stdin.on('error', () => {});
+    this.child.stderr.on('data', (d) => { if (this.stderr.length < 65536) this.stderr += d; });
+    this.child.stdout.setEncoding('utf8');
+    this.child.stdout.on('data', (d) => {
+      const parts = (this.partial + d).split('\n');
+      this.partial = parts.pop();
+      for (const p of parts) this.deliver(p);
+    });
+    this.exited = new Promise((res) => {
+      this.child.on('close', (code, signal) => {
+        if (this.partial) this.deliver(this.partial);
+        this.code = code; this.signal = signal; this.closed = true;
+        res();
+      });
+      this.child.on('error', (e) => { this.closed = true; this.stderr += String(e); res(); });
+    });
+  }
+  deliver(line) {
+    let obj;
+    try { obj = JSON.parse(line); } catch { obj = { error: 'bad_json', line: line.slice(0, 200) }; }
+    this.answered++;
+    this.onAnswer(obj);
+  }
+  async send(obj) {
+    if (this.closed) return;
+    if (!this.child.stdin.write(JSON.stringify(obj) + '\n')) {
+      await new Promise((res) => {
+        const done = () => { this.child.stdin.off('drain', done); this.child.off('close', done); res(); };
+        this.child.stdin.on('drain', done);
+        this.child.on('close', done);
+      });
+    }
+  }
+  async end() {
+    this.child.stdin.end();
+    await this.exited;
+    return { code: this.code, signal: this.signal, stderr: this.stderr };
+  }
 }

@@ -61,15 +61,15 @@ export async function loadOracle() {
     const enc = await tok.encode(text, null, { addSpecialTokens: true });
     return record(text, enc, decode);
   }
-  async function record(text, enc, decode = true) {
+  async function record(text, enc, decode = true, slim = false) {
     const ids = Array.from(enc.getIds());
     const offsetsCp = enc.getOffsets().map(([s, e]) => [s, e]);
-    const r = {
-      ids,
-      tokens: enc.getTokens(),
-      offsets_cp: offsetsCp,
-      offsets: cpOffsetsToBytes(text, offsetsCp, codePointByteStarts(text)),
-    };
+    const r = { ids };
+    if (!slim) {
+      r.tokens = enc.getTokens();
+      r.offsets_cp = offsetsCp;
+    }
+    r.offsets = cpOffsetsToBytes(text, offsetsCp, codePointByteStarts(text));
     if (decode) {
       r.decode_raw_hex = hexOf(Buffer.from(await tok.decode(ids, false), 'utf8'));
       r.decode_visible_hex = hexOf(Buffer.from(await tok.decode(ids, true), 'utf8'));
@@ -77,10 +77,11 @@ export async function loadOracle() {
     return r;
   }
   // Many texts at once (encodeBatch: the binding may use several threads).
-  async function runBatch(texts, { decode = false } = {}) {
+  // slim: ids and byte offsets only.
+  async function runBatch(texts, { decode = false, slim = false } = {}) {
     const encs = await tok.encodeBatch(texts, { addSpecialTokens: true });
     const out = [];
-    for (let i = 0; i < texts.length; i++) out.push(await record(texts[i], encs[i], decode));
+    for (let i = 0; i < texts.length; i++) out.push(await record(texts[i], encs[i], decode, slim));
     return out;
   }
   return {

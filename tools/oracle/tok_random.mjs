@@ -4,12 +4,14 @@
 //
 //   node tools/oracle/tok_random.mjs TINYLM TOK.slm [--count N] [--seed S]
 //        [--show N] [--shrink N] [--save-failures FILE] [--print I]
+//        [--only CLASS,CLASS...]
 //
 // Generates --count strings (default 100000) from a seeded PRNG, weighted
 // toward the classes that trip tokenizers (whitespace kinds, combining and
 // NFC-sensitive sequences, Hangul jamo, digits of many scripts, letters
 // assigned after Unicode 9.0, added-token fragments, contractions, emoji
-// sequences, controls, long runs, invalid UTF-8). The oracle encodes all of
+// sequences, controls, long runs, invalid UTF-8, and short strings over a
+// small alphabet of boundary characters). The oracle encodes all of
 // them; one `TINYLM encode TOK.slm --jsonl` process encodes all of them; one
 // `TINYLM decode TOK.slm --jsonl` process decodes the oracle's ids in raw
 // mode. Compared: ids, byte offsets, the raw decode, and for invalid UTF-8
@@ -23,12 +25,12 @@
 // with itself (a self-test of this script).
 import { writeFileSync } from 'node:fs';
 import {
-  parseArgs, runTinylmJsonl, utf8FirstInvalid, firstDiff, pairEq, showBytes, tokenBytes, hexOf,
+  JsonlProc, parseArgs, runTinylmJsonl, utf8FirstInvalid, firstDiff, pairEq, showBytes, tokenBytes, hexOf,
 } from './tok_lib.mjs';
 import { loadOracle } from './tok_oracle.mjs';
 
 const opts = parseArgs(process.argv.slice(2), {
-  count: 100000, seed: 1, show: 10, shrink: 5, save_failures: '', print: -1, batch: 2000,
+  count: 100000, seed: 1, show: 10, shrink: 5, save_failures: '', print: -1, batch: 2000, only: '',
 });
 
 // ---------------------------------------------------------------------------
@@ -166,6 +168,14 @@ const WORDS = ['the', 'of', 'and', 'to', 'in', 'is', 'you', 'that', 'it', 'he', 
   'return', 'def', 'self', 'Qwen', 'HTTP', 'JSON', 'naïve', 'café', 'Straße', 'москва', '東京', '서울',
   'Ελλάδα', 'مرحبا', 'שלום', 'नमस्ते'];
 
+// A small alphabet of characters that sit on the tokenizer's boundaries;
+// short strings over it exercise their interactions densely.
+const DENSE = [' ', ' ', '\t', '\n', '\r', '\u000b', '\u00a0', '\u0085', '\u2028', '\u3000', '\u200b', 'a', 'A', "'", "'",
+  's', 'S', 't', 'T', 'r', 'e', 'E', 'v', 'm', 'l', 'L', 'd', '1', '9', '\u0661', '\u2160', '\u00b2', '\u0301', '\u0323',
+  '\u0338', '!', '.', '<', '>', '|', '_', 'i', 'k', 'h', 'n', '/', '\u00e9', '\u1100', '\u1161', '\u11a8', '\uac00',
+  '\u{11D00}', '\u{1FBF0}', '\u{1F600}', '\u200d', '\ufe0f', '\u0000', '\ufeff', '\u037e', '\u212b', '\uf900',
+  '\u0898', '\u{10400}', '\u4e2d', '\u3042', '<|im_end|>', '<think>', '</think>', '\u017f', '\u0130', '\u0131'];
+
 // Each generator returns [text, className].
 const GEN = [
   [10, 'ascii_word', (r) => (r.chance(0.5) ? r.pick(WORDS) : Array.from({ length: r.range(1, 12) },
@@ -230,13 +240,20 @@ const GEN = [
   [4, 'control', (r) => Array.from({ length: r.range(1, 3) }, () => U(r.chance(0.6) ? r.range(0, 0x1f) : r.chance(0.3) ? 0x7f : r.range(0x80, 0x9f))).join('')],
   [1, 'bom', () => '\ufeff'],
   [3, 'unassigned', (r) => U(r.pick(UNASSIGNED_ETC))],
+  [8, 'dense', (r) => Array.from({ length: r.range(2, 12) }, () => r.pick(DENSE)).join('')],
   [4, 'any', (r) => Array.from({ length: r.range(1, 3) }, () => U(randomScalar(r))).join('')],
 ];
-const GEN_TOTAL = GEN.reduce((s, g) => s + g[0], 0);
+// --only restricts the mix to the named classes (same weights among them).
+const GEN_USED = opts.only ? GEN.filter((g) => opts.only.split(',').includes(g[1])) : GEN;
+if (GEN_USED.length === 0) {
+  console.error(`--only: no such class; classes: ${GEN.map((g) => g[1]).join(',')}`);
+  process.exit(2);
+}
+const GEN_TOTAL = GEN_USED.reduce((s, g) => s + g[0], 0);
 function pickGen(rng) {
   let x = rng.int(GEN_TOTAL);
-  for (const g of GEN) { if (x < g[0]) return g; x -= g[0]; }
-  return GEN[0];
+  for (const g of GEN_USED) { if (x < g[0]) return g; x -= g[0]; }
+  return GEN_USED[0];
 }
 
 // One case: {bytes, text|null, classes}.
@@ -280,7 +297,7 @@ if (opts.print >= 0) {
   process.exit(0);
 }
 if (opts._.length !== 2) {
-  console.error('usage: node tools/oracle/tok_random.mjs TINYLM TOK.slm [--count N] [--seed S] [--show N] [--shrink N] [--save-failures FILE] [--print I]');
+  console.error('usage: node tools/oracle/tok_random.mjs TINYLM TOK.slm [--count N] [--seed S] [--show N] [--shrink N] [--save-failures FILE] [--print I] [--only CLASS,...]');
   process.exit(2);
 }
 const [tinylm, slm] = opts._;
@@ -289,7 +306,7 @@ const [tinylm, slm] = opts._;
 const oracle = await loadOracle();
 
 // Expected results for a list of byte buffers.
-async function expected(list) {
+async function expected(list, { slim = false } = {}) {
   const out = new Array(list.length);
   const texts = [], where = [];
   list.forEach((b, i) => {
@@ -299,7 +316,7 @@ async function expected(list) {
   });
   for (let k = 0; k < texts.length; k += opts.batch) {
     const part = texts.slice(k, k + opts.batch);
-    const recs = await oracle.runBatch(part);
+    const recs = await oracle.runBatch(part, { slim });
     const raws = await oracle.tok.decodeBatch(recs.map((r) => r.ids), false);
     recs.forEach((r, j) => { r.raw_hex = hexOf(Buffer.from(raws[j], 'utf8')); out[where[k + j]] = r; });
   }
@@ -372,39 +389,81 @@ function describe(bytes, e, got, raw) {
 }
 
 // ---------------------------------------------------------------------------
+// The main run streams: blocks of --batch cases go through the oracle and
+// into one long-running tinylm encode process and one decode process; their
+// answers are matched to the pending cases in order as they arrive. Only
+// failures are kept, so memory stays bounded for any --count (as long as
+// tinylm answers while it reads; if it holds every answer until its input
+// ends, the pending cases simply accumulate).
 const t0 = Date.now();
-const cases = generate(opts.seed, opts.count);
-const exp = await expected(cases.map((c) => c.bytes));
-const t1 = Date.now();
-const act = await actual(cases.map((c) => c.bytes), exp);
+let tOracle = 0;
+const rngMain = makeRng(opts.seed);
+const failures = [];
+const byKind = {}, byClass = {}, classTotals = {};
+let totalBytes = 0, done = 0;
+const encPending = [], decPending = [];
+let extra = { encode: 0, decode: 0 };
+function finish(c) {
+  done++;
+  totalBytes += c.bytes.length;
+  for (const cl of c.classes) classTotals[cl] = (classTotals[cl] || 0) + 1;
+  const kind = mismatch(c.exp, c.got, c.raw);
+  if (!kind) return;
+  failures.push({ i: c.i, kind, bytes: c.bytes, classes: c.classes });
+  byKind[kind] = (byKind[kind] || 0) + 1;
+  for (const cl of c.classes) byClass[cl] = (byClass[cl] || 0) + 1;
+}
+const encProc = new JsonlProc(tinylm, 'encode', slm, (ans) => {
+  const c = encPending.shift();
+  if (!c) { extra.encode++; return; }
+  c.got = ans;
+  if (!c.exp.ids || c.raw) finish(c);
+});
+const decProc = new JsonlProc(tinylm, 'decode', slm, (ans) => {
+  const c = decPending.shift();
+  if (!c) { extra.decode++; return; }
+  c.raw = ans;
+  if (c.got) finish(c);
+});
+for (let base = 0; base < opts.count; base += opts.batch) {
+  const block = [];
+  for (let i = base; i < Math.min(opts.count, base + opts.batch); i++) {
+    const c = makeCase(rngMain);
+    c.i = i;
+    block.push(c);
+  }
+  const ta = Date.now();
+  const exp = await expected(block.map((c) => c.bytes), { slim: true });
+  tOracle += Date.now() - ta;
+  block.forEach((c, k) => { c.exp = exp[k]; encPending.push(c); if (c.exp.ids) decPending.push(c); });
+  for (const c of block) {
+    await encProc.send({ hex: hexOf(c.bytes) });
+    if (c.exp.ids) await decProc.send({ ids: c.exp.ids, mode: 'raw' });
+  }
+}
+const runs = [await encProc.end(), await decProc.end()];
+// Cases the tool never answered.
+for (const c of decPending.splice(0)) c.raw = { error: 'missing_line' };
+for (const c of encPending.splice(0)) { c.got = { error: 'missing_line' }; if (!c.raw && c.exp.ids) c.raw = { error: 'missing_line' }; finish(c); }
+failures.sort((a, b) => a.i - b.i);
 const t2 = Date.now();
-for (const [what, r] of [['encode', act.runs[0]], ['decode', act.runs[1]]]) {
-  if (r.code !== 0 || r.signal || r.extraLines) {
-    console.log(`note: tinylm ${what} --jsonl exited ${r.signal ?? r.code}${r.extraLines ? `, ${r.extraLines} extra output lines` : ''}`);
+for (const [what, r] of [['encode', runs[0]], ['decode', runs[1]]]) {
+  if (r.code !== 0 || r.signal || extra[what]) {
+    console.log(`note: tinylm ${what} --jsonl exited ${r.signal ?? r.code}${extra[what] ? `, ${extra[what]} extra output lines` : ''}`);
     if (r.stderr) console.log(r.stderr.split('\n').slice(0, 5).map((l) => `  | ${l}`).join('\n'));
   }
 }
+if (done !== opts.count) console.log(`note: ${opts.count - done} cases never completed`);
 
-const failures = [];
-const byKind = {}, byClass = {}, classTotals = {};
-cases.forEach((c, i) => {
-  for (const cl of c.classes) classTotals[cl] = (classTotals[cl] || 0) + 1;
-  const kind = mismatch(exp[i], act.enc[i], act.raw[i]);
-  if (!kind) return;
-  failures.push({ i, kind });
-  byKind[kind] = (byKind[kind] || 0) + 1;
-  for (const cl of c.classes) byClass[cl] = (byClass[cl] || 0) + 1;
-});
-
-console.log(`tok_random: seed ${opts.seed}, ${cases.length} strings (${cases.reduce((s, c) => s + c.bytes.length, 0)} bytes); ` +
-  `oracle ${((t1 - t0) / 1000).toFixed(1)}s, tinylm ${((t2 - t1) / 1000).toFixed(1)}s`);
+console.log(`tok_random: seed ${opts.seed}${opts.only ? ` (only ${opts.only})` : ''}, ${opts.count} strings (${totalBytes} bytes); ` +
+  `${((t2 - t0) / 1000).toFixed(1)}s (oracle ${(tOracle / 1000).toFixed(1)}s)`);
 if (failures.length) {
   console.log(`mismatches by kind: ${Object.entries(byKind).map(([k, v]) => `${k} ${v}`).join(', ')}`);
   console.log('mismatches by class present in the string (failed/generated): ' +
     Object.entries(byClass).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v}/${classTotals[k]}`).join(', '));
   const saved = [];
   for (const [n, f] of failures.slice(0, opts.show).entries()) {
-    const c = cases[f.i];
+    const c = f;
     console.log(`FAIL #${f.i} (${f.kind}; classes ${c.classes.join(',')}; reproduce: --seed ${opts.seed} --print ${f.i})`);
     let bytes = c.bytes;
     if (n < opts.shrink) {
@@ -423,5 +482,5 @@ if (failures.length) {
     console.log(`saved ${saved.length} reduced cases to ${opts.save_failures} (corpus format)`);
   }
 }
-console.log(`${cases.length - failures.length} passed, ${failures.length} failed`);
+console.log(`${opts.count - failures.length} passed, ${failures.length} failed`);
 process.exit(failures.length ? 1 : 0);

@@ -24,15 +24,14 @@
 #include "tok_internal.h"
 #include "unicode.h"
 
-/* ---- trie construction ----------------------------------------------------- */
+/* ---- trie construction -------------------------------------------------- */
 
 static int pattern_cmp(const tl_tok_added_info *info, uint32_t a, uint32_t b) {
   const tl_tok_added_info *x = &info[a], *y = &info[b];
   size_t n = x->pattern_len < y->pattern_len ? x->pattern_len : y->pattern_len;
   int c = memcmp(x->pattern, y->pattern, n);
   if (c != 0) return c;
-  return x->pattern_len < y->pattern_len ? -1
-                                         : x->pattern_len > y->pattern_len;
+  return x->pattern_len < y->pattern_len ? -1 : x->pattern_len > y->pattern_len;
 }
 
 static void sift(const tl_tok_added_info *info, uint32_t *v, size_t i,
@@ -147,7 +146,7 @@ tl_status tl_tok_trie_build(const tl_tok_added_info *info, const uint32_t *idx,
   return TL_OK;
 }
 
-/* ---- matching -------------------------------------------------------------- */
+/* ---- matching ----------------------------------------------------------- */
 
 static uint32_t trie_child(const tl_tok_trie *tr, uint32_t node, uint8_t b) {
   size_t lo = tr->first[node], hi = lo + tr->count[node];
@@ -158,7 +157,8 @@ static uint32_t trie_child(const tl_tok_trie *tr, uint32_t node, uint8_t b) {
     else
       hi = mid;
   }
-  return lo < (size_t)tr->first[node] + tr->count[node] && tr->edge_byte[lo] == b
+  return lo < (size_t)tr->first[node] + tr->count[node] &&
+                 tr->edge_byte[lo] == b
              ? tr->edge_child[lo]
              : 0;
 }
@@ -225,9 +225,18 @@ static size_t cp_start_before(const uint8_t *s, size_t end) {
  * combining classes for marks, and the Pc and Join_Control lists. */
 static bool is_word_char(uint32_t cp) {
   switch (cp) {
-    case 0x005F: case 0x203F: case 0x2040: case 0x2054: case 0xFE33:
-    case 0xFE34: case 0xFE4D: case 0xFE4E: case 0xFE4F: case 0xFF3F:
-    case 0x200C: case 0x200D:
+    case 0x005F:
+    case 0x203F:
+    case 0x2040:
+    case 0x2054:
+    case 0xFE33:
+    case 0xFE34:
+    case 0xFE4D:
+    case 0xFE4E:
+    case 0xFE4F:
+    case 0xFF3F:
+    case 0x200C:
+    case 0x200D:
       return true;
     default:
       break;

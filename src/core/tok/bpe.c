@@ -15,7 +15,7 @@
  *     linear scan for the best pair: O(n^2) but n is tiny and nothing is
  *     allocated;
  *   - longer words: a doubly linked list of symbols indexed by byte
- *     position and an indexed binary min-heap of positions keyed by
+ *     position and an indexed 4-ary min-heap of positions keyed by
  *     (rank of the pair starting there, position): O(n log n) time,
  *     24 bytes of scratch per byte.
  * Short words' results go through a direct-mapped cache. */
@@ -26,7 +26,7 @@
 #include "checked.h"
 #include "tok_internal.h"
 
-/* ---- small words ----------------------------------------------------------- */
+/* ---- small words -------------------------------------------------------- */
 
 static void bpe_small(const struct tl_tokenizer *t, const uint8_t *w, size_t n,
                       uint32_t *ids, uint8_t *lens, size_t *n_out) {
@@ -57,172 +57,216 @@ static void bpe_small(const struct tl_tokenizer *t, const uint8_t *w, size_t n,
     }
     m--;
     if (best > 0)
-      rank[best - 1] = tl_tok_merge_find(t, ids[best - 1], ids[best], &res[best - 1]);
+      rank[best - 1] =
+          tl_tok_merge_find(t, ids[best - 1], ids[best], &res[best - 1]);
     if (best + 1 < m)
       rank[best] = tl_tok_merge_find(t, ids[best], ids[best + 1], &res[best]);
   }
   *n_out = m;
 }
 
-/* ---- long words: linked list + indexed heap -------------------------------- */
+/* ---- long words: linked list + indexed heap ----------------------------- */
 
+/* A 4-ary min-heap of keys rank << 32 | position (so equal ranks pop
+ * leftmost first), indexed: slot[position] is the key's index in the heap
+ * or TL_TOK_NONE. Keys live in the heap array itself, so sifting touches
+ * one array. */
 typedef struct bpe_heap {
-  uint32_t *heap;       /* positions, a binary min-heap */
-  uint32_t *slot;       /* position -> index in heap, or TL_TOK_NONE */
-  const uint32_t *rank; /* position -> rank of the pair starting there */
+  uint64_t *key;
+  uint32_t *slot;
   uint32_t n;
 } bpe_heap;
 
-static inline bool heap_less(const bpe_heap *h, uint32_t a, uint32_t b) {
-  return h->rank[a] < h->rank[b] || (h->rank[a] == h->rank[b] && a < b);
+#define KEY(rank, pos) ((uint64_t)(rank) << 32 | (pos))
+#define KEY_POS(k) ((uint32_t)(k))
+#define KEY_RANK(k) ((uint32_t)((k) >> 32))
+
+static inline void heap_set(bpe_heap *h, uint32_t i, uint64_t k) {
+  h->key[i] = k;
+  h->slot[KEY_POS(k)] = i;
 }
 
-static inline void heap_set(bpe_heap *h, uint32_t i, uint32_t pos) {
-  h->heap[i] = pos;
-  h->slot[pos] = i;
-}
-
-static void heap_up(bpe_heap *h, uint32_t i) {
-  uint32_t pos = h->heap[i];
+static void heap_up(bpe_heap *h, uint32_t i, uint64_t k) {
   while (i > 0) {
-    uint32_t parent = (i - 1) / 2;
-    if (!heap_less(h, pos, h->heap[parent])) break;
-    heap_set(h, i, h->heap[parent]);
+    uint32_t parent = (i - 1) / 4;
+    if (h->key[parent] <= k) break;
+    heap_set(h, i, h->key[parent]);
     i = parent;
   }
-  heap_set(h, i, pos);
+  heap_set(h, i, k);
 }
 
-static void heap_down(bpe_heap *h, uint32_t i) {
-  uint32_t pos = h->heap[i];
+static void heap_down(bpe_heap *h, uint32_t i, uint64_t k) {
   for (;;) {
-    uint32_t c = 2 * i + 1;
+    uint32_t c = 4 * i + 1, best;
+    uint64_t bk;
     if (c >= h->n) break;
-    if (c + 1 < h->n && heap_less(h, h->heap[c + 1], h->heap[c])) c++;
-    if (!heap_less(h, h->heap[c], pos)) break;
-    heap_set(h, i, h->heap[c]);
-    i = c;
+    best = c;
+    bk = h->key[c];
+    for (uint32_t j = c + 1; j < c + 4 && j < h->n; j++)
+      if (h->key[j] < bk) {
+        bk = h->key[j];
+        best = j;
+      }
+    if (bk >= k) break;
+    heap_set(h, i, bk);
+    i = best;
   }
-  heap_set(h, i, pos);
+  heap_set(h, i, k);
+}
+
+/* Puts key k at index i (a key there went away or changed). */
+static void heap_fix(bpe_heap *h, uint32_t i, uint64_t k) {
+  if (i > 0 && h->key[(i - 1) / 4] > k)
+    heap_up(h, i, k);
+  else
+    heap_down(h, i, k);
 }
 
 static void heap_remove(bpe_heap *h, uint32_t pos) {
-  uint32_t i = h->slot[pos], last;
+  uint32_t i = h->slot[pos];
   h->slot[pos] = TL_TOK_NONE;
   h->n--;
-  if (i == h->n) return;
-  last = h->heap[h->n];
-  heap_set(h, i, last);
-  heap_down(h, i);
-  heap_up(h, h->slot[last]);
+  if (i != h->n) heap_fix(h, i, h->key[h->n]);
 }
 
-/* Position pos's pair changed to rank (maybe TL_TOK_NONE): fix the heap. */
-static void heap_update(bpe_heap *h, uint32_t *rank, uint32_t pos,
-                        uint32_t new_rank) {
-  uint32_t old = rank[pos];
-  if (h->slot[pos] == TL_TOK_NONE) {
-    rank[pos] = new_rank;
-    if (new_rank == TL_TOK_NONE) return;
-    h->n++;
-    heap_set(h, h->n - 1, pos);
-    heap_up(h, h->n - 1);
-    return;
-  }
-  if (new_rank == TL_TOK_NONE) {
+/* Position pos's pair now has rank r (TL_TOK_NONE: no merge). */
+static void heap_update(bpe_heap *h, uint32_t pos, uint32_t r) {
+  uint32_t i = h->slot[pos];
+  if (i == TL_TOK_NONE) {
+    if (r != TL_TOK_NONE) heap_up(h, h->n++, KEY(r, pos));
+  } else if (r == TL_TOK_NONE) {
     heap_remove(h, pos);
-    rank[pos] = new_rank;
-    return;
+  } else {
+    heap_fix(h, i, KEY(r, pos));
   }
-  rank[pos] = new_rank;
-  if (new_rank < old)
-    heap_up(h, h->slot[pos]);
-  else
-    heap_down(h, h->slot[pos]);
 }
 
 tl_status tl_tok_bpe_scratch_bound(size_t n, size_t *bytes) {
   size_t b;
-  /* id, next, prev, rank, slot, heap: six u32 per byte, plus alignment */
-  if (tl_mul_size(n, 6 * sizeof(uint32_t), &b) != TL_OK ||
-      tl_add_size(b, 6 * TL_ARENA_MIN_ALIGN, &b) != TL_OK)
+  /* id, next, prev, slot: four u32 per byte; the heap: one u64 */
+  if (tl_mul_size(n, 4 * sizeof(uint32_t) + sizeof(uint64_t), &b) != TL_OK ||
+      tl_add_size(b, 5 * TL_ARENA_MIN_ALIGN, &b) != TL_OK)
     return TL_ERR_INTEGER_OVERFLOW;
   *bytes = b;
   return TL_OK;
 }
 
 tl_status tl_tok_bpe_word_heap(const struct tl_tokenizer *t, const uint8_t *w,
-                               size_t n, tl_arena *scratch,
-                               tl_tok_emit_fn emit, void *ctx) {
+                               size_t n, tl_arena *scratch, tl_tok_emit_fn emit,
+                               void *ctx) {
   tl_arena_mark mark = tl_arena_mark_now(scratch);
-  uint32_t *id, *next, *prev, *rank, *slot, *heap;
+  uint32_t *id, *next, *prev, *slot;
   bpe_heap h;
   tl_status st;
   uint32_t nn = (uint32_t)n;
+  void *p[5];
   if (n == 0) return TL_OK;
   if (n >= TL_TOK_NONE) return TL_ERR_BOUNDS;
-  {
-    void *p[6];
-    for (int k = 0; k < 6; k++) {
-      st = tl_arena_alloc_array(scratch, n, sizeof(uint32_t), 4, &p[k]);
-      if (st != TL_OK) {
-        tl_arena_rewind(scratch, mark);
-        return st;
-      }
+  for (int k = 0; k < 5; k++) {
+    st = tl_arena_alloc_array(scratch, n, k < 4 ? 4 : 8, 8, &p[k]);
+    if (st != TL_OK) {
+      tl_arena_rewind(scratch, mark);
+      return st;
     }
-    id = p[0];
-    next = p[1];
-    prev = p[2];
-    rank = p[3];
-    slot = p[4];
-    heap = p[5];
   }
-  h.heap = heap;
+  id = p[0];
+  next = p[1];
+  prev = p[2];
+  slot = p[3];
+  h.key = p[4];
   h.slot = slot;
-  h.rank = rank;
   h.n = 0;
   for (uint32_t i = 0; i < nn; i++) {
+    uint32_t r = i + 1 < nn ? t->byte_pair_rank[(uint32_t)w[i] << 8 | w[i + 1]]
+                            : TL_TOK_NONE;
     id[i] = t->byte_tok[w[i]];
     next[i] = i + 1; /* nn: end of the word */
     prev[i] = i - 1; /* TL_TOK_NONE for i == 0 */
-    rank[i] = i + 1 < nn ? t->byte_pair_rank[(uint32_t)w[i] << 8 | w[i + 1]]
-                         : TL_TOK_NONE;
     slot[i] = TL_TOK_NONE;
-    if (rank[i] != TL_TOK_NONE) {
-      slot[i] = h.n;
-      heap[h.n++] = i;
-    }
+    if (r != TL_TOK_NONE) heap_set(&h, h.n++, KEY(r, i));
   }
-  for (uint32_t i = h.n / 2; i-- > 0;) heap_down(&h, i);
+  for (uint32_t i = h.n; i-- > 0;) heap_down(&h, i, h.key[i]);
 
   while (h.n > 0) {
     /* the best pair (p, q) becomes p */
-    uint32_t p = heap[0], q = next[p], nq = next[q], res;
-    id[p] = tl_tok_merge_result(t, rank[p]);
-    heap_remove(&h, p);
-    rank[p] = TL_TOK_NONE;
+    uint64_t top = h.key[0];
+    uint32_t pp = KEY_POS(top), q = next[pp], nq = next[q], res, r;
+    id[pp] = tl_tok_merge_result(t, KEY_RANK(top));
     if (slot[q] != TL_TOK_NONE) heap_remove(&h, q);
-    rank[q] = TL_TOK_NONE;
-    next[p] = nq;
+    next[pp] = nq;
+    r = TL_TOK_NONE;
     if (nq < nn) {
-      prev[nq] = p;
-      heap_update(&h, rank, p, tl_tok_merge_find(t, id[p], id[nq], &res));
+      prev[nq] = pp;
+      r = tl_tok_merge_find(t, id[pp], id[nq], &res);
     }
-    if (prev[p] != TL_TOK_NONE)
-      heap_update(&h, rank, prev[p],
-                  tl_tok_merge_find(t, id[prev[p]], id[p], &res));
+    heap_update(&h, pp, r);
+    if (prev[pp] != TL_TOK_NONE)
+      heap_update(&h, prev[pp],
+                  tl_tok_merge_find(t, id[prev[pp]], id[pp], &res));
   }
-  for (uint32_t p = 0; p < nn; p = next[p]) emit(ctx, id[p], next[p] - p);
+  for (uint32_t i = 0; i < nn; i = next[i]) emit(ctx, id[i], next[i] - i);
   tl_arena_rewind(scratch, mark);
   return TL_OK;
 }
 
-/* ---- dispatch and cache ---------------------------------------------------- */
+/* ---- dispatch and cache ------------------------------------------------- */
 
-static uint32_t word_hash(const uint8_t *w, size_t n) {
-  uint32_t h = 2166136261u; /* FNV-1a */
-  for (size_t i = 0; i < n; i++) h = (h ^ w[i]) * 16777619u;
-  return h;
+static inline uint64_t load64(const uint8_t *p) {
+  uint64_t v;
+  memcpy(&v, p, 8);
+  return v;
+}
+
+static inline uint32_t load32(const uint8_t *p) {
+  uint32_t v;
+  memcpy(&v, p, 4);
+  return v;
+}
+
+/* A word of 1..TL_TOK_CACHE_WORD bytes as three overlapping windows that,
+ * with its length, determine it, read without going past its end. */
+static inline void word_windows(const uint8_t *w, size_t n, uint64_t k[3]) {
+  if (n >= 16) {
+    k[0] = load64(w);
+    k[1] = load64(w + 8);
+    k[2] = load64(w + n - 8);
+  } else if (n >= 8) {
+    k[0] = load64(w);
+    k[1] = load64(w + n - 8);
+    k[2] = 0;
+  } else if (n >= 4) {
+    k[0] = load32(w);
+    k[1] = load32(w + n - 4);
+    k[2] = 0;
+  } else {
+    k[0] = w[0];
+    k[1] = (uint64_t)w[n / 2] << 8 | w[n - 1];
+    k[2] = 0;
+  }
+}
+
+static inline uint32_t cache_slot(const uint64_t k[3], size_t n) {
+  uint64_t h =
+      ((k[0] * 0x9E3779B97F4A7C15ull) ^ (k[1] * 0xC2B2AE3D27D4EB4Full) ^
+       (k[2] * 0x165667B19E3779F9ull) ^ n) *
+      0xFF51AFD7ED558CCDull;
+  return (uint32_t)(h >> 40);
+}
+
+void tl_tok_bpe_prefetch(const tl_tok_cache *cache, const uint8_t *w,
+                         size_t n) {
+#if defined(__GNUC__) || defined(__clang__)
+  if (cache != NULL && cache->e != NULL && n >= 1 && n <= TL_TOK_CACHE_WORD) {
+    uint64_t k[3];
+    word_windows(w, n, k);
+    __builtin_prefetch(&cache->e[cache_slot(k, n) & cache->mask]);
+  }
+#else
+  (void)cache;
+  (void)w;
+  (void)n;
+#endif
 }
 
 tl_status tl_tok_bpe_word(const struct tl_tokenizer *t, const uint8_t *w,
@@ -236,18 +280,23 @@ tl_status tl_tok_bpe_word(const struct tl_tokenizer *t, const uint8_t *w,
   if (n > TL_TOK_BPE_SMALL)
     return tl_tok_bpe_word_heap(t, w, n, scratch, emit, ctx);
   if (cache != NULL && cache->e != NULL && n <= TL_TOK_CACHE_WORD) {
-    e = &cache->e[word_hash(w, n) & cache->mask];
-    if (e->wlen == n && memcmp(e->word, w, n) == 0) {
-      for (size_t i = 0; i < e->ntok; i++) emit(ctx, e->ids[i], e->lens[i]);
-      return TL_OK;
+    uint64_t k[3], c[3];
+    word_windows(w, n, k);
+    e = &cache->e[cache_slot(k, n) & cache->mask];
+    if (e->key[0] == n) {
+      word_windows(e->key + 1, n, c);
+      if (c[0] == k[0] && c[1] == k[1] && c[2] == k[2]) {
+        for (size_t i = 0; i < e->ntok; i++) emit(ctx, e->ids[i], e->lens[i]);
+        return TL_OK;
+      }
     }
   }
   bpe_small(t, w, n, ids, lens, &m);
   for (size_t i = 0; i < m; i++) emit(ctx, ids[i], lens[i]);
   if (e != NULL && m <= TL_TOK_CACHE_TOKS) {
-    e->wlen = (uint8_t)n;
+    e->key[0] = (uint8_t)n;
+    memcpy(e->key + 1, w, n);
     e->ntok = (uint8_t)m;
-    memcpy(e->word, w, n);
     memcpy(e->ids, ids, m * sizeof ids[0]);
     memcpy(e->lens, lens, m);
   }

@@ -31,7 +31,7 @@
 
 /* Word cache entries: one per 8 input bytes, between these. */
 #define CACHE_MIN 64u
-#define CACHE_MAX 4096u
+#define CACHE_MAX 16384u
 
 typedef struct enc {
   const struct tl_tokenizer *t;
@@ -106,18 +106,23 @@ static void emit_bpe(void *ctx, uint32_t id, uint32_t len) {
   e->piece_pos += len;
 }
 
-/* Pre-tokenizes norm[a, b) on its own and encodes every piece. */
+/* Pre-tokenizes norm[a, b) on its own and encodes every piece. The next
+ * piece is found one step ahead, so its cache entry can be fetched while
+ * this one is encoded. */
 static tl_status pieces(enc *e, size_t a, size_t b) {
   const uint8_t *s = e->norm + a;
-  size_t len = b - a, pos = 0;
+  size_t len = b - a, pos = 0,
+         end = len > 0 ? tl_tok_pretok_next(s, len, 0) : 0;
   while (pos < len) {
-    size_t end = tl_tok_pretok_next(s, len, pos);
+    size_t next = end < len ? tl_tok_pretok_next(s, len, end) : len;
     tl_status st;
+    tl_tok_bpe_prefetch(&e->cache, s + end, next - end);
     e->piece_pos = a + pos;
     st = tl_tok_bpe_word(e->t, s + pos, end - pos, e->scratch, &e->cache,
                          emit_bpe, e);
     if (st != TL_OK) return st;
     pos = end;
+    end = next;
   }
   return TL_OK;
 }
@@ -184,10 +189,10 @@ tl_status tl_tok_encode_scratch_bound(size_t len, size_t *bytes) {
       tl_mul_size(len, 3, &bpe) != TL_OK ||
       tl_tok_bpe_scratch_bound(bpe, &bpe) != TL_OK ||
       tl_add_size(nfc, bpe, &total) != TL_OK ||
-      tl_add_size(total,
-                  (size_t)cache_entries(len) * sizeof(tl_tok_cache_entry) +
-                      2 * 64,
-                  &total) != TL_OK)
+      tl_add_size(
+          total,
+          (size_t)cache_entries(len) * sizeof(tl_tok_cache_entry) + 2 * 64,
+          &total) != TL_OK)
     return TL_ERR_INTEGER_OVERFLOW;
   *bytes = total;
   return TL_OK;
@@ -229,7 +234,7 @@ tl_status tl_tok_encode(const tl_tokenizer *tok, const uint8_t *text,
     if (st != TL_OK) return st;
     e.cache.e = p;
     e.cache.mask = n - 1;
-    for (uint32_t i = 0; i < n; i++) e.cache.e[i].wlen = 0;
+    memset(p, 0, (size_t)n * sizeof(tl_tok_cache_entry));
   }
   tl_tok_added_iter_init(&it, tok, &tok->trie_raw, text, len);
   while (st == TL_OK && tl_tok_added_iter_next(&it, &sp)) {

@@ -104,8 +104,7 @@ size_t tl_tok_pretok_next(const uint8_t *s, size_t len, size_t pos) {
   if (!(k0 & TL_UNI_NUMBER) && c0 != '\r' && c0 != '\n' && p1 < len) {
     size_t n1;
     uint32_t c1 = next_cp(s, p1, &n1);
-    if (cls_of(c1) & TL_UNI_LETTER)
-      return letters_end(s, len, p1 + n1);
+    if (cls_of(c1) & TL_UNI_LETTER) return letters_end(s, len, p1 + n1);
   }
 
   /* \p{N} */

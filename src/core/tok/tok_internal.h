@@ -20,14 +20,14 @@
 
 #define TL_TOK_NONE UINT32_MAX
 
-/* ---- pre-tokenizer -------------------------------------------------------- */
+/* ---- pre-tokenizer ------------------------------------------------------ */
 
 /* The end of the pre-tokenizer piece that starts at s[pos] (pos < len): the
  * match of the Qwen2 pattern there. s[0..len) must be well-formed UTF-8 and
  * pos a character boundary; the result is a character boundary > pos. */
 size_t tl_tok_pretok_next(const uint8_t *s, size_t len, size_t pos);
 
-/* ---- added tokens ---------------------------------------------------------- */
+/* ---- added tokens ------------------------------------------------------- */
 
 typedef struct tl_tok_added_info {
   uint32_t id;
@@ -82,7 +82,7 @@ void tl_tok_added_iter_init(tl_tok_added_iter *it,
 /* The next split in text order; false when there are no more. */
 bool tl_tok_added_iter_next(tl_tok_added_iter *it, tl_tok_split *out);
 
-/* ---- the loaded tokenizer ------------------------------------------------- */
+/* ---- the loaded tokenizer ----------------------------------------------- */
 
 /* Merge hash table slot: (left, right) -> (rank, result). */
 typedef struct tl_tok_merge_slot {
@@ -106,7 +106,6 @@ struct tl_tokenizer {
   const uint8_t *added_bits;      /* n_tokens bits: id is an added token */
   tl_tok_trie trie_raw, trie_norm;
   uint32_t n_raw, n_norm; /* tokens in each matching set */
-
 };
 
 static inline uint32_t tl_tok_rd32(const uint8_t *p) {
@@ -155,21 +154,23 @@ static inline uint32_t tl_tok_len(const struct tl_tokenizer *t, uint32_t id) {
          tl_tok_rd32(t->index + 4u * (size_t)id);
 }
 
-/* ---- BPE ------------------------------------------------------------------ */
+/* ---- BPE ---------------------------------------------------------------- */
 
 /* Words up to this many bytes are merged in place on the stack (quadratic
  * in the word but tiny); longer ones use the heap path, O(n log n). */
 #define TL_TOK_BPE_SMALL 64u
 
 /* A direct-mapped cache of BPE results for short words, carved from the
- * encode scratch; one 64-byte line per entry. Results do not depend on it. */
-#define TL_TOK_CACHE_WORD 22u
-#define TL_TOK_CACHE_TOKS 8u
+ * encode scratch; one 64-byte line per entry. Results do not depend on it.
+ * key[0] is the word's length (0: empty entry), key[1..] the word; a
+ * lookup compares the length and three overlapping windows of the word. */
+#define TL_TOK_CACHE_WORD 23u
+#define TL_TOK_CACHE_TOKS 7u
 typedef struct tl_tok_cache_entry {
-  uint8_t wlen, ntok; /* wlen 0: empty */
-  uint8_t word[TL_TOK_CACHE_WORD];
+  uint8_t key[1 + TL_TOK_CACHE_WORD];
+  uint8_t ntok;
   uint8_t lens[TL_TOK_CACHE_TOKS];
-  uint32_t ids[TL_TOK_CACHE_TOKS];
+  uint32_t ids[TL_TOK_CACHE_TOKS + 1];
 } tl_tok_cache_entry;
 
 typedef struct tl_tok_cache {
@@ -190,12 +191,16 @@ tl_status tl_tok_bpe_word(const struct tl_tokenizer *t, const uint8_t *w,
                           size_t n, tl_arena *scratch, tl_tok_cache *cache,
                           tl_tok_emit_fn emit, void *ctx);
 
+/* Hints that w[0..n) will be looked up in the cache soon (a prefetch of
+ * its entry; no effect on results). */
+void tl_tok_bpe_prefetch(const tl_tok_cache *cache, const uint8_t *w, size_t n);
+
 /* The heap path for any n (for tests: it must agree with the small one). */
 tl_status tl_tok_bpe_word_heap(const struct tl_tokenizer *t, const uint8_t *w,
-                               size_t n, tl_arena *scratch,
-                               tl_tok_emit_fn emit, void *ctx);
+                               size_t n, tl_arena *scratch, tl_tok_emit_fn emit,
+                               void *ctx);
 
-/* ---- GPT-2 byte-level alphabet -------------------------------------------- */
+/* ---- GPT-2 byte-level alphabet ------------------------------------------ */
 
 /* The byte a ByteLevel character stands for, or -1 when cp is not one of
  * the 256 characters of the alphabet. */

@@ -2,7 +2,7 @@
  * (docs/tokenizer-section.md, TOK-S-1..6) is validated before it is used,
  * then the lookup structures are built in the caller's arena:
  *   - the merge hash table: (left, right) -> (rank, result), open
- *     addressing with linear probing at load factor <= 1/2;
+ *     addressing with linear probing at load factor <= 3/4;
  *   - a 256 x 256 table of the merge ranks of byte pairs (BPE's first step);
  *   - the added tokens: flags, the pattern each is matched with (NFC of the
  *     content for `normalized` ones), the bytes HF's decoder makes of it, a
@@ -34,19 +34,23 @@
 #define HDR_SECTION_LEN 52
 #define HDR_RESERVED 56
 
-#define ALL_FLAGS                                                   \
+#define ALL_FLAGS                                                         \
   (TL_TOK_ADDED_SPECIAL | TL_TOK_ADDED_NORMALIZED | TL_TOK_ADDED_LSTRIP | \
    TL_TOK_ADDED_RSTRIP | TL_TOK_ADDED_SINGLE_WORD)
 
-/* ---- the arena bound ------------------------------------------------------ */
+/* ---- the arena bound ---------------------------------------------------- */
 
 typedef struct counts {
   uint32_t n_tokens, n_merges, n_added, bytes_len;
+  uint64_t added_bytes, added_max; /* the added tokens' contents */
 } counts;
 
+/* Capacity >= 4/3 of the merges (load factor <= 3/4, about 0.58 for
+ * Qwen3: 151387 merges in 262144 slots, 4 MiB); 4 slots per cache line
+ * keep most probes in one line. */
 static uint32_t mtab_bits_for(uint32_t n_merges) {
   uint32_t bits = 4;
-  while (((uint64_t)1 << bits) < 2 * (uint64_t)n_merges) bits++;
+  while (((uint64_t)3 << bits) < 4 * (uint64_t)n_merges) bits++;
   return bits;
 }
 
@@ -55,64 +59,84 @@ static uint32_t mtab_bits_for(uint32_t n_merges) {
 static tl_status need(size_t *total, size_t count, size_t size) {
   size_t b;
   if (tl_mul_size(count, size, &b) != TL_OK ||
-      tl_add_size(b, 64, &b) != TL_OK ||
-      tl_add_size(*total, b, total) != TL_OK)
+      tl_add_size(b, 64, &b) != TL_OK || tl_add_size(*total, b, total) != TL_OK)
     return TL_ERR_INTEGER_OVERFLOW;
   return TL_OK;
 }
 
 static tl_status bound_from_counts(const counts *c, size_t *bytes) {
-  size_t total = 0, pat, nodes, nfc;
+  size_t total = 0, pat, nodes, nfc, added;
   tl_status st = TL_OK;
-  /* NFC'd patterns: at most 3 bytes out per byte in; the normalizer's
-   * working memory (27 per byte + 64) is released after each token. */
-  pat = (size_t)c->bytes_len * 3;
-  nodes = pat + 2;
-  nfc = (size_t)c->bytes_len * 27 + 64;
+  /* the added tokens' patterns (NFC'd ones: at most 3 bytes out per byte
+   * in) and decode bytes; NFC's working memory (27 per byte + 64) is
+   * released after each token */
+  if (tl_u64_to_size(c->added_bytes, &added) != TL_OK ||
+      tl_u64_to_size(c->added_max, &nfc) != TL_OK ||
+      tl_mul_size(added, 3, &pat) != TL_OK ||
+      tl_add_size(pat, 2, &nodes) != TL_OK ||
+      tl_mul_size(nfc, 27, &nfc) != TL_OK ||
+      tl_add_size(nfc, 64 + 4 * 64, &nfc) != TL_OK)
+    return TL_ERR_INTEGER_OVERFLOW;
   st |= need(&total, 1, sizeof(struct tl_tokenizer));
   st |= need(&total, (size_t)1 << mtab_bits_for(c->n_merges),
              sizeof(tl_tok_merge_slot));
   st |= need(&total, 65536, sizeof(uint32_t));
   st |= need(&total, c->n_tokens / 8u + 1u, 1);
   st |= need(&total, c->n_added, sizeof(tl_tok_added_info));
-  st |= need(&total, pat, 1);            /* normalized patterns */
-  st |= need(&total, c->bytes_len, 1);   /* decode bytes */
-  st |= need(&total, c->n_added, 2 * 16); /* their alignment slack */
+  st |= need(&total, pat, 1);                    /* normalized patterns */
+  st |= need(&total, added, 1);                  /* decode bytes */
+  st |= need(&total, c->n_added, 2 * 16);        /* their alignment slack */
   st |= need(&total, 2 * (size_t)c->n_added, 4); /* the sets' members */
   /* two tries: first, count, term, edge byte, edge child per node */
   st |= need(&total, 2 * nodes, 4 + 2 + 4 + 1 + 4);
   /* transient: the trie's sorted index + BFS queue, or NFC's work */
   {
-    size_t tmp = 0, tmp2 = 0;
+    size_t tmp = 0;
     st |= need(&tmp, c->n_added, 4);
     st |= need(&tmp, nodes, 4 * 4);
-    st |= need(&tmp2, nfc, 1);
-    st |= tl_add_size(total, tmp > tmp2 ? tmp : tmp2, &total);
+    st |= tl_add_size(total, tmp > nfc ? tmp : nfc, &total);
   }
   if (st != TL_OK) return TL_ERR_INTEGER_OVERFLOW;
   *bytes = total;
   return TL_OK;
 }
 
-static tl_status read_counts(const uint8_t *s, size_t len, counts *c) {
-  if (s == NULL || len < TL_TOK_HEADER_LEN) return TL_ERR_INVALID_MODEL;
+/* Reads the counts of a section whose header passed check_header. The
+ * added tokens' lengths are summed as the index says, whether or not it
+ * is valid yet (tl_tok_load checks it before using it). */
+static tl_status read_counts(const uint8_t *s, counts *c) {
+  const uint8_t *index = s + tl_tok_rd32(s + HDR_INDEX_OFF);
+  const uint8_t *added = s + tl_tok_rd32(s + HDR_ADDED_OFF);
   c->n_tokens = tl_tok_rd32(s + HDR_N_TOKENS);
   c->n_merges = tl_tok_rd32(s + HDR_N_MERGES);
   c->n_added = tl_tok_rd32(s + HDR_N_ADDED);
   c->bytes_len = tl_tok_rd32(s + HDR_BYTES_LEN);
-  /* counts the section cannot hold are refused here already */
-  if ((uint64_t)c->n_tokens * 4 > len || (uint64_t)c->n_merges * 12 > len ||
-      (uint64_t)c->n_added * 8 > len || c->bytes_len > len)
-    return TL_ERR_INVALID_MODEL;
+  c->added_bytes = 0;
+  c->added_max = 0;
+  for (uint32_t i = 0; i < c->n_added; i++) {
+    uint32_t id = tl_tok_rd32(added + 8u * (size_t)i), a, b;
+    if (id >= c->n_tokens) return TL_ERR_INVALID_MODEL;
+    a = tl_tok_rd32(index + 4u * (size_t)id);
+    b = tl_tok_rd32(index + 4u * ((size_t)id + 1));
+    if (b > a) {
+      c->added_bytes += b - a;
+      if (b - a > c->added_max) c->added_max = b - a;
+    }
+  }
   return TL_OK;
 }
+
+static tl_status check_header(const uint8_t *s, size_t len);
 
 tl_status tl_tok_load_arena_bound(const uint8_t *section, size_t len,
                                   size_t *bytes) {
   counts c;
   tl_status st;
   if (bytes == NULL) return TL_ERR_INVALID_ARGUMENT;
-  st = read_counts(section, len, &c);
+  if (section == NULL || len < TL_TOK_HEADER_LEN || len > UINT32_MAX)
+    return TL_ERR_INVALID_MODEL;
+  st = check_header(section, len);
+  if (st == TL_OK) st = read_counts(section, &c);
   if (st != TL_OK) return st;
   return bound_from_counts(&c, bytes);
 }
@@ -182,7 +206,7 @@ static const uint8_t *tok_bytes(const struct tl_tokenizer *t, uint32_t id) {
   return t->bytes + tl_tok_rd32(t->index + 4u * (size_t)id);
 }
 
-/* ---- added tokens (TOK-S-5) ----------------------------------------------- */
+/* ---- added tokens (TOK-S-5) --------------------------------------------- */
 
 int tl_tok_byte_level_byte(uint32_t cp) {
   /* GPT-2 bytes_to_unicode: printable Latin-1 stands for itself; the other
@@ -261,8 +285,8 @@ static bool starts_with_space(const tl_tok_added_info *a) {
  * with whitespace, and then emits overlapping splits or panics; such a
  * set is refused. */
 static tl_status build_set(struct tl_tokenizer *t, tl_tok_added_info *info,
-                           bool normalized, tl_arena *arena,
-                           tl_tok_trie *trie, uint32_t *n_out) {
+                           bool normalized, tl_arena *arena, tl_tok_trie *trie,
+                           uint32_t *n_out) {
   uint32_t *idx, n = 0;
   bool any_rstrip = false, any_space = false;
   void *p;
@@ -335,7 +359,7 @@ static tl_status load_added(struct tl_tokenizer *t, const uint8_t *rec,
   return st;
 }
 
-/* ---- vocabulary and merges (TOK-S-3, TOK-S-4) ----------------------------- */
+/* ---- vocabulary and merges (TOK-S-3, TOK-S-4) --------------------------- */
 
 static tl_status load_bytes(struct tl_tokenizer *t) {
   bool seen[256] = {false};
@@ -376,8 +400,8 @@ static tl_status load_merges(struct tl_tokenizer *t, tl_arena *arena) {
   for (size_t i = 0; i < 65536; i++) pair[i] = TL_TOK_NONE;
   for (uint32_t r = 0; r < t->n_merges; r++) {
     const uint8_t *m = t->merges + 12u * (size_t)r;
-    uint32_t a = tl_tok_rd32(m), b = tl_tok_rd32(m + 4),
-             c = tl_tok_rd32(m + 8), i;
+    uint32_t a = tl_tok_rd32(m), b = tl_tok_rd32(m + 4), c = tl_tok_rd32(m + 8),
+             i;
     uint32_t la, lb;
     int ba, bb;
     if (a >= t->n_tokens || b >= t->n_tokens || c >= t->n_tokens)
@@ -406,7 +430,7 @@ static tl_status load_merges(struct tl_tokenizer *t, tl_arena *arena) {
   return TL_OK;
 }
 
-/* ---- entry points --------------------------------------------------------- */
+/* ---- entry points ------------------------------------------------------- */
 
 tl_status tl_tok_load(const uint8_t *section, size_t len, tl_arena *arena,
                       const tl_tokenizer **out) {
@@ -422,7 +446,7 @@ tl_status tl_tok_load(const uint8_t *section, size_t len, tl_arena *arena,
     return TL_ERR_INVALID_MODEL;
   st = check_header(section, len);
   if (st != TL_OK) return st;
-  st = read_counts(section, len, &c);
+  st = read_counts(section, &c);
   if (st != TL_OK) return st;
   if (bound_from_counts(&c, &bound) != TL_OK) return TL_ERR_INVALID_MODEL;
   mark = tl_arena_mark_now(arena);

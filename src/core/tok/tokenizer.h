@@ -79,10 +79,12 @@ tl_status tl_tok_encode(const tl_tokenizer *tok, const uint8_t *text,
                         size_t *err_offset);
 
 /* Scratch bytes tl_tok_encode needs at most for an input of len bytes:
- * about 99 * len + 256 KiB (NFC of the whole input, 27 per byte; BPE of a
- * piece as long as the normalized text, 24 per normalized byte, <= 3
- * normalized bytes per input byte; the word cache, <= 256 KiB). Text that
- * is already NFC needs only 24 bytes per byte of its longest piece. */
+ * 99 * len + 1 MiB + 336 (NFC of the whole input as one span, 27 per byte
+ * + 64, unicode.h; BPE of a piece as long as the normalized text, 24 per
+ * normalized byte, <= 3 normalized bytes per input byte; the word cache,
+ * <= 1 MiB). What a call really takes is far less: text that is already
+ * NFC needs no NFC memory, and BPE needs 24 bytes per byte of the longest
+ * piece only when it is longer than 64 bytes. */
 tl_status tl_tok_encode_scratch_bound(size_t len, size_t *bytes);
 
 /* Writes the decoded bytes; when cap is too small the result is

@@ -1,0 +1,246 @@
+#!/usr/bin/python3
+"""Differential test of tinylm's chat-template renderer against the oracle
+(tools/oracle/tmpl_render.py: Jinja2 as transformers configures it) on
+random conversations (seeded, reproducible):
+
+  /usr/bin/python3 tools/oracle/tmpl_random.py TINYLM MODEL.slm [--count N]
+        [--seed S] [--show N] [--keep DIR]
+  /usr/bin/python3 tools/oracle/tmpl_random.py --self-test [--count N]
+
+Each conversation is written to a file and rendered with
+`TINYLM render MODEL.slm --messages FILE --json`; the text bytes must equal
+the oracle's, and where the oracle raises tinylm must exit non-zero (with
+raise_exception the detail must contain the template's message). Ids are
+not compared here (the golden check compares them); they must be a list of
+ints. --self-test puts the oracle CLI (tools/oracle/tmpl_oracle_cli.mjs) in
+tinylm's place. --keep DIR keeps the failing conversations. Ends with
+`N passed, N failed`; exit status 1 on any failure.
+"""
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, HERE)
+import tmpl_render  # noqa: E402
+
+FRAGMENTS = [
+    "hello", "Hello, world!", "", " ", "\n", "\n\n", "\t", "  x  ", "\r\n",
+    "<think>", "</think>", "<think>\n", "\n</think>\n\n", "<tool_call>", "</tool_call>",
+    "<tool_response>", "</tool_response>", "<|im_start|>", "<|im_end|>", "<|endoftext|>",
+    "<|im_start|>assistant\n", "{{ x }}", "{%- if true %}", "{% endfor %}", "{#", "#}",
+    "\"", "'", "\\", "\\n", "{", "}", "[", "]", ":", ",", "café", "e\u0301", "東京", "🙂",
+    "👨\u200d👩\u200d👧", "\u0000", "\u007f", "\u2028", "\ufeff", "Ω", "ß", "İ", "123", "3.14",
+    "system", "user", "assistant", "tool", "None", "True", "null",
+]
+ROLES = ["user", "assistant", "system", "tool"]
+
+
+def rand_text(r, maxn=6):
+    return "".join(r.choice(FRAGMENTS) for _ in range(r.randint(0, maxn)))
+
+
+def rand_number(r):
+    k = r.randint(0, 9)
+    if k == 0:
+        return r.randint(-10, 10)
+    if k == 1:
+        return r.randint(-(2 ** 63), 2 ** 63 - 1)
+    if k == 2:
+        return float(r.randint(-10 ** 6, 10 ** 6))
+    if k == 3:
+        return r.choice([1.0, 1e-07, 1e16, 1e15, 100000.0, 0.0001, 1e-05, -0.0, 0.1, 5e-324,
+                         1.7976931348623157e308, 2.5, 1e22, 1e21, 123456789.123])
+    if k == 4:
+        return 10.0 ** r.randint(-20, 20)
+    if k == 5:
+        return r.uniform(-1e6, 1e6)
+    if k == 6:
+        return r.random() * 10 ** r.randint(-30, 30)
+    if k == 7:
+        return r.randint(0, 2 ** 53 + 10)
+    return round(r.uniform(-100, 100), r.randint(0, 6))
+
+
+def rand_json(r, depth=0):
+    k = r.randint(0, 7 if depth < 3 else 4)
+    if k == 0:
+        return rand_text(r, 3)
+    if k == 1:
+        return rand_number(r)
+    if k == 2:
+        return r.choice([True, False, None])
+    if k in (3, 4):
+        return rand_number(r) if k == 3 else rand_text(r, 2)
+    if k in (5, 6):
+        return {rand_key(r): rand_json(r, depth + 1) for _ in range(r.randint(0, 4))}
+    return [rand_json(r, depth + 1) for _ in range(r.randint(0, 4))]
+
+
+def rand_key(r):
+    return r.choice(["a", "b", "z", "1", "2", "10", "", "key", "ключ", "名", "x y", "\"q\"", rand_text(r, 2)])
+
+
+def rand_tool_call(r):
+    args = rand_json(r) if r.random() < 0.3 else {rand_key(r): rand_json(r, 1) for _ in range(r.randint(0, 4))}
+    if r.random() < 0.25:
+        args = json.dumps(args, ensure_ascii=r.random() < 0.5)
+    f = {"name": r.choice(["get_weather", "search", "f", "", "名前", rand_text(r, 2)]), "arguments": args}
+    return {"type": "function", "function": f} if r.random() < 0.8 else f
+
+
+def rand_message(r, error_rate):
+    role = r.choice(ROLES + ["user", "assistant", "tool"])
+    if r.random() < 0.03:
+        role = r.choice(["developer", "function", ""])
+    content = rand_text(r)
+    if role == "user" and r.random() < 0.2:
+        content = "<tool_response>" + rand_text(r, 3) + "</tool_response>"
+    if role == "assistant" and r.random() < 0.5:
+        content = (r.choice(["", "<think>", "\n<think>\n"]) + rand_text(r, 3) + r.choice(["</think>", "\n</think>\n\n"])
+                   + rand_text(r, 3))
+    m = {"role": role, "content": content}
+    if role == "assistant":
+        if r.random() < 0.3:
+            m["reasoning_content"] = r.choice([None, "", rand_text(r, 4)])
+        if r.random() < 0.35:
+            m["tool_calls"] = [rand_tool_call(r) for _ in range(r.randint(0, 3))]
+    if r.random() < error_rate:
+        m["content"] = r.choice([None, 7, [{"type": "text", "text": "x"}]])
+    return m
+
+
+def rand_tool(r):
+    props = {rand_key(r): {"type": r.choice(["string", "number", "integer", "boolean"]), "description": rand_text(r, 3)}
+             for _ in range(r.randint(0, 3))}
+    schema = {"type": "function", "function": {"name": r.choice(["get_weather", "search", "calc", rand_text(r, 2)]),
+                                               "description": rand_text(r, 4),
+                                               "parameters": {"type": "object", "properties": props}}}
+    if r.random() < 0.3:
+        schema["function"]["parameters"]["x-extra"] = rand_json(r)
+    return schema
+
+
+def rand_conv(r, error_rate=0.02):
+    msgs = []
+    if r.random() < 0.4:
+        msgs.append({"role": "system", "content": rand_text(r)})
+    for _ in range(r.randint(0 if r.random() < 0.02 else 1, 9)):
+        msgs.append(rand_message(r, error_rate))
+    conv = {"messages": msgs}
+    if r.random() < 0.35:
+        conv["tools"] = [rand_tool(r) for _ in range(r.randint(0, 3))]
+    if r.random() < 0.8:
+        conv["add_generation_prompt"] = r.random() < 0.6
+    if r.random() < 0.7:
+        conv["enable_thinking"] = r.random() < 0.5
+    return conv
+
+
+def find_error(stdout, stderr):
+    for stream in (stdout, stderr):
+        for line in reversed(stream.decode("utf-8", "replace").splitlines()):
+            try:
+                o = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(o, dict) and "error" in o:
+                return o
+    return None
+
+
+def main(argv):
+    args = {"count": 1000, "seed": 1, "show": 10, "keep": None}
+    pos = []
+    self_test = False
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--self-test":
+            self_test = True
+        elif a in ("--count", "--seed", "--show"):
+            args[a[2:]] = int(argv[i + 1])
+            i += 1
+        elif a == "--keep":
+            args["keep"] = argv[i + 1]
+            i += 1
+        else:
+            pos.append(a)
+        i += 1
+    if self_test:
+        cmd = ["node", os.path.join(HERE, "tmpl_oracle_cli.mjs")]
+        slm = "(oracle)"
+        if "--count" not in argv:
+            args["count"] = 20
+    elif len(pos) == 2:
+        cmd, slm = [pos[0]], pos[1]
+    else:
+        print(__doc__, file=sys.stderr)
+        return 2
+    os.chdir(ROOT)
+    compiled, special_map, _ = tmpl_render.load()
+    r = random.Random(args["seed"])
+    tmp = tempfile.mkdtemp(prefix="tinylm-tmpl-rand-")
+    passed = failed = shown = 0
+    raised = 0
+    try:
+        for n in range(args["count"]):
+            conv_text = json.dumps(rand_conv(r), ensure_ascii=r.random() < 0.2)
+            want = tmpl_render.render_result(compiled, special_map, conv_text)
+            raised += "error" in want
+            path = os.path.join(tmp, "conv.json")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(conv_text)
+            p = subprocess.run(cmd + ["render", slm, "--messages", path, "--json"], capture_output=True, timeout=60)
+            problem = None
+            if p.returncode < 0:
+                problem = "killed by signal %d" % -p.returncode
+            elif "error" in want:
+                if p.returncode == 0:
+                    problem = "oracle raised %s: %s; tinylm rendered" % (want["error"]["type"], want["error"]["message"])
+                elif want["error"]["kind"] == "raise_exception":
+                    e = find_error(p.stdout, p.stderr)
+                    if e and isinstance(e.get("detail"), str) and want["error"]["message"] not in e["detail"]:
+                        problem = "raise_exception message %r, got %r" % (want["error"]["message"], e["detail"])
+            elif p.returncode != 0:
+                problem = "exit %d: %s" % (p.returncode, (p.stdout + p.stderr).decode("utf-8", "replace")[:300])
+            else:
+                try:
+                    o = json.loads(p.stdout)
+                    got = o["text"].encode("utf-8")
+                    ids_ok = isinstance(o.get("ids"), list) and all(isinstance(x, int) for x in o["ids"])
+                except (ValueError, KeyError, TypeError, UnicodeEncodeError) as e:
+                    o, got, ids_ok = None, None, False
+                    problem = "bad output (%s): %r" % (e, p.stdout[:200])
+                if problem is None:
+                    exp = bytes.fromhex(want["text_hex"])
+                    if got != exp:
+                        d = next((k for k in range(min(len(got), len(exp))) if got[k] != exp[k]), min(len(got), len(exp)))
+                        problem = "text differs at byte %d (expected %d bytes, got %d)\n      expected ...%r\n      got      ...%r" % (
+                            d, len(exp), len(got), exp[max(0, d - 24):d + 40], got[max(0, d - 24):d + 40])
+                    elif not ids_ok:
+                        problem = "ids missing or not a list of ints"
+            if problem is None:
+                passed += 1
+                continue
+            failed += 1
+            if args["keep"]:
+                os.makedirs(args["keep"], exist_ok=True)
+                shutil.copy(path, os.path.join(args["keep"], "seed%d-case%d.json" % (args["seed"], n)))
+            if shown < args["show"]:
+                shown += 1
+                print("  FAIL case %d (seed %d): %s\n    conv: %s" % (n, args["seed"], problem, conv_text[:400]))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("note: %d random conversations, seed %d, %d raise in the oracle" % (args["count"], args["seed"], raised))
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
