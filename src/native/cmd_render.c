@@ -40,7 +40,7 @@ int tl_cmd_render(int argc, char **argv) {
   tl_arena arena;
   void *mem = NULL;
   uint8_t *out = NULL;
-  size_t arena_len, out_len = 0, cap, n_ids = 0, bad = 0;
+  size_t arena_len, out_len = 0, cap, n_ids = 0, bad = 0, bad_message;
   tl_json_value *conv_value, *vars;
   tl_json_error jerr;
   tl_json_limits jl = tl_json_limits_default();
@@ -101,12 +101,16 @@ int tl_cmd_render(int argc, char **argv) {
                           jerr.reason ? jerr.reason : "invalid JSON");
     goto done;
   }
-  st = tl_tmpl_chat_vars(&m.tmpl, conv_value, &arena, &vars, &why);
+  st =
+      tl_tmpl_chat_vars(&m.tmpl, conv_value, &arena, &vars, &why, &bad_message);
   if (st != TL_OK) {
+    char where[48] = "";
+    if (bad_message != SIZE_MAX)
+      snprintf(where, sizeof where, "messages[%zu]: ", bad_message);
     rc = tl_cli_fail_with(
         json, st,
         json_pack("{s:s}", "kind", tl_tmpl_error_kind_name(TL_TMPL_ERR_INPUT)),
-        "%s: %s", conv_path, why ? why : "bad input");
+        "%s: %s%s", conv_path, where, why ? why : "bad input");
     goto done;
   }
   cap = 1 << 16;

@@ -98,7 +98,16 @@ function findError(res) {
 
 // Where tinylm refuses on purpose what Jinja renders. Each is documented
 // (docs/json.md) and must fail with exactly this error, never render.
+const ROLE_OR_CONTENT = {
+  error: 'invalid_argument',
+  detail: 'messages[',
+  why: 'messages need a string role and string-or-null content (docs/template.md, Input)',
+};
 const DECLARED_DEVIATIONS = {
+  lenient_missing_role: ROLE_OR_CONTENT,
+  lenient_tool_content_number: ROLE_OR_CONTENT,
+  lenient_tool_content_null_bool: ROLE_OR_CONTENT,
+  lenient_tool_content_object: ROLE_OR_CONTENT,
   lenient_int_beyond_64_bits: {
     error: 'invalid_argument',
     detail: 'integer out of int64 range',

@@ -154,6 +154,24 @@ def find_error(stdout, stderr):
     return None
 
 
+def refused_input(conv_text):
+    """Why tinylm's input check refuses this conversation, or None: each
+    message needs a string role and a string-or-null content."""
+    try:
+        conv = json.loads(conv_text)
+    except ValueError:
+        return "invalid JSON"
+    msgs = conv.get("messages") if isinstance(conv, dict) else None
+    if not isinstance(msgs, list):
+        return None  # left to the template (Jinja raises as well)
+    for i, m in enumerate(msgs):
+        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+            return "messages[%d] has no string role" % i
+        if "content" in m and not (m["content"] is None or isinstance(m["content"], str)):
+            return "messages[%d] content is neither a string nor null" % i
+    return None
+
+
 def main(argv):
     args = {"count": 1000, "seed": 1, "show": 10, "keep": None}
     pos = []
@@ -198,8 +216,16 @@ def main(argv):
                 f.write(conv_text)
             p = subprocess.run(cmd + ["render", slm, "--messages", path, "--json"], capture_output=True, timeout=60)
             problem = None
+            refused = refused_input(conv_text)
             if p.returncode < 0:
                 problem = "killed by signal %d" % -p.returncode
+            elif refused:
+                # Declared deviation (docs/template.md, Input): tinylm
+                # refuses these before rendering, whatever Jinja does.
+                e = find_error(p.stdout, p.stderr)
+                if p.returncode == 0 or not e or e.get("kind") != "input":
+                    problem = "expected an input error (%s), got exit %d: %r" % (
+                        refused, p.returncode, (p.stdout + p.stderr)[:200])
             elif "error" in want:
                 if p.returncode == 0:
                     problem = "oracle raised %s: %s; tinylm rendered" % (want["error"]["type"], want["error"]["message"])

@@ -94,9 +94,41 @@ static bool has_key(const tl_json_value *obj, const char *key) {
   return tl_json_get(obj, key, strlen(key)) != NULL;
 }
 
+/* Each message: an object with a string role; content a string or null
+ * when present. */
+static tl_status check_messages(const tl_json_value *messages, const char **why,
+                                size_t *bad_message) {
+  if (messages->type != TL_JSON_ARRAY) {
+    *why = "\"messages\" must be a list";
+    return TL_ERR_INVALID_ARGUMENT;
+  }
+  for (size_t i = 0; i < messages->u.arr.n; i++) {
+    const tl_json_value *msg = &messages->u.arr.items[i], *role, *content;
+    *bad_message = i;
+    if (msg->type != TL_JSON_OBJECT) {
+      *why = "a message must be an object";
+      return TL_ERR_INVALID_ARGUMENT;
+    }
+    role = tl_json_get(msg, "role", 4);
+    if (role == NULL || role->type != TL_JSON_STRING) {
+      *why = "a message needs a string \"role\"";
+      return TL_ERR_INVALID_ARGUMENT;
+    }
+    content = tl_json_get(msg, "content", 7);
+    if (content != NULL && content->type != TL_JSON_STRING &&
+        content->type != TL_JSON_NULL) {
+      *why = "a message's \"content\" must be a string or null";
+      return TL_ERR_INVALID_ARGUMENT;
+    }
+  }
+  *bad_message = SIZE_MAX;
+  return TL_OK;
+}
+
 tl_status tl_tmpl_chat_vars(const tl_tmpl_section *section,
                             const tl_json_value *conv, tl_arena *arena,
-                            tl_json_value **vars, const char **why) {
+                            tl_json_value **vars, const char **why,
+                            size_t *bad_message) {
   static const char *const defaults[] = {"add_generation_prompt", "tools",
                                          "documents"};
   const tl_json_value *tokens;
@@ -106,6 +138,7 @@ tl_status tl_tmpl_chat_vars(const tl_tmpl_section *section,
   size_t n = 0, cap;
   tl_status st;
   *why = NULL;
+  *bad_message = SIZE_MAX;
   if (section == NULL || conv == NULL || arena == NULL || vars == NULL)
     return TL_ERR_INVALID_ARGUMENT;
   tokens = section->special_tokens;
@@ -118,6 +151,8 @@ tl_status tl_tmpl_chat_vars(const tl_tmpl_section *section,
     *why = "the conversation has no \"messages\" member";
     return TL_ERR_INVALID_ARGUMENT;
   }
+  st = check_messages(messages, why, bad_message);
+  if (st != TL_OK) return st;
   if (has_key(conv, "continue_final_message")) {
     *why = "continue_final_message is not supported";
     return TL_ERR_UNSUPPORTED_FEATURE;

@@ -30,11 +30,19 @@ tl_status tl_tmpl_section_load(const uint8_t *section, size_t len,
 
 /* The variables one rendering sees, as transformers builds them:
  * {**special_tokens, **conversation} with add_generation_prompt defaulting
- * to false and tools/documents to None. conv must be an object holding a
- * "messages" member; "continue_final_message" is refused (the runtime does
- * not implement it). TL_ERR_INVALID_ARGUMENT with *why set on bad input. */
+ * to false and tools/documents to None.
+ *
+ * The conversation is validated first (docs/template.md §Input), stricter
+ * than Jinja, which renders some malformed messages silently: conv must be
+ * an object whose "messages" is an array of objects, each with a string
+ * "role" and a "content" that, when present, is a string or null.
+ * "continue_final_message" is refused (not implemented).
+ * On bad input: TL_ERR_INVALID_ARGUMENT (or TL_ERR_UNSUPPORTED_FEATURE)
+ * with *why set and *bad_message the offending message's index (SIZE_MAX
+ * when the problem is not in one message). */
 tl_status tl_tmpl_chat_vars(const tl_tmpl_section *section,
                             const tl_json_value *conv, tl_arena *arena,
-                            tl_json_value **vars, const char **why);
+                            tl_json_value **vars, const char **why,
+                            size_t *bad_message);
 
 #endif
