@@ -20,60 +20,6 @@
 
 #include <stdbool.h>
 
-/* Decodes one character at s[pos] (pos < len). Returns true with *cp and
- * *n = its length, or false with *n = length of the maximal ill-formed
- * subpart (1..3). */
-static bool decode_at(const uint8_t *s, size_t len, size_t pos, uint32_t *cp,
-                      size_t *n) {
-  uint8_t b0 = s[pos], lo = 0x80, hi = 0xBF;
-  size_t need;
-  uint32_t v;
-  if (b0 < 0x80) {
-    *cp = b0;
-    *n = 1;
-    return true;
-  }
-  if (b0 < 0xC2) { /* continuation byte, or C0/C1 (overlong 2-byte) */
-    *n = 1;
-    return false;
-  }
-  if (b0 < 0xE0) {
-    need = 1;
-    v = b0 & 0x1Fu;
-  } else if (b0 < 0xF0) {
-    need = 2;
-    v = b0 & 0x0Fu;
-    if (b0 == 0xE0) lo = 0xA0;
-    if (b0 == 0xED) hi = 0x9F;
-  } else if (b0 < 0xF5) {
-    need = 3;
-    v = b0 & 0x07u;
-    if (b0 == 0xF0) lo = 0x90;
-    if (b0 == 0xF4) hi = 0x8F;
-  } else { /* F5..FF never appear */
-    *n = 1;
-    return false;
-  }
-  for (size_t k = 1; k <= need; k++) {
-    uint8_t b;
-    if (k >= len - pos) { /* truncated: the prefix so far is the subpart */
-      *n = k;
-      return false;
-    }
-    b = s[pos + k];
-    if (b < lo || b > hi) {
-      *n = k;
-      return false;
-    }
-    v = v << 6 | (b & 0x3Fu);
-    lo = 0x80;
-    hi = 0xBF;
-  }
-  *cp = v;
-  *n = need + 1;
-  return true;
-}
-
 tl_status tl_utf8_validate(const uint8_t *s, size_t len, size_t *bad_offset) {
   size_t pos = 0;
   if (s == NULL && len != 0) return TL_ERR_INVALID_ARGUMENT;
@@ -84,7 +30,7 @@ tl_status tl_utf8_validate(const uint8_t *s, size_t len, size_t *bad_offset) {
       pos++;
       continue;
     }
-    if (!decode_at(s, len, pos, &cp, &n)) {
+    if (!tl_utf8_decode(s, len, pos, &cp, &n)) {
       if (bad_offset != NULL) *bad_offset = pos;
       return TL_ERR_INVALID_UTF8;
     }
@@ -100,7 +46,7 @@ tl_status tl_utf8_next(const uint8_t *s, size_t len, size_t *pos,
   if (pos == NULL || cp == NULL || (s == NULL && len != 0))
     return TL_ERR_INVALID_ARGUMENT;
   if (*pos >= len) return TL_ERR_BOUNDS;
-  if (!decode_at(s, len, *pos, &v, &n)) return TL_ERR_INVALID_UTF8;
+  if (!tl_utf8_decode(s, len, *pos, &v, &n)) return TL_ERR_INVALID_UTF8;
   *cp = v;
   *pos += n;
   return TL_OK;
@@ -110,7 +56,7 @@ size_t tl_utf8_subpart_len(const uint8_t *s, size_t len, size_t pos) {
   uint32_t v;
   size_t n;
   if (s == NULL || pos >= len) return 0;
-  return decode_at(s, len, pos, &v, &n) ? 0 : n;
+  return tl_utf8_decode(s, len, pos, &v, &n) ? 0 : n;
 }
 
 size_t tl_utf8_encode(uint32_t cp, uint8_t out[4]) {

@@ -10,6 +10,7 @@
 #ifndef TL_CORE_UTF8_H
 #define TL_CORE_UTF8_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -38,5 +39,59 @@ size_t tl_utf8_subpart_len(const uint8_t *s, size_t len, size_t pos);
 /* Writes the UTF-8 form of scalar value cp and returns its length (1..4);
  * returns 0 and writes nothing for a surrogate or a value above U+10FFFF. */
 size_t tl_utf8_encode(uint32_t cp, uint8_t out[4]);
+
+/* Decodes one character at s[pos] (pos < len). Returns true with *cp and
+ * *n = its length, or false with *n = length of the maximal ill-formed
+ * subpart (1..3). */
+static inline bool tl_utf8_decode(const uint8_t *s, size_t len, size_t pos,
+                                  uint32_t *cp, size_t *n) {
+  uint8_t b0 = s[pos], lo = 0x80, hi = 0xBF;
+  size_t need;
+  uint32_t v;
+  if (b0 < 0x80) {
+    *cp = b0;
+    *n = 1;
+    return true;
+  }
+  if (b0 < 0xC2) { /* continuation byte, or C0/C1 (overlong 2-byte) */
+    *n = 1;
+    return false;
+  }
+  if (b0 < 0xE0) {
+    need = 1;
+    v = b0 & 0x1Fu;
+  } else if (b0 < 0xF0) {
+    need = 2;
+    v = b0 & 0x0Fu;
+    if (b0 == 0xE0) lo = 0xA0;
+    if (b0 == 0xED) hi = 0x9F;
+  } else if (b0 < 0xF5) {
+    need = 3;
+    v = b0 & 0x07u;
+    if (b0 == 0xF0) lo = 0x90;
+    if (b0 == 0xF4) hi = 0x8F;
+  } else { /* F5..FF never appear */
+    *n = 1;
+    return false;
+  }
+  for (size_t k = 1; k <= need; k++) {
+    uint8_t b;
+    if (k >= len - pos) { /* truncated: the prefix so far is the subpart */
+      *n = k;
+      return false;
+    }
+    b = s[pos + k];
+    if (b < lo || b > hi) {
+      *n = k;
+      return false;
+    }
+    v = v << 6 | (b & 0x3Fu);
+    lo = 0x80;
+    hi = 0xBF;
+  }
+  *cp = v;
+  *n = need + 1;
+  return true;
+}
 
 #endif

@@ -45,3 +45,12 @@ int tl_cli_usage(bool json, const char *fmt, ...) {
   va_end(ap);
   return TL_EXIT_USAGE;
 }
+
+void tl_cli_hex(const uint8_t *p, size_t n, char *out) {
+  static const char digits[] = "0123456789abcdef";
+  for (size_t i = 0; i < n; i++) {
+    out[2 * i] = digits[p[i] >> 4];
+    out[2 * i + 1] = digits[p[i] & 15];
+  }
+  out[2 * n] = '\0';
+}

@@ -6,6 +6,8 @@
 #define TL_NATIVE_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "tinylm.h"
 
@@ -30,6 +32,9 @@ int tl_cli_fail_with(bool json, tl_status status, struct json_t *extra,
 /* Reports a usage error; returns TL_EXIT_USAGE. */
 int tl_cli_usage(bool json, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* Lower-case hex of n bytes into out (2n + 1 bytes, NUL-terminated). */
+void tl_cli_hex(const uint8_t *p, size_t n, char *out);
 
 /* Subcommands: argv[0] is the subcommand's name. */
 int tl_cmd_hash(int argc, char **argv);

@@ -101,15 +101,6 @@ static tl_status build_metadata(const source *src, size_t n_src,
   return tl_cbor_writer_finish(&w, len);
 }
 
-static void hex(const uint8_t *p, size_t n, char *out) {
-  static const char d[] = "0123456789abcdef";
-  for (size_t i = 0; i < n; i++) {
-    out[2 * i] = d[p[i] >> 4];
-    out[2 * i + 1] = d[p[i] & 15];
-  }
-  out[2 * n] = '\0';
-}
-
 int tl_cmd_convert(int argc, char **argv) {
   const char *dir = NULL, *out = NULL;
   bool json = false, tokenizer_only = false;
@@ -178,7 +169,7 @@ int tl_cmd_convert(int argc, char **argv) {
   if (st != TL_OK) {
     rc = tl_cli_fail(json, st, "%s", err);
   } else {
-    hex(id, 32, id_hex);
+    tl_cli_hex(id, 32, id_hex);
     if (json)
       printf(
           "{\"artifact_id\":\"%s\",\"tokens\":%u,\"merges\":%u,"

@@ -42,15 +42,6 @@ static tl_status digest_file(algo a, const char *path, uint8_t *out,
   return st;
 }
 
-static void to_hex(const uint8_t *p, size_t n, char *hex) {
-  static const char digits[] = "0123456789abcdef";
-  for (size_t i = 0; i < n; i++) {
-    hex[2 * i] = digits[p[i] >> 4];
-    hex[2 * i + 1] = digits[p[i] & 15];
-  }
-  hex[2 * n] = '\0';
-}
-
 int tl_cmd_hash(int argc, char **argv) {
   algo a = ALGO_SHA256;
   size_t out_len = 0;
@@ -116,7 +107,7 @@ int tl_cmd_hash(int argc, char **argv) {
       rc = tl_cli_fail(json, st, "%s", err);
       continue;
     }
-    to_hex(digest, out_len, hex);
+    tl_cli_hex(digest, out_len, hex);
     if (json)
       json_array_append_new(
           files, json_pack("{s:s, s:s}", "path", argv[i], "digest", hex));

@@ -293,8 +293,7 @@ static int decode_jsonl(const tl_tokenizer *tok) {
         st = TL_ERR_OUT_OF_MEMORY;
       else {
         hex = h;
-        for (size_t k = 0; k < len; k++) sprintf(hex + 2 * k, "%02x", out[k]);
-        hex[2 * len] = '\0';
+        tl_cli_hex(out, len, hex);
         print_json_line(json_pack("{s:s}", "hex", hex));
       }
     }
@@ -375,9 +374,7 @@ int tl_cmd_decode(int argc, char **argv) {
       json_t *obj = json_pack("{s:s%}", "text", (const char *)out, len);
       if (obj == NULL) { /* not valid UTF-8: give the bytes as hex */
         char *h = malloc(2 * len + 1);
-        for (size_t k = 0; h != NULL && k < len; k++)
-          sprintf(h + 2 * k, "%02x", out[k]);
-        if (h != NULL) h[2 * len] = '\0';
+        if (h != NULL) tl_cli_hex(out, len, h);
         obj = json_pack("{s:s}", "hex", h ? h : "");
         free(h);
       }

@@ -7,38 +7,6 @@
 #include "tmpl/tmpl_val.h"
 #include "utf8.h"
 
-static val v_undef(const char *obj, const char *name, size_t n) {
-  val v;
-  memset(&v, 0, sizeof v);
-  v.kind = V_UNDEF;
-  v.undef_obj = obj;
-  v.u.s.p = name;
-  v.u.s.n = n;
-  return v;
-}
-static val v_bool(bool b) {
-  val v;
-  memset(&v, 0, sizeof v);
-  v.kind = V_BOOL;
-  v.u.b = b;
-  return v;
-}
-static val v_int(int64_t i) {
-  val v;
-  memset(&v, 0, sizeof v);
-  v.kind = V_INT;
-  v.u.i = i;
-  return v;
-}
-static val v_str(const char *p, size_t n) {
-  val v;
-  memset(&v, 0, sizeof v);
-  v.kind = V_STR;
-  v.u.s.p = p;
-  v.u.s.n = n;
-  return v;
-}
-
 size_t tmpl_cp_count(const char *s, size_t n) {
   size_t k = 0;
   for (size_t i = 0; i < n; i++) k += ((unsigned char)s[i] & 0xC0) != 0x80;
@@ -109,7 +77,7 @@ static tl_status do_strip(rctx *r, const char *p, size_t n, const val *chars,
       if (!in_set(cp_at(p, n, s0, &nx), set)) break;
       b = s0;
     }
-  *out = v_str(p + a, b - a);
+  *out = tmpl_v_str(p + a, b - a);
   return TL_OK;
 }
 
@@ -153,12 +121,12 @@ static tl_status do_split(rctx *r, const char *p, size_t n, const val *sep,
       cp_at(p, n, i, &nx);
       i = nx;
       while (i < n && !py_isspace(cp_at(p, n, i, &nx))) i = nx;
-      items[cnt++] = v_str(p + j, i - j);
+      items[cnt++] = tmpl_v_str(p + j, i - j);
     }
     if (i < n) {
       size_t nx;
       while (i < n && py_isspace(cp_at(p, n, i, &nx))) i = nx;
-      if (i != n) items[cnt++] = v_str(p + i, n - i);
+      if (i != n) items[cnt++] = tmpl_v_str(p + i, n - i);
     }
     return list_of(r, items, cnt, out);
   }
@@ -171,11 +139,11 @@ static tl_status do_split(rctx *r, const char *p, size_t n, const val *sep,
     const char *f = find_sub(p + i, n - i, sep->u.s.p, sep->u.s.n);
     if (f == NULL) break;
     size_t at = (size_t)(f - p);
-    items[cnt++] = v_str(p + i, at - i);
+    items[cnt++] = tmpl_v_str(p + i, at - i);
     i = at + sep->u.s.n;
     maxc--;
   }
-  items[cnt++] = v_str(p + i, n - i);
+  items[cnt++] = tmpl_v_str(p + i, n - i);
   return list_of(r, items, cnt, out);
 }
 
@@ -236,7 +204,7 @@ static tl_status do_replace(rctx *r, const char *p, size_t n, const val *old,
       maxc--;
     }
   }
-  *out = v_str(buf, len);
+  *out = tmpl_v_str(buf, len);
   return TL_OK;
 }
 
@@ -267,7 +235,7 @@ static tl_status do_case(rctx *r, const char *p, size_t n, char mode,
     buf[i] = ch;
     prev_cased = lo || up;
   }
-  *out = v_str(buf, n);
+  *out = tmpl_v_str(buf, n);
   return TL_OK;
 }
 
@@ -303,7 +271,7 @@ static tl_status affix(rctx *r, const val *s, const val *arg, bool start,
     if (an <= s->u.s.n)
       res = memcmp(start ? s->u.s.p : s->u.s.p + s->u.s.n - an, ap, an) == 0;
   }
-  *out = v_bool(res);
+  *out = tmpl_v_bool(res);
   return TL_OK;
 }
 
@@ -338,14 +306,14 @@ tl_status tmpl_iterate(rctx *r, const val *x, val **items, size_t *n) {
     for (size_t i = 0; i < cnt; i++) it[i] = tmpl_from_json(&x->u.l.items[i]);
   } else if (x->kind == V_DICT) {
     for (size_t i = 0; i < cnt; i++)
-      it[i] = v_str(x->u.obj->u.obj.members[i].key,
-                    x->u.obj->u.obj.members[i].key_len);
+      it[i] = tmpl_v_str(x->u.obj->u.obj.members[i].key,
+                         x->u.obj->u.obj.members[i].key_len);
   } else {
     size_t i = 0, k = 0;
     while (i < x->u.s.n) {
       size_t nx;
       cp_at(x->u.s.p, x->u.s.n, i, &nx);
-      it[k++] = v_str(x->u.s.p + i, nx - i);
+      it[k++] = tmpl_v_str(x->u.s.p + i, nx - i);
       i = nx;
     }
   }
@@ -499,7 +467,7 @@ static tl_status do_tojson(rctx *r, const val *x, const val *args,
     dumps_indent(&j, ind, in, 0, &o);
   else
     tl_py_json_dumps(&j, &o);
-  *out = v_str((const char *)buf, o.len);
+  *out = tmpl_v_str((const char *)buf, o.len);
   return TL_OK;
 }
 
@@ -514,7 +482,7 @@ static tl_status dict_items(rctx *r, const tl_json_value *obj, int what,
     return st;
   for (size_t i = 0; i < n; i++) {
     const tl_json_member *m = &obj->u.obj.members[i];
-    val k = v_str(m->key, m->key_len);
+    val k = tmpl_v_str(m->key, m->key_len);
     if (what == 1) {
       items[i] = k;
     } else if (what == 2) {
@@ -583,7 +551,8 @@ tl_status tmpl_method(rctx *r, uint32_t m, const val *obj, const val *args,
       if (args[0].kind != V_STR)
         return type_err(r, "must be str, not '", &args[0], "'");
       const char *f = find_sub(p, n, args[0].u.s.p, args[0].u.s.n);
-      *out = v_int(f == NULL ? -1 : (int64_t)tmpl_cp_count(p, (size_t)(f - p)));
+      *out = tmpl_v_int(f == NULL ? -1
+                                  : (int64_t)tmpl_cp_count(p, (size_t)(f - p)));
       return TL_OK;
     }
     case TL_M_ITEMS:
@@ -676,7 +645,7 @@ tl_status tmpl_filter(rctx *r, uint32_t f, const val *x, const val *args,
     case TL_F_LENGTH:
     case TL_F_COUNT:
       if ((st = length_of(r, x, &len)) != TL_OK) return st;
-      *out = v_int(len);
+      *out = tmpl_v_int(len);
       return TL_OK;
     case TL_F_TOJSON:
       return do_tojson(r, x, args, mask, out);
@@ -717,7 +686,7 @@ tl_status tmpl_filter(rctx *r, uint32_t f, const val *x, const val *args,
         memcpy(buf + off, ps[i], ns[i]);
         off += ns[i];
       }
-      *out = v_str(buf, off);
+      *out = tmpl_v_str(buf, off);
       return TL_OK;
     }
     case TL_F_UPPER:
@@ -736,7 +705,7 @@ tl_status tmpl_filter(rctx *r, uint32_t f, const val *x, const val *args,
         if (mask & 1)
           *out = args[0];
         else
-          *out = v_str("", 0);
+          *out = tmpl_v_str("", 0);
       } else {
         *out = *x;
       }
@@ -759,7 +728,7 @@ tl_status tmpl_filter(rctx *r, uint32_t f, const val *x, const val *args,
                          NULL, 0, NULL);
       if ((st = tmpl_iterate(r, x, &items, &cnt)) != TL_OK) return st;
       if (cnt == 0)
-        *out = v_undef(NULL, "item", 4);
+        *out = tmpl_v_undef(NULL, "item", 4);
       else
         *out = items[f == TL_F_FIRST ? 0 : cnt - 1];
       return TL_OK;
@@ -770,7 +739,7 @@ tl_status tmpl_filter(rctx *r, uint32_t f, const val *x, const val *args,
                          "str() of this object is not supported", NULL, 0,
                          NULL);
       if ((st = tmpl_str(r, x, &p, &n)) != TL_OK) return st;
-      *out = v_str(p, n);
+      *out = tmpl_v_str(p, n);
       return TL_OK;
     case TL_F_INT: {
       int64_t def = 0;
@@ -817,7 +786,7 @@ tl_status tmpl_filter(rctx *r, uint32_t f, const val *x, const val *args,
           v = def;
         }
       }
-      *out = v_int(v);
+      *out = tmpl_v_int(v);
       return TL_OK;
     }
     case TL_F_REPLACE:
@@ -832,9 +801,9 @@ tl_status tmpl_filter(rctx *r, uint32_t f, const val *x, const val *args,
         if ((st = tmpl_str(r, &args[0], &op, &on)) != TL_OK ||
             (st = tmpl_str(r, &args[1], &np, &nn)) != TL_OK)
           return st;
-        o = v_str(op, on);
-        nw = v_str(np, nn);
-        val cnt_v = (mask & 4) ? args[2] : v_undef(NULL, NULL, 0);
+        o = tmpl_v_str(op, on);
+        nw = tmpl_v_str(np, nn);
+        val cnt_v = (mask & 4) ? args[2] : tmpl_v_undef(NULL, NULL, 0);
         return do_replace(r, p, n, &o, &nw, &cnt_v, out);
       }
     case TL_F_REVERSE:
@@ -850,7 +819,7 @@ tl_status tmpl_filter(rctx *r, uint32_t f, const val *x, const val *args,
           off += end - s0;
           end = s0;
         }
-        *out = v_str(buf, off);
+        *out = tmpl_v_str(buf, off);
         return TL_OK;
       }
       if ((st = tmpl_iterate(r, x, &items, &cnt)) != TL_OK) return st;
@@ -866,9 +835,9 @@ tl_status tmpl_filter(rctx *r, uint32_t f, const val *x, const val *args,
           return tmpl_fail(r, TL_TMPL_ERR_UNSUPPORTED,
                            "integers beyond 64 bits are not supported", NULL, 0,
                            NULL);
-        *out = v_int(x->u.i < 0 ? -x->u.i : x->u.i);
+        *out = tmpl_v_int(x->u.i < 0 ? -x->u.i : x->u.i);
       } else if (x->kind == V_BOOL) {
-        *out = v_int(x->u.b);
+        *out = tmpl_v_int(x->u.b);
       } else if (x->kind == V_FLOAT) {
         *out = *x;
         if (out->u.f < 0 || (out->u.f == 0.0 && 1.0 / out->u.f < 0))

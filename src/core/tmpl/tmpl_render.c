@@ -346,45 +346,6 @@ static tl_status type_error(rctx *r, const char *what, const val *a,
   return st;
 }
 
-static val mk_undef(const char *obj, const char *name, size_t n) {
-  val v;
-  memset(&v, 0, sizeof v);
-  v.kind = V_UNDEF;
-  v.undef_obj = obj;
-  v.u.s.p = name;
-  v.u.s.n = n;
-  return v;
-}
-static val mk_bool(bool b) {
-  val v;
-  memset(&v, 0, sizeof v);
-  v.kind = V_BOOL;
-  v.u.b = b;
-  return v;
-}
-static val mk_int(int64_t i) {
-  val v;
-  memset(&v, 0, sizeof v);
-  v.kind = V_INT;
-  v.u.i = i;
-  return v;
-}
-static val mk_float(double f) {
-  val v;
-  memset(&v, 0, sizeof v);
-  v.kind = V_FLOAT;
-  v.u.f = f;
-  return v;
-}
-static val mk_str(const char *p, size_t n) {
-  val v;
-  memset(&v, 0, sizeof v);
-  v.kind = V_STR;
-  v.u.s.p = p;
-  v.u.s.n = n;
-  return v;
-}
-
 tl_status tmpl_make_list(rctx *r, const val *items, size_t n, bool tuple,
                          val *out) {
   tl_json_value *arr = NULL;
@@ -415,10 +376,10 @@ static val lookup(rctx *r, const char *k, size_t kn) {
   for (size_t i = r->n_v; i > 0; i--)
     if (name_is(r->v[i - 1].k, r->v[i - 1].kn, k, kn)) return r->v[i - 1].v;
   if (r->agp_override && name_is(k, kn, "add_generation_prompt", 21))
-    return mk_bool(false);
+    return tmpl_v_bool(false);
   const tl_json_value *j = tl_json_get(r->vars, k, kn);
   if (j != NULL) return tmpl_from_json(j);
-  return mk_undef(NULL, k, kn);
+  return tmpl_v_undef(NULL, k, kn);
 }
 
 static tl_status set_var(rctx *r, const char *k, size_t kn, const val *v) {
@@ -484,32 +445,32 @@ static tl_status loop_attr(rctx *r, const tmpl_loop *lp, const char *k,
                            size_t kn, val *out) {
   size_t n = lp->n, i = lp->i;
   if (name_is(k, kn, "index0", 6))
-    *out = mk_int((int64_t)i);
+    *out = tmpl_v_int((int64_t)i);
   else if (name_is(k, kn, "index", 5))
-    *out = mk_int((int64_t)i + 1);
+    *out = tmpl_v_int((int64_t)i + 1);
   else if (name_is(k, kn, "revindex", 8))
-    *out = mk_int((int64_t)(n - i));
+    *out = tmpl_v_int((int64_t)(n - i));
   else if (name_is(k, kn, "revindex0", 9))
-    *out = mk_int((int64_t)(n - i - 1));
+    *out = tmpl_v_int((int64_t)(n - i - 1));
   else if (name_is(k, kn, "first", 5))
-    *out = mk_bool(i == 0);
+    *out = tmpl_v_bool(i == 0);
   else if (name_is(k, kn, "last", 4))
-    *out = mk_bool(i + 1 == n);
+    *out = tmpl_v_bool(i + 1 == n);
   else if (name_is(k, kn, "length", 6))
-    *out = mk_int((int64_t)n);
+    *out = tmpl_v_int((int64_t)n);
   else if (name_is(k, kn, "depth", 5))
-    *out = mk_int(1);
+    *out = tmpl_v_int(1);
   else if (name_is(k, kn, "depth0", 6))
-    *out = mk_int(0);
+    *out = tmpl_v_int(0);
   else if (name_is(k, kn, "previtem", 8))
-    *out = i > 0 ? lp->items[i - 1] : mk_undef(NULL, "previtem", 8);
+    *out = i > 0 ? lp->items[i - 1] : tmpl_v_undef(NULL, "previtem", 8);
   else if (name_is(k, kn, "nextitem", 8))
-    *out = i + 1 < n ? lp->items[i + 1] : mk_undef(NULL, "nextitem", 8);
+    *out = i + 1 < n ? lp->items[i + 1] : tmpl_v_undef(NULL, "nextitem", 8);
   else if (name_is(k, kn, "cycle", 5) || name_is(k, kn, "changed", 7))
     return tmpl_fail(r, TL_TMPL_ERR_UNSUPPORTED, "loop.", k, kn,
                      " is not supported");
   else
-    *out = mk_undef("LoopContext", k, kn);
+    *out = tmpl_v_undef("LoopContext", k, kn);
   return TL_OK;
 }
 
@@ -523,7 +484,7 @@ static tl_status getattr(rctx *r, const val *obj, const char *k, size_t kn,
                    kn))
         return method_value(r, obj, k, kn);
       const tl_json_value *j = tl_json_get(obj->u.obj, k, kn);
-      *out = j != NULL ? tmpl_from_json(j) : mk_undef("dict", k, kn);
+      *out = j != NULL ? tmpl_from_json(j) : tmpl_v_undef("dict", k, kn);
       return TL_OK;
     }
     case V_STR:
@@ -556,7 +517,7 @@ static tl_status getattr(rctx *r, const val *obj, const char *k, size_t kn,
     default:
       break;
   }
-  *out = mk_undef(tmpl_type_name(obj), k, kn);
+  *out = tmpl_v_undef(tmpl_type_name(obj), k, kn);
   return TL_OK;
 }
 
@@ -594,7 +555,7 @@ static tl_status getitem(rctx *r, const val *obj, const val *key, val *out) {
       *out = tmpl_from_json(&obj->u.l.items[pos]);
       return TL_OK;
     }
-    *out = mk_undef(tmpl_type_name(obj), "index", 5);
+    *out = tmpl_v_undef(tmpl_type_name(obj), "index", 5);
     return TL_OK;
   }
   if (obj->kind == V_STR && int_key) {
@@ -604,10 +565,10 @@ static tl_status getitem(rctx *r, const val *obj, const val *key, val *out) {
     if (norm_index(as_int(key), n, &pos)) {
       size_t a = cp_offset(obj->u.s.p, obj->u.s.n, pos);
       size_t b = cp_offset(obj->u.s.p, obj->u.s.n, pos + 1);
-      *out = mk_str(obj->u.s.p + a, b - a);
+      *out = tmpl_v_str(obj->u.s.p + a, b - a);
       return TL_OK;
     }
-    *out = mk_undef("str", "index", 5);
+    *out = tmpl_v_undef("str", "index", 5);
     return TL_OK;
   }
   if (obj->kind == V_DICT && key->kind == V_STR) {
@@ -628,8 +589,8 @@ static tl_status getitem(rctx *r, const val *obj, const val *key, val *out) {
       return type_error(r, "unhashable type: '", key, NULL);
   }
   *out = key->kind == V_STR
-             ? mk_undef(tmpl_type_name(obj), key->u.s.p, key->u.s.n)
-             : mk_undef(tmpl_type_name(obj), "item", 4);
+             ? tmpl_v_undef(tmpl_type_name(obj), key->u.s.p, key->u.s.n)
+             : tmpl_v_undef(tmpl_type_name(obj), "item", 4);
   return TL_OK;
 }
 
@@ -717,12 +678,12 @@ static tl_status do_slice(rctx *r, const val *obj, const val parts[3],
       memcpy(buf + len, obj->u.s.p + offs[cp], offs[cp + 1] - offs[cp]);
       len += offs[cp + 1] - offs[cp];
     }
-    *out = mk_str(buf, len);
+    *out = tmpl_v_str(buf, len);
     return TL_OK;
   }
   if (obj->kind == V_DICT)
     return type_error(r, "unhashable type: 'slice' (subscript of '", obj, NULL);
-  *out = mk_undef(tmpl_type_name(obj), "slice", 5);
+  *out = tmpl_v_undef(tmpl_type_name(obj), "slice", 5);
   return TL_OK;
 }
 
@@ -808,7 +769,7 @@ static tl_status arith(rctx *r, uint64_t op, const val *a, const val *b,
         return tmpl_fail(r, TL_TMPL_ERR_UNSUPPORTED,
                          "integers beyond 64 bits are not supported", NULL, 0,
                          NULL);
-      *out = mk_int(z);
+      *out = tmpl_v_int(z);
       return TL_OK;
     }
     double x = as_double(a), y = as_double(b), z;
@@ -837,7 +798,7 @@ static tl_status arith(rctx *r, uint64_t op, const val *a, const val *b,
       return tmpl_fail(r, TL_TMPL_ERR_UNSUPPORTED,
                        "non-finite float results are not supported", NULL, 0,
                        NULL);
-    *out = mk_float(z);
+    *out = tmpl_v_float(z);
     return TL_OK;
   }
   if (op == TL_BIN_ADD && a->kind == V_STR && b->kind == V_STR) {
@@ -850,7 +811,7 @@ static tl_status arith(rctx *r, uint64_t op, const val *a, const val *b,
       return st;
     memcpy(buf, a->u.s.p, a->u.s.n);
     memcpy(buf + a->u.s.n, b->u.s.p, b->u.s.n);
-    *out = mk_str(buf, n);
+    *out = tmpl_v_str(buf, n);
     return TL_OK;
   }
   if (op == TL_BIN_ADD && a->kind == V_LIST && b->kind == V_LIST &&
@@ -873,7 +834,7 @@ static tl_status arith(rctx *r, uint64_t op, const val *a, const val *b,
     const val *s = a->kind == V_STR ? a : b;
     int64_t k = as_int(a->kind == V_STR ? b : a);
     if (k <= 0 || s->u.s.n == 0) {
-      *out = mk_str("", 0);
+      *out = tmpl_v_str("", 0);
       return TL_OK;
     }
     size_t n;
@@ -885,7 +846,7 @@ static tl_status arith(rctx *r, uint64_t op, const val *a, const val *b,
       return st;
     for (int64_t i = 0; i < k; i++)
       memcpy(buf + (size_t)i * s->u.s.n, s->u.s.p, s->u.s.n);
-    *out = mk_str(buf, n);
+    *out = tmpl_v_str(buf, n);
     return TL_OK;
   }
   if (op == TL_BIN_MOD && a->kind == V_STR)
@@ -1032,19 +993,19 @@ static tl_status eval(rctx *r, uint32_t idx, val *out) {
       out->kind = V_NONE;
       break;
     case TL_OP_BOOL:
-      *out = mk_bool(n->a != 0);
+      *out = tmpl_v_bool(n->a != 0);
       break;
     case TL_OP_INT:
-      *out = mk_int(n->a);
+      *out = tmpl_v_int(n->a);
       break;
     case TL_OP_FLOAT: {
       double f;
       memcpy(&f, &n->b, sizeof f);
-      *out = mk_float(f);
+      *out = tmpl_v_float(f);
       break;
     }
     case TL_OP_STR:
-      *out = mk_str(pstr(r, n->b)->ptr, pstr(r, n->b)->len);
+      *out = tmpl_v_str(pstr(r, n->b)->ptr, pstr(r, n->b)->len);
       break;
     case TL_OP_NAME:
       *out = lookup(r, pstr(r, n->b)->ptr, pstr(r, n->b)->len);
@@ -1118,7 +1079,7 @@ static tl_status eval(rctx *r, uint32_t idx, val *out) {
     }
     case TL_OP_NOT:
       if ((st = eval(r, n->kids[0], &a)) == TL_OK)
-        *out = mk_bool(!tmpl_truthy(&a));
+        *out = tmpl_v_bool(!tmpl_truthy(&a));
       break;
     case TL_OP_NEG:
     case TL_OP_POS:
@@ -1126,7 +1087,7 @@ static tl_status eval(rctx *r, uint32_t idx, val *out) {
       if (a.kind == V_UNDEF) {
         st = tmpl_undefined_error(r, &a);
       } else if (a.kind == V_FLOAT) {
-        *out = mk_float(n->op == TL_OP_NEG ? -a.u.f : a.u.f);
+        *out = tmpl_v_float(n->op == TL_OP_NEG ? -a.u.f : a.u.f);
       } else if (a.kind == V_INT || a.kind == V_BOOL) {
         int64_t x = as_int(&a);
         if (n->op == TL_OP_NEG && x == INT64_MIN)
@@ -1134,7 +1095,7 @@ static tl_status eval(rctx *r, uint32_t idx, val *out) {
                          "integers beyond 64 bits are not supported", NULL, 0,
                          NULL);
         else
-          *out = mk_int(n->op == TL_OP_NEG ? -x : x);
+          *out = tmpl_v_int(n->op == TL_OP_NEG ? -x : x);
       } else {
         st = type_error(r, "bad operand type for unary -/+: '", &a, NULL);
       }
@@ -1162,7 +1123,7 @@ static tl_status eval(rctx *r, uint32_t idx, val *out) {
           break;
         a = b;
       }
-      if (st == TL_OK) *out = mk_bool(res);
+      if (st == TL_OK) *out = tmpl_v_bool(res);
       break;
     }
     case TL_OP_CONCAT: {
@@ -1188,7 +1149,7 @@ static tl_status eval(rctx *r, uint32_t idx, val *out) {
         memcpy(buf + off, ps[i], ns[i]);
         off += ns[i];
       }
-      *out = mk_str(buf, total);
+      *out = tmpl_v_str(buf, total);
       break;
     }
     case TL_OP_COND:
@@ -1198,7 +1159,7 @@ static tl_status eval(rctx *r, uint32_t idx, val *out) {
       else if (n->b)
         st = eval(r, n->kids[2], out);
       else
-        *out = mk_undef(NULL, NULL, 0);
+        *out = tmpl_v_undef(NULL, NULL, 0);
       break;
     case TL_OP_FILTER:
     case TL_OP_METHOD: {
@@ -1221,7 +1182,7 @@ static tl_status eval(rctx *r, uint32_t idx, val *out) {
       if (n->n_kids > 1 && (st = eval(r, n->kids[1], &args[0])) != TL_OK) break;
       r->node = idx;
       if ((st = tmpl_test(r, (uint32_t)n->b, &a, args, &res)) == TL_OK)
-        *out = mk_bool(n->a ? !res : res);
+        *out = tmpl_v_bool(n->a ? !res : res);
       break;
     }
     case TL_OP_CALL:

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "tmpl/tmpl.h"
 
@@ -125,5 +126,45 @@ tl_status tmpl_contains(rctx *r, const val *item, const val *seq, bool *out);
 tl_status tmpl_iterate(rctx *r, const val *x, val **items, size_t *n);
 tl_status tmpl_make_list(rctx *r, const val *items, size_t n, bool tuple,
                          val *out);
+
+/* Value constructors. */
+static inline val tmpl_v_undef(const char *obj, const char *name, size_t n) {
+  val v;
+  memset(&v, 0, sizeof v);
+  v.kind = V_UNDEF;
+  v.undef_obj = obj;
+  v.u.s.p = name;
+  v.u.s.n = n;
+  return v;
+}
+static inline val tmpl_v_bool(bool b) {
+  val v;
+  memset(&v, 0, sizeof v);
+  v.kind = V_BOOL;
+  v.u.b = b;
+  return v;
+}
+static inline val tmpl_v_int(int64_t i) {
+  val v;
+  memset(&v, 0, sizeof v);
+  v.kind = V_INT;
+  v.u.i = i;
+  return v;
+}
+static inline val tmpl_v_float(double f) {
+  val v;
+  memset(&v, 0, sizeof v);
+  v.kind = V_FLOAT;
+  v.u.f = f;
+  return v;
+}
+static inline val tmpl_v_str(const char *p, size_t n) {
+  val v;
+  memset(&v, 0, sizeof v);
+  v.kind = V_STR;
+  v.u.s.p = p;
+  v.u.s.n = n;
+  return v;
+}
 
 #endif

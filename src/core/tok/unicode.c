@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "checked.h"
+#include "utf8.h"
 
 /* Record bits (tools/gen_unicode_tables.py). */
 #define REC_CCC_MASK 0xFFu
@@ -72,48 +73,6 @@ static inline uint32_t nfc_rec(uint32_t cp) {
 }
 
 uint8_t tl_uni_ccc(uint32_t cp) { return (uint8_t)(nfc_rec(cp) & 0xFFu); }
-
-/* Strict UTF-8 decoding of the character at s[pos] (pos < len), as in
- * utf8.c; false on anything ill-formed. */
-static inline bool decode(const uint8_t *s, size_t len, size_t pos,
-                          uint32_t *cp, size_t *n) {
-  uint8_t b0 = s[pos], lo = 0x80, hi = 0xBF;
-  size_t need;
-  uint32_t v;
-  if (b0 < 0x80) {
-    *cp = b0;
-    *n = 1;
-    return true;
-  }
-  if (b0 < 0xC2) return false;
-  if (b0 < 0xE0) {
-    need = 1;
-    v = b0 & 0x1Fu;
-  } else if (b0 < 0xF0) {
-    need = 2;
-    v = b0 & 0x0Fu;
-    if (b0 == 0xE0) lo = 0xA0;
-    if (b0 == 0xED) hi = 0x9F;
-  } else if (b0 < 0xF5) {
-    need = 3;
-    v = b0 & 0x07u;
-    if (b0 == 0xF0) lo = 0x90;
-    if (b0 == 0xF4) hi = 0x8F;
-  } else {
-    return false;
-  }
-  if (need >= len - pos) return false;
-  for (size_t k = 1; k <= need; k++) {
-    uint8_t b = s[pos + k];
-    if (b < lo || b > hi) return false;
-    v = v << 6 | (b & 0x3Fu);
-    lo = 0x80;
-    hi = 0xBF;
-  }
-  *cp = v;
-  *n = need + 1;
-  return true;
-}
 
 static inline size_t utf8_len(uint32_t cp) {
   return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
@@ -187,7 +146,7 @@ static bool next_segment(const uint8_t *in, size_t len, size_t pos,
       n_cp++;
       continue;
     }
-    if (!decode(in, len, pos, &cp, &n)) break;
+    if (!tl_utf8_decode(in, len, pos, &cp, &n)) break;
     rec = nfc_rec(cp);
     ccc = rec & REC_CCC_MASK;
     if (rec & REC_BOUNDARY) {
@@ -201,7 +160,7 @@ static bool next_segment(const uint8_t *in, size_t len, size_t pos,
       while (end < len) {
         if (in[end] < 0x80 || (in[end] >= 0xC2 && in[end] < 0xCC))
           break; /* ASCII or U+0080..U+02FF: a boundary */
-        if (!decode(in, len, end, &cp, &n)) {
+        if (!tl_utf8_decode(in, len, end, &cp, &n)) {
           *st = TL_ERR_INVALID_UTF8;
           return false;
         }
@@ -232,7 +191,7 @@ static tl_status nfd_size(const uint8_t *in, size_t a, size_t b, size_t *cps,
   while (a < b) {
     uint32_t cp, rec, dl;
     size_t n;
-    if (!decode(in, b, a, &cp, &n)) return TL_ERR_INVALID_UTF8;
+    if (!tl_utf8_decode(in, b, a, &cp, &n)) return TL_ERR_INVALID_UTF8;
     a += n;
     if (cp - S_BASE < S_COUNT) {
       dl = (cp - S_BASE) % T_COUNT ? 3 : 2;
@@ -368,7 +327,7 @@ static tl_status run_segment(nfc_out *o, size_t a, size_t b, uint32_t *work,
   for (size_t pos = a; pos < b;) {
     uint32_t cp, rec, dl;
     size_t n;
-    if (!decode(in, b, pos, &cp, &n)) return TL_ERR_INVALID_UTF8;
+    if (!tl_utf8_decode(in, b, pos, &cp, &n)) return TL_ERR_INVALID_UTF8;
     pos += n;
     if (cp - S_BASE < S_COUNT) {
       uint32_t s = cp - S_BASE;
