@@ -18,10 +18,10 @@ static const command commands[] = {
      "convert a Hugging Face directory to a .slm artifact"},
     {"decode", tl_cmd_decode, "token ids to bytes through an artifact"},
     {"encode", tl_cmd_encode, "text to token ids through an artifact"},
-    {"render", tl_cmd_render,
-     "a conversation through the artifact's chat template"},
     {"hash", tl_cmd_hash,
      "hash FILE... with SHA-256 or BLAKE3 (sha256sum/b3sum format)"},
+    {"render", tl_cmd_render,
+     "a conversation through the artifact's chat template"},
     {"version", cmd_version, "print the version"},
 };
 
