@@ -570,28 +570,40 @@ static uint32_t parse_postfix(cc *c, uint32_t n) {
   return n;
 }
 
-static uint32_t parse_filter(cc *c, uint32_t value) {
-  advance(c); /* | */
+/* The filter or test name at the cursor, looked up in table: its index, or
+ * count after reporting why not (what: "filter" or "test"). */
+static size_t parse_sig_name(cc *c, const char *what, const tl_tmpl_sig *table,
+                             size_t count, cc_tok **name_tok) {
   cc_tok *nt = cur(c);
+  const char *nm;
+  size_t found = count;
+  *name_tok = nt;
   if (nt->type != TK_NAME) {
-    unexpected(c, "a filter name");
-    return NO_NODE;
+    unexpected(c,
+               strcmp(what, "filter") == 0 ? "a filter name" : "a test name");
+    return count;
   }
   advance(c);
   if (tok_is_op(cur(c), ".")) {
     cc_fail_tok(c, TL_ERR_UNSUPPORTED_FEATURE, nt,
-                "dotted filter names are not supported");
-    return NO_NODE;
+                "dotted %s names are not supported", what);
+    return count;
   }
-  const char *nm = c->src + nt->start;
-  size_t f = TL_F_COUNT_;
-  for (size_t i = 0; i < TL_F_COUNT_; i++)
-    if (name_eq(tl_tmpl_filters[i].name, nm, nt->len)) f = i;
-  if (f == TL_F_COUNT_) {
-    cc_fail_tok(c, TL_ERR_UNSUPPORTED_FEATURE, nt,
-                "filter '%.*s' is not supported", (int)nt->len, nm);
-    return NO_NODE;
-  }
+  nm = c->src + nt->start;
+  for (size_t i = 0; i < count; i++)
+    if (name_eq(table[i].name, nm, nt->len)) found = i;
+  if (found == count)
+    cc_fail_tok(c, TL_ERR_UNSUPPORTED_FEATURE, nt, "%s '%.*s' is not supported",
+                what, (int)nt->len, nm);
+  return found;
+}
+
+static uint32_t parse_filter(cc *c, uint32_t value) {
+  cc_tok *nt;
+  size_t f;
+  advance(c); /* | */
+  f = parse_sig_name(c, "filter", tl_tmpl_filters, TL_F_COUNT_, &nt);
+  if (f == TL_F_COUNT_) return NO_NODE;
   args a = {0};
   if (tok_is_op(cur(c), "(") && !parse_call_args(c, &a)) return NO_NODE;
   vec kids = {0};
@@ -612,30 +624,9 @@ static uint32_t parse_test(cc *c, uint32_t value) {
     negated = true;
     advance(c);
   }
-  cc_tok *nt = cur(c);
-  if (nt->type != TK_NAME) {
-    unexpected(c, "a test name");
-    return NO_NODE;
-  }
-  advance(c);
-  if (tok_is_op(cur(c), ".")) {
-    cc_fail_tok(c, TL_ERR_UNSUPPORTED_FEATURE, nt,
-                "dotted test names are not supported");
-    return NO_NODE;
-  }
-  const char *nm = c->src + nt->start;
-  size_t tst = TL_T_COUNT_;
-  for (size_t i = 0; i < TL_T_COUNT_; i++)
-    if (name_eq(tl_tmpl_tests[i].name, nm, nt->len)) tst = i;
-  /* Jinja's aliases */
-  if (tst == TL_T_COUNT_ &&
-      (name_eq("==", nm, nt->len) || name_eq("sameas", nm, nt->len)))
-    tst = TL_T_COUNT_;
-  if (tst == TL_T_COUNT_) {
-    cc_fail_tok(c, TL_ERR_UNSUPPORTED_FEATURE, nt,
-                "test '%.*s' is not supported", (int)nt->len, nm);
-    return NO_NODE;
-  }
+  cc_tok *nt;
+  size_t tst = parse_sig_name(c, "test", tl_tmpl_tests, TL_T_COUNT_, &nt);
+  if (tst == TL_T_COUNT_) return NO_NODE;
   vec kids = {0};
   uint32_t r = NO_NODE;
   if (!vpush(c, &kids, value)) goto out;
