@@ -190,7 +190,9 @@ FUZZ_CFLAGS := -std=c11 -O1 -g $(WARN) $(NUMERICS) $(INCLUDES) -DTL_DEBUG -DTL_N
                -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 
 fuzz: $(FUZZ_TARGETS)
-$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(CORE_PORTABLE) $(shell find src/core -name '*.h')
+# Some targets include converter sources (src/tools) directly, so every
+# source is a prerequisite.
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(shell find src/core src/tools tests/fuzz -name '*.[ch]')
 	@mkdir -p $(@D)
 	clang $(FUZZ_CFLAGS) $< $(CORE_PORTABLE) -o $@
 
