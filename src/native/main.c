@@ -22,6 +22,7 @@ static const command commands[] = {
      "hash FILE... with SHA-256 or BLAKE3 (sha256sum/b3sum format)"},
     {"render", tl_cmd_render,
      "a conversation through the artifact's chat template"},
+    {"synth", tl_cmd_synth, "write a synthetic Qwen3 checkpoint directory"},
     {"version", cmd_version, "print the version"},
 };
 

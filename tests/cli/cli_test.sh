@@ -117,6 +117,14 @@ if [[ -f $qwen/tokenizer.json ]]; then
   printf '{"messages": [{"role": "user"}]}' >"$work/nocontent.json"
   expect "a template error is typed" 1 '"kind": ?"undefined"' 'error: invalid_argument: undefined' \
     -- "$tinylm" render "$work/tok.slm" --messages "$work/nocontent.json" --json
+  expect "synth a tiny checkpoint" 0 '24 tensors, 9798016 parameters' '^$' \
+    -- "$tinylm" synth --config tiny --seed 3 -o "$work/syn1"
+  expect "synth again with the same seed" 0 '' '^$' -- "$tinylm" synth --config tiny --seed 3 -o "$work/syn2"
+  expect "synth is deterministic" 0 '' '^$' -- cmp "$work/syn1/model.safetensors" "$work/syn2/model.safetensors"
+  expect "synth refuses a non-empty directory" 1 '^$' 'error: ' \
+    -- "$tinylm" synth --config tiny --seed 3 -o "$work/syn1"
+  expect "a synthetic checkpoint's tokenizer converts" 0 'tokenizer and chat template only' '^$' \
+    -- "$tinylm" convert --tokenizer-only "$work/syn1" -o "$work/syn.slm"
   cp "$work/tok.slm" "$work/flipped.slm"
   printf '\x01' | dd of="$work/flipped.slm" bs=1 seek=5000 conv=notrunc status=none
   expect "a corrupted artifact is refused" 1 '^$' 'error: hash_mismatch: .*flipped.slm: not a valid .slm artifact' \
