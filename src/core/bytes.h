@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "tinylm.h"
 
@@ -41,6 +42,29 @@ static inline void tl_store_be32(uint8_t *p, uint32_t v) {
 static inline void tl_store_be64(uint8_t *p, uint64_t v) {
   tl_store_be32(p, (uint32_t)(v >> 32));
   tl_store_be32(p + 4, (uint32_t)v);
+}
+
+/* Bit patterns of floats and back (memcpy: no aliasing or FPU tricks, so
+ * native and wasm32 agree). */
+static inline uint32_t tl_f32_to_bits(float x) {
+  uint32_t b;
+  memcpy(&b, &x, sizeof b);
+  return b;
+}
+static inline float tl_bits_to_f32(uint32_t b) {
+  float x;
+  memcpy(&x, &b, sizeof x);
+  return x;
+}
+static inline uint64_t tl_f64_to_bits(double x) {
+  uint64_t b;
+  memcpy(&b, &x, sizeof b);
+  return b;
+}
+static inline double tl_bits_to_f64(uint64_t b) {
+  double x;
+  memcpy(&x, &b, sizeof x);
+  return x;
 }
 
 /* Cursor over untrusted bytes. A failed read leaves pos unchanged. */

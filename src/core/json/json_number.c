@@ -4,6 +4,7 @@
  * same bits without depending on the host's strtod or printf. */
 #include <string.h>
 
+#include "bytes.h"
 #include "json/json_internal.h"
 
 /* 9 * 2^60 + carry stays below 2^64. */
@@ -157,18 +158,6 @@ static uint64_t dec_rounded_integer(const tl_dec *a) {
   return n;
 }
 
-static double from_bits(uint64_t b) {
-  double v;
-  memcpy(&v, &b, sizeof v);
-  return v;
-}
-
-static uint64_t to_bits(double v) {
-  uint64_t b;
-  memcpy(&b, &v, sizeof b);
-  return b;
-}
-
 #define MANT_BITS 52
 #define EXP_BIAS (-1023)
 #define EXP_MAX 2047
@@ -183,7 +172,7 @@ tl_dec_result tl_dec_to_double(tl_dec *d, bool negative, double *out) {
   int exp = 0;
   dec_trim(d);
   if (d->nd == 0 || d->dp < -330) { /* zero, or below half the least denormal */
-    *out = from_bits(sign);
+    *out = tl_bits_to_f64(sign);
     return TL_DEC_FINITE;
   }
   if (d->dp > 310) return TL_DEC_OVERFLOW;
@@ -213,8 +202,8 @@ tl_dec_result tl_dec_to_double(tl_dec *d, bool negative, double *out) {
     if (exp - EXP_BIAS >= EXP_MAX) return TL_DEC_OVERFLOW;
   }
   if ((mant & ((uint64_t)1 << MANT_BITS)) == 0) exp = EXP_BIAS; /* denormal */
-  *out = from_bits(sign | (uint64_t)(exp - EXP_BIAS) << MANT_BITS |
-                   (mant & (((uint64_t)1 << MANT_BITS) - 1)));
+  *out = tl_bits_to_f64(sign | (uint64_t)(exp - EXP_BIAS) << MANT_BITS |
+                        (mant & (((uint64_t)1 << MANT_BITS) - 1)));
   return TL_DEC_FINITE;
 }
 
@@ -236,7 +225,7 @@ bool tl_dec_fast_path(uint64_t w, int e10, bool negative, double *out) {
 }
 
 void tl_dec_shortest(double v, tl_dec *d) {
-  uint64_t bits = to_bits(v) & ~((uint64_t)1 << 63);
+  uint64_t bits = tl_f64_to_bits(v) & ~((uint64_t)1 << 63);
   int exp = (int)(bits >> MANT_BITS);
   uint64_t mant = bits & (((uint64_t)1 << MANT_BITS) - 1);
   const int minexp = EXP_BIAS + 1;

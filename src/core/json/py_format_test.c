@@ -6,24 +6,13 @@
  * the str.isprintable table, and the output sink's bounds. */
 #include <string.h>
 
+#include "bytes.h"
 #include "json/json.h"
 #include "json/py_format_vectors.h"
 #include "tl_test.h"
 #include "utf8.h"
 
 static _Alignas(64) uint8_t region[1u << 20];
-
-static double from_bits(uint64_t b) {
-  double d;
-  memcpy(&d, &b, sizeof d);
-  return d;
-}
-
-static uint64_t bits(double d) {
-  uint64_t b;
-  memcpy(&b, &d, sizeof b);
-  return b;
-}
 
 /* The formatter's output as a C string (static buffer). */
 static const char *repr_of(double v, char *buf, size_t cap) {
@@ -38,7 +27,7 @@ static void float_repr_matches_python(tl_test_ctx *t) {
   for (size_t i = 0; i < n; i++) {
     char buf[64];
     const char *got =
-        repr_of(from_bits(tl_py_repr_vectors[i].bits), buf, sizeof buf);
+        repr_of(tl_bits_to_f64(tl_py_repr_vectors[i].bits), buf, sizeof buf);
     if (strcmp(got, tl_py_repr_vectors[i].repr) != 0 && bad++ < 10)
       TL_EXPECT_STR(t, got, tl_py_repr_vectors[i].repr);
   }
@@ -74,10 +63,14 @@ static void float_repr_rules(tl_test_ctx *t) {
     TL_EXPECT_STR(t, repr_of(cases[i].v, buf, sizeof buf), cases[i].want);
   }
   char buf[64];
-  TL_EXPECT_STR(t, repr_of(from_bits(0x7FF0000000000000u), buf, 64), "inf");
-  TL_EXPECT_STR(t, repr_of(from_bits(0xFFF0000000000000u), buf, 64), "-inf");
-  TL_EXPECT_STR(t, repr_of(from_bits(0x7FF8000000000000u), buf, 64), "nan");
-  TL_EXPECT_STR(t, repr_of(from_bits(0xFFF8000000000001u), buf, 64), "nan");
+  TL_EXPECT_STR(t, repr_of(tl_bits_to_f64(0x7FF0000000000000u), buf, 64),
+                "inf");
+  TL_EXPECT_STR(t, repr_of(tl_bits_to_f64(0xFFF0000000000000u), buf, 64),
+                "-inf");
+  TL_EXPECT_STR(t, repr_of(tl_bits_to_f64(0x7FF8000000000000u), buf, 64),
+                "nan");
+  TL_EXPECT_STR(t, repr_of(tl_bits_to_f64(0xFFF8000000000001u), buf, 64),
+                "nan");
 }
 
 /* repr(x) read back gives x, for random bit patterns (the shortest-digit
@@ -93,11 +86,11 @@ static void float_repr_round_trips(tl_test_ctx *t) {
     tl_json_error e;
     if ((b >> 52 & 0x7FF) == 0x7FF) continue;
     if (i % 4 == 0) b &= 0x800FFFFFFFFFFFFFu; /* subnormals too */
-    repr_of(from_bits(b), buf, sizeof buf);
+    repr_of(tl_bits_to_f64(b), buf, sizeof buf);
     tl_arena_init(&a, region, sizeof region);
     if (tl_json_parse((const uint8_t *)buf, strlen(buf), NULL, &a, &v, &e) !=
             TL_OK ||
-        v->type != TL_JSON_FLOAT || bits(v->u.f) != b) {
+        v->type != TL_JSON_FLOAT || tl_f64_to_bits(v->u.f) != b) {
       if (bad++ < 5) {
         tl_test_print(t, "    no round trip: ");
         tl_test_print(t, buf);
@@ -166,11 +159,11 @@ static void non_finite_and_ints(tl_test_ctx *t) {
   tl_json_value arr;
   char out[128];
   items[0].type = TL_JSON_FLOAT;
-  items[0].u.f = from_bits(0x7FF0000000000000u);
+  items[0].u.f = tl_bits_to_f64(0x7FF0000000000000u);
   items[1].type = TL_JSON_FLOAT;
-  items[1].u.f = from_bits(0xFFF0000000000000u);
+  items[1].u.f = tl_bits_to_f64(0xFFF0000000000000u);
   items[2].type = TL_JSON_FLOAT;
-  items[2].u.f = from_bits(0x7FF8000000000000u);
+  items[2].u.f = tl_bits_to_f64(0x7FF8000000000000u);
   items[3].type = TL_JSON_INT;
   items[3].u.i = INT64_MIN;
   items[4].type = TL_JSON_INT;

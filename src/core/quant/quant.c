@@ -11,23 +11,11 @@
 #include "bytes.h"
 #include "checked.h"
 
-static uint32_t f32_bits(float x) {
-  uint32_t b;
-  memcpy(&b, &x, sizeof b);
-  return b;
-}
-
-static float bits_f32(uint32_t b) {
-  float x;
-  memcpy(&x, &b, sizeof x);
-  return x;
-}
-
 static bool bits_finite(uint32_t b) { return (b & 0x7F800000u) != 0x7F800000u; }
 
 /* */
 uint16_t tl_f32_to_f16(float x) {
-  uint32_t b = f32_bits(x);
+  uint32_t b = tl_f32_to_bits(x);
   uint16_t sign = (uint16_t)((b >> 16) & 0x8000u);
   uint32_t exp = (b >> 23) & 0xFFu, frac = b & 0x7FFFFFu;
   int32_t e = (int32_t)exp - 127;
@@ -58,21 +46,21 @@ uint16_t tl_f32_to_f16(float x) {
 float tl_f16_to_f32(uint16_t h) {
   uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
   uint32_t exp = (h >> 10) & 0x1Fu, frac = h & 0x3FFu;
-  if (exp == 0x1Fu) return bits_f32(sign | 0x7F800000u | frac << 13);
+  if (exp == 0x1Fu) return tl_bits_to_f32(sign | 0x7F800000u | frac << 13);
   if (exp == 0) {
     uint32_t e = 127 - 14;
-    if (frac == 0) return bits_f32(sign);
+    if (frac == 0) return tl_bits_to_f32(sign);
     while (!(frac & 0x400u)) {
       frac <<= 1;
       e--;
     }
-    return bits_f32(sign | e << 23 | (frac & 0x3FFu) << 13);
+    return tl_bits_to_f32(sign | e << 23 | (frac & 0x3FFu) << 13);
   }
-  return bits_f32(sign | (exp + 127 - 15) << 23 | frac << 13);
+  return tl_bits_to_f32(sign | (exp + 127 - 15) << 23 | frac << 13);
 }
 
 uint16_t tl_f32_to_bf16(float x) {
-  uint32_t b = f32_bits(x);
+  uint32_t b = tl_f32_to_bits(x);
   uint32_t h = b >> 16, rest = b & 0xFFFFu;
   if ((b & 0x7F800000u) == 0x7F800000u && (b & 0x7FFFFFu))
     return (uint16_t)(h | 0x40u);
@@ -80,7 +68,7 @@ uint16_t tl_f32_to_bf16(float x) {
   return (uint16_t)h;
 }
 
-float tl_bf16_to_f32(uint16_t h) { return bits_f32((uint32_t)h << 16); }
+float tl_bf16_to_f32(uint16_t h) { return tl_bits_to_f32((uint32_t)h << 16); }
 
 /* --- sizes ---------------------------------------------------------------- */
 
@@ -149,15 +137,15 @@ static tl_status encode_block(const float *x, size_t m, int32_t qmax,
   uint32_t amax = 0;
   float d;
   for (size_t i = 0; i < m; i++) {
-    uint32_t a = f32_bits(x[i]) & 0x7FFFFFFFu;
+    uint32_t a = tl_f32_to_bits(x[i]) & 0x7FFFFFFFu;
     if (a > amax) amax = a; /* non-negative floats order as their bits */
   }
-  d = amax == 0 ? 0.0f : bits_f32(amax) / (float)qmax;
+  d = amax == 0 ? 0.0f : tl_bits_to_f32(amax) / (float)qmax;
   memset(codes, 0, TL_QUANT_BLOCK);
   if (d != 0.0f) {
     for (size_t i = 0; i < m; i++) {
       int32_t q = round_code(x[i] / d, qmax);
-      if (!bits_finite(f32_bits((float)q * d))) {
+      if (!bits_finite(tl_f32_to_bits((float)q * d))) {
         *bad = i;
         return TL_ERR_NUMERICAL_FAILURE;
       }
@@ -174,7 +162,7 @@ static tl_status scan_finite(const float *src, size_t count, size_t *bad_index,
                              bool *big) {
   *big = false;
   for (size_t i = 0; i < count; i++) {
-    uint32_t b = f32_bits(src[i]);
+    uint32_t b = tl_f32_to_bits(src[i]);
     if (!bits_finite(b)) {
       if (bad_index) *bad_index = i;
       return TL_ERR_NUMERICAL_FAILURE;
@@ -211,7 +199,7 @@ static tl_status pack_blocks(const float *src, size_t rows, size_t n,
           return st;
         }
         if (pass == 0) continue;
-        tl_store_le32(out, f32_bits(d));
+        tl_store_le32(out, tl_f32_to_bits(d));
         if (type == TL_QTYPE_Q8) {
           for (size_t i = 0; i < TL_QUANT_BLOCK; i++)
             out[4 + i] = (uint8_t)codes[i];
@@ -249,7 +237,7 @@ static tl_status pack_float(tl_qtype type, const float *src, size_t rows,
   if (st != TL_OK) return st;
   if (type == TL_QTYPE_F32) {
     for (size_t i = 0; i < count; i++)
-      tl_store_le32(dst + 4 * i, f32_bits(src[i]));
+      tl_store_le32(dst + 4 * i, tl_f32_to_bits(src[i]));
     return TL_OK;
   }
   for (int pass = 0; pass < 2; pass++) {
@@ -298,7 +286,7 @@ static tl_status unpack_blocks(const uint8_t *src, size_t src_len, size_t rows,
     for (size_t b0 = 0; b0 < n; b0 += TL_QUANT_BLOCK, in += block_bytes) {
       size_t m = n - b0 < TL_QUANT_BLOCK ? n - b0 : TL_QUANT_BLOCK;
       uint32_t db = tl_load_le32(in);
-      float d = bits_f32(db);
+      float d = tl_bits_to_f32(db);
       if ((db & 0x80000000u) || !bits_finite(db)) return TL_ERR_INVALID_MODEL;
       for (size_t i = 0; i < TL_QUANT_BLOCK; i++) {
         int32_t q;
@@ -315,7 +303,7 @@ static tl_status unpack_blocks(const uint8_t *src, size_t src_len, size_t rows,
         if (q != 0 && (i >= m || d == 0.0f)) return TL_ERR_INVALID_MODEL;
         if (i >= m) continue;
         y = (float)q * d;
-        if (!bits_finite(f32_bits(y))) return TL_ERR_INVALID_MODEL;
+        if (!bits_finite(tl_f32_to_bits(y))) return TL_ERR_INVALID_MODEL;
         dst[r * n + b0 + i] = y;
       }
     }
@@ -346,12 +334,12 @@ tl_status tl_quant_unpack(tl_qtype type, const uint8_t *src, size_t src_len,
   for (size_t i = 0; i < count; i++) {
     float y;
     if (type == TL_QTYPE_F32)
-      y = bits_f32(tl_load_le32(src + 4 * i));
+      y = tl_bits_to_f32(tl_load_le32(src + 4 * i));
     else if (type == TL_QTYPE_F16)
       y = tl_f16_to_f32(tl_load_le16(src + 2 * i));
     else
       y = tl_bf16_to_f32(tl_load_le16(src + 2 * i));
-    if (!bits_finite(f32_bits(y))) return TL_ERR_INVALID_MODEL;
+    if (!bits_finite(tl_f32_to_bits(y))) return TL_ERR_INVALID_MODEL;
     dst[i] = y;
   }
   return TL_OK;

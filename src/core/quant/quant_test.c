@@ -5,26 +5,15 @@
 
 #include <string.h>
 
+#include "bytes.h"
 #include "quant/quant_vectors.h"
 #include "tl_test.h"
 
 #define MAX_ELEMS 1024
 #define MAX_BYTES (MAX_ELEMS * 4)
 
-static float from_bits(uint32_t b) {
-  float x;
-  memcpy(&x, &b, sizeof x);
-  return x;
-}
-
-static uint32_t to_bits(float x) {
-  uint32_t b;
-  memcpy(&b, &x, sizeof b);
-  return b;
-}
-
 static void load_x(const qv_case *c, float *x) {
-  for (size_t i = 0; i < c->rows * c->n; i++) x[i] = from_bits(c->x[i]);
+  for (size_t i = 0; i < c->rows * c->n; i++) x[i] = tl_bits_to_f32(c->x[i]);
 }
 
 /* One dtype of one vector: pack equals the golden bytes (or fails with the
@@ -59,11 +48,11 @@ static void check_one(tl_test_ctx *t, const qv_case *c, tl_qtype type,
   for (size_t i = 0; i < count; i++) {
     uint32_t w = want_y ? want_y[i] : 0;
     if (type == TL_QTYPE_F16)
-      w = to_bits(
+      w = tl_f32_to_bits(
           tl_f16_to_f32((uint16_t)(want[2 * i] | want[2 * i + 1] << 8)));
     if (type == TL_QTYPE_BF16)
       w = (uint32_t)(want[2 * i] | want[2 * i + 1] << 8) << 16;
-    if (!TL_EXPECT_EQ_U64(t, to_bits(y[i]), w)) {
+    if (!TL_EXPECT_EQ_U64(t, tl_f32_to_bits(y[i]), w)) {
       tl_test_print(t, c->name);
       return;
     }
@@ -95,11 +84,11 @@ static void golden_f16_bf16(tl_test_ctx *t) {
 static void golden_element_conversions(tl_test_ctx *t) {
   for (size_t k = 0; k < sizeof qv_convs / sizeof qv_convs[0]; k++) {
     const qv_conv *v = &qv_convs[k];
-    float x = from_bits(v->x);
+    float x = tl_bits_to_f32(v->x);
     if (!TL_EXPECT_EQ_U64(t, tl_f32_to_f16(x), v->f16) ||
-        !TL_EXPECT_EQ_U64(t, to_bits(tl_f16_to_f32(v->f16)), v->f16_y) ||
+        !TL_EXPECT_EQ_U64(t, tl_f32_to_bits(tl_f16_to_f32(v->f16)), v->f16_y) ||
         !TL_EXPECT_EQ_U64(t, tl_f32_to_bf16(x), v->bf16) ||
-        !TL_EXPECT_EQ_U64(t, to_bits(tl_bf16_to_f32(v->bf16)),
+        !TL_EXPECT_EQ_U64(t, tl_f32_to_bits(tl_bf16_to_f32(v->bf16)),
                           (uint32_t)v->bf16 << 16)) {
       tl_test_print_hex(t, &v->x, 4);
       return;
@@ -132,7 +121,7 @@ static void round_trip_within_half_a_step(tl_test_ctx *t) {
         /* random sign, exponent in [-20, 10], mantissa */
         uint32_t b = (uint32_t)((v >> 63) << 31 | (107 + (v >> 32) % 31) << 23 |
                                 (v & 0x7FFFFFu));
-        x[i] = from_bits(b);
+        x[i] = tl_bits_to_f32(b);
       }
       TL_EXPECT_OK(t, tl_quant_tensor_bytes(type, 3, n, &need));
       if (!TL_EXPECT_OK(t, tl_quant_pack(type, x, 3, n, buf, need, NULL)) ||
@@ -141,12 +130,12 @@ static void round_trip_within_half_a_step(tl_test_ctx *t) {
       for (size_t i = 0; i < 3 * n; i++) {
         size_t r = i / n, blk = (i % n) / 32;
         size_t nb = (n + 31) / 32;
-        float d = from_bits((uint32_t)buf[(r * nb + blk) * bb] |
-                            (uint32_t)buf[(r * nb + blk) * bb + 1] << 8 |
-                            (uint32_t)buf[(r * nb + blk) * bb + 2] << 16 |
-                            (uint32_t)buf[(r * nb + blk) * bb + 3] << 24);
+        float d = tl_bits_to_f32((uint32_t)buf[(r * nb + blk) * bb] |
+                                 (uint32_t)buf[(r * nb + blk) * bb + 1] << 8 |
+                                 (uint32_t)buf[(r * nb + blk) * bb + 2] << 16 |
+                                 (uint32_t)buf[(r * nb + blk) * bb + 3] << 24);
         float err = y[i] - x[i];
-        float bound = d * (0.5f + 1.0f / 65536.0f) + from_bits(1);
+        float bound = d * (0.5f + 1.0f / 65536.0f) + tl_bits_to_f32(1);
         if (err < 0) err = -err;
         if (!TL_EXPECT(t, err <= bound)) return;
       }
@@ -164,8 +153,8 @@ static void non_finite_rejected_with_index(tl_test_ctx *t) {
   for (size_t k = 0; k < 5; k++) {
     for (size_t at = 0; at < 100; at += 33) {
       for (size_t i = 0; i < 100; i++) x[i] = (float)i * 0.25f - 3.0f;
-      x[at] = from_bits(bad_bits[k]);
-      if (at + 40 < 100) x[at + 40] = from_bits(bad_bits[(k + 1) % 5]);
+      x[at] = tl_bits_to_f32(bad_bits[k]);
+      if (at + 40 < 100) x[at + 40] = tl_bits_to_f32(bad_bits[(k + 1) % 5]);
       for (size_t ti = 0; ti < 5; ti++) {
         size_t bad = 0;
         TL_EXPECT_STATUS(
