@@ -12,6 +12,7 @@
 #include "arena.h"
 #include "cbor/cbor.h"
 #include "json/json.h"
+#include "tool_msg.h"
 
 /* ------------------------------------------------------------------------ */
 /* The schema                                                               */
@@ -253,10 +254,8 @@ static tl_status refuse(ctx *c, tl_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static tl_status refuse(ctx *c, tl_status st, const char *fmt, ...) {
   va_list ap;
-  int n = snprintf(c->err, c->err_cap, "%s: ", c->file);
   va_start(ap, fmt);
-  if (n >= 0 && (size_t)n < c->err_cap)
-    vsnprintf(c->err + n, c->err_cap - (size_t)n, fmt, ap);
+  tl_tool_vmsg(c->err, c->err_cap, c->file, fmt, ap);
   va_end(ap);
   return st;
 }
