@@ -1,4 +1,5 @@
 #define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE /* madvise */
 #include "file.h"
 
 #include <errno.h>
@@ -9,6 +10,8 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "hash/sha256.h"
 
 static tl_status read_stream(int fd, const char *path, tl_file_view *view,
                              char *err, size_t err_cap) {
@@ -94,45 +97,116 @@ void tl_file_close_view(tl_file_view *view) {
   memset(view, 0, sizeof *view);
 }
 
-tl_status tl_file_write_atomic(const char *path, const void *data, size_t len,
+tl_status tl_file_atomic_begin(tl_file_atomic *f, const char *path,
                                char *err, size_t err_cap) {
-  const uint8_t *p = data;
-  size_t path_len = strlen(path), done = 0;
-  char *tmp = malloc(path_len + sizeof ".tmp.XXXXXX");
-  int fd;
-  if (tmp == NULL) {
+  size_t path_len = strlen(path);
+  memset(f, 0, sizeof *f);
+  f->fd = -1;
+  f->tmp = malloc(path_len + sizeof ".tmp.XXXXXX");
+  if (f->tmp == NULL) {
     snprintf(err, err_cap, "%s: out of memory", path);
     return TL_ERR_OUT_OF_MEMORY;
   }
-  memcpy(tmp, path, path_len);
-  memcpy(tmp + path_len, ".tmp.XXXXXX", sizeof ".tmp.XXXXXX");
-  fd = mkstemp(tmp);
-  if (fd < 0) {
+  memcpy(f->tmp, path, path_len);
+  memcpy(f->tmp + path_len, ".tmp.XXXXXX", sizeof ".tmp.XXXXXX");
+  f->fd = mkstemp(f->tmp);
+  if (f->fd < 0) {
     snprintf(err, err_cap, "%s: cannot create a temporary file: %s", path,
              strerror(errno));
-    free(tmp);
+    free(f->tmp);
+    f->tmp = NULL;
     return TL_ERR_IO;
   }
+  f->path = path;
+  return TL_OK;
+}
+
+tl_status tl_file_atomic_pwrite(tl_file_atomic *f, uint64_t offset,
+                                const void *data, size_t len, char *err,
+                                size_t err_cap) {
+  const uint8_t *p = data;
+  size_t done = 0;
   while (done < len) {
-    ssize_t n = write(fd, p + done, len - done);
+    ssize_t n = pwrite(f->fd, p + done, len - done, (off_t)(offset + done));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
+    if (n <= 0) {
+      snprintf(err, err_cap, "%s: write failed: %s", f->path,
+               n < 0 ? strerror(errno) : "no progress");
+      return TL_ERR_IO;
+    }
     done += (size_t)n;
   }
-  if (done != len || fchmod(fd, 0644) != 0 || fsync(fd) != 0) {
-    snprintf(err, err_cap, "%s: write failed: %s", path, strerror(errno));
-    close(fd);
-    unlink(tmp);
-    free(tmp);
-    return TL_ERR_IO;
-  }
-  if (close(fd) != 0 || rename(tmp, path) != 0) {
-    snprintf(err, err_cap, "%s: cannot move the temporary file into place: %s",
-             path, strerror(errno));
-    unlink(tmp);
-    free(tmp);
-    return TL_ERR_IO;
-  }
-  free(tmp);
   return TL_OK;
+}
+
+tl_status tl_file_atomic_commit(tl_file_atomic *f, char *err, size_t err_cap) {
+  if (fchmod(f->fd, 0644) != 0 || fsync(f->fd) != 0) {
+    snprintf(err, err_cap, "%s: write failed: %s", f->path, strerror(errno));
+    tl_file_atomic_abort(f);
+    return TL_ERR_IO;
+  }
+  if (close(f->fd) != 0) {
+    f->fd = -1;
+    snprintf(err, err_cap, "%s: write failed: %s", f->path, strerror(errno));
+    tl_file_atomic_abort(f);
+    return TL_ERR_IO;
+  }
+  f->fd = -1;
+  if (rename(f->tmp, f->path) != 0) {
+    snprintf(err, err_cap, "%s: cannot move the temporary file into place: %s",
+             f->path, strerror(errno));
+    tl_file_atomic_abort(f);
+    return TL_ERR_IO;
+  }
+  free(f->tmp);
+  f->tmp = NULL;
+  return TL_OK;
+}
+
+void tl_file_atomic_abort(tl_file_atomic *f) {
+  if (f->fd >= 0) close(f->fd);
+  f->fd = -1;
+  if (f->tmp != NULL) {
+    unlink(f->tmp);
+    free(f->tmp);
+    f->tmp = NULL;
+  }
+}
+
+tl_status tl_file_write_atomic(const char *path, const void *data, size_t len,
+                               char *err, size_t err_cap) {
+  tl_file_atomic f;
+  tl_status st = tl_file_atomic_begin(&f, path, err, err_cap);
+  if (st != TL_OK) return st;
+  st = tl_file_atomic_pwrite(&f, 0, data, len, err, err_cap);
+  if (st != TL_OK) {
+    tl_file_atomic_abort(&f);
+    return st;
+  }
+  return tl_file_atomic_commit(&f, err, err_cap);
+}
+
+void tl_file_release(const tl_file_view *view, const void *data, size_t len) {
+  /* The pages stay in the page cache; they only leave this process's
+   * resident set, so a streamed pass over a large file keeps RSS flat.
+   * Rounding outward is harmless: a dropped page of a read-only private
+   * mapping is read again from the file when touched. */
+  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), start, end;
+  if (view->mapping == NULL || len == 0) return;
+  start = (uintptr_t)data & ~(page - 1);
+  end = ((uintptr_t)data + len + page - 1) & ~(page - 1);
+  (void)madvise((void *)start, end - start, MADV_DONTNEED);
+}
+
+tl_status tl_file_sha256(const tl_file_view *view, uint8_t digest[32]) {
+  enum { SLICE = 64 << 20 };
+  tl_sha256_ctx ctx;
+  tl_sha256_init(&ctx);
+  for (size_t off = 0; off < view->len; off += SLICE) {
+    size_t n = view->len - off < SLICE ? view->len - off : SLICE;
+    tl_status st = tl_sha256_update(&ctx, view->data + off, n);
+    if (st != TL_OK) return st;
+    tl_file_release(view, view->data + off, n);
+  }
+  return tl_sha256_final(&ctx, digest);
 }

@@ -20,6 +20,8 @@ static const command commands[] = {
     {"encode", tl_cmd_encode, "text to token ids through an artifact"},
     {"hash", tl_cmd_hash,
      "hash FILE... with SHA-256 or BLAKE3 (sha256sum/b3sum format)"},
+    {"inspect", tl_cmd_inspect,
+     "what an artifact holds: sections, tensors, config (--verify)"},
     {"render", tl_cmd_render,
      "a conversation through the artifact's chat template"},
     {"synth", tl_cmd_synth, "write a synthetic Qwen3 checkpoint directory"},

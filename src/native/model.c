@@ -58,6 +58,15 @@ tl_status tl_native_model_open(const char *path, tl_native_model *m, char *err,
     }
     m->has_template = true;
   }
+  if (tl_slm_find(&m->slm, TL_SLM_TENSOR_DIR, &sec) == TL_OK) {
+    st = tl_slm_tensors_open(&m->tensors, &m->slm, TL_SLM_VERIFY_EAGER, &at);
+    if (st != TL_OK) {
+      snprintf(err, err_cap, "%s: invalid tensor directory or data (%s at "
+               "byte %zu)", path, tl_status_name(st), at);
+      goto fail;
+    }
+    m->has_tensors = true;
+  }
   return TL_OK;
 fail:
   tl_native_model_close(m);

@@ -1,12 +1,13 @@
 /* Opening a .slm artifact on the native host: map the file, validate the
- * container (eager digest verification), load the sections the command
- * needs into one arena. */
+ * container and the tensor directory (eager: every section and tensor
+ * digest), load the sections the command needs into one arena. */
 #ifndef TL_NATIVE_MODEL_H
 #define TL_NATIVE_MODEL_H
 
 #include "arena.h"
 #include "file.h"
 #include "slm/slm.h"
+#include "slm/tensors.h"
 #include "tmpl/tmpl_section.h"
 #include "tok/tokenizer.h"
 
@@ -18,6 +19,8 @@ typedef struct tl_native_model {
   const tl_tokenizer *tok;
   bool has_template;
   tl_tmpl_section tmpl;
+  bool has_tensors; /* a model artifact (not tokenizer-only) */
+  tl_slm_tensors tensors;
 } tl_native_model;
 
 /* Opens path and loads its tokenizer and (when present) chat template. On

@@ -11,6 +11,7 @@
 
 #include "arena.h"
 #include "cbor/cbor.h"
+#include "cbor_doc.h"
 #include "json/json.h"
 #include "tool_msg.h"
 
@@ -92,43 +93,6 @@ const tl_qwen3_profile *tl_qwen3_profile_publisher_0_6b(void) {
 /* ------------------------------------------------------------------------ */
 /* Deterministic CBOR                                                       */
 
-typedef void (*emit_fn)(tl_cbor_writer *w, const void *arg);
-
-/* Encodes with a growing buffer into a malloc'd document. */
-static tl_status encode(emit_fn emit, const void *arg, uint8_t **out,
-                        size_t *out_len) {
-  size_t cap = 4096;
-  for (;;) {
-    uint8_t *buf = malloc(cap), *scratch = malloc(cap * 4);
-    tl_arena arena;
-    tl_cbor_writer w;
-    tl_status st;
-    size_t len = 0;
-    if (buf == NULL || scratch == NULL) {
-      free(buf);
-      free(scratch);
-      return TL_ERR_OUT_OF_MEMORY;
-    }
-    tl_arena_init(&arena, scratch, cap * 4);
-    tl_cbor_writer_init(&w, buf, cap, &arena);
-    emit(&w, arg);
-    st = tl_cbor_writer_finish(&w, &len);
-    free(scratch);
-    if (st == TL_OK) {
-      *out = buf;
-      *out_len = len;
-      return TL_OK;
-    }
-    free(buf);
-    if ((st != TL_ERR_BOUNDS && st != TL_ERR_OUT_OF_MEMORY) || cap > (1u << 24))
-      return st;
-    cap *= 4;
-  }
-}
-
-static void put_str(tl_cbor_writer *w, const char *s) {
-  tl_cbor_put_text(w, s, strlen(s));
-}
 
 static void put_double(tl_cbor_writer *w, double d) {
   char buf[64];
@@ -172,7 +136,7 @@ static void put_json(tl_cbor_writer *w, const json_t *v) {
       json_t *item;
       tl_cbor_begin_map(w, json_object_size(v));
       json_object_foreach((json_t *)v, key, item) {
-        put_str(w, key);
+        tl_cbor_put_cstr(w, key);
         put_json(w, item);
       }
       tl_cbor_end_map(w);
@@ -209,31 +173,31 @@ typedef struct conflict {
 static void emit_conflict(tl_cbor_writer *w, const void *arg) {
   const conflict *c = arg;
   tl_cbor_begin_map(w, 4);
-  put_str(w, "conflict");
-  put_str(w, c->kind);
-  put_str(w, "field");
-  put_str(w, c->field);
-  put_str(w, "sources");
+  tl_cbor_put_cstr(w, "conflict");
+  tl_cbor_put_cstr(w, c->kind);
+  tl_cbor_put_cstr(w, "field");
+  tl_cbor_put_cstr(w, c->field);
+  tl_cbor_put_cstr(w, "sources");
   tl_cbor_begin_array(w, c->n_sources);
   for (size_t i = 0; i < c->n_sources; i++) {
     const source *s = &c->sources[i];
     tl_cbor_begin_map(w, s->has_ids ? 3 : 2);
-    put_str(w, "file");
-    put_str(w, s->file);
-    put_str(w, "value");
+    tl_cbor_put_cstr(w, "file");
+    tl_cbor_put_cstr(w, s->file);
+    tl_cbor_put_cstr(w, "value");
     if (s->value == NULL)
       tl_cbor_put_null(w);
     else
       put_json(w, s->value);
     if (s->has_ids) {
-      put_str(w, "ids");
+      tl_cbor_put_cstr(w, "ids");
       put_ids(w, s->ids, s->n_ids);
     }
     tl_cbor_end_map(w);
   }
   tl_cbor_end_array(w);
-  put_str(w, "message");
-  put_str(w, c->message);
+  tl_cbor_put_cstr(w, "message");
+  tl_cbor_put_cstr(w, c->message);
   tl_cbor_end_map(w);
 }
 
@@ -274,7 +238,7 @@ static tl_status stop(ctx *c, conflict *k, const char *fmt, ...) {
   va_end(ap);
   k->message = msg;
   snprintf(c->err, c->err_cap, "conflict %s: %s", k->kind, msg);
-  st = encode(emit_conflict, k, &doc, &len);
+  st = tl_cbor_encode_alloc(emit_conflict, k, &doc, &len);
   if (st != TL_OK) return st;
   if (c->conflict_cbor != NULL) {
     *c->conflict_cbor = doc;
@@ -835,7 +799,7 @@ static const char *dtype_name(tl_qwen3_dtype d) {
 }
 
 static void put_uint_field(tl_cbor_writer *w, const char *k, uint32_t v) {
-  put_str(w, k);
+  tl_cbor_put_cstr(w, k);
   tl_cbor_put_uint(w, v);
 }
 
@@ -848,15 +812,15 @@ static void emit_effective(tl_cbor_writer *w, const void *arg) {
         json_object_get(e->config, schema[i].name) != NULL)
       n_doc++;
   tl_cbor_begin_map(w, 6);
-  put_str(w, "schema");
-  put_str(w, TL_QWEN3_SCHEMA);
-  put_str(w, "profile");
+  tl_cbor_put_cstr(w, "schema");
+  tl_cbor_put_cstr(w, TL_QWEN3_SCHEMA);
+  tl_cbor_put_cstr(w, "profile");
   if (e->profile != NULL)
-    put_str(w, e->profile);
+    tl_cbor_put_cstr(w, e->profile);
   else
     tl_cbor_put_null(w);
 
-  put_str(w, "config");
+  tl_cbor_put_cstr(w, "config");
   tl_cbor_begin_map(w, 20);
   put_uint_field(w, "vocab_size", o->vocab_size);
   put_uint_field(w, "hidden_size", o->hidden_size);
@@ -866,75 +830,75 @@ static void emit_effective(tl_cbor_writer *w, const void *arg) {
   put_uint_field(w, "num_key_value_heads", o->num_key_value_heads);
   put_uint_field(w, "head_dim", o->head_dim);
   put_uint_field(w, "max_position_embeddings", o->max_position_embeddings);
-  put_str(w, "tie_word_embeddings");
+  tl_cbor_put_cstr(w, "tie_word_embeddings");
   tl_cbor_put_bool(w, o->tie_word_embeddings);
-  put_str(w, "rms_norm_eps");
+  tl_cbor_put_cstr(w, "rms_norm_eps");
   put_double(w, o->rms_norm_eps);
-  put_str(w, "rope_theta");
+  tl_cbor_put_cstr(w, "rope_theta");
   put_double(w, o->rope_theta);
-  put_str(w, "rope_scaling");
+  tl_cbor_put_cstr(w, "rope_scaling");
   tl_cbor_put_null(w);
-  put_str(w, "hidden_act");
-  put_str(w, o->hidden_act);
-  put_str(w, "attention_bias");
+  tl_cbor_put_cstr(w, "hidden_act");
+  tl_cbor_put_cstr(w, o->hidden_act);
+  tl_cbor_put_cstr(w, "attention_bias");
   tl_cbor_put_bool(w, o->attention_bias);
-  put_str(w, "use_sliding_window");
+  tl_cbor_put_cstr(w, "use_sliding_window");
   tl_cbor_put_bool(w, o->use_sliding_window);
-  put_str(w, "layer_types");
-  put_str(w, "full_attention");
-  put_str(w, "source_dtype");
+  tl_cbor_put_cstr(w, "layer_types");
+  tl_cbor_put_cstr(w, "full_attention");
+  tl_cbor_put_cstr(w, "source_dtype");
   if (dtype_name(o->source_dtype) != NULL)
-    put_str(w, dtype_name(o->source_dtype));
+    tl_cbor_put_cstr(w, dtype_name(o->source_dtype));
   else
     tl_cbor_put_null(w);
-  put_str(w, "bos_token_id");
+  tl_cbor_put_cstr(w, "bos_token_id");
   if (o->has_bos)
     tl_cbor_put_uint(w, o->bos_token_id);
   else
     tl_cbor_put_null(w);
-  put_str(w, "pad_token_id");
+  tl_cbor_put_cstr(w, "pad_token_id");
   if (o->has_pad)
     tl_cbor_put_uint(w, o->pad_token_id);
   else
     tl_cbor_put_null(w);
-  put_str(w, "eos_token_ids");
+  tl_cbor_put_cstr(w, "eos_token_ids");
   put_ids(w, o->eos_ids, o->n_eos);
   tl_cbor_end_map(w);
 
-  put_str(w, "defaults");
+  tl_cbor_put_cstr(w, "defaults");
   tl_cbor_begin_array(w, o->n_defaults);
-  for (size_t i = 0; i < o->n_defaults; i++) put_str(w, o->defaults[i]);
+  for (size_t i = 0; i < o->n_defaults; i++) tl_cbor_put_cstr(w, o->defaults[i]);
   tl_cbor_end_array(w);
 
-  put_str(w, "documentary");
+  tl_cbor_put_cstr(w, "documentary");
   tl_cbor_begin_map(w, n_doc);
   for (size_t i = 0; i < N_SCHEMA; i++) {
     const json_t *v = json_object_get(e->config, schema[i].name);
     if (schema[i].cls != DOCUMENTARY || v == NULL) continue;
-    put_str(w, schema[i].name);
+    tl_cbor_put_cstr(w, schema[i].name);
     tl_cbor_begin_map(w, 2);
-    put_str(w, "reason");
-    put_str(w, schema[i].reason);
-    put_str(w, "value");
+    tl_cbor_put_cstr(w, "reason");
+    tl_cbor_put_cstr(w, schema[i].reason);
+    tl_cbor_put_cstr(w, "value");
     put_json(w, v);
     tl_cbor_end_map(w);
   }
   tl_cbor_end_map(w);
 
-  put_str(w, "deviations");
+  tl_cbor_put_cstr(w, "deviations");
   tl_cbor_begin_array(w, o->n_deviations);
   for (size_t i = 0; i < o->n_deviations; i++) {
     const tl_qwen3_deviation *d = &o->deviations[i];
     tl_cbor_begin_map(w, 5);
-    put_str(w, "kind");
-    put_str(w, "declared_resolution");
-    put_str(w, "field");
-    put_str(w, d->field);
-    put_str(w, "profile");
-    put_str(w, d->profile);
-    put_str(w, "reason");
-    put_str(w, d->reason);
-    put_str(w, "resolved");
+    tl_cbor_put_cstr(w, "kind");
+    tl_cbor_put_cstr(w, "declared_resolution");
+    tl_cbor_put_cstr(w, "field");
+    tl_cbor_put_cstr(w, d->field);
+    tl_cbor_put_cstr(w, "profile");
+    tl_cbor_put_cstr(w, d->profile);
+    tl_cbor_put_cstr(w, "reason");
+    tl_cbor_put_cstr(w, d->reason);
+    tl_cbor_put_cstr(w, "resolved");
     put_ids(w, d->resolved, d->n_resolved);
     tl_cbor_end_map(w);
   }
@@ -1004,7 +968,7 @@ tl_status tl_qwen3_config_resolve(
   e.o = out;
   e.config = c.config;
   e.profile = profile != NULL ? profile->name : NULL;
-  st = encode(emit_effective, &e, &out->cbor, &out->cbor_len);
+  st = tl_cbor_encode_alloc(emit_effective, &e, &out->cbor, &out->cbor_len);
 done:
   json_decref(c.config);
   json_decref(gen);

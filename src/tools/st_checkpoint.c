@@ -59,7 +59,7 @@ static tl_status add_source(tl_st_checkpoint *ck, const char *path,
   if (tl_file_open_view(path, &s->view, why, sizeof why) != TL_OK)
     return failf(err, cap, open_fail, "%s", why);
   s->size = s->view.len;
-  tl_status st = tl_sha256(s->view.data, s->view.len, s->sha256);
+  tl_status st = tl_file_sha256(&s->view, s->sha256);
   if (st != TL_OK) return failf(err, cap, st, "%s: cannot hash", path);
   *out = s;
   return TL_OK;

@@ -344,7 +344,96 @@ static void py_float(char *out, size_t cap, double v) {
   if (strpbrk(out, ".eni") == NULL && strlen(out) + 3 <= cap) strcat(out, ".0");
 }
 
-static void config_json(sbuf *s, const tl_synth_config *c) {
+/* --- special tokens -------------------------------------------------------
+ */
+
+/* What config.json and generation_config.json need from the copied
+ * tokenizer: the special-token ids, looked up by content so that the side
+ * files agree with whichever tokenizer is copied (the real one gives the
+ * published 151643 and 151645), and the largest id, which the embedding
+ * must cover. */
+typedef struct synth_tokens {
+  uint64_t endoftext; /* "<|endoftext|>": bos, pad, second generation eos */
+  uint64_t im_end;    /* "<|im_end|>": eos */
+  uint64_t max_id;    /* over model.vocab and added_tokens */
+} synth_tokens;
+
+static bool json_id(json_t *v, uint64_t *id) {
+  if (!json_is_integer(v) || json_integer_value(v) < 0) return false;
+  *id = (uint64_t)json_integer_value(v);
+  return true;
+}
+
+static tl_status read_tokens(const char *path, synth_tokens *k, char *err,
+                             size_t err_cap) {
+  json_error_t je;
+  json_t *root = json_load_file(path, 0, &je);
+  if (root == NULL)
+    return fail(err, err_cap, je.line < 0 ? TL_ERR_IO : TL_ERR_INVALID_MODEL,
+                "%s: line %d: %s", path, je.line, je.text);
+  tl_status st = TL_OK;
+  json_t *vocab = json_object_get(json_object_get(root, "model"), "vocab");
+  json_t *added = json_object_get(root, "added_tokens");
+  struct {
+    const char *content;
+    uint64_t *id;
+    bool found;
+  } want[] = {{"<|endoftext|>", &k->endoftext, false},
+              {"<|im_end|>", &k->im_end, false}};
+  k->max_id = 0;
+  if (!json_is_object(vocab) || !json_is_array(added)) {
+    st = fail(err, err_cap, TL_ERR_INVALID_MODEL,
+              "%s: expected model.vocab (an object) and added_tokens (an "
+              "array)",
+              path);
+    goto done;
+  }
+  const char *token;
+  json_t *v;
+  json_object_foreach(vocab, token, v) {
+    uint64_t id;
+    if (!json_id(v, &id)) {
+      st = fail(err, err_cap, TL_ERR_INVALID_MODEL,
+                "%s: model.vocab[\"%s\"]: expected a non-negative integer id",
+                path, token);
+      goto done;
+    }
+    if (id > k->max_id) k->max_id = id;
+  }
+  size_t i;
+  json_array_foreach(added, i, v) {
+    uint64_t id;
+    json_t *content = json_object_get(v, "content");
+    if (!json_id(json_object_get(v, "id"), &id) || !json_is_string(content)) {
+      st = fail(err, err_cap, TL_ERR_INVALID_MODEL,
+                "%s: added_tokens[%zu]: expected a non-negative integer id "
+                "and a string content",
+                path, i);
+      goto done;
+    }
+    if (id > k->max_id) k->max_id = id;
+    for (size_t w = 0; w < sizeof want / sizeof want[0]; w++)
+      if (!want[w].found &&
+          strcmp(json_string_value(content), want[w].content) == 0) {
+        *want[w].id = id;
+        want[w].found = true;
+      }
+  }
+  for (size_t w = 0; w < sizeof want / sizeof want[0]; w++)
+    if (!want[w].found) {
+      st = fail(err, err_cap, TL_ERR_INVALID_MODEL,
+                "%s: added_tokens has no \"%s\" (its id goes into "
+                "config.json and generation_config.json)",
+                path, want[w].content);
+      goto done;
+    }
+done:
+  json_decref(root);
+  return st;
+}
+
+static void config_json(sbuf *s, const tl_synth_config *c,
+                        const synth_tokens *k) {
   char eps[40], theta[40];
   py_float(eps, sizeof eps, c->rms_norm_eps);
   /* The published file writes rope_theta as an integer. */
@@ -361,8 +450,8 @@ static void config_json(sbuf *s, const tl_synth_config *c) {
             "  ],\n"
             "  \"attention_bias\": false,\n"
             "  \"attention_dropout\": 0.0,\n"
-            "  \"bos_token_id\": 151643,\n"
-            "  \"eos_token_id\": 151645,\n"
+            "  \"bos_token_id\": %llu,\n"
+            "  \"eos_token_id\": %llu,\n"
             "  \"head_dim\": %llu,\n"
             "  \"hidden_act\": \"silu\",\n"
             "  \"hidden_size\": %llu,\n"
@@ -385,6 +474,7 @@ static void config_json(sbuf *s, const tl_synth_config *c) {
             "  \"use_sliding_window\": false,\n"
             "  \"vocab_size\": %llu\n"
             "}\n",
+            (unsigned long long)k->endoftext, (unsigned long long)k->im_end,
             (unsigned long long)c->head_dim, (unsigned long long)c->hidden_size,
             (unsigned long long)c->intermediate_size,
             (unsigned long long)c->max_position_embeddings,
@@ -395,20 +485,24 @@ static void config_json(sbuf *s, const tl_synth_config *c) {
             (unsigned long long)c->vocab_size);
 }
 
-static const char generation_config_json[] =
-    "{\n"
-    "  \"bos_token_id\": 151643,\n"
-    "  \"do_sample\": true,\n"
-    "  \"eos_token_id\": [\n"
-    "    151645,\n"
-    "    151643\n"
-    "  ],\n"
-    "  \"pad_token_id\": 151643,\n"
-    "  \"temperature\": 0.6,\n"
-    "  \"top_k\": 20,\n"
-    "  \"top_p\": 0.95,\n"
-    "  \"transformers_version\": \"4.51.0\"\n"
-    "}\n";
+static void generation_config_json(sbuf *s, const synth_tokens *k) {
+  sb_printf(s,
+            "{\n"
+            "  \"bos_token_id\": %llu,\n"
+            "  \"do_sample\": true,\n"
+            "  \"eos_token_id\": [\n"
+            "    %llu,\n"
+            "    %llu\n"
+            "  ],\n"
+            "  \"pad_token_id\": %llu,\n"
+            "  \"temperature\": 0.6,\n"
+            "  \"top_k\": 20,\n"
+            "  \"top_p\": 0.95,\n"
+            "  \"transformers_version\": \"4.51.0\"\n"
+            "}\n",
+            (unsigned long long)k->endoftext, (unsigned long long)k->im_end,
+            (unsigned long long)k->endoftext, (unsigned long long)k->endoftext);
+}
 
 static void shard_name(char *out, size_t cap, unsigned i, unsigned k) {
   if (k <= 1)
@@ -612,6 +706,22 @@ tl_status tl_synth_write(const char *dir, const tl_synth_options *o,
       if (!there) return TL_ERR_IO;
     }
   }
+  synth_tokens ids;
+  {
+    char *p = join(tok, "tokenizer.json");
+    if (p == NULL) return TL_ERR_OUT_OF_MEMORY;
+    st = read_tokens(p, &ids, err, err_cap);
+    /* Every token needs an embedding row. */
+    if (st == TL_OK && ids.max_id >= o->config.vocab_size)
+      st = fail(err, err_cap, TL_ERR_INVALID_ARGUMENT,
+                "vocab_size %llu does not cover the tokenizer: %s has token "
+                "id %llu (vocab_size must be at least %llu)",
+                (unsigned long long)o->config.vocab_size, p,
+                (unsigned long long)ids.max_id,
+                (unsigned long long)ids.max_id + 1);
+    free(p);
+    if (st != TL_OK) return st;
+  }
 
   size_t n = 0;
   synth_tensor *t = build_tensors(o, &n);
@@ -655,13 +765,16 @@ tl_status tl_synth_write(const char *dir, const tl_synth_options *o,
   }
   writer w = {.dir = dir, .err = err, .err_cap = err_cap};
   sbuf s = {0};
-  config_json(&s, &o->config);
+  config_json(&s, &o->config, &ids);
   st =
       s.oom ? TL_ERR_OUT_OF_MEMORY : write_small(&w, "config.json", s.p, s.len);
+  if (st == TL_OK) {
+    s.len = 0;
+    generation_config_json(&s, &ids);
+    st = s.oom ? TL_ERR_OUT_OF_MEMORY
+               : write_small(&w, "generation_config.json", s.p, s.len);
+  }
   free(s.p);
-  if (st == TL_OK)
-    st = write_small(&w, "generation_config.json", generation_config_json,
-                     sizeof generation_config_json - 1);
   if (st == TL_OK) st = copy_file(&w, tok, "tokenizer.json");
   if (st == TL_OK) st = copy_file(&w, tok, "tokenizer_config.json");
   for (unsigned i = 0; st == TL_OK && i < k; i++) {

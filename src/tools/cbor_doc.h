@@ -1,0 +1,29 @@
+/* Whole CBOR documents on the converter side: encoding into a malloc'd
+ * buffer that grows as needed, and reading a document back as a jansson
+ * value (for --json output). */
+#ifndef TL_TOOLS_CBOR_DOC_H
+#define TL_TOOLS_CBOR_DOC_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cbor/cbor.h"
+
+typedef void (*tl_cbor_emit_fn)(tl_cbor_writer *w, const void *arg);
+
+/* Runs emit into a fresh writer, retrying with larger buffers, and hands
+ * back the finished document (malloc; the caller frees). The writer's
+ * sticky status reports any encoding error. */
+tl_status tl_cbor_encode_alloc(tl_cbor_emit_fn emit, const void *arg,
+                               uint8_t **out, size_t *out_len);
+
+/* A NUL-terminated string as CBOR text. */
+void tl_cbor_put_cstr(tl_cbor_writer *w, const char *s);
+
+/* A deterministic CBOR document as JSON: integers, text, bools, null,
+ * arrays and maps map directly; byte strings become lower-case hex text;
+ * tags are refused. NULL on malformed input or out of memory. */
+json_t *tl_cbor_to_json(const uint8_t *doc, size_t len);
+
+#endif

@@ -1,0 +1,55 @@
+/* tinylm convert: a Hugging Face Qwen3 directory to one .slm artifact
+ * (docs/slm.md §Model artifacts, docs/convert.md).
+ *
+ * Order of work, so that a refusal writes nothing: tokenizer and template
+ * are compiled, the effective config is resolved (qwen3_config.h), the
+ * checkpoint is opened and hashed (st_checkpoint.h), every source tensor is
+ * bound to the tensor the config expects (conflict stops), every source
+ * element is checked finite while its BLAKE3 is taken, and only then is the
+ * artifact streamed to a temporary file, tensor by tensor, and renamed into
+ * place; the provenance receipt follows it. */
+#ifndef TL_TOOLS_CONVERT_H
+#define TL_TOOLS_CONVERT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tinylm.h"
+
+typedef struct tl_convert_options {
+  const char *hf_dir;
+  const char *out_path;
+  const char *receipt_path; /* NULL: out_path + ".receipt.cbor" */
+  const char *quant;        /* "source" (NULL), "f32", "f16", "bf16", "q8", "q4" */
+  const char *profile;      /* NULL or a family profile with declared resolutions */
+  const char *build_id;     /* goes into the receipt only */
+  bool tokenizer_only;
+} tl_convert_options;
+
+typedef struct tl_convert_report {
+  uint8_t artifact_id[32];
+  uint64_t artifact_bytes;
+  uint32_t n_tokens, n_merges, n_added;
+  size_t n_tensors;      /* stored */
+  size_t n_ledger;       /* source tensors */
+  size_t n_aliases;      /* source tensors stored as an alias */
+  uint64_t source_bytes; /* of all safetensors files */
+  /* On TL_ERR_CONFLICT: the record (deterministic CBOR {"conflict",
+   * "field", "sources", "message"}); free with tl_convert_report_free. */
+  uint8_t *conflict;
+  size_t conflict_len;
+} tl_convert_report;
+
+/* Returns TL_OK with *report filled, or the typed failure with a readable
+ * message in err: TL_ERR_IO, TL_ERR_INVALID_MODEL (malformed input),
+ * TL_ERR_UNSUPPORTED_* (recognised but not implemented), TL_ERR_CONFLICT
+ * (a conflict stop; report->conflict holds the record),
+ * TL_ERR_NUMERICAL_FAILURE (a NaN/Inf weight or a cast that overflows),
+ * TL_ERR_INVALID_ARGUMENT (options). No output file exists after a
+ * failure. */
+tl_status tl_convert(const tl_convert_options *opt, tl_convert_report *report,
+                     char *err, size_t err_cap);
+void tl_convert_report_free(tl_convert_report *report);
+
+#endif
