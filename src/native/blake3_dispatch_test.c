@@ -273,8 +273,27 @@ static void native_choice_is_runnable(tl_test_ctx *t) {
   tl_test_print(t, "\n");
 }
 
+/* The default backend (what tl_blake3 and tl_slm verification use) can be
+ * the host's choice; the digest stays the portable one's. */
+static void default_backend_gives_the_same_digest(tl_test_ctx *t) {
+  static uint8_t data[70000];
+  uint8_t want[32], got[32];
+  tl_blake3_hasher h;
+  for (size_t i = 0; i < sizeof data; i++) data[i] = (uint8_t)(i % 251);
+  TL_EXPECT_OK(t, tl_blake3(data, sizeof data, want));
+  TL_EXPECT_OK(t, tl_blake3_set_default_backend(tl_native_blake3_backend()));
+  tl_blake3_hasher_init(&h);
+  TL_EXPECT_EQ_U64(t, h.backend, tl_native_blake3_backend());
+  TL_EXPECT_OK(t, tl_blake3(data, sizeof data, got));
+  TL_EXPECT_MEM(t, got, want, 32);
+  TL_EXPECT_STATUS(t, tl_blake3_set_default_backend((tl_blake3_backend)42),
+                   TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT_OK(t, tl_blake3_set_default_backend(TL_BLAKE3_PORTABLE));
+}
+
 static const tl_test_case cases[] = {
     TL_CASE(native_choice_is_runnable),
+    TL_CASE(default_backend_gives_the_same_digest),
     TL_CASE(sse41_matches_portable),
     TL_CASE(avx2_matches_portable),
     TL_CASE(avx512_matches_portable),

@@ -143,7 +143,7 @@ int tl_cmd_inspect(int argc, char **argv) {
   tl_file_view view;
   tl_slm slm;
   tl_slm_tensors tensors;
-  const tl_slm_section *sec;
+  tl_slm_artifact_kind kind = TL_SLM_ARTIFACT_TOKENIZER_ONLY;
   tl_slm_verify mode;
   uint8_t id[32];
   size_t at = 0;
@@ -174,7 +174,9 @@ int tl_cmd_inspect(int argc, char **argv) {
   mode = verify ? TL_SLM_VERIFY_EAGER : TL_SLM_VERIFY_LAZY;
   memset(&tensors, 0, sizeof tensors);
   st = tl_slm_open(&slm, view.data, view.len, mode, &at);
-  if (st == TL_OK && tl_slm_find(&slm, TL_SLM_TENSOR_DIR, &sec) == TL_OK)
+  if (st == TL_OK && (st = tl_slm_artifact(&slm, &kind)) != TL_OK)
+    at = 0;
+  if (st == TL_OK && kind == TL_SLM_ARTIFACT_MODEL)
     st = tl_slm_tensors_open(&tensors, &slm, mode, &at);
   if (st != TL_OK) {
     rc = tl_cli_fail_with(json, st, json_pack("{s:I}", "offset", (json_int_t)at),

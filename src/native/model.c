@@ -22,6 +22,13 @@ tl_status tl_native_model_open(const char *path, tl_native_model *m, char *err,
              path, tl_status_name(st), at);
     goto fail;
   }
+  st = tl_slm_artifact(&m->slm, &m->kind);
+  if (st != TL_OK) {
+    snprintf(err, err_cap,
+             "%s: the metadata does not describe a tinylm artifact (SLM-4a)",
+             path);
+    goto fail;
+  }
   st = tl_slm_find(&m->slm, TL_SLM_TOKENIZER, &sec);
   if (st != TL_OK) {
     snprintf(err, err_cap, "%s: has no tokenizer section", path);
@@ -58,7 +65,7 @@ tl_status tl_native_model_open(const char *path, tl_native_model *m, char *err,
     }
     m->has_template = true;
   }
-  if (tl_slm_find(&m->slm, TL_SLM_TENSOR_DIR, &sec) == TL_OK) {
+  if (m->kind == TL_SLM_ARTIFACT_MODEL) {
     st = tl_slm_tensors_open(&m->tensors, &m->slm, TL_SLM_VERIFY_EAGER, &at);
     if (st != TL_OK) {
       snprintf(err, err_cap, "%s: invalid tensor directory or data (%s at "

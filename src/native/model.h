@@ -14,6 +14,7 @@
 typedef struct tl_native_model {
   tl_file_view view;
   tl_slm slm;
+  tl_slm_artifact_kind kind;
   void *arena_mem;
   tl_arena arena;
   const tl_tokenizer *tok;

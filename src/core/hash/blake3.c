@@ -391,12 +391,16 @@ static bool hasher_valid(const tl_blake3_hasher *h) {
   return h->chunk_counter == 0 ? h->cv_stack_len == 0 : h->cv_stack_len >= 2;
 }
 
+/* The backend new hashers start with: portable until the host, having
+ * checked its CPU, names a faster one (tl_blake3_set_default_backend). */
+static uint8_t default_backend = TL_BLAKE3_PORTABLE;
+
 static void hasher_init(tl_blake3_hasher *h, const uint32_t key[8],
                         uint8_t flags) {
   memcpy(h->key, key, sizeof h->key);
   h->chunk_counter = 0;
   h->flags = flags;
-  h->backend = TL_BLAKE3_PORTABLE;
+  h->backend = default_backend;
   h->cv_stack_len = 0;
   memset(h->cv_stack, 0, sizeof h->cv_stack);
   chunk_reset(h);
@@ -448,6 +452,13 @@ tl_status tl_blake3_hasher_set_backend(tl_blake3_hasher *h,
     return TL_ERR_INVALID_ARGUMENT;
   if (!tl_blake3_backend_compiled(b)) return TL_ERR_UNSUPPORTED_FEATURE;
   h->backend = (uint8_t)b;
+  return TL_OK;
+}
+
+tl_status tl_blake3_set_default_backend(tl_blake3_backend b) {
+  if (!backend_known((unsigned)b)) return TL_ERR_INVALID_ARGUMENT;
+  if (!tl_blake3_backend_compiled(b)) return TL_ERR_UNSUPPORTED_FEATURE;
+  default_backend = (uint8_t)b;
   return TL_OK;
 }
 

@@ -100,7 +100,13 @@ tl_status tl_blake3_hasher_update(tl_blake3_hasher *h, const void *data,
 tl_status tl_blake3_hasher_finalize(const tl_blake3_hasher *h, uint8_t *out,
                                     size_t out_len);
 
-/* One-shot plain hash, portable backend. */
+/* The backend every hasher starts with (and tl_blake3 uses): portable by
+ * default; a host that has checked its CPU may name a faster one once at
+ * start-up (every backend gives the same bytes). TL_ERR_UNSUPPORTED_FEATURE
+ * when b is not compiled in. */
+tl_status tl_blake3_set_default_backend(tl_blake3_backend b);
+
+/* One-shot plain hash, with the default backend. */
 tl_status tl_blake3(const void *data, size_t len,
                     uint8_t out[TL_BLAKE3_OUT_LEN]);
 

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "bytes.h"
+#include "cbor/cbor.h"
 #include "checked.h"
 #include "hash/blake3.h"
 
@@ -69,11 +70,15 @@ static tl_status read_entry(tl_slm *slm, size_t at, size_t *prev_end,
       tl_u64_to_size(len64, &len) != TL_OK ||
       tl_add_size(off, len, &end) != TL_OK || end > slm->len)
     return fail(fail_offset, at + 8, TL_ERR_INVALID_MODEL);
-  /* Sections are in file order, aligned, and separated only by zero
-   * padding (so the bytes of a valid file are canonical). */
-  if (off % TL_SLM_ALIGN != 0 || off < *prev_end ||
-      !all_zero(slm->file + *prev_end, off - *prev_end))
-    return fail(fail_offset, at + 8, TL_ERR_INVALID_MODEL);
+  /* Each section starts where the previous one (or the table) ended,
+   * rounded up to 64, after zero padding: the bytes of a valid file are
+   * canonical (SLM-4). */
+  {
+    size_t start;
+    if (tl_align_up(*prev_end, TL_SLM_ALIGN, &start) != TL_OK || off != start ||
+        !all_zero(slm->file + *prev_end, off - *prev_end))
+      return fail(fail_offset, at + 8, TL_ERR_INVALID_MODEL);
+  }
   s->data = slm->file + off;
   s->len = len;
   memcpy(s->digest, e + 24, 32);
@@ -151,4 +156,50 @@ tl_status tl_slm_find(const tl_slm *slm, tl_slm_kind kind,
     }
   }
   return TL_ERR_INVALID_MODEL;
+}
+
+static bool text_is(const char *s, size_t len, const char *want) {
+  return len == strlen(want) && memcmp(s, want, len) == 0;
+}
+
+tl_status tl_slm_artifact(const tl_slm *slm, tl_slm_artifact_kind *kind) {
+  static const tl_slm_kind model_sections[] = {
+      TL_SLM_TOKENIZER, TL_SLM_TEMPLATE, TL_SLM_TENSOR_DIR, TL_SLM_TENSOR_DATA};
+  const tl_slm_section *meta, *unused;
+  tl_cbor_reader r;
+  size_t n_pairs;
+  bool format_ok = false;
+  int found = 0;
+  if (slm == NULL || kind == NULL) return TL_ERR_INVALID_ARGUMENT;
+  if (tl_slm_find(slm, TL_SLM_METADATA, &meta) != TL_OK ||
+      tl_cbor_validate(meta->data, meta->len, NULL, NULL) != TL_OK ||
+      tl_cbor_reader_init(&r, meta->data, meta->len, NULL) != TL_OK ||
+      tl_cbor_expect_map(&r, &n_pairs) != TL_OK)
+    return TL_ERR_INVALID_MODEL;
+  for (size_t i = 0; i < n_pairs; i++) {
+    const char *key, *value;
+    size_t key_len, value_len;
+    if (tl_cbor_expect_text(&r, &key, &key_len) != TL_OK)
+      return TL_ERR_INVALID_MODEL;
+    if (text_is(key, key_len, "format")) {
+      if (tl_cbor_expect_text(&r, &value, &value_len) != TL_OK)
+        return TL_ERR_INVALID_MODEL;
+      format_ok = text_is(value, value_len, "tinylm.slm");
+    } else if (text_is(key, key_len, "artifact_kind")) {
+      if (tl_cbor_expect_text(&r, &value, &value_len) != TL_OK)
+        return TL_ERR_INVALID_MODEL;
+      found = text_is(value, value_len, "model")            ? 2
+              : text_is(value, value_len, "tokenizer-only") ? 1
+                                                            : -1;
+    } else if (tl_cbor_skip(&r) != TL_OK) {
+      return TL_ERR_INVALID_MODEL;
+    }
+  }
+  if (!format_ok || found <= 0) return TL_ERR_INVALID_MODEL;
+  /* A tokenizer-only artifact needs the first two of these; a model all. */
+  for (size_t i = 0; i < (found == 2 ? 4u : 2u); i++)
+    if (tl_slm_find(slm, model_sections[i], &unused) != TL_OK)
+      return TL_ERR_INVALID_MODEL;
+  *kind = (tl_slm_artifact_kind)found;
+  return TL_OK;
 }

@@ -68,6 +68,18 @@ tl_status tl_slm_find(const tl_slm *slm, tl_slm_kind kind,
 tl_status tl_slm_header_digest(const uint8_t *file, size_t table_end,
                                uint8_t digest[32]);
 
+typedef enum tl_slm_artifact_kind {
+  TL_SLM_ARTIFACT_TOKENIZER_ONLY = 1,
+  TL_SLM_ARTIFACT_MODEL = 2
+} tl_slm_artifact_kind;
+
+/* SLM-4a: the metadata section is a deterministic CBOR map whose "format"
+ * is "tinylm.slm" and whose "artifact_kind" names the sections the file
+ * must hold. Reads the metadata bytes (verify the section first when the
+ * file was opened lazily). TL_ERR_INVALID_MODEL otherwise (a missing
+ * section, malformed CBOR, another format, an unknown kind). */
+tl_status tl_slm_artifact(const tl_slm *slm, tl_slm_artifact_kind *kind);
+
 /* TL_ERR_HASH_MISMATCH when the section's bytes do not match its digest. */
 tl_status tl_slm_verify_section(const tl_slm_section *section);
 
