@@ -83,6 +83,11 @@ run_stage tmpl-cases /usr/bin/python3 tools/oracle/tmpl_cases.py --check
 run_stage tmpl-golden node tests/tmpl/check_golden.mjs build/gcc/tinylm "$TOK_SLM"
 run_stage tmpl-random /usr/bin/python3 tools/oracle/tmpl_random.py build/gcc/tinylm \
   "$TOK_SLM" --count "$TMPL_RANDOM_COUNT"
+run_stage tiny-tokenizer-fixture /usr/bin/python3 tools/make_tiny_tokenizer.py --check
+run_stage slm-inspector /usr/bin/python3 tools/slm_inspect_test.py
+rm -rf build/test-work && mkdir -p build/test-work
+run_stage convert-bad /usr/bin/python3 tests/convert/bad_checkpoints.py build/asan/tinylm \
+  build/test-work/convert-bad
 run_stage diff-hash tests/diff/hash_diff.sh build/gcc/tinylm
 run_stage diff-cbor /usr/bin/python3 tests/diff/cbor_diff.py build/asan/cbor_tool
 run_stage fuzz-build build fuzz

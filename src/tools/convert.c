@@ -730,21 +730,6 @@ static void emit_tokenizer_only(tl_cbor_writer *w, const void *arg) {
 /* ------------------------------------------------------------------------ */
 /* Streaming the tensor data                                                */
 
-/* Overflow of a cast to f16/bf16 (a finite weight too large for the
- * destination) would silently store an infinity: refuse instead. */
-static tl_status check_half(const uint8_t *out, size_t count, tl_qtype type,
-                            const planned *t, size_t first, char *err,
-                            size_t cap) {
-  uint16_t exp_mask = type == TL_QTYPE_F16 ? 0x7c00 : 0x7f80;
-  for (size_t k = 0; k < count; k++) {
-    if ((tl_load_le16(out + 2 * k) & exp_mask) == exp_mask)
-      return failf(err, cap, TL_ERR_NUMERICAL_FAILURE,
-                   "tensor '%s': element %zu overflows %s", t->name,
-                   first + k, qtype_name(type));
-  }
-  return TL_OK;
-}
-
 static tl_status write_tensor(plan *p, tl_slm_writer *w, size_t section,
                               planned *t, char *err, size_t cap) {
   enum { CHUNK_ELEMS = 1 << 20 };
@@ -800,12 +785,8 @@ static tl_status write_tensor(plan *p, tl_slm_writer *w, size_t section,
       st = failf(err, cap, st, "tensor '%s': packing failed", t->name);
       break;
     }
-    if (e->type == TL_QTYPE_F16 || e->type == TL_QTYPE_BF16)
-      st = check_half(out, rows * n, e->type, t, r0 * n, err, cap);
-    if (st == TL_OK) {
-      tl_blake3_hasher_update(&h, out, rows * row_bytes);
-      st = tl_slm_writer_append(w, section, out, rows * row_bytes, err, cap);
-    }
+    tl_blake3_hasher_update(&h, out, rows * row_bytes);
+    st = tl_slm_writer_append(w, section, out, rows * row_bytes, err, cap);
     tl_file_release(view, in, rows * src_row);
   }
   if (st == TL_OK) st = tl_blake3_hasher_finalize(&h, e->digest, 32);

@@ -672,9 +672,28 @@ static bool agree(const source *s, size_t n, const source **first) {
   return true;
 }
 
+/* "config.json [151645], generation_config.json [151645, 151643]": each
+ * claim by file base name, for the readable message. */
+static const char *claims_text(const source *s, size_t n, char *buf,
+                               size_t cap) {
+  size_t len = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < n && len < cap; i++) {
+    const char *slash = strrchr(s[i].file, '/');
+    len += (size_t)snprintf(buf + len, cap - len, "%s%s [", i ? ", " : "",
+                            slash ? slash + 1 : s[i].file);
+    for (size_t j = 0; j < s[i].n_ids && len < cap; j++)
+      len += (size_t)snprintf(buf + len, cap - len, "%s%u", j ? ", " : "",
+                              (unsigned)s[i].ids[j]);
+    if (len < cap) len += (size_t)snprintf(buf + len, cap - len, "]");
+  }
+  return buf;
+}
+
 static tl_status disagreement(ctx *c, const char *kind, const char *field,
                               const source *s, size_t n) {
   conflict k;
+  char claims[320];
   size_t m = 0;
   memset(&k, 0, sizeof k);
   k.kind = kind;
@@ -682,13 +701,14 @@ static tl_status disagreement(ctx *c, const char *kind, const char *field,
   for (size_t i = 0; i < n; i++)
     if (s[i].has_ids) k.sources[m++] = s[i];
   k.n_sources = m;
-  return stop(c, &k, "%s: the sources disagree (see the record's sources)",
-              field);
+  return stop(c, &k, "%s: the sources disagree: %s", field,
+              claims_text(k.sources, m, claims, sizeof claims));
 }
 
 static tl_status out_of_vocab(ctx *c, const char *field, const source *s,
                               size_t n, uint32_t id) {
   conflict k;
+  char claims[320];
   size_t m = 0;
   memset(&k, 0, sizeof k);
   k.kind = "id_out_of_vocab";
@@ -696,8 +716,9 @@ static tl_status out_of_vocab(ctx *c, const char *field, const source *s,
   for (size_t i = 0; i < n; i++)
     if (s[i].has_ids && in_set(s[i].ids, s[i].n_ids, id)) k.sources[m++] = s[i];
   k.n_sources = m;
-  return stop(c, &k, "%s: id %u is not below vocab_size %u", field,
-              (unsigned)id, (unsigned)c->out->vocab_size);
+  return stop(c, &k, "%s: id %u is not below vocab_size %u (claimed by %s)",
+              field, (unsigned)id, (unsigned)c->out->vocab_size,
+              claims_text(k.sources, m, claims, sizeof claims));
 }
 
 static tl_status resolve_tokens(ctx *c, const char *config_path,
