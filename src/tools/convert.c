@@ -17,6 +17,7 @@
 #include "slm_tensor_dir.h"
 #include "slm_write.h"
 #include "st_checkpoint.h"
+#include "template_eos.h"
 #include "tmpl_section_build.h"
 #include "tok_compile.h"
 
@@ -221,6 +222,7 @@ typedef struct plan {
   size_t n_entries;
   uint64_t data_len;
   const char *quant; /* "source", "f32", ... */
+  uint32_t turn_end; /* the chat template's turn terminator (model) */
 } plan;
 
 static const char *qtype_name(tl_qtype t) {
@@ -589,11 +591,16 @@ static void put_tokenizer(tl_cbor_writer *w, const plan *p) {
 }
 
 static void put_template(tl_cbor_writer *w, const plan *p) {
-  tl_cbor_begin_map(w, 2);
+  bool model = !p->opt->tokenizer_only;
+  tl_cbor_begin_map(w, model ? 3 : 2);
   tl_cbor_put_cstr(w, "source_sha256");
   tl_cbor_put_bytes(w, p->tmpl.source_sha256, 32);
   tl_cbor_put_cstr(w, "ir_sha256");
   tl_cbor_put_bytes(w, p->tmpl.ir_sha256, 32);
+  if (model) {
+    tl_cbor_put_cstr(w, "turn_end_id");
+    tl_cbor_put_uint(w, p->turn_end);
+  }
   tl_cbor_end_map(w);
 }
 
@@ -877,6 +884,12 @@ static tl_status write_receipt(plan *p, tl_convert_report *r, char *err,
 
 /* ------------------------------------------------------------------------ */
 
+static bool id_in(uint32_t id, const uint32_t *ids, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (ids[i] == id) return true;
+  return false;
+}
+
 static tl_status prepare_model(plan *p, tl_convert_report *r, char *err,
                                size_t cap) {
   const tl_convert_options *o = p->opt;
@@ -924,6 +937,26 @@ static tl_status prepare_model(plan *p, tl_convert_report *r, char *err,
              "the tokenizer has %u token ids but vocab_size is %u: the "
              "embedding cannot cover the tokenizer",
              p->tok.n_tokens, p->cfg.vocab_size);
+    return stop(r, &c, err, cap);
+  }
+  st = tl_template_turn_end(p->tok.section, p->tok.len, p->tmpl.bytes,
+                            p->tmpl.len, &p->turn_end, err, cap);
+  if (st != TL_OK) return st;
+  if (!id_in(p->turn_end, p->cfg.eos_ids, p->cfg.n_eos)) {
+    uint64_t turn_end = p->turn_end, eos[TL_QWEN3_MAX_IDS];
+    tconflict c;
+    for (size_t i = 0; i < p->cfg.n_eos; i++) eos[i] = p->cfg.eos_ids[i];
+    memset(&c, 0, sizeof c);
+    c.kind = "template_eos_disagreement";
+    c.field = "eos_token_id";
+    c.claims[0] = (claim){"tokenizer_config.json:chat_template", &turn_end, 1};
+    c.claims[1] = (claim){"effective config", eos, p->cfg.n_eos};
+    c.n_claims = 2;
+    snprintf(c.message, sizeof c.message,
+             "the chat template ends an assistant turn with token %u, which "
+             "is not in the effective EOS set: generation would not stop at "
+             "the end of a reply",
+             p->turn_end);
     return stop(r, &c, err, cap);
   }
   st = tl_st_open_dir(o->hf_dir, &p->ck, err, cap);

@@ -601,6 +601,20 @@ def main(argv):
           "eos_token_id: the sources disagree", conflict="eos_disagreement",
           conflict_field="eos_token_id")
 
+    # All three files agree on EOS {320} (<|endoftext|>), but the chat
+    # template ends an assistant turn with <|im_end|> (322).
+    def eos_not_turn_end(d):
+        edit_json(os.path.join(d, "config.json"),
+                  lambda c: c.__setitem__("eos_token_id", 320))
+        edit_json(os.path.join(d, "generation_config.json"),
+                  lambda g: g.__setitem__("eos_token_id", [320]))
+        edit_json(os.path.join(d, "tokenizer_config.json"),
+                  lambda t: t.__setitem__("eos_token", None))
+    r.bad("template_eos_disagreement", base, eos_not_turn_end, "conflict",
+          "the chat template ends an assistant turn with token 322, which is "
+          "not in the effective EOS set",
+          conflict="template_eos_disagreement", conflict_field="eos_token_id")
+
     # vocab_size 322: BOS 320 fits, EOS 322 does not (checked before the
     # tokenizer and the embedding).
     r.bad("eos_out_of_vocab", base,
