@@ -88,6 +88,11 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
 
+# The converter's receipt names the build (never the artifact: same inputs,
+# same bytes from any build of one version).
+BUILD_ID := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+$(BUILD)/obj/src/native/cmd_convert.o: CFLAGS += -DTL_BUILD_ID='"$(BUILD_ID)"'
+
 $(BUILD)/obj/%_sse41.o: %_sse41.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -msse4.1 -c $< -o $@
