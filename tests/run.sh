@@ -88,6 +88,9 @@ run_stage slm-inspector /usr/bin/python3 tools/slm_inspect_test.py
 rm -rf build/test-work && mkdir -p build/test-work
 run_stage convert-bad /usr/bin/python3 tests/convert/bad_checkpoints.py build/asan/tinylm \
   build/test-work/convert-bad
+run_stage slm-goldens-current tools/slm_goldens.sh --check
+run_stage convert /usr/bin/python3 tests/convert/convert_test.py build/asan/tinylm \
+  build/test-work/convert
 run_stage diff-hash tests/diff/hash_diff.sh build/gcc/tinylm
 run_stage diff-cbor /usr/bin/python3 tests/diff/cbor_diff.py build/asan/cbor_tool
 run_stage fuzz-build build fuzz
