@@ -35,14 +35,16 @@ endif
 WARN := -Wall -Wextra -Werror -Wpedantic -Wshadow -Wstrict-prototypes \
         -Wmissing-prototypes -Wvla
 # The strict numerical lane: no contraction into FMA, no fast-math
-# (DESIGN.md §6; shared/notes/wasm-toolchain.md §6).
-NUMERICS := -ffp-contract=off -fno-fast-math
+# (DESIGN.md §6; shared/notes/wasm-toolchain.md §6). No errno from math
+# builtins, so sqrt is the IEEE instruction (sqrtss, f32.sqrt), never a
+# libm call: the core has no libm.
+NUMERICS := -ffp-contract=off -fno-fast-math -fno-math-errno
 INCLUDES := -Iinclude -Isrc/core -Itests/harness -Itests/support
 # Native objects also see the host headers; the wasm build does not, so a
 # core file that includes one fails there.
 CFLAGS := -std=c11 $(CFG_FLAGS) $(WARN) $(NUMERICS) $(INCLUDES) -Isrc/native -Isrc/tools -MMD -MP
 LDFLAGS := $(filter -fsanitize=%,$(CFG_FLAGS))
-LDLIBS := -ljansson
+LDLIBS := -ljansson -lm
 
 # --- sources -----------------------------------------------------------------
 # Kernels with ISA-specific twins are named *_<isa>.c and compiled with only

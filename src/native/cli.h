@@ -43,6 +43,7 @@ int tl_cmd_encode(int argc, char **argv);
 int tl_cmd_decode(int argc, char **argv);
 int tl_cmd_render(int argc, char **argv);
 int tl_cmd_inspect(int argc, char **argv);
+int tl_cmd_verify(int argc, char **argv);
 int tl_cmd_synth(int argc, char **argv);
 
 #endif

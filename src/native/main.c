@@ -27,6 +27,8 @@ static const command commands[] = {
     {"render", tl_cmd_render,
      "a conversation through the artifact's chat template"},
     {"synth", tl_cmd_synth, "write a synthetic Qwen3 checkpoint directory"},
+    {"verify", tl_cmd_verify,
+     "compare a run with golden vectors; name the first divergence"},
     {"version", cmd_version, "print the version"},
 };
 

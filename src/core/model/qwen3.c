@@ -1,0 +1,634 @@
+#include "model/qwen3.h"
+
+#include <string.h>
+
+#include "bytes.h"
+#include "cbor/cbor.h"
+#include "checked.h"
+#include "json/json.h"
+#include "math/detmath.h"
+
+static const char *const stage_names[] = {
+#define TL_QWEN3_STAGE_NAME_(id, name) name,
+    TL_QWEN3_STAGES(TL_QWEN3_STAGE_NAME_)
+#undef TL_QWEN3_STAGE_NAME_
+};
+
+const char *tl_qwen3_stage_name(tl_qwen3_stage s) {
+  return (unsigned)s < TL_QWEN3_STAGE_COUNT ? stage_names[s] : "?";
+}
+
+tl_qwen3_stage tl_qwen3_stage_find(const char *name, size_t len) {
+  for (size_t i = 0; i < TL_QWEN3_STAGE_COUNT; i++)
+    if (strlen(stage_names[i]) == len && memcmp(stage_names[i], name, len) == 0)
+      return (tl_qwen3_stage)i;
+  return TL_QWEN3_STAGE_COUNT;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Loading                                                                  */
+
+static bool key_is(const char *k, size_t len, const char *want) {
+  return len == strlen(want) && memcmp(k, want, len) == 0;
+}
+
+/* A float of the effective config, stored as Python repr text. */
+static tl_status parse_float_text(const char *s, size_t len, double *out) {
+  uint8_t mem[1024];
+  tl_arena a;
+  tl_json_limits lim = tl_json_limits_default();
+  tl_json_value *v;
+  tl_json_error e;
+  tl_arena_init(&a, mem, sizeof mem);
+  if (tl_json_parse((const uint8_t *)s, len, &lim, &a, &v, &e) != TL_OK)
+    return TL_ERR_INVALID_MODEL;
+  if (v->type == TL_JSON_FLOAT) *out = v->u.f;
+  else if (v->type == TL_JSON_INT) *out = (double)v->u.i;
+  else return TL_ERR_INVALID_MODEL;
+  return TL_OK;
+}
+
+/* Moves r to the value of key in the map that starts at r's position (one
+ * level); TL_ERR_INVALID_MODEL when absent. */
+static tl_status find_key(tl_cbor_reader *r, const char *key) {
+  size_t n;
+  if (tl_cbor_expect_map(r, &n) != TL_OK) return TL_ERR_INVALID_MODEL;
+  for (size_t i = 0; i < n; i++) {
+    const char *k;
+    size_t klen;
+    if (tl_cbor_expect_text(r, &k, &klen) != TL_OK) return TL_ERR_INVALID_MODEL;
+    if (key_is(k, klen, key)) return TL_OK;
+    if (tl_cbor_skip(r) != TL_OK) return TL_ERR_INVALID_MODEL;
+  }
+  return TL_ERR_INVALID_MODEL;
+}
+
+typedef struct raw_config {
+  uint64_t u[8];
+  double eps, theta;
+  bool tie, act_ok, bias, sliding, scaling_null;
+  uint32_t seen;
+} raw_config;
+
+static const char *const uint_keys[8] = {
+    "vocab_size",          "hidden_size",         "intermediate_size",
+    "num_hidden_layers",   "num_attention_heads", "num_key_value_heads",
+    "head_dim",            "max_position_embeddings"};
+
+static tl_status read_config(const tl_slm *slm, raw_config *c) {
+  const tl_slm_section *meta;
+  tl_cbor_reader r;
+  size_t n;
+  memset(c, 0, sizeof *c);
+  if (tl_slm_find(slm, TL_SLM_METADATA, &meta) != TL_OK ||
+      tl_cbor_reader_init(&r, meta->data, meta->len, NULL) != TL_OK ||
+      find_key(&r, "config") != TL_OK || find_key(&r, "config") != TL_OK ||
+      tl_cbor_expect_map(&r, &n) != TL_OK)
+    return TL_ERR_INVALID_MODEL;
+  for (size_t i = 0; i < n; i++) {
+    const char *k, *s;
+    size_t klen, slen;
+    tl_cbor_item it;
+    bool done = false;
+    if (tl_cbor_expect_text(&r, &k, &klen) != TL_OK) return TL_ERR_INVALID_MODEL;
+    for (size_t u = 0; u < 8 && !done; u++) {
+      if (!key_is(k, klen, uint_keys[u])) continue;
+      if (tl_cbor_expect_uint(&r, &c->u[u]) != TL_OK) return TL_ERR_INVALID_MODEL;
+      c->seen |= 1u << u;
+      done = true;
+    }
+    if (done) continue;
+    if (key_is(k, klen, "rms_norm_eps") || key_is(k, klen, "rope_theta")) {
+      bool eps = key_is(k, klen, "rms_norm_eps");
+      if (tl_cbor_expect_text(&r, &s, &slen) != TL_OK ||
+          parse_float_text(s, slen, eps ? &c->eps : &c->theta) != TL_OK)
+        return TL_ERR_INVALID_MODEL;
+      c->seen |= eps ? 1u << 8 : 1u << 9;
+    } else if (key_is(k, klen, "tie_word_embeddings")) {
+      if (tl_cbor_expect_bool(&r, &c->tie) != TL_OK) return TL_ERR_INVALID_MODEL;
+      c->seen |= 1u << 10;
+    } else if (key_is(k, klen, "hidden_act")) {
+      if (tl_cbor_expect_text(&r, &s, &slen) != TL_OK) return TL_ERR_INVALID_MODEL;
+      c->act_ok = key_is(s, slen, "silu");
+      c->seen |= 1u << 11;
+    } else if (key_is(k, klen, "attention_bias") ||
+               key_is(k, klen, "use_sliding_window")) {
+      bool v;
+      if (tl_cbor_expect_bool(&r, &v) != TL_OK) return TL_ERR_INVALID_MODEL;
+      if (key_is(k, klen, "attention_bias")) c->bias = v;
+      else c->sliding = v;
+    } else if (key_is(k, klen, "rope_scaling")) {
+      if (tl_cbor_read(&r, &it) != TL_OK) return TL_ERR_INVALID_MODEL;
+      c->scaling_null = it.type == TL_CBOR_NULL;
+      if (!c->scaling_null) return TL_ERR_UNSUPPORTED_FEATURE;
+      c->seen |= 1u << 12;
+    } else if (tl_cbor_skip(&r) != TL_OK) {
+      return TL_ERR_INVALID_MODEL;
+    }
+  }
+  if (c->seen != 0x1fffu) return TL_ERR_INVALID_MODEL;
+  if (!c->act_ok || c->bias || c->sliding) return TL_ERR_UNSUPPORTED_FEATURE;
+  return TL_OK;
+}
+
+static tl_status bind(const tl_slm_tensors *ts, const char *name, size_t rows,
+                      size_t n, tl_qwen3_weight *w) {
+  tl_slm_tensor t;
+  if (tl_slm_tensor_find(ts, name, strlen(name), &t) != TL_OK ||
+      t.rows != rows || t.n != n)
+    return TL_ERR_INVALID_MODEL;
+  w->data = t.data;
+  w->len = t.len;
+  w->type = t.type;
+  w->rows = rows;
+  w->n = n;
+  return TL_OK;
+}
+
+/* "model.layers.<l>.<suffix>" into buf. */
+static const char *layer_name(char *buf, size_t cap, uint32_t l,
+                              const char *suffix) {
+  static const char prefix[] = "model.layers.";
+  char digits[12];
+  size_t nd = 0, at = 0, sl = strlen(suffix);
+  do {
+    digits[nd++] = (char)('0' + l % 10);
+    l /= 10;
+  } while (l != 0);
+  if (sizeof prefix - 1 + nd + 1 + sl + 1 > cap) return "";
+  memcpy(buf, prefix, sizeof prefix - 1);
+  at = sizeof prefix - 1;
+  while (nd > 0) buf[at++] = digits[--nd];
+  buf[at++] = '.';
+  memcpy(buf + at, suffix, sl + 1);
+  return buf;
+}
+
+tl_status tl_qwen3_load(tl_qwen3 *m, const tl_slm *slm,
+                        const tl_slm_tensors *ts, tl_arena *arena) {
+  raw_config rc;
+  tl_qwen3_config *c = &m->cfg;
+  size_t h, qd, kd, half;
+  tl_status st;
+  void *p;
+  if (m == NULL || slm == NULL || ts == NULL || arena == NULL)
+    return TL_ERR_INVALID_ARGUMENT;
+  memset(m, 0, sizeof *m);
+  st = read_config(slm, &rc);
+  if (st != TL_OK) return st;
+  for (size_t u = 0; u < 8; u++)
+    if (rc.u[u] == 0 || rc.u[u] > (1u << 28)) return TL_ERR_INVALID_MODEL;
+  c->vocab = (uint32_t)rc.u[0];
+  c->hidden = (uint32_t)rc.u[1];
+  c->inter = (uint32_t)rc.u[2];
+  c->layers = (uint32_t)rc.u[3];
+  c->heads = (uint32_t)rc.u[4];
+  c->kv_heads = (uint32_t)rc.u[5];
+  c->head_dim = (uint32_t)rc.u[6];
+  c->max_positions = (uint32_t)rc.u[7];
+  c->rms_eps = (float)rc.eps;
+  c->rope_theta = rc.theta;
+  if (c->heads % c->kv_heads != 0 || c->head_dim % 2 != 0 ||
+      !(rc.eps > 0) || !(rc.theta > 1.0))
+    return TL_ERR_INVALID_MODEL;
+  h = c->hidden;
+  qd = (size_t)c->heads * c->head_dim;
+  kd = (size_t)c->kv_heads * c->head_dim;
+  st = bind(ts, "model.embed_tokens.weight", c->vocab, h, &m->embed);
+  if (st == TL_OK) st = bind(ts, "model.norm.weight", 1, h, &m->final_norm);
+  if (st == TL_OK)
+    st = rc.tie ? (m->lm_head = m->embed, TL_OK)
+                : bind(ts, "lm_head.weight", c->vocab, h, &m->lm_head);
+  if (st != TL_OK) return st;
+  st = tl_arena_alloc_array(arena, c->layers, sizeof *m->layers, 8, &p);
+  if (st != TL_OK) return st;
+  m->layers = p;
+  for (uint32_t l = 0; l < c->layers && st == TL_OK; l++) {
+    tl_qwen3_layer *L = &m->layers[l];
+    char b[96];
+    const struct {
+      const char *suffix;
+      size_t rows, n;
+      tl_qwen3_weight *w;
+    } want[] = {
+        {"input_layernorm.weight", 1, h, &L->attn_norm},
+        {"self_attn.q_proj.weight", qd, h, &L->q},
+        {"self_attn.k_proj.weight", kd, h, &L->k},
+        {"self_attn.v_proj.weight", kd, h, &L->v},
+        {"self_attn.o_proj.weight", h, qd, &L->o},
+        {"self_attn.q_norm.weight", 1, c->head_dim, &L->q_norm},
+        {"self_attn.k_norm.weight", 1, c->head_dim, &L->k_norm},
+        {"post_attention_layernorm.weight", 1, h, &L->mlp_norm},
+        {"mlp.gate_proj.weight", c->inter, h, &L->gate},
+        {"mlp.up_proj.weight", c->inter, h, &L->up},
+        {"mlp.down_proj.weight", h, c->inter, &L->down},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0] && st == TL_OK; i++)
+      st = bind(ts, layer_name(b, sizeof b, l, want[i].suffix), want[i].rows,
+                want[i].n, want[i].w);
+  }
+  if (st != TL_OK) return st;
+  /* transformers' default rope: inv_freq = 1 / base^(2i/d), in f32. */
+  half = c->head_dim / 2;
+  st = tl_arena_alloc_array(arena, half, sizeof(float), 16, &p);
+  if (st != TL_OK) return st;
+  m->inv_freq = p;
+  {
+    double log_theta = tl_log(c->rope_theta);
+    for (size_t i = 0; i < half; i++) {
+      float e = (float)(2 * i) / (float)c->head_dim;
+      float pw = (float)tl_exp((double)e * log_theta);
+      m->inv_freq[i] = 1.0f / pw;
+    }
+  }
+  return TL_OK;
+}
+
+tl_status tl_qwen3_cache_init(tl_qwen3_cache *c, const tl_qwen3 *m,
+                              uint32_t capacity, tl_arena *arena) {
+  size_t row = (size_t)m->cfg.kv_heads * m->cfg.head_dim, count;
+  void *k, *v;
+  tl_status st;
+  if (c == NULL || m == NULL || arena == NULL || capacity == 0)
+    return TL_ERR_INVALID_ARGUMENT;
+  if (tl_mul_size(row, capacity, &count) != TL_OK ||
+      tl_mul_size(count, m->cfg.layers, &count) != TL_OK)
+    return TL_ERR_INTEGER_OVERFLOW;
+  st = tl_arena_alloc_array(arena, count, sizeof(float), 64, &k);
+  if (st == TL_OK) st = tl_arena_alloc_array(arena, count, sizeof(float), 64, &v);
+  if (st != TL_OK) return st;
+  c->k = k;
+  c->v = v;
+  c->capacity = capacity;
+  c->len = 0;
+  return TL_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Kernels (scalar reference: the only lane so far)                         */
+
+/* Row r of w as f32: exact for f32/f16/bf16, code * scale for q8/q4. */
+static tl_status weight_row(const tl_qwen3_weight *w, size_t r, float *out) {
+  size_t row_bytes;
+  const uint8_t *src;
+  (void)tl_quant_row_bytes(w->type, w->n, &row_bytes); /* bound at load */
+  src = w->data + r * row_bytes;
+  switch (w->type) {
+    case TL_QTYPE_F32:
+      for (size_t i = 0; i < w->n; i++)
+        out[i] = tl_bits_to_f32(tl_load_le32(src + 4 * i));
+      return TL_OK;
+    case TL_QTYPE_F16:
+      for (size_t i = 0; i < w->n; i++)
+        out[i] = tl_f16_to_f32(tl_load_le16(src + 2 * i));
+      return TL_OK;
+    case TL_QTYPE_BF16:
+      for (size_t i = 0; i < w->n; i++)
+        out[i] = tl_bf16_to_f32(tl_load_le16(src + 2 * i));
+      return TL_OK;
+    case TL_QTYPE_Q8:
+    case TL_QTYPE_Q4:
+      return tl_quant_unpack(w->type, src, row_bytes, 1, w->n, out);
+  }
+  return TL_ERR_INVALID_MODEL;
+}
+
+/* Left-to-right f32 dot product: the lane's one reduction order. */
+static float dot(const float *a, const float *b, size_t n) {
+  float s = 0.0f;
+  for (size_t i = 0; i < n; i++) s += a[i] * b[i];
+  return s;
+}
+
+/* y = W x, one decoded row at a time (row: w->n floats of scratch). */
+static tl_status matvec(const tl_qwen3_weight *w, const float *x, float *y,
+                        float *row) {
+  for (size_t r = 0; r < w->rows; r++) {
+    tl_status st = weight_row(w, r, row);
+    if (st != TL_OK) return st;
+    y[r] = dot(row, x, w->n);
+  }
+  return TL_OK;
+}
+
+/* transformers' Qwen3RMSNorm in f32: mean of squares, rsqrt of it plus
+ * eps, times x, then times the weight. */
+static tl_status rmsnorm(const tl_qwen3_weight *w, const float *x, float *y,
+                         size_t n, float eps, float *row) {
+  float ss = 0.0f, r;
+  tl_status st = weight_row(w, 0, row);
+  if (st != TL_OK) return st;
+  for (size_t i = 0; i < n; i++) ss += x[i] * x[i];
+  r = 1.0f / tl_sqrtf(ss / (float)n + eps);
+  for (size_t i = 0; i < n; i++) y[i] = row[i] * (x[i] * r);
+  return TL_OK;
+}
+
+/* rotate_half layout: element i pairs with i + d/2, both at frequency i. */
+static void rope(const tl_qwen3 *m, float *x, uint32_t pos) {
+  size_t d = m->cfg.head_dim, half = d / 2;
+  bool adjacent = (m->mutations & TL_QWEN3_MUT_ROPE_PAIRING) != 0;
+  for (size_t i = 0; i < half; i++) {
+    float angle = (float)pos * m->inv_freq[i];
+    float c = (float)tl_cos((double)angle), s = (float)tl_sin((double)angle);
+    size_t a = adjacent ? 2 * i : i, b = adjacent ? 2 * i + 1 : i + half;
+    float x1 = x[a], x2 = x[b];
+    x[a] = x1 * c - x2 * s;
+    x[b] = x2 * c + x1 * s;
+  }
+}
+
+/* ------------------------------------------------------------------------ */
+/* The forward pass                                                         */
+
+typedef struct run {
+  const tl_qwen3 *m;
+  const tl_qwen3_capture *cap;
+  tl_qwen3_fault *fault;
+} run;
+
+static bool finite(float x) { return x - x == 0.0f; }
+
+/* Hands a row to the capture (when wanted) after checking it is finite;
+ * scores may hold -inf for masked keys (allow_masked). */
+static tl_status emit(const run *r, tl_qwen3_stage stage, int32_t layer,
+                      uint32_t pos, const float *data, size_t n,
+                      bool allow_masked) {
+  for (size_t i = 0; i < n; i++) {
+    if (finite(data[i]) || (allow_masked && data[i] == -__builtin_inff()))
+      continue;
+    if (r->fault != NULL) {
+      r->fault->stage = stage;
+      r->fault->layer = layer;
+      r->fault->pos = pos;
+      r->fault->index = i;
+    }
+    return TL_ERR_NUMERICAL_FAILURE;
+  }
+  if (r->cap != NULL && r->cap->row != NULL &&
+      (r->cap->wants == NULL || r->cap->wants(r->cap->ctx, stage, layer, pos)))
+    r->cap->row(r->cap->ctx, stage, layer, pos, data, n);
+  return TL_OK;
+}
+
+static bool wanted(const run *r, tl_qwen3_stage stage, int32_t layer,
+                   uint32_t pos) {
+  return r->cap != NULL && r->cap->row != NULL &&
+         (r->cap->wants == NULL || r->cap->wants(r->cap->ctx, stage, layer, pos));
+}
+
+typedef struct bufs {
+  float *x;      /* [n][H] residual stream */
+  float *q;      /* [n][A*D] queries after rope */
+  float *xn;     /* [H] */
+  float *kv;     /* [2][K*D] */
+  float *attn;   /* [A*D] */
+  float *h;      /* [H] */
+  float *gate, *up; /* [I] */
+  float *scores; /* [3][A*S]: raw, masked, probs */
+  float *row;    /* one decoded weight row: max(H, I, A*D) */
+  float *logits; /* [V] */
+} bufs;
+
+static size_t max3(size_t a, size_t b, size_t c) {
+  size_t m = a > b ? a : b;
+  return m > c ? m : c;
+}
+
+size_t tl_qwen3_scratch_bound(const tl_qwen3 *m, size_t n, uint32_t keys) {
+  const tl_qwen3_config *c = &m->cfg;
+  size_t qd = (size_t)c->heads * c->head_dim, kd = (size_t)c->kv_heads * c->head_dim;
+  size_t floats = n * c->hidden + n * qd + c->hidden + 2 * kd + qd +
+                  c->hidden + c->head_dim + 2 * (size_t)c->inter + 3 * (size_t)c->heads * keys +
+                  max3(c->hidden, c->inter, qd) + c->vocab;
+  return floats * sizeof(float) + 10 * 64;
+}
+
+static tl_status alloc_bufs(const tl_qwen3 *m, size_t n, uint32_t keys,
+                            tl_arena *a, bufs *b) {
+  const tl_qwen3_config *c = &m->cfg;
+  size_t qd = (size_t)c->heads * c->head_dim, kd = (size_t)c->kv_heads * c->head_dim;
+  struct {
+    float **p;
+    size_t count;
+  } want[] = {{&b->x, n * c->hidden},
+              {&b->q, n * qd},
+              {&b->xn, c->hidden},
+              {&b->kv, 2 * kd},
+              {&b->attn, qd},
+              {&b->h, c->hidden > c->head_dim ? c->hidden : c->head_dim},
+              {&b->gate, c->inter},
+              {&b->up, c->inter},
+              {&b->scores, 3 * (size_t)c->heads * keys},
+              {&b->row, max3(c->hidden, c->inter, qd)}};
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    void *p;
+    tl_status st = tl_arena_alloc_array(a, want[i].count, sizeof(float), 64, &p);
+    if (st != TL_OK) return st;
+    *want[i].p = p;
+  }
+  return TL_OK;
+}
+
+/* One position's projections: norm, q/k/v, per-head norms, rope; K and V
+ * go to the cache row of pos, the query to q_out. */
+static tl_status project(const run *r, bufs *b, tl_qwen3_cache *cache,
+                         uint32_t l, const float *x, uint32_t pos,
+                         float *q_out) {
+  const tl_qwen3 *m = r->m;
+  const tl_qwen3_config *c = &m->cfg;
+  const tl_qwen3_layer *L = &m->layers[l];
+  size_t d = c->head_dim, qd = (size_t)c->heads * d, kd = (size_t)c->kv_heads * d;
+  float eps = (m->mutations & TL_QWEN3_MUT_RMS_EPS) ? 1e-5f : c->rms_eps;
+  float *k = b->kv, *v = b->kv + kd;
+  int32_t li = (int32_t)l;
+  tl_status st = rmsnorm(&L->attn_norm, x, b->xn, c->hidden, eps, b->row);
+  if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_ATTN_NORM, li, pos, b->xn, c->hidden, false);
+  if (st == TL_OK) st = matvec(&L->q, b->xn, q_out, b->row);
+  if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_Q, li, pos, q_out, qd, false);
+  if (st == TL_OK) st = matvec(&L->k, b->xn, k, b->row);
+  if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_K, li, pos, k, kd, false);
+  if (st == TL_OK) st = matvec(&L->v, b->xn, v, b->row);
+  if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_V, li, pos, v, kd, false);
+  if (st != TL_OK) return st;
+  /* q_norm / k_norm: RMSNorm over each head's D values, before rope. The
+   * norm's weight row is decoded into b->row by rmsnorm, and the input is
+   * copied first since the output overwrites it. */
+  for (size_t h = 0; h < c->heads && !(m->mutations & TL_QWEN3_MUT_NO_Q_NORM); h++) {
+    memcpy(b->h, q_out + h * d, d * sizeof(float));
+    st = rmsnorm(&L->q_norm, b->h, q_out + h * d, d, eps, b->row);
+    if (st != TL_OK) return st;
+  }
+  for (size_t h = 0; h < c->kv_heads; h++) {
+    memcpy(b->h, k + h * d, d * sizeof(float));
+    st = rmsnorm(&L->k_norm, b->h, k + h * d, d, eps, b->row);
+    if (st != TL_OK) return st;
+  }
+  st = emit(r, TL_QWEN3_STAGE_Q_NORM, li, pos, q_out, qd, false);
+  if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_K_NORM, li, pos, k, kd, false);
+  if (st != TL_OK) return st;
+  for (size_t h = 0; h < c->heads; h++) rope(m, q_out + h * d, pos);
+  for (size_t h = 0; h < c->kv_heads; h++) rope(m, k + h * d, pos);
+  st = emit(r, TL_QWEN3_STAGE_Q_ROPE, li, pos, q_out, qd, false);
+  if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_K_ROPE, li, pos, k, kd, false);
+  if (st != TL_OK) return st;
+  {
+    size_t at = ((size_t)l * cache->capacity + pos) * kd;
+    memcpy(cache->k + at, k, kd * sizeof(float));
+    memcpy(cache->v + at, v, kd * sizeof(float));
+  }
+  return TL_OK;
+}
+
+/* One position's attention over keys [0, keys) of the cache, into
+ * b->attn: scores q.k * D^-0.5, causal mask (keys after pos), a softmax
+ * with the maximum subtracted, then the probability-weighted sum of V. */
+static tl_status attend(const run *r, bufs *b, const tl_qwen3_cache *cache,
+                        uint32_t l, const float *q, uint32_t pos,
+                        uint32_t keys) {
+  const tl_qwen3 *m = r->m;
+  const tl_qwen3_config *c = &m->cfg;
+  size_t d = c->head_dim, kd = (size_t)c->kv_heads * d, group = c->heads / c->kv_heads;
+  const float *kc = cache->k + (size_t)l * cache->capacity * kd;
+  const float *vc = cache->v + (size_t)l * cache->capacity * kd;
+  float scale = (float)(1.0 / __builtin_sqrt((double)d));
+  float *raw = b->scores, *masked = raw + c->heads * keys, *probs = masked + c->heads * keys;
+  uint32_t last = pos + ((m->mutations & TL_QWEN3_MUT_MASK_OFF_BY_ONE) && pos + 1 < keys);
+  bool want_raw = wanted(r, TL_QWEN3_STAGE_SCORES, (int32_t)l, pos);
+  int32_t li = (int32_t)l;
+  tl_status st;
+  for (size_t h = 0; h < c->heads; h++) {
+    size_t kvh = (m->mutations & TL_QWEN3_MUT_GQA_MAP) ? h % c->kv_heads : h / group;
+    const float *qh = q + h * d;
+    float *sr = raw + h * keys, *sm = masked + h * keys, *p = probs + h * keys;
+    float mx = -__builtin_inff(), sum = 0.0f;
+    /* Keys past the last visible one are computed only for the capture
+     * of the unmasked scores. */
+    for (uint32_t j = 0; j < keys; j++) {
+      bool visible = j <= last;
+      sr[j] = visible || want_raw ? dot(qh, kc + j * kd + kvh * d, d) * scale : 0.0f;
+      sm[j] = visible ? sr[j] : -__builtin_inff();
+      if (visible && sm[j] > mx) mx = sm[j];
+    }
+    if (m->mutations & TL_QWEN3_MUT_SOFTMAX_NO_MAX) mx = 0.0f;
+    for (uint32_t j = 0; j < keys; j++) {
+      p[j] = j <= last ? tl_expf(sm[j] - mx) : 0.0f;
+      sum += p[j];
+    }
+    for (uint32_t j = 0; j <= last; j++) p[j] = p[j] / sum;
+    for (size_t e = 0; e < d; e++) {
+      float acc = 0.0f;
+      for (uint32_t j = 0; j <= last; j++) acc += p[j] * vc[j * kd + kvh * d + e];
+      b->attn[h * d + e] = acc;
+    }
+  }
+  st = want_raw ? emit(r, TL_QWEN3_STAGE_SCORES, li, pos, raw, c->heads * keys, false) : TL_OK;
+  if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_SCORES_MASKED, li, pos, masked, c->heads * keys, true);
+  if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_PROBS, li, pos, probs, c->heads * keys, false);
+  if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_ATTN_OUT, li, pos, b->attn, c->heads * d, false);
+  return st;
+}
+
+/* Everything after attention for one position: o_proj, residual, MLP,
+ * residual. x is the position's residual stream (updated in place). */
+static tl_status finish_layer(const run *r, bufs *b, uint32_t l, float *x,
+                              uint32_t pos) {
+  const tl_qwen3 *m = r->m;
+  const tl_qwen3_config *c = &m->cfg;
+  const tl_qwen3_layer *L = &m->layers[l];
+  float eps = (m->mutations & TL_QWEN3_MUT_RMS_EPS) ? 1e-5f : c->rms_eps;
+  int32_t li = (int32_t)l;
+  tl_status st = matvec(&L->o, b->attn, b->h, b->row);
+  if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_O_PROJ, li, pos, b->h, c->hidden, false);
+  if (st != TL_OK) return st;
+  for (size_t i = 0; i < c->hidden; i++) x[i] = x[i] + b->h[i];
+  st = emit(r, TL_QWEN3_STAGE_ATTN_RESIDUAL, li, pos, x, c->hidden, false);
+  if (st == TL_OK) st = rmsnorm(&L->mlp_norm, x, b->xn, c->hidden, eps, b->row);
+  if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_MLP_NORM, li, pos, b->xn, c->hidden, false);
+  if (st == TL_OK) st = matvec(&L->gate, b->xn, b->gate, b->row);
+  if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_GATE, li, pos, b->gate, c->inter, false);
+  if (st == TL_OK) st = matvec(&L->up, b->xn, b->up, b->row);
+  if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_UP, li, pos, b->up, c->inter, false);
+  if (st != TL_OK) return st;
+  /* SiLU(gate) * up, with silu(g) = g / (1 + e^-g). */
+  for (size_t i = 0; i < c->inter; i++) {
+    float g = b->gate[i];
+    b->gate[i] = g / (1.0f + tl_expf(-g)) * b->up[i];
+  }
+  st = emit(r, TL_QWEN3_STAGE_ACT, li, pos, b->gate, c->inter, false);
+  if (st == TL_OK) st = matvec(&L->down, b->gate, b->h, b->row);
+  if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_DOWN, li, pos, b->h, c->hidden, false);
+  if (st != TL_OK) return st;
+  for (size_t i = 0; i < c->hidden; i++) x[i] = x[i] + b->h[i];
+  return emit(r, TL_QWEN3_STAGE_LAYER_OUT, li, pos, x, c->hidden, false);
+}
+
+tl_status tl_qwen3_forward(const tl_qwen3 *m, tl_qwen3_cache *cache,
+                           const uint32_t *ids, size_t n, float *logits,
+                           const tl_qwen3_capture *cap, tl_arena *scratch,
+                           tl_qwen3_fault *fault) {
+  const tl_qwen3_config *c;
+  tl_arena_mark mark;
+  run r;
+  bufs b;
+  uint32_t pos0, keys;
+  size_t qd;
+  tl_status st = TL_OK;
+  if (m == NULL || cache == NULL || (ids == NULL && n != 0) || scratch == NULL)
+    return TL_ERR_INVALID_ARGUMENT;
+  c = &m->cfg;
+  pos0 = cache->len;
+  if (n == 0) return TL_OK;
+  /* cache->len <= capacity always; positions run to max_positions - 1. */
+  if (pos0 >= c->max_positions || n > c->max_positions - pos0 ||
+      n > cache->capacity - pos0)
+    return TL_ERR_CONTEXT_EXCEEDED;
+  for (size_t t = 0; t < n; t++)
+    if (ids[t] >= c->vocab) return TL_ERR_INVALID_ARGUMENT;
+  keys = pos0 + (uint32_t)n;
+  qd = (size_t)c->heads * c->head_dim;
+  r.m = m;
+  r.cap = cap;
+  r.fault = fault;
+  mark = tl_arena_mark_now(scratch);
+  st = alloc_bufs(m, n, keys, scratch, &b);
+  if (st != TL_OK) goto done;
+  for (size_t t = 0; t < n && st == TL_OK; t++) {
+    st = weight_row(&m->embed, ids[t], b.x + t * c->hidden);
+    if (st == TL_OK)
+      st = emit(&r, TL_QWEN3_STAGE_EMBEDDING, -1, pos0 + (uint32_t)t,
+                b.x + t * c->hidden, c->hidden, false);
+  }
+  for (uint32_t l = 0; l < c->layers && st == TL_OK; l++) {
+    for (size_t t = 0; t < n && st == TL_OK; t++)
+      st = project(&r, &b, cache, l, b.x + t * c->hidden, pos0 + (uint32_t)t,
+                   b.q + t * qd);
+    for (size_t t = 0; t < n && st == TL_OK; t++) {
+      st = attend(&r, &b, cache, l, b.q + t * qd, pos0 + (uint32_t)t, keys);
+      if (st == TL_OK)
+        st = finish_layer(&r, &b, l, b.x + t * c->hidden, pos0 + (uint32_t)t);
+    }
+  }
+  if (st == TL_OK) {
+    void *p;
+    st = tl_arena_alloc_array(scratch, c->vocab, sizeof(float), 64, &p);
+    b.logits = p;
+  }
+  for (size_t t = 0; t < n && st == TL_OK; t++) {
+    uint32_t pos = pos0 + (uint32_t)t;
+    bool last = t + 1 == n;
+    st = rmsnorm(&m->final_norm, b.x + t * c->hidden, b.xn, c->hidden,
+                 (m->mutations & TL_QWEN3_MUT_RMS_EPS) ? 1e-5f : c->rms_eps, b.row);
+    if (st == TL_OK) st = emit(&r, TL_QWEN3_STAGE_FINAL_NORM, -1, pos, b.xn, c->hidden, false);
+    if (st != TL_OK || !(last || wanted(&r, TL_QWEN3_STAGE_LOGITS, -1, pos)))
+      continue;
+    st = matvec(&m->lm_head, b.xn, b.logits, b.row);
+    if (st == TL_OK) st = emit(&r, TL_QWEN3_STAGE_LOGITS, -1, pos, b.logits, c->vocab, false);
+    if (st == TL_OK && last && logits != NULL)
+      memcpy(logits, b.logits, c->vocab * sizeof(float));
+  }
+  if (st == TL_OK) cache->len = keys;
+done:
+  tl_arena_rewind(scratch, mark);
+  return st;
+}

@@ -1,0 +1,140 @@
+/* The Qwen3 forward pass, scalar strict lane (DESIGN.md §6, docs/forward.md):
+ * f32 storage and accumulation in a fixed left-to-right order, weights of
+ * any .slm dtype decoded row by row, own deterministic exp/sin/cos, so
+ * native and wasm32 give identical bits.
+ *
+ * Prefill and decode are one code path: a call processes n tokens layer by
+ * layer (all positions' projections, then each position's attention over
+ * the cache), and every output element is computed by the same operations
+ * in the same order whether its token came in a batch or alone. Hence a
+ * prompt prefilled at once and the same prompt fed token by token give
+ * bit-identical logits and KV contents (tested). */
+#ifndef TL_CORE_MODEL_QWEN3_H
+#define TL_CORE_MODEL_QWEN3_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arena.h"
+#include "quant/quant.h"
+#include "slm/slm.h"
+#include "slm/tensors.h"
+#include "tinylm.h"
+
+typedef struct tl_qwen3_config {
+  uint32_t vocab, hidden, inter, layers, heads, kv_heads, head_dim;
+  uint32_t max_positions;
+  float rms_eps;     /* rms_norm_eps rounded to f32, as torch adds it */
+  double rope_theta; /* rope base */
+} tl_qwen3_config;
+
+/* One weight: rows x n elements of type, row-major (norms: 1 x n). */
+typedef struct tl_qwen3_weight {
+  const uint8_t *data;
+  size_t len;
+  tl_qtype type;
+  size_t rows, n;
+} tl_qwen3_weight;
+
+typedef struct tl_qwen3_layer {
+  tl_qwen3_weight attn_norm, q, k, v, o, q_norm, k_norm, mlp_norm, gate, up,
+      down;
+} tl_qwen3_layer;
+
+/* Deliberate faults for the mutation tests (docs/forward.md §Mutations):
+ * each bit breaks one piece the way a plausible bug would. Zero in any
+ * real run. */
+enum {
+  TL_QWEN3_MUT_ROPE_PAIRING = 1u << 0,  /* adjacent pairs, not rotate_half */
+  TL_QWEN3_MUT_NO_Q_NORM = 1u << 1,     /* q_norm skipped */
+  TL_QWEN3_MUT_GQA_MAP = 1u << 2,       /* head h reads kv head h % K */
+  TL_QWEN3_MUT_SOFTMAX_NO_MAX = 1u << 3, /* exp without max subtraction */
+  TL_QWEN3_MUT_MASK_OFF_BY_ONE = 1u << 4, /* a query sees the next key */
+  TL_QWEN3_MUT_RMS_EPS = 1u << 5         /* epsilon 1e-5 instead of config */
+};
+
+typedef struct tl_qwen3 {
+  tl_qwen3_config cfg;
+  tl_qwen3_weight embed, final_norm, lm_head;
+  tl_qwen3_layer *layers;
+  float *inv_freq;    /* head_dim / 2 rope frequencies (f32, as torch) */
+  uint32_t mutations; /* TL_QWEN3_MUT_* (tests only) */
+} tl_qwen3;
+
+/* Reads the effective config from the metadata (the "config" map of
+ * docs/slm.md) and binds every tensor, checking its shape against the
+ * config. TL_ERR_INVALID_MODEL (missing or misshapen tensor, bad config),
+ * TL_ERR_UNSUPPORTED_FEATURE (a config value the lane does not implement),
+ * TL_ERR_OUT_OF_MEMORY (arena). */
+tl_status tl_qwen3_load(tl_qwen3 *m, const tl_slm *slm,
+                        const tl_slm_tensors *tensors, tl_arena *arena);
+
+/* The KV cache: per layer, capacity rows of kv_heads * head_dim floats for
+ * K (after norm and rope) and V. Rows [0, len) are valid. */
+typedef struct tl_qwen3_cache {
+  float *k, *v; /* [layers][capacity][kv_heads * head_dim] */
+  uint32_t capacity, len;
+} tl_qwen3_cache;
+
+tl_status tl_qwen3_cache_init(tl_qwen3_cache *c, const tl_qwen3 *m,
+                              uint32_t capacity, tl_arena *arena);
+
+/* Capture points, in the order of the computation (docs/golden.md). */
+#define TL_QWEN3_STAGES(X)                                                  \
+  X(EMBEDDING, "embedding") X(ATTN_NORM, "attn_norm") X(Q, "q") X(K, "k")   \
+  X(V, "v") X(Q_NORM, "q_norm") X(K_NORM, "k_norm") X(Q_ROPE, "q_rope")     \
+  X(K_ROPE, "k_rope") X(SCORES, "scores") X(SCORES_MASKED, "scores_masked") \
+  X(PROBS, "probs") X(ATTN_OUT, "attn_out") X(O_PROJ, "o_proj")             \
+  X(ATTN_RESIDUAL, "attn_residual") X(MLP_NORM, "mlp_norm") X(GATE, "gate") \
+  X(UP, "up") X(ACT, "act") X(DOWN, "down") X(LAYER_OUT, "layer_out")       \
+  X(FINAL_NORM, "final_norm") X(LOGITS, "logits")
+
+typedef enum tl_qwen3_stage {
+#define TL_QWEN3_STAGE_ENUM_(id, name) TL_QWEN3_STAGE_##id,
+  TL_QWEN3_STAGES(TL_QWEN3_STAGE_ENUM_)
+#undef TL_QWEN3_STAGE_ENUM_
+      TL_QWEN3_STAGE_COUNT
+} tl_qwen3_stage;
+
+const char *tl_qwen3_stage_name(tl_qwen3_stage s);
+/* The stage of that name, or TL_QWEN3_STAGE_COUNT. */
+tl_qwen3_stage tl_qwen3_stage_find(const char *name, size_t len);
+
+/* A capture sink: for each stage, layer (-1 outside layers) and position
+ * it wants, it receives the row (for scores/probs: heads x keys, keys =
+ * every cached key after this call, masked ones -inf / 0). */
+typedef struct tl_qwen3_capture {
+  bool (*wants)(void *ctx, tl_qwen3_stage stage, int32_t layer, uint32_t pos);
+  void (*row)(void *ctx, tl_qwen3_stage stage, int32_t layer, uint32_t pos,
+              const float *data, size_t n);
+  void *ctx;
+} tl_qwen3_capture;
+
+/* Where a non-finite value first appeared. */
+typedef struct tl_qwen3_fault {
+  tl_qwen3_stage stage;
+  int32_t layer;
+  uint32_t pos;
+  size_t index;
+} tl_qwen3_fault;
+
+/* Runs ids[0..n) at positions cache->len .. cache->len + n - 1, appends
+ * their K/V to the cache, and writes the last position's logits (vocab
+ * floats) to logits (may be NULL). cap may be NULL. scratch holds the
+ * working buffers and is rewound before returning.
+ * Errors: TL_ERR_CONTEXT_EXCEEDED (past the cache capacity or
+ * max_position_embeddings; nothing is changed), TL_ERR_INVALID_ARGUMENT
+ * (an id outside the vocabulary), TL_ERR_NUMERICAL_FAILURE (a NaN/Inf:
+ * *fault names stage, layer, position and index; the cache length is
+ * unchanged), TL_ERR_INVALID_MODEL (stored quantized bytes that do not
+ * decode), TL_ERR_OUT_OF_MEMORY (scratch). */
+tl_status tl_qwen3_forward(const tl_qwen3 *m, tl_qwen3_cache *cache,
+                           const uint32_t *ids, size_t n, float *logits,
+                           const tl_qwen3_capture *cap, tl_arena *scratch,
+                           tl_qwen3_fault *fault);
+
+/* Scratch bytes a forward call of n tokens needs at most. */
+size_t tl_qwen3_scratch_bound(const tl_qwen3 *m, size_t n, uint32_t keys);
+
+#endif

@@ -1,0 +1,394 @@
+/* tinylm verify: run a model on a golden document's prompt with capture,
+ * compare every captured tensor with the golden values under the
+ * preregistered tolerance profile (docs/tolerance.md), and on failure
+ * name the first divergence: layer (binary search over the residual
+ * checkpoints), then stage, then position, head and index. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bytes.h"
+#include "cli.h"
+#include "compare.h"
+#include "file.h"
+#include "golden.h"
+#include "model.h"
+#include "model/qwen3.h"
+
+static const char usage_text[] =
+    "usage: tinylm verify MODEL.slm --golden FILE [--json]\n"
+    "  FILE: a tinylm.golden/1 document (docs/golden.md), e.g. from\n"
+    "  tools/oracle/qwen3_ref.py on the checkpoint the model came from\n";
+
+static const struct {
+  const char *name;
+  uint32_t bit;
+} mutations[] = {{"rope_pairing", TL_QWEN3_MUT_ROPE_PAIRING},
+                 {"no_q_norm", TL_QWEN3_MUT_NO_Q_NORM},
+                 {"gqa_map", TL_QWEN3_MUT_GQA_MAP},
+                 {"softmax_no_max", TL_QWEN3_MUT_SOFTMAX_NO_MAX},
+                 {"mask_off_by_one", TL_QWEN3_MUT_MASK_OFF_BY_ONE},
+                 {"rms_eps", TL_QWEN3_MUT_RMS_EPS}};
+
+/* The candidate's values for each golden record. */
+typedef struct capture_ctx {
+  const tl_golden *g;
+  float **cand;  /* per record, count floats (malloc) */
+  size_t *filled; /* rows received per record */
+  bool shape_error;
+} capture_ctx;
+
+static long find_record(const tl_golden *g, tl_qwen3_stage stage,
+                        int32_t layer) {
+  for (size_t i = 0; i < g->n_records; i++)
+    if (g->records[i].stage == stage && g->records[i].layer == layer)
+      return (long)i;
+  return -1;
+}
+
+static long find_position(const tl_golden *g, uint32_t pos) {
+  size_t lo = 0, hi = g->n_positions;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (g->positions[mid] == pos) return (long)mid;
+    if (g->positions[mid] < pos) lo = mid + 1;
+    else hi = mid;
+  }
+  return -1;
+}
+
+static bool wants(void *p, tl_qwen3_stage stage, int32_t layer, uint32_t pos) {
+  capture_ctx *c = p;
+  return find_record(c->g, stage, layer) >= 0 && find_position(c->g, pos) >= 0;
+}
+
+static void row(void *p, tl_qwen3_stage stage, int32_t layer, uint32_t pos,
+                const float *data, size_t n) {
+  capture_ctx *c = p;
+  long r = find_record(c->g, stage, layer), t = find_position(c->g, pos);
+  size_t per_row;
+  if (r < 0 || t < 0) return;
+  per_row = c->g->records[r].count / c->g->n_positions;
+  if (n != per_row) {
+    c->shape_error = true;
+    return;
+  }
+  memcpy(c->cand[r] + (size_t)t * per_row, data, n * sizeof *data);
+  c->filled[r]++;
+}
+
+typedef struct result {
+  tl_compare_stats s;
+  tl_tolerance tol;
+  bool failed;
+} result;
+
+/* What the index of a failing element means for its stage. */
+static void locate(const tl_qwen3_config *cfg, const tl_golden *g,
+                   const tl_golden_record *rec, size_t index, json_t *o) {
+  size_t per_row = rec->count / g->n_positions, j = index % per_row;
+  size_t keys = g->n_ids, d = cfg->head_dim;
+  json_object_set_new(o, "position", json_integer(g->positions[index / per_row]));
+  switch (rec->stage) {
+    case TL_QWEN3_STAGE_Q: case TL_QWEN3_STAGE_Q_NORM: case TL_QWEN3_STAGE_Q_ROPE:
+    case TL_QWEN3_STAGE_ATTN_OUT:
+      json_object_set_new(o, "head", json_integer((json_int_t)(j / d)));
+      json_object_set_new(o, "dim", json_integer((json_int_t)(j % d)));
+      break;
+    case TL_QWEN3_STAGE_K: case TL_QWEN3_STAGE_V: case TL_QWEN3_STAGE_K_NORM:
+    case TL_QWEN3_STAGE_K_ROPE:
+      json_object_set_new(o, "kv_head", json_integer((json_int_t)(j / d)));
+      json_object_set_new(o, "dim", json_integer((json_int_t)(j % d)));
+      break;
+    case TL_QWEN3_STAGE_SCORES: case TL_QWEN3_STAGE_SCORES_MASKED:
+    case TL_QWEN3_STAGE_PROBS:
+      json_object_set_new(o, "head", json_integer((json_int_t)(j / keys)));
+      json_object_set_new(o, "key", json_integer((json_int_t)(j % keys)));
+      break;
+    default:
+      json_object_set_new(o, "index", json_integer((json_int_t)j));
+  }
+}
+
+/* JSON has no infinities: masked scores are written as text. */
+static json_t *number_json(double v) {
+  if (isfinite(v)) return json_real(v);
+  return json_string(v != v ? "nan" : v > 0 ? "inf" : "-inf");
+}
+
+static json_t *divergence(const tl_qwen3_config *cfg, const tl_golden *g,
+                          size_t r, const result *res, float *const *cand,
+                          size_t probes) {
+  const tl_golden_record *rec = &g->records[r];
+  size_t i = res[r].s.first_fail;
+  double ref = rec->values[i];
+  float c = cand[r][i];
+  char bits[40];
+  json_t *o = json_object();
+  json_object_set_new(o, "stage", json_string(tl_qwen3_stage_name(rec->stage)));
+  json_object_set_new(o, "layer", rec->layer < 0 ? json_null() : json_integer(rec->layer));
+  json_object_set_new(o, "layer_probes", json_integer((json_int_t)probes));
+  locate(cfg, g, rec, i, o);
+  json_object_set_new(o, "flat_index", json_integer((json_int_t)i));
+  json_object_set_new(o, "reference", number_json(ref));
+  json_object_set_new(o, "candidate", number_json((double)c));
+  snprintf(bits, sizeof bits, "%016llx", (unsigned long long)tl_f64_to_bits(ref));
+  json_object_set_new(o, "reference_bits_f64", json_string(bits));
+  snprintf(bits, sizeof bits, "%08x", tl_f32_to_bits(c));
+  json_object_set_new(o, "candidate_bits_f32", json_string(bits));
+  json_object_set_new(o, "tolerance", json_pack("{s:f,s:f}", "rtol", res[r].tol.rtol,
+                                                "atol", res[r].tol.atol));
+  return o;
+}
+
+/* The first divergence: the first failing layer by binary search over the
+ * layer_out records (a layer's output carries every earlier error), then
+ * the first failing record of that layer in computation order. */
+static long first_divergence(const tl_golden *g, const result *res,
+                             uint32_t layers, size_t *probes) {
+  long lo = 0, hi = (long)layers, found = -1;
+  long emb = find_record(g, TL_QWEN3_STAGE_EMBEDDING, -1);
+  *probes = 0;
+  if (emb >= 0 && res[emb].failed) return emb;
+  while (lo < hi) { /* smallest layer whose layer_out fails */
+    long mid = (lo + hi) / 2, r = find_record(g, TL_QWEN3_STAGE_LAYER_OUT, (int32_t)mid);
+    (*probes)++;
+    if (r < 0) break; /* no residual checkpoints: scan below */
+    if (res[r].failed) hi = mid;
+    else lo = mid + 1;
+  }
+  for (long l = (lo < (long)layers ? lo : 0); l <= (long)layers && found < 0; l++) {
+    int32_t layer = l < (long)layers ? (int32_t)l : -1;
+    for (int s = 0; s < TL_QWEN3_STAGE_COUNT && found < 0; s++) {
+      long r = find_record(g, (tl_qwen3_stage)s, layer);
+      if (r >= 0 && res[r].failed) found = r;
+    }
+  }
+  return found;
+}
+
+int tl_cmd_verify(int argc, char **argv) {
+  const char *model_path = NULL, *golden_path = NULL;
+  bool json = false;
+  uint32_t mutate = 0;
+  tl_native_model nm;
+  tl_qwen3 m;
+  tl_qwen3_cache cache;
+  tl_qwen3_fault fault;
+  tl_golden g;
+  tl_file_view gv;
+  tl_arena arena, scratch;
+  void *arena_mem = NULL, *scratch_mem = NULL;
+  capture_ctx cc = {0};
+  result *res = NULL;
+  char err[1024];
+  tl_status st;
+  int rc = TL_EXIT_OK;
+  size_t n_failed = 0, n_missing = 0;
+  json_t *out = NULL, *records = NULL, *logit_rows = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--help") == 0) {
+      fputs(usage_text, stdout);
+      return TL_EXIT_OK;
+    } else if (strcmp(argv[i], "--json") == 0) {
+      json = true;
+    } else if (strcmp(argv[i], "--golden") == 0 && i + 1 < argc) {
+      golden_path = argv[++i];
+    } else if (strcmp(argv[i], "--mutate") == 0 && i + 1 < argc) {
+      /* Test-only: break one piece on purpose (docs/forward.md). */
+      const char *name = argv[++i];
+      size_t k = 0;
+      for (; k < sizeof mutations / sizeof mutations[0]; k++)
+        if (strcmp(name, mutations[k].name) == 0) break;
+      if (k == sizeof mutations / sizeof mutations[0])
+        return tl_cli_usage(json, "unknown mutation '%s'", name);
+      mutate |= mutations[k].bit;
+    } else if (argv[i][0] == '-') {
+      return tl_cli_usage(json, "unknown option '%s'\n%s", argv[i], usage_text);
+    } else if (model_path == NULL) {
+      model_path = argv[i];
+    } else {
+      return tl_cli_usage(json, "one MODEL.slm only\n%s", usage_text);
+    }
+  }
+  if (model_path == NULL || golden_path == NULL)
+    return tl_cli_usage(json, "MODEL.slm and --golden FILE are required\n%s",
+                        usage_text);
+  st = tl_native_model_open(model_path, &nm, err, sizeof err);
+  if (st != TL_OK) return tl_cli_fail(json, st, "%s", err);
+  if (!nm.has_tensors) {
+    tl_native_model_close(&nm);
+    return tl_cli_fail(json, TL_ERR_INVALID_MODEL, "%s: a tokenizer-only artifact has no weights", model_path);
+  }
+  st = tl_file_open_view(golden_path, &gv, err, sizeof err);
+  if (st != TL_OK) {
+    tl_native_model_close(&nm);
+    return tl_cli_fail(json, st, "%s", err);
+  }
+  st = tl_golden_read(gv.data, gv.len, &g, err, sizeof err);
+  tl_file_close_view(&gv);
+  if (st != TL_OK) {
+    tl_native_model_close(&nm);
+    return tl_cli_fail(json, st, "%s: %s", golden_path, err);
+  }
+  arena_mem = malloc(1 << 20);
+  tl_arena_init(&arena, arena_mem, arena_mem ? 1 << 20 : 0);
+  st = tl_qwen3_load(&m, &nm.slm, &nm.tensors, &arena);
+  if (st != TL_OK) {
+    rc = tl_cli_fail(json, st, "%s: cannot bind the Qwen3 weights", model_path);
+    goto done;
+  }
+  m.mutations = mutate;
+  {
+    size_t cache_bytes = 2 * (size_t)m.cfg.layers * g.n_ids * m.cfg.kv_heads *
+                         m.cfg.head_dim * sizeof(float) + 256;
+    size_t need = tl_qwen3_scratch_bound(&m, g.n_ids, (uint32_t)g.n_ids) + cache_bytes;
+    scratch_mem = malloc(need);
+    tl_arena_init(&scratch, scratch_mem, scratch_mem ? need : 0);
+  }
+  st = tl_qwen3_cache_init(&cache, &m, (uint32_t)g.n_ids, &scratch);
+  cc.g = &g;
+  cc.cand = calloc(g.n_records ? g.n_records : 1, sizeof *cc.cand);
+  cc.filled = calloc(g.n_records ? g.n_records : 1, sizeof *cc.filled);
+  res = calloc(g.n_records ? g.n_records : 1, sizeof *res);
+  for (size_t r = 0; r < g.n_records && cc.cand; r++) {
+    cc.cand[r] = calloc(g.records[r].count, sizeof(float));
+    if (cc.cand[r] == NULL) st = TL_ERR_OUT_OF_MEMORY;
+  }
+  if (cc.cand == NULL || cc.filled == NULL || res == NULL) st = TL_ERR_OUT_OF_MEMORY;
+  if (st == TL_OK) {
+    tl_qwen3_capture cap = {wants, row, &cc};
+    for (size_t i = 0; i < g.n_ids; i++)
+      if (g.ids[i] >= m.cfg.vocab) st = TL_ERR_INVALID_ARGUMENT;
+    if (st == TL_OK)
+      st = tl_qwen3_forward(&m, &cache, g.ids, g.n_ids, NULL, &cap, &scratch, &fault);
+  }
+  if (st == TL_ERR_NUMERICAL_FAILURE) {
+    rc = tl_cli_fail(json, st, "non-finite value at stage %s, layer %d, position %u, index %zu",
+                     tl_qwen3_stage_name(fault.stage), (int)fault.layer, fault.pos, fault.index);
+    goto done;
+  }
+  if (st != TL_OK || cc.shape_error) {
+    rc = tl_cli_fail(json, cc.shape_error ? TL_ERR_INVALID_MODEL : st,
+                     "%s", cc.shape_error ? "golden record shapes do not match the model"
+                                          : "the forward pass failed");
+    goto done;
+  }
+  out = json_object();
+  records = json_array();
+  logit_rows = json_array();
+  for (size_t r = 0; r < g.n_records; r++) {
+    const tl_golden_record *rec = &g.records[r];
+    double floor_ = 0.0;
+    if (cc.filled[r] != g.n_positions) {
+      n_missing++;
+      res[r].failed = true;
+      res[r].s.first_fail = 0;
+      continue;
+    }
+    res[r].tol = tl_tolerance_for(&m.cfg, (uint32_t)g.n_ids, rec->stage, rec->layer,
+                                  tl_rms(rec->values, rec->count));
+    floor_ = 1e-3 * tl_rms(rec->values, rec->count);
+    tl_compare(rec->values, cc.cand[r], rec->count, res[r].tol, floor_, &res[r].s);
+    res[r].failed = res[r].s.n_fail > 0;
+    n_failed += res[r].failed;
+    json_array_append_new(records, json_pack(
+        "{s:s,s:o,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:I,s:f,s:b}", "stage",
+        tl_qwen3_stage_name(rec->stage), "layer",
+        rec->layer < 0 ? json_null() : json_integer(rec->layer), "elements",
+        (json_int_t)rec->count, "failing", (json_int_t)res[r].s.n_fail, "max_abs",
+        res[r].s.max_abs, "max_rel", res[r].s.max_rel, "rms_err", res[r].s.rms_err,
+        "nrmse", res[r].s.nrmse, "cosine", res[r].s.cosine, "max_ulp",
+        (json_int_t)res[r].s.max_ulp, "rtol", res[r].tol.rtol, "pass", !res[r].failed));
+    if (rec->stage == TL_QWEN3_STAGE_LOGITS) {
+      size_t v = rec->count / g.n_positions;
+      for (size_t t = 0; t < g.n_positions; t++) {
+        tl_logit_stats ls;
+        double e;
+        const char *verdict;
+        tl_compare_logits(rec->values + t * v, cc.cand[r] + t * v, v, 10, &ls);
+        e = res[r].tol.atol + res[r].tol.rtol * fabs(rec->values[t * v + ls.ref_argmax]);
+        verdict = ls.ref_argmax == ls.cand_argmax ? "same"
+                  : ls.margin > 2 * e             ? "different"
+                                                  : "unstable";
+        if (strcmp(verdict, "different") == 0) n_failed++;
+        json_array_append_new(logit_rows, json_pack(
+            "{s:I,s:f,s:I,s:I,s:I,s:f,s:f,s:s}", "position", (json_int_t)g.positions[t],
+            "jsd", ls.jsd, "top10_overlap", (json_int_t)ls.topk_overlap,
+            "reference_argmax", (json_int_t)ls.ref_argmax, "candidate_argmax",
+            (json_int_t)ls.cand_argmax, "margin", ls.margin, "error_bound", e,
+            "greedy", verdict));
+      }
+    }
+  }
+  json_object_set_new(out, "profile", json_string(TL_TOLERANCE_PROFILE));
+  json_object_set_new(out, "reference", json_pack("{s:s,s:s}", "producer", g.producer,
+                                                  "precision", g.precision));
+  json_object_set_new(out, "records", records);
+  json_object_set_new(out, "logits", logit_rows);
+  json_object_set_new(out, "missing", json_integer((json_int_t)n_missing));
+  if (n_failed + n_missing > 0) {
+    size_t probes = 0;
+    long r = first_divergence(&g, res, m.cfg.layers, &probes);
+    json_object_set_new(out, "first_divergence",
+                        r >= 0 && res[r].s.first_fail != SIZE_MAX && cc.filled[r]
+                            ? divergence(&m.cfg, &g, (size_t)r, res, cc.cand, probes)
+                            : json_null());
+  }
+  json_object_set_new(out, "pass", json_boolean(n_failed + n_missing == 0));
+  if (json) {
+    char *text = json_dumps(out, JSON_COMPACT);
+    puts(text);
+    free(text);
+  } else {
+    size_t i;
+    json_t *v, *d = json_object_get(out, "first_divergence");
+    printf("profile %s; reference %s (%s); %zu records, %zu failing, %zu missing\n",
+           TL_TOLERANCE_PROFILE, g.producer, g.precision, g.n_records, n_failed, n_missing);
+    printf("  %-14s %5s %10s %10s %10s %9s %12s %6s\n", "stage", "layer", "max_abs",
+           "max_rel", "nrmse", "max_ulp", "cos-1", "pass");
+    json_array_foreach(records, i, v) {
+      json_t *layer = json_object_get(v, "layer");
+      char layer_text[16] = "-";
+      if (!json_is_null(layer))
+        snprintf(layer_text, sizeof layer_text, "%lld",
+                 (long long)json_integer_value(layer));
+      printf("  %-14s %5s %10.3g %10.3g %10.3g %9lld %12.3g %6s\n",
+             json_string_value(json_object_get(v, "stage")), layer_text,
+             json_real_value(json_object_get(v, "max_abs")),
+             json_real_value(json_object_get(v, "max_rel")),
+             json_real_value(json_object_get(v, "nrmse")),
+             (long long)json_integer_value(json_object_get(v, "max_ulp")),
+             json_real_value(json_object_get(v, "cosine")) - 1.0,
+             json_is_true(json_object_get(v, "pass")) ? "ok" : "FAIL");
+    }
+    json_array_foreach(logit_rows, i, v)
+      printf("  logits @%lld: jsd %.3g, top-10 overlap %lld, argmax %lld vs %lld (%s, margin %.3g)\n",
+             (long long)json_integer_value(json_object_get(v, "position")),
+             json_real_value(json_object_get(v, "jsd")),
+             (long long)json_integer_value(json_object_get(v, "top10_overlap")),
+             (long long)json_integer_value(json_object_get(v, "reference_argmax")),
+             (long long)json_integer_value(json_object_get(v, "candidate_argmax")),
+             json_string_value(json_object_get(v, "greedy")),
+             json_real_value(json_object_get(v, "margin")));
+    if (json_is_object(d)) {
+      char *text = json_dumps(d, JSON_COMPACT);
+      printf("first divergence: %s\n", text);
+      free(text);
+    }
+  }
+  rc = n_failed + n_missing == 0 ? TL_EXIT_OK : TL_EXIT_FAILURE;
+done:
+  json_decref(out);
+  for (size_t r = 0; cc.cand && r < g.n_records; r++) free(cc.cand[r]);
+  free(cc.cand);
+  free(cc.filled);
+  free(res);
+  free(arena_mem);
+  free(scratch_mem);
+  tl_golden_free(&g);
+  tl_native_model_close(&nm);
+  return rc;
+}

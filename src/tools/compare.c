@@ -1,0 +1,144 @@
+#include "compare.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bytes.h"
+
+tl_tolerance tl_tolerance_for(const tl_qwen3_config *cfg, uint32_t keys,
+                              tl_qwen3_stage stage, int32_t layer,
+                              double ref_rms) {
+  const double u = 0x1p-24;
+  double n = cfg->hidden, gamma, depth;
+  tl_tolerance t;
+  if (cfg->inter > n) n = cfg->inter;
+  if ((double)cfg->heads * cfg->head_dim > n) n = (double)cfg->heads * cfg->head_dim;
+  if (keys > n) n = keys;
+  gamma = n * u / (1.0 - n * u);
+  depth = stage == TL_QWEN3_STAGE_EMBEDDING ? 0.0
+          : layer < 0                        ? (double)cfg->layers
+                                             : (double)layer;
+  t.rtol = 16.0 * (depth + 1.0) * gamma;
+  t.atol = t.rtol * ref_rms;
+  return t;
+}
+
+double tl_rms(const double *ref, size_t n) {
+  double ss = 0.0;
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!isfinite(ref[i])) continue;
+    ss += ref[i] * ref[i];
+    m++;
+  }
+  return m ? sqrt(ss / (double)m) : 0.0;
+}
+
+/* Distance in representable f32 steps (sign-magnitude to a monotone key). */
+static uint64_t ulp_distance(float a, float b) {
+  uint32_t ua = tl_f32_to_bits(a), ub = tl_f32_to_bits(b);
+  int64_t ka = (ua & 0x80000000u) ? -(int64_t)(ua & 0x7fffffffu) : (int64_t)ua;
+  int64_t kb = (ub & 0x80000000u) ? -(int64_t)(ub & 0x7fffffffu) : (int64_t)ub;
+  return (uint64_t)(ka > kb ? ka - kb : kb - ka);
+}
+
+void tl_compare(const double *ref, const float *cand, size_t n,
+                tl_tolerance tol, double rel_floor, tl_compare_stats *s) {
+  double se = 0.0, sr = 0.0, dot = 0.0, sc = 0.0;
+  memset(s, 0, sizeof *s);
+  s->count = n;
+  s->first_fail = SIZE_MAX;
+  s->ref_rms = tl_rms(ref, n);
+  for (size_t i = 0; i < n; i++) {
+    double r = ref[i], c = cand[i], diff, mag;
+    bool ok;
+    if (isinf(r) || isinf(c)) {
+      ok = r == c;
+      diff = ok ? 0.0 : INFINITY;
+    } else {
+      diff = fabs(c - r);
+      mag = fabs(c) > fabs(r) ? fabs(c) : fabs(r);
+      ok = diff <= tol.atol + tol.rtol * mag;
+      se += diff * diff;
+      sr += r * r;
+      sc += c * c;
+      dot += r * c;
+      if (fabs(r) > rel_floor && diff / fabs(r) > s->max_rel)
+        s->max_rel = diff / fabs(r);
+      {
+        uint64_t d = ulp_distance(cand[i], (float)r);
+        if (d > s->max_ulp) s->max_ulp = d;
+      }
+    }
+    if (diff > s->max_abs) s->max_abs = diff;
+    if (!ok) {
+      if (s->n_fail == 0) s->first_fail = i;
+      s->n_fail++;
+    }
+  }
+  s->rms_err = n ? sqrt(se / (double)n) : 0.0;
+  s->nrmse = sr > 0 ? sqrt(se / sr) : 0.0;
+  s->cosine = sr > 0 && sc > 0 ? dot / (sqrt(sr) * sqrt(sc)) : 1.0;
+}
+
+static void softmax(const double *x, size_t n, double *p) {
+  double mx = -INFINITY, sum = 0.0;
+  for (size_t i = 0; i < n; i++) if (x[i] > mx) mx = x[i];
+  for (size_t i = 0; i < n; i++) sum += p[i] = exp(x[i] - mx);
+  for (size_t i = 0; i < n; i++) p[i] /= sum;
+}
+
+/* Does (va, a) come before (vb, b) in the order descending value,
+ * ascending id? */
+static bool before(double va, size_t a, double vb, size_t b) {
+  return va > vb || (va == vb && a < b);
+}
+
+/* The k first ids of x in that order (k passes; k is small). */
+static size_t top_k(const double *x, size_t n, size_t k, size_t *out) {
+  size_t m = 0;
+  for (; m < k && m < n; m++) {
+    size_t best = SIZE_MAX;
+    for (size_t i = 0; i < n; i++) {
+      if (m > 0 && !before(x[out[m - 1]], out[m - 1], x[i], i)) continue;
+      if (best == SIZE_MAX || before(x[i], i, x[best], best)) best = i;
+    }
+    out[m] = best;
+  }
+  return m;
+}
+
+void tl_compare_logits(const double *ref, const float *cand, size_t vocab,
+                       size_t k, tl_logit_stats *s) {
+  double *p = malloc(vocab * sizeof *p), *q = malloc(vocab * sizeof *q);
+  double *c = malloc(vocab * sizeof *c);
+  size_t *tr = malloc((k ? k : 1) * sizeof *tr), *tc = malloc((k ? k : 1) * sizeof *tc);
+  size_t nr, nc;
+  memset(s, 0, sizeof *s);
+  s->k = k;
+  if (p == NULL || q == NULL || c == NULL || tr == NULL || tc == NULL || vocab < 2) {
+    s->jsd = NAN;
+  } else {
+    for (size_t i = 0; i < vocab; i++) c[i] = cand[i];
+    softmax(ref, vocab, p);
+    softmax(c, vocab, q);
+    for (size_t i = 0; i < vocab; i++) {
+      double m = 0.5 * (p[i] + q[i]);
+      if (p[i] > 0) s->jsd += 0.5 * p[i] * log(p[i] / m);
+      if (q[i] > 0) s->jsd += 0.5 * q[i] * log(q[i] / m);
+    }
+    nr = top_k(ref, vocab, k > 2 ? k : 2, tr);
+    nc = top_k(c, vocab, k > 2 ? k : 2, tc);
+    s->ref_argmax = (uint32_t)tr[0];
+    s->cand_argmax = (uint32_t)tc[0];
+    s->margin = ref[tr[0]] - ref[tr[1]];
+    for (size_t i = 0; i < k && i < nr; i++)
+      for (size_t j = 0; j < k && j < nc; j++) s->topk_overlap += tr[i] == tc[j];
+  }
+  free(p);
+  free(q);
+  free(c);
+  free(tr);
+  free(tc);
+}

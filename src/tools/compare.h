@@ -1,0 +1,54 @@
+/* Comparing a run's tensors with golden vectors (docs/tolerance.md): the
+ * preregistered tolerance profile and the per-tensor metrics. */
+#ifndef TL_TOOLS_COMPARE_H
+#define TL_TOOLS_COMPARE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/qwen3.h"
+
+/* The profile's name; any change to tl_tolerance_for makes a new one. */
+#define TL_TOLERANCE_PROFILE "scalar-f32-vs-f64/1"
+
+typedef struct tl_tolerance {
+  double rtol, atol;
+} tl_tolerance;
+
+/* The bound for one record: rtol = 16 (depth + 1) gamma_N with
+ * N = max(hidden, intermediate, heads * head_dim, keys), u = 2^-24,
+ * depth = the layer (0 for the embedding, the layer count for final_norm
+ * and logits); atol = rtol * ref_rms (the reference record's RMS). */
+tl_tolerance tl_tolerance_for(const tl_qwen3_config *cfg, uint32_t keys,
+                              tl_qwen3_stage stage, int32_t layer,
+                              double ref_rms);
+
+typedef struct tl_compare_stats {
+  size_t count, n_fail, first_fail; /* first_fail: SIZE_MAX when none */
+  double max_abs, max_rel;          /* max_rel over |ref| above the floor */
+  double rms_err, nrmse, cosine;
+  uint64_t max_ulp; /* candidate vs reference rounded to f32 */
+  double ref_rms;
+} tl_compare_stats;
+
+/* Element rule: |c - r| <= atol + rtol * max(|c|, |r|); equal infinities
+ * (masked scores) match. rel_floor: |r| below it is left out of max_rel. */
+void tl_compare(const double *ref, const float *cand, size_t n,
+                tl_tolerance tol, double rel_floor, tl_compare_stats *s);
+
+/* RMS of the finite values of ref. */
+double tl_rms(const double *ref, size_t n);
+
+/* Final distributions of one position: Jensen-Shannon divergence (nats)
+ * of softmax(ref) and softmax(cand) in f64, overlap of the top-k id sets,
+ * the reference's top-2 margin and both argmaxes (lowest id on ties). */
+typedef struct tl_logit_stats {
+  double jsd, margin;
+  size_t topk_overlap, k;
+  uint32_t ref_argmax, cand_argmax;
+} tl_logit_stats;
+
+void tl_compare_logits(const double *ref, const float *cand, size_t vocab,
+                       size_t k, tl_logit_stats *s);
+
+#endif

@@ -1,0 +1,191 @@
+#include "golden.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bytes.h"
+#include "cbor/cbor.h"
+
+static tl_status bad(char *err, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static tl_status bad(char *err, size_t cap, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, cap, fmt, ap);
+  va_end(ap);
+  return TL_ERR_INVALID_MODEL;
+}
+
+static bool is(const char *k, size_t len, const char *want) {
+  return len == strlen(want) && memcmp(k, want, len) == 0;
+}
+
+static tl_status read_u32_array(tl_cbor_reader *r, uint32_t **out, size_t *n) {
+  size_t count;
+  if (tl_cbor_expect_array(r, &count) != TL_OK) return TL_ERR_INVALID_MODEL;
+  *out = malloc((count ? count : 1) * sizeof **out);
+  if (*out == NULL) return TL_ERR_OUT_OF_MEMORY;
+  for (size_t i = 0; i < count; i++) {
+    uint64_t v;
+    if (tl_cbor_expect_uint(r, &v) != TL_OK || v > UINT32_MAX)
+      return TL_ERR_INVALID_MODEL;
+    (*out)[i] = (uint32_t)v;
+  }
+  *n = count;
+  return TL_OK;
+}
+
+static tl_status read_text(tl_cbor_reader *r, char *buf, size_t cap) {
+  const char *s;
+  size_t len;
+  if (tl_cbor_expect_text(r, &s, &len) != TL_OK) return TL_ERR_INVALID_MODEL;
+  snprintf(buf, cap, "%.*s", (int)len, s);
+  return TL_OK;
+}
+
+static tl_status read_record(tl_cbor_reader *r, tl_golden_record *rec,
+                             char *err, size_t cap) {
+  size_t n_pairs, elem = 0, data_len = 0;
+  const uint8_t *data = NULL;
+  char name[32] = "";
+  memset(rec, 0, sizeof *rec);
+  rec->layer = -1;
+  if (tl_cbor_expect_map(r, &n_pairs) != TL_OK)
+    return bad(err, cap, "a record is not a map");
+  for (size_t i = 0; i < n_pairs; i++) {
+    const char *k;
+    size_t klen;
+    tl_cbor_item it;
+    if (tl_cbor_expect_text(r, &k, &klen) != TL_OK)
+      return bad(err, cap, "a record key is not text");
+    if (is(k, klen, "name")) {
+      if (read_text(r, name, sizeof name) != TL_OK)
+        return bad(err, cap, "record name is not text");
+    } else if (is(k, klen, "layer")) {
+      if (tl_cbor_read(r, &it) != TL_OK) return bad(err, cap, "bad layer");
+      if (it.type == TL_CBOR_UINT && it.value < 65536) rec->layer = (int32_t)it.value;
+      else if (it.type != TL_CBOR_NULL) return bad(err, cap, "bad layer");
+    } else if (is(k, klen, "shape")) {
+      size_t rank;
+      if (tl_cbor_expect_array(r, &rank) != TL_OK || rank == 0 ||
+          rank > TL_GOLDEN_MAX_RANK)
+        return bad(err, cap, "record '%s': bad shape", name);
+      rec->rank = rank;
+      rec->count = 1;
+      for (size_t d = 0; d < rank; d++) {
+        uint64_t v;
+        if (tl_cbor_expect_uint(r, &v) != TL_OK || v == 0 || v > (1u << 30) ||
+            rec->count > SIZE_MAX / v)
+          return bad(err, cap, "record '%s': bad shape", name);
+        rec->shape[d] = (size_t)v;
+        rec->count *= (size_t)v;
+      }
+    } else if (is(k, klen, "dtype")) {
+      char dt[8];
+      if (read_text(r, dt, sizeof dt) != TL_OK) return bad(err, cap, "bad dtype");
+      elem = strcmp(dt, "f64") == 0 ? 8 : strcmp(dt, "f32") == 0 ? 4 : 0;
+      if (elem == 0) return bad(err, cap, "record '%s': dtype '%s'", name, dt);
+    } else if (is(k, klen, "data")) {
+      if (tl_cbor_expect_bytes(r, &data, &data_len) != TL_OK)
+        return bad(err, cap, "record '%s': data is not bytes", name);
+    } else if (tl_cbor_skip(r) != TL_OK) {
+      return bad(err, cap, "malformed record");
+    }
+  }
+  rec->stage = tl_qwen3_stage_find(name, strlen(name));
+  if (rec->stage == TL_QWEN3_STAGE_COUNT)
+    return bad(err, cap, "unknown stage '%s'", name);
+  if (rec->rank == 0 || elem == 0 || data == NULL || data_len != rec->count * elem)
+    return bad(err, cap, "record '%s' layer %d: shape, dtype and data disagree",
+               name, (int)rec->layer);
+  rec->values = malloc(rec->count * sizeof *rec->values);
+  if (rec->values == NULL) return TL_ERR_OUT_OF_MEMORY;
+  for (size_t i = 0; i < rec->count; i++)
+    rec->values[i] = elem == 8 ? tl_bits_to_f64(tl_load_le64(data + 8 * i))
+                               : (double)tl_bits_to_f32(tl_load_le32(data + 4 * i));
+  return TL_OK;
+}
+
+static tl_status read_doc(tl_cbor_reader *r, tl_golden *g, char *err,
+                          size_t cap) {
+  size_t n_pairs;
+  bool format_ok = false;
+  tl_status st;
+  if (tl_cbor_expect_map(r, &n_pairs) != TL_OK)
+    return bad(err, cap, "not a CBOR map");
+  for (size_t i = 0; i < n_pairs; i++) {
+    const char *k;
+    size_t klen, n;
+    if (tl_cbor_expect_text(r, &k, &klen) != TL_OK) return bad(err, cap, "bad key");
+    if (is(k, klen, "format")) {
+      char f[32];
+      if (read_text(r, f, sizeof f) != TL_OK) return bad(err, cap, "bad format");
+      format_ok = strcmp(f, "tinylm.golden/1") == 0;
+    } else if (is(k, klen, "producer")) {
+      if (tl_cbor_expect_map(r, &n) != TL_OK) return bad(err, cap, "bad producer");
+      for (size_t j = 0; j < n; j++) {
+        if (tl_cbor_expect_text(r, &k, &klen) != TL_OK) return bad(err, cap, "bad producer");
+        if (is(k, klen, "name")) st = read_text(r, g->producer, sizeof g->producer);
+        else if (is(k, klen, "precision")) st = read_text(r, g->precision, sizeof g->precision);
+        else st = tl_cbor_skip(r);
+        if (st != TL_OK) return bad(err, cap, "bad producer");
+      }
+    } else if (is(k, klen, "prompt")) {
+      if (tl_cbor_expect_map(r, &n) != TL_OK) return bad(err, cap, "bad prompt");
+      for (size_t j = 0; j < n; j++) {
+        if (tl_cbor_expect_text(r, &k, &klen) != TL_OK) return bad(err, cap, "bad prompt");
+        st = is(k, klen, "ids") ? read_u32_array(r, &g->ids, &g->n_ids)
+                                : tl_cbor_skip(r);
+        if (st != TL_OK) return st == TL_ERR_OUT_OF_MEMORY ? st : bad(err, cap, "bad prompt ids");
+      }
+    } else if (is(k, klen, "positions")) {
+      st = read_u32_array(r, &g->positions, &g->n_positions);
+      if (st != TL_OK) return st == TL_ERR_OUT_OF_MEMORY ? st : bad(err, cap, "bad positions");
+    } else if (is(k, klen, "records")) {
+      if (tl_cbor_expect_array(r, &n) != TL_OK) return bad(err, cap, "bad records");
+      g->records = calloc(n ? n : 1, sizeof *g->records);
+      if (g->records == NULL) return TL_ERR_OUT_OF_MEMORY;
+      for (size_t j = 0; j < n; j++) {
+        st = read_record(r, &g->records[j], err, cap);
+        g->n_records = j + 1;
+        if (st != TL_OK) return st;
+      }
+    } else if (tl_cbor_skip(r) != TL_OK) {
+      return bad(err, cap, "malformed document");
+    }
+  }
+  if (!format_ok) return bad(err, cap, "\"format\" is not \"tinylm.golden/1\"");
+  if (g->n_ids == 0 || g->n_positions == 0)
+    return bad(err, cap, "the prompt or the positions are empty");
+  for (size_t i = 0; i < g->n_positions; i++)
+    if (g->positions[i] >= g->n_ids || (i > 0 && g->positions[i] <= g->positions[i - 1]))
+      return bad(err, cap, "positions must be ascending and inside the prompt");
+  for (size_t i = 0; i < g->n_records; i++)
+    if (g->records[i].shape[0] != g->n_positions)
+      return bad(err, cap, "record '%s': first dim is not the positions",
+                 tl_qwen3_stage_name(g->records[i].stage));
+  return TL_OK;
+}
+
+tl_status tl_golden_read(const uint8_t *doc, size_t len, tl_golden *g,
+                         char *err, size_t err_cap) {
+  tl_cbor_reader r;
+  tl_status st;
+  memset(g, 0, sizeof *g);
+  st = tl_cbor_reader_init(&r, doc, len, NULL);
+  if (st == TL_OK) st = read_doc(&r, g, err, err_cap);
+  if (st == TL_OK && tl_cbor_reader_finish(&r) != TL_OK)
+    st = bad(err, err_cap, "trailing bytes after the document");
+  if (st != TL_OK) tl_golden_free(g);
+  return st;
+}
+
+void tl_golden_free(tl_golden *g) {
+  for (size_t i = 0; i < g->n_records; i++) free(g->records[i].values);
+  free(g->records);
+  free(g->ids);
+  free(g->positions);
+  memset(g, 0, sizeof *g);
+}

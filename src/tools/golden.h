@@ -1,0 +1,39 @@
+/* Reading golden-vector documents (docs/golden.md, `tinylm.golden/1`) on
+ * the native side: the prompt, the captured positions and every record's
+ * values widened to double. */
+#ifndef TL_TOOLS_GOLDEN_H
+#define TL_TOOLS_GOLDEN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/qwen3.h"
+#include "tinylm.h"
+
+#define TL_GOLDEN_MAX_RANK 4
+
+typedef struct tl_golden_record {
+  tl_qwen3_stage stage;
+  int32_t layer; /* -1: not inside a layer */
+  size_t rank, shape[TL_GOLDEN_MAX_RANK];
+  size_t count; /* elements */
+  double *values; /* malloc */
+} tl_golden_record;
+
+typedef struct tl_golden {
+  char producer[64], precision[8];
+  uint32_t *ids; /* the prompt (malloc) */
+  size_t n_ids;
+  uint32_t *positions; /* captured query positions, ascending (malloc) */
+  size_t n_positions;
+  tl_golden_record *records; /* in document order (malloc) */
+  size_t n_records;
+} tl_golden;
+
+/* TL_ERR_INVALID_CBOR / TL_ERR_INVALID_MODEL with the reason in err;
+ * TL_ERR_OUT_OF_MEMORY. On failure *g is freed and zeroed. */
+tl_status tl_golden_read(const uint8_t *doc, size_t len, tl_golden *g,
+                         char *err, size_t err_cap);
+void tl_golden_free(tl_golden *g);
+
+#endif
