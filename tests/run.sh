@@ -91,6 +91,10 @@ run_stage convert-bad /usr/bin/python3 tests/convert/bad_checkpoints.py build/as
 run_stage slm-goldens-current tools/slm_goldens.sh --check
 run_stage convert /usr/bin/python3 tests/convert/convert_test.py build/asan/tinylm \
   build/test-work/convert
+run_stage oracle-qwen3 /usr/bin/python3 tools/oracle/qwen3_ref_test.py --tinylm build/gcc/tinylm
+run_stage forward-goldens-current /usr/bin/python3 tools/forward_goldens.py --check build/gcc/tinylm
+run_stage forward /usr/bin/python3 tests/model/forward_test.py build/asan/tinylm \
+  build/test-work/forward
 run_stage diff-hash tests/diff/hash_diff.sh build/gcc/tinylm
 run_stage diff-cbor /usr/bin/python3 tests/diff/cbor_diff.py build/asan/cbor_tool
 run_stage fuzz-build build fuzz

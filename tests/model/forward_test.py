@@ -1,0 +1,120 @@
+#!/usr/bin/python3
+"""The scalar forward pass against the committed NumPy float64 goldens
+(tests/golden/forward/, tools/forward_goldens.py), through `tinylm verify`:
+
+  * every case passes the preregistered profile at every capture point, for
+    each lossless artifact of its checkpoint (--quant source and f32; f16
+    too for the bf16 checkpoint, whose values f16 holds exactly);
+  * an f16 artifact of the f32 checkpoint is lossy, and verify says so at
+    the first capture (the embedding);
+  * a text prompt's ids through tinylm's tokenizer equal the golden's;
+  * the mutation switches (docs/forward.md) are caught and localised: the
+    first divergence names the expected stage and layer 0;
+  * the softmax without max subtraction overflows on large scores and the
+    run stops naming the stage.
+
+    forward_test.py TINYLM WORKDIR
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "tools"))
+
+import forward_specs as fs  # noqa: E402
+
+# mutation -> (case, expected first-divergence stage)
+MUTATIONS = {
+    "rope_pairing": ("tiny-ids", "q_rope"),
+    "no_q_norm": ("tiny-ids", "q_norm"),
+    "gqa_map": ("tiny-ids", "scores"),
+    "mask_off_by_one": ("tiny-ids", "scores_masked"),
+    "rms_eps": ("tiny-ids", "attn_norm"),
+}
+
+passed = failed = 0
+
+
+def check(ok, what, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+        print("ok", what)
+    else:
+        failed += 1
+        print("  FAIL", what + (": " + detail if detail else ""))
+
+
+def verify(tinylm, model, golden, *extra):
+    p = subprocess.run([tinylm, "verify", model, "--golden", golden, "--json",
+                        *extra], capture_output=True, text=True)
+    try:
+        doc = json.loads(p.stdout.splitlines()[-1])
+    except (ValueError, IndexError):
+        doc = {}
+    return p.returncode, doc, p.stderr
+
+
+def main(tinylm, work):
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    models = {}
+    for name, (kind, prompt, _, _) in sorted(fs.CASES.items()):
+        golden = os.path.join(fs.GOLDEN_DIR, name + ".cbor")
+        hf = os.path.join(work, kind)
+        if kind not in models:
+            fs.checkpoint(tinylm, kind, hf)
+            models[kind] = {}
+            for quant in ("source", "f32", "f16"):
+                out = os.path.join(work, "%s-%s.slm" % (kind, quant))
+                fs.run([tinylm, "convert", hf, "-o", out, "--quant", quant])
+                models[kind][quant] = out
+        if "text" in prompt:
+            ids = fs.prompt_ids(tinylm, prompt, models[kind]["source"])
+            with open(golden, "rb") as f:
+                import cbor2
+                want = cbor2.loads(f.read())["prompt"]["ids"]
+            check(ids == want, name + ": text prompt ids equal the golden's",
+                  "%s vs %s" % (ids, want))
+        for quant, model in sorted(models[kind].items()):
+            rc, doc, err = verify(tinylm, model, golden)
+            if quant == "f16" and kind != "bf16":
+                d = doc.get("first_divergence") or {}
+                check(rc == 1 and d.get("stage") == "embedding",
+                      "%s --quant f16 (lossy from f32) diverges at the embedding"
+                      % name, "exit %d %s" % (rc, json.dumps(d)))
+                continue
+            worst = max((r["nrmse"] for r in doc.get("records", [])), default=None)
+            check(rc == 0 and doc.get("pass") is True,
+                  "%s --quant %s: every capture within %s (worst NRMSE %s)"
+                  % (name, quant, doc.get("profile"), worst),
+                  err.strip() or json.dumps(doc.get("first_divergence")))
+    for mutation, (case, stage) in sorted(MUTATIONS.items()):
+        kind = fs.CASES[case][0]
+        rc, doc, err = verify(tinylm, models[kind]["source"],
+                              os.path.join(fs.GOLDEN_DIR, case + ".cbor"),
+                              "--mutate", mutation)
+        d = doc.get("first_divergence") or {}
+        check(rc == 1 and d.get("stage") == stage and d.get("layer") == 0,
+              "mutation %s localised to %s, layer 0" % (mutation, stage),
+              "got %s (exit %d) %s" % (json.dumps(d), rc, err.strip()))
+    rc, doc, err = verify(tinylm, models["f32-scaled-norms"]["source"],
+                          os.path.join(fs.GOLDEN_DIR, "tiny-large-scores.cbor"),
+                          "--mutate", "softmax_no_max")
+    check(rc == 1 and "numerical_failure" in err and "stage probs, layer 0" in err,
+          "mutation softmax_no_max stops at probs, layer 0 on large scores",
+          err.strip())
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        print("usage: forward_test.py TINYLM WORKDIR", file=sys.stderr)
+        sys.exit(2)
+    sys.exit(main(sys.argv[1], sys.argv[2]))
