@@ -11,7 +11,8 @@
 #   make wasm        the core for wasm32 (+ opcode check when wabt is present)
 #   make fuzz        libFuzzer targets (run them with tests/fuzz/run.sh)
 #   make bench       hash throughput (native, wasm, beside sha256sum/b3sum),
-#                    tokenizer beside HF tokenizers, 0.6B conversion and open
+#                    tokenizer beside HF tokenizers, 0.6B conversion, open,
+#                    scalar prefill/decode
 #   make clean
 
 CFG ?= gcc
@@ -81,6 +82,7 @@ UNIT := $(BUILD)/unit_tests
 CBOR_TOOL := $(BUILD)/cbor_tool
 HASH_BENCH := $(BUILD)/hash_bench
 SLM_OPEN_BENCH := $(BUILD)/slm_open_bench
+FORWARD_BENCH := $(BUILD)/forward_bench
 TRANSCRIPT := $(BUILD)/transcript
 
 .PHONY: all native test test-full wasm fuzz bench clean setup demo \
@@ -88,7 +90,7 @@ TRANSCRIPT := $(BUILD)/transcript
         forward-goldens \
         slm-goldens
 all: native
-native: $(LIB) $(CLI) $(UNIT) $(CBOR_TOOL) $(HASH_BENCH) $(SLM_OPEN_BENCH) $(TRANSCRIPT)
+native: $(LIB) $(CLI) $(UNIT) $(CBOR_TOOL) $(HASH_BENCH) $(SLM_OPEN_BENCH) $(FORWARD_BENCH) $(TRANSCRIPT)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
@@ -149,6 +151,9 @@ $(HASH_BENCH): $(call obj,bench/hash_bench.c) $(LIB)
 
 $(SLM_OPEN_BENCH): $(call obj,bench/slm_open_bench.c) $(LIB)
 	$(CC) $(LDFLAGS) $^ -o $@
+
+$(FORWARD_BENCH): $(call obj,bench/forward_bench.c) $(LIB)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 $(TRANSCRIPT): $(call obj,tests/wasm/transcript.c tests/wasm/transcript_native.c \
                  tests/support/cbor_gen.c $(TEST_SUPPORT) $(HARNESS)) $(LIB)
@@ -234,7 +239,7 @@ bench: setup
 	@bench/hash.sh
 	@$(MAKE) --no-print-directory tok-slm
 	@bench/tokenizer.sh
-	@bench/convert.sh
+	@bench/model.sh
 
 # Forward-pass golden vectors (tests/golden/forward/) from the NumPy float64
 # oracle on the synthetic checkpoints of tools/forward_specs.py.
