@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The scalar lane on the full Qwen3-0.6B shape (synthetic bf16 weights,
+# separate lm_head copy as published) against the NumPy float64 oracle,
+# generated here (the 0.6B goldens are too large to commit): every capture
+# point of the first and last layer and the logits, for a 16-token prompt.
+#   forward_06b.sh TINYLM WORKDIR
+set -euo pipefail
+tinylm=$1
+work=$2
+rm -rf "$work" && mkdir -p "$work"
+"$tinylm" synth --config qwen3-0.6b --seed 3 --separate-lm-head -o "$work/hf" >/dev/null
+"$tinylm" convert "$work/hf" -o "$work/model.slm" --profile qwen3-0.6b-publisher >/dev/null
+ids="151644 872 198 9707 11 1879 0 3555 374 279 6722 315 9625 30 151645 198"
+/usr/bin/python3 tools/oracle/qwen3_ref.py "$work/hf" --ids "$ids" --precision f64 \
+  --positions 0,7,15 --weights "synth qwen3-0.6b seed 3 bf16" -o "$work/golden.cbor"
+"$tinylm" verify "$work/model.slm" --golden "$work/golden.cbor" | tee "$work/verify.txt"
+rm -rf "$work/hf"
