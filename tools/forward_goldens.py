@@ -26,7 +26,7 @@ def main(argv):
     work = tempfile.mkdtemp(prefix="tl_fwd_")
     stale = []
     try:
-        for name, (kind, prompt, positions, stages) in sorted(fs.CASES.items()):
+        for name, (kind, prompt, positions, stages, steps) in sorted(fs.CASES.items()):
             hf = os.path.join(work, kind)
             if not os.path.isdir(hf):
                 fs.checkpoint(tinylm, kind, hf)
@@ -36,7 +36,7 @@ def main(argv):
             fs.run(["/usr/bin/python3", oracle, hf, "--ids", " ".join(map(str, ids)),
                     "--precision", "f64", "--positions", positions, "--stages",
                     stages, "--weights", "synth tiny.json seed 7 " + kind,
-                    "-o", out])
+                    "--greedy", str(steps), "-o", out])
             golden = os.path.join(fs.GOLDEN_DIR, name + ".cbor")
             if check:
                 with open(out, "rb") as a, open(golden, "rb") as b:

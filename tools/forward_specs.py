@@ -32,15 +32,15 @@ NO_ATTENTION_MAPS = ("embedding,attn_norm,q,k,v,q_norm,k_norm,q_rope,k_rope,"
                      "attn_out,o_proj,attn_residual,mlp_norm,gate,up,act,down,"
                      "layer_out,final_norm,logits")
 
-# name -> (checkpoint, prompt, positions, stages)
+# name -> (checkpoint, prompt, positions, stages, greedy continuation steps)
 CASES = {
-    "tiny-ids": ("bf16", {"ids": [3, 17, 200, 45, 9, 322, 100, 7]}, "all", "all"),
-    "tiny-text": ("bf16", {"text": "Hello, the cat!"},
-                  "all", "all"),
+    "tiny-ids": ("bf16", {"ids": [3, 17, 200, 45, 9, 322, 100, 7]}, "all", "all",
+                 32),
+    "tiny-text": ("bf16", {"text": "Hello, the cat!"}, "all", "all", 32),
     "tiny-long": ("bf16", {"ids": long_ids(1100)}, "0,511,1023,1099",
-                  NO_ATTENTION_MAPS),
+                  NO_ATTENTION_MAPS, 0),
     "tiny-large-scores": ("f32-scaled-norms", {"ids": [5, 80, 300, 12, 7, 99]},
-                          "all", "all"),
+                          "all", "all", 0),
 }
 
 # The q_norm/k_norm scale of "f32-scaled-norms": scores reach ~100, where

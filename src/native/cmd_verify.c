@@ -169,6 +169,47 @@ static long first_divergence(const tl_golden *g, const result *res,
   return found;
 }
 
+static uint32_t argmax(const float *x, size_t n) {
+  uint32_t best = 0;
+  for (size_t i = 1; i < n; i++)
+    if (x[i] > x[best]) best = (uint32_t)i; /* lowest id on ties */
+  return best;
+}
+
+/* Decodes the golden's continuation greedily from the prompt's last
+ * logits and compares each step's token with the reference's. A different
+ * token is a failure when the reference's margin exceeds twice the error
+ * bound of the logits, "unstable" otherwise (DESIGN.md §6); the sequences
+ * part there, so the comparison stops. NULL when the forward pass fails. */
+static json_t *greedy(const tl_qwen3 *m, tl_qwen3_cache *cache,
+                      const tl_golden *g, float *logits, tl_arena *scratch,
+                      size_t *n_failed) {
+  const char *verdict = "same";
+  size_t step = 0;
+  double margin = 0.0, bound = 0.0;
+  for (; step < g->n_continuation; step++) {
+    uint32_t want = g->continuation[step], got = argmax(logits, m->cfg.vocab);
+    if (got != want) {
+      double rms = 0.0;
+      tl_tolerance tol;
+      for (size_t i = 0; i < m->cfg.vocab; i++) rms += (double)logits[i] * logits[i];
+      rms = sqrt(rms / m->cfg.vocab);
+      tol = tl_tolerance_for(&m->cfg, cache->len, TL_QWEN3_STAGE_LOGITS, -1, rms);
+      margin = g->margins[step];
+      bound = tol.atol + tol.rtol * fabs((double)logits[got]);
+      verdict = margin > 2 * bound ? "different" : "unstable";
+      if (margin > 2 * bound) (*n_failed)++;
+      break;
+    }
+    if (step + 1 < g->n_continuation &&
+        tl_qwen3_forward(m, cache, &want, 1, logits, NULL, scratch, NULL) != TL_OK)
+      return NULL;
+  }
+  return json_pack("{s:I,s:I,s:s,s:f,s:f}", "steps", (json_int_t)g->n_continuation,
+                   "agreed", (json_int_t)step, "verdict", verdict, "margin", margin,
+                   "error_bound", bound);
+}
+
 int tl_cmd_verify(int argc, char **argv) {
   const char *model_path = NULL, *golden_path = NULL;
   bool json = false;
@@ -188,6 +229,7 @@ int tl_cmd_verify(int argc, char **argv) {
   int rc = TL_EXIT_OK;
   size_t n_failed = 0, n_missing = 0;
   json_t *out = NULL, *records = NULL, *logit_rows = NULL;
+  float *logits = NULL;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--help") == 0) {
       fputs(usage_text, stdout);
@@ -242,17 +284,20 @@ int tl_cmd_verify(int argc, char **argv) {
   }
   m.mutations = mutate;
   {
-    size_t cache_bytes = 2 * (size_t)m.cfg.layers * g.n_ids * m.cfg.kv_heads *
+    size_t keys = g.n_ids + g.n_continuation;
+    size_t cache_bytes = 2 * (size_t)m.cfg.layers * keys * m.cfg.kv_heads *
                          m.cfg.head_dim * sizeof(float) + 256;
-    size_t need = tl_qwen3_scratch_bound(&m, g.n_ids, (uint32_t)g.n_ids) + cache_bytes;
+    size_t need = tl_qwen3_scratch_bound(&m, g.n_ids, (uint32_t)keys) + cache_bytes;
     scratch_mem = malloc(need);
     tl_arena_init(&scratch, scratch_mem, scratch_mem ? need : 0);
   }
-  st = tl_qwen3_cache_init(&cache, &m, (uint32_t)g.n_ids, &scratch);
+  st = tl_qwen3_cache_init(&cache, &m, (uint32_t)(g.n_ids + g.n_continuation), &scratch);
   cc.g = &g;
   cc.cand = calloc(g.n_records ? g.n_records : 1, sizeof *cc.cand);
   cc.filled = calloc(g.n_records ? g.n_records : 1, sizeof *cc.filled);
   res = calloc(g.n_records ? g.n_records : 1, sizeof *res);
+  logits = malloc(m.cfg.vocab * sizeof *logits);
+  if (logits == NULL) st = TL_ERR_OUT_OF_MEMORY;
   for (size_t r = 0; r < g.n_records && cc.cand; r++) {
     cc.cand[r] = calloc(g.records[r].count, sizeof(float));
     if (cc.cand[r] == NULL) st = TL_ERR_OUT_OF_MEMORY;
@@ -263,7 +308,7 @@ int tl_cmd_verify(int argc, char **argv) {
     for (size_t i = 0; i < g.n_ids; i++)
       if (g.ids[i] >= m.cfg.vocab) st = TL_ERR_INVALID_ARGUMENT;
     if (st == TL_OK)
-      st = tl_qwen3_forward(&m, &cache, g.ids, g.n_ids, NULL, &cap, &scratch, &fault);
+      st = tl_qwen3_forward(&m, &cache, g.ids, g.n_ids, logits, &cap, &scratch, &fault);
   }
   if (st == TL_ERR_NUMERICAL_FAILURE) {
     rc = tl_cli_fail(json, st, "non-finite value at stage %s, layer %d, position %u, index %zu",
@@ -329,6 +374,14 @@ int tl_cmd_verify(int argc, char **argv) {
   json_object_set_new(out, "records", records);
   json_object_set_new(out, "logits", logit_rows);
   json_object_set_new(out, "missing", json_integer((json_int_t)n_missing));
+  if (g.n_continuation > 0) {
+    json_t *gr = greedy(&m, &cache, &g, logits, &scratch, &n_failed);
+    if (gr == NULL) {
+      rc = tl_cli_fail(json, TL_ERR_NUMERICAL_FAILURE, "the greedy continuation failed");
+      goto done;
+    }
+    json_object_set_new(out, "greedy", gr);
+  }
   if (n_failed + n_missing > 0) {
     size_t probes = 0;
     long r = first_divergence(&g, res, m.cfg.layers, &probes);
@@ -364,6 +417,13 @@ int tl_cmd_verify(int argc, char **argv) {
              json_real_value(json_object_get(v, "cosine")) - 1.0,
              json_is_true(json_object_get(v, "pass")) ? "ok" : "FAIL");
     }
+    if (json_is_object(json_object_get(out, "greedy"))) {
+      json_t *gr = json_object_get(out, "greedy");
+      printf("  greedy continuation: %lld of %lld tokens agree (%s)\n",
+             (long long)json_integer_value(json_object_get(gr, "agreed")),
+             (long long)json_integer_value(json_object_get(gr, "steps")),
+             json_string_value(json_object_get(gr, "verdict")));
+    }
     json_array_foreach(logit_rows, i, v)
       printf("  logits @%lld: jsd %.3g, top-10 overlap %lld, argmax %lld vs %lld (%s, margin %.3g)\n",
              (long long)json_integer_value(json_object_get(v, "position")),
@@ -386,6 +446,7 @@ done:
   free(cc.cand);
   free(cc.filled);
   free(res);
+  free(logits);
   free(arena_mem);
   free(scratch_mem);
   tl_golden_free(&g);

@@ -143,6 +143,23 @@ static tl_status read_doc(tl_cbor_reader *r, tl_golden *g, char *err,
     } else if (is(k, klen, "positions")) {
       st = read_u32_array(r, &g->positions, &g->n_positions);
       if (st != TL_OK) return st == TL_ERR_OUT_OF_MEMORY ? st : bad(err, cap, "bad positions");
+    } else if (is(k, klen, "continuation")) {
+      const uint8_t *m = NULL;
+      size_t m_len = 0;
+      if (tl_cbor_expect_map(r, &n) != TL_OK) return bad(err, cap, "bad continuation");
+      for (size_t j = 0; j < n; j++) {
+        if (tl_cbor_expect_text(r, &k, &klen) != TL_OK) return bad(err, cap, "bad continuation");
+        if (is(k, klen, "ids")) st = read_u32_array(r, &g->continuation, &g->n_continuation);
+        else if (is(k, klen, "margins")) st = tl_cbor_expect_bytes(r, &m, &m_len) == TL_OK ? TL_OK : TL_ERR_INVALID_MODEL;
+        else st = tl_cbor_skip(r);
+        if (st != TL_OK) return st == TL_ERR_OUT_OF_MEMORY ? st : bad(err, cap, "bad continuation");
+      }
+      if (m == NULL || m_len != 8 * g->n_continuation)
+        return bad(err, cap, "continuation: one f64 margin per id is required");
+      g->margins = malloc((g->n_continuation ? g->n_continuation : 1) * sizeof *g->margins);
+      if (g->margins == NULL) return TL_ERR_OUT_OF_MEMORY;
+      for (size_t j = 0; j < g->n_continuation; j++)
+        g->margins[j] = tl_bits_to_f64(tl_load_le64(m + 8 * j));
     } else if (is(k, klen, "records")) {
       if (tl_cbor_expect_array(r, &n) != TL_OK) return bad(err, cap, "bad records");
       g->records = calloc(n ? n : 1, sizeof *g->records);
@@ -187,5 +204,7 @@ void tl_golden_free(tl_golden *g) {
   free(g->records);
   free(g->ids);
   free(g->positions);
+  free(g->continuation);
+  free(g->margins);
   memset(g, 0, sizeof *g);
 }

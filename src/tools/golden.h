@@ -28,6 +28,11 @@ typedef struct tl_golden {
   size_t n_positions;
   tl_golden_record *records; /* in document order (malloc) */
   size_t n_records;
+  /* A greedy continuation after the prompt (may be absent: 0 steps): the
+   * reference's token and its top-1 minus top-2 logit margin per step. */
+  uint32_t *continuation; /* malloc */
+  double *margins;        /* malloc */
+  size_t n_continuation;
 } tl_golden;
 
 /* TL_ERR_INVALID_CBOR / TL_ERR_INVALID_MODEL with the reason in err;

@@ -2,7 +2,9 @@
 # The scalar lane on the full Qwen3-0.6B shape (synthetic bf16 weights,
 # separate lm_head copy as published) against the NumPy float64 oracle,
 # generated here (the 0.6B goldens are too large to commit): every capture
-# point of the first and last layer and the logits, for a 16-token prompt.
+# point of every layer at three positions and the logits, for a 16-token
+# prompt; with TL_FORWARD_GREEDY=N (make test-full: 32) also a greedy
+# continuation of N tokens.
 #   forward_06b.sh TINYLM WORKDIR
 set -euo pipefail
 tinylm=$1
@@ -12,6 +14,7 @@ rm -rf "$work" && mkdir -p "$work"
 "$tinylm" convert "$work/hf" -o "$work/model.slm" --profile qwen3-0.6b-publisher >/dev/null
 ids="151644 872 198 9707 11 1879 0 3555 374 279 6722 315 9625 30 151645 198"
 /usr/bin/python3 tools/oracle/qwen3_ref.py "$work/hf" --ids "$ids" --precision f64 \
-  --positions 0,7,15 --weights "synth qwen3-0.6b seed 3 bf16" -o "$work/golden.cbor"
+  --positions 0,7,15 --weights "synth qwen3-0.6b seed 3 bf16" \
+  --greedy "${TL_FORWARD_GREEDY:-0}" -o "$work/golden.cbor"
 "$tinylm" verify "$work/model.slm" --golden "$work/golden.cbor" | tee "$work/verify.txt"
 rm -rf "$work/hf"

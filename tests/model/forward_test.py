@@ -8,6 +8,8 @@
   * an f16 artifact of the f32 checkpoint is lossy, and verify says so at
     the first capture (the embedding);
   * a text prompt's ids through tinylm's tokenizer equal the golden's;
+  * greedy continuations of 32 tokens agree with the oracle's (a different
+    token is only accepted when the margin rule reports it unstable);
   * the mutation switches (docs/forward.md) are caught and localised: the
     first divergence names the expected stage and layer 0;
   * the softmax without max subtraction overflows on large scores and the
@@ -64,7 +66,7 @@ def main(tinylm, work):
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     models = {}
-    for name, (kind, prompt, _, _) in sorted(fs.CASES.items()):
+    for name, (kind, prompt, _, _, steps) in sorted(fs.CASES.items()):
         golden = os.path.join(fs.GOLDEN_DIR, name + ".cbor")
         hf = os.path.join(work, kind)
         if kind not in models:
@@ -90,6 +92,12 @@ def main(tinylm, work):
                       % name, "exit %d %s" % (rc, json.dumps(d)))
                 continue
             worst = max((r["nrmse"] for r in doc.get("records", [])), default=None)
+            if steps:
+                gr = doc.get("greedy") or {}
+                check(gr.get("agreed") == steps or gr.get("verdict") == "unstable",
+                      "%s --quant %s: greedy continuation of %d tokens agrees "
+                      "(or is reported unstable)" % (name, quant, steps),
+                      json.dumps(gr))
             check(rc == 0 and doc.get("pass") is True,
                   "%s --quant %s: every capture within %s (worst NRMSE %s)"
                   % (name, quant, doc.get("profile"), worst),

@@ -171,8 +171,10 @@ def make_record(name, layer, array, precision):
             "data": a.tobytes(order="C")}
 
 
-def golden_document(producer, config_map, weights, ids, positions, records):
-    """producer: {"name","version","precision"}; returns the CBOR bytes."""
+def golden_document(producer, config_map, weights, ids, positions, records,
+                    continuation=None):
+    """producer: {"name","version","precision"}; continuation: None or
+    (ids, margins) of a greedy continuation; returns the CBOR bytes."""
     recs = sorted(records, key=stage_sort_key)
     seen = set()
     for r in recs:
@@ -188,6 +190,11 @@ def golden_document(producer, config_map, weights, ids, positions, records):
            "prompt": {"ids": [int(i) for i in ids]},
            "positions": [int(p) for p in positions],
            "records": recs}
+    if continuation is not None:
+        cont_ids, margins = continuation
+        doc["continuation"] = {
+            "ids": [int(i) for i in cont_ids],
+            "margins": np.asarray(margins, dtype="<f8").tobytes()}
     return cbor_encode(doc)
 
 
@@ -505,6 +512,8 @@ def parse_cli(argv, prog, description, precisions=("f64", "f32"), default_precis
     ap.add_argument("--stages", default="all", help='"all" or e.g. "q_rope,probs"')
     ap.add_argument("--weights", default=None,
                     help='the model.weights text (default: "<dir name> <dtype>")')
+    ap.add_argument("--greedy", type=int, default=0, metavar="N",
+                    help="also record a greedy continuation of N tokens")
     ap.add_argument("-o", dest="out", required=True, metavar="OUT.cbor")
     return ap.parse_args(argv)
 

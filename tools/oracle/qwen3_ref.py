@@ -3,7 +3,7 @@
 
     qwen3_ref.py HF_DIR --ids "1 2 3" [--precision f64|f32]
                  [--positions all|0,5,7] [--stages all|name,name]
-                 [--weights TEXT] -o OUT.cbor
+                 [--weights TEXT] [--greedy N] -o OUT.cbor
 
 An independent oracle for the C runtime (docs/golden.md), written from
 transformers' modeling_qwen3.py semantics and the repository's docs, not
@@ -189,6 +189,22 @@ def forward(st, c, ids, positions, stages, precision):
     return records
 
 
+def greedy(st, c, ids, n, precision):
+    """n greedy steps after the prompt: each step the whole sequence is run
+    again and the last position's argmax (lowest id on ties) appended.
+    Returns (ids, margins): margins[i] = top-1 minus top-2 logit at step i."""
+    seq, out, margins = list(ids), [], []
+    for _ in range(n):
+        rec = forward(st, c, seq, [len(seq) - 1], {"logits"}, precision)[0]
+        logits = gc.record_array(rec)[0].astype(np.float64)
+        top = int(np.argmax(logits))
+        second = np.max(np.delete(logits, top))
+        out.append(top)
+        margins.append(float(logits[top] - second))
+        seq.append(top)
+    return out, margins
+
+
 def run(argv):
     args = gc.parse_cli(argv, "qwen3_ref.py", __doc__.splitlines()[0])
     c, cmap = gc.resolve_config(args.hf_dir)
@@ -198,9 +214,10 @@ def run(argv):
     stages = gc.parse_stages(args.stages)
     records = forward(st, c, ids, positions, stages, args.precision)
     weights = args.weights or gc.default_weights_label(args.hf_dir, st)
+    continuation = greedy(st, c, ids, args.greedy, args.precision) if args.greedy else None
     doc = gc.golden_document({"name": PRODUCER, "version": VERSION,
                               "precision": args.precision},
-                             cmap, weights, ids, positions, records)
+                             cmap, weights, ids, positions, records, continuation)
     gc.write_file(args.out, doc)
     return 0
 
