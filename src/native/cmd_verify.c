@@ -18,7 +18,9 @@
 #include "model/qwen3.h"
 
 static const char usage_text[] =
-    "usage: tinylm verify MODEL.slm --golden FILE [--json]\n"
+    "usage: tinylm verify MODEL.slm --golden FILE [--json] [--dump OUT.cbor]\n"
+    "  --dump  also write this run's values for the golden's records, in the\n"
+    "          same schema (producer tinylm-scalar)\n"
     "  FILE: a tinylm.golden/1 document (docs/golden.md), e.g. from\n"
     "  tools/oracle/qwen3_ref.py on the checkpoint the model came from\n";
 
@@ -211,7 +213,7 @@ static json_t *greedy(const tl_qwen3 *m, tl_qwen3_cache *cache,
 }
 
 int tl_cmd_verify(int argc, char **argv) {
-  const char *model_path = NULL, *golden_path = NULL;
+  const char *model_path = NULL, *golden_path = NULL, *dump_path = NULL;
   bool json = false;
   uint32_t mutate = 0;
   tl_native_model nm;
@@ -238,6 +240,8 @@ int tl_cmd_verify(int argc, char **argv) {
       json = true;
     } else if (strcmp(argv[i], "--golden") == 0 && i + 1 < argc) {
       golden_path = argv[++i];
+    } else if (strcmp(argv[i], "--dump") == 0 && i + 1 < argc) {
+      dump_path = argv[++i];
     } else if (strcmp(argv[i], "--mutate") == 0 && i + 1 < argc) {
       /* Test-only: break one piece on purpose (docs/forward.md). */
       const char *name = argv[++i];
@@ -320,6 +324,23 @@ int tl_cmd_verify(int argc, char **argv) {
                      "%s", cc.shape_error ? "golden record shapes do not match the model"
                                           : "the forward pass failed");
     goto done;
+  }
+  if (dump_path != NULL) {
+    const tl_slm_section *meta;
+    uint8_t *doc = NULL;
+    size_t doc_len = 0;
+    char label[96];
+    snprintf(label, sizeof label, "the weights of %s", model_path);
+    st = tl_slm_find(&nm.slm, TL_SLM_METADATA, &meta);
+    if (st == TL_OK)
+      st = tl_golden_write_run(&g, cc.cand, meta->data, meta->len, label, &doc, &doc_len);
+    if (st == TL_OK) st = tl_file_write_atomic(dump_path, doc, doc_len, err, sizeof err);
+    else snprintf(err, sizeof err, "%s: cannot encode the capture", dump_path);
+    free(doc);
+    if (st != TL_OK) {
+      rc = tl_cli_fail(json, st, "%s", err);
+      goto done;
+    }
   }
   out = json_object();
   records = json_array();

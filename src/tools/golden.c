@@ -7,6 +7,7 @@
 
 #include "bytes.h"
 #include "cbor/cbor.h"
+#include "cbor_doc.h"
 
 static tl_status bad(char *err, size_t cap, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -207,4 +208,113 @@ void tl_golden_free(tl_golden *g) {
   free(g->continuation);
   free(g->margins);
   memset(g, 0, sizeof *g);
+}
+
+typedef struct run_doc {
+  const tl_golden *g;
+  uint8_t **bytes; /* each record's values as little-endian f32 */
+  const uint8_t *metadata;
+  size_t metadata_len;
+  const char *weights;
+} run_doc;
+
+/* Copies metadata["config"]["config"] (the effective config map). */
+static void put_config(tl_cbor_writer *w, const run_doc *d) {
+  tl_cbor_reader r;
+  for (int level = 0; level < 2; level++) {
+    size_t n;
+    bool found = false;
+    if (level == 0) tl_cbor_reader_init(&r, d->metadata, d->metadata_len, NULL);
+    if (tl_cbor_expect_map(&r, &n) != TL_OK) break;
+    for (size_t i = 0; i < n && !found; i++) {
+      const char *k;
+      size_t klen;
+      if (tl_cbor_expect_text(&r, &k, &klen) != TL_OK) break;
+      found = is(k, klen, "config");
+      if (!found) tl_cbor_skip(&r);
+    }
+    if (!found) break;
+    if (level == 1) {
+      tl_cbor_copy_item(&r, w);
+      return;
+    }
+  }
+  tl_cbor_put_null(w);
+}
+
+static void emit_run(tl_cbor_writer *w, const void *arg) {
+  const run_doc *d = arg;
+  const tl_golden *g = d->g;
+  tl_cbor_begin_map(w, 6);
+  tl_cbor_put_cstr(w, "model");
+  tl_cbor_begin_map(w, 2);
+  tl_cbor_put_cstr(w, "config");
+  put_config(w, d);
+  tl_cbor_put_cstr(w, "weights");
+  tl_cbor_put_cstr(w, d->weights);
+  tl_cbor_end_map(w);
+  tl_cbor_put_cstr(w, "format");
+  tl_cbor_put_cstr(w, "tinylm.golden/1");
+  tl_cbor_put_cstr(w, "prompt");
+  tl_cbor_begin_map(w, 1);
+  tl_cbor_put_cstr(w, "ids");
+  tl_cbor_begin_array(w, g->n_ids);
+  for (size_t i = 0; i < g->n_ids; i++) tl_cbor_put_uint(w, g->ids[i]);
+  tl_cbor_end_array(w);
+  tl_cbor_end_map(w);
+  tl_cbor_put_cstr(w, "records");
+  tl_cbor_begin_array(w, g->n_records);
+  for (size_t r = 0; r < g->n_records; r++) {
+    const tl_golden_record *rec = &g->records[r];
+    tl_cbor_begin_map(w, 5);
+    tl_cbor_put_cstr(w, "data");
+    tl_cbor_put_bytes(w, d->bytes[r], 4 * rec->count);
+    tl_cbor_put_cstr(w, "name");
+    tl_cbor_put_cstr(w, tl_qwen3_stage_name(rec->stage));
+    tl_cbor_put_cstr(w, "dtype");
+    tl_cbor_put_cstr(w, "f32");
+    tl_cbor_put_cstr(w, "layer");
+    if (rec->layer < 0) tl_cbor_put_null(w);
+    else tl_cbor_put_uint(w, (uint64_t)rec->layer);
+    tl_cbor_put_cstr(w, "shape");
+    tl_cbor_begin_array(w, rec->rank);
+    for (size_t k = 0; k < rec->rank; k++) tl_cbor_put_uint(w, rec->shape[k]);
+    tl_cbor_end_array(w);
+    tl_cbor_end_map(w);
+  }
+  tl_cbor_end_array(w);
+  tl_cbor_put_cstr(w, "producer");
+  tl_cbor_begin_map(w, 3);
+  tl_cbor_put_cstr(w, "name");
+  tl_cbor_put_cstr(w, "tinylm-scalar");
+  tl_cbor_put_cstr(w, "version");
+  tl_cbor_put_cstr(w, TL_VERSION_STRING);
+  tl_cbor_put_cstr(w, "precision");
+  tl_cbor_put_cstr(w, "f32");
+  tl_cbor_end_map(w);
+  tl_cbor_put_cstr(w, "positions");
+  tl_cbor_begin_array(w, g->n_positions);
+  for (size_t i = 0; i < g->n_positions; i++) tl_cbor_put_uint(w, g->positions[i]);
+  tl_cbor_end_array(w);
+  tl_cbor_end_map(w);
+}
+
+tl_status tl_golden_write_run(const tl_golden *g, float *const *values,
+                              const uint8_t *metadata, size_t metadata_len,
+                              const char *weights, uint8_t **out,
+                              size_t *out_len) {
+  run_doc d = {g, NULL, metadata, metadata_len, weights};
+  tl_status st = TL_OK;
+  d.bytes = calloc(g->n_records ? g->n_records : 1, sizeof *d.bytes);
+  if (d.bytes == NULL) return TL_ERR_OUT_OF_MEMORY;
+  for (size_t r = 0; r < g->n_records && st == TL_OK; r++) {
+    d.bytes[r] = malloc(4 * g->records[r].count);
+    if (d.bytes[r] == NULL) st = TL_ERR_OUT_OF_MEMORY;
+    for (size_t i = 0; st == TL_OK && i < g->records[r].count; i++)
+      tl_store_le32(d.bytes[r] + 4 * i, tl_f32_to_bits(values[r][i]));
+  }
+  if (st == TL_OK) st = tl_cbor_encode_alloc(emit_run, &d, out, out_len);
+  for (size_t r = 0; r < g->n_records; r++) free(d.bytes[r]);
+  free(d.bytes);
+  return st;
 }
