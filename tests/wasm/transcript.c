@@ -8,6 +8,8 @@
 #include "cbor_gen.h"
 #include "hash/blake3.h"
 #include "hash/sha256.h"
+#include "model/qwen3.h"
+#include "model_gen.h"
 #include "tl_test.h"
 
 typedef struct sink {
@@ -112,6 +114,100 @@ static void cbor_records(sink *s, uint8_t *scratch) {
   }
 }
 
+/* One forward call on a model_gen model: its status, the cache length,
+ * the last position's logits as f32 bits, and the BLAKE3 of every layer's
+ * K and V rows [0, len) (the cache as f32 bits; both hosts little-endian). */
+static void forward_record(sink *s, const tl_qwen3 *m, tl_qwen3_cache *c,
+                           const uint32_t *ids, size_t n, tl_arena *scratch,
+                           float *logits) {
+  size_t kd = (size_t)m->cfg.kv_heads * m->cfg.head_dim;
+  uint8_t d[32];
+  tl_status st;
+  memset(logits, 0, m->cfg.vocab * sizeof(float));
+  st = tl_qwen3_forward(m, c, ids, n, logits, NULL, scratch, NULL);
+  if (st != TL_OK) s->failed = 1;
+  emit_u32(s, (uint32_t)st);
+  emit_u32(s, c->len);
+  for (size_t i = 0; i < m->cfg.vocab; i++)
+    emit_u32(s, tl_f32_to_bits(logits[i]));
+  for (uint32_t l = 0; l < m->cfg.layers; l++) {
+    for (int kv = 0; kv < 2; kv++) {
+      const float *rows = (kv ? c->v : c->k) + (size_t)l * c->capacity * kd;
+      if (tl_blake3(rows, c->len * kd * sizeof(float), d) != TL_OK) s->failed = 1;
+      emit(s, d, 32);
+    }
+  }
+  s->records++;
+}
+
+/* Scalar-lane logits of model_gen models in every stored dtype, tied and
+ * untied, for a one-token prompt, a 7-token prefill followed by three
+ * decode steps, and a 41-token prefill: native and wasm32 must agree on
+ * every bit. */
+static void forward_records(sink *s, uint8_t *scratch) {
+  enum { MODEL_CAP = 1u << 20, ARENA_CAP = 1u << 20, SCRATCH_CAP = 2u << 20 };
+  static const tl_qtype types[] = {TL_QTYPE_F32, TL_QTYPE_F16, TL_QTYPE_BF16,
+                                   TL_QTYPE_Q8, TL_QTYPE_Q4};
+  uint8_t *model = scratch, *arena_mem = scratch + MODEL_CAP;
+  uint8_t *scratch_mem = arena_mem + ARENA_CAP;
+  tl_test_rng rng = {20260611};
+  for (size_t variant = 0; variant < 2; variant++) {
+    for (size_t d = 0; d < sizeof types / sizeof types[0]; d++) {
+      tl_model_gen g = tl_model_gen_tiny(types[d], 1000 + 10 * variant + d);
+      tl_arena arena, work;
+      tl_slm slm;
+      tl_slm_tensors ts;
+      tl_qwen3 m;
+      tl_qwen3_cache c;
+      uint32_t ids[41];
+      float *logits;
+      size_t len;
+      void *p;
+      if (variant == 1) { /* wider, tied, another rope base */
+        g.vocab = 96;
+        g.hidden = 64;
+        g.inter = 96;
+        g.heads = 4;
+        g.kv_heads = 1;
+        g.head_dim = 16;
+        g.max_positions = 128;
+        g.rope_theta = "10000.0";
+        g.tie = true;
+      }
+      tl_arena_init(&arena, arena_mem, ARENA_CAP);
+      tl_arena_init(&work, scratch_mem, SCRATCH_CAP);
+      if (tl_model_gen_build(&g, model, MODEL_CAP, &work, &len) != TL_OK ||
+          tl_model_gen_open(model, len, &slm, &ts, &m, &arena) != TL_OK ||
+          tl_arena_alloc_array(&arena, g.vocab, sizeof(float), 16, &p) != TL_OK) {
+        s->failed = 1;
+        return;
+      }
+      logits = p;
+      /* The artifact itself: its bytes are the same on both hosts too. */
+      {
+        uint8_t digest[32];
+        if (tl_blake3(model, len, digest) != TL_OK) s->failed = 1;
+        emit_u32(s, (uint32_t)len);
+        emit(s, digest, 32);
+        s->records++;
+      }
+      for (size_t i = 0; i < 41; i++)
+        ids[i] = (uint32_t)(tl_test_rng_next(&rng) % g.vocab);
+      if (tl_qwen3_cache_init(&c, &m, 48, &arena) != TL_OK) {
+        s->failed = 1;
+        return;
+      }
+      forward_record(s, &m, &c, ids, 1, &work, logits);
+      c.len = 0;
+      forward_record(s, &m, &c, ids, 7, &work, logits);
+      for (size_t i = 7; i < 10; i++)
+        forward_record(s, &m, &c, ids + i, 1, &work, logits);
+      c.len = 0;
+      forward_record(s, &m, &c, ids, 41, &work, logits);
+    }
+  }
+}
+
 size_t tl_transcript(uint8_t *out, size_t cap, uint8_t *scratch,
                      size_t *records) {
   sink s = {out, cap, 0, 0, 0};
@@ -126,6 +222,7 @@ size_t tl_transcript(uint8_t *out, size_t cap, uint8_t *scratch,
                  (size_t)(tl_test_rng_next(&rng) % (1u << 20)));
   hash_records(&s, &rng, scratch, TL_TRANSCRIPT_SCRATCH);
   cbor_records(&s, scratch);
+  forward_records(&s, scratch);
   *records = s.records;
   return s.failed ? 0 : s.len;
 }

@@ -3,7 +3,7 @@
  * +, -, *, / and conversions in binary64 with a fixed evaluation order (no
  * libm, no FMA: the build has -ffp-contract=off).
  *
- * Accuracy (measured against glibc by src/core/math/detmath_test.c, which
+ * Accuracy (measured against glibc by src/native/detmath_test.c, which
  * runs natively with libm as the reference; docs/numerics.md):
  *   tl_exp  relative error < 2^-51 on [-745, 709.78]
  *   tl_sin, tl_cos  absolute error < 2^-52 for |x| < 2^20 (Cody-Waite
