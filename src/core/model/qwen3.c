@@ -28,6 +28,10 @@ tl_qwen3_stage tl_qwen3_stage_find(const char *name, size_t len) {
 /* ------------------------------------------------------------------------ */
 /* Loading                                                                  */
 
+/* The widest row the lane accepts (hidden, intermediate, heads x head_dim,
+ * vocabulary): 2^24 elements. */
+#define MAX_WIDTH (1u << 24)
+
 static bool key_is(const char *k, size_t len, const char *want) {
   return len == strlen(want) && memcmp(k, want, len) == 0;
 }
@@ -191,6 +195,12 @@ tl_status tl_qwen3_load(tl_qwen3 *m, const tl_slm *slm,
   if (c->heads % c->kv_heads != 0 || c->head_dim % 2 != 0 ||
       !(rc.eps > 0) || !(rc.theta > 1.0))
     return TL_ERR_INVALID_MODEL;
+  /* Every per-token width must fit 32-bit size_t arithmetic (wasm32) with
+   * room to spare: the buffers multiply them by token and key counts, which
+   * tl_qwen3_scratch_bound then checks. */
+  if ((uint64_t)c->heads * c->head_dim > MAX_WIDTH || c->hidden > MAX_WIDTH ||
+      c->inter > MAX_WIDTH || c->vocab > MAX_WIDTH)
+    return TL_ERR_UNSUPPORTED_SHAPE;
   h = c->hidden;
   qd = (size_t)c->heads * c->head_dim;
   kd = (size_t)c->kv_heads * c->head_dim;
@@ -395,37 +405,49 @@ static size_t max3(size_t a, size_t b, size_t c) {
   return m > c ? m : c;
 }
 
-size_t tl_qwen3_scratch_bound(const tl_qwen3 *m, size_t n, uint32_t keys) {
-  const tl_qwen3_config *c = &m->cfg;
+/* The float counts of the working buffers of a call of n tokens over
+ * keys keys, in alloc_bufs order; false when a count overflows. */
+static bool buffer_counts(const tl_qwen3_config *c, size_t n, uint32_t keys,
+                          size_t counts[11]) {
   size_t qd = (size_t)c->heads * c->head_dim, kd = (size_t)c->kv_heads * c->head_dim;
-  size_t floats = n * c->hidden + n * qd + c->hidden + 2 * kd + qd +
-                  c->hidden + c->head_dim + 2 * (size_t)c->inter + 3 * (size_t)c->heads * keys +
-                  max3(c->hidden, c->inter, qd) + c->vocab;
-  return floats * sizeof(float) + 10 * 64;
+  size_t h = c->hidden, widest = max3(c->hidden, c->inter, qd);
+  if (tl_mul_size(n, h, &counts[0]) != TL_OK ||
+      tl_mul_size(n, qd, &counts[1]) != TL_OK ||
+      tl_mul_size((size_t)3 * c->heads, keys, &counts[8]) != TL_OK)
+    return false;
+  counts[2] = h;
+  counts[3] = 2 * kd;
+  counts[4] = qd;
+  counts[5] = h > c->head_dim ? h : c->head_dim;
+  counts[6] = c->inter;
+  counts[7] = c->inter;
+  counts[9] = widest;
+  counts[10] = c->vocab; /* the logits, allocated after the layers */
+  return true;
+}
+
+size_t tl_qwen3_scratch_bound(const tl_qwen3 *m, size_t n, uint32_t keys) {
+  size_t counts[11], total = 0;
+  if (!buffer_counts(&m->cfg, n, keys, counts)) return SIZE_MAX;
+  for (size_t i = 0; i < 11; i++) {
+    /* each buffer: its floats plus up to 63 bytes of alignment */
+    if (counts[i] > (SIZE_MAX - total) / sizeof(float) - 64) return SIZE_MAX;
+    total += counts[i] * sizeof(float) + 63;
+  }
+  return total;
 }
 
 static tl_status alloc_bufs(const tl_qwen3 *m, size_t n, uint32_t keys,
                             tl_arena *a, bufs *b) {
-  const tl_qwen3_config *c = &m->cfg;
-  size_t qd = (size_t)c->heads * c->head_dim, kd = (size_t)c->kv_heads * c->head_dim;
-  struct {
-    float **p;
-    size_t count;
-  } want[] = {{&b->x, n * c->hidden},
-              {&b->q, n * qd},
-              {&b->xn, c->hidden},
-              {&b->kv, 2 * kd},
-              {&b->attn, qd},
-              {&b->h, c->hidden > c->head_dim ? c->hidden : c->head_dim},
-              {&b->gate, c->inter},
-              {&b->up, c->inter},
-              {&b->scores, 3 * (size_t)c->heads * keys},
-              {&b->row, max3(c->hidden, c->inter, qd)}};
-  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+  float **dest[10] = {&b->x,    &b->q,  &b->xn,     &b->kv,     &b->attn,
+                      &b->h,    &b->gate, &b->up,   &b->scores, &b->row};
+  size_t counts[11];
+  if (!buffer_counts(&m->cfg, n, keys, counts)) return TL_ERR_INTEGER_OVERFLOW;
+  for (size_t i = 0; i < 10; i++) {
     void *p;
-    tl_status st = tl_arena_alloc_array(a, want[i].count, sizeof(float), 64, &p);
+    tl_status st = tl_arena_alloc_array(a, counts[i], sizeof(float), 64, &p);
     if (st != TL_OK) return st;
-    *want[i].p = p;
+    *dest[i] = p;
   }
   return TL_OK;
 }
@@ -492,7 +514,8 @@ static tl_status attend(const run *r, bufs *b, const tl_qwen3_cache *cache,
   const float *kc = cache->k + (size_t)l * cache->capacity * kd;
   const float *vc = cache->v + (size_t)l * cache->capacity * kd;
   float scale = (float)(1.0 / __builtin_sqrt((double)d));
-  float *raw = b->scores, *masked = raw + c->heads * keys, *probs = masked + c->heads * keys;
+  size_t row = (size_t)c->heads * keys;
+  float *raw = b->scores, *masked = raw + row, *probs = masked + row;
   uint32_t last = pos + ((m->mutations & TL_QWEN3_MUT_MASK_OFF_BY_ONE) && pos + 1 < keys);
   bool want_raw = wanted(r, TL_QWEN3_STAGE_SCORES, (int32_t)l, pos);
   int32_t li = (int32_t)l;
@@ -500,7 +523,8 @@ static tl_status attend(const run *r, bufs *b, const tl_qwen3_cache *cache,
   for (size_t h = 0; h < c->heads; h++) {
     size_t kvh = (m->mutations & TL_QWEN3_MUT_GQA_MAP) ? h % c->kv_heads : h / group;
     const float *qh = q + h * d;
-    float *sr = raw + h * keys, *sm = masked + h * keys, *p = probs + h * keys;
+    float *sr = raw + h * (size_t)keys, *sm = masked + h * (size_t)keys;
+    float *p = probs + h * (size_t)keys;
     float mx = -__builtin_inff(), sum = 0.0f;
     /* Keys past the last visible one are computed only for the capture
      * of the unmasked scores. */
@@ -522,9 +546,9 @@ static tl_status attend(const run *r, bufs *b, const tl_qwen3_cache *cache,
       b->attn[h * d + e] = acc;
     }
   }
-  st = want_raw ? emit(r, TL_QWEN3_STAGE_SCORES, li, pos, raw, c->heads * keys, false) : TL_OK;
-  if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_SCORES_MASKED, li, pos, masked, c->heads * keys, true);
-  if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_PROBS, li, pos, probs, c->heads * keys, false);
+  st = want_raw ? emit(r, TL_QWEN3_STAGE_SCORES, li, pos, raw, row, false) : TL_OK;
+  if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_SCORES_MASKED, li, pos, masked, row, true);
+  if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_PROBS, li, pos, probs, row, false);
   if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_ATTN_OUT, li, pos, b->attn, c->heads * d, false);
   return st;
 }

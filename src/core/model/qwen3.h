@@ -66,6 +66,7 @@ typedef struct tl_qwen3 {
  * docs/slm.md) and binds every tensor, checking its shape against the
  * config. TL_ERR_INVALID_MODEL (missing or misshapen tensor, bad config),
  * TL_ERR_UNSUPPORTED_FEATURE (a config value the lane does not implement),
+ * TL_ERR_UNSUPPORTED_SHAPE (a row wider than 2^24 elements),
  * TL_ERR_OUT_OF_MEMORY (arena). */
 tl_status tl_qwen3_load(tl_qwen3 *m, const tl_slm *slm,
                         const tl_slm_tensors *tensors, tl_arena *arena);
