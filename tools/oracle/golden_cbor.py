@@ -15,7 +15,8 @@ Contents:
     effective values used by the forward pass and the CBOR "config" map.
   * SafeTensorsDir: a small safetensors reader (single file or sharded via
     model.safetensors.index.json; BF16, F16, F32, F64).
-  * parse_cli(argv, prog, precisions): the common command line.
+  * parse_cli(argv, prog, precisions, extra): the common command line
+    (extra adds a producer's own options).
 """
 
 import argparse
@@ -503,7 +504,10 @@ def parse_stages(text):
     return out
 
 
-def parse_cli(argv, prog, description, precisions=("f64", "f32"), default_precision="f64"):
+def parse_cli(argv, prog, description, precisions=("f64", "f32"), default_precision="f64",
+              extra=None):
+    """extra: None, or a function adding a producer's own options to the
+    argparse parser."""
     ap = argparse.ArgumentParser(prog=prog, description=description)
     ap.add_argument("hf_dir", metavar="HF_DIR", help="Hugging Face checkpoint directory")
     ap.add_argument("--ids", required=True, help='prompt token ids, e.g. "1 2 3"')
@@ -515,6 +519,8 @@ def parse_cli(argv, prog, description, precisions=("f64", "f32"), default_precis
     ap.add_argument("--greedy", type=int, default=0, metavar="N",
                     help="also record a greedy continuation of N tokens")
     ap.add_argument("-o", dest="out", required=True, metavar="OUT.cbor")
+    if extra is not None:
+        extra(ap)
     return ap.parse_args(argv)
 
 

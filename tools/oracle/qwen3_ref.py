@@ -3,7 +3,8 @@
 
     qwen3_ref.py HF_DIR --ids "1 2 3" [--precision f64|f32]
                  [--positions all|0,5,7] [--stages all|name,name]
-                 [--weights TEXT] [--greedy N] -o OUT.cbor
+                 [--weights TEXT] [--greedy N]
+                 [--slm MODEL.slm [--no-slm-digests]] -o OUT.cbor
 
 An independent oracle for the C runtime (docs/golden.md), written from
 transformers' modeling_qwen3.py semantics and the repository's docs, not
@@ -19,6 +20,19 @@ chosen query positions.
   operations: RMSNorm w * (x * rsqrt(mean(x^2) + eps)); inv_freq =
   1 / (theta ** (arange(0, D, 2) / D)) in f32; q * cos + rotate_half(q) *
   sin; scores = (q @ k^T) * f32(D^-0.5); softmax in f32; silu(g) * u.
+
+--slm MODEL.slm: the weights (and only the weights) come from a tinylm
+  model artifact instead of HF_DIR's safetensors files, decoded per
+  docs/quant.md (tools/slm_read.py: f32/f16/bf16 elementwise, q8/q4 as
+  code * scale in f32), so that a lossy artifact (--quant q8|q4|f16|bf16)
+  is compared with the same values it holds. The config still comes from
+  HF_DIR/config.json and must agree with the artifact's (shapes, norms,
+  rope, tying). A tied model's artifact stores no lm_head.weight: the
+  head is the embedding. The artifact is checked on open (container,
+  metadata, every section and tensor digest; --no-slm-digests skips the
+  tensor data's digests, which pure-Python BLAKE3 reads at ~2 MiB/s).
+  The default model.weights label names the artifact, its SHA-256 and its
+  stored dtypes.
 
 Causality by construction: the softmax and probs . v of query i use only
 keys 0..i (arrays whose shapes depend on i alone), so a prefix prompt's
@@ -205,15 +219,101 @@ def greedy(st, c, ids, n, precision):
     return out, margins
 
 
+# Config fields an --slm artifact's metadata must share with config.json.
+SLM_CONFIG_INTS = ("vocab_size", "hidden_size", "intermediate_size",
+                   "num_hidden_layers", "num_attention_heads",
+                   "num_key_value_heads", "head_dim", "tie_word_embeddings")
+SLM_CONFIG_FLOATS = ("rms_norm_eps", "rope_theta")
+
+
+class SlmWeights:
+    """The weights of a tinylm .slm model artifact, with SafeTensorsDir's
+    interface (`in`, raw, get); tensors are looked up by their directory
+    names (the checkpoint's tensor names)."""
+
+    def __init__(self, path, c, digests=True):
+        tools = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        if tools not in sys.path:
+            sys.path.insert(0, tools)
+        import slm_read  # needs python3-cbor2; only --slm pays for it
+        self.path = path
+        try:
+            self.m = slm_read.SlmModel(path, digests)
+            meta_cfg = self.m.config()
+        except OSError as e:
+            raise gc.OracleError("%s: %s" % (path, e.strerror or e))
+        except slm_read.si.SlmError as e:
+            raise gc.OracleError("%s: %s" % (path, e))
+        self.decode_error = slm_read.si.SlmError
+        for key in SLM_CONFIG_INTS + SLM_CONFIG_FLOATS:
+            v = meta_cfg.get(key)
+            try:
+                same = (float(v) == c[key] if key in SLM_CONFIG_FLOATS
+                        else (type(v) is type(c[key]) and v == c[key]))
+            except (TypeError, ValueError):
+                same = False
+            if not same:
+                raise gc.OracleError("%s: config %s is %r in the artifact, %r in "
+                                     "config.json" % (path, key, v, c[key]))
+
+    def __contains__(self, name):
+        return name in self.m
+
+    def raw(self, name):
+        return self.m.raw(name)
+
+    def get(self, name, dtype, shape=None):
+        if name not in self.m:
+            raise gc.OracleError("%s: missing tensor %s" % (self.path, name))
+        dt, shp, _ = self.m.raw(name)
+        if shape is not None and tuple(shape) != shp:
+            raise gc.OracleError("%s: shape %s, expected %s"
+                                 % (name, list(shp), list(shape)))
+        try:
+            a = self.m.get(name)
+        except self.decode_error as e:
+            raise gc.OracleError("%s: %s" % (self.path, e))
+        return a.astype(dtype)
+
+    def label(self):
+        dts = sorted({t["dtype"] for t in self.m.tensors.values()})
+        q = self.m.meta.get("quantization")
+        req = q.get("requested") if isinstance(q, dict) else None
+        return "slm %s sha256:%s quant %s (%s)" % (
+            os.path.basename(self.path), self.m.artifact_id()[:16], req,
+            "+".join(dts))
+
+
+def _cli_extra(ap):
+    ap.add_argument("--slm", default=None, metavar="MODEL.slm",
+                    help="read the weights from this tinylm model artifact "
+                         "(decoded per docs/quant.md) instead of HF_DIR's "
+                         "safetensors; the config stays HF_DIR/config.json")
+    ap.add_argument("--no-slm-digests", action="store_true",
+                    help="with --slm: skip the digests of the tensor data "
+                         "(slow in pure Python for large artifacts)")
+
+
 def run(argv):
-    args = gc.parse_cli(argv, "qwen3_ref.py", __doc__.splitlines()[0])
+    args = gc.parse_cli(argv, "qwen3_ref.py", __doc__.splitlines()[0],
+                        extra=_cli_extra)
     c, cmap = gc.resolve_config(args.hf_dir)
-    st = gc.SafeTensorsDir(args.hf_dir)
+    if args.slm is not None:
+        st = SlmWeights(args.slm, c, digests=not args.no_slm_digests)
+    else:
+        if args.no_slm_digests:
+            raise gc.OracleError("--no-slm-digests needs --slm")
+        st = gc.SafeTensorsDir(args.hf_dir)
     ids = gc.parse_ids(args.ids)
     positions = gc.parse_positions(args.positions, len(ids))
     stages = gc.parse_stages(args.stages)
     records = forward(st, c, ids, positions, stages, args.precision)
-    weights = args.weights or gc.default_weights_label(args.hf_dir, st)
+    if args.weights:
+        weights = args.weights
+    elif args.slm is not None:
+        weights = st.label()
+    else:
+        weights = gc.default_weights_label(args.hf_dir, st)
     continuation = greedy(st, c, ids, args.greedy, args.precision) if args.greedy else None
     doc = gc.golden_document({"name": PRODUCER, "version": VERSION,
                               "precision": args.precision},

@@ -10,8 +10,15 @@ reruns, causality (a prefix prompt's captures equal the first rows of a
 longer prompt's, exactly, f64 and f32), position and stage selection,
 f32 against f64, probability rows, the causal mask, sharded/separate-head
 checkpoints, refusals, Qwen3Config defaults, RMSNorm and rope by hand
-(plain Python floats, math.cos/sin), and a whole 1-layer forward pass in
-plain Python loops (no NumPy) against the NumPy f64 logits.
+(plain Python floats, math.cos/sin), a whole 1-layer forward pass in
+plain Python loops (no NumPy) against the NumPy f64 logits, and --slm
+(weights from a `tinylm convert` artifact): a --quant source artifact gives
+the safetensors path's records byte for byte (tied and untied), q8/q4
+weights decoded by tools/slm_read.py equal a plain struct decoder of
+docs/quant.md and lie within Q-16's bound (about scale/2) of the source
+(short tail blocks included),
+the embedding record holds the decoded rows, and refusals (tokenizer-only
+artifact, config disagreement, missing tensor, corrupted bytes).
 
 Prints `N passed, N failed`; exit status 1 when anything failed.
 """
@@ -192,6 +199,171 @@ def py_forward(hf, cfg, ids):
         fn = py_rmsnorm(x, W["model.norm.weight"], eps)
         logits.append(py_matvec(E, fn))  # tied embeddings
     return logits
+
+
+# --------------------------------------------------------------------------
+# --slm: weights from a .slm artifact
+
+def convert(tinylm, hf, out, quant):
+    """`tinylm convert` of a copy of hf without generation_config.json
+    (synth's copies the publisher's EOS disagreement, which convert refuses
+    outside the 0.6B profile; the weights are the same). quant None: a
+    tokenizer-only artifact."""
+    conv = hf.rstrip("/") + ".conv"
+    if not os.path.isdir(conv):
+        shutil.copytree(hf, conv, ignore=shutil.ignore_patterns("generation_config.json"))
+    opts = ["--quant", quant] if quant else ["--tokenizer-only"]
+    subprocess.run([tinylm, "convert", conv, "-o", out] + opts,
+                   check=True, stdout=subprocess.DEVNULL)
+    return out
+
+
+def py_dequant(dtype, shape, raw):
+    """docs/quant.md Q-10..Q-16 in plain Python: flat list of f32 values."""
+    block_bytes = {"q8": 36, "q4": 20}[dtype]
+    n = shape[-1]
+    rows = len(raw) // (-(-n // 32) * block_bytes)
+    out = []
+    for r in range(rows):
+        for b in range(-(-n // 32)):
+            off = (r * -(-n // 32) + b) * block_bytes
+            d = struct.unpack_from("<f", raw, off)[0]
+            if dtype == "q8":
+                codes = struct.unpack_from("<32b", raw, off + 4)
+            else:
+                codes = []
+                for byte in raw[off + 4:off + 20]:
+                    codes += [(byte & 15) - 8, (byte >> 4) - 8]
+            for i in range(min(32, n - 32 * b)):
+                # one f32 multiply: the exact double product rounded once
+                out.append(struct.unpack("<f", struct.pack("<f", codes[i] * d))[0])
+    return out
+
+
+def block_scales(dtype, shape, raw):
+    """The scale d of every element's block, flat, in element order."""
+    block_bytes = {"q8": 36, "q4": 20}[dtype]
+    n = shape[-1]
+    nb = -(-n // 32)
+    out = []
+    for r in range(len(raw) // (nb * block_bytes)):
+        for b in range(nb):
+            d = struct.unpack_from("<f", raw, (r * nb + b) * block_bytes)[0]
+            out += [d] * min(32, n - 32 * b)
+    return np.asarray(out)
+
+
+def check_decoded(hf, slm, q, n_quantized, tag):
+    """Every tensor of a q8/q4 artifact decoded by tools/slm_read.py: equal
+    to py_dequant, within Q-16's bound of the source (1-D tensors exact)."""
+    sys.path.insert(0, os.path.dirname(HERE))
+    import slm_read
+    src = gc.SafeTensorsDir(hf)
+    m = slm_read.SlmModel(slm)
+    plain_ok, bound_ok, worst, quantized = True, True, 0.0, 0
+    for name in sorted(m.tensors):
+        dt, shape, raw = m.raw(name)
+        y = m.get(name).astype(np.float64).reshape(-1)
+        x = src.get(name, np.float64).reshape(-1)
+        if dt == "f32":
+            bound_ok &= bool(np.array_equal(x, y))
+            continue
+        quantized += 1
+        plain_ok &= bool(np.array_equal(np.asarray(py_dequant(dt, shape, raw)), y))
+        d = block_scales(dt, shape, raw)
+        err = np.abs(y - x)
+        bound_ok &= bool(np.all(err <= d * (0.5 + 2.0 ** -16) + 2.0 ** -149))
+        worst = max(worst, float(np.max(err / np.where(d > 0, d, 1.0))))
+    check("slm %s %s: every 2-D tensor quantized (%d)" % (tag, q, quantized),
+          quantized == n_quantized)
+    check("slm %s %s: slm_read decoding equals a plain struct decoder" % (tag, q), plain_ok)
+    check("slm %s %s: decoded weights within d/2 (Q-16) of the source, 1-D exact "
+          "(worst |y-x|/d %.4f)" % (tag, q, worst),
+          bound_ok and 0.3 < worst <= 0.5 + 2.0 ** -16)
+    return m
+
+
+def test_slm(tinylm, tmp, tiny, shard, ids):
+    import qwen3_ref
+    sys.path.insert(0, os.path.dirname(HERE))
+    import slm_read
+    o = lambda n: os.path.join(tmp, n)  # noqa: E731
+    c, _ = gc.resolve_config(tiny)
+
+    # a lossless artifact gives the safetensors path's bytes (tied model:
+    # the artifact stores no lm_head.weight; greedy included)
+    base = ref(tiny, ids, o("s_st.cbor"), "--greedy", "4")
+    slm = convert(tinylm, tiny, o("tiny-source.slm"), "source")
+    got = ref(tiny, ids, o("s_src.cbor"), "--greedy", "4", "--slm", slm)
+    db, ds = cbor2.loads(base), cbor2.loads(got)
+    check("slm: --quant source artifact gives byte-identical records and continuation",
+          gc.cbor_encode(db["records"]) == gc.cbor_encode(ds["records"])
+          and db["continuation"] == ds["continuation"])
+    check("slm: tied artifact stores no lm_head.weight",
+          "lm_head.weight" not in slm_read.SlmModel(slm))
+    check("slm: weights label names the artifact",
+          ds["model"]["weights"].startswith("slm tiny-source.slm sha256:")
+          and ds["model"]["weights"].endswith("quant source (bf16+f32)")
+          and db["model"]["weights"] == "tiny bf16", ds["model"]["weights"])
+    check("slm: --weights TEXT is kept as given",
+          cbor2.loads(ref(tiny, ids[:2], o("s_w.cbor"), "--slm", slm, "--weights", "W x"))
+          ["model"]["weights"] == "W x")
+
+    # untied (config.json says so; the artifact stores lm_head.weight)
+    untied = o("untied")
+    shutil.copytree(shard, untied)
+    with open(os.path.join(untied, "config.json")) as f:
+        cj = json.load(f)
+    cj["tie_word_embeddings"] = False
+    with open(os.path.join(untied, "config.json"), "w") as f:
+        json.dump(cj, f)
+    uslm = convert(tinylm, untied, o("untied.slm"), "source")
+    du = cbor2.loads(ref(untied, ids, o("u_st.cbor")))
+    dus = cbor2.loads(ref(untied, ids, o("u_slm.cbor"), "--slm", uslm))
+    check("slm: untied artifact (lm_head.weight stored) gives byte-identical records",
+          "lm_head.weight" in slm_read.SlmModel(uslm)
+          and gc.cbor_encode(du["records"]) == gc.cbor_encode(dus["records"]))
+
+    # q8 / q4: decoded weights equal a plain decoder of docs/quant.md and lie
+    # within |y - x| <= d (1/2 + 2^-16) + 2^-149 (Q-16) of the source
+    for q in ("q8", "q4"):
+        qslm = convert(tinylm, tiny, o("tiny-%s.slm" % q), q)
+        m = check_decoded(tiny, qslm, q, 15, "tiny")
+        dq, rq = load(ref(tiny, ids, o("s_%s.cbor" % q), "--slm", qslm))
+        E = m.get("model.embed_tokens.weight").astype(np.float64)
+        _, rb = load(base)
+        check("slm %s: the embedding record holds the decoded rows" % q,
+              np.array_equal(rq[("embedding", None)], E[ids]))
+        e = rel_err(rq[("logits", None)], rb[("logits", None)])
+        check("slm %s: logits differ from the source weights' and stay close" % q,
+              0 < e < (0.05 if q == "q8" else 0.5), "rel %.3g" % e)
+
+    # refusals
+    tok = convert(tinylm, tiny, o("tok.slm"), None)
+    err = ref(tiny, ids, o("x.cbor"), "--slm", tok, expect=1)
+    check("slm refuse: tokenizer-only artifact", "tokenizer-only" in err, err)
+    err = ref(untied, ids, o("x.cbor"), "--slm", slm, expect=1)
+    check("slm refuse: config.json disagrees with the artifact",
+          "tie_word_embeddings" in err, err)
+    try:
+        qwen3_ref.SlmWeights(slm, c).get("model.layers.9.mlp.up_proj.weight", np.float64)
+        check("slm refuse: missing tensor", False)
+    except gc.OracleError as ex:
+        check("slm refuse: missing tensor", "missing tensor" in str(ex), str(ex))
+    bad = o("bad-q8.slm")
+    shutil.copyfile(o("tiny-q8.slm"), bad)
+    t = slm_read.SlmModel(bad).tensors["model.layers.0.mlp.up_proj.weight"]
+    with open(bad, "r+b") as f:
+        f.seek(t["offset"] + 4)  # the first code of the first block
+        f.write(b"\x80")
+    err = ref(tiny, ids, o("x.cbor"), "--slm", bad, expect=1)
+    check("slm refuse: corrupted tensor bytes (digest)", "hash_mismatch" in err, err)
+    err = ref(tiny, ids, o("x.cbor"), "--slm", bad, "--no-slm-digests", expect=1)
+    check("slm refuse: q8 code -128 (Q-17) with --no-slm-digests",
+          "-128" in err and "up_proj" in err, err)
+    err = ref(tiny, ids, o("x.cbor"), "--no-slm-digests", expect=1)
+    check("slm refuse: --no-slm-digests without --slm", "--slm" in err, err)
+    check("slm refuse: no output file written", not os.path.exists(o("x.cbor")))
 
 
 # --------------------------------------------------------------------------
@@ -463,6 +635,8 @@ def run_tests(tinylm, tmp):
     check("refuse: tied embeddings with a different lm_head", "lm_head" in err, err)
     check("refuse: no output file written", not os.path.exists(o("x.cbor")))
 
+    test_slm(tinylm, tmp, tiny, shard, ids)
+
     # qwen3_torch.py: importable without torch; a clear refusal when torch is absent
     try:
         import qwen3_torch  # noqa: F401
@@ -487,6 +661,8 @@ def run_tests(tinylm, tmp):
     # a whole 1-layer forward pass in plain Python against NumPy f64
     one = synth(tinylm, ONE, o("one"))
     c1, m1 = gc.resolve_config(one)
+    for q in ("q8", "q4"):  # rows of 24 and 40: short tail blocks (Q-11)
+        check_decoded(one, convert(tinylm, one, o("one-%s.slm" % q), q), q, 8, "one")
     check("config: overrides read (rope_theta, rms_norm_eps)",
           m1["rope_theta"] == "10000.0" and m1["rms_norm_eps"] == "1e-05")
     for pr in ([300], [300, 7, 321]):
