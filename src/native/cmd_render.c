@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "encoder.h"
 #include "file.h"
+#include "chat_render.h"
 #include "model.h"
 
 static const char usage_text[] =
@@ -15,12 +16,6 @@ static const char usage_text[] =
     "  CONV.json: {\"messages\": [...], \"tools\": [...], "
     "\"add_generation_prompt\": true, \"enable_thinking\": false, ...}\n"
     "  (the keyword names of transformers' apply_chat_template)\n";
-
-/* Working memory for one rendering: the parsed conversation and the values
- * the template makes. Both are bounded by the input size (docs/json.md,
- * docs/template.md), so the arena is sized from it. */
-#define RENDER_ARENA_FACTOR 64
-#define RENDER_ARENA_EXTRA (64u << 20)
 
 static json_t *ownership_json(const tl_tmpl_ownership *o) {
   return json_pack(
@@ -33,20 +28,15 @@ static json_t *ownership_json(const tl_tmpl_ownership *o) {
 }
 
 int tl_cmd_render(int argc, char **argv) {
-  const char *model = NULL, *conv_path = NULL, *why = NULL;
+  const char *model = NULL, *conv_path = NULL;
   bool json = false;
   tl_native_model m;
   tl_file_view conv = {0};
-  tl_arena arena;
-  void *mem = NULL;
-  uint8_t *out = NULL;
-  size_t arena_len, out_len = 0, cap, n_ids = 0, bad = 0, bad_message;
-  tl_json_value *conv_value, *vars;
-  tl_json_error jerr;
-  tl_json_limits jl = tl_json_limits_default();
-  tl_tmpl_limits limits = tl_tmpl_limits_default();
+  tl_render_out r = {0};
+  tl_render_error re;
+  const uint8_t *out = NULL;
+  size_t out_len = 0, n_ids = 0, bad = 0;
   tl_tmpl_ownership own;
-  tl_tmpl_error terr;
   tl_encoder enc = {0};
   char err[1024];
   tl_status st;
@@ -82,64 +72,34 @@ int tl_cmd_render(int argc, char **argv) {
     rc = tl_cli_fail(json, st, "%s", err);
     goto done;
   }
-  arena_len = conv.len > (SIZE_MAX - RENDER_ARENA_EXTRA) / RENDER_ARENA_FACTOR
-                  ? 0
-                  : conv.len * RENDER_ARENA_FACTOR + RENDER_ARENA_EXTRA;
-  mem = arena_len ? malloc(arena_len) : NULL;
-  if (mem == NULL) {
-    rc = tl_cli_fail(json, TL_ERR_OUT_OF_MEMORY, "%s: too large to render",
-                     conv_path);
-    goto done;
-  }
-  tl_arena_init(&arena, mem, arena_len);
-  st = tl_json_parse(conv.data, conv.len, &jl, &arena, &conv_value, &jerr);
-  if (st != TL_OK) {
+  st = tl_native_render(&m, conv.data, conv.len, &r, &re);
+  if (st != TL_OK && strcmp(re.kind, "json") == 0) {
     rc = tl_cli_fail_with(json, st,
-                          json_pack("{s:I, s:I}", "line", (json_int_t)jerr.line,
-                                    "column", (json_int_t)jerr.column),
-                          "%s:%zu:%zu: %s", conv_path, jerr.line, jerr.column,
-                          jerr.reason ? jerr.reason : "invalid JSON");
+                          json_pack("{s:I, s:I}", "line", (json_int_t)re.line,
+                                    "column", (json_int_t)re.column),
+                          "%s:%zu:%zu: %s", conv_path, re.line, re.column,
+                          re.message);
     goto done;
   }
-  st =
-      tl_tmpl_chat_vars(&m.tmpl, conv_value, &arena, &vars, &why, &bad_message);
-  if (st != TL_OK) {
+  if (st != TL_OK && strcmp(re.kind, "input") == 0) {
     char where[48] = "";
-    if (bad_message != SIZE_MAX)
-      snprintf(where, sizeof where, "messages[%zu]: ", bad_message);
+    if (re.bad_message != SIZE_MAX)
+      snprintf(where, sizeof where, "messages[%zu]: ", re.bad_message);
+    rc = tl_cli_fail_with(json, st, json_pack("{s:s}", "kind", "input"),
+                          "%s: %s%s", conv_path, where, re.message);
+    goto done;
+  }
+  if (st != TL_OK) {
+    bool raised = st == TL_ERR_TEMPLATE_RAISED;
     rc = tl_cli_fail_with(
         json, st,
-        json_pack("{s:s}", "kind", tl_tmpl_error_kind_name(TL_TMPL_ERR_INPUT)),
-        "%s: %s%s", conv_path, where, why ? why : "bad input");
+        json_pack("{s:s, s:s}", "kind", re.kind, "message", re.message),
+        "%s%s%s", raised ? "" : re.kind, raised ? "" : ": ", re.message);
     goto done;
   }
-  cap = 1 << 16;
-  for (int attempt = 0; attempt < 2; attempt++) {
-    free(out);
-    out = malloc(cap);
-    if (out == NULL) {
-      st = TL_ERR_OUT_OF_MEMORY;
-      break;
-    }
-    st = tl_tmpl_render(&m.tmpl.program, vars, &limits, &arena, out, cap,
-                        &out_len, &own, &terr);
-    if (!(st == TL_ERR_BOUNDS && terr.kind == TL_TMPL_ERR_BUFFER)) break;
-    cap = out_len;
-  }
-  if (st != TL_OK) {
-    tl_status shown =
-        terr.kind == TL_TMPL_ERR_RAISED ? TL_ERR_TEMPLATE_RAISED : st;
-    rc = tl_cli_fail_with(
-        json, shown,
-        json_pack("{s:s, s:s%}", "kind", tl_tmpl_error_kind_name(terr.kind),
-                  "message", terr.message, terr.message_len),
-        "%s%s%.*s",
-        terr.kind == TL_TMPL_ERR_RAISED ? ""
-                                        : tl_tmpl_error_kind_name(terr.kind),
-        terr.kind == TL_TMPL_ERR_RAISED ? "" : ": ", (int)terr.message_len,
-        terr.message);
-    goto done;
-  }
+  out = r.text;
+  out_len = r.len;
+  own = r.own;
   enc.tok = m.tok;
   st = tl_encoder_run(&enc, out, out_len, &n_ids, &bad);
   if (st != TL_OK) {
@@ -168,8 +128,7 @@ int tl_cmd_render(int argc, char **argv) {
   }
 done:
   tl_encoder_free(&enc);
-  free(out);
-  free(mem);
+  tl_render_out_free(&r);
   tl_file_close_view(&conv);
   tl_native_model_close(&m);
   return rc;
