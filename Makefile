@@ -80,6 +80,7 @@ LIB := $(BUILD)/libtinylm.a
 CLI := $(BUILD)/tinylm
 UNIT := $(BUILD)/unit_tests
 CBOR_TOOL := $(BUILD)/cbor_tool
+SAMPLER_TOOL := $(BUILD)/sampler_tool
 HASH_BENCH := $(BUILD)/hash_bench
 SLM_OPEN_BENCH := $(BUILD)/slm_open_bench
 FORWARD_BENCH := $(BUILD)/forward_bench
@@ -90,7 +91,7 @@ TRANSCRIPT := $(BUILD)/transcript
         forward-goldens \
         slm-goldens
 all: native
-native: $(LIB) $(CLI) $(UNIT) $(CBOR_TOOL) $(HASH_BENCH) $(SLM_OPEN_BENCH) $(FORWARD_BENCH) $(TRANSCRIPT)
+native: $(LIB) $(CLI) $(UNIT) $(CBOR_TOOL) $(SAMPLER_TOOL) $(HASH_BENCH) $(SLM_OPEN_BENCH) $(FORWARD_BENCH) $(TRANSCRIPT)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
@@ -99,7 +100,8 @@ $(BUILD)/obj/%.o: %.c
 # The converter's receipt names the build (never the artifact: same inputs,
 # same bytes from any build of one version).
 BUILD_ID := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
-$(BUILD)/obj/src/native/cmd_convert.o: CFLAGS += -DTL_BUILD_ID='"$(BUILD_ID)"'
+$(BUILD)/obj/src/native/cmd_convert.o $(BUILD)/obj/src/native/run_common.o: \
+  CFLAGS += -DTL_BUILD_ID='"$(BUILD_ID)"'
 
 $(BUILD)/obj/%_sse41.o: %_sse41.c
 	@mkdir -p $(@D)
@@ -144,6 +146,10 @@ $(UNIT): $(call obj,$(CORE_TESTS) $(NATIVE_TESTS) $(HARNESS) $(TEST_SUPPORT) \
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 $(CBOR_TOOL): $(call obj,tests/diff/cbor_tool.c tests/support/cbor_gen.c) $(LIB)
+	$(CC) $(LDFLAGS) $^ -o $@
+
+# tools/oracle/sampler_random.py drives the core sampler through this.
+$(SAMPLER_TOOL): $(call obj,tests/diff/sampler_tool.c) $(LIB)
 	$(CC) $(LDFLAGS) $^ -o $@
 
 $(HASH_BENCH): $(call obj,bench/hash_bench.c) $(LIB)

@@ -44,6 +44,9 @@ int tl_cmd_decode(int argc, char **argv);
 int tl_cmd_render(int argc, char **argv);
 int tl_cmd_inspect(int argc, char **argv);
 int tl_cmd_verify(int argc, char **argv);
+int tl_cmd_run(int argc, char **argv);
+int tl_cmd_receipt(int argc, char **argv);
+int tl_cmd_chat(int argc, char **argv);
 int tl_cmd_synth(int argc, char **argv);
 
 #endif

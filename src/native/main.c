@@ -16,6 +16,7 @@ typedef struct command {
 static int cmd_version(int argc, char **argv);
 
 static const command commands[] = {
+    {"chat", tl_cmd_chat, "an interactive multi-turn conversation"},
     {"convert", tl_cmd_convert,
      "convert a Hugging Face directory to a .slm artifact"},
     {"decode", tl_cmd_decode, "token ids to bytes through an artifact"},
@@ -24,8 +25,10 @@ static const command commands[] = {
      "hash FILE... with SHA-256 or BLAKE3 (sha256sum/b3sum format)"},
     {"inspect", tl_cmd_inspect,
      "what an artifact holds: sections, tensors, config (--verify)"},
+    {"receipt", tl_cmd_receipt, "check and print a run receipt (show FILE)"},
     {"render", tl_cmd_render,
      "a conversation through the artifact's chat template"},
+    {"run", tl_cmd_run, "generate from a prompt or a conversation"},
     {"synth", tl_cmd_synth, "write a synthetic Qwen3 checkpoint directory"},
     {"verify", tl_cmd_verify,
      "compare a run with golden vectors; name the first divergence"},

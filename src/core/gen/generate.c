@@ -1,0 +1,155 @@
+#include "gen/generate.h"
+
+#include <string.h>
+
+const char *tl_stop_reason_name(tl_stop_reason r) {
+  switch (r) {
+    case TL_STOP_EOS: return "eos";
+    case TL_STOP_STRING: return "stop_string";
+    case TL_STOP_MAX_TOKENS: return "max_tokens";
+    case TL_STOP_CONTEXT: return "context_full";
+    case TL_STOP_CANCELLED: return "cancelled";
+    case TL_STOP_NONE: break;
+  }
+  return "none";
+}
+
+static bool is_eos(const tl_gen_params *p, uint32_t id) {
+  for (size_t i = 0; i < p->n_eos; i++)
+    if (p->eos[i] == id) return true;
+  return false;
+}
+
+static bool cancelled(const tl_gen_params *p) {
+  return p->cancelled != NULL && p->cancelled(p->cb_ctx);
+}
+
+/* The earliest end of a stop-string match in raw[0..len) that ends after
+ * from (the bytes before from were checked already); SIZE_MAX if none.
+ * *start gets where the match begins. */
+static size_t find_stop(const tl_gen_params *p, const uint8_t *raw, size_t len,
+                        size_t from, size_t *start) {
+  size_t best = SIZE_MAX;
+  for (size_t s = 0; s < p->n_stops; s++) {
+    size_t n = p->stop_lens[s];
+    if (n == 0 || n > len) continue;
+    for (size_t end = (from > n ? from : n); end <= len; end++) {
+      if (end >= best) break;
+      if (memcmp(raw + end - n, p->stops[s], n) == 0) {
+        best = end;
+        *start = end - n;
+        break;
+      }
+    }
+  }
+  return best;
+}
+
+/* How many trailing bytes of v[0..len) may still begin a stop string. */
+static size_t holdback(const tl_gen_params *p, const uint8_t *v, size_t len) {
+  size_t keep = 0;
+  for (size_t s = 0; s < p->n_stops; s++) {
+    size_t n = p->stop_lens[s];
+    for (size_t k = (n - 1 < len ? n - 1 : len); k > keep; k--)
+      if (memcmp(v + len - k, p->stops[s], k) == 0) {
+        keep = k;
+        break;
+      }
+  }
+  return keep;
+}
+
+/* Appends id's raw and visible bytes. */
+static tl_status append_bytes(const tl_tokenizer *tok, uint32_t id,
+                              tl_gen_result *r) {
+  size_t n = 0, bad;
+  tl_status st = tl_tok_decode(tok, &id, 1, TL_TOK_DECODE_RAW, r->raw + r->raw_len,
+                               r->raw_cap - r->raw_len, &n, &bad);
+  if (st != TL_OK) return st;
+  r->raw_len += n;
+  st = tl_tok_decode(tok, &id, 1, TL_TOK_DECODE_VISIBLE, r->visible + r->visible_len,
+                     r->visible_cap - r->visible_len, &n, &bad);
+  if (st != TL_OK) return st;
+  r->visible_len += n;
+  return TL_OK;
+}
+
+tl_status tl_generate(const tl_qwen3 *m, tl_qwen3_cache *cache,
+                      const tl_tokenizer *tok, const uint32_t *prompt,
+                      size_t n_prompt, const tl_gen_params *p,
+                      tl_arena *scratch, float *logits, tl_gen_result *r) {
+  size_t chunk, streamed = 0, checked = 0;
+  tl_status st = TL_OK;
+  if (m == NULL || cache == NULL || tok == NULL || p == NULL || r == NULL ||
+      logits == NULL || p->choose == NULL || (prompt == NULL && n_prompt) ||
+      r->ids_cap < p->max_new)
+    return TL_ERR_INVALID_ARGUMENT;
+  r->n_ids = r->raw_len = r->visible_len = r->prompt_fed = 0;
+  r->stop = TL_STOP_NONE;
+  if (n_prompt == 0) return TL_ERR_INVALID_ARGUMENT; /* no logits to start */
+  chunk = p->prefill_chunk ? p->prefill_chunk : 64;
+  while (r->prompt_fed < n_prompt) {
+    size_t n = n_prompt - r->prompt_fed < chunk ? n_prompt - r->prompt_fed : chunk;
+    if (cancelled(p)) {
+      r->stop = TL_STOP_CANCELLED;
+      return TL_OK;
+    }
+    st = tl_qwen3_forward(m, cache, prompt + r->prompt_fed, n, logits, NULL,
+                          scratch, NULL);
+    if (st != TL_OK) return st;
+    r->prompt_fed += n;
+    if (p->on_prefill != NULL) p->on_prefill(p->cb_ctx, r->prompt_fed, n_prompt);
+  }
+  for (;;) {
+    uint32_t id;
+    size_t start = 0, end;
+    if (r->n_ids == p->max_new) {
+      r->stop = TL_STOP_MAX_TOKENS;
+      break;
+    }
+    st = p->choose(p->choose_ctx, logits, m->cfg.vocab, r->ids, r->n_ids, &id);
+    if (st != TL_OK) return st;
+    r->ids[r->n_ids++] = id;
+    if (p->on_token != NULL) p->on_token(p->cb_ctx, id);
+    st = append_bytes(tok, id, r);
+    if (st != TL_OK) return st;
+    if (is_eos(p, id)) {
+      r->stop = TL_STOP_EOS;
+      break;
+    }
+    end = find_stop(p, r->raw, r->raw_len, checked, &start);
+    checked = r->raw_len;
+    if (end != SIZE_MAX) {
+      /* The visible bytes end before the match: cut the same count of
+       * trailing bytes the raw stream has from the match on (the raw
+       * bytes after the last special token equal the visible tail). */
+      size_t cut = r->raw_len - start;
+      r->visible_len = cut < r->visible_len ? r->visible_len - cut : 0;
+      r->stop = TL_STOP_STRING;
+      break;
+    }
+    {
+      size_t final_len = r->visible_len - holdback(p, r->visible, r->visible_len);
+      if (final_len > streamed && p->on_visible != NULL)
+        p->on_visible(p->cb_ctx, r->visible + streamed, final_len - streamed);
+      if (final_len > streamed) streamed = final_len;
+    }
+    if (r->n_ids == p->max_new) {
+      r->stop = TL_STOP_MAX_TOKENS;
+      break;
+    }
+    if (cache->len >= cache->capacity || cache->len >= m->cfg.max_positions) {
+      r->stop = TL_STOP_CONTEXT;
+      break;
+    }
+    if (cancelled(p)) {
+      r->stop = TL_STOP_CANCELLED;
+      break;
+    }
+    st = tl_qwen3_forward(m, cache, &id, 1, logits, NULL, scratch, NULL);
+    if (st != TL_OK) return st;
+  }
+  if (r->visible_len > streamed && p->on_visible != NULL)
+    p->on_visible(p->cb_ctx, r->visible + streamed, r->visible_len - streamed);
+  return TL_OK;
+}

@@ -1,0 +1,106 @@
+/* tinylm run: one generation, streamed, with a receipt (docs/generation.md).
+ * --prompt is raw text completion (tokenized as given, no template);
+ * --messages goes through the chat template with add_generation_prompt. */
+#define _POSIX_C_SOURCE 200809L
+#include <jansson.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "chat_render.h"
+#include "cli.h"
+#include "encoder.h"
+#include "file.h"
+#include "gen/generate.h"
+#include "math/detmath.h"
+#include "receipt.h"
+#include "run_common.h"
+#include "session.h"
+
+static const char usage_text[] =
+    "usage: tinylm run MODEL.slm (--prompt S | --messages CONV.json) [-n N]\n"
+    "           [--temperature T] [--top-k K] [--top-p P] [--min-p M]\n"
+    "           [--repeat-penalty R] [--repeat-window W] [--seed S]\n"
+    "           [--stop STR]... [--receipt FILE] [--logprobs K] [--json]\n"
+    "           [--ctx N] [--preflight] [--mem-budget MB]\n"
+    "  defaults: -n 64, greedy (temperature 0), seed 0, context = prompt + n\n"
+    "  --preflight  print the memory plan and exit; --mem-budget refuses a\n"
+    "               plan over MB megabytes before allocating\n";
+
+int tl_cmd_run(int argc, char **argv) {
+  tl_run_options o;
+  tl_session s;
+  tl_encoder enc = {0};
+  tl_render_out rendered = {0};
+  const uint8_t *prompt_bytes = NULL;
+  size_t prompt_len = 0, n_prompt = 0, bad = 0;
+  tl_file_view conv = {0};
+  char err[1024];
+  tl_status st;
+  int rc;
+  rc = tl_run_parse(argc, argv, usage_text, &o);
+  if (rc >= 0) return rc;
+  if ((o.prompt == NULL) == (o.messages == NULL))
+    return tl_cli_usage(o.json, "exactly one of --prompt and --messages\n%s",
+                        usage_text);
+  st = tl_session_open(&s, o.model, 0, o.mem_budget, true, err, sizeof err);
+  if (st != TL_OK) return tl_cli_fail(o.json, st, "%s", err);
+  /* The prompt first: its length sizes the context. */
+  if (o.messages != NULL) {
+    tl_render_error re;
+    st = tl_file_open_view(o.messages, &conv, err, sizeof err);
+    if (st == TL_OK) {
+      st = tl_native_render(&s.model, conv.data, conv.len, &rendered, &re);
+      if (st != TL_OK) snprintf(err, sizeof err, "%s: %s", o.messages, re.message);
+    }
+    prompt_bytes = rendered.text;
+    prompt_len = rendered.len;
+  } else {
+    prompt_bytes = (const uint8_t *)o.prompt;
+    prompt_len = strlen(o.prompt);
+  }
+  if (st == TL_OK) {
+    enc.tok = s.model.tok;
+    st = tl_encoder_run(&enc, prompt_bytes, prompt_len, &n_prompt, &bad);
+    if (st != TL_OK) snprintf(err, sizeof err, "the prompt is not valid UTF-8 at byte %zu", bad);
+  }
+  if (st == TL_OK && n_prompt == 0) {
+    st = TL_ERR_INVALID_ARGUMENT;
+    snprintf(err, sizeof err, "the prompt is empty");
+  }
+  tl_session_close(&s);
+  if (st == TL_OK) {
+    uint64_t want = (uint64_t)n_prompt + o.max_new;
+    uint32_t ctx = o.context ? o.context : (uint32_t)(want < UINT32_MAX ? want : UINT32_MAX);
+    if (want > ctx) {
+      st = TL_ERR_CONTEXT_EXCEEDED;
+      snprintf(err, sizeof err, "prompt (%zu tokens) + -n %u exceed --ctx %u (refused: no truncation)",
+               n_prompt, o.max_new, ctx);
+    } else {
+      st = tl_session_open(&s, o.model, ctx, o.mem_budget, o.preflight, err, sizeof err);
+    }
+  }
+  if (st != TL_OK) {
+    rc = tl_cli_fail(o.json, st, "%s", err);
+    goto done;
+  }
+  if (o.preflight) {
+    char text[512];
+    tl_memory_plan_text(&s.plan, text, sizeof text);
+    printf("memory plan for %u tokens of context: %s\n", s.context, text);
+    tl_session_close(&s);
+    rc = TL_EXIT_OK;
+    goto done;
+  }
+  rc = tl_run_generate(&s, &o, o.messages ? "messages" : "text", prompt_bytes,
+                       prompt_len, enc.ids, n_prompt, 0, stdout, NULL);
+  tl_session_close(&s);
+done:
+  tl_encoder_free(&enc);
+  tl_render_out_free(&rendered);
+  tl_file_close_view(&conv);
+  return rc;
+}

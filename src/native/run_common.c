@@ -1,0 +1,399 @@
+#define _POSIX_C_SOURCE 200809L
+#include "run_common.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "file.h"
+#include "gen/generate.h"
+#include "receipt.h"
+#include "sample/sampler.h"
+#include "utf8.h"
+
+#ifndef TL_BUILD_ID
+#define TL_BUILD_ID "unknown"
+#endif
+
+volatile int tl_run_interrupted;
+
+void tl_turn_out_free(tl_turn_out *t) {
+  free(t->ids);
+  free(t->visible);
+  memset(t, 0, sizeof *t);
+}
+
+static void on_sigint(int sig) {
+  (void)sig;
+  tl_run_interrupted = 1;
+}
+
+static bool parse_u32(const char *s, uint32_t *v) {
+  char *end;
+  unsigned long long x = strtoull(s, &end, 10);
+  if (*s == '\0' || *end != '\0' || *s == '-' || x > UINT32_MAX) return false;
+  *v = (uint32_t)x;
+  return true;
+}
+
+static bool parse_double(const char *s, double *v) {
+  char *end;
+  *v = strtod(s, &end);
+  return *s != '\0' && *end == '\0' && isfinite(*v);
+}
+
+int tl_run_parse(int argc, char **argv, const char *usage, tl_run_options *o) {
+  memset(o, 0, sizeof *o);
+  o->max_new = 64;
+  o->top_p = 1.0;
+  o->repeat_penalty = 1.0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    bool ok = true, takes = true;
+    uint32_t u = 0;
+    if (strcmp(a, "--help") == 0) {
+      fputs(usage, stdout);
+      return TL_EXIT_OK;
+    } else if (strcmp(a, "--json") == 0) {
+      o->json = true;
+      takes = false;
+    } else if (strcmp(a, "--preflight") == 0) {
+      o->preflight = true;
+      takes = false;
+    } else if (v == NULL && a[0] == '-') {
+      return tl_cli_usage(o->json, "'%s' needs a value\n%s", a, usage);
+    } else if (strcmp(a, "--prompt") == 0) {
+      o->prompt = v;
+    } else if (strcmp(a, "--messages") == 0) {
+      o->messages = v;
+    } else if (strcmp(a, "--receipt") == 0) {
+      o->receipt = v;
+    } else if (strcmp(a, "-n") == 0) {
+      ok = parse_u32(v, &o->max_new) && o->max_new > 0;
+    } else if (strcmp(a, "--top-k") == 0) {
+      ok = parse_u32(v, &o->top_k);
+    } else if (strcmp(a, "--repeat-window") == 0) {
+      ok = parse_u32(v, &o->repeat_window);
+    } else if (strcmp(a, "--logprobs") == 0) {
+      ok = parse_u32(v, &o->logprobs) && o->logprobs <= 20;
+    } else if (strcmp(a, "--ctx") == 0) {
+      ok = parse_u32(v, &o->context);
+    } else if (strcmp(a, "--seed") == 0) {
+      char *end;
+      o->seed = strtoull(v, &end, 10);
+      ok = *v != '\0' && *v != '-' && *end == '\0';
+    } else if (strcmp(a, "--mem-budget") == 0) {
+      ok = parse_u32(v, &u);
+      o->mem_budget = (uint64_t)u * 1000000u;
+    } else if (strcmp(a, "--temperature") == 0) {
+      ok = parse_double(v, &o->temperature);
+    } else if (strcmp(a, "--top-p") == 0) {
+      ok = parse_double(v, &o->top_p);
+    } else if (strcmp(a, "--min-p") == 0) {
+      ok = parse_double(v, &o->min_p);
+    } else if (strcmp(a, "--repeat-penalty") == 0) {
+      ok = parse_double(v, &o->repeat_penalty);
+    } else if (strcmp(a, "--stop") == 0) {
+      ok = o->n_stops < TL_RUN_MAX_STOPS && v[0] != '\0';
+      if (ok) o->stops[o->n_stops++] = v;
+    } else if (a[0] == '-') {
+      return tl_cli_usage(o->json, "unknown option '%s'\n%s", a, usage);
+    } else if (o->model == NULL) {
+      o->model = a;
+      takes = false;
+    } else {
+      return tl_cli_usage(o->json, "one MODEL.slm only\n%s", usage);
+    }
+    if (!ok) return tl_cli_usage(o->json, "bad value for '%s': '%s'\n%s", a, v, usage);
+    if (takes) i++;
+  }
+  if (o->model == NULL) return tl_cli_usage(o->json, "MODEL.slm is required\n%s", usage);
+  return -1;
+}
+
+/* The sampler as the generation loop's choose callback. */
+typedef struct chooser {
+  tl_session *s;
+  const tl_sampler_profile *profile;
+  uint64_t seed;
+  uint32_t turn;
+  uint32_t *history; /* prompt, then generated */
+  size_t n_prompt;
+  uint32_t logprobs;
+  json_t *logprob_rows; /* NULL unless --logprobs */
+  tl_status fault_status;
+  tl_sample_result last;
+} chooser;
+
+/* log-softmax of the raw logits (f64), top K alternatives. */
+static json_t *logprob_row(const float *logits, size_t n, uint32_t chosen,
+                           uint32_t k) {
+  double mx = -INFINITY, sum = 0.0, lse;
+  json_t *top = json_array();
+  uint32_t prev = UINT32_MAX;
+  for (size_t i = 0; i < n; i++) if (logits[i] > mx) mx = logits[i];
+  for (size_t i = 0; i < n; i++) sum += exp((double)logits[i] - mx);
+  lse = mx + log(sum);
+  for (uint32_t j = 0; j < k; j++) { /* descending logit, ascending id */
+    uint32_t best = UINT32_MAX;
+    for (size_t i = 0; i < n; i++) {
+      bool after_prev = prev == UINT32_MAX || logits[i] < logits[prev] ||
+                        (logits[i] == logits[prev] && i > prev);
+      if (after_prev && (best == UINT32_MAX || logits[i] > logits[best]))
+        best = (uint32_t)i;
+    }
+    if (best == UINT32_MAX) break;
+    json_array_append_new(top, json_pack("{s:I,s:f}", "id", (json_int_t)best,
+                                         "logprob", (double)logits[best] - lse));
+    prev = best;
+  }
+  return json_pack("{s:I,s:f,s:o}", "id", (json_int_t)chosen, "logprob",
+                   (double)logits[chosen] - lse, "top", top);
+}
+
+static tl_status choose(void *ctx, const float *logits, size_t vocab,
+                        const uint32_t *generated, size_t step, uint32_t *id) {
+  chooser *c = ctx;
+  tl_sample_input in;
+  tl_status st;
+  memcpy(c->history + c->n_prompt, generated, step * sizeof *generated);
+  in.logits = logits;
+  in.n = vocab;
+  in.history = c->history;
+  in.n_history = c->n_prompt + step;
+  in.n_generated = (uint32_t)step;
+  in.pos.seed = c->seed;
+  in.pos.draw = 0;
+  in.pos.token = (uint32_t)step;
+  in.pos.turn = c->turn;
+  in.pos.stream = 0;
+  st = tl_sample(c->profile, &in, &c->s->sampler_scratch, NULL, &c->last);
+  if (st != TL_OK) return c->fault_status = st;
+  *id = c->last.id;
+  if (c->logprob_rows != NULL)
+    json_array_append_new(c->logprob_rows, logprob_row(logits, vocab, *id, c->logprobs));
+  return TL_OK;
+}
+
+typedef struct streamer {
+  FILE *out;
+  bool json;
+} streamer;
+
+static void on_visible(void *ctx, const uint8_t *bytes, size_t n) {
+  streamer *st = ctx;
+  if (st->json) return;
+  fwrite(bytes, 1, n, st->out);
+  fflush(st->out);
+}
+
+static void on_prefill(void *ctx, size_t done, size_t total) {
+  streamer *st = ctx;
+  /* A progress line for long prefills, on a terminal only. */
+  if (st->json || total <= 64 || !isatty(fileno(stderr))) return;
+  fprintf(stderr, "\r[prefill %zu/%zu]%s", done, total, done == total ? "\r\033[K" : "");
+  fflush(stderr);
+}
+
+static bool cancelled(void *ctx) {
+  (void)ctx;
+  return tl_run_interrupted != 0;
+}
+
+static uint64_t now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* Bytes as a JSON string, each maximal ill-formed UTF-8 subpart replaced
+ * by U+FFFD (the raw bytes are reported separately, in hex). */
+json_t *tl_json_lossy_string(const uint8_t *b, size_t n) {
+  char *buf = malloc(3 * n + 1);
+  size_t len = 0;
+  json_t *v;
+  if (buf == NULL) return json_null();
+  for (size_t pos = 0; pos < n;) {
+    uint32_t cp;
+    size_t k;
+    if (tl_utf8_decode(b, n, pos, &cp, &k)) {
+      memcpy(buf + len, b + pos, k);
+      len += k;
+    } else {
+      memcpy(buf + len, "\xEF\xBF\xBD", 3);
+      len += 3;
+    }
+    pos += k;
+  }
+  v = json_stringn(buf, len);
+  free(buf);
+  return v ? v : json_null();
+}
+
+static json_t *hex_json(const uint8_t *b, size_t n) {
+  char *buf = malloc(2 * n + 1);
+  json_t *v;
+  if (buf == NULL) return json_null();
+  tl_cli_hex(b, n, buf);
+  v = json_string(buf);
+  free(buf);
+  return v;
+}
+
+static json_t *ids_json(const uint32_t *ids, size_t n) {
+  json_t *a = json_array();
+  for (size_t i = 0; i < n; i++) json_array_append_new(a, json_integer(ids[i]));
+  return a;
+}
+
+int tl_run_generate(tl_session *s, const tl_run_options *o, const char *mode,
+                    const uint8_t *prompt_bytes, size_t prompt_len,
+                    const uint32_t *ids, size_t n, uint32_t turn, FILE *out,
+                    tl_turn_out *turn_out) {
+  tl_sampler_profile profile = tl_sampler_profile_default(s->defined_ids);
+  tl_sampler_field field;
+  tl_gen_params gp;
+  tl_gen_result r;
+  chooser ch;
+  streamer sm = {out, o->json};
+  const uint8_t *stops[TL_RUN_MAX_STOPS];
+  size_t stop_lens[TL_RUN_MAX_STOPS], raw_cap = 16 * (size_t)o->max_new + 256;
+  uint32_t position = s->cache.len;
+  uint64_t t0, t1, t2;
+  struct sigaction sa, old;
+  tl_status st;
+  int rc = TL_EXIT_OK;
+  profile.temperature = o->temperature;
+  profile.top_k = o->top_k;
+  profile.top_p = o->top_p;
+  profile.min_p = o->min_p;
+  profile.repeat_penalty = o->repeat_penalty;
+  profile.repeat_window = o->repeat_window;
+  profile.eos = s->eos;
+  profile.n_eos = s->n_eos;
+  if (tl_sampler_profile_check(&profile, &field) != TL_OK)
+    return tl_cli_fail(o->json, TL_ERR_INVALID_ARGUMENT,
+                       "sampling options out of range (field %d)", (int)field);
+  for (size_t i = 0; i < o->n_stops; i++) {
+    stops[i] = (const uint8_t *)o->stops[i];
+    stop_lens[i] = strlen(o->stops[i]);
+  }
+  memset(&ch, 0, sizeof ch);
+  ch.s = s;
+  ch.profile = &profile;
+  ch.seed = o->seed;
+  ch.turn = turn;
+  ch.n_prompt = n;
+  ch.logprobs = o->logprobs;
+  ch.logprob_rows = o->logprobs ? json_array() : NULL;
+  ch.history = malloc((n + o->max_new) * sizeof *ch.history);
+  memset(&r, 0, sizeof r);
+  r.ids = malloc(o->max_new * sizeof *r.ids);
+  r.ids_cap = o->max_new;
+  r.raw = malloc(raw_cap);
+  r.raw_cap = raw_cap;
+  r.visible = malloc(raw_cap);
+  r.visible_cap = raw_cap;
+  if (ch.history == NULL || r.ids == NULL || r.raw == NULL || r.visible == NULL) {
+    rc = tl_cli_fail(o->json, TL_ERR_OUT_OF_MEMORY, "out of memory");
+    goto done;
+  }
+  memcpy(ch.history, ids, n * sizeof *ids);
+  memset(&gp, 0, sizeof gp);
+  gp.max_new = o->max_new;
+  gp.eos = s->eos;
+  gp.n_eos = s->n_eos;
+  gp.stops = stops;
+  gp.stop_lens = stop_lens;
+  gp.n_stops = o->n_stops;
+  gp.prefill_chunk = s->prefill_chunk;
+  gp.choose = choose;
+  gp.choose_ctx = &ch;
+  gp.on_visible = on_visible;
+  gp.on_prefill = on_prefill;
+  gp.cancelled = cancelled;
+  gp.cb_ctx = &sm;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigint;
+  sigaction(SIGINT, &sa, &old);
+  tl_run_interrupted = 0;
+  t0 = now_us();
+  st = tl_generate(&s->qwen, &s->cache, s->model.tok, ids, n, &gp, &s->arena,
+                   s->logits, &r);
+  t2 = now_us();
+  sigaction(SIGINT, &old, NULL);
+  /* Prefill ends where the first token was chosen; approximated by the
+   * share of forward calls (one per prompt chunk, one per decode step). */
+  t1 = t0 + (r.n_ids ? (uint64_t)((t2 - t0) * (double)n / (double)(n + (r.n_ids ? r.n_ids - 1 : 0))) : t2 - t0);
+  if (!o->json && r.stop != TL_STOP_CANCELLED) fputc('\n', out);
+  {
+    tl_run_facts f = {s->artifact_id, &s->model.slm, TL_BUILD_ID, mode,
+                      prompt_bytes, prompt_len, ids, n, position, &profile,
+                      o->seed, turn, r.ids, r.n_ids, r.raw, r.raw_len,
+                      tl_stop_reason_name(r.stop),
+                      st == TL_OK ? NULL : tl_status_name(st), t1 - t0, t2 - t1};
+    uint8_t *doc = NULL, root[32];
+    size_t doc_len = 0;
+    char root_hex[65], err[512];
+    tl_status rs = tl_run_receipt(&f, &doc, &doc_len, root);
+    if (rs == TL_OK && o->receipt != NULL)
+      rs = tl_file_write_atomic(o->receipt, doc, doc_len, err, sizeof err);
+    free(doc);
+    tl_cli_hex(root, 32, root_hex);
+    if (st != TL_OK) {
+      rc = tl_cli_fail(o->json, st, "generation failed after %zu tokens", r.n_ids);
+    } else if (rs != TL_OK) {
+      rc = tl_cli_fail(o->json, rs, "cannot write the receipt: %s", err);
+    } else if (o->json) {
+      json_t *doc_json = json_pack(
+          "{s:o,s:o,s:o,s:s,s:I,s:I,s:s,s:{s:f,s:f}}", "ids",
+          ids_json(r.ids, r.n_ids), "text", tl_json_lossy_string(r.visible, r.visible_len),
+          "raw_hex", hex_json(r.raw, r.raw_len), "stop", tl_stop_reason_name(r.stop),
+          "prompt_tokens", (json_int_t)n, "position", (json_int_t)position,
+          "receipt_id", root_hex, "timings", "prefill_tokens_per_s",
+          (t1 > t0) ? n / ((t1 - t0) / 1e6) : 0.0, "decode_tokens_per_s",
+          (t2 > t1 && r.n_ids > 1) ? (r.n_ids - 1) / ((t2 - t1) / 1e6) : 0.0);
+      char *text;
+      if (ch.logprob_rows != NULL) {
+        json_object_set_new(doc_json, "logprobs", ch.logprob_rows);
+        ch.logprob_rows = NULL;
+      }
+      text = json_dumps(doc_json, JSON_COMPACT);
+      fprintf(out, "%s\n", text);
+      free(text);
+      json_decref(doc_json);
+    } else {
+      fprintf(stderr,
+              "[%s after %zu tokens; prefill %zu tokens %.2f tokens/s, decode "
+              "%.2f tokens/s; receipt %s%s%s]\n",
+              tl_stop_reason_name(r.stop), r.n_ids, n,
+              (t1 > t0) ? n / ((t1 - t0) / 1e6) : 0.0,
+              (t2 > t1 && r.n_ids > 1) ? (r.n_ids - 1) / ((t2 - t1) / 1e6) : 0.0,
+              root_hex, o->receipt ? " in " : "", o->receipt ? o->receipt : "");
+    }
+  }
+  if (turn_out != NULL && st == TL_OK) {
+    turn_out->ids = malloc((r.n_ids ? r.n_ids : 1) * sizeof *r.ids);
+    turn_out->visible = malloc(r.visible_len + 1);
+    if (turn_out->ids != NULL && turn_out->visible != NULL) {
+      memcpy(turn_out->ids, r.ids, r.n_ids * sizeof *r.ids);
+      memcpy(turn_out->visible, r.visible, r.visible_len);
+      turn_out->visible[r.visible_len] = '\0';
+      turn_out->n_ids = r.n_ids;
+      turn_out->visible_len = r.visible_len;
+      turn_out->stop = (int)r.stop;
+    }
+  }
+done:
+  json_decref(ch.logprob_rows);
+  free(ch.history);
+  free(r.ids);
+  free(r.raw);
+  free(r.visible);
+  return rc;
+}

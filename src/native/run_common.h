@@ -1,0 +1,60 @@
+/* What run and chat share: the sampling and stopping options, and one
+ * generation turn on an open session (sampler, streaming, Ctrl-C,
+ * logprobs, receipt, report). */
+#ifndef TL_NATIVE_RUN_COMMON_H
+#define TL_NATIVE_RUN_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "session.h"
+
+#define TL_RUN_MAX_STOPS 8
+
+typedef struct tl_run_options {
+  const char *model, *prompt, *messages, *receipt;
+  uint32_t max_new, top_k, repeat_window, logprobs, context;
+  double temperature, top_p, min_p, repeat_penalty;
+  uint64_t seed, mem_budget;
+  const char *stops[TL_RUN_MAX_STOPS];
+  size_t n_stops;
+  bool json, preflight;
+} tl_run_options;
+
+/* Parses argv into o (defaults first). Returns -1 to go on, or the exit
+ * status to return (usage error, --help). */
+int tl_run_parse(int argc, char **argv, const char *usage, tl_run_options *o);
+
+/* What a turn produced, for a caller that keeps a conversation (malloc'd
+ * copies; free with tl_turn_out_free). */
+typedef struct tl_turn_out {
+  uint32_t *ids;
+  size_t n_ids;
+  char *visible;
+  size_t visible_len;
+  int stop; /* tl_stop_reason */
+} tl_turn_out;
+
+void tl_turn_out_free(tl_turn_out *t);
+
+/* Generates after ids[0..n) (which follow the cache's current contents),
+ * streaming visible text to out (human mode) and reporting as o says.
+ * turn numbers the draws (DESIGN.md §7). On return the cache holds the
+ * prompt and every generated token whose forward pass completed.
+ * Returns the exit status; *generated (when not NULL) gets the ids. */
+int tl_run_generate(tl_session *s, const tl_run_options *o, const char *mode,
+                    const uint8_t *prompt_bytes, size_t prompt_len,
+                    const uint32_t *ids, size_t n, uint32_t turn, FILE *out,
+                    tl_turn_out *turn_out);
+
+/* Bytes as a JSON string, each maximal ill-formed UTF-8 subpart replaced
+ * by U+FFFD. */
+struct json_t;
+struct json_t *tl_json_lossy_string(const uint8_t *b, size_t n);
+
+/* Set by SIGINT while a turn runs; checked at every cancellation point. */
+extern volatile int tl_run_interrupted;
+
+#endif

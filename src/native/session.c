@@ -1,0 +1,153 @@
+#include "session.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cbor/cbor.h"
+#include "sample/sampler.h"
+
+/* Prefill runs in chunks of this many tokens (a cancellation point each). */
+#define PREFILL_CHUNK 32
+
+/* The effective EOS set from the metadata ("config" -> "config" ->
+ * "eos_token_ids"). */
+static tl_status read_eos(tl_session *s) {
+  const tl_slm_section *meta;
+  tl_cbor_reader r;
+  size_t n;
+  if (tl_slm_find(&s->model.slm, TL_SLM_METADATA, &meta) != TL_OK ||
+      tl_cbor_reader_init(&r, meta->data, meta->len, NULL) != TL_OK)
+    return TL_ERR_INVALID_MODEL;
+  for (int level = 0; level < 3; level++) {
+    const char *want = level < 2 ? "config" : "eos_token_ids";
+    bool found = false;
+    if (tl_cbor_expect_map(&r, &n) != TL_OK) return TL_ERR_INVALID_MODEL;
+    for (size_t i = 0; i < n && !found; i++) {
+      const char *k;
+      size_t klen;
+      if (tl_cbor_expect_text(&r, &k, &klen) != TL_OK) return TL_ERR_INVALID_MODEL;
+      found = klen == strlen(want) && memcmp(k, want, klen) == 0;
+      if (!found && tl_cbor_skip(&r) != TL_OK) return TL_ERR_INVALID_MODEL;
+    }
+    if (!found) return TL_ERR_INVALID_MODEL;
+  }
+  if (tl_cbor_expect_array(&r, &n) != TL_OK || n == 0 || n > TL_SESSION_MAX_EOS)
+    return TL_ERR_INVALID_MODEL;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t v;
+    if (tl_cbor_expect_uint(&r, &v) != TL_OK || v > UINT32_MAX)
+      return TL_ERR_INVALID_MODEL;
+    s->eos[i] = (uint32_t)v;
+  }
+  s->n_eos = n;
+  /* The sampler wants the set strictly ascending. */
+  for (size_t i = 1; i < n; i++)
+    for (size_t j = i; j > 0 && s->eos[j - 1] > s->eos[j]; j--) {
+      uint32_t t = s->eos[j];
+      s->eos[j] = s->eos[j - 1];
+      s->eos[j - 1] = t;
+    }
+  return TL_OK;
+}
+
+void tl_memory_plan_text(const tl_memory_plan *p, char *buf, size_t cap) {
+  snprintf(buf, cap,
+           "weights %.1f MB (mapped), tokenizer+template %.1f MB, KV cache "
+           "%.1f MB, forward scratch %.1f MB, logits %.1f MB, sampler %.1f MB; "
+           "total %.1f MB",
+           p->weights / 1e6, p->tokenizer / 1e6, p->kv_cache / 1e6,
+           p->scratch / 1e6, p->logits / 1e6, p->sampler / 1e6, p->total / 1e6);
+}
+
+tl_status tl_session_open(tl_session *s, const char *path, uint32_t context,
+                          uint64_t mem_budget, bool plan_only, char *err,
+                          size_t err_cap) {
+  tl_status st;
+  tl_arena bind_arena;
+  uint8_t bind_mem[1 << 16];
+  const tl_slm_section *data;
+  tl_qwen3_config *c;
+  uint64_t kv, arena_bytes;
+  memset(s, 0, sizeof *s);
+  snprintf(s->path, sizeof s->path, "%s", path);
+  st = tl_native_model_open(path, &s->model, err, err_cap);
+  if (st != TL_OK) return st;
+  if (!s->model.has_tensors) {
+    snprintf(err, err_cap, "%s: a tokenizer-only artifact has no weights", path);
+    st = TL_ERR_INVALID_MODEL;
+    goto fail;
+  }
+  /* A first binding in a small arena, to learn the config for the plan. */
+  tl_arena_init(&bind_arena, bind_mem, sizeof bind_mem);
+  st = tl_qwen3_load(&s->qwen, &s->model.slm, &s->model.tensors, &bind_arena);
+  if (st == TL_OK) st = read_eos(s);
+  if (st != TL_OK) {
+    snprintf(err, err_cap, "%s: cannot bind the Qwen3 weights (%s)", path,
+             tl_status_name(st));
+    goto fail;
+  }
+  c = &s->qwen.cfg;
+  if (context == 0) context = c->max_positions < 4096 ? c->max_positions : 4096;
+  if (context > c->max_positions) {
+    snprintf(err, err_cap, "context %u exceeds max_position_embeddings %u",
+             context, c->max_positions);
+    st = TL_ERR_CONTEXT_EXCEEDED;
+    goto fail;
+  }
+  s->context = context;
+  s->prefill_chunk = PREFILL_CHUNK;
+  s->defined_ids = tl_tok_vocab_size(s->model.tok);
+  tl_slm_find(&s->model.slm, TL_SLM_TENSOR_DATA, &data);
+  kv = 2ull * c->layers * context * c->kv_heads * c->head_dim * sizeof(float);
+  s->plan.weights = data->len;
+  s->plan.tokenizer = s->model.arena.cap;
+  s->plan.kv_cache = kv;
+  s->plan.scratch = tl_qwen3_scratch_bound(&s->qwen, s->prefill_chunk, context);
+  s->plan.logits = (uint64_t)c->vocab * sizeof(float);
+  s->plan.sampler = tl_sampler_scratch_bytes(c->vocab);
+  s->plan.total = s->plan.weights + s->plan.tokenizer + s->plan.kv_cache +
+                  s->plan.scratch + s->plan.logits + s->plan.sampler;
+  if (plan_only) return TL_OK;
+  if (mem_budget != 0 && s->plan.total > mem_budget) {
+    char text[512];
+    tl_memory_plan_text(&s->plan, text, sizeof text);
+    snprintf(err, err_cap, "the plan needs %.1f MB, over --mem-budget %.1f MB: %s",
+             s->plan.total / 1e6, mem_budget / 1e6, text);
+    st = TL_ERR_OUT_OF_MEMORY;
+    goto fail;
+  }
+  /* The artifact id: the SHA-256 of the whole file (receipts bind it). */
+  st = tl_file_sha256(&s->model.view, s->artifact_id);
+  if (st != TL_OK) goto fail;
+  arena_bytes = kv + s->plan.scratch + (1 << 20);
+  s->arena_mem = malloc(arena_bytes);
+  s->sampler_mem = malloc(s->plan.sampler);
+  s->logits = malloc(s->plan.logits);
+  if (s->arena_mem == NULL || s->sampler_mem == NULL || s->logits == NULL) {
+    snprintf(err, err_cap, "out of memory for %.1f MB", s->plan.total / 1e6);
+    st = TL_ERR_OUT_OF_MEMORY;
+    goto fail;
+  }
+  tl_arena_init(&s->arena, s->arena_mem, arena_bytes);
+  tl_arena_init(&s->sampler_scratch, s->sampler_mem, s->plan.sampler);
+  st = tl_qwen3_load(&s->qwen, &s->model.slm, &s->model.tensors, &s->arena);
+  if (st == TL_OK) st = tl_qwen3_cache_init(&s->cache, &s->qwen, context, &s->arena);
+  if (st != TL_OK) {
+    snprintf(err, err_cap, "%s: %s", path, tl_status_name(st));
+    goto fail;
+  }
+  return TL_OK;
+fail:
+  tl_session_close(s);
+  return st;
+}
+
+void tl_session_close(tl_session *s) {
+  tl_native_model_close(&s->model);
+  free(s->arena_mem);
+  free(s->sampler_mem);
+  free(s->logits);
+  s->arena_mem = s->sampler_mem = NULL;
+  s->logits = NULL;
+}
