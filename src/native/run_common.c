@@ -183,7 +183,10 @@ static tl_status choose(void *ctx, const float *logits, size_t vocab,
 typedef struct streamer {
   FILE *out;
   bool json;
+  uint64_t prefill_done_us; /* when the last prompt chunk completed */
 } streamer;
+
+static uint64_t now_us(void);
 
 static void on_visible(void *ctx, const uint8_t *bytes, size_t n) {
   streamer *st = ctx;
@@ -194,6 +197,7 @@ static void on_visible(void *ctx, const uint8_t *bytes, size_t n) {
 
 static void on_prefill(void *ctx, size_t done, size_t total) {
   streamer *st = ctx;
+  if (done == total) st->prefill_done_us = now_us();
   /* A progress line for long prefills, on a terminal only. */
   if (st->json || total <= 64 || !isatty(fileno(stderr))) return;
   fprintf(stderr, "\r[prefill %zu/%zu]%s", done, total, done == total ? "\r\033[K" : "");
@@ -260,7 +264,7 @@ int tl_run_generate(tl_session *s, const tl_run_options *o, const char *mode,
   tl_gen_params gp;
   tl_gen_result r;
   chooser ch;
-  streamer sm = {out, o->json};
+  streamer sm = {out, o->json, 0};
   const uint8_t *stops[TL_RUN_MAX_STOPS];
   size_t stop_lens[TL_RUN_MAX_STOPS], raw_cap = 16 * (size_t)o->max_new + 256;
   uint32_t position = s->cache.len;
@@ -327,9 +331,8 @@ int tl_run_generate(tl_session *s, const tl_run_options *o, const char *mode,
                    s->logits, &r);
   t2 = now_us();
   sigaction(SIGINT, &old, NULL);
-  /* Prefill ends where the first token was chosen; approximated by the
-   * share of forward calls (one per prompt chunk, one per decode step). */
-  t1 = t0 + (r.n_ids ? (uint64_t)((t2 - t0) * (double)n / (double)(n + (r.n_ids ? r.n_ids - 1 : 0))) : t2 - t0);
+  /* Prefill ends when the last prompt chunk's forward pass completed. */
+  t1 = sm.prefill_done_us ? sm.prefill_done_us : t2;
   if (!o->json && r.stop != TL_STOP_CANCELLED) fputc('\n', out);
   {
     tl_run_facts f = {s->artifact_id, &s->model.slm, TL_BUILD_ID, mode,
