@@ -98,6 +98,7 @@ run_stage forward /usr/bin/python3 tests/model/forward_test.py build/asan/tinylm
 run_stage forward-0.6b tests/model/forward_06b.sh build/gcc/tinylm build/test-work/forward-0.6b
 run_stage diff-hash tests/diff/hash_diff.sh build/gcc/tinylm
 run_stage diff-cbor /usr/bin/python3 tests/diff/cbor_diff.py build/asan/cbor_tool
+run_stage sampler-random /usr/bin/python3 tools/oracle/sampler_random.py build/asan/sampler_tool
 run_stage fuzz-build build fuzz
 run_stage fuzz-smoke tests/fuzz/run.sh "$FUZZ_SECONDS"
 

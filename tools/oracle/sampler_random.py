@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """Differential test of the C sampler against tools/oracle/sampler_ref.py.
 
-  sampler_random.py SAMPLER_TOOL [--count N] [--seed S] [-v]
+  sampler_random.py SAMPLER_TOOL [--count N] [--full N] [--seed S]
 
-Random logit vectors (sizes 1..4096; normal, integer-valued with many ties,
+Random logit vectors (sizes 1..4096, and --full cases at Qwen3's 151936
+rows with 151669 defined ids; normal, integer-valued with many ties,
 all equal, +-0 mixes, all negative, huge, tiny; now and then a NaN or an
 infinity) x random profiles (temperature 0 / 1 / random / 1e30 / 1e-30 /
 2^-128, top-k, top-p including exactly representable boundaries, min-p,
@@ -26,7 +27,9 @@ when all three checks hold:
             of its probabilities, and the chosen id is the first bound above
             its draw (or the last non-zero survivor).
 
-Prints a note per near tie and `N passed, N failed`.
+Before the cases: the oracle's self-test (Random123 known answers for its
+Philox, its tl_exp port) and the port against `SAMPLER_TOOL exp`. Prints a
+note per near tie (and one summary note) and `N passed, N failed`.
 """
 import argparse
 import math
@@ -80,8 +83,12 @@ def gen_ids(rng, count, hi):
     return sorted(rng.sample(range(hi), count)) if count else []
 
 
-def gen_case(rng):
-    n = rng.choice([1, 2, 3, 4, 5, 7, 8, 16, 33, 100, 257, 1000, 4096])
+QWEN3_ROWS, QWEN3_DEFINED = 151936, 151669
+
+
+def gen_case(rng, full=False):
+    n = QWEN3_ROWS if full else rng.choice([1, 2, 3, 4, 5, 7, 8, 16, 33, 100,
+                                            257, 1000, 4096])
     logits = gen_logits(rng, n)
     r = rng.random()
     if r < 0.15:
@@ -123,6 +130,8 @@ def gen_case(rng):
         ban = list(range(n))  # all masked
     elif r < 0.04 and len(ban) >= 2:
         ban = ban[::-1]  # not ascending: profile error
+    if full:
+        defined = QWEN3_DEFINED
     hist = [rng.randrange(n) for _ in range(rng.randint(0, 20))]
     if rng.random() < 0.01:
         hist.append(n + rng.randint(0, 5))
@@ -211,10 +220,16 @@ def main():
     ap.add_argument('tool')
     ap.add_argument('--count', type=int, default=5000)
     ap.add_argument('--seed', type=int, default=20250701)
-    ap.add_argument('-v', '--verbose', action='store_true')
+    ap.add_argument('--full', type=int, default=4,
+                    help='extra cases at Qwen3 size (151936 rows, 151669 ids)')
     a = ap.parse_args()
     rng = random.Random(a.seed)
     passed = failed = 0
+
+    # The oracle's own known answers (Philox KATs, tl_exp port sanity).
+    sp, sf = ref.selftest(quiet=True)
+    passed += sp
+    failed += sf
 
     stale = check_exp_port(a.tool, rng)
     exact_mode = not stale
@@ -227,6 +242,7 @@ def main():
         passed += 1
 
     cases = [gen_case(rng) for _ in range(a.count)]
+    cases += [gen_case(rng, full=True) for _ in range(a.full)]
     proc = subprocess.run([a.tool, 'run'],
                           input=''.join(case_line(c) + '\n' for c in cases),
                           capture_output=True, text=True)
@@ -287,8 +303,8 @@ def main():
             print('FAIL case %d: %s\n  line: %.300s' % (idx, '; '.join(why), case_line(c)))
         else:
             passed += 1
-    print('note: %d cases: %d typed errors, %d greedy, %d near ties (%d of them '
-          'disagreeing with the math.exp oracle)'
+    print('note: %d cases: %d typed errors, %d greedy, %d with a decision within '
+          '1e-12 of its threshold (%d of them disagreeing with the math.exp oracle)'
           % (len(cases), errors, greedy, near_ties, near_disagree))
     print('%d passed, %d failed' % (passed, failed))
     return 0 if failed == 0 else 1
