@@ -19,19 +19,10 @@ static tl_status read_eos(tl_session *s) {
   if (tl_slm_find(&s->model.slm, TL_SLM_METADATA, &meta) != TL_OK ||
       tl_cbor_reader_init(&r, meta->data, meta->len, NULL) != TL_OK)
     return TL_ERR_INVALID_MODEL;
-  for (int level = 0; level < 3; level++) {
-    const char *want = level < 2 ? "config" : "eos_token_ids";
-    bool found = false;
-    if (tl_cbor_expect_map(&r, &n) != TL_OK) return TL_ERR_INVALID_MODEL;
-    for (size_t i = 0; i < n && !found; i++) {
-      const char *k;
-      size_t klen;
-      if (tl_cbor_expect_text(&r, &k, &klen) != TL_OK) return TL_ERR_INVALID_MODEL;
-      found = klen == strlen(want) && memcmp(k, want, klen) == 0;
-      if (!found && tl_cbor_skip(&r) != TL_OK) return TL_ERR_INVALID_MODEL;
-    }
-    if (!found) return TL_ERR_INVALID_MODEL;
-  }
+  if (tl_cbor_map_find(&r, "config") != TL_OK ||
+      tl_cbor_map_find(&r, "config") != TL_OK ||
+      tl_cbor_map_find(&r, "eos_token_ids") != TL_OK)
+    return TL_ERR_INVALID_MODEL;
   if (tl_cbor_expect_array(&r, &n) != TL_OK || n == 0 || n > TL_SESSION_MAX_EOS)
     return TL_ERR_INVALID_MODEL;
   for (size_t i = 0; i < n; i++) {

@@ -221,25 +221,12 @@ typedef struct run_doc {
 /* Copies metadata["config"]["config"] (the effective config map). */
 static void put_config(tl_cbor_writer *w, const run_doc *d) {
   tl_cbor_reader r;
-  for (int level = 0; level < 2; level++) {
-    size_t n;
-    bool found = false;
-    if (level == 0) tl_cbor_reader_init(&r, d->metadata, d->metadata_len, NULL);
-    if (tl_cbor_expect_map(&r, &n) != TL_OK) break;
-    for (size_t i = 0; i < n && !found; i++) {
-      const char *k;
-      size_t klen;
-      if (tl_cbor_expect_text(&r, &k, &klen) != TL_OK) break;
-      found = is(k, klen, "config");
-      if (!found) tl_cbor_skip(&r);
-    }
-    if (!found) break;
-    if (level == 1) {
-      tl_cbor_copy_item(&r, w);
-      return;
-    }
-  }
-  tl_cbor_put_null(w);
+  if (tl_cbor_reader_init(&r, d->metadata, d->metadata_len, NULL) == TL_OK &&
+      tl_cbor_map_find(&r, "config") == TL_OK &&
+      tl_cbor_map_find(&r, "config") == TL_OK)
+    tl_cbor_copy_item(&r, w);
+  else
+    tl_cbor_put_null(w);
 }
 
 static void emit_run(tl_cbor_writer *w, const void *arg) {

@@ -225,6 +225,12 @@ tl_status tl_cbor_expect_map(tl_cbor_reader *r, size_t *n_pairs);
 tl_status tl_cbor_expect_tag(tl_cbor_reader *r, uint64_t *tag);
 tl_status tl_cbor_expect_bool(tl_cbor_reader *r, bool *v);
 tl_status tl_cbor_expect_null(tl_cbor_reader *r);
+/* Reads a map head and the pairs before key's, leaving r at key's value
+ * (the rest of the map stays unread). TL_ERR_BOUNDS when the map has no
+ * such text key (r is then past the whole map), TL_ERR_INVALID_CBOR when
+ * the next item is not a map or is malformed. */
+tl_status tl_cbor_map_find(tl_cbor_reader *r, const char *key);
+
 /* Reads one whole item, containers and tag content included. */
 tl_status tl_cbor_skip(tl_cbor_reader *r);
 /* TL_OK when the one top-level item has been read completely and nothing

@@ -430,3 +430,20 @@ tl_status tl_cbor_validate(const uint8_t *buf, size_t len,
   if (fault != NULL) *fault = r.fault;
   return st;
 }
+
+tl_status tl_cbor_map_find(tl_cbor_reader *r, const char *key) {
+  size_t n, key_len = strlen(key);
+  tl_status st = tl_cbor_expect_map(r, &n);
+  if (st != TL_OK) return st;
+  for (size_t i = 0; i < n; i++) {
+    tl_cbor_item k;
+    st = tl_cbor_read(r, &k);
+    if (st != TL_OK) return st;
+    if (k.type == TL_CBOR_TEXT && k.len == key_len &&
+        memcmp(k.data, key, key_len) == 0)
+      return TL_OK;
+    st = tl_cbor_skip(r);
+    if (st != TL_OK) return st;
+  }
+  return TL_ERR_BOUNDS;
+}

@@ -1199,7 +1199,32 @@ static void writer_respects_caller_allocations(tl_test_ctx *t) {
   TL_EXPECT_EQ_U64(t, ((uint8_t *)p)[39], 0x5A);
 }
 
+/* tl_cbor_map_find: stops at the key's value, reports a missing key and a
+ * non-map. */
+static void map_find_stops_at_the_value(tl_test_ctx *t) {
+  /* {"a": 1, "c": {"d": 4}, "bb": [2, 3]} (keys in encoded-byte order) */
+  static const uint8_t doc[] = {0xa3, 0x61, 0x61, 0x01, 0x61, 0x63, 0xa1, 0x61,
+                                0x64, 0x04, 0x62, 0x62, 0x62, 0x82, 0x02, 0x03};
+  tl_cbor_reader r;
+  uint64_t v = 0;
+  size_t n = 0;
+  tl_cbor_reader_init(&r, doc, sizeof doc, NULL);
+  TL_EXPECT_OK(t, tl_cbor_map_find(&r, "bb"));
+  TL_EXPECT_OK(t, tl_cbor_expect_array(&r, &n));
+  TL_EXPECT_EQ_U64(t, n, 2);
+  tl_cbor_reader_init(&r, doc, sizeof doc, NULL);
+  TL_EXPECT_OK(t, tl_cbor_map_find(&r, "c"));
+  TL_EXPECT_OK(t, tl_cbor_map_find(&r, "d"));
+  TL_EXPECT_OK(t, tl_cbor_expect_uint(&r, &v));
+  TL_EXPECT_EQ_U64(t, v, 4);
+  tl_cbor_reader_init(&r, doc, sizeof doc, NULL);
+  TL_EXPECT_STATUS(t, tl_cbor_map_find(&r, "b"), TL_ERR_BOUNDS);
+  tl_cbor_reader_init(&r, doc + 3, 1, NULL); /* the integer 1 */
+  TL_EXPECT_STATUS(t, tl_cbor_map_find(&r, "a"), TL_ERR_INVALID_CBOR);
+}
+
 static const tl_test_case cases[] = {
+    TL_CASE(map_find_stops_at_the_value),
     TL_CASE(appendix_a_integers),
     TL_CASE(appendix_a_strings_round_trip),
     TL_CASE(appendix_a_simple_values),

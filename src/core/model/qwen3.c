@@ -52,21 +52,6 @@ static tl_status parse_float_text(const char *s, size_t len, double *out) {
   return TL_OK;
 }
 
-/* Moves r to the value of key in the map that starts at r's position (one
- * level); TL_ERR_INVALID_MODEL when absent. */
-static tl_status find_key(tl_cbor_reader *r, const char *key) {
-  size_t n;
-  if (tl_cbor_expect_map(r, &n) != TL_OK) return TL_ERR_INVALID_MODEL;
-  for (size_t i = 0; i < n; i++) {
-    const char *k;
-    size_t klen;
-    if (tl_cbor_expect_text(r, &k, &klen) != TL_OK) return TL_ERR_INVALID_MODEL;
-    if (key_is(k, klen, key)) return TL_OK;
-    if (tl_cbor_skip(r) != TL_OK) return TL_ERR_INVALID_MODEL;
-  }
-  return TL_ERR_INVALID_MODEL;
-}
-
 typedef struct raw_config {
   uint64_t u[8];
   double eps, theta;
@@ -86,7 +71,8 @@ static tl_status read_config(const tl_slm *slm, raw_config *c) {
   memset(c, 0, sizeof *c);
   if (tl_slm_find(slm, TL_SLM_METADATA, &meta) != TL_OK ||
       tl_cbor_reader_init(&r, meta->data, meta->len, NULL) != TL_OK ||
-      find_key(&r, "config") != TL_OK || find_key(&r, "config") != TL_OK ||
+      tl_cbor_map_find(&r, "config") != TL_OK ||
+      tl_cbor_map_find(&r, "config") != TL_OK ||
       tl_cbor_expect_map(&r, &n) != TL_OK)
     return TL_ERR_INVALID_MODEL;
   for (size_t i = 0; i < n; i++) {
