@@ -235,10 +235,10 @@ test: setup
 
 # make test with the long runs: 100,000 random tokenizer strings, 20,000
 # random conversations, 120 s of fuzzing per target, a 32-token greedy
-# continuation on the 0.6B shape.
+# continuation and the q8 artifact on the 0.6B shape.
 test-full: setup
 	@TL_TOK_RANDOM_COUNT=100000 TL_TMPL_RANDOM_COUNT=20000 TL_FUZZ_SECONDS=120 \
-	  TL_FORWARD_GREEDY=32 tests/run.sh
+	  TL_FORWARD_GREEDY=32 TL_FORWARD_06B_Q8=1 tests/run.sh
 
 bench: setup
 	@$(MAKE) --no-print-directory CFG=gcc native

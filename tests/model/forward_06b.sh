@@ -4,7 +4,8 @@
 # generated here (the 0.6B goldens are too large to commit): every capture
 # point of every layer at three positions and the logits, for a 16-token
 # prompt; with TL_FORWARD_GREEDY=N (make test-full: 32) also a greedy
-# continuation of N tokens.
+# continuation of N tokens; with TL_FORWARD_06B_Q8=1 (make test-full) also
+# the q8 artifact against the oracle on its dequantized weights.
 #   forward_06b.sh TINYLM WORKDIR
 set -euo pipefail
 tinylm=$1
@@ -17,4 +18,14 @@ ids="151644 872 198 9707 11 1879 0 3555 374 279 6722 315 9625 30 151645 198"
   --positions 0,7,15 --weights "synth qwen3-0.6b seed 3 bf16" \
   --greedy "${TL_FORWARD_GREEDY:-0}" -o "$work/golden.cbor"
 "$tinylm" verify "$work/model.slm" --golden "$work/golden.cbor" | tee "$work/verify.txt"
+if [[ -n ${TL_FORWARD_06B_Q8:-} ]]; then
+  # q8: the oracle on the artifact's own dequantized weights (its pure-Python
+  # BLAKE3 would take minutes on 674 MB; tinylm verified every digest).
+  "$tinylm" convert "$work/hf" -o "$work/model-q8.slm" --quant q8 \
+    --profile qwen3-0.6b-publisher >/dev/null
+  /usr/bin/python3 tools/oracle/qwen3_ref.py "$work/hf" --slm "$work/model-q8.slm" \
+    --no-slm-digests --ids "$ids" --precision f64 --positions 0,7,15 \
+    -o "$work/golden-q8.cbor"
+  "$tinylm" verify "$work/model-q8.slm" --golden "$work/golden-q8.cbor" | tee "$work/verify-q8.txt"
+fi
 rm -rf "$work/hf"
