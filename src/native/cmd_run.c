@@ -26,7 +26,9 @@ static const char usage_text[] =
     "           [--repeat-penalty R] [--repeat-window W] [--seed S]\n"
     "           [--stop STR]... [--receipt FILE] [--logprobs K] [--json]\n"
     "           [--ctx N] [--preflight] [--mem-budget MB]\n"
-    "  defaults: -n 64, greedy (temperature 0), seed 0, context = prompt + n\n"
+    "  defaults: -n 64, seed 0, context = prompt + n; sampling flags not\n"
+    "  given come from the artifact's generation defaults (the checkpoint's\n"
+    "  generation_config.json), else greedy\n"
     "  --preflight  print the memory plan and exit; --mem-budget refuses a\n"
     "               plan over MB megabytes before allocating\n";
 

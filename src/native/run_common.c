@@ -77,6 +77,7 @@ int tl_run_parse(int argc, char **argv, const char *usage, tl_run_options *o) {
       ok = parse_u32(v, &o->max_new) && o->max_new > 0;
     } else if (strcmp(a, "--top-k") == 0) {
       ok = parse_u32(v, &o->top_k);
+      o->given |= TL_RUN_GIVEN_TOP_K;
     } else if (strcmp(a, "--repeat-window") == 0) {
       ok = parse_u32(v, &o->repeat_window);
     } else if (strcmp(a, "--logprobs") == 0) {
@@ -92,12 +93,16 @@ int tl_run_parse(int argc, char **argv, const char *usage, tl_run_options *o) {
       o->mem_budget = (uint64_t)u * 1000000u;
     } else if (strcmp(a, "--temperature") == 0) {
       ok = parse_double(v, &o->temperature);
+      o->given |= TL_RUN_GIVEN_TEMPERATURE;
     } else if (strcmp(a, "--top-p") == 0) {
       ok = parse_double(v, &o->top_p);
+      o->given |= TL_RUN_GIVEN_TOP_P;
     } else if (strcmp(a, "--min-p") == 0) {
       ok = parse_double(v, &o->min_p);
+      o->given |= TL_RUN_GIVEN_MIN_P;
     } else if (strcmp(a, "--repeat-penalty") == 0) {
       ok = parse_double(v, &o->repeat_penalty);
+      o->given |= TL_RUN_GIVEN_REPEAT_PENALTY;
     } else if (strcmp(a, "--stop") == 0) {
       ok = o->n_stops < TL_RUN_MAX_STOPS && v[0] != '\0';
       if (ok) o->stops[o->n_stops++] = v;
@@ -277,6 +282,17 @@ int tl_run_generate(tl_session *s, const tl_run_options *o, const char *mode,
   profile.top_p = o->top_p;
   profile.min_p = o->min_p;
   profile.repeat_penalty = o->repeat_penalty;
+  /* Flags not given take the artifact's generation defaults (the
+   * publisher's generation_config.json); do_sample false means greedy. */
+  if (!(o->given & TL_RUN_GIVEN_TEMPERATURE)) {
+    if (s->gen.has_do_sample && !s->gen.do_sample) profile.temperature = 0.0;
+    else if (s->gen.has_temperature) profile.temperature = s->gen.temperature;
+  }
+  if (!(o->given & TL_RUN_GIVEN_TOP_K) && s->gen.has_top_k) profile.top_k = s->gen.top_k;
+  if (!(o->given & TL_RUN_GIVEN_TOP_P) && s->gen.has_top_p) profile.top_p = s->gen.top_p;
+  if (!(o->given & TL_RUN_GIVEN_MIN_P) && s->gen.has_min_p) profile.min_p = s->gen.min_p;
+  if (!(o->given & TL_RUN_GIVEN_REPEAT_PENALTY) && s->gen.has_repeat_penalty)
+    profile.repeat_penalty = s->gen.repeat_penalty;
   profile.repeat_window = o->repeat_window;
   profile.eos = s->eos;
   profile.n_eos = s->n_eos;

@@ -21,7 +21,16 @@ typedef struct tl_run_options {
   const char *stops[TL_RUN_MAX_STOPS];
   size_t n_stops;
   bool json, preflight;
+  uint32_t given; /* TL_RUN_GIVEN_*: sampling flags set on the command line */
 } tl_run_options;
+
+enum {
+  TL_RUN_GIVEN_TEMPERATURE = 1u << 0,
+  TL_RUN_GIVEN_TOP_K = 1u << 1,
+  TL_RUN_GIVEN_TOP_P = 1u << 2,
+  TL_RUN_GIVEN_MIN_P = 1u << 3,
+  TL_RUN_GIVEN_REPEAT_PENALTY = 1u << 4
+};
 
 /* Parses argv into o (defaults first). Returns -1 to go on, or the exit
  * status to return (usage error, --help). */

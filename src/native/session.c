@@ -42,6 +42,61 @@ static tl_status read_eos(tl_session *s) {
   return TL_OK;
 }
 
+/* metadata "generation_defaults" (a map, or null / absent: none). */
+static tl_status read_gen_defaults(tl_session *s) {
+  const tl_slm_section *meta;
+  tl_cbor_reader r;
+  tl_cbor_item it;
+  size_t n;
+  tl_gen_defaults *g = &s->gen;
+  if (tl_slm_find(&s->model.slm, TL_SLM_METADATA, &meta) != TL_OK ||
+      tl_cbor_reader_init(&r, meta->data, meta->len, NULL) != TL_OK)
+    return TL_ERR_INVALID_MODEL;
+  if (tl_cbor_map_find(&r, "generation_defaults") != TL_OK) return TL_OK;
+  if (tl_cbor_peek(&r, &it) != TL_OK) return TL_ERR_INVALID_MODEL;
+  if (it.type == TL_CBOR_NULL) return TL_OK;
+  if (tl_cbor_expect_map(&r, &n) != TL_OK) return TL_ERR_INVALID_MODEL;
+  for (size_t i = 0; i < n; i++) {
+    const char *k, *v;
+    size_t klen, vlen;
+    char text[64];
+    if (tl_cbor_expect_text(&r, &k, &klen) != TL_OK) return TL_ERR_INVALID_MODEL;
+    if (klen == 9 && memcmp(k, "do_sample", 9) == 0) {
+      if (tl_cbor_expect_bool(&r, &g->do_sample) != TL_OK) return TL_ERR_INVALID_MODEL;
+      g->has_do_sample = true;
+    } else if (klen == 5 && memcmp(k, "top_k", 5) == 0) {
+      uint64_t u;
+      if (tl_cbor_expect_uint(&r, &u) != TL_OK || u > UINT32_MAX) return TL_ERR_INVALID_MODEL;
+      g->top_k = (uint32_t)u;
+      g->has_top_k = true;
+    } else {
+      struct {
+        const char *key;
+        bool *has;
+        double *value;
+      } floats[] = {{"temperature", &g->has_temperature, &g->temperature},
+                    {"top_p", &g->has_top_p, &g->top_p},
+                    {"min_p", &g->has_min_p, &g->min_p},
+                    {"repetition_penalty", &g->has_repeat_penalty, &g->repeat_penalty}};
+      size_t f = 0;
+      for (; f < 4; f++)
+        if (klen == strlen(floats[f].key) && memcmp(k, floats[f].key, klen) == 0) break;
+      if (f == 4) {
+        if (tl_cbor_skip(&r) != TL_OK) return TL_ERR_INVALID_MODEL;
+        continue;
+      }
+      /* floats travel as Python repr text; strtod reads them exactly */
+      if (tl_cbor_expect_text(&r, &v, &vlen) != TL_OK || vlen >= sizeof text)
+        return TL_ERR_INVALID_MODEL;
+      memcpy(text, v, vlen);
+      text[vlen] = '\0';
+      *floats[f].value = strtod(text, NULL);
+      *floats[f].has = true;
+    }
+  }
+  return TL_OK;
+}
+
 void tl_memory_plan_text(const tl_memory_plan *p, char *buf, size_t cap) {
   snprintf(buf, cap,
            "weights %.1f MB (mapped), tokenizer+template %.1f MB, KV cache "
@@ -73,6 +128,7 @@ tl_status tl_session_open(tl_session *s, const char *path, uint32_t context,
   tl_arena_init(&bind_arena, bind_mem, sizeof bind_mem);
   st = tl_qwen3_load(&s->qwen, &s->model.slm, &s->model.tensors, &bind_arena);
   if (st == TL_OK) st = read_eos(s);
+  if (st == TL_OK) st = read_gen_defaults(s);
   if (st != TL_OK) {
     snprintf(err, err_cap, "%s: cannot bind the Qwen3 weights (%s)", path,
              tl_status_name(st));

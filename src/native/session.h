@@ -25,6 +25,15 @@ typedef struct tl_memory_plan {
   uint64_t total;
 } tl_memory_plan;
 
+/* The publisher's sampling defaults recorded in the artifact
+ * (generation_config.json; docs/slm.md). */
+typedef struct tl_gen_defaults {
+  bool has_do_sample, do_sample;
+  bool has_temperature, has_top_k, has_top_p, has_min_p, has_repeat_penalty;
+  double temperature, top_p, min_p, repeat_penalty;
+  uint32_t top_k;
+} tl_gen_defaults;
+
 typedef struct tl_session {
   tl_native_model model;
   char path[4096];
@@ -35,6 +44,7 @@ typedef struct tl_session {
   uint32_t defined_ids; /* ids the tokenizer defines */
   uint32_t eos[TL_SESSION_MAX_EOS];
   size_t n_eos;
+  tl_gen_defaults gen;
   size_t prefill_chunk;
   tl_memory_plan plan;
   tl_arena arena;   /* qwen binding + cache + forward scratch */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "arena.h"
+#include "json/json.h"
 
 tl_status tl_cbor_encode_alloc(tl_cbor_emit_fn emit, const void *arg,
                                uint8_t **out, size_t *out_len) {
@@ -35,6 +36,13 @@ tl_status tl_cbor_encode_alloc(tl_cbor_emit_fn emit, const void *arg,
       return st;
     cap *= 4;
   }
+}
+
+void tl_cbor_put_float_text(tl_cbor_writer *w, double d) {
+  char buf[64];
+  tl_json_out o = tl_json_out_make((uint8_t *)buf, sizeof buf);
+  tl_py_float_repr(d, &o);
+  tl_cbor_put_text(w, buf, o.len);
 }
 
 void tl_cbor_put_cstr(tl_cbor_writer *w, const char *s) {

@@ -18,6 +18,10 @@ typedef void (*tl_cbor_emit_fn)(tl_cbor_writer *w, const void *arg);
 tl_status tl_cbor_encode_alloc(tl_cbor_emit_fn emit, const void *arg,
                                uint8_t **out, size_t *out_len);
 
+/* A double as the text Python's repr() gives ("1e-06", "0.95"): the CBOR
+ * profile has no floats, and this text round-trips exactly. */
+void tl_cbor_put_float_text(tl_cbor_writer *w, double d);
+
 /* A NUL-terminated string as CBOR text. */
 void tl_cbor_put_cstr(tl_cbor_writer *w, const char *s);
 

@@ -2,6 +2,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "convert.h"
 
+#include <jansson.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -223,6 +225,7 @@ typedef struct plan {
   uint64_t data_len;
   const char *quant; /* "source", "f32", ... */
   uint32_t turn_end; /* the chat template's turn terminator (model) */
+  json_t *gen_defaults; /* generation_config.json's sampling fields, or NULL */
 } plan;
 
 static const char *qtype_name(tl_qtype t) {
@@ -631,6 +634,24 @@ static void put_ledger(tl_cbor_writer *w, const plan *p) {
   tl_cbor_end_array(w);
 }
 
+static void put_gen_defaults(tl_cbor_writer *w, const json_t *d) {
+  const char *key;
+  json_t *v;
+  if (d == NULL) {
+    tl_cbor_put_null(w);
+    return;
+  }
+  tl_cbor_begin_map(w, json_object_size(d));
+  json_object_foreach((json_t *)d, key, v) {
+    tl_cbor_put_cstr(w, key);
+    if (json_is_boolean(v)) tl_cbor_put_bool(w, json_is_true(v));
+    else if (json_is_integer(v) && strcmp(key, "top_k") == 0)
+      tl_cbor_put_uint(w, (uint64_t)json_integer_value(v));
+    else tl_cbor_put_float_text(w, json_number_value(v));
+  }
+  tl_cbor_end_map(w);
+}
+
 static const char quant_rule[] =
     "1-D tensors (RMSNorm weights): f32; 2-D tensors: the requested type "
     "(source: each tensor's own dtype)";
@@ -639,7 +660,7 @@ static void emit_metadata(tl_cbor_writer *w, const void *arg) {
   const plan *p = arg;
   uint8_t config_sha[32];
   tl_sha256(p->cfg.cbor, p->cfg.cbor_len, config_sha);
-  tl_cbor_begin_map(w, 10);
+  tl_cbor_begin_map(w, 11);
   tl_cbor_put_cstr(w, "format");
   tl_cbor_put_cstr(w, "tinylm.slm");
   tl_cbor_put_cstr(w, "artifact_kind");
@@ -669,6 +690,8 @@ static void emit_metadata(tl_cbor_writer *w, const void *arg) {
   tl_cbor_end_map(w);
   tl_cbor_put_cstr(w, "ledger");
   put_ledger(w, p);
+  tl_cbor_put_cstr(w, "generation_defaults");
+  put_gen_defaults(w, p->gen_defaults);
   tl_cbor_put_cstr(w, "sources");
   put_sources(w, &p->in);
   tl_cbor_end_map(w);
@@ -884,6 +907,52 @@ static tl_status write_receipt(plan *p, tl_convert_report *r, char *err,
 
 /* ------------------------------------------------------------------------ */
 
+/* The sampling defaults the publisher declares in generation_config.json
+ * (docs/slm.md §generation_defaults): do_sample, temperature, top_k, top_p,
+ * min_p, repetition_penalty, each checked; other keys are not sampling
+ * settings and are left to the config resolver. */
+static tl_status read_gen_defaults(plan *p, const char *path, char *err,
+                                   size_t cap) {
+  static const struct {
+    const char *key;
+    char kind; /* b bool, u unsigned integer, f float in [lo, hi] */
+    double lo, hi;
+  } fields[] = {{"do_sample", 'b', 0, 0},        {"temperature", 'f', 0, 1e6},
+                {"top_k", 'u', 0, 4294967295.0}, {"top_p", 'f', 0, 1},
+                {"min_p", 'f', 0, 1},            {"repetition_penalty", 'f', 1e-6, 1e6}};
+  json_error_t je;
+  json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je), *out;
+  if (doc == NULL || !json_is_object(doc)) {
+    json_decref(doc);
+    return failf(err, cap, TL_ERR_INVALID_MODEL, "%s: line %d: %s", path,
+                 je.line, doc ? "not a JSON object" : je.text);
+  }
+  out = json_object();
+  for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+    json_t *v = json_object_get(doc, fields[i].key);
+    bool ok;
+    if (v == NULL || json_is_null(v)) continue;
+    switch (fields[i].kind) {
+      case 'b': ok = json_is_boolean(v); break;
+      case 'u': ok = json_is_integer(v) && json_integer_value(v) >= 0 &&
+                     (double)json_integer_value(v) <= fields[i].hi; break;
+      default: ok = json_is_number(v) && isfinite(json_number_value(v)) &&
+                    json_number_value(v) >= fields[i].lo &&
+                    json_number_value(v) <= fields[i].hi;
+    }
+    if (!ok) {
+      json_decref(doc);
+      json_decref(out);
+      return failf(err, cap, TL_ERR_INVALID_MODEL,
+                   "%s: $.%s: not a valid sampling value", path, fields[i].key);
+    }
+    json_object_set(out, fields[i].key, v);
+  }
+  json_decref(doc);
+  p->gen_defaults = out;
+  return TL_OK;
+}
+
 static bool id_in(uint32_t id, const uint32_t *ids, size_t n) {
   for (size_t i = 0; i < n; i++)
     if (ids[i] == id) return true;
@@ -911,6 +980,10 @@ static tl_status prepare_model(plan *p, tl_convert_report *r, char *err,
   if (st != TL_OK) return st;
   snprintf(cfg_path, sizeof cfg_path, "%s/config.json", o->hf_dir);
   snprintf(gen_path, sizeof gen_path, "%s/generation_config.json", o->hf_dir);
+  if (has_gen) {
+    st = read_gen_defaults(p, gen_path, err, cap);
+    if (st != TL_OK) return st;
+  }
   snprintf(tokcfg_path, sizeof tokcfg_path, "%s/tokenizer_config.json",
            o->hf_dir);
   st = tl_qwen3_config_resolve(cfg_path, has_gen ? gen_path : NULL,
@@ -1033,6 +1106,7 @@ tl_status tl_convert(const tl_convert_options *opt, tl_convert_report *r,
   free(p.entries);
   tl_st_checkpoint_close(&p.ck);
   tl_qwen3_config_free(&p.cfg);
+  json_decref(p.gen_defaults);
   tl_tok_compiled_free(&p.tok);
   tl_tmpl_section_built_free(&p.tmpl);
   return st;

@@ -93,14 +93,6 @@ const tl_qwen3_profile *tl_qwen3_profile_publisher_0_6b(void) {
 /* ------------------------------------------------------------------------ */
 /* Deterministic CBOR                                                       */
 
-
-static void put_double(tl_cbor_writer *w, double d) {
-  char buf[64];
-  tl_json_out o = tl_json_out_make((uint8_t *)buf, sizeof buf);
-  tl_py_float_repr(d, &o);
-  tl_cbor_put_text(w, buf, o.len);
-}
-
 /* A JSON value as CBOR: floats as Python's repr text (the CBOR profile has
  * no floats), objects as maps. */
 static void put_json(tl_cbor_writer *w, const json_t *v) {
@@ -118,7 +110,7 @@ static void put_json(tl_cbor_writer *w, const json_t *v) {
       tl_cbor_put_int(w, (int64_t)json_integer_value(v));
       break;
     case JSON_REAL:
-      put_double(w, json_real_value(v));
+      tl_cbor_put_float_text(w, json_real_value(v));
       break;
     case JSON_STRING:
       tl_cbor_put_text(w, json_string_value(v), json_string_length(v));
@@ -854,9 +846,9 @@ static void emit_effective(tl_cbor_writer *w, const void *arg) {
   tl_cbor_put_cstr(w, "tie_word_embeddings");
   tl_cbor_put_bool(w, o->tie_word_embeddings);
   tl_cbor_put_cstr(w, "rms_norm_eps");
-  put_double(w, o->rms_norm_eps);
+  tl_cbor_put_float_text(w, o->rms_norm_eps);
   tl_cbor_put_cstr(w, "rope_theta");
-  put_double(w, o->rope_theta);
+  tl_cbor_put_float_text(w, o->rope_theta);
   tl_cbor_put_cstr(w, "rope_scaling");
   tl_cbor_put_null(w);
   tl_cbor_put_cstr(w, "hidden_act");
