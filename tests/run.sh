@@ -95,6 +95,7 @@ run_stage oracle-qwen3 /usr/bin/python3 tools/oracle/qwen3_ref_test.py --tinylm 
 run_stage forward-goldens-current /usr/bin/python3 tools/forward_goldens.py --check build/gcc/tinylm
 run_stage forward /usr/bin/python3 tests/model/forward_test.py build/asan/tinylm \
   build/test-work/forward
+run_stage gen-run /usr/bin/python3 tests/gen/run_test.py build/asan/tinylm build/test-work/gen-run
 run_stage forward-0.6b tests/model/forward_06b.sh build/gcc/tinylm build/test-work/forward-0.6b
 run_stage diff-hash tests/diff/hash_diff.sh build/gcc/tinylm
 run_stage diff-cbor /usr/bin/python3 tests/diff/cbor_diff.py build/asan/cbor_tool

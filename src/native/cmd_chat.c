@@ -8,7 +8,9 @@
  * /think on|off, /quit. Ctrl-C stops a reply at the next token; the turn
  * is then dropped from the conversation. */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,8 +39,21 @@ typedef struct chat {
   bool think;
   uint32_t *cached; /* the ids whose K/V the cache holds, [0, s.cache.len) */
   size_t cached_cap;
-  uint32_t turn;
 } chat;
+
+/* The turn index of the draws (DESIGN.md §7): the number of assistant
+ * replies the conversation holds, so a dropped turn, /reset and /load
+ * leave the sequence as if the dropped turns never happened. */
+static uint32_t turn_index(const chat *c) {
+  uint32_t n = 0;
+  size_t i;
+  json_t *m;
+  json_array_foreach(c->messages, i, m) {
+    const char *role = json_string_value(json_object_get(m, "role"));
+    n += role != NULL && strcmp(role, "assistant") == 0;
+  }
+  return n;
+}
 
 static json_t *conversation(const chat *c) {
   json_t *msgs = json_array();
@@ -92,13 +107,22 @@ static bool turn(chat *c, const char *text) {
   if (!c->o.json && isatty(fileno(stderr)))
     fprintf(stderr, "[%zu prompt tokens, %zu reused from the cache]\n", n_ids, reuse);
   if (tl_run_generate(&c->s, &c->o, "messages", rendered.text, rendered.len,
-                      enc.ids + reuse, n_ids - reuse, c->turn++, stdout, &out) != TL_EXIT_OK)
+                      enc.ids + reuse, n_ids - reuse, turn_index(c), stdout,
+                      &out) != TL_EXIT_OK) {
+    /* The cache may hold rows past the reused prefix that `cached` does
+     * not name (no ids come back from a failed turn): keep the prefix. */
+    c->s.cache.len = (uint32_t)reuse;
     goto drop;
+  }
   /* The cache now holds the prompt and every generated token that was fed. */
   if (c->cached_cap < (size_t)c->s.cache.len) {
     free(c->cached);
     c->cached_cap = c->s.context;
     c->cached = malloc(c->cached_cap * sizeof *c->cached);
+    if (c->cached == NULL) { /* nothing can be reused: start empty */
+      c->cached_cap = 0;
+      c->s.cache.len = 0;
+    }
   }
   if (c->cached != NULL) {
     size_t from_prompt = n_ids < c->s.cache.len ? n_ids : c->s.cache.len;
@@ -177,7 +201,10 @@ static void command(chat *c, char *line) {
   }
 }
 
+static void on_prompt_sigint(int sig) { (void)sig; }
+
 int tl_cmd_chat(int argc, char **argv) {
+  struct sigaction sa;
   chat c;
   char *line = NULL, err[1024];
   size_t cap = 0;
@@ -193,13 +220,24 @@ int tl_cmd_chat(int argc, char **argv) {
   if (st != TL_OK) return tl_cli_fail(false, st, "%s", err);
   c.messages = json_array();
   fprintf(stderr, "tinylm chat: %s (%u tokens of context). /quit to leave.\n", c.o.model, c.s.context);
+  /* Ctrl-C at the prompt discards the line being typed (a reply installs
+   * its own handler, which stops the reply). */
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_prompt_sigint;
+  sigaction(SIGINT, &sa, NULL);
   for (;;) {
     ssize_t got;
     if (tty) {
       fputs("> ", stdout);
       fflush(stdout);
     }
+    errno = 0;
     got = getline(&line, &cap, stdin);
+    if (got < 0 && errno == EINTR) {
+      clearerr(stdin);
+      fputc('\n', stdout);
+      continue;
+    }
     if (got < 0) break;
     while (got > 0 && (line[got - 1] == '\n' || line[got - 1] == '\r')) line[--got] = '\0';
     if (got == 0) continue;

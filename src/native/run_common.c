@@ -271,7 +271,7 @@ int tl_run_generate(tl_session *s, const tl_run_options *o, const char *mode,
   chooser ch;
   streamer sm = {out, o->json, 0};
   const uint8_t *stops[TL_RUN_MAX_STOPS];
-  size_t stop_lens[TL_RUN_MAX_STOPS], raw_cap = 16 * (size_t)o->max_new + 256;
+  size_t stop_lens[TL_RUN_MAX_STOPS], raw_cap = s->max_token_bytes * (size_t)o->max_new + 256;
   uint32_t position = s->cache.len;
   uint64_t t0, t1, t2;
   struct sigaction sa, old;

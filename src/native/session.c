@@ -145,6 +145,13 @@ tl_status tl_session_open(tl_session *s, const char *path, uint32_t context,
   s->context = context;
   s->prefill_chunk = PREFILL_CHUNK;
   s->defined_ids = tl_tok_vocab_size(s->model.tok);
+  s->max_token_bytes = 1;
+  for (uint32_t id = 0; id < s->defined_ids; id++) {
+    const uint8_t *b;
+    size_t n = 0;
+    if (tl_tok_token_bytes(s->model.tok, id, &b, &n) == TL_OK && n > s->max_token_bytes)
+      s->max_token_bytes = n;
+  }
   tl_slm_find(&s->model.slm, TL_SLM_TENSOR_DATA, &data);
   kv = 2ull * c->layers * context * c->kv_heads * c->head_dim * sizeof(float);
   s->plan.weights = data->len;

@@ -42,6 +42,7 @@ typedef struct tl_session {
   tl_qwen3_cache cache;
   uint32_t context;     /* cache capacity in tokens */
   uint32_t defined_ids; /* ids the tokenizer defines */
+  size_t max_token_bytes; /* the longest token's bytes (output buffers) */
   uint32_t eos[TL_SESSION_MAX_EOS];
   size_t n_eos;
   tl_gen_defaults gen;

@@ -26,7 +26,9 @@ static bool cancelled(const tl_gen_params *p) {
 
 /* The earliest end of a stop-string match in raw[0..len) that ends after
  * from (the bytes before from were checked already); SIZE_MAX if none.
- * *start gets where the match begins. */
+ * *start gets where the match begins (of matches with that end, the one
+ * that begins first: as if the bytes came one at a time, so the result
+ * does not depend on how the output was split into tokens). */
 static size_t find_stop(const tl_gen_params *p, const uint8_t *raw, size_t len,
                         size_t from, size_t *start) {
   size_t best = SIZE_MAX;
@@ -34,7 +36,7 @@ static size_t find_stop(const tl_gen_params *p, const uint8_t *raw, size_t len,
     size_t n = p->stop_lens[s];
     if (n == 0 || n > len) continue;
     for (size_t end = (from > n ? from : n); end <= len; end++) {
-      if (end >= best) break;
+      if (end > best || (end == best && end - n >= *start)) break;
       if (memcmp(raw + end - n, p->stops[s], n) == 0) {
         best = end;
         *start = end - n;
@@ -45,11 +47,32 @@ static size_t find_stop(const tl_gen_params *p, const uint8_t *raw, size_t len,
   return best;
 }
 
+/* The visible bytes that come before raw byte offset raw_pos: a token's
+ * visible bytes are its raw bytes, or none (special tokens). */
+static size_t visible_before(const tl_tokenizer *tok, const tl_gen_result *r,
+                             size_t raw_pos) {
+  size_t ro = 0, vo = 0;
+  for (size_t i = 0; i < r->n_ids && ro < raw_pos; i++) {
+    size_t rl = 0, vl = 0, bad;
+    /* Lengths only (cap 0): TL_ERR_BOUNDS with the length, or TL_OK. */
+    tl_tok_decode(tok, &r->ids[i], 1, TL_TOK_DECODE_RAW, NULL, 0, &rl, &bad);
+    tl_tok_decode(tok, &r->ids[i], 1, TL_TOK_DECODE_VISIBLE, NULL, 0, &vl, &bad);
+    if (raw_pos - ro < rl) {
+      if (vl != 0) vo += raw_pos - ro;
+      break;
+    }
+    ro += rl;
+    vo += vl;
+  }
+  return vo;
+}
+
 /* How many trailing bytes of v[0..len) may still begin a stop string. */
 static size_t holdback(const tl_gen_params *p, const uint8_t *v, size_t len) {
   size_t keep = 0;
   for (size_t s = 0; s < p->n_stops; s++) {
     size_t n = p->stop_lens[s];
+    if (n == 0) continue; /* never matches (find_stop skips it too) */
     for (size_t k = (n - 1 < len ? n - 1 : len); k > keep; k--)
       if (memcmp(v + len - k, p->stops[s], k) == 0) {
         keep = k;
@@ -120,11 +143,11 @@ tl_status tl_generate(const tl_qwen3 *m, tl_qwen3_cache *cache,
     end = find_stop(p, r->raw, r->raw_len, checked, &start);
     checked = r->raw_len;
     if (end != SIZE_MAX) {
-      /* The visible bytes end before the match: cut the same count of
-       * trailing bytes the raw stream has from the match on (the raw
-       * bytes after the last special token equal the visible tail). */
-      size_t cut = r->raw_len - start;
-      r->visible_len = cut < r->visible_len ? r->visible_len - cut : 0;
+      /* The visible bytes end before the match: those of the tokens
+       * before it, and of the token it starts in up to its start (a
+       * special token's text in the match has no visible bytes, so the
+       * raw and visible tails need not have the same length). */
+      r->visible_len = visible_before(tok, r, start);
       r->stop = TL_STOP_STRING;
       break;
     }
