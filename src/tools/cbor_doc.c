@@ -45,6 +45,54 @@ void tl_cbor_put_float_text(tl_cbor_writer *w, double d) {
   tl_cbor_put_text(w, buf, o.len);
 }
 
+void tl_cbor_put_json(tl_cbor_writer *w, const json_t *v) {
+  switch (json_typeof(v)) {
+    case JSON_NULL:
+      tl_cbor_put_null(w);
+      break;
+    case JSON_TRUE:
+      tl_cbor_put_bool(w, true);
+      break;
+    case JSON_FALSE:
+      tl_cbor_put_bool(w, false);
+      break;
+    case JSON_INTEGER:
+      tl_cbor_put_int(w, (int64_t)json_integer_value(v));
+      break;
+    case JSON_REAL:
+      tl_cbor_put_float_text(w, json_real_value(v));
+      break;
+    case JSON_STRING:
+      tl_cbor_put_text(w, json_string_value(v), json_string_length(v));
+      break;
+    case JSON_ARRAY: {
+      size_t i;
+      json_t *item;
+      tl_cbor_begin_array(w, json_array_size(v));
+      json_array_foreach(v, i, item) tl_cbor_put_json(w, item);
+      tl_cbor_end_array(w);
+      break;
+    }
+    case JSON_OBJECT: {
+      const char *key;
+      json_t *item;
+      tl_cbor_begin_map(w, json_object_size(v));
+      json_object_foreach((json_t *)v, key, item) {
+        tl_cbor_put_cstr(w, key);
+        tl_cbor_put_json(w, item);
+      }
+      tl_cbor_end_map(w);
+      break;
+    }
+  }
+}
+
+void tl_cbor_put_u32s(tl_cbor_writer *w, const uint32_t *ids, size_t n) {
+  tl_cbor_begin_array(w, n);
+  for (size_t i = 0; i < n; i++) tl_cbor_put_uint(w, ids[i]);
+  tl_cbor_end_array(w);
+}
+
 void tl_cbor_put_cstr(tl_cbor_writer *w, const char *s) {
   tl_cbor_put_text(w, s, strlen(s));
 }

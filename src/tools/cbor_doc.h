@@ -22,6 +22,13 @@ tl_status tl_cbor_encode_alloc(tl_cbor_emit_fn emit, const void *arg,
  * profile has no floats, and this text round-trips exactly. */
 void tl_cbor_put_float_text(tl_cbor_writer *w, double d);
 
+/* A JSON value as CBOR: floats as Python's repr text (the CBOR profile has
+ * no floats), objects as maps. */
+void tl_cbor_put_json(tl_cbor_writer *w, const json_t *v);
+
+/* An array of unsigned integers. */
+void tl_cbor_put_u32s(tl_cbor_writer *w, const uint32_t *v, size_t n);
+
 /* A NUL-terminated string as CBOR text. */
 void tl_cbor_put_cstr(tl_cbor_writer *w, const char *s);
 

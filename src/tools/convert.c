@@ -12,6 +12,7 @@
 #include "bytes.h"
 #include "cbor/cbor.h"
 #include "cbor_doc.h"
+#include "conflict.h"
 #include "file.h"
 #include "hash/blake3.h"
 #include "quant/quant.h"
@@ -158,40 +159,29 @@ typedef struct tconflict {
   size_t n_claims;
 } tconflict;
 
-static void emit_conflict(tl_cbor_writer *w, const void *arg) {
-  const tconflict *c = arg;
-  tl_cbor_begin_map(w, 4);
-  tl_cbor_put_cstr(w, "conflict");
-  tl_cbor_put_cstr(w, c->kind);
-  tl_cbor_put_cstr(w, "field");
-  tl_cbor_put_cstr(w, c->field);
-  tl_cbor_put_cstr(w, "sources");
-  tl_cbor_begin_array(w, c->n_claims);
-  for (size_t i = 0; i < c->n_claims; i++) {
-    tl_cbor_begin_map(w, 2);
-    tl_cbor_put_cstr(w, "file");
-    tl_cbor_put_cstr(w, c->claims[i].file);
-    tl_cbor_put_cstr(w, "value");
-    if (c->claims[i].shape == NULL) {
-      tl_cbor_put_null(w);
-    } else {
-      tl_cbor_begin_array(w, c->claims[i].rank);
-      for (size_t d = 0; d < c->claims[i].rank; d++)
-        tl_cbor_put_uint(w, c->claims[i].shape[d]);
-      tl_cbor_end_array(w);
-    }
-    tl_cbor_end_map(w);
-  }
-  tl_cbor_end_array(w);
-  tl_cbor_put_cstr(w, "message");
-  tl_cbor_put_cstr(w, c->message);
-  tl_cbor_end_map(w);
-}
-
+/* The record (conflict.h; each claim's value a shape or id array) and the
+ * message "conflict <kind>: <message>". */
 static tl_status stop(tl_convert_report *r, tconflict *c, char *err,
                       size_t cap) {
-  tl_status st =
-      tl_cbor_encode_alloc(emit_conflict, c, &r->conflict, &r->conflict_len);
+  tl_conflict rec;
+  tl_status st;
+  memset(&rec, 0, sizeof rec);
+  rec.kind = c->kind;
+  rec.field = c->field;
+  rec.message = c->message;
+  rec.n_sources = c->n_claims;
+  for (size_t i = 0; i < c->n_claims; i++) {
+    json_t *v = NULL;
+    if (c->claims[i].shape != NULL) {
+      v = json_array();
+      for (size_t d = 0; d < c->claims[i].rank; d++)
+        json_array_append_new(v, json_integer((json_int_t)c->claims[i].shape[d]));
+    }
+    rec.sources[i].file = c->claims[i].file;
+    rec.sources[i].value = v;
+  }
+  st = tl_conflict_encode(&rec, &r->conflict, &r->conflict_len);
+  for (size_t i = 0; i < c->n_claims; i++) json_decref((json_t *)rec.sources[i].value);
   if (st != TL_OK) return st;
   return failf(err, cap, TL_ERR_CONFLICT, "conflict %s: %s", c->kind,
                c->message);

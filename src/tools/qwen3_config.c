@@ -12,6 +12,7 @@
 #include "arena.h"
 #include "cbor/cbor.h"
 #include "cbor_doc.h"
+#include "conflict.h"
 #include "json/json.h"
 #include "tool_msg.h"
 
@@ -93,105 +94,8 @@ const tl_qwen3_profile *tl_qwen3_profile_publisher_0_6b(void) {
 /* ------------------------------------------------------------------------ */
 /* Deterministic CBOR                                                       */
 
-/* A JSON value as CBOR: floats as Python's repr text (the CBOR profile has
- * no floats), objects as maps. */
-static void put_json(tl_cbor_writer *w, const json_t *v) {
-  switch (json_typeof(v)) {
-    case JSON_NULL:
-      tl_cbor_put_null(w);
-      break;
-    case JSON_TRUE:
-      tl_cbor_put_bool(w, true);
-      break;
-    case JSON_FALSE:
-      tl_cbor_put_bool(w, false);
-      break;
-    case JSON_INTEGER:
-      tl_cbor_put_int(w, (int64_t)json_integer_value(v));
-      break;
-    case JSON_REAL:
-      tl_cbor_put_float_text(w, json_real_value(v));
-      break;
-    case JSON_STRING:
-      tl_cbor_put_text(w, json_string_value(v), json_string_length(v));
-      break;
-    case JSON_ARRAY: {
-      size_t i;
-      json_t *item;
-      tl_cbor_begin_array(w, json_array_size(v));
-      json_array_foreach(v, i, item) put_json(w, item);
-      tl_cbor_end_array(w);
-      break;
-    }
-    case JSON_OBJECT: {
-      const char *key;
-      json_t *item;
-      tl_cbor_begin_map(w, json_object_size(v));
-      json_object_foreach((json_t *)v, key, item) {
-        tl_cbor_put_cstr(w, key);
-        put_json(w, item);
-      }
-      tl_cbor_end_map(w);
-      break;
-    }
-  }
-}
-
-static void put_ids(tl_cbor_writer *w, const uint32_t *ids, size_t n) {
-  tl_cbor_begin_array(w, n);
-  for (size_t i = 0; i < n; i++) tl_cbor_put_uint(w, ids[i]);
-  tl_cbor_end_array(w);
-}
-
-/* ------------------------------------------------------------------------ */
-/* Conflict records                                                         */
-
-#define MAX_SOURCES 4
-
-typedef struct source {
-  const char *file;
-  const json_t *value; /* as the file holds it; NULL: absent (null) */
-  bool has_ids;        /* special tokens: the value as an id set */
-  uint32_t ids[TL_QWEN3_MAX_IDS];
-  size_t n_ids;
-} source;
-
-typedef struct conflict {
-  const char *kind, *field, *message;
-  source sources[MAX_SOURCES];
-  size_t n_sources;
-} conflict;
-
-static void emit_conflict(tl_cbor_writer *w, const void *arg) {
-  const conflict *c = arg;
-  tl_cbor_begin_map(w, 4);
-  tl_cbor_put_cstr(w, "conflict");
-  tl_cbor_put_cstr(w, c->kind);
-  tl_cbor_put_cstr(w, "field");
-  tl_cbor_put_cstr(w, c->field);
-  tl_cbor_put_cstr(w, "sources");
-  tl_cbor_begin_array(w, c->n_sources);
-  for (size_t i = 0; i < c->n_sources; i++) {
-    const source *s = &c->sources[i];
-    tl_cbor_begin_map(w, s->has_ids ? 3 : 2);
-    tl_cbor_put_cstr(w, "file");
-    tl_cbor_put_cstr(w, s->file);
-    tl_cbor_put_cstr(w, "value");
-    if (s->value == NULL)
-      tl_cbor_put_null(w);
-    else
-      put_json(w, s->value);
-    if (s->has_ids) {
-      tl_cbor_put_cstr(w, "ids");
-      put_ids(w, s->ids, s->n_ids);
-    }
-    tl_cbor_end_map(w);
-  }
-  tl_cbor_end_array(w);
-  tl_cbor_put_cstr(w, "message");
-  tl_cbor_put_cstr(w, c->message);
-  tl_cbor_end_map(w);
-}
+_Static_assert(TL_CONFLICT_MAX_IDS >= TL_QWEN3_MAX_IDS,
+               "a conflict source holds any special-token set");
 
 /* ------------------------------------------------------------------------ */
 /* The resolver                                                             */
@@ -217,9 +121,9 @@ static tl_status refuse(ctx *c, tl_status st, const char *fmt, ...) {
 }
 
 /* Writes the record and the message "conflict <kind>: <message>". */
-static tl_status stop(ctx *c, conflict *k, const char *fmt, ...)
+static tl_status stop(ctx *c, tl_conflict *k, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-static tl_status stop(ctx *c, conflict *k, const char *fmt, ...) {
+static tl_status stop(ctx *c, tl_conflict *k, const char *fmt, ...) {
   char msg[512];
   va_list ap;
   uint8_t *doc = NULL;
@@ -230,7 +134,7 @@ static tl_status stop(ctx *c, conflict *k, const char *fmt, ...) {
   va_end(ap);
   k->message = msg;
   snprintf(c->err, c->err_cap, "conflict %s: %s", k->kind, msg);
-  st = tl_cbor_encode_alloc(emit_conflict, k, &doc, &len);
+  st = tl_conflict_encode(k, &doc, &len);
   if (st != TL_OK) return st;
   if (c->conflict_cbor != NULL) {
     *c->conflict_cbor = doc;
@@ -330,7 +234,7 @@ static tl_status check_documentary(ctx *c) {
 static tl_status check_architecture(ctx *c) {
   json_t *arch = json_object_get(c->config, "architectures");
   json_t *type = json_object_get(c->config, "model_type");
-  conflict k;
+  tl_conflict k;
   memset(&k, 0, sizeof k);
   k.field = "architectures";
   k.sources[0].file = c->file;
@@ -493,7 +397,7 @@ static tl_status check_fields(ctx *c) {
       (st = parse_dtype(c, "dtype", json_object_get(c->config, "dtype"), &d2)))
     return st;
   if (d1 != TL_QWEN3_DTYPE_NONE && d2 != TL_QWEN3_DTYPE_NONE && d1 != d2) {
-    conflict k;
+    tl_conflict k;
     memset(&k, 0, sizeof k);
     k.kind = "dtype_disagreement";
     k.field = "torch_dtype";
@@ -512,7 +416,7 @@ static tl_status check_fields(ctx *c) {
   if ((st = check_documentary(c)) != TL_OK) return st;
 
   if (o->num_attention_heads % o->num_key_value_heads != 0) {
-    conflict k;
+    tl_conflict k;
     memset(&k, 0, sizeof k);
     k.kind = "kv_heads_not_dividing";
     k.field = "num_key_value_heads";
@@ -570,7 +474,7 @@ static bool map_token(const token_map *m, const char *s, uint32_t *id) {
 /* An id field (int, or a list of ints when allow_list) of config.json or
  * generation_config.json into s. */
 static tl_status read_ids(ctx *c, const char *file, json_t *obj,
-                          const char *key, bool allow_list, source *s) {
+                          const char *key, bool allow_list, tl_conflict_source *s) {
   json_t *j = json_object_get(obj, key);
   memset(s, 0, sizeof *s);
   s->file = file;
@@ -608,7 +512,7 @@ static tl_status read_ids(ctx *c, const char *file, json_t *obj,
 /* tokenizer_config.json's "<role>_token": null, a string or an AddedToken
  * object {"content": ...}. */
 static tl_status read_token(ctx *c, const char *file, json_t *obj,
-                            const char *key, const token_map *m, source *s) {
+                            const char *key, const token_map *m, tl_conflict_source *s) {
   json_t *j = json_object_get(obj, key);
   const char *text = NULL;
   memset(s, 0, sizeof *s);
@@ -652,7 +556,7 @@ static bool same_set(const uint32_t *a, size_t na, const uint32_t *b,
 
 /* The claims of the present sources agree (as sets); *first is the first
  * present one, or NULL. */
-static bool agree(const source *s, size_t n, const source **first) {
+static bool agree(const tl_conflict_source *s, size_t n, const tl_conflict_source **first) {
   *first = NULL;
   for (size_t i = 0; i < n; i++) {
     if (!s[i].has_ids) continue;
@@ -666,7 +570,7 @@ static bool agree(const source *s, size_t n, const source **first) {
 
 /* "config.json [151645], generation_config.json [151645, 151643]": each
  * claim by file base name, for the readable message. */
-static const char *claims_text(const source *s, size_t n, char *buf,
+static const char *claims_text(const tl_conflict_source *s, size_t n, char *buf,
                                size_t cap) {
   size_t len = 0;
   buf[0] = '\0';
@@ -683,8 +587,8 @@ static const char *claims_text(const source *s, size_t n, char *buf,
 }
 
 static tl_status disagreement(ctx *c, const char *kind, const char *field,
-                              const source *s, size_t n) {
-  conflict k;
+                              const tl_conflict_source *s, size_t n) {
+  tl_conflict k;
   char claims[320];
   size_t m = 0;
   memset(&k, 0, sizeof k);
@@ -697,9 +601,9 @@ static tl_status disagreement(ctx *c, const char *kind, const char *field,
               claims_text(k.sources, m, claims, sizeof claims));
 }
 
-static tl_status out_of_vocab(ctx *c, const char *field, const source *s,
+static tl_status out_of_vocab(ctx *c, const char *field, const tl_conflict_source *s,
                               size_t n, uint32_t id) {
-  conflict k;
+  tl_conflict k;
   char claims[320];
   size_t m = 0;
   memset(&k, 0, sizeof k);
@@ -719,8 +623,8 @@ static tl_status resolve_tokens(ctx *c, const char *config_path,
                                 const token_map *m,
                                 const tl_qwen3_profile *profile) {
   tl_qwen3_config *o = c->out;
-  source bos[3], eos[3], pad[3];
-  const source *first;
+  tl_conflict_source bos[3], eos[3], pad[3];
+  const tl_conflict_source *first;
   tl_status st;
   /* [0] config.json, [1] generation_config.json, [2] tokenizer_config. */
   if ((st = read_ids(c, config_path, c->config, "bos_token_id", false,
@@ -759,7 +663,7 @@ static tl_status resolve_tokens(ctx *c, const char *config_path,
   if (agree(eos, 3, &first)) {
     if (first == NULL)
       return refuse(c, TL_ERR_INVALID_MODEL,
-                    "eos_token_id: no source declares an EOS token");
+                    "eos_token_id: no tl_conflict_source declares an EOS token");
     memcpy(o->eos_ids, first->ids, first->n_ids * sizeof first->ids[0]);
     o->n_eos = first->n_ids;
   } else {
@@ -875,7 +779,7 @@ static void emit_effective(tl_cbor_writer *w, const void *arg) {
   else
     tl_cbor_put_null(w);
   tl_cbor_put_cstr(w, "eos_token_ids");
-  put_ids(w, o->eos_ids, o->n_eos);
+  tl_cbor_put_u32s(w, o->eos_ids, o->n_eos);
   tl_cbor_end_map(w);
 
   tl_cbor_put_cstr(w, "defaults");
@@ -893,7 +797,7 @@ static void emit_effective(tl_cbor_writer *w, const void *arg) {
     tl_cbor_put_cstr(w, "reason");
     tl_cbor_put_cstr(w, schema[i].reason);
     tl_cbor_put_cstr(w, "value");
-    put_json(w, v);
+    tl_cbor_put_json(w, v);
     tl_cbor_end_map(w);
   }
   tl_cbor_end_map(w);
@@ -912,7 +816,7 @@ static void emit_effective(tl_cbor_writer *w, const void *arg) {
     tl_cbor_put_cstr(w, "reason");
     tl_cbor_put_cstr(w, d->reason);
     tl_cbor_put_cstr(w, "resolved");
-    put_ids(w, d->resolved, d->n_resolved);
+    tl_cbor_put_u32s(w, d->resolved, d->n_resolved);
     tl_cbor_end_map(w);
   }
   tl_cbor_end_array(w);
