@@ -49,6 +49,8 @@ static bool parse_double(const char *s, double *v) {
 
 int tl_run_parse(int argc, char **argv, const char *usage, tl_run_options *o) {
   memset(o, 0, sizeof *o);
+  /* --json anywhere makes every usage error JSON, whatever the order. */
+  for (int i = 1; i < argc; i++) o->json |= strcmp(argv[i], "--json") == 0;
   o->max_new = 64;
   o->top_p = 1.0;
   o->repeat_penalty = 1.0;
