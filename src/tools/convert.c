@@ -764,10 +764,14 @@ static tl_status write_tensor(plan *p, tl_slm_writer *w, size_t section,
   uint8_t *out = NULL;
   tl_status st = TL_OK;
   tl_blake3_hasher_init(&h);
-  if (e->type == src_type) { /* byte copy */
-    tl_blake3_hasher_update(&h, s->data, s->len);
-    st = tl_slm_writer_append(w, section, s->data, s->len, err, cap);
-    tl_file_release(view, s->data, s->len);
+  if (e->type == src_type) { /* byte copy, slice by slice (flat RSS) */
+    enum { SLICE = 16 << 20 };
+    for (size_t off = 0; off < s->len && st == TL_OK; off += SLICE) {
+      size_t k = s->len - off < SLICE ? s->len - off : SLICE;
+      tl_blake3_hasher_update(&h, s->data + off, k);
+      st = tl_slm_writer_append(w, section, s->data + off, k, err, cap);
+      tl_file_release(view, s->data + off, k);
+    }
     if (st == TL_OK) st = tl_blake3_hasher_finalize(&h, e->digest, 32);
     return st;
   }
