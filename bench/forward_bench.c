@@ -10,8 +10,7 @@
 
 #include "cpu.h"
 #include "hash/blake3.h"
-#include "model.h"
-#include "model/qwen3.h"
+#include "session.h"
 
 static double now_seconds(void) {
   struct timespec ts;
@@ -29,53 +28,36 @@ static uint32_t argmax(const float *x, size_t n) {
 int main(int argc, char **argv) {
   size_t prompt = argc > 2 ? (size_t)atoi(argv[2]) : 16;
   size_t decode = argc > 3 ? (size_t)atoi(argv[3]) : 8;
-  tl_native_model nm;
-  tl_qwen3 m;
-  tl_qwen3_cache cache;
-  tl_arena arena, scratch;
-  void *arena_mem, *scratch_mem;
+  tl_session s;
   uint32_t *ids;
-  float *logits;
   char err[1024];
   double t0, t_prefill, t_decode;
   struct rusage ru;
   tl_status st;
-  if (argc < 2 || prompt == 0) {
+  if (argc < 2 || prompt == 0 || prompt + decode > UINT32_MAX) {
     fprintf(stderr, "usage: forward_bench MODEL.slm [PROMPT_TOKENS] [DECODE_TOKENS]\n");
     return 2;
   }
   (void)tl_blake3_set_default_backend(tl_native_blake3_backend());
-  st = tl_native_model_open(argv[1], &nm, err, sizeof err);
-  if (st != TL_OK) {
-    fprintf(stderr, "%s\n", err);
-    return 1;
-  }
-  arena_mem = malloc(1 << 20);
-  tl_arena_init(&arena, arena_mem, 1 << 20);
-  st = tl_qwen3_load(&m, &nm.slm, &nm.tensors, &arena);
-  if (st != TL_OK) {
-    fprintf(stderr, "%s: %s\n", argv[1], tl_status_name(st));
-    return 1;
-  }
-  {
-    size_t keys = prompt + decode;
-    size_t need = tl_qwen3_scratch_bound(&m, prompt, (uint32_t)keys) +
-                  2 * (size_t)m.cfg.layers * keys * m.cfg.kv_heads * m.cfg.head_dim *
-                      sizeof(float) + 256;
-    scratch_mem = malloc(need);
-    tl_arena_init(&scratch, scratch_mem, need);
-    st = tl_qwen3_cache_init(&cache, &m, (uint32_t)keys, &scratch);
-  }
+  /* The prompt goes in as one prefill call: plan for a chunk that long. */
+  st = tl_session_open(&s, argv[1], err, sizeof err);
+  if (st == TL_OK)
+    st = tl_session_plan(&s, (uint32_t)(prompt + decode), prompt, err, sizeof err);
+  if (st == TL_OK) st = tl_session_allocate(&s, 0, err, sizeof err);
   ids = malloc(prompt * sizeof *ids);
-  logits = malloc(m.cfg.vocab * sizeof *logits);
-  for (size_t i = 0; i < prompt; i++) ids[i] = (uint32_t)((i * 7919 + 13) % m.cfg.vocab);
+  if (st != TL_OK || ids == NULL) {
+    fprintf(stderr, "%s\n", st != TL_OK ? err : "out of memory");
+    return 1;
+  }
+  for (size_t i = 0; i < prompt; i++)
+    ids[i] = (uint32_t)((i * 7919 + 13) % s.qwen.cfg.vocab);
   t0 = now_seconds();
-  if (st == TL_OK) st = tl_qwen3_forward(&m, &cache, ids, prompt, logits, NULL, &scratch, NULL);
+  st = tl_qwen3_forward(&s.qwen, &s.cache, ids, prompt, s.logits, NULL, &s.arena, NULL);
   t_prefill = now_seconds() - t0;
   t0 = now_seconds();
   for (size_t i = 0; i < decode && st == TL_OK; i++) {
-    uint32_t next = argmax(logits, m.cfg.vocab);
-    st = tl_qwen3_forward(&m, &cache, &next, 1, logits, NULL, &scratch, NULL);
+    uint32_t next = argmax(s.logits, s.qwen.cfg.vocab);
+    st = tl_qwen3_forward(&s.qwen, &s.cache, &next, 1, s.logits, NULL, &s.arena, NULL);
   }
   t_decode = now_seconds() - t0;
   if (st != TL_OK) {
@@ -83,17 +65,14 @@ int main(int argc, char **argv) {
     return 1;
   }
   getrusage(RUSAGE_SELF, &ru);
-  printf("  scalar lane: %u layers, hidden %u, vocab %u\n", m.cfg.layers,
-         m.cfg.hidden, m.cfg.vocab);
+  printf("  scalar lane: %u layers, hidden %u, vocab %u\n", s.qwen.cfg.layers,
+         s.qwen.cfg.hidden, s.qwen.cfg.vocab);
   printf("  prefill %zu tokens: %.2f s, %.2f tokens/s\n", prompt, t_prefill,
          (double)prompt / t_prefill);
   printf("  decode %zu tokens: %.2f s, %.2f tokens/s\n", decode, t_decode,
          decode ? (double)decode / t_decode : 0.0);
   printf("  peak RSS %.1f MB\n", (double)ru.ru_maxrss / 1024.0);
   free(ids);
-  free(logits);
-  free(arena_mem);
-  free(scratch_mem);
-  tl_native_model_close(&nm);
+  tl_session_close(&s);
   return 0;
 }

@@ -216,8 +216,13 @@ int tl_cmd_chat(int argc, char **argv) {
   if (rc >= 0) return rc;
   if (c.o.prompt || c.o.messages || c.o.receipt || c.o.logprobs || c.o.json)
     return tl_cli_usage(false, "chat takes no --prompt/--messages/--receipt/--logprobs/--json\n%s", usage_text);
-  st = tl_session_open(&c.s, c.o.model, c.o.context, c.o.mem_budget, false, err, sizeof err);
-  if (st != TL_OK) return tl_cli_fail(false, st, "%s", err);
+  st = tl_session_open(&c.s, c.o.model, err, sizeof err);
+  if (st == TL_OK) st = tl_session_plan(&c.s, c.o.context, 0, err, sizeof err);
+  if (st == TL_OK) st = tl_session_allocate(&c.s, c.o.mem_budget, err, sizeof err);
+  if (st != TL_OK) {
+    tl_session_close(&c.s);
+    return tl_cli_fail(false, st, "%s", err);
+  }
   c.messages = json_array();
   fprintf(stderr, "tinylm chat: %s (%u tokens of context). /quit to leave.\n", c.o.model, c.s.context);
   /* Ctrl-C at the prompt discards the line being typed (a reply installs

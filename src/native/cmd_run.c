@@ -48,7 +48,7 @@ int tl_cmd_run(int argc, char **argv) {
   if ((o.prompt == NULL) == (o.messages == NULL))
     return tl_cli_usage(o.json, "exactly one of --prompt and --messages\n%s",
                         usage_text);
-  st = tl_session_open(&s, o.model, 0, o.mem_budget, true, err, sizeof err);
+  st = tl_session_open(&s, o.model, err, sizeof err);
   if (st != TL_OK) return tl_cli_fail(o.json, st, "%s", err);
   /* The prompt first: its length sizes the context. */
   if (o.messages != NULL) {
@@ -73,8 +73,7 @@ int tl_cmd_run(int argc, char **argv) {
     st = TL_ERR_INVALID_ARGUMENT;
     snprintf(err, sizeof err, "the prompt is empty");
   }
-  tl_session_close(&s);
-  if (st == TL_OK) {
+  if (st == TL_OK) { /* the context: the prompt plus -n, unless --ctx */
     uint64_t want = (uint64_t)n_prompt + o.max_new;
     uint32_t ctx = o.context ? o.context : (uint32_t)(want < UINT32_MAX ? want : UINT32_MAX);
     if (want > ctx) {
@@ -82,25 +81,25 @@ int tl_cmd_run(int argc, char **argv) {
       snprintf(err, sizeof err, "prompt (%zu tokens) + -n %u exceed --ctx %u (refused: no truncation)",
                n_prompt, o.max_new, ctx);
     } else {
-      st = tl_session_open(&s, o.model, ctx, o.mem_budget, o.preflight, err, sizeof err);
+      st = tl_session_plan(&s, ctx, 0, err, sizeof err);
     }
   }
+  if (st == TL_OK && o.preflight) {
+    char text[512];
+    tl_memory_plan_text(&s.plan, text, sizeof text);
+    printf("memory plan for %u tokens of context: %s\n", s.context, text);
+    rc = TL_EXIT_OK;
+    goto done;
+  }
+  if (st == TL_OK) st = tl_session_allocate(&s, o.mem_budget, err, sizeof err);
   if (st != TL_OK) {
     rc = tl_cli_fail(o.json, st, "%s", err);
     goto done;
   }
-  if (o.preflight) {
-    char text[512];
-    tl_memory_plan_text(&s.plan, text, sizeof text);
-    printf("memory plan for %u tokens of context: %s\n", s.context, text);
-    tl_session_close(&s);
-    rc = TL_EXIT_OK;
-    goto done;
-  }
   rc = tl_run_generate(&s, &o, o.messages ? "messages" : "text", prompt_bytes,
                        prompt_len, enc.ids, n_prompt, 0, stdout, NULL);
-  tl_session_close(&s);
 done:
+  tl_session_close(&s);
   tl_encoder_free(&enc);
   tl_render_out_free(&rendered);
   tl_file_close_view(&conv);

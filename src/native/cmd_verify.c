@@ -14,8 +14,8 @@
 #include "compare.h"
 #include "file.h"
 #include "golden.h"
-#include "model.h"
 #include "model/qwen3.h"
+#include "session.h"
 
 static const char usage_text[] =
     "usage: tinylm verify MODEL.slm --golden FILE [--json] [--dump OUT.cbor]\n"
@@ -216,14 +216,10 @@ int tl_cmd_verify(int argc, char **argv) {
   const char *model_path = NULL, *golden_path = NULL, *dump_path = NULL;
   bool json = false;
   uint32_t mutate = 0;
-  tl_native_model nm;
-  tl_qwen3 m;
-  tl_qwen3_cache cache;
+  tl_session s;
   tl_qwen3_fault fault;
   tl_golden g;
   tl_file_view gv;
-  tl_arena arena, scratch;
-  void *arena_mem = NULL, *scratch_mem = NULL;
   capture_ctx cc = {0};
   result *res = NULL;
   char err[1024];
@@ -231,7 +227,6 @@ int tl_cmd_verify(int argc, char **argv) {
   int rc = TL_EXIT_OK;
   size_t n_failed = 0, n_missing = 0;
   json_t *out = NULL, *records = NULL, *logit_rows = NULL;
-  float *logits = NULL;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--help") == 0) {
       fputs(usage_text, stdout);
@@ -262,46 +257,34 @@ int tl_cmd_verify(int argc, char **argv) {
   if (model_path == NULL || golden_path == NULL)
     return tl_cli_usage(json, "MODEL.slm and --golden FILE are required\n%s",
                         usage_text);
-  st = tl_native_model_open(model_path, &nm, err, sizeof err);
-  if (st != TL_OK) return tl_cli_fail(json, st, "%s", err);
-  if (!nm.has_tensors) {
-    tl_native_model_close(&nm);
-    return tl_cli_fail(json, TL_ERR_INVALID_MODEL, "%s: a tokenizer-only artifact has no weights", model_path);
-  }
   st = tl_file_open_view(golden_path, &gv, err, sizeof err);
-  if (st != TL_OK) {
-    tl_native_model_close(&nm);
-    return tl_cli_fail(json, st, "%s", err);
-  }
+  if (st != TL_OK) return tl_cli_fail(json, st, "%s", err);
   st = tl_golden_read(gv.data, gv.len, &g, err, sizeof err);
   tl_file_close_view(&gv);
+  if (st != TL_OK) return tl_cli_fail(json, st, "%s: %s", golden_path, err);
+  /* The whole prompt goes in as one call, so that every captured score row
+   * spans all of its keys (docs/golden.md): plan for a chunk that long. */
+  st = tl_session_open(&s, model_path, err, sizeof err);
   if (st != TL_OK) {
-    tl_native_model_close(&nm);
-    return tl_cli_fail(json, st, "%s: %s", golden_path, err);
+    tl_golden_free(&g);
+    return tl_cli_fail(json, st, "%s", err);
   }
-  arena_mem = malloc(1 << 20);
-  tl_arena_init(&arena, arena_mem, arena_mem ? 1 << 20 : 0);
-  st = tl_qwen3_load(&m, &nm.slm, &nm.tensors, &arena);
+  if (g.n_ids + g.n_continuation > UINT32_MAX) {
+    st = TL_ERR_CONTEXT_EXCEEDED;
+    snprintf(err, sizeof err, "%s: the prompt is too long", golden_path);
+  }
+  if (st == TL_OK)
+    st = tl_session_plan(&s, (uint32_t)(g.n_ids + g.n_continuation), g.n_ids, err, sizeof err);
+  if (st == TL_OK) st = tl_session_allocate(&s, 0, err, sizeof err);
   if (st != TL_OK) {
-    rc = tl_cli_fail(json, st, "%s: cannot bind the Qwen3 weights", model_path);
+    rc = tl_cli_fail(json, st, "%s", err);
     goto done;
   }
-  m.mutations = mutate;
-  {
-    size_t keys = g.n_ids + g.n_continuation;
-    size_t cache_bytes = 2 * (size_t)m.cfg.layers * keys * m.cfg.kv_heads *
-                         m.cfg.head_dim * sizeof(float) + 256;
-    size_t need = tl_qwen3_scratch_bound(&m, g.n_ids, (uint32_t)keys) + cache_bytes;
-    scratch_mem = malloc(need);
-    tl_arena_init(&scratch, scratch_mem, scratch_mem ? need : 0);
-  }
-  st = tl_qwen3_cache_init(&cache, &m, (uint32_t)(g.n_ids + g.n_continuation), &scratch);
+  s.qwen.mutations = mutate;
   cc.g = &g;
   cc.cand = calloc(g.n_records ? g.n_records : 1, sizeof *cc.cand);
   cc.filled = calloc(g.n_records ? g.n_records : 1, sizeof *cc.filled);
   res = calloc(g.n_records ? g.n_records : 1, sizeof *res);
-  logits = malloc(m.cfg.vocab * sizeof *logits);
-  if (logits == NULL) st = TL_ERR_OUT_OF_MEMORY;
   for (size_t r = 0; r < g.n_records && cc.cand; r++) {
     cc.cand[r] = calloc(g.records[r].count, sizeof(float));
     if (cc.cand[r] == NULL) st = TL_ERR_OUT_OF_MEMORY;
@@ -310,9 +293,9 @@ int tl_cmd_verify(int argc, char **argv) {
   if (st == TL_OK) {
     tl_qwen3_capture cap = {wants, row, &cc};
     for (size_t i = 0; i < g.n_ids; i++)
-      if (g.ids[i] >= m.cfg.vocab) st = TL_ERR_INVALID_ARGUMENT;
+      if (g.ids[i] >= s.qwen.cfg.vocab) st = TL_ERR_INVALID_ARGUMENT;
     if (st == TL_OK)
-      st = tl_qwen3_forward(&m, &cache, g.ids, g.n_ids, logits, &cap, &scratch, &fault);
+      st = tl_qwen3_forward(&s.qwen, &s.cache, g.ids, g.n_ids, s.logits, &cap, &s.arena, &fault);
   }
   if (st == TL_ERR_NUMERICAL_FAILURE) {
     rc = tl_cli_fail(json, st, "non-finite value at stage %s, layer %d, position %u, index %zu",
@@ -331,7 +314,7 @@ int tl_cmd_verify(int argc, char **argv) {
     size_t doc_len = 0;
     char label[96];
     snprintf(label, sizeof label, "the weights of %s", model_path);
-    st = tl_slm_find(&nm.slm, TL_SLM_METADATA, &meta);
+    st = tl_slm_find(&s.model.slm, TL_SLM_METADATA, &meta);
     if (st == TL_OK)
       st = tl_golden_write_run(&g, cc.cand, meta->data, meta->len, label, &doc, &doc_len);
     if (st == TL_OK) st = tl_file_write_atomic(dump_path, doc, doc_len, err, sizeof err);
@@ -354,7 +337,7 @@ int tl_cmd_verify(int argc, char **argv) {
       res[r].s.first_fail = 0;
       continue;
     }
-    res[r].tol = tl_tolerance_for(&m.cfg, (uint32_t)g.n_ids, rec->stage, rec->layer,
+    res[r].tol = tl_tolerance_for(&s.qwen.cfg, (uint32_t)g.n_ids, rec->stage, rec->layer,
                                   tl_rms(rec->values, rec->count));
     floor_ = 1e-3 * tl_rms(rec->values, rec->count);
     tl_compare(rec->values, cc.cand[r], rec->count, res[r].tol, floor_, &res[r].s);
@@ -396,7 +379,7 @@ int tl_cmd_verify(int argc, char **argv) {
   json_object_set_new(out, "logits", logit_rows);
   json_object_set_new(out, "missing", json_integer((json_int_t)n_missing));
   if (g.n_continuation > 0) {
-    json_t *gr = greedy(&m, &cache, &g, logits, &scratch, &n_failed);
+    json_t *gr = greedy(&s.qwen, &s.cache, &g, s.logits, &s.arena, &n_failed);
     if (gr == NULL) {
       rc = tl_cli_fail(json, TL_ERR_NUMERICAL_FAILURE, "the greedy continuation failed");
       goto done;
@@ -405,10 +388,10 @@ int tl_cmd_verify(int argc, char **argv) {
   }
   if (n_failed + n_missing > 0) {
     size_t probes = 0;
-    long r = first_divergence(&g, res, m.cfg.layers, &probes);
+    long r = first_divergence(&g, res, s.qwen.cfg.layers, &probes);
     json_object_set_new(out, "first_divergence",
                         r >= 0 && res[r].s.first_fail != SIZE_MAX && cc.filled[r]
-                            ? divergence(&m.cfg, &g, (size_t)r, res, cc.cand, probes)
+                            ? divergence(&s.qwen.cfg, &g, (size_t)r, res, cc.cand, probes)
                             : json_null());
   }
   json_object_set_new(out, "pass", json_boolean(n_failed + n_missing == 0));
@@ -467,10 +450,7 @@ done:
   free(cc.cand);
   free(cc.filled);
   free(res);
-  free(logits);
-  free(arena_mem);
-  free(scratch_mem);
   tl_golden_free(&g);
-  tl_native_model_close(&nm);
+  tl_session_close(&s);
   return rc;
 }

@@ -353,15 +353,17 @@ int tl_run_generate(tl_session *s, const tl_run_options *o, const char *mode,
   t1 = sm.prefill_done_us ? sm.prefill_done_us : t2;
   if (!o->json && r.stop != TL_STOP_CANCELLED) fputc('\n', out);
   {
-    tl_run_facts f = {s->artifact_id, &s->model.slm, TL_BUILD_ID, mode,
+    const uint8_t *artifact_id = NULL;
+    tl_status ids_st = tl_session_artifact_id(s, &artifact_id);
+    tl_run_facts f = {artifact_id, &s->model.slm, TL_BUILD_ID, mode,
                       prompt_bytes, prompt_len, ids, n, position, &profile,
                       o->seed, turn, r.ids, r.n_ids, r.raw, r.raw_len,
                       tl_stop_reason_name(r.stop),
                       st == TL_OK ? NULL : tl_status_name(st), t1 - t0, t2 - t1};
-    uint8_t *doc = NULL, root[32];
+    uint8_t *doc = NULL, root[32] = {0};
     size_t doc_len = 0;
     char root_hex[65], err[512];
-    tl_status rs = tl_run_receipt(&f, &doc, &doc_len, root);
+    tl_status rs = ids_st != TL_OK ? ids_st : tl_run_receipt(&f, &doc, &doc_len, root);
     if (rs == TL_OK && o->receipt != NULL)
       rs = tl_file_write_atomic(o->receipt, doc, doc_len, err, sizeof err);
     free(doc);

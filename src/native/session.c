@@ -106,15 +106,16 @@ void tl_memory_plan_text(const tl_memory_plan *p, char *buf, size_t cap) {
            p->scratch / 1e6, p->logits / 1e6, p->sampler / 1e6, p->total / 1e6);
 }
 
-tl_status tl_session_open(tl_session *s, const char *path, uint32_t context,
-                          uint64_t mem_budget, bool plan_only, char *err,
+/* Room for the binding: the layer table and the rope frequencies. */
+static size_t bind_bytes(const tl_slm_tensors *t) {
+  /* every layer has 11 tensors, so n/11 + 1 bounds the layer count */
+  return (t->n / 11 + 1) * sizeof(tl_qwen3_layer) + (64u << 10);
+}
+
+tl_status tl_session_open(tl_session *s, const char *path, char *err,
                           size_t err_cap) {
   tl_status st;
-  tl_arena bind_arena;
-  uint8_t bind_mem[1 << 16];
-  const tl_slm_section *data;
-  tl_qwen3_config *c;
-  uint64_t kv, arena_bytes;
+  size_t bytes;
   memset(s, 0, sizeof *s);
   snprintf(s->path, sizeof s->path, "%s", path);
   st = tl_native_model_open(path, &s->model, err, err_cap);
@@ -124,9 +125,15 @@ tl_status tl_session_open(tl_session *s, const char *path, uint32_t context,
     st = TL_ERR_INVALID_MODEL;
     goto fail;
   }
-  /* A first binding in a small arena, to learn the config for the plan. */
-  tl_arena_init(&bind_arena, bind_mem, sizeof bind_mem);
-  st = tl_qwen3_load(&s->qwen, &s->model.slm, &s->model.tensors, &bind_arena);
+  bytes = bind_bytes(&s->model.tensors);
+  s->bind_mem = malloc(bytes);
+  if (s->bind_mem == NULL) {
+    snprintf(err, err_cap, "%s: out of memory", path);
+    st = TL_ERR_OUT_OF_MEMORY;
+    goto fail;
+  }
+  tl_arena_init(&s->bind_arena, s->bind_mem, bytes);
+  st = tl_qwen3_load(&s->qwen, &s->model.slm, &s->model.tensors, &s->bind_arena);
   if (st == TL_OK) st = read_eos(s);
   if (st == TL_OK) st = read_gen_defaults(s);
   if (st != TL_OK) {
@@ -134,16 +141,6 @@ tl_status tl_session_open(tl_session *s, const char *path, uint32_t context,
              tl_status_name(st));
     goto fail;
   }
-  c = &s->qwen.cfg;
-  if (context == 0) context = c->max_positions < 4096 ? c->max_positions : 4096;
-  if (context > c->max_positions) {
-    snprintf(err, err_cap, "context %u exceeds max_position_embeddings %u",
-             context, c->max_positions);
-    st = TL_ERR_CONTEXT_EXCEEDED;
-    goto fail;
-  }
-  s->context = context;
-  s->prefill_chunk = PREFILL_CHUNK;
   s->defined_ids = tl_tok_vocab_size(s->model.tok);
   s->max_token_bytes = 1;
   for (uint32_t id = 0; id < s->defined_ids; id++) {
@@ -152,56 +149,78 @@ tl_status tl_session_open(tl_session *s, const char *path, uint32_t context,
     if (tl_tok_token_bytes(s->model.tok, id, &b, &n) == TL_OK && n > s->max_token_bytes)
       s->max_token_bytes = n;
   }
-  tl_slm_find(&s->model.slm, TL_SLM_TENSOR_DATA, &data);
-  kv = 2ull * c->layers * context * c->kv_heads * c->head_dim * sizeof(float);
-  s->plan.weights = data->len;
-  s->plan.tokenizer = s->model.arena.cap;
-  s->plan.kv_cache = kv;
-  s->plan.scratch = tl_qwen3_scratch_bound(&s->qwen, s->prefill_chunk, context);
-  s->plan.logits = (uint64_t)c->vocab * sizeof(float);
-  s->plan.sampler = tl_sampler_scratch_bytes(c->vocab);
-  s->plan.total = s->plan.weights + s->plan.tokenizer + s->plan.kv_cache +
-                  s->plan.scratch + s->plan.logits + s->plan.sampler;
-  if (plan_only) return TL_OK;
-  if (mem_budget != 0 && s->plan.total > mem_budget) {
-    char text[512];
-    tl_memory_plan_text(&s->plan, text, sizeof text);
-    snprintf(err, err_cap, "the plan needs %.1f MB, over --mem-budget %.1f MB: %s",
-             s->plan.total / 1e6, mem_budget / 1e6, text);
-    st = TL_ERR_OUT_OF_MEMORY;
-    goto fail;
-  }
-  /* The artifact id: the SHA-256 of the whole file (receipts bind it). */
-  st = tl_file_sha256(&s->model.view, s->artifact_id);
-  if (st != TL_OK) goto fail;
-  arena_bytes = kv + s->plan.scratch + (1 << 20);
-  s->arena_mem = malloc(arena_bytes);
-  s->sampler_mem = malloc(s->plan.sampler);
-  s->logits = malloc(s->plan.logits);
-  if (s->arena_mem == NULL || s->sampler_mem == NULL || s->logits == NULL) {
-    snprintf(err, err_cap, "out of memory for %.1f MB", s->plan.total / 1e6);
-    st = TL_ERR_OUT_OF_MEMORY;
-    goto fail;
-  }
-  tl_arena_init(&s->arena, s->arena_mem, arena_bytes);
-  tl_arena_init(&s->sampler_scratch, s->sampler_mem, s->plan.sampler);
-  st = tl_qwen3_load(&s->qwen, &s->model.slm, &s->model.tensors, &s->arena);
-  if (st == TL_OK) st = tl_qwen3_cache_init(&s->cache, &s->qwen, context, &s->arena);
-  if (st != TL_OK) {
-    snprintf(err, err_cap, "%s: %s", path, tl_status_name(st));
-    goto fail;
-  }
   return TL_OK;
 fail:
   tl_session_close(s);
   return st;
 }
 
+tl_status tl_session_plan(tl_session *s, uint32_t context, size_t chunk,
+                          char *err, size_t err_cap) {
+  const tl_qwen3_config *c = &s->qwen.cfg;
+  const tl_slm_section *data;
+  if (context == 0) context = c->max_positions < 4096 ? c->max_positions : 4096;
+  if (context > c->max_positions) {
+    snprintf(err, err_cap, "context %u exceeds max_position_embeddings %u",
+             context, c->max_positions);
+    return TL_ERR_CONTEXT_EXCEEDED;
+  }
+  s->context = context;
+  s->prefill_chunk = chunk ? chunk : PREFILL_CHUNK;
+  tl_slm_find(&s->model.slm, TL_SLM_TENSOR_DATA, &data);
+  s->plan.weights = data->len;
+  s->plan.tokenizer = s->model.arena.cap;
+  s->plan.kv_cache = 2ull * c->layers * context * c->kv_heads * c->head_dim * sizeof(float);
+  s->plan.scratch = tl_qwen3_scratch_bound(&s->qwen, s->prefill_chunk, context);
+  s->plan.logits = (uint64_t)c->vocab * sizeof(float);
+  s->plan.sampler = tl_sampler_scratch_bytes(c->vocab);
+  s->plan.total = s->plan.weights + s->plan.tokenizer + s->plan.kv_cache +
+                  s->plan.scratch + s->plan.logits + s->plan.sampler;
+  return TL_OK;
+}
+
+tl_status tl_session_allocate(tl_session *s, uint64_t mem_budget, char *err,
+                              size_t err_cap) {
+  /* the cache is one allocation of the arena, aligned to 64 twice */
+  uint64_t arena_bytes = s->plan.kv_cache + s->plan.scratch + 256;
+  tl_status st;
+  if (mem_budget != 0 && s->plan.total > mem_budget) {
+    char text[512];
+    tl_memory_plan_text(&s->plan, text, sizeof text);
+    snprintf(err, err_cap, "the plan needs %.1f MB, over --mem-budget %.1f MB: %s",
+             s->plan.total / 1e6, mem_budget / 1e6, text);
+    return TL_ERR_OUT_OF_MEMORY;
+  }
+  s->arena_mem = arena_bytes <= SIZE_MAX ? malloc((size_t)arena_bytes) : NULL;
+  s->sampler_mem = malloc(s->plan.sampler);
+  s->logits = malloc(s->plan.logits);
+  if (s->arena_mem == NULL || s->sampler_mem == NULL || s->logits == NULL) {
+    snprintf(err, err_cap, "out of memory for %.1f MB", s->plan.total / 1e6);
+    return TL_ERR_OUT_OF_MEMORY;
+  }
+  tl_arena_init(&s->arena, s->arena_mem, (size_t)arena_bytes);
+  tl_arena_init(&s->sampler_scratch, s->sampler_mem, s->plan.sampler);
+  st = tl_qwen3_cache_init(&s->cache, &s->qwen, s->context, &s->arena);
+  if (st != TL_OK) snprintf(err, err_cap, "%s: %s", s->path, tl_status_name(st));
+  return st;
+}
+
+tl_status tl_session_artifact_id(tl_session *s, const uint8_t **id) {
+  if (!s->has_artifact_id) {
+    tl_status st = tl_file_sha256(&s->model.view, s->artifact_id);
+    if (st != TL_OK) return st;
+    s->has_artifact_id = true;
+  }
+  *id = s->artifact_id;
+  return TL_OK;
+}
+
 void tl_session_close(tl_session *s) {
   tl_native_model_close(&s->model);
+  free(s->bind_mem);
   free(s->arena_mem);
   free(s->sampler_mem);
   free(s->logits);
-  s->arena_mem = s->sampler_mem = NULL;
+  s->bind_mem = s->arena_mem = s->sampler_mem = NULL;
   s->logits = NULL;
 }

@@ -1,7 +1,12 @@
-/* A model ready to generate on the native host: the artifact (eagerly
- * verified), its identity, the bound Qwen3 weights, a KV cache for the
- * requested context and the working memory, planned before anything large
- * is allocated (the memory preflight). Used by run and chat. */
+/* A model ready to run on the native host, in three steps:
+ *   tl_session_open      the artifact (eagerly verified), the bound Qwen3
+ *                        weights, the EOS set and generation defaults;
+ *   tl_session_plan      the memory plan for a context and a prefill chunk
+ *                        (the preflight: nothing large is allocated yet);
+ *   tl_session_allocate  the KV cache and working memory, within a budget.
+ * The artifact id (SHA-256 of the whole file) is computed only when asked
+ * for (tl_session_artifact_id): receipts need it, verification and
+ * benchmarks do not. Used by run, chat, verify and the forward bench. */
 #ifndef TL_NATIVE_SESSION_H
 #define TL_NATIVE_SESSION_H
 
@@ -37,7 +42,8 @@ typedef struct tl_gen_defaults {
 typedef struct tl_session {
   tl_native_model model;
   char path[4096];
-  uint8_t artifact_id[32]; /* SHA-256 of the file */
+  bool has_artifact_id;
+  uint8_t artifact_id[32]; /* SHA-256 of the file, once computed */
   tl_qwen3 qwen;
   tl_qwen3_cache cache;
   uint32_t context;     /* cache capacity in tokens */
@@ -48,20 +54,33 @@ typedef struct tl_session {
   tl_gen_defaults gen;
   size_t prefill_chunk;
   tl_memory_plan plan;
-  tl_arena arena;   /* qwen binding + cache + forward scratch */
+  tl_arena bind_arena; /* the qwen binding */
+  void *bind_mem;
+  tl_arena arena; /* cache + forward scratch */
   void *arena_mem;
   tl_arena sampler_scratch;
   void *sampler_mem;
   float *logits;
 } tl_session;
 
-/* Opens path and plans memory for a context of `context` tokens (0: the
- * model's max_position_embeddings, capped at 4096). When mem_budget is not
- * 0 and the plan exceeds it, returns TL_ERR_OUT_OF_MEMORY before
- * allocating (err says the plan). plan_only: fill s->plan and stop. */
-tl_status tl_session_open(tl_session *s, const char *path, uint32_t context,
-                          uint64_t mem_budget, bool plan_only, char *err,
+/* On failure everything is released and err says why. */
+tl_status tl_session_open(tl_session *s, const char *path, char *err,
                           size_t err_cap);
+
+/* Plans for `context` tokens of cache (0: max_position_embeddings, capped
+ * at 4096) and forward calls of at most `chunk` tokens (0: 32, the
+ * prefill chunk). TL_ERR_CONTEXT_EXCEEDED past max_position_embeddings. */
+tl_status tl_session_plan(tl_session *s, uint32_t context, size_t chunk,
+                          char *err, size_t err_cap);
+
+/* Allocates what the plan says; TL_ERR_OUT_OF_MEMORY before allocating
+ * when mem_budget is not 0 and the plan exceeds it (err gives the plan). */
+tl_status tl_session_allocate(tl_session *s, uint64_t mem_budget, char *err,
+                              size_t err_cap);
+
+/* The artifact id, computed on the first call (one pass over the file). */
+tl_status tl_session_artifact_id(tl_session *s, const uint8_t **id);
+
 void tl_session_close(tl_session *s);
 
 /* "weights 1195.7 MB, tokenizer ..., total ..." */
