@@ -208,17 +208,17 @@ static tl_status check_node(tl_cbor_reader *r, seen_node *out, char *err,
     const char *k;
     size_t klen;
     if (tl_cbor_expect_text(r, &k, &klen) != TL_OK) return TL_ERR_INVALID_MODEL;
-    if (klen == 2 && memcmp(k, "id", 2) == 0) {
+    if (tl_cbor_text_is(k, klen, "id")) {
       if (tl_cbor_expect_bytes(r, &id, &id_len) != TL_OK || id_len != 32)
         return TL_ERR_INVALID_MODEL;
-    } else if (klen == 4 && memcmp(k, "type", 4) == 0) {
+    } else if (tl_cbor_text_is(k, klen, "type")) {
       const char *t;
       size_t tlen;
       if (tl_cbor_expect_text(r, &t, &tlen) != TL_OK || tlen >= sizeof type)
         return TL_ERR_INVALID_MODEL;
       memcpy(type, t, tlen);
       type[tlen] = '\0';
-    } else if (klen == 8 && memcmp(k, "children", 8) == 0) {
+    } else if (tl_cbor_text_is(k, klen, "children")) {
       if (tl_cbor_expect_array(r, &n_kids) != TL_OK || n_kids > 16)
         return TL_ERR_INVALID_MODEL;
       for (size_t c = 0; c < n_kids; c++) {
@@ -228,7 +228,7 @@ static tl_status check_node(tl_cbor_reader *r, seen_node *out, char *err,
           return TL_ERR_INVALID_MODEL;
         memcpy(kids + 32 * c, kid, 32);
       }
-    } else if (klen == 8 && memcmp(k, "metadata", 8) == 0) {
+    } else if (tl_cbor_text_is(k, klen, "metadata")) {
       size_t start = r->pos;
       if (tl_cbor_skip(r) != TL_OK) return TL_ERR_INVALID_MODEL;
       meta = r->buf + start;
@@ -265,13 +265,13 @@ tl_status tl_receipt_check(const uint8_t *doc, size_t len, uint8_t root[32],
     const char *k, *v;
     size_t klen, vlen;
     if (tl_cbor_expect_text(&r, &k, &klen) != TL_OK) return TL_ERR_INVALID_MODEL;
-    if (klen == 6 && memcmp(k, "format", 6) == 0) {
+    if (tl_cbor_text_is(k, klen, "format")) {
       if (tl_cbor_expect_text(&r, &v, &vlen) != TL_OK) return TL_ERR_INVALID_MODEL;
-      format_ok = vlen == 16 && memcmp(v, "tinylm.receipt/1", 16) == 0;
-    } else if (klen == 4 && memcmp(k, "root", 4) == 0) {
+      format_ok = tl_cbor_text_is(v, vlen, "tinylm.receipt/1");
+    } else if (tl_cbor_text_is(k, klen, "root")) {
       if (tl_cbor_expect_bytes(&r, &root_id, &root_len) != TL_OK || root_len != 32)
         return TL_ERR_INVALID_MODEL;
-    } else if (klen == 5 && memcmp(k, "nodes", 5) == 0) {
+    } else if (tl_cbor_text_is(k, klen, "nodes")) {
       if (tl_cbor_expect_array(&r, &n_nodes) != TL_OK || n_nodes > 64)
         return TL_ERR_INVALID_MODEL;
       for (size_t n = 0; n < n_nodes; n++) {

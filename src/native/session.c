@@ -61,10 +61,10 @@ static tl_status read_gen_defaults(tl_session *s) {
     size_t klen, vlen;
     char text[64];
     if (tl_cbor_expect_text(&r, &k, &klen) != TL_OK) return TL_ERR_INVALID_MODEL;
-    if (klen == 9 && memcmp(k, "do_sample", 9) == 0) {
+    if (tl_cbor_text_is(k, klen, "do_sample")) {
       if (tl_cbor_expect_bool(&r, &g->do_sample) != TL_OK) return TL_ERR_INVALID_MODEL;
       g->has_do_sample = true;
-    } else if (klen == 5 && memcmp(k, "top_k", 5) == 0) {
+    } else if (tl_cbor_text_is(k, klen, "top_k")) {
       uint64_t u;
       if (tl_cbor_expect_uint(&r, &u) != TL_OK || u > UINT32_MAX) return TL_ERR_INVALID_MODEL;
       g->top_k = (uint32_t)u;
@@ -80,7 +80,7 @@ static tl_status read_gen_defaults(tl_session *s) {
                     {"repetition_penalty", &g->has_repeat_penalty, &g->repeat_penalty}};
       size_t f = 0;
       for (; f < 4; f++)
-        if (klen == strlen(floats[f].key) && memcmp(k, floats[f].key, klen) == 0) break;
+        if (tl_cbor_text_is(k, klen, floats[f].key)) break;
       if (f == 4) {
         if (tl_cbor_skip(&r) != TL_OK) return TL_ERR_INVALID_MODEL;
         continue;

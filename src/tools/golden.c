@@ -19,10 +19,6 @@ static tl_status bad(char *err, size_t cap, const char *fmt, ...) {
   return TL_ERR_INVALID_MODEL;
 }
 
-static bool is(const char *k, size_t len, const char *want) {
-  return len == strlen(want) && memcmp(k, want, len) == 0;
-}
-
 static tl_status read_u32_array(tl_cbor_reader *r, uint32_t **out, size_t *n) {
   size_t count;
   if (tl_cbor_expect_array(r, &count) != TL_OK) return TL_ERR_INVALID_MODEL;
@@ -61,14 +57,14 @@ static tl_status read_record(tl_cbor_reader *r, tl_golden_record *rec,
     tl_cbor_item it;
     if (tl_cbor_expect_text(r, &k, &klen) != TL_OK)
       return bad(err, cap, "a record key is not text");
-    if (is(k, klen, "name")) {
+    if (tl_cbor_text_is(k, klen, "name")) {
       if (read_text(r, name, sizeof name) != TL_OK)
         return bad(err, cap, "record name is not text");
-    } else if (is(k, klen, "layer")) {
+    } else if (tl_cbor_text_is(k, klen, "layer")) {
       if (tl_cbor_read(r, &it) != TL_OK) return bad(err, cap, "bad layer");
       if (it.type == TL_CBOR_UINT && it.value < 65536) rec->layer = (int32_t)it.value;
       else if (it.type != TL_CBOR_NULL) return bad(err, cap, "bad layer");
-    } else if (is(k, klen, "shape")) {
+    } else if (tl_cbor_text_is(k, klen, "shape")) {
       size_t rank;
       if (tl_cbor_expect_array(r, &rank) != TL_OK || rank == 0 ||
           rank > TL_GOLDEN_MAX_RANK)
@@ -83,12 +79,12 @@ static tl_status read_record(tl_cbor_reader *r, tl_golden_record *rec,
         rec->shape[d] = (size_t)v;
         rec->count *= (size_t)v;
       }
-    } else if (is(k, klen, "dtype")) {
+    } else if (tl_cbor_text_is(k, klen, "dtype")) {
       char dt[8];
       if (read_text(r, dt, sizeof dt) != TL_OK) return bad(err, cap, "bad dtype");
       elem = strcmp(dt, "f64") == 0 ? 8 : strcmp(dt, "f32") == 0 ? 4 : 0;
       if (elem == 0) return bad(err, cap, "record '%s': dtype '%s'", name, dt);
-    } else if (is(k, klen, "data")) {
+    } else if (tl_cbor_text_is(k, klen, "data")) {
       if (tl_cbor_expect_bytes(r, &data, &data_len) != TL_OK)
         return bad(err, cap, "record '%s': data is not bytes", name);
     } else if (tl_cbor_skip(r) != TL_OK) {
@@ -120,38 +116,38 @@ static tl_status read_doc(tl_cbor_reader *r, tl_golden *g, char *err,
     const char *k;
     size_t klen, n;
     if (tl_cbor_expect_text(r, &k, &klen) != TL_OK) return bad(err, cap, "bad key");
-    if (is(k, klen, "format")) {
+    if (tl_cbor_text_is(k, klen, "format")) {
       char f[32];
       if (read_text(r, f, sizeof f) != TL_OK) return bad(err, cap, "bad format");
       format_ok = strcmp(f, "tinylm.golden/1") == 0;
-    } else if (is(k, klen, "producer")) {
+    } else if (tl_cbor_text_is(k, klen, "producer")) {
       if (tl_cbor_expect_map(r, &n) != TL_OK) return bad(err, cap, "bad producer");
       for (size_t j = 0; j < n; j++) {
         if (tl_cbor_expect_text(r, &k, &klen) != TL_OK) return bad(err, cap, "bad producer");
-        if (is(k, klen, "name")) st = read_text(r, g->producer, sizeof g->producer);
-        else if (is(k, klen, "precision")) st = read_text(r, g->precision, sizeof g->precision);
+        if (tl_cbor_text_is(k, klen, "name")) st = read_text(r, g->producer, sizeof g->producer);
+        else if (tl_cbor_text_is(k, klen, "precision")) st = read_text(r, g->precision, sizeof g->precision);
         else st = tl_cbor_skip(r);
         if (st != TL_OK) return bad(err, cap, "bad producer");
       }
-    } else if (is(k, klen, "prompt")) {
+    } else if (tl_cbor_text_is(k, klen, "prompt")) {
       if (tl_cbor_expect_map(r, &n) != TL_OK) return bad(err, cap, "bad prompt");
       for (size_t j = 0; j < n; j++) {
         if (tl_cbor_expect_text(r, &k, &klen) != TL_OK) return bad(err, cap, "bad prompt");
-        st = is(k, klen, "ids") ? read_u32_array(r, &g->ids, &g->n_ids)
+        st = tl_cbor_text_is(k, klen, "ids") ? read_u32_array(r, &g->ids, &g->n_ids)
                                 : tl_cbor_skip(r);
         if (st != TL_OK) return st == TL_ERR_OUT_OF_MEMORY ? st : bad(err, cap, "bad prompt ids");
       }
-    } else if (is(k, klen, "positions")) {
+    } else if (tl_cbor_text_is(k, klen, "positions")) {
       st = read_u32_array(r, &g->positions, &g->n_positions);
       if (st != TL_OK) return st == TL_ERR_OUT_OF_MEMORY ? st : bad(err, cap, "bad positions");
-    } else if (is(k, klen, "continuation")) {
+    } else if (tl_cbor_text_is(k, klen, "continuation")) {
       const uint8_t *m = NULL;
       size_t m_len = 0;
       if (tl_cbor_expect_map(r, &n) != TL_OK) return bad(err, cap, "bad continuation");
       for (size_t j = 0; j < n; j++) {
         if (tl_cbor_expect_text(r, &k, &klen) != TL_OK) return bad(err, cap, "bad continuation");
-        if (is(k, klen, "ids")) st = read_u32_array(r, &g->continuation, &g->n_continuation);
-        else if (is(k, klen, "margins")) st = tl_cbor_expect_bytes(r, &m, &m_len) == TL_OK ? TL_OK : TL_ERR_INVALID_MODEL;
+        if (tl_cbor_text_is(k, klen, "ids")) st = read_u32_array(r, &g->continuation, &g->n_continuation);
+        else if (tl_cbor_text_is(k, klen, "margins")) st = tl_cbor_expect_bytes(r, &m, &m_len) == TL_OK ? TL_OK : TL_ERR_INVALID_MODEL;
         else st = tl_cbor_skip(r);
         if (st != TL_OK) return st == TL_ERR_OUT_OF_MEMORY ? st : bad(err, cap, "bad continuation");
       }
@@ -161,7 +157,7 @@ static tl_status read_doc(tl_cbor_reader *r, tl_golden *g, char *err,
       if (g->margins == NULL) return TL_ERR_OUT_OF_MEMORY;
       for (size_t j = 0; j < g->n_continuation; j++)
         g->margins[j] = tl_bits_to_f64(tl_load_le64(m + 8 * j));
-    } else if (is(k, klen, "records")) {
+    } else if (tl_cbor_text_is(k, klen, "records")) {
       if (tl_cbor_expect_array(r, &n) != TL_OK) return bad(err, cap, "bad records");
       g->records = calloc(n ? n : 1, sizeof *g->records);
       if (g->records == NULL) return TL_ERR_OUT_OF_MEMORY;

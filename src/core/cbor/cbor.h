@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "arena.h"
 #include "tinylm.h"
@@ -225,6 +226,13 @@ tl_status tl_cbor_expect_map(tl_cbor_reader *r, size_t *n_pairs);
 tl_status tl_cbor_expect_tag(tl_cbor_reader *r, uint64_t *tag);
 tl_status tl_cbor_expect_bool(tl_cbor_reader *r, bool *v);
 tl_status tl_cbor_expect_null(tl_cbor_reader *r);
+/* Does the text s[0..len) (a key or value just read) equal the C string
+ * z? */
+static inline bool tl_cbor_text_is(const char *s, size_t len, const char *z) {
+  size_t n = strlen(z);
+  return len == n && memcmp(s, z, n) == 0;
+}
+
 /* Reads a map head and the pairs before key's, leaving r at key's value
  * (the rest of the map stays unread). TL_ERR_BOUNDS when the map has no
  * such text key (r is then past the whole map), TL_ERR_INVALID_CBOR when

@@ -32,10 +32,6 @@ tl_qwen3_stage tl_qwen3_stage_find(const char *name, size_t len) {
  * vocabulary): 2^24 elements. */
 #define MAX_WIDTH (1u << 24)
 
-static bool key_is(const char *k, size_t len, const char *want) {
-  return len == strlen(want) && memcmp(k, want, len) == 0;
-}
-
 /* A float of the effective config, stored as Python repr text. */
 static tl_status parse_float_text(const char *s, size_t len, double *out) {
   uint8_t mem[1024];
@@ -82,32 +78,32 @@ static tl_status read_config(const tl_slm *slm, raw_config *c) {
     bool done = false;
     if (tl_cbor_expect_text(&r, &k, &klen) != TL_OK) return TL_ERR_INVALID_MODEL;
     for (size_t u = 0; u < 8 && !done; u++) {
-      if (!key_is(k, klen, uint_keys[u])) continue;
+      if (!tl_cbor_text_is(k, klen, uint_keys[u])) continue;
       if (tl_cbor_expect_uint(&r, &c->u[u]) != TL_OK) return TL_ERR_INVALID_MODEL;
       c->seen |= 1u << u;
       done = true;
     }
     if (done) continue;
-    if (key_is(k, klen, "rms_norm_eps") || key_is(k, klen, "rope_theta")) {
-      bool eps = key_is(k, klen, "rms_norm_eps");
+    if (tl_cbor_text_is(k, klen, "rms_norm_eps") || tl_cbor_text_is(k, klen, "rope_theta")) {
+      bool eps = tl_cbor_text_is(k, klen, "rms_norm_eps");
       if (tl_cbor_expect_text(&r, &s, &slen) != TL_OK ||
           parse_float_text(s, slen, eps ? &c->eps : &c->theta) != TL_OK)
         return TL_ERR_INVALID_MODEL;
       c->seen |= eps ? 1u << 8 : 1u << 9;
-    } else if (key_is(k, klen, "tie_word_embeddings")) {
+    } else if (tl_cbor_text_is(k, klen, "tie_word_embeddings")) {
       if (tl_cbor_expect_bool(&r, &c->tie) != TL_OK) return TL_ERR_INVALID_MODEL;
       c->seen |= 1u << 10;
-    } else if (key_is(k, klen, "hidden_act")) {
+    } else if (tl_cbor_text_is(k, klen, "hidden_act")) {
       if (tl_cbor_expect_text(&r, &s, &slen) != TL_OK) return TL_ERR_INVALID_MODEL;
-      c->act_ok = key_is(s, slen, "silu");
+      c->act_ok = tl_cbor_text_is(s, slen, "silu");
       c->seen |= 1u << 11;
-    } else if (key_is(k, klen, "attention_bias") ||
-               key_is(k, klen, "use_sliding_window")) {
+    } else if (tl_cbor_text_is(k, klen, "attention_bias") ||
+               tl_cbor_text_is(k, klen, "use_sliding_window")) {
       bool v;
       if (tl_cbor_expect_bool(&r, &v) != TL_OK) return TL_ERR_INVALID_MODEL;
-      if (key_is(k, klen, "attention_bias")) c->bias = v;
+      if (tl_cbor_text_is(k, klen, "attention_bias")) c->bias = v;
       else c->sliding = v;
-    } else if (key_is(k, klen, "rope_scaling")) {
+    } else if (tl_cbor_text_is(k, klen, "rope_scaling")) {
       if (tl_cbor_read(&r, &it) != TL_OK) return TL_ERR_INVALID_MODEL;
       c->scaling_null = it.type == TL_CBOR_NULL;
       if (!c->scaling_null) return TL_ERR_UNSUPPORTED_FEATURE;
@@ -345,6 +341,12 @@ typedef struct run {
 
 static bool finite(float x) { return x - x == 0.0f; }
 
+static bool wanted(const run *r, tl_qwen3_stage stage, int32_t layer,
+                   uint32_t pos) {
+  return r->cap != NULL && r->cap->row != NULL &&
+         (r->cap->wants == NULL || r->cap->wants(r->cap->ctx, stage, layer, pos));
+}
+
 /* Hands a row to the capture (when wanted) after checking it is finite;
  * scores may hold -inf for masked keys (allow_masked). */
 static tl_status emit(const run *r, tl_qwen3_stage stage, int32_t layer,
@@ -361,16 +363,9 @@ static tl_status emit(const run *r, tl_qwen3_stage stage, int32_t layer,
     }
     return TL_ERR_NUMERICAL_FAILURE;
   }
-  if (r->cap != NULL && r->cap->row != NULL &&
-      (r->cap->wants == NULL || r->cap->wants(r->cap->ctx, stage, layer, pos)))
+  if (wanted(r, stage, layer, pos))
     r->cap->row(r->cap->ctx, stage, layer, pos, data, n);
   return TL_OK;
-}
-
-static bool wanted(const run *r, tl_qwen3_stage stage, int32_t layer,
-                   uint32_t pos) {
-  return r->cap != NULL && r->cap->row != NULL &&
-         (r->cap->wants == NULL || r->cap->wants(r->cap->ctx, stage, layer, pos));
 }
 
 typedef struct bufs {

@@ -158,10 +158,6 @@ tl_status tl_slm_find(const tl_slm *slm, tl_slm_kind kind,
   return TL_ERR_INVALID_MODEL;
 }
 
-static bool text_is(const char *s, size_t len, const char *want) {
-  return len == strlen(want) && memcmp(s, want, len) == 0;
-}
-
 tl_status tl_slm_artifact(const tl_slm *slm, tl_slm_artifact_kind *kind) {
   static const tl_slm_kind model_sections[] = {
       TL_SLM_TOKENIZER, TL_SLM_TEMPLATE, TL_SLM_TENSOR_DIR, TL_SLM_TENSOR_DATA};
@@ -181,15 +177,15 @@ tl_status tl_slm_artifact(const tl_slm *slm, tl_slm_artifact_kind *kind) {
     size_t key_len, value_len;
     if (tl_cbor_expect_text(&r, &key, &key_len) != TL_OK)
       return TL_ERR_INVALID_MODEL;
-    if (text_is(key, key_len, "format")) {
+    if (tl_cbor_text_is(key, key_len, "format")) {
       if (tl_cbor_expect_text(&r, &value, &value_len) != TL_OK)
         return TL_ERR_INVALID_MODEL;
-      format_ok = text_is(value, value_len, "tinylm.slm");
-    } else if (text_is(key, key_len, "artifact_kind")) {
+      format_ok = tl_cbor_text_is(value, value_len, "tinylm.slm");
+    } else if (tl_cbor_text_is(key, key_len, "artifact_kind")) {
       if (tl_cbor_expect_text(&r, &value, &value_len) != TL_OK)
         return TL_ERR_INVALID_MODEL;
-      found = text_is(value, value_len, "model")            ? 2
-              : text_is(value, value_len, "tokenizer-only") ? 1
+      found = tl_cbor_text_is(value, value_len, "model")            ? 2
+              : tl_cbor_text_is(value, value_len, "tokenizer-only") ? 1
                                                             : -1;
     } else if (tl_cbor_skip(&r) != TL_OK) {
       return TL_ERR_INVALID_MODEL;

@@ -230,10 +230,6 @@ static tl_status read_nodes(tl_cbor_reader *r, tl_arena *arena,
   return TL_OK;
 }
 
-static bool key_is(const char *k, size_t n, const char *want) {
-  return n == strlen(want) && memcmp(k, want, n) == 0;
-}
-
 tl_status tl_tmpl_load(const uint8_t *ir, size_t len, tl_arena *arena,
                        tl_tmpl_program *out, tl_tmpl_load_error *err) {
   if (err != NULL) {
@@ -262,16 +258,16 @@ tl_status tl_tmpl_load(const uint8_t *ir, size_t len, tl_arena *arena,
     const char *k;
     size_t kn;
     if ((st = tl_cbor_expect_text(&r, &k, &kn)) != TL_OK) break;
-    if (key_is(k, kn, "format")) {
+    if (tl_cbor_text_is(k, kn, "format")) {
       const char *f;
       size_t fn;
       st = tl_cbor_expect_text(&r, &f, &fn);
-      format_ok = st == TL_OK && key_is(f, fn, TL_TMPL_IR_FORMAT);
+      format_ok = st == TL_OK && tl_cbor_text_is(f, fn, TL_TMPL_IR_FORMAT);
       have_format = true;
-    } else if (key_is(k, kn, "version")) {
+    } else if (tl_cbor_text_is(k, kn, "version")) {
       st = tl_cbor_expect_uint(&r, &version);
       have_version = true;
-    } else if (key_is(k, kn, "source_sha256")) {
+    } else if (tl_cbor_text_is(k, kn, "source_sha256")) {
       const uint8_t *d;
       size_t dn;
       st = tl_cbor_expect_bytes(&r, &d, &dn);
@@ -281,7 +277,7 @@ tl_status tl_tmpl_load(const uint8_t *ir, size_t len, tl_arena *arena,
       }
       if (st == TL_OK) memcpy(p.source_sha256, d, 32);
       have_sha = true;
-    } else if (key_is(k, kn, "strings")) {
+    } else if (tl_cbor_text_is(k, kn, "strings")) {
       size_t n;
       if ((st = tl_cbor_expect_array(&r, &n)) != TL_OK) break;
       if (n > TL_TMPL_MAX_STRINGS) {
@@ -295,10 +291,10 @@ tl_status tl_tmpl_load(const uint8_t *ir, size_t len, tl_arena *arena,
       p.strings = s;
       p.n_strings = (uint32_t)n;
       have_strings = true;
-    } else if (key_is(k, kn, "nodes")) {
+    } else if (tl_cbor_text_is(k, kn, "nodes")) {
       st = read_nodes(&r, arena, &p, err);
       have_nodes = true;
-    } else if (key_is(k, kn, "root")) {
+    } else if (tl_cbor_text_is(k, kn, "root")) {
       st = tl_cbor_expect_uint(&r, &root);
       have_root = true;
     } else {

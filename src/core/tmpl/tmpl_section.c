@@ -5,10 +5,6 @@
 #include "cbor/cbor.h"
 #include "hash/sha256.h"
 
-static bool key_is(const char *k, size_t n, const char *want) {
-  return n == strlen(want) && memcmp(k, want, n) == 0;
-}
-
 static tl_status expect_digest(tl_cbor_reader *r, uint8_t out[32]) {
   const uint8_t *d;
   size_t n;
@@ -43,24 +39,24 @@ tl_status tl_tmpl_section_load(const uint8_t *section, size_t len,
     size_t key_len;
     st = tl_cbor_expect_text(&r, &key, &key_len);
     if (st != TL_OK) return st;
-    if (key_is(key, key_len, "format")) {
+    if (tl_cbor_text_is(key, key_len, "format")) {
       const char *f;
       size_t n;
       st = tl_cbor_expect_text(&r, &f, &n);
-      if (st == TL_OK && !key_is(f, n, TL_TMPL_SECTION_FORMAT))
+      if (st == TL_OK && !tl_cbor_text_is(f, n, TL_TMPL_SECTION_FORMAT))
         return TL_ERR_INVALID_MODEL;
-    } else if (key_is(key, key_len, "version")) {
+    } else if (tl_cbor_text_is(key, key_len, "version")) {
       uint64_t v;
       st = tl_cbor_expect_uint(&r, &v);
       if (st == TL_OK && v != TL_TMPL_SECTION_VERSION)
         return TL_ERR_UNSUPPORTED_ABI;
-    } else if (key_is(key, key_len, "ir")) {
+    } else if (tl_cbor_text_is(key, key_len, "ir")) {
       st = tl_cbor_expect_bytes(&r, &ir, &ir_len);
-    } else if (key_is(key, key_len, "ir_sha256")) {
+    } else if (tl_cbor_text_is(key, key_len, "ir_sha256")) {
       st = expect_digest(&r, out->ir_sha256);
-    } else if (key_is(key, key_len, "source_sha256")) {
+    } else if (tl_cbor_text_is(key, key_len, "source_sha256")) {
       st = expect_digest(&r, out->source_sha256);
-    } else if (key_is(key, key_len, "special_tokens_json")) {
+    } else if (tl_cbor_text_is(key, key_len, "special_tokens_json")) {
       st = tl_cbor_expect_text(&r, &tokens_json, &tokens_len);
     } else {
       return TL_ERR_INVALID_MODEL; /* an unknown key */
