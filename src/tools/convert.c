@@ -872,8 +872,8 @@ static tl_status write_artifact(plan *p, tl_convert_report *r, char *err,
   if (st == TL_OK) {
     r->artifact_bytes = w.file_len;
     st = tl_slm_writer_finish(&w, r->artifact_id, err, cap);
-  } else if (w.file.tmp != NULL) {
-    tl_slm_writer_abort(&w);
+  } else {
+    tl_slm_writer_abort(&w); /* safe when begin failed: nothing to remove */
   }
   free(meta);
   free(dir);
