@@ -195,6 +195,8 @@ static json_t *greedy(const tl_qwen3 *m, tl_qwen3_cache *cache,
       double rms = 0.0;
       tl_tolerance tol;
       for (size_t i = 0; i < m->cfg.vocab; i++) rms += (double)logits[i] * logits[i];
+      /* The golden holds no logits for continuation steps, so the atol
+       * scale is this run's own logits RMS (same magnitude by then). */
       rms = sqrt(rms / m->cfg.vocab);
       tol = tl_tolerance_for(&m->cfg, cache->len, TL_QWEN3_STAGE_LOGITS, -1, rms);
       margin = g->margins[step];
