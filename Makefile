@@ -86,11 +86,14 @@ SLM_OPEN_BENCH := $(BUILD)/slm_open_bench
 FORWARD_BENCH := $(BUILD)/forward_bench
 TRANSCRIPT := $(BUILD)/transcript
 
-.PHONY: all native test test-full wasm fuzz bench clean setup demo \
+.PHONY: all native test test-full wasm wasm-modules fuzz fuzz-targets bench clean setup demo \
         unicode-tables oracle-nfc tokenizer-goldens tok-slm template-goldens \
         forward-goldens \
         slm-goldens
-all: native
+# Plain `make` first installs what a fresh machine lacks (scripts/setup.sh
+# does nothing when everything is there), then builds.
+all: setup
+	@$(MAKE) --no-print-directory native
 native: $(LIB) $(CLI) $(UNIT) $(CBOR_TOOL) $(SAMPLER_TOOL) $(HASH_BENCH) $(SLM_OPEN_BENCH) $(FORWARD_BENCH) $(TRANSCRIPT)
 
 $(BUILD)/obj/%.o: %.c
@@ -180,7 +183,9 @@ WASM_UNIT := $(WASM_BUILD)/unit_tests.wasm
 WASM_TRANSCRIPT := $(WASM_BUILD)/transcript.wasm
 WASM_SRC_DEPS := $(CORE_PORTABLE) $(WASM_HOST) $(shell find src/core web/wasm -name '*.h')
 
-wasm: $(WASM_CORE) $(WASM_UNIT) $(WASM_TRANSCRIPT)
+wasm: setup
+	@$(MAKE) --no-print-directory wasm-modules
+wasm-modules: $(WASM_CORE) $(WASM_UNIT) $(WASM_TRANSCRIPT)
 	@if command -v wasm-validate >/dev/null; then \
 	  for m in $^; do \
 	    wasm-validate --disable-simd --disable-bulk-memory --disable-sign-extension \
@@ -219,7 +224,9 @@ FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,$(FUZZ_BUILD)/%,$(wildcard tests/fuzz/
 FUZZ_CFLAGS := -std=c11 -O1 -g $(WARN) $(NUMERICS) $(INCLUDES) -DTL_DEBUG -DTL_NO_X86_SIMD \
                -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 
-fuzz: $(FUZZ_TARGETS)
+fuzz: setup
+	@$(MAKE) --no-print-directory fuzz-targets
+fuzz-targets: $(FUZZ_TARGETS)
 # Some targets include converter sources (src/tools) directly, so every
 # source is a prerequisite.
 $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(shell find src/core src/tools tests/fuzz -name '*.[ch]')
