@@ -218,7 +218,7 @@ def patch(data, pos, fmt, *values, seal=True):
 
 # --------------------------------------------------------------- harness
 
-RESULTS = {"passed": 0, "failed": 0}
+RESULTS = {"passed": 0, "failed": 0, "skipped": 0}
 
 
 def check(name, condition, detail=""):
@@ -277,6 +277,7 @@ def test_blake3_vectors():
 def test_blake3_b3sum():
     if shutil.which("b3sum") is None:
         print("skip: b3sum not installed")
+        RESULTS["skipped"] += 1
         return
     for n in (0, 64, 65, 1000, 1024 * 7 + 3, 70001):
         data = os.urandom(n)
@@ -356,6 +357,7 @@ def test_valid_variants():
 def test_tokenizer_artifact():
     if not os.path.exists(TOKENIZER_SLM):
         print(f"skip: {TOKENIZER_SLM} not built (make tok-slm)")
+        RESULTS["skipped"] += 1
         return
     proc = subprocess.run([sys.executable, INSPECT, TOKENIZER_SLM, "--json"],
                           capture_output=True, text=True)
@@ -529,7 +531,8 @@ def main():
                  test_directory_corruptions, test_padding_and_tensor_digest,
                  test_metadata_corruptions, test_cli_errors):
         test()
-    print(f"{RESULTS['passed']} passed, {RESULTS['failed']} failed")
+    print(f"{RESULTS['passed']} passed, {RESULTS['failed']} failed, "
+          f"{RESULTS['skipped']} skipped")
     return 1 if RESULTS["failed"] else 0
 
 

@@ -3,39 +3,53 @@
 # then runs each libFuzzer target for SECONDS on a scratch copy of its seed
 # corpus (tests/fuzz/corpus/<target>/), so the committed corpus stays small.
 #   tests/fuzz/run.sh [SECONDS]          (default 30)
-# Build the targets first: make fuzz.
+# Build the targets first: make fuzz (FUZZ_BUILD=DIR for another build
+# directory; the same variable here). Every tests/fuzz/fuzz_*.c is a target:
+# one whose binary is missing fails, and so does a run with no target at all.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 seconds=${1:-30}
+fuzz_build=${FUZZ_BUILD:-build/fuzz}
 failed=0
 passed=0
-for bin in build/fuzz/fuzz_*; do
-  [[ -x "$bin" ]] || continue
-  target=${bin#build/fuzz/fuzz_}
+for src in tests/fuzz/fuzz_*.c; do
+  [[ -e "$src" ]] || continue
+  target=${src#tests/fuzz/fuzz_}
+  target=${target%.c}
+  bin=$fuzz_build/fuzz_$target
+  if [[ ! -x "$bin" ]]; then
+    echo "fuzz: $target: $bin not built (make fuzz)"
+    failed=$((failed + 1))
+    continue
+  fi
   crashers=tests/fuzz/crashers/$target
   if [[ -d "$crashers" ]] && compgen -G "$crashers/*" >/dev/null; then
-    if "$bin" -runs=0 "$crashers"/* >"build/fuzz/$target.replay.log" 2>&1; then
+    if "$bin" -runs=0 "$crashers"/* >"$fuzz_build/$target.replay.log" 2>&1; then
       echo "fuzz: $target: replayed $(ls "$crashers" | wc -l) kept crashers: ok"
     else
-      echo "fuzz: $target: a kept crasher fails again (build/fuzz/$target.replay.log)"
+      echo "fuzz: $target: a kept crasher fails again ($fuzz_build/$target.replay.log)"
       failed=$((failed + 1))
       continue
     fi
   fi
   work=$(mktemp -d)
   [[ -d tests/fuzz/corpus/$target ]] && cp -r tests/fuzz/corpus/"$target"/. "$work"/
-  log=build/fuzz/$target.log
+  log=$fuzz_build/$target.log
   if "$bin" -max_total_time="$seconds" -print_final_stats=1 \
-      -artifact_prefix=build/fuzz/"$target"- "$work" >"$log" 2>&1; then
+      -artifact_prefix="$fuzz_build/$target"- "$work" >"$log" 2>&1; then
     execs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$')
     echo "fuzz: $target: ${execs:-?} executions in ${seconds}s, no crash"
     passed=$((passed + 1))
   else
-    echo "fuzz: $target: CRASH — reproducer in build/fuzz/$target-*; log $log"
+    echo "fuzz: $target: CRASH — reproducer in $fuzz_build/$target-*; log $log"
     grep -E 'ERROR|SUMMARY' "$log" | head -n 5
     failed=$((failed + 1))
   fi
   rm -rf "$work"
 done
+if ((passed + failed == 0)); then
+  echo "FAILED: no fuzz target (tests/fuzz/fuzz_*.c) ran"
+  failed=1
+fi
 echo "$passed passed, $failed failed"
 ((failed == 0))

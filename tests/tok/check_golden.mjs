@@ -5,13 +5,17 @@
 // SHA-256 must equal the ones the goldens were made from).
 //
 //   node tests/tok/check_golden.mjs TINYLM TOK.slm [--golden FILE] [--show N]
+//        [--limit N]
 //
 // One `TINYLM encode TOK.slm --jsonl` process encodes every case; one
 // `TINYLM decode TOK.slm --jsonl` process decodes every golden id list in
 // raw and visible mode. Per case it compares ids, byte offsets, both decodes
 // and, for invalid UTF-8, the error offset. Prints a summary per category,
 // each failing case with the first differing token index, and last the line
-// `N passed, N failed` (N = cases). Exit status 1 on any failure.
+// `N passed, N failed` (N = cases; each tinylm run that exits non-zero, is
+// killed or answers too many lines, and each precondition that does not
+// hold, adds one failure). Exit status 1 on any failure.
+// --limit N checks the first N cases only (the harness self-test).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
@@ -19,16 +23,16 @@ import {
   tokenBytes, showBytes, parseArgs,
 } from '../../tools/oracle/tok_lib.mjs';
 
-const opts = parseArgs(process.argv.slice(2), { golden: 'tests/tok/golden.jsonl', show: 3 });
+const opts = parseArgs(process.argv.slice(2), { golden: 'tests/tok/golden.jsonl', show: 3, limit: 0 });
 if (opts._.length !== 2) {
-  console.error('usage: node tests/tok/check_golden.mjs TINYLM TOK.slm [--golden FILE] [--show N]');
+  console.error('usage: node tests/tok/check_golden.mjs TINYLM TOK.slm [--golden FILE] [--show N] [--limit N]');
   process.exit(2);
 }
 const [tinylm, slm] = opts._;
 
 const goldenLines = readFileSync(join(ROOT, opts.golden), 'utf8').split('\n').filter((l) => l !== '');
 const header = JSON.parse(goldenLines[0]);
-const cases = goldenLines.slice(1).map((l) => JSON.parse(l));
+const cases = goldenLines.slice(1, opts.limit > 0 ? 1 + opts.limit : undefined).map((l) => JSON.parse(l));
 if (header.tinylm_tokenizer_goldens !== 1) {
   console.error(`${opts.golden}: not a tokenizer golden file (header ${goldenLines[0].slice(0, 80)})`);
   process.exit(2);
@@ -70,10 +74,15 @@ for (const c of cases) {
   decReq.push({ ids: c.ids, mode: 'raw' }, { ids: c.ids, mode: 'visible' });
 }
 const dec = await runTinylmJsonl(tinylm, 'decode', slm, decReq);
+// A run that exits non-zero or by a signal failed, even when every answer
+// line was right (LeakSanitizer exits 23 after the output); so did one that
+// printed more lines than it was asked for. Each such run is one failure.
+let runFailures = 0;
 for (const [what, r] of [['encode', enc], ['decode', dec]]) {
   if (r.code !== 0 || r.signal || r.extraLines) {
-    console.log(`note: tinylm ${what} --jsonl exited ${r.signal ?? r.code}${r.extraLines ? `, ${r.extraLines} extra output lines` : ''}`);
+    console.log(`FAIL tinylm ${what} --jsonl exited ${r.signal ?? r.code}${r.extraLines ? `, ${r.extraLines} extra output lines` : ''}`);
     if (r.stderr) console.log(r.stderr.split('\n').slice(0, 5).map((l) => `  | ${l}`).join('\n'));
+    runFailures++;
   }
 }
 
@@ -145,6 +154,6 @@ for (const [name, cat] of byCat) {
     console.log(`  … and ${cat.fail.length - opts.show} more: ${cat.fail.slice(opts.show).map((f) => f.c.name.split('/')[1]).join(' ')}`);
   }
 }
-if (hashFailures) failed += hashFailures;
+failed += hashFailures + runFailures;
 console.log(`${passed} passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);

@@ -18,7 +18,8 @@
 // the error offset (expected value from an independent validator, since the
 // oracle cannot take such input). The first --shrink mismatches are reduced
 // by deleting code points while the mismatch persists. Last line:
-// `N passed, N failed`; exit status 1 on any failure.
+// `N passed, N failed` (a tinylm run that exits non-zero or is killed adds
+// one failure); exit status 1 on any failure.
 //
 // --print I prints case I (as a JSON string and hex) and exits; it needs no
 // TINYLM. With TINYLM = tools/oracle/tok_hf_shim.mjs the oracle is compared
@@ -447,10 +448,15 @@ for (const c of decPending.splice(0)) c.raw = { error: 'missing_line' };
 for (const c of encPending.splice(0)) { c.got = { error: 'missing_line' }; if (!c.raw && c.exp.ids) c.raw = { error: 'missing_line' }; finish(c); }
 failures.sort((a, b) => a.i - b.i);
 const t2 = Date.now();
+// A run that exits non-zero or by a signal failed even when every answer was
+// right (LeakSanitizer exits 23 after the output), and so did one that
+// answered more lines than it was asked: one failure each.
+let runFailures = 0;
 for (const [what, r] of [['encode', runs[0]], ['decode', runs[1]]]) {
   if (r.code !== 0 || r.signal || extra[what]) {
-    console.log(`note: tinylm ${what} --jsonl exited ${r.signal ?? r.code}${extra[what] ? `, ${extra[what]} extra output lines` : ''}`);
+    console.log(`FAIL tinylm ${what} --jsonl exited ${r.signal ?? r.code}${extra[what] ? `, ${extra[what]} extra output lines` : ''}`);
     if (r.stderr) console.log(r.stderr.split('\n').slice(0, 5).map((l) => `  | ${l}`).join('\n'));
+    runFailures++;
   }
 }
 if (done !== opts.count) console.log(`note: ${opts.count - done} cases never completed`);
@@ -482,5 +488,5 @@ if (failures.length) {
     console.log(`saved ${saved.length} reduced cases to ${opts.save_failures} (corpus format)`);
   }
 }
-console.log(`${opts.count - failures.length} passed, ${failures.length} failed`);
-process.exit(failures.length ? 1 : 0);
+console.log(`${opts.count - failures.length} passed, ${failures.length + runFailures} failed`);
+process.exit(failures.length + runFailures ? 1 : 0);
