@@ -99,9 +99,11 @@ run_stage tok-golden-asan node tests/tok/check_golden.mjs build/asan/tinylm "$TO
 run_stage tok-random node tools/oracle/tok_random.mjs build/gcc/tinylm "$TOK_SLM" \
   --count "$TOK_RANDOM_COUNT"
 run_stage tmpl-cases /usr/bin/python3 tools/oracle/tmpl_cases.py --check
+run_stage tmpl-goldens-current node tools/oracle/tmpl_golden.mjs --check
 run_stage tmpl-golden node tests/tmpl/check_golden.mjs build/gcc/tinylm "$TOK_SLM"
 run_stage tmpl-random /usr/bin/python3 tools/oracle/tmpl_random.py build/gcc/tinylm \
   "$TOK_SLM" --count "$TMPL_RANDOM_COUNT"
+run_stage harness-self-test tests/harness/exit_status_test.sh build/gcc/tinylm "$TOK_SLM"
 run_stage tiny-tokenizer-fixture /usr/bin/python3 tools/make_tiny_tokenizer.py --check
 run_stage slm-inspector /usr/bin/python3 tools/slm_inspect_test.py
 rm -rf build/test-work && mkdir -p build/test-work

@@ -9,23 +9,29 @@
 // For every golden conversation it writes the conversation's exact JSON text
 // to a temporary file and runs
 //   TINYLM render MODEL.slm --messages FILE --json
-// expecting {"text", "ids", "ownership"} on stdout and exit status 0, or,
-// where the oracle raised, a non-zero exit status with an error object
-// {"error": ..., "detail": ...} on stdout or stderr. Text bytes and ids must be
-// identical; for a raise_exception error the detail must contain the
-// template's message (other oracle errors -- undefined access, Python type
-// errors -- accept any tinylm error). Prints each mismatch with the first
-// differing byte offset and context, a summary per category and last the
-// line `N passed, N failed`. Exit status 1 on any failure.
+// expecting {"text", "ids", "ownership"} on stdout and exit status 0: text
+// bytes and ids must equal the oracle's (byte-compared cases). Where the
+// oracle raised, tinylm must refuse: exit status 1 and an error object on
+// stdout whose "kind" is the golden's error.tinylm_kind (docs/template.md
+// section 7), and for raise_exception a "message" equal to the template's.
+// Declared deviations (tinylm refuses on purpose, docs/template.md Input)
+// must fail with exactly their declared error and are counted on their own.
+// A case whose tinylm run exits otherwise (a crash, LeakSanitizer's 23)
+// fails. Conversations with a template_prefix run against an artifact that
+// `TINYLM convert --tokenizer-only` makes here from the pinned tokenizer
+// files with that prefix before the template. Prints each mismatch with the
+// first differing byte offset and context, a summary per category and last
+// `N passed, N failed, N declared deviations`. Exit status 1 on any failure.
 //
 // --self-test runs the oracle itself in tinylm's place
 // (tools/oracle/tmpl_oracle_cli.mjs; needs /usr/bin/python3 with jinja2 and
-// the npm tokenizer): it checks the checker and that the goldens are current.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+// the npm tokenizer): it checks the checker (the declared deviations then
+// fail: the oracle renders them).
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT, sha256, tokenizerFileHashes, firstDiff, showBytes, parseArgs } from '../../tools/oracle/tok_lib.mjs';
-import { runCommand, pool } from '../../tools/oracle/tmpl_lib.mjs';
+import { runCommand, pool, writePrefixedTokenizerDir } from '../../tools/oracle/tmpl_lib.mjs';
 
 const opts = parseArgs(process.argv.slice(2), {
   golden: 'tests/tmpl/golden.jsonl', jobs: 8, show: 50, skip_category: '', self_test: false,
@@ -76,6 +82,14 @@ try {
   console.log(`FAIL ${header.conversations.path}: ${e.message}`);
   preFail++;
 }
+for (const [prefix, want] of Object.entries(header.template_prefixes || {})) {
+  let have = null;
+  try { have = sha256(readFileSync(join(ROOT, prefix))); } catch { /* missing */ }
+  if (have !== want) {
+    console.log(`FAIL ${prefix} changed since the goldens were made: run \`make template-goldens\``);
+    preFail++;
+  }
+}
 
 function contextAt(buf, off) {
   const s = Math.max(0, off - 24);
@@ -103,13 +117,23 @@ const ROLE_OR_CONTENT = {
   detail: 'messages[',
   why: 'messages need a string role and string-or-null content (docs/template.md, Input)',
 };
+// Jinja raises too, but later (inside the template, another kind).
+const MESSAGES_MISSING = {
+  error: 'invalid_argument',
+  detail: 'no "messages" member',
+  why: 'the conversation needs a messages list (docs/template.md, TMPL-INPUT-1)',
+};
 const DECLARED_DEVIATIONS = {
+  raise_user_content_list: ROLE_OR_CONTENT,
+  raise_system_content_number_with_tools: ROLE_OR_CONTENT,
+  raise_messages_missing: MESSAGES_MISSING,
   lenient_missing_role: ROLE_OR_CONTENT,
   lenient_tool_content_number: ROLE_OR_CONTENT,
   lenient_tool_content_null_bool: ROLE_OR_CONTENT,
   lenient_tool_content_object: ROLE_OR_CONTENT,
   lenient_int_beyond_64_bits: {
     error: 'invalid_argument',
+    kind: null, // the JSON reader's refusal carries a line and column instead
     detail: 'integer out of int64 range',
     why: 'the JSON reader refuses integers outside int64 (docs/json.md)',
   },
@@ -118,58 +142,75 @@ const DECLARED_DEVIATIONS = {
 const dir = mkdtempSync(join(tmpdir(), 'tinylm-tmpl-'));
 const started = Date.now();
 const todo = cases.filter((c) => !skip.has(c.category));
+// The artifact of each template prefix (the oracle CLI takes the prefix file
+// itself), or the reason it could not be made.
+const prefixModels = {};
+for (const [k, prefix] of [...new Set(todo.map((c) => c.template_prefix).filter(Boolean))].entries()) {
+  if (opts.self_test) { prefixModels[prefix] = { slm: join(ROOT, prefix) }; continue; }
+  const tokDir = join(dir, `prefix-${k}`);
+  mkdirSync(tokDir);
+  writePrefixedTokenizerDir(tokDir, prefix);
+  const out = join(tokDir, 'model.slm');
+  const res = await runCommand(tinylmCmd[0], [...tinylmCmd.slice(1), 'convert', '--tokenizer-only', tokDir, '-o', out],
+    { timeoutMs: 120000 });
+  prefixModels[prefix] = res.code === 0 && !res.signal ? { slm: out }
+    : { failure: `tinylm convert --tokenizer-only with ${prefix} exited ${res.signal ?? res.code}: ${res.stderr.trim().slice(0, 300)}` };
+}
+// What each case came to: pass (byte-compared or refused like the oracle),
+// deviation (refused as declared) or fail (with the problems).
 const results = await pool(todo.map((c, k) => async () => {
   const file = join(dir, `${k}.json`);
   writeFileSync(file, c.conv_json);
-  const res = await runCommand(tinylmCmd[0], [...tinylmCmd.slice(1), 'render', slm, '--messages', file, '--json'],
+  const model = c.template_prefix ? prefixModels[c.template_prefix] : { slm };
+  if (model.failure) return { problems: [model.failure] };
+  const res = await runCommand(tinylmCmd[0], [...tinylmCmd.slice(1), 'render', model.slm, '--messages', file, '--json'],
     { timeoutMs: 60000 });
   const problems = [];
+  const outcome = (kind) => ({ kind, problems });
   if (res.signal || res.timedOut) {
     problems.push(`killed by ${res.signal}${res.timedOut ? ' (timeout)' : ''}`);
-    return problems;
+    return outcome('fail');
   }
   const deviation = DECLARED_DEVIATIONS[c.name];
   if (deviation) {
     const e = findError(res);
-    if (res.code === 0 || !e || e.error !== deviation.error ||
+    const kind = deviation.kind === undefined ? 'input' : deviation.kind;
+    if (res.code !== 1 || !e || e.error !== deviation.error || (kind !== null && e.kind !== kind) ||
         typeof e.detail !== 'string' || !e.detail.includes(deviation.detail)) {
-      problems.push(`declared deviation (${deviation.why}): expected error ` +
-        `${deviation.error} mentioning ${JSON.stringify(deviation.detail)}, got exit ${res.code} ` +
-        `${e ? JSON.stringify(e) : showBytes(res.stdout, 160)}`);
+      problems.push(`declared deviation (${deviation.why}): expected exit 1 and error ` +
+        `${deviation.error}${kind ? ` kind ${kind}` : ''} mentioning ${JSON.stringify(deviation.detail)}, got exit ` +
+        `${res.code} ${e ? JSON.stringify(e) : showBytes(res.stdout, 160)}`);
     }
-    return problems;
+    return outcome('deviation');
   }
   if (c.error) {
+    const want = `oracle raised ${c.error.type}: ${c.error.message}`;
     if (res.code === 0) {
-      problems.push(`oracle raised ${c.error.type}: ${c.error.message}; tinylm rendered (exit 0): ` +
-        showBytes(res.stdout, 160));
-      return problems;
+      problems.push(`${want}; tinylm rendered (exit 0): ${showBytes(res.stdout, 160)}`);
+      return outcome('fail');
     }
     const e = findError(res);
-    // The refusal must come from the template (an error with a template
-    // error kind), not from, say, a missing file.
-    if (!e || typeof e.kind !== 'string') {
-      problems.push(`oracle raised ${c.error.type}: ${c.error.message}; tinylm failed without a ` +
-        `template error: ${e ? JSON.stringify(e) : res.stderr.toString().trim().slice(0, 300)}`);
-      return problems;
+    if (c.error.tinylm_kind === null) {
+      problems.push(`${want}: no tinylm error kind corresponds (tools/oracle/tmpl_render.py tinylm_kind)`);
+    } else if (res.code !== 1 || !e || e.kind !== c.error.tinylm_kind) {
+      // The refusal must be the template's, of the same kind, and an
+      // orderly exit (not a crash, a leak report or a missing file).
+      problems.push(`${want}; expected exit 1 and an error of kind ${c.error.tinylm_kind}, got exit ${res.code} ` +
+        `${e ? JSON.stringify(e) : res.stderr.toString().trim().slice(0, 300)}`);
+    } else if (c.error.kind === 'raise_exception' && e.message !== c.error.message) {
+      problems.push(`raise_exception message: expected ${JSON.stringify(c.error.message)}, got ${JSON.stringify(e.message)}`);
     }
-    if (c.error.kind === 'raise_exception') {
-      const detail = e && typeof e.detail === 'string' ? e.detail : null;
-      if (detail !== null && !detail.includes(c.error.message)) {
-        problems.push(`raise_exception message: expected ${JSON.stringify(c.error.message)}, got ${JSON.stringify(detail)}`);
-      }
-    }
-    return problems;
+    return outcome('error');
   }
   if (res.code !== 0) {
     const e = findError(res);
     problems.push(`exit ${res.code}: ${e ? JSON.stringify(e) : (res.stderr.trim().slice(0, 300) || '(no message)')}`);
-    return problems;
+    return outcome('fail');
   }
   let o;
   try { o = JSON.parse(res.stdout.toString('utf8')); } catch {
     problems.push(`stdout is not one JSON object: ${showBytes(res.stdout, 160)}`);
-    return problems;
+    return outcome('fail');
   }
   const want = Buffer.from(c.text_hex, 'hex');
   if (typeof o.text !== 'string') {
@@ -194,32 +235,40 @@ const results = await pool(todo.map((c, k) => async () => {
   if (o.ownership === undefined || o.ownership === null || typeof o.ownership !== 'object') {
     problems.push('no "ownership" object in the output');
   }
-  return problems;
+  return outcome('bytes');
 }), opts.jobs);
 rmSync(dir, { recursive: true, force: true });
 
-let passed = 0;
 let failed = 0;
 let shown = 0;
 const perCat = {};
+const held = { bytes: 0, error: 0, raised: 0, deviation: 0 };
 todo.forEach((c, k) => {
-  const p = results[k];
-  const pc = perCat[c.category] ||= { passed: 0, failed: 0 };
-  if (p.length === 0) { passed++; pc.passed++; return; }
+  const { kind, problems } = results[k];
+  const pc = perCat[c.category] ||= { passed: 0, failed: 0, deviations: 0 };
+  if (problems.length === 0) {
+    held[kind]++;
+    if (kind === 'error' && c.error.kind === 'raise_exception') held.raised++;
+    if (kind === 'deviation') pc.deviations++; else pc.passed++;
+    return;
+  }
   failed++;
   pc.failed++;
   if (shown++ < opts.show) {
     console.log(`  FAIL ${c.category}/${c.name}`);
-    for (const line of p) console.log(`    ${line}`);
+    for (const line of problems) console.log(`    ${line}`);
   }
 });
 if (shown > opts.show) console.log(`  (${shown - opts.show} more failures not shown; --show N)`);
 for (const [cat, pc] of Object.entries(perCat)) {
-  console.log(`  ${cat.padEnd(14)} ${pc.passed} passed, ${pc.failed} failed`);
+  console.log(`  ${cat.padEnd(15)} ${pc.passed} passed, ${pc.failed} failed` +
+    (pc.deviations ? `, ${pc.deviations} declared deviations` : ''));
 }
 if (skip.size) console.log(`note: skipped categories ${[...skip].join(', ')} (${cases.length - todo.length} cases)`);
 console.log(`note: ${todo.length} conversations in ${((Date.now() - started) / 1000).toFixed(1)} s` +
   (opts.self_test ? ' (self-test: the oracle in tinylm\'s place)' : ''));
+console.log(`note: ${held.bytes} byte-compared (text and ids), ${held.error} refused like the oracle ` +
+  `(same kind; ${held.raised} raise_exception with the same message), ${held.deviation} declared deviations held`);
 failed += preFail;
-console.log(`${passed} passed, ${failed} failed`);
+console.log(`${held.bytes + held.error} passed, ${failed} failed, ${held.deviation} declared deviations`);
 process.exit(failed ? 1 : 0);

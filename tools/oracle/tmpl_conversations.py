@@ -2,8 +2,10 @@
 """Writes tests/tmpl/conversations.jsonl: the hand-written chat-template
 conversations (issue 4, item 4). The cases are written here as Python data
 for readability; each line of the output is
-  {"name": ..., "category": ..., "conv": {...}}
-where conv uses apply_chat_template's keyword names. Raw(...) puts a JSON
+  {"name": ..., "category": ..., "conv": {...}[, "template_prefix": FILE]}
+where conv uses apply_chat_template's keyword names and template_prefix
+names a file whose text goes before the pinned Qwen3 template (guards that
+call raise_exception, which the Qwen3 template itself never calls). Raw(...) puts a JSON
 number into the file exactly as written (1E5, -0.0, 1.50, big integers), so
 the JSON readers on both sides see the same text.
 
@@ -92,8 +94,11 @@ BARE_TOOL = {"name": "calc", "description": "", "parameters": {}, "weights": [1.
 CASES = []
 
 
-def case(name, category, conv):
-    CASES.append((name, category, conv))
+GUARDS = "tests/tmpl/guards.jinja"
+
+
+def case(name, category, conv, prefix=None):
+    CASES.append((name, category, conv, prefix))
 
 
 def conv(messages, **kw):
@@ -257,6 +262,14 @@ case("raise_user_content_list", "raises", conv([{"role": "user", "content": [{"t
 case("raise_system_content_number_with_tools", "raises", conv([S(5), U("q")], tools=[WEATHER]))
 case("raise_messages_missing", "raises", {"add_generation_prompt": True})
 
+# --- raise_exception, through the guards before the Qwen3 template -------------------------
+case("guards_pass", "raise_exception", conv([S("s"), U("q")], add_generation_prompt=True, enable_thinking=False), GUARDS)
+case("raise_exc_no_messages", "raise_exception", conv([]), GUARDS)
+case("raise_exc_unknown_role", "raise_exception", conv([U("q"), {"role": "developer", "content": "d"}]), GUARDS)
+case("raise_exc_system_not_first", "raise_exception", conv([U("q"), S("late")], add_generation_prompt=True), GUARDS)
+case("raise_exc_thinking_string", "raise_exception", conv([U("q")], add_generation_prompt=True, enable_thinking="yes"), GUARDS)
+case("raise_exc_thinking_object", "raise_exception", conv([U("q")], enable_thinking={"b": [1, None, Raw("2.50")], "a": "\u00e9\""}), GUARDS)
+
 # --- inputs Jinja accepts that a strict reader may refuse (issue 4 "Bad input") ---------------------
 case("lenient_unknown_role_only", "lenient", conv([{"role": "developer", "content": "dev"}], add_generation_prompt=True))
 case("lenient_missing_role", "lenient", conv([{"content": "no role"}, U("q")], add_generation_prompt=True))
@@ -282,12 +295,14 @@ def to_json(v, raws):
 def main():
     names = set()
     lines = []
-    for name, category, c in CASES:
+    for name, category, c, prefix in CASES:
         if name in names:
             sys.exit("duplicate case name " + name)
         names.add(name)
         raws = []
         obj = {"name": name, "category": category, "conv": to_json(c, raws)}
+        if prefix is not None:
+            obj["template_prefix"] = prefix
         line = json.dumps(obj, ensure_ascii=False)
         for i, r in enumerate(raws):
             ph = '"@@RAW%d@@"' % i
@@ -299,7 +314,7 @@ def main():
     with open(OUT, "w", encoding="utf-8", newline="\n") as f:
         f.write("\n".join(lines) + "\n")
     counts = {}
-    for _, cat, _ in CASES:
+    for _, cat, _, _ in CASES:
         counts[cat] = counts.get(cat, 0) + 1
     print("%s: %d conversations %s" % (os.path.relpath(OUT, ROOT), len(CASES), json.dumps(counts)))
 

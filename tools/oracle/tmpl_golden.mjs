@@ -6,31 +6,48 @@
 // rendered text with the tokenizer oracle (tools/oracle/tok_oracle.mjs).
 // Deterministic: the same inputs and oracle versions give the same bytes.
 //
-//   node tools/oracle/tmpl_golden.mjs        (make template-goldens)
+//   node tools/oracle/tmpl_golden.mjs [--check]   (make template-goldens)
+//
+// --check regenerates in memory and fails if the committed file differs
+// (the tmpl-goldens-current stage of make test).
 //
 // Line 1 is a header (oracle versions, input hashes, how to regenerate);
 // then one line per conversation:
 //   {"name", "category", "conv_json": <the conversation's exact JSON text>,
-//    "text_hex": <rendered UTF-8 bytes>, "ids": [...]}            or
-//   {"name", "category", "conv_json", "error": {"type", "message", "kind"}}
+//    ["template_prefix": FILE,] "text_hex": <rendered UTF-8 bytes>,
+//    "ids": [...]}                                                   or
+//   {"name", "category", "conv_json", ["template_prefix",]
+//    "error": {"type", "message", "kind", "tinylm_kind"}}
+// template_prefix: the conversation was rendered with FILE's text before
+// the pinned template (tools/oracle/tmpl_conversations.py).
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ROOT, sha256, tokenizerFileHashes } from './tok_lib.mjs';
+import { ROOT, sha256, tokenizerFileHashes, parseArgs } from './tok_lib.mjs';
 import { loadOracle, oracleVersions } from './tok_oracle.mjs';
 import { CONVERSATIONS, GOLDEN, rawMember, renderWithOracle, oracleRenderVersions } from './tmpl_lib.mjs';
 
+const opts = parseArgs(process.argv.slice(2), { check: false });
 process.chdir(ROOT);
 const convBytes = readFileSync(CONVERSATIONS);
 const lines = convBytes.toString('utf8').split('\n').filter((l) => l !== '');
 const cases = lines.map((line, k) => {
   const o = JSON.parse(line);
   if (typeof o.name !== 'string' || typeof o.category !== 'string') throw new Error(`line ${k + 1}: name/category`);
-  return { name: o.name, category: o.category, conv_json: rawMember(line, 'conv') };
+  if (o.template_prefix !== undefined && typeof o.template_prefix !== 'string') throw new Error(`line ${k + 1}: template_prefix`);
+  return { name: o.name, category: o.category, conv_json: rawMember(line, 'conv'), prefix: o.template_prefix ?? null };
 });
 const seen = new Set();
 for (const c of cases) { if (seen.has(c.name)) throw new Error(`duplicate name ${c.name}`); seen.add(c.name); }
 
-const rendered = await renderWithOracle(cases.map((c) => c.conv_json));
+// One oracle run per template (the pinned one, and each prefixed one).
+const rendered = new Array(cases.length);
+const prefixes = {};
+for (const prefix of new Set(cases.map((c) => c.prefix))) {
+  const idx = cases.flatMap((c, k) => (c.prefix === prefix ? [k] : []));
+  const res = await renderWithOracle(idx.map((k) => cases[k].conv_json), { prefix });
+  idx.forEach((k, j) => { rendered[k] = res[j]; });
+  if (prefix !== null) prefixes[prefix] = sha256(readFileSync(join(ROOT, prefix)));
+}
 const oracle = await loadOracle();
 const perCategory = {};
 const raising = [];
@@ -40,6 +57,7 @@ for (let k = 0; k < cases.length; k++) {
   const r = rendered[k];
   perCategory[c.category] = (perCategory[c.category] || 0) + 1;
   const rec = { name: c.name, category: c.category, conv_json: c.conv_json };
+  if (c.prefix !== null) rec.template_prefix = c.prefix;
   if (r.error) {
     rec.error = r.error;
     raising.push(c.name);
@@ -77,6 +95,7 @@ const header = {
     source: `${rv.tokenizer_config} key chat_template`,
     sha256: rv.template_sha256,
   },
+  template_prefixes: prefixes,
   tokenizer_files: tokenizerFileHashes(),
   conversations: {
     path: CONVERSATIONS,
@@ -88,11 +107,24 @@ const header = {
   ids: 'encode(rendered text, add_special_tokens=false), as apply_chat_template(tokenize=True); ' +
     'identical with add_special_tokens=true for this tokenizer',
   error_kinds: {
-    raise_exception: 'the template called raise_exception(message): message is the template\'s own text',
-    template: 'another Jinja error (undefined attribute/item access): any tinylm error is accepted',
-    python: 'a Python error inside rendering (TypeError ...): any tinylm error is accepted',
-    input: 'apply_chat_template refused the arguments: any tinylm error is accepted',
+    raise_exception: 'the template called raise_exception(message): tinylm must refuse with kind raised and the same message',
+    template: 'another Jinja error (undefined attribute/item access): tinylm must refuse with error.tinylm_kind',
+    python: 'a Python error inside rendering (TypeError ...): tinylm must refuse with error.tinylm_kind',
+    input: 'apply_chat_template refused the arguments: tinylm must refuse with error.tinylm_kind',
+    tinylm_kind: 'the tinylm error kind of the same refusal (docs/template.md section 7; ' +
+      'tools/oracle/tmpl_render.py tinylm_kind)',
   },
 };
-writeFileSync(join(ROOT, GOLDEN), [JSON.stringify(header), ...out].join('\n') + '\n');
-console.log(`${GOLDEN}: ${cases.length} conversations (${raising.length} raise), jinja2 ${rv.jinja2}, python ${rv.python}`);
+const text = [JSON.stringify(header), ...out].join('\n') + '\n';
+if (opts.check) {
+  let old = '';
+  try { old = readFileSync(join(ROOT, GOLDEN), 'utf8'); } catch { /* missing */ }
+  if (old !== text) {
+    console.log(`FAIL ${GOLDEN} is not what the oracle gives now: run make template-goldens`);
+    process.exit(1);
+  }
+  console.log(`tmpl_golden: ${GOLDEN} is up to date (${cases.length} conversations, ${raising.length} raise)`);
+} else {
+  writeFileSync(join(ROOT, GOLDEN), text);
+  console.log(`${GOLDEN}: ${cases.length} conversations (${raising.length} raise), jinja2 ${rv.jinja2}, python ${rv.python}`);
+}

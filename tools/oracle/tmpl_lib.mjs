@@ -2,6 +2,9 @@
 // tmpl_oracle_cli) and the golden checker (tests/tmpl/check_golden.mjs).
 // Nothing here loads an oracle: the checker must run without one.
 import { spawn } from 'node:child_process';
+import { readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { ROOT, TOKENIZER_DIR } from './tok_lib.mjs';
 
 export const PYTHON = '/usr/bin/python3';
 export const RENDER_PY = 'tools/oracle/tmpl_render.py';
@@ -87,14 +90,27 @@ export function runCommand(cmd, args, { input = null, timeoutMs = 60000 } = {}) 
 }
 
 // The oracle over many conversations: one tmpl_render.py --jsonl process.
-// Returns one {text_hex} | {error: {type, message, kind}} per conversation.
-export async function renderWithOracle(rawConvs, { python = PYTHON } = {}) {
+// Returns one {text_hex} | {error: {type, message, kind, tinylm_kind}} per
+// conversation. prefix: a file whose text goes before the pinned template.
+export async function renderWithOracle(rawConvs, { python = PYTHON, prefix = null } = {}) {
   for (const r of rawConvs) if (r.includes('\n')) throw new Error('conversation JSON must be one line');
-  const r = await runCommand(python, [RENDER_PY, '--jsonl'], { input: rawConvs.join('\n') + '\n', timeoutMs: 300000 });
+  const args = [RENDER_PY, '--jsonl', ...(prefix ? ['--template-prefix', prefix] : [])];
+  const r = await runCommand(python, args, { input: rawConvs.join('\n') + '\n', timeoutMs: 300000 });
   if (r.code !== 0) throw new Error(`tmpl_render.py failed (${r.code}): ${r.stderr}`);
   const lines = r.stdout.toString('utf8').split('\n').filter((l) => l !== '');
   if (lines.length !== rawConvs.length) throw new Error(`tmpl_render.py answered ${lines.length} of ${rawConvs.length}`);
   return lines.map((l) => JSON.parse(l));
+}
+
+// Writes into dir (which exists) a tokenizer directory for `tinylm convert
+// --tokenizer-only`: the pinned tokenizer.json and a tokenizer_config.json
+// whose chat_template is the prefix file's text followed by the pinned
+// template (what renderWithOracle's prefix option renders).
+export function writePrefixedTokenizerDir(dir, prefix) {
+  const config = JSON.parse(readFileSync(join(ROOT, TOKENIZER_DIR, 'tokenizer_config.json'), 'utf8'));
+  config.chat_template = readFileSync(resolve(ROOT, prefix), 'utf8') + config.chat_template;
+  writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify(config));
+  symlinkSync(join(ROOT, TOKENIZER_DIR, 'tokenizer.json'), join(dir, 'tokenizer.json'));
 }
 
 export async function oracleRenderVersions({ python = PYTHON } = {}) {

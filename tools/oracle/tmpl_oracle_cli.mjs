@@ -4,10 +4,12 @@
 //
 //   node tools/oracle/tmpl_oracle_cli.mjs render MODEL --messages FILE [--json]
 //
-// MODEL is ignored (the oracle renders the pinned Qwen3 template). Without
-// --json prints the rendered bytes; with --json prints
-// {"text", "ids", "ownership"}. When the template raises: exit status 1 and
-// {"error": "template_raised", "detail": <message>, "type": <Python type>}.
+// MODEL is ignored (the oracle renders the pinned Qwen3 template) unless it
+// names a .jinja file, which then goes before the template (a golden's
+// template_prefix). Without --json prints the rendered bytes; with --json
+// prints {"text", "ids", "ownership"}. When the template raises: exit status
+// 1 and {"error": "template_raised", "detail": <message>, "type": <Python
+// type>, "kind": <tinylm's kind for it>, "message": <message>}.
 import { readFileSync } from 'node:fs';
 import { ROOT } from './tok_lib.mjs';
 import { loadOracle } from './tok_oracle.mjs';
@@ -24,9 +26,11 @@ const convText = readFileSync(argv[mi + 1], 'utf8');
 process.chdir(ROOT);
 // One line for the --jsonl protocol: JSON whitespace outside strings only.
 const oneLine = convText.replace(/\r?\n/g, ' ');
-const [r] = await renderWithOracle([oneLine]);
+const prefix = argv[1] && argv[1].endsWith('.jinja') ? argv[1] : null;
+const [r] = await renderWithOracle([oneLine], { prefix });
 if (r.error) {
-  const e = { error: 'template_raised', detail: r.error.message, type: r.error.type };
+  const e = { error: 'template_raised', detail: r.error.message, type: r.error.type, kind: r.error.tinylm_kind,
+    message: r.error.message };
   (json ? process.stdout : process.stderr).write(JSON.stringify(e) + '\n');
   process.exit(1);
 }

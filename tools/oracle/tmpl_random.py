@@ -8,13 +8,17 @@ random conversations (seeded, reproducible):
   /usr/bin/python3 tools/oracle/tmpl_random.py --self-test [--count N]
 
 Each conversation is written to a file and rendered with
-`TINYLM render MODEL.slm --messages FILE --json`; the text bytes must equal
-the oracle's, and where the oracle raises tinylm must exit non-zero (with
-raise_exception the detail must contain the template's message). Ids are
-not compared here (the golden check compares them); they must be a list of
-ints. --self-test puts the oracle CLI (tools/oracle/tmpl_oracle_cli.mjs) in
-tinylm's place. --keep DIR keeps the failing conversations. Ends with
-`N passed, N failed`; exit status 1 on any failure.
+`TINYLM render MODEL.slm --messages FILE --json`; it must exit 0 with the
+oracle's text bytes and the ids the tokenizer oracle gives for them
+(tools/oracle/tok_ids.mjs: HF tokenizers, add_special_tokens=False, as
+apply_chat_template(tokenize=True)). Where the oracle raises, tinylm must
+exit 1 with an error of the corresponding kind (tmpl_render.tinylm_kind;
+with raise_exception the same message). Conversations tinylm refuses on
+purpose (declared deviations, docs/template.md Input) must exit 1 with kind
+input and are counted on their own. --self-test puts the oracle CLI
+(tools/oracle/tmpl_oracle_cli.mjs) in tinylm's place. --keep DIR keeps the
+failing conversations. Ends with `N passed, N failed, N declared
+deviations`; exit status 1 on any failure.
 """
 import json
 import os
@@ -204,8 +208,21 @@ def main(argv):
     compiled, special_map, _ = tmpl_render.load()
     r = random.Random(args["seed"])
     tmp = tempfile.mkdtemp(prefix="tinylm-tmpl-rand-")
-    passed = failed = shown = 0
+    passed = failed = shown = deviations = 0
     raised = 0
+    rendered = []  # (case, conversation, tinylm's ids, the text) for the ids check
+
+    def fail(n, conv_text, problem):
+        nonlocal failed, shown
+        failed += 1
+        if args["keep"]:
+            os.makedirs(args["keep"], exist_ok=True)
+            with open(os.path.join(args["keep"], "seed%d-case%d.json" % (args["seed"], n)), "w", encoding="utf-8") as f:
+                f.write(conv_text)
+        if shown < args["show"]:
+            shown += 1
+            print("  FAIL case %d (seed %d): %s\n    conv: %s" % (n, args["seed"], problem, conv_text[:400]))
+
     try:
         for n in range(args["count"]):
             conv_text = json.dumps(rand_conv(r), ensure_ascii=r.random() < 0.2)
@@ -217,54 +234,74 @@ def main(argv):
             p = subprocess.run(cmd + ["render", slm, "--messages", path, "--json"], capture_output=True, timeout=60)
             problem = None
             refused = refused_input(conv_text)
+            e = find_error(p.stdout, p.stderr)
+            got_err = "exit %d: %s" % (p.returncode, (p.stdout + p.stderr).decode("utf-8", "replace")[:300])
             if p.returncode < 0:
                 problem = "killed by signal %d" % -p.returncode
             elif refused:
                 # Declared deviation (docs/template.md, Input): tinylm
                 # refuses these before rendering, whatever Jinja does.
-                e = find_error(p.stdout, p.stderr)
-                if p.returncode == 0 or not e or e.get("kind") != "input":
-                    problem = "expected an input error (%s), got exit %d: %r" % (
-                        refused, p.returncode, (p.stdout + p.stderr)[:200])
+                if p.returncode != 1 or not e or e.get("kind") != "input":
+                    problem = "expected exit 1 and an input error (%s), got %s" % (refused, got_err)
+                else:
+                    deviations += 1
+                    continue
             elif "error" in want:
-                if p.returncode == 0:
-                    problem = "oracle raised %s: %s; tinylm rendered" % (want["error"]["type"], want["error"]["message"])
-                elif want["error"]["kind"] == "raise_exception":
-                    e = find_error(p.stdout, p.stderr)
-                    if e and isinstance(e.get("detail"), str) and want["error"]["message"] not in e["detail"]:
-                        problem = "raise_exception message %r, got %r" % (want["error"]["message"], e["detail"])
+                w = want["error"]
+                if w["tinylm_kind"] is None:
+                    problem = "oracle raised %s: %s; no tinylm error kind corresponds" % (w["type"], w["message"])
+                elif p.returncode != 1 or not e or e.get("kind") != w["tinylm_kind"]:
+                    problem = "oracle raised %s: %s; expected exit 1 and kind %s, got %s" % (
+                        w["type"], w["message"], w["tinylm_kind"], got_err)
+                elif w["kind"] == "raise_exception" and e.get("message") != w["message"]:
+                    problem = "raise_exception message %r, got %r" % (w["message"], e.get("message"))
             elif p.returncode != 0:
-                problem = "exit %d: %s" % (p.returncode, (p.stdout + p.stderr).decode("utf-8", "replace")[:300])
+                problem = got_err
             else:
                 try:
                     o = json.loads(p.stdout)
                     got = o["text"].encode("utf-8")
-                    ids_ok = isinstance(o.get("ids"), list) and all(isinstance(x, int) for x in o["ids"])
-                except (ValueError, KeyError, TypeError, UnicodeEncodeError) as e:
-                    o, got, ids_ok = None, None, False
-                    problem = "bad output (%s): %r" % (e, p.stdout[:200])
+                    ids = o["ids"]
+                except (ValueError, KeyError, TypeError, UnicodeEncodeError) as ex:
+                    got = ids = None
+                    problem = "bad output (%s): %r" % (ex, p.stdout[:200])
                 if problem is None:
                     exp = bytes.fromhex(want["text_hex"])
                     if got != exp:
                         d = next((k for k in range(min(len(got), len(exp))) if got[k] != exp[k]), min(len(got), len(exp)))
                         problem = "text differs at byte %d (expected %d bytes, got %d)\n      expected ...%r\n      got      ...%r" % (
                             d, len(exp), len(got), exp[max(0, d - 24):d + 40], got[max(0, d - 24):d + 40])
-                    elif not ids_ok:
-                        problem = "ids missing or not a list of ints"
+                    else:
+                        rendered.append((n, conv_text, ids, exp.decode("utf-8")))
+                        continue
             if problem is None:
                 passed += 1
                 continue
-            failed += 1
-            if args["keep"]:
-                os.makedirs(args["keep"], exist_ok=True)
-                shutil.copy(path, os.path.join(args["keep"], "seed%d-case%d.json" % (args["seed"], n)))
-            if shown < args["show"]:
-                shown += 1
-                print("  FAIL case %d (seed %d): %s\n    conv: %s" % (n, args["seed"], problem, conv_text[:400]))
+            fail(n, conv_text, problem)
+        # The ids of every rendered text, from the tokenizer oracle in one run.
+        if rendered:
+            p = subprocess.run(["node", os.path.join(HERE, "tok_ids.mjs")], capture_output=True,
+                               input="".join(json.dumps({"text": t}) + "\n" for _, _, _, t in rendered).encode("utf-8"))
+            lines = p.stdout.decode("utf-8").splitlines()
+            if p.returncode != 0 or len(lines) != len(rendered):
+                print("FAIL tools/oracle/tok_ids.mjs exited %d with %d of %d answers: %s" % (
+                    p.returncode, len(lines), len(rendered), p.stderr.decode("utf-8", "replace")[:300]))
+                return 1
+            for (n, conv_text, ids, _), line in zip(rendered, lines):
+                want_ids = json.loads(line)["ids"]
+                if ids == want_ids:
+                    passed += 1
+                    continue
+                d = next((k for k in range(min(len(ids), len(want_ids))) if ids[k] != want_ids[k]),
+                         min(len(ids), len(want_ids))) if isinstance(ids, list) else 0
+                fail(n, conv_text, "ids differ from the tokenizer oracle's at index %d (expected %d, got %s): "
+                     "expected %r, got %r" % (d, len(want_ids), len(ids) if isinstance(ids, list) else ids,
+                                              want_ids[max(0, d - 2):d + 4],
+                                              ids[max(0, d - 2):d + 4] if isinstance(ids, list) else ids))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print("note: %d random conversations, seed %d, %d raise in the oracle" % (args["count"], args["seed"], raised))
-    print("%d passed, %d failed" % (passed, failed))
+    print("%d passed, %d failed, %d declared deviations" % (passed, failed, deviations))
     return 1 if failed else 0
 
 

@@ -47,11 +47,15 @@ Usage:
   tmpl_render.py --versions           oracle versions as JSON
   options: --config tokenizer_config.json (default: the pinned Qwen3 one)
            --template FILE (a raw template instead of the config's)
+           --template-prefix FILE (FILE's text, then the config's template)
 
 kind: "raise_exception" (the template called raise_exception; message is the
 template's own text), "template" (any other Jinja error: undefined access,
 ...), "python" (a Python exception inside rendering: TypeError, ...),
 "input" (apply_chat_template refused the arguments before rendering).
+tinylm_kind: the kind tinylm reports for the same refusal (its
+tl_tmpl_error_kind names, docs/template.md section 7), which the checkers
+demand; null where tinylm has no counterpart (the checkers then fail).
 """
 import hashlib
 import json
@@ -238,20 +242,42 @@ def classify(e):
     return "python"
 
 
+# docs/template.md section 7: raised <- raise_exception, undefined <-
+# jinja2.UndefinedError, type <- TypeError/ValueError/ZeroDivisionError,
+# input <- the arguments refused before rendering; invalid JSON is the
+# conversation reader's json error.
+TINYLM_KIND_OF_TYPE = {"UndefinedError": "undefined", "TypeError": "type",
+                       "ValueError": "type", "ZeroDivisionError": "type",
+                       "JSONDecodeError": "json"}
+
+
+def tinylm_kind(kind, type_name):
+    if kind == "raise_exception":
+        return "raised"
+    if kind == "input" and type_name != "JSONDecodeError":
+        return "input"
+    return TINYLM_KIND_OF_TYPE.get(type_name)
+
+
+def error_record(type_name, message, kind):
+    return {"type": type_name, "message": message, "kind": kind,
+            "tinylm_kind": tinylm_kind(kind, type_name)}
+
+
 def render_result(compiled, special_map, conv_text):
     """{"text_hex": ...} or {"error": {...}} for one conversation's JSON text."""
     try:
         conv = json.loads(conv_text)
     except ValueError as e:
-        return {"error": {"type": "JSONDecodeError", "message": str(e), "kind": "input"}}
+        return {"error": error_record("JSONDecodeError", str(e), "input")}
     try:
         text = render(compiled, special_map, conv)
         return {"text_hex": text.encode("utf-8").hex()}
     except Exception as e:  # every exception is a result here
-        return {"error": {"type": type(e).__name__, "message": str(e), "kind": classify(e)}}
+        return {"error": error_record(type(e).__name__, str(e), classify(e))}
 
 
-def load(config_path=DEFAULT_CONFIG, template_path=None):
+def load(config_path=DEFAULT_CONFIG, template_path=None, prefix_path=None):
     with open(config_path, "rb") as f:
         config_bytes = f.read()
     config = json.loads(config_bytes)
@@ -260,6 +286,9 @@ def load(config_path=DEFAULT_CONFIG, template_path=None):
             source = f.read().decode("utf-8")
     else:
         source = config["chat_template"]
+    if prefix_path is not None:
+        with open(prefix_path, "rb") as f:
+            source = f.read().decode("utf-8") + source
     return compile_template(source), special_tokens_map(config), source
 
 
@@ -279,6 +308,7 @@ def versions(source, config_path):
 def main(argv):
     config_path = DEFAULT_CONFIG
     template_path = None
+    prefix_path = None
     mode = None
     files = []
     i = 0
@@ -290,6 +320,9 @@ def main(argv):
         elif a == "--template":
             template_path = argv[i + 1]
             i += 1
+        elif a == "--template-prefix":
+            prefix_path = argv[i + 1]
+            i += 1
         elif a in ("--jsonl", "--versions"):
             mode = a
         elif a.startswith("--"):
@@ -298,7 +331,7 @@ def main(argv):
         else:
             files.append(a)
         i += 1
-    compiled, special_map, source = load(config_path, template_path)
+    compiled, special_map, source = load(config_path, template_path, prefix_path)
     if mode == "--versions":
         print(json.dumps(versions(source, config_path), ensure_ascii=False))
         return 0
