@@ -5,15 +5,22 @@
 #include "cpu.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
 #define TL_CPU_X86 1
 #else
 #define TL_CPU_X86 0
 #endif
 
 tl_cpu_features tl_native_cpu_features(void) {
-  tl_cpu_features f = {false, false, false, false};
+  tl_cpu_features f = {false, false, false, false, false, false, false};
 #if TL_CPU_X86
+  unsigned a, b, c, d;
   __builtin_cpu_init();
+  /* clang's builtin does not know F16C: CPUID leaf 1, ECX bit 29 (the
+   * AVX check above covers the OS side of the ymm state). */
+  f.f16c = __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1u);
+  f.avx512bw = __builtin_cpu_supports("avx512bw") != 0;
+  f.avx512vnni = __builtin_cpu_supports("avx512vnni") != 0;
   f.sse41 = __builtin_cpu_supports("sse4.1") != 0;
   f.avx2 = __builtin_cpu_supports("avx2") != 0;
   f.avx512f = __builtin_cpu_supports("avx512f") != 0;
@@ -47,4 +54,26 @@ tl_blake3_backend tl_native_blake3_backend(void) {
         tl_native_blake3_backend_supported(fastest_first[i]))
       return fastest_first[i];
   return TL_BLAKE3_PORTABLE;
+}
+
+bool tl_native_kernels_supported(tl_kern_isa isa) {
+  tl_cpu_features f = tl_native_cpu_features();
+  switch (isa) {
+    case TL_KERN_SCALAR:
+      return true;
+    case TL_KERN_AVX2:
+      return f.avx2 && f.f16c;
+    case TL_KERN_AVX512:
+      return f.avx2 && f.avx512f && f.avx512vl && f.avx512bw && f.avx512vnni && f.f16c;
+    default:
+      return false;
+  }
+}
+
+const tl_kernels *tl_native_kernels(void) {
+  for (int i = TL_KERN_ISA_COUNT - 1; i > TL_KERN_SCALAR; i--) {
+    const tl_kernels *k = tl_kernels_get((tl_kern_isa)i);
+    if (k != NULL && tl_native_kernels_supported((tl_kern_isa)i)) return k;
+  }
+  return tl_kernels_get(TL_KERN_SCALAR);
 }

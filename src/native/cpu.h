@@ -8,6 +8,7 @@
 #include <stdbool.h>
 
 #include "hash/blake3.h"
+#include "kernels/kernels.h"
 
 /* What this CPU, with this operating system, can execute. The AVX and
  * AVX-512 entries are true only when the OS also saves the wider register
@@ -17,6 +18,9 @@ typedef struct tl_cpu_features {
   bool avx2;
   bool avx512f;
   bool avx512vl;
+  bool avx512bw;
+  bool avx512vnni;
+  bool f16c;
 } tl_cpu_features;
 
 tl_cpu_features tl_native_cpu_features(void);
@@ -28,5 +32,9 @@ bool tl_native_blake3_backend_supported(tl_blake3_backend b);
 /* The fastest backend that is both compiled in and supported by this CPU;
  * TL_BLAKE3_PORTABLE when there is none. */
 tl_blake3_backend tl_native_blake3_backend(void);
+
+/* The same for the fast lane's kernel variants (src/core/kernels). */
+bool tl_native_kernels_supported(tl_kern_isa isa);
+const tl_kernels *tl_native_kernels(void);
 
 #endif

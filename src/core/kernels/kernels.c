@@ -1,0 +1,189 @@
+/* The scalar twins of fast/1 (docs/fast-profile.md), written as the spec
+ * reads, and the dispatch table. */
+#include "kernels/kernels.h"
+
+#include <stdbool.h>
+#include <string.h>
+
+#include "bytes.h"
+#include "kernels/kernels_impl.h"
+
+float tl_kern_tree(const float *a) {
+  float b[8], c[4], d0, d1;
+  for (int j = 0; j < 8; j++) b[j] = a[j] + a[j + 8];
+  for (int j = 0; j < 4; j++) c[j] = b[j] + b[j + 4];
+  d0 = c[0] + c[2];
+  d1 = c[1] + c[3];
+  return d0 + d1;
+}
+
+/* RNE of r, |r| <= 127 (F-3): the integer part by truncation, then the
+ * half-way rule on the exact remainder. */
+static int8_t rne127(float r) {
+  int t = (int)r; /* toward zero, exact for |r| <= 127 */
+  float rem = r - (float)t; /* exact: r and t share the exponent range */
+  if (rem > 0.5f || (rem == 0.5f && (t & 1))) t++;
+  else if (rem < -0.5f || (rem == -0.5f && (t & 1))) t--;
+  return (int8_t)t;
+}
+
+void tl_kern_quantize_x(const float *x, size_t n, float *scales, int8_t *q8,
+                        int8_t *q4, int32_t *q4_bias) {
+  size_t nb = (n + TL_QUANT_BLOCK - 1) / TL_QUANT_BLOCK;
+  for (size_t b = 0; b < nb; b++) {
+    size_t lo = b * TL_QUANT_BLOCK, m = n - lo < TL_QUANT_BLOCK ? n - lo : TL_QUANT_BLOCK;
+    int8_t codes[TL_QUANT_BLOCK] = {0};
+    float a = 0.0f, d;
+    for (size_t i = 0; i < m; i++) {
+      float v = x[lo + i] < 0 ? -x[lo + i] : x[lo + i];
+      if (v > a) a = v;
+    }
+    d = a == 0.0f ? 0.0f : a / 127.0f;
+    if (d != 0.0f)
+      for (size_t i = 0; i < m; i++) {
+        float r = x[lo + i] / d;
+        r = r > 127.0f ? 127.0f : r < -127.0f ? -127.0f : r;
+        codes[i] = rne127(r);
+      }
+    scales[b] = d;
+    if (q8 != NULL) memcpy(q8 + lo, codes, TL_QUANT_BLOCK);
+    if (q4 != NULL) {
+      /* even elements, then odd: the order of the low and high nibbles */
+      for (size_t k = 0; k < 16; k++) {
+        q4[lo + k] = codes[2 * k];
+        q4[lo + 16 + k] = codes[2 * k + 1];
+      }
+      for (size_t g = 0; g < 8; g++) {
+        int32_t s = 0;
+        for (size_t k = 0; k < 4; k++) s += q4[lo + 4 * g + k];
+        q4_bias[8 * b + g] = -8 * s;
+      }
+    }
+  }
+}
+
+/* Codes of the q4 block at blk in the permuted order of tl_kern_x.q4. */
+static void q4_codes(const uint8_t *blk, int8_t *q) {
+  for (size_t k = 0; k < 16; k++) {
+    q[k] = (int8_t)((blk[4 + k] & 0xF) - 8);
+    q[16 + k] = (int8_t)((blk[4 + k] >> 4) - 8);
+  }
+}
+
+/* F-4 / F-5: both layouts reduce to 8 groups of 4 consecutive codes once
+ * the q4 codes are in the permuted order. */
+static void rows_quant(tl_qtype type, const uint8_t *w, size_t row_bytes,
+                       size_t n, const tl_kern_x *x, size_t rows, float *y) {
+  size_t nb = (n + TL_QUANT_BLOCK - 1) / TL_QUANT_BLOCK;
+  size_t bb = type == TL_QTYPE_Q8 ? TL_QUANT_Q8_BLOCK_BYTES : TL_QUANT_Q4_BLOCK_BYTES;
+  const int8_t *xc = type == TL_QTYPE_Q8 ? x->q8 : x->q4;
+  for (size_t r = 0; r < rows; r++) {
+    float acc[TL_KERN_LANES] = {0};
+    for (size_t b = 0; b < nb; b++) {
+      const uint8_t *blk = w + r * row_bytes + b * bb;
+      int8_t q[TL_QUANT_BLOCK];
+      float p = tl_bits_to_f32(tl_load_le32(blk)) * x->scales[b];
+      if (type == TL_QTYPE_Q8) memcpy(q, blk + 4, TL_QUANT_BLOCK);
+      else q4_codes(blk, q);
+      for (size_t g = 0; g < 8; g++) {
+        int32_t s = 0;
+        for (size_t k = 0; k < 4; k++)
+          s += (int32_t)q[4 * g + k] * xc[b * TL_QUANT_BLOCK + 4 * g + k];
+        acc[8 * (b % 2) + g] += (float)s * p;
+      }
+    }
+    y[r] = tl_kern_tree(acc);
+  }
+}
+
+static float elem(tl_qtype type, const uint8_t *row, size_t i) {
+  switch (type) {
+    case TL_QTYPE_F16:
+      return tl_f16_to_f32(tl_load_le16(row + 2 * i));
+    case TL_QTYPE_BF16:
+      return tl_bf16_to_f32(tl_load_le16(row + 2 * i));
+    default:
+      return tl_bits_to_f32(tl_load_le32(row + 4 * i));
+  }
+}
+
+/* F-6. */
+static void rows_float(tl_qtype type, const uint8_t *w, size_t row_bytes,
+                       size_t n, const tl_kern_x *x, size_t rows, float *y) {
+  for (size_t r = 0; r < rows; r++) {
+    float acc[TL_KERN_LANES] = {0};
+    for (size_t i = 0; i < n; i++)
+      acc[i % TL_KERN_LANES] += elem(type, w + r * row_bytes, i) * x->f[i];
+    y[r] = tl_kern_tree(acc);
+  }
+}
+
+#define TL_KERN_SCALAR_FN(name, type, impl)                                  \
+  static void name(const uint8_t *w, size_t row_bytes, size_t n,            \
+                   const tl_kern_x *x, size_t rows, float *y) {              \
+    impl(type, w, row_bytes, n, x, rows, y);                                 \
+  }
+TL_KERN_SCALAR_FN(scalar_f32, TL_QTYPE_F32, rows_float)
+TL_KERN_SCALAR_FN(scalar_f16, TL_QTYPE_F16, rows_float)
+TL_KERN_SCALAR_FN(scalar_bf16, TL_QTYPE_BF16, rows_float)
+TL_KERN_SCALAR_FN(scalar_q8, TL_QTYPE_Q8, rows_quant)
+TL_KERN_SCALAR_FN(scalar_q4, TL_QTYPE_Q4, rows_quant)
+#undef TL_KERN_SCALAR_FN
+
+static const tl_kernels scalar = {
+    TL_KERN_SCALAR, "scalar", {scalar_f32, scalar_f16, scalar_bf16, scalar_q8, scalar_q4}};
+
+const tl_kernels *tl_kernels_get(tl_kern_isa isa) {
+  switch (isa) {
+    case TL_KERN_SCALAR:
+      return &scalar;
+#if TL_KERN_HAVE_X86
+    case TL_KERN_AVX2:
+      return &tl_kernels_avx2;
+    case TL_KERN_AVX512:
+      return &tl_kernels_avx512;
+#endif
+    default:
+      return NULL;
+  }
+}
+
+/* Q-17 for one block's stored bytes. */
+static bool block_valid(tl_qtype type, const uint8_t *blk, size_t present) {
+  uint32_t bits = tl_load_le32(blk);
+  float d = tl_bits_to_f32(bits);
+  int maxabs = 0;
+  if ((bits >> 31) != 0 || ((bits >> 23) & 0xFF) == 0xFF) return false;
+  for (size_t i = 0; i < TL_QUANT_BLOCK; i++) {
+    int q;
+    if (type == TL_QTYPE_Q8) {
+      q = (int8_t)blk[4 + i];
+      if (q == -128) return false;
+    } else {
+      int u = (blk[4 + i / 2] >> (4 * (i & 1))) & 0xF;
+      if (u == 0) return false;
+      q = u - 8;
+    }
+    if (q != 0 && (i >= present || bits == 0)) return false;
+    if ((q < 0 ? -q : q) > maxabs) maxabs = q < 0 ? -q : q;
+  }
+  {
+    float top = (float)maxabs * d;
+    return top - top == 0.0f; /* finite */
+  }
+}
+
+tl_status tl_kern_validate(tl_qtype type, const uint8_t *w, size_t row_bytes,
+                           size_t n, size_t r0, size_t r1) {
+  size_t nb = (n + TL_QUANT_BLOCK - 1) / TL_QUANT_BLOCK, bb;
+  if (type != TL_QTYPE_Q8 && type != TL_QTYPE_Q4) return TL_OK;
+  bb = type == TL_QTYPE_Q8 ? TL_QUANT_Q8_BLOCK_BYTES : TL_QUANT_Q4_BLOCK_BYTES;
+  for (size_t r = r0; r < r1; r++)
+    for (size_t b = 0; b < nb; b++) {
+      size_t present = n - b * TL_QUANT_BLOCK;
+      if (!block_valid(type, w + r * row_bytes + b * bb,
+                       present < TL_QUANT_BLOCK ? present : TL_QUANT_BLOCK))
+        return TL_ERR_INVALID_MODEL;
+    }
+  return TL_OK;
+}

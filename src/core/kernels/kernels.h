@@ -1,0 +1,79 @@
+/* Matrix-vector kernels of the fast numerical profile fast/1
+ * (docs/fast-profile.md): activation quantization (F-3), q8/q4 integer
+ * block dot products (F-4, F-5) and float dot products (F-6), each with one
+ * fixed order of float operations that every ISA variant reproduces bit for
+ * bit.
+ *
+ * The scalar twins here are the reference; the x86-64 variants live beside
+ * them (kernels_avx2.c, kernels_avx512.c) and are tested against them. The
+ * core never looks at the CPU: a host picks a variant it has checked
+ * (src/native/cpu.h) and hands it to the model. */
+#ifndef TL_CORE_KERNELS_H
+#define TL_CORE_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "quant/quant.h"
+#include "tinylm.h"
+
+#define TL_KERN_LANES 16 /* accumulators of F-4..F-6 */
+
+/* The name of the numerical profile these kernels implement. */
+#define TL_FAST_PROFILE "fast/1"
+
+/* One activation vector, prepared for the weight types that read it.
+ * f: the f32 values (float weights). For q8/q4 weights (F-3), per block b
+ * of 32: scales[b]; codes[32b ..]: in element order for q8 (q8 != NULL),
+ * and for q4 (q4 != NULL) the even elements first, then the odd ones (the
+ * nibble layout), with q4_bias[8b + g] = -8 * (sum of group g's codes), so
+ * that a product with the stored nibbles u = q + 8 plus the bias is the
+ * product with q. */
+typedef struct tl_kern_x {
+  const float *f;
+  const int8_t *q8, *q4;
+  const float *scales;
+  const int32_t *q4_bias;
+} tl_kern_x;
+
+/* y[r] = row r of w (rows rows of n elements of one type, row_bytes apart)
+ * times x, for r in [0, rows). No validation: q8/q4 bytes are checked once
+ * by tl_kern_validate. */
+typedef void (*tl_kern_rows_fn)(const uint8_t *w, size_t row_bytes, size_t n,
+                                const tl_kern_x *x, size_t rows, float *y);
+
+typedef enum tl_kern_isa {
+  TL_KERN_SCALAR, /* the scalar twins: every build */
+  TL_KERN_AVX2,   /* AVX2 + F16C: x86-64 native builds */
+  TL_KERN_AVX512, /* AVX-512 F/VL/BW + VNNI + F16C: x86-64 native builds */
+  TL_KERN_ISA_COUNT
+} tl_kern_isa;
+
+typedef struct tl_kernels {
+  tl_kern_isa isa;
+  const char *name;
+  tl_kern_rows_fn rows[5]; /* indexed by tl_qtype */
+} tl_kernels;
+
+/* The variant for isa, or NULL when it is not compiled into this build
+ * (every SIMD variant in wasm32 and non-x86 builds). Says nothing about
+ * whether the CPU runs it. */
+const tl_kernels *tl_kernels_get(tl_kern_isa isa);
+
+/* F-3 for one vector of n finite floats into nb = ceil(n/32) blocks:
+ * scales[nb], and codes for q8 (q8 != NULL: nb*32) and/or q4 (q4 and
+ * q4_bias != NULL: nb*32 and nb*8). */
+void tl_kern_quantize_x(const float *x, size_t n, float *scales, int8_t *q8,
+                        int8_t *q4, int32_t *q4_bias);
+
+/* Q-17 for rows [r0, r1) of a q8/q4 weight (any other type: TL_OK):
+ * TL_ERR_INVALID_MODEL for a negative or non-finite scale, a code outside
+ * the domain, a non-zero padding code or a non-zero code under a zero
+ * scale, or a product code * scale that overflows. */
+tl_status tl_kern_validate(tl_qtype type, const uint8_t *w, size_t row_bytes,
+                           size_t n, size_t r0, size_t r1);
+
+/* F-6's tree T over A[0..16). */
+float tl_kern_tree(const float *a);
+
+#endif

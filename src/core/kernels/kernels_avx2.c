@@ -1,0 +1,153 @@
+/* fast/1 kernels with AVX2 (+ F16C for f16 weights): two 256-bit
+ * accumulators are the lanes A_0..7 and A_8..15 of docs/fast-profile.md.
+ * Integer products through maddubs/madd: |w| times x with w's sign moved
+ * onto x (both in [-127, 127], so no pair sum saturates: 2*127*127 and
+ * 2*15*127 < 32767). */
+#include <immintrin.h>
+#include <string.h>
+
+#include "kernels/kernels_impl.h"
+
+#if TL_KERN_HAVE_X86
+
+#define TARGET __attribute__((target("avx2,f16c")))
+
+/* T(A) with A_0..7 in a and A_8..15 in b. */
+TARGET static inline float tree(__m256 a, __m256 b) {
+  __m256 s = _mm256_add_ps(a, b);
+  __m128 c = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+  __m128 d = _mm_add_ps(c, _mm_movehl_ps(c, c));
+  return _mm_cvtss_f32(_mm_add_ss(d, _mm_shuffle_ps(d, d, 1)));
+}
+
+static inline float scale_of(const uint8_t *blk) {
+  float d;
+  memcpy(&d, blk, 4); /* little-endian host */
+  return d;
+}
+
+/* Group sums of one q8 block: 8 x i32. */
+TARGET static inline __m256i q8_groups(const uint8_t *blk, const int8_t *x) {
+  __m256i w = _mm256_loadu_si256((const __m256i *)(blk + 4));
+  __m256i v = _mm256_loadu_si256((const __m256i *)x);
+  __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(v, w));
+  return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+}
+
+/* Group sums of one q4 block (codes permuted as tl_kern_x.q4 says). */
+TARGET static inline __m256i q4_groups(const uint8_t *blk, const int8_t *x,
+                                       const int32_t *bias) {
+  __m128i bytes = _mm_loadu_si128((const __m128i *)(blk + 4));
+  __m128i lo = _mm_and_si128(bytes, _mm_set1_epi8(0x0F));
+  __m128i hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), _mm_set1_epi8(0x0F));
+  __m256i u = _mm256_set_m128i(hi, lo);
+  __m256i v = _mm256_loadu_si256((const __m256i *)x);
+  __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(u, v), _mm256_set1_epi16(1));
+  return _mm256_add_epi32(p, _mm256_loadu_si256((const __m256i *)bias));
+}
+
+TARGET static inline __m256 term(__m256i s, float p) {
+  return _mm256_mul_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(p));
+}
+
+TARGET static void rows_q8(const uint8_t *w, size_t row_bytes, size_t n,
+                           const tl_kern_x *x, size_t rows, float *y) {
+  size_t nb = (n + 31) / 32;
+  for (size_t r = 0; r < rows; r++) {
+    const uint8_t *row = w + r * row_bytes;
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    size_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+      const uint8_t *k0 = row + b * 36, *k1 = k0 + 36;
+      a0 = _mm256_add_ps(a0, term(q8_groups(k0, x->q8 + 32 * b), scale_of(k0) * x->scales[b]));
+      a1 = _mm256_add_ps(a1, term(q8_groups(k1, x->q8 + 32 * b + 32),
+                                  scale_of(k1) * x->scales[b + 1]));
+    }
+    if (b < nb) {
+      const uint8_t *k0 = row + b * 36;
+      a0 = _mm256_add_ps(a0, term(q8_groups(k0, x->q8 + 32 * b), scale_of(k0) * x->scales[b]));
+    }
+    y[r] = tree(a0, a1);
+  }
+}
+
+TARGET static void rows_q4(const uint8_t *w, size_t row_bytes, size_t n,
+                           const tl_kern_x *x, size_t rows, float *y) {
+  size_t nb = (n + 31) / 32;
+  for (size_t r = 0; r < rows; r++) {
+    const uint8_t *row = w + r * row_bytes;
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    size_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+      const uint8_t *k0 = row + b * 20, *k1 = k0 + 20;
+      a0 = _mm256_add_ps(a0, term(q4_groups(k0, x->q4 + 32 * b, x->q4_bias + 8 * b),
+                                  scale_of(k0) * x->scales[b]));
+      a1 = _mm256_add_ps(a1, term(q4_groups(k1, x->q4 + 32 * b + 32, x->q4_bias + 8 * b + 8),
+                                  scale_of(k1) * x->scales[b + 1]));
+    }
+    if (b < nb) {
+      const uint8_t *k0 = row + b * 20;
+      a0 = _mm256_add_ps(a0, term(q4_groups(k0, x->q4 + 32 * b, x->q4_bias + 8 * b),
+                                  scale_of(k0) * x->scales[b]));
+    }
+    y[r] = tree(a0, a1);
+  }
+}
+
+/* 16 weights as two vectors of 8 floats, per weight type. */
+TARGET static inline void load16(int type, const uint8_t *p, __m256 *lo, __m256 *hi) {
+  if (type == 0) {
+    *lo = _mm256_loadu_ps((const float *)p);
+    *hi = _mm256_loadu_ps((const float *)p + 8);
+  } else if (type == 1) {
+    *lo = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+    *hi = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 16)));
+  } else {
+    __m256i a = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
+    __m256i b = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(p + 16)));
+    *lo = _mm256_castsi256_ps(_mm256_slli_epi32(a, 16));
+    *hi = _mm256_castsi256_ps(_mm256_slli_epi32(b, 16));
+  }
+}
+
+/* type: 0 f32, 1 f16, 2 bf16 (element sizes 4, 2, 2). */
+TARGET static inline void rows_float(int type, const uint8_t *w, size_t row_bytes,
+                                     size_t n, const tl_kern_x *x, size_t rows,
+                                     float *y) {
+  size_t es = type == 0 ? 4 : 2, full = n / 16 * 16;
+  for (size_t r = 0; r < rows; r++) {
+    const uint8_t *row = w + r * row_bytes;
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), lo, hi;
+    for (size_t i = 0; i < full; i += 16) {
+      load16(type, row + i * es, &lo, &hi);
+      a0 = _mm256_add_ps(a0, _mm256_mul_ps(lo, _mm256_loadu_ps(x->f + i)));
+      a1 = _mm256_add_ps(a1, _mm256_mul_ps(hi, _mm256_loadu_ps(x->f + i + 8)));
+    }
+    if (full < n) {
+      /* zero-filled copies of the tail (F-6: a ±0 product changes no lane) */
+      uint8_t wt[64] = {0};
+      float xt[16] = {0};
+      memcpy(wt, row + full * es, (n - full) * es);
+      memcpy(xt, x->f + full, (n - full) * sizeof(float));
+      load16(type, wt, &lo, &hi);
+      a0 = _mm256_add_ps(a0, _mm256_mul_ps(lo, _mm256_loadu_ps(xt)));
+      a1 = _mm256_add_ps(a1, _mm256_mul_ps(hi, _mm256_loadu_ps(xt + 8)));
+    }
+    y[r] = tree(a0, a1);
+  }
+}
+
+#define FLOAT_FN(name, type)                                               \
+  TARGET static void name(const uint8_t *w, size_t row_bytes, size_t n,   \
+                          const tl_kern_x *x, size_t rows, float *y) {     \
+    rows_float(type, w, row_bytes, n, x, rows, y);                         \
+  }
+FLOAT_FN(rows_f32, 0)
+FLOAT_FN(rows_f16, 1)
+FLOAT_FN(rows_bf16, 2)
+#undef FLOAT_FN
+
+const tl_kernels tl_kernels_avx2 = {
+    TL_KERN_AVX2, "avx2", {rows_f32, rows_f16, rows_bf16, rows_q8, rows_q4}};
+
+#endif

@@ -1,0 +1,131 @@
+/* fast/1 kernels with AVX-512: integer block products with VNNI
+ * (vpdpbusd on 256-bit registers: one block of 32 codes per instruction,
+ * two accumulators for even and odd blocks, as F-4 orders them), float
+ * products in one 512-bit accumulator (lanes A_0..15 of F-6) with masked
+ * tail loads. */
+#include <immintrin.h>
+#include <string.h>
+
+#include "kernels/kernels_impl.h"
+
+#if TL_KERN_HAVE_X86
+
+#define TARGET __attribute__((target("avx512f,avx512vl,avx512bw,avx512vnni,f16c")))
+
+TARGET static inline float tree8(__m256 s) {
+  __m128 c = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+  __m128 d = _mm_add_ps(c, _mm_movehl_ps(c, c));
+  return _mm_cvtss_f32(_mm_add_ss(d, _mm_shuffle_ps(d, d, 1)));
+}
+
+static inline float scale_of(const uint8_t *blk) {
+  float d;
+  memcpy(&d, blk, 4); /* little-endian host */
+  return d;
+}
+
+TARGET static inline __m256i q8_groups(const uint8_t *blk, const int8_t *x) {
+  __m256i w = _mm256_loadu_si256((const __m256i *)(blk + 4));
+  __m256i v = _mm256_loadu_si256((const __m256i *)x);
+  return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(w),
+                             _mm256_sign_epi8(v, w));
+}
+
+TARGET static inline __m256i q4_groups(const uint8_t *blk, const int8_t *x,
+                                       const int32_t *bias) {
+  __m128i bytes = _mm_loadu_si128((const __m128i *)(blk + 4));
+  __m128i lo = _mm_and_si128(bytes, _mm_set1_epi8(0x0F));
+  __m128i hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), _mm_set1_epi8(0x0F));
+  return _mm256_dpbusd_epi32(_mm256_loadu_si256((const __m256i *)bias),
+                             _mm256_set_m128i(hi, lo),
+                             _mm256_loadu_si256((const __m256i *)x));
+}
+
+TARGET static inline __m256 term(__m256i s, float p) {
+  return _mm256_mul_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(p));
+}
+
+TARGET static void rows_q8(const uint8_t *w, size_t row_bytes, size_t n,
+                           const tl_kern_x *x, size_t rows, float *y) {
+  size_t nb = (n + 31) / 32;
+  for (size_t r = 0; r < rows; r++) {
+    const uint8_t *row = w + r * row_bytes;
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    size_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+      const uint8_t *k0 = row + b * 36, *k1 = k0 + 36;
+      a0 = _mm256_add_ps(a0, term(q8_groups(k0, x->q8 + 32 * b), scale_of(k0) * x->scales[b]));
+      a1 = _mm256_add_ps(a1, term(q8_groups(k1, x->q8 + 32 * b + 32),
+                                  scale_of(k1) * x->scales[b + 1]));
+    }
+    if (b < nb) {
+      const uint8_t *k0 = row + b * 36;
+      a0 = _mm256_add_ps(a0, term(q8_groups(k0, x->q8 + 32 * b), scale_of(k0) * x->scales[b]));
+    }
+    y[r] = tree8(_mm256_add_ps(a0, a1));
+  }
+}
+
+TARGET static void rows_q4(const uint8_t *w, size_t row_bytes, size_t n,
+                           const tl_kern_x *x, size_t rows, float *y) {
+  size_t nb = (n + 31) / 32;
+  for (size_t r = 0; r < rows; r++) {
+    const uint8_t *row = w + r * row_bytes;
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    size_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+      const uint8_t *k0 = row + b * 20, *k1 = k0 + 20;
+      a0 = _mm256_add_ps(a0, term(q4_groups(k0, x->q4 + 32 * b, x->q4_bias + 8 * b),
+                                  scale_of(k0) * x->scales[b]));
+      a1 = _mm256_add_ps(a1, term(q4_groups(k1, x->q4 + 32 * b + 32, x->q4_bias + 8 * b + 8),
+                                  scale_of(k1) * x->scales[b + 1]));
+    }
+    if (b < nb) {
+      const uint8_t *k0 = row + b * 20;
+      a0 = _mm256_add_ps(a0, term(q4_groups(k0, x->q4 + 32 * b, x->q4_bias + 8 * b),
+                                  scale_of(k0) * x->scales[b]));
+    }
+    y[r] = tree8(_mm256_add_ps(a0, a1));
+  }
+}
+
+/* Up to 16 weights (mask m) as 16 floats; absent ones are +0. */
+TARGET static inline __m512 load16(int type, const uint8_t *p, __mmask16 m) {
+  if (type == 0) return _mm512_maskz_loadu_ps(m, p);
+  if (type == 1) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+  return _mm512_castsi512_ps(
+      _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16));
+}
+
+TARGET static inline void rows_float(int type, const uint8_t *w, size_t row_bytes,
+                                     size_t n, const tl_kern_x *x, size_t rows,
+                                     float *y) {
+  size_t es = type == 0 ? 4 : 2, full = n / 16 * 16;
+  __mmask16 tail = (__mmask16)((1u << (n - full)) - 1);
+  for (size_t r = 0; r < rows; r++) {
+    const uint8_t *row = w + r * row_bytes;
+    __m512 a = _mm512_setzero_ps();
+    for (size_t i = 0; i < full; i += 16)
+      a = _mm512_add_ps(a, _mm512_mul_ps(load16(type, row + i * es, 0xFFFF),
+                                         _mm512_loadu_ps(x->f + i)));
+    if (full < n)
+      a = _mm512_add_ps(a, _mm512_mul_ps(load16(type, row + full * es, tail),
+                                         _mm512_maskz_loadu_ps(tail, x->f + full)));
+    y[r] = tree8(_mm256_add_ps(_mm512_castps512_ps256(a), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1))));
+  }
+}
+
+#define FLOAT_FN(name, type)                                               \
+  TARGET static void name(const uint8_t *w, size_t row_bytes, size_t n,   \
+                          const tl_kern_x *x, size_t rows, float *y) {     \
+    rows_float(type, w, row_bytes, n, x, rows, y);                         \
+  }
+FLOAT_FN(rows_f32, 0)
+FLOAT_FN(rows_f16, 1)
+FLOAT_FN(rows_bf16, 2)
+#undef FLOAT_FN
+
+const tl_kernels tl_kernels_avx512 = {
+    TL_KERN_AVX512, "avx512", {rows_f32, rows_f16, rows_bf16, rows_q8, rows_q4}};
+
+#endif

@@ -1,0 +1,18 @@
+/* Shared by the kernel variants only (not part of the core's interface). */
+#ifndef TL_CORE_KERNELS_IMPL_H
+#define TL_CORE_KERNELS_IMPL_H
+
+#include "kernels/kernels.h"
+
+/* The ISA variants exist in x86-64 native builds only (the Makefile
+ * compiles *_avx2.c / *_avx512.c there); a native build for x86-64 without
+ * them defines TL_NO_X86_SIMD. */
+#if defined(__x86_64__) && !defined(TL_NO_X86_SIMD)
+#define TL_KERN_HAVE_X86 1
+extern const tl_kernels tl_kernels_avx2;
+extern const tl_kernels tl_kernels_avx512;
+#else
+#define TL_KERN_HAVE_X86 0
+#endif
+
+#endif

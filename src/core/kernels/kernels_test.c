@@ -1,0 +1,134 @@
+/* The scalar twins of fast/1 against the golden vectors of the independent
+ * reference (tools/fast_ref.py, docs/fast-profile.md), and the one-time
+ * validation of q8/q4 bytes (Q-17). The ISA variants are checked against
+ * these twins in src/native/kernels_dispatch_test.c. */
+#include <string.h>
+
+#include "bytes.h"
+#include "kernels/fast_vectors.h"
+#include "kernels/kernels.h"
+#include "tl_test.h"
+
+#define MAX_N 288 /* the longest golden vector, rounded up to blocks */
+
+static float fx[MAX_N], fscales[MAX_N / 32];
+static int8_t fq8[MAX_N], fq4[MAX_N];
+static int32_t fbias[MAX_N / 4];
+
+/* Prepares x (n f32 bit patterns) for every weight type. */
+static void prepare(const uint32_t *bits, size_t n, tl_kern_x *x) {
+  for (size_t i = 0; i < n; i++) fx[i] = tl_bits_to_f32(bits[i]);
+  tl_kern_quantize_x(fx, n, fscales, fq8, fq4, fbias);
+  x->f = fx;
+  x->q8 = fq8;
+  x->q4 = fq4;
+  x->scales = fscales;
+  x->q4_bias = fbias;
+}
+
+static void act_golden(tl_test_ctx *t) {
+  for (size_t c = 0; c < sizeof fv_acts / sizeof fv_acts[0]; c++) {
+    const fv_act *v = &fv_acts[c];
+    size_t nb = (v->n + 31) / 32;
+    tl_kern_x x;
+    bool ok = true;
+    prepare(v->x, v->n, &x);
+    ok &= TL_EXPECT_MEM(t, fq8, v->codes, nb * 32);
+    for (size_t b = 0; b < nb; b++) {
+      int32_t sum[8] = {0};
+      ok &= TL_EXPECT_EQ_U64(t, tl_f32_to_bits(fscales[b]), v->scales[b]);
+      /* the q4 layout: even elements, then odd, and the group biases */
+      for (size_t k = 0; k < 16; k++) {
+        ok &= TL_EXPECT_EQ_I64(t, fq4[32 * b + k], v->codes[32 * b + 2 * k]);
+        ok &= TL_EXPECT_EQ_I64(t, fq4[32 * b + 16 + k], v->codes[32 * b + 2 * k + 1]);
+      }
+      for (size_t k = 0; k < 32; k++) sum[k / 4] += fq4[32 * b + k];
+      for (size_t g = 0; g < 8; g++)
+        ok &= TL_EXPECT_EQ_I64(t, fbias[8 * b + g], -8 * sum[g]);
+    }
+    if (!ok) {
+      tl_test_print(t, "  in case ");
+      tl_test_print(t, v->name);
+      tl_test_print(t, "\n");
+    }
+  }
+}
+
+static void dot_golden(tl_test_ctx *t) {
+  const tl_kernels *k = tl_kernels_get(TL_KERN_SCALAR);
+  for (size_t c = 0; c < sizeof fv_dots / sizeof fv_dots[0]; c++) {
+    const fv_dot *v = &fv_dots[c];
+    float y[3];
+    size_t row_bytes = 0;
+    tl_kern_x x;
+    prepare(v->x, v->n, &x);
+    TL_EXPECT_OK(t, tl_quant_row_bytes((tl_qtype)v->type, v->n, &row_bytes));
+    TL_EXPECT_EQ_U64(t, row_bytes * v->rows, v->w_len);
+    TL_EXPECT_OK(t, tl_kern_validate((tl_qtype)v->type, v->w, row_bytes, v->n, 0, v->rows));
+    k->rows[v->type](v->w, row_bytes, v->n, &x, v->rows, y);
+    for (size_t r = 0; r < v->rows; r++)
+      if (!TL_EXPECT_EQ_U64(t, tl_f32_to_bits(y[r]), v->y[r])) {
+        tl_test_print(t, "  in case ");
+        tl_test_print(t, v->name);
+        tl_test_print(t, "\n");
+      }
+  }
+}
+
+/* One valid block per type, broken one way at a time. */
+static void validate_rejects(tl_test_ctx *t) {
+  uint8_t b8[36], b4[20];
+  float one = 1.0f;
+  memcpy(b8, &one, 4);
+  memcpy(b4, &one, 4);
+  for (size_t i = 0; i < 32; i++) b8[4 + i] = (uint8_t)(int8_t)(i - 16);
+  memset(b4 + 4, 0x88, 16); /* every code 0 */
+  TL_EXPECT_OK(t, tl_kern_validate(TL_QTYPE_Q8, b8, 36, 32, 0, 1));
+  TL_EXPECT_OK(t, tl_kern_validate(TL_QTYPE_Q4, b4, 20, 32, 0, 1));
+  {
+    uint8_t c[36];
+    memcpy(c, b8, 36);
+    c[3] |= 0x80; /* negative scale */
+    TL_EXPECT_STATUS(t, tl_kern_validate(TL_QTYPE_Q8, c, 36, 32, 0, 1), TL_ERR_INVALID_MODEL);
+    memcpy(c, b8, 36);
+    tl_store_le32(c, 0x7F800000u); /* infinite scale */
+    TL_EXPECT_STATUS(t, tl_kern_validate(TL_QTYPE_Q8, c, 36, 32, 0, 1), TL_ERR_INVALID_MODEL);
+    memcpy(c, b8, 36);
+    c[10] = 0x80; /* code -128 */
+    TL_EXPECT_STATUS(t, tl_kern_validate(TL_QTYPE_Q8, c, 36, 32, 0, 1), TL_ERR_INVALID_MODEL);
+    memcpy(c, b8, 36);
+    /* n = 30: positions 30, 31 are padding and hold codes 14, 15 */
+    TL_EXPECT_STATUS(t, tl_kern_validate(TL_QTYPE_Q8, c, 36, 30, 0, 1), TL_ERR_INVALID_MODEL);
+    tl_store_le32(c, 0); /* codes under a zero scale */
+    TL_EXPECT_STATUS(t, tl_kern_validate(TL_QTYPE_Q8, c, 36, 32, 0, 1), TL_ERR_INVALID_MODEL);
+    memcpy(c, b8, 36);
+    tl_store_le32(c, 0x7F7FFFFFu); /* 16 * FLT_MAX overflows */
+    TL_EXPECT_STATUS(t, tl_kern_validate(TL_QTYPE_Q8, c, 36, 32, 0, 1), TL_ERR_INVALID_MODEL);
+  }
+  {
+    uint8_t c[20];
+    memcpy(c, b4, 20);
+    c[19] = 0x08; /* element 31: nibble 0 */
+    TL_EXPECT_STATUS(t, tl_kern_validate(TL_QTYPE_Q4, c, 20, 32, 0, 1), TL_ERR_INVALID_MODEL);
+    memcpy(c, b4, 20);
+    c[19] = 0x98; /* element 31 = 1: padding when n = 31 */
+    TL_EXPECT_OK(t, tl_kern_validate(TL_QTYPE_Q4, c, 20, 32, 0, 1));
+    TL_EXPECT_STATUS(t, tl_kern_validate(TL_QTYPE_Q4, c, 20, 31, 0, 1), TL_ERR_INVALID_MODEL);
+  }
+  /* only the rows asked for are read */
+  {
+    uint8_t two[72];
+    memcpy(two, b8, 36);
+    memcpy(two + 36, b8, 36);
+    two[40] = 0x80;
+    TL_EXPECT_OK(t, tl_kern_validate(TL_QTYPE_Q8, two, 36, 32, 0, 1));
+    TL_EXPECT_STATUS(t, tl_kern_validate(TL_QTYPE_Q8, two, 36, 32, 0, 2), TL_ERR_INVALID_MODEL);
+  }
+}
+
+static const tl_test_case cases[] = {
+    TL_CASE(act_golden),
+    TL_CASE(dot_golden),
+    TL_CASE(validate_rejects),
+};
+TL_SUITE(kernels, cases);
