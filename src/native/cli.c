@@ -1,9 +1,15 @@
+#define _POSIX_C_SOURCE 200809L
 #include "cli.h"
 
+#include <errno.h>
+#include <inttypes.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
 
 static void report(bool json, const char *code, json_t *extra, const char *fmt,
                    va_list ap) {
@@ -53,4 +59,127 @@ void tl_cli_hex(const uint8_t *p, size_t n, char *out) {
     out[2 * i + 1] = digits[p[i] & 15];
   }
   out[2 * n] = '\0';
+}
+
+bool tl_cli_parse_u64(const char *s, uint64_t *out) {
+  uint64_t v = 0;
+  if (*s == '\0') return false;
+  for (; *s != '\0'; s++) {
+    unsigned d = (unsigned)(unsigned char)*s - '0';
+    if (d > 9 || v > (UINT64_MAX - d) / 10) return false;
+    v = v * 10 + d;
+  }
+  *out = v;
+  return true;
+}
+
+bool tl_cli_parse_i64(const char *s, int64_t *out) {
+  bool neg = *s == '-';
+  uint64_t mag;
+  if (!tl_cli_parse_u64(s + neg, &mag) || mag > (uint64_t)INT64_MAX + neg)
+    return false;
+  /* -2^63 has no positive twin: negate in unsigned arithmetic. */
+  *out = neg ? (int64_t)(0 - mag) : (int64_t)mag;
+  return true;
+}
+
+static size_t digits(const char *s) {
+  size_t n = 0;
+  while (s[n] >= '0' && s[n] <= '9') n++;
+  return n;
+}
+
+bool tl_cli_parse_f64(const char *s, double *out) {
+  const char *p = s + (*s == '-');
+  size_t whole = digits(p), frac = 0;
+  char *end;
+  double v;
+  p += whole;
+  if (*p == '.') frac = digits(++p);
+  p += frac;
+  if (whole + frac == 0) return false;
+  if (*p == 'e' || *p == 'E') {
+    size_t exp;
+    p += 1 + (p[1] == '-' || p[1] == '+');
+    if ((exp = digits(p)) == 0) return false;
+    p += exp;
+  }
+  if (*p != '\0') return false;
+  /* The grammar above is a subset of strtod's in the C locale, which the
+   * CLI never changes; ERANGE is an overflow or a result below the
+   * normal range (which would read as a different number). */
+  errno = 0;
+  v = strtod(s, &end);
+  if (end != p || errno != 0 || !isfinite(v)) return false;
+  *out = v;
+  return true;
+}
+
+int tl_cli_flag_u64(bool json, const char *flag, const char *v, uint64_t lo,
+                    uint64_t hi, uint64_t *out) {
+  uint64_t x;
+  if (!tl_cli_parse_u64(v, &x) || x < lo || x > hi)
+    return tl_cli_usage(json, "%s must be an integer in %" PRIu64 "..%" PRIu64
+                        ", got '%s'", flag, lo, hi, v);
+  *out = x;
+  return -1;
+}
+
+int tl_cli_flag_u32(bool json, const char *flag, const char *v, uint32_t lo,
+                    uint32_t hi, uint32_t *out) {
+  uint64_t x = 0;
+  int rc = tl_cli_flag_u64(json, flag, v, lo, hi, &x);
+  if (rc < 0) *out = (uint32_t)x;
+  return rc;
+}
+
+int tl_cli_flag_f64(bool json, const char *flag, const char *v, double *out) {
+  if (!tl_cli_parse_f64(v, out))
+    return tl_cli_usage(json, "%s must be a finite decimal number, got '%s'",
+                        flag, v);
+  return -1;
+}
+
+static uint64_t now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+void tl_cli_progress_begin(tl_cli_progress *p, const char *what, bool force) {
+  p->tty = isatty(STDERR_FILENO) != 0;
+  p->on = force || p->tty;
+  p->what = what;
+  p->start_us = now_us();
+  p->last_us = 0;
+}
+
+void tl_cli_progress_update(tl_cli_progress *p, const char *unit,
+                            uint64_t done, uint64_t total, uint64_t bytes,
+                            uint64_t bytes_total) {
+  uint64_t t = now_us();
+  double secs, rate, left;
+  if (!p->on || (t - p->last_us < 100000 && done < total)) return;
+  p->last_us = t;
+  secs = (double)(t - p->start_us) / 1e6;
+  fprintf(stderr, "%s[%s %" PRIu64 "/%" PRIu64 " %s", p->tty ? "\r" : "",
+          p->what, done, total, unit);
+  if (bytes > 0 && secs > 0) {
+    rate = (double)bytes / secs;
+    fprintf(stderr, ", %.1f MB/s", rate / 1e6);
+  }
+  if (done > 0 && done < total && secs > 0) {
+    left = bytes_total > bytes && bytes > 0
+               ? secs * (double)(bytes_total - bytes) / (double)bytes
+               : secs * (double)(total - done) / (double)done;
+    fprintf(stderr, ", ETA %.0f s", left);
+  }
+  fputs(p->tty ? "]\033[K" : "]\n", stderr);
+  fflush(stderr);
+}
+
+void tl_cli_progress_end(tl_cli_progress *p) {
+  /* On a terminal the line disappears; a log keeps its last line. */
+  if (p->on && p->tty) fputs("\r\033[K", stderr);
+  fflush(stderr);
 }

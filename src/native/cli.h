@@ -36,6 +36,44 @@ int tl_cli_usage(bool json, const char *fmt, ...)
 /* Lower-case hex of n bytes into out (2n + 1 bytes, NUL-terminated). */
 void tl_cli_hex(const uint8_t *p, size_t n, char *out);
 
+/* Strict numbers for flag values, one parser per type, used by every
+ * command: the whole string is the number (no spaces, no '+', no trailing
+ * bytes), in range, with overflow detected. Integers are ASCII decimal
+ * digits; a leading '-' only for the signed type. A double is
+ * -?(D+(.D*)?|.D+)([eE][-+]?D+)? and finite (no hex, inf, nan, or
+ * out-of-range exponent). */
+bool tl_cli_parse_u64(const char *s, uint64_t *out);
+bool tl_cli_parse_i64(const char *s, int64_t *out);
+bool tl_cli_parse_f64(const char *s, double *out);
+
+/* The value v of a flag as an integer in [lo, hi] (or a double). Returns
+ * -1 when it is one, else reports a usage error naming the flag, the
+ * accepted range and v, and returns TL_EXIT_USAGE. */
+int tl_cli_flag_u64(bool json, const char *flag, const char *v, uint64_t lo,
+                    uint64_t hi, uint64_t *out);
+int tl_cli_flag_u32(bool json, const char *flag, const char *v, uint32_t lo,
+                    uint32_t hi, uint32_t *out);
+int tl_cli_flag_f64(bool json, const char *flag, const char *v, double *out);
+
+/* Progress of long work on stderr (convert, prefill, inspect --verify):
+ * shown when stderr is a terminal, or always when forced (--progress),
+ * at most ten updates a second; on a terminal one line rewritten in
+ * place, otherwise one line per update. */
+typedef struct tl_cli_progress {
+  bool on, tty;
+  const char *what;
+  uint64_t start_us, last_us;
+} tl_cli_progress;
+
+void tl_cli_progress_begin(tl_cli_progress *p, const char *what, bool force);
+/* done of total items ("[convert 3/311 tensors, 40.1 MB/s, ETA 9 s]"); bytes of bytes_total processed
+ * (both 0 when unknown) gives MB/s. The ETA assumes the rate so far holds
+ * for the rest (of the bytes when known, else of the items). */
+void tl_cli_progress_update(tl_cli_progress *p, const char *unit,
+                            uint64_t done, uint64_t total, uint64_t bytes,
+                            uint64_t bytes_total);
+void tl_cli_progress_end(tl_cli_progress *p);
+
 /* Subcommands: argv[0] is the subcommand's name. */
 int tl_cmd_hash(int argc, char **argv);
 int tl_cmd_convert(int argc, char **argv);

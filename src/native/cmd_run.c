@@ -21,16 +21,45 @@
 #include "session.h"
 
 static const char usage_text[] =
-    "usage: tinylm run MODEL.slm (--prompt S | --messages CONV.json) [-n N]\n"
-    "           [--temperature T] [--top-k K] [--top-p P] [--min-p M]\n"
+    "usage: tinylm run MODEL.slm (--prompt S | --prompt-file F | --messages CONV.json)\n"
+    "           [-n N] [--temperature T] [--top-k K] [--top-p P] [--min-p M]\n"
     "           [--repeat-penalty R] [--repeat-window W] [--seed S]\n"
     "           [--stop STR]... [--receipt FILE] [--logprobs K] [--json]\n"
-    "           [--ctx N] [--preflight] [--mem-budget MB]\n"
-    "  defaults: -n 64, seed 0, context = prompt + n; sampling flags not\n"
-    "  given come from the artifact's generation defaults (the checkpoint's\n"
-    "  generation_config.json), else greedy\n"
-    "  --preflight  print the memory plan and exit; --mem-budget refuses a\n"
-    "               plan over MB megabytes before allocating\n";
+    "           [--ctx N] [--preflight] [--mem-budget MB] [--progress]\n"
+    "  --prompt-file F  the prompt's bytes from a file (- for standard input)\n"
+    "  -n N             at most N new tokens (1..2^32-1; -1: until EOS, a stop\n"
+    "                   string or the context is full); default 64\n"
+    "  --temperature T  0 (greedy) or 2^-128..1.8e308;  --top-p P, --min-p M  0..1\n"
+    "  --repeat-penalty R  2^-64..2^64;  --top-k K, --repeat-window W  0 = off\n"
+    "  --seed S         0..2^64-1 (default 0);  --logprobs K  0..20 alternatives\n"
+    "  --ctx N          context tokens (default: prompt + N, or the model's\n"
+    "                   context capped at 4096 with -n -1)\n"
+    "  sampling flags not given come from the artifact's generation defaults\n"
+    "  (the checkpoint's generation_config.json), else greedy\n"
+    "  --preflight      print the memory plan and exit (JSON with --json)\n"
+    "  --mem-budget MB  refuse a plan over MB megabytes before allocating\n"
+    "  --progress       prefill progress on stderr even when it is not a terminal\n";
+
+static void print_plan(const tl_session *s, bool json) {
+  const tl_memory_plan *p = &s->plan;
+  if (json) {
+    json_t *doc = json_pack(
+        "{s:I,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I}}", "context",
+        (json_int_t)s->context, "plan_bytes", "weights", (json_int_t)p->weights,
+        "tokenizer", (json_int_t)p->tokenizer, "kv_cache",
+        (json_int_t)p->kv_cache, "scratch", (json_int_t)p->scratch, "logits",
+        (json_int_t)p->logits, "sampler", (json_int_t)p->sampler, "total",
+        (json_int_t)p->total);
+    char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+    if (text) printf("%s\n", text);
+    free(text);
+    json_decref(doc);
+  } else {
+    char text[512];
+    tl_memory_plan_text(p, text, sizeof text);
+    printf("memory plan for %u tokens of context: %s\n", s->context, text);
+  }
+}
 
 int tl_cmd_run(int argc, char **argv) {
   tl_run_options o;
@@ -39,15 +68,15 @@ int tl_cmd_run(int argc, char **argv) {
   tl_render_out rendered = {0};
   const uint8_t *prompt_bytes = NULL;
   size_t prompt_len = 0, n_prompt = 0, bad = 0;
-  tl_file_view conv = {0};
+  tl_file_view conv = {0}; /* --messages or --prompt-file */
   char err[1024];
   tl_status st;
   int rc;
   rc = tl_run_parse(argc, argv, usage_text, &o);
   if (rc >= 0) return rc;
-  if ((o.prompt == NULL) == (o.messages == NULL))
-    return tl_cli_usage(o.json, "exactly one of --prompt and --messages\n%s",
-                        usage_text);
+  if ((o.prompt != NULL) + (o.prompt_file != NULL) + (o.messages != NULL) != 1)
+    return tl_cli_usage(o.json, "exactly one of --prompt, --prompt-file and "
+                        "--messages\n%s", usage_text);
   st = tl_session_open(&s, o.model, err, sizeof err);
   if (st != TL_OK) return tl_cli_fail(o.json, st, "%s", err);
   /* The prompt first: its length sizes the context. */
@@ -60,6 +89,10 @@ int tl_cmd_run(int argc, char **argv) {
     }
     prompt_bytes = rendered.text;
     prompt_len = rendered.len;
+  } else if (o.prompt_file != NULL) {
+    st = tl_file_open_view(o.prompt_file, &conv, err, sizeof err);
+    prompt_bytes = conv.data;
+    prompt_len = conv.len;
   } else {
     prompt_bytes = (const uint8_t *)o.prompt;
     prompt_len = strlen(o.prompt);
@@ -73,10 +106,14 @@ int tl_cmd_run(int argc, char **argv) {
     st = TL_ERR_INVALID_ARGUMENT;
     snprintf(err, sizeof err, "the prompt is empty");
   }
-  if (st == TL_OK) { /* the context: the prompt plus -n, unless --ctx */
+  if (st == TL_OK) {
+    /* The context: --ctx, else the prompt plus -n, else (-n -1) the
+     * session's default (the model's, capped). */
     uint64_t want = (uint64_t)n_prompt + o.max_new;
-    uint32_t ctx = o.context ? o.context : (uint32_t)(want < UINT32_MAX ? want : UINT32_MAX);
-    if (want > ctx) {
+    uint32_t ctx = o.context ? o.context
+                   : o.max_new ? (uint32_t)(want < UINT32_MAX ? want : UINT32_MAX)
+                               : 0;
+    if (ctx != 0 && want > ctx) {
       st = TL_ERR_CONTEXT_EXCEEDED;
       snprintf(err, sizeof err, "prompt (%zu tokens) + -n %u exceed --ctx %u (refused: no truncation)",
                n_prompt, o.max_new, ctx);
@@ -85,9 +122,7 @@ int tl_cmd_run(int argc, char **argv) {
     }
   }
   if (st == TL_OK && o.preflight) {
-    char text[512];
-    tl_memory_plan_text(&s.plan, text, sizeof text);
-    printf("memory plan for %u tokens of context: %s\n", s.context, text);
+    print_plan(&s, o.json);
     rc = TL_EXIT_OK;
     goto done;
   }

@@ -14,6 +14,7 @@
 #include "gen/generate.h"
 #include "receipt.h"
 #include "sample/sampler.h"
+#include "tok/tokenizer.h"
 #include "utf8.h"
 
 #ifndef TL_BUILD_ID
@@ -33,21 +34,40 @@ static void on_sigint(int sig) {
   tl_run_interrupted = 1;
 }
 
-static bool parse_u32(const char *s, uint32_t *v) {
-  char *end;
-  unsigned long long x = strtoull(s, &end, 10);
-  if (*s == '\0' || *end != '\0' || *s == '-' || x > UINT32_MAX) return false;
-  *v = (uint32_t)x;
-  return true;
-}
+/* The sampling flags' ranges are the sampler's own (tl_sampler_profile_check,
+ * docs/sampler.md); this names each field's flag and says its range. */
+static const struct {
+  tl_sampler_field field;
+  const char *flag, *range;
+} sampling_flags[] = {
+    {TL_SAMPLER_FIELD_TEMPERATURE, "--temperature", "0 (greedy) or in 2^-128..1.8e308"},
+    {TL_SAMPLER_FIELD_TOP_P, "--top-p", "in 0..1"},
+    {TL_SAMPLER_FIELD_MIN_P, "--min-p", "in 0..1"},
+    {TL_SAMPLER_FIELD_REPEAT_PENALTY, "--repeat-penalty", "in 2^-64..2^64"}};
 
-static bool parse_double(const char *s, double *v) {
-  char *end;
-  *v = strtod(s, &end);
-  return *s != '\0' && *end == '\0' && isfinite(*v);
+static int check_sampling(const tl_run_options *o, const char *usage) {
+  tl_sampler_profile p = tl_sampler_profile_default(1);
+  tl_sampler_field field;
+  double given;
+  if (o->given & TL_RUN_GIVEN_TEMPERATURE) p.temperature = o->temperature;
+  if (o->given & TL_RUN_GIVEN_TOP_P) p.top_p = o->top_p;
+  if (o->given & TL_RUN_GIVEN_MIN_P) p.min_p = o->min_p;
+  if (o->given & TL_RUN_GIVEN_REPEAT_PENALTY) p.repeat_penalty = o->repeat_penalty;
+  if (tl_sampler_profile_check(&p, &field) == TL_OK) return -1;
+  for (size_t i = 0; i < sizeof sampling_flags / sizeof sampling_flags[0]; i++) {
+    if (sampling_flags[i].field != field) continue;
+    given = field == TL_SAMPLER_FIELD_TEMPERATURE ? p.temperature
+            : field == TL_SAMPLER_FIELD_TOP_P     ? p.top_p
+            : field == TL_SAMPLER_FIELD_MIN_P     ? p.min_p
+                                                  : p.repeat_penalty;
+    return tl_cli_usage(o->json, "%s must be %s, got %g", sampling_flags[i].flag,
+                        sampling_flags[i].range, given);
+  }
+  return tl_cli_usage(o->json, "sampling options out of range\n%s", usage);
 }
 
 int tl_run_parse(int argc, char **argv, const char *usage, tl_run_options *o) {
+  int rc;
   memset(o, 0, sizeof *o);
   /* --json anywhere makes every usage error JSON, whatever the order. */
   for (int i = 1; i < argc; i++) o->json |= strcmp(argv[i], "--json") == 0;
@@ -55,73 +75,84 @@ int tl_run_parse(int argc, char **argv, const char *usage, tl_run_options *o) {
   o->top_p = 1.0;
   o->repeat_penalty = 1.0;
   for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    bool ok = true, takes = true;
-    uint32_t u = 0;
-    if (strcmp(a, "--help") == 0) {
+    const char *a = argv[i];
+    /* A flag is recognised before its value is looked for, so an unknown
+     * flag is reported as unknown wherever it stands. */
+    bool missing = i + 1 >= argc, takes = true, ok = true;
+    const char *v = missing ? "" : argv[i + 1];
+    rc = -1;
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       fputs(usage, stdout);
       return TL_EXIT_OK;
     } else if (strcmp(a, "--json") == 0) {
-      o->json = true;
       takes = false;
     } else if (strcmp(a, "--preflight") == 0) {
       o->preflight = true;
       takes = false;
-    } else if (v == NULL && a[0] == '-') {
-      return tl_cli_usage(o->json, "'%s' needs a value\n%s", a, usage);
+    } else if (strcmp(a, "--progress") == 0) {
+      o->progress = true;
+      takes = false;
     } else if (strcmp(a, "--prompt") == 0) {
       o->prompt = v;
+    } else if (strcmp(a, "--prompt-file") == 0) {
+      o->prompt_file = v;
     } else if (strcmp(a, "--messages") == 0) {
       o->messages = v;
     } else if (strcmp(a, "--receipt") == 0) {
       o->receipt = v;
     } else if (strcmp(a, "-n") == 0) {
-      ok = parse_u32(v, &o->max_new) && o->max_new > 0;
+      /* -1: no cap (until EOS, a stop rule or the context is full). */
+      if (strcmp(v, "-1") == 0) o->max_new = 0;
+      else if (!missing) rc = tl_cli_flag_u32(o->json, a, v, 1, UINT32_MAX, &o->max_new);
     } else if (strcmp(a, "--top-k") == 0) {
-      ok = parse_u32(v, &o->top_k);
+      if (!missing) rc = tl_cli_flag_u32(o->json, a, v, 0, UINT32_MAX, &o->top_k);
       o->given |= TL_RUN_GIVEN_TOP_K;
     } else if (strcmp(a, "--repeat-window") == 0) {
-      ok = parse_u32(v, &o->repeat_window);
+      if (!missing) rc = tl_cli_flag_u32(o->json, a, v, 0, UINT32_MAX, &o->repeat_window);
     } else if (strcmp(a, "--logprobs") == 0) {
-      ok = parse_u32(v, &o->logprobs) && o->logprobs <= 20;
+      if (!missing) rc = tl_cli_flag_u32(o->json, a, v, 0, TL_RUN_MAX_LOGPROBS, &o->logprobs);
     } else if (strcmp(a, "--ctx") == 0) {
-      ok = parse_u32(v, &o->context);
+      if (!missing) rc = tl_cli_flag_u32(o->json, a, v, 1, UINT32_MAX, &o->context);
     } else if (strcmp(a, "--seed") == 0) {
-      char *end;
-      o->seed = strtoull(v, &end, 10);
-      ok = *v != '\0' && *v != '-' && *end == '\0';
+      if (!missing) rc = tl_cli_flag_u64(o->json, a, v, 0, UINT64_MAX, &o->seed);
     } else if (strcmp(a, "--mem-budget") == 0) {
-      ok = parse_u32(v, &u);
-      o->mem_budget = (uint64_t)u * 1000000u;
+      if (!missing)
+        rc = tl_cli_flag_u64(o->json, a, v, 1, UINT64_MAX / 1000000u, &o->mem_budget);
+      o->mem_budget *= 1000000u;
     } else if (strcmp(a, "--temperature") == 0) {
-      ok = parse_double(v, &o->temperature);
+      if (!missing) rc = tl_cli_flag_f64(o->json, a, v, &o->temperature);
       o->given |= TL_RUN_GIVEN_TEMPERATURE;
     } else if (strcmp(a, "--top-p") == 0) {
-      ok = parse_double(v, &o->top_p);
+      if (!missing) rc = tl_cli_flag_f64(o->json, a, v, &o->top_p);
       o->given |= TL_RUN_GIVEN_TOP_P;
     } else if (strcmp(a, "--min-p") == 0) {
-      ok = parse_double(v, &o->min_p);
+      if (!missing) rc = tl_cli_flag_f64(o->json, a, v, &o->min_p);
       o->given |= TL_RUN_GIVEN_MIN_P;
     } else if (strcmp(a, "--repeat-penalty") == 0) {
-      ok = parse_double(v, &o->repeat_penalty);
+      if (!missing) rc = tl_cli_flag_f64(o->json, a, v, &o->repeat_penalty);
       o->given |= TL_RUN_GIVEN_REPEAT_PENALTY;
     } else if (strcmp(a, "--stop") == 0) {
-      ok = o->n_stops < TL_RUN_MAX_STOPS && v[0] != '\0';
+      if (o->n_stops == TL_RUN_MAX_STOPS)
+        return tl_cli_usage(o->json, "at most %d --stop strings\n%s", TL_RUN_MAX_STOPS, usage);
+      ok = v[0] != '\0';
       if (ok) o->stops[o->n_stops++] = v;
-    } else if (a[0] == '-') {
+    } else if (a[0] == '-' && a[1] != '\0') {
       return tl_cli_usage(o->json, "unknown option '%s'\n%s", a, usage);
     } else if (o->model == NULL) {
       o->model = a;
       takes = false;
     } else {
-      return tl_cli_usage(o->json, "one MODEL.slm only\n%s", usage);
+      return tl_cli_usage(o->json, "one MODEL.slm only (unexpected '%s')\n%s", a, usage);
     }
+    if (takes && missing) return tl_cli_usage(o->json, "'%s' needs a value\n%s", a, usage);
+    if (rc >= 0) return rc;
     if (!ok) return tl_cli_usage(o->json, "bad value for '%s': '%s'\n%s", a, v, usage);
     if (takes) i++;
   }
   if (o->model == NULL) return tl_cli_usage(o->json, "MODEL.slm is required\n%s", usage);
-  return -1;
+  return check_sampling(o, usage);
 }
+
 
 /* The sampler as the generation loop's choose callback. */
 typedef struct chooser {
@@ -191,6 +222,7 @@ typedef struct streamer {
   FILE *out;
   bool json;
   uint64_t prefill_done_us; /* when the last prompt chunk completed */
+  tl_cli_progress progress;
 } streamer;
 
 static uint64_t now_us(void);
@@ -205,10 +237,10 @@ static void on_visible(void *ctx, const uint8_t *bytes, size_t n) {
 static void on_prefill(void *ctx, size_t done, size_t total) {
   streamer *st = ctx;
   if (done == total) st->prefill_done_us = now_us();
-  /* A progress line for long prefills, on a terminal only. */
-  if (st->json || total <= 64 || !isatty(fileno(stderr))) return;
-  fprintf(stderr, "\r[prefill %zu/%zu]%s", done, total, done == total ? "\r\033[K" : "");
-  fflush(stderr);
+  /* Progress for long prefills only. */
+  if (total <= 64) return;
+  tl_cli_progress_update(&st->progress, "tokens", done, total, 0, 0);
+  if (done == total) tl_cli_progress_end(&st->progress);
 }
 
 static bool cancelled(void *ctx) {
@@ -262,6 +294,37 @@ static json_t *ids_json(const uint32_t *ids, size_t n) {
   return a;
 }
 
+/* One token as printable text (the decoder's diagnostic mode). */
+static void put_token(FILE *out, const tl_session *s, json_t *id_json) {
+  uint32_t id = (uint32_t)json_integer_value(id_json);
+  size_t cap = 4 * s->max_token_bytes + 1, len = 0, bad;
+  uint8_t *buf = malloc(cap);
+  fprintf(out, "%u", id);
+  if (buf != NULL && tl_tok_decode(s->model.tok, &id, 1, TL_TOK_DECODE_DIAGNOSTIC,
+                                   buf, cap, &len, &bad) == TL_OK)
+    fprintf(out, " \"%.*s\"", (int)len, (const char *)buf);
+  free(buf);
+}
+
+/* --logprobs without --json: each step's chosen token and the top
+ * alternatives (log-softmax of the raw logits), after the text. */
+static void print_logprobs(FILE *out, const tl_session *s, json_t *rows) {
+  size_t i, j;
+  json_t *row, *alt;
+  fprintf(out, "logprobs (step: chosen token, logprob; top alternatives):\n");
+  json_array_foreach(rows, i, row) {
+    fprintf(out, "  %zu: ", i);
+    put_token(out, s, json_object_get(row, "id"));
+    fprintf(out, " %.4f;", json_real_value(json_object_get(row, "logprob")));
+    json_array_foreach(json_object_get(row, "top"), j, alt) {
+      fputs(j ? ", " : " ", out);
+      put_token(out, s, json_object_get(alt, "id"));
+      fprintf(out, " %.4f", json_real_value(json_object_get(alt, "logprob")));
+    }
+    fputc('\n', out);
+  }
+}
+
 int tl_run_generate(tl_session *s, const tl_run_options *o, const char *mode,
                     const uint8_t *prompt_bytes, size_t prompt_len,
                     const uint32_t *ids, size_t n, uint32_t turn, FILE *out,
@@ -271,10 +334,10 @@ int tl_run_generate(tl_session *s, const tl_run_options *o, const char *mode,
   tl_gen_params gp;
   tl_gen_result r;
   chooser ch;
-  streamer sm = {out, o->json, 0};
+  streamer sm = {out, o->json, 0, {0}};
   const uint8_t *stops[TL_RUN_MAX_STOPS];
-  size_t stop_lens[TL_RUN_MAX_STOPS], raw_cap = s->max_token_bytes * (size_t)o->max_new + 256;
-  uint32_t position = s->cache.len;
+  size_t stop_lens[TL_RUN_MAX_STOPS], raw_cap;
+  uint32_t position = s->cache.len, max_new = o->max_new;
   uint64_t t0, t1, t2;
   struct sigaction sa, old;
   tl_status st;
@@ -301,6 +364,18 @@ int tl_run_generate(tl_session *s, const tl_run_options *o, const char *mode,
   if (tl_sampler_profile_check(&profile, &field) != TL_OK)
     return tl_cli_fail(o->json, TL_ERR_INVALID_ARGUMENT,
                        "sampling options out of range (field %d)", (int)field);
+  if (max_new == 0) { /* no cap: until the context is full */
+    uint64_t room;
+    if ((uint64_t)position + n > s->context)
+      return tl_cli_fail(o->json, TL_ERR_CONTEXT_EXCEEDED,
+                         "the prompt (%zu tokens at position %u) exceeds the "
+                         "context (%u tokens)", n, position, s->context);
+    room = (uint64_t)s->context - position - n;
+    /* The last token is sampled without being fed: room + 1 can be
+     * generated; one more lets the context stop, not -n, end the reply. */
+    max_new = room + 2 < UINT32_MAX ? (uint32_t)(room + 2) : UINT32_MAX;
+  }
+  raw_cap = s->max_token_bytes * (size_t)max_new + 256;
   for (size_t i = 0; i < o->n_stops; i++) {
     stops[i] = (const uint8_t *)o->stops[i];
     stop_lens[i] = strlen(o->stops[i]);
@@ -313,10 +388,10 @@ int tl_run_generate(tl_session *s, const tl_run_options *o, const char *mode,
   ch.n_prompt = n;
   ch.logprobs = o->logprobs;
   ch.logprob_rows = o->logprobs ? json_array() : NULL;
-  ch.history = malloc((n + o->max_new) * sizeof *ch.history);
+  ch.history = malloc((n + max_new) * sizeof *ch.history);
   memset(&r, 0, sizeof r);
-  r.ids = malloc(o->max_new * sizeof *r.ids);
-  r.ids_cap = o->max_new;
+  r.ids = malloc(max_new * sizeof *r.ids);
+  r.ids_cap = max_new;
   r.raw = malloc(raw_cap);
   r.raw_cap = raw_cap;
   r.visible = malloc(raw_cap);
@@ -327,7 +402,7 @@ int tl_run_generate(tl_session *s, const tl_run_options *o, const char *mode,
   }
   memcpy(ch.history, ids, n * sizeof *ids);
   memset(&gp, 0, sizeof gp);
-  gp.max_new = o->max_new;
+  gp.max_new = max_new;
   gp.eos = s->eos;
   gp.n_eos = s->n_eos;
   gp.stops = stops;
@@ -340,6 +415,9 @@ int tl_run_generate(tl_session *s, const tl_run_options *o, const char *mode,
   gp.on_prefill = on_prefill;
   gp.cancelled = cancelled;
   gp.cb_ctx = &sm;
+  /* --json keeps stderr quiet unless --progress asks. */
+  tl_cli_progress_begin(&sm.progress, "prefill", o->progress);
+  if (o->json && !o->progress) sm.progress.on = false;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_sigint;
   sigaction(SIGINT, &sa, &old);
@@ -391,6 +469,7 @@ int tl_run_generate(tl_session *s, const tl_run_options *o, const char *mode,
       free(text);
       json_decref(doc_json);
     } else {
+      if (ch.logprob_rows != NULL) print_logprobs(out, s, ch.logprob_rows);
       fprintf(stderr,
               "[%s after %zu tokens; prefill %zu tokens %.2f tokens/s, decode "
               "%.2f tokens/s; receipt %s%s%s]\n",

@@ -12,15 +12,17 @@
 #include "session.h"
 
 #define TL_RUN_MAX_STOPS 8
+#define TL_RUN_MAX_LOGPROBS 20
 
 typedef struct tl_run_options {
-  const char *model, *prompt, *messages, *receipt;
-  uint32_t max_new, top_k, repeat_window, logprobs, context;
+  const char *model, *prompt, *prompt_file, *messages, *receipt;
+  uint32_t max_new; /* 0: no cap (-n -1): until the context is full */
+  uint32_t top_k, repeat_window, logprobs, context;
   double temperature, top_p, min_p, repeat_penalty;
-  uint64_t seed, mem_budget;
+  uint64_t seed, mem_budget; /* mem_budget in bytes; 0: none */
   const char *stops[TL_RUN_MAX_STOPS];
   size_t n_stops;
-  bool json, preflight;
+  bool json, preflight, progress;
   uint32_t given; /* TL_RUN_GIVEN_*: sampling flags set on the command line */
 } tl_run_options;
 
@@ -32,8 +34,9 @@ enum {
   TL_RUN_GIVEN_REPEAT_PENALTY = 1u << 4
 };
 
-/* Parses argv into o (defaults first). Returns -1 to go on, or the exit
- * status to return (usage error, --help). */
+/* Parses argv into o (defaults first); every number strictly (cli.h) and
+ * the sampling flags against the sampler's ranges. Returns -1 to go on, or
+ * the exit status to return (usage error, --help). */
 int tl_run_parse(int argc, char **argv, const char *usage, tl_run_options *o);
 
 /* What a turn produced, for a caller that keeps a conversation (malloc'd
