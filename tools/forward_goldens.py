@@ -2,7 +2,9 @@
 """Writes (or with --check, re-derives and compares) the forward-pass
 golden vectors of tests/golden/forward/ with the NumPy oracle
 (tools/oracle/qwen3_ref.py, float64) on the checkpoints of
-tools/forward_specs.py.
+tools/forward_specs.py. A text prompt's ids come from the tokenizer oracle
+(HF tokenizers); TINYLM only writes the synthetic checkpoints
+(`tinylm synth`, whose bytes the oracle reads) and converts them.
 
     forward_goldens.py [--check] [TINYLM]
 """
@@ -31,7 +33,7 @@ def main(argv):
             if not os.path.isdir(hf):
                 fs.checkpoint(tinylm, kind, hf)
                 fs.run([tinylm, "convert", hf, "-o", hf + ".slm"])
-            ids = fs.prompt_ids(tinylm, prompt, hf + ".slm")
+            ids = fs.prompt_ids(prompt)
             out = os.path.join(work, name + ".cbor")
             fs.run(["/usr/bin/python3", oracle, hf, "--ids", " ".join(map(str, ids)),
                     "--precision", "f64", "--positions", positions, "--stages",

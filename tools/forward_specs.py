@@ -9,6 +9,7 @@ ids are not the publisher's, so the publisher profile does not apply), and
 optionally with the q_norm/k_norm weights scaled (large attention scores).
 """
 
+import json
 import os
 import struct
 import subprocess
@@ -56,7 +57,6 @@ def _scale_norms(path):
     """Multiplies every q_norm/k_norm weight (F32) in place."""
     with open(path, "r+b") as f:
         n = struct.unpack("<Q", f.read(8))[0]
-        import json
         header = json.loads(f.read(n))
         base = 8 + n
         for name, t in header.items():
@@ -80,9 +80,13 @@ def checkpoint(tinylm, kind, out_dir):
         _scale_norms(os.path.join(out_dir, "model.safetensors"))
 
 
-def prompt_ids(tinylm, prompt, tok_slm):
-    """The prompt's ids: given, or the text through the tokenizer."""
+def prompt_ids(prompt):
+    """The prompt's ids: given, or the text through the tokenizer oracle (HF
+    tokenizers on the fixture's tokenizer.json, tools/oracle/tok_ids.mjs),
+    never through the tokenizer under test."""
     if "ids" in prompt:
         return prompt["ids"]
-    out = run([tinylm, "encode", tok_slm, "--text", prompt["text"]]).stdout
-    return [int(x) for x in out.split()]
+    out = run(["node", os.path.join(ROOT, "tools", "oracle", "tok_ids.mjs"),
+               "--tokenizer", os.path.join(TOKENIZER, "tokenizer.json")],
+              input=json.dumps({"text": prompt["text"]}) + "\n").stdout
+    return json.loads(out)["ids"]

@@ -7,7 +7,9 @@
     too for the bf16 checkpoint, whose values f16 holds exactly);
   * an f16 artifact of the f32 checkpoint is lossy, and verify says so at
     the first capture (the embedding);
-  * a text prompt's ids through tinylm's tokenizer equal the golden's;
+  * a text prompt's ids through tinylm's tokenizer (`tinylm encode` on the
+    artifact) equal the golden's, which come from the tokenizer oracle (HF
+    tokenizers on the fixture's tokenizer.json);
   * greedy continuations of 32 tokens agree with the oracle's (a different
     token is only accepted when the margin rule reports it unstable);
   * the mutation switches (docs/forward.md) are caught and localised: the
@@ -138,7 +140,9 @@ def main(tinylm, work):
                 fs.run([tinylm, "convert", hf, "-o", out, "--quant", quant])
                 models[kind][quant] = out
         if "text" in prompt:
-            ids = fs.prompt_ids(tinylm, prompt, models[kind]["source"])
+            out = fs.run([tinylm, "encode", models[kind]["source"], "--text",
+                          prompt["text"]]).stdout
+            ids = [int(x) for x in out.split()]
             with open(golden, "rb") as f:
                 import cbor2
                 want = cbor2.loads(f.read())["prompt"]["ids"]
