@@ -54,10 +54,14 @@ compare() {
   for ((split = 1; split <= $#; split++)); do [[ ${!split} == -- ]] && break; done
   ref=$("${@:1:split-1}" "${files[@]}")
   ours=$("${@:split+1}" "${files[@]}")
-  local n bad
+  local rc=$? n bad
   n=$(wc -l <<<"$ref")
   bad=$(diff <(echo "$ref") <(echo "$ours") | grep -c '^>' || true)
-  if [[ "$ref" == "$ours" ]]; then
+  # An exit other than 0 is a failure even after the right output.
+  if ((rc != 0)); then
+    echo "diff: $label: tinylm exited $rc"
+    failed=$((failed + 1))
+  elif [[ "$ref" == "$ours" ]]; then
     echo "diff: $label: $n files identical"
     passed=$((passed + n))
   else
@@ -77,8 +81,9 @@ done
 for len in 0 1000 1048577; do
   want=$(head -c "$len" "$work/pool" | sha256sum | cut -d' ' -f1)
   got=$(head -c "$len" "$work/pool" | "$tinylm" hash - | cut -d' ' -f1)
-  if [[ "$want" == "$got" ]]; then passed=$((passed + 1)); else
-    echo "diff: stdin length $len: $got != $want"; failed=$((failed + 1)); fi
+  rc=$?
+  if [[ "$want" == "$got" ]] && ((rc == 0)); then passed=$((passed + 1)); else
+    echo "diff: stdin length $len: $got (exit $rc) != $want"; failed=$((failed + 1)); fi
 done
 echo "$passed passed, $failed failed"
 ((failed == 0))

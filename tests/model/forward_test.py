@@ -102,9 +102,9 @@ def lossy(tinylm, work):
         rc, doc, err = verify(tinylm, model, golden)
         worst = max((r["nrmse"] for r in doc.get("records", [])), default=None)
         gr = doc.get("greedy") or {}
-        check(gr.get("agreed") == LOSSY_STEPS or gr.get("verdict") == "unstable",
+        check(rc == 0 and (gr.get("agreed") == LOSSY_STEPS or gr.get("verdict") == "unstable"),
               "%s: greedy continuation of %d tokens agrees with the --slm golden "
-              "(or is reported unstable)" % (what, LOSSY_STEPS), json.dumps(gr))
+              "(or is reported unstable)" % (what, LOSSY_STEPS), "exit %d %s" % (rc, json.dumps(gr)))
         d = doc.get("first_divergence") or {}
         check(rc == 0 and doc.get("pass") is True,
               "%s: every capture within %s of the --slm golden (worst NRMSE %s)"
@@ -159,10 +159,10 @@ def main(tinylm, work):
             worst = max((r["nrmse"] for r in doc.get("records", [])), default=None)
             if steps:
                 gr = doc.get("greedy") or {}
-                check(gr.get("agreed") == steps or gr.get("verdict") == "unstable",
+                check(rc == 0 and (gr.get("agreed") == steps or gr.get("verdict") == "unstable"),
                       "%s --quant %s: greedy continuation of %d tokens agrees "
                       "(or is reported unstable)" % (name, quant, steps),
-                      json.dumps(gr))
+                      "exit %d %s" % (rc, json.dumps(gr)))
             check(rc == 0 and doc.get("pass") is True,
                   "%s --quant %s: every capture within %s (worst NRMSE %s)"
                   % (name, quant, doc.get("profile"), worst),
