@@ -8,6 +8,7 @@
 #include "cbor_doc.h"
 #include "cli.h"
 #include "convert.h"
+#include "file.h"
 
 #ifndef TL_BUILD_ID
 #define TL_BUILD_ID "unknown"
@@ -16,7 +17,7 @@
 static const char usage_text[] =
     "usage: tinylm convert HF_DIR -o OUT.slm [--quant source|f32|f16|bf16|q8|q4]\n"
     "                      [--profile NAME] [--receipt FILE] [--tokenizer-only]\n"
-    "                      [--json]\n"
+    "                      [--force] [--json]\n"
     "  HF_DIR holds config.json, generation_config.json (optional),\n"
     "  tokenizer.json, tokenizer_config.json and model.safetensors or\n"
     "  model.safetensors.index.json with its shards.\n"
@@ -25,6 +26,8 @@ static const char usage_text[] =
     "  --profile   apply a family profile's declared resolutions\n"
     "              (qwen3-0.6b-publisher: the published EOS disagreement)\n"
     "  --receipt   where the provenance receipt goes (default OUT.slm.receipt.cbor)\n"
+    "  --force     replace OUT.slm and the receipt if they exist (a file of\n"
+    "              HF_DIR is never replaced)\n"
     "  --tokenizer-only  tokenizer and chat template only (no config, no weights)\n";
 
 static int report_conflict(bool json, const tl_convert_report *r,
@@ -43,8 +46,8 @@ static int report_conflict(bool json, const tl_convert_report *r,
 int tl_cmd_convert(int argc, char **argv) {
   tl_convert_options o = {.build_id = TL_BUILD_ID};
   tl_convert_report r;
-  bool json = false;
-  char err[2048], id_hex[65];
+  bool json = false, force = false;
+  char err[2048], id_hex[65], *receipt = NULL;
   tl_status st;
   int rc;
 
@@ -58,6 +61,8 @@ int tl_cmd_convert(int argc, char **argv) {
       json = true;
     } else if (strcmp(a, "--tokenizer-only") == 0) {
       o.tokenizer_only = true;
+    } else if (strcmp(a, "--force") == 0) {
+      force = true;
     } else if (strcmp(a, "-o") == 0 && has_value) {
       o.out_path = argv[++i];
     } else if (strcmp(a, "--quant") == 0 && has_value) {
@@ -82,6 +87,22 @@ int tl_cmd_convert(int argc, char **argv) {
     return tl_cli_usage(json, "--tokenizer-only takes no --quant/--profile\n%s",
                         usage_text);
 
+  /* Both outputs, before any work: never a file of HF_DIR, never each
+   * other, an existing file only with --force. */
+  if (o.receipt_path == NULL) {
+    receipt = malloc(strlen(o.out_path) + sizeof ".receipt.cbor");
+    if (receipt == NULL) return tl_cli_fail(json, TL_ERR_OUT_OF_MEMORY, "out of memory");
+    sprintf(receipt, "%s.receipt.cbor", o.out_path);
+  }
+  {
+    const char *inputs[] = {o.hf_dir, o.out_path};
+    st = tl_file_output_check(o.out_path, inputs, 1, force, NULL, err, sizeof err);
+    if (st == TL_OK)
+      st = tl_file_output_check(receipt ? receipt : o.receipt_path, inputs, 2,
+                                force, NULL, err, sizeof err);
+    free(receipt);
+    if (st != TL_OK) return tl_cli_fail(json, st, "%s", err);
+  }
   st = tl_convert(&o, &r, err, sizeof err);
   if (st == TL_ERR_CONFLICT) {
     rc = report_conflict(json, &r, err);

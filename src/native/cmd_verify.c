@@ -19,8 +19,10 @@
 
 static const char usage_text[] =
     "usage: tinylm verify MODEL.slm --golden FILE [--json] [--dump OUT.cbor]\n"
+    "                     [--force]\n"
     "  --dump  also write this run's values for the golden's records, in the\n"
     "          same schema (producer tinylm-scalar)\n"
+    "  --force replace an existing --dump file (never MODEL or FILE)\n"
     "  FILE: a tinylm.golden/1 document (docs/golden.md), e.g. from\n"
     "  tools/oracle/qwen3_ref.py on the checkpoint the model came from\n";
 
@@ -216,7 +218,7 @@ static json_t *greedy(const tl_qwen3 *m, tl_qwen3_cache *cache,
 
 int tl_cmd_verify(int argc, char **argv) {
   const char *model_path = NULL, *golden_path = NULL, *dump_path = NULL;
-  bool json = false;
+  bool json = false, force = false;
   uint32_t mutate = 0;
   tl_session s;
   tl_qwen3_fault fault;
@@ -239,6 +241,8 @@ int tl_cmd_verify(int argc, char **argv) {
       golden_path = argv[++i];
     } else if (strcmp(argv[i], "--dump") == 0 && i + 1 < argc) {
       dump_path = argv[++i];
+    } else if (strcmp(argv[i], "--force") == 0) {
+      force = true;
     } else if (strcmp(argv[i], "--mutate") == 0 && i + 1 < argc) {
       /* Test-only: break one piece on purpose (docs/forward.md). */
       const char *name = argv[++i];
@@ -259,6 +263,11 @@ int tl_cmd_verify(int argc, char **argv) {
   if (model_path == NULL || golden_path == NULL)
     return tl_cli_usage(json, "MODEL.slm and --golden FILE are required\n%s",
                         usage_text);
+  if (dump_path != NULL) {
+    const char *inputs[] = {model_path, golden_path};
+    st = tl_file_output_check(dump_path, inputs, 2, force, NULL, err, sizeof err);
+    if (st != TL_OK) return tl_cli_fail(json, st, "%s", err);
+  }
   st = tl_file_open_view(golden_path, &gv, err, sizeof err);
   if (st != TL_OK) return tl_cli_fail(json, st, "%s", err);
   st = tl_golden_read(gv.data, gv.len, &g, err, sizeof err);

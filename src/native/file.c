@@ -2,8 +2,11 @@
 #define _DEFAULT_SOURCE /* madvise */
 #include "file.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +16,8 @@
 
 #include "hash/sha256.h"
 
+/* A stream (stdin, a pipe, a character device) has no size to check up
+ * front: reading stops at TL_FILE_STREAM_MAX bytes. */
 static tl_status read_stream(int fd, const char *path, tl_file_view *view,
                              char *err, size_t err_cap) {
   size_t cap = 1 << 16, len = 0;
@@ -24,14 +29,24 @@ static tl_status read_stream(int fd, const char *path, tl_file_view *view,
   for (;;) {
     ssize_t n;
     if (len == cap) {
-      uint8_t *bigger = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
+      uint8_t *bigger;
+      if (cap > TL_FILE_STREAM_MAX) {
+        free(buf);
+        snprintf(err, err_cap,
+                 "%s: more than %zu MiB from a stream (the limit for stdin, "
+                 "pipes and devices)",
+                 path, (size_t)TL_FILE_STREAM_MAX >> 20);
+        return TL_ERR_BOUNDS;
+      }
+      /* One byte past the limit tells "exactly at" from "over". */
+      bigger = realloc(buf, cap < TL_FILE_STREAM_MAX ? cap * 2 : cap + 1);
       if (bigger == NULL) {
         free(buf);
         snprintf(err, err_cap, "%s: out of memory", path);
         return TL_ERR_OUT_OF_MEMORY;
       }
       buf = bigger;
-      cap *= 2;
+      cap = cap < TL_FILE_STREAM_MAX ? cap * 2 : cap + 1;
     }
     n = read(fd, buf + len, cap - len);
     if (n == 0) break;
@@ -49,15 +64,28 @@ static tl_status read_stream(int fd, const char *path, tl_file_view *view,
   return TL_OK;
 }
 
-tl_status tl_file_open_view(const char *path, tl_file_view *view, char *err,
-                            size_t err_cap) {
+static const char *kind_of(mode_t m) {
+  return S_ISFIFO(m)   ? "a FIFO"
+         : S_ISCHR(m)  ? "a character device"
+         : S_ISBLK(m)  ? "a block device"
+         : S_ISSOCK(m) ? "a socket"
+                       : "not a regular file";
+}
+
+static tl_status open_view(const char *path, bool regular_only,
+                           tl_file_view *view, char *err, size_t err_cap) {
   struct stat st;
   int fd;
   tl_status status = TL_OK;
   memset(view, 0, sizeof *view);
-  if (strcmp(path, "-") == 0)
-    return read_stream(STDIN_FILENO, "(stdin)", view, err, err_cap);
-  fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (strcmp(path, "-") == 0) {
+    if (!regular_only)
+      return read_stream(STDIN_FILENO, "(stdin)", view, err, err_cap);
+    snprintf(err, err_cap, "-: stdin is not accepted here (a regular file is)");
+    return TL_ERR_IO;
+  }
+  /* O_NONBLOCK: opening a FIFO that has no writer must not hang. */
+  fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     snprintf(err, err_cap, "%s: cannot open: %s", path, strerror(errno));
     return TL_ERR_IO;
@@ -70,9 +98,21 @@ tl_status tl_file_open_view(const char *path, tl_file_view *view, char *err,
   if (S_ISDIR(st.st_mode)) {
     snprintf(err, err_cap, "%s: is a directory", path);
     status = TL_ERR_IO;
+  } else if (!S_ISREG(st.st_mode) &&
+             (regular_only || !(S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)))) {
+    snprintf(err, err_cap, "%s: is %s, not a regular file", path,
+             kind_of(st.st_mode));
+    status = TL_ERR_IO;
   } else if (!S_ISREG(st.st_mode) || st.st_size == 0) {
-    /* Pipes, devices and empty files (mmap of length 0 fails). */
-    status = read_stream(fd, path, view, err, err_cap);
+    /* Pipes, devices and empty regular files (mmap of length 0 fails;
+     * /proc files report 0 and have content): read, blocking again. */
+    int flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+      snprintf(err, err_cap, "%s: cannot read: %s", path, strerror(errno));
+      status = TL_ERR_IO;
+    } else {
+      status = read_stream(fd, path, view, err, err_cap);
+    }
   } else if ((uint64_t)st.st_size > SIZE_MAX) {
     snprintf(err, err_cap, "%s: too large for this address space", path);
     status = TL_ERR_INTEGER_OVERFLOW;
@@ -91,15 +131,127 @@ tl_status tl_file_open_view(const char *path, tl_file_view *view, char *err,
   return status;
 }
 
+tl_status tl_file_open_view(const char *path, tl_file_view *view, char *err,
+                            size_t err_cap) {
+  return open_view(path, false, view, err, err_cap);
+}
+
+tl_status tl_file_open_regular(const char *path, tl_file_view *view, char *err,
+                               size_t err_cap) {
+  return open_view(path, true, view, err, err_cap);
+}
+
 void tl_file_close_view(tl_file_view *view) {
   if (view->mapping != NULL) munmap(view->mapping, view->len);
   free(view->buffer);
   memset(view, 0, sizeof *view);
 }
 
+/* --- temporary files and signals ------------------------------------------
+ * Every live temporary file is in this registry from its creation to its
+ * rename or removal. While one is live, SIGINT, SIGTERM and SIGHUP, when
+ * their disposition is the default (death), run a handler that unlinks
+ * every live temporary file and dies of the same signal, so no
+ * OUT.tmp.XXXXXX survives a Ctrl-C and the exit status still says
+ * "killed by signal". A signal the program handles itself (run and chat
+ * catch SIGINT to stop a reply) is left alone: the program then returns
+ * through its error paths, which abort the file. The registry changes with
+ * the signals blocked, so the handler never sees a half-made entry. */
+
+#define MAX_LIVE 16
+static char *volatile live[MAX_LIVE];
+static size_t n_live;
+static const int fatal_signals[] = {SIGINT, SIGTERM, SIGHUP};
+#define N_FATAL (sizeof fatal_signals / sizeof fatal_signals[0])
+static struct sigaction saved[N_FATAL];
+static bool took_over[N_FATAL];
+
+static void on_fatal_signal(int sig) {
+  int saved_errno = errno;
+  struct sigaction dfl;
+  for (size_t i = 0; i < MAX_LIVE; i++)
+    if (live[i] != NULL) unlink(live[i]);
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(sig, &dfl, NULL);
+  /* Pending until the handler returns (sig is blocked inside it), then
+   * delivered with the default disposition. */
+  raise(sig);
+  errno = saved_errno;
+}
+
+static void block_fatal(sigset_t *old) {
+  sigset_t set;
+  sigemptyset(&set);
+  for (size_t i = 0; i < N_FATAL; i++) sigaddset(&set, fatal_signals[i]);
+  pthread_sigmask(SIG_BLOCK, &set, old);
+}
+
+static bool register_tmp(char *tmp) {
+  sigset_t old;
+  bool ok = false;
+  block_fatal(&old);
+  for (size_t i = 0; i < MAX_LIVE && !ok; i++)
+    if (live[i] == NULL) {
+      live[i] = tmp;
+      ok = true;
+    }
+  if (ok && n_live++ == 0) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_fatal_signal;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < N_FATAL; i++) sigaddset(&sa.sa_mask, fatal_signals[i]);
+    for (size_t i = 0; i < N_FATAL; i++) {
+      took_over[i] = sigaction(fatal_signals[i], NULL, &saved[i]) == 0 &&
+                     !(saved[i].sa_flags & SA_SIGINFO) &&
+                     saved[i].sa_handler == SIG_DFL &&
+                     sigaction(fatal_signals[i], &sa, NULL) == 0;
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return ok;
+}
+
+static void unregister_tmp(const char *tmp) {
+  sigset_t old;
+  block_fatal(&old);
+  for (size_t i = 0; i < MAX_LIVE; i++)
+    if (live[i] == tmp) {
+      live[i] = NULL;
+      if (--n_live == 0)
+        for (size_t k = 0; k < N_FATAL; k++)
+          if (took_over[k]) sigaction(fatal_signals[k], &saved[k], NULL);
+      break;
+    }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* Files this process wrote, so that a command may replace its own earlier
+ * output (chat's second /save to one file) without --force: device and
+ * inode, and size and modification time, which a file that later reuses
+ * the inode number will not share. */
+#define MAX_WRITTEN 64
+static struct stat written[MAX_WRITTEN];
+static size_t n_written;
+
+static bool wrote(const struct stat *st) {
+  size_t n = n_written < MAX_WRITTEN ? n_written : MAX_WRITTEN;
+  for (size_t i = 0; i < n; i++) {
+    const struct stat *w = &written[i];
+    if (w->st_dev == st->st_dev && w->st_ino == st->st_ino &&
+        w->st_size == st->st_size && w->st_mtim.tv_sec == st->st_mtim.tv_sec &&
+        w->st_mtim.tv_nsec == st->st_mtim.tv_nsec)
+      return true;
+  }
+  return false;
+}
+
 tl_status tl_file_atomic_begin(tl_file_atomic *f, const char *path,
                                char *err, size_t err_cap) {
   size_t path_len = strlen(path);
+  sigset_t old;
   memset(f, 0, sizeof *f);
   f->fd = -1;
   f->tmp = malloc(path_len + sizeof ".tmp.XXXXXX");
@@ -109,14 +261,25 @@ tl_status tl_file_atomic_begin(tl_file_atomic *f, const char *path,
   }
   memcpy(f->tmp, path, path_len);
   memcpy(f->tmp + path_len, ".tmp.XXXXXX", sizeof ".tmp.XXXXXX");
+  /* Created and registered with the signals blocked: a signal in between
+   * would leave a file no handler knows about. */
+  block_fatal(&old);
   f->fd = mkstemp(f->tmp);
+  if (f->fd >= 0 && !register_tmp(f->tmp)) {
+    close(f->fd);
+    unlink(f->tmp);
+    f->fd = -1;
+    errno = EMFILE;
+  }
   if (f->fd < 0) {
     snprintf(err, err_cap, "%s: cannot create a temporary file: %s", path,
              strerror(errno));
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     free(f->tmp);
     f->tmp = NULL;
     return TL_ERR_IO;
   }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
   f->path = path;
   return TL_OK;
 }
@@ -139,8 +302,22 @@ tl_status tl_file_atomic_pwrite(tl_file_atomic *f, uint64_t offset,
   return TL_OK;
 }
 
+/* The mode the file gets: a replaced file keeps its permission bits (not
+ * set-id bits, which new content must not inherit); a new one gets what
+ * open(0666) would give under the umask (mkstemp creates it 0600). */
+static mode_t target_mode(const char *path) {
+  struct stat st;
+  mode_t mask;
+  if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) return st.st_mode & 0777;
+  mask = umask(0);
+  umask(mask);
+  return 0666 & ~mask;
+}
+
 tl_status tl_file_atomic_commit(tl_file_atomic *f, char *err, size_t err_cap) {
-  if (fchmod(f->fd, 0644) != 0 || fsync(f->fd) != 0) {
+  struct stat st;
+  if (fchmod(f->fd, target_mode(f->path)) != 0 || fsync(f->fd) != 0 ||
+      fstat(f->fd, &st) != 0) {
     snprintf(err, err_cap, "%s: write failed: %s", f->path, strerror(errno));
     tl_file_atomic_abort(f);
     return TL_ERR_IO;
@@ -158,6 +335,8 @@ tl_status tl_file_atomic_commit(tl_file_atomic *f, char *err, size_t err_cap) {
     tl_file_atomic_abort(f);
     return TL_ERR_IO;
   }
+  written[n_written++ % MAX_WRITTEN] = st;
+  unregister_tmp(f->tmp);
   free(f->tmp);
   f->tmp = NULL;
   return TL_OK;
@@ -168,9 +347,130 @@ void tl_file_atomic_abort(tl_file_atomic *f) {
   f->fd = -1;
   if (f->tmp != NULL) {
     unlink(f->tmp);
+    unregister_tmp(f->tmp);
     free(f->tmp);
     f->tmp = NULL;
   }
+}
+
+/* --- where outputs may go ----------------------------------------------- */
+
+/* realpath() of the directory part joined with the last component: the
+ * same text for two spellings of one destination, whether or not it
+ * exists yet (malloc; NULL when the directory cannot be resolved). */
+static char *resolved(const char *path) {
+  const char *slash = strrchr(path, '/');
+  const char *base = slash != NULL ? slash + 1 : path;
+  char *dir, *real, *out;
+  size_t dir_len = slash == NULL ? 1 : slash == path ? 1 : (size_t)(slash - path);
+  dir = malloc(dir_len + 1);
+  if (dir == NULL) return NULL;
+  memcpy(dir, slash == NULL ? "." : path, dir_len);
+  dir[dir_len] = '\0';
+  real = realpath(dir, NULL);
+  free(dir);
+  if (real == NULL) return NULL;
+  out = malloc(strlen(real) + strlen(base) + 2);
+  if (out != NULL) sprintf(out, "%s/%s", real, base);
+  free(real);
+  return out;
+}
+
+static bool same_file(const char *a, const struct stat *sa, bool a_exists,
+                      const char *b) {
+  struct stat sb;
+  char *ra, *rb;
+  bool same;
+  if (stat(b, &sb) == 0 && a_exists)
+    return sa->st_dev == sb.st_dev && sa->st_ino == sb.st_ino;
+  ra = resolved(a);
+  rb = resolved(b);
+  same = ra != NULL && rb != NULL && strcmp(ra, rb) == 0;
+  free(ra);
+  free(rb);
+  return same;
+}
+
+/* An input directory stands for every entry in it. */
+static tl_status check_against_dir(const char *out, const struct stat *so,
+                                   bool exists, const char *dir, char *err,
+                                   size_t err_cap) {
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  tl_status st = TL_OK;
+  if (d == NULL || !exists) {
+    if (d != NULL) closedir(d);
+    return TL_OK; /* nothing there can be the output */
+  }
+  while (st == TL_OK && (e = readdir(d)) != NULL) {
+    char *p;
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    p = malloc(strlen(dir) + strlen(e->d_name) + 2);
+    if (p == NULL) {
+      st = TL_ERR_OUT_OF_MEMORY;
+      snprintf(err, err_cap, "%s: out of memory", out);
+      break;
+    }
+    sprintf(p, "%s/%s", dir, e->d_name);
+    if (same_file(out, so, exists, p)) {
+      snprintf(err, err_cap, "%s: the same file as %s, which this command "
+               "reads (never replaced, even with --force)", out, p);
+      st = TL_ERR_INVALID_ARGUMENT;
+    }
+    free(p);
+  }
+  closedir(d);
+  return st;
+}
+
+tl_status tl_file_output_check(const char *path, const char *const *inputs,
+                               size_t n_inputs, bool force,
+                               const char *force_hint, char *err,
+                               size_t err_cap) {
+  struct stat lst, st;
+  bool exists, link_ok;
+  if (lstat(path, &lst) != 0) {
+    if (errno != ENOENT) {
+      snprintf(err, err_cap, "%s: cannot stat: %s", path, strerror(errno));
+      return TL_ERR_IO;
+    }
+    exists = false;
+  } else {
+    exists = true;
+  }
+  /* A link's target is what an input would be; a dangling link is just
+   * an existing name. */
+  link_ok = exists && stat(path, &st) == 0;
+  if (!link_ok) st = lst;
+  for (size_t i = 0; i < n_inputs; i++) {
+    struct stat si;
+    const char *in = inputs[i];
+    if (in == NULL || strcmp(in, "-") == 0) continue;
+    if (stat(in, &si) == 0 && S_ISDIR(si.st_mode)) {
+      tl_status s = check_against_dir(path, &st, link_ok, in, err, err_cap);
+      if (s != TL_OK) return s;
+    } else if (same_file(path, &st, link_ok, in)) {
+      snprintf(err, err_cap, "%s: the same file as %s, which this command "
+               "also uses (never replaced, even with --force)", path, in);
+      return TL_ERR_INVALID_ARGUMENT;
+    }
+  }
+  if (!exists) return TL_OK;
+  if (link_ok && S_ISDIR(st.st_mode)) {
+    snprintf(err, err_cap, "%s: is a directory", path);
+    return TL_ERR_INVALID_ARGUMENT;
+  }
+  if (!S_ISREG(lst.st_mode) && !S_ISLNK(lst.st_mode)) {
+    snprintf(err, err_cap, "%s: exists and is %s; only regular files are "
+             "replaced", path, kind_of(lst.st_mode));
+    return TL_ERR_INVALID_ARGUMENT;
+  }
+  if (!force && !(S_ISREG(lst.st_mode) && wrote(&lst))) {
+    snprintf(err, err_cap, "%s: exists; not replaced without %s", path,
+             force_hint != NULL ? force_hint : "--force");
+    return TL_ERR_INVALID_ARGUMENT;
+  }
+  return TL_OK;
 }
 
 tl_status tl_file_write_atomic(const char *path, const void *data, size_t len,

@@ -1,9 +1,13 @@
-/* Read-only access to whole files for the native host: mmap for regular
- * files, a streamed read for pipes and stdin ("-"). The core only ever sees
- * (const uint8_t *, size_t). */
+/* Files for the native host. Inputs: read-only views of whole files, mmap
+ * for regular files, a bounded streamed read for pipes and stdin ("-"); the
+ * core only ever sees (const uint8_t *, size_t). Outputs: atomic writes
+ * (temporary file + rename) that never replace an input, replace an
+ * existing file only when asked, keep its permissions, and leave no
+ * temporary file behind on an error or on SIGINT/SIGTERM/SIGHUP. */
 #ifndef TL_NATIVE_FILE_H
 #define TL_NATIVE_FILE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -16,15 +20,48 @@ typedef struct tl_file_view {
   uint8_t *buffer; /* non-NULL when data was read into memory */
 } tl_file_view;
 
-/* On failure returns TL_ERR_IO (or TL_ERR_OUT_OF_MEMORY) and writes a
- * readable reason, naming the path, to err. */
+/* Most bytes read from a stream (stdin, a pipe, a character device), which
+ * has no size to check before reading: 1 GiB. */
+#define TL_FILE_STREAM_MAX ((size_t)1 << 30)
+
+/* A regular file (mapped), or "-" (stdin), a pipe or a character device
+ * (read, at most TL_FILE_STREAM_MAX bytes, else TL_ERR_BOUNDS). Opening
+ * never blocks on a FIFO without a writer. Directories, sockets and block
+ * devices are refused. On failure returns TL_ERR_IO (or
+ * TL_ERR_OUT_OF_MEMORY, TL_ERR_BOUNDS) and writes a readable reason,
+ * naming the path, to err. */
 tl_status tl_file_open_view(const char *path, tl_file_view *view, char *err,
                             size_t err_cap);
+/* The same for inputs whose size must be known before reading (checkpoint
+ * shards and index, converter inputs): anything but a regular file
+ * (symlinks followed), stdin included, is TL_ERR_IO. */
+tl_status tl_file_open_regular(const char *path, tl_file_view *view, char *err,
+                               size_t err_cap);
 void tl_file_close_view(tl_file_view *view);
+
+/* Whether a command may write path (call it before doing the work).
+ * Refused (TL_ERR_INVALID_ARGUMENT, with the reason in err):
+ *   - path names the same file as an input (device and inode after
+ *     following links, so a symlink or hard link to an input counts; for
+ *     names that do not exist yet, the same resolved path), even with
+ *     force; an input that is a directory stands for every entry in it;
+ *   - path exists and is a directory or not a regular file (or a link);
+ *   - path exists, this process did not write it, and force is false
+ *     (force_hint names the option in the message; NULL: "--force").
+ * Inputs that are NULL or "-" are skipped. TL_ERR_IO when path cannot be
+ * examined. */
+tl_status tl_file_output_check(const char *path, const char *const *inputs,
+                               size_t n_inputs, bool force,
+                               const char *force_hint, char *err,
+                               size_t err_cap);
 
 /* Writes data to path atomically: a temporary file in the same directory,
  * fsync, then rename over path. On failure nothing is left behind and path
- * is untouched (TL_ERR_IO with a reason in err). */
+ * is untouched (TL_ERR_IO with a reason in err). A replaced file keeps its
+ * permission bits; a new one gets 0666 less the umask. The temporary file
+ * is removed if the process dies of SIGINT, SIGTERM or SIGHUP while it
+ * exists (when the program has not installed its own handler for that
+ * signal); the exit status still reports the signal. */
 tl_status tl_file_write_atomic(const char *path, const void *data, size_t len,
                                char *err, size_t err_cap);
 

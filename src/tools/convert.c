@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "bytes.h"
 #include "cbor/cbor.h"
@@ -59,15 +60,14 @@ static tl_status hash_input(inputs *in, const char *dir, const char *name,
   tl_file_view v;
   input_file *f = &in->files[in->n];
   tl_status st;
-  FILE *probe;
+  struct stat probe; /* not fopen: a FIFO would block */
   snprintf(path, sizeof path, "%s/%s", dir, name);
   if (optional) {
-    probe = fopen(path, "rb");
-    *present = probe != NULL;
-    if (probe == NULL) return TL_OK;
-    fclose(probe);
+    *present = stat(path, &probe) == 0;
+    if (!*present) return TL_OK;
   }
-  st = tl_file_open_view(path, &v, err, cap);
+  /* Every input is hashed here before it is parsed: a regular file only. */
+  st = tl_file_open_regular(path, &v, err, cap);
   if (st != TL_OK) return st;
   snprintf(f->name, sizeof f->name, "%s", name);
   f->size = v.len;

@@ -8,6 +8,7 @@
 #include "bytes.h"
 #include "cbor/cbor.h"
 #include "cbor_doc.h"
+#include "checked.h"
 
 static tl_status bad(char *err, size_t cap, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -20,9 +21,11 @@ static tl_status bad(char *err, size_t cap, const char *fmt, ...) {
 }
 
 static tl_status read_u32_array(tl_cbor_reader *r, uint32_t **out, size_t *n) {
-  size_t count;
+  size_t count, bytes;
   if (tl_cbor_expect_array(r, &count) != TL_OK) return TL_ERR_INVALID_MODEL;
-  *out = malloc((count ? count : 1) * sizeof **out);
+  if (tl_mul_size(count ? count : 1, sizeof **out, &bytes) != TL_OK)
+    return TL_ERR_INVALID_MODEL;
+  *out = malloc(bytes);
   if (*out == NULL) return TL_ERR_OUT_OF_MEMORY;
   for (size_t i = 0; i < count; i++) {
     uint64_t v;
@@ -44,7 +47,7 @@ static tl_status read_text(tl_cbor_reader *r, char *buf, size_t cap) {
 
 static tl_status read_record(tl_cbor_reader *r, tl_golden_record *rec,
                              char *err, size_t cap) {
-  size_t n_pairs, elem = 0, data_len = 0;
+  size_t n_pairs, elem = 0, data_len = 0, want_len, values_len;
   const uint8_t *data = NULL;
   char name[32] = "";
   memset(rec, 0, sizeof *rec);
@@ -74,10 +77,9 @@ static tl_status read_record(tl_cbor_reader *r, tl_golden_record *rec,
       for (size_t d = 0; d < rank; d++) {
         uint64_t v;
         if (tl_cbor_expect_uint(r, &v) != TL_OK || v == 0 || v > (1u << 30) ||
-            rec->count > SIZE_MAX / v)
+            tl_mul_size(rec->count, (size_t)v, &rec->count) != TL_OK)
           return bad(err, cap, "record '%s': bad shape", name);
         rec->shape[d] = (size_t)v;
-        rec->count *= (size_t)v;
       }
     } else if (tl_cbor_text_is(k, klen, "dtype")) {
       char dt[8];
@@ -94,10 +96,14 @@ static tl_status read_record(tl_cbor_reader *r, tl_golden_record *rec,
   rec->stage = tl_qwen3_stage_find(name, strlen(name));
   if (rec->stage == TL_QWEN3_STAGE_COUNT)
     return bad(err, cap, "unknown stage '%s'", name);
-  if (rec->rank == 0 || elem == 0 || data == NULL || data_len != rec->count * elem)
+  /* The element count comes from the file: every size derived from it is
+   * checked, or [2^30, 2^30, 2] f64 wraps to 0 bytes and passes. */
+  if (rec->rank == 0 || elem == 0 || data == NULL ||
+      tl_mul_size(rec->count, elem, &want_len) != TL_OK || data_len != want_len ||
+      tl_mul_size(rec->count, sizeof *rec->values, &values_len) != TL_OK)
     return bad(err, cap, "record '%s' layer %d: shape, dtype and data disagree",
                name, (int)rec->layer);
-  rec->values = malloc(rec->count * sizeof *rec->values);
+  rec->values = malloc(values_len ? values_len : 1);
   if (rec->values == NULL) return TL_ERR_OUT_OF_MEMORY;
   for (size_t i = 0; i < rec->count; i++)
     rec->values[i] = elem == 8 ? tl_bits_to_f64(tl_load_le64(data + 8 * i))
@@ -142,7 +148,7 @@ static tl_status read_doc(tl_cbor_reader *r, tl_golden *g, char *err,
       if (st != TL_OK) return st == TL_ERR_OUT_OF_MEMORY ? st : bad(err, cap, "bad positions");
     } else if (tl_cbor_text_is(k, klen, "continuation")) {
       const uint8_t *m = NULL;
-      size_t m_len = 0;
+      size_t m_len = 0, margins_len;
       if (tl_cbor_expect_map(r, &n) != TL_OK) return bad(err, cap, "bad continuation");
       for (size_t j = 0; j < n; j++) {
         if (tl_cbor_expect_text(r, &k, &klen) != TL_OK) return bad(err, cap, "bad continuation");
@@ -151,9 +157,10 @@ static tl_status read_doc(tl_cbor_reader *r, tl_golden *g, char *err,
         else st = tl_cbor_skip(r);
         if (st != TL_OK) return st == TL_ERR_OUT_OF_MEMORY ? st : bad(err, cap, "bad continuation");
       }
-      if (m == NULL || m_len != 8 * g->n_continuation)
+      if (m == NULL || m_len / 8 != g->n_continuation || m_len % 8 != 0 ||
+          tl_mul_size(g->n_continuation, sizeof *g->margins, &margins_len) != TL_OK)
         return bad(err, cap, "continuation: one f64 margin per id is required");
-      g->margins = malloc((g->n_continuation ? g->n_continuation : 1) * sizeof *g->margins);
+      g->margins = malloc(margins_len ? margins_len : 1);
       if (g->margins == NULL) return TL_ERR_OUT_OF_MEMORY;
       for (size_t j = 0; j < g->n_continuation; j++)
         g->margins[j] = tl_bits_to_f64(tl_load_le64(m + 8 * j));
@@ -291,8 +298,10 @@ tl_status tl_golden_write_run(const tl_golden *g, float *const *values,
   d.bytes = calloc(g->n_records ? g->n_records : 1, sizeof *d.bytes);
   if (d.bytes == NULL) return TL_ERR_OUT_OF_MEMORY;
   for (size_t r = 0; r < g->n_records && st == TL_OK; r++) {
-    d.bytes[r] = malloc(4 * g->records[r].count);
-    if (d.bytes[r] == NULL) st = TL_ERR_OUT_OF_MEMORY;
+    size_t n_bytes; /* emit_run's 4 * count is this product, checked here */
+    st = tl_mul_size(g->records[r].count, 4, &n_bytes);
+    d.bytes[r] = st == TL_OK ? malloc(n_bytes ? n_bytes : 1) : NULL;
+    if (st == TL_OK && d.bytes[r] == NULL) st = TL_ERR_OUT_OF_MEMORY;
     for (size_t i = 0; st == TL_OK && i < g->records[r].count; i++)
       tl_store_le32(d.bytes[r] + 4 * i, tl_f32_to_bits(values[r][i]));
   }

@@ -1,5 +1,5 @@
 /* A safetensors checkpoint on disk: see st_checkpoint.h and
- * docs/safetensors.md (ST-20..ST-26 are tagged where they are enforced). */
+ * docs/safetensors.md (ST-20..ST-27 are tagged where they are enforced). */
 #define _POSIX_C_SOURCE 200809L
 #include "st_checkpoint.h"
 
@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "bytes.h"
 
@@ -38,10 +40,12 @@ void tl_st_checkpoint_close(tl_st_checkpoint *ck) {
   memset(ck, 0, sizeof *ck);
 }
 
-/* Appends a source, maps and hashes it (one pass over the mapping). */
+/* Appends a source, maps and hashes it (one pass over the mapping). ST-27:
+ * a regular file (a FIFO would block, /dev/zero would never end), at most
+ * max_len bytes. */
 static tl_status add_source(tl_st_checkpoint *ck, const char *path,
-                            tl_status open_fail, char *err, size_t cap,
-                            tl_st_source **out) {
+                            uint64_t max_len, tl_status open_fail, char *err,
+                            size_t cap, tl_st_source **out) {
   tl_st_source *grown =
       realloc(ck->sources, (ck->n_sources + 1) * sizeof *ck->sources);
   if (grown == NULL)
@@ -56,8 +60,12 @@ static tl_status add_source(tl_st_checkpoint *ck, const char *path,
   const char *slash = strrchr(s->path, '/');
   s->name = slash != NULL ? (char *)slash + 1 : s->path;
   char why[512];
-  if (tl_file_open_view(path, &s->view, why, sizeof why) != TL_OK)
+  if (tl_file_open_regular(path, &s->view, why, sizeof why) != TL_OK)
     return failf(err, cap, open_fail, "%s", why);
+  if ((uint64_t)s->view.len > max_len)
+    return failf(err, cap, TL_ERR_INVALID_MODEL,
+                 "%s: %zu bytes, more than the %llu allowed", path,
+                 s->view.len, (unsigned long long)max_len);
   s->size = s->view.len;
   tl_status st = tl_file_sha256(&s->view, s->sha256);
   if (st != TL_OK) return failf(err, cap, st, "%s: cannot hash", path);
@@ -109,7 +117,7 @@ tl_status tl_st_open_file(const char *path, tl_st_checkpoint *ck, char *err,
   memset(ck, 0, sizeof *ck);
   tl_st_source *s = NULL;
   tl_st_file f;
-  tl_status st = add_source(ck, path, TL_ERR_IO, err, err_cap, &s);
+  tl_status st = add_source(ck, path, UINT64_MAX, TL_ERR_IO, err, err_cap, &s);
   if (st == TL_OK) st = parse_source(s, 0, &f, err, err_cap);
   if (st == TL_OK && f.n_tensors > 0) {
     ck->tensors = malloc(f.n_tensors * sizeof *ck->tensors);
@@ -157,7 +165,8 @@ static tl_status open_index(const char *index_path, tl_st_checkpoint *ck,
                             char *err, size_t cap, map_entry **entries_out,
                             size_t *n_entries_out) {
   tl_st_source *ix = NULL;
-  tl_status st = add_source(ck, index_path, TL_ERR_IO, err, cap, &ix);
+  tl_status st =
+      add_source(ck, index_path, TL_ST_MAX_INDEX_BYTES, TL_ERR_IO, err, cap, &ix);
   if (st != TL_OK) return st;
   tl_json_value *root = NULL;
   tl_json_error je;
@@ -276,15 +285,17 @@ tl_status tl_st_open_index(const char *index_path, tl_st_checkpoint *ck,
     path[dir_len + e[i].shard_len] = 0;
     tl_st_source *s = NULL;
     char why[512];
-    /* ST-21: every shard named exists. */
-    st = add_source(ck, path, TL_ERR_INVALID_MODEL, why, sizeof why, &s);
+    /* ST-21: every shard named exists (ST-27: and is a regular file). */
+    st = add_source(ck, path, UINT64_MAX, TL_ERR_INVALID_MODEL, why,
+                    sizeof why, &s);
     if (st != TL_OK) {
       if (st == TL_ERR_INVALID_MODEL)
         st = failf(err, err_cap, st,
-                   "%s: tensor '%.*s': field 'weight_map': shard '%s' is "
-                   "missing: %s",
+                   "%s: tensor '%.*s': field 'weight_map': shard '%s' %s: %s",
                    index_path, (int)(e[i].name_len > 96 ? 96 : e[i].name_len),
-                   e[i].name, path, why);
+                   e[i].name, path,
+                   access(path, F_OK) == 0 ? "cannot be read" : "is missing",
+                   why);
       else
         failf(err, err_cap, st, "%s", why);
       goto done;
@@ -365,10 +376,9 @@ tl_status tl_st_open_dir(const char *dir, tl_st_checkpoint *ck, char *err,
   char *path = malloc(n);
   if (path == NULL) return TL_ERR_OUT_OF_MEMORY;
   snprintf(path, n, "%s/%s", dir, INDEX_NAME);
-  FILE *probe = fopen(path, "rb");
+  struct stat probe; /* not fopen: a FIFO named like the index would block */
   tl_status st;
-  if (probe != NULL) {
-    fclose(probe);
+  if (lstat(path, &probe) == 0) {
     st = tl_st_open_index(path, ck, err, err_cap);
   } else {
     snprintf(path, n, "%s/%s", dir, SINGLE_NAME);

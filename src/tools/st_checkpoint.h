@@ -1,13 +1,17 @@
 /* A safetensors checkpoint on disk (docs/safetensors.md): one
  * model.safetensors, or shards listed by model.safetensors.index.json.
- * Files are mapped (tl_file_open_view), hashed with SHA-256 in one pass over
- * the mapping, and parsed with the core's tl_st_parse; the sharded form is
- * cross-checked against the index (ST-20..ST-26).
+ * Files are mapped (tl_file_open_regular), hashed with SHA-256 in one pass
+ * over the mapping, and parsed with the core's tl_st_parse; the sharded form
+ * is cross-checked against the index (ST-20..ST-27).
+ *
+ * Every file is a regular file (symlinks followed; a FIFO, device or
+ * directory is refused before any byte is read) and the index is at most
+ * TL_ST_MAX_INDEX_BYTES (ST-27).
  *
  * Failures: the statuses of tl_st_parse, and TL_ERR_INVALID_MODEL for an
- * index or shard set that does not agree (a missing shard file included),
- * TL_ERR_IO for a single file or index that cannot be read; err names the
- * file, the tensor and the field. */
+ * index or shard set that does not agree (a missing or unreadable shard
+ * file included), TL_ERR_IO for a single file or index that cannot be
+ * read; err names the file, the tensor and the field. */
 #ifndef TL_TOOLS_ST_CHECKPOINT_H
 #define TL_TOOLS_ST_CHECKPOINT_H
 
@@ -51,6 +55,8 @@ typedef struct tl_st_checkpoint {
 
 /* Most distinct shard files an index may name (ST-26). */
 #define TL_ST_MAX_SHARDS 1024
+/* Largest index file (ST-27): the limit ST-2 sets on a header. */
+#define TL_ST_MAX_INDEX_BYTES 100000000u
 
 /* One safetensors file. */
 tl_status tl_st_open_file(const char *path, tl_st_checkpoint *ck, char *err,
