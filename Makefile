@@ -221,17 +221,18 @@ FUZZ_BUILD := build/fuzz
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,$(FUZZ_BUILD)/%,$(wildcard tests/fuzz/fuzz_*.c))
 # Fuzz builds link only the portable core (TL_NO_X86_SIMD keeps blake3.c
 # from referring to the x86 twins, which need their own -m flags).
-FUZZ_CFLAGS := -std=c11 -O1 -g $(WARN) $(NUMERICS) $(INCLUDES) -DTL_DEBUG -DTL_NO_X86_SIMD \
-               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+FUZZ_CFLAGS := -std=c11 -O1 -g $(WARN) $(NUMERICS) $(INCLUDES) -Isrc/native -Isrc/tools \
+               -DTL_DEBUG -DTL_NO_X86_SIMD -fsanitize=fuzzer,address,undefined \
+               -fno-sanitize-recover=all
 
 fuzz: setup
 	@$(MAKE) --no-print-directory fuzz-targets
 fuzz-targets: $(FUZZ_TARGETS)
-# Some targets include converter sources (src/tools) directly, so every
-# source is a prerequisite.
-$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(shell find src/core src/tools tests/fuzz -name '*.[ch]')
+# Some targets include converter or host sources (src/tools, src/native)
+# directly, so every source is a prerequisite; those may use jansson.
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(shell find src/core src/tools src/native tests/fuzz -name '*.[ch]')
 	@mkdir -p $(@D)
-	clang $(FUZZ_CFLAGS) $< $(CORE_PORTABLE) -o $@
+	clang $(FUZZ_CFLAGS) $< $(CORE_PORTABLE) -ljansson -o $@
 
 # --- orchestration -----------------------------------------------------------
 setup:

@@ -95,6 +95,7 @@ run_stage wasm-identity tests/wasm/identity.sh
 run_stage cli tests/cli/cli_test.sh build/asan/tinylm
 run_stage tok-artifact build tok-slm
 run_stage tok-goldens-current node tools/oracle/tok_golden.mjs --check
+run_stage tok-unit-cases node tools/oracle/tok_unit_cases.mjs --check
 run_stage tok-golden node tests/tok/check_golden.mjs build/gcc/tinylm "$TOK_SLM"
 run_stage tok-golden-asan node tests/tok/check_golden.mjs build/asan/tinylm "$TOK_SLM"
 run_stage tok-random node tools/oracle/tok_random.mjs build/gcc/tinylm "$TOK_SLM" \
@@ -118,6 +119,8 @@ run_stage forward-goldens-current /usr/bin/python3 tools/forward_goldens.py --ch
 run_stage forward /usr/bin/python3 tests/model/forward_test.py build/asan/tinylm \
   build/test-work/forward
 run_stage gen-run /usr/bin/python3 tests/gen/run_test.py build/asan/tinylm build/test-work/gen-run
+run_stage receipt-forged /usr/bin/python3 tests/receipt/forged_test.py build/asan/tinylm \
+  build/test-work/receipt-forged
 run_stage forward-0.6b tests/model/forward_06b.sh build/gcc/tinylm build/test-work/forward-0.6b
 run_stage diff-hash tests/diff/hash_diff.sh build/gcc/tinylm
 run_stage diff-cbor /usr/bin/python3 tests/diff/cbor_diff.py build/asan/cbor_tool

@@ -34,8 +34,10 @@ static int report_conflict(bool json, const tl_convert_report *r,
                            const char *err) {
   json_t *extra = NULL;
   if (r->conflict != NULL) {
-    json_t *record = tl_cbor_to_json(r->conflict, r->conflict_len);
-    if (record != NULL) {
+    json_t *record;
+    char why[128];
+    if (tl_cbor_to_json(r->conflict, r->conflict_len, &record, why,
+                        sizeof why) == TL_OK) {
       extra = json_object();
       json_object_set_new(extra, "conflict", record);
     }

@@ -119,10 +119,11 @@ static void print_human(const json_t *o) {
 static tl_status read_metadata(const tl_slm *slm, json_t *o) {
   const tl_slm_section *sec;
   json_t *meta, *cfg, *ledger, *kind;
+  char why[128];
   if (tl_slm_find(slm, TL_SLM_METADATA, &sec) != TL_OK)
     return TL_ERR_INVALID_MODEL;
-  meta = tl_cbor_to_json(sec->data, sec->len);
-  if (meta == NULL || !json_is_object(meta)) {
+  if (tl_cbor_to_json(sec->data, sec->len, &meta, why, sizeof why) != TL_OK ||
+      !json_is_object(meta)) {
     json_decref(meta);
     return TL_ERR_INVALID_MODEL;
   }

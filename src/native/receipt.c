@@ -1,23 +1,122 @@
 #include "receipt.h"
 
+#include <inttypes.h>
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bytes.h"
 #include "cbor/cbor.h"
 #include "cbor_doc.h"
 #include "hash/sha256.h"
+#include "json/json.h"
 #include "receipt/node.h"
 
 #define N_NODES 7
 
+/* ------------------------------------------------------------------------ */
+/* The format: what the writer puts and the check accepts, nothing else.   */
+
+typedef enum field_kind {
+  K_UINT,
+  K_BOOL,
+  K_TEXT,           /* without U+0000 */
+  K_TEXT_OR_NULL,
+  K_DIGEST,         /* 32 bytes */
+  K_DIGEST_OR_NULL,
+  K_BYTES,
+  K_UINTS,          /* array of uints */
+  K_BYTES_LIST,     /* array of byte strings */
+  K_MAP,            /* sub: its fields */
+  K_MAPS            /* array of maps, sub: their fields */
+} field_kind;
+
+typedef struct schema schema;
+typedef struct field {
+  const char *key;
+  field_kind k;
+  bool optional;
+  const schema *sub;
+} field;
+struct schema {
+  const field *f;
+  size_t n;
+};
+
+#define SCHEMA(name, ...)                                            \
+  static const field name##_fields[] = {__VA_ARGS__};                \
+  static const schema name = {name##_fields,                         \
+                              sizeof name##_fields / sizeof(field)}
+
+SCHEMA(artifact_meta, {"artifact_id", K_DIGEST, false, NULL});
+SCHEMA(runtime_meta, {"name", K_TEXT, false, NULL}, {"version", K_TEXT, false, NULL},
+       {"backend", K_TEXT, false, NULL}, {"build_id", K_TEXT, false, NULL},
+       {"numerical_profile", K_TEXT, false, NULL});
+SCHEMA(section_meta, {"section_blake3", K_DIGEST_OR_NULL, false, NULL});
+SCHEMA(prompt_meta, {"ids", K_UINTS, false, NULL}, {"mode", K_TEXT, false, NULL},
+       {"position", K_UINT, false, NULL}, {"bytes_sha256", K_DIGEST, false, NULL});
+/* tl_sampler_profile_cbor; float parameters are their IEEE bits. */
+SCHEMA(profile_meta, {"version", K_TEXT, false, NULL},
+       {"temperature", K_UINT, false, NULL}, {"top_k", K_UINT, false, NULL},
+       {"top_p", K_UINT, false, NULL}, {"min_p", K_UINT, false, NULL},
+       {"repeat_penalty", K_UINT, false, NULL},
+       {"repeat_window", K_UINT, false, NULL}, {"min_new", K_UINT, false, NULL},
+       {"eos", K_UINTS, false, NULL}, {"ban", K_UINTS, false, NULL},
+       {"defined_ids", K_UINT, false, NULL}, {"prng", K_TEXT, false, NULL},
+       {"order", K_TEXT, false, NULL}, {"deviation", K_TEXT, false, NULL});
+SCHEMA(sampler_meta, {"seed", K_UINT, false, NULL}, {"turn", K_UINT, false, NULL},
+       {"profile", K_MAP, false, &profile_meta});
+SCHEMA(generation_meta, {"ids", K_UINTS, false, NULL}, {"raw", K_BYTES, false, NULL},
+       {"stop", K_TEXT, false, NULL}, {"error", K_TEXT_OR_NULL, false, NULL},
+       {"max_new_tokens", K_UINT, false, NULL},
+       {"stop_strings", K_BYTES_LIST, false, NULL});
+SCHEMA(timings, {"prefill", K_UINT, false, NULL}, {"decode", K_UINT, false, NULL},
+       {"prefill_tokens", K_UINT, false, NULL},
+       {"decode_tokens", K_UINT, false, NULL});
+/* src/tools/convert.c: emit_receipt. */
+SCHEMA(convert_converter, {"name", K_TEXT, false, NULL},
+       {"version", K_TEXT, false, NULL}, {"build_id", K_TEXT, true, NULL});
+SCHEMA(convert_options, {"quant", K_TEXT, false, NULL},
+       {"tokenizer_only", K_BOOL, false, NULL});
+SCHEMA(convert_source, {"name", K_TEXT, false, NULL}, {"size", K_UINT, false, NULL},
+       {"sha256", K_DIGEST, false, NULL});
+SCHEMA(convert_receipt, {"receipt", K_TEXT, false, NULL},
+       {"artifact_id", K_DIGEST, false, NULL}, {"artifact_bytes", K_UINT, false, NULL},
+       {"converter", K_MAP, false, &convert_converter},
+       {"options", K_MAP, false, &convert_options},
+       {"sources", K_MAPS, false, &convert_source},
+       {"config_sha256", K_DIGEST, true, NULL},
+       {"tokenizer_section_sha256", K_DIGEST, false, NULL},
+       {"template_ir_sha256", K_DIGEST, false, NULL},
+       {"template_source_sha256", K_DIGEST, false, NULL});
+
+/* The node types of tinylm.receipt/1, their metadata and their children's
+ * types (emit_meta and tl_run_receipt above). */
+typedef struct node_type {
+  const char *name;
+  const schema *meta;
+  int children[4]; /* indexes into node_types */
+  size_t n_children;
+} node_type;
+
+enum { T_ARTIFACT, T_RUNTIME, T_TOKENIZER, T_TEMPLATE, T_PROMPT, T_SAMPLER, T_GENERATION };
+static const node_type node_types[N_NODES] = {
+    {"artifact", &artifact_meta, {0}, 0},
+    {"runtime", &runtime_meta, {0}, 0},
+    {"tokenizer", &section_meta, {0}, 0},
+    {"template", &section_meta, {0}, 0},
+    {"prompt", &prompt_meta, {T_TOKENIZER, T_TEMPLATE}, 2},
+    {"sampler", &sampler_meta, {0}, 0},
+    {"generation", &generation_meta, {T_ARTIFACT, T_RUNTIME, T_PROMPT, T_SAMPLER}, 4}};
+
+/* ------------------------------------------------------------------------ */
+/* The writer                                                               */
+
 typedef struct node {
-  const char *type;
   uint8_t *meta;
   size_t meta_len;
-  int children[4];
-  size_t n_children;
   uint8_t id[32];
 } node;
 
@@ -97,7 +196,7 @@ static void emit_meta(tl_cbor_writer *w, const void *arg) {
       tl_cbor_end_map(w);
       break;
     default: /* generation */
-      tl_cbor_begin_map(w, 4);
+      tl_cbor_begin_map(w, 6);
       tl_cbor_put_cstr(w, "ids");
       put_ids(w, f->ids, f->n_ids);
       tl_cbor_put_cstr(w, "raw");
@@ -107,6 +206,14 @@ static void emit_meta(tl_cbor_writer *w, const void *arg) {
       tl_cbor_put_cstr(w, "error");
       if (f->error) tl_cbor_put_cstr(w, f->error);
       else tl_cbor_put_null(w);
+      /* The stopping policy, also when it did not fire. */
+      tl_cbor_put_cstr(w, "max_new_tokens");
+      tl_cbor_put_uint(w, f->max_new);
+      tl_cbor_put_cstr(w, "stop_strings");
+      tl_cbor_begin_array(w, f->n_stops);
+      for (size_t i = 0; i < f->n_stops; i++)
+        tl_cbor_put_bytes(w, f->stops[i], f->stop_lens[i]);
+      tl_cbor_end_array(w);
       tl_cbor_end_map(w);
   }
 }
@@ -125,16 +232,17 @@ static void emit_file(tl_cbor_writer *w, const void *arg) {
   tl_cbor_begin_array(w, N_NODES);
   for (size_t i = 0; i < N_NODES; i++) {
     const node *n = &a->nodes[i];
+    const node_type *t = &node_types[i];
     tl_cbor_reader r;
     tl_cbor_begin_map(w, 4);
     tl_cbor_put_cstr(w, "id");
     tl_cbor_put_bytes(w, n->id, 32);
     tl_cbor_put_cstr(w, "type");
-    tl_cbor_put_cstr(w, n->type);
+    tl_cbor_put_cstr(w, t->name);
     tl_cbor_put_cstr(w, "children");
-    tl_cbor_begin_array(w, n->n_children);
-    for (size_t c = 0; c < n->n_children; c++)
-      tl_cbor_put_bytes(w, a->nodes[n->children[c]].id, 32);
+    tl_cbor_begin_array(w, t->n_children);
+    for (size_t c = 0; c < t->n_children; c++)
+      tl_cbor_put_bytes(w, a->nodes[t->children[c]].id, 32);
     tl_cbor_end_array(w);
     tl_cbor_put_cstr(w, "metadata");
     tl_cbor_reader_init(&r, n->meta, n->meta_len, NULL);
@@ -160,24 +268,20 @@ static void emit_file(tl_cbor_writer *w, const void *arg) {
 
 tl_status tl_run_receipt(const tl_run_facts *f, uint8_t **doc, size_t *len,
                          uint8_t root[32]) {
-  node nodes[N_NODES] = {
-      {"artifact", NULL, 0, {0}, 0, {0}},
-      {"runtime", NULL, 0, {0}, 0, {0}},
-      {"tokenizer", NULL, 0, {0}, 0, {0}},
-      {"template", NULL, 0, {0}, 0, {0}},
-      {"prompt", NULL, 0, {2, 3}, 2, {0}},
-      {"sampler", NULL, 0, {0}, 0, {0}},
-      {"generation", NULL, 0, {0, 1, 4, 5}, 4, {0}}};
+  /* In node_types order, which is post-order: children before parents. */
+  node nodes[N_NODES];
   tl_status st = TL_OK;
+  memset(nodes, 0, sizeof nodes);
   for (int i = 0; i < N_NODES && st == TL_OK; i++) {
+    const node_type *t = &node_types[i];
     emit_arg a = {f, i};
     uint8_t kids[4 * 32];
     st = tl_cbor_encode_alloc(emit_meta, &a, &nodes[i].meta, &nodes[i].meta_len);
-    for (size_t c = 0; st == TL_OK && c < nodes[i].n_children; c++)
-      memcpy(kids + 32 * c, nodes[nodes[i].children[c]].id, 32);
+    for (size_t c = 0; st == TL_OK && c < t->n_children; c++)
+      memcpy(kids + 32 * c, nodes[t->children[c]].id, 32);
     if (st == TL_OK)
-      st = tl_node_id(nodes[i].type, nodes[i].meta, nodes[i].meta_len, kids,
-                      nodes[i].n_children, nodes[i].id);
+      st = tl_node_id(t->name, nodes[i].meta, nodes[i].meta_len, kids,
+                      t->n_children, nodes[i].id);
   }
   if (st == TL_OK) {
     file_arg fa = {f, nodes};
@@ -189,117 +293,561 @@ tl_status tl_run_receipt(const tl_run_facts *f, uint8_t **doc, size_t *len,
 }
 
 /* ------------------------------------------------------------------------ */
+/* The check: the verifier rejects every byte it does not hash. Each node's
+ * fields are exactly id, type, children and metadata; node metadata, the
+ * file's top level, the timings and converter receipts follow the schemas
+ * above (no unknown, missing or mistyped field; text never holds U+0000);
+ * and the nodes are exactly the graph under the root, each once, in the
+ * writer's order (post-order). */
+
+#define MAX_NODES 64
 
 typedef struct seen_node {
   const uint8_t *id;
-  uint8_t children[16 * 32]; /* child ids, back to back */
+  int type;
+  const uint8_t *children[4];
   size_t n_children;
+  const uint8_t *meta;
+  size_t meta_len;
 } seen_node;
 
-static tl_status check_node(tl_cbor_reader *r, seen_node *out, char *err,
-                            size_t cap) {
-  size_t n_pairs, n_kids = 0;
-  const uint8_t *id = NULL, *meta = NULL;
-  size_t id_len = 0, meta_len = 0;
-  char type[32] = "";
-  uint8_t *kids = out->children, want[32];
-  if (tl_cbor_expect_map(r, &n_pairs) != TL_OK) return TL_ERR_INVALID_MODEL;
-  for (size_t i = 0; i < n_pairs; i++) {
-    const char *k;
-    size_t klen;
-    if (tl_cbor_expect_text(r, &k, &klen) != TL_OK) return TL_ERR_INVALID_MODEL;
-    if (tl_cbor_text_is(k, klen, "id")) {
-      if (tl_cbor_expect_bytes(r, &id, &id_len) != TL_OK || id_len != 32)
-        return TL_ERR_INVALID_MODEL;
-    } else if (tl_cbor_text_is(k, klen, "type")) {
-      const char *t;
-      size_t tlen;
-      if (tl_cbor_expect_text(r, &t, &tlen) != TL_OK || tlen >= sizeof type)
-        return TL_ERR_INVALID_MODEL;
-      memcpy(type, t, tlen);
-      type[tlen] = '\0';
-    } else if (tl_cbor_text_is(k, klen, "children")) {
-      if (tl_cbor_expect_array(r, &n_kids) != TL_OK || n_kids > 16)
-        return TL_ERR_INVALID_MODEL;
-      for (size_t c = 0; c < n_kids; c++) {
-        const uint8_t *kid;
-        size_t kid_len;
-        if (tl_cbor_expect_bytes(r, &kid, &kid_len) != TL_OK || kid_len != 32)
-          return TL_ERR_INVALID_MODEL;
-        memcpy(kids + 32 * c, kid, 32);
-      }
-    } else if (tl_cbor_text_is(k, klen, "metadata")) {
-      size_t start = r->pos;
-      if (tl_cbor_skip(r) != TL_OK) return TL_ERR_INVALID_MODEL;
-      meta = r->buf + start;
-      meta_len = r->pos - start;
-    } else if (tl_cbor_skip(r) != TL_OK) {
-      return TL_ERR_INVALID_MODEL;
-    }
+typedef struct checker {
+  tl_cbor_reader r;
+  char *err;
+  size_t cap;
+} checker;
+
+/* A key or text for a message: printable ASCII kept, the rest \xNN, cut
+ * short when long. */
+static const char *shown(const char *s, size_t len, char out[64]) {
+  size_t o = 0;
+  for (size_t i = 0; i < len && o < 56; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c >= 0x20 && c < 0x7f && c != '\\') out[o++] = (char)c;
+    else o += (size_t)snprintf(out + o, 64 - o, "\\x%02x", c);
   }
-  if (id == NULL || meta == NULL || type[0] == '\0') return TL_ERR_INVALID_MODEL;
-  if (tl_node_id(type, meta, meta_len, kids, n_kids, want) != TL_OK ||
-      memcmp(want, id, 32) != 0) {
-    snprintf(err, cap, "node of type '%s' does not hash to its id", type);
-    return TL_ERR_HASH_MISMATCH;
+  if (o >= 56) o = (size_t)snprintf(out + 56, 8, "...") + 56;
+  out[o] = '\0';
+  return out;
+}
+
+static tl_status bad(checker *c, const char *path, const char *what) {
+  snprintf(c->err, c->cap, "%s: %s", path, what);
+  return TL_ERR_INVALID_ARGUMENT;
+}
+
+/* The reader's fault (malformed CBOR is found up front by validate, so
+ * this is a type the schema did not expect). */
+static tl_status mistyped(checker *c, const char *path, const char *want) {
+  if (c->r.fault.kind != TL_CBOR_FAULT_TYPE &&
+      c->r.fault.kind != TL_CBOR_FAULT_INT_RANGE) {
+    snprintf(c->err, c->cap, "%s: %s at byte %zu", path,
+             tl_cbor_fault_name(c->r.fault.kind), c->r.fault.offset);
+    return TL_ERR_INVALID_CBOR;
   }
-  out->id = id;
-  out->n_children = n_kids;
+  snprintf(c->err, c->cap, "%s: expected %s", path, want);
+  return TL_ERR_INVALID_ARGUMENT;
+}
+
+static tl_status check_map(checker *c, const schema *s, const char *path);
+
+static tl_status check_text(checker *c, const char *path) {
+  const char *t;
+  size_t len;
+  if (tl_cbor_expect_text(&c->r, &t, &len) != TL_OK) return mistyped(c, path, "text");
+  if (memchr(t, 0, len) != NULL) return bad(c, path, "text holds U+0000");
   return TL_OK;
 }
 
-tl_status tl_receipt_check(const uint8_t *doc, size_t len, uint8_t root[32],
-                           char *err, size_t err_cap) {
-  tl_cbor_reader r;
-  size_t n_pairs, n_nodes = 0;
-  static seen_node nodes[64];
-  const uint8_t *root_id = NULL;
-  size_t root_len = 0;
-  bool format_ok = false;
+static tl_status check_value(checker *c, const field *f, const char *path) {
+  tl_cbor_item it;
+  const uint8_t *b;
+  uint64_t u;
+  size_t n, len;
+  bool flag;
+  tl_status st = TL_OK;
+  bool nullable = f->k == K_TEXT_OR_NULL || f->k == K_DIGEST_OR_NULL;
+  if (nullable && tl_cbor_peek(&c->r, &it) == TL_OK && it.type == TL_CBOR_NULL)
+    return tl_cbor_expect_null(&c->r) == TL_OK ? TL_OK : mistyped(c, path, "null");
+  switch (f->k) {
+    case K_UINT:
+      return tl_cbor_expect_uint(&c->r, &u) == TL_OK ? TL_OK
+                                                     : mistyped(c, path, "an unsigned integer");
+    case K_BOOL:
+      return tl_cbor_expect_bool(&c->r, &flag) == TL_OK ? TL_OK
+                                                        : mistyped(c, path, "a bool");
+    case K_TEXT:
+    case K_TEXT_OR_NULL:
+      return check_text(c, path);
+    case K_DIGEST:
+    case K_DIGEST_OR_NULL:
+      if (tl_cbor_expect_bytes(&c->r, &b, &len) != TL_OK)
+        return mistyped(c, path, "32 bytes");
+      return len == 32 ? TL_OK : bad(c, path, "expected 32 bytes");
+    case K_BYTES:
+      return tl_cbor_expect_bytes(&c->r, &b, &len) == TL_OK ? TL_OK
+                                                            : mistyped(c, path, "bytes");
+    case K_UINTS:
+    case K_BYTES_LIST:
+    case K_MAPS:
+      if (tl_cbor_expect_array(&c->r, &n) != TL_OK) return mistyped(c, path, "an array");
+      for (size_t i = 0; i < n && st == TL_OK; i++) {
+        char item[288]; /* path (< 256) and an index */
+        snprintf(item, sizeof item, "%s[%zu]", path, i);
+        if (f->k == K_UINTS && tl_cbor_expect_uint(&c->r, &u) != TL_OK)
+          st = mistyped(c, item, "an unsigned integer");
+        else if (f->k == K_BYTES_LIST && tl_cbor_expect_bytes(&c->r, &b, &len) != TL_OK)
+          st = mistyped(c, item, "bytes");
+        else if (f->k == K_MAPS)
+          st = check_map(c, f->sub, item);
+      }
+      return st;
+    case K_MAP:
+      return check_map(c, f->sub, path);
+  }
+  return bad(c, path, "unknown field kind");
+}
+
+/* One map of schema s: every key known, every value of its type, every
+ * field that is not optional present (the reader has already refused
+ * equal keys). */
+static tl_status check_map(checker *c, const schema *s, const char *path) {
+  size_t n_pairs;
+  bool seen[16] = {false};
+  if (tl_cbor_expect_map(&c->r, &n_pairs) != TL_OK) return mistyped(c, path, "a map");
+  for (size_t i = 0; i < n_pairs; i++) {
+    const char *k;
+    size_t klen, j;
+    char sub[256], key[64];
+    tl_status st;
+    if (tl_cbor_expect_text(&c->r, &k, &klen) != TL_OK)
+      return mistyped(c, path, "text keys");
+    for (j = 0; j < s->n && !tl_cbor_text_is(k, klen, s->f[j].key); j++) {
+    }
+    if (j == s->n) {
+      snprintf(sub, sizeof sub, "unknown field '%s'", shown(k, klen, key));
+      return bad(c, path, sub);
+    }
+    seen[j] = true;
+    snprintf(sub, sizeof sub, "%s.%s", path, s->f[j].key);
+    if ((st = check_value(c, &s->f[j], sub)) != TL_OK) return st;
+  }
+  for (size_t j = 0; j < s->n; j++) {
+    if (!seen[j] && !s->f[j].optional) {
+      char what[96];
+      snprintf(what, sizeof what, "missing field '%s'", s->f[j].key);
+      return bad(c, path, what);
+    }
+  }
+  return TL_OK;
+}
+
+/* Checks a whole item (at start, len bytes) against s with a reader of
+ * its own. */
+static tl_status check_span(checker *c, const uint8_t *start, size_t len,
+                            const schema *s, const char *path) {
+  checker sub = {.err = c->err, .cap = c->cap};
   tl_status st;
-  snprintf(err, err_cap, "not a tinylm.receipt/1 document");
-  if (tl_cbor_validate(doc, len, NULL, NULL) != TL_OK) return TL_ERR_INVALID_CBOR;
-  tl_cbor_reader_init(&r, doc, len, NULL);
-  if (tl_cbor_expect_map(&r, &n_pairs) != TL_OK) return TL_ERR_INVALID_MODEL;
+  tl_cbor_reader_init(&sub.r, start, len, NULL);
+  st = check_map(&sub, s, path);
+  if (st == TL_OK && tl_cbor_reader_finish(&sub.r) != TL_OK)
+    st = mistyped(&sub, path, "one item");
+  return st;
+}
+
+/* Skips one item and hands back its bytes. */
+static tl_status span(checker *c, const uint8_t **start, size_t *len) {
+  size_t at = c->r.pos;
+  if (tl_cbor_skip(&c->r) != TL_OK) return TL_ERR_INVALID_CBOR;
+  *start = c->r.buf + at;
+  *len = c->r.pos - at;
+  return TL_OK;
+}
+
+static tl_status check_node(checker *c, size_t index, seen_node *out) {
+  size_t n_pairs, n_kids = 0;
+  const uint8_t *kids_at = NULL;
+  size_t kids_len = 0;
+  bool has_type = false;
+  char path[64];
+  uint8_t want[32], kids[4 * 32];
+  tl_status st;
+  memset(out, 0, sizeof *out);
+  snprintf(path, sizeof path, "nodes[%zu]", index);
+  if (tl_cbor_expect_map(&c->r, &n_pairs) != TL_OK) return mistyped(c, path, "a map");
+  for (size_t i = 0; i < n_pairs; i++) {
+    const char *k;
+    size_t klen, len;
+    char key[64], what[96];
+    if (tl_cbor_expect_text(&c->r, &k, &klen) != TL_OK)
+      return mistyped(c, path, "text keys");
+    if (tl_cbor_text_is(k, klen, "id")) {
+      if (tl_cbor_expect_bytes(&c->r, &out->id, &len) != TL_OK || len != 32)
+        return bad(c, path, "id is not 32 bytes");
+    } else if (tl_cbor_text_is(k, klen, "type")) {
+      const char *t;
+      if (tl_cbor_expect_text(&c->r, &t, &len) != TL_OK) return mistyped(c, path, "a text type");
+      for (out->type = 0; out->type < N_NODES &&
+                          !tl_cbor_text_is(t, len, node_types[out->type].name);
+           out->type++) {
+      }
+      if (out->type == N_NODES) {
+        snprintf(what, sizeof what, "unknown node type '%s'", shown(t, len, key));
+        return bad(c, path, what);
+      }
+      has_type = true;
+    } else if (tl_cbor_text_is(k, klen, "children")) {
+      if ((st = span(c, &kids_at, &kids_len)) != TL_OK) return st;
+    } else if (tl_cbor_text_is(k, klen, "metadata")) {
+      if ((st = span(c, &out->meta, &out->meta_len)) != TL_OK) return st;
+    } else {
+      snprintf(what, sizeof what, "unknown field '%s'", shown(k, klen, key));
+      return bad(c, path, what);
+    }
+  }
+  if (out->id == NULL || !has_type || out->meta == NULL || kids_at == NULL)
+    return bad(c, path, "a node has id, type, children and metadata");
+  /* The node's type fixes its metadata schema and its number of children. */
+  {
+    const node_type *t = &node_types[out->type];
+    checker kc = {.err = c->err, .cap = c->cap};
+    char sub[96];
+    snprintf(sub, sizeof sub, "%s (%s).metadata", path, t->name);
+    if ((st = check_span(c, out->meta, out->meta_len, t->meta, sub)) != TL_OK) return st;
+    snprintf(sub, sizeof sub, "%s (%s).children", path, t->name);
+    tl_cbor_reader_init(&kc.r, kids_at, kids_len, NULL);
+    if (tl_cbor_expect_array(&kc.r, &n_kids) != TL_OK) return mistyped(&kc, sub, "an array");
+    if (n_kids != t->n_children) {
+      char what[64];
+      snprintf(what, sizeof what, "expected %zu children", t->n_children);
+      return bad(c, sub, what);
+    }
+    for (size_t i = 0; i < n_kids; i++) {
+      size_t len;
+      if (tl_cbor_expect_bytes(&kc.r, &out->children[i], &len) != TL_OK || len != 32)
+        return bad(c, sub, "a child id is not 32 bytes");
+      memcpy(kids + 32 * i, out->children[i], 32);
+    }
+    out->n_children = n_kids;
+    if (tl_node_id(t->name, out->meta, out->meta_len, kids, n_kids, want) != TL_OK ||
+        memcmp(want, out->id, 32) != 0) {
+      snprintf(c->err, c->cap, "%s (%s) does not hash to its id", path, t->name);
+      return TL_ERR_HASH_MISMATCH;
+    }
+  }
+  return TL_OK;
+}
+
+typedef struct graph {
+  seen_node *nodes;
+  size_t n;
+  bool visited[MAX_NODES];
+  size_t order; /* nodes placed so far in post-order */
+} graph;
+
+/* Post-order from node i, children in their order: the writer's order.
+ * Each node must come up exactly where the file has it. */
+static tl_status walk(checker *c, graph *g, size_t i) {
+  const seen_node *n = &g->nodes[i];
+  g->visited[i] = true;
+  for (size_t k = 0; k < n->n_children; k++) {
+    size_t m;
+    for (m = 0; m < g->n && memcmp(g->nodes[m].id, n->children[k], 32) != 0; m++) {
+    }
+    if (m == g->n) {
+      snprintf(c->err, c->cap, "nodes[%zu].children[%zu] is not a node of the file", i, k);
+      return TL_ERR_INVALID_ARGUMENT;
+    }
+    if (g->nodes[m].type != node_types[n->type].children[k]) {
+      snprintf(c->err, c->cap, "nodes[%zu].children[%zu] is a '%s' node, not '%s'", i,
+               k, node_types[g->nodes[m].type].name,
+               node_types[node_types[n->type].children[k]].name);
+      return TL_ERR_INVALID_ARGUMENT;
+    }
+    if (!g->visited[m]) {
+      tl_status st = walk(c, g, m);
+      if (st != TL_OK) return st;
+    }
+  }
+  if (g->order != i) {
+    snprintf(c->err, c->cap,
+             "nodes[%zu] is out of place: the nodes are the graph under the root, "
+             "each once, children first", i);
+    return TL_ERR_INVALID_ARGUMENT;
+  }
+  g->order++;
+  return TL_OK;
+}
+
+/* The length of the array under key in the map item at start. */
+static size_t array_len(const uint8_t *start, size_t len, const char *key) {
+  tl_cbor_reader r;
+  size_t n = 0;
+  tl_cbor_reader_init(&r, start, len, NULL);
+  if (tl_cbor_map_find(&r, key) != TL_OK || tl_cbor_expect_array(&r, &n) != TL_OK)
+    return SIZE_MAX;
+  return n;
+}
+
+static uint64_t uint_at(const uint8_t *start, size_t len, const char *key) {
+  tl_cbor_reader r;
+  uint64_t v = UINT64_MAX;
+  tl_cbor_reader_init(&r, start, len, NULL);
+  if (tl_cbor_map_find(&r, key) != TL_OK || tl_cbor_expect_uint(&r, &v) != TL_OK)
+    return UINT64_MAX;
+  return v;
+}
+
+static tl_status check_run(checker *c, uint8_t root[32]) {
+  static seen_node nodes[MAX_NODES];
+  graph g;
+  size_t n_pairs, n_nodes = 0;
+  const uint8_t *root_id = NULL, *times = NULL;
+  size_t times_len = 0, root_index;
+  bool has_format = false, has_nodes = false;
+  tl_status st;
+  tl_cbor_expect_map(&c->r, &n_pairs);
   for (size_t i = 0; i < n_pairs; i++) {
     const char *k, *v;
     size_t klen, vlen;
-    if (tl_cbor_expect_text(&r, &k, &klen) != TL_OK) return TL_ERR_INVALID_MODEL;
+    char key[64], what[96];
+    if (tl_cbor_expect_text(&c->r, &k, &klen) != TL_OK) return mistyped(c, "receipt", "text keys");
     if (tl_cbor_text_is(k, klen, "format")) {
-      if (tl_cbor_expect_text(&r, &v, &vlen) != TL_OK) return TL_ERR_INVALID_MODEL;
-      format_ok = tl_cbor_text_is(v, vlen, "tinylm.receipt/1");
+      if (tl_cbor_expect_text(&c->r, &v, &vlen) != TL_OK) return mistyped(c, "format", "text");
+      if (!tl_cbor_text_is(v, vlen, "tinylm.receipt/1")) {
+        snprintf(what, sizeof what, "'%s' is not tinylm.receipt/1", shown(v, vlen, key));
+        return bad(c, "format", what);
+      }
+      has_format = true;
     } else if (tl_cbor_text_is(k, klen, "root")) {
-      if (tl_cbor_expect_bytes(&r, &root_id, &root_len) != TL_OK || root_len != 32)
-        return TL_ERR_INVALID_MODEL;
+      if (tl_cbor_expect_bytes(&c->r, &root_id, &vlen) != TL_OK || vlen != 32)
+        return bad(c, "root", "expected 32 bytes");
     } else if (tl_cbor_text_is(k, klen, "nodes")) {
-      if (tl_cbor_expect_array(&r, &n_nodes) != TL_OK || n_nodes > 64)
-        return TL_ERR_INVALID_MODEL;
-      for (size_t n = 0; n < n_nodes; n++) {
-        st = check_node(&r, &nodes[n], err, err_cap);
-        if (st != TL_OK) return st;
-      }
-    } else if (tl_cbor_skip(&r) != TL_OK) {
-      return TL_ERR_INVALID_MODEL;
+      if (tl_cbor_expect_array(&c->r, &n_nodes) != TL_OK) return mistyped(c, "nodes", "an array");
+      if (n_nodes > MAX_NODES) return bad(c, "nodes", "more than 64 nodes");
+      for (size_t n = 0; n < n_nodes; n++)
+        if ((st = check_node(c, n, &nodes[n])) != TL_OK) return st;
+      has_nodes = true;
+    } else if (tl_cbor_text_is(k, klen, "timings_us")) {
+      if ((st = span(c, &times, &times_len)) != TL_OK) return st;
+      if ((st = check_span(c, times, times_len, &timings, "timings_us")) != TL_OK) return st;
+    } else {
+      snprintf(what, sizeof what, "unknown top-level field '%s'", shown(k, klen, key));
+      return bad(c, "receipt", what);
     }
   }
-  if (!format_ok || root_id == NULL) return TL_ERR_INVALID_MODEL;
+  if (!has_format || root_id == NULL || !has_nodes || times == NULL)
+    return bad(c, "receipt", "format, root, nodes and timings_us are required");
+  for (root_index = 0; root_index < n_nodes && memcmp(nodes[root_index].id, root_id, 32) != 0;
+       root_index++) {
+  }
+  if (root_index == n_nodes) return bad(c, "root", "not one of the nodes");
+  if (nodes[root_index].type != T_GENERATION) return bad(c, "root", "not a generation node");
+  memset(&g, 0, sizeof g);
+  g.nodes = nodes;
+  g.n = n_nodes;
+  if ((st = walk(c, &g, root_index)) != TL_OK) return st;
+  if (g.order != n_nodes) {
+    snprintf(c->err, c->cap, "nodes[%zu] is not under the root", g.order);
+    return TL_ERR_INVALID_ARGUMENT;
+  }
+  /* The token counts beside the timings are facts of the graph. */
   for (size_t n = 0; n < n_nodes; n++) {
-    for (size_t c = 0; c < nodes[n].n_children; c++) {
-      bool found = false;
-      for (size_t m = 0; m < n_nodes && !found; m++)
-        found = memcmp(nodes[m].id, nodes[n].children + 32 * c, 32) == 0;
-      if (!found) {
-        snprintf(err, err_cap, "node %zu names a child that is not in the file", n);
-        return TL_ERR_INVALID_MODEL;
+    const char *key = nodes[n].type == T_PROMPT       ? "prefill_tokens"
+                      : nodes[n].type == T_GENERATION ? "decode_tokens"
+                                                      : NULL;
+    if (key != NULL && uint_at(times, times_len, key) !=
+                           array_len(nodes[n].meta, nodes[n].meta_len, "ids")) {
+      char what[96];
+      snprintf(what, sizeof what, "differs from the %s node's ids",
+               node_types[nodes[n].type].name);
+      char path[64];
+      snprintf(path, sizeof path, "timings_us.%s", key);
+      return bad(c, path, what);
+    }
+  }
+  memcpy(root, root_id, 32);
+  return TL_OK;
+}
+
+tl_status tl_receipt_check(const uint8_t *doc, size_t len, tl_receipt_kind *kind,
+                           uint8_t root[32], char *err, size_t err_cap) {
+  checker c = {.err = err, .cap = err_cap};
+  tl_cbor_fault fault;
+  size_t n_pairs;
+  bool run = false, convert = false;
+  tl_status st;
+  memset(root, 0, 32);
+  snprintf(err, err_cap, "not a receipt");
+  if (tl_cbor_validate(doc, len, NULL, &fault) != TL_OK) {
+    snprintf(err, err_cap, "not deterministic CBOR: %s at byte %zu",
+             tl_cbor_fault_name(fault.kind), fault.offset);
+    return TL_ERR_INVALID_CBOR;
+  }
+  /* Which kind: a run receipt has "format", a converter receipt "receipt". */
+  tl_cbor_reader_init(&c.r, doc, len, NULL);
+  if (tl_cbor_expect_map(&c.r, &n_pairs) != TL_OK)
+    return bad(&c, "receipt", "not a map");
+  for (size_t i = 0; i < n_pairs; i++) {
+    const char *k;
+    size_t klen;
+    if (tl_cbor_expect_text(&c.r, &k, &klen) != TL_OK)
+      return mistyped(&c, "receipt", "text keys");
+    run = run || tl_cbor_text_is(k, klen, "format");
+    convert = convert || tl_cbor_text_is(k, klen, "receipt");
+    tl_cbor_skip(&c.r);
+  }
+  if (run == convert)
+    return bad(&c, "receipt",
+               "neither a run receipt (format tinylm.receipt/1) nor a converter "
+               "receipt (receipt tinylm.convert/1)");
+  tl_cbor_reader_init(&c.r, doc, len, NULL);
+  if (run) {
+    *kind = TL_RECEIPT_RUN;
+    return check_run(&c, root);
+  }
+  *kind = TL_RECEIPT_CONVERT;
+  if ((st = check_map(&c, &convert_receipt, "receipt")) != TL_OK) return st;
+  {
+    tl_cbor_reader r;
+    const char *v;
+    size_t vlen;
+    tl_cbor_reader_init(&r, doc, len, NULL);
+    if (tl_cbor_map_find(&r, "receipt") != TL_OK ||
+        tl_cbor_expect_text(&r, &v, &vlen) != TL_OK ||
+        !tl_cbor_text_is(v, vlen, "tinylm.convert/1"))
+      return bad(&c, "receipt.receipt", "not tinylm.convert/1");
+  }
+  return TL_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The display                                                              */
+
+/* Sampler parameters the receipt keeps as IEEE-754 bits
+ * (tl_sampler_profile_cbor); shown as decimals. */
+static bool is_float_bits(const char *key) {
+  static const char *const keys[] = {"temperature", "top_p", "min_p", "repeat_penalty"};
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+    if (strcmp(key, keys[i]) == 0) return true;
+  return false;
+}
+
+static void print_value(FILE *out, const char *key, const json_t *v, bool floats);
+
+/* key=value pairs; floats: the map is a sampler profile. */
+static void print_fields(FILE *out, const json_t *obj, bool floats) {
+  const char *key;
+  json_t *v;
+  bool first = true;
+  json_object_foreach((json_t *)obj, key, v) {
+    fprintf(out, "%s%s", first ? "" : " ", key);
+    print_value(out, key, v, floats);
+    first = false;
+  }
+}
+
+static void print_value(FILE *out, const char *key, const json_t *v, bool floats) {
+  uint64_t u;
+  char *text;
+  if (tl_json_u64(v, &u)) {
+    if (floats && is_float_bits(key)) {
+      char buf[64];
+      tl_json_out o = tl_json_out_make((uint8_t *)buf, sizeof buf - 1);
+      tl_py_float_repr(tl_bits_to_f64(u), &o);
+      fprintf(out, "=%.*s", (int)o.len, buf);
+    } else {
+      fprintf(out, "=%" PRIu64, u);
+    }
+  } else if (json_is_object(v)) {
+    fputc('{', out);
+    print_fields(out, v, strcmp(key, "profile") == 0);
+    fputc('}', out);
+  } else {
+    text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    fprintf(out, "=%s", text ? text : "?");
+    free(text);
+  }
+}
+
+/* doc has passed the check: every field below exists with its type. */
+static void show_run(FILE *out, const json_t *doc) {
+  size_t i;
+  json_t *n, *t = json_object_get(doc, "timings_us");
+  uint64_t prefill = 0, decode = 0;
+  tl_json_u64(json_object_get(t, "prefill"), &prefill); /* checked: uints */
+  tl_json_u64(json_object_get(t, "decode"), &decode);
+  fprintf(out, "run receipt %s\n  (tinylm.receipt/1: every node id verified; everything "
+               "below is part of the root id except the timings)\n",
+               json_string_value(json_object_get(doc, "root")));
+  json_array_foreach(json_object_get(doc, "nodes"), i, n) {
+    fprintf(out, "  %-10s %.16s...  ", json_string_value(json_object_get(n, "type")),
+                 json_string_value(json_object_get(n, "id")));
+    print_fields(out, json_object_get(n, "metadata"), false);
+    fputc('\n', out);
+  }
+  fprintf(out, "  timings (unverified, not part of the identity): prefill %" PRIu64
+               " us, decode %" PRIu64 " us\n", prefill, decode);
+}
+
+static void show_convert(FILE *out, const json_t *doc) {
+  const char *key;
+  json_t *v;
+  fprintf(out, "converter receipt (tinylm.convert/1: a record, not a hash graph; nothing "
+               "in it is verified here: compare artifact_id with `tinylm hash "
+               "ARTIFACT`)\n");
+  json_object_foreach((json_t *)doc, key, v) {
+    fprintf(out, "  %-25s", key);
+    if (json_is_array(v)) { /* sources: one line each */
+      size_t i;
+      json_t *item;
+      json_array_foreach(v, i, item) {
+        fprintf(out, "%s", i == 0 ? "" : "\n                          ");
+        print_fields(out, item, false);
       }
+    } else if (json_is_object(v)) {
+      print_fields(out, v, false);
+    } else {
+      char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+      fprintf(out, "%s", text ? text : "?");
+      free(text);
     }
+    fputc('\n', out);
   }
-  for (size_t n = 0; n < n_nodes; n++) {
-    if (memcmp(nodes[n].id, root_id, 32) == 0) {
-      memcpy(root, root_id, 32);
-      return TL_OK;
-    }
+}
+
+/* The --json form: the document as cbor_doc renders it, with "verified"
+ * (true for a run receipt) and, for a run receipt, "unverified" naming
+ * what lies outside the root id. */
+static tl_status show_json(FILE *out, json_t *doc, tl_receipt_kind kind) {
+  char *text;
+  json_object_set_new(doc, "verified", json_boolean(kind == TL_RECEIPT_RUN));
+  if (kind == TL_RECEIPT_RUN)
+    json_object_set_new(doc, "unverified",
+                        json_pack("[s,s]", "timings_us.prefill", "timings_us.decode"));
+  text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
+  if (text == NULL) return TL_ERR_OUT_OF_MEMORY;
+  fprintf(out, "%s\n", text);
+  free(text);
+  return TL_OK;
+}
+
+tl_status tl_receipt_show(const uint8_t *doc, size_t len, bool json, FILE *out,
+                          char *err, size_t err_cap) {
+  tl_receipt_kind kind;
+  uint8_t root[32];
+  json_t *v;
+  tl_status st = tl_receipt_check(doc, len, &kind, root, err, err_cap);
+  if (st == TL_OK) st = tl_cbor_to_json(doc, len, &v, err, err_cap);
+  if (st != TL_OK) return st;
+  if (json) {
+    st = show_json(out, v, kind);
+    if (st != TL_OK) snprintf(err, err_cap, "out of memory printing the receipt");
+  } else if (kind == TL_RECEIPT_RUN) {
+    show_run(out, v);
+  } else {
+    show_convert(out, v);
   }
-  snprintf(err, err_cap, "the root is not one of the nodes");
-  return TL_ERR_INVALID_MODEL;
+  json_decref(v);
+  return st;
 }

@@ -1,10 +1,13 @@
 /* Run receipts (docs/receipts.md): the node graph of one generation and
- * the file that carries it, and the check `tinylm receipt show` makes. */
+ * the file that carries it, and the check `tinylm receipt show` makes
+ * (of run receipts and of the converter's). */
 #ifndef TL_NATIVE_RECEIPT_H
 #define TL_NATIVE_RECEIPT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "sample/sampler.h"
 #include "slm/slm.h"
@@ -29,6 +32,11 @@ typedef struct tl_run_facts {
   size_t raw_len;
   const char *stop;  /* tl_stop_reason_name */
   const char *error; /* NULL when the run succeeded */
+  /* The stopping policy (part of the identity even when it did not fire). */
+  uint32_t max_new;
+  const uint8_t *const *stops; /* stop strings (bytes) */
+  const size_t *stop_lens;
+  size_t n_stops;
   /* Not part of the identity. */
   uint64_t prefill_us, decode_us;
 } tl_run_facts;
@@ -37,12 +45,33 @@ typedef struct tl_run_facts {
 tl_status tl_run_receipt(const tl_run_facts *f, uint8_t **doc, size_t *len,
                          uint8_t root[32]);
 
-/* Checks a receipt file: every node id recomputes from its type, metadata
- * and children, every child is a node of the file, the root is one.
- * TL_ERR_INVALID_CBOR / TL_ERR_INVALID_MODEL (malformed),
- * TL_ERR_HASH_MISMATCH (a node id does not recompute) with err saying
- * which. */
-tl_status tl_receipt_check(const uint8_t *doc, size_t len, uint8_t root[32],
-                           char *err, size_t err_cap);
+typedef enum tl_receipt_kind {
+  TL_RECEIPT_RUN,    /* tinylm.receipt/1: a hash graph under root */
+  TL_RECEIPT_CONVERT /* tinylm.convert/1: a record, nothing to verify */
+} tl_receipt_kind;
+
+/* Checks a receipt file and says which kind it is. A run receipt is
+ * verified: every node id recomputes from its type, metadata and children;
+ * the nodes are exactly the graph under the root, each once, children
+ * first; and every field of the file, of each node and of each node type's
+ * metadata is one the format defines, with its type (text never holds
+ * U+0000), so that nothing it shows lies outside the root id except
+ * timings_us (strictly typed, its token counts equal to the prompt's and
+ * the generation's ids). root gets the root id. A converter receipt is
+ * only checked against its schema (root is zeroed). Errors, with err
+ * naming the field: TL_ERR_INVALID_CBOR (not deterministic CBOR),
+ * TL_ERR_INVALID_ARGUMENT (a field unknown, missing, mistyped or out of
+ * place), TL_ERR_HASH_MISMATCH (a node id does not recompute). */
+tl_status tl_receipt_check(const uint8_t *doc, size_t len, tl_receipt_kind *kind,
+                           uint8_t root[32], char *err, size_t err_cap);
+
+/* `tinylm receipt show`: checks doc (tl_receipt_check) and prints it to
+ * out, as JSON (the document with "verified" and, for a run receipt,
+ * "unverified": the fields outside the root id) or as text (sampler
+ * parameters as decimals, the timings marked unverified). Any failure is
+ * the check's or cbor_doc's typed status with err saying what; nothing is
+ * printed then. */
+tl_status tl_receipt_show(const uint8_t *doc, size_t len, bool json, FILE *out,
+                          char *err, size_t err_cap);
 
 #endif

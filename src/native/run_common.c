@@ -437,7 +437,8 @@ int tl_run_generate(tl_session *s, const tl_run_options *o, const char *mode,
                       prompt_bytes, prompt_len, ids, n, position, &profile,
                       o->seed, turn, r.ids, r.n_ids, r.raw, r.raw_len,
                       tl_stop_reason_name(r.stop),
-                      st == TL_OK ? NULL : tl_status_name(st), t1 - t0, t2 - t1};
+                      st == TL_OK ? NULL : tl_status_name(st), gp.max_new,
+                      gp.stops, gp.stop_lens, gp.n_stops, t1 - t0, t2 - t1};
     uint8_t *doc = NULL, root[32] = {0};
     size_t doc_len = 0;
     char root_hex[65], err[512];

@@ -5,6 +5,7 @@
 #define TL_TOOLS_CBOR_DOC_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,9 +33,22 @@ void tl_cbor_put_u32s(tl_cbor_writer *w, const uint32_t *v, size_t n);
 /* A NUL-terminated string as CBOR text. */
 void tl_cbor_put_cstr(tl_cbor_writer *w, const char *s);
 
-/* A deterministic CBOR document as JSON: integers, text, bools, null,
- * arrays and maps map directly; byte strings become lower-case hex text;
- * tags are refused. NULL on malformed input or out of memory. */
-json_t *tl_cbor_to_json(const uint8_t *doc, size_t len);
+/* A deterministic CBOR document as JSON (for --json output and display).
+ * Text, bools, null, arrays and maps map directly; byte strings become
+ * lower-case hex text; integers that jansson's json_int_t (int64) holds
+ * become JSON integers, and the others (2^63 .. 2^64-1 and -2^64 ..
+ * -2^63-1) the object {"integer": "<decimal>"}, exact and typed (read
+ * either form with tl_json_u64). Map keys must be text and are kept whole
+ * (a key "a\0b" stays three bytes long). On success *out is the value;
+ * otherwise *out is NULL, err says what and where, and the status is
+ * TL_ERR_INVALID_CBOR (malformed: the reader's fault and offset),
+ * TL_ERR_UNSUPPORTED_FEATURE (a tag, or a map key that is not text) or
+ * TL_ERR_OUT_OF_MEMORY. */
+tl_status tl_cbor_to_json(const uint8_t *doc, size_t len, json_t **out,
+                          char *err, size_t err_cap);
+
+/* An integer of a tl_cbor_to_json value, in either form, as a uint64;
+ * false when v is not an integer in 0 .. 2^64-1. */
+bool tl_json_u64(const json_t *v, uint64_t *out);
 
 #endif
