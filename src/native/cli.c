@@ -115,6 +115,13 @@ bool tl_cli_parse_f64(const char *s, double *out) {
   return true;
 }
 
+int tl_cli_value(bool json, int argc, char **argv, int *i, const char **v) {
+  if (*i + 1 >= argc)
+    return tl_cli_usage(json, "'%s' needs a value", argv[*i]);
+  *v = argv[++*i];
+  return -1;
+}
+
 int tl_cli_flag_u64(bool json, const char *flag, const char *v, uint64_t lo,
                     uint64_t hi, uint64_t *out) {
   uint64_t x;

@@ -46,6 +46,11 @@ bool tl_cli_parse_u64(const char *s, uint64_t *out);
 bool tl_cli_parse_i64(const char *s, int64_t *out);
 bool tl_cli_parse_f64(const char *s, double *out);
 
+/* The value of the flag argv[*i] into *v (advancing *i). Returns -1, or
+ * reports "'FLAG' needs a value" and returns TL_EXIT_USAGE when the flag
+ * is the last argument. */
+int tl_cli_value(bool json, int argc, char **argv, int *i, const char **v);
+
 /* The value v of a flag as an integer in [lo, hi] (or a double). Returns
  * -1 when it is one, else reports a usage error naming the flag, the
  * accepted range and v, and returns TL_EXIT_USAGE. */

@@ -53,9 +53,12 @@ int tl_cmd_convert(int argc, char **argv) {
   tl_status st;
   int rc;
 
+  /* --json anywhere makes every usage error JSON. */
+
+  for (int i = 1; i < argc; i++) json |= strcmp(argv[i], "--json") == 0;
+
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    bool has_value = i + 1 < argc;
     if (strcmp(a, "--help") == 0) {
       fputs(usage_text, stdout);
       return TL_EXIT_OK;
@@ -65,17 +68,20 @@ int tl_cmd_convert(int argc, char **argv) {
       o.tokenizer_only = true;
     } else if (strcmp(a, "--force") == 0) {
       force = true;
-    } else if (strcmp(a, "-o") == 0 && has_value) {
-      o.out_path = argv[++i];
-    } else if (strcmp(a, "--quant") == 0 && has_value) {
-      o.quant = argv[++i];
-    } else if (strcmp(a, "--profile") == 0 && has_value) {
-      o.profile = argv[++i];
-    } else if (strcmp(a, "--receipt") == 0 && has_value) {
-      o.receipt_path = argv[++i];
+    } else if (strcmp(a, "-o") == 0) {
+      int u = tl_cli_value(json, argc, argv, &i, &o.out_path);
+      if (u >= 0) return u;
+    } else if (strcmp(a, "--quant") == 0) {
+      int u = tl_cli_value(json, argc, argv, &i, &o.quant);
+      if (u >= 0) return u;
+    } else if (strcmp(a, "--profile") == 0) {
+      int u = tl_cli_value(json, argc, argv, &i, &o.profile);
+      if (u >= 0) return u;
+    } else if (strcmp(a, "--receipt") == 0) {
+      int u = tl_cli_value(json, argc, argv, &i, &o.receipt_path);
+      if (u >= 0) return u;
     } else if (a[0] == '-') {
-      return tl_cli_usage(json, "unknown option or missing value '%s'\n%s", a,
-                          usage_text);
+      return tl_cli_usage(json, "unknown option '%s'\n%s", a, usage_text);
     } else if (o.hf_dir == NULL) {
       o.hf_dir = a;
     } else {

@@ -45,52 +45,52 @@ static tl_status digest_file(algo a, const char *path, uint8_t *out,
 int tl_cmd_hash(int argc, char **argv) {
   algo a = ALGO_SHA256;
   size_t out_len = 0;
-  bool json = false;
-  int first_file = argc;
-  int rc = TL_EXIT_OK;
-  uint8_t *digest;
-  char *hex;
-  json_t *files = NULL;
+  bool json = false, options = true;
+  int rc = TL_EXIT_OK, n_paths = 0;
+  uint64_t length = 0;
+  uint8_t *digest = NULL;
+  char *hex = NULL;
+  const char **paths = malloc((size_t)argc * sizeof *paths);
+  json_t *files = NULL, *doc = NULL;
 
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--help") == 0) {
+  if (paths == NULL)
+    return tl_cli_fail(false, TL_ERR_OUT_OF_MEMORY, "out of memory");
+  /* Options may stand anywhere before "--" (as sha256sum's do). */
+  for (int i = 1; i < argc; i++) json |= strcmp(argv[i], "--json") == 0;
+  for (int i = 1; i < argc && rc == TL_EXIT_OK; i++) {
+    const char *arg = argv[i], *v;
+    if (!options || arg[0] != '-' || arg[1] == '\0') {
+      paths[n_paths++] = arg;
+    } else if (strcmp(arg, "--") == 0) {
+      options = false;
+    } else if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
       fputs(usage_text, stdout);
+      free(paths);
       return TL_EXIT_OK;
-    } else if (strcmp(argv[i], "--json") == 0) {
-      json = true;
-    } else if (strcmp(argv[i], "--algo") == 0 && i + 1 < argc) {
-      const char *name = argv[++i];
-      if (strcmp(name, "sha256") == 0) {
-        a = ALGO_SHA256;
-      } else if (strcmp(name, "blake3") == 0) {
-        a = ALGO_BLAKE3;
-      } else {
-        return tl_cli_usage(json, "unknown --algo '%s' (sha256 or blake3)",
-                            name);
-      }
-    } else if (strcmp(argv[i], "--length") == 0 && i + 1 < argc) {
-      char *end;
-      unsigned long v = strtoul(argv[++i], &end, 10);
-      if (*end != '\0' || argv[i][0] == '\0' || argv[i][0] == '-' || v == 0 ||
-          v > MAX_XOF_LEN)
-        return tl_cli_usage(json, "--length must be 1..%u, got '%s'",
-                            MAX_XOF_LEN, argv[i]);
-      out_len = (size_t)v;
-    } else if (strcmp(argv[i], "--") == 0) {
-      first_file = i + 1;
-      break;
-    } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-      return tl_cli_usage(json, "unknown option '%s'\n%s", argv[i], usage_text);
+    } else if (strcmp(arg, "--json") == 0) {
+    } else if (strcmp(arg, "--algo") == 0) {
+      int r = tl_cli_value(json, argc, argv, &i, &v);
+      if (r >= 0) rc = r;
+      else if (strcmp(v, "sha256") == 0) a = ALGO_SHA256;
+      else if (strcmp(v, "blake3") == 0) a = ALGO_BLAKE3;
+      else rc = tl_cli_usage(json, "unknown --algo '%s' (sha256 or blake3)", v);
+    } else if (strcmp(arg, "--length") == 0) {
+      int r = tl_cli_value(json, argc, argv, &i, &v);
+      if (r < 0) r = tl_cli_flag_u64(json, arg, v, 1, MAX_XOF_LEN, &length);
+      if (r >= 0) rc = r;
     } else {
-      first_file = i;
-      break;
+      rc = tl_cli_usage(json, "unknown option '%s'\n%s", arg, usage_text);
     }
   }
-  if (first_file >= argc)
-    return tl_cli_usage(json, "no FILE given\n%s", usage_text);
-  if (out_len != 0 && a != ALGO_BLAKE3)
-    return tl_cli_usage(json, "--length applies to --algo blake3 only");
-  if (out_len == 0) out_len = 32;
+  if (rc == TL_EXIT_OK && n_paths == 0)
+    rc = tl_cli_usage(json, "no FILE given\n%s", usage_text);
+  if (rc == TL_EXIT_OK && length != 0 && a != ALGO_BLAKE3)
+    rc = tl_cli_usage(json, "--length applies to --algo blake3 only");
+  if (rc != TL_EXIT_OK) {
+    free(paths);
+    return rc;
+  }
+  out_len = length != 0 ? (size_t)length : 32;
 
   digest = malloc(out_len);
   hex = malloc(2 * out_len + 1);
@@ -99,32 +99,46 @@ int tl_cmd_hash(int argc, char **argv) {
     rc = tl_cli_fail(json, TL_ERR_OUT_OF_MEMORY, "cannot allocate output");
     goto done;
   }
-  for (int i = first_file; i < argc; i++) {
+  if (json) doc = json_object();
+  for (int i = 0; i < n_paths; i++) {
     char err[512];
-    tl_status st = digest_file(a, argv[i], digest, out_len, err, sizeof err);
+    tl_status st = digest_file(a, paths[i], digest, out_len, err, sizeof err);
     if (st != TL_OK) {
-      /* Like sha256sum: report and go on with the other files. */
-      rc = tl_cli_fail(json, st, "%s", err);
+      /* Like sha256sum: report and go on with the other files. With
+       * --json the failure goes into the one document: the first one's
+       * error and detail at the top, each file's in its entry. */
+      fprintf(stderr, "error: %s: %s\n", tl_status_name(st), err);
+      if (json && rc == TL_EXIT_OK) {
+        json_object_set_new(doc, "error", json_string(tl_status_name(st)));
+        json_object_set_new(doc, "detail", json_string(err));
+      }
+      if (json)
+        json_array_append_new(files, json_pack("{s:s, s:s, s:s}", "path", paths[i],
+                                               "error", tl_status_name(st),
+                                               "detail", err));
+      rc = TL_EXIT_FAILURE;
       continue;
     }
     tl_cli_hex(digest, out_len, hex);
     if (json)
       json_array_append_new(
-          files, json_pack("{s:s, s:s}", "path", argv[i], "digest", hex));
+          files, json_pack("{s:s, s:s}", "path", paths[i], "digest", hex));
     else
-      printf("%s  %s\n", hex, argv[i]);
+      printf("%s  %s\n", hex, paths[i]);
   }
   if (json) {
-    json_t *doc =
-        json_pack("{s:s, s:O}", "algorithm",
-                  a == ALGO_SHA256 ? "sha256" : "blake3", "files", files);
-    char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+    char *text;
+    json_object_set_new(doc, "algorithm",
+                        json_string(a == ALGO_SHA256 ? "sha256" : "blake3"));
+    json_object_set(doc, "files", files);
+    text = json_dumps(doc, JSON_COMPACT);
     if (text) printf("%s\n", text);
     free(text);
-    json_decref(doc);
   }
 done:
+  json_decref(doc);
   json_decref(files);
+  free(paths);
   free(digest);
   free(hex);
   return rc;

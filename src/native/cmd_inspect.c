@@ -152,6 +152,8 @@ int tl_cmd_inspect(int argc, char **argv) {
   json_t *o;
   tl_status st;
   int rc = TL_EXIT_OK;
+  /* --json anywhere makes every usage error JSON. */
+  for (int i = 1; i < argc; i++) json |= strcmp(argv[i], "--json") == 0;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--help") == 0) {
       fputs(usage_text, stdout);

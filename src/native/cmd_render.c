@@ -41,14 +41,17 @@ int tl_cmd_render(int argc, char **argv) {
   char err[1024];
   tl_status st;
   int rc = TL_EXIT_OK;
+  /* --json anywhere makes every usage error JSON. */
+  for (int i = 1; i < argc; i++) json |= strcmp(argv[i], "--json") == 0;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--help") == 0) {
       fputs(usage_text, stdout);
       return TL_EXIT_OK;
     } else if (strcmp(argv[i], "--json") == 0) {
       json = true;
-    } else if (strcmp(argv[i], "--messages") == 0 && i + 1 < argc) {
-      conv_path = argv[++i];
+    } else if (strcmp(argv[i], "--messages") == 0) {
+      int u = tl_cli_value(json, argc, argv, &i, &conv_path);
+      if (u >= 0) return u;
     } else if (argv[i][0] == '-') {
       return tl_cli_usage(json, "unknown option '%s'\n%s", argv[i], usage_text);
     } else if (model == NULL) {

@@ -1,13 +1,18 @@
 /* tinylm synth: a synthetic Qwen3 checkpoint directory with deterministic
  * weights (docs/synth.md). */
-#include <errno.h>
+#define _DEFAULT_SOURCE /* readlink, PATH_MAX */
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "synth.h"
+
+/* Where an install keeps the tokenizer files, under its prefix. */
+#define INSTALLED_TOKENIZER "share/tinylm/tokenizer-qwen3"
 
 static const char usage_text[] =
     "usage: tinylm synth --config tiny|qwen3-0.6b|FILE.json --seed N -o DIR\n"
@@ -25,71 +30,116 @@ static const char usage_text[] =
     "  --separate-lm-head  also store lm_head.weight (a byte copy of "
     "embed_tokens)\n"
     "  --tokenizer-dir     source of tokenizer.json and "
-    "tokenizer_config.json\n"
-    "                      (default " TL_SYNTH_TOKENIZER_DIR ")\n";
+    "tokenizer_config.json; default\n"
+    "                      " TL_SYNTH_TOKENIZER_DIR " (installed by\n"
+    "                      scripts/setup.sh) under the working directory, else\n"
+    "                      under the repository the executable was built in\n"
+    "                      (build/CFG/tinylm), else " INSTALLED_TOKENIZER "\n"
+    "                      beside an installed bin/tinylm\n";
 
-static bool parse_u64(const char *s, uint64_t *out) {
-  if (s[0] < '0' || s[0] > '9') return false;
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (*end != '\0' || errno != 0) return false;
-  *out = (uint64_t)v;
-  return true;
+/* A directory holding tokenizer.json. */
+static bool has_tokenizer(const char *dir) {
+  char path[PATH_MAX + 128];
+  snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+  return access(path, R_OK) == 0;
+}
+
+/* The default tokenizer directory, so that synth works from any working
+ * directory: relative to the working directory (the repository root),
+ * then to the executable: ../../ from build/<cfg>/tinylm, or an install
+ * prefix's share/tinylm. NULL (with err saying where it looked) when none
+ * holds the files. */
+static const char *find_tokenizer(char *buf, size_t cap, char *err,
+                                  size_t err_cap) {
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  char *slash;
+  if (has_tokenizer(TL_SYNTH_TOKENIZER_DIR)) return TL_SYNTH_TOKENIZER_DIR;
+  if (n <= 0) {
+    snprintf(err, err_cap, "no %s under the working directory", TL_SYNTH_TOKENIZER_DIR);
+    return NULL;
+  }
+  exe[n] = '\0';
+  if ((slash = strrchr(exe, '/')) != NULL) *slash = '\0'; /* the bin directory */
+  snprintf(buf, cap, "%s/../../%s", exe, TL_SYNTH_TOKENIZER_DIR);
+  if (has_tokenizer(buf)) return buf;
+  snprintf(buf, cap, "%s/../%s", exe, INSTALLED_TOKENIZER);
+  if (has_tokenizer(buf)) return buf;
+  snprintf(err, err_cap,
+           "cannot find the Qwen3 tokenizer files (tokenizer.json, "
+           "tokenizer_config.json): looked in %s under the working directory, "
+           "%s/../../%s and %s; run scripts/setup.sh in the repository (it "
+           "installs them), or pass --tokenizer-dir DIR",
+           TL_SYNTH_TOKENIZER_DIR, exe, TL_SYNTH_TOKENIZER_DIR, buf);
+  return NULL;
+}
+
+static bool ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), k = strlen(suffix);
+  return n >= k && strcmp(s + n - k, suffix) == 0;
 }
 
 int tl_cmd_synth(int argc, char **argv) {
   bool json = false, have_seed = false;
-  const char *config = NULL, *out = NULL;
+  const char *config = NULL, *out = NULL, *v, *stray = NULL;
+  char err[PATH_MAX * 3 + 512] = "", tok_dir[PATH_MAX + 64];
+  uint64_t shards = 0;
+  int rc;
   tl_synth_options o;
   memset(&o, 0, sizeof o);
   for (int i = 1; i < argc; i++)
     if (strcmp(argv[i], "--json") == 0) json = true;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    bool has_val = i + 1 < argc;
+    rc = -1;
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       fputs(usage_text, stdout);
       return TL_EXIT_OK;
     } else if (strcmp(a, "--json") == 0) {
     } else if (strcmp(a, "--separate-lm-head") == 0) {
       o.separate_lm_head = true;
-    } else if (strcmp(a, "--config") == 0 && has_val) {
-      config = argv[++i];
-    } else if ((strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) &&
-               has_val) {
-      out = argv[++i];
-    } else if (strcmp(a, "--tokenizer-dir") == 0 && has_val) {
-      o.tokenizer_dir = argv[++i];
-    } else if (strcmp(a, "--seed") == 0 && has_val) {
-      if (!parse_u64(argv[++i], &o.seed))
-        return tl_cli_usage(json, "--seed must be 0..2^64-1, got '%s'",
-                            argv[i]);
+    } else if (strcmp(a, "--config") == 0) {
+      rc = tl_cli_value(json, argc, argv, &i, &config);
+    } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
+      rc = tl_cli_value(json, argc, argv, &i, &out);
+    } else if (strcmp(a, "--tokenizer-dir") == 0) {
+      rc = tl_cli_value(json, argc, argv, &i, &o.tokenizer_dir);
+    } else if (strcmp(a, "--seed") == 0) {
+      if ((rc = tl_cli_value(json, argc, argv, &i, &v)) < 0)
+        rc = tl_cli_flag_u64(json, a, v, 0, UINT64_MAX, &o.seed);
       have_seed = true;
-    } else if (strcmp(a, "--shards") == 0 && has_val) {
-      uint64_t k;
-      if (!parse_u64(argv[++i], &k) || k == 0 || k > 1024)
-        return tl_cli_usage(json, "--shards must be 1..1024, got '%s'",
-                            argv[i]);
-      o.shards = (unsigned)k;
-    } else if (strcmp(a, "--dtype") == 0 && has_val) {
-      const char *d = argv[++i];
-      if (strcmp(d, "bf16") == 0)
+    } else if (strcmp(a, "--shards") == 0) {
+      if ((rc = tl_cli_value(json, argc, argv, &i, &v)) < 0)
+        rc = tl_cli_flag_u64(json, a, v, 1, 1024, &shards);
+      o.shards = (unsigned)shards;
+    } else if (strcmp(a, "--dtype") == 0) {
+      if ((rc = tl_cli_value(json, argc, argv, &i, &v)) >= 0) return rc;
+      if (strcmp(v, "bf16") == 0)
         o.f32 = false;
-      else if (strcmp(d, "f32") == 0)
+      else if (strcmp(v, "f32") == 0)
         o.f32 = true;
       else
-        return tl_cli_usage(json, "unknown --dtype '%s' (bf16 or f32)", d);
-    } else {
-      return tl_cli_usage(json, "unknown or incomplete option '%s'\n%s", a,
-                          usage_text);
+        return tl_cli_usage(json, "unknown --dtype '%s' (bf16 or f32)", v);
+    } else if (a[0] == '-') {
+      return tl_cli_usage(json, "unknown option '%s'\n%s", a, usage_text);
+    } else if (stray == NULL) {
+      stray = a; /* reported after the flags, so a bad flag is named first */
     }
+    if (rc >= 0) return rc;
   }
+  if (stray != NULL)
+    return tl_cli_usage(json, "unexpected '%s'\n%s", stray, usage_text);
   if (config == NULL || !have_seed || out == NULL)
     return tl_cli_usage(json, "--config, --seed and -o are required\n%s",
                         usage_text);
+  if (strcmp(config, "tiny") != 0 && strcmp(config, "qwen3-0.6b") != 0 &&
+      !ends_with(config, ".json") && access(config, F_OK) != 0)
+    return tl_cli_usage(json, "unknown preset '%s' (tiny, qwen3-0.6b, or a .json file)",
+                        config);
+  if (o.tokenizer_dir == NULL &&
+      (o.tokenizer_dir = find_tokenizer(tok_dir, sizeof tok_dir, err, sizeof err)) == NULL)
+    return tl_cli_fail(json, TL_ERR_IO, "%s", err);
 
-  char err[512] = "";
   tl_status st = tl_synth_config_named(config, &o.config, err, sizeof err);
   if (st != TL_OK) return tl_cli_fail(json, st, "%s", err);
   tl_synth_report r;

@@ -120,6 +120,8 @@ int tl_cmd_encode(int argc, char **argv) {
   size_t n = 0, bad = 0;
   tl_status st;
   int rc = TL_EXIT_OK;
+  /* --json anywhere makes every usage error JSON. */
+  for (int i = 1; i < argc; i++) json |= strcmp(argv[i], "--json") == 0;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--help") == 0) {
       fputs(encode_usage, stdout);
@@ -132,10 +134,12 @@ int tl_cmd_encode(int argc, char **argv) {
       jsonl = true;
     } else if (strcmp(argv[i], "--bench") == 0) {
       bench = true;
-    } else if (strcmp(argv[i], "--text") == 0 && i + 1 < argc) {
-      text = argv[++i];
-    } else if (strcmp(argv[i], "--file") == 0 && i + 1 < argc) {
-      file = argv[++i];
+    } else if (strcmp(argv[i], "--text") == 0) {
+      int u = tl_cli_value(json, argc, argv, &i, &text);
+      if (u >= 0) return u;
+    } else if (strcmp(argv[i], "--file") == 0) {
+      int u = tl_cli_value(json, argc, argv, &i, &file);
+      if (u >= 0) return u;
     } else if (argv[i][0] == '-') {
       return tl_cli_usage(json, "unknown option '%s'\n%s", argv[i],
                           encode_usage);
@@ -320,6 +324,8 @@ int tl_cmd_decode(int argc, char **argv) {
   char err[1024];
   tl_status st;
   int rc = TL_EXIT_OK;
+  /* --json anywhere makes every usage error JSON. */
+  for (int i = 1; i < argc; i++) json |= strcmp(argv[i], "--json") == 0;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--help") == 0) {
       fputs(decode_usage, stdout);
@@ -328,14 +334,18 @@ int tl_cmd_decode(int argc, char **argv) {
       json = true;
     } else if (strcmp(argv[i], "--jsonl") == 0) {
       jsonl = true;
-    } else if (strcmp(argv[i], "--ids") == 0 && i + 1 < argc) {
-      ids_text = argv[++i];
-    } else if (strcmp(argv[i], "--mode") == 0 && i + 1 < argc) {
-      if (parse_mode(argv[++i], &mode) != 0)
+    } else if (strcmp(argv[i], "--ids") == 0) {
+      int u = tl_cli_value(json, argc, argv, &i, &ids_text);
+      if (u >= 0) return u;
+    } else if (strcmp(argv[i], "--mode") == 0) {
+      const char *name;
+      int u = tl_cli_value(json, argc, argv, &i, &name);
+      if (u >= 0) return u;
+      if (parse_mode(name, &mode) != 0)
         return tl_cli_usage(json,
                             "unknown --mode '%s' (raw, visible or "
                             "diagnostic)",
-                            argv[i]);
+                            name);
     } else if (argv[i][0] == '-') {
       return tl_cli_usage(json, "unknown option '%s'\n%s", argv[i],
                           decode_usage);

@@ -216,6 +216,10 @@ static json_t *greedy(const tl_qwen3 *m, tl_qwen3_cache *cache,
                    "error_bound", bound);
 }
 
+static long long count_of(const json_t *counts, const char *name) {
+  return (long long)json_integer_value(json_object_get(counts, name));
+}
+
 int tl_cmd_verify(int argc, char **argv) {
   const char *model_path = NULL, *golden_path = NULL, *dump_path = NULL;
   bool json = false, force = false;
@@ -229,24 +233,31 @@ int tl_cmd_verify(int argc, char **argv) {
   char err[1024];
   tl_status st;
   int rc = TL_EXIT_OK;
-  size_t n_failed = 0, n_missing = 0;
-  json_t *out = NULL, *records = NULL, *logit_rows = NULL;
+  /* failing and missing records; greedy verdicts that differ */
+  size_t n_failed = 0, n_missing = 0, n_logits_different = 0, n_greedy_different = 0;
+  json_t *out = NULL, *records = NULL, *logit_rows = NULL, *missing_rows = NULL;
+  /* --json anywhere makes every usage error JSON. */
+  for (int i = 1; i < argc; i++) json |= strcmp(argv[i], "--json") == 0;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--help") == 0) {
       fputs(usage_text, stdout);
       return TL_EXIT_OK;
     } else if (strcmp(argv[i], "--json") == 0) {
       json = true;
-    } else if (strcmp(argv[i], "--golden") == 0 && i + 1 < argc) {
-      golden_path = argv[++i];
-    } else if (strcmp(argv[i], "--dump") == 0 && i + 1 < argc) {
-      dump_path = argv[++i];
+    } else if (strcmp(argv[i], "--golden") == 0) {
+      int u = tl_cli_value(json, argc, argv, &i, &golden_path);
+      if (u >= 0) return u;
+    } else if (strcmp(argv[i], "--dump") == 0) {
+      int u = tl_cli_value(json, argc, argv, &i, &dump_path);
+      if (u >= 0) return u;
     } else if (strcmp(argv[i], "--force") == 0) {
       force = true;
-    } else if (strcmp(argv[i], "--mutate") == 0 && i + 1 < argc) {
+    } else if (strcmp(argv[i], "--mutate") == 0) {
       /* Test-only: break one piece on purpose (docs/forward.md). */
-      const char *name = argv[++i];
+      const char *name;
+      int u = tl_cli_value(json, argc, argv, &i, &name);
       size_t k = 0;
+      if (u >= 0) return u;
       for (; k < sizeof mutations / sizeof mutations[0]; k++)
         if (strcmp(name, mutations[k].name) == 0) break;
       if (k == sizeof mutations / sizeof mutations[0])
@@ -339,6 +350,7 @@ int tl_cmd_verify(int argc, char **argv) {
   out = json_object();
   records = json_array();
   logit_rows = json_array();
+  missing_rows = json_array();
   for (size_t r = 0; r < g.n_records; r++) {
     const tl_golden_record *rec = &g.records[r];
     double floor_ = 0.0;
@@ -346,6 +358,10 @@ int tl_cmd_verify(int argc, char **argv) {
       n_missing++;
       res[r].failed = true;
       res[r].s.first_fail = 0;
+      json_array_append_new(missing_rows, json_pack(
+          "{s:s,s:o,s:I}", "stage", tl_qwen3_stage_name(rec->stage), "layer",
+          rec->layer < 0 ? json_null() : json_integer(rec->layer), "elements",
+          (json_int_t)rec->count));
       continue;
     }
     res[r].tol = tl_tolerance_for(&s.qwen.cfg, (uint32_t)g.n_ids, rec->stage, rec->layer,
@@ -373,7 +389,7 @@ int tl_cmd_verify(int argc, char **argv) {
         verdict = ls.ref_argmax == ls.cand_argmax ? "same"
                   : ls.margin > 2 * e             ? "different"
                                                   : "unstable";
-        if (strcmp(verdict, "different") == 0) n_failed++;
+        if (strcmp(verdict, "different") == 0) n_logits_different++;
         json_array_append_new(logit_rows, json_pack(
             "{s:I,s:f,s:I,s:I,s:I,s:f,s:f,s:s}", "position", (json_int_t)g.positions[t],
             "jsd", ls.jsd, "top10_overlap", (json_int_t)ls.topk_overlap,
@@ -389,14 +405,22 @@ int tl_cmd_verify(int argc, char **argv) {
   json_object_set_new(out, "records", records);
   json_object_set_new(out, "logits", logit_rows);
   json_object_set_new(out, "missing", json_integer((json_int_t)n_missing));
+  json_object_set_new(out, "missing_records", missing_rows);
+  missing_rows = NULL;
   if (g.n_continuation > 0) {
-    json_t *gr = greedy(&s.qwen, &s.cache, &g, s.logits, &s.arena, &n_failed);
+    json_t *gr = greedy(&s.qwen, &s.cache, &g, s.logits, &s.arena, &n_greedy_different);
     if (gr == NULL) {
       rc = tl_cli_fail(json, TL_ERR_NUMERICAL_FAILURE, "the greedy continuation failed");
       goto done;
     }
     json_object_set_new(out, "greedy", gr);
   }
+  /* One set of counts, which the human header prints too. */
+  json_object_set_new(out, "counts", json_pack(
+      "{s:I,s:I,s:I,s:I,s:I}", "records", (json_int_t)g.n_records, "failing",
+      (json_int_t)n_failed, "missing", (json_int_t)n_missing, "logits_different",
+      (json_int_t)n_logits_different, "greedy_different", (json_int_t)n_greedy_different));
+  n_failed += n_logits_different + n_greedy_different;
   if (n_failed + n_missing > 0) {
     size_t probes = 0;
     long r = first_divergence(&g, res, s.qwen.cfg.layers, &probes);
@@ -412,9 +436,13 @@ int tl_cmd_verify(int argc, char **argv) {
     free(text);
   } else {
     size_t i;
-    json_t *v, *d = json_object_get(out, "first_divergence");
-    printf("profile %s; reference %s (%s); %zu records, %zu failing, %zu missing\n",
-           TL_TOLERANCE_PROFILE, g.producer, g.precision, g.n_records, n_failed, n_missing);
+    json_t *v, *d = json_object_get(out, "first_divergence"),
+                *counts = json_object_get(out, "counts");
+    printf("profile %s; reference %s (%s); %lld records, %lld failing, %lld missing; "
+           "%lld logit rows and %lld greedy steps with a different argmax\n",
+           TL_TOLERANCE_PROFILE, g.producer, g.precision, count_of(counts, "records"),
+           count_of(counts, "failing"), count_of(counts, "missing"),
+           count_of(counts, "logits_different"), count_of(counts, "greedy_different"));
     printf("  %-14s %5s %10s %10s %10s %9s %12s %6s\n", "stage", "layer", "max_abs",
            "max_rel", "nrmse", "max_ulp", "cos-1", "pass");
     json_array_foreach(records, i, v) {
@@ -439,6 +467,10 @@ int tl_cmd_verify(int argc, char **argv) {
              (long long)json_integer_value(json_object_get(gr, "steps")),
              json_string_value(json_object_get(gr, "verdict")));
     }
+    json_array_foreach(json_object_get(out, "missing_records"), i, v)
+      printf("  %-14s %5lld not captured (missing)\n",
+             json_string_value(json_object_get(v, "stage")),
+             (long long)json_integer_value(json_object_get(v, "layer")));
     json_array_foreach(logit_rows, i, v)
       printf("  logits @%lld: jsd %.3g, top-10 overlap %lld, argmax %lld vs %lld (%s, margin %.3g)\n",
              (long long)json_integer_value(json_object_get(v, "position")),
@@ -457,6 +489,7 @@ int tl_cmd_verify(int argc, char **argv) {
   rc = n_failed + n_missing == 0 ? TL_EXIT_OK : TL_EXIT_FAILURE;
 done:
   json_decref(out);
+  json_decref(missing_rows);
   for (size_t r = 0; cc.cand && r < g.n_records; r++) free(cc.cand[r]);
   free(cc.cand);
   free(cc.filled);

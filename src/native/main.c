@@ -14,6 +14,7 @@ typedef struct command {
 } command;
 
 static int cmd_version(int argc, char **argv);
+static int cmd_help(int argc, char **argv);
 
 static const command commands[] = {
     {"chat", tl_cmd_chat, "an interactive multi-turn conversation"},
@@ -21,6 +22,7 @@ static const command commands[] = {
      "convert a Hugging Face directory to a .slm artifact"},
     {"decode", tl_cmd_decode, "token ids to bytes through an artifact"},
     {"encode", tl_cmd_encode, "text to token ids through an artifact"},
+    {"help", cmd_help, "this list, or one command's usage (help COMMAND)"},
     {"hash", tl_cmd_hash,
      "hash FILE... with SHA-256 or BLAKE3 (sha256sum/b3sum format)"},
     {"inspect", tl_cmd_inspect,
@@ -39,11 +41,30 @@ static void usage(FILE *to) {
   fprintf(to, "usage: tinylm COMMAND [ARGS]\n\ncommands:\n");
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     fprintf(to, "  %-10s %s\n", commands[i].name, commands[i].summary);
-  fprintf(to, "\n`tinylm COMMAND --help` describes one command.\n");
+  fprintf(to, "\n`tinylm help COMMAND` (or `tinylm COMMAND --help`) describes "
+              "one command.\n");
+}
+
+static int cmd_help(int argc, char **argv) {
+  if (argc == 1 || strcmp(argv[1], "--help") == 0) {
+    usage(stdout);
+    return TL_EXIT_OK;
+  }
+  if (argc == 2)
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+      if (strcmp(argv[1], commands[i].name) == 0) {
+        char *args[] = {argv[1], "--help", NULL};
+        return commands[i].run(2, args);
+      }
+  if (argc > 2) return tl_cli_usage(false, "help takes one COMMAND");
+  return tl_cli_usage(false, "no command '%s' (tinylm help lists them)", argv[1]);
 }
 
 static int cmd_version(int argc, char **argv) {
-  (void)argv;
+  if (argc == 2 && strcmp(argv[1], "--help") == 0) {
+    puts("usage: tinylm version");
+    return TL_EXIT_OK;
+  }
   if (argc != 1) return tl_cli_usage(false, "version takes no arguments");
   printf("tinylm %s\n", tl_version());
   return TL_EXIT_OK;

@@ -55,13 +55,61 @@ expect "--json digests" 0 '^\{"algorithm": ?"sha256", ?"files": ?\[\{"path": ?".
 expect "unknown algorithm" 2 '^$' "error: usage: unknown --algo 'md5'" -- "$tinylm" hash --algo md5 "$work/abc"
 expect "--length needs blake3" 2 '^$' 'error: usage: --length applies to --algo blake3 only' \
   -- "$tinylm" hash --length 64 "$work/abc"
-expect "--length must be a positive number" 2 '^$' "error: usage: --length must be 1..65536, got '-5'" \
+expect "--length must be a positive number" 2 '^$' "error: usage: --length must be an integer in 1..65536, got '-5'" \
   -- "$tinylm" hash --algo blake3 --length -5 "$work/abc"
 expect "--length with junk" 2 '^$' "got '12x'" -- "$tinylm" hash --algo blake3 --length 12x "$work/abc"
 expect "no file" 2 '^$' 'error: usage: no FILE given' -- "$tinylm" hash --algo sha256
 expect "unknown option" 2 '^$' "error: usage: unknown option '--fast'" -- "$tinylm" hash --fast "$work/abc"
 expect "stdin" 0 '^ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad  -$' '^$' \
   -- bash -c "printf abc | '$tinylm' hash -"
+
+# --- flags: strict numbers, unknown options, help (issue 11, issue 17.5) ----
+tinylm_abs=$(realpath "$tinylm")
+expect "help lists the commands" 0 'usage: tinylm COMMAND.*  verify ' '^$' -- "$tinylm" help
+expect "help COMMAND is that command's usage" 0 '^usage: tinylm hash ' '^$' -- "$tinylm" help hash
+expect "help for every command" 0 '^usage: tinylm synth ' '^$' -- "$tinylm" help synth
+expect "help for an unknown command" 2 '^$' "error: usage: no command 'frobnicate'" -- "$tinylm" help frobnicate
+# Every command names an unknown flag as unknown, first or last.
+for cmd in convert inspect run chat verify encode decode render synth hash; do
+  expect "$cmd: an unknown flag first" 2 '^$' "error: usage: unknown option '--verbose'" \
+    -- "$tinylm" $cmd --verbose "$work/abc"
+  expect "$cmd: an unknown flag last" 2 '^$' "error: usage: unknown option '--verbose'" \
+    -- "$tinylm" $cmd "$work/abc" --verbose
+  expect "$cmd: an unknown flag as JSON" 2 '^\{"error": ?"usage", ?"detail": ?"unknown option' '' \
+    -- "$tinylm" $cmd "$work/abc" --verbose --json
+done
+for flagcmd in "run --seed" "run --prompt" "encode --text" "decode --ids" "verify --golden" \
+               "convert -o" "synth --config" "hash --algo" "render --messages"; do
+  expect "${flagcmd}: a missing value is named" 2 '^$' "error: usage: '${flagcmd#* }' needs a value" \
+    -- "$tinylm" $flagcmd
+done
+expect "hash: options after the files" 0 "^[0-9a-f]{64}  $work/abc\$" '^$' \
+  -- "$tinylm" hash "$work/abc" --algo blake3
+expect "hash: -- ends the options" 1 '^$' "error: io: --algo: cannot open" -- "$tinylm" hash -- --algo
+expect "hash --json with a bad file: one JSON document" 0 '' '' \
+  -- bash -c "'$tinylm' hash --json '$work/nope' '$work/abc' 2>/dev/null | /usr/bin/python3 -c '
+import json, sys
+docs = sys.stdin.read().strip().split(\"\\n\")
+assert len(docs) == 1, docs
+d = json.loads(docs[0])
+assert d[\"error\"] == \"io\" and \"nope\" in d[\"detail\"], d
+assert [f.get(\"error\") for f in d[\"files\"]] == [\"io\", None], d
+assert d[\"files\"][1][\"digest\"].startswith(\"ba7816bf\"), d'"
+expect "hash --json with a bad file exits 1" 1 '' 'error: io' -- "$tinylm" hash --json "$work/nope" "$work/abc"
+# The same strict integer parser for every flag: no spaces, signs, junk,
+# hex or values past the range; 2^64-1 itself is a seed.
+for bad in 99999999999999999999999 18446744073709551616 " -1" "-1" "+1" " 1" "1 " "" 0x10 1e3 "1.0"; do
+  expect "synth --seed '$bad' is refused" 2 '^$' \
+    "error: usage: --seed must be an integer in 0\.\.18446744073709551615, got '${bad//+/\\+}'" \
+    -- "$tinylm" synth --config tiny --seed "$bad" -o "$work/never"
+done
+expect "synth --shards 0" 2 '^$' "error: usage: --shards must be an integer in 1\.\.1024, got '0'" \
+  -- "$tinylm" synth --config tiny --seed 1 --shards 0 -o "$work/never"
+expect "hash --length with a leading space" 2 '^$' "got ' 5'" -- "$tinylm" hash --algo blake3 --length " 5" "$work/abc"
+expect "nothing written by refused flags" 1 '' '' -- test -e "$work/never"
+expect "synth --config names the presets" 2 '^$' \
+  "error: usage: unknown preset 'huge' \(tiny, qwen3-0.6b, or a .json file\)" \
+  -- "$tinylm" synth --config huge --seed 1 -o "$work/never"
 
 
 # --- convert / encode / decode on the real Qwen3 tokenizer -----------------
@@ -145,6 +193,74 @@ if [[ -f $qwen/tokenizer.json ]]; then
   printf '\x01' | dd of="$work/flipped.slm" bs=1 seek=5000 conv=notrunc status=none
   expect "a corrupted artifact is refused" 1 '^$' 'error: hash_mismatch: .*flipped.slm: not a valid .slm artifact' \
     -- "$tinylm" encode "$work/flipped.slm" --text "x"
+
+  # synth finds the tokenizer from the executable's location, not the
+  # working directory; a copy outside any repository says how to fix it.
+  expect "synth from another working directory" 0 '24 tensors' '^$' \
+    -- bash -c "cd / && '$tinylm_abs' synth --config tiny --seed 3 -o '$work/syn-elsewhere'"
+  expect "... gives the same checkpoint" 0 '' '' \
+    -- cmp "$work/syn1/model.safetensors" "$work/syn-elsewhere/model.safetensors"
+  mkdir -p "$work/bin" && cp "$tinylm_abs" "$work/bin/tinylm"
+  expect "synth without the tokenizer files says how to fix it" 1 '^$' \
+    'error: io: cannot find the Qwen3 tokenizer files .*run scripts/setup.sh .*--tokenizer-dir' \
+    -- bash -c "cd / && '$work/bin/tinylm' synth --config tiny --seed 3 -o '$work/syn-none'"
+
+  # run: seeds, sampling ranges, context and budget (the model is q8 tiny).
+  m=$work/model.slm
+  for bad in 99999999999999999999999 " -1" 18446744073709551616 "1x"; do
+    expect "run --seed '$bad' is refused" 2 '^$' \
+      "error: usage: --seed must be an integer in 0\.\.18446744073709551615, got '$bad'" \
+      -- "$tinylm" run "$m" --prompt hi -n 1 --seed "$bad"
+  done
+  expect "run --seed 2^64-1 runs" 0 '"stop": ?"max_tokens"' '' \
+    -- "$tinylm" run "$m" --prompt hi -n 1 --seed 18446744073709551615 --json
+  expect "run --temperature -1" 2 '^$' 'error: usage: --temperature must be 0 \(greedy\) or in 2\^-128\.\.1\.8e308, got -1$' \
+    -- "$tinylm" run "$m" --prompt hi --temperature -1
+  expect "run --top-p 2" 2 '^$' 'error: usage: --top-p must be in 0\.\.1, got 2$' \
+    -- "$tinylm" run "$m" --prompt hi --top-p 2
+  expect "run --min-p 1.5" 2 '^$' 'error: usage: --min-p must be in 0\.\.1, got 1\.5$' \
+    -- "$tinylm" run "$m" --prompt hi --min-p 1.5
+  expect "run --repeat-penalty 0" 2 '^$' 'error: usage: --repeat-penalty must be in 2\^-64\.\.2\^64, got 0$' \
+    -- "$tinylm" run "$m" --prompt hi --repeat-penalty 0
+  expect "chat --top-p 2 (the same parser)" 2 '^$' 'error: usage: --top-p must be in 0\.\.1' \
+    -- "$tinylm" chat "$m" --top-p 2
+  for bad in nan inf 1e999 0x1p3 " 1" "1," ""; do
+    expect "run --temperature '$bad' is not a number" 2 '^$' \
+      "error: usage: --temperature must be a finite decimal number, got '$bad'" \
+      -- "$tinylm" run "$m" --prompt hi --temperature "$bad"
+  done
+  expect "run --ctx 0" 2 '^$' "error: usage: --ctx must be an integer in 1\.\.4294967295, got '0'" \
+    -- "$tinylm" run "$m" --prompt hi --ctx 0
+  expect "run --mem-budget 0" 2 '^$' "error: usage: --mem-budget must be an integer in 1\.\." \
+    -- "$tinylm" run "$m" --prompt hi --mem-budget 0
+  expect "run -n 0" 2 '^$' "error: usage: -n must be an integer in 1\.\.4294967295, got '0'" \
+    -- "$tinylm" run "$m" --prompt hi -n 0
+  expect "run --logprobs 21" 2 '^$' "error: usage: --logprobs must be an integer in 0\.\.20, got '21'" \
+    -- "$tinylm" run "$m" --prompt hi --logprobs 21
+  expect "run -n -1 runs until the context is full" 0 '' '\[context_full after 7 tokens' \
+    -- "$tinylm" run "$m" --prompt "Hello world" -n -1 --ctx 8
+  # --prompt-file: the same bytes as --prompt give the same reply.
+  printf 'Once upon a time' >"$work/prompt.txt"
+  # The reply and the receipt id (prompt bytes, ids, seed...) must agree.
+  same_run() {
+    /usr/bin/python3 -c 'import json, sys
+a, b = (json.loads(x) for x in sys.argv[1:3])
+assert a["ids"] and (a["ids"], a["receipt_id"]) == (b["ids"], b["receipt_id"]), (a, b)' "$@"
+  }
+  want=$("$tinylm" run "$m" --prompt "Once upon a time" -n 4 --seed 7 --temperature 1 --json 2>/dev/null)
+  got=$("$tinylm" run "$m" --prompt-file "$work/prompt.txt" -n 4 --seed 7 --temperature 1 --json 2>/dev/null)
+  expect "run --prompt-file equals --prompt" 0 '' '' -- same_run "$want" "$got"
+  got=$("$tinylm" run "$m" --prompt-file - -n 4 --seed 7 --temperature 1 --json <"$work/prompt.txt" 2>/dev/null)
+  expect "run --prompt-file - reads stdin" 0 '' '' -- same_run "$want" "$got"
+  expect "run: --prompt and --prompt-file together" 2 '^$' 'exactly one of --prompt, --prompt-file and --messages' \
+    -- "$tinylm" run "$m" --prompt x --prompt-file "$work/prompt.txt"
+  expect "run --preflight --json" 0 '^\{"context": ?[0-9]+, ?"plan_bytes": ?\{"weights": ?[0-9]+.*"total": ?[0-9]+\}\}$' '^$' \
+    -- "$tinylm" run "$m" --prompt hi --preflight --json
+  expect "run --logprobs without --json prints the alternatives" 0 \
+    'logprobs \(step: .*  0: [0-9]+ ".*" -?[0-9]+\.[0-9]{4};( [0-9]+ [^,]*,){2} [0-9]+ .*  1: [0-9]+ ' '' \
+    -- "$tinylm" run "$m" --prompt hi -n 2 --logprobs 3
+  expect "run --progress shows prefill progress off a terminal" 0 '' '\[prefill 32/[0-9]+ tokens(, ETA [0-9]+ s)?\]' \
+    -- "$tinylm" run "$m" --prompt "$(printf 'a %.0s' $(seq 100))" -n 1 --progress
 else
   echo "  FAIL tokenizer CLI checks: $qwen missing (run scripts/setup.sh)"
   failed=$((failed + 1))
