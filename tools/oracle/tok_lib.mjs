@@ -174,6 +174,11 @@ const BYTE_TO_CP = (() => {
 })();
 const CP_TO_BYTE = new Map(BYTE_TO_CP.map((cp, b) => [cp, b]));
 
+// Bytes → their vocabulary token string (the byte-level alphabet).
+export function byteLevelString(bytes) {
+  return String.fromCodePoint(...[...bytes].map((b) => BYTE_TO_CP[b]));
+}
+
 // A vocabulary token string (byte-level alphabet) → its bytes; added tokens
 // (whose characters are all in the alphabet here) come out as their content.
 export function tokenBytes(token) {

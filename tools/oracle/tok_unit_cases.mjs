@@ -24,7 +24,9 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ROOT, TOKENIZER_DIR, cpOffsetsToBytes, parseArgs } from './tok_lib.mjs';
+import {
+  ROOT, TOKENIZER_DIR, byteLevelString, cpOffsetsToBytes, parseArgs, tokenBytes,
+} from './tok_lib.mjs';
 import { checkTokenizerFiles, oracleVersions } from './tok_oracle.mjs';
 
 const opts = parseArgs(process.argv.slice(2), { check: false, keep: '' });
@@ -82,28 +84,13 @@ const CASES = [
 ];
 
 // ---------------------------------------------------------------------------
-// GPT-2 byte-level alphabet.
-const BYTE_TO_CHAR = (() => {
-  const keep = (b) => (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
-  const m = [];
-  let n = 0;
-  for (let b = 0; b < 256; b++) m.push(String.fromCodePoint(keep(b) ? b : 256 + n++));
-  return m;
-})();
-const CHAR_TO_BYTE = new Map(BYTE_TO_CHAR.map((c, b) => [c, b]));
-const toBl = (bytes) => [...bytes].map((b) => BYTE_TO_CHAR[b]).join('');
-const fromBl = (s) => Buffer.from([...s].map((c) => {
-  if (!CHAR_TO_BYTE.has(c)) throw new Error(`not in the byte-level alphabet: ${JSON.stringify(c)}`);
-  return CHAR_TO_BYTE.get(c);
-}));
-
 // The section tok_build.h builds: token bytes by id, merges, added tokens.
 function buildVocab(v) {
   const tokens = [];
   for (let b = 0; b < 256; b++) tokens.push(Buffer.from([b]));
   const find = (buf) => tokens.findIndex((t) => t.equals(buf));
   const merges = v.merges.map((m) => {
-    const [x, y] = m.split(' ').map(fromBl);
+    const [x, y] = m.split(' ').map(tokenBytes);
     const xy = Buffer.concat([x, y]);
     if (find(xy) < 0) tokens.push(xy);
     return [x, y];
@@ -119,11 +106,11 @@ function buildVocab(v) {
 function tokenizerJson(base, built) {
   const addedIds = new Set(built.added.map((a) => a.id));
   const vocab = {};
-  built.tokens.forEach((t, id) => { if (!addedIds.has(id)) vocab[toBl(t)] = id; });
+  built.tokens.forEach((t, id) => { if (!addedIds.has(id)) vocab[byteLevelString(t)] = id; });
   const j = structuredClone(base);
   j.model.vocab = vocab;
-  j.model.merges = built.merges.map(([x, y]) => (Array.isArray(base.model.merges[0]) ? [toBl(x), toBl(y)]
-    : `${toBl(x)} ${toBl(y)}`));
+  j.model.merges = built.merges.map(([x, y]) => (Array.isArray(base.model.merges[0]) ? [byteLevelString(x), byteLevelString(y)]
+    : `${byteLevelString(x)} ${byteLevelString(y)}`));
   j.added_tokens = built.added.map((a) => ({
     id: a.id, content: a.content, single_word: a.flags.includes('SINGLE_WORD'),
     lstrip: a.flags.includes('LSTRIP'), rstrip: a.flags.includes('RSTRIP'),
