@@ -5,15 +5,20 @@
  * Reuse is decided on tokens, never assumed per turn: Qwen3's template
  * drops earlier turns' reasoning, so the shared prefix can end before the
  * previous reply. Commands: /reset, /system TEXT, /save FILE, /load FILE,
- * /think on|off, /quit. Ctrl-C stops a reply at the next token; the turn
- * is then dropped from the conversation. */
+ * /think [on|off], /quit. Ctrl-C stops a reply at the next token; the turn
+ * is then dropped from the conversation. On a terminal, lines are read
+ * through libedit (editing, history with the arrow keys); from a pipe,
+ * plainly. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <histedit.h>
 #include <jansson.h>
+#include <locale.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "chat_render.h"
@@ -23,20 +28,33 @@
 #include "gen/generate.h"
 #include "run_common.h"
 #include "session.h"
+#include "utf8.h"
 
 static const char usage_text[] =
-    "usage: tinylm chat MODEL.slm [-n N] [--temperature T] [--top-k K]\n"
-    "           [--top-p P] [--min-p M] [--repeat-penalty R] [--seed S]\n"
-    "           [--stop STR]... [--ctx N] [--mem-budget MB]\n"
-    "  then type messages; commands: /reset, /system TEXT, /save FILE,\n"
-    "  /load FILE, /think on|off, /quit\n";
+    "usage: tinylm chat MODEL.slm [-n N] [--system TEXT] [--temperature T]\n"
+    "           [--top-k K] [--top-p P] [--min-p M] [--repeat-penalty R]\n"
+    "           [--seed S] [--stop STR]... [--ctx N] [--mem-budget MB]\n"
+    "           [--receipt-dir DIR] [--force]\n"
+    "  -n N             at most N new tokens a reply (default and -1: until\n"
+    "                   EOS, a stop string or the context is full)\n"
+    "  --system TEXT    the system message\n"
+    "  --receipt-dir DIR  a receipt per reply, DIR/turn-0001.cbor, ...\n"
+    "  --force          replace existing files chat writes (never MODEL)\n"
+    "  then type messages; commands: /reset, /system TEXT, /save FILE\n"
+    "  (/save! FILE replaces an existing file), /load FILE, /think [on|off], /quit\n";
+
+static const char commands_text[] =
+    "commands: /reset, /system TEXT, /save FILE (/save! FILE replaces an existing\n"
+    "file), /load FILE, /think [on|off], /quit\n";
 
 typedef struct chat {
   tl_session s;
   tl_run_options o;
-  json_t *messages;
-  char *system;
+  json_t *messages; /* after the system message */
+  json_t *system;   /* a string, or NULL */
+  json_t *extra;    /* a loaded file's other members (tools, ...) */
   bool think;
+  unsigned receipts; /* replies attempted: numbers the receipt files */
   uint32_t *cached; /* the ids whose K/V the cache holds, [0, s.cache.len) */
   size_t cached_cap;
 } chat;
@@ -55,15 +73,21 @@ static uint32_t turn_index(const chat *c) {
   return n;
 }
 
+/* The conversation as /save writes it and a turn renders it. A chat asks
+ * for replies: add_generation_prompt is true unless a loaded file set it. */
 static json_t *conversation(const chat *c) {
+  json_t *doc = c->extra ? json_deep_copy(c->extra) : json_object();
   json_t *msgs = json_array();
   size_t i;
   json_t *m;
   if (c->system != NULL)
-    json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "system", "content", c->system));
+    json_array_append_new(msgs, json_pack("{s:s,s:O}", "role", "system", "content", c->system));
   json_array_foreach(c->messages, i, m) json_array_append(msgs, m);
-  return json_pack("{s:o,s:b,s:b}", "messages", msgs, "add_generation_prompt", 1,
-                   "enable_thinking", c->think);
+  json_object_set_new(doc, "messages", msgs);
+  if (json_object_get(doc, "add_generation_prompt") == NULL)
+    json_object_set_new(doc, "add_generation_prompt", json_true());
+  json_object_set_new(doc, "enable_thinking", json_boolean(c->think));
+  return doc;
 }
 
 static size_t common_prefix(const uint32_t *a, size_t na, const uint32_t *b,
@@ -73,40 +97,81 @@ static size_t common_prefix(const uint32_t *a, size_t na, const uint32_t *b,
   return n;
 }
 
-/* One user turn. Returns false when the turn was dropped. */
-static bool turn(chat *c, const char *text) {
-  json_t *conv;
-  char *bytes;
+/* The next receipt's path under --receipt-dir, checked before the reply
+ * is generated (an existing file is refused unless --force). */
+static bool receipt_path(chat *c, char *path, size_t cap) {
+  char err[1024];
+  const char *inputs[1] = {c->o.model};
+  int n = snprintf(path, cap, "%s/turn-%04u.cbor", c->o.receipt_dir, c->receipts + 1);
+  if (n < 0 || (size_t)n >= cap) {
+    fprintf(stderr, "error: invalid_argument: --receipt-dir %s: path too long\n",
+            c->o.receipt_dir);
+    return false;
+  }
+  if (tl_file_output_check(path, inputs, 1, c->o.force, NULL, err, sizeof err) != TL_OK) {
+    fprintf(stderr, "error: invalid_argument: %s; the turn is dropped\n", err);
+    return false;
+  }
+  return true;
+}
+
+/* One user turn. Returns false when the turn was dropped (the
+ * conversation is then as it was). */
+static bool turn(chat *c, const char *text, size_t len) {
+  json_t *conv, *content = json_stringn(text, len);
+  char *bytes = NULL, receipt[4096];
   tl_render_out rendered = {0};
   tl_render_error re;
   tl_encoder enc = {0};
   tl_turn_out out = {0};
+  tl_run_options o = c->o;
   size_t n_ids = 0, bad = 0, reuse;
   bool kept = false;
-  json_array_append_new(c->messages, json_pack("{s:s,s:s}", "role", "user", "content", text));
+  tl_status st;
+  if (content == NULL) { /* the caller validated the line */
+    fprintf(stderr, "error: out_of_memory: the line is not kept\n");
+    return false;
+  }
+  json_array_append_new(c->messages, json_pack("{s:s,s:o}", "role", "user", "content", content));
   conv = conversation(c);
-  bytes = json_dumps(conv, JSON_COMPACT);
+  bytes = conv ? json_dumps(conv, JSON_COMPACT) : NULL;
   json_decref(conv);
-  if (bytes == NULL ||
-      tl_native_render(&c->s.model, (const uint8_t *)bytes, strlen(bytes), &rendered, &re) != TL_OK) {
-    fprintf(stderr, "error: the template refused the conversation: %s\n", re.message);
+  if (bytes == NULL) {
+    fprintf(stderr, "error: out_of_memory: the turn is dropped\n");
+    goto drop;
+  }
+  st = tl_native_render(&c->s.model, (const uint8_t *)bytes, strlen(bytes),
+                        TL_RENDER_FOR_REPLY, &rendered, &re);
+  if (st != TL_OK) {
+    tl_render_fail(false, st, "the conversation", &re);
     goto drop;
   }
   enc.tok = c->s.model.tok;
-  if (tl_encoder_run(&enc, rendered.text, rendered.len, &n_ids, &bad) != TL_OK) goto drop;
-  if ((uint64_t)n_ids + c->o.max_new > c->s.context) {
-    fprintf(stderr,
-            "error: context_exceeded: the conversation (%zu tokens) plus -n %u "
-            "does not fit --ctx %u; /reset or /save and start over (nothing is "
-            "truncated)\n", n_ids, c->o.max_new, c->s.context);
+  st = tl_encoder_run(&enc, rendered.text, rendered.len, &n_ids, &bad);
+  if (st != TL_OK) {
+    fprintf(stderr, "error: %s: tokenizing the conversation failed\n", tl_status_name(st));
     goto drop;
+  }
+  if (o.max_new != 0 ? (uint64_t)n_ids + o.max_new > c->s.context : n_ids >= c->s.context) {
+    char cap[32] = "";
+    if (o.max_new != 0) snprintf(cap, sizeof cap, " plus -n %u", o.max_new);
+    fprintf(stderr,
+            "error: context_exceeded: the conversation (%zu tokens)%s "
+            "does not fit --ctx %u; /reset or /save and start over (nothing is "
+            "truncated)\n", n_ids, cap, c->s.context);
+    goto drop;
+  }
+  if (o.receipt_dir != NULL) {
+    if (!receipt_path(c, receipt, sizeof receipt)) goto drop;
+    o.receipt = receipt;
+    c->receipts++;
   }
   reuse = common_prefix(enc.ids, n_ids, c->cached, c->s.cache.len);
   if (reuse == n_ids) reuse--; /* at least one token is fed for logits */
   c->s.cache.len = (uint32_t)reuse;
-  if (!c->o.json && isatty(fileno(stderr)))
+  if (isatty(fileno(stderr)))
     fprintf(stderr, "[%zu prompt tokens, %zu reused from the cache]\n", n_ids, reuse);
-  if (tl_run_generate(&c->s, &c->o, "messages", rendered.text, rendered.len,
+  if (tl_run_generate(&c->s, &o, "messages", rendered.text, rendered.len,
                       enc.ids + reuse, n_ids - reuse, turn_index(c), stdout,
                       &out) != TL_EXIT_OK) {
     /* The cache may hold rows past the reused prefix that `cached` does
@@ -151,6 +216,59 @@ done:
   return kept;
 }
 
+/* /load: the file is rendered for a reply first, so a conversation that
+ * every later turn would refuse is refused now, with the reason; on any
+ * failure the current conversation stays. */
+static void load(chat *c, const char *path) {
+  tl_file_view v = {0};
+  tl_render_out r = {0};
+  tl_render_error re;
+  json_error_t je;
+  json_t *doc = NULL, *msgs, *first, *think;
+  size_t n;
+  char err[1024];
+  tl_status st = tl_file_open_view(path, &v, err, sizeof err);
+  if (st != TL_OK) {
+    fprintf(stderr, "error: %s: %s\n", tl_status_name(st), err);
+    return;
+  }
+  st = tl_native_render(&c->s.model, v.data, v.len, TL_RENDER_FOR_REPLY, &r, &re);
+  tl_render_out_free(&r);
+  if (st != TL_OK) {
+    tl_render_fail(false, st, path, &re);
+    goto done;
+  }
+  /* The bytes passed the project's JSON reader; jansson keeps them for
+   * the session (duplicate keys and U+0000 as that reader treats them). */
+  doc = json_loadb((const char *)v.data, v.len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
+  if (doc == NULL) {
+    fprintf(stderr, "error: invalid_argument: %s:%d:%d: %s\n", path, je.line, je.column, je.text);
+    goto done;
+  }
+  msgs = json_incref(json_object_get(doc, "messages")); /* checked: a list */
+  n = json_array_size(msgs);
+  first = json_array_get(msgs, 0);
+  json_decref(c->system);
+  c->system = NULL;
+  if (strcmp(json_string_value(json_object_get(first, "role")), "system") == 0) {
+    c->system = json_incref(json_object_get(first, "content"));
+    json_array_remove(msgs, 0);
+  }
+  json_decref(c->messages);
+  c->messages = msgs;
+  /* enable_thinking as Qwen3's template reads it: only false turns it off. */
+  think = json_object_get(doc, "enable_thinking");
+  if (think != NULL) c->think = !json_is_false(think);
+  json_object_del(doc, "messages");
+  json_object_del(doc, "enable_thinking");
+  json_decref(c->extra);
+  c->extra = json_incref(doc);
+  fprintf(stderr, "[loaded %zu messages from %s]\n", n, path);
+done:
+  json_decref(doc);
+  tl_file_close_view(&v);
+}
+
 static void command(chat *c, char *line) {
   char *arg = strchr(line, ' ');
   if (arg != NULL) *arg++ = '\0';
@@ -158,47 +276,135 @@ static void command(chat *c, char *line) {
     json_array_clear(c->messages);
     fprintf(stderr, "[conversation cleared]\n");
   } else if (strcmp(line, "/system") == 0) {
-    free(c->system);
-    c->system = arg && *arg ? strdup(arg) : NULL;
+    json_decref(c->system);
+    c->system = arg && *arg ? json_string(arg) : NULL;
     fprintf(stderr, "[system message %s]\n", c->system ? "set" : "cleared");
-  } else if (strcmp(line, "/think") == 0 && arg && (!strcmp(arg, "on") || !strcmp(arg, "off"))) {
-    c->think = strcmp(arg, "on") == 0;
+  } else if (strcmp(line, "/think") == 0 && (arg == NULL || !strcmp(arg, "on") || !strcmp(arg, "off"))) {
+    if (arg != NULL) c->think = strcmp(arg, "on") == 0;
     fprintf(stderr, "[enable_thinking %s]\n", c->think ? "on" : "off");
-  } else if (strcmp(line, "/save") == 0 && arg && *arg) {
+  } else if ((strcmp(line, "/save") == 0 || strcmp(line, "/save!") == 0) && arg && *arg) {
+    /* Never the model; an existing file this chat did not write only with
+     * /save! (file.h's rule for every output). */
     json_t *conv = conversation(c);
     char *text = json_dumps(conv, JSON_INDENT(2));
     char err[512];
-    if (text == NULL || tl_file_write_atomic(arg, text, strlen(text), err, sizeof err) != TL_OK)
-      fprintf(stderr, "error: io: cannot save to %s\n", arg);
+    tl_status st = text == NULL ? TL_ERR_OUT_OF_MEMORY : TL_OK;
+    if (st == TL_OK)
+      st = tl_file_output_check(arg, &c->o.model, 1, line[5] == '!', "/save!", err, sizeof err);
+    if (st == TL_OK) st = tl_file_write_atomic(arg, text, strlen(text), err, sizeof err);
+    if (st != TL_OK)
+      fprintf(stderr, "error: %s: %s\n", tl_status_name(st),
+              text == NULL ? "out of memory" : err);
     else
-      fprintf(stderr, "[saved %zu messages to %s]\n", json_array_size(c->messages), arg);
+      fprintf(stderr, "[saved %zu messages to %s]\n",
+              json_array_size(json_object_get(conv, "messages")), arg);
     free(text);
     json_decref(conv);
   } else if (strcmp(line, "/load") == 0 && arg && *arg) {
-    json_error_t je;
-    json_t *doc = json_load_file(arg, JSON_REJECT_DUPLICATES, &je), *msgs;
-    msgs = json_object_get(doc, "messages");
-    if (!json_is_array(msgs)) {
-      fprintf(stderr, "error: invalid_argument: %s: no \"messages\" array\n", arg);
-    } else {
-      json_array_clear(c->messages);
-      free(c->system);
-      c->system = NULL;
-      for (size_t i = 0; i < json_array_size(msgs); i++) {
-        json_t *m = json_array_get(msgs, i);
-        const char *role = json_string_value(json_object_get(m, "role"));
-        const char *content = json_string_value(json_object_get(m, "content"));
-        if (i == 0 && role && strcmp(role, "system") == 0)
-          c->system = strdup(content ? content : "");
-        else
-          json_array_append(c->messages, m);
-      }
-      fprintf(stderr, "[loaded %zu messages from %s]\n", json_array_size(msgs), arg);
-    }
-    json_decref(doc);
+    load(c, arg);
   } else {
-    fprintf(stderr, "commands: /reset, /system TEXT, /save FILE, /load FILE, /think on|off, /quit\n");
+    fputs(commands_text, stderr);
   }
+}
+
+/* Lines from the user: libedit on a terminal, getline otherwise. */
+typedef struct reader {
+  EditLine *el;
+  History *hist;
+  char *line; /* getline's buffer */
+  size_t cap;
+} reader;
+
+static const char *prompt_text(EditLine *el) {
+  (void)el;
+  return "> ";
+}
+
+static void reader_open(reader *r) {
+  memset(r, 0, sizeof r[0]);
+  /* libedit decodes the terminal's bytes by the locale: UTF-8, as the
+   * model's text is, whatever the environment says; without it, plain. */
+  if (!isatty(fileno(stdin)) || setlocale(LC_CTYPE, "C.UTF-8") == NULL) return;
+  r->el = el_init("tinylm", stdin, stdout, stderr);
+  r->hist = history_init();
+  if (r->el == NULL || r->hist == NULL) {
+    if (r->el != NULL) el_end(r->el);
+    if (r->hist != NULL) history_end(r->hist);
+    r->el = NULL;
+    r->hist = NULL;
+    return;
+  }
+  {
+    HistEvent ev;
+    history(r->hist, &ev, H_SETSIZE, 1000);
+  }
+  el_set(r->el, EL_PROMPT, prompt_text);
+  el_set(r->el, EL_EDITOR, "emacs");
+  el_set(r->el, EL_HIST, history, r->hist);
+}
+
+static void reader_close(reader *r) {
+  if (r->el != NULL) el_end(r->el);
+  if (r->hist != NULL) history_end(r->hist);
+  free(r->line);
+}
+
+enum { LINE_OK, LINE_EOF, LINE_INTERRUPTED, LINE_UNDECODABLE };
+
+/* The next line without its line ending: *text, *len (it may hold NUL
+ * bytes). LINE_UNDECODABLE: libedit met bytes that are not UTF-8. */
+static int reader_next(reader *r, const char **text, size_t *len) {
+  if (r->el != NULL) {
+    int n = 0;
+    const char *l;
+    errno = 0;
+    l = el_gets(r->el, &n);
+    if (l == NULL && n < 0 && errno == EINTR) {
+      fputc('\n', stdout);
+      return LINE_INTERRUPTED;
+    }
+    if (l == NULL || n <= 0) return LINE_EOF;
+    if (errno == EILSEQ) return LINE_UNDECODABLE;
+    *text = l;
+    *len = (size_t)n;
+  } else {
+    ssize_t got;
+    errno = 0;
+    got = getline(&r->line, &r->cap, stdin);
+    if (got < 0 && errno == EINTR) {
+      clearerr(stdin);
+      return LINE_INTERRUPTED;
+    }
+    if (got < 0) return LINE_EOF;
+    *text = r->line;
+    *len = (size_t)got;
+  }
+  while (*len > 0 && ((*text)[*len - 1] == '\n' || (*text)[*len - 1] == '\r')) (*len)--;
+  if (r->el != NULL && *len > 0) {
+    HistEvent ev;
+    char *copy = strndup(*text, *len);
+    if (copy != NULL) history(r->hist, &ev, H_ENTER, copy);
+    free(copy);
+  }
+  return LINE_OK;
+}
+
+/* A line is sent whole or not at all: NUL bytes and invalid UTF-8 are
+ * refused with the byte offset, and the conversation does not change. */
+static bool line_ok(const char *text, size_t len) {
+  const char *nul = memchr(text, '\0', len);
+  size_t bad = 0;
+  if (nul != NULL) {
+    fprintf(stderr, "error: invalid_argument: the line has a NUL byte at offset %zu; "
+            "nothing was sent\n", (size_t)(nul - text));
+    return false;
+  }
+  if (tl_utf8_validate((const uint8_t *)text, len, &bad) != TL_OK) {
+    fprintf(stderr, "error: invalid_utf8: the line is not valid UTF-8 at byte offset %zu; "
+            "nothing was sent\n", bad);
+    return false;
+  }
+  return true;
 }
 
 static void on_prompt_sigint(int sig) { (void)sig; }
@@ -206,16 +412,22 @@ static void on_prompt_sigint(int sig) { (void)sig; }
 int tl_cmd_chat(int argc, char **argv) {
   struct sigaction sa;
   chat c;
-  char *line = NULL, err[1024];
-  size_t cap = 0;
-  bool tty = isatty(fileno(stdin));
+  reader rd;
+  char err[1024];
   tl_status st;
   int rc;
   memset(&c, 0, sizeof c);
   rc = tl_run_parse(argc, argv, usage_text, &c.o);
   if (rc >= 0) return rc;
-  if (c.o.prompt || c.o.messages || c.o.receipt || c.o.logprobs || c.o.json)
-    return tl_cli_usage(false, "chat takes no --prompt/--messages/--receipt/--logprobs/--json\n%s", usage_text);
+  if (c.o.prompt || c.o.prompt_file || c.o.messages || c.o.receipt || c.o.logprobs || c.o.json)
+    return tl_cli_usage(false, "chat takes no --prompt/--prompt-file/--messages/--receipt/"
+                        "--logprobs/--json\n%s", usage_text);
+  if (c.o.system != NULL && !line_ok(c.o.system, strlen(c.o.system))) return TL_EXIT_USAGE;
+  /* Replies run until EOS or the context unless -n caps them. */
+  if (!(c.o.given & TL_RUN_GIVEN_MAX_NEW)) c.o.max_new = 0;
+  if (c.o.receipt_dir != NULL && mkdir(c.o.receipt_dir, 0777) != 0 && errno != EEXIST)
+    return tl_cli_fail(false, TL_ERR_IO, "--receipt-dir %s: cannot create: %s",
+                       c.o.receipt_dir, strerror(errno));
   st = tl_session_open(&c.s, c.o.model, err, sizeof err);
   if (st == TL_OK) st = tl_session_plan(&c.s, c.o.context, 0, err, sizeof err);
   if (st == TL_OK) st = tl_session_allocate(&c.s, c.o.mem_budget, err, sizeof err);
@@ -224,34 +436,44 @@ int tl_cmd_chat(int argc, char **argv) {
     return tl_cli_fail(false, st, "%s", err);
   }
   c.messages = json_array();
+  if (c.o.system != NULL) c.system = json_string(c.o.system);
   fprintf(stderr, "tinylm chat: %s (%u tokens of context). /quit to leave.\n", c.o.model, c.s.context);
   /* Ctrl-C at the prompt discards the line being typed (a reply installs
    * its own handler, which stops the reply). */
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_prompt_sigint;
   sigaction(SIGINT, &sa, NULL);
+  reader_open(&rd);
   for (;;) {
-    ssize_t got;
-    if (tty) {
+    const char *text = NULL;
+    size_t len = 0;
+    char *line;
+    int got;
+    if (rd.el == NULL && isatty(fileno(stdin))) {
       fputs("> ", stdout);
       fflush(stdout);
     }
-    errno = 0;
-    got = getline(&line, &cap, stdin);
-    if (got < 0 && errno == EINTR) {
-      clearerr(stdin);
-      fputc('\n', stdout);
+    got = reader_next(&rd, &text, &len);
+    if (got == LINE_EOF) break;
+    if (got == LINE_INTERRUPTED) continue;
+    if (got == LINE_UNDECODABLE) {
+      fprintf(stderr, "error: invalid_utf8: the line is not valid UTF-8; nothing was sent\n");
       continue;
     }
-    if (got < 0) break;
-    while (got > 0 && (line[got - 1] == '\n' || line[got - 1] == '\r')) line[--got] = '\0';
-    if (got == 0) continue;
-    if (strcmp(line, "/quit") == 0) break;
-    if (line[0] == '/') command(&c, line);
-    else turn(&c, line);
+    if (len == 0 || !line_ok(text, len)) continue;
+    if (len == 5 && memcmp(text, "/quit", 5) == 0) break;
+    if (text[0] != '/') {
+      turn(&c, text, len);
+      continue;
+    }
+    line = strndup(text, len); /* commands edit their copy */
+    if (line == NULL) continue;
+    command(&c, line);
+    free(line);
   }
-  free(line);
-  free(c.system);
+  reader_close(&rd);
+  json_decref(c.system);
+  json_decref(c.extra);
   free(c.cached);
   json_decref(c.messages);
   tl_session_close(&c.s);

@@ -27,6 +27,29 @@ static json_t *ownership_json(const tl_tmpl_ownership *o) {
       o->eos_at_end, "eos_count", (json_int_t)o->eos_count);
 }
 
+int tl_render_fail(bool json, tl_status st, const char *path,
+                   const tl_render_error *e) {
+  if (strcmp(e->kind, "json") == 0)
+    return tl_cli_fail_with(json, st,
+                            json_pack("{s:I, s:I}", "line", (json_int_t)e->line,
+                                      "column", (json_int_t)e->column),
+                            "%s:%zu:%zu: %s", path, e->line, e->column, e->message);
+  if (strcmp(e->kind, "input") == 0) {
+    json_t *extra = json_pack("{s:s}", "kind", "input");
+    if (e->bad_message != SIZE_MAX)
+      json_object_set_new(extra, "message_index", json_integer((json_int_t)e->bad_message));
+    return tl_cli_fail_with(json, st, extra, "%s: %s", path, e->message);
+  }
+  /* The template's own raise_exception speaks for itself. */
+  if (st == TL_ERR_TEMPLATE_RAISED)
+    return tl_cli_fail_with(json, st,
+                            json_pack("{s:s, s:s}", "kind", e->kind, "message", e->message),
+                            "%s", e->message);
+  return tl_cli_fail_with(json, st,
+                          json_pack("{s:s, s:s}", "kind", e->kind, "message", e->message),
+                          "%s: %s", e->kind, e->message);
+}
+
 int tl_cmd_render(int argc, char **argv) {
   const char *model = NULL, *conv_path = NULL;
   bool json = false;
@@ -75,29 +98,9 @@ int tl_cmd_render(int argc, char **argv) {
     rc = tl_cli_fail(json, st, "%s", err);
     goto done;
   }
-  st = tl_native_render(&m, conv.data, conv.len, &r, &re);
-  if (st != TL_OK && strcmp(re.kind, "json") == 0) {
-    rc = tl_cli_fail_with(json, st,
-                          json_pack("{s:I, s:I}", "line", (json_int_t)re.line,
-                                    "column", (json_int_t)re.column),
-                          "%s:%zu:%zu: %s", conv_path, re.line, re.column,
-                          re.message);
-    goto done;
-  }
-  if (st != TL_OK && strcmp(re.kind, "input") == 0) {
-    char where[48] = "";
-    if (re.bad_message != SIZE_MAX)
-      snprintf(where, sizeof where, "messages[%zu]: ", re.bad_message);
-    rc = tl_cli_fail_with(json, st, json_pack("{s:s}", "kind", "input"),
-                          "%s: %s%s", conv_path, where, re.message);
-    goto done;
-  }
+  st = tl_native_render(&m, conv.data, conv.len, TL_RENDER_AS_TRANSFORMERS, &r, &re);
   if (st != TL_OK) {
-    bool raised = st == TL_ERR_TEMPLATE_RAISED;
-    rc = tl_cli_fail_with(
-        json, st,
-        json_pack("{s:s, s:s}", "kind", re.kind, "message", re.message),
-        "%s%s%s", raised ? "" : re.kind, raised ? "" : ": ", re.message);
+    rc = tl_render_fail(json, st, conv_path, &re);
     goto done;
   }
   out = r.text;

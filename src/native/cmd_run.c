@@ -77,6 +77,8 @@ int tl_cmd_run(int argc, char **argv) {
   if ((o.prompt != NULL) + (o.prompt_file != NULL) + (o.messages != NULL) != 1)
     return tl_cli_usage(o.json, "exactly one of --prompt, --prompt-file and "
                         "--messages\n%s", usage_text);
+  if (o.system != NULL || o.receipt_dir != NULL)
+    return tl_cli_usage(o.json, "--system and --receipt-dir are chat options\n%s", usage_text);
   st = tl_session_open(&s, o.model, err, sizeof err);
   if (st != TL_OK) return tl_cli_fail(o.json, st, "%s", err);
   /* The prompt first: its length sizes the context. */
@@ -84,8 +86,12 @@ int tl_cmd_run(int argc, char **argv) {
     tl_render_error re;
     st = tl_file_open_view(o.messages, &conv, err, sizeof err);
     if (st == TL_OK) {
-      st = tl_native_render(&s.model, conv.data, conv.len, &rendered, &re);
-      if (st != TL_OK) snprintf(err, sizeof err, "%s: %s", o.messages, re.message);
+      st = tl_native_render(&s.model, conv.data, conv.len, TL_RENDER_FOR_REPLY,
+                            &rendered, &re);
+      if (st != TL_OK) {
+        rc = tl_render_fail(o.json, st, o.messages, &re);
+        goto done;
+      }
     }
     prompt_bytes = rendered.text;
     prompt_len = rendered.len;

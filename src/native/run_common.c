@@ -100,7 +100,15 @@ int tl_run_parse(int argc, char **argv, const char *usage, tl_run_options *o) {
       o->messages = v;
     } else if (strcmp(a, "--receipt") == 0) {
       o->receipt = v;
+    } else if (strcmp(a, "--system") == 0) {
+      o->system = v;
+    } else if (strcmp(a, "--receipt-dir") == 0) {
+      o->receipt_dir = v;
+    } else if (strcmp(a, "--force") == 0) {
+      o->force = true;
+      takes = false;
     } else if (strcmp(a, "-n") == 0) {
+      o->given |= TL_RUN_GIVEN_MAX_NEW;
       /* -1: no cap (until EOS, a stop rule or the context is full). */
       if (strcmp(v, "-1") == 0) o->max_new = 0;
       else if (!missing) rc = tl_cli_flag_u32(o->json, a, v, 1, UINT32_MAX, &o->max_new);

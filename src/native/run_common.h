@@ -22,8 +22,9 @@ typedef struct tl_run_options {
   uint64_t seed, mem_budget; /* mem_budget in bytes; 0: none */
   const char *stops[TL_RUN_MAX_STOPS];
   size_t n_stops;
-  bool json, preflight, progress;
-  uint32_t given; /* TL_RUN_GIVEN_*: sampling flags set on the command line */
+  const char *system, *receipt_dir; /* chat only */
+  bool json, preflight, progress, force;
+  uint32_t given; /* TL_RUN_GIVEN_*: flags set on the command line */
 } tl_run_options;
 
 enum {
@@ -31,7 +32,8 @@ enum {
   TL_RUN_GIVEN_TOP_K = 1u << 1,
   TL_RUN_GIVEN_TOP_P = 1u << 2,
   TL_RUN_GIVEN_MIN_P = 1u << 3,
-  TL_RUN_GIVEN_REPEAT_PENALTY = 1u << 4
+  TL_RUN_GIVEN_REPEAT_PENALTY = 1u << 4,
+  TL_RUN_GIVEN_MAX_NEW = 1u << 5
 };
 
 /* Parses argv into o (defaults first); every number strictly (cli.h) and

@@ -588,6 +588,263 @@ def test_chat_context_overflow():
     check("chat overflow: the session goes on", again is not None and ok)
 
 
+# --- conversations: validation, defaults, chat options (issues 11, 17) -------
+
+STOP_RX = r"\[(eos|stop_string|max_tokens|context_full|cancelled) after (\d+) tokens"
+
+
+def chat_pipe(lines, *args):
+    """`tinylm chat MODEL ARGS` reading lines (bytes) from a pipe:
+    (process, stderr text, number of replies generated)."""
+    p = tinylm("chat", MODEL, *args, stdin=lines)
+    err = p.stderr.decode("utf-8", errors="replace")
+    return p, err, len(re.findall(STOP_RX, err))
+
+
+def load_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def test_chat_invalid_lines():
+    """A line that is not UTF-8, or holds a NUL byte, is refused with the
+    byte offset and changes nothing: no reply, no lost user turn."""
+    save = os.path.join(WORK, "invalid-lines.json")
+    p, err, replies = chat_pipe(b"Hello\n" + b"a\xffb\n" + b"x\x00y\n" +
+                                b"/save " + save.encode() + b"\n", "-n", "3")
+    conv = load_json(save)
+    check("chat: an invalid UTF-8 line is refused with its byte offset",
+          "error: invalid_utf8: the line is not valid UTF-8 at byte offset 1" in err, err[-600:])
+    check("chat: a line with a NUL byte is refused with its offset",
+          "error: invalid_argument: the line has a NUL byte at offset 1" in err, err[-600:])
+    check("chat: refused lines get no reply and the history stays user, assistant",
+          p.returncode == 0 and replies == 1 and conv is not None and
+          roles(conv) == ["user", "assistant"] and conv["messages"][0]["content"] == "Hello",
+          f"{replies} replies, {conv}")
+    # As the very first message (it used to render an empty conversation).
+    save = os.path.join(WORK, "invalid-first.json")
+    p, err, replies = chat_pipe(b"\xc3\n/save " + save.encode() + b"\nHi\n/save " +
+                                save.encode() + b".2\n", "-n", "2")
+    first, after = load_json(save), load_json(save + ".2")
+    check("chat: an invalid first line is refused, nothing rendered",
+          "byte offset 0" in err and "attribute" not in err and replies == 1 and
+          first is not None and first["messages"] == [], err[-600:])
+    check("chat: the session goes on after a refused line",
+          after is not None and roles(after) == ["user", "assistant"], str(after))
+
+
+def test_chat_invalid_line_terminal():
+    """The same refusal on a terminal, where libedit reads the line."""
+    chat = Chat(MODEL, "-n", "2")
+    chat.send("Hello")
+    first = chat.expect(STOP_RX, 60)
+    os.write(chat.fd, b"a\xffb\n")
+    refused = chat.expect(r"error: invalid_utf8: [^\n]*nothing was sent", 30)
+    conv = chat.save(os.path.join(WORK, "invalid-tty.json"))
+    ok = chat.quit()
+    check("chat (terminal): an invalid UTF-8 line is refused",
+          first is not None and refused is not None, chat.buf[-800:])
+    check("chat (terminal): the refused line changes nothing",
+          conv is not None and roles(conv) == ["user", "assistant"] and ok, str(conv))
+
+
+def test_chat_line_editing():
+    """libedit on a terminal: the up arrow recalls the previous line; Ctrl-C
+    while typing discards what was typed."""
+    chat = Chat(MODEL, "-n", "2")
+    t1 = chat.turn("Hello there")
+    os.write(chat.fd, b"\x1b[A\n")  # up arrow, Enter
+    recalled = chat.expect(STOP_RX, 60)
+    os.write(chat.fd, b"half a line")
+    time.sleep(0.3)
+    os.write(chat.fd, b"\x03")
+    time.sleep(0.3)
+    t3 = chat.turn("fresh")
+    conv = chat.save(os.path.join(WORK, "editing.json"))
+    ok = chat.quit()
+    users = [m["content"] for m in conv["messages"] if m["role"] == "user"] if conv else None
+    check("chat (terminal): the up arrow recalls the last line",
+          t1 is not None and recalled is not None and users is not None and
+          users[:2] == ["Hello there", "Hello there"], f"{users}\n{chat.buf[-800:]}")
+    check("chat (terminal): Ctrl-C discards the line being typed",
+          t3 is not None and users is not None and users[2:] == ["fresh"] and ok, str(users))
+
+
+def write_raw(name, text):
+    path = os.path.join(WORK, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+BAD_CONVERSATIONS = [
+    # (file name, content, what the error says)
+    ("syntax.json", '{"messages": [1, 2,]}', "syntax.json:1:20: "),
+    ("no-messages.json", '{"messages": []}', "no messages"),
+    ("no-content.json", '{"messages": [{"role": "user"}]}', "message 0 has no content"),
+    ("wizard.json", '{"messages": [{"role": "user", "content": "a"}, '
+     '{"role": "wizard", "content": "b"}]}', "message 1: unknown role 'wizard'"),
+    ("not-object.json", '{"messages": [{"role": "user", "content": "a"}, 1]}',
+     "message 1 is not an object"),
+    ("system-number.json", '{"messages": [{"role": "system", "content": 5}, '
+     '{"role": "user", "content": "a"}]}', "message 0: the content must be a string"),
+    ("bad-call.json", '{"messages": [{"role": "user", "content": "a"}, {"role": "assistant", '
+     '"content": "", "tool_calls": [{"function": {"name": "f"}}]}]}',
+     "message 1: tool call 0 needs"),
+]
+
+
+def test_run_messages_errors():
+    """run --messages names the problem in the user's terms, never with a
+    template engine's message, and JSON syntax errors with line:column."""
+    for name, text, says in BAD_CONVERSATIONS:
+        path = write_raw(name, text)
+        p = tinylm("run", MODEL, "--messages", path, "-n", "2")
+        err = p.stderr.decode(errors="replace")
+        check(f"run --messages {name}: refused saying {says!r}",
+              p.returncode == 1 and f"error: invalid_argument: {path}" in err and says in err,
+              err.strip())
+        rc, doc, p = run_json("--messages", path, "-n", "2")
+        check(f"run --messages {name} --json: a typed error",
+              rc == 1 and error_of(p) == "invalid_argument", p.stdout[-300:])
+    rc, doc, p = run_json("--messages", os.path.join(WORK, "syntax.json"))
+    err = json.loads(p.stdout) if p.stdout.strip() else {}
+    check("run --messages --json: line and column of a syntax error",
+          err.get("line") == 1 and err.get("column") == 20, str(err))
+
+
+def test_run_messages_generation_prompt():
+    """run --messages adds the generation prompt unless the file says
+    otherwise; render keeps transformers' default (false)."""
+    msgs = [{"role": "user", "content": "Hi"}]
+    absent = write_raw("gen-absent.json", json.dumps({"messages": msgs}))
+    false = write_raw("gen-false.json", json.dumps({"messages": msgs,
+                                                   "add_generation_prompt": False}))
+    true = write_raw("gen-true.json", json.dumps({"messages": msgs,
+                                                 "add_generation_prompt": True}))
+
+    def prompt_ids(path):
+        r = os.path.join(WORK, os.path.basename(path) + ".cbor")
+        rc, _, _ = run_json("--messages", path, "-n", "1", "--receipt", r)
+        rc2, doc, _ = receipt_show(r)
+        if rc != 0 or rc2 != 0 or not doc:
+            return None
+        return nodes_by_type(doc)["prompt"]["metadata"]["ids"]
+
+    def render_ids(path):
+        p = tinylm("render", MODEL, "--messages", path, "--json")
+        return json.loads(p.stdout)["ids"] if p.returncode == 0 else None
+
+    run_absent, run_false = prompt_ids(absent), prompt_ids(false)
+    r_absent, r_false, r_true = render_ids(absent), render_ids(false), render_ids(true)
+    check("run --messages: the generation prompt by default",
+          run_absent is not None and run_absent == r_true, f"{run_absent} vs {r_true}")
+    check("run --messages: the file's add_generation_prompt false wins",
+          run_false is not None and run_false == r_false, f"{run_false} vs {r_false}")
+    check("render: add_generation_prompt defaults to false (transformers)",
+          r_absent is not None and r_absent == r_false and r_absent != r_true)
+
+
+def test_chat_load():
+    """/load: refused with the reason (cannot open, a directory, line:column,
+    the bad message) and the conversation unchanged; a good file loads
+    whole (its system message, U+0000 in content, other members kept)."""
+    before = os.path.join(WORK, "load-before.json")
+    lines = [b"Hello", b"/save " + before.encode(),
+             b"/load " + os.path.join(WORK, "no-such-file.json").encode(),
+             b"/load " + WORK.encode()]
+    for name, _, _ in BAD_CONVERSATIONS:
+        lines.append(b"/load " + os.path.join(WORK, name).encode())
+    after = os.path.join(WORK, "load-after.json")
+    lines += [b"/save " + after.encode(), b"And then?"]
+    p, err, replies = chat_pipe(b"\n".join(lines) + b"\n", "-n", "2")
+    check("chat /load: a missing file says cannot open",
+          "no-such-file.json: cannot open" in err, err[-1500:])
+    check("chat /load: a directory says so", f"{WORK}: is a directory" in err, err[-1500:])
+    for name, _, says in BAD_CONVERSATIONS:
+        check(f"chat /load {name}: refused saying {says!r}", says in err)
+    a, b = load_json(before), load_json(after)
+    check("chat /load: refused files leave the conversation as it was",
+          a is not None and a == b, f"{a} vs {b}")
+    check("chat /load: turns after refused loads still work", replies == 2, err[-800:])
+
+    good = write_raw("load-good.json", json.dumps({
+        "messages": [{"role": "system", "content": "be\u0000nice"},
+                     {"role": "user", "content": "q"},
+                     {"role": "assistant", "content": "a"}],
+        "tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}],
+        "enable_thinking": True}))
+    saved = os.path.join(WORK, "load-good-saved.json")
+    p, err, _ = chat_pipe(f"/load {good}\n/think\n/save {saved}\n".encode())
+    doc = load_json(saved)
+    check("chat /load: the system message, U+0000 and tools survive /save",
+          "[loaded 3 messages" in err and doc is not None and
+          doc["messages"] == load_json(good)["messages"] and
+          doc.get("tools") == load_json(good)["tools"], f"{err[-500:]}\n{doc}")
+    check("chat /load: enable_thinking is taken from the file; /think shows it",
+          "[enable_thinking on]" in err and doc is not None and doc["enable_thinking"] is True,
+          err[-500:])
+
+
+def test_chat_options():
+    """Replies run to EOS or the context unless -n caps them; --system;
+    /think without an argument; --receipt-dir with a receipt per reply."""
+    _, err, _ = chat_pipe(b"Hi\n", "--ctx", "40")
+    m = re.search(STOP_RX, err)
+    check("chat: without -n a reply runs until EOS or the context is full",
+          m is not None and m.group(1) in ("eos", "context_full") and int(m.group(2)) > 0,
+          err[-500:])
+    _, err2, _ = chat_pipe(b"Hi\n", "--ctx", "40", "-n", "-1")
+    m2 = re.search(STOP_RX, err2)
+    check("chat: -n -1 is the same as no -n",
+          m is not None and m2 is not None and m.groups() == m2.groups(), err2[-500:])
+    _, err3, _ = chat_pipe(b"Hi\n", "--ctx", "40", "-n", "3")
+    m3 = re.search(STOP_RX, err3)
+    check("chat: -n caps a reply", m3 is not None and m3.groups() == ("max_tokens", "3"),
+          err3[-500:])
+
+    saved = os.path.join(WORK, "system-flag.json")
+    p, err, replies = chat_pipe(f"Hi\n/think\n/think on\n/think\n/save {saved}\n".encode(),
+                                "-n", "2", "--system", "You are terse.")
+    doc = load_json(saved)
+    check("chat --system: the conversation starts with it",
+          p.returncode == 0 and doc is not None and
+          doc["messages"][0] == {"role": "system", "content": "You are terse."} and
+          roles(doc)[1:] == ["user", "assistant"], err[-500:])
+    check("chat /think without an argument shows the setting",
+          re.search(r"\[enable_thinking off\]\n\[enable_thinking on\]\n\[enable_thinking on\]",
+                    err) is not None, err[-500:])
+
+    rdir = os.path.join(WORK, "turn-receipts")
+    shutil.rmtree(rdir, ignore_errors=True)
+    p, err, replies = chat_pipe(b"Hi\nAnd then?\n", "-n", "2", "--receipt-dir", rdir)
+    files = sorted(os.listdir(rdir)) if os.path.isdir(rdir) else []
+    roots = []
+    for f in files:
+        rc, doc, _ = receipt_show(os.path.join(rdir, f))
+        roots.append(doc["root"] if rc == 0 and doc and doc.get("verified") else None)
+    check("chat --receipt-dir: one verified receipt per reply, turn-0001.cbor, ...",
+          replies == 2 and files == ["turn-0001.cbor", "turn-0002.cbor"] and
+          None not in roots and roots[0] != roots[1], f"{files} {roots} {err[-400:]}")
+    for f in files:
+        check(f"chat --receipt-dir: {f}'s id is the one chat printed",
+              roots[files.index(f)] is not None and roots[files.index(f)] in err)
+    before = open(os.path.join(rdir, "turn-0001.cbor"), "rb").read() if files else b""
+    p, err, replies = chat_pipe(b"Other\n", "-n", "2", "--receipt-dir", rdir)
+    check("chat --receipt-dir: an existing receipt is not overwritten (no reply)",
+          replies == 0 and "turn-0001.cbor" in err and
+          open(os.path.join(rdir, "turn-0001.cbor"), "rb").read() == before, err[-400:])
+    p, err, replies = chat_pipe(b"Other\n", "-n", "2", "--receipt-dir", rdir, "--force")
+    check("chat --receipt-dir --force: replaced",
+          replies == 1 and open(os.path.join(rdir, "turn-0001.cbor"), "rb").read() != before,
+          err[-400:])
+    p = tinylm("run", MODEL, "--prompt", "x", "--system", "s")
+    check("run refuses chat's --system", p.returncode == 2)
+
+
 def main():
     global TINYLM, WORK
     if len(sys.argv) != 3:
@@ -600,7 +857,10 @@ def main():
     for test in [test_run_determinism, test_receipts, test_stop_string,
                  test_logprobs_and_limits, test_chat_greedy, test_chat_think_prompt,
                  test_chat_sampled_reproducible, test_chat_ctrl_c,
-                 test_chat_context_overflow]:
+                 test_chat_context_overflow, test_chat_invalid_lines,
+                 test_chat_invalid_line_terminal, test_chat_line_editing,
+                 test_run_messages_errors, test_run_messages_generation_prompt,
+                 test_chat_load, test_chat_options]:
         try:
             test()
         except Exception as e:  # a crash in one test is one failure
