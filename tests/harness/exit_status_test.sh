@@ -2,8 +2,9 @@
 # The conformance harnesses count tinylm's exit status as a result (issue 16,
 # item 1): each harness that runs the CLI is run twice on a few cases, once
 # with a wrapper that runs tinylm and keeps its exit status (it must pass),
-# once with a wrapper that runs tinylm and then exits 23 as LeakSanitizer
-# does after a leak (it must fail, with the same correct output).
+# once with a wrapper that runs tinylm and then exits 23, as a sanitizer
+# does when it reports a leak at exit (it must fail, with the same correct
+# output).
 #   tests/harness/exit_status_test.sh TINYLM TOK.slm
 set -uo pipefail
 cd "$(dirname "$0")/../.."

@@ -16,7 +16,7 @@
 // section 7), and for raise_exception a "message" equal to the template's.
 // Declared deviations (tinylm refuses on purpose, docs/template.md Input)
 // must fail with exactly their declared error and are counted on their own.
-// A case whose tinylm run exits otherwise (a crash, LeakSanitizer's 23)
+// A case whose tinylm run exits otherwise (a crash, a leak report)
 // fails. Conversations with a template_prefix run against an artifact that
 // `TINYLM convert --tokenizer-only` makes here from the pinned tokenizer
 // files with that prefix before the template. Prints each mismatch with the

@@ -75,7 +75,7 @@ for (const c of cases) {
 }
 const dec = await runTinylmJsonl(tinylm, 'decode', slm, decReq);
 // A run that exits non-zero or by a signal failed, even when every answer
-// line was right (LeakSanitizer exits 23 after the output); so did one that
+// line was right (a leak report at exit changes the status); so did one that
 // printed more lines than it was asked for. Each such run is one failure.
 let runFailures = 0;
 for (const [what, r] of [['encode', enc], ['decode', dec]]) {

@@ -449,7 +449,7 @@ for (const c of encPending.splice(0)) { c.got = { error: 'missing_line' }; if (!
 failures.sort((a, b) => a.i - b.i);
 const t2 = Date.now();
 // A run that exits non-zero or by a signal failed even when every answer was
-// right (LeakSanitizer exits 23 after the output), and so did one that
+// right (a leak report at exit changes the status), and so did one that
 // answered more lines than it was asked: one failure each.
 let runFailures = 0;
 for (const [what, r] of [['encode', runs[0]], ['decode', runs[1]]]) {
