@@ -45,7 +45,7 @@ INCLUDES := -Iinclude -Isrc/core -Itests/harness -Itests/support
 # core file that includes one fails there.
 CFLAGS := -std=c11 $(CFG_FLAGS) $(WARN) $(NUMERICS) $(INCLUDES) -Isrc/native -Isrc/tools -MMD -MP
 LDFLAGS := $(filter -fsanitize=%,$(CFG_FLAGS))
-LDLIBS := -ljansson -ledit -lm
+LDLIBS := -ljansson -ledit -lcurl -lm
 
 # --- sources -----------------------------------------------------------------
 # Kernels with ISA-specific twins are named *_<isa>.c and compiled with only
@@ -103,7 +103,8 @@ $(BUILD)/obj/%.o: %.c
 # The converter's receipt names the build (never the artifact: same inputs,
 # same bytes from any build of one version).
 BUILD_ID := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
-$(BUILD)/obj/src/native/cmd_convert.o $(BUILD)/obj/src/native/run_common.o: \
+$(BUILD)/obj/src/native/cmd_convert.o $(BUILD)/obj/src/native/run_common.o \
+  $(BUILD)/obj/src/native/cmd_pull.o: \
   CFLAGS += -DTL_BUILD_ID='"$(BUILD_ID)"'
 
 $(BUILD)/obj/%_sse41.o: %_sse41.c

@@ -114,6 +114,7 @@ run_stage convert-bad /usr/bin/python3 tests/convert/bad_checkpoints.py build/as
 run_stage slm-goldens-current tools/slm_goldens.sh --check
 run_stage convert /usr/bin/python3 tests/convert/convert_test.py build/asan/tinylm \
   build/test-work/convert
+run_stage pull /usr/bin/python3 tests/pull/pull_test.py build/asan/tinylm build/test-work/pull
 run_stage oracle-qwen3 /usr/bin/python3 tools/oracle/qwen3_ref_test.py --tinylm build/gcc/tinylm
 run_stage forward-goldens-current /usr/bin/python3 tools/forward_goldens.py --check build/gcc/tinylm
 run_stage forward /usr/bin/python3 tests/model/forward_test.py build/asan/tinylm \

@@ -91,5 +91,7 @@ int tl_cmd_run(int argc, char **argv);
 int tl_cmd_receipt(int argc, char **argv);
 int tl_cmd_chat(int argc, char **argv);
 int tl_cmd_synth(int argc, char **argv);
+int tl_cmd_pull(int argc, char **argv);
+int tl_cmd_drift(int argc, char **argv);
 
 #endif

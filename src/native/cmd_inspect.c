@@ -110,6 +110,14 @@ static void print_human(const json_t *o) {
     printf("\neffective config:\n%s\n", text ? text : "?");
     free(text);
   }
+  v = json_object_get(o, "acquisition");
+  if (json_is_object(v))
+    printf("\nsource: %s@%s (revision %s, %s)\nacquisition receipt %s\n",
+           json_string_value(json_object_get(v, "repo_id")),
+           json_string_value(json_object_get(v, "resolved_commit")),
+           json_string_value(json_object_get(v, "requested_revision")),
+           json_string_value(json_object_get(v, "endpoint")),
+           json_string_value(json_object_get(v, "receipt_id")));
   printf("\nledger entries: %lld\n",
          (long long)json_integer_value(json_object_get(o, "ledger_entries")));
 }
@@ -118,7 +126,7 @@ static void print_human(const json_t *o) {
  * the ledger length. */
 static tl_status read_metadata(const tl_slm *slm, json_t *o) {
   const tl_slm_section *sec;
-  json_t *meta, *cfg, *ledger, *kind;
+  json_t *meta, *cfg, *ledger, *kind, *acq;
   char why[128];
   if (tl_slm_find(slm, TL_SLM_METADATA, &sec) != TL_OK)
     return TL_ERR_INVALID_MODEL;
@@ -134,6 +142,9 @@ static tl_status read_metadata(const tl_slm *slm, json_t *o) {
   json_object_set(o, "config", cfg != NULL ? cfg : json_null());
   json_object_set_new(o, "ledger_entries",
                       json_integer((json_int_t)json_array_size(ledger)));
+  /* Where the source files came from (tinylm pull), when known. */
+  acq = json_object_get(meta, "acquisition");
+  json_object_set(o, "acquisition", acq != NULL ? acq : json_null());
   json_decref(meta);
   return TL_OK;
 }

@@ -10,7 +10,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "acquire.h"
 #include "bytes.h"
+#include "cli.h"
 #include "cbor/cbor.h"
 #include "cbor_doc.h"
 #include "conflict.h"
@@ -216,6 +218,7 @@ typedef struct plan {
   const char *quant; /* "source", "f32", ... */
   uint32_t turn_end; /* the chat template's turn terminator (model) */
   json_t *gen_defaults; /* generation_config.json's sampling fields, or NULL */
+  tl_acq_receipt acq;   /* the directory's acquisition receipt, when it has one */
 } plan;
 
 static const char *qtype_name(tl_qtype t) {
@@ -642,6 +645,51 @@ static void put_gen_defaults(tl_cbor_writer *w, const json_t *d) {
   tl_cbor_end_map(w);
 }
 
+/* Where the source files came from (an acquisition receipt's source). */
+static void put_acquisition(tl_cbor_writer *w, const tl_acq_receipt *a) {
+  static const char *const keys[] = {"endpoint", "repo_id", "requested_revision",
+                                     "resolved_commit"};
+  tl_cbor_put_cstr(w, "acquisition");
+  tl_cbor_begin_map(w, 5);
+  tl_cbor_put_cstr(w, "receipt_id");
+  tl_cbor_put_bytes(w, a->id, 32);
+  for (size_t i = 0; i < 4; i++) {
+    tl_cbor_put_cstr(w, keys[i]);
+    tl_cbor_put_json(w, json_object_get(a->source, keys[i]));
+  }
+  tl_cbor_end_map(w);
+}
+
+/* A directory tinylm pull wrote carries its receipt: every input must be
+ * one of its files, byte for byte (sizes and SHA-256 as hashed here). */
+static tl_status bind_acquisition(plan *p, char *err, size_t cap) {
+  char path[4096], sha[65];
+  struct stat sb;
+  tl_status st;
+  snprintf(path, sizeof path, "%s/" TL_ACQ_RECEIPT_NAME, p->opt->hf_dir);
+  if (stat(path, &sb) != 0) return TL_OK;
+  st = tl_acq_receipt_read(path, &p->acq, err, cap);
+  for (size_t i = 0; i < p->in.n && st == TL_OK; i++) {
+    const input_file *f = &p->in.files[i];
+    const json_t *want = tl_acq_receipt_file(&p->acq, f->name);
+    const char *want_sha = json_string_value(json_object_get(want, "sha256"));
+    tl_cli_hex(f->sha256, 32, sha);
+    if (want == NULL)
+      st = failf(err, cap, TL_ERR_HASH_MISMATCH,
+                 "%s is not among the files of the acquisition receipt %s",
+                 f->name, path);
+    else if (json_integer_value(json_object_get(want, "size")) != (json_int_t)f->size ||
+             want_sha == NULL || strcmp(want_sha, sha) != 0)
+      st = failf(err, cap, TL_ERR_HASH_MISMATCH,
+                 "%s has changed since it was acquired: SHA-256 %s (%llu bytes), "
+                 "the acquisition receipt says %s (%lld bytes)",
+                 f->name, sha, (unsigned long long)f->size,
+                 want_sha ? want_sha : "?",
+                 (long long)json_integer_value(json_object_get(want, "size")));
+  }
+  return st;
+}
+
 static const char quant_rule[] =
     "1-D tensors (RMSNorm weights): f32; 2-D tensors: the requested type "
     "(source: each tensor's own dtype)";
@@ -650,7 +698,8 @@ static void emit_metadata(tl_cbor_writer *w, const void *arg) {
   const plan *p = arg;
   uint8_t config_sha[32];
   tl_sha256(p->cfg.cbor, p->cfg.cbor_len, config_sha);
-  tl_cbor_begin_map(w, 11);
+  tl_cbor_begin_map(w, p->acq.doc != NULL ? 12 : 11);
+  if (p->acq.doc != NULL) put_acquisition(w, &p->acq);
   tl_cbor_put_cstr(w, "format");
   tl_cbor_put_cstr(w, "tinylm.slm");
   tl_cbor_put_cstr(w, "artifact_kind");
@@ -1037,6 +1086,7 @@ static tl_status prepare_model(plan *p, tl_convert_report *r, char *err,
   }
   st = bind(p, r, err, cap);
   if (st == TL_OK) st = tie(p, r, err, cap);
+  if (st != TL_OK || o->check_only) return st;
   for (size_t i = 0; i < p->n_tensors && st == TL_OK; i++)
     if (!p->tensors[i].alias) st = scan(p, &p->tensors[i], err, cap);
   /* An alias's digest is its twin's. */
@@ -1059,7 +1109,8 @@ tl_status tl_convert(const tl_convert_options *opt, tl_convert_report *r,
   tl_qtype t;
   char tok_path[4096], tokcfg_path[4096];
   tl_status st;
-  if (opt == NULL || r == NULL || opt->hf_dir == NULL || opt->out_path == NULL)
+  if (opt == NULL || r == NULL || opt->hf_dir == NULL ||
+      (opt->out_path == NULL && !opt->check_only))
     return TL_ERR_INVALID_ARGUMENT;
   memset(r, 0, sizeof *r);
   memset(&p, 0, sizeof p);
@@ -1080,11 +1131,13 @@ tl_status tl_convert(const tl_convert_options *opt, tl_convert_report *r,
   if (st == TL_OK) st = tl_tok_compile(tok_path, tokcfg_path, &p.tok, err, cap);
   if (st == TL_OK) st = tl_tmpl_section_build(tokcfg_path, &p.tmpl, err, cap);
   if (st == TL_OK && !opt->tokenizer_only) st = prepare_model(&p, r, err, cap);
-  if (st == TL_OK) {
+  if (st == TL_OK && !opt->tokenizer_only && !opt->check_only)
+    st = bind_acquisition(&p, err, cap);
+  if (st == TL_OK && !opt->check_only) {
     qsort(p.in.files, p.in.n, sizeof *p.in.files, input_cmp);
     st = write_artifact(&p, r, err, cap);
   }
-  if (st == TL_OK) {
+  if (st == TL_OK && !opt->check_only) {
     st = write_receipt(&p, r, err, cap);
     if (st != TL_OK) remove(opt->out_path); /* no artifact without receipt */
   }
@@ -1103,6 +1156,7 @@ tl_status tl_convert(const tl_convert_options *opt, tl_convert_report *r,
   json_decref(p.gen_defaults);
   tl_tok_compiled_free(&p.tok);
   tl_tmpl_section_built_free(&p.tmpl);
+  tl_acq_receipt_free(&p.acq);
   return st;
 }
 

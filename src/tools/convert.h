@@ -25,6 +25,11 @@ typedef struct tl_convert_options {
   const char *profile;      /* NULL or a family profile with declared resolutions */
   const char *build_id;     /* goes into the receipt only */
   bool tokenizer_only;
+  /* Only the checks that need no tensor data (config, tokenizer, template,
+   * EOS sets, shapes from the safetensors headers, shards vs index): no
+   * output, out_path may be NULL. tinylm pull runs these before it
+   * declares a download complete. */
+  bool check_only;
 } tl_convert_options;
 
 typedef struct tl_convert_report {
@@ -47,7 +52,9 @@ typedef struct tl_convert_report {
  * (a conflict stop; report->conflict holds the record),
  * TL_ERR_NUMERICAL_FAILURE (a NaN/Inf weight or a cast that overflows),
  * TL_ERR_INVALID_ARGUMENT (options). No output file exists after a
- * failure. */
+ * failure. When hf_dir holds an acquisition receipt (tinylm pull), every
+ * input must match it (TL_ERR_HASH_MISMATCH otherwise) and the artifact's
+ * metadata names it (docs/acquisition.md §Binding). */
 tl_status tl_convert(const tl_convert_options *opt, tl_convert_report *report,
                      char *err, size_t err_cap);
 void tl_convert_report_free(tl_convert_report *report);

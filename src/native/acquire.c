@@ -1,0 +1,1277 @@
+/* tinylm pull and drift: see acquire.h and docs/acquisition.md. */
+#define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE /* DT_* */
+#include "acquire.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cbor_doc.h"
+#include "cli.h"
+#include "conflict.h"
+#include "convert.h"
+#include "file.h"
+#include "hash/sha256.h"
+#include "hub_http.h"
+#include "receipt/node.h"
+#include "sha1.h"
+
+#define MAX_PATH 256
+#define MAX_TREE_PAGES 10000
+#define PROGRESS_BYTES ((uint64_t)8 << 20)
+#define LFS_POINTER_PREFIX "version https://git-lfs.github.com/spec/"
+
+static tl_status failf(char *err, size_t cap, tl_status st, const char *fmt,
+                       ...) __attribute__((format(printf, 4, 5)));
+static tl_status failf(char *err, size_t cap, tl_status st, const char *fmt,
+                       ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, cap, fmt, ap);
+  va_end(ap);
+  return st;
+}
+
+void tl_acq_default_limits(tl_acq_limits *l) {
+  l->max_files = 64;
+  l->max_file_bytes = (uint64_t)64 << 30;
+  l->max_total_bytes = (uint64_t)256 << 30;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Names                                                                    */
+
+static bool name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+         (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
+}
+
+/* A Hub name component: [A-Za-z0-9._-]{1,96}, not "." or "..", no "--"
+ * or ".." inside (the Hub refuses them too). */
+static bool valid_component(const char *s, size_t n) {
+  if (n == 0 || n > 96) return false;
+  for (size_t i = 0; i < n; i++) {
+    if (!name_char(s[i])) return false;
+    if (i > 0 && s[i] == '.' && s[i - 1] == '.') return false;
+  }
+  return !(s[0] == '.' || s[0] == '-' || s[n - 1] == '.');
+}
+
+bool tl_acq_valid_repo_id(const char *s) {
+  const char *slash = strchr(s, '/');
+  if (slash == NULL) return valid_component(s, strlen(s));
+  return valid_component(s, (size_t)(slash - s)) &&
+         valid_component(slash + 1, strlen(slash + 1));
+}
+
+/* Branches, tags and commits: printable, no "..", no leading or trailing
+ * '/', no "//", no '%' (nothing pre-encoded), at most 255 bytes. A '/' is
+ * kept (refs/pr/1) and sent encoded as %2F. */
+bool tl_acq_valid_revision(const char *s) {
+  size_t n = strlen(s);
+  if (n == 0 || n > 255 || s[0] == '/' || s[n - 1] == '/' || strstr(s, "..") ||
+      strstr(s, "//"))
+    return false;
+  for (size_t i = 0; i < n; i++)
+    if (!name_char(s[i]) && s[i] != '/') return false;
+  return true;
+}
+
+const char *tl_acq_path_problem(const char *path) {
+  size_t n = strlen(path), depth = 1;
+  if (n == 0) return "an empty path";
+  if (n >= MAX_PATH) return "a path longer than 255 bytes";
+  if (path[0] == '/') return "an absolute path";
+  if (strchr(path, '%') != NULL) return "a percent-encoded path";
+  for (size_t i = 0; i < n; i++) {
+    if (path[i] == '/') {
+      depth++;
+    } else if (!name_char(path[i])) {
+      return "a path with characters outside [A-Za-z0-9._-/]";
+    }
+  }
+  for (const char *p = path; *p;) {
+    size_t k = strcspn(p, "/");
+    if (k == 0 || (k == 1 && p[0] == '.') || (k == 2 && p[0] == '.' && p[1] == '.'))
+      return "a path with an empty, '.' or '..' component";
+    p += k;
+    if (*p == '/') p++;
+  }
+  if (depth > TL_ACQ_MAX_DEPTH) return "nesting too deep (the Qwen3 layout is flat)";
+  return NULL;
+}
+
+static bool has_suffix(const char *s, const char *suffix) {
+  size_t n = strlen(s), k = strlen(suffix);
+  return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* model-00001-of-00002.safetensors */
+static bool is_shard(const char *s) {
+  static const char pat[] = "model-DDDDD-of-DDDDD.safetensors";
+  if (strlen(s) != sizeof pat - 1) return false;
+  for (size_t i = 0; pat[i]; i++)
+    if (pat[i] == 'D' ? !(s[i] >= '0' && s[i] <= '9') : s[i] != pat[i])
+      return false;
+  return true;
+}
+
+const char *tl_acq_allowlist_problem(const char *path) {
+  /* What a Qwen3 checkpoint is made of, and the declared harmless extras
+   * (Git metadata, the slow tokenizer's files, the model card). */
+  static const char *const names[] = {
+      "config.json", "generation_config.json", "tokenizer.json",
+      "tokenizer_config.json", "model.safetensors",
+      "model.safetensors.index.json", "LICENSE", "LICENSE.txt", "LICENSE.md",
+      "README.md", ".gitattributes", "vocab.json", "merges.txt",
+      "special_tokens_map.json", "added_tokens.json", "NOTICE",
+      "USE_POLICY.md"};
+  static const char *const code[] = {".py", ".pyc", ".so", ".dll", ".dylib",
+                                     ".exe", ".sh", ".js", ".wasm"};
+  static const char *const pickles[] = {".bin", ".pkl", ".pickle", ".pt",
+                                        ".pth", ".ckpt", ".h5", ".msgpack",
+                                        ".joblib", ".npy", ".npz", ".onnx",
+                                        ".gguf"};
+  static const char *const archives[] = {".zip", ".tar", ".gz", ".tgz", ".bz2",
+                                         ".xz", ".7z", ".zst", ".rar"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (strcmp(path, names[i]) == 0) return NULL;
+  if (is_shard(path)) return NULL;
+  for (size_t i = 0; i < sizeof code / sizeof code[0]; i++)
+    if (has_suffix(path, code[i])) return "executable code";
+  for (size_t i = 0; i < sizeof pickles / sizeof pickles[0]; i++)
+    if (has_suffix(path, pickles[i]))
+      return "a checkpoint format other than safetensors (pickles can run code)";
+  for (size_t i = 0; i < sizeof archives / sizeof archives[0]; i++)
+    if (has_suffix(path, archives[i])) return "an archive";
+  return "not in the Qwen3 allowlist";
+}
+
+static bool is_hex(const char *s, size_t n) {
+  if (strlen(s) != n) return false;
+  for (size_t i = 0; i < n; i++)
+    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return false;
+  return true;
+}
+
+/* 64 lower-case hex digits into 32 bytes. */
+static bool hex32(const char *s, uint8_t out[32]) {
+  if (s == NULL || !is_hex(s, 64)) return false;
+  for (size_t i = 0; i < 32; i++) {
+    unsigned hi = (unsigned)(s[2 * i] <= '9' ? s[2 * i] - '0' : s[2 * i] - 'a' + 10);
+    unsigned lo = (unsigned)(s[2 * i + 1] <= '9' ? s[2 * i + 1] - '0' : s[2 * i + 1] - 'a' + 10);
+    out[i] = (uint8_t)(hi << 4 | lo);
+  }
+  return true;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The tree                                                                 */
+
+typedef struct entry {
+  char path[MAX_PATH];
+  uint64_t size;
+  bool lfs;
+  char oid[41];     /* Git blob id (for LFS files: of the pointer) */
+  char lfs_oid[65]; /* SHA-256 of the content */
+  uint8_t sha256[32];
+} entry;
+
+typedef struct tree {
+  entry *e;
+  size_t n, cap;
+  uint64_t total;
+  size_t n_entries; /* files and directories */
+} tree;
+
+static tl_status tree_add(tree *t, const json_t *item, const tl_acq_limits *l,
+                          char *err, size_t cap) {
+  const char *type = json_string_value(json_object_get(item, "type"));
+  const char *path = json_string_value(json_object_get(item, "path"));
+  const char *why, *oid, *lfs_oid;
+  const json_t *size = json_object_get(item, "size"), *lfs;
+  entry *e;
+  if (path == NULL || type == NULL)
+    return failf(err, cap, TL_ERR_INVALID_MODEL,
+                 "a tree entry without a path or a type");
+  if ((why = tl_acq_path_problem(path)) != NULL)
+    return failf(err, cap, TL_ERR_INVALID_MODEL, "tree entry '%.255s': %s", path,
+                 why);
+  if (++t->n_entries > l->max_files)
+    return failf(err, cap, TL_ERR_BOUNDS,
+                 "the tree has more than %llu entries (--max-files)",
+                 (unsigned long long)l->max_files);
+  if (strcmp(type, "directory") == 0) return TL_OK;
+  if (strcmp(type, "file") != 0)
+    return failf(err, cap, TL_ERR_INVALID_MODEL,
+                 "tree entry '%s' is a %.32s: symlinks, submodules and other "
+                 "non-files are refused",
+                 path, type);
+  if ((why = tl_acq_allowlist_problem(path)) != NULL)
+    return failf(err, cap, TL_ERR_INVALID_MODEL,
+                 "'%s' is refused: %s (nothing was downloaded)", path, why);
+  for (size_t i = 0; i < t->n; i++)
+    if (strcmp(t->e[i].path, path) == 0)
+      return failf(err, cap, TL_ERR_INVALID_MODEL, "'%s' is listed twice", path);
+  oid = json_string_value(json_object_get(item, "oid"));
+  if (!json_is_integer(size) || json_integer_value(size) < 0 || oid == NULL ||
+      !is_hex(oid, 40))
+    return failf(err, cap, TL_ERR_INVALID_MODEL,
+                 "tree entry '%s' lacks a size or a 40-hex oid", path);
+  if ((uint64_t)json_integer_value(size) > l->max_file_bytes)
+    return failf(err, cap, TL_ERR_BOUNDS,
+                 "'%s' declares %lld bytes, over the %llu-byte limit "
+                 "(--max-file-bytes)",
+                 path, (long long)json_integer_value(size),
+                 (unsigned long long)l->max_file_bytes);
+  t->total += (uint64_t)json_integer_value(size);
+  if (t->total > l->max_total_bytes)
+    return failf(err, cap, TL_ERR_BOUNDS,
+                 "the files add up to more than %llu bytes (--max-total-bytes)",
+                 (unsigned long long)l->max_total_bytes);
+  lfs = json_object_get(item, "lfs");
+  lfs_oid = json_string_value(json_object_get(lfs, "oid"));
+  if (lfs != NULL &&
+      (lfs_oid == NULL || !is_hex(lfs_oid, 64) ||
+       !json_equal(json_object_get(lfs, "size"), (json_t *)size)))
+    return failf(err, cap, TL_ERR_INVALID_MODEL,
+                 "tree entry '%s': its LFS record needs a 64-hex oid and the "
+                 "file's size",
+                 path);
+  if (t->n == t->cap) {
+    size_t want = t->cap ? 2 * t->cap : 16;
+    entry *grown = realloc(t->e, want * sizeof *grown);
+    if (grown == NULL) return failf(err, cap, TL_ERR_OUT_OF_MEMORY, "out of memory");
+    t->e = grown;
+    t->cap = want;
+  }
+  e = &t->e[t->n++];
+  memset(e, 0, sizeof *e);
+  snprintf(e->path, sizeof e->path, "%s", path);
+  e->size = (uint64_t)json_integer_value(size);
+  snprintf(e->oid, sizeof e->oid, "%s", oid);
+  e->lfs = lfs != NULL;
+  if (e->lfs) snprintf(e->lfs_oid, sizeof e->lfs_oid, "%s", lfs_oid);
+  return TL_OK;
+}
+
+static int entry_order(const void *a, const void *b) {
+  /* Small files (not in LFS) first: the license is decided before any
+   * weight is fetched. */
+  const entry *x = a, *y = b;
+  if (x->lfs != y->lfs) return x->lfs ? 1 : -1;
+  return strcmp(x->path, y->path);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Requests                                                                 */
+
+typedef struct ctx {
+  tl_hub hub;
+  const char *repo_id;
+  char commit[41];
+  char staging[4200];
+  bool kept_partial;
+  bool progress; /* forced on (--progress) */
+  uint64_t fetched;
+  size_t reused;
+  uint8_t *conflict;
+  size_t conflict_len;
+} ctx;
+
+/* The model info at rev: the full commit it names, and the license id the
+ * Hub read from the model card (NULL when none). */
+static tl_status resolve(ctx *c, const char *rev, char commit[41],
+                         char *license, size_t license_cap, char *err,
+                         size_t cap) {
+  char url[2048], qrev[800];
+  tl_hub_headers hd;
+  json_t *info;
+  const char *sha, *lic;
+  bool transport;
+  tl_status st;
+  if (!tl_hub_quote(rev, false, qrev, sizeof qrev))
+    return failf(err, cap, TL_ERR_INVALID_ARGUMENT, "revision too long");
+  snprintf(url, sizeof url, "%s/api/models/%s/revision/%s", c->hub.endpoint,
+           c->repo_id, qrev);
+  st = tl_hub_get_json(&c->hub, url, &info, &hd, &transport, err, cap);
+  if (st != TL_OK) {
+    c->kept_partial |= transport;
+    return st;
+  }
+  sha = json_string_value(json_object_get(info, "sha"));
+  if (sha == NULL || !is_hex(sha, 40)) {
+    json_decref(info);
+    return failf(err, cap, TL_ERR_IO,
+                 "the model info for '%s' at '%s' has no 40-hex commit sha",
+                 c->repo_id, rev);
+  }
+  if (is_hex(rev, 40) && strcmp(rev, sha) != 0) {
+    json_decref(info);
+    return failf(err, cap, TL_ERR_IO, "asked for commit %s, the Hub answered %s",
+                 rev, sha);
+  }
+  memcpy(commit, sha, 41);
+  lic = json_string_value(json_object_get(json_object_get(info, "cardData"), "license"));
+  if (license != NULL)
+    snprintf(license, license_cap, "%s", lic != NULL ? lic : "");
+  json_decref(info);
+  return TL_OK;
+}
+
+/* Every page of the tree at the commit (Link: rel="next"). */
+static tl_status list_tree(ctx *c, const char *commit, const tl_acq_limits *l,
+                           tree *t, char *err, size_t cap) {
+  char *url = malloc(4096);
+  tl_status st = TL_OK;
+  if (url == NULL) return failf(err, cap, TL_ERR_OUT_OF_MEMORY, "out of memory");
+  snprintf(url, 4096, "%s/api/models/%s/tree/%s?recursive=true",
+           c->hub.endpoint, c->repo_id, commit);
+  for (int page = 0; st == TL_OK; page++) {
+    tl_hub_headers hd;
+    json_t *doc, *item;
+    bool transport;
+    size_t i;
+    size_t ep = strlen(c->hub.endpoint);
+    if (page == MAX_TREE_PAGES) {
+      st = failf(err, cap, TL_ERR_BOUNDS, "the tree has more than %d pages",
+                 MAX_TREE_PAGES);
+      break;
+    }
+    st = tl_hub_get_json(&c->hub, url, &doc, &hd, &transport, err, cap);
+    if (st != TL_OK) {
+      c->kept_partial |= transport;
+      break;
+    }
+    if (!json_is_array(doc)) {
+      json_decref(doc);
+      st = failf(err, cap, TL_ERR_IO, "the tree listing is not a JSON array");
+      break;
+    }
+    json_array_foreach(doc, i, item) {
+      st = tree_add(t, item, l, err, cap);
+      if (st != TL_OK) break;
+    }
+    json_decref(doc);
+    if (st != TL_OK || hd.next[0] == '\0') break;
+    /* The next page stays on the endpoint. */
+    if (strncmp(hd.next, c->hub.endpoint, ep) != 0 || hd.next[ep] != '/') {
+      st = failf(err, cap, TL_ERR_IO,
+                 "the tree's next page is not on the endpoint");
+      break;
+    }
+    snprintf(url, 4096, "%s", hd.next);
+  }
+  free(url);
+  return st;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Files                                                                    */
+
+typedef struct sink {
+  int fd;
+  tl_sha256_ctx sha;
+  tl_sha1_ctx blob;
+  uint64_t have;
+  uint8_t head[64];
+  size_t head_len;
+  const char *path;
+  uint64_t size, offset; /* declared; where this transfer began */
+  tl_cli_progress *progress; /* NULL: none */
+} sink;
+
+static void sink_init(sink *s, int fd, const entry *e) {
+  char header[40];
+  int n = snprintf(header, sizeof header, "blob %llu", (unsigned long long)e->size);
+  memset(s, 0, sizeof *s);
+  s->fd = fd;
+  s->path = e->path;
+  s->size = e->size;
+  tl_sha256_init(&s->sha);
+  tl_sha1_init(&s->blob);
+  tl_sha1_update(&s->blob, header, (size_t)n + 1); /* with its NUL */
+}
+
+static void sink_hash(sink *s, const uint8_t *p, size_t n) {
+  if (s->head_len < sizeof s->head) {
+    size_t k = sizeof s->head - s->head_len < n ? sizeof s->head - s->head_len : n;
+    memcpy(s->head + s->head_len, p, k);
+    s->head_len += k;
+  }
+  (void)tl_sha256_update(&s->sha, p, n);
+  tl_sha1_update(&s->blob, p, n);
+  s->have += n;
+}
+
+static tl_status to_file(void *arg, const uint8_t *p, size_t n, char *err,
+                         size_t cap) {
+  sink *s = arg;
+  size_t done = 0;
+  while (done < n) {
+    ssize_t k = write(s->fd, p + done, n - done);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0)
+      return failf(err, cap, TL_ERR_IO, "%s: write failed: %s", s->path,
+                   k < 0 ? strerror(errno) : "no progress");
+    done += (size_t)k;
+  }
+  sink_hash(s, p, n);
+  if (s->progress != NULL)
+    tl_cli_progress_update(s->progress, "bytes", s->have, s->size,
+                           s->have - s->offset, s->size - s->offset);
+  return TL_OK;
+}
+
+/* Hashes what fd holds from its start (a file kept by an earlier run). */
+static tl_status hash_existing(sink *s, char *err, size_t cap) {
+  enum { CHUNK = 1 << 20 };
+  uint8_t *buf = malloc(CHUNK);
+  tl_status st = TL_OK;
+  if (buf == NULL) return failf(err, cap, TL_ERR_OUT_OF_MEMORY, "out of memory");
+  for (;;) {
+    ssize_t k = read(s->fd, buf, CHUNK);
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0) st = failf(err, cap, TL_ERR_IO, "%s: read failed: %s", s->path, strerror(errno));
+    if (k <= 0) break;
+    sink_hash(s, buf, (size_t)k);
+  }
+  free(buf);
+  return st;
+}
+
+static void digest_hex(tl_sha256_ctx *sha, tl_sha1_ctx *blob, uint8_t sha256[32],
+                       char sha_hex[65], char blob_hex[41]) {
+  uint8_t b[20];
+  (void)tl_sha256_final(sha, sha256);
+  tl_sha1_final(blob, b);
+  tl_cli_hex(sha256, 32, sha_hex);
+  tl_cli_hex(b, 20, blob_hex);
+}
+
+/* The bytes in s are the entry's: size, then the LFS oid or the blob id. */
+static tl_status check_content(sink *s, entry *e, char *err, size_t cap) {
+  char sha_hex[65], blob_hex[41];
+  bool pointer = s->head_len >= sizeof LFS_POINTER_PREFIX - 1 &&
+                 memcmp(s->head, LFS_POINTER_PREFIX, sizeof LFS_POINTER_PREFIX - 1) == 0;
+  if (pointer && s->have < 1024)
+    return failf(err, cap, TL_ERR_INVALID_MODEL,
+                 "'%s': the server sent a Git LFS pointer file where the "
+                 "content was expected",
+                 e->path);
+  if (s->have != e->size)
+    return failf(err, cap, TL_ERR_HASH_MISMATCH,
+                 "'%s': %llu bytes received, the tree declares %llu", e->path,
+                 (unsigned long long)s->have, (unsigned long long)e->size);
+  digest_hex(&s->sha, &s->blob, e->sha256, sha_hex, blob_hex);
+  if (e->lfs && strcmp(sha_hex, e->lfs_oid) != 0)
+    return failf(err, cap, TL_ERR_HASH_MISMATCH,
+                 "'%s': SHA-256 %s, the tree's LFS oid is %s", e->path, sha_hex,
+                 e->lfs_oid);
+  if (!e->lfs && strcmp(blob_hex, e->oid) != 0)
+    return failf(err, cap, TL_ERR_HASH_MISMATCH,
+                 "'%s': Git blob id %s, the tree says %s", e->path, blob_hex,
+                 e->oid);
+  return TL_OK;
+}
+
+/* A conflict record: the tree said one thing, a response header another. */
+static tl_status changed(ctx *c, const entry *e, const char *header,
+                         const char *want, const char *got, char *err,
+                         size_t cap) {
+  tl_conflict rec;
+  char tree_name[64], header_name[MAX_PATH + 64], message[600];
+  json_t *a = json_string(want), *b = json_string(got);
+  tl_status st;
+  snprintf(tree_name, sizeof tree_name, "tree@%.12s", c->commit);
+  snprintf(header_name, sizeof header_name, "%s (%s)", header, e->path);
+  snprintf(message, sizeof message,
+           "the repository changed during the transaction: for '%s' the "
+           "tree at %s says %s, the %s header says %s",
+           e->path, c->commit, want, header, got);
+  memset(&rec, 0, sizeof rec);
+  rec.kind = "source_changed";
+  rec.field = e->path;
+  rec.message = message;
+  rec.n_sources = 2;
+  rec.sources[0].file = tree_name;
+  rec.sources[0].value = a;
+  rec.sources[1].file = header_name;
+  rec.sources[1].value = b;
+  free(c->conflict);
+  c->conflict = NULL;
+  st = tl_conflict_encode(&rec, &c->conflict, &c->conflict_len);
+  json_decref(a);
+  json_decref(b);
+  if (st != TL_OK) return failf(err, cap, st, "conflict record encoding failed");
+  return failf(err, cap, TL_ERR_CONFLICT, "conflict source_changed: %s", message);
+}
+
+static tl_status check_headers(ctx *c, const entry *e, const tl_hub_headers *hd,
+                               char *err, size_t cap) {
+  char size_text[32];
+  if (hd->repo_commit[0] && strcmp(hd->repo_commit, c->commit) != 0)
+    return changed(c, e, "X-Repo-Commit", c->commit, hd->repo_commit, err, cap);
+  if (e->lfs && hd->linked_etag[0] && strcmp(hd->linked_etag, e->lfs_oid) != 0)
+    return changed(c, e, "X-Linked-Etag", e->lfs_oid, hd->linked_etag, err, cap);
+  if (!e->lfs && is_hex(hd->etag, 40) && strcmp(hd->etag, e->oid) != 0)
+    return changed(c, e, "ETag", e->oid, hd->etag, err, cap);
+  if (hd->linked_size != -1 && (hd->linked_size < 0 || (uint64_t)hd->linked_size != e->size)) {
+    char want[32];
+    snprintf(want, sizeof want, "%llu", (unsigned long long)e->size);
+    snprintf(size_text, sizeof size_text, "%lld", (long long)hd->linked_size);
+    return changed(c, e, "X-Linked-Size", want, hd->linked_size < 0 ? "(malformed)" : size_text,
+                   err, cap);
+  }
+  return TL_OK;
+}
+
+static tl_status sync_close(int fd, const char *path, char *err, size_t cap) {
+  if (fsync(fd) != 0) {
+    close(fd);
+    return failf(err, cap, TL_ERR_IO, "%s: fsync failed: %s", path, strerror(errno));
+  }
+  if (close(fd) != 0)
+    return failf(err, cap, TL_ERR_IO, "%s: close failed: %s", path, strerror(errno));
+  return TL_OK;
+}
+
+/* One file into the staging directory, as NAME.part and then NAME. A
+ * verified NAME from an earlier run is kept after it verifies again; a
+ * NAME.part is resumed from its end (its prefix is hashed, the whole is
+ * verified); a resumed file that fails verification is fetched again from
+ * the start once. */
+static tl_status fetch_file(ctx *c, entry *e, bool may_resume, char *err,
+                            size_t cap) {
+  char final[4600], part[4610], url[2048], qpath[800];
+  tl_hub_headers hd;
+  tl_cli_progress progress;
+  bool transport;
+  uint64_t offset = 0;
+  sink s;
+  int fd;
+  tl_status st;
+  snprintf(final, sizeof final, "%s/%s", c->staging, e->path);
+  snprintf(part, sizeof part, "%s.part", final);
+  fd = open(final, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd >= 0) {
+    sink_init(&s, fd, e);
+    st = hash_existing(&s, err, cap);
+    close(fd);
+    if (st == TL_OK && check_content(&s, e, err, cap) == TL_OK) {
+      c->reused++;
+      return TL_OK;
+    }
+    if (unlink(final) != 0)
+      return failf(err, cap, TL_ERR_IO, "%s: cannot remove: %s", final, strerror(errno));
+  }
+  fd = open(part, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) return failf(err, cap, TL_ERR_IO, "%s: cannot open: %s", part, strerror(errno));
+  sink_init(&s, fd, e);
+  if (may_resume) {
+    st = hash_existing(&s, err, cap);
+    if (st != TL_OK) {
+      close(fd);
+      return st;
+    }
+    offset = s.have;
+  }
+  if (!may_resume || offset >= e->size) {
+    if (ftruncate(fd, 0) != 0) {
+      close(fd);
+      return failf(err, cap, TL_ERR_IO, "%s: cannot truncate: %s", part, strerror(errno));
+    }
+    sink_init(&s, fd, e);
+    offset = 0;
+  }
+  if (!tl_hub_quote(e->path, true, qpath, sizeof qpath)) qpath[0] = '\0';
+  snprintf(url, sizeof url, "%s/%s/resolve/%s/%s", c->hub.endpoint, c->repo_id,
+           c->commit, qpath);
+  /* Large files show bytes, rate and ETA on stderr. */
+  s.offset = offset;
+  if (e->size >= PROGRESS_BYTES) {
+    tl_cli_progress_begin(&progress, e->path, c->progress);
+    s.progress = &progress;
+  }
+  st = tl_hub_get(&c->hub, url, offset, e->size, to_file, &s, &hd, &transport,
+                  err, cap);
+  if (s.progress != NULL) tl_cli_progress_end(&progress);
+  if (st != TL_OK && st != TL_ERR_BOUNDS) {
+    size_t len = strlen(err);
+    snprintf(err + len, cap - len, " (fetching '%s', %llu of %llu bytes)", e->path,
+             (unsigned long long)s.have, (unsigned long long)e->size);
+  }
+  if (st == TL_OK) st = check_headers(c, e, &hd, err, cap);
+  if (st == TL_OK) st = check_content(&s, e, err, cap);
+  if (st == TL_ERR_HASH_MISMATCH && offset > 0) {
+    /* The kept prefix may be what differs: start over once. */
+    close(fd);
+    unlink(part);
+    return fetch_file(c, e, false, err, cap);
+  }
+  if (st != TL_OK) {
+    close(fd);
+    if (transport) c->kept_partial = true; /* resumable: keep the part */
+    else unlink(part);
+    return st;
+  }
+  c->fetched += s.have - offset;
+  st = sync_close(fd, part, err, cap);
+  if (st == TL_OK && rename(part, final) != 0)
+    st = failf(err, cap, TL_ERR_IO, "%s: cannot rename: %s", part, strerror(errno));
+  return st;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The staging directory (DIR.partial)                                      */
+
+static bool expected_name(const tree *t, const char *name) {
+  for (size_t i = 0; i < t->n; i++) {
+    size_t n = strlen(t->e[i].path);
+    if (strcmp(name, t->e[i].path) == 0 ||
+        (strncmp(name, t->e[i].path, n) == 0 && strcmp(name + n, ".part") == 0))
+      return true;
+  }
+  return false;
+}
+
+/* Removes every entry of dir that t does not name (t NULL: all). */
+static tl_status clean_dir(const char *dir, const tree *t, char *err, size_t cap) {
+  DIR *d = opendir(dir);
+  struct dirent *de;
+  tl_status st = TL_OK;
+  char path[4600];
+  if (d == NULL) {
+    if (errno == ENOENT) return TL_OK;
+    return failf(err, cap, TL_ERR_IO, "%s: cannot list: %s", dir, strerror(errno));
+  }
+  while ((de = readdir(d)) != NULL) {
+    if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
+    if (t != NULL && de->d_type == DT_REG && expected_name(t, de->d_name)) continue;
+    snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+    if (remove(path) != 0 && st == TL_OK)
+      st = failf(err, cap, TL_ERR_IO, "%s: cannot remove: %s", path, strerror(errno));
+  }
+  closedir(d);
+  return st;
+}
+
+static void remove_dir(const char *dir) {
+  char ignored[256];
+  if (clean_dir(dir, NULL, ignored, sizeof ignored) == TL_OK) rmdir(dir);
+}
+
+static tl_status fsync_path(const char *path, char *err, size_t cap) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || fsync(fd) != 0) {
+    if (fd >= 0) close(fd);
+    return failf(err, cap, TL_ERR_IO, "%s: fsync failed: %s", path, strerror(errno));
+  }
+  close(fd);
+  return TL_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* License                                                                  */
+
+static bool license_id_ok(const char *s) {
+  size_t n = strlen(s);
+  if (n == 0 || n > 64) return false;
+  for (size_t i = 0; i < n; i++)
+    if (!name_char(s[i]) && s[i] != '+') return false;
+  return true;
+}
+
+/* license: ID in the model card's YAML front matter ("---" lines). */
+static void card_license(const char *readme, char *out, size_t cap) {
+  tl_file_view v;
+  char ignored[256];
+  out[0] = '\0';
+  if (tl_file_open_view(readme, &v, ignored, sizeof ignored) != TL_OK) return;
+  if (v.len >= 4 && memcmp(v.data, "---", 3) == 0 &&
+      (v.data[3] == '\n' || v.data[3] == '\r')) {
+    const char *p = (const char *)v.data + 4, *end = (const char *)v.data + v.len;
+    while (p < end) {
+      const char *nl = memchr(p, '\n', (size_t)(end - p));
+      size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+      if (n > 0 && p[n - 1] == '\r') n--;
+      if (n == 3 && memcmp(p, "---", 3) == 0) break;
+      if (n > 8 && memcmp(p, "license:", 8) == 0) {
+        const char *val = p + 8;
+        size_t k = n - 8;
+        while (k > 0 && (*val == ' ' || *val == '\t')) val++, k--;
+        while (k > 0 && (val[k - 1] == ' ' || val[k - 1] == '\t')) k--;
+        if (k >= 2 && (val[0] == '"' || val[0] == '\'') && val[k - 1] == val[0]) val++, k -= 2;
+        if (k < cap) {
+          memcpy(out, val, k);
+          out[k] = '\0';
+        }
+        if (!license_id_ok(out)) out[0] = '\0';
+        break;
+      }
+      if (nl == NULL) break;
+      p = nl + 1;
+    }
+  }
+  tl_file_close_view(&v);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Receipts: node graphs in the layout of run receipts (docs/receipts.md)   */
+
+typedef struct rnode {
+  const char *type;
+  json_t *meta; /* owned */
+  size_t kids[6];
+  size_t n_kids;
+  uint8_t id[32];
+} rnode;
+
+static void emit_json(tl_cbor_writer *w, const void *arg) {
+  tl_cbor_put_json(w, (const json_t *)arg);
+}
+
+static tl_status seal(rnode *nodes, size_t i) {
+  uint8_t *meta = NULL, kids[6 * 32];
+  size_t len = 0;
+  tl_status st = nodes[i].meta == NULL ? TL_ERR_OUT_OF_MEMORY
+                                       : tl_cbor_encode_alloc(emit_json, nodes[i].meta,
+                                                              &meta, &len);
+  for (size_t k = 0; k < nodes[i].n_kids; k++)
+    memcpy(kids + 32 * k, nodes[nodes[i].kids[k]].id, 32);
+  if (st == TL_OK)
+    st = tl_node_id(nodes[i].type, meta, len, kids, nodes[i].n_kids, nodes[i].id);
+  free(meta);
+  return st;
+}
+
+typedef struct graph {
+  const char *format;
+  rnode *nodes;
+  size_t n; /* the last is the root */
+  json_t *timings;
+} graph;
+
+static void emit_graph(tl_cbor_writer *w, const void *arg) {
+  const graph *g = arg;
+  tl_cbor_begin_map(w, 4);
+  tl_cbor_put_cstr(w, "format");
+  tl_cbor_put_cstr(w, g->format);
+  tl_cbor_put_cstr(w, "root");
+  tl_cbor_put_bytes(w, g->nodes[g->n - 1].id, 32);
+  tl_cbor_put_cstr(w, "nodes");
+  tl_cbor_begin_array(w, g->n);
+  for (size_t i = 0; i < g->n; i++) {
+    const rnode *r = &g->nodes[i];
+    tl_cbor_begin_map(w, 4);
+    tl_cbor_put_cstr(w, "id");
+    tl_cbor_put_bytes(w, r->id, 32);
+    tl_cbor_put_cstr(w, "type");
+    tl_cbor_put_cstr(w, r->type);
+    tl_cbor_put_cstr(w, "children");
+    tl_cbor_begin_array(w, r->n_kids);
+    for (size_t k = 0; k < r->n_kids; k++) tl_cbor_put_bytes(w, g->nodes[r->kids[k]].id, 32);
+    tl_cbor_end_array(w);
+    tl_cbor_put_cstr(w, "metadata");
+    tl_cbor_put_json(w, r->meta);
+    tl_cbor_end_map(w);
+  }
+  tl_cbor_end_array(w);
+  tl_cbor_put_cstr(w, "timings_us");
+  tl_cbor_put_json(w, g->timings);
+  tl_cbor_end_map(w);
+}
+
+/* Seals the nodes in order and writes the file atomically. */
+static tl_status write_graph(const char *format, rnode *nodes, size_t n,
+                             json_t *timings, const char *path, uint8_t root[32],
+                             char *err, size_t cap) {
+  graph g = {format, nodes, n, timings};
+  uint8_t *doc = NULL;
+  size_t len = 0;
+  tl_status st = TL_OK;
+  for (size_t i = 0; i < n && st == TL_OK; i++) st = seal(nodes, i);
+  if (st == TL_OK) st = tl_cbor_encode_alloc(emit_graph, &g, &doc, &len);
+  if (st != TL_OK)
+    return failf(err, cap, TL_ERR_INTERNAL_INVARIANT, "receipt encoding failed (%s)",
+                 tl_status_name(st));
+  memcpy(root, nodes[n - 1].id, 32);
+  st = tl_file_write_atomic(path, doc, len, err, cap);
+  free(doc);
+  return st;
+}
+
+static json_t *builder_json(const char *name, const char *build_id) {
+  return json_pack("{s:s,s:s,s:s}", "name", name, "version", TL_VERSION_STRING,
+                   "build_id", build_id ? build_id : "unknown");
+}
+
+static uint64_t now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static json_t *opt_hex(const uint8_t *p, bool present) {
+  char hex[65];
+  if (!present) return json_null();
+  tl_cli_hex(p, 32, hex);
+  return json_string(hex);
+}
+
+static tl_status write_pull_receipt(const tl_pull_options *o, ctx *c,
+                                    const tree *t, const char *license,
+                                    const char *license_source,
+                                    tl_pull_report *r, uint64_t t_download,
+                                    uint64_t t_total, char *err, size_t cap) {
+  rnode nodes[6];
+  json_t *files = json_array(), *timings;
+  const entry *lic = NULL, *readme = NULL;
+  char path[4300];
+  tl_status st;
+  for (size_t i = 0; i < t->n; i++) {
+    const entry *e = &t->e[i];
+    char sha[65];
+    tl_cli_hex(e->sha256, 32, sha);
+    json_array_append_new(
+        files, json_pack("{s:s,s:I,s:s,s:s,s:o}", "path", e->path, "size",
+                         (json_int_t)e->size, "sha256", sha, "git_oid", e->oid,
+                         "lfs_oid", e->lfs ? json_string(e->lfs_oid) : json_null()));
+    if (strncmp(e->path, "LICENSE", 7) == 0 && lic == NULL) lic = e;
+    if (strcmp(e->path, "README.md") == 0) readme = e;
+  }
+  memset(nodes, 0, sizeof nodes);
+  nodes[0] = (rnode){"builder", builder_json("tinylm pull", o->build_id), {0}, 0, {0}};
+  nodes[1] = (rnode){"source",
+                     json_pack("{s:s,s:s,s:s,s:s}", "endpoint", c->hub.endpoint,
+                               "repo_id", o->repo_id, "requested_revision",
+                               o->revision, "resolved_commit", c->commit),
+                     {0}, 0, {0}};
+  nodes[2] = (rnode){"files", json_pack("{s:o}", "files", files), {0}, 0, {0}};
+  nodes[3] = (rnode){
+      "policy",
+      json_pack("{s:s,s:o,s:{s:I,s:I,s:I,s:I},s:{s:o,s:o,s:s,s:o,s:o}}", "allowlist",
+                "qwen3/1", "profile", o->profile ? json_string(o->profile) : json_null(),
+                "limits", "max_files", (json_int_t)o->limits.max_files,
+                "max_file_bytes", (json_int_t)o->limits.max_file_bytes,
+                "max_total_bytes", (json_int_t)o->limits.max_total_bytes,
+                "max_depth", (json_int_t)TL_ACQ_MAX_DEPTH, "license",
+                "id", license[0] ? json_string(license) : json_null(), "source",
+                license_source ? json_string(license_source) : json_null(),
+                "decision", license[0] ? "declared" : "accepted-missing",
+                "license_file_sha256", opt_hex(lic ? lic->sha256 : NULL, lic != NULL),
+                "readme_sha256", opt_hex(readme ? readme->sha256 : NULL, readme != NULL)),
+      {0}, 0, {0}};
+  nodes[4] = (rnode){"drift",
+                     json_pack("{s:s,s:b}", "re_resolved_commit", r->final_commit,
+                               "moved", r->drifted),
+                     {0}, 0, {0}};
+  nodes[5] = (rnode){"acquisition",
+                     json_pack("{s:{s:s,s:s,s:s,s:s,s:b}}", "invocation", "command",
+                               "tinylm pull", "repo_id", o->repo_id, "revision",
+                               o->revision, "endpoint", c->hub.endpoint,
+                               "accept_missing_license", o->accept_missing_license),
+                     {0, 1, 2, 3, 4}, 5, {0}};
+  timings = json_pack("{s:I,s:I,s:I}", "download", (json_int_t)t_download, "total",
+                      (json_int_t)t_total, "bytes_fetched", (json_int_t)c->fetched);
+  snprintf(path, sizeof path, "%s/%s", c->staging, TL_ACQ_RECEIPT_NAME);
+  st = write_graph(TL_ACQ_FORMAT, nodes, 6, timings, path, r->receipt_id, err, cap);
+  for (size_t i = 0; i < 6; i++) json_decref(nodes[i].meta);
+  json_decref(timings);
+  return st;
+}
+
+/* ------------------------------------------------------------------------ */
+/* pull                                                                     */
+
+/* DIR may not exist yet, or be an empty directory (rename replaces it). */
+static tl_status check_out_dir(const char *dir, char *err, size_t cap) {
+  struct stat st;
+  DIR *d;
+  struct dirent *de;
+  bool empty = true;
+  if (lstat(dir, &st) != 0) {
+    if (errno == ENOENT) return TL_OK;
+    return failf(err, cap, TL_ERR_IO, "%s: cannot examine: %s", dir, strerror(errno));
+  }
+  if (!S_ISDIR(st.st_mode))
+    return failf(err, cap, TL_ERR_INVALID_ARGUMENT,
+                 "%s exists and is not a directory; pull writes a new directory",
+                 dir);
+  d = opendir(dir);
+  if (d == NULL) return failf(err, cap, TL_ERR_IO, "%s: cannot list: %s", dir, strerror(errno));
+  while ((de = readdir(d)) != NULL)
+    if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) empty = false;
+  closedir(d);
+  if (!empty)
+    return failf(err, cap, TL_ERR_INVALID_ARGUMENT,
+                 "%s exists and is not empty; pull writes a new directory "
+                 "(nothing was changed)",
+                 dir);
+  return TL_OK;
+}
+
+static tl_status pull_files(const tl_pull_options *o, ctx *c, tree *t,
+                            tl_pull_report *r, char *license,
+                            const char **license_source, char *err, size_t cap) {
+  tl_convert_options co;
+  tl_convert_report cr;
+  char readme[4400];
+  tl_status st = TL_OK;
+  bool licensed_checked = false;
+  for (size_t i = 0; i <= t->n && st == TL_OK; i++) {
+    if (!licensed_checked && (i == t->n || t->e[i].lfs)) {
+      /* Every small file is in: decide the license before the weights. */
+      char card[72];
+      licensed_checked = true;
+      snprintf(readme, sizeof readme, "%s/README.md", c->staging);
+      card_license(readme, card, sizeof card);
+      if (card[0]) {
+        snprintf(license, 72, "%s", card);
+        *license_source = "README.md front matter";
+      } else if (license_id_ok(license)) {
+        *license_source = "model info cardData";
+      } else {
+        license[0] = '\0';
+        *license_source = NULL;
+        if (!o->accept_missing_license)
+          return failf(err, cap, TL_ERR_INVALID_MODEL,
+                       "%s@%s declares no license (README.md front matter or "
+                       "the model card); --accept-missing-license proceeds and "
+                       "records that decision",
+                       o->repo_id, c->commit);
+      }
+    }
+    if (i < t->n) st = fetch_file(c, &t->e[i], true, err, cap);
+  }
+  if (st != TL_OK) return st;
+  /* The converter's checks that need no tensor data. */
+  memset(&co, 0, sizeof co);
+  co.hf_dir = c->staging;
+  co.profile = o->profile;
+  co.check_only = true;
+  st = tl_convert(&co, &cr, err, cap);
+  if (st == TL_ERR_CONFLICT) {
+    c->conflict = cr.conflict;
+    c->conflict_len = cr.conflict_len;
+    cr.conflict = NULL;
+  }
+  tl_convert_report_free(&cr);
+  (void)r;
+  return st;
+}
+
+tl_status tl_pull(const tl_pull_options *o, tl_pull_report *r, char *err,
+                  size_t cap) {
+  ctx c;
+  tree t;
+  char license[72] = "";
+  const char *license_source = NULL;
+  size_t dir_len;
+  uint64_t t0 = now_us(), t_dl = 0;
+  tl_status st;
+  memset(r, 0, sizeof *r);
+  memset(&c, 0, sizeof c);
+  memset(&t, 0, sizeof t);
+  if (o->repo_id == NULL || !tl_acq_valid_repo_id(o->repo_id))
+    return failf(err, cap, TL_ERR_INVALID_ARGUMENT,
+                 "'%s' is not a repository id (owner/name of [A-Za-z0-9._-], no "
+                 "'..', '/' only between the two)",
+                 o->repo_id ? o->repo_id : "");
+  if (o->revision == NULL || !tl_acq_valid_revision(o->revision))
+    return failf(err, cap, TL_ERR_INVALID_ARGUMENT,
+                 "'%s' is not a revision (a branch, tag or commit of "
+                 "[A-Za-z0-9._-/], no '..', no '%%')",
+                 o->revision ? o->revision : "");
+  dir_len = strlen(o->out_dir);
+  while (dir_len > 1 && o->out_dir[dir_len - 1] == '/') dir_len--;
+  if (dir_len == 0 || dir_len > 4000)
+    return failf(err, cap, TL_ERR_INVALID_ARGUMENT, "bad output directory");
+  snprintf(c.staging, sizeof c.staging, "%.*s.partial", (int)dir_len, o->out_dir);
+  st = check_out_dir(o->out_dir, err, cap);
+  if (st != TL_OK) return st;
+  st = tl_hub_open(&c.hub, o->endpoint, o->token, o->timeout_s, o->max_redirects,
+                   err, cap);
+  if (st != TL_OK) return st;
+  c.repo_id = o->repo_id;
+  c.progress = o->progress;
+  st = resolve(&c, o->revision, c.commit, license, sizeof license, err, cap);
+  if (st == TL_OK) st = list_tree(&c, c.commit, &o->limits, &t, err, cap);
+  if (st == TL_OK) {
+    qsort(t.e, t.n, sizeof *t.e, entry_order);
+    if (mkdir(c.staging, 0755) != 0 && errno != EEXIST)
+      st = failf(err, cap, TL_ERR_IO, "%s: cannot create: %s", c.staging, strerror(errno));
+  }
+  if (st == TL_OK) st = clean_dir(c.staging, &t, err, cap);
+  if (st == TL_OK) {
+    uint64_t t1 = now_us();
+    st = pull_files(o, &c, &t, r, license, &license_source, err, cap);
+    t_dl = now_us() - t1;
+  }
+  if (st == TL_OK)
+    st = resolve(&c, o->revision, r->final_commit, NULL, 0, err, cap);
+  if (st == TL_OK) {
+    memcpy(r->commit, c.commit, 41);
+    r->drifted = strcmp(r->final_commit, c.commit) != 0;
+    st = write_pull_receipt(o, &c, &t, license, license_source, r, t_dl,
+                            now_us() - t0, err, cap);
+  }
+  if (st == TL_OK) st = fsync_path(c.staging, err, cap);
+  if (st == TL_OK) {
+    char out[4100];
+    snprintf(out, sizeof out, "%.*s", (int)dir_len, o->out_dir);
+    /* A concurrent writer may have filled DIR since the first check:
+     * rename refuses a non-empty directory. */
+    if (rename(c.staging, out) != 0)
+      st = failf(err, cap, TL_ERR_IO, "cannot move %s to %s: %s", c.staging, out,
+                 strerror(errno));
+  }
+  r->n_files = t.n;
+  r->n_reused = c.reused;
+  r->bytes_total = t.total;
+  r->bytes_fetched = c.fetched;
+  snprintf(r->license, sizeof r->license, "%s", license);
+  if (st != TL_OK) {
+    /* Only a transfer a rerun may complete keeps the staging directory;
+     * whatever it holds is verified again then. */
+    r->kept_partial = c.kept_partial && st == TL_ERR_IO;
+    if (!r->kept_partial) remove_dir(c.staging);
+    r->conflict = c.conflict;
+    r->conflict_len = c.conflict_len;
+    c.conflict = NULL;
+  }
+  free(c.conflict);
+  free(t.e);
+  tl_hub_close(&c.hub);
+  return st;
+}
+
+void tl_pull_report_free(tl_pull_report *r) {
+  free(r->conflict);
+  r->conflict = NULL;
+  r->conflict_len = 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Reading a receipt back                                                   */
+
+static json_t *node_meta(json_t *doc, const char *type) {
+  size_t i;
+  json_t *n;
+  json_array_foreach(json_object_get(doc, "nodes"), i, n) {
+    const char *ty = json_string_value(json_object_get(n, "type"));
+    if (ty != NULL && strcmp(ty, type) == 0) return json_object_get(n, "metadata");
+  }
+  return NULL;
+}
+
+tl_status tl_acq_graph_verify(const uint8_t *doc, size_t len, const char *format,
+                              uint8_t root[32], json_t **out, char *err,
+                              size_t cap) {
+  json_t *j = NULL, *nodes, *n;
+  const char *fmt, *root_hex;
+  char id_hex[65];
+  size_t i;
+  tl_status st = tl_cbor_to_json(doc, len, &j, err, cap);
+  *out = NULL;
+  if (st != TL_OK) return st;
+  fmt = json_string_value(json_object_get(j, "format"));
+  root_hex = json_string_value(json_object_get(j, "root"));
+  nodes = json_object_get(j, "nodes");
+  if (fmt == NULL || strcmp(fmt, format) != 0 || root_hex == NULL ||
+      !json_is_array(nodes) || json_array_size(nodes) == 0 ||
+      json_array_size(nodes) > 64) {
+    json_decref(j);
+    return failf(err, cap, TL_ERR_INVALID_MODEL, "not a %s document", format);
+  }
+  /* Children come first; each id recomputes from the node's type, its
+   * metadata (JSON values only: re-encoding it gives the bytes that were
+   * hashed) and its children's ids. */
+  json_array_foreach(nodes, i, n) {
+    const char *type = json_string_value(json_object_get(n, "type"));
+    const char *id = json_string_value(json_object_get(n, "id"));
+    json_t *kids = json_object_get(n, "children"), *kid, *meta = json_object_get(n, "metadata");
+    uint8_t kid_ids[16 * 32], got[32], *enc = NULL;
+    size_t k, enc_len = 0;
+    bool ok = type != NULL && id != NULL && meta != NULL && json_is_array(kids) &&
+              json_array_size(kids) <= 16;
+    json_array_foreach(ok ? kids : NULL, k, kid) {
+      bool found = false;
+      for (size_t m = 0; m < i && !found; m++)
+        found = json_equal(kid, json_object_get(json_array_get(nodes, m), "id"));
+      ok = ok && found && hex32(json_string_value(kid), kid_ids + 32 * k);
+    }
+    ok = ok && tl_cbor_encode_alloc(emit_json, meta, &enc, &enc_len) == TL_OK &&
+         tl_node_id(type, enc, enc_len, kid_ids, json_array_size(kids), got) == TL_OK;
+    free(enc);
+    if (ok) tl_cli_hex(got, 32, id_hex);
+    if (!ok || strcmp(id_hex, id) != 0) {
+      failf(err, cap, TL_ERR_HASH_MISMATCH, "node %zu (%.32s) does not hash to its id",
+            i, type ? type : "?");
+      json_decref(j);
+      return TL_ERR_HASH_MISMATCH;
+    }
+  }
+  n = json_array_get(nodes, json_array_size(nodes) - 1);
+  if (strcmp(root_hex, json_string_value(json_object_get(n, "id"))) != 0 ||
+      !hex32(root_hex, root)) {
+    json_decref(j);
+    return failf(err, cap, TL_ERR_INVALID_MODEL, "the root is not the last node");
+  }
+  *out = j;
+  return TL_OK;
+}
+
+tl_status tl_acq_receipt_read(const char *path, tl_acq_receipt *r, char *err,
+                              size_t cap) {
+  tl_file_view v;
+  tl_status st;
+  json_t *nodes;
+  memset(r, 0, sizeof *r);
+  st = tl_file_open_view(path, &v, err, cap);
+  if (st != TL_OK) return st;
+  st = tl_acq_graph_verify(v.data, v.len, TL_ACQ_FORMAT, r->id, &r->doc, err, cap);
+  tl_file_close_view(&v);
+  if (st != TL_OK) {
+    size_t len = strlen(err);
+    snprintf(err + len, cap - len, " (%s)", path);
+    return st;
+  }
+  nodes = json_object_get(r->doc, "nodes");
+  r->source = node_meta(r->doc, "source");
+  r->files = json_object_get(node_meta(r->doc, "files"), "files");
+  if (strcmp(json_string_value(json_object_get(
+                 json_array_get(nodes, json_array_size(nodes) - 1), "type")),
+             "acquisition") != 0 ||
+      !json_is_string(json_object_get(r->source, "resolved_commit")) ||
+      !json_is_string(json_object_get(r->source, "repo_id")) ||
+      !json_is_array(r->files)) {
+    tl_acq_receipt_free(r);
+    return failf(err, cap, TL_ERR_INVALID_MODEL, "%s: not an acquisition receipt", path);
+  }
+  return TL_OK;
+}
+
+const json_t *tl_acq_receipt_file(const tl_acq_receipt *r, const char *path) {
+  size_t i;
+  json_t *f;
+  json_array_foreach(r->files, i, f) {
+    const char *p = json_string_value(json_object_get(f, "path"));
+    if (p != NULL && strcmp(p, path) == 0) return f;
+  }
+  return NULL;
+}
+
+void tl_acq_receipt_free(tl_acq_receipt *r) {
+  json_decref(r->doc);
+  memset(r, 0, sizeof *r);
+}
+
+/* ------------------------------------------------------------------------ */
+/* drift                                                                    */
+
+static bool same_file(const json_t *f, const entry *e) {
+  const json_t *lfs = json_object_get(f, "lfs_oid");
+  return json_integer_value(json_object_get(f, "size")) == (json_int_t)e->size &&
+         strcmp(json_string_value(json_object_get(f, "git_oid")), e->oid) == 0 &&
+         (e->lfs ? json_is_string(lfs) && strcmp(json_string_value(lfs), e->lfs_oid) == 0
+                 : json_is_null(lfs));
+}
+
+tl_status tl_drift(const tl_drift_options *o, tl_drift_report *r, char *err,
+                   size_t cap) {
+  tl_acq_receipt rec;
+  ctx c;
+  tree t;
+  tl_acq_limits any = {UINT32_MAX, UINT64_MAX / 4, UINT64_MAX / 4};
+  char path[4300], rec_hex[65];
+  const char *endpoint, *revision, *commit;
+  rnode nodes[4];
+  json_t *timings;
+  uint64_t t0 = now_us();
+  tl_status st;
+  memset(r, 0, sizeof *r);
+  memset(&c, 0, sizeof c);
+  memset(&t, 0, sizeof t);
+  snprintf(path, sizeof path, "%s/%s", o->dir, TL_ACQ_RECEIPT_NAME);
+  st = tl_acq_receipt_read(path, &rec, err, cap);
+  if (st != TL_OK) return st;
+  endpoint = o->endpoint ? o->endpoint
+                         : json_string_value(json_object_get(rec.source, "endpoint"));
+  revision = json_string_value(json_object_get(rec.source, "requested_revision"));
+  commit = json_string_value(json_object_get(rec.source, "resolved_commit"));
+  c.repo_id = json_string_value(json_object_get(rec.source, "repo_id"));
+  if (endpoint == NULL || revision == NULL || !tl_acq_valid_revision(revision) ||
+      !tl_acq_valid_repo_id(c.repo_id) || !is_hex(commit, 40)) {
+    tl_acq_receipt_free(&rec);
+    return failf(err, cap, TL_ERR_INVALID_MODEL, "%s: the source node is incomplete", path);
+  }
+  snprintf(r->commit, sizeof r->commit, "%s", commit);
+  r->changed = json_array();
+  r->added = json_array();
+  r->removed = json_array();
+  st = tl_hub_open(&c.hub, endpoint, o->token, o->timeout_s, o->max_redirects, err, cap);
+  if (st == TL_OK) st = resolve(&c, revision, r->now, NULL, 0, err, cap);
+  if (st == TL_OK && strcmp(r->now, commit) != 0) {
+    r->moved = true;
+    st = list_tree(&c, r->now, &any, &t, err, cap);
+  }
+  if (st == TL_OK && r->moved) {
+    size_t i;
+    json_t *f;
+    for (size_t k = 0; k < t.n; k++) {
+      const json_t *old = tl_acq_receipt_file(&rec, t.e[k].path);
+      if (old == NULL) json_array_append_new(r->added, json_string(t.e[k].path));
+      else if (!same_file(old, &t.e[k]))
+        json_array_append_new(r->changed, json_string(t.e[k].path));
+    }
+    json_array_foreach(rec.files, i, f) {
+      const char *p = json_string_value(json_object_get(f, "path"));
+      bool found = false;
+      for (size_t k = 0; k < t.n && !found; k++) found = strcmp(t.e[k].path, p) == 0;
+      if (!found) json_array_append_new(r->removed, json_string(p));
+    }
+  }
+  if (st == TL_OK) {
+    tl_cli_hex(rec.id, 32, rec_hex);
+    memset(nodes, 0, sizeof nodes);
+    nodes[0] = (rnode){"builder", builder_json("tinylm drift", o->build_id), {0}, 0, {0}};
+    /* The acquisition's own source node: the same metadata, the same id. */
+    nodes[1] = (rnode){"source", json_deep_copy(rec.source), {0}, 0, {0}};
+    nodes[2] = (rnode){"observation",
+                       json_pack("{s:s,s:s,s:b,s:O,s:O,s:O,s:s}", "endpoint",
+                                 c.hub.endpoint, "re_resolved_commit", r->now,
+                                 "moved", r->moved, "changed", r->changed, "added",
+                                 r->added, "removed", r->removed, "requested_revision",
+                                 revision),
+                       {0}, 0, {0}};
+    nodes[3] = (rnode){"drift",
+                       json_pack("{s:s}", "acquisition_receipt_id", rec_hex),
+                       {0, 1, 2}, 3, {0}};
+    timings = json_pack("{s:I}", "total", (json_int_t)(now_us() - t0));
+    st = write_graph(TL_DRIFT_FORMAT, nodes, 4, timings, o->out_path, r->receipt_id,
+                     err, cap);
+    for (size_t i = 0; i < 4; i++) json_decref(nodes[i].meta);
+    json_decref(timings);
+  }
+  free(c.conflict);
+  free(t.e);
+  tl_hub_close(&c.hub);
+  tl_acq_receipt_free(&rec);
+  return st;
+}
+
+void tl_drift_report_free(tl_drift_report *r) {
+  json_decref(r->changed);
+  json_decref(r->added);
+  json_decref(r->removed);
+  r->changed = r->added = r->removed = NULL;
+}

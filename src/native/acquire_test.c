@@ -1,0 +1,66 @@
+/* The name checks of tinylm pull (docs/acquisition.md §Names, §Allowlist):
+ * repository ids, revisions, tree paths, the Qwen3 allowlist. The
+ * transaction itself is tested end to end against the hub fixture
+ * (tests/pull). */
+#include "acquire.h"
+
+#include "tl_test.h"
+
+static void repo_ids(tl_test_ctx *t) {
+  static const char *const good[] = {"Qwen/Qwen3-0.6B", "gpt2", "a.b_c-d/e.f"};
+  static const char *const bad[] = {"",     "../x",   "a/..",  "a/b/c", "/abs",
+                                    "a//b", "%2e%2e/x", "a b/c", "a/",    ".a/b",
+                                    "a/b.", "a/-b",  "x/a..b"};
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+    TL_EXPECT(t, tl_acq_valid_repo_id(good[i]));
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    if (!TL_EXPECT(t, !tl_acq_valid_repo_id(bad[i]))) return;
+}
+
+static void revisions(tl_test_ctx *t) {
+  static const char *const good[] = {"main", "v1.0", "refs/pr/1",
+                                     "0123456789abcdef0123456789abcdef01234567"};
+  static const char *const bad[] = {"", "../main", "a/../b", "/main", "main/",
+                                    "a//b", "%2e%2e", "ma in", "a..b"};
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+    TL_EXPECT(t, tl_acq_valid_revision(good[i]));
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    TL_EXPECT(t, !tl_acq_valid_revision(bad[i]));
+}
+
+static void paths(tl_test_ctx *t) {
+  TL_EXPECT(t, tl_acq_path_problem("config.json") == NULL);
+  TL_EXPECT(t, tl_acq_path_problem(".gitattributes") == NULL);
+  TL_EXPECT(t, tl_acq_path_problem("") != NULL);
+  TL_EXPECT(t, tl_acq_path_problem("/etc/passwd") != NULL);
+  TL_EXPECT(t, tl_acq_path_problem("../config.json") != NULL);
+  TL_EXPECT(t, tl_acq_path_problem("..") != NULL);
+  TL_EXPECT(t, tl_acq_path_problem(".") != NULL);
+  TL_EXPECT(t, tl_acq_path_problem("%2e%2e/x") != NULL);
+  TL_EXPECT(t, tl_acq_path_problem("a\\b") != NULL);
+  TL_EXPECT(t, tl_acq_path_problem("sub/config.json") != NULL); /* depth 2 */
+  TL_EXPECT(t, tl_acq_path_problem("a\nb") != NULL);
+}
+
+static void allowlist(tl_test_ctx *t) {
+  static const char *const yes[] = {
+      "config.json", "generation_config.json", "tokenizer.json",
+      "tokenizer_config.json", "model.safetensors", "model.safetensors.index.json",
+      "model-00001-of-00002.safetensors", "LICENSE", "README.md", ".gitattributes",
+      "merges.txt", "vocab.json"};
+  static const char *const no[] = {
+      "modeling_qwen3.py", "pytorch_model.bin", "weights.pkl", "model.ckpt",
+      "model.zip", "model.tar.gz", "model-1-of-2.safetensors",
+      "model-0000a-of-00002.safetensors", "model-00001-of-00002.safetensorsx",
+      "other.safetensors", "chat_template.jinja", "notes.txt"};
+  for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
+    TL_EXPECT(t, tl_acq_allowlist_problem(yes[i]) == NULL);
+  for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+    TL_EXPECT(t, tl_acq_allowlist_problem(no[i]) != NULL);
+  TL_EXPECT_STR(t, tl_acq_allowlist_problem("x.py"), "executable code");
+  TL_EXPECT_STR(t, tl_acq_allowlist_problem("x.tgz"), "an archive");
+}
+
+static const tl_test_case cases[] = {TL_CASE(repo_ids), TL_CASE(revisions),
+                                     TL_CASE(paths), TL_CASE(allowlist)};
+TL_SUITE(acquire, cases);

@@ -1,0 +1,269 @@
+/* tinylm pull and tinylm drift: the command lines of acquire.h. */
+#define _POSIX_C_SOURCE 200809L /* gmtime_r */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "acquire.h"
+#include "cbor_doc.h"
+#include "cli.h"
+
+#ifndef TL_BUILD_ID
+#define TL_BUILD_ID "unknown"
+#endif
+
+static const char pull_usage[] =
+    "usage: tinylm pull REPO_ID [--revision REV] -o DIR [--endpoint URL]\n"
+    "                   [--profile NAME] [--accept-missing-license] [--max-files N]\n"
+    "                   [--max-file-bytes N] [--max-total-bytes N]\n"
+    "                   [--timeout SECONDS] [--max-redirects N] [--progress]\n"
+    "                   [--json]\n"
+    "  Fetches a Hugging Face model at the commit REV resolves to (default\n"
+    "  main) into the new directory DIR, verifying every file against the\n"
+    "  repository tree, and writes DIR/" TL_ACQ_RECEIPT_NAME ".\n"
+    "  DIR appears complete or not at all; after a dropped connection or a\n"
+    "  timeout DIR.partial is kept and a rerun resumes (verifying again).\n"
+    "  --endpoint       default $HF_ENDPOINT, else " TL_ACQ_DEFAULT_ENDPOINT "\n"
+    "                   ($HF_TOKEN, when set, goes to this host only)\n"
+    "  --profile        for the converter's checks (as tinylm convert --profile)\n"
+    "  --accept-missing-license  proceed without a declared license (recorded)\n"
+    "  --max-files      tree entries (default 64)\n"
+    "  --max-file-bytes / --max-total-bytes  (default 64 GiB / 256 GiB)\n"
+    "  --timeout        connect timeout, and the longest stall (default 30)\n"
+    "  --max-redirects  per request (default 5)\n";
+
+static const char drift_usage[] =
+    "usage: tinylm drift DIR [-o RECEIPT] [--endpoint URL] [--timeout SECONDS]\n"
+    "                    [--json]\n"
+    "  Resolves the revision DIR was pulled at again and reports whether it\n"
+    "  moved and which files differ, as a new observation receipt (default\n"
+    "  DIR.drift-<UTC time>.receipt.cbor beside DIR). DIR is only read.\n";
+
+/* Flags both commands share; returns -1 when argv[*i] was one of them
+ * (consumed), 0 when it was not, or an exit status. */
+static int common_flag(int argc, char **argv, int *i, bool json,
+                       const char **endpoint, long *timeout_s,
+                       int *max_redirects) {
+  const char *a = argv[*i];
+  uint64_t v;
+  int rc;
+  if (*i + 1 >= argc) return 0;
+  if (strcmp(a, "--endpoint") == 0) {
+    *endpoint = argv[++*i];
+    return -1;
+  }
+  if (strcmp(a, "--timeout") == 0) {
+    rc = tl_cli_flag_u64(json, a, argv[++*i], 1, 86400, &v);
+    *timeout_s = (long)v;
+    return rc;
+  }
+  if (strcmp(a, "--max-redirects") == 0) {
+    rc = tl_cli_flag_u64(json, a, argv[++*i], 0, 50, &v);
+    *max_redirects = (int)v;
+    return rc;
+  }
+  return 0;
+}
+
+static const char *env_or(const char *name, const char *fallback) {
+  const char *v = getenv(name);
+  return v != NULL && v[0] != '\0' ? v : fallback;
+}
+
+static int fail_pull(bool json, tl_status st, const tl_pull_report *r,
+                     const char *dir, const char *err) {
+  json_t *extra = json_object();
+  if (r->conflict != NULL) {
+    json_t *record = NULL;
+    char ignored[256];
+    if (tl_cbor_to_json(r->conflict, r->conflict_len, &record, ignored,
+                        sizeof ignored) == TL_OK)
+      json_object_set_new(extra, "conflict", record);
+  }
+  json_object_set_new(extra, "resumable", json_boolean(r->kept_partial));
+  if (r->kept_partial)
+    return tl_cli_fail_with(json, st, extra,
+                            "%s (%s.partial is kept: run the same command again "
+                            "to resume)",
+                            err, dir);
+  return tl_cli_fail_with(json, st, extra, "%s (no directory was written)", err);
+}
+
+int tl_cmd_pull(int argc, char **argv) {
+  tl_pull_options o;
+  tl_pull_report r;
+  bool json = false;
+  char err[2048], id[65];
+  tl_status st;
+  int rc;
+  memset(&o, 0, sizeof o);
+  tl_acq_default_limits(&o.limits);
+  o.endpoint = env_or("HF_ENDPOINT", TL_ACQ_DEFAULT_ENDPOINT);
+  o.token = env_or("HF_TOKEN", NULL);
+  o.build_id = TL_BUILD_ID;
+  o.timeout_s = 30;
+  o.max_redirects = 5;
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "--json") == 0) json = true;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    bool has_value = i + 1 < argc;
+    rc = common_flag(argc, argv, &i, json, &o.endpoint, &o.timeout_s,
+                     &o.max_redirects);
+    if (rc > 0) return rc;
+    if (rc < 0) continue;
+    if (strcmp(a, "--help") == 0) {
+      fputs(pull_usage, stdout);
+      return TL_EXIT_OK;
+    } else if (strcmp(a, "--json") == 0) {
+    } else if (strcmp(a, "--accept-missing-license") == 0) {
+      o.accept_missing_license = true;
+    } else if (strcmp(a, "--progress") == 0) {
+      o.progress = true;
+    } else if (strcmp(a, "-o") == 0 && has_value) {
+      o.out_dir = argv[++i];
+    } else if (strcmp(a, "--revision") == 0 && has_value) {
+      o.revision = argv[++i];
+    } else if (strcmp(a, "--profile") == 0 && has_value) {
+      o.profile = argv[++i];
+    } else if (strcmp(a, "--max-files") == 0 && has_value) {
+      rc = tl_cli_flag_u64(json, a, argv[++i], 1, 1000000, &o.limits.max_files);
+      if (rc >= 0) return rc;
+    } else if (strcmp(a, "--max-file-bytes") == 0 && has_value) {
+      rc = tl_cli_flag_u64(json, a, argv[++i], 1, (uint64_t)1 << 50,
+                           &o.limits.max_file_bytes);
+      if (rc >= 0) return rc;
+    } else if (strcmp(a, "--max-total-bytes") == 0 && has_value) {
+      rc = tl_cli_flag_u64(json, a, argv[++i], 1, (uint64_t)1 << 52,
+                           &o.limits.max_total_bytes);
+      if (rc >= 0) return rc;
+    } else if (a[0] == '-') {
+      return tl_cli_usage(json, "unknown option or missing value '%s'\n%s", a,
+                          pull_usage);
+    } else if (o.repo_id == NULL) {
+      o.repo_id = a;
+    } else {
+      return tl_cli_usage(json, "one REPO_ID only\n%s", pull_usage);
+    }
+  }
+  if (o.repo_id == NULL || o.out_dir == NULL)
+    return tl_cli_usage(json, "REPO_ID and -o DIR are required\n%s", pull_usage);
+  if (o.revision == NULL) o.revision = "main";
+
+  st = tl_pull(&o, &r, err, sizeof err);
+  if (st != TL_OK) {
+    rc = fail_pull(json, st, &r, o.out_dir, err);
+    tl_pull_report_free(&r);
+    return rc;
+  }
+  tl_cli_hex(r.receipt_id, 32, id);
+  if (json) {
+    json_t *out = json_pack(
+        "{s:s,s:s,s:s,s:s,s:b,s:s,s:I,s:I,s:I,s:I,s:o,s:s}", "repo_id", o.repo_id,
+        "revision", o.revision, "commit", r.commit, "final_commit", r.final_commit,
+        "drifted", r.drifted, "dir", o.out_dir, "files", (json_int_t)r.n_files,
+        "bytes", (json_int_t)r.bytes_total, "bytes_fetched",
+        (json_int_t)r.bytes_fetched, "reused", (json_int_t)r.n_reused, "license",
+        r.license[0] ? json_string(r.license) : json_null(), "receipt_id", id);
+    char *text = json_dumps(out, JSON_COMPACT | JSON_SORT_KEYS);
+    puts(text);
+    free(text);
+    json_decref(out);
+  } else {
+    printf("pulled %s@%s (revision %s) into %s\n", o.repo_id, r.commit, o.revision,
+           o.out_dir);
+    printf("%zu files, %llu bytes verified (%llu fetched, %zu kept from an "
+           "earlier run)\n",
+           r.n_files, (unsigned long long)r.bytes_total,
+           (unsigned long long)r.bytes_fetched, r.n_reused);
+    printf("license %s\n", r.license[0] ? r.license : "none declared (accepted)");
+    if (r.drifted)
+      printf("note: %s moved to %s during the pull (recorded; the files are "
+             "those of %s)\n",
+             o.revision, r.final_commit, r.commit);
+    printf("acquisition receipt %s\n", id);
+  }
+  tl_pull_report_free(&r);
+  return TL_EXIT_OK;
+}
+
+int tl_cmd_drift(int argc, char **argv) {
+  tl_drift_options o;
+  tl_drift_report r;
+  bool json = false;
+  char err[2048], id[65], out_path[4200];
+  tl_status st;
+  int rc;
+  memset(&o, 0, sizeof o);
+  o.token = env_or("HF_TOKEN", NULL);
+  o.build_id = TL_BUILD_ID;
+  o.timeout_s = 30;
+  o.max_redirects = 5;
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "--json") == 0) json = true;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    rc = common_flag(argc, argv, &i, json, &o.endpoint, &o.timeout_s,
+                     &o.max_redirects);
+    if (rc > 0) return rc;
+    if (rc < 0) continue;
+    if (strcmp(a, "--help") == 0) {
+      fputs(drift_usage, stdout);
+      return TL_EXIT_OK;
+    } else if (strcmp(a, "--json") == 0) {
+    } else if (strcmp(a, "-o") == 0 && i + 1 < argc) {
+      o.out_path = argv[++i];
+    } else if (a[0] == '-') {
+      return tl_cli_usage(json, "unknown option or missing value '%s'\n%s", a,
+                          drift_usage);
+    } else if (o.dir == NULL) {
+      o.dir = a;
+    } else {
+      return tl_cli_usage(json, "one DIR only\n%s", drift_usage);
+    }
+  }
+  if (o.dir == NULL) return tl_cli_usage(json, "DIR is required\n%s", drift_usage);
+  if (o.out_path == NULL) {
+    char stamp[32];
+    time_t now = time(NULL);
+    size_t n = strlen(o.dir);
+    struct tm tm;
+    while (n > 1 && o.dir[n - 1] == '/') n--;
+    gmtime_r(&now, &tm);
+    strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+    snprintf(out_path, sizeof out_path, "%.*s.drift-%s.receipt.cbor", (int)n,
+             o.dir, stamp);
+    o.out_path = out_path;
+  }
+  st = tl_drift(&o, &r, err, sizeof err);
+  if (st != TL_OK) {
+    tl_drift_report_free(&r);
+    return tl_cli_fail(json, st, "%s", err);
+  }
+  tl_cli_hex(r.receipt_id, 32, id);
+  if (json) {
+    json_t *out = json_pack("{s:s,s:s,s:b,s:O,s:O,s:O,s:s,s:s}", "commit", r.commit,
+                            "now", r.now, "moved", r.moved, "changed", r.changed,
+                            "added", r.added, "removed", r.removed, "receipt",
+                            o.out_path, "receipt_id", id);
+    char *text = json_dumps(out, JSON_COMPACT | JSON_SORT_KEYS);
+    puts(text);
+    free(text);
+    json_decref(out);
+  } else {
+    size_t i;
+    json_t *p;
+    if (!r.moved)
+      printf("no drift: the revision still resolves to %s\n", r.commit);
+    else
+      printf("drift: the revision moved from %s to %s\n", r.commit, r.now);
+    json_array_foreach(r.changed, i, p) printf("  changed  %s\n", json_string_value(p));
+    json_array_foreach(r.added, i, p) printf("  added    %s\n", json_string_value(p));
+    json_array_foreach(r.removed, i, p) printf("  removed  %s\n", json_string_value(p));
+    printf("observation receipt %s (%s)\n", id, o.out_path);
+  }
+  tl_drift_report_free(&r);
+  return TL_EXIT_OK;
+}

@@ -1,0 +1,66 @@
+/* HTTP for tinylm pull (docs/acquisition.md §Transport), over libcurl:
+ * TLS verification on, http/https only, redirects followed here (not by
+ * curl) so that their number is bounded and the token goes only to the
+ * endpoint's own origin, a connect timeout and a stall timeout, bodies
+ * streamed to a sink with a byte ceiling. */
+#ifndef TL_NATIVE_HUB_HTTP_H
+#define TL_NATIVE_HUB_HTTP_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tinylm.h"
+
+typedef struct tl_hub {
+  void *curl;          /* CURL * */
+  char endpoint[1024]; /* no trailing '/' */
+  char *origin;        /* "scheme://host:port" of the endpoint (malloc) */
+  const char *token;   /* sent as a bearer token to the origin only; NULL: none */
+  long timeout_s;      /* connect timeout, and no byte for this long aborts */
+  int max_redirects;
+} tl_hub;
+
+/* The response headers the protocol reads, from the hops served by the
+ * endpoint's origin (a CDN's own ETag never overrides the Hub's). */
+typedef struct tl_hub_headers {
+  long status;            /* of the last hop */
+  char repo_commit[96];   /* X-Repo-Commit */
+  char linked_etag[160];  /* X-Linked-Etag, quotes and W/ removed */
+  char etag[160];         /* ETag, likewise */
+  int64_t linked_size;    /* X-Linked-Size; -1 when absent */
+  char next[2048];        /* Link: <...>; rel="next" */
+  int redirects;
+} tl_hub_headers;
+
+/* Receives body bytes; a non-OK status aborts the transfer with it. */
+typedef tl_status (*tl_hub_sink)(void *arg, const uint8_t *p, size_t n,
+                                 char *err, size_t cap);
+
+tl_status tl_hub_open(tl_hub *h, const char *endpoint, const char *token,
+                      long timeout_s, int max_redirects, char *err, size_t cap);
+void tl_hub_close(tl_hub *h);
+
+/* GET url. When offset > 0 a Range request resumes there; a server that
+ * answers 200 instead of 206 has its first offset bytes dropped. The body
+ * (offset + bytes received) may not exceed max_bytes: TL_ERR_BOUNDS. A
+ * non-2xx answer, a transport failure or a timeout: TL_ERR_IO, with
+ * *transport set for failures a rerun may get past (dropped connection,
+ * timeout, 429, 5xx). */
+tl_status tl_hub_get(tl_hub *h, const char *url, uint64_t offset,
+                     uint64_t max_bytes, tl_hub_sink sink,
+                     void *arg, tl_hub_headers *hd, bool *transport, char *err,
+                     size_t cap);
+
+/* GET url as a JSON document (at most 64 MiB); an answer that is not JSON
+ * is TL_ERR_IO. */
+tl_status tl_hub_get_json(tl_hub *h, const char *url, json_t **out,
+                          tl_hub_headers *hd, bool *transport, char *err,
+                          size_t cap);
+
+/* Percent-encodes s into out (RFC 3986 unreserved characters kept; with
+ * keep_slash, '/' too). False when out is too small. */
+bool tl_hub_quote(const char *s, bool keep_slash, char *out, size_t cap);
+
+#endif

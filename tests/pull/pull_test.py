@@ -1,0 +1,452 @@
+#!/usr/bin/python3
+"""`tinylm pull`, `tinylm drift` and the converter's binding of an
+acquisition receipt, against the local hub fixture (hub_fixture.py: the
+Hub's endpoints, headers, redirects to a second host, tree pagination, and
+one injected fault at a time). Started and stopped here, on 127.0.0.1
+ephemeral ports, with a bounded lifetime.
+
+The expectations come from the fixture (its tree: Git blob ids and LFS
+SHA-256 computed with hashlib), from cbor2 (the receipt's node ids are
+recomputed here from the docs/receipts.md formula) and from `tinylm
+convert` itself (a pull's conflict record equals convert's on the same
+files).
+
+    pull_test.py TINYLM WORKDIR
+"""
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import urllib.request
+
+import cbor2
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+REPO = "tinylm-test/qwen3-tiny"
+TOKEN = "hf_fixture_secret_token_42"
+
+passed = failed = 0
+
+
+def check(name, ok, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+    else:
+        failed += 1
+        print("  FAIL %s %s" % (name, detail))
+
+
+def run(args, env=None, timeout=120):
+    e = dict(os.environ)
+    e.pop("HF_TOKEN", None)
+    e.pop("HF_ENDPOINT", None)
+    e.update(env or {})
+    p = subprocess.run([TINYLM] + args, capture_output=True, timeout=timeout, env=e)
+    return p.returncode, p.stdout.decode(), p.stderr.decode()
+
+
+def get(path):
+    with urllib.request.urlopen("http://127.0.0.1:%d%s" % (HUB, path), timeout=10) as r:
+        return json.loads(r.read())
+
+
+def fault(name):
+    return get("/_fixture/fault/" + name)
+
+
+def hub_log():
+    return get("/_fixture/log")
+
+
+def tree(commit):
+    """The fixture's tree at commit, every page (the oracle)."""
+    out, cursor = [], 0
+    while True:
+        page = get("/api/models/%s/tree/%s?recursive=true&cursor=%d" % (REPO, commit, cursor))
+        out += page
+        if len(page) < 4:
+            return {e["path"]: e for e in out}
+        cursor += 4
+
+
+def blob_id(data):
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def dir_digest(d):
+    h = hashlib.sha256()
+    for name in sorted(os.listdir(d)):
+        with open(os.path.join(d, name), "rb") as f:
+            h.update(name.encode() + b"\0" + hashlib.sha256(f.read()).digest())
+    return h.hexdigest()
+
+
+def node_id(node):
+    pre = b"tinylm-node-v1" + cbor2.dumps(node["type"]) + cbor2.dumps(node["metadata"], canonical=True)
+    pre += cbor2.dumps(len(node["children"])) + b"".join(node["children"])
+    return hashlib.sha256(pre).digest()
+
+
+def read_receipt(path):
+    with open(path, "rb") as f:
+        raw = f.read()
+    doc = cbor2.loads(raw)
+    return raw, doc, {n["type"]: n for n in doc["nodes"]}
+
+
+def pull(out, *extra, env=None):
+    rc, so, se = run(["pull", REPO, "-o", out, "--endpoint", "http://127.0.0.1:%d" % HUB,
+                      "--json"] + list(extra), env=env)
+    try:
+        j = json.loads(so.strip().splitlines()[-1]) if so.strip() else {}
+    except ValueError:
+        j = {}
+    return rc, j, se
+
+
+def good_path(work, commit):
+    out = os.path.join(work, "good")
+    rc, j, se = pull(out, env={"HF_TOKEN": TOKEN})
+    check("good: exit 0", rc == 0, se)
+    check("good: commit is the fixture's", j.get("commit") == commit, j)
+    check("good: no drift", j.get("drifted") is False and j.get("final_commit") == commit, j)
+    check("good: license", j.get("license") == "apache-2.0", j)
+    check("good: no staging left", not os.path.exists(out + ".partial"))
+    log = hub_log()
+    t = tree(commit)
+    check("good: every tree file, nothing else",
+          sorted(os.listdir(out)) == sorted(list(t) + ["acquisition.receipt.cbor"]), os.listdir(out))
+    for path, e in t.items():
+        with open(os.path.join(out, path), "rb") as f:
+            data = f.read()
+        if "lfs" in e:
+            ok = hashlib.sha256(data).hexdigest() == e["lfs"]["oid"]
+        else:
+            ok = blob_id(data) == e["oid"]
+        check("good: %s matches the tree" % path, ok and len(data) == e["size"])
+    raw, doc, nodes = read_receipt(os.path.join(out, "acquisition.receipt.cbor"))
+    check("good: receipt format", doc.get("format") == "tinylm.acquisition/1", doc.get("format"))
+    ids = {}
+    for n in doc["nodes"]:
+        ok = node_id(n) == n["id"] and all(k in ids.values() for k in n["children"])
+        check("good: node %s recomputes (docs/receipts.md)" % n["type"], ok)
+        ids[n["type"]] = n["id"]
+    check("good: root is the acquisition node", doc["root"] == ids.get("acquisition"))
+    check("good: receipt id printed", j.get("receipt_id") == doc["root"].hex())
+    src = nodes["source"]["metadata"]
+    check("good: source node", src == {"endpoint": "http://127.0.0.1:%d" % HUB, "repo_id": REPO,
+                                       "requested_revision": "main", "resolved_commit": commit}, src)
+    files = {f["path"]: f for f in nodes["files"]["metadata"]["files"]}
+    check("good: receipt lists the tree", sorted(files) == sorted(t))
+    check("good: receipt hashes", all(
+        files[p]["size"] == e["size"] and files[p]["git_oid"] == e["oid"] and
+        files[p]["lfs_oid"] == (e["lfs"]["oid"] if "lfs" in e else None) for p, e in t.items()))
+    pol = nodes["policy"]["metadata"]
+    check("good: license decision", pol["license"]["id"] == "apache-2.0" and
+          pol["license"]["decision"] == "declared" and pol["license"]["license_file_sha256"] is not None, pol)
+    check("good: limits recorded", pol["limits"]["max_files"] == 64, pol["limits"])
+    check("good: drift node", nodes["drift"]["metadata"] == {"moved": False, "re_resolved_commit": commit})
+    check("good: timings outside the nodes", set(doc["timings_us"]) == {"download", "total", "bytes_fetched"})
+    check("good: the token is not recorded", TOKEN.encode() not in raw)
+    hub_auth = [r["auth"] for r in log if r["server"] == "hub"]
+    cdn_auth = [r["auth"] for r in log if r["server"] == "cdn"]
+    check("token: every hub request carries it", hub_auth and all(a == "Bearer " + TOKEN for a in hub_auth), hub_auth)
+    check("token: the CDN (another host) never sees it", cdn_auth and all(a is None for a in cdn_auth), cdn_auth)
+    check("token: not printed", TOKEN not in se and TOKEN not in json.dumps(j))
+    pages = [r for r in log if "/tree/" in r["path"]]
+    check("tree: every page fetched", len(t) > 4 and len(pages) == (len(t) + 3) // 4, len(pages))
+    return out, doc
+
+
+def revisions(work, commit):
+    for rev in ("v1", commit[:7], commit):
+        out = os.path.join(work, "rev-" + rev[:8])
+        rc, j, se = pull(out, "--revision", rev)
+        check("revision %s: resolves to the commit" % rev, rc == 0 and j.get("commit") == commit, se)
+        _, _, nodes = read_receipt(os.path.join(out, "acquisition.receipt.cbor"))
+        check("revision %s: recorded as requested" % rev,
+              nodes["source"]["metadata"]["requested_revision"] == rev)
+
+
+def convert_binding(work, out, doc, commit):
+    slm = os.path.join(work, "good.slm")
+    rc, so, se = run(["convert", out, "-o", slm])
+    check("convert: pulled directory converts", rc == 0, se)
+    rc, so, se = run(["inspect", slm, "--json"])
+    acq = json.loads(so).get("acquisition") if rc == 0 else None
+    check("inspect: names the commit and the receipt", acq is not None and
+          acq.get("resolved_commit") == commit and acq.get("repo_id") == REPO and
+          acq.get("receipt_id") == doc["root"].hex(), acq)
+    rc, so, se = run(["inspect", slm])
+    check("inspect: human output shows the source", "%s@%s" % (REPO, commit) in so, so[-400:])
+    # A file changed after the pull: convert refuses, writes nothing.
+    bad = os.path.join(work, "tampered")
+    shutil.copytree(out, bad)
+    with open(os.path.join(bad, "config.json"), "r+b") as f:
+        data = f.read()
+        f.seek(0)
+        f.write(data + b" ")
+    rc, so, se = run(["convert", bad, "-o", bad + ".slm"])
+    check("convert: a changed file against the receipt", rc == 1 and "hash_mismatch" in se and
+          "config.json" in se and not os.path.exists(bad + ".slm"), se)
+    # A receipt whose bytes were altered no longer verifies.
+    rpath = os.path.join(bad, "acquisition.receipt.cbor")
+    shutil.copy(os.path.join(out, "config.json"), os.path.join(bad, "config.json"))
+    with open(rpath, "rb") as f:
+        raw = f.read()
+    i = raw.index(b"qwen3-tiny")
+    with open(rpath, "wb") as f:
+        f.write(raw[:i] + b"qwen3-tinx" + raw[i + 10:])
+    rc, so, se = run(["convert", bad, "-o", bad + ".slm"])
+    check("convert: an altered receipt", rc == 1 and "hash_mismatch" in se, se)
+
+
+# fault, extra args, expected error code, text the message must hold,
+# whether any file was requested before the refusal
+FAULT_CASES = [
+    ("commit_header", [], "conflict", "X-Repo-Commit", True),
+    ("etag_changed", [], "conflict", "ETag", True),
+    ("linked_size", [], "conflict", "X-Linked-Size", True),
+    ("changed_content", [], "hash_mismatch", "'config.json': Git blob id", True),
+    ("wrong_lfs_hash", [], "hash_mismatch", "'model.safetensors': SHA-256", True),
+    ("short_body", [], "hash_mismatch", "'config.json': 704 bytes received", True),
+    ("long_body", [], "bounds", "longer than the 714 bytes declared", True),
+    ("redirect_loop", [], "io", "more than 5 redirects", True),
+    ("lfs_pointer", [], "invalid_model", "'model.safetensors': the server sent a Git LFS pointer", True),
+    ("py_file", [], "invalid_model", "'modeling_qwen3.py' is refused: executable code", False),
+    ("pickle", [], "invalid_model", "'pytorch_model.bin' is refused: a checkpoint format", False),
+    ("symlink", [], "invalid_model", "'weights.safetensors' is a symlink", False),
+    ("submodule", [], "invalid_model", "'vendor' is a submodule", False),
+    ("traversal", [], "invalid_model", "'../config.json': a path with an empty, '.' or '..'", False),
+    ("absolute", [], "invalid_model", "'/etc/passwd': an absolute path", False),
+    ("pct_path", [], "invalid_model", "'%2e%2e/config.json': a percent-encoded path", False),
+    ("nested", [], "invalid_model", "'sub/dir/config.json': nesting too deep", False),
+    ("huge_size", [], "bounds", "'model.safetensors' declares 35184372088832 bytes", False),
+    ("none", ["--max-files", "3"], "bounds", "more than 3 entries", False),
+    ("none", ["--max-file-bytes", "1000000"], "bounds", "'model.safetensors' declares 19598624 bytes", False),
+    ("none", ["--max-total-bytes", "1000"], "bounds", "more than 1000 bytes", False),
+    ("slow", ["--timeout", "1"], "io", "Timeout", True),
+    ("http_401", [], "io", "HTTP 401", False),
+    ("http_404", [], "io", "HTTP 404", False),
+    ("http_429", [], "io", "HTTP 429", False),
+    ("http_500", [], "io", "HTTP 500", False),
+    ("non_json", [], "io", "the answer is not JSON", False),
+    ("no_license", [], "invalid_model", "declares no license", True),
+    ("drop", [], "io", "model.safetensors", True),
+]
+
+
+def faults(work):
+    for i, (name, extra, code, text, fetched) in enumerate(FAULT_CASES):
+        fault(name)
+        out = os.path.join(work, "fault-%02d-%s" % (i, name))
+        rc, j, se = pull(out, *extra)
+        label = "fault %s %s" % (name, " ".join(extra))
+        err = j
+        check(label + ": exit 1", rc == 1, "rc=%d %s" % (rc, se))
+        check(label + ": error " + code, err.get("error") == code, se)
+        check(label + ": message names it", text in err.get("detail", ""), err.get("detail"))
+        check(label + ": no directory", not os.path.exists(out))
+        resumable = name in ("drop", "slow", "http_429", "http_500")
+        check(label + ": staging kept only when resumable",
+              os.path.exists(out + ".partial") == (resumable and fetched), os.path.exists(out + ".partial"))
+        check(label + ": resumable flag", err.get("resumable") == resumable, err.get("resumable"))
+        resolves = [r for r in hub_log() if "/resolve/" in r["path"]]
+        check(label + ": nothing fetched before a tree refusal", bool(resolves) == fetched, len(resolves))
+        if code == "conflict":
+            c = err.get("conflict", {})
+            check(label + ": conflict record", c.get("conflict") == "source_changed" and
+                  len(c.get("sources", [])) == 2, c)
+
+
+def conflict_stop(work, source):
+    fault("conflict")
+    out = os.path.join(work, "conflict")
+    rc, j, se = pull(out)
+    check("conflict: stops", rc == 1 and j.get("error") == "conflict" and not os.path.exists(out)
+          and not os.path.exists(out + ".partial"), se)
+    rc, so, se = run(["convert", source, "-o", os.path.join(work, "x.slm"), "--json"])
+    want = json.loads(so).get("conflict") if so.strip() else None
+    got = j.get("conflict")
+
+    def by_name(rec):  # the files sit in DIR.partial for pull, in SOURCE for convert
+        for s in (rec or {}).get("sources", []):
+            s["file"] = os.path.basename(s["file"])
+        return rec
+    check("conflict: the same record as convert's", want is not None and by_name(got) == by_name(want),
+          (got, want))
+    # --profile reaches the converter's checks.
+    rc, j, se = pull(out, "--profile", "no-such-profile")
+    check("profile: handed to the converter's checks", rc == 1 and j.get("error") == "invalid_argument"
+          and "unknown profile 'no-such-profile'" in j.get("detail", "") and not os.path.exists(out), se)
+
+
+def license_accept(work):
+    fault("no_license")
+    out = os.path.join(work, "nolicense")
+    rc, j, se = pull(out, "--accept-missing-license")
+    check("no license accepted: exit 0", rc == 0 and j.get("license") is None, se)
+    if rc == 0:
+        _, doc, nodes = read_receipt(os.path.join(out, "acquisition.receipt.cbor"))
+        lic = nodes["policy"]["metadata"]["license"]
+        check("no license accepted: recorded", lic["decision"] == "accepted-missing" and lic["id"] is None, lic)
+        check("no license accepted: invocation recorded",
+              nodes["acquisition"]["metadata"]["invocation"]["accept_missing_license"] is True)
+
+
+def existing_dir(work):
+    fault("none")
+    out = os.path.join(work, "existing")
+    os.makedirs(out)
+    with open(os.path.join(out, "mine.txt"), "w") as f:
+        f.write("keep me")
+    before = dir_digest(out)
+    rc, j, se = pull(out)
+    check("existing DIR: refused", rc == 1 and j.get("error") == "invalid_argument", se)
+    check("existing DIR: unchanged, nothing requested", dir_digest(out) == before and not hub_log())
+    empty = os.path.join(work, "empty")
+    os.makedirs(empty)
+    rc, j, se = pull(empty)
+    check("empty DIR: filled", rc == 0 and os.path.exists(os.path.join(empty, "config.json")), se)
+
+
+def bad_names(work):
+    fault("none")
+    for repo in ("../x", "a/b/c", "%2e%2e/x", "/abs", "a/..", "a//b", "", "a b/c"):
+        rc, so, se = run(["pull", repo, "-o", os.path.join(work, "bad"), "--endpoint",
+                          "http://127.0.0.1:%d" % HUB, "--json"])
+        j = json.loads(so) if so.strip() else {}
+        check("repo id %r refused" % repo, rc != 0 and j.get("error") in ("invalid_argument", "usage"), so + se)
+    for rev in ("../main", "%2e%2e", "/main", "a/../b", "ma in"):
+        rc, j, se = pull(os.path.join(work, "bad"), "--revision", rev)
+        check("revision %r refused" % rev, rc == 1 and j.get("error") == "invalid_argument", se)
+    check("bad names: nothing requested", not hub_log())
+    rc, j, se = pull(os.path.join(work, "bad"), "--max-files", "12x")
+    check("strict numbers: --max-files 12x", rc == 2, se)
+
+
+def branch_moved(work, commit, moved_to):
+    fault("branch_moved")
+    out = os.path.join(work, "moved-during")
+    rc, j, se = pull(out)
+    check("moved during the pull: succeeds", rc == 0, se)
+    check("moved during the pull: drift reported", j.get("drifted") is True and j.get("commit") == commit
+          and j.get("final_commit") == moved_to, j)
+    if rc == 0:
+        _, _, nodes = read_receipt(os.path.join(out, "acquisition.receipt.cbor"))
+        check("moved during the pull: drift recorded", nodes["drift"]["metadata"] ==
+              {"moved": True, "re_resolved_commit": moved_to})
+        with open(os.path.join(out, "README.md"), "rb") as f:
+            readme = f.read()
+        check("moved during the pull: files are the first commit's",
+              blob_id(readme) == tree(commit)["README.md"]["oid"])
+
+
+def drift(work, out, doc, commit, moved_to):
+    before = dir_digest(out)
+    fault("none")
+    obs = os.path.join(work, "drift-none.cbor")
+    rc, so, se = run(["drift", out, "-o", obs, "--json"])
+    j = json.loads(so) if rc == 0 else {}
+    check("drift (none): exit 0, not moved", rc == 0 and j.get("moved") is False and j.get("now") == commit, se)
+    fault("moved")
+    obs = os.path.join(work, "drift-moved.cbor")
+    rc, so, se = run(["drift", out, "-o", obs, "--json"])
+    j = json.loads(so) if rc == 0 else {}
+    check("drift: moved", rc == 0 and j.get("moved") is True and j.get("now") == moved_to, se)
+    check("drift: names the changed file", j.get("changed") == ["README.md"] and j.get("added") == []
+          and j.get("removed") == [], j)
+    check("drift: DIR untouched", dir_digest(out) == before)
+    if rc == 0:
+        _, d, nodes = read_receipt(obs)
+        check("drift: observation receipt", d["format"] == "tinylm.drift/1" and
+              nodes["observation"]["metadata"]["moved"] is True and
+              nodes["drift"]["metadata"]["acquisition_receipt_id"] == doc["root"].hex())
+        acq_source = next(n for n in doc["nodes"] if n["type"] == "source")
+        check("drift: the same source node", nodes["source"]["id"] == acq_source["id"])
+        check("drift: node ids recompute", all(node_id(n) == n["id"] for n in d["nodes"]))
+
+
+def resume(work, commit):
+    fault("drop")
+    out = os.path.join(work, "resume")
+    rc, j, se = pull(out)
+    part = os.path.join(out + ".partial", "model.safetensors.part")
+    size = os.path.getsize(part) if os.path.exists(part) else 0
+    check("resume: the drop kept a partial file", rc == 1 and j.get("resumable") is True and size > 0, se)
+    fault("none")
+    rc, j, se = pull(out)
+    ranges = [r["range"] for r in hub_log() if r["server"] == "cdn" and r["path"].startswith("/cdn/")]
+    check("resume: rerun succeeds", rc == 0 and j.get("commit") == commit, se)
+    check("resume: asked for the rest only", "bytes=%d-" % size in ranges, ranges)
+    check("resume: fetched less than the whole", 0 < j.get("bytes_fetched", 0) < j.get("bytes", 0), j)
+    check("resume: verified small files were kept", j.get("reused", 0) >= 1, j)
+    check("resume: no staging left", not os.path.exists(out + ".partial"))
+    with open(os.path.join(out, "model.safetensors"), "rb") as f:
+        ok = hashlib.sha256(f.read()).hexdigest() == tree(commit)["model.safetensors"]["lfs"]["oid"]
+    check("resume: the resumed file is right", ok)
+    # A kept prefix that was corrupted is caught, and fetched again whole.
+    fault("drop")
+    out2 = os.path.join(work, "resume-corrupt")
+    pull(out2)
+    part = os.path.join(out2 + ".partial", "model.safetensors.part")
+    if os.path.exists(part):
+        with open(part, "r+b") as f:
+            f.seek(100)
+            b = f.read(1)
+            f.seek(100)
+            f.write(bytes([b[0] ^ 0xFF]))
+    fault("none")
+    rc, j, se = pull(out2)
+    ranges = [r["range"] for r in hub_log() if r["server"] == "cdn" and r["path"].startswith("/cdn/")]
+    check("resume corrupt prefix: succeeds after a fresh fetch", rc == 0 and None in ranges and
+          any(r is not None for r in ranges), (se, ranges))
+    with open(os.path.join(out2, "model.safetensors"), "rb") as f:
+        ok = hashlib.sha256(f.read()).hexdigest() == tree(commit)["model.safetensors"]["lfs"]["oid"]
+    check("resume corrupt prefix: the file is right", ok)
+
+
+def main():
+    global TINYLM, HUB
+    TINYLM = os.path.abspath(sys.argv[1])
+    work = os.path.abspath(sys.argv[2])
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    source = os.path.join(work, "synth")
+    rc, so, se = run(["synth", "--config", "tiny", "--seed", "7", "--tokenizer-dir",
+                      os.path.join(ROOT, "tests/fixtures/tiny-tokenizer"), "-o", source])
+    if rc != 0:
+        print("synth failed: " + se)
+        return 1
+    fx = subprocess.Popen(["/usr/bin/python3", os.path.join(HERE, "hub_fixture.py"), source,
+                           "--lifetime", "900"], stdout=subprocess.PIPE, text=True)
+    try:
+        line = fx.stdout.readline().split()
+        HUB = int(line[1])
+        info = fault("none")
+        commit, moved_to = info["commit"], info["moved_to"]
+        out, doc = good_path(work, commit)
+        revisions(work, commit)
+        convert_binding(work, out, doc, commit)
+        existing_dir(work)
+        bad_names(work)
+        faults(work)
+        conflict_stop(work, source)
+        license_accept(work)
+        branch_moved(work, commit, moved_to)
+        drift(work, out, doc, commit, moved_to)
+        resume(work, commit)
+    finally:
+        fx.terminate()
+        fx.wait(timeout=10)
+    print("pull: %d passed, %d failed" % (passed, failed))
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
