@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "acquire.h"
 #include "cli.h"
 #include "file.h"
 #include "receipt.h"
@@ -21,23 +22,32 @@ int tl_cmd_receipt(int argc, char **argv) {
   tl_file_view v;
   char err[512];
   tl_status st;
+  bool shown;
   if (argc >= 2 && strcmp(argv[1], "--help") == 0) {
     fputs(usage_text, stdout);
     return TL_EXIT_OK;
   }
   for (int i = 2; i < argc; i++) {
-    if (strcmp(argv[i], "--json") == 0) json = true;
-    else if (path == NULL && argv[i][0] != '-') path = argv[i];
-    else return tl_cli_usage(json, "unexpected '%s'\n%s", argv[i], usage_text);
+    if (strcmp(argv[i], "--json") == 0)
+      json = true;
+    else if (path == NULL && argv[i][0] != '-')
+      path = argv[i];
+    else
+      return tl_cli_usage(json, "unexpected '%s'\n%s", argv[i], usage_text);
   }
   if (argc < 2)
-    return tl_cli_usage(json, "receipt needs a subcommand (show)\n%s", usage_text);
+    return tl_cli_usage(json, "receipt needs a subcommand (show)\n%s",
+                        usage_text);
   if (strcmp(argv[1], "show") != 0)
-    return tl_cli_usage(json, "unknown subcommand '%s'\n%s", argv[1], usage_text);
-  if (path == NULL) return tl_cli_usage(json, "show needs a FILE\n%s", usage_text);
+    return tl_cli_usage(json, "unknown subcommand '%s'\n%s", argv[1],
+                        usage_text);
+  if (path == NULL)
+    return tl_cli_usage(json, "show needs a FILE\n%s", usage_text);
   st = tl_file_open_view(path, &v, err, sizeof err);
   if (st != TL_OK) return tl_cli_fail(json, st, "%s", err);
-  st = tl_receipt_show(v.data, v.len, json, stdout, err, sizeof err);
+  /* Acquisition and drift receipts (tinylm pull, tinylm drift). */
+  st = tl_acq_show(v.data, v.len, json, stdout, &shown, err, sizeof err);
+  if (!shown) st = tl_receipt_show(v.data, v.len, json, stdout, err, sizeof err);
   tl_file_close_view(&v);
   if (st != TL_OK) return tl_cli_fail(json, st, "%s: %s", path, err);
   return TL_EXIT_OK;

@@ -22,15 +22,15 @@
 typedef enum field_kind {
   K_UINT,
   K_BOOL,
-  K_TEXT,           /* without U+0000 */
+  K_TEXT, /* without U+0000 */
   K_TEXT_OR_NULL,
-  K_DIGEST,         /* 32 bytes */
+  K_DIGEST, /* 32 bytes */
   K_DIGEST_OR_NULL,
   K_BYTES,
-  K_UINTS,          /* array of uints */
-  K_BYTES_LIST,     /* array of byte strings */
-  K_MAP,            /* sub: its fields */
-  K_MAPS            /* array of maps, sub: their fields */
+  K_UINTS,      /* array of uints */
+  K_BYTES_LIST, /* array of byte strings */
+  K_MAP,        /* sub: its fields */
+  K_MAPS        /* array of maps, sub: their fields */
 } field_kind;
 
 typedef struct schema schema;
@@ -45,18 +45,25 @@ struct schema {
   size_t n;
 };
 
+/* The most fields a schema has (check_map keeps a flag per field). */
+#define MAX_FIELDS 16
+
 #define SCHEMA(name, ...)                                            \
   static const field name##_fields[] = {__VA_ARGS__};                \
+  _Static_assert(sizeof name##_fields / sizeof(field) <= MAX_FIELDS, \
+                 #name " has more than MAX_FIELDS fields");          \
   static const schema name = {name##_fields,                         \
                               sizeof name##_fields / sizeof(field)}
 
 SCHEMA(artifact_meta, {"artifact_id", K_DIGEST, false, NULL});
-SCHEMA(runtime_meta, {"name", K_TEXT, false, NULL}, {"version", K_TEXT, false, NULL},
-       {"backend", K_TEXT, false, NULL}, {"build_id", K_TEXT, false, NULL},
+SCHEMA(runtime_meta, {"name", K_TEXT, false, NULL},
+       {"version", K_TEXT, false, NULL}, {"backend", K_TEXT, false, NULL},
+       {"build_id", K_TEXT, false, NULL},
        {"numerical_profile", K_TEXT, false, NULL});
 SCHEMA(section_meta, {"section_blake3", K_DIGEST_OR_NULL, false, NULL});
-SCHEMA(prompt_meta, {"ids", K_UINTS, false, NULL}, {"mode", K_TEXT, false, NULL},
-       {"position", K_UINT, false, NULL}, {"bytes_sha256", K_DIGEST, false, NULL});
+SCHEMA(prompt_meta, {"ids", K_UINTS, false, NULL},
+       {"mode", K_TEXT, false, NULL}, {"position", K_UINT, false, NULL},
+       {"bytes_sha256", K_DIGEST, false, NULL});
 /* tl_sampler_profile_cbor; float parameters are their IEEE bits. */
 SCHEMA(profile_meta, {"version", K_TEXT, false, NULL},
        {"temperature", K_UINT, false, NULL}, {"top_k", K_UINT, false, NULL},
@@ -66,24 +73,26 @@ SCHEMA(profile_meta, {"version", K_TEXT, false, NULL},
        {"eos", K_UINTS, false, NULL}, {"ban", K_UINTS, false, NULL},
        {"defined_ids", K_UINT, false, NULL}, {"prng", K_TEXT, false, NULL},
        {"order", K_TEXT, false, NULL}, {"deviation", K_TEXT, false, NULL});
-SCHEMA(sampler_meta, {"seed", K_UINT, false, NULL}, {"turn", K_UINT, false, NULL},
-       {"profile", K_MAP, false, &profile_meta});
-SCHEMA(generation_meta, {"ids", K_UINTS, false, NULL}, {"raw", K_BYTES, false, NULL},
-       {"stop", K_TEXT, false, NULL}, {"error", K_TEXT_OR_NULL, false, NULL},
+SCHEMA(sampler_meta, {"seed", K_UINT, false, NULL},
+       {"turn", K_UINT, false, NULL}, {"profile", K_MAP, false, &profile_meta});
+SCHEMA(generation_meta, {"ids", K_UINTS, false, NULL},
+       {"raw", K_BYTES, false, NULL}, {"stop", K_TEXT, false, NULL},
+       {"error", K_TEXT_OR_NULL, false, NULL},
        {"max_new_tokens", K_UINT, false, NULL},
        {"stop_strings", K_BYTES_LIST, false, NULL});
-SCHEMA(timings, {"prefill", K_UINT, false, NULL}, {"decode", K_UINT, false, NULL},
-       {"prefill_tokens", K_UINT, false, NULL},
+SCHEMA(timings, {"prefill", K_UINT, false, NULL},
+       {"decode", K_UINT, false, NULL}, {"prefill_tokens", K_UINT, false, NULL},
        {"decode_tokens", K_UINT, false, NULL});
 /* src/tools/convert.c: emit_receipt. */
 SCHEMA(convert_converter, {"name", K_TEXT, false, NULL},
        {"version", K_TEXT, false, NULL}, {"build_id", K_TEXT, true, NULL});
 SCHEMA(convert_options, {"quant", K_TEXT, false, NULL},
        {"tokenizer_only", K_BOOL, false, NULL});
-SCHEMA(convert_source, {"name", K_TEXT, false, NULL}, {"size", K_UINT, false, NULL},
-       {"sha256", K_DIGEST, false, NULL});
+SCHEMA(convert_source, {"name", K_TEXT, false, NULL},
+       {"size", K_UINT, false, NULL}, {"sha256", K_DIGEST, false, NULL});
 SCHEMA(convert_receipt, {"receipt", K_TEXT, false, NULL},
-       {"artifact_id", K_DIGEST, false, NULL}, {"artifact_bytes", K_UINT, false, NULL},
+       {"artifact_id", K_DIGEST, false, NULL},
+       {"artifact_bytes", K_UINT, false, NULL},
        {"converter", K_MAP, false, &convert_converter},
        {"options", K_MAP, false, &convert_options},
        {"sources", K_MAPS, false, &convert_source},
@@ -93,7 +102,7 @@ SCHEMA(convert_receipt, {"receipt", K_TEXT, false, NULL},
        {"template_source_sha256", K_DIGEST, false, NULL});
 
 /* The node types of tinylm.receipt/1, their metadata and their children's
- * types (emit_meta and tl_run_receipt above). */
+ * types (emit_meta and tl_run_receipt below write them). */
 typedef struct node_type {
   const char *name;
   const schema *meta;
@@ -101,7 +110,15 @@ typedef struct node_type {
   size_t n_children;
 } node_type;
 
-enum { T_ARTIFACT, T_RUNTIME, T_TOKENIZER, T_TEMPLATE, T_PROMPT, T_SAMPLER, T_GENERATION };
+enum {
+  T_ARTIFACT,
+  T_RUNTIME,
+  T_TOKENIZER,
+  T_TEMPLATE,
+  T_PROMPT,
+  T_SAMPLER,
+  T_GENERATION
+};
 static const node_type node_types[N_NODES] = {
     {"artifact", &artifact_meta, {0}, 0},
     {"runtime", &runtime_meta, {0}, 0},
@@ -109,7 +126,10 @@ static const node_type node_types[N_NODES] = {
     {"template", &section_meta, {0}, 0},
     {"prompt", &prompt_meta, {T_TOKENIZER, T_TEMPLATE}, 2},
     {"sampler", &sampler_meta, {0}, 0},
-    {"generation", &generation_meta, {T_ARTIFACT, T_RUNTIME, T_PROMPT, T_SAMPLER}, 4}};
+    {"generation",
+     &generation_meta,
+     {T_ARTIFACT, T_RUNTIME, T_PROMPT, T_SAMPLER},
+     4}};
 
 /* ------------------------------------------------------------------------ */
 /* The writer                                                               */
@@ -131,8 +151,10 @@ static void put_section_digest(tl_cbor_writer *w, const tl_slm *slm,
   const tl_slm_section *s;
   tl_cbor_begin_map(w, 1);
   tl_cbor_put_cstr(w, "section_blake3");
-  if (tl_slm_find(slm, kind, &s) == TL_OK) tl_cbor_put_bytes(w, s->digest, 32);
-  else tl_cbor_put_null(w);
+  if (tl_slm_find(slm, kind, &s) == TL_OK)
+    tl_cbor_put_bytes(w, s->digest, 32);
+  else
+    tl_cbor_put_null(w);
   tl_cbor_end_map(w);
 }
 
@@ -204,8 +226,10 @@ static void emit_meta(tl_cbor_writer *w, const void *arg) {
       tl_cbor_put_cstr(w, "stop");
       tl_cbor_put_cstr(w, f->stop);
       tl_cbor_put_cstr(w, "error");
-      if (f->error) tl_cbor_put_cstr(w, f->error);
-      else tl_cbor_put_null(w);
+      if (f->error)
+        tl_cbor_put_cstr(w, f->error);
+      else
+        tl_cbor_put_null(w);
       /* The stopping policy, also when it did not fire. */
       tl_cbor_put_cstr(w, "max_new_tokens");
       tl_cbor_put_uint(w, f->max_new);
@@ -276,7 +300,8 @@ tl_status tl_run_receipt(const tl_run_facts *f, uint8_t **doc, size_t *len,
     const node_type *t = &node_types[i];
     emit_arg a = {f, i};
     uint8_t kids[4 * 32];
-    st = tl_cbor_encode_alloc(emit_meta, &a, &nodes[i].meta, &nodes[i].meta_len);
+    st =
+        tl_cbor_encode_alloc(emit_meta, &a, &nodes[i].meta, &nodes[i].meta_len);
     for (size_t c = 0; st == TL_OK && c < t->n_children; c++)
       memcpy(kids + 32 * c, nodes[t->children[c]].id, 32);
     if (st == TL_OK)
@@ -323,8 +348,10 @@ static const char *shown(const char *s, size_t len, char out[64]) {
   size_t o = 0;
   for (size_t i = 0; i < len && o < 56; i++) {
     unsigned char c = (unsigned char)s[i];
-    if (c >= 0x20 && c < 0x7f && c != '\\') out[o++] = (char)c;
-    else o += (size_t)snprintf(out + o, 64 - o, "\\x%02x", c);
+    if (c >= 0x20 && c < 0x7f && c != '\\')
+      out[o++] = (char)c;
+    else
+      o += (size_t)snprintf(out + o, 64 - o, "\\x%02x", c);
   }
   if (o >= 56) o = (size_t)snprintf(out + 56, 8, "...") + 56;
   out[o] = '\0';
@@ -354,7 +381,8 @@ static tl_status check_map(checker *c, const schema *s, const char *path);
 static tl_status check_text(checker *c, const char *path) {
   const char *t;
   size_t len;
-  if (tl_cbor_expect_text(&c->r, &t, &len) != TL_OK) return mistyped(c, path, "text");
+  if (tl_cbor_expect_text(&c->r, &t, &len) != TL_OK)
+    return mistyped(c, path, "text");
   if (memchr(t, 0, len) != NULL) return bad(c, path, "text holds U+0000");
   return TL_OK;
 }
@@ -368,14 +396,17 @@ static tl_status check_value(checker *c, const field *f, const char *path) {
   tl_status st = TL_OK;
   bool nullable = f->k == K_TEXT_OR_NULL || f->k == K_DIGEST_OR_NULL;
   if (nullable && tl_cbor_peek(&c->r, &it) == TL_OK && it.type == TL_CBOR_NULL)
-    return tl_cbor_expect_null(&c->r) == TL_OK ? TL_OK : mistyped(c, path, "null");
+    return tl_cbor_expect_null(&c->r) == TL_OK ? TL_OK
+                                               : mistyped(c, path, "null");
   switch (f->k) {
     case K_UINT:
-      return tl_cbor_expect_uint(&c->r, &u) == TL_OK ? TL_OK
-                                                     : mistyped(c, path, "an unsigned integer");
+      return tl_cbor_expect_uint(&c->r, &u) == TL_OK
+                 ? TL_OK
+                 : mistyped(c, path, "an unsigned integer");
     case K_BOOL:
-      return tl_cbor_expect_bool(&c->r, &flag) == TL_OK ? TL_OK
-                                                        : mistyped(c, path, "a bool");
+      return tl_cbor_expect_bool(&c->r, &flag) == TL_OK
+                 ? TL_OK
+                 : mistyped(c, path, "a bool");
     case K_TEXT:
     case K_TEXT_OR_NULL:
       return check_text(c, path);
@@ -385,18 +416,21 @@ static tl_status check_value(checker *c, const field *f, const char *path) {
         return mistyped(c, path, "32 bytes");
       return len == 32 ? TL_OK : bad(c, path, "expected 32 bytes");
     case K_BYTES:
-      return tl_cbor_expect_bytes(&c->r, &b, &len) == TL_OK ? TL_OK
-                                                            : mistyped(c, path, "bytes");
+      return tl_cbor_expect_bytes(&c->r, &b, &len) == TL_OK
+                 ? TL_OK
+                 : mistyped(c, path, "bytes");
     case K_UINTS:
     case K_BYTES_LIST:
     case K_MAPS:
-      if (tl_cbor_expect_array(&c->r, &n) != TL_OK) return mistyped(c, path, "an array");
+      if (tl_cbor_expect_array(&c->r, &n) != TL_OK)
+        return mistyped(c, path, "an array");
       for (size_t i = 0; i < n && st == TL_OK; i++) {
         char item[288]; /* path (< 256) and an index */
         snprintf(item, sizeof item, "%s[%zu]", path, i);
         if (f->k == K_UINTS && tl_cbor_expect_uint(&c->r, &u) != TL_OK)
           st = mistyped(c, item, "an unsigned integer");
-        else if (f->k == K_BYTES_LIST && tl_cbor_expect_bytes(&c->r, &b, &len) != TL_OK)
+        else if (f->k == K_BYTES_LIST &&
+                 tl_cbor_expect_bytes(&c->r, &b, &len) != TL_OK)
           st = mistyped(c, item, "bytes");
         else if (f->k == K_MAPS)
           st = check_map(c, f->sub, item);
@@ -413,8 +447,9 @@ static tl_status check_value(checker *c, const field *f, const char *path) {
  * equal keys). */
 static tl_status check_map(checker *c, const schema *s, const char *path) {
   size_t n_pairs;
-  bool seen[16] = {false};
-  if (tl_cbor_expect_map(&c->r, &n_pairs) != TL_OK) return mistyped(c, path, "a map");
+  bool seen[MAX_FIELDS] = {false};
+  if (tl_cbor_expect_map(&c->r, &n_pairs) != TL_OK)
+    return mistyped(c, path, "a map");
   for (size_t i = 0; i < n_pairs; i++) {
     const char *k;
     size_t klen, j;
@@ -474,7 +509,8 @@ static tl_status check_node(checker *c, size_t index, seen_node *out) {
   tl_status st;
   memset(out, 0, sizeof *out);
   snprintf(path, sizeof path, "nodes[%zu]", index);
-  if (tl_cbor_expect_map(&c->r, &n_pairs) != TL_OK) return mistyped(c, path, "a map");
+  if (tl_cbor_expect_map(&c->r, &n_pairs) != TL_OK)
+    return mistyped(c, path, "a map");
   for (size_t i = 0; i < n_pairs; i++) {
     const char *k;
     size_t klen, len;
@@ -486,13 +522,15 @@ static tl_status check_node(checker *c, size_t index, seen_node *out) {
         return bad(c, path, "id is not 32 bytes");
     } else if (tl_cbor_text_is(k, klen, "type")) {
       const char *t;
-      if (tl_cbor_expect_text(&c->r, &t, &len) != TL_OK) return mistyped(c, path, "a text type");
+      if (tl_cbor_expect_text(&c->r, &t, &len) != TL_OK)
+        return mistyped(c, path, "a text type");
       for (out->type = 0; out->type < N_NODES &&
                           !tl_cbor_text_is(t, len, node_types[out->type].name);
            out->type++) {
       }
       if (out->type == N_NODES) {
-        snprintf(what, sizeof what, "unknown node type '%s'", shown(t, len, key));
+        snprintf(what, sizeof what, "unknown node type '%s'",
+                 shown(t, len, key));
         return bad(c, path, what);
       }
       has_type = true;
@@ -513,10 +551,12 @@ static tl_status check_node(checker *c, size_t index, seen_node *out) {
     checker kc = {.err = c->err, .cap = c->cap};
     char sub[96];
     snprintf(sub, sizeof sub, "%s (%s).metadata", path, t->name);
-    if ((st = check_span(c, out->meta, out->meta_len, t->meta, sub)) != TL_OK) return st;
+    if ((st = check_span(c, out->meta, out->meta_len, t->meta, sub)) != TL_OK)
+      return st;
     snprintf(sub, sizeof sub, "%s (%s).children", path, t->name);
     tl_cbor_reader_init(&kc.r, kids_at, kids_len, NULL);
-    if (tl_cbor_expect_array(&kc.r, &n_kids) != TL_OK) return mistyped(&kc, sub, "an array");
+    if (tl_cbor_expect_array(&kc.r, &n_kids) != TL_OK)
+      return mistyped(&kc, sub, "an array");
     if (n_kids != t->n_children) {
       char what[64];
       snprintf(what, sizeof what, "expected %zu children", t->n_children);
@@ -524,14 +564,17 @@ static tl_status check_node(checker *c, size_t index, seen_node *out) {
     }
     for (size_t i = 0; i < n_kids; i++) {
       size_t len;
-      if (tl_cbor_expect_bytes(&kc.r, &out->children[i], &len) != TL_OK || len != 32)
+      if (tl_cbor_expect_bytes(&kc.r, &out->children[i], &len) != TL_OK ||
+          len != 32)
         return bad(c, sub, "a child id is not 32 bytes");
       memcpy(kids + 32 * i, out->children[i], 32);
     }
     out->n_children = n_kids;
-    if (tl_node_id(t->name, out->meta, out->meta_len, kids, n_kids, want) != TL_OK ||
+    if (tl_node_id(t->name, out->meta, out->meta_len, kids, n_kids, want) !=
+            TL_OK ||
         memcmp(want, out->id, 32) != 0) {
-      snprintf(c->err, c->cap, "%s (%s) does not hash to its id", path, t->name);
+      snprintf(c->err, c->cap, "%s (%s) does not hash to its id", path,
+               t->name);
       return TL_ERR_HASH_MISMATCH;
     }
   }
@@ -552,15 +595,18 @@ static tl_status walk(checker *c, graph *g, size_t i) {
   g->visited[i] = true;
   for (size_t k = 0; k < n->n_children; k++) {
     size_t m;
-    for (m = 0; m < g->n && memcmp(g->nodes[m].id, n->children[k], 32) != 0; m++) {
+    for (m = 0; m < g->n && memcmp(g->nodes[m].id, n->children[k], 32) != 0;
+         m++) {
     }
     if (m == g->n) {
-      snprintf(c->err, c->cap, "nodes[%zu].children[%zu] is not a node of the file", i, k);
+      snprintf(c->err, c->cap,
+               "nodes[%zu].children[%zu] is not a node of the file", i, k);
       return TL_ERR_INVALID_ARGUMENT;
     }
     if (g->nodes[m].type != node_types[n->type].children[k]) {
-      snprintf(c->err, c->cap, "nodes[%zu].children[%zu] is a '%s' node, not '%s'", i,
-               k, node_types[g->nodes[m].type].name,
+      snprintf(c->err, c->cap,
+               "nodes[%zu].children[%zu] is a '%s' node, not '%s'", i, k,
+               node_types[g->nodes[m].type].name,
                node_types[node_types[n->type].children[k]].name);
       return TL_ERR_INVALID_ARGUMENT;
     }
@@ -570,9 +616,11 @@ static tl_status walk(checker *c, graph *g, size_t i) {
     }
   }
   if (g->order != i) {
-    snprintf(c->err, c->cap,
-             "nodes[%zu] is out of place: the nodes are the graph under the root, "
-             "each once, children first", i);
+    snprintf(
+        c->err, c->cap,
+        "nodes[%zu] is out of place: the nodes are the graph under the root, "
+        "each once, children first",
+        i);
     return TL_ERR_INVALID_ARGUMENT;
   }
   g->order++;
@@ -584,7 +632,8 @@ static size_t array_len(const uint8_t *start, size_t len, const char *key) {
   tl_cbor_reader r;
   size_t n = 0;
   tl_cbor_reader_init(&r, start, len, NULL);
-  if (tl_cbor_map_find(&r, key) != TL_OK || tl_cbor_expect_array(&r, &n) != TL_OK)
+  if (tl_cbor_map_find(&r, key) != TL_OK ||
+      tl_cbor_expect_array(&r, &n) != TL_OK)
     return SIZE_MAX;
   return n;
 }
@@ -593,7 +642,8 @@ static uint64_t uint_at(const uint8_t *start, size_t len, const char *key) {
   tl_cbor_reader r;
   uint64_t v = UINT64_MAX;
   tl_cbor_reader_init(&r, start, len, NULL);
-  if (tl_cbor_map_find(&r, key) != TL_OK || tl_cbor_expect_uint(&r, &v) != TL_OK)
+  if (tl_cbor_map_find(&r, key) != TL_OK ||
+      tl_cbor_expect_uint(&r, &v) != TL_OK)
     return UINT64_MAX;
   return v;
 }
@@ -611,11 +661,14 @@ static tl_status check_run(checker *c, uint8_t root[32]) {
     const char *k, *v;
     size_t klen, vlen;
     char key[64], what[96];
-    if (tl_cbor_expect_text(&c->r, &k, &klen) != TL_OK) return mistyped(c, "receipt", "text keys");
+    if (tl_cbor_expect_text(&c->r, &k, &klen) != TL_OK)
+      return mistyped(c, "receipt", "text keys");
     if (tl_cbor_text_is(k, klen, "format")) {
-      if (tl_cbor_expect_text(&c->r, &v, &vlen) != TL_OK) return mistyped(c, "format", "text");
+      if (tl_cbor_expect_text(&c->r, &v, &vlen) != TL_OK)
+        return mistyped(c, "format", "text");
       if (!tl_cbor_text_is(v, vlen, "tinylm.receipt/1")) {
-        snprintf(what, sizeof what, "'%s' is not tinylm.receipt/1", shown(v, vlen, key));
+        snprintf(what, sizeof what, "'%s' is not tinylm.receipt/1",
+                 shown(v, vlen, key));
         return bad(c, "format", what);
       }
       has_format = true;
@@ -623,26 +676,32 @@ static tl_status check_run(checker *c, uint8_t root[32]) {
       if (tl_cbor_expect_bytes(&c->r, &root_id, &vlen) != TL_OK || vlen != 32)
         return bad(c, "root", "expected 32 bytes");
     } else if (tl_cbor_text_is(k, klen, "nodes")) {
-      if (tl_cbor_expect_array(&c->r, &n_nodes) != TL_OK) return mistyped(c, "nodes", "an array");
+      if (tl_cbor_expect_array(&c->r, &n_nodes) != TL_OK)
+        return mistyped(c, "nodes", "an array");
       if (n_nodes > MAX_NODES) return bad(c, "nodes", "more than 64 nodes");
       for (size_t n = 0; n < n_nodes; n++)
         if ((st = check_node(c, n, &nodes[n])) != TL_OK) return st;
       has_nodes = true;
     } else if (tl_cbor_text_is(k, klen, "timings_us")) {
       if ((st = span(c, &times, &times_len)) != TL_OK) return st;
-      if ((st = check_span(c, times, times_len, &timings, "timings_us")) != TL_OK) return st;
+      if ((st = check_span(c, times, times_len, &timings, "timings_us")) !=
+          TL_OK)
+        return st;
     } else {
-      snprintf(what, sizeof what, "unknown top-level field '%s'", shown(k, klen, key));
+      snprintf(what, sizeof what, "unknown top-level field '%s'",
+               shown(k, klen, key));
       return bad(c, "receipt", what);
     }
   }
   if (!has_format || root_id == NULL || !has_nodes || times == NULL)
     return bad(c, "receipt", "format, root, nodes and timings_us are required");
-  for (root_index = 0; root_index < n_nodes && memcmp(nodes[root_index].id, root_id, 32) != 0;
+  for (root_index = 0;
+       root_index < n_nodes && memcmp(nodes[root_index].id, root_id, 32) != 0;
        root_index++) {
   }
   if (root_index == n_nodes) return bad(c, "root", "not one of the nodes");
-  if (nodes[root_index].type != T_GENERATION) return bad(c, "root", "not a generation node");
+  if (nodes[root_index].type != T_GENERATION)
+    return bad(c, "root", "not a generation node");
   memset(&g, 0, sizeof g);
   g.nodes = nodes;
   g.n = n_nodes;
@@ -670,8 +729,9 @@ static tl_status check_run(checker *c, uint8_t root[32]) {
   return TL_OK;
 }
 
-tl_status tl_receipt_check(const uint8_t *doc, size_t len, tl_receipt_kind *kind,
-                           uint8_t root[32], char *err, size_t err_cap) {
+tl_status tl_receipt_check(const uint8_t *doc, size_t len,
+                           tl_receipt_kind *kind, uint8_t root[32], char *err,
+                           size_t err_cap) {
   checker c = {.err = err, .cap = err_cap};
   tl_cbor_fault fault;
   size_t n_pairs;
@@ -698,9 +758,10 @@ tl_status tl_receipt_check(const uint8_t *doc, size_t len, tl_receipt_kind *kind
     tl_cbor_skip(&c.r);
   }
   if (run == convert)
-    return bad(&c, "receipt",
-               "neither a run receipt (format tinylm.receipt/1) nor a converter "
-               "receipt (receipt tinylm.convert/1)");
+    return bad(
+        &c, "receipt",
+        "neither a run receipt (format tinylm.receipt/1) nor a converter "
+        "receipt (receipt tinylm.convert/1)");
   tl_cbor_reader_init(&c.r, doc, len, NULL);
   if (run) {
     *kind = TL_RECEIPT_RUN;
@@ -727,13 +788,15 @@ tl_status tl_receipt_check(const uint8_t *doc, size_t len, tl_receipt_kind *kind
 /* Sampler parameters the receipt keeps as IEEE-754 bits
  * (tl_sampler_profile_cbor); shown as decimals. */
 static bool is_float_bits(const char *key) {
-  static const char *const keys[] = {"temperature", "top_p", "min_p", "repeat_penalty"};
+  static const char *const keys[] = {"temperature", "top_p", "min_p",
+                                     "repeat_penalty"};
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
     if (strcmp(key, keys[i]) == 0) return true;
   return false;
 }
 
-static void print_value(FILE *out, const char *key, const json_t *v, bool floats);
+static void print_value(FILE *out, const char *key, const json_t *v,
+                        bool floats);
 
 /* key=value pairs; floats: the map is a sampler profile. */
 static void print_fields(FILE *out, const json_t *obj, bool floats) {
@@ -747,7 +810,8 @@ static void print_fields(FILE *out, const json_t *obj, bool floats) {
   }
 }
 
-static void print_value(FILE *out, const char *key, const json_t *v, bool floats) {
+static void print_value(FILE *out, const char *key, const json_t *v,
+                        bool floats) {
   uint64_t u;
   char *text;
   if (tl_json_u64(v, &u)) {
@@ -777,25 +841,32 @@ static void show_run(FILE *out, const json_t *doc) {
   uint64_t prefill = 0, decode = 0;
   tl_json_u64(json_object_get(t, "prefill"), &prefill); /* checked: uints */
   tl_json_u64(json_object_get(t, "decode"), &decode);
-  fprintf(out, "run receipt %s\n  (tinylm.receipt/1: every node id verified; everything "
-               "below is part of the root id except the timings)\n",
-               json_string_value(json_object_get(doc, "root")));
+  fprintf(
+      out,
+      "run receipt %s\n  (tinylm.receipt/1: every node id verified; everything "
+      "below is part of the root id except the timings)\n",
+      json_string_value(json_object_get(doc, "root")));
   json_array_foreach(json_object_get(doc, "nodes"), i, n) {
-    fprintf(out, "  %-10s %.16s...  ", json_string_value(json_object_get(n, "type")),
-                 json_string_value(json_object_get(n, "id")));
+    fprintf(out, "  %-10s %.16s...  ",
+            json_string_value(json_object_get(n, "type")),
+            json_string_value(json_object_get(n, "id")));
     print_fields(out, json_object_get(n, "metadata"), false);
     fputc('\n', out);
   }
-  fprintf(out, "  timings (unverified, not part of the identity): prefill %" PRIu64
-               " us, decode %" PRIu64 " us\n", prefill, decode);
+  fprintf(out,
+          "  timings (unverified, not part of the identity): prefill %" PRIu64
+          " us, decode %" PRIu64 " us\n",
+          prefill, decode);
 }
 
 static void show_convert(FILE *out, const json_t *doc) {
   const char *key;
   json_t *v;
-  fprintf(out, "converter receipt (tinylm.convert/1: a record, not a hash graph; nothing "
-               "in it is verified here: compare artifact_id with `tinylm hash "
-               "ARTIFACT`)\n");
+  fprintf(out,
+          "converter receipt (tinylm.convert/1: a record, not a hash graph; "
+          "nothing "
+          "in it is verified here: compare artifact_id with `tinylm hash "
+          "ARTIFACT`)\n");
   json_object_foreach((json_t *)doc, key, v) {
     fprintf(out, "  %-25s", key);
     if (json_is_array(v)) { /* sources: one line each */
@@ -823,8 +894,9 @@ static tl_status show_json(FILE *out, json_t *doc, tl_receipt_kind kind) {
   char *text;
   json_object_set_new(doc, "verified", json_boolean(kind == TL_RECEIPT_RUN));
   if (kind == TL_RECEIPT_RUN)
-    json_object_set_new(doc, "unverified",
-                        json_pack("[s,s]", "timings_us.prefill", "timings_us.decode"));
+    json_object_set_new(
+        doc, "unverified",
+        json_pack("[s,s]", "timings_us.prefill", "timings_us.decode"));
   text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
   if (text == NULL) return TL_ERR_OUT_OF_MEMORY;
   fprintf(out, "%s\n", text);
@@ -842,7 +914,8 @@ tl_status tl_receipt_show(const uint8_t *doc, size_t len, bool json, FILE *out,
   if (st != TL_OK) return st;
   if (json) {
     st = show_json(out, v, kind);
-    if (st != TL_OK) snprintf(err, err_cap, "out of memory printing the receipt");
+    if (st != TL_OK)
+      snprintf(err, err_cap, "out of memory printing the receipt");
   } else if (kind == TL_RECEIPT_RUN) {
     show_run(out, v);
   } else {

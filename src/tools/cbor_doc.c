@@ -150,7 +150,8 @@ bool tl_json_u64(const json_t *v, uint64_t *out) {
     return true;
   }
   if (!json_is_object(v) || json_object_size(v) != 1 ||
-      (s = json_string_value(json_object_get(v, BIG_KEY))) == NULL || *s == '\0')
+      (s = json_string_value(json_object_get(v, BIG_KEY))) == NULL ||
+      *s == '\0')
     return false;
   for (; *s != '\0'; s++) { /* only this file writes the form: digits */
     unsigned digit = (unsigned)(*s - '0');
@@ -187,8 +188,9 @@ static json_t *read_value(doc_reader *d) {
                                          : json_integer((json_int_t)it.value);
       break;
     case TL_CBOR_NEGINT:
-      v = it.value > (uint64_t)INT64_MAX ? big_integer(it.value, true)
-                                         : json_integer(-1 - (json_int_t)it.value);
+      v = it.value > (uint64_t)INT64_MAX
+              ? big_integer(it.value, true)
+              : json_integer(-1 - (json_int_t)it.value);
       break;
     case TL_CBOR_TEXT:
       v = json_stringn((const char *)it.data, it.len);
@@ -230,8 +232,8 @@ static json_t *read_value(doc_reader *d) {
         item = read_value(d);
         /* The key's full length: text may hold U+0000. The reader has
          * already refused equal keys. */
-        if (item == NULL ||
-            json_object_setn_new(v, (const char *)key.data, key.len, item) != 0) {
+        if (item == NULL || json_object_setn_new(v, (const char *)key.data,
+                                                 key.len, item) != 0) {
           json_decref(v);
           return item == NULL ? NULL : out_of_memory(d, key.offset);
         }

@@ -2,9 +2,10 @@
  * (-2^64 .. 2^64-1) comes out exact, keys keep their U+0000, and what JSON
  * cannot show is a typed error, never a NULL used later (issues 11.1,
  * 17.2). Inputs are hand-encoded per RFC 8949 §3.1. */
+#include "cbor_doc.h"
+
 #include <string.h>
 
-#include "cbor_doc.h"
 #include "tl_test.h"
 
 static json_t *convert(tl_test_ctx *t, const uint8_t *d, size_t n) {
@@ -14,7 +15,8 @@ static json_t *convert(tl_test_ctx *t, const uint8_t *d, size_t n) {
   return v;
 }
 
-static void expect_big(tl_test_ctx *t, const uint8_t d[9], const char *decimal) {
+static void expect_big(tl_test_ctx *t, const uint8_t d[9],
+                       const char *decimal) {
   json_t *v = convert(t, d, 9);
   TL_EXPECT(t, json_is_object(v) && json_object_size(v) == 1);
   TL_EXPECT_STR(t, json_string_value(json_object_get(v, "integer")), decimal);
@@ -23,12 +25,14 @@ static void expect_big(tl_test_ctx *t, const uint8_t d[9], const char *decimal) 
 
 static void integers_outside_int64_are_exact(tl_test_ctx *t) {
   static const uint8_t two63[9] = {0x1b, 0x80, 0, 0, 0, 0, 0, 0, 0};
-  static const uint8_t max[9] = {0x1b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+  static const uint8_t max[9] = {0x1b, 0xff, 0xff, 0xff, 0xff,
+                                 0xff, 0xff, 0xff, 0xff};
   /* -1 - n for n = 2^63, 2^63 + 1 (a carry), 2^63 + 8, 2^64 - 1. */
   static const uint8_t n63[9] = {0x3b, 0x80, 0, 0, 0, 0, 0, 0, 0};
   static const uint8_t n63p1[9] = {0x3b, 0x80, 0, 0, 0, 0, 0, 0, 1};
   static const uint8_t n63p8[9] = {0x3b, 0x80, 0, 0, 0, 0, 0, 0, 8};
-  static const uint8_t nmin[9] = {0x3b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+  static const uint8_t nmin[9] = {0x3b, 0xff, 0xff, 0xff, 0xff,
+                                  0xff, 0xff, 0xff, 0xff};
   uint64_t u = 0;
   json_t *v;
   expect_big(t, two63, "9223372036854775808");
@@ -51,8 +55,10 @@ static void integers_outside_int64_are_exact(tl_test_ctx *t) {
 }
 
 static void int64_stays_a_json_integer(tl_test_ctx *t) {
-  static const uint8_t max[9] = {0x1b, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
-  static const uint8_t min[9] = {0x3b, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+  static const uint8_t max[9] = {0x1b, 0x7f, 0xff, 0xff, 0xff,
+                                 0xff, 0xff, 0xff, 0xff};
+  static const uint8_t min[9] = {0x3b, 0x7f, 0xff, 0xff, 0xff,
+                                 0xff, 0xff, 0xff, 0xff};
   static const uint8_t minus_one[1] = {0x20};
   uint64_t u = 0;
   json_t *v = convert(t, max, 9);
@@ -86,32 +92,39 @@ static void bytes_are_hex(tl_test_ctx *t) {
 }
 
 static void refusals_are_typed(tl_test_ctx *t) {
-  static const uint8_t int_key[] = {0xa1, 0x01, 0x02};   /* {1: 2} */
+  static const uint8_t int_key[] = {0xa1, 0x01, 0x02};      /* {1: 2} */
   static const uint8_t nested[] = {0x81, 0xa1, 0xf6, 0x00}; /* [{null: 0}] */
   static const uint8_t truncated[] = {0x19, 0x01}; /* a uint16 head, one byte */
   static const uint8_t tag[] = {0xc0, 0x00};
   static const uint8_t trailing[] = {0x01, 0x02};
   json_t *v = NULL;
   char err[128];
-  TL_EXPECT_STATUS(t, tl_cbor_to_json(int_key, sizeof int_key, &v, err, sizeof err),
-                   TL_ERR_UNSUPPORTED_FEATURE);
+  TL_EXPECT_STATUS(
+      t, tl_cbor_to_json(int_key, sizeof int_key, &v, err, sizeof err),
+      TL_ERR_UNSUPPORTED_FEATURE);
   TL_EXPECT(t, v == NULL && strstr(err, "not text at byte 1") != NULL);
-  TL_EXPECT_STATUS(t, tl_cbor_to_json(nested, sizeof nested, &v, err, sizeof err),
+  TL_EXPECT_STATUS(t,
+                   tl_cbor_to_json(nested, sizeof nested, &v, err, sizeof err),
                    TL_ERR_UNSUPPORTED_FEATURE);
   TL_EXPECT(t, v == NULL && strstr(err, "byte 2") != NULL);
-  TL_EXPECT_STATUS(t, tl_cbor_to_json(truncated, sizeof truncated, &v, err, sizeof err),
-                   TL_ERR_INVALID_CBOR);
+  TL_EXPECT_STATUS(
+      t, tl_cbor_to_json(truncated, sizeof truncated, &v, err, sizeof err),
+      TL_ERR_INVALID_CBOR);
   TL_EXPECT(t, v == NULL && strstr(err, "truncated at byte 0") != NULL);
   TL_EXPECT_STATUS(t, tl_cbor_to_json(tag, sizeof tag, &v, err, sizeof err),
                    TL_ERR_INVALID_CBOR);
   TL_EXPECT(t, v == NULL && strstr(err, "disallowed_tag at byte 0") != NULL);
-  TL_EXPECT_STATUS(t, tl_cbor_to_json(trailing, sizeof trailing, &v, err, sizeof err),
-                   TL_ERR_INVALID_CBOR);
+  TL_EXPECT_STATUS(
+      t, tl_cbor_to_json(trailing, sizeof trailing, &v, err, sizeof err),
+      TL_ERR_INVALID_CBOR);
   TL_EXPECT(t, v == NULL && strstr(err, "trailing") != NULL);
 }
 
 static const tl_test_case cases[] = {
-    TL_CASE(integers_outside_int64_are_exact), TL_CASE(int64_stays_a_json_integer),
-    TL_CASE(keys_keep_their_nul), TL_CASE(bytes_are_hex), TL_CASE(refusals_are_typed),
+    TL_CASE(integers_outside_int64_are_exact),
+    TL_CASE(int64_stays_a_json_integer),
+    TL_CASE(keys_keep_their_nul),
+    TL_CASE(bytes_are_hex),
+    TL_CASE(refusals_are_typed),
 };
 TL_SUITE(cbor_doc, cases);

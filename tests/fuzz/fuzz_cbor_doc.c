@@ -46,7 +46,8 @@ static void same(tl_cbor_reader *r, const json_t *v) {
   switch (it.type) {
     case TL_CBOR_UINT:
       if (it.value <= (uint64_t)INT64_MAX) {
-        CHECK(json_is_integer(v) && (uint64_t)json_integer_value(v) == it.value);
+        CHECK(json_is_integer(v) &&
+              (uint64_t)json_integer_value(v) == it.value);
       } else {
         snprintf(dec, sizeof dec, "%" PRIu64, it.value);
         check_big(v, dec);
@@ -55,7 +56,8 @@ static void same(tl_cbor_reader *r, const json_t *v) {
       break;
     case TL_CBOR_NEGINT: /* -1 - n */
       if (it.value <= (uint64_t)INT64_MAX) {
-        CHECK(json_is_integer(v) && json_integer_value(v) == -1 - (int64_t)it.value);
+        CHECK(json_is_integer(v) &&
+              json_integer_value(v) == -1 - (int64_t)it.value);
       } else if (it.value == UINT64_MAX) {
         check_big(v, "-18446744073709551616");
       } else {

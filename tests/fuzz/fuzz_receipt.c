@@ -8,8 +8,8 @@
  *    exactly the check's status, prints nothing when it fails and
  *    something when it passes.
  *
- * 2. The input (one in eight) as the facts of a run (seed, turn, position, ids, raw
- *    bytes, stop strings, token limit, sampler values, section digests,
+ * 2. The input (one in eight) as the facts of a run (seed, turn, position, ids,
+ * raw bytes, stop strings, token limit, sampler values, section digests,
  *    timings): the receipt tl_run_receipt writes must verify, with its
  *    root, as a run receipt, and display. */
 #include <stdbool.h>
@@ -111,12 +111,30 @@ static void writer_pass(const uint8_t *data, size_t size) {
   profile.repeat_window = take(&g);
   profile.eos = eos;
   profile.n_eos = take(&g) % 3;
-  f = (tl_run_facts){artifact, &slm, "fuzz", take(&g) & 1 ? "text" : "messages",
-                     raw, n_raw, prompt_ids, n_prompt, (uint32_t)take_u64(&g),
-                     &profile, take_u64(&g), (uint32_t)take_u64(&g), ids, n_ids,
-                     raw, n_raw, "max_tokens", take(&g) & 1 ? NULL : "cancelled",
-                     (uint32_t)take_u64(&g), stops, stop_lens, n_stops,
-                     take_u64(&g), take_u64(&g)};
+  f = (tl_run_facts){artifact,
+                     &slm,
+                     "fuzz",
+                     take(&g) & 1 ? "text" : "messages",
+                     raw,
+                     n_raw,
+                     prompt_ids,
+                     n_prompt,
+                     (uint32_t)take_u64(&g),
+                     &profile,
+                     take_u64(&g),
+                     (uint32_t)take_u64(&g),
+                     ids,
+                     n_ids,
+                     raw,
+                     n_raw,
+                     "max_tokens",
+                     take(&g) & 1 ? NULL : "cancelled",
+                     (uint32_t)take_u64(&g),
+                     stops,
+                     stop_lens,
+                     n_stops,
+                     take_u64(&g),
+                     take_u64(&g)};
   CHECK(tl_run_receipt(&f, &doc, &len, root) == TL_OK);
   CHECK(tl_receipt_check(doc, len, &kind, checked, err, sizeof err) == TL_OK);
   CHECK(kind == TL_RECEIPT_RUN && memcmp(root, checked, 32) == 0);
