@@ -174,7 +174,7 @@ def test_receipts():
             f.write(bad)
         p = tinylm("receipt", "show", tpath, "--json")
         check(f"tamper: a flipped byte in {what} is hash_mismatch",
-              p.returncode != 0 and error_of(p) == "hash_mismatch",
+              p.returncode == 1 and error_of(p) == "hash_mismatch",
               p.stdout.decode(errors="replace") + p.stderr.decode(errors="replace"))
     # --messages: the prompt node's ids are the rendered conversation's.
     conv = write_conv(os.path.join(WORK, "conv1.json"),
@@ -265,19 +265,19 @@ def test_logprobs_and_limits():
           not os.path.exists(os.path.join(WORK, "preflight.cbor")) and "receipt" not in
           p.stderr.decode(errors="replace"))
     rc, _, p = run_json("--prompt", PROMPT, "--mem-budget", "1")
-    check("--mem-budget 1: out_of_memory", rc != 0 and error_of(p) == "out_of_memory",
+    check("--mem-budget 1: out_of_memory", rc == 1 and error_of(p) == "out_of_memory",
           p.stdout.decode(errors="replace"))
     n_prompt = len(json.loads(tinylm("encode", MODEL, "--text", PROMPT, "--json").stdout)["ids"])
     rc, _, p = run_json("--prompt", PROMPT, "-n", "8", "--ctx", str(n_prompt + 7))
     check("--ctx < prompt + n: context_exceeded",
-          rc != 0 and error_of(p) == "context_exceeded", p.stdout.decode(errors="replace"))
+          rc == 1 and error_of(p) == "context_exceeded", p.stdout.decode(errors="replace"))
     rc, out, _ = run_json("--prompt", PROMPT, "-n", "8", "--ctx", str(n_prompt + 8))
     check("--ctx == prompt + n: runs", rc == 0 and out and len(out["ids"]) <= 8)
     for flag, value in [("--top-p", "2"), ("--temperature", "-1"), ("--min-p", "1.5"),
                         ("--repeat-penalty", "0"), ("--top-p", "nan"), ("-n", "0")]:
         p = tinylm("run", MODEL, "--json", "--prompt", PROMPT, flag, value)
         check(f"{flag} {value}: usage or invalid_argument",
-              p.returncode != 0 and error_of(p) in ("usage", "invalid_argument"),
+              (p.returncode, error_of(p)) in ((2, "usage"), (1, "invalid_argument")),
               p.stdout.decode(errors="replace") + p.stderr.decode(errors="replace"))
 
 
@@ -459,24 +459,24 @@ def test_chat_think_prompt():
     chat.command("/reset", r"\[conversation cleared\]")
     chat.command("/think on", r"\[enable_thinking on\]")
     on = chat.turn("Hi")
-    chat.quit()
+    quit_ok = chat.quit()
     path = write_conv(os.path.join(WORK, "think-on.json"), [{"role": "user", "content": "Hi"}], True)
     rendered = json.loads(tinylm("render", MODEL, "--messages", path, "--json").stdout)
     check("chat: /think on changes the prompt tokens",
-          off is not None and on is not None and off[0] != on[0] and
+          quit_ok and off is not None and on is not None and off[0] != on[0] and
           on[0] == len(rendered["ids"]), f"{off} {on} {len(rendered['ids'])}")
 
 
 def test_chat_sampled_reproducible():
     args = ["-n", "6", "--seed", "17", "--temperature", "0.9", "--top-k", "50"]
-    convs = []
+    convs, quits = [], []
     for k in range(2):
         chat = Chat(MODEL, *args)
         chat.turn("Hello there")
         chat.turn("And then?")
         convs.append(chat.save(os.path.join(WORK, f"sampled-{k}.json")))
-        chat.quit()
-    check("chat: sampled sessions reproducible",
+        quits.append(chat.quit())
+    check("chat: sampled sessions reproducible", all(quits) and
           convs[0] is not None and convs[0] == convs[1] and len(convs[0]["messages"]) == 4)
     if convs[0] is not None:
         # Turn 0 draws at turn index 0, as run does.
@@ -595,9 +595,12 @@ STOP_RX = r"\[(eos|stop_string|max_tokens|context_full|cancelled) after (\d+) to
 
 def chat_pipe(lines, *args):
     """`tinylm chat MODEL ARGS` reading lines (bytes) from a pipe:
-    (process, stderr text, number of replies generated)."""
+    (process, stderr text, number of replies generated). A session ends at
+    the end of its input: any exit status but 0 is a failed check."""
     p = tinylm("chat", MODEL, *args, stdin=lines)
     err = p.stderr.decode("utf-8", errors="replace")
+    check(f"chat {' '.join(args)} (from a pipe) exits 0 at the end of its input",
+          p.returncode == 0, f"exit {p.returncode}: {err[-300:]}")
     return p, err, len(re.findall(STOP_RX, err))
 
 
@@ -713,7 +716,7 @@ def test_run_messages_errors():
     rc, doc, p = run_json("--messages", os.path.join(WORK, "syntax.json"))
     err = json.loads(p.stdout) if p.stdout.strip() else {}
     check("run --messages --json: line and column of a syntax error",
-          err.get("line") == 1 and err.get("column") == 20, str(err))
+          rc == 1 and err.get("line") == 1 and err.get("column") == 20, f"exit {rc}: {err}")
 
 
 def test_run_messages_generation_prompt():
