@@ -39,7 +39,7 @@ static const char usage_text[] =
     "                   EOS, a stop string or the context is full)\n"
     "  --system TEXT    the system message\n"
     "  --receipt-dir DIR  a receipt per reply, DIR/turn-0001.cbor, ...\n"
-    "  --force          replace existing files chat writes (never MODEL)\n"
+    "  --force          replace existing receipt files in DIR\n"
     "  then type messages; commands: /reset, /system TEXT, /save FILE\n"
     "  (/save! FILE replaces an existing file), /load FILE, /think [on|off], /quit\n";
 
