@@ -17,37 +17,40 @@ static const char usage_text[] =
     "  (convert --receipt); a run receipt's node ids are verified\n";
 
 int tl_cmd_receipt(int argc, char **argv) {
-  const char *path = NULL;
+  const char *sub = NULL, *path = NULL;
   bool json = false;
   tl_file_view v;
   char err[512];
   tl_status st;
-  bool shown;
-  if (argc >= 2 && strcmp(argv[1], "--help") == 0) {
-    fputs(usage_text, stdout);
-    return TL_EXIT_OK;
+  /* --json anywhere makes usage errors JSON too. */
+  for (int i = 1; i < argc; i++) json |= strcmp(argv[i], "--json") == 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "--help") == 0) {
+      fputs(usage_text, stdout);
+      return TL_EXIT_OK;
+    } else if (strcmp(a, "--json") == 0) {
+      continue;
+    } else if (a[0] == '-') {
+      return tl_cli_usage(json, "unknown option '%s'\n%s", a, usage_text);
+    } else if (sub == NULL) {
+      sub = a;
+    } else if (path == NULL) {
+      path = a;
+    } else {
+      return tl_cli_usage(json, "unexpected '%s'\n%s", a, usage_text);
+    }
   }
-  for (int i = 2; i < argc; i++) {
-    if (strcmp(argv[i], "--json") == 0)
-      json = true;
-    else if (path == NULL && argv[i][0] != '-')
-      path = argv[i];
-    else
-      return tl_cli_usage(json, "unexpected '%s'\n%s", argv[i], usage_text);
-  }
-  if (argc < 2)
+  if (sub == NULL)
     return tl_cli_usage(json, "receipt needs a subcommand (show)\n%s",
                         usage_text);
-  if (strcmp(argv[1], "show") != 0)
-    return tl_cli_usage(json, "unknown subcommand '%s'\n%s", argv[1],
-                        usage_text);
+  if (strcmp(sub, "show") != 0)
+    return tl_cli_usage(json, "unknown subcommand '%s'\n%s", sub, usage_text);
   if (path == NULL)
     return tl_cli_usage(json, "show needs a FILE\n%s", usage_text);
   st = tl_file_open_view(path, &v, err, sizeof err);
   if (st != TL_OK) return tl_cli_fail(json, st, "%s", err);
-  /* Acquisition and drift receipts (tinylm pull, tinylm drift). */
-  st = tl_acq_show(v.data, v.len, json, stdout, &shown, err, sizeof err);
-  if (!shown) st = tl_receipt_show(v.data, v.len, json, stdout, err, sizeof err);
+  st = tl_receipt_show(v.data, v.len, json, stdout, err, sizeof err);
   tl_file_close_view(&v);
   if (st != TL_OK) return tl_cli_fail(json, st, "%s: %s", path, err);
   return TL_EXIT_OK;

@@ -472,6 +472,10 @@ def test_usage():
     check("`tinylm receipt` alone prints its usage once, exit 2",
           p.returncode == 2 and err.count("usage: tinylm receipt show") == 1 and
           "usage: usage" not in err, err)
+    p = tinylm("receipt", "show", "--bogus", "--json")
+    check("`receipt show --bogus --json`: unknown option, as JSON, exit 2",
+          p.returncode == 2 and json.loads(p.stdout).get("error") == "usage" and
+          "unknown option '--bogus'" in p.stderr.decode(), p.stderr.decode())
 
 
 def main():
