@@ -322,9 +322,12 @@ static const char *prompt_text(EditLine *el) {
 
 static void reader_open(reader *r) {
   memset(r, 0, sizeof r[0]);
-  /* libedit decodes the terminal's bytes by the locale: UTF-8, as the
-   * model's text is, whatever the environment says; without it, plain. */
-  if (!isatty(fileno(stdin)) || setlocale(LC_CTYPE, "C.UTF-8") == NULL) return;
+  /* libedit draws the line on stdout: only when both are the terminal.
+   * It decodes the terminal's bytes by the locale: UTF-8, as the model's
+   * text is, whatever the environment says; without it, plain reads. */
+  if (!isatty(fileno(stdin)) || !isatty(fileno(stdout)) ||
+      setlocale(LC_CTYPE, "C.UTF-8") == NULL)
+    return;
   r->el = el_init("tinylm", stdin, stdout, stderr);
   r->hist = history_init();
   if (r->el == NULL || r->hist == NULL) {
@@ -449,7 +452,7 @@ int tl_cmd_chat(int argc, char **argv) {
     size_t len = 0;
     char *line;
     int got;
-    if (rd.el == NULL && isatty(fileno(stdin))) {
+    if (rd.el == NULL && isatty(fileno(stdin)) && isatty(fileno(stdout))) {
       fputs("> ", stdout);
       fflush(stdout);
     }

@@ -759,8 +759,8 @@ def test_chat_load():
     lines = [b"Hello", b"/save " + before.encode(),
              b"/load " + os.path.join(WORK, "no-such-file.json").encode(),
              b"/load " + WORK.encode()]
-    for name, _, _ in BAD_CONVERSATIONS:
-        lines.append(b"/load " + os.path.join(WORK, name).encode())
+    for name, text, _ in BAD_CONVERSATIONS:
+        lines.append(b"/load " + write_raw(name, text).encode())
     after = os.path.join(WORK, "load-after.json")
     lines += [b"/save " + after.encode(), b"And then?"]
     p, err, replies = chat_pipe(b"\n".join(lines) + b"\n", "-n", "2")
