@@ -322,9 +322,11 @@ static const char *prompt_text(EditLine *el) {
 
 static void reader_open(reader *r) {
   memset(r, 0, sizeof r[0]);
-  /* libedit draws the line on stdout: only when both are the terminal.
-   * It decodes the terminal's bytes by the locale: UTF-8, as the model's
-   * text is, whatever the environment says; without it, plain reads. */
+  /* libedit edits on a terminal (its display is stdout; with stdout
+   * redirected it would read plainly anyway: said here, and the locale
+   * left alone). It decodes the terminal's bytes by the locale: UTF-8, as
+   * the model's text is, whatever the environment says; without it,
+   * plain reads. */
   if (!isatty(fileno(stdin)) || !isatty(fileno(stdout)) ||
       setlocale(LC_CTYPE, "C.UTF-8") == NULL)
     return;

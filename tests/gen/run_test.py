@@ -676,6 +676,30 @@ def test_chat_line_editing():
           t3 is not None and users is not None and users[2:] == ["fresh"] and ok, str(users))
 
 
+def test_chat_stdout_redirected():
+    """A terminal on stdin but stdout to a file: no line editor and no
+    prompt drawn into the file, which gets the replies only."""
+    master, slave = os.openpty()
+    out_path = os.path.join(WORK, "redirected.out")
+    with open(out_path, "wb") as out:
+        p = subprocess.Popen([TINYLM, "chat", MODEL, "-n", "2"], stdin=slave, stdout=out,
+                             stderr=subprocess.PIPE)
+    os.close(slave)
+    os.write(master, b"Hello there\n")
+    time.sleep(1)
+    os.write(master, b"/quit\n")
+    try:
+        _, err = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        _, err = p.communicate()
+    os.close(master)
+    text = open(out_path, "rb").read()
+    check("chat with stdout redirected: the file holds the reply, no prompt or echo",
+          p.returncode == 0 and re.search(STOP_RX, err.decode(errors="replace")) and
+          b"Hello there" not in text and not text.startswith(b">"), f"{text!r} {err[-300:]!r}")
+
+
 def write_raw(name, text):
     path = os.path.join(WORK, name)
     with open(path, "w") as f:
@@ -862,6 +886,7 @@ def main():
                  test_chat_sampled_reproducible, test_chat_ctrl_c,
                  test_chat_context_overflow, test_chat_invalid_lines,
                  test_chat_invalid_line_terminal, test_chat_line_editing,
+                 test_chat_stdout_redirected,
                  test_run_messages_errors, test_run_messages_generation_prompt,
                  test_chat_load, test_chat_options]:
         try:
