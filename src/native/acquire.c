@@ -849,7 +849,7 @@ static tl_status write_pull_receipt(const tl_pull_options *o, ctx *c,
     if (strcmp(e->path, "README.md") == 0) readme = e;
   }
   memset(nodes, 0, sizeof nodes);
-  nodes[0] = (rnode){"builder", builder_json("tinylm pull", o->build_id), {0}, 0, {0}};
+  nodes[0] = (rnode){"builder", builder_json("tinylm pull", o->net.build_id), {0}, 0, {0}};
   nodes[1] = (rnode){"source",
                      json_pack("{s:s,s:s,s:s,s:s}", "endpoint", c->hub.endpoint,
                                "repo_id", o->repo_id, "requested_revision",
@@ -998,8 +998,8 @@ tl_status tl_pull(const tl_pull_options *o, tl_pull_report *r, char *err,
   snprintf(c.staging, sizeof c.staging, "%.*s.partial", (int)dir_len, o->out_dir);
   st = check_out_dir(o->out_dir, err, cap);
   if (st != TL_OK) return st;
-  st = tl_hub_open(&c.hub, o->endpoint, o->token, o->timeout_s, o->max_redirects,
-                   err, cap);
+  st = tl_hub_open(&c.hub, o->net.endpoint, o->net.token, o->net.timeout_s,
+                   o->net.max_redirects, err, cap);
   if (st != TL_OK) return st;
   c.repo_id = o->repo_id;
   c.progress = o->progress;
@@ -1130,6 +1130,53 @@ tl_status tl_acq_graph_verify(const uint8_t *doc, size_t len, const char *format
   return TL_OK;
 }
 
+tl_status tl_acq_show(const uint8_t *doc, size_t len, bool json, FILE *out,
+                      bool *shown, char *err, size_t cap) {
+  json_t *j = NULL, *n;
+  const char *fmt;
+  uint8_t root[32];
+  char root_hex[65], *text;
+  size_t i;
+  tl_status st;
+  *shown = false;
+  if (tl_cbor_to_json(doc, len, &j, err, cap) != TL_OK) return TL_OK;
+  fmt = json_string_value(json_object_get(j, "format"));
+  fmt = fmt == NULL ? NULL : strcmp(fmt, TL_ACQ_FORMAT) == 0 ? TL_ACQ_FORMAT
+                           : strcmp(fmt, TL_DRIFT_FORMAT) == 0 ? TL_DRIFT_FORMAT : NULL;
+  *shown = fmt != NULL;
+  if (*shown) {
+    json_decref(j);
+    st = tl_acq_graph_verify(doc, len, fmt, root, &j, err, cap);
+  } else {
+    st = TL_OK;
+  }
+  if (!*shown || st != TL_OK) {
+    json_decref(j);
+    return st;
+  }
+  if (json) {
+    json_object_set_new(j, "verified", json_true());
+    text = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+    fprintf(out, "%s\n", text ? text : "{}");
+    free(text);
+  } else {
+    tl_cli_hex(root, 32, root_hex);
+    fprintf(out, "%s receipt %s (every node id verified)\n",
+            strcmp(fmt, TL_ACQ_FORMAT) == 0 ? "acquisition" : "drift observation", root_hex);
+    json_array_foreach(json_object_get(j, "nodes"), i, n) {
+      text = json_dumps(json_object_get(n, "metadata"), JSON_COMPACT | JSON_SORT_KEYS);
+      fprintf(out, "  %-12s %.16s...  %s\n", json_string_value(json_object_get(n, "type")),
+              json_string_value(json_object_get(n, "id")), text ? text : "");
+      free(text);
+    }
+    text = json_dumps(json_object_get(j, "timings_us"), JSON_COMPACT | JSON_SORT_KEYS);
+    fprintf(out, "  timings (not part of the identity): %s\n", text ? text : "");
+    free(text);
+  }
+  json_decref(j);
+  return TL_OK;
+}
+
 tl_status tl_acq_receipt_read(const char *path, tl_acq_receipt *r, char *err,
                               size_t cap) {
   tl_file_view v;
@@ -1204,7 +1251,7 @@ tl_status tl_drift(const tl_drift_options *o, tl_drift_report *r, char *err,
   snprintf(path, sizeof path, "%s/%s", o->dir, TL_ACQ_RECEIPT_NAME);
   st = tl_acq_receipt_read(path, &rec, err, cap);
   if (st != TL_OK) return st;
-  endpoint = o->endpoint ? o->endpoint
+  endpoint = o->net.endpoint ? o->net.endpoint
                          : json_string_value(json_object_get(rec.source, "endpoint"));
   revision = json_string_value(json_object_get(rec.source, "requested_revision"));
   commit = json_string_value(json_object_get(rec.source, "resolved_commit"));
@@ -1218,7 +1265,8 @@ tl_status tl_drift(const tl_drift_options *o, tl_drift_report *r, char *err,
   r->changed = json_array();
   r->added = json_array();
   r->removed = json_array();
-  st = tl_hub_open(&c.hub, endpoint, o->token, o->timeout_s, o->max_redirects, err, cap);
+  st = tl_hub_open(&c.hub, endpoint, o->net.token, o->net.timeout_s,
+                   o->net.max_redirects, err, cap);
   if (st == TL_OK) st = resolve(&c, revision, r->now, NULL, 0, err, cap);
   if (st == TL_OK && strcmp(r->now, commit) != 0) {
     r->moved = true;
@@ -1243,7 +1291,7 @@ tl_status tl_drift(const tl_drift_options *o, tl_drift_report *r, char *err,
   if (st == TL_OK) {
     tl_cli_hex(rec.id, 32, rec_hex);
     memset(nodes, 0, sizeof nodes);
-    nodes[0] = (rnode){"builder", builder_json("tinylm drift", o->build_id), {0}, 0, {0}};
+    nodes[0] = (rnode){"builder", builder_json("tinylm drift", o->net.build_id), {0}, 0, {0}};
     /* The acquisition's own source node: the same metadata, the same id. */
     nodes[1] = (rnode){"source", json_deep_copy(rec.source), {0}, 0, {0}};
     nodes[2] = (rnode){"observation",

@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "tinylm.h"
 
@@ -37,17 +38,22 @@ typedef struct tl_acq_limits {
 /* The Qwen3 layout is flat: a path with a '/' is nested too deep. */
 #define TL_ACQ_MAX_DEPTH 1
 
+/* How pull and drift reach the Hub, and who they are. */
+typedef struct tl_acq_net {
+  const char *endpoint; /* no trailing '/' needed; drift: NULL = the receipt's */
+  const char *token;    /* NULL: anonymous; never printed or recorded */
+  const char *build_id;
+  long timeout_s;
+  int max_redirects;
+} tl_acq_net;
+
 typedef struct tl_pull_options {
+  tl_acq_net net;
   const char *repo_id;
   const char *revision; /* NULL: "main" */
   const char *out_dir;
-  const char *endpoint; /* no trailing '/' needed */
-  const char *token;    /* NULL: anonymous; never printed or recorded */
-  const char *build_id;
   const char *profile; /* NULL, or a converter profile for its checks */
   tl_acq_limits limits;
-  long timeout_s;
-  int max_redirects;
   bool accept_missing_license;
   bool progress; /* a progress line even when stderr is not a terminal */
 } tl_pull_options;
@@ -103,6 +109,13 @@ tl_status tl_acq_graph_verify(const uint8_t *doc, size_t len, const char *format
                               uint8_t root[32], json_t **out, char *err,
                               size_t cap);
 
+/* tinylm receipt show for TL_ACQ_FORMAT and TL_DRIFT_FORMAT documents:
+ * *shown is false (and nothing happens) for any other document; otherwise
+ * the document is verified (tl_acq_graph_verify) and printed to out as
+ * JSON (with "verified": true) or as text. */
+tl_status tl_acq_show(const uint8_t *doc, size_t len, bool json, FILE *out,
+                      bool *shown, char *err, size_t cap);
+
 tl_status tl_acq_receipt_read(const char *path, tl_acq_receipt *r, char *err,
                               size_t cap);
 /* The entry for path, or NULL. */
@@ -110,13 +123,9 @@ const json_t *tl_acq_receipt_file(const tl_acq_receipt *r, const char *path);
 void tl_acq_receipt_free(tl_acq_receipt *r);
 
 typedef struct tl_drift_options {
+  tl_acq_net net;
   const char *dir;
-  const char *endpoint; /* NULL: the receipt's */
-  const char *token;
   const char *out_path; /* the observation receipt */
-  const char *build_id;
-  long timeout_s;
-  int max_redirects;
 } tl_drift_options;
 
 typedef struct tl_drift_report {

@@ -41,35 +41,46 @@ static const char drift_usage[] =
     "  moved and which files differ, as a new observation receipt (default\n"
     "  DIR.drift-<UTC time>.receipt.cbor beside DIR). DIR is only read.\n";
 
-/* Flags both commands share; returns -1 when argv[*i] was one of them
+static const char *env_or(const char *name, const char *fallback) {
+  const char *v = getenv(name);
+  return v != NULL && v[0] != '\0' ? v : fallback;
+}
+
+/* What both commands share: --json wherever it stands, the token from the
+ * environment, the defaults. */
+static void begin(int argc, char **argv, tl_acq_net *n, bool *json) {
+  memset(n, 0, sizeof *n);
+  n->token = env_or("HF_TOKEN", NULL);
+  n->build_id = TL_BUILD_ID;
+  n->timeout_s = 30;
+  n->max_redirects = 5;
+  *json = false;
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "--json") == 0) *json = true;
+}
+
+/* The flags both commands share; returns -1 when argv[*i] was one of them
  * (consumed), 0 when it was not, or an exit status. */
-static int common_flag(int argc, char **argv, int *i, bool json,
-                       const char **endpoint, long *timeout_s,
-                       int *max_redirects) {
+static int net_flag(int argc, char **argv, int *i, bool json, tl_acq_net *n) {
   const char *a = argv[*i];
   uint64_t v;
   int rc;
   if (*i + 1 >= argc) return 0;
   if (strcmp(a, "--endpoint") == 0) {
-    *endpoint = argv[++*i];
+    n->endpoint = argv[++*i];
     return -1;
   }
   if (strcmp(a, "--timeout") == 0) {
     rc = tl_cli_flag_u64(json, a, argv[++*i], 1, 86400, &v);
-    *timeout_s = (long)v;
+    n->timeout_s = (long)v;
     return rc;
   }
   if (strcmp(a, "--max-redirects") == 0) {
     rc = tl_cli_flag_u64(json, a, argv[++*i], 0, 50, &v);
-    *max_redirects = (int)v;
+    n->max_redirects = (int)v;
     return rc;
   }
   return 0;
-}
-
-static const char *env_or(const char *name, const char *fallback) {
-  const char *v = getenv(name);
-  return v != NULL && v[0] != '\0' ? v : fallback;
 }
 
 static int fail_pull(bool json, tl_status st, const tl_pull_report *r,
@@ -94,24 +105,18 @@ static int fail_pull(bool json, tl_status st, const tl_pull_report *r,
 int tl_cmd_pull(int argc, char **argv) {
   tl_pull_options o;
   tl_pull_report r;
-  bool json = false;
+  bool json;
   char err[2048], id[65];
   tl_status st;
   int rc;
   memset(&o, 0, sizeof o);
+  begin(argc, argv, &o.net, &json);
   tl_acq_default_limits(&o.limits);
-  o.endpoint = env_or("HF_ENDPOINT", TL_ACQ_DEFAULT_ENDPOINT);
-  o.token = env_or("HF_TOKEN", NULL);
-  o.build_id = TL_BUILD_ID;
-  o.timeout_s = 30;
-  o.max_redirects = 5;
-  for (int i = 1; i < argc; i++)
-    if (strcmp(argv[i], "--json") == 0) json = true;
+  o.net.endpoint = env_or("HF_ENDPOINT", TL_ACQ_DEFAULT_ENDPOINT);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     bool has_value = i + 1 < argc;
-    rc = common_flag(argc, argv, &i, json, &o.endpoint, &o.timeout_s,
-                     &o.max_redirects);
+    rc = net_flag(argc, argv, &i, json, &o.net);
     if (rc > 0) return rc;
     if (rc < 0) continue;
     if (strcmp(a, "--help") == 0) {
@@ -192,21 +197,15 @@ int tl_cmd_pull(int argc, char **argv) {
 int tl_cmd_drift(int argc, char **argv) {
   tl_drift_options o;
   tl_drift_report r;
-  bool json = false;
+  bool json;
   char err[2048], id[65], out_path[4200];
   tl_status st;
   int rc;
   memset(&o, 0, sizeof o);
-  o.token = env_or("HF_TOKEN", NULL);
-  o.build_id = TL_BUILD_ID;
-  o.timeout_s = 30;
-  o.max_redirects = 5;
-  for (int i = 1; i < argc; i++)
-    if (strcmp(argv[i], "--json") == 0) json = true;
+  begin(argc, argv, &o.net, &json);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    rc = common_flag(argc, argv, &i, json, &o.endpoint, &o.timeout_s,
-                     &o.max_redirects);
+    rc = net_flag(argc, argv, &i, json, &o.net);
     if (rc > 0) return rc;
     if (rc < 0) continue;
     if (strcmp(a, "--help") == 0) {

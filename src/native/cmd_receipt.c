@@ -13,6 +13,7 @@
 
 static const char usage_text[] =
     "usage: tinylm receipt show FILE [--json]\n"
+    "  (also acquisition and drift receipts: tinylm pull, tinylm drift)\n"
     "  FILE is a run receipt (run --receipt) or a converter receipt\n"
     "  (convert --receipt); a run receipt's node ids are verified\n";
 
@@ -22,6 +23,7 @@ int tl_cmd_receipt(int argc, char **argv) {
   tl_file_view v;
   char err[512];
   tl_status st;
+  bool shown;
   /* --json anywhere makes usage errors JSON too. */
   for (int i = 1; i < argc; i++) json |= strcmp(argv[i], "--json") == 0;
   for (int i = 1; i < argc; i++) {
@@ -50,7 +52,9 @@ int tl_cmd_receipt(int argc, char **argv) {
     return tl_cli_usage(json, "show needs a FILE\n%s", usage_text);
   st = tl_file_open_view(path, &v, err, sizeof err);
   if (st != TL_OK) return tl_cli_fail(json, st, "%s", err);
-  st = tl_receipt_show(v.data, v.len, json, stdout, err, sizeof err);
+  /* Acquisition and drift receipts (tinylm pull, tinylm drift). */
+  st = tl_acq_show(v.data, v.len, json, stdout, &shown, err, sizeof err);
+  if (!shown) st = tl_receipt_show(v.data, v.len, json, stdout, err, sizeof err);
   tl_file_close_view(&v);
   if (st != TL_OK) return tl_cli_fail(json, st, "%s: %s", path, err);
   return TL_EXIT_OK;

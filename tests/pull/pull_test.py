@@ -204,6 +204,14 @@ def convert_binding(work, out, doc, commit):
         f.write(raw[:i] + b"qwen3-tinx" + raw[i + 10:])
     rc, so, se = run(["convert", bad, "-o", bad + ".slm"])
     check("convert: an altered receipt", rc == 1 and "hash_mismatch" in se, se)
+    rc, so, se = run(["receipt", "show", rpath])
+    check("receipt show: an altered receipt", rc == 1 and "hash_mismatch" in se and "source" in se, se)
+    rc, so, se = run(["receipt", "show", os.path.join(out, "acquisition.receipt.cbor"), "--json"])
+    shown = json.loads(so) if rc == 0 else {}
+    check("receipt show: verifies and prints", shown.get("verified") is True and
+          shown.get("root") == doc["root"].hex() and len(shown.get("nodes", [])) == 6, se)
+    rc, so, se = run(["receipt", "show", os.path.join(out, "acquisition.receipt.cbor")])
+    check("receipt show: text", rc == 0 and "every node id verified" in so and "resolved_commit" in so, se)
 
 
 # fault, extra args, expected error code, text the message must hold,
@@ -370,6 +378,8 @@ def drift(work, out, doc, commit, moved_to):
         acq_source = next(n for n in doc["nodes"] if n["type"] == "source")
         check("drift: the same source node", nodes["source"]["id"] == acq_source["id"])
         check("drift: node ids recompute", all(node_id(n) == n["id"] for n in d["nodes"]))
+        rc, so, se = run(["receipt", "show", obs, "--json"])
+        check("drift: receipt show verifies it", rc == 0 and json.loads(so).get("verified") is True, se)
 
 
 def resume(work, commit):
