@@ -192,13 +192,15 @@ typedef struct tree {
   size_t n_entries; /* files and directories */
 } tree;
 
-static tl_status tree_add(tree *t, const json_t *item, const tl_acq_limits *l,
-                          char *err, size_t cap) {
+/* Everything pull refuses in a tree entry, in order: an unsafe path, too
+ * many entries, a non-file, a name outside the allowlist, a duplicate, a
+ * malformed size or oid, the size limits, a malformed LFS record. */
+static tl_status judge_entry(tree *t, const json_t *item, const tl_acq_limits *l,
+                             char *err, size_t cap) {
   const char *type = json_string_value(json_object_get(item, "type"));
   const char *path = json_string_value(json_object_get(item, "path"));
   const char *why, *oid, *lfs_oid;
   const json_t *size = json_object_get(item, "size"), *lfs;
-  entry *e;
   if (path == NULL || type == NULL)
     return failf(err, cap, TL_ERR_INVALID_MODEL,
                  "a tree entry without a path or a type");
@@ -232,8 +234,7 @@ static tl_status tree_add(tree *t, const json_t *item, const tl_acq_limits *l,
                  "(--max-file-bytes)",
                  path, (long long)json_integer_value(size),
                  (unsigned long long)l->max_file_bytes);
-  t->total += (uint64_t)json_integer_value(size);
-  if (t->total > l->max_total_bytes)
+  if (t->total + (uint64_t)json_integer_value(size) > l->max_total_bytes)
     return failf(err, cap, TL_ERR_BOUNDS,
                  "the files add up to more than %llu bytes (--max-total-bytes)",
                  (unsigned long long)l->max_total_bytes);
@@ -246,6 +247,23 @@ static tl_status tree_add(tree *t, const json_t *item, const tl_acq_limits *l,
                  "tree entry '%s': its LFS record needs a 64-hex oid and the "
                  "file's size",
                  path);
+  return TL_OK;
+}
+
+/* Adds a tree entry: judged by pull (l non-NULL), only observed by drift
+ * (l NULL: anything but a directory is recorded as it stands, a non-file
+ * with its type in place of an oid, so that it shows as changed or added). */
+static tl_status tree_add(tree *t, const json_t *item, const tl_acq_limits *l,
+                          char *err, size_t cap) {
+  const char *type = json_string_value(json_object_get(item, "type"));
+  const char *path = json_string_value(json_object_get(item, "path"));
+  const char *oid = json_string_value(json_object_get(item, "oid"));
+  const char *lfs_oid = json_string_value(json_object_get(json_object_get(item, "lfs"), "oid"));
+  const json_t *size = json_object_get(item, "size");
+  entry *e;
+  tl_status st = l != NULL ? judge_entry(t, item, l, err, cap) : TL_OK;
+  if (st != TL_OK || path == NULL || type == NULL || strcmp(type, "directory") == 0)
+    return st;
   if (t->n == t->cap) {
     size_t want = t->cap ? 2 * t->cap : 16;
     entry *grown = realloc(t->e, want * sizeof *grown);
@@ -256,9 +274,12 @@ static tl_status tree_add(tree *t, const json_t *item, const tl_acq_limits *l,
   e = &t->e[t->n++];
   memset(e, 0, sizeof *e);
   snprintf(e->path, sizeof e->path, "%s", path);
-  e->size = (uint64_t)json_integer_value(size);
-  snprintf(e->oid, sizeof e->oid, "%s", oid);
-  e->lfs = lfs != NULL;
+  e->size = json_is_integer(size) && json_integer_value(size) > 0
+                ? (uint64_t)json_integer_value(size) : 0;
+  t->total += e->size;
+  snprintf(e->oid, sizeof e->oid, "%s",
+           strcmp(type, "file") != 0 ? type : oid != NULL ? oid : "");
+  e->lfs = lfs_oid != NULL && is_hex(lfs_oid, 64);
   if (e->lfs) snprintf(e->lfs_oid, sizeof e->lfs_oid, "%s", lfs_oid);
   return TL_OK;
 }
@@ -280,7 +301,8 @@ typedef struct ctx {
   char commit[41];
   char staging[4200];
   bool kept_partial;
-  bool progress; /* forced on (--progress) */
+  bool staging_ours; /* DIR.partial exists and carries the mark */
+  bool progress;     /* forced on (--progress) */
   uint64_t fetched;
   size_t reused;
   uint8_t *conflict;
@@ -633,7 +655,12 @@ static tl_status fetch_file(ctx *c, entry *e, bool may_resume, char *err,
 /* ------------------------------------------------------------------------ */
 /* The staging directory (DIR.partial)                                      */
 
+/* Marks DIR.partial as this program's: a directory of that name without
+ * it is the user's and is never touched. */
+#define STAGING_MARK ".tinylm-pull"
+
 static bool expected_name(const tree *t, const char *name) {
+  if (strcmp(name, STAGING_MARK) == 0) return true;
   for (size_t i = 0; i < t->n; i++) {
     size_t n = strlen(t->e[i].path);
     if (strcmp(name, t->e[i].path) == 0 ||
@@ -655,13 +682,52 @@ static tl_status clean_dir(const char *dir, const tree *t, char *err, size_t cap
   }
   while ((de = readdir(d)) != NULL) {
     if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
-    if (t != NULL && de->d_type == DT_REG && expected_name(t, de->d_name)) continue;
+    struct stat sb;
     snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+    if (t != NULL && lstat(path, &sb) == 0 && S_ISREG(sb.st_mode) &&
+        expected_name(t, de->d_name))
+      continue;
     if (remove(path) != 0 && st == TL_OK)
       st = failf(err, cap, TL_ERR_IO, "%s: cannot remove: %s", path, strerror(errno));
   }
   closedir(d);
   return st;
+}
+
+/* An existing DIR.partial must be a directory (not a link) holding the
+ * mark; *ours says whether it exists so. */
+static tl_status check_staging(const char *staging, bool *ours, char *err,
+                               size_t cap) {
+  struct stat sb;
+  char mark[4300];
+  *ours = false;
+  if (lstat(staging, &sb) != 0) {
+    if (errno == ENOENT) return TL_OK;
+    return failf(err, cap, TL_ERR_IO, "%s: cannot examine: %s", staging, strerror(errno));
+  }
+  snprintf(mark, sizeof mark, "%s/" STAGING_MARK, staging);
+  if (!S_ISDIR(sb.st_mode) || lstat(mark, &sb) != 0 || !S_ISREG(sb.st_mode))
+    return failf(err, cap, TL_ERR_INVALID_ARGUMENT,
+                 "%s exists and was not made by tinylm pull; move it away "
+                 "(nothing was changed)",
+                 staging);
+  *ours = true;
+  return TL_OK;
+}
+
+static tl_status make_staging(const char *staging, char *err, size_t cap) {
+  char mark[4300];
+  int fd;
+  if (mkdir(staging, 0755) != 0)
+    return failf(err, cap, TL_ERR_IO, "%s: cannot create: %s", staging, strerror(errno));
+  snprintf(mark, sizeof mark, "%s/" STAGING_MARK, staging);
+  fd = open(mark, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    rmdir(staging);
+    return failf(err, cap, TL_ERR_IO, "%s: cannot create: %s", mark, strerror(errno));
+  }
+  close(fd);
+  return TL_OK;
 }
 
 static void remove_dir(const char *dir) {
@@ -997,6 +1063,7 @@ tl_status tl_pull(const tl_pull_options *o, tl_pull_report *r, char *err,
     return failf(err, cap, TL_ERR_INVALID_ARGUMENT, "bad output directory");
   snprintf(c.staging, sizeof c.staging, "%.*s.partial", (int)dir_len, o->out_dir);
   st = check_out_dir(o->out_dir, err, cap);
+  if (st == TL_OK) st = check_staging(c.staging, &c.staging_ours, err, cap);
   if (st != TL_OK) return st;
   st = tl_hub_open(&c.hub, o->net.endpoint, o->net.token, o->net.timeout_s,
                    o->net.max_redirects, err, cap);
@@ -1007,8 +1074,10 @@ tl_status tl_pull(const tl_pull_options *o, tl_pull_report *r, char *err,
   if (st == TL_OK) st = list_tree(&c, c.commit, &o->limits, &t, err, cap);
   if (st == TL_OK) {
     qsort(t.e, t.n, sizeof *t.e, entry_order);
-    if (mkdir(c.staging, 0755) != 0 && errno != EEXIST)
-      st = failf(err, cap, TL_ERR_IO, "%s: cannot create: %s", c.staging, strerror(errno));
+    if (!c.staging_ours) {
+      st = make_staging(c.staging, err, cap);
+      c.staging_ours = st == TL_OK;
+    }
   }
   if (st == TL_OK) st = clean_dir(c.staging, &t, err, cap);
   if (st == TL_OK) {
@@ -1028,11 +1097,15 @@ tl_status tl_pull(const tl_pull_options *o, tl_pull_report *r, char *err,
   if (st == TL_OK) {
     char out[4100];
     snprintf(out, sizeof out, "%.*s", (int)dir_len, o->out_dir);
+    char mark[4300];
+    snprintf(mark, sizeof mark, "%s/" STAGING_MARK, c.staging);
     /* A concurrent writer may have filled DIR since the first check:
      * rename refuses a non-empty directory. */
-    if (rename(c.staging, out) != 0)
+    if (unlink(mark) != 0 || rename(c.staging, out) != 0) {
       st = failf(err, cap, TL_ERR_IO, "cannot move %s to %s: %s", c.staging, out,
                  strerror(errno));
+      close(open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+    }
   }
   r->n_files = t.n;
   r->n_reused = c.reused;
@@ -1043,7 +1116,7 @@ tl_status tl_pull(const tl_pull_options *o, tl_pull_report *r, char *err,
     /* Only a transfer a rerun may complete keeps the staging directory;
      * whatever it holds is verified again then. */
     r->kept_partial = c.kept_partial && st == TL_ERR_IO;
-    if (!r->kept_partial) remove_dir(c.staging);
+    if (!r->kept_partial && c.staging_ours) remove_dir(c.staging);
     r->conflict = c.conflict;
     r->conflict_len = c.conflict_len;
     c.conflict = NULL;
@@ -1227,8 +1300,9 @@ void tl_acq_receipt_free(tl_acq_receipt *r) {
 
 static bool same_file(const json_t *f, const entry *e) {
   const json_t *lfs = json_object_get(f, "lfs_oid");
+  const char *oid = json_string_value(json_object_get(f, "git_oid"));
   return json_integer_value(json_object_get(f, "size")) == (json_int_t)e->size &&
-         strcmp(json_string_value(json_object_get(f, "git_oid")), e->oid) == 0 &&
+         oid != NULL && strcmp(oid, e->oid) == 0 &&
          (e->lfs ? json_is_string(lfs) && strcmp(json_string_value(lfs), e->lfs_oid) == 0
                  : json_is_null(lfs));
 }
@@ -1238,7 +1312,6 @@ tl_status tl_drift(const tl_drift_options *o, tl_drift_report *r, char *err,
   tl_acq_receipt rec;
   ctx c;
   tree t;
-  tl_acq_limits any = {UINT32_MAX, UINT64_MAX / 4, UINT64_MAX / 4};
   char path[4300], rec_hex[65];
   const char *endpoint, *revision, *commit;
   rnode nodes[4];
@@ -1270,7 +1343,7 @@ tl_status tl_drift(const tl_drift_options *o, tl_drift_report *r, char *err,
   if (st == TL_OK) st = resolve(&c, revision, r->now, NULL, 0, err, cap);
   if (st == TL_OK && strcmp(r->now, commit) != 0) {
     r->moved = true;
-    st = list_tree(&c, r->now, &any, &t, err, cap);
+    st = list_tree(&c, r->now, NULL, &t, err, cap);
   }
   if (st == TL_OK && r->moved) {
     size_t i;

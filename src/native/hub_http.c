@@ -271,6 +271,13 @@ tl_status tl_hub_get(tl_hub *h, const char *url, uint64_t offset,
         st = failf(err, cap, TL_ERR_IO, "%s: HTTP %ld without a Location", shown, code);
         break;
       }
+      /* The bytes are verified anyway; the request (and what it reveals)
+       * still never drops from TLS to plain text. */
+      if (strncmp(h->origin, "https:", 6) == 0 && strncasecmp(next, "https:", 6) != 0) {
+        st = failf(err, cap, TL_ERR_IO, "%s: refusing a redirect from https to '%.8s...'",
+                   shown, next);
+        break;
+      }
       if (++hd->redirects > h->max_redirects) {
         st = failf(err, cap, TL_ERR_IO, "%s: more than %d redirects", shown,
                    h->max_redirects);

@@ -60,6 +60,7 @@ FAULTS = {
     "changed_content": "config.json's bytes differ from the tree (same headers)",
     "branch_moved": "main moves to a second commit after the first resolution",
     "moved": "main names the second commit (README.md changed)",
+    "moved_added": "main names a third commit (modeling_qwen3.py added, LICENSE gone)",
     "wrong_lfs_hash": "the CDN flips one byte of model.safetensors",
     "linked_size": "model.safetensors answers with another X-Linked-Size",
     "short_body": "config.json is 10 bytes shorter than the tree says",
@@ -136,7 +137,10 @@ def build(source, fault):
     files_b = dict(files)
     files_b["README.md"] = README_V2
     b = Repo(files_b)
-    return a, b
+    files_c = dict(files)
+    files_c["modeling_qwen3.py"] = b"import os\n"
+    del files_c["LICENSE"]
+    return a, b, Repo(files_c)
 
 
 class State:
@@ -149,12 +153,12 @@ class State:
     def set_fault(self, fault):
         with self.lock:
             self.fault = fault
-            self.a, self.b = build(self.source, fault)
+            self.a, self.b, self.c = build(self.source, fault)
             self.resolutions = 0
             self.log = []
 
     def repo_at(self, commit):
-        for r in (self.a, self.b):
+        for r in (self.a, self.b, self.c):
             if r.commit == commit:
                 return r
         return None
@@ -223,7 +227,7 @@ class Hub(Handler):
                     STATE.resolutions += 1
             a, b = STATE.a, STATE.b
             if rev == "main":
-                repo = b if moved else a
+                repo = STATE.c if fault == "moved_added" else b if moved else a
             elif rev in ("v1", a.commit, a.commit[:7]):
                 repo = a
             elif rev in ("v2", b.commit):

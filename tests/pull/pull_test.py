@@ -323,6 +323,24 @@ def existing_dir(work):
     check("empty DIR: filled", rc == 0 and os.path.exists(os.path.join(empty, "config.json")), se)
 
 
+def foreign_staging(work):
+    fault("none")
+    out = os.path.join(work, "foreign")
+    os.makedirs(out + ".partial")
+    with open(os.path.join(out + ".partial", "notes.txt"), "w") as f:
+        f.write("the user's own file")
+    rc, j, se = pull(out)
+    check("foreign DIR.partial: refused", rc == 1 and j.get("error") == "invalid_argument" and
+          "not made by tinylm pull" in j.get("detail", ""), se)
+    check("foreign DIR.partial: untouched, nothing requested",
+          os.listdir(out + ".partial") == ["notes.txt"] and not hub_log() and not os.path.exists(out))
+    link = os.path.join(work, "linked")
+    os.symlink(out + ".partial", link + ".partial")
+    rc, j, se = pull(link)
+    check("symlinked DIR.partial: refused", rc == 1 and j.get("error") == "invalid_argument", se)
+    check("symlinked DIR.partial: target untouched", os.listdir(out + ".partial") == ["notes.txt"])
+
+
 def bad_names(work):
     fault("none")
     for repo in ("../x", "a/b/c", "%2e%2e/x", "/abs", "a/..", "a//b", "", "a b/c"):
@@ -380,6 +398,13 @@ def drift(work, out, doc, commit, moved_to):
         check("drift: node ids recompute", all(node_id(n) == n["id"] for n in d["nodes"]))
         rc, so, se = run(["receipt", "show", obs, "--json"])
         check("drift: receipt show verifies it", rc == 0 and json.loads(so).get("verified") is True, se)
+    # A file the allowlist would refuse is observed, not refused.
+    fault("moved_added")
+    rc, so, se = run(["drift", out, "-o", os.path.join(work, "drift-added.cbor"), "--json"])
+    j = json.loads(so) if rc == 0 else {}
+    check("drift: added and removed files", rc == 0 and j.get("moved") is True and
+          j.get("added") == ["modeling_qwen3.py"] and j.get("removed") == ["LICENSE"] and
+          j.get("changed") == [], (so, se))
 
 
 def resume(work, commit):
@@ -444,6 +469,7 @@ def main():
         revisions(work, commit)
         convert_binding(work, out, doc, commit)
         existing_dir(work)
+        foreign_staging(work)
         bad_names(work)
         faults(work)
         conflict_stop(work, source)
