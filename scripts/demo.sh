@@ -31,7 +31,7 @@ echo "   prompt: $(cat "$demo/conversation.json" | tr -s ' \n' ' ')"
 echo "   reply:"
 "$tinylm" run "$demo/qwen3-0.6b-synthetic.slm" --messages "$demo/conversation.json" \
   -n 16 --seed 42 --temperature 0.7 --top-k 20 --top-p 0.8 \
-  --receipt "$demo/receipt.cbor"
+  --receipt "$demo/receipt.cbor" --force # the previous demo's receipt
 echo "== 4. the receipt: every input, the sampler and seed, the output, hashed"
 "$tinylm" receipt show "$demo/receipt.cbor" | cut -c1-160
 cat <<EOF_NOTE

@@ -109,6 +109,8 @@ run_stage harness-self-test tests/harness/exit_status_test.sh build/gcc/tinylm "
 run_stage tiny-tokenizer-fixture /usr/bin/python3 tools/make_tiny_tokenizer.py --check
 run_stage slm-inspector /usr/bin/python3 tools/slm_inspect_test.py
 rm -rf build/test-work && mkdir -p build/test-work
+run_stage cli-safety /usr/bin/python3 tests/cli/safety_test.py build/asan/tinylm \
+  build/test-work/cli-safety
 run_stage convert-bad /usr/bin/python3 tests/convert/bad_checkpoints.py build/asan/tinylm \
   build/test-work/convert-bad
 run_stage slm-goldens-current tools/slm_goldens.sh --check

@@ -25,7 +25,7 @@ static const char usage_text[] =
     "           [-n N] [--temperature T] [--top-k K] [--top-p P] [--min-p M]\n"
     "           [--repeat-penalty R] [--repeat-window W] [--seed S]\n"
     "           [--stop STR]... [--receipt FILE] [--logprobs K] [--json]\n"
-    "           [--ctx N] [--preflight] [--mem-budget MB] [--progress]\n"
+    "           [--ctx N] [--preflight] [--mem-budget MB] [--progress] [--force]\n"
     "  --prompt-file F  the prompt's bytes from a file (- for standard input)\n"
     "  -n N             at most N new tokens (1..2^32-1; -1: until EOS, a stop\n"
     "                   string or the context is full); default 64\n"
@@ -38,7 +38,9 @@ static const char usage_text[] =
     "  (the checkpoint's generation_config.json), else greedy\n"
     "  --preflight      print the memory plan and exit (JSON with --json)\n"
     "  --mem-budget MB  refuse a plan over MB megabytes before allocating\n"
-    "  --progress       prefill progress on stderr even when it is not a terminal\n";
+    "  --progress       prefill progress on stderr even when it is not a terminal\n"
+    "  --force          replace an existing --receipt file (never MODEL or the\n"
+    "                   prompt's file)\n";
 
 static void print_plan(const tl_session *s, bool json) {
   const tl_memory_plan *p = &s->plan;
@@ -79,6 +81,9 @@ int tl_cmd_run(int argc, char **argv) {
                         "--messages\n%s", usage_text);
   if (o.system != NULL || o.receipt_dir != NULL)
     return tl_cli_usage(o.json, "--system and --receipt-dir are chat options\n%s", usage_text);
+  /* Before any work: a refused --receipt must not cost a generation. */
+  st = tl_run_receipt_check(&o, err, sizeof err);
+  if (st != TL_OK) return tl_cli_fail(o.json, st, "%s", err);
   st = tl_session_open(&s, o.model, err, sizeof err);
   if (st != TL_OK) return tl_cli_fail(o.json, st, "%s", err);
   /* The prompt first: its length sizes the context. */

@@ -1,5 +1,5 @@
 #define _POSIX_C_SOURCE 200809L
-#define _DEFAULT_SOURCE /* madvise */
+#define _DEFAULT_SOURCE 1 /* madvise */
 #include "file.h"
 
 #include <dirent.h>

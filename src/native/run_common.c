@@ -161,6 +161,11 @@ int tl_run_parse(int argc, char **argv, const char *usage, tl_run_options *o) {
   return check_sampling(o, usage);
 }
 
+tl_status tl_run_receipt_check(const tl_run_options *o, char *err, size_t cap) {
+  const char *inputs[] = {o->model, o->messages, o->prompt_file};
+  if (o->receipt == NULL) return TL_OK;
+  return tl_file_output_check(o->receipt, inputs, 3, o->force, NULL, err, cap);
+}
 
 /* The sampler as the generation loop's choose callback. */
 typedef struct chooser {
@@ -451,6 +456,9 @@ int tl_run_generate(tl_session *s, const tl_run_options *o, const char *mode,
     size_t doc_len = 0;
     char root_hex[65], err[512];
     tl_status rs = ids_st != TL_OK ? ids_st : tl_run_receipt(&f, &doc, &doc_len, root);
+    /* Checked again at the write: the file may have appeared meanwhile. */
+    if (rs == TL_OK && o->receipt != NULL)
+      rs = tl_run_receipt_check(o, err, sizeof err);
     if (rs == TL_OK && o->receipt != NULL)
       rs = tl_file_write_atomic(o->receipt, doc, doc_len, err, sizeof err);
     free(doc);

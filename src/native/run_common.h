@@ -41,6 +41,11 @@ enum {
  * the exit status to return (usage error, --help). */
 int tl_run_parse(int argc, char **argv, const char *usage, tl_run_options *o);
 
+/* Whether --receipt may be written (file.h's tl_file_output_check: never
+ * the model or the prompt's file, an existing file only with --force).
+ * TL_OK when there is no --receipt. */
+tl_status tl_run_receipt_check(const tl_run_options *o, char *err, size_t cap);
+
 /* What a turn produced, for a caller that keeps a conversation (malloc'd
  * copies; free with tl_turn_out_free). */
 typedef struct tl_turn_out {

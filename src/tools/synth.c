@@ -586,41 +586,27 @@ static tl_status write_shard(writer *w, const tl_synth_options *o,
     return TL_ERR_OUT_OF_MEMORY;
   }
 
+  /* Through the host's atomic writer: the temporary file is removed on
+   * any failure and on SIGINT/SIGTERM (file.h). */
   tl_status st = TL_OK;
   char *path = join(w->dir, name);
-  size_t tlen = strlen(w->dir) + strlen(name) + 16;
-  char *tmp = malloc(tlen);
   uint8_t *buf = malloc((size_t)CHUNK_ELEMS * 4);
-  FILE *f = NULL;
-  int fd = -1;
-  uint64_t total = 8 + h.len;
-  if (path == NULL || tmp == NULL || buf == NULL) {
+  tl_file_atomic f;
+  uint64_t total = 8 + h.len, at = 8 + h.len;
+  uint8_t len8[8];
+  if (path == NULL || buf == NULL) {
     st = TL_ERR_OUT_OF_MEMORY;
     goto out;
   }
-  snprintf(tmp, tlen, "%s/.%s.XXXXXX", w->dir, name);
-  fd = mkstemp(tmp);
-  if (fd >= 0 && fchmod(fd, 0644) != 0) {
-    close(fd);
-    unlink(tmp);
-    fd = -1;
-  }
-  if (fd < 0 || (f = fdopen(fd, "wb")) == NULL) {
-    st = fail(w->err, w->err_cap, TL_ERR_IO, "%s: cannot create: %s", tmp,
-              strerror(errno));
-    if (fd >= 0) {
-      close(fd);
-      unlink(tmp);
-    }
-    goto out;
-  }
-  uint8_t len8[8];
+  st = tl_file_atomic_begin(&f, path, w->err, w->err_cap);
+  if (st != TL_OK) goto out;
   tl_store_le64(len8, h.len);
-  bool ok = fwrite(len8, 1, 8, f) == 8 && fwrite(h.p, 1, h.len, f) == h.len;
-  for (size_t i = 0; ok && i < n; i++) {
+  st = tl_file_atomic_pwrite(&f, 0, len8, 8, w->err, w->err_cap);
+  if (st == TL_OK) st = tl_file_atomic_pwrite(&f, 8, h.p, h.len, w->err, w->err_cap);
+  for (size_t i = 0; st == TL_OK && i < n; i++) {
     if (t[i].shard != shard) continue;
     uint64_t key = mix64(o->seed ^ fnv1a64(t[i].source));
-    for (uint64_t j0 = 0; ok && j0 < t[i].n_elements; j0 += CHUNK_ELEMS) {
+    for (uint64_t j0 = 0; st == TL_OK && j0 < t[i].n_elements; j0 += CHUNK_ELEMS) {
       uint64_t m = t[i].n_elements - j0;
       if (m > CHUNK_ELEMS) m = CHUNK_ELEMS;
       for (uint64_t k = 0; k < m; k++) {
@@ -636,24 +622,17 @@ static tl_status write_shard(writer *w, const tl_synth_options *o,
         }
       }
       size_t bytes = (size_t)m * (o->f32 ? 4 : 2);
-      ok = fwrite(buf, 1, bytes, f) == bytes;
+      st = tl_file_atomic_pwrite(&f, at, buf, bytes, w->err, w->err_cap);
+      at += bytes;
     }
     total += t[i].len;
   }
-  if (ok) ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
-  if (fclose(f) != 0) ok = false;
-  if (ok) ok = rename(tmp, path) == 0;
-  if (!ok) {
-    st = fail(w->err, w->err_cap, TL_ERR_IO, "%s: write failed: %s", path,
-              strerror(errno));
-    unlink(tmp);
-    goto out;
-  }
-  st = note_written(w, name, total);
+  if (st == TL_OK) st = tl_file_atomic_commit(&f, w->err, w->err_cap);
+  else tl_file_atomic_abort(&f);
+  if (st == TL_OK) st = note_written(w, name, total);
 out:
   free(h.p);
   free(path);
-  free(tmp);
   free(buf);
   return st;
 }

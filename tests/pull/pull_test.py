@@ -163,6 +163,16 @@ def good_path(work, commit):
     return out, doc
 
 
+def endpoint_env_and_progress(work, commit):
+    out = os.path.join(work, "env")
+    rc, so, se = run(["pull", REPO, "-o", out, "--json", "--progress"],
+                     env={"HF_ENDPOINT": "http://127.0.0.1:%d/" % HUB})
+    j = json.loads(so) if rc == 0 else {}
+    check("HF_ENDPOINT: honoured", rc == 0 and j.get("commit") == commit, se)
+    check("--progress: bytes of the large file on stderr",
+          "model.safetensors" in se and "/%d" % tree(commit)["model.safetensors"]["size"] in se, se[-300:])
+
+
 def revisions(work, commit):
     for rev in ("v1", commit[:7], commit):
         out = os.path.join(work, "rev-" + rev[:8])
@@ -467,6 +477,7 @@ def main():
         commit, moved_to = info["commit"], info["moved_to"]
         out, doc = good_path(work, commit)
         revisions(work, commit)
+        endpoint_env_and_progress(work, commit)
         convert_binding(work, out, doc, commit)
         existing_dir(work)
         foreign_staging(work)
