@@ -80,6 +80,7 @@ void tl_cli_progress_update(tl_cli_progress *p, const char *unit,
 void tl_cli_progress_end(tl_cli_progress *p);
 
 /* Subcommands: argv[0] is the subcommand's name. */
+int tl_cmd_bench(int argc, char **argv);
 int tl_cmd_hash(int argc, char **argv);
 int tl_cmd_convert(int argc, char **argv);
 int tl_cmd_encode(int argc, char **argv);

@@ -17,6 +17,7 @@ static int cmd_version(int argc, char **argv);
 static int cmd_help(int argc, char **argv);
 
 static const command commands[] = {
+    {"bench", tl_cmd_bench, "prefill and decode speed, beside the bandwidth bound"},
     {"chat", tl_cmd_chat, "an interactive multi-turn conversation"},
     {"convert", tl_cmd_convert,
      "convert a Hugging Face directory to a .slm artifact"},

@@ -57,7 +57,10 @@ static void drain(tl_pool *p, uint32_t gen) {
 
 static void *worker(void *arg) {
   tl_pool *p = arg;
-  uint32_t seen = GEN(atomic_load(&p->state));
+  /* Generation 0 is the pool's creation: a worker that starts late (even
+   * after tl_pool_destroy's last generation) must still see every later
+   * one, not sleep through it. */
+  uint32_t seen = 0;
   for (;;) {
     uint32_t g = GEN(atomic_load(&p->state));
     for (int s = 0; g == seen && s < SPIN_ROUNDS; s++) {

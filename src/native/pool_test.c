@@ -44,6 +44,29 @@ static void each_task_once(tl_test_ctx *t) {
   }
 }
 
+static void count_task(void *ctx, uint32_t i, uint32_t n) {
+  (void)i;
+  (void)n;
+  atomic_fetch_add((atomic_uint *)ctx, 1);
+}
+
+/* Regression: a worker that started after the pool's last generation (a
+ * pool destroyed before its threads ran) slept forever, and destroy hung
+ * in join. */
+static void destroyed_before_workers_start(tl_test_ctx *t) {
+  for (int i = 0; i < 300; i++) {
+    tl_pool *p = NULL;
+    atomic_uint ran;
+    tl_parallel par;
+    atomic_init(&ran, 0);
+    if (!TL_EXPECT_OK(t, tl_pool_create(7, &p))) return;
+    par = tl_pool_parallel(p);
+    if (i % 2) tl_parallel_run(&par, count_task, &ran, 5);
+    tl_pool_destroy(p);
+    TL_EXPECT_EQ_U64(t, atomic_load(&ran), i % 2 ? 5 : 0);
+  }
+}
+
 static void bad_counts(tl_test_ctx *t) {
   tl_pool *p = (tl_pool *)&p;
   TL_EXPECT_STATUS(t, tl_pool_create(0, &p), TL_ERR_INVALID_ARGUMENT);
@@ -73,6 +96,7 @@ static void partition(tl_test_ctx *t) {
 
 static const tl_test_case cases[] = {
     TL_CASE(each_task_once),
+    TL_CASE(destroyed_before_workers_start),
     TL_CASE(bad_counts),
     TL_CASE(partition),
 };

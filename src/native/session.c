@@ -155,6 +155,11 @@ fail:
   return st;
 }
 
+tl_status tl_session_lane(tl_session *s, const tl_lane_options *o, char *err,
+                          size_t err_cap) {
+  return tl_native_lane_start(&s->lane, &s->qwen, &s->model, o, err, err_cap);
+}
+
 tl_status tl_session_plan(tl_session *s, uint32_t context, size_t chunk,
                           char *err, size_t err_cap) {
   const tl_qwen3_config *c = &s->qwen.cfg;
@@ -216,6 +221,7 @@ tl_status tl_session_artifact_id(tl_session *s, const uint8_t **id) {
 }
 
 void tl_session_close(tl_session *s) {
+  tl_native_lane_stop(&s->lane);
   tl_native_model_close(&s->model);
   free(s->bind_mem);
   free(s->arena_mem);

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lane.h"
 #include "model.h"
 #include "model/qwen3.h"
 
@@ -45,6 +46,7 @@ typedef struct tl_session {
   bool has_artifact_id;
   uint8_t artifact_id[32]; /* SHA-256 of the file, once computed */
   tl_qwen3 qwen;
+  tl_native_lane lane; /* strict until tl_session_lane */
   tl_qwen3_cache cache;
   uint32_t context;     /* cache capacity in tokens */
   uint32_t defined_ids; /* ids the tokenizer defines */
@@ -65,6 +67,11 @@ typedef struct tl_session {
 
 /* On failure everything is released and err says why. */
 tl_status tl_session_open(tl_session *s, const char *path, char *err,
+                          size_t err_cap);
+
+/* Puts the model on the lane o asks for (lane.h): once, before planning.
+ * On failure the model stays on the strict lane and err says why. */
+tl_status tl_session_lane(tl_session *s, const tl_lane_options *o, char *err,
                           size_t err_cap);
 
 /* Plans for `context` tokens of cache (0: max_position_embeddings, capped

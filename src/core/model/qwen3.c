@@ -378,6 +378,7 @@ typedef struct bufs {
   float *gate, *up; /* [I] */
   float *scores; /* [3][A*S]: raw, masked, probs */
   float *row;    /* one decoded weight row: max(H, I, A*D) */
+  float *act;    /* fast lane: one quantized activation (fast_act_floats) */
   float *logits; /* [V] */
 } bufs;
 
@@ -386,10 +387,21 @@ static size_t max3(size_t a, size_t b, size_t c) {
   return m > c ? m : c;
 }
 
+/* Floats of room for one activation of the widest contraction prepared
+ * for q8 and q4 weights (F-3): per block of 32, a scale, 8 group biases
+ * and 32 codes for each layout: 100 bytes. */
+static size_t fast_act_floats(const tl_qwen3_config *c) {
+  size_t widest = max3(c->hidden, c->inter, (size_t)c->heads * c->head_dim);
+  return (widest + TL_QUANT_BLOCK - 1) / TL_QUANT_BLOCK * 25;
+}
+
+#define N_BUFS 12
+
 /* The float counts of the working buffers of a call of n tokens over
  * keys keys, in alloc_bufs order; false when a count overflows. */
-static bool buffer_counts(const tl_qwen3_config *c, size_t n, uint32_t keys,
-                          size_t counts[11]) {
+static bool buffer_counts(const tl_qwen3 *m, size_t n, uint32_t keys,
+                          size_t counts[N_BUFS]) {
+  const tl_qwen3_config *c = &m->cfg;
   size_t qd = (size_t)c->heads * c->head_dim, kd = (size_t)c->kv_heads * c->head_dim;
   size_t h = c->hidden, widest = max3(c->hidden, c->inter, qd);
   if (tl_mul_size(n, h, &counts[0]) != TL_OK ||
@@ -403,14 +415,16 @@ static bool buffer_counts(const tl_qwen3_config *c, size_t n, uint32_t keys,
   counts[6] = c->inter;
   counts[7] = c->inter;
   counts[9] = widest;
-  counts[10] = c->vocab; /* the logits, allocated after the layers */
+  counts[10] = m->fast != NULL ? fast_act_floats(c) : 0;
+  counts[11] = c->vocab; /* the logits, allocated after the layers */
   return true;
 }
 
 size_t tl_qwen3_scratch_bound(const tl_qwen3 *m, size_t n, uint32_t keys) {
-  size_t counts[11], total = 0;
-  if (!buffer_counts(&m->cfg, n, keys, counts)) return SIZE_MAX;
-  for (size_t i = 0; i < 11; i++) {
+  size_t counts[N_BUFS], total = 0;
+  if (!buffer_counts(m, n, keys, counts)) return SIZE_MAX;
+  for (size_t i = 0; i < N_BUFS; i++) {
+    if (counts[i] == 0) continue; /* not allocated */
     /* each buffer: its floats plus up to 63 bytes of alignment */
     if (counts[i] > (SIZE_MAX - total) / sizeof(float) - 64) return SIZE_MAX;
     total += counts[i] * sizeof(float) + 63;
@@ -420,17 +434,141 @@ size_t tl_qwen3_scratch_bound(const tl_qwen3 *m, size_t n, uint32_t keys) {
 
 static tl_status alloc_bufs(const tl_qwen3 *m, size_t n, uint32_t keys,
                             tl_arena *a, bufs *b) {
-  float **dest[10] = {&b->x,    &b->q,  &b->xn,     &b->kv,     &b->attn,
-                      &b->h,    &b->gate, &b->up,   &b->scores, &b->row};
-  size_t counts[11];
-  if (!buffer_counts(&m->cfg, n, keys, counts)) return TL_ERR_INTEGER_OVERFLOW;
-  for (size_t i = 0; i < 10; i++) {
-    void *p;
-    tl_status st = tl_arena_alloc_array(a, counts[i], sizeof(float), 64, &p);
+  float **dest[N_BUFS - 1] = {&b->x,    &b->q,  &b->xn,     &b->kv,
+                              &b->attn, &b->h,  &b->gate,   &b->up,
+                              &b->scores, &b->row, &b->act};
+  size_t counts[N_BUFS];
+  if (!buffer_counts(m, n, keys, counts)) return TL_ERR_INTEGER_OVERFLOW;
+  for (size_t i = 0; i < N_BUFS - 1; i++) {
+    void *p = NULL;
+    tl_status st = counts[i] == 0 ? TL_OK
+                                  : tl_arena_alloc_array(a, counts[i], sizeof(float), 64, &p);
     if (st != TL_OK) return st;
     *dest[i] = p;
   }
   return TL_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The fast lane's products (docs/fast-profile.md)                          */
+
+#define FAST_MAX_MATS 3
+
+/* Up to three matrices that read the same input, as one run of rows
+ * [0, total) split between tasks (F-7: each row has one owner). */
+typedef struct fast_job {
+  const tl_kernels *k;
+  const tl_qwen3_weight *w[FAST_MAX_MATS];
+  float *y[FAST_MAX_MATS];
+  size_t n_mats, total;
+  tl_kern_x x;
+} fast_job;
+
+static void fast_task(void *ctx, uint32_t task, uint32_t n_tasks) {
+  const fast_job *j = ctx;
+  size_t b, e, base = 0;
+  tl_par_range(j->total, task, n_tasks, &b, &e);
+  for (size_t i = 0; i < j->n_mats; base += j->w[i]->rows, i++) {
+    const tl_qwen3_weight *w = j->w[i];
+    size_t lo = b > base ? b : base, hi = e < base + w->rows ? e : base + w->rows, rb;
+    if (lo >= hi) continue;
+    (void)tl_quant_row_bytes(w->type, w->n, &rb); /* bound at load */
+    j->k->rows[w->type](w->data + (lo - base) * rb, rb, w->n, &j->x, hi - lo,
+                        j->y[i] + (lo - base));
+  }
+}
+
+static uint32_t fast_tasks(const tl_qwen3 *m, size_t units) {
+  uint32_t t = m->par != NULL ? m->par->threads : 1;
+  return units < t ? (uint32_t)(units ? units : 1) : t;
+}
+
+/* y[i] = w[i] x for n_mats matrices of one width (the activation is
+ * quantized once, F-3, in the layouts their types read). */
+static void fast_matvecs(const run *r, bufs *b, const tl_qwen3_weight *const *w,
+                         size_t n_mats, const float *x, float *const *y) {
+  const tl_qwen3 *m = r->m;
+  size_t n = w[0]->n, nb = (n + TL_QUANT_BLOCK - 1) / TL_QUANT_BLOCK;
+  bool q8 = false, q4 = false;
+  fast_job j;
+  memset(&j, 0, sizeof j);
+  j.k = m->fast;
+  j.n_mats = n_mats;
+  for (size_t i = 0; i < n_mats; i++) {
+    j.w[i] = w[i];
+    j.y[i] = y[i];
+    j.total += w[i]->rows;
+    q8 |= w[i]->type == TL_QTYPE_Q8;
+    q4 |= w[i]->type == TL_QTYPE_Q4;
+  }
+  j.x.f = x;
+  if (q8 || q4) {
+    /* b->act: scales [nb], q4 biases [8 nb], q8 codes [32 nb], q4 codes [32 nb] */
+    float *scales = b->act;
+    int32_t *bias = (int32_t *)(void *)(scales + nb);
+    int8_t *c8 = (int8_t *)(void *)(bias + 8 * nb), *c4 = c8 + 32 * nb;
+    tl_kern_quantize_x(x, n, scales, q8 ? c8 : NULL, q4 ? c4 : NULL, q4 ? bias : NULL);
+    j.x.scales = scales;
+    j.x.q8 = c8;
+    j.x.q4 = c4;
+    j.x.q4_bias = bias;
+  }
+  tl_parallel_run(m->par, fast_task, &j, fast_tasks(m, j.total));
+}
+
+/* y = W x on the model's lane. */
+static tl_status mv(const run *r, bufs *b, const tl_qwen3_weight *w,
+                    const float *x, float *y) {
+  if (r->m->fast == NULL) return matvec(w, x, y, b->row);
+  fast_matvecs(r, b, &w, 1, x, &y);
+  return TL_OK;
+}
+
+typedef struct validate_job {
+  const tl_qwen3_weight *w;
+  tl_status st[TL_PAR_MAX_TASKS];
+} validate_job;
+
+static void validate_task(void *ctx, uint32_t task, uint32_t n_tasks) {
+  validate_job *j = ctx;
+  size_t b, e, rb;
+  tl_par_range(j->w->rows, task, n_tasks, &b, &e);
+  (void)tl_quant_row_bytes(j->w->type, j->w->n, &rb);
+  j->st[task] = tl_kern_validate(j->w->type, j->w->data, rb, j->w->n, b, e);
+}
+
+static tl_status validate_weight(const tl_qwen3 *m, const tl_qwen3_weight *w,
+                                 validate_job *j) {
+  uint32_t n = fast_tasks(m, w->rows);
+  j->w = w;
+  tl_parallel_run(m->par, validate_task, j, n);
+  for (uint32_t i = 0; i < n; i++)
+    if (j->st[i] != TL_OK) return j->st[i];
+  return TL_OK;
+}
+
+tl_status tl_qwen3_set_lane(tl_qwen3 *m, const tl_kernels *k,
+                            const tl_parallel *par) {
+  validate_job j;
+  tl_status st;
+  if (m == NULL || (par != NULL && (par->threads == 0 || par->threads > TL_PAR_MAX_TASKS)))
+    return TL_ERR_INVALID_ARGUMENT;
+  m->fast = NULL;
+  m->par = par;
+  if (k == NULL) return TL_OK;
+  st = validate_weight(m, &m->embed, &j);
+  if (st == TL_OK) st = validate_weight(m, &m->final_norm, &j);
+  if (st == TL_OK) st = validate_weight(m, &m->lm_head, &j);
+  for (uint32_t l = 0; l < m->cfg.layers && st == TL_OK; l++) {
+    const tl_qwen3_layer *L = &m->layers[l];
+    const tl_qwen3_weight *ws[] = {&L->attn_norm, &L->q,      &L->k,      &L->v,
+                                   &L->o,         &L->q_norm, &L->k_norm, &L->mlp_norm,
+                                   &L->gate,      &L->up,     &L->down};
+    for (size_t i = 0; i < sizeof ws / sizeof ws[0] && st == TL_OK; i++)
+      st = validate_weight(m, ws[i], &j);
+  }
+  if (st == TL_OK) m->fast = k;
+  return st;
 }
 
 /* One position's projections: norm, q/k/v, per-head norms, rope; K and V
@@ -447,11 +585,20 @@ static tl_status project(const run *r, bufs *b, tl_qwen3_cache *cache,
   int32_t li = (int32_t)l;
   tl_status st = rmsnorm(&L->attn_norm, x, b->xn, c->hidden, eps, b->row);
   if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_ATTN_NORM, li, pos, b->xn, c->hidden, false);
-  if (st == TL_OK) st = matvec(&L->q, b->xn, q_out, b->row);
-  if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_Q, li, pos, q_out, qd, false);
-  if (st == TL_OK) st = matvec(&L->k, b->xn, k, b->row);
-  if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_K, li, pos, k, kd, false);
-  if (st == TL_OK) st = matvec(&L->v, b->xn, v, b->row);
+  if (st == TL_OK && m->fast != NULL) {
+    /* one parallel call for the three (the same input) */
+    const tl_qwen3_weight *ws[3] = {&L->q, &L->k, &L->v};
+    float *ys[3] = {q_out, k, v};
+    fast_matvecs(r, b, ws, 3, b->xn, ys);
+    st = emit(r, TL_QWEN3_STAGE_Q, li, pos, q_out, qd, false);
+    if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_K, li, pos, k, kd, false);
+  } else {
+    if (st == TL_OK) st = matvec(&L->q, b->xn, q_out, b->row);
+    if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_Q, li, pos, q_out, qd, false);
+    if (st == TL_OK) st = matvec(&L->k, b->xn, k, b->row);
+    if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_K, li, pos, k, kd, false);
+    if (st == TL_OK) st = matvec(&L->v, b->xn, v, b->row);
+  }
   if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_V, li, pos, v, kd, false);
   if (st != TL_OK) return st;
   /* q_norm / k_norm: RMSNorm over each head's D values, before rope. The
@@ -543,16 +690,23 @@ static tl_status finish_layer(const run *r, bufs *b, uint32_t l, float *x,
   const tl_qwen3_layer *L = &m->layers[l];
   float eps = (m->mutations & TL_QWEN3_MUT_RMS_EPS) ? 1e-5f : c->rms_eps;
   int32_t li = (int32_t)l;
-  tl_status st = matvec(&L->o, b->attn, b->h, b->row);
+  tl_status st = mv(r, b, &L->o, b->attn, b->h);
   if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_O_PROJ, li, pos, b->h, c->hidden, false);
   if (st != TL_OK) return st;
   for (size_t i = 0; i < c->hidden; i++) x[i] = x[i] + b->h[i];
   st = emit(r, TL_QWEN3_STAGE_ATTN_RESIDUAL, li, pos, x, c->hidden, false);
   if (st == TL_OK) st = rmsnorm(&L->mlp_norm, x, b->xn, c->hidden, eps, b->row);
   if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_MLP_NORM, li, pos, b->xn, c->hidden, false);
-  if (st == TL_OK) st = matvec(&L->gate, b->xn, b->gate, b->row);
-  if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_GATE, li, pos, b->gate, c->inter, false);
-  if (st == TL_OK) st = matvec(&L->up, b->xn, b->up, b->row);
+  if (st == TL_OK && m->fast != NULL) {
+    const tl_qwen3_weight *ws[2] = {&L->gate, &L->up};
+    float *ys[2] = {b->gate, b->up};
+    fast_matvecs(r, b, ws, 2, b->xn, ys);
+    st = emit(r, TL_QWEN3_STAGE_GATE, li, pos, b->gate, c->inter, false);
+  } else {
+    if (st == TL_OK) st = matvec(&L->gate, b->xn, b->gate, b->row);
+    if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_GATE, li, pos, b->gate, c->inter, false);
+    if (st == TL_OK) st = matvec(&L->up, b->xn, b->up, b->row);
+  }
   if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_UP, li, pos, b->up, c->inter, false);
   if (st != TL_OK) return st;
   /* SiLU(gate) * up, with silu(g) = g / (1 + e^-g). */
@@ -561,7 +715,7 @@ static tl_status finish_layer(const run *r, bufs *b, uint32_t l, float *x,
     b->gate[i] = g / (1.0f + tl_expf(-g)) * b->up[i];
   }
   st = emit(r, TL_QWEN3_STAGE_ACT, li, pos, b->gate, c->inter, false);
-  if (st == TL_OK) st = matvec(&L->down, b->gate, b->h, b->row);
+  if (st == TL_OK) st = mv(r, b, &L->down, b->gate, b->h);
   if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_DOWN, li, pos, b->h, c->hidden, false);
   if (st != TL_OK) return st;
   for (size_t i = 0; i < c->hidden; i++) x[i] = x[i] + b->h[i];
@@ -627,7 +781,7 @@ tl_status tl_qwen3_forward(const tl_qwen3 *m, tl_qwen3_cache *cache,
     if (st == TL_OK) st = emit(&r, TL_QWEN3_STAGE_FINAL_NORM, -1, pos, b.xn, c->hidden, false);
     if (st != TL_OK || !(last || wanted(&r, TL_QWEN3_STAGE_LOGITS, -1, pos)))
       continue;
-    st = matvec(&m->lm_head, b.xn, b.logits, b.row);
+    st = mv(&r, &b, &m->lm_head, b.xn, b.logits);
     if (st == TL_OK) st = emit(&r, TL_QWEN3_STAGE_LOGITS, -1, pos, b.logits, c->vocab, false);
     if (st == TL_OK && last && logits != NULL)
       memcpy(logits, b.logits, c->vocab * sizeof(float));

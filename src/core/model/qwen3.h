@@ -17,6 +17,8 @@
 #include <stdint.h>
 
 #include "arena.h"
+#include "kernels/kernels.h"
+#include "kernels/parallel.h"
 #include "quant/quant.h"
 #include "slm/slm.h"
 #include "slm/tensors.h"
@@ -60,6 +62,11 @@ typedef struct tl_qwen3 {
   tl_qwen3_layer *layers;
   float *inv_freq;    /* head_dim / 2 rope frequencies (f32, as torch) */
   uint32_t mutations; /* TL_QWEN3_MUT_* (tests only) */
+  /* The fast lane (docs/fast-profile.md): its kernels, or NULL for the
+   * strict lane; par runs its tasks (NULL: the caller alone). Set with
+   * tl_qwen3_set_lane. */
+  const tl_kernels *fast;
+  const tl_parallel *par;
 } tl_qwen3;
 
 /* Reads the effective config from the metadata (the "config" map of
@@ -77,6 +84,13 @@ typedef struct tl_qwen3_cache {
   float *k, *v; /* [layers][capacity][kv_heads * head_dim] */
   uint32_t capacity, len;
 } tl_qwen3_cache;
+
+/* Selects the fast lane with kernels k (NULL: the strict lane) and par
+ * (may be NULL). Switching to the fast lane validates every q8/q4 weight
+ * once (F-9), with par's threads: TL_ERR_INVALID_MODEL, and m is left on
+ * the strict lane. The scratch bound depends on the lane: plan after. */
+tl_status tl_qwen3_set_lane(tl_qwen3 *m, const tl_kernels *k,
+                            const tl_parallel *par);
 
 tl_status tl_qwen3_cache_init(tl_qwen3_cache *c, const tl_qwen3 *m,
                               uint32_t capacity, tl_arena *arena);

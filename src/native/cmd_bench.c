@@ -1,0 +1,248 @@
+/* tinylm bench: prefill and decode speed of a model, modelled on
+ * llama-bench. Prefill: one call of P prompt tokens into an empty cache;
+ * decode: N single-token steps (greedy) from an empty cache, as llama-bench
+ * measures tg. Each is repeated and the median reported, beside the read
+ * bandwidth of this machine measured in the same run over the weights
+ * themselves (so decode is also a fraction of the bandwidth bound: weight
+ * bytes per token / bandwidth), the load time and the peak RSS. */
+#define _POSIX_C_SOURCE 200809L
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "cli.h"
+#include "lane.h"
+#include "session.h"
+
+static const char usage_text[] =
+    "usage: tinylm bench MODEL.slm [-p N] [-n N] [-r N] [--lane scalar|fast]\n"
+    "                    [-t N] [--mmap] [--json]\n"
+    "  -p N          prompt tokens of the prefill test (default 512; 0: skip)\n"
+    "  -n N          tokens of the decode test (default 128; 0: skip)\n"
+    "  -r N          repetitions; the median is reported (default 3)\n" TL_LANE_USAGE
+    "  --json        one JSON object\n";
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v, size_t n) {
+  qsort(v, n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static uint32_t argmax(const float *x, size_t n) {
+  uint32_t best = 0;
+  for (size_t i = 1; i < n; i++)
+    if (x[i] > x[best]) best = (uint32_t)i;
+  return best;
+}
+
+/* Bytes of weights one decoded token reads: every layer's tensors, the
+ * final norm and the lm_head (the embedding row is negligible). */
+static uint64_t weight_bytes_per_token(const tl_qwen3 *m) {
+  uint64_t b = m->final_norm.len + m->lm_head.len;
+  for (uint32_t l = 0; l < m->cfg.layers; l++) {
+    const tl_qwen3_layer *L = &m->layers[l];
+    b += L->attn_norm.len + L->q.len + L->k.len + L->v.len + L->o.len + L->q_norm.len +
+         L->k_norm.len + L->mlp_norm.len + L->gate.len + L->up.len + L->down.len;
+  }
+  return b;
+}
+
+/* A read-only pass over bytes, split between the lane's threads. */
+typedef struct read_job {
+  const uint8_t *p;
+  size_t len;
+  uint64_t sums[TL_PAR_MAX_TASKS];
+} read_job;
+
+static void read_task(void *ctx, uint32_t task, uint32_t n_tasks) {
+  read_job *j = ctx;
+  size_t words = j->len / 8, b, e;
+  uint64_t acc[8] = {0};
+  tl_par_range(words / 8, task, n_tasks, &b, &e);
+  for (size_t i = b * 8; i < e * 8; i += 8)
+    for (int k = 0; k < 8; k++) {
+      uint64_t w;
+      memcpy(&w, j->p + 8 * (i + (size_t)k), 8);
+      acc[k] += w;
+    }
+  j->sums[task] = acc[0] + acc[1] + acc[2] + acc[3] + acc[4] + acc[5] + acc[6] + acc[7];
+}
+
+/* Median bytes/s of reps passes over the weights. */
+static double read_bandwidth(const tl_native_lane *l, const uint8_t *p, size_t len,
+                             size_t reps) {
+  static read_job j; /* large: not on the stack */
+  double t[16];
+  uint32_t n = l->pool != NULL ? l->par.threads : 1;
+  j.p = p;
+  j.len = len;
+  read_task(&j, 0, 1); /* warm: fault in, as the model's runs did */
+  for (size_t r = 0; r < reps; r++) {
+    double t0 = now_s();
+    tl_parallel_run(l->pool != NULL ? &l->par : NULL, read_task, &j, n);
+    t[r] = now_s() - t0;
+  }
+  return (double)(len / 64 * 64) / median(t, reps);
+}
+
+static const char *type_name(tl_qtype q) {
+  static const char *const names[] = {"f32", "f16", "bf16", "q8", "q4"};
+  return (unsigned)q < 5 ? names[q] : "?";
+}
+
+int tl_cmd_bench(int argc, char **argv) {
+  const char *path = NULL;
+  uint32_t prompt = 512, decode = 128, reps = 3;
+  bool json = false;
+  tl_lane_options lo = tl_lane_defaults();
+  const tl_native_lane *lane;
+  tl_session s;
+  char err[1024];
+  double t_load, t_pp[16], t_tg[16], pp = 0, tg = 0, bw;
+  uint32_t *ids = NULL;
+  struct rusage ru;
+  tl_status st;
+  uint64_t wbytes;
+  int rc;
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "--json") == 0) json = true;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v;
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      fputs(usage_text, stdout);
+      return TL_EXIT_OK;
+    }
+    if (strcmp(a, "--json") == 0) continue;
+    if ((rc = tl_lane_flag(json, argc, argv, &i, &lo)) != 0) {
+      if (rc > 0) return rc;
+      continue;
+    }
+    if (strcmp(a, "-p") == 0 || strcmp(a, "-n") == 0 || strcmp(a, "-r") == 0) {
+      uint32_t *dst = a[1] == 'p' ? &prompt : a[1] == 'n' ? &decode : &reps;
+      uint32_t lo_v = a[1] == 'r' ? 1 : 0, hi_v = a[1] == 'r' ? 15 : 1u << 20;
+      if ((rc = tl_cli_value(json, argc, argv, &i, &v)) >= 0) return rc;
+      if ((rc = tl_cli_flag_u32(json, a, v, lo_v, hi_v, dst)) >= 0) return rc;
+      continue;
+    }
+    if (a[0] == '-' && a[1] != '\0') return tl_cli_usage(json, "unknown flag '%s'\n%s", a, usage_text);
+    if (path != NULL) return tl_cli_usage(json, "one model only\n%s", usage_text);
+    path = a;
+  }
+  if (path == NULL) return tl_cli_usage(json, "no model given\n%s", usage_text);
+  if (prompt == 0 && decode == 0) return tl_cli_usage(json, "-p and -n are both 0: nothing to measure");
+
+  t_load = now_s();
+  st = tl_session_open(&s, path, err, sizeof err);
+  if (st != TL_OK) return tl_cli_fail(json, st, "%s", err);
+  st = tl_session_lane(&s, &lo, err, sizeof err);
+  lane = &s.lane;
+  if (st != TL_OK) {
+    tl_session_close(&s);
+    return tl_cli_fail(json, st, "%s: %s", path, err);
+  }
+  t_load = now_s() - t_load;
+  /* the prefill test is one call of `prompt` tokens */
+  st = tl_session_plan(&s, (prompt > decode ? prompt : decode) + 1, prompt ? prompt : 1, err,
+                       sizeof err);
+  if (st == TL_OK) st = tl_session_allocate(&s, 0, err, sizeof err);
+  ids = malloc((prompt ? prompt : 1) * sizeof *ids);
+  if (st == TL_OK && ids == NULL) {
+    st = TL_ERR_OUT_OF_MEMORY;
+    snprintf(err, sizeof err, "out of memory");
+  }
+  for (uint32_t i = 0; st == TL_OK && i < prompt; i++)
+    ids[i] = (uint32_t)((i * 7919u + 13u) % s.defined_ids);
+  for (uint32_t r = 0; st == TL_OK && r < reps; r++) {
+    double t0;
+    if (prompt > 0) {
+      s.cache.len = 0;
+      t0 = now_s();
+      st = tl_qwen3_forward(&s.qwen, &s.cache, ids, prompt, s.logits, NULL, &s.arena, NULL);
+      t_pp[r] = now_s() - t0;
+    }
+    if (st == TL_OK && decode > 0) {
+      uint32_t next = 13u % s.defined_ids;
+      s.cache.len = 0;
+      t0 = now_s();
+      for (uint32_t k = 0; k < decode && st == TL_OK; k++) {
+        st = tl_qwen3_forward(&s.qwen, &s.cache, &next, 1, s.logits, NULL, &s.arena, NULL);
+        next = argmax(s.logits, s.qwen.cfg.vocab);
+      }
+      t_tg[r] = now_s() - t0;
+    }
+    if (st != TL_OK) snprintf(err, sizeof err, "forward pass: %s", tl_status_name(st));
+  }
+  if (st != TL_OK) {
+    free(ids);
+    tl_session_close(&s);
+    return tl_cli_fail(json, st, "%s: %s", path, err);
+  }
+  if (prompt > 0) pp = prompt / median(t_pp, reps);
+  if (decode > 0) tg = decode / median(t_tg, reps);
+  wbytes = weight_bytes_per_token(&s.qwen);
+  {
+    const tl_slm_section *sec;
+    const uint8_t *w = lane->weights;
+    size_t wlen = lane->weights_len;
+    if (w == NULL && tl_slm_find(&s.model.slm, TL_SLM_TENSOR_DATA, &sec) == TL_OK) {
+      w = sec->data;
+      wlen = sec->len;
+    }
+    bw = read_bandwidth(lane, w, wlen, 5);
+  }
+  getrusage(RUSAGE_SELF, &ru);
+  if (json) {
+    json_t *o = json_object();
+    json_object_set_new(o, "model", json_string(path));
+    json_object_set_new(o, "weights", json_string(type_name(s.qwen.layers[0].q.type)));
+    json_object_set_new(o, "lane", json_string(lane->fast ? "fast" : "scalar"));
+    json_object_set_new(o, "profile", json_string(tl_native_lane_profile(lane)));
+    json_object_set_new(o, "isa", json_string(tl_native_lane_isa(lane)));
+    json_object_set_new(o, "threads", json_integer(lane->fast ? lane->threads : 1));
+    json_object_set_new(o, "mmap", json_boolean(lane->weights == NULL));
+    json_object_set_new(o, "prompt_tokens", json_integer(prompt));
+    json_object_set_new(o, "decode_tokens", json_integer(decode));
+    json_object_set_new(o, "repetitions", json_integer(reps));
+    json_object_set_new(o, "prefill_tokens_per_s", prompt ? json_real(pp) : json_null());
+    json_object_set_new(o, "decode_tokens_per_s", decode ? json_real(tg) : json_null());
+    json_object_set_new(o, "weight_bytes_per_token", json_integer((json_int_t)wbytes));
+    json_object_set_new(o, "bandwidth_bytes_per_s", json_real(bw));
+    json_object_set_new(o, "decode_fraction_of_bound",
+                        decode ? json_real(tg * (double)wbytes / bw) : json_null());
+    json_object_set_new(o, "load_seconds", json_real(t_load));
+    json_object_set_new(o, "peak_rss_bytes", json_integer((json_int_t)ru.ru_maxrss * 1024));
+    json_dumpf(o, stdout, JSON_SORT_KEYS);
+    fputc('\n', stdout);
+    json_decref(o);
+  } else {
+    printf("%s: %s weights, %s lane (%s, %s), %u thread%s%s\n", path,
+           type_name(s.qwen.layers[0].q.type), lane->fast ? "fast" : "scalar",
+           tl_native_lane_profile(lane), tl_native_lane_isa(lane),
+           lane->fast ? lane->threads : 1, lane->fast && lane->threads > 1 ? "s" : "",
+           lane->weights == NULL ? ", weights on the file mapping" : "");
+    if (prompt) printf("  prefill %u tokens: %.2f tokens/s (median of %u)\n", prompt, pp, reps);
+    if (decode)
+      printf("  decode %u tokens: %.2f tokens/s (median of %u), %.1f MB of weights per "
+             "token, %.0f%% of the %.1f GB/s read bandwidth bound\n",
+             decode, tg, reps, wbytes / 1e6, 100.0 * tg * (double)wbytes / bw, bw / 1e9);
+    else
+      printf("  read bandwidth %.1f GB/s\n", bw / 1e9);
+    printf("  load %.2f s, peak RSS %.1f MB\n", t_load, ru.ru_maxrss / 1024.0);
+  }
+  free(ids);
+  tl_session_close(&s);
+  return TL_EXIT_OK;
+}

@@ -1,0 +1,72 @@
+/* Choosing the numerical lane of a model on the native host: the strict
+ * scalar lane (docs/forward.md) or the fast lane (docs/fast-profile.md)
+ * with the fastest kernel variant this CPU runs, its thread pool, and the
+ * weights copied from the file mapping into anonymous, aligned memory
+ * (reading a mapping was measured erratically slow on this project's
+ * machines: shared/notes/perf-anchor.md) unless --mmap is given.
+ *
+ * Flags shared by run, chat and bench: --lane scalar|fast, -t/--threads N,
+ * --mmap. */
+#ifndef TL_NATIVE_LANE_H
+#define TL_NATIVE_LANE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/kernels.h"
+#include "kernels/parallel.h"
+#include "model.h"
+#include "model/qwen3.h"
+#include "pool.h"
+
+typedef struct tl_lane_options {
+  bool fast;        /* --lane fast (the default of run, chat, bench) */
+  uint32_t threads; /* -t/--threads; 0: the number of CPUs online */
+  bool mmap;        /* --mmap: compute on the file mapping */
+} tl_lane_options;
+
+#define TL_LANE_USAGE                                                        \
+  "  --lane L      scalar (the strict reference lane) or fast (default):\n"  \
+  "                docs/fast-profile.md\n"                                   \
+  "  -t, --threads N  threads of the fast lane (default: the CPUs online,\n" \
+  "                at most 256)\n"                                           \
+  "  --mmap        compute on the file mapping instead of a copy of the\n"   \
+  "                weights in memory\n"
+
+/* The defaults: fast lane, threads 0, no mmap. */
+tl_lane_options tl_lane_defaults(void);
+
+/* If argv[*i] is one of the lane flags, consumes it (and its value) and
+ * returns -1, or reports a usage error and returns TL_EXIT_USAGE; returns
+ * 0 when argv[*i] is not a lane flag. */
+int tl_lane_flag(bool json, int argc, char **argv, int *i, tl_lane_options *o);
+
+typedef struct tl_native_lane {
+  bool fast;
+  uint32_t threads;
+  const tl_kernels *kernels; /* NULL on the strict lane */
+  tl_pool *pool;
+  tl_parallel par;
+  uint8_t *weights; /* the anonymous copy of the tensor data (or NULL) */
+  size_t weights_len, weights_cap;
+} tl_native_lane;
+
+/* Puts model m (bound to model's tensors) on the lane o asks for. On
+ * failure (err says why) m is on the strict lane and nothing is held:
+ * TL_ERR_WORKER_FAILURE, TL_ERR_OUT_OF_MEMORY, TL_ERR_INVALID_MODEL (q8/q4
+ * bytes, validated once). Call before planning the session (the scratch
+ * bound depends on the lane). */
+tl_status tl_native_lane_start(tl_native_lane *l, tl_qwen3 *m,
+                               const tl_native_model *model,
+                               const tl_lane_options *o, char *err,
+                               size_t err_cap);
+/* Releases what start took; m must not run afterwards. Zeroed l: nothing. */
+void tl_native_lane_stop(tl_native_lane *l);
+
+/* "fast/1" or "scalar-strict", and the kernel variant ("avx512", ...;
+ * "scalar" on the strict lane). */
+const char *tl_native_lane_profile(const tl_native_lane *l);
+const char *tl_native_lane_isa(const tl_native_lane *l);
+
+#endif
