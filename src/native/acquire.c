@@ -986,7 +986,7 @@ static tl_status check_out_dir(const char *dir, char *err, size_t cap) {
 }
 
 static tl_status pull_files(const tl_pull_options *o, ctx *c, tree *t,
-                            tl_pull_report *r, char *license,
+                            char *license,
                             const char **license_source, char *err, size_t cap) {
   tl_convert_options co;
   tl_convert_report cr;
@@ -1031,7 +1031,6 @@ static tl_status pull_files(const tl_pull_options *o, ctx *c, tree *t,
     cr.conflict = NULL;
   }
   tl_convert_report_free(&cr);
-  (void)r;
   return st;
 }
 
@@ -1082,7 +1081,7 @@ tl_status tl_pull(const tl_pull_options *o, tl_pull_report *r, char *err,
   if (st == TL_OK) st = clean_dir(c.staging, &t, err, cap);
   if (st == TL_OK) {
     uint64_t t1 = now_us();
-    st = pull_files(o, &c, &t, r, license, &license_source, err, cap);
+    st = pull_files(o, &c, &t, license, &license_source, err, cap);
     t_dl = now_us() - t1;
   }
   if (st == TL_OK)
@@ -1102,9 +1101,18 @@ tl_status tl_pull(const tl_pull_options *o, tl_pull_report *r, char *err,
     /* A concurrent writer may have filled DIR since the first check:
      * rename refuses a non-empty directory. */
     if (unlink(mark) != 0 || rename(c.staging, out) != 0) {
+      int fd;
       st = failf(err, cap, TL_ERR_IO, "cannot move %s to %s: %s", c.staging, out,
                  strerror(errno));
-      close(open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+      fd = open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0644); /* still ours */
+      if (fd >= 0) close(fd);
+    } else {
+      /* The rename itself reaches the disk with the parent directory. */
+      char *slash = strrchr(out, '/');
+      if (slash == NULL) snprintf(out, sizeof out, ".");
+      else if (slash == out) out[1] = '\0';
+      else *slash = '\0';
+      st = fsync_path(out, err, cap);
     }
   }
   r->n_files = t.n;
