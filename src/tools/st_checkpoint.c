@@ -120,7 +120,7 @@ tl_status tl_st_open_file(const char *path, tl_st_checkpoint *ck, char *err,
   tl_status st = add_source(ck, path, UINT64_MAX, TL_ERR_IO, err, err_cap, &s);
   if (st == TL_OK) st = parse_source(s, 0, &f, err, err_cap);
   if (st == TL_OK && f.n_tensors > 0) {
-    ck->tensors = malloc(f.n_tensors * sizeof *ck->tensors);
+    ck->tensors = calloc(f.n_tensors, sizeof *ck->tensors); /* checks n * size */
     if (ck->tensors == NULL)
       st = failf(err, err_cap, TL_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     else
@@ -313,7 +313,7 @@ tl_status tl_st_open_index(const char *index_path, tl_st_checkpoint *ck,
                  index_path);
       goto done;
     }
-  ck->tensors = malloc((total ? total : 1) * sizeof *ck->tensors);
+  ck->tensors = calloc(total ? total : 1, sizeof *ck->tensors);
   if (ck->tensors == NULL) {
     st = failf(err, err_cap, TL_ERR_OUT_OF_MEMORY, "out of memory");
     goto done;

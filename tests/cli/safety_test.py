@@ -16,7 +16,8 @@ issue 17 items 1, 4, 6), run against the ASan build:
     the umask;
   * a shard that is /dev/zero, a FIFO or a directory is refused at once
     (no hang, no unbounded read), and so is a FIFO index or
-    generation_config.json; stdin keeps working;
+    generation_config.json; stdin keeps working, and a stream (stdin, a
+    pipe, /dev/zero) stops at 1 GiB;
   * a golden record whose element count times its element size wraps
     ([2^30, 2^30, 2] f64 with no data) is refused, not a heap overflow.
 
@@ -407,6 +408,12 @@ def special_inputs():
           p is not None and p.returncode == 1 and b"a FIFO" in p.stderr,
           describe(p) if p else "timed out (hang)")
     os.remove(gen)
+
+    # A stream has no size to check first: reading stops at 1 GiB.
+    p = tinylm("hash", "/dev/zero", timeout=300)
+    check("hash /dev/zero stops at the 1 GiB stream limit with a typed error",
+          p.returncode == 1 and p.stderr.startswith(b"error: bounds: /dev/zero: more than 1024 MiB"),
+          describe(p))
 
     # stdin still works where "-" is accepted.
     p = tinylm("hash", "-", stdin=b"abc")
