@@ -17,7 +17,7 @@
 static const char usage_text[] =
     "usage: tinylm convert HF_DIR -o OUT.slm [--quant source|f32|f16|bf16|q8|q4]\n"
     "                      [--profile NAME] [--receipt FILE] [--tokenizer-only]\n"
-    "                      [--force] [--json]\n"
+    "                      [--force] [--progress] [--json]\n"
     "  HF_DIR holds config.json, generation_config.json (optional),\n"
     "  tokenizer.json, tokenizer_config.json and model.safetensors or\n"
     "  model.safetensors.index.json with its shards.\n"
@@ -28,7 +28,14 @@ static const char usage_text[] =
     "  --receipt   where the provenance receipt goes (default OUT.slm.receipt.cbor)\n"
     "  --force     replace OUT.slm and the receipt if they exist (a file of\n"
     "              HF_DIR is never replaced)\n"
-    "  --tokenizer-only  tokenizer and chat template only (no config, no weights)\n";
+    "  --tokenizer-only  tokenizer and chat template only (no config, no weights)\n"
+    "  --progress  tensors written, MB/s and ETA on stderr even when it is not\n"
+    "              a terminal (on a terminal they are always shown)\n";
+
+static void on_tensor(void *ctx, size_t done, size_t total, uint64_t bytes,
+                      uint64_t bytes_total) {
+  tl_cli_progress_update(ctx, "tensors", done, total, bytes, bytes_total);
+}
 
 static int report_conflict(bool json, const tl_convert_report *r,
                            const char *err) {
@@ -48,15 +55,14 @@ static int report_conflict(bool json, const tl_convert_report *r,
 int tl_cmd_convert(int argc, char **argv) {
   tl_convert_options o = {.build_id = TL_BUILD_ID};
   tl_convert_report r;
-  bool json = false, force = false;
+  bool json = false, force = false, progress_forced = false;
+  tl_cli_progress progress;
   char err[2048], id_hex[65], *receipt = NULL;
   tl_status st;
   int rc;
 
   /* --json anywhere makes every usage error JSON. */
-
   for (int i = 1; i < argc; i++) json |= strcmp(argv[i], "--json") == 0;
-
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (strcmp(a, "--help") == 0) {
@@ -68,6 +74,8 @@ int tl_cmd_convert(int argc, char **argv) {
       o.tokenizer_only = true;
     } else if (strcmp(a, "--force") == 0) {
       force = true;
+    } else if (strcmp(a, "--progress") == 0) {
+      progress_forced = true;
     } else if (strcmp(a, "-o") == 0) {
       int u = tl_cli_value(json, argc, argv, &i, &o.out_path);
       if (u >= 0) return u;
@@ -111,7 +119,13 @@ int tl_cmd_convert(int argc, char **argv) {
     free(receipt);
     if (st != TL_OK) return tl_cli_fail(json, st, "%s", err);
   }
+  tl_cli_progress_begin(&progress, "convert", progress_forced);
+  if (progress.on) {
+    o.on_tensor = on_tensor;
+    o.progress_ctx = &progress;
+  }
   st = tl_convert(&o, &r, err, sizeof err);
+  tl_cli_progress_end(&progress);
   if (st == TL_ERR_CONFLICT) {
     rc = report_conflict(json, &r, err);
   } else if (st != TL_OK) {

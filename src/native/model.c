@@ -7,6 +7,21 @@
 /* Room beyond the tokenizer's own bound, for the chat-template program. */
 #define TEMPLATE_ARENA_EXTRA (4u << 20)
 
+void tl_native_slm_error(const char *path, const uint8_t *file, size_t len,
+                         tl_status st, size_t at, char *err, size_t err_cap) {
+  uint64_t declared;
+  if (tl_slm_declared_len(file, len, &declared) == TL_OK && declared > len)
+    snprintf(err, err_cap, "%s: truncated: %zu of %llu bytes", path, len,
+             (unsigned long long)declared);
+  else if (len > 0 && len < TL_SLM_HEADER_LEN &&
+           memcmp(file, TL_SLM_MAGIC, len < 8 ? len : 8) == 0)
+    snprintf(err, err_cap, "%s: truncated: %zu bytes, inside the %d-byte header",
+             path, len, TL_SLM_HEADER_LEN);
+  else
+    snprintf(err, err_cap, "%s: not a valid .slm artifact (%s at byte %zu)",
+             path, tl_status_name(st), at);
+}
+
 tl_status tl_native_model_open(const char *path, tl_native_model *m, char *err,
                                size_t err_cap) {
   const tl_slm_section *sec;
@@ -18,8 +33,7 @@ tl_status tl_native_model_open(const char *path, tl_native_model *m, char *err,
   st =
       tl_slm_open(&m->slm, m->view.data, m->view.len, TL_SLM_VERIFY_EAGER, &at);
   if (st != TL_OK) {
-    snprintf(err, err_cap, "%s: not a valid .slm artifact (%s at byte %zu)",
-             path, tl_status_name(st), at);
+    tl_native_slm_error(path, m->view.data, m->view.len, st, at, err, err_cap);
     goto fail;
   }
   st = tl_slm_artifact(&m->slm, &m->kind);

@@ -24,6 +24,13 @@ typedef struct tl_native_model {
   tl_slm_tensors tensors;
 } tl_native_model;
 
+/* Why tl_slm_open refused file (status st at byte at), for err: "PATH:
+ * truncated: N of M bytes" when the header declares more bytes than the
+ * file has (or the file ends inside the header), else "PATH: not a valid
+ * .slm artifact (STATUS at byte AT)". */
+void tl_native_slm_error(const char *path, const uint8_t *file, size_t len,
+                         tl_status st, size_t at, char *err, size_t err_cap);
+
 /* Opens path and loads its tokenizer and (when present) chat template. On
  * failure everything is released and err names the path and the reason. */
 tl_status tl_native_model_open(const char *path, tl_native_model *m, char *err,

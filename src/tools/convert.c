@@ -904,6 +904,8 @@ static tl_status write_artifact(plan *p, tl_convert_report *r, char *err,
     for (size_t i = 0; i < 3 && st == TL_OK; i++)
       st = tl_slm_writer_append(&w, i, parts[i].data, parts[i].len, err, cap);
   }
+  size_t stored = 0, done = 0; /* tensors with their own bytes, for progress */
+  for (size_t i = 0; i < p->n_tensors; i++) stored += !p->tensors[i].alias;
   for (size_t i = 0; model && i < p->n_tensors && st == TL_OK; i++) {
     planned *t = &p->tensors[i];
     const tl_td_entry *e = &p->entries[t->entry];
@@ -913,6 +915,8 @@ static tl_status write_artifact(plan *p, tl_convert_report *r, char *err,
                                 cap);
     if (st == TL_OK) st = write_tensor(p, &w, 4, t, err, cap);
     at = e->offset + e->len;
+    if (st == TL_OK && p->opt->on_tensor != NULL)
+      p->opt->on_tensor(p->opt->progress_ctx, ++done, stored, at, p->data_len);
   }
   if (model && st == TL_OK) {
     tl_td_encode(p->entries, p->n_entries, dir);

@@ -30,6 +30,12 @@ typedef struct tl_convert_options {
    * output, out_path may be NULL. tinylm pull runs these before it
    * declares a download complete. */
   bool check_only;
+  /* Progress, when not NULL: called after each stored tensor is written,
+   * with done of total tensors and bytes of the tensor data's bytes_total
+   * (a CLI shows it; the bytes written do not depend on it). */
+  void (*on_tensor)(void *ctx, size_t done, size_t total, uint64_t bytes,
+                    uint64_t bytes_total);
+  void *progress_ctx;
 } tl_convert_options;
 
 typedef struct tl_convert_report {

@@ -261,6 +261,31 @@ assert a["ids"] and (a["ids"], a["receipt_id"]) == (b["ids"], b["receipt_id"]), 
     -- "$tinylm" run "$m" --prompt hi -n 2 --logprobs 3
   expect "run --progress shows prefill progress off a terminal" 0 '' '\[prefill 32/[0-9]+ tokens(, ETA [0-9]+ s)?\]' \
     -- "$tinylm" run "$m" --prompt "$(printf 'a %.0s' $(seq 100))" -n 1 --progress
+  # A truncated artifact: the header knows the length it should have.
+  size=$(stat -c %s "$m")
+  head -c $((size / 2)) "$m" >"$work/half.slm"
+  expect "a truncated artifact says so (run)" 1 '^$' \
+    "error: invalid_model: $work/half.slm: truncated: $((size / 2)) of $size bytes\$" \
+    -- "$tinylm" run "$work/half.slm" --prompt hi
+  expect "a truncated artifact says so (inspect --json)" 1 \
+    "\"detail\": ?\"$work/half.slm: truncated: $((size / 2)) of $size bytes\"" 'truncated' \
+    -- "$tinylm" inspect "$work/half.slm" --json
+  head -c 10 "$m" >"$work/ten.slm"
+  expect "an artifact cut inside its header" 1 '^$' "truncated: 10 bytes, inside the 64-byte header" \
+    -- "$tinylm" inspect "$work/ten.slm"
+  # Progress on long work: on a terminal, or with --progress.
+  expect "convert --progress: tensors written, MB/s" 0 '' '\[convert 24/24 tensors, [0-9.]+ MB/s\]' \
+    -- "$tinylm" convert "$work/syn1" -o "$work/model-p.slm" --quant q8 \
+       --profile qwen3-0.6b-publisher --progress
+  expect "... the same bytes as without" 0 '' '' -- cmp "$work/model.slm" "$work/model-p.slm"
+  expect "inspect --verify --progress: digests checked" 0 '' '\[verify 24/24 tensors, [0-9.]+ MB/s\]' \
+    -- "$tinylm" inspect "$work/model.slm" --verify --progress
+  expect "no progress off a terminal by default" 0 '' '^$' -- "$tinylm" inspect "$work/model.slm" --verify
+  expect "inspect --verify still names a flipped byte's section" 1 '^$' \
+    'error: hash_mismatch: .*flipped.slm: not a valid .slm artifact \(hash_mismatch at byte [0-9]+\)' \
+    -- "$tinylm" inspect "$work/flipped.slm" --verify
+
+
 else
   echo "  FAIL tokenizer CLI checks: $qwen missing (run scripts/setup.sh)"
   failed=$((failed + 1))

@@ -146,6 +146,16 @@ tl_status tl_slm_open(tl_slm *slm, const uint8_t *file, size_t len,
   return TL_OK;
 }
 
+tl_status tl_slm_declared_len(const uint8_t *file, size_t len,
+                              uint64_t *declared) {
+  if (file == NULL || declared == NULL || len < 24 ||
+      memcmp(file, TL_SLM_MAGIC, 8) != 0 ||
+      tl_load_le32(file + 12) != TL_SLM_HEADER_LEN)
+    return TL_ERR_INVALID_MODEL;
+  *declared = tl_load_le64(file + 16);
+  return TL_OK;
+}
+
 tl_status tl_slm_find(const tl_slm *slm, tl_slm_kind kind,
                       const tl_slm_section **out) {
   if (slm == NULL || out == NULL) return TL_ERR_INVALID_ARGUMENT;

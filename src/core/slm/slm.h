@@ -63,6 +63,13 @@ tl_status tl_slm_open(tl_slm *slm, const uint8_t *file, size_t len,
 tl_status tl_slm_find(const tl_slm *slm, tl_slm_kind kind,
                       const tl_slm_section **out);
 
+/* The file length the header declares (offset 16), when the file starts
+ * with the magic and header_len: a caller names a truncated file as such
+ * (tl_slm_open refuses it as TL_ERR_INVALID_MODEL at offset 16).
+ * TL_ERR_INVALID_MODEL when those 24 bytes are not there. */
+tl_status tl_slm_declared_len(const uint8_t *file, size_t len,
+                              uint64_t *declared);
+
 /* BLAKE3-256 over the header's first 32 bytes and the section table
  * (header bytes 64 .. table_end): the value stored at header offset 32. */
 tl_status tl_slm_header_digest(const uint8_t *file, size_t table_end,
