@@ -76,10 +76,12 @@ void tl_cbor_put_json(tl_cbor_writer *w, const json_t *v) {
     }
     case JSON_OBJECT: {
       const char *key;
+      size_t key_len;
       json_t *item;
       tl_cbor_begin_map(w, json_object_size(v));
-      json_object_foreach((json_t *)v, key, item) {
-        tl_cbor_put_cstr(w, key);
+      /* Keys by their length: one may hold U+0000 (tl_cbor_to_json). */
+      json_object_keylen_foreach((json_t *)v, key, key_len, item) {
+        tl_cbor_put_text(w, key, key_len);
         tl_cbor_put_json(w, item);
       }
       tl_cbor_end_map(w);

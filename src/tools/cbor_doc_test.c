@@ -4,6 +4,7 @@
  * 17.2). Inputs are hand-encoded per RFC 8949 §3.1. */
 #include "cbor_doc.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "tl_test.h"
@@ -120,11 +121,38 @@ static void refusals_are_typed(tl_test_ctx *t) {
   TL_EXPECT(t, v == NULL && strstr(err, "trailing") != NULL);
 }
 
+static void emit_json(tl_cbor_writer *w, const void *arg) {
+  tl_cbor_put_json(w, arg);
+}
+
+static void json_keys_with_nul_round_trip(tl_test_ctx *t) {
+  /* {"a\0b": 2, "a": 1} as CBOR: the encoded keys, sorted bytewise. */
+  static const uint8_t want[] = {0xa2, 0x61, 'a', 0x01, 0x63,
+                                 'a',  0,    'b', 0x02};
+  json_t *o = json_object(), *back = NULL;
+  uint8_t *doc = NULL;
+  size_t len = 0;
+  char err[128];
+  json_object_setn_new(o, "a\0b", 3, json_integer(2));
+  json_object_set_new(o, "a", json_integer(1));
+  TL_EXPECT_OK(t, tl_cbor_encode_alloc(emit_json, o, &doc, &len));
+  TL_EXPECT(t, len == sizeof want && memcmp(doc, want, len) == 0);
+  TL_EXPECT_OK(t, tl_cbor_to_json(doc, len, &back, err, sizeof err));
+  /* json_equal looks keys up as C strings: compare by length here. */
+  TL_EXPECT(t, json_object_size(back) == 2);
+  TL_EXPECT(t, json_integer_value(json_object_getn(back, "a\0b", 3)) == 2);
+  TL_EXPECT(t, json_integer_value(json_object_get(back, "a")) == 1);
+  json_decref(o);
+  json_decref(back);
+  free(doc);
+}
+
 static const tl_test_case cases[] = {
     TL_CASE(integers_outside_int64_are_exact),
     TL_CASE(int64_stays_a_json_integer),
     TL_CASE(keys_keep_their_nul),
     TL_CASE(bytes_are_hex),
     TL_CASE(refusals_are_typed),
+    TL_CASE(json_keys_with_nul_round_trip),
 };
 TL_SUITE(cbor_doc, cases);
