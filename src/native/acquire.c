@@ -300,7 +300,7 @@ typedef struct ctx {
   const char *repo_id;
   char commit[41];
   char staging[4200];
-  bool kept_partial;
+  bool transient; /* the failure was one a rerun may get past */
   bool staging_ours; /* DIR.partial exists and carries the mark */
   bool progress;     /* forced on (--progress) */
   uint64_t fetched;
@@ -326,7 +326,7 @@ static tl_status resolve(ctx *c, const char *rev, char commit[41],
            c->repo_id, qrev);
   st = tl_hub_get_json(&c->hub, url, &info, &hd, &transport, err, cap);
   if (st != TL_OK) {
-    c->kept_partial |= transport;
+    c->transient |= transport;
     return st;
   }
   sha = json_string_value(json_object_get(info, "sha"));
@@ -370,7 +370,7 @@ static tl_status list_tree(ctx *c, const char *commit, const tl_acq_limits *l,
     }
     st = tl_hub_get_json(&c->hub, url, &doc, &hd, &transport, err, cap);
     if (st != TL_OK) {
-      c->kept_partial |= transport;
+      c->transient |= transport;
       break;
     }
     if (!json_is_array(doc)) {
@@ -626,7 +626,7 @@ static tl_status fetch_file(ctx *c, entry *e, bool may_resume, char *err,
   st = tl_hub_get(&c->hub, url, offset, e->size, to_file, &s, &hd, &transport,
                   err, cap);
   if (s.progress != NULL) tl_cli_progress_end(&progress);
-  if (st != TL_OK && st != TL_ERR_BOUNDS) {
+  if (st != TL_OK) {
     size_t len = strlen(err);
     snprintf(err + len, cap - len, " (fetching '%s', %llu of %llu bytes)", e->path,
              (unsigned long long)s.have, (unsigned long long)e->size);
@@ -641,7 +641,7 @@ static tl_status fetch_file(ctx *c, entry *e, bool may_resume, char *err,
   }
   if (st != TL_OK) {
     close(fd);
-    if (transport) c->kept_partial = true; /* resumable: keep the part */
+    if (transport) c->transient = true; /* resumable: keep the part */
     else unlink(part);
     return st;
   }
@@ -1123,7 +1123,8 @@ tl_status tl_pull(const tl_pull_options *o, tl_pull_report *r, char *err,
   if (st != TL_OK) {
     /* Only a transfer a rerun may complete keeps the staging directory;
      * whatever it holds is verified again then. */
-    r->kept_partial = c.kept_partial && st == TL_ERR_IO;
+    r->transient = c.transient && st == TL_ERR_IO;
+    r->kept_partial = r->transient && c.staging_ours;
     if (!r->kept_partial && c.staging_ours) remove_dir(c.staging);
     r->conflict = c.conflict;
     r->conflict_len = c.conflict_len;

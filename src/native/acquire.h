@@ -67,8 +67,9 @@ typedef struct tl_pull_report {
   uint64_t bytes_total, bytes_fetched;
   char license[72]; /* "" when none was declared */
   /* A failure a rerun may get past (a dropped connection, a timeout, 429,
-   * 5xx): DIR.partial was kept, its files are re-verified on the rerun. */
-  bool kept_partial;
+   * 5xx); kept_partial: and DIR.partial was kept (it existed by then), its
+   * files to be re-verified on the rerun. */
+  bool transient, kept_partial;
   /* On TL_ERR_CONFLICT: the record (conflict.h); free with
    * tl_pull_report_free. */
   uint8_t *conflict;

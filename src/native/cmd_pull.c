@@ -94,11 +94,15 @@ static int fail_pull(bool json, tl_status st, const tl_pull_report *r,
       json_object_set_new(extra, "conflict", record);
   }
   json_object_set_new(extra, "resumable", json_boolean(r->kept_partial));
+  json_object_set_new(extra, "transient", json_boolean(r->transient));
   if (r->kept_partial)
     return tl_cli_fail_with(json, st, extra,
                             "%s (%s.partial is kept: run the same command again "
                             "to resume)",
                             err, dir);
+  if (r->transient)
+    return tl_cli_fail_with(json, st, extra,
+                            "%s (no directory was written; a rerun may succeed)", err);
   return tl_cli_fail_with(json, st, extra, "%s (no directory was written)", err);
 }
 

@@ -233,7 +233,7 @@ FAULT_CASES = [
     ("changed_content", [], "hash_mismatch", "'config.json': Git blob id", True),
     ("wrong_lfs_hash", [], "hash_mismatch", "'model.safetensors': SHA-256", True),
     ("short_body", [], "hash_mismatch", "'config.json': 704 bytes received", True),
-    ("long_body", [], "bounds", "longer than the 714 bytes declared", True),
+    ("long_body", [], "bounds", "longer than the 714 bytes declared (fetching 'config.json'", True),
     ("redirect_loop", [], "io", "more than 5 redirects", True),
     ("lfs_pointer", [], "invalid_model", "'model.safetensors': the server sent a Git LFS pointer", True),
     ("py_file", [], "invalid_model", "'modeling_qwen3.py' is refused: executable code", False),
@@ -270,10 +270,12 @@ def faults(work):
         check(label + ": error " + code, err.get("error") == code, se)
         check(label + ": message names it", text in err.get("detail", ""), err.get("detail"))
         check(label + ": no directory", not os.path.exists(out))
-        resumable = name in ("drop", "slow", "http_429", "http_500")
+        transient = name in ("drop", "slow", "http_429", "http_500")
+        resumable = transient and fetched  # the staging directory existed
         check(label + ": staging kept only when resumable",
-              os.path.exists(out + ".partial") == (resumable and fetched), os.path.exists(out + ".partial"))
+              os.path.exists(out + ".partial") == resumable, os.path.exists(out + ".partial"))
         check(label + ": resumable flag", err.get("resumable") == resumable, err.get("resumable"))
+        check(label + ": transient flag", err.get("transient") == transient, err.get("transient"))
         resolves = [r for r in hub_log() if "/resolve/" in r["path"]]
         check(label + ": nothing fetched before a tree refusal", bool(resolves) == fetched, len(resolves))
         if code == "conflict":
