@@ -39,7 +39,7 @@ static const char usage_text[] =
     "                   EOS, a stop string or the context is full)\n"
     "  --system TEXT    the system message\n"
     "  --receipt-dir DIR  a receipt per reply, DIR/turn-0001.cbor, ...\n"
-    "  --force          replace existing receipt files in DIR\n"
+    "  --force          replace existing receipt files in DIR\n" TL_LANE_USAGE
     "  then type messages; commands: /reset, /system TEXT, /save FILE\n"
     "  (/save! FILE replaces an existing file), /load FILE, /think [on|off], /quit\n";
 
@@ -434,6 +434,7 @@ int tl_cmd_chat(int argc, char **argv) {
     return tl_cli_fail(false, TL_ERR_IO, "--receipt-dir %s: cannot create: %s",
                        c.o.receipt_dir, strerror(errno));
   st = tl_session_open(&c.s, c.o.model, err, sizeof err);
+  if (st == TL_OK) st = tl_session_lane(&c.s, &c.o.lane, err, sizeof err);
   if (st == TL_OK) st = tl_session_plan(&c.s, c.o.context, 0, err, sizeof err);
   if (st == TL_OK) st = tl_session_allocate(&c.s, c.o.mem_budget, err, sizeof err);
   if (st != TL_OK) {

@@ -40,7 +40,7 @@ static const char usage_text[] =
     "  --mem-budget MB  refuse a plan over MB megabytes before allocating\n"
     "  --progress       prefill progress on stderr even when it is not a terminal\n"
     "  --force          replace an existing --receipt file (never MODEL or the\n"
-    "                   prompt's file)\n";
+    "                   prompt's file)\n" TL_LANE_USAGE;
 
 static void print_plan(const tl_session *s, bool json) {
   const tl_memory_plan *p = &s->plan;
@@ -86,6 +86,13 @@ int tl_cmd_run(int argc, char **argv) {
   if (st != TL_OK) return tl_cli_fail(o.json, st, "%s", err);
   st = tl_session_open(&s, o.model, err, sizeof err);
   if (st != TL_OK) return tl_cli_fail(o.json, st, "%s", err);
+  /* a preflight only plans: no copy of the weights for it */
+  if (o.preflight) o.lane.mmap = true;
+  st = tl_session_lane(&s, &o.lane, err, sizeof err);
+  if (st != TL_OK) {
+    rc = tl_cli_fail(o.json, st, "%s", err);
+    goto done;
+  }
   /* The prompt first: its length sizes the context. */
   if (o.messages != NULL) {
     tl_render_error re;

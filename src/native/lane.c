@@ -127,7 +127,7 @@ void tl_native_lane_stop(tl_native_lane *l) {
 }
 
 const char *tl_native_lane_profile(const tl_native_lane *l) {
-  return l->kernels != NULL ? TL_FAST_PROFILE : "scalar-strict";
+  return l->kernels != NULL ? TL_FAST_PROFILE : "scalar-f32/1";
 }
 
 const char *tl_native_lane_isa(const tl_native_lane *l) {

@@ -64,7 +64,7 @@ tl_status tl_native_lane_start(tl_native_lane *l, tl_qwen3 *m,
 /* Releases what start took; m must not run afterwards. Zeroed l: nothing. */
 void tl_native_lane_stop(tl_native_lane *l);
 
-/* "fast/1" or "scalar-strict", and the kernel variant ("avx512", ...;
+/* "fast/1" or "scalar-f32/1" (the strict lane's name in receipts), and the kernel variant ("avx512", ...;
  * "scalar" on the strict lane). */
 const char *tl_native_lane_profile(const tl_native_lane *l);
 const char *tl_native_lane_isa(const tl_native_lane *l);

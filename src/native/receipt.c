@@ -181,11 +181,11 @@ static void emit_meta(tl_cbor_writer *w, const void *arg) {
       tl_cbor_put_cstr(w, "version");
       tl_cbor_put_cstr(w, TL_VERSION_STRING);
       tl_cbor_put_cstr(w, "backend");
-      tl_cbor_put_cstr(w, "scalar");
+      tl_cbor_put_cstr(w, f->backend ? f->backend : "scalar");
       tl_cbor_put_cstr(w, "build_id");
       tl_cbor_put_cstr(w, f->build_id);
       tl_cbor_put_cstr(w, "numerical_profile");
-      tl_cbor_put_cstr(w, "scalar-f32/1");
+      tl_cbor_put_cstr(w, f->numerical_profile ? f->numerical_profile : "scalar-f32/1");
       tl_cbor_end_map(w);
       break;
     case 2:

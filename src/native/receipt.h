@@ -39,6 +39,9 @@ typedef struct tl_run_facts {
   size_t n_stops;
   /* Not part of the identity. */
   uint64_t prefill_us, decode_us;
+  /* The lane (part of the identity; the ISA and thread count are not,
+   * docs/fast-profile.md F-10): NULL gives "scalar" / "scalar-f32/1". */
+  const char *backend, *numerical_profile;
 } tl_run_facts;
 
 /* The receipt file (deterministic CBOR, malloc'd) and its root id. */

@@ -72,6 +72,7 @@ int tl_run_parse(int argc, char **argv, const char *usage, tl_run_options *o) {
   /* --json anywhere makes every usage error JSON, whatever the order. */
   for (int i = 1; i < argc; i++) o->json |= strcmp(argv[i], "--json") == 0;
   o->max_new = 64;
+  o->lane = tl_lane_defaults();
   o->top_p = 1.0;
   o->repeat_penalty = 1.0;
   for (int i = 1; i < argc; i++) {
@@ -80,10 +81,14 @@ int tl_run_parse(int argc, char **argv, const char *usage, tl_run_options *o) {
      * flag is reported as unknown wherever it stands. */
     bool missing = i + 1 >= argc, takes = true, ok = true;
     const char *v = missing ? "" : argv[i + 1];
+    int lane_rc;
     rc = -1;
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       fputs(usage, stdout);
       return TL_EXIT_OK;
+    } else if ((lane_rc = tl_lane_flag(o->json, argc, argv, &i, &o->lane)) != 0) {
+      if (lane_rc > 0) return lane_rc;
+      takes = false; /* consumed with its value */
     } else if (strcmp(a, "--json") == 0) {
       takes = false;
     } else if (strcmp(a, "--preflight") == 0) {
@@ -451,7 +456,8 @@ int tl_run_generate(tl_session *s, const tl_run_options *o, const char *mode,
                       o->seed, turn, r.ids, r.n_ids, r.raw, r.raw_len,
                       tl_stop_reason_name(r.stop),
                       st == TL_OK ? NULL : tl_status_name(st), gp.max_new,
-                      gp.stops, gp.stop_lens, gp.n_stops, t1 - t0, t2 - t1};
+                      gp.stops, gp.stop_lens, gp.n_stops, t1 - t0, t2 - t1,
+                      s->lane.fast ? "fast" : "scalar", tl_native_lane_profile(&s->lane)};
     uint8_t *doc = NULL, root[32] = {0};
     size_t doc_len = 0;
     char root_hex[65], err[512];

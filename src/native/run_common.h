@@ -23,6 +23,7 @@ typedef struct tl_run_options {
   const char *stops[TL_RUN_MAX_STOPS];
   size_t n_stops;
   const char *system, *receipt_dir; /* chat only */
+  tl_lane_options lane; /* --lane, -t/--threads, --mmap (lane.h) */
   bool json, preflight, progress, force;
   uint32_t given; /* TL_RUN_GIVEN_*: flags set on the command line */
 } tl_run_options;
