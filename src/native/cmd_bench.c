@@ -137,7 +137,7 @@ int tl_cmd_bench(int argc, char **argv) {
       if ((rc = tl_cli_flag_u32(json, a, v, lo_v, hi_v, dst)) >= 0) return rc;
       continue;
     }
-    if (a[0] == '-' && a[1] != '\0') return tl_cli_usage(json, "unknown flag '%s'\n%s", a, usage_text);
+    if (a[0] == '-' && a[1] != '\0') return tl_cli_usage(json, "unknown option '%s'\n%s", a, usage_text);
     if (path != NULL) return tl_cli_usage(json, "one model only\n%s", usage_text);
     path = a;
   }

@@ -63,24 +63,25 @@ static void begin(int argc, char **argv, tl_acq_net *n, bool *json) {
  * (consumed), 0 when it was not, or an exit status. */
 static int net_flag(int argc, char **argv, int *i, bool json, tl_acq_net *n) {
   const char *a = argv[*i];
-  uint64_t v;
+  const char *value;
+  uint64_t v = 0;
   int rc;
-  if (*i + 1 >= argc) return 0;
+  if (strcmp(a, "--endpoint") != 0 && strcmp(a, "--timeout") != 0 &&
+      strcmp(a, "--max-redirects") != 0)
+    return 0;
+  if ((rc = tl_cli_value(json, argc, argv, i, &value)) >= 0) return rc;
   if (strcmp(a, "--endpoint") == 0) {
-    n->endpoint = argv[++*i];
+    n->endpoint = value;
     return -1;
   }
   if (strcmp(a, "--timeout") == 0) {
-    rc = tl_cli_flag_u64(json, a, argv[++*i], 1, 86400, &v);
+    rc = tl_cli_flag_u64(json, a, value, 1, 86400, &v);
     n->timeout_s = (long)v;
     return rc;
   }
-  if (strcmp(a, "--max-redirects") == 0) {
-    rc = tl_cli_flag_u64(json, a, argv[++*i], 0, 50, &v);
-    n->max_redirects = (int)v;
-    return rc;
-  }
-  return 0;
+  rc = tl_cli_flag_u64(json, a, value, 0, 50, &v);
+  n->max_redirects = (int)v;
+  return rc;
 }
 
 static int fail_pull(bool json, tl_status st, const tl_pull_report *r,
@@ -118,8 +119,7 @@ int tl_cmd_pull(int argc, char **argv) {
   tl_acq_default_limits(&o.limits);
   o.net.endpoint = env_or("HF_ENDPOINT", TL_ACQ_DEFAULT_ENDPOINT);
   for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    bool has_value = i + 1 < argc;
+    const char *a = argv[i], *v;
     rc = net_flag(argc, argv, &i, json, &o.net);
     if (rc > 0) return rc;
     if (rc < 0) continue;
@@ -131,26 +131,26 @@ int tl_cmd_pull(int argc, char **argv) {
       o.accept_missing_license = true;
     } else if (strcmp(a, "--progress") == 0) {
       o.progress = true;
-    } else if (strcmp(a, "-o") == 0 && has_value) {
-      o.out_dir = argv[++i];
-    } else if (strcmp(a, "--revision") == 0 && has_value) {
-      o.revision = argv[++i];
-    } else if (strcmp(a, "--profile") == 0 && has_value) {
-      o.profile = argv[++i];
-    } else if (strcmp(a, "--max-files") == 0 && has_value) {
-      rc = tl_cli_flag_u64(json, a, argv[++i], 1, 1000000, &o.limits.max_files);
+    } else if (strcmp(a, "-o") == 0) {
+      if ((rc = tl_cli_value(json, argc, argv, &i, &o.out_dir)) >= 0) return rc;
+    } else if (strcmp(a, "--revision") == 0) {
+      if ((rc = tl_cli_value(json, argc, argv, &i, &o.revision)) >= 0) return rc;
+    } else if (strcmp(a, "--profile") == 0) {
+      if ((rc = tl_cli_value(json, argc, argv, &i, &o.profile)) >= 0) return rc;
+    } else if (strcmp(a, "--max-files") == 0) {
+      if ((rc = tl_cli_value(json, argc, argv, &i, &v)) < 0)
+        rc = tl_cli_flag_u64(json, a, v, 1, 1000000, &o.limits.max_files);
       if (rc >= 0) return rc;
-    } else if (strcmp(a, "--max-file-bytes") == 0 && has_value) {
-      rc = tl_cli_flag_u64(json, a, argv[++i], 1, (uint64_t)1 << 50,
-                           &o.limits.max_file_bytes);
+    } else if (strcmp(a, "--max-file-bytes") == 0) {
+      if ((rc = tl_cli_value(json, argc, argv, &i, &v)) < 0)
+        rc = tl_cli_flag_u64(json, a, v, 1, (uint64_t)1 << 50, &o.limits.max_file_bytes);
       if (rc >= 0) return rc;
-    } else if (strcmp(a, "--max-total-bytes") == 0 && has_value) {
-      rc = tl_cli_flag_u64(json, a, argv[++i], 1, (uint64_t)1 << 52,
-                           &o.limits.max_total_bytes);
+    } else if (strcmp(a, "--max-total-bytes") == 0) {
+      if ((rc = tl_cli_value(json, argc, argv, &i, &v)) < 0)
+        rc = tl_cli_flag_u64(json, a, v, 1, (uint64_t)1 << 52, &o.limits.max_total_bytes);
       if (rc >= 0) return rc;
     } else if (a[0] == '-') {
-      return tl_cli_usage(json, "unknown option or missing value '%s'\n%s", a,
-                          pull_usage);
+      return tl_cli_usage(json, "unknown option '%s'\n%s", a, pull_usage);
     } else if (o.repo_id == NULL) {
       o.repo_id = a;
     } else {
@@ -216,11 +216,10 @@ int tl_cmd_drift(int argc, char **argv) {
       fputs(drift_usage, stdout);
       return TL_EXIT_OK;
     } else if (strcmp(a, "--json") == 0) {
-    } else if (strcmp(a, "-o") == 0 && i + 1 < argc) {
-      o.out_path = argv[++i];
+    } else if (strcmp(a, "-o") == 0) {
+      if ((rc = tl_cli_value(json, argc, argv, &i, &o.out_path)) >= 0) return rc;
     } else if (a[0] == '-') {
-      return tl_cli_usage(json, "unknown option or missing value '%s'\n%s", a,
-                          drift_usage);
+      return tl_cli_usage(json, "unknown option '%s'\n%s", a, drift_usage);
     } else if (o.dir == NULL) {
       o.dir = a;
     } else {
