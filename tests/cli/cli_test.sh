@@ -111,6 +111,45 @@ expect "nothing written by refused flags" 1 '' '' -- test -e "$work/never"
 expect "synth --config names the presets" 2 '^$' \
   "error: usage: unknown preset 'huge' \(tiny, qwen3-0.6b, or a .json file\)" \
   -- "$tinylm" synth --config huge --seed 1 -o "$work/never"
+# verify: the human header and the JSON give the same counts (records,
+# failing, missing, logit rows and greedy steps that differ), passing and
+# failing, on the forward golden's own checkpoint (tools/forward_specs.py).
+fwd_ok=0
+"$tinylm" synth --config tests/golden/forward/tiny.json --seed 7 --dtype bf16 -o "$work/fwd" \
+  --tokenizer-dir tests/fixtures/tiny-tokenizer >/dev/null && rm "$work/fwd/generation_config.json" &&
+  "$tinylm" convert "$work/fwd" -o "$work/fwd.slm" >/dev/null && fwd_ok=1
+expect "the forward golden's checkpoint converts" 0 '' '' -- test $fwd_ok = 1
+verify_counts_agree() { # MODEL GOLDEN WANT_EXIT [--mutate NAME]
+  local model=$1 golden=$2 want=$3
+  shift 3
+  "$tinylm" verify "$model" --golden "$golden" "$@" >"$work/verify.txt" 2>/dev/null
+  local rc1=$?
+  "$tinylm" verify "$model" --golden "$golden" "$@" --json >"$work/verify.json" 2>/dev/null
+  local rc2=$?
+  [[ $rc1 == "$want" && $rc2 == "$want" ]] || return 1
+  /usr/bin/python3 - "$work/verify.txt" "$work/verify.json" <<'PY'
+import json, re, sys
+head = open(sys.argv[1]).readline()
+m = re.search(r"; (\d+) records, (\d+) failing, (\d+) missing; (\d+) logit rows "
+              r"and (\d+) greedy steps with a different argmax$", head.strip())
+doc = json.load(open(sys.argv[2]))
+c = doc["counts"]
+shown = [int(x) for x in m.groups()]
+assert shown == [c["records"], c["failing"], c["missing"], c["logits_different"],
+                 c["greedy_different"]], (head, c)
+assert c["records"] == len(doc["records"]) + len(doc["missing_records"]) == c["failing"] + \
+    c["missing"] + sum(r["pass"] for r in doc["records"]), c
+assert c["failing"] == sum(not r["pass"] for r in doc["records"]), c
+assert c["logits_different"] == sum(r["greedy"] == "different" for r in doc["logits"]), c
+assert doc["pass"] == (c["failing"] + c["missing"] + c["logits_different"] +
+                       c["greedy_different"] == 0), c
+PY
+}
+expect "verify: header and JSON counts agree (pass)" 0 '' '' \
+  -- verify_counts_agree "$work/fwd.slm" tests/golden/forward/tiny-ids.cbor 0
+expect "verify: header and JSON counts agree (a mutation fails)" 0 '' '' \
+  -- verify_counts_agree "$work/fwd.slm" tests/golden/forward/tiny-ids.cbor 1 --mutate rms_eps
+
 
 
 # --- convert / encode / decode on the real Qwen3 tokenizer -----------------
