@@ -125,6 +125,7 @@ run_stage gen-run /usr/bin/python3 tests/gen/run_test.py build/asan/tinylm build
 run_stage receipt-forged /usr/bin/python3 tests/receipt/forged_test.py build/asan/tinylm \
   build/test-work/receipt-forged
 run_stage forward-0.6b tests/model/forward_06b.sh build/gcc/tinylm build/test-work/forward-0.6b
+run_stage fast-lane /usr/bin/python3 tests/model/fast_test.py build/asan/tinylm build/test-work/fast-lane
 run_stage diff-hash tests/diff/hash_diff.sh build/gcc/tinylm
 run_stage diff-cbor /usr/bin/python3 tests/diff/cbor_diff.py build/asan/cbor_tool
 run_stage sampler-random /usr/bin/python3 tools/oracle/sampler_random.py build/asan/sampler_tool

@@ -19,12 +19,15 @@
 
 static const char usage_text[] =
     "usage: tinylm verify MODEL.slm --golden FILE [--json] [--dump OUT.cbor]\n"
-    "                     [--force]\n"
+    "                     [--force] [--lane scalar|fast] [-t N] [--mmap]\n"
     "  --dump  also write this run's values for the golden's records, in the\n"
     "          same schema (producer tinylm-scalar)\n"
     "  --force replace an existing --dump file (never MODEL or FILE)\n"
     "  FILE: a tinylm.golden/1 document (docs/golden.md), e.g. from\n"
-    "  tools/oracle/qwen3_ref.py on the checkpoint the model came from\n";
+    "  tools/oracle/qwen3_ref.py on the checkpoint the model came from\n"
+    "  --lane scalar (default: the strict lane, tolerance scalar-f32-vs-f64/1)\n"
+    "  or fast (fast/1, tolerance fast-f32-vs-f64/1: docs/fast-profile.md);\n"
+    "  -t N and --mmap as for run\n";
 
 static const struct {
   const char *name;
@@ -180,6 +183,17 @@ static uint32_t argmax(const float *x, size_t n) {
   return best;
 }
 
+/* The tolerance of the lane m runs on: docs/tolerance.md, or for the fast
+ * lane docs/fast-profile.md (with the activation-quantization term when
+ * the matrices are q8/q4). */
+static tl_tolerance tolerance(const tl_qwen3 *m, uint32_t keys, tl_qwen3_stage stage,
+                              int32_t layer, double ref_rms) {
+  tl_qtype q = m->layers[0].q.type;
+  if (m->fast == NULL) return tl_tolerance_for(&m->cfg, keys, stage, layer, ref_rms);
+  return tl_tolerance_for_fast(&m->cfg, keys, stage, layer, ref_rms,
+                               q == TL_QTYPE_Q8 || q == TL_QTYPE_Q4);
+}
+
 /* Decodes the golden's continuation greedily from the prompt's last
  * logits and compares each step's token with the reference's. A different
  * token is a failure when the reference's margin exceeds twice the error
@@ -200,7 +214,7 @@ static json_t *greedy(const tl_qwen3 *m, tl_qwen3_cache *cache,
       /* The golden holds no logits for continuation steps, so the atol
        * scale is this run's own logits RMS (same magnitude by then). */
       rms = sqrt(rms / m->cfg.vocab);
-      tol = tl_tolerance_for(&m->cfg, cache->len, TL_QWEN3_STAGE_LOGITS, -1, rms);
+      tol = tolerance(m, cache->len, TL_QWEN3_STAGE_LOGITS, -1, rms);
       margin = g->margins[step];
       bound = tol.atol + tol.rtol * fabs((double)logits[got]);
       verdict = margin > 2 * bound ? "different" : "unstable";
@@ -224,6 +238,7 @@ int tl_cmd_verify(int argc, char **argv) {
   const char *model_path = NULL, *golden_path = NULL, *dump_path = NULL;
   bool json = false, force = false;
   uint32_t mutate = 0;
+  tl_lane_options lane = tl_lane_defaults();
   tl_session s;
   tl_qwen3_fault fault;
   tl_golden g;
@@ -238,7 +253,9 @@ int tl_cmd_verify(int argc, char **argv) {
   json_t *out = NULL, *records = NULL, *logit_rows = NULL, *missing_rows = NULL;
   /* --json anywhere makes every usage error JSON. */
   for (int i = 1; i < argc; i++) json |= strcmp(argv[i], "--json") == 0;
+  lane.fast = false; /* the strict lane is verify's reference */
   for (int i = 1; i < argc; i++) {
+    int lane_rc;
     if (strcmp(argv[i], "--help") == 0) {
       fputs(usage_text, stdout);
       return TL_EXIT_OK;
@@ -263,6 +280,8 @@ int tl_cmd_verify(int argc, char **argv) {
       if (k == sizeof mutations / sizeof mutations[0])
         return tl_cli_usage(json, "unknown mutation '%s'", name);
       mutate |= mutations[k].bit;
+    } else if ((lane_rc = tl_lane_flag(json, argc, argv, &i, &lane)) != 0) {
+      if (lane_rc > 0) return lane_rc;
     } else if (argv[i][0] == '-') {
       return tl_cli_usage(json, "unknown option '%s'\n%s", argv[i], usage_text);
     } else if (model_path == NULL) {
@@ -291,7 +310,8 @@ int tl_cmd_verify(int argc, char **argv) {
     tl_golden_free(&g);
     return tl_cli_fail(json, st, "%s", err);
   }
-  if (g.n_ids + g.n_continuation > UINT32_MAX) {
+  if (st == TL_OK) st = tl_session_lane(&s, &lane, err, sizeof err);
+  if (st == TL_OK && g.n_ids + g.n_continuation > UINT32_MAX) {
     st = TL_ERR_CONTEXT_EXCEEDED;
     snprintf(err, sizeof err, "%s: the prompt is too long", golden_path);
   }
@@ -364,8 +384,8 @@ int tl_cmd_verify(int argc, char **argv) {
           (json_int_t)rec->count));
       continue;
     }
-    res[r].tol = tl_tolerance_for(&s.qwen.cfg, (uint32_t)g.n_ids, rec->stage, rec->layer,
-                                  tl_rms(rec->values, rec->count));
+    res[r].tol = tolerance(&s.qwen, (uint32_t)g.n_ids, rec->stage, rec->layer,
+                           tl_rms(rec->values, rec->count));
     floor_ = 1e-3 * tl_rms(rec->values, rec->count);
     tl_compare(rec->values, cc.cand[r], rec->count, res[r].tol, floor_, &res[r].s);
     res[r].failed = res[r].s.n_fail > 0;
@@ -399,7 +419,8 @@ int tl_cmd_verify(int argc, char **argv) {
       }
     }
   }
-  json_object_set_new(out, "profile", json_string(TL_TOLERANCE_PROFILE));
+  json_object_set_new(out, "profile", json_string(s.qwen.fast ? TL_TOLERANCE_PROFILE_FAST
+                                                              : TL_TOLERANCE_PROFILE));
   json_object_set_new(out, "reference", json_pack("{s:s,s:s}", "producer", g.producer,
                                                   "precision", g.precision));
   json_object_set_new(out, "records", records);
@@ -440,7 +461,7 @@ int tl_cmd_verify(int argc, char **argv) {
                 *counts = json_object_get(out, "counts");
     printf("profile %s; reference %s (%s); %lld records, %lld failing, %lld missing; "
            "%lld logit rows and %lld greedy steps with a different argmax\n",
-           TL_TOLERANCE_PROFILE, g.producer, g.precision, count_of(counts, "records"),
+           s.qwen.fast ? TL_TOLERANCE_PROFILE_FAST : TL_TOLERANCE_PROFILE, g.producer, g.precision, count_of(counts, "records"),
            count_of(counts, "failing"), count_of(counts, "missing"),
            count_of(counts, "logits_different"), count_of(counts, "greedy_different"));
     printf("  %-14s %5s %10s %10s %10s %9s %12s %6s\n", "stage", "layer", "max_abs",

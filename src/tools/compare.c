@@ -6,6 +6,15 @@
 
 #include "bytes.h"
 
+/* docs/tolerance.md's depth: the layer, 0 for the embedding, the layer
+ * count for final_norm and logits. */
+static double depth_of(const tl_qwen3_config *cfg, tl_qwen3_stage stage,
+                       int32_t layer) {
+  return stage == TL_QWEN3_STAGE_EMBEDDING ? 0.0
+         : layer < 0                        ? (double)cfg->layers
+                                            : (double)layer;
+}
+
 tl_tolerance tl_tolerance_for(const tl_qwen3_config *cfg, uint32_t keys,
                               tl_qwen3_stage stage, int32_t layer,
                               double ref_rms) {
@@ -16,10 +25,21 @@ tl_tolerance tl_tolerance_for(const tl_qwen3_config *cfg, uint32_t keys,
   if ((double)cfg->heads * cfg->head_dim > n) n = (double)cfg->heads * cfg->head_dim;
   if (keys > n) n = keys;
   gamma = n * u / (1.0 - n * u);
-  depth = stage == TL_QWEN3_STAGE_EMBEDDING ? 0.0
-          : layer < 0                        ? (double)cfg->layers
-                                             : (double)layer;
+  depth = depth_of(cfg, stage, layer);
   t.rtol = 16.0 * (depth + 1.0) * gamma;
+  t.atol = t.rtol * ref_rms;
+  return t;
+}
+
+tl_tolerance tl_tolerance_for_fast(const tl_qwen3_config *cfg, uint32_t keys,
+                                   tl_qwen3_stage stage, int32_t layer,
+                                   double ref_rms, bool quantized) {
+  tl_tolerance t = tl_tolerance_for(cfg, keys, stage, layer, ref_rms);
+  /* lambda 6 standard deviations, crest factor 4, uniform rounding of the
+   * codes: 6 * 4 / (127 sqrt 12) per quantized contraction, three in
+   * series per layer */
+  const double rho = 24.0 / (127.0 * sqrt(12.0));
+  if (quantized) t.rtol += 3.0 * rho * (depth_of(cfg, stage, layer) + 1.0);
   t.atol = t.rtol * ref_rms;
   return t;
 }

@@ -3,6 +3,7 @@
 #ifndef TL_TOOLS_COMPARE_H
 #define TL_TOOLS_COMPARE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,6 +23,15 @@ typedef struct tl_tolerance {
 tl_tolerance tl_tolerance_for(const tl_qwen3_config *cfg, uint32_t keys,
                               tl_qwen3_stage stage, int32_t layer,
                               double ref_rms);
+
+/* The fast lane's profile (docs/fast-profile.md), derived before its first
+ * comparison: tl_tolerance_for's rtol plus 3 rho (depth + 1) when the
+ * matrices are q8/q4 (activation quantization, rho = 24 / (127 sqrt 12));
+ * atol = rtol * ref_rms. */
+#define TL_TOLERANCE_PROFILE_FAST "fast-f32-vs-f64/1"
+tl_tolerance tl_tolerance_for_fast(const tl_qwen3_config *cfg, uint32_t keys,
+                                   tl_qwen3_stage stage, int32_t layer,
+                                   double ref_rms, bool quantized);
 
 typedef struct tl_compare_stats {
   size_t count, n_fail, first_fail; /* first_fail: SIZE_MAX when none */
