@@ -470,7 +470,7 @@ def inspect_bytes(data):
                                                    KIND_TENSOR_DATA))
         verify_tensor_digests(data, tensors)
         config, ledger_entries = model_summary(meta)
-    return {
+    info = {
         "artifact_id": hashlib.sha256(data).hexdigest(),
         "file_bytes": len(data),
         "version": header["version"],
@@ -487,6 +487,14 @@ def inspect_bytes(data):
         "config": config,
         "ledger_entries": ledger_entries,
     }
+    acq = meta.get("acquisition")
+    if acq is not None:  # docs/acquisition.md §Binding
+        if not isinstance(acq, dict) or not isinstance(acq.get("receipt_id"), bytes):
+            raise invalid("metadata acquisition is not a map with a receipt_id")
+        info["acquisition"] = {k: v.hex() if isinstance(v, bytes) else
+                               to_json_value(v, "$.acquisition." + k)
+                               for k, v in acq.items()}
+    return info
 
 
 # -------------------------------------------------------------------- CLI

@@ -147,7 +147,7 @@ static tl_status read_metadata(const tl_slm *slm, json_t *o) {
                       json_integer((json_int_t)json_array_size(ledger)));
   /* Where the source files came from (tinylm pull), when known. */
   acq = json_object_get(meta, "acquisition");
-  json_object_set(o, "acquisition", acq != NULL ? acq : json_null());
+  if (acq != NULL) json_object_set(o, "acquisition", acq);
   json_decref(meta);
   return TL_OK;
 }

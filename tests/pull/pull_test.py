@@ -192,6 +192,11 @@ def convert_binding(work, out, doc, commit):
     check("inspect: names the commit and the receipt", acq is not None and
           acq.get("resolved_commit") == commit and acq.get("repo_id") == REPO and
           acq.get("receipt_id") == doc["root"].hex(), acq)
+    p = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tools/slm_inspect.py"), slm, "--json"],
+                       capture_output=True, text=True)
+    check("inspect: equals the independent Python reader",
+          p.returncode == 0 and json.loads(p.stdout).get("acquisition") == acq and
+          json.loads(p.stdout) == json.loads(run(["inspect", slm, "--json", "--verify"])[1]), p.stderr)
     rc, so, se = run(["inspect", slm])
     check("inspect: human output shows the source", "%s@%s" % (REPO, commit) in so, so[-400:])
     # A file changed after the pull: convert refuses, writes nothing.
