@@ -45,25 +45,34 @@ static const struct {
     {TL_SAMPLER_FIELD_MIN_P, "--min-p", "in 0..1"},
     {TL_SAMPLER_FIELD_REPEAT_PENALTY, "--repeat-penalty", "in 2^-64..2^64"}};
 
+/* The flag that sets a sampler field and its range; NULL for the fields
+ * only the artifact sets (EOS set, vocabulary). */
+static const char *field_flag(tl_sampler_field field, const char **range) {
+  for (size_t i = 0; i < sizeof sampling_flags / sizeof sampling_flags[0]; i++)
+    if (sampling_flags[i].field == field) {
+      *range = sampling_flags[i].range;
+      return sampling_flags[i].flag;
+    }
+  return NULL;
+}
+
 static int check_sampling(const tl_run_options *o, const char *usage) {
   tl_sampler_profile p = tl_sampler_profile_default(1);
   tl_sampler_field field;
+  const char *flag, *range;
   double given;
   if (o->given & TL_RUN_GIVEN_TEMPERATURE) p.temperature = o->temperature;
   if (o->given & TL_RUN_GIVEN_TOP_P) p.top_p = o->top_p;
   if (o->given & TL_RUN_GIVEN_MIN_P) p.min_p = o->min_p;
   if (o->given & TL_RUN_GIVEN_REPEAT_PENALTY) p.repeat_penalty = o->repeat_penalty;
   if (tl_sampler_profile_check(&p, &field) == TL_OK) return -1;
-  for (size_t i = 0; i < sizeof sampling_flags / sizeof sampling_flags[0]; i++) {
-    if (sampling_flags[i].field != field) continue;
-    given = field == TL_SAMPLER_FIELD_TEMPERATURE ? p.temperature
-            : field == TL_SAMPLER_FIELD_TOP_P     ? p.top_p
-            : field == TL_SAMPLER_FIELD_MIN_P     ? p.min_p
-                                                  : p.repeat_penalty;
-    return tl_cli_usage(o->json, "%s must be %s, got %g", sampling_flags[i].flag,
-                        sampling_flags[i].range, given);
-  }
-  return tl_cli_usage(o->json, "sampling options out of range\n%s", usage);
+  if ((flag = field_flag(field, &range)) == NULL)
+    return tl_cli_usage(o->json, "sampling options out of range\n%s", usage);
+  given = field == TL_SAMPLER_FIELD_TEMPERATURE ? p.temperature
+          : field == TL_SAMPLER_FIELD_TOP_P     ? p.top_p
+          : field == TL_SAMPLER_FIELD_MIN_P     ? p.min_p
+                                                : p.repeat_penalty;
+  return tl_cli_usage(o->json, "%s must be %s, got %g", flag, range, given);
 }
 
 int tl_run_parse(int argc, char **argv, const char *usage, tl_run_options *o) {
@@ -379,9 +388,17 @@ int tl_run_generate(tl_session *s, const tl_run_options *o, const char *mode,
   profile.repeat_window = o->repeat_window;
   profile.eos = s->eos;
   profile.n_eos = s->n_eos;
-  if (tl_sampler_profile_check(&profile, &field) != TL_OK)
-    return tl_cli_fail(o->json, TL_ERR_INVALID_ARGUMENT,
-                       "sampling options out of range (field %d)", (int)field);
+  if (tl_sampler_profile_check(&profile, &field) != TL_OK) {
+    /* The flags were checked: what is left came from the artifact. */
+    const char *range, *flag = field_flag(field, &range);
+    if (flag != NULL)
+      return tl_cli_fail(o->json, TL_ERR_INVALID_MODEL,
+                         "the artifact's generation default for %s is not %s "
+                         "(give %s to override it)", flag, range, flag);
+    return tl_cli_fail(o->json, TL_ERR_INVALID_MODEL,
+                       "the artifact's EOS set or vocabulary is not a valid "
+                       "sampler profile (field %d)", (int)field);
+  }
   if (max_new == 0) { /* no cap: until the context is full */
     uint64_t room;
     if ((uint64_t)position + n > s->context)
