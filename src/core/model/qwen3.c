@@ -378,7 +378,9 @@ typedef struct bufs {
   float *gate, *up; /* [I] */
   float *scores; /* [3][A*S]: raw, masked, probs */
   float *row;    /* one decoded weight row: max(H, I, A*D) */
-  float *act;    /* fast lane: one quantized activation (fast_act_floats) */
+  float *act;    /* fast lane: [n] quantized activations (fast_act_floats) */
+  float *fx;     /* fast lane: [n] rows of xn, k, v, attn, h, gate, up */
+  tl_kern_x *xs; /* fast lane: [n] views of act */
   float *logits; /* [V] */
 } bufs;
 
@@ -395,7 +397,16 @@ static size_t fast_act_floats(const tl_qwen3_config *c) {
   return (widest + TL_QUANT_BLOCK - 1) / TL_QUANT_BLOCK * 25;
 }
 
-#define N_BUFS 12
+/* Floats of room for one tl_kern_x. */
+#define XS_FLOATS ((sizeof(tl_kern_x) + sizeof(float) - 1) / sizeof(float))
+
+/* Floats per token of bufs.fx. */
+static size_t fast_row_floats(const tl_qwen3_config *c) {
+  size_t kd = (size_t)c->kv_heads * c->head_dim;
+  return 2 * (size_t)c->hidden + 2 * kd + (size_t)c->heads * c->head_dim + 2 * (size_t)c->inter;
+}
+
+#define N_BUFS 14
 
 /* The float counts of the working buffers of a call of n tokens over
  * keys keys, in alloc_bufs order; false when a count overflows. */
@@ -415,8 +426,13 @@ static bool buffer_counts(const tl_qwen3 *m, size_t n, uint32_t keys,
   counts[6] = c->inter;
   counts[7] = c->inter;
   counts[9] = widest;
-  counts[10] = m->fast != NULL ? fast_act_floats(c) : 0;
-  counts[11] = c->vocab; /* the logits, allocated after the layers */
+  counts[10] = counts[11] = counts[12] = 0;
+  if (m->fast != NULL &&
+      (tl_mul_size(n, fast_act_floats(c), &counts[10]) != TL_OK ||
+       tl_mul_size(n, fast_row_floats(c), &counts[11]) != TL_OK ||
+       tl_mul_size(n, XS_FLOATS, &counts[12]) != TL_OK))
+    return false;
+  counts[13] = c->vocab; /* the logits, allocated after the layers */
   return true;
 }
 
@@ -434,9 +450,10 @@ size_t tl_qwen3_scratch_bound(const tl_qwen3 *m, size_t n, uint32_t keys) {
 
 static tl_status alloc_bufs(const tl_qwen3 *m, size_t n, uint32_t keys,
                             tl_arena *a, bufs *b) {
-  float **dest[N_BUFS - 1] = {&b->x,    &b->q,  &b->xn,     &b->kv,
-                              &b->attn, &b->h,  &b->gate,   &b->up,
-                              &b->scores, &b->row, &b->act};
+  float *xs = NULL;
+  float **dest[N_BUFS - 1] = {&b->x,      &b->q,   &b->xn,  &b->kv,  &b->attn,
+                              &b->h,      &b->gate, &b->up, &b->scores, &b->row,
+                              &b->act,    &b->fx,  &xs};
   size_t counts[N_BUFS];
   if (!buffer_counts(m, n, keys, counts)) return TL_ERR_INTEGER_OVERFLOW;
   for (size_t i = 0; i < N_BUFS - 1; i++) {
@@ -446,6 +463,7 @@ static tl_status alloc_bufs(const tl_qwen3 *m, size_t n, uint32_t keys,
     if (st != TL_OK) return st;
     *dest[i] = p;
   }
+  b->xs = (tl_kern_x *)(void *)xs;
   return TL_OK;
 }
 
@@ -453,15 +471,19 @@ static tl_status alloc_bufs(const tl_qwen3 *m, size_t n, uint32_t keys,
 /* The fast lane's products (docs/fast-profile.md)                          */
 
 #define FAST_MAX_MATS 3
+/* Rows whose weights stay in cache while every token of a call passes
+ * over them (F-8: each (token, row) product is the decode computation). */
+#define FAST_TILE 16
 
-/* Up to three matrices that read the same input, as one run of rows
- * [0, total) split between tasks (F-7: each row has one owner). */
+/* Up to three matrices that read the same inputs, as one run of rows
+ * [0, total) split between tasks (F-7: each row has one owner), for n
+ * tokens: y[i] holds n rows of w[i]->rows outputs. */
 typedef struct fast_job {
   const tl_kernels *k;
   const tl_qwen3_weight *w[FAST_MAX_MATS];
   float *y[FAST_MAX_MATS];
-  size_t n_mats, total;
-  tl_kern_x x;
+  size_t n_mats, total, n;
+  const tl_kern_x *xs;
 } fast_job;
 
 static void fast_task(void *ctx, uint32_t task, uint32_t n_tasks) {
@@ -471,10 +493,13 @@ static void fast_task(void *ctx, uint32_t task, uint32_t n_tasks) {
   for (size_t i = 0; i < j->n_mats; base += j->w[i]->rows, i++) {
     const tl_qwen3_weight *w = j->w[i];
     size_t lo = b > base ? b : base, hi = e < base + w->rows ? e : base + w->rows, rb;
-    if (lo >= hi) continue;
     (void)tl_quant_row_bytes(w->type, w->n, &rb); /* bound at load */
-    j->k->rows[w->type](w->data + (lo - base) * rb, rb, w->n, &j->x, hi - lo,
-                        j->y[i] + (lo - base));
+    for (size_t r0 = lo; r0 < hi; r0 += FAST_TILE) {
+      size_t rows = hi - r0 < FAST_TILE ? hi - r0 : FAST_TILE;
+      for (size_t t = 0; t < j->n; t++)
+        j->k->rows[w->type](w->data + (r0 - base) * rb, rb, w->n, &j->xs[t], rows,
+                            j->y[i] + t * w->rows + (r0 - base));
+    }
   }
 }
 
@@ -483,17 +508,21 @@ static uint32_t fast_tasks(const tl_qwen3 *m, size_t units) {
   return units < t ? (uint32_t)(units ? units : 1) : t;
 }
 
-/* y[i] = w[i] x for n_mats matrices of one width (the activation is
- * quantized once, F-3, in the layouts their types read). */
-static void fast_matvecs(const run *r, bufs *b, const tl_qwen3_weight *const *w,
-                         size_t n_mats, const float *x, float *const *y) {
+/* y[i] = w[i] x_t for the n tokens x_t (rows of x, the matrices' common
+ * width apart) and n_mats matrices; each activation is quantized once
+ * (F-3), in the layouts the matrices' types read. */
+static void fast_matmul(const run *r, bufs *b, const tl_qwen3_weight *const *w,
+                        size_t n_mats, const float *x, size_t n, float *const *y) {
   const tl_qwen3 *m = r->m;
-  size_t n = w[0]->n, nb = (n + TL_QUANT_BLOCK - 1) / TL_QUANT_BLOCK;
+  size_t width = w[0]->n, nb = (width + TL_QUANT_BLOCK - 1) / TL_QUANT_BLOCK;
+  size_t act = fast_act_floats(&m->cfg);
   bool q8 = false, q4 = false;
   fast_job j;
   memset(&j, 0, sizeof j);
   j.k = m->fast;
   j.n_mats = n_mats;
+  j.n = n;
+  j.xs = b->xs;
   for (size_t i = 0; i < n_mats; i++) {
     j.w[i] = w[i];
     j.y[i] = y[i];
@@ -501,17 +530,23 @@ static void fast_matvecs(const run *r, bufs *b, const tl_qwen3_weight *const *w,
     q8 |= w[i]->type == TL_QTYPE_Q8;
     q4 |= w[i]->type == TL_QTYPE_Q4;
   }
-  j.x.f = x;
-  if (q8 || q4) {
-    /* b->act: scales [nb], q4 biases [8 nb], q8 codes [32 nb], q4 codes [32 nb] */
-    float *scales = b->act;
-    int32_t *bias = (int32_t *)(void *)(scales + nb);
-    int8_t *c8 = (int8_t *)(void *)(bias + 8 * nb), *c4 = c8 + 32 * nb;
-    tl_kern_quantize_x(x, n, scales, q8 ? c8 : NULL, q4 ? c4 : NULL, q4 ? bias : NULL);
-    j.x.scales = scales;
-    j.x.q8 = c8;
-    j.x.q4 = c4;
-    j.x.q4_bias = bias;
+  for (size_t t = 0; t < n; t++) {
+    tl_kern_x *xt = &b->xs[t];
+    memset(xt, 0, sizeof *xt);
+    xt->f = x + t * width;
+    if (q8 || q4) {
+      /* per token: scales [nb], q4 biases [8 nb], q8 codes [32 nb], q4
+       * codes [32 nb] */
+      float *scales = b->act + t * act;
+      int32_t *bias = (int32_t *)(void *)(scales + nb);
+      int8_t *c8 = (int8_t *)(void *)(bias + 8 * nb), *c4 = c8 + 32 * nb;
+      tl_kern_quantize_x(xt->f, width, scales, q8 ? c8 : NULL, q4 ? c4 : NULL,
+                         q4 ? bias : NULL);
+      xt->scales = scales;
+      xt->q8 = c8;
+      xt->q4 = c4;
+      xt->q4_bias = bias;
+    }
   }
   tl_parallel_run(m->par, fast_task, &j, fast_tasks(m, j.total));
 }
@@ -520,7 +555,7 @@ static void fast_matvecs(const run *r, bufs *b, const tl_qwen3_weight *const *w,
 static tl_status mv(const run *r, bufs *b, const tl_qwen3_weight *w,
                     const float *x, float *y) {
   if (r->m->fast == NULL) return matvec(w, x, y, b->row);
-  fast_matvecs(r, b, &w, 1, x, &y);
+  fast_matmul(r, b, &w, 1, x, 1, &y);
   return TL_OK;
 }
 
@@ -571,6 +606,10 @@ tl_status tl_qwen3_set_lane(tl_qwen3 *m, const tl_kernels *k,
   return st;
 }
 
+static tl_status project_rest(const run *r, bufs *b, tl_qwen3_cache *cache,
+                              uint32_t l, uint32_t pos, float *q_out, float *k,
+                              const float *v);
+
 /* One position's projections: norm, q/k/v, per-head norms, rope; K and V
  * go to the cache row of pos, the query to q_out. */
 static tl_status project(const run *r, bufs *b, tl_qwen3_cache *cache,
@@ -585,22 +624,28 @@ static tl_status project(const run *r, bufs *b, tl_qwen3_cache *cache,
   int32_t li = (int32_t)l;
   tl_status st = rmsnorm(&L->attn_norm, x, b->xn, c->hidden, eps, b->row);
   if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_ATTN_NORM, li, pos, b->xn, c->hidden, false);
-  if (st == TL_OK && m->fast != NULL) {
-    /* one parallel call for the three (the same input) */
-    const tl_qwen3_weight *ws[3] = {&L->q, &L->k, &L->v};
-    float *ys[3] = {q_out, k, v};
-    fast_matvecs(r, b, ws, 3, b->xn, ys);
-    st = emit(r, TL_QWEN3_STAGE_Q, li, pos, q_out, qd, false);
-    if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_K, li, pos, k, kd, false);
-  } else {
-    if (st == TL_OK) st = matvec(&L->q, b->xn, q_out, b->row);
-    if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_Q, li, pos, q_out, qd, false);
-    if (st == TL_OK) st = matvec(&L->k, b->xn, k, b->row);
-    if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_K, li, pos, k, kd, false);
-    if (st == TL_OK) st = matvec(&L->v, b->xn, v, b->row);
-  }
+  if (st == TL_OK) st = matvec(&L->q, b->xn, q_out, b->row);
+  if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_Q, li, pos, q_out, qd, false);
+  if (st == TL_OK) st = matvec(&L->k, b->xn, k, b->row);
+  if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_K, li, pos, k, kd, false);
+  if (st == TL_OK) st = matvec(&L->v, b->xn, v, b->row);
   if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_V, li, pos, v, kd, false);
   if (st != TL_OK) return st;
+  return project_rest(r, b, cache, l, pos, q_out, k, v);
+}
+
+/* The rest of one position's projections once q, k and v are computed
+ * and emitted: per-head norms, rope, and K and V into the cache row. */
+static tl_status project_rest(const run *r, bufs *b, tl_qwen3_cache *cache,
+                              uint32_t l, uint32_t pos, float *q_out, float *k,
+                              const float *v) {
+  const tl_qwen3 *m = r->m;
+  const tl_qwen3_config *c = &m->cfg;
+  const tl_qwen3_layer *L = &m->layers[l];
+  size_t d = c->head_dim, qd = (size_t)c->heads * d, kd = (size_t)c->kv_heads * d;
+  float eps = (m->mutations & TL_QWEN3_MUT_RMS_EPS) ? 1e-5f : c->rms_eps;
+  int32_t li = (int32_t)l;
+  tl_status st;
   /* q_norm / k_norm: RMSNorm over each head's D values, before rope. The
    * norm's weight row is decoded into b->row by rmsnorm, and the input is
    * copied first since the output overwrites it. */
@@ -681,6 +726,44 @@ static tl_status attend(const run *r, bufs *b, const tl_qwen3_cache *cache,
   return st;
 }
 
+/* After o_proj (o: its output) for one position: the residual into x,
+ * and the MLP's norm of it into xn. */
+static tl_status after_o_proj(const run *r, uint32_t l, float *x, const float *o,
+                              float *xn, float *row, uint32_t pos) {
+  const tl_qwen3 *m = r->m;
+  const tl_qwen3_config *c = &m->cfg;
+  float eps = (m->mutations & TL_QWEN3_MUT_RMS_EPS) ? 1e-5f : c->rms_eps;
+  int32_t li = (int32_t)l;
+  tl_status st = emit(r, TL_QWEN3_STAGE_O_PROJ, li, pos, o, c->hidden, false);
+  if (st != TL_OK) return st;
+  for (size_t i = 0; i < c->hidden; i++) x[i] = x[i] + o[i];
+  st = emit(r, TL_QWEN3_STAGE_ATTN_RESIDUAL, li, pos, x, c->hidden, false);
+  if (st == TL_OK) st = rmsnorm(&m->layers[l].mlp_norm, x, xn, c->hidden, eps, row);
+  if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_MLP_NORM, li, pos, xn, c->hidden, false);
+  return st;
+}
+
+/* SiLU(gate) * up into gate, with silu(g) = g / (1 + e^-g). */
+static tl_status silu_up(const run *r, uint32_t l, float *gate, const float *up,
+                         uint32_t pos) {
+  size_t inter = r->m->cfg.inter;
+  for (size_t i = 0; i < inter; i++) {
+    float g = gate[i];
+    gate[i] = g / (1.0f + tl_expf(-g)) * up[i];
+  }
+  return emit(r, TL_QWEN3_STAGE_ACT, (int32_t)l, pos, gate, inter, false);
+}
+
+/* After down_proj (down: its output): the residual into x. */
+static tl_status after_down(const run *r, uint32_t l, float *x, const float *down,
+                            uint32_t pos) {
+  size_t h = r->m->cfg.hidden;
+  tl_status st = emit(r, TL_QWEN3_STAGE_DOWN, (int32_t)l, pos, down, h, false);
+  if (st != TL_OK) return st;
+  for (size_t i = 0; i < h; i++) x[i] = x[i] + down[i];
+  return emit(r, TL_QWEN3_STAGE_LAYER_OUT, (int32_t)l, pos, x, h, false);
+}
+
 /* Everything after attention for one position: o_proj, residual, MLP,
  * residual. x is the position's residual stream (updated in place). */
 static tl_status finish_layer(const run *r, bufs *b, uint32_t l, float *x,
@@ -688,38 +771,80 @@ static tl_status finish_layer(const run *r, bufs *b, uint32_t l, float *x,
   const tl_qwen3 *m = r->m;
   const tl_qwen3_config *c = &m->cfg;
   const tl_qwen3_layer *L = &m->layers[l];
-  float eps = (m->mutations & TL_QWEN3_MUT_RMS_EPS) ? 1e-5f : c->rms_eps;
   int32_t li = (int32_t)l;
-  tl_status st = mv(r, b, &L->o, b->attn, b->h);
-  if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_O_PROJ, li, pos, b->h, c->hidden, false);
-  if (st != TL_OK) return st;
-  for (size_t i = 0; i < c->hidden; i++) x[i] = x[i] + b->h[i];
-  st = emit(r, TL_QWEN3_STAGE_ATTN_RESIDUAL, li, pos, x, c->hidden, false);
-  if (st == TL_OK) st = rmsnorm(&L->mlp_norm, x, b->xn, c->hidden, eps, b->row);
-  if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_MLP_NORM, li, pos, b->xn, c->hidden, false);
-  if (st == TL_OK && m->fast != NULL) {
-    const tl_qwen3_weight *ws[2] = {&L->gate, &L->up};
-    float *ys[2] = {b->gate, b->up};
-    fast_matvecs(r, b, ws, 2, b->xn, ys);
-    st = emit(r, TL_QWEN3_STAGE_GATE, li, pos, b->gate, c->inter, false);
-  } else {
-    if (st == TL_OK) st = matvec(&L->gate, b->xn, b->gate, b->row);
-    if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_GATE, li, pos, b->gate, c->inter, false);
-    if (st == TL_OK) st = matvec(&L->up, b->xn, b->up, b->row);
-  }
+  tl_status st = matvec(&L->o, b->attn, b->h, b->row);
+  if (st == TL_OK) st = after_o_proj(r, l, x, b->h, b->xn, b->row, pos);
+  if (st == TL_OK) st = matvec(&L->gate, b->xn, b->gate, b->row);
+  if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_GATE, li, pos, b->gate, c->inter, false);
+  if (st == TL_OK) st = matvec(&L->up, b->xn, b->up, b->row);
   if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_UP, li, pos, b->up, c->inter, false);
-  if (st != TL_OK) return st;
-  /* SiLU(gate) * up, with silu(g) = g / (1 + e^-g). */
-  for (size_t i = 0; i < c->inter; i++) {
-    float g = b->gate[i];
-    b->gate[i] = g / (1.0f + tl_expf(-g)) * b->up[i];
+  if (st == TL_OK) st = silu_up(r, l, b->gate, b->up, pos);
+  if (st == TL_OK) st = matvec(&L->down, b->gate, b->h, b->row);
+  if (st == TL_OK) st = after_down(r, l, x, b->h, pos);
+  return st;
+}
+
+/* One layer of the fast lane for the call's n tokens: the same per-token
+ * operations as project/attend/finish_layer, but each group of products
+ * that share inputs (q/k/v, o, gate/up, down) is one parallel call over
+ * every token, so that each weight tile is read once per call (F-8). */
+static tl_status fast_layer(const run *r, bufs *b, tl_qwen3_cache *cache, uint32_t l,
+                            size_t n, uint32_t pos0, uint32_t keys) {
+  const tl_qwen3 *m = r->m;
+  const tl_qwen3_config *c = &m->cfg;
+  const tl_qwen3_layer *L = &m->layers[l];
+  size_t H = c->hidden, I = c->inter, qd = (size_t)c->heads * c->head_dim;
+  size_t kd = (size_t)c->kv_heads * c->head_dim;
+  float eps = (m->mutations & TL_QWEN3_MUT_RMS_EPS) ? 1e-5f : c->rms_eps;
+  float *xn = b->fx, *k = xn + n * H, *v = k + n * kd, *at = v + n * kd;
+  float *h = at + n * qd, *gate = h + n * H, *up = gate + n * I;
+  int32_t li = (int32_t)l;
+  tl_status st = TL_OK;
+  for (size_t t = 0; t < n && st == TL_OK; t++) {
+    st = rmsnorm(&L->attn_norm, b->x + t * H, xn + t * H, H, eps, b->row);
+    if (st == TL_OK)
+      st = emit(r, TL_QWEN3_STAGE_ATTN_NORM, li, pos0 + (uint32_t)t, xn + t * H, H, false);
   }
-  st = emit(r, TL_QWEN3_STAGE_ACT, li, pos, b->gate, c->inter, false);
-  if (st == TL_OK) st = mv(r, b, &L->down, b->gate, b->h);
-  if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_DOWN, li, pos, b->h, c->hidden, false);
-  if (st != TL_OK) return st;
-  for (size_t i = 0; i < c->hidden; i++) x[i] = x[i] + b->h[i];
-  return emit(r, TL_QWEN3_STAGE_LAYER_OUT, li, pos, x, c->hidden, false);
+  if (st == TL_OK) {
+    const tl_qwen3_weight *ws[3] = {&L->q, &L->k, &L->v};
+    float *ys[3] = {b->q, k, v};
+    fast_matmul(r, b, ws, 3, xn, n, ys);
+  }
+  for (size_t t = 0; t < n && st == TL_OK; t++) {
+    uint32_t pos = pos0 + (uint32_t)t;
+    st = emit(r, TL_QWEN3_STAGE_Q, li, pos, b->q + t * qd, qd, false);
+    if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_K, li, pos, k + t * kd, kd, false);
+    if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_V, li, pos, v + t * kd, kd, false);
+    if (st == TL_OK) st = project_rest(r, b, cache, l, pos, b->q + t * qd, k + t * kd, v + t * kd);
+  }
+  for (size_t t = 0; t < n && st == TL_OK; t++) {
+    st = attend(r, b, cache, l, b->q + t * qd, pos0 + (uint32_t)t, keys);
+    memcpy(at + t * qd, b->attn, qd * sizeof(float));
+  }
+  if (st == TL_OK) {
+    const tl_qwen3_weight *w = &L->o;
+    fast_matmul(r, b, &w, 1, at, n, &h);
+  }
+  for (size_t t = 0; t < n && st == TL_OK; t++)
+    st = after_o_proj(r, l, b->x + t * H, h + t * H, xn + t * H, b->row, pos0 + (uint32_t)t);
+  if (st == TL_OK) {
+    const tl_qwen3_weight *ws[2] = {&L->gate, &L->up};
+    float *ys[2] = {gate, up};
+    fast_matmul(r, b, ws, 2, xn, n, ys);
+  }
+  for (size_t t = 0; t < n && st == TL_OK; t++) {
+    uint32_t pos = pos0 + (uint32_t)t;
+    st = emit(r, TL_QWEN3_STAGE_GATE, li, pos, gate + t * I, I, false);
+    if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_UP, li, pos, up + t * I, I, false);
+    if (st == TL_OK) st = silu_up(r, l, gate + t * I, up + t * I, pos);
+  }
+  if (st == TL_OK) {
+    const tl_qwen3_weight *w = &L->down;
+    fast_matmul(r, b, &w, 1, gate, n, &h);
+  }
+  for (size_t t = 0; t < n && st == TL_OK; t++)
+    st = after_down(r, l, b->x + t * H, h + t * H, pos0 + (uint32_t)t);
+  return st;
 }
 
 tl_status tl_qwen3_forward(const tl_qwen3 *m, tl_qwen3_cache *cache,
@@ -759,6 +884,10 @@ tl_status tl_qwen3_forward(const tl_qwen3 *m, tl_qwen3_cache *cache,
                 b.x + t * c->hidden, c->hidden, false);
   }
   for (uint32_t l = 0; l < c->layers && st == TL_OK; l++) {
+    if (m->fast != NULL) {
+      st = fast_layer(&r, &b, cache, l, n, pos0, keys);
+      continue;
+    }
     for (size_t t = 0; t < n && st == TL_OK; t++)
       st = project(&r, &b, cache, l, b.x + t * c->hidden, pos0 + (uint32_t)t,
                    b.q + t * qd);
