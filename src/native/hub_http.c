@@ -64,6 +64,14 @@ tl_status tl_hub_open(tl_hub *h, const char *endpoint, const char *token,
                  "endpoint '%s' is not an http:// or https:// URL", endpoint);
   memcpy(h->endpoint, endpoint, n);
   h->endpoint[n] = '\0';
+  /* The endpoint is recorded in receipts: it may carry no credentials
+   * (the token comes from HF_TOKEN), no query and no fragment. */
+  if (strpbrk(h->endpoint, "?#") != NULL ||
+      memchr(h->endpoint, '@', strcspn(h->endpoint + 8, "/") + 8) != NULL)
+    return failf(err, cap, TL_ERR_INVALID_ARGUMENT,
+                 "endpoint '%s': no user, password, query or fragment (the "
+                 "token comes from HF_TOKEN)",
+                 endpoint);
   if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
     return failf(err, cap, TL_ERR_IO, "libcurl failed to initialise");
   h->origin = origin_of(h->endpoint);

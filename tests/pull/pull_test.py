@@ -368,6 +368,11 @@ def bad_names(work):
     for rev in ("../main", "%2e%2e", "/main", "a/../b", "ma in"):
         rc, j, se = pull(os.path.join(work, "bad"), "--revision", rev)
         check("revision %r refused" % rev, rc == 1 and j.get("error") == "invalid_argument", se)
+    for ep in ("http://user:secret@127.0.0.1:%d" % HUB, "http://127.0.0.1:%d/?x=1" % HUB,
+               "ftp://127.0.0.1:%d" % HUB, "127.0.0.1:%d" % HUB):
+        rc, so, se = run(["pull", REPO, "-o", os.path.join(work, "bad"), "--endpoint", ep, "--json"])
+        j = json.loads(so) if so.strip() else {}
+        check("endpoint %r refused" % ep, rc == 1 and j.get("error") == "invalid_argument", so + se)
     check("bad names: nothing requested", not hub_log())
     rc, j, se = pull(os.path.join(work, "bad"), "--max-files", "12x")
     check("strict numbers: --max-files 12x", rc == 2, se)
