@@ -4,6 +4,7 @@
  * (tests/pull). */
 #include "acquire.h"
 
+#include "hub_http.h"
 #include "tl_test.h"
 
 static void repo_ids(tl_test_ctx *t) {
@@ -61,6 +62,21 @@ static void allowlist(tl_test_ctx *t) {
   TL_EXPECT_STR(t, tl_acq_allowlist_problem("x.tgz"), "an archive");
 }
 
+/* RFC 3986 percent-encoding as huggingface_hub's quote(rev, safe="")
+ * gives it: unreserved characters kept, '/' only where a path keeps it. */
+static void quoting(tl_test_ctx *t) {
+  char out[32];
+  TL_EXPECT(t, tl_hub_quote("refs/pr/1", false, out, sizeof out));
+  TL_EXPECT_STR(t, out, "refs%2Fpr%2F1");
+  TL_EXPECT(t, tl_hub_quote("a b/c~d.e_f-g", true, out, sizeof out));
+  TL_EXPECT_STR(t, out, "a%20b/c~d.e_f-g");
+  TL_EXPECT(t, tl_hub_quote("\xff%", false, out, sizeof out));
+  TL_EXPECT_STR(t, out, "%FF%25");
+  TL_EXPECT(t, !tl_hub_quote("0123456789", false, out, 10)); /* no room for NUL */
+  TL_EXPECT(t, tl_hub_quote("012345678", false, out, 10));
+}
+
 static const tl_test_case cases[] = {TL_CASE(repo_ids), TL_CASE(revisions),
-                                     TL_CASE(paths), TL_CASE(allowlist)};
+                                     TL_CASE(paths), TL_CASE(allowlist),
+                                     TL_CASE(quoting)};
 TL_SUITE(acquire, cases);
