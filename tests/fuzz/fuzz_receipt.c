@@ -111,30 +111,36 @@ static void writer_pass(const uint8_t *data, size_t size) {
   profile.repeat_window = take(&g);
   profile.eos = eos;
   profile.n_eos = take(&g) % 3;
-  f = (tl_run_facts){artifact,
-                     &slm,
-                     "fuzz",
-                     take(&g) & 1 ? "text" : "messages",
-                     raw,
-                     n_raw,
-                     prompt_ids,
-                     n_prompt,
-                     (uint32_t)take_u64(&g),
-                     &profile,
-                     take_u64(&g),
-                     (uint32_t)take_u64(&g),
-                     ids,
-                     n_ids,
-                     raw,
-                     n_raw,
-                     "max_tokens",
-                     take(&g) & 1 ? NULL : "cancelled",
-                     (uint32_t)take_u64(&g),
-                     stops,
-                     stop_lens,
-                     n_stops,
-                     take_u64(&g),
-                     take_u64(&g)};
+  /* Designated fields: a field added to tl_run_facts starts as zero/NULL
+   * (NULL lane names mean the scalar lane) instead of breaking the build. */
+  f = (tl_run_facts){.artifact_id = artifact,
+                     .slm = &slm,
+                     .build_id = "fuzz",
+                     .prompt_mode = take(&g) & 1 ? "text" : "messages",
+                     .prompt_bytes = raw,
+                     .prompt_len = n_raw,
+                     .prompt_ids = prompt_ids,
+                     .n_prompt = n_prompt,
+                     .position = (uint32_t)take_u64(&g),
+                     .profile = &profile,
+                     .seed = take_u64(&g),
+                     .turn = (uint32_t)take_u64(&g),
+                     .ids = ids,
+                     .n_ids = n_ids,
+                     .raw = raw,
+                     .raw_len = n_raw,
+                     .stop = "max_tokens",
+                     .error = take(&g) & 1 ? NULL : "cancelled",
+                     .max_new = (uint32_t)take_u64(&g),
+                     .stops = stops,
+                     .stop_lens = stop_lens,
+                     .n_stops = n_stops,
+                     .prefill_us = take_u64(&g),
+                     .decode_us = take_u64(&g)};
+  if (take(&g) & 1) {
+    f.backend = "fast";
+    f.numerical_profile = "fast/1";
+  }
   CHECK(tl_run_receipt(&f, &doc, &len, root) == TL_OK);
   CHECK(tl_receipt_check(doc, len, &kind, checked, err, sizeof err) == TL_OK);
   CHECK(kind == TL_RECEIPT_RUN && memcmp(root, checked, 32) == 0);
