@@ -1,9 +1,11 @@
-#define _DEFAULT_SOURCE /* MAP_ANONYMOUS, madvise */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS, madvise, pread */
 #include "lane.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "cpu.h"
@@ -54,14 +56,52 @@ static void rebase(tl_qwen3 *m, const uint8_t *from, size_t len, const uint8_t *
   }
 }
 
-/* The tensor data section copied into anonymous memory (huge pages when
- * the kernel offers them), slice by slice, each slice of the mapping
- * released after its copy so that the process never holds both. */
+/* The tensor data section read from the file into anonymous memory, slice
+ * by slice: pread copies from the page cache without faulting the file
+ * mapping in, and each slice of the mapping (resident since the open
+ * verified it) is released first, so the process never holds both. No
+ * MADV_HUGEPAGE: with this VM's defrag=madvise, faulting huge pages in
+ * compacts memory and made the copy three times slower.
+ * Like the mapping (whose released pages fault in from the file again),
+ * this reads the file after the open verified it: a file rewritten in
+ * between is not re-verified. A view without a file (stdin) is copied. */
+typedef struct copy_job {
+  const tl_file_view *view;
+  const uint8_t *src; /* the section in the view */
+  uint8_t *dst;
+  size_t len, at; /* bytes; the section's offset in the file */
+  int fd;         /* -1: copy from the view */
+} copy_job;
+
+/* Task i's share of the section, in slices of 8 MB. */
+static void copy_task(void *ctx, uint32_t task, uint32_t n_tasks) {
+  enum { SLICE = 8 << 20 };
+  const copy_job *j = ctx;
+  size_t b, e;
+  tl_par_range((j->len + SLICE - 1) / SLICE, task, n_tasks, &b, &e);
+  b *= SLICE;
+  e = e * SLICE < j->len ? e * SLICE : j->len;
+  for (size_t off = b; off < e;) {
+    size_t n = e - off < SLICE ? e - off : SLICE;
+    ssize_t got;
+    tl_file_release(j->view, j->src + off, n);
+    got = j->fd >= 0 ? pread(j->fd, j->dst + off, n, (off_t)(j->at + off)) : -1;
+    if (got <= 0) {
+      /* no file to read (stdin) or a read error: copy from the view */
+      memcpy(j->dst + off, j->src + off, n);
+      tl_file_release(j->view, j->src + off, n);
+      got = (ssize_t)n;
+    }
+    off += (size_t)got;
+  }
+}
+
 static tl_status copy_weights(tl_native_lane *l, tl_qwen3 *m,
-                              const tl_native_model *model, char *err,
-                              size_t err_cap) {
-  enum { SLICE = 64 << 20, HUGE = 2 << 20 };
+                              const tl_native_model *model, const char *path,
+                              char *err, size_t err_cap) {
+  enum { HUGE = 2 << 20 };
   const tl_slm_section *sec;
+  copy_job j;
   void *p;
   if (tl_slm_find(&model->slm, TL_SLM_TENSOR_DATA, &sec) != TL_OK || sec->len == 0)
     return TL_OK;
@@ -73,22 +113,22 @@ static tl_status copy_weights(tl_native_lane *l, tl_qwen3 *m,
     l->weights_cap = 0;
     return TL_ERR_OUT_OF_MEMORY;
   }
-#ifdef MADV_HUGEPAGE
-  (void)madvise(p, l->weights_cap, MADV_HUGEPAGE);
-#endif
   l->weights = p;
   l->weights_len = sec->len;
-  for (size_t off = 0; off < sec->len; off += SLICE) {
-    size_t n = sec->len - off < SLICE ? sec->len - off : SLICE;
-    memcpy(l->weights + off, sec->data + off, n);
-    tl_file_release(&model->view, sec->data + off, n);
-  }
+  j.view = &model->view;
+  j.src = sec->data;
+  j.dst = l->weights;
+  j.len = sec->len;
+  j.at = (size_t)(sec->data - model->view.data);
+  j.fd = model->view.mapping != NULL ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+  tl_parallel_run(&l->par, copy_task, &j, l->par.threads);
+  if (j.fd >= 0) close(j.fd);
   rebase(m, sec->data, sec->len, l->weights);
   return TL_OK;
 }
 
 tl_status tl_native_lane_start(tl_native_lane *l, tl_qwen3 *m,
-                               const tl_native_model *model,
+                               const tl_native_model *model, const char *path,
                                const tl_lane_options *o, char *err,
                                size_t err_cap) {
   tl_status st;
@@ -103,7 +143,7 @@ tl_status tl_native_lane_start(tl_native_lane *l, tl_qwen3 *m,
     return st;
   }
   l->par = tl_pool_parallel(l->pool);
-  if (!o->mmap) st = copy_weights(l, m, model, err, err_cap);
+  if (!o->mmap) st = copy_weights(l, m, model, path, err, err_cap);
   if (st == TL_OK) {
     st = tl_qwen3_set_lane(m, l->kernels, &l->par);
     if (st != TL_OK)

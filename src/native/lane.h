@@ -52,13 +52,14 @@ typedef struct tl_native_lane {
   size_t weights_len, weights_cap;
 } tl_native_lane;
 
-/* Puts model m (bound to model's tensors) on the lane o asks for. On
+/* Puts model m (bound to model's tensors, opened from path) on the lane o
+ * asks for. On
  * failure (err says why) m is on the strict lane and nothing is held:
  * TL_ERR_WORKER_FAILURE, TL_ERR_OUT_OF_MEMORY, TL_ERR_INVALID_MODEL (q8/q4
  * bytes, validated once). Call before planning the session (the scratch
  * bound depends on the lane). */
 tl_status tl_native_lane_start(tl_native_lane *l, tl_qwen3 *m,
-                               const tl_native_model *model,
+                               const tl_native_model *model, const char *path,
                                const tl_lane_options *o, char *err,
                                size_t err_cap);
 /* Releases what start took; m must not run afterwards. Zeroed l: nothing. */

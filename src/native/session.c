@@ -157,7 +157,7 @@ fail:
 
 tl_status tl_session_lane(tl_session *s, const tl_lane_options *o, char *err,
                           size_t err_cap) {
-  return tl_native_lane_start(&s->lane, &s->qwen, &s->model, o, err, err_cap);
+  return tl_native_lane_start(&s->lane, &s->qwen, &s->model, s->path, o, err, err_cap);
 }
 
 tl_status tl_session_plan(tl_session *s, uint32_t context, size_t chunk,

@@ -148,6 +148,31 @@ const tl_kernels *tl_kernels_get(tl_kern_isa isa) {
   }
 }
 
+/* Whether one of the 8 bytes of w is 0 (exact, no false positives). */
+static bool has_zero_byte(uint64_t w) {
+  return ((w - 0x0101010101010101u) & ~w & 0x8080808080808080u) != 0;
+}
+
+/* The common case of Q-17, word by word: a full block (no padding) with a
+ * positive finite scale small enough that no code times it overflows, and
+ * no code -128 (q8) or nibble 0 (q4). False means "look closer", not
+ * "invalid": block_valid decides. */
+static bool block_plainly_valid(tl_qtype type, const uint8_t *blk, size_t present) {
+  uint32_t bits = tl_load_le32(blk);
+  float d = tl_bits_to_f32(bits), top;
+  if (present != TL_QUANT_BLOCK || bits == 0 || bits >= 0x7F800000u) return false;
+  top = (type == TL_QTYPE_Q8 ? 127.0f : 7.0f) * d;
+  if (!(top - top == 0.0f)) return false;
+  for (size_t k = 0; k < (type == TL_QTYPE_Q8 ? 4u : 2u); k++) {
+    uint64_t w = tl_load_le64(blk + 4 + 8 * k);
+    if (type == TL_QTYPE_Q8 ? has_zero_byte(w ^ 0x8080808080808080u)
+                            : has_zero_byte(w & 0x0F0F0F0F0F0F0F0Fu) ||
+                                  has_zero_byte((w >> 4) & 0x0F0F0F0F0F0F0F0Fu))
+      return false;
+  }
+  return true;
+}
+
 /* Q-17 for one block's stored bytes. */
 static bool block_valid(tl_qtype type, const uint8_t *blk, size_t present) {
   uint32_t bits = tl_load_le32(blk);
@@ -181,8 +206,9 @@ tl_status tl_kern_validate(tl_qtype type, const uint8_t *w, size_t row_bytes,
   for (size_t r = r0; r < r1; r++)
     for (size_t b = 0; b < nb; b++) {
       size_t present = n - b * TL_QUANT_BLOCK;
-      if (!block_valid(type, w + r * row_bytes + b * bb,
-                       present < TL_QUANT_BLOCK ? present : TL_QUANT_BLOCK))
+      const uint8_t *blk = w + r * row_bytes + b * bb;
+      if (present > TL_QUANT_BLOCK) present = TL_QUANT_BLOCK;
+      if (!block_plainly_valid(type, blk, present) && !block_valid(type, blk, present))
         return TL_ERR_INVALID_MODEL;
     }
   return TL_OK;

@@ -111,6 +111,9 @@ static void validate_rejects(tl_test_ctx *t) {
     c[19] = 0x08; /* element 31: nibble 0 */
     TL_EXPECT_STATUS(t, tl_kern_validate(TL_QTYPE_Q4, c, 20, 32, 0, 1), TL_ERR_INVALID_MODEL);
     memcpy(c, b4, 20);
+    c[4] = 0x80; /* element 0: nibble 0 */
+    TL_EXPECT_STATUS(t, tl_kern_validate(TL_QTYPE_Q4, c, 20, 32, 0, 1), TL_ERR_INVALID_MODEL);
+    memcpy(c, b4, 20);
     c[19] = 0x98; /* element 31 = 1: padding when n = 31 */
     TL_EXPECT_OK(t, tl_kern_validate(TL_QTYPE_Q4, c, 20, 32, 0, 1));
     TL_EXPECT_STATUS(t, tl_kern_validate(TL_QTYPE_Q4, c, 20, 31, 0, 1), TL_ERR_INVALID_MODEL);
