@@ -256,6 +256,7 @@ bench: setup
 	@$(MAKE) --no-print-directory tok-slm
 	@bench/tokenizer.sh
 	@bench/model.sh
+	@bench/llama.sh
 
 # Forward-pass golden vectors (tests/golden/forward/) from the NumPy float64
 # oracle on the synthetic checkpoints of tools/forward_specs.py.
