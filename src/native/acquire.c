@@ -23,22 +23,12 @@
 #include "hub_http.h"
 #include "receipt/node.h"
 #include "sha1.h"
+#include "tool_msg.h"
 
 #define MAX_PATH 256
 #define MAX_TREE_PAGES 10000
 #define PROGRESS_BYTES ((uint64_t)8 << 20)
 #define LFS_POINTER_PREFIX "version https://git-lfs.github.com/spec/"
-
-static tl_status failf(char *err, size_t cap, tl_status st, const char *fmt,
-                       ...) __attribute__((format(printf, 4, 5)));
-static tl_status failf(char *err, size_t cap, tl_status st, const char *fmt,
-                       ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, cap, fmt, ap);
-  va_end(ap);
-  return st;
-}
 
 void tl_acq_default_limits(tl_acq_limits *l) {
   l->max_files = 64;
@@ -100,12 +90,14 @@ const char *tl_acq_path_problem(const char *path) {
   }
   for (const char *p = path; *p;) {
     size_t k = strcspn(p, "/");
-    if (k == 0 || (k == 1 && p[0] == '.') || (k == 2 && p[0] == '.' && p[1] == '.'))
+    if (k == 0 || (k == 1 && p[0] == '.') ||
+        (k == 2 && p[0] == '.' && p[1] == '.'))
       return "a path with an empty, '.' or '..' component";
     p += k;
     if (*p == '/') p++;
   }
-  if (depth > TL_ACQ_MAX_DEPTH) return "nesting too deep (the Qwen3 layout is flat)";
+  if (depth > TL_ACQ_MAX_DEPTH)
+    return "nesting too deep (the Qwen3 layout is flat)";
   return NULL;
 }
 
@@ -128,20 +120,22 @@ const char *tl_acq_allowlist_problem(const char *path) {
   /* What a Qwen3 checkpoint is made of, and the declared harmless extras
    * (Git metadata, the slow tokenizer's files, the model card). */
   static const char *const names[] = {
-      "config.json", "generation_config.json", "tokenizer.json",
-      "tokenizer_config.json", "model.safetensors",
-      "model.safetensors.index.json", "LICENSE", "LICENSE.txt", "LICENSE.md",
-      "README.md", ".gitattributes", "vocab.json", "merges.txt",
-      "special_tokens_map.json", "added_tokens.json", "NOTICE",
+      "config.json",       "generation_config.json",
+      "tokenizer.json",    "tokenizer_config.json",
+      "model.safetensors", "model.safetensors.index.json",
+      "LICENSE",           "LICENSE.txt",
+      "LICENSE.md",        "README.md",
+      ".gitattributes",    "vocab.json",
+      "merges.txt",        "special_tokens_map.json",
+      "added_tokens.json", "NOTICE",
       "USE_POLICY.md"};
-  static const char *const code[] = {".py", ".pyc", ".so", ".dll", ".dylib",
-                                     ".exe", ".sh", ".js", ".wasm"};
-  static const char *const pickles[] = {".bin", ".pkl", ".pickle", ".pt",
-                                        ".pth", ".ckpt", ".h5", ".msgpack",
-                                        ".joblib", ".npy", ".npz", ".onnx",
-                                        ".gguf"};
-  static const char *const archives[] = {".zip", ".tar", ".gz", ".tgz", ".bz2",
-                                         ".xz", ".7z", ".zst", ".rar"};
+  static const char *const code[] = {".py",  ".pyc", ".so", ".dll", ".dylib",
+                                     ".exe", ".sh",  ".js", ".wasm"};
+  static const char *const pickles[] = {
+      ".bin",     ".pkl",    ".pickle", ".pt",  ".pth",  ".ckpt", ".h5",
+      ".msgpack", ".joblib", ".npy",    ".npz", ".onnx", ".gguf"};
+  static const char *const archives[] = {".zip", ".tar", ".gz",  ".tgz", ".bz2",
+                                         ".xz",  ".7z",  ".zst", ".rar"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     if (strcmp(path, names[i]) == 0) return NULL;
   if (is_shard(path)) return NULL;
@@ -149,7 +143,8 @@ const char *tl_acq_allowlist_problem(const char *path) {
     if (has_suffix(path, code[i])) return "executable code";
   for (size_t i = 0; i < sizeof pickles / sizeof pickles[0]; i++)
     if (has_suffix(path, pickles[i]))
-      return "a checkpoint format other than safetensors (pickles can run code)";
+      return "a checkpoint format other than safetensors (pickles can run "
+             "code)";
   for (size_t i = 0; i < sizeof archives / sizeof archives[0]; i++)
     if (has_suffix(path, archives[i])) return "an archive";
   return "not in the Qwen3 allowlist";
@@ -158,7 +153,8 @@ const char *tl_acq_allowlist_problem(const char *path) {
 static bool is_hex(const char *s, size_t n) {
   if (strlen(s) != n) return false;
   for (size_t i = 0; i < n; i++)
-    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return false;
+    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+      return false;
   return true;
 }
 
@@ -166,8 +162,10 @@ static bool is_hex(const char *s, size_t n) {
 static bool hex32(const char *s, uint8_t out[32]) {
   if (s == NULL || !is_hex(s, 64)) return false;
   for (size_t i = 0; i < 32; i++) {
-    unsigned hi = (unsigned)(s[2 * i] <= '9' ? s[2 * i] - '0' : s[2 * i] - 'a' + 10);
-    unsigned lo = (unsigned)(s[2 * i + 1] <= '9' ? s[2 * i + 1] - '0' : s[2 * i + 1] - 'a' + 10);
+    unsigned hi =
+        (unsigned)(s[2 * i] <= '9' ? s[2 * i] - '0' : s[2 * i] - 'a' + 10);
+    unsigned lo = (unsigned)(s[2 * i + 1] <= '9' ? s[2 * i + 1] - '0'
+                                                 : s[2 * i + 1] - 'a' + 10);
     out[i] = (uint8_t)(hi << 4 | lo);
   }
   return true;
@@ -195,58 +193,60 @@ typedef struct tree {
 /* Everything pull refuses in a tree entry, in order: an unsafe path, too
  * many entries, a non-file, a name outside the allowlist, a duplicate, a
  * malformed size or oid, the size limits, a malformed LFS record. */
-static tl_status judge_entry(tree *t, const json_t *item, const tl_acq_limits *l,
-                             char *err, size_t cap) {
+static tl_status judge_entry(tree *t, const json_t *item,
+                             const tl_acq_limits *l, char *err, size_t cap) {
   const char *type = json_string_value(json_object_get(item, "type"));
   const char *path = json_string_value(json_object_get(item, "path"));
   const char *why, *oid, *lfs_oid;
   const json_t *size = json_object_get(item, "size"), *lfs;
   if (path == NULL || type == NULL)
-    return failf(err, cap, TL_ERR_INVALID_MODEL,
-                 "a tree entry without a path or a type");
+    return tl_fail(err, cap, TL_ERR_INVALID_MODEL,
+                   "a tree entry without a path or a type");
   if ((why = tl_acq_path_problem(path)) != NULL)
-    return failf(err, cap, TL_ERR_INVALID_MODEL, "tree entry '%.255s': %s", path,
-                 why);
+    return tl_fail(err, cap, TL_ERR_INVALID_MODEL, "tree entry '%.255s': %s",
+                   path, why);
   if (++t->n_entries > l->max_files)
-    return failf(err, cap, TL_ERR_BOUNDS,
-                 "the tree has more than %llu entries (--max-files)",
-                 (unsigned long long)l->max_files);
+    return tl_fail(err, cap, TL_ERR_BOUNDS,
+                   "the tree has more than %llu entries (--max-files)",
+                   (unsigned long long)l->max_files);
   if (strcmp(type, "directory") == 0) return TL_OK;
   if (strcmp(type, "file") != 0)
-    return failf(err, cap, TL_ERR_INVALID_MODEL,
-                 "tree entry '%s' is a %.32s: symlinks, submodules and other "
-                 "non-files are refused",
-                 path, type);
+    return tl_fail(err, cap, TL_ERR_INVALID_MODEL,
+                   "tree entry '%s' is a %.32s: symlinks, submodules and other "
+                   "non-files are refused",
+                   path, type);
   if ((why = tl_acq_allowlist_problem(path)) != NULL)
-    return failf(err, cap, TL_ERR_INVALID_MODEL,
-                 "'%s' is refused: %s (nothing was downloaded)", path, why);
+    return tl_fail(err, cap, TL_ERR_INVALID_MODEL,
+                   "'%s' is refused: %s (nothing was downloaded)", path, why);
   for (size_t i = 0; i < t->n; i++)
     if (strcmp(t->e[i].path, path) == 0)
-      return failf(err, cap, TL_ERR_INVALID_MODEL, "'%s' is listed twice", path);
+      return tl_fail(err, cap, TL_ERR_INVALID_MODEL, "'%s' is listed twice",
+                     path);
   oid = json_string_value(json_object_get(item, "oid"));
   if (!json_is_integer(size) || json_integer_value(size) < 0 || oid == NULL ||
       !is_hex(oid, 40))
-    return failf(err, cap, TL_ERR_INVALID_MODEL,
-                 "tree entry '%s' lacks a size or a 40-hex oid", path);
+    return tl_fail(err, cap, TL_ERR_INVALID_MODEL,
+                   "tree entry '%s' lacks a size or a 40-hex oid", path);
   if ((uint64_t)json_integer_value(size) > l->max_file_bytes)
-    return failf(err, cap, TL_ERR_BOUNDS,
-                 "'%s' declares %lld bytes, over the %llu-byte limit "
-                 "(--max-file-bytes)",
-                 path, (long long)json_integer_value(size),
-                 (unsigned long long)l->max_file_bytes);
+    return tl_fail(err, cap, TL_ERR_BOUNDS,
+                   "'%s' declares %lld bytes, over the %llu-byte limit "
+                   "(--max-file-bytes)",
+                   path, (long long)json_integer_value(size),
+                   (unsigned long long)l->max_file_bytes);
   if (t->total + (uint64_t)json_integer_value(size) > l->max_total_bytes)
-    return failf(err, cap, TL_ERR_BOUNDS,
-                 "the files add up to more than %llu bytes (--max-total-bytes)",
-                 (unsigned long long)l->max_total_bytes);
+    return tl_fail(
+        err, cap, TL_ERR_BOUNDS,
+        "the files add up to more than %llu bytes (--max-total-bytes)",
+        (unsigned long long)l->max_total_bytes);
   lfs = json_object_get(item, "lfs");
   lfs_oid = json_string_value(json_object_get(lfs, "oid"));
   if (lfs != NULL &&
       (lfs_oid == NULL || !is_hex(lfs_oid, 64) ||
        !json_equal(json_object_get(lfs, "size"), (json_t *)size)))
-    return failf(err, cap, TL_ERR_INVALID_MODEL,
-                 "tree entry '%s': its LFS record needs a 64-hex oid and the "
-                 "file's size",
-                 path);
+    return tl_fail(err, cap, TL_ERR_INVALID_MODEL,
+                   "tree entry '%s': its LFS record needs a 64-hex oid and the "
+                   "file's size",
+                   path);
   return TL_OK;
 }
 
@@ -258,16 +258,19 @@ static tl_status tree_add(tree *t, const json_t *item, const tl_acq_limits *l,
   const char *type = json_string_value(json_object_get(item, "type"));
   const char *path = json_string_value(json_object_get(item, "path"));
   const char *oid = json_string_value(json_object_get(item, "oid"));
-  const char *lfs_oid = json_string_value(json_object_get(json_object_get(item, "lfs"), "oid"));
+  const char *lfs_oid =
+      json_string_value(json_object_get(json_object_get(item, "lfs"), "oid"));
   const json_t *size = json_object_get(item, "size");
   entry *e;
   tl_status st = l != NULL ? judge_entry(t, item, l, err, cap) : TL_OK;
-  if (st != TL_OK || path == NULL || type == NULL || strcmp(type, "directory") == 0)
+  if (st != TL_OK || path == NULL || type == NULL ||
+      strcmp(type, "directory") == 0)
     return st;
   if (t->n == t->cap) {
     size_t want = t->cap ? 2 * t->cap : 16;
     entry *grown = realloc(t->e, want * sizeof *grown);
-    if (grown == NULL) return failf(err, cap, TL_ERR_OUT_OF_MEMORY, "out of memory");
+    if (grown == NULL)
+      return tl_fail(err, cap, TL_ERR_OUT_OF_MEMORY, "out of memory");
     t->e = grown;
     t->cap = want;
   }
@@ -275,10 +278,13 @@ static tl_status tree_add(tree *t, const json_t *item, const tl_acq_limits *l,
   memset(e, 0, sizeof *e);
   snprintf(e->path, sizeof e->path, "%s", path);
   e->size = json_is_integer(size) && json_integer_value(size) > 0
-                ? (uint64_t)json_integer_value(size) : 0;
+                ? (uint64_t)json_integer_value(size)
+                : 0;
   t->total += e->size;
   snprintf(e->oid, sizeof e->oid, "%s",
-           strcmp(type, "file") != 0 ? type : oid != NULL ? oid : "");
+           strcmp(type, "file") != 0 ? type
+           : oid != NULL             ? oid
+                                     : "");
   e->lfs = lfs_oid != NULL && is_hex(lfs_oid, 64);
   if (e->lfs) snprintf(e->lfs_oid, sizeof e->lfs_oid, "%s", lfs_oid);
   return TL_OK;
@@ -300,7 +306,7 @@ typedef struct ctx {
   const char *repo_id;
   char commit[41];
   char staging[4200];
-  bool transient; /* the failure was one a rerun may get past */
+  bool transient;    /* the failure was one a rerun may get past */
   bool staging_ours; /* DIR.partial exists and carries the mark */
   bool progress;     /* forced on (--progress) */
   uint64_t fetched;
@@ -321,7 +327,7 @@ static tl_status resolve(ctx *c, const char *rev, char commit[41],
   bool transport;
   tl_status st;
   if (!tl_hub_quote(rev, false, qrev, sizeof qrev))
-    return failf(err, cap, TL_ERR_INVALID_ARGUMENT, "revision too long");
+    return tl_fail(err, cap, TL_ERR_INVALID_ARGUMENT, "revision too long");
   snprintf(url, sizeof url, "%s/api/models/%s/revision/%s", c->hub.endpoint,
            c->repo_id, qrev);
   st = tl_hub_get_json(&c->hub, url, &info, &hd, &transport, err, cap);
@@ -332,17 +338,18 @@ static tl_status resolve(ctx *c, const char *rev, char commit[41],
   sha = json_string_value(json_object_get(info, "sha"));
   if (sha == NULL || !is_hex(sha, 40)) {
     json_decref(info);
-    return failf(err, cap, TL_ERR_IO,
-                 "the model info for '%s' at '%s' has no 40-hex commit sha",
-                 c->repo_id, rev);
+    return tl_fail(err, cap, TL_ERR_IO,
+                   "the model info for '%s' at '%s' has no 40-hex commit sha",
+                   c->repo_id, rev);
   }
   if (is_hex(rev, 40) && strcmp(rev, sha) != 0) {
     json_decref(info);
-    return failf(err, cap, TL_ERR_IO, "asked for commit %s, the Hub answered %s",
-                 rev, sha);
+    return tl_fail(err, cap, TL_ERR_IO,
+                   "asked for commit %s, the Hub answered %s", rev, sha);
   }
   memcpy(commit, sha, 41);
-  lic = json_string_value(json_object_get(json_object_get(info, "cardData"), "license"));
+  lic = json_string_value(
+      json_object_get(json_object_get(info, "cardData"), "license"));
   if (license != NULL)
     snprintf(license, license_cap, "%s", lic != NULL ? lic : "");
   json_decref(info);
@@ -354,7 +361,8 @@ static tl_status list_tree(ctx *c, const char *commit, const tl_acq_limits *l,
                            tree *t, char *err, size_t cap) {
   char *url = malloc(4096);
   tl_status st = TL_OK;
-  if (url == NULL) return failf(err, cap, TL_ERR_OUT_OF_MEMORY, "out of memory");
+  if (url == NULL)
+    return tl_fail(err, cap, TL_ERR_OUT_OF_MEMORY, "out of memory");
   snprintf(url, 4096, "%s/api/models/%s/tree/%s?recursive=true",
            c->hub.endpoint, c->repo_id, commit);
   for (int page = 0; st == TL_OK; page++) {
@@ -364,8 +372,8 @@ static tl_status list_tree(ctx *c, const char *commit, const tl_acq_limits *l,
     size_t i;
     size_t ep = strlen(c->hub.endpoint);
     if (page == MAX_TREE_PAGES) {
-      st = failf(err, cap, TL_ERR_BOUNDS, "the tree has more than %d pages",
-                 MAX_TREE_PAGES);
+      st = tl_fail(err, cap, TL_ERR_BOUNDS, "the tree has more than %d pages",
+                   MAX_TREE_PAGES);
       break;
     }
     st = tl_hub_get_json(&c->hub, url, &doc, &hd, &transport, err, cap);
@@ -375,7 +383,7 @@ static tl_status list_tree(ctx *c, const char *commit, const tl_acq_limits *l,
     }
     if (!json_is_array(doc)) {
       json_decref(doc);
-      st = failf(err, cap, TL_ERR_IO, "the tree listing is not a JSON array");
+      st = tl_fail(err, cap, TL_ERR_IO, "the tree listing is not a JSON array");
       break;
     }
     json_array_foreach(doc, i, item) {
@@ -386,8 +394,8 @@ static tl_status list_tree(ctx *c, const char *commit, const tl_acq_limits *l,
     if (st != TL_OK || hd.next[0] == '\0') break;
     /* The next page stays on the endpoint. */
     if (strncmp(hd.next, c->hub.endpoint, ep) != 0 || hd.next[ep] != '/') {
-      st = failf(err, cap, TL_ERR_IO,
-                 "the tree's next page is not on the endpoint");
+      st = tl_fail(err, cap, TL_ERR_IO,
+                   "the tree's next page is not on the endpoint");
       break;
     }
     snprintf(url, 4096, "%s", hd.next);
@@ -407,13 +415,14 @@ typedef struct sink {
   uint8_t head[64];
   size_t head_len;
   const char *path;
-  uint64_t size, offset; /* declared; where this transfer began */
+  uint64_t size, offset;     /* declared; where this transfer began */
   tl_cli_progress *progress; /* NULL: none */
 } sink;
 
 static void sink_init(sink *s, int fd, const entry *e) {
   char header[40];
-  int n = snprintf(header, sizeof header, "blob %llu", (unsigned long long)e->size);
+  int n =
+      snprintf(header, sizeof header, "blob %llu", (unsigned long long)e->size);
   memset(s, 0, sizeof *s);
   s->fd = fd;
   s->path = e->path;
@@ -425,7 +434,8 @@ static void sink_init(sink *s, int fd, const entry *e) {
 
 static void sink_hash(sink *s, const uint8_t *p, size_t n) {
   if (s->head_len < sizeof s->head) {
-    size_t k = sizeof s->head - s->head_len < n ? sizeof s->head - s->head_len : n;
+    size_t k =
+        sizeof s->head - s->head_len < n ? sizeof s->head - s->head_len : n;
     memcpy(s->head + s->head_len, p, k);
     s->head_len += k;
   }
@@ -442,8 +452,8 @@ static tl_status to_file(void *arg, const uint8_t *p, size_t n, char *err,
     ssize_t k = write(s->fd, p + done, n - done);
     if (k < 0 && errno == EINTR) continue;
     if (k <= 0)
-      return failf(err, cap, TL_ERR_IO, "%s: write failed: %s", s->path,
-                   k < 0 ? strerror(errno) : "no progress");
+      return tl_fail(err, cap, TL_ERR_IO, "%s: write failed: %s", s->path,
+                     k < 0 ? strerror(errno) : "no progress");
     done += (size_t)k;
   }
   sink_hash(s, p, n);
@@ -458,11 +468,14 @@ static tl_status hash_existing(sink *s, char *err, size_t cap) {
   enum { CHUNK = 1 << 20 };
   uint8_t *buf = malloc(CHUNK);
   tl_status st = TL_OK;
-  if (buf == NULL) return failf(err, cap, TL_ERR_OUT_OF_MEMORY, "out of memory");
+  if (buf == NULL)
+    return tl_fail(err, cap, TL_ERR_OUT_OF_MEMORY, "out of memory");
   for (;;) {
     ssize_t k = read(s->fd, buf, CHUNK);
     if (k < 0 && errno == EINTR) continue;
-    if (k < 0) st = failf(err, cap, TL_ERR_IO, "%s: read failed: %s", s->path, strerror(errno));
+    if (k < 0)
+      st = tl_fail(err, cap, TL_ERR_IO, "%s: read failed: %s", s->path,
+                   strerror(errno));
     if (k <= 0) break;
     sink_hash(s, buf, (size_t)k);
   }
@@ -470,8 +483,9 @@ static tl_status hash_existing(sink *s, char *err, size_t cap) {
   return st;
 }
 
-static void digest_hex(tl_sha256_ctx *sha, tl_sha1_ctx *blob, uint8_t sha256[32],
-                       char sha_hex[65], char blob_hex[41]) {
+static void digest_hex(tl_sha256_ctx *sha, tl_sha1_ctx *blob,
+                       uint8_t sha256[32], char sha_hex[65],
+                       char blob_hex[41]) {
   uint8_t b[20];
   (void)tl_sha256_final(sha, sha256);
   tl_sha1_final(blob, b);
@@ -482,26 +496,27 @@ static void digest_hex(tl_sha256_ctx *sha, tl_sha1_ctx *blob, uint8_t sha256[32]
 /* The bytes in s are the entry's: size, then the LFS oid or the blob id. */
 static tl_status check_content(sink *s, entry *e, char *err, size_t cap) {
   char sha_hex[65], blob_hex[41];
-  bool pointer = s->head_len >= sizeof LFS_POINTER_PREFIX - 1 &&
-                 memcmp(s->head, LFS_POINTER_PREFIX, sizeof LFS_POINTER_PREFIX - 1) == 0;
+  bool pointer =
+      s->head_len >= sizeof LFS_POINTER_PREFIX - 1 &&
+      memcmp(s->head, LFS_POINTER_PREFIX, sizeof LFS_POINTER_PREFIX - 1) == 0;
   if (pointer && s->have < 1024)
-    return failf(err, cap, TL_ERR_INVALID_MODEL,
-                 "'%s': the server sent a Git LFS pointer file where the "
-                 "content was expected",
-                 e->path);
+    return tl_fail(err, cap, TL_ERR_INVALID_MODEL,
+                   "'%s': the server sent a Git LFS pointer file where the "
+                   "content was expected",
+                   e->path);
   if (s->have != e->size)
-    return failf(err, cap, TL_ERR_HASH_MISMATCH,
-                 "'%s': %llu bytes received, the tree declares %llu", e->path,
-                 (unsigned long long)s->have, (unsigned long long)e->size);
+    return tl_fail(err, cap, TL_ERR_HASH_MISMATCH,
+                   "'%s': %llu bytes received, the tree declares %llu", e->path,
+                   (unsigned long long)s->have, (unsigned long long)e->size);
   digest_hex(&s->sha, &s->blob, e->sha256, sha_hex, blob_hex);
   if (e->lfs && strcmp(sha_hex, e->lfs_oid) != 0)
-    return failf(err, cap, TL_ERR_HASH_MISMATCH,
-                 "'%s': SHA-256 %s, the tree's LFS oid is %s", e->path, sha_hex,
-                 e->lfs_oid);
+    return tl_fail(err, cap, TL_ERR_HASH_MISMATCH,
+                   "'%s': SHA-256 %s, the tree's LFS oid is %s", e->path,
+                   sha_hex, e->lfs_oid);
   if (!e->lfs && strcmp(blob_hex, e->oid) != 0)
-    return failf(err, cap, TL_ERR_HASH_MISMATCH,
-                 "'%s': Git blob id %s, the tree says %s", e->path, blob_hex,
-                 e->oid);
+    return tl_fail(err, cap, TL_ERR_HASH_MISMATCH,
+                   "'%s': Git blob id %s, the tree says %s", e->path, blob_hex,
+                   e->oid);
   return TL_OK;
 }
 
@@ -533,8 +548,10 @@ static tl_status changed(ctx *c, const entry *e, const char *header,
   st = tl_conflict_encode(&rec, &c->conflict, &c->conflict_len);
   json_decref(a);
   json_decref(b);
-  if (st != TL_OK) return failf(err, cap, st, "conflict record encoding failed");
-  return failf(err, cap, TL_ERR_CONFLICT, "conflict source_changed: %s", message);
+  if (st != TL_OK)
+    return tl_fail(err, cap, st, "conflict record encoding failed");
+  return tl_fail(err, cap, TL_ERR_CONFLICT, "conflict source_changed: %s",
+                 message);
 }
 
 static tl_status check_headers(ctx *c, const entry *e, const tl_hub_headers *hd,
@@ -543,15 +560,17 @@ static tl_status check_headers(ctx *c, const entry *e, const tl_hub_headers *hd,
   if (hd->repo_commit[0] && strcmp(hd->repo_commit, c->commit) != 0)
     return changed(c, e, "X-Repo-Commit", c->commit, hd->repo_commit, err, cap);
   if (e->lfs && hd->linked_etag[0] && strcmp(hd->linked_etag, e->lfs_oid) != 0)
-    return changed(c, e, "X-Linked-Etag", e->lfs_oid, hd->linked_etag, err, cap);
+    return changed(c, e, "X-Linked-Etag", e->lfs_oid, hd->linked_etag, err,
+                   cap);
   if (!e->lfs && is_hex(hd->etag, 40) && strcmp(hd->etag, e->oid) != 0)
     return changed(c, e, "ETag", e->oid, hd->etag, err, cap);
-  if (hd->linked_size != -1 && (hd->linked_size < 0 || (uint64_t)hd->linked_size != e->size)) {
+  if (hd->linked_size != -1 &&
+      (hd->linked_size < 0 || (uint64_t)hd->linked_size != e->size)) {
     char want[32];
     snprintf(want, sizeof want, "%llu", (unsigned long long)e->size);
     snprintf(size_text, sizeof size_text, "%lld", (long long)hd->linked_size);
-    return changed(c, e, "X-Linked-Size", want, hd->linked_size < 0 ? "(malformed)" : size_text,
-                   err, cap);
+    return changed(c, e, "X-Linked-Size", want,
+                   hd->linked_size < 0 ? "(malformed)" : size_text, err, cap);
   }
   return TL_OK;
 }
@@ -559,10 +578,12 @@ static tl_status check_headers(ctx *c, const entry *e, const tl_hub_headers *hd,
 static tl_status sync_close(int fd, const char *path, char *err, size_t cap) {
   if (fsync(fd) != 0) {
     close(fd);
-    return failf(err, cap, TL_ERR_IO, "%s: fsync failed: %s", path, strerror(errno));
+    return tl_fail(err, cap, TL_ERR_IO, "%s: fsync failed: %s", path,
+                   strerror(errno));
   }
   if (close(fd) != 0)
-    return failf(err, cap, TL_ERR_IO, "%s: close failed: %s", path, strerror(errno));
+    return tl_fail(err, cap, TL_ERR_IO, "%s: close failed: %s", path,
+                   strerror(errno));
   return TL_OK;
 }
 
@@ -593,10 +614,13 @@ static tl_status fetch_file(ctx *c, entry *e, bool may_resume, char *err,
       return TL_OK;
     }
     if (unlink(final) != 0)
-      return failf(err, cap, TL_ERR_IO, "%s: cannot remove: %s", final, strerror(errno));
+      return tl_fail(err, cap, TL_ERR_IO, "%s: cannot remove: %s", final,
+                     strerror(errno));
   }
   fd = open(part, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd < 0) return failf(err, cap, TL_ERR_IO, "%s: cannot open: %s", part, strerror(errno));
+  if (fd < 0)
+    return tl_fail(err, cap, TL_ERR_IO, "%s: cannot open: %s", part,
+                   strerror(errno));
   sink_init(&s, fd, e);
   if (may_resume) {
     st = hash_existing(&s, err, cap);
@@ -609,7 +633,8 @@ static tl_status fetch_file(ctx *c, entry *e, bool may_resume, char *err,
   if (!may_resume || offset >= e->size) {
     if (ftruncate(fd, 0) != 0) {
       close(fd);
-      return failf(err, cap, TL_ERR_IO, "%s: cannot truncate: %s", part, strerror(errno));
+      return tl_fail(err, cap, TL_ERR_IO, "%s: cannot truncate: %s", part,
+                     strerror(errno));
     }
     sink_init(&s, fd, e);
     offset = 0;
@@ -628,8 +653,8 @@ static tl_status fetch_file(ctx *c, entry *e, bool may_resume, char *err,
   if (s.progress != NULL) tl_cli_progress_end(&progress);
   if (st != TL_OK) {
     size_t len = strlen(err);
-    snprintf(err + len, cap - len, " (fetching '%s', %llu of %llu bytes)", e->path,
-             (unsigned long long)s.have, (unsigned long long)e->size);
+    snprintf(err + len, cap - len, " (fetching '%s', %llu of %llu bytes)",
+             e->path, (unsigned long long)s.have, (unsigned long long)e->size);
   }
   if (st == TL_OK) st = check_headers(c, e, &hd, err, cap);
   if (st == TL_OK) st = check_content(&s, e, err, cap);
@@ -641,14 +666,17 @@ static tl_status fetch_file(ctx *c, entry *e, bool may_resume, char *err,
   }
   if (st != TL_OK) {
     close(fd);
-    if (transport) c->transient = true; /* resumable: keep the part */
-    else unlink(part);
+    if (transport)
+      c->transient = true; /* resumable: keep the part */
+    else
+      unlink(part);
     return st;
   }
   c->fetched += s.have - offset;
   st = sync_close(fd, part, err, cap);
   if (st == TL_OK && rename(part, final) != 0)
-    st = failf(err, cap, TL_ERR_IO, "%s: cannot rename: %s", part, strerror(errno));
+    st = tl_fail(err, cap, TL_ERR_IO, "%s: cannot rename: %s", part,
+                 strerror(errno));
   return st;
 }
 
@@ -671,14 +699,16 @@ static bool expected_name(const tree *t, const char *name) {
 }
 
 /* Removes every entry of dir that t does not name (t NULL: all). */
-static tl_status clean_dir(const char *dir, const tree *t, char *err, size_t cap) {
+static tl_status clean_dir(const char *dir, const tree *t, char *err,
+                           size_t cap) {
   DIR *d = opendir(dir);
   struct dirent *de;
   tl_status st = TL_OK;
   char path[4600];
   if (d == NULL) {
     if (errno == ENOENT) return TL_OK;
-    return failf(err, cap, TL_ERR_IO, "%s: cannot list: %s", dir, strerror(errno));
+    return tl_fail(err, cap, TL_ERR_IO, "%s: cannot list: %s", dir,
+                   strerror(errno));
   }
   while ((de = readdir(d)) != NULL) {
     if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
@@ -688,7 +718,8 @@ static tl_status clean_dir(const char *dir, const tree *t, char *err, size_t cap
         expected_name(t, de->d_name))
       continue;
     if (remove(path) != 0 && st == TL_OK)
-      st = failf(err, cap, TL_ERR_IO, "%s: cannot remove: %s", path, strerror(errno));
+      st = tl_fail(err, cap, TL_ERR_IO, "%s: cannot remove: %s", path,
+                   strerror(errno));
   }
   closedir(d);
   return st;
@@ -703,14 +734,15 @@ static tl_status check_staging(const char *staging, bool *ours, char *err,
   *ours = false;
   if (lstat(staging, &sb) != 0) {
     if (errno == ENOENT) return TL_OK;
-    return failf(err, cap, TL_ERR_IO, "%s: cannot examine: %s", staging, strerror(errno));
+    return tl_fail(err, cap, TL_ERR_IO, "%s: cannot examine: %s", staging,
+                   strerror(errno));
   }
   snprintf(mark, sizeof mark, "%s/" STAGING_MARK, staging);
   if (!S_ISDIR(sb.st_mode) || lstat(mark, &sb) != 0 || !S_ISREG(sb.st_mode))
-    return failf(err, cap, TL_ERR_INVALID_ARGUMENT,
-                 "%s exists and was not made by tinylm pull; move it away "
-                 "(nothing was changed)",
-                 staging);
+    return tl_fail(err, cap, TL_ERR_INVALID_ARGUMENT,
+                   "%s exists and was not made by tinylm pull; move it away "
+                   "(nothing was changed)",
+                   staging);
   *ours = true;
   return TL_OK;
 }
@@ -719,12 +751,14 @@ static tl_status make_staging(const char *staging, char *err, size_t cap) {
   char mark[4300];
   int fd;
   if (mkdir(staging, 0755) != 0)
-    return failf(err, cap, TL_ERR_IO, "%s: cannot create: %s", staging, strerror(errno));
+    return tl_fail(err, cap, TL_ERR_IO, "%s: cannot create: %s", staging,
+                   strerror(errno));
   snprintf(mark, sizeof mark, "%s/" STAGING_MARK, staging);
   fd = open(mark, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) {
     rmdir(staging);
-    return failf(err, cap, TL_ERR_IO, "%s: cannot create: %s", mark, strerror(errno));
+    return tl_fail(err, cap, TL_ERR_IO, "%s: cannot create: %s", mark,
+                   strerror(errno));
   }
   close(fd);
   return TL_OK;
@@ -739,7 +773,8 @@ static tl_status fsync_path(const char *path, char *err, size_t cap) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0 || fsync(fd) != 0) {
     if (fd >= 0) close(fd);
-    return failf(err, cap, TL_ERR_IO, "%s: fsync failed: %s", path, strerror(errno));
+    return tl_fail(err, cap, TL_ERR_IO, "%s: fsync failed: %s", path,
+                   strerror(errno));
   }
   close(fd);
   return TL_OK;
@@ -764,7 +799,8 @@ static void card_license(const char *readme, char *out, size_t cap) {
   if (tl_file_open_view(readme, &v, ignored, sizeof ignored) != TL_OK) return;
   if (v.len >= 4 && memcmp(v.data, "---", 3) == 0 &&
       (v.data[3] == '\n' || v.data[3] == '\r')) {
-    const char *p = (const char *)v.data + 4, *end = (const char *)v.data + v.len;
+    const char *p = (const char *)v.data + 4,
+               *end = (const char *)v.data + v.len;
     while (p < end) {
       const char *nl = memchr(p, '\n', (size_t)(end - p));
       size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
@@ -775,7 +811,8 @@ static void card_license(const char *readme, char *out, size_t cap) {
         size_t k = n - 8;
         while (k > 0 && (*val == ' ' || *val == '\t')) val++, k--;
         while (k > 0 && (val[k - 1] == ' ' || val[k - 1] == '\t')) k--;
-        if (k >= 2 && (val[0] == '"' || val[0] == '\'') && val[k - 1] == val[0]) val++, k -= 2;
+        if (k >= 2 && (val[0] == '"' || val[0] == '\'') && val[k - 1] == val[0])
+          val++, k -= 2;
         if (k < cap) {
           memcpy(out, val, k);
           out[k] = '\0';
@@ -808,13 +845,15 @@ static void emit_json(tl_cbor_writer *w, const void *arg) {
 static tl_status seal(rnode *nodes, size_t i) {
   uint8_t *meta = NULL, kids[6 * 32];
   size_t len = 0;
-  tl_status st = nodes[i].meta == NULL ? TL_ERR_OUT_OF_MEMORY
-                                       : tl_cbor_encode_alloc(emit_json, nodes[i].meta,
-                                                              &meta, &len);
+  tl_status st =
+      nodes[i].meta == NULL
+          ? TL_ERR_OUT_OF_MEMORY
+          : tl_cbor_encode_alloc(emit_json, nodes[i].meta, &meta, &len);
   for (size_t k = 0; k < nodes[i].n_kids; k++)
     memcpy(kids + 32 * k, nodes[nodes[i].kids[k]].id, 32);
   if (st == TL_OK)
-    st = tl_node_id(nodes[i].type, meta, len, kids, nodes[i].n_kids, nodes[i].id);
+    st = tl_node_id(nodes[i].type, meta, len, kids, nodes[i].n_kids,
+                    nodes[i].id);
   free(meta);
   return st;
 }
@@ -844,7 +883,8 @@ static void emit_graph(tl_cbor_writer *w, const void *arg) {
     tl_cbor_put_cstr(w, r->type);
     tl_cbor_put_cstr(w, "children");
     tl_cbor_begin_array(w, r->n_kids);
-    for (size_t k = 0; k < r->n_kids; k++) tl_cbor_put_bytes(w, g->nodes[r->kids[k]].id, 32);
+    for (size_t k = 0; k < r->n_kids; k++)
+      tl_cbor_put_bytes(w, g->nodes[r->kids[k]].id, 32);
     tl_cbor_end_array(w);
     tl_cbor_put_cstr(w, "metadata");
     tl_cbor_put_json(w, r->meta);
@@ -858,8 +898,8 @@ static void emit_graph(tl_cbor_writer *w, const void *arg) {
 
 /* Seals the nodes in order and writes the file atomically. */
 static tl_status write_graph(const char *format, rnode *nodes, size_t n,
-                             json_t *timings, const char *path, uint8_t root[32],
-                             char *err, size_t cap) {
+                             json_t *timings, const char *path,
+                             uint8_t root[32], char *err, size_t cap) {
   graph g = {format, nodes, n, timings};
   uint8_t *doc = NULL;
   size_t len = 0;
@@ -867,8 +907,8 @@ static tl_status write_graph(const char *format, rnode *nodes, size_t n,
   for (size_t i = 0; i < n && st == TL_OK; i++) st = seal(nodes, i);
   if (st == TL_OK) st = tl_cbor_encode_alloc(emit_graph, &g, &doc, &len);
   if (st != TL_OK)
-    return failf(err, cap, TL_ERR_INTERNAL_INVARIANT, "receipt encoding failed (%s)",
-                 tl_status_name(st));
+    return tl_fail(err, cap, TL_ERR_INTERNAL_INVARIANT,
+                   "receipt encoding failed (%s)", tl_status_name(st));
   memcpy(root, nodes[n - 1].id, 32);
   st = tl_file_write_atomic(path, doc, len, err, cap);
   free(doc);
@@ -908,48 +948,63 @@ static tl_status write_pull_receipt(const tl_pull_options *o, ctx *c,
     char sha[65];
     tl_cli_hex(e->sha256, 32, sha);
     json_array_append_new(
-        files, json_pack("{s:s,s:I,s:s,s:s,s:o}", "path", e->path, "size",
-                         (json_int_t)e->size, "sha256", sha, "git_oid", e->oid,
-                         "lfs_oid", e->lfs ? json_string(e->lfs_oid) : json_null()));
+        files,
+        json_pack("{s:s,s:I,s:s,s:s,s:o}", "path", e->path, "size",
+                  (json_int_t)e->size, "sha256", sha, "git_oid", e->oid,
+                  "lfs_oid", e->lfs ? json_string(e->lfs_oid) : json_null()));
     if (strncmp(e->path, "LICENSE", 7) == 0 && lic == NULL) lic = e;
     if (strcmp(e->path, "README.md") == 0) readme = e;
   }
   memset(nodes, 0, sizeof nodes);
-  nodes[0] = (rnode){"builder", builder_json("tinylm pull", o->net.build_id), {0}, 0, {0}};
+  nodes[0] = (rnode){
+      "builder", builder_json("tinylm pull", o->net.build_id), {0}, 0, {0}};
   nodes[1] = (rnode){"source",
                      json_pack("{s:s,s:s,s:s,s:s}", "endpoint", c->hub.endpoint,
                                "repo_id", o->repo_id, "requested_revision",
                                o->revision, "resolved_commit", c->commit),
-                     {0}, 0, {0}};
+                     {0},
+                     0,
+                     {0}};
   nodes[2] = (rnode){"files", json_pack("{s:o}", "files", files), {0}, 0, {0}};
   nodes[3] = (rnode){
       "policy",
-      json_pack("{s:s,s:o,s:{s:I,s:I,s:I,s:I},s:{s:o,s:o,s:s,s:o,s:o}}", "allowlist",
-                "qwen3/1", "profile", o->profile ? json_string(o->profile) : json_null(),
-                "limits", "max_files", (json_int_t)o->limits.max_files,
-                "max_file_bytes", (json_int_t)o->limits.max_file_bytes,
-                "max_total_bytes", (json_int_t)o->limits.max_total_bytes,
-                "max_depth", (json_int_t)TL_ACQ_MAX_DEPTH, "license",
-                "id", license[0] ? json_string(license) : json_null(), "source",
+      json_pack("{s:s,s:o,s:{s:I,s:I,s:I,s:I},s:{s:o,s:o,s:s,s:o,s:o}}",
+                "allowlist", "qwen3/1", "profile",
+                o->profile ? json_string(o->profile) : json_null(), "limits",
+                "max_files", (json_int_t)o->limits.max_files, "max_file_bytes",
+                (json_int_t)o->limits.max_file_bytes, "max_total_bytes",
+                (json_int_t)o->limits.max_total_bytes, "max_depth",
+                (json_int_t)TL_ACQ_MAX_DEPTH, "license", "id",
+                license[0] ? json_string(license) : json_null(), "source",
                 license_source ? json_string(license_source) : json_null(),
                 "decision", license[0] ? "declared" : "accepted-missing",
-                "license_file_sha256", opt_hex(lic ? lic->sha256 : NULL, lic != NULL),
-                "readme_sha256", opt_hex(readme ? readme->sha256 : NULL, readme != NULL)),
-      {0}, 0, {0}};
+                "license_file_sha256",
+                opt_hex(lic ? lic->sha256 : NULL, lic != NULL), "readme_sha256",
+                opt_hex(readme ? readme->sha256 : NULL, readme != NULL)),
+      {0},
+      0,
+      {0}};
   nodes[4] = (rnode){"drift",
-                     json_pack("{s:s,s:b}", "re_resolved_commit", r->final_commit,
-                               "moved", r->drifted),
-                     {0}, 0, {0}};
-  nodes[5] = (rnode){"acquisition",
-                     json_pack("{s:{s:s,s:s,s:s,s:s,s:b}}", "invocation", "command",
-                               "tinylm pull", "repo_id", o->repo_id, "revision",
-                               o->revision, "endpoint", c->hub.endpoint,
-                               "accept_missing_license", o->accept_missing_license),
-                     {0, 1, 2, 3, 4}, 5, {0}};
-  timings = json_pack("{s:I,s:I,s:I}", "download", (json_int_t)t_download, "total",
-                      (json_int_t)t_total, "bytes_fetched", (json_int_t)c->fetched);
+                     json_pack("{s:s,s:b}", "re_resolved_commit",
+                               r->final_commit, "moved", r->drifted),
+                     {0},
+                     0,
+                     {0}};
+  nodes[5] =
+      (rnode){"acquisition",
+              json_pack("{s:{s:s,s:s,s:s,s:s,s:b}}", "invocation", "command",
+                        "tinylm pull", "repo_id", o->repo_id, "revision",
+                        o->revision, "endpoint", c->hub.endpoint,
+                        "accept_missing_license", o->accept_missing_license),
+              {0, 1, 2, 3, 4},
+              5,
+              {0}};
+  timings =
+      json_pack("{s:I,s:I,s:I}", "download", (json_int_t)t_download, "total",
+                (json_int_t)t_total, "bytes_fetched", (json_int_t)c->fetched);
   snprintf(path, sizeof path, "%s/%s", c->staging, TL_ACQ_RECEIPT_NAME);
-  st = write_graph(TL_ACQ_FORMAT, nodes, 6, timings, path, r->receipt_id, err, cap);
+  st = write_graph(TL_ACQ_FORMAT, nodes, 6, timings, path, r->receipt_id, err,
+                   cap);
   for (size_t i = 0; i < 6; i++) json_decref(nodes[i].meta);
   json_decref(timings);
   return st;
@@ -966,28 +1021,32 @@ static tl_status check_out_dir(const char *dir, char *err, size_t cap) {
   bool empty = true;
   if (lstat(dir, &st) != 0) {
     if (errno == ENOENT) return TL_OK;
-    return failf(err, cap, TL_ERR_IO, "%s: cannot examine: %s", dir, strerror(errno));
+    return tl_fail(err, cap, TL_ERR_IO, "%s: cannot examine: %s", dir,
+                   strerror(errno));
   }
   if (!S_ISDIR(st.st_mode))
-    return failf(err, cap, TL_ERR_INVALID_ARGUMENT,
-                 "%s exists and is not a directory; pull writes a new directory",
-                 dir);
+    return tl_fail(
+        err, cap, TL_ERR_INVALID_ARGUMENT,
+        "%s exists and is not a directory; pull writes a new directory", dir);
   d = opendir(dir);
-  if (d == NULL) return failf(err, cap, TL_ERR_IO, "%s: cannot list: %s", dir, strerror(errno));
+  if (d == NULL)
+    return tl_fail(err, cap, TL_ERR_IO, "%s: cannot list: %s", dir,
+                   strerror(errno));
   while ((de = readdir(d)) != NULL)
-    if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) empty = false;
+    if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+      empty = false;
   closedir(d);
   if (!empty)
-    return failf(err, cap, TL_ERR_INVALID_ARGUMENT,
-                 "%s exists and is not empty; pull writes a new directory "
-                 "(nothing was changed)",
-                 dir);
+    return tl_fail(err, cap, TL_ERR_INVALID_ARGUMENT,
+                   "%s exists and is not empty; pull writes a new directory "
+                   "(nothing was changed)",
+                   dir);
   return TL_OK;
 }
 
 static tl_status pull_files(const tl_pull_options *o, ctx *c, tree *t,
-                            char *license,
-                            const char **license_source, char *err, size_t cap) {
+                            char *license, const char **license_source,
+                            char *err, size_t cap) {
   tl_convert_options co;
   tl_convert_report cr;
   char readme[4400];
@@ -1009,11 +1068,12 @@ static tl_status pull_files(const tl_pull_options *o, ctx *c, tree *t,
         license[0] = '\0';
         *license_source = NULL;
         if (!o->accept_missing_license)
-          return failf(err, cap, TL_ERR_INVALID_MODEL,
-                       "%s@%s declares no license (README.md front matter or "
-                       "the model card); --accept-missing-license proceeds and "
-                       "records that decision",
-                       o->repo_id, c->commit);
+          return tl_fail(
+              err, cap, TL_ERR_INVALID_MODEL,
+              "%s@%s declares no license (README.md front matter or "
+              "the model card); --accept-missing-license proceeds and "
+              "records that decision",
+              o->repo_id, c->commit);
       }
     }
     if (i < t->n) st = fetch_file(c, &t->e[i], true, err, cap);
@@ -1047,20 +1107,22 @@ tl_status tl_pull(const tl_pull_options *o, tl_pull_report *r, char *err,
   memset(&c, 0, sizeof c);
   memset(&t, 0, sizeof t);
   if (o->repo_id == NULL || !tl_acq_valid_repo_id(o->repo_id))
-    return failf(err, cap, TL_ERR_INVALID_ARGUMENT,
-                 "'%s' is not a repository id (owner/name of [A-Za-z0-9._-], no "
-                 "'..', '/' only between the two)",
-                 o->repo_id ? o->repo_id : "");
+    return tl_fail(
+        err, cap, TL_ERR_INVALID_ARGUMENT,
+        "'%s' is not a repository id (owner/name of [A-Za-z0-9._-], no "
+        "'..', '/' only between the two)",
+        o->repo_id ? o->repo_id : "");
   if (o->revision == NULL || !tl_acq_valid_revision(o->revision))
-    return failf(err, cap, TL_ERR_INVALID_ARGUMENT,
-                 "'%s' is not a revision (a branch, tag or commit of "
-                 "[A-Za-z0-9._-/], no '..', no '%%')",
-                 o->revision ? o->revision : "");
+    return tl_fail(err, cap, TL_ERR_INVALID_ARGUMENT,
+                   "'%s' is not a revision (a branch, tag or commit of "
+                   "[A-Za-z0-9._-/], no '..', no '%%')",
+                   o->revision ? o->revision : "");
   dir_len = strlen(o->out_dir);
   while (dir_len > 1 && o->out_dir[dir_len - 1] == '/') dir_len--;
   if (dir_len == 0 || dir_len > 4000)
-    return failf(err, cap, TL_ERR_INVALID_ARGUMENT, "bad output directory");
-  snprintf(c.staging, sizeof c.staging, "%.*s.partial", (int)dir_len, o->out_dir);
+    return tl_fail(err, cap, TL_ERR_INVALID_ARGUMENT, "bad output directory");
+  snprintf(c.staging, sizeof c.staging, "%.*s.partial", (int)dir_len,
+           o->out_dir);
   st = check_out_dir(o->out_dir, err, cap);
   if (st == TL_OK) st = check_staging(c.staging, &c.staging_ours, err, cap);
   if (st != TL_OK) return st;
@@ -1102,16 +1164,19 @@ tl_status tl_pull(const tl_pull_options *o, tl_pull_report *r, char *err,
      * rename refuses a non-empty directory. */
     if (unlink(mark) != 0 || rename(c.staging, out) != 0) {
       int fd;
-      st = failf(err, cap, TL_ERR_IO, "cannot move %s to %s: %s", c.staging, out,
-                 strerror(errno));
+      st = tl_fail(err, cap, TL_ERR_IO, "cannot move %s to %s: %s", c.staging,
+                   out, strerror(errno));
       fd = open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0644); /* still ours */
       if (fd >= 0) close(fd);
     } else {
       /* The rename itself reaches the disk with the parent directory. */
       char *slash = strrchr(out, '/');
-      if (slash == NULL) snprintf(out, sizeof out, ".");
-      else if (slash == out) out[1] = '\0';
-      else *slash = '\0';
+      if (slash == NULL)
+        snprintf(out, sizeof out, ".");
+      else if (slash == out)
+        out[1] = '\0';
+      else
+        *slash = '\0';
       st = fsync_path(out, err, cap);
     }
   }
@@ -1150,14 +1215,15 @@ static json_t *node_meta(json_t *doc, const char *type) {
   json_t *n;
   json_array_foreach(json_object_get(doc, "nodes"), i, n) {
     const char *ty = json_string_value(json_object_get(n, "type"));
-    if (ty != NULL && strcmp(ty, type) == 0) return json_object_get(n, "metadata");
+    if (ty != NULL && strcmp(ty, type) == 0)
+      return json_object_get(n, "metadata");
   }
   return NULL;
 }
 
-tl_status tl_acq_graph_verify(const uint8_t *doc, size_t len, const char *format,
-                              uint8_t root[32], json_t **out, char *err,
-                              size_t cap) {
+tl_status tl_acq_graph_verify(const uint8_t *doc, size_t len,
+                              const char *format, uint8_t root[32],
+                              json_t **out, char *err, size_t cap) {
   json_t *j = NULL, *nodes, *n;
   const char *fmt, *root_hex;
   char id_hex[65];
@@ -1172,7 +1238,7 @@ tl_status tl_acq_graph_verify(const uint8_t *doc, size_t len, const char *format
       !json_is_array(nodes) || json_array_size(nodes) == 0 ||
       json_array_size(nodes) > 64) {
     json_decref(j);
-    return failf(err, cap, TL_ERR_INVALID_MODEL, "not a %s document", format);
+    return tl_fail(err, cap, TL_ERR_INVALID_MODEL, "not a %s document", format);
   }
   /* Children come first; each id recomputes from the node's type, its
    * metadata (JSON values only: re-encoding it gives the bytes that were
@@ -1180,24 +1246,27 @@ tl_status tl_acq_graph_verify(const uint8_t *doc, size_t len, const char *format
   json_array_foreach(nodes, i, n) {
     const char *type = json_string_value(json_object_get(n, "type"));
     const char *id = json_string_value(json_object_get(n, "id"));
-    json_t *kids = json_object_get(n, "children"), *kid, *meta = json_object_get(n, "metadata");
+    json_t *kids = json_object_get(n, "children"), *kid,
+           *meta = json_object_get(n, "metadata");
     uint8_t kid_ids[16 * 32], got[32], *enc = NULL;
     size_t k, enc_len = 0;
-    bool ok = type != NULL && id != NULL && meta != NULL && json_is_array(kids) &&
-              json_array_size(kids) <= 16;
+    bool ok = type != NULL && id != NULL && meta != NULL &&
+              json_is_array(kids) && json_array_size(kids) <= 16;
     json_array_foreach(ok ? kids : NULL, k, kid) {
       bool found = false;
       for (size_t m = 0; m < i && !found; m++)
-        found = json_equal(kid, json_object_get(json_array_get(nodes, m), "id"));
+        found =
+            json_equal(kid, json_object_get(json_array_get(nodes, m), "id"));
       ok = ok && found && hex32(json_string_value(kid), kid_ids + 32 * k);
     }
     ok = ok && tl_cbor_encode_alloc(emit_json, meta, &enc, &enc_len) == TL_OK &&
-         tl_node_id(type, enc, enc_len, kid_ids, json_array_size(kids), got) == TL_OK;
+         tl_node_id(type, enc, enc_len, kid_ids, json_array_size(kids), got) ==
+             TL_OK;
     free(enc);
     if (ok) tl_cli_hex(got, 32, id_hex);
     if (!ok || strcmp(id_hex, id) != 0) {
-      failf(err, cap, TL_ERR_HASH_MISMATCH, "node %zu (%.32s) does not hash to its id",
-            i, type ? type : "?");
+      tl_fail(err, cap, TL_ERR_HASH_MISMATCH,
+              "node %zu (%.32s) does not hash to its id", i, type ? type : "?");
       json_decref(j);
       return TL_ERR_HASH_MISMATCH;
     }
@@ -1206,7 +1275,8 @@ tl_status tl_acq_graph_verify(const uint8_t *doc, size_t len, const char *format
   if (strcmp(root_hex, json_string_value(json_object_get(n, "id"))) != 0 ||
       !hex32(root_hex, root)) {
     json_decref(j);
-    return failf(err, cap, TL_ERR_INVALID_MODEL, "the root is not the last node");
+    return tl_fail(err, cap, TL_ERR_INVALID_MODEL,
+                   "the root is not the last node");
   }
   *out = j;
   return TL_OK;
@@ -1223,8 +1293,10 @@ tl_status tl_acq_show(const uint8_t *doc, size_t len, bool json, FILE *out,
   *shown = false;
   if (tl_cbor_to_json(doc, len, &j, err, cap) != TL_OK) return TL_OK;
   fmt = json_string_value(json_object_get(j, "format"));
-  fmt = fmt == NULL ? NULL : strcmp(fmt, TL_ACQ_FORMAT) == 0 ? TL_ACQ_FORMAT
-                           : strcmp(fmt, TL_DRIFT_FORMAT) == 0 ? TL_DRIFT_FORMAT : NULL;
+  fmt = fmt == NULL                         ? NULL
+        : strcmp(fmt, TL_ACQ_FORMAT) == 0   ? TL_ACQ_FORMAT
+        : strcmp(fmt, TL_DRIFT_FORMAT) == 0 ? TL_DRIFT_FORMAT
+                                            : NULL;
   *shown = fmt != NULL;
   if (*shown) {
     json_decref(j);
@@ -1243,16 +1315,22 @@ tl_status tl_acq_show(const uint8_t *doc, size_t len, bool json, FILE *out,
     free(text);
   } else {
     tl_cli_hex(root, 32, root_hex);
-    fprintf(out, "%s receipt %s (every node id verified)\n",
-            strcmp(fmt, TL_ACQ_FORMAT) == 0 ? "acquisition" : "drift observation", root_hex);
+    fprintf(
+        out, "%s receipt %s (every node id verified)\n",
+        strcmp(fmt, TL_ACQ_FORMAT) == 0 ? "acquisition" : "drift observation",
+        root_hex);
     json_array_foreach(json_object_get(j, "nodes"), i, n) {
-      text = json_dumps(json_object_get(n, "metadata"), JSON_COMPACT | JSON_SORT_KEYS);
-      fprintf(out, "  %-12s %.16s...  %s\n", json_string_value(json_object_get(n, "type")),
+      text = json_dumps(json_object_get(n, "metadata"),
+                        JSON_COMPACT | JSON_SORT_KEYS);
+      fprintf(out, "  %-12s %.16s...  %s\n",
+              json_string_value(json_object_get(n, "type")),
               json_string_value(json_object_get(n, "id")), text ? text : "");
       free(text);
     }
-    text = json_dumps(json_object_get(j, "timings_us"), JSON_COMPACT | JSON_SORT_KEYS);
-    fprintf(out, "  timings (not part of the identity): %s\n", text ? text : "");
+    text = json_dumps(json_object_get(j, "timings_us"),
+                      JSON_COMPACT | JSON_SORT_KEYS);
+    fprintf(out, "  timings (not part of the identity): %s\n",
+            text ? text : "");
     free(text);
   }
   json_decref(j);
@@ -1267,7 +1345,8 @@ tl_status tl_acq_receipt_read(const char *path, tl_acq_receipt *r, char *err,
   memset(r, 0, sizeof *r);
   st = tl_file_open_view(path, &v, err, cap);
   if (st != TL_OK) return st;
-  st = tl_acq_graph_verify(v.data, v.len, TL_ACQ_FORMAT, r->id, &r->doc, err, cap);
+  st = tl_acq_graph_verify(v.data, v.len, TL_ACQ_FORMAT, r->id, &r->doc, err,
+                           cap);
   tl_file_close_view(&v);
   if (st != TL_OK) {
     size_t len = strlen(err);
@@ -1284,7 +1363,8 @@ tl_status tl_acq_receipt_read(const char *path, tl_acq_receipt *r, char *err,
       !json_is_string(json_object_get(r->source, "repo_id")) ||
       !json_is_array(r->files)) {
     tl_acq_receipt_free(r);
-    return failf(err, cap, TL_ERR_INVALID_MODEL, "%s: not an acquisition receipt", path);
+    return tl_fail(err, cap, TL_ERR_INVALID_MODEL,
+                   "%s: not an acquisition receipt", path);
   }
   return TL_OK;
 }
@@ -1310,9 +1390,11 @@ void tl_acq_receipt_free(tl_acq_receipt *r) {
 static bool same_file(const json_t *f, const entry *e) {
   const json_t *lfs = json_object_get(f, "lfs_oid");
   const char *oid = json_string_value(json_object_get(f, "git_oid"));
-  return json_integer_value(json_object_get(f, "size")) == (json_int_t)e->size &&
+  return json_integer_value(json_object_get(f, "size")) ==
+             (json_int_t)e->size &&
          oid != NULL && strcmp(oid, e->oid) == 0 &&
-         (e->lfs ? json_is_string(lfs) && strcmp(json_string_value(lfs), e->lfs_oid) == 0
+         (e->lfs ? json_is_string(lfs) &&
+                       strcmp(json_string_value(lfs), e->lfs_oid) == 0
                  : json_is_null(lfs));
 }
 
@@ -1333,15 +1415,19 @@ tl_status tl_drift(const tl_drift_options *o, tl_drift_report *r, char *err,
   snprintf(path, sizeof path, "%s/%s", o->dir, TL_ACQ_RECEIPT_NAME);
   st = tl_acq_receipt_read(path, &rec, err, cap);
   if (st != TL_OK) return st;
-  endpoint = o->net.endpoint ? o->net.endpoint
-                         : json_string_value(json_object_get(rec.source, "endpoint"));
-  revision = json_string_value(json_object_get(rec.source, "requested_revision"));
+  endpoint = o->net.endpoint
+                 ? o->net.endpoint
+                 : json_string_value(json_object_get(rec.source, "endpoint"));
+  revision =
+      json_string_value(json_object_get(rec.source, "requested_revision"));
   commit = json_string_value(json_object_get(rec.source, "resolved_commit"));
   c.repo_id = json_string_value(json_object_get(rec.source, "repo_id"));
-  if (endpoint == NULL || revision == NULL || !tl_acq_valid_revision(revision) ||
-      !tl_acq_valid_repo_id(c.repo_id) || !is_hex(commit, 40)) {
+  if (endpoint == NULL || revision == NULL ||
+      !tl_acq_valid_revision(revision) || !tl_acq_valid_repo_id(c.repo_id) ||
+      !is_hex(commit, 40)) {
     tl_acq_receipt_free(&rec);
-    return failf(err, cap, TL_ERR_INVALID_MODEL, "%s: the source node is incomplete", path);
+    return tl_fail(err, cap, TL_ERR_INVALID_MODEL,
+                   "%s: the source node is incomplete", path);
   }
   snprintf(r->commit, sizeof r->commit, "%s", commit);
   r->changed = json_array();
@@ -1359,36 +1445,43 @@ tl_status tl_drift(const tl_drift_options *o, tl_drift_report *r, char *err,
     json_t *f;
     for (size_t k = 0; k < t.n; k++) {
       const json_t *old = tl_acq_receipt_file(&rec, t.e[k].path);
-      if (old == NULL) json_array_append_new(r->added, json_string(t.e[k].path));
+      if (old == NULL)
+        json_array_append_new(r->added, json_string(t.e[k].path));
       else if (!same_file(old, &t.e[k]))
         json_array_append_new(r->changed, json_string(t.e[k].path));
     }
     json_array_foreach(rec.files, i, f) {
       const char *p = json_string_value(json_object_get(f, "path"));
       bool found = false;
-      for (size_t k = 0; k < t.n && !found; k++) found = strcmp(t.e[k].path, p) == 0;
+      for (size_t k = 0; k < t.n && !found; k++)
+        found = strcmp(t.e[k].path, p) == 0;
       if (!found) json_array_append_new(r->removed, json_string(p));
     }
   }
   if (st == TL_OK) {
     tl_cli_hex(rec.id, 32, rec_hex);
     memset(nodes, 0, sizeof nodes);
-    nodes[0] = (rnode){"builder", builder_json("tinylm drift", o->net.build_id), {0}, 0, {0}};
+    nodes[0] = (rnode){
+        "builder", builder_json("tinylm drift", o->net.build_id), {0}, 0, {0}};
     /* The acquisition's own source node: the same metadata, the same id. */
     nodes[1] = (rnode){"source", json_deep_copy(rec.source), {0}, 0, {0}};
-    nodes[2] = (rnode){"observation",
-                       json_pack("{s:s,s:s,s:b,s:O,s:O,s:O,s:s}", "endpoint",
-                                 c.hub.endpoint, "re_resolved_commit", r->now,
-                                 "moved", r->moved, "changed", r->changed, "added",
-                                 r->added, "removed", r->removed, "requested_revision",
-                                 revision),
-                       {0}, 0, {0}};
+    nodes[2] = (rnode){
+        "observation",
+        json_pack("{s:s,s:s,s:b,s:O,s:O,s:O,s:s}", "endpoint", c.hub.endpoint,
+                  "re_resolved_commit", r->now, "moved", r->moved, "changed",
+                  r->changed, "added", r->added, "removed", r->removed,
+                  "requested_revision", revision),
+        {0},
+        0,
+        {0}};
     nodes[3] = (rnode){"drift",
                        json_pack("{s:s}", "acquisition_receipt_id", rec_hex),
-                       {0, 1, 2}, 3, {0}};
+                       {0, 1, 2},
+                       3,
+                       {0}};
     timings = json_pack("{s:I}", "total", (json_int_t)(now_us() - t0));
-    st = write_graph(TL_DRIFT_FORMAT, nodes, 4, timings, o->out_path, r->receipt_id,
-                     err, cap);
+    st = write_graph(TL_DRIFT_FORMAT, nodes, 4, timings, o->out_path,
+                     r->receipt_id, err, cap);
     for (size_t i = 0; i < 4; i++) json_decref(nodes[i].meta);
     json_decref(timings);
   }

@@ -40,8 +40,9 @@ typedef struct tl_acq_limits {
 
 /* How pull and drift reach the Hub, and who they are. */
 typedef struct tl_acq_net {
-  const char *endpoint; /* no trailing '/' needed; drift: NULL = the receipt's */
-  const char *token;    /* NULL: anonymous; never printed or recorded */
+  const char
+      *endpoint;     /* no trailing '/' needed; drift: NULL = the receipt's */
+  const char *token; /* NULL: anonymous; never printed or recorded */
   const char *build_id;
   long timeout_s;
   int max_redirects;
@@ -106,9 +107,9 @@ typedef struct tl_acq_receipt {
  * parents, the root is the last node. *out gets the document as JSON.
  * TL_ERR_INVALID_CBOR, TL_ERR_INVALID_MODEL (not that format),
  * TL_ERR_HASH_MISMATCH (a node does not hash to its id). */
-tl_status tl_acq_graph_verify(const uint8_t *doc, size_t len, const char *format,
-                              uint8_t root[32], json_t **out, char *err,
-                              size_t cap);
+tl_status tl_acq_graph_verify(const uint8_t *doc, size_t len,
+                              const char *format, uint8_t root[32],
+                              json_t **out, char *err, size_t cap);
 
 /* tinylm receipt show for TL_ACQ_FORMAT and TL_DRIFT_FORMAT documents:
  * *shown is false (and nothing happens) for any other document; otherwise

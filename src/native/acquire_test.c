@@ -9,9 +9,9 @@
 
 static void repo_ids(tl_test_ctx *t) {
   static const char *const good[] = {"Qwen/Qwen3-0.6B", "gpt2", "a.b_c-d/e.f"};
-  static const char *const bad[] = {"",     "../x",   "a/..",  "a/b/c", "/abs",
-                                    "a//b", "%2e%2e/x", "a b/c", "a/",    ".a/b",
-                                    "a/b.", "a/-b",  "x/a..b"};
+  static const char *const bad[] = {
+      "",      "../x", "a/..", "a/b/c", "/abs", "a//b",  "%2e%2e/x",
+      "a b/c", "a/",   ".a/b", "a/b.",  "a/-b", "x/a..b"};
   for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
     TL_EXPECT(t, tl_acq_valid_repo_id(good[i]));
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
@@ -19,10 +19,11 @@ static void repo_ids(tl_test_ctx *t) {
 }
 
 static void revisions(tl_test_ctx *t) {
-  static const char *const good[] = {"main", "v1.0", "refs/pr/1",
-                                     "0123456789abcdef0123456789abcdef01234567"};
-  static const char *const bad[] = {"", "../main", "a/../b", "/main", "main/",
-                                    "a//b", "%2e%2e", "ma in", "a..b"};
+  static const char *const good[] = {
+      "main", "v1.0", "refs/pr/1", "0123456789abcdef0123456789abcdef01234567"};
+  static const char *const bad[] = {"",       "../main", "a/../b",
+                                    "/main",  "main/",   "a//b",
+                                    "%2e%2e", "ma in",   "a..b"};
   for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
     TL_EXPECT(t, tl_acq_valid_revision(good[i]));
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
@@ -44,16 +45,30 @@ static void paths(tl_test_ctx *t) {
 }
 
 static void allowlist(tl_test_ctx *t) {
-  static const char *const yes[] = {
-      "config.json", "generation_config.json", "tokenizer.json",
-      "tokenizer_config.json", "model.safetensors", "model.safetensors.index.json",
-      "model-00001-of-00002.safetensors", "LICENSE", "README.md", ".gitattributes",
-      "merges.txt", "vocab.json"};
-  static const char *const no[] = {
-      "modeling_qwen3.py", "pytorch_model.bin", "weights.pkl", "model.ckpt",
-      "model.zip", "model.tar.gz", "model-1-of-2.safetensors",
-      "model-0000a-of-00002.safetensors", "model-00001-of-00002.safetensorsx",
-      "other.safetensors", "chat_template.jinja", "notes.txt"};
+  static const char *const yes[] = {"config.json",
+                                    "generation_config.json",
+                                    "tokenizer.json",
+                                    "tokenizer_config.json",
+                                    "model.safetensors",
+                                    "model.safetensors.index.json",
+                                    "model-00001-of-00002.safetensors",
+                                    "LICENSE",
+                                    "README.md",
+                                    ".gitattributes",
+                                    "merges.txt",
+                                    "vocab.json"};
+  static const char *const no[] = {"modeling_qwen3.py",
+                                   "pytorch_model.bin",
+                                   "weights.pkl",
+                                   "model.ckpt",
+                                   "model.zip",
+                                   "model.tar.gz",
+                                   "model-1-of-2.safetensors",
+                                   "model-0000a-of-00002.safetensors",
+                                   "model-00001-of-00002.safetensorsx",
+                                   "other.safetensors",
+                                   "chat_template.jinja",
+                                   "notes.txt"};
   for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
     TL_EXPECT(t, tl_acq_allowlist_problem(yes[i]) == NULL);
   for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
@@ -72,7 +87,8 @@ static void quoting(tl_test_ctx *t) {
   TL_EXPECT_STR(t, out, "a%20b/c~d.e_f-g");
   TL_EXPECT(t, tl_hub_quote("\xff%", false, out, sizeof out));
   TL_EXPECT_STR(t, out, "%FF%25");
-  TL_EXPECT(t, !tl_hub_quote("0123456789", false, out, 10)); /* no room for NUL */
+  TL_EXPECT(t,
+            !tl_hub_quote("0123456789", false, out, 10)); /* no room for NUL */
   TL_EXPECT(t, tl_hub_quote("012345678", false, out, 10));
 }
 

@@ -16,26 +16,32 @@
 
 static const char pull_usage[] =
     "usage: tinylm pull REPO_ID [--revision REV] -o DIR [--endpoint URL]\n"
-    "                   [--profile NAME] [--accept-missing-license] [--max-files N]\n"
+    "                   [--profile NAME] [--accept-missing-license] "
+    "[--max-files N]\n"
     "                   [--max-file-bytes N] [--max-total-bytes N]\n"
     "                   [--timeout SECONDS] [--max-redirects N] [--progress]\n"
     "                   [--json]\n"
     "  Fetches a Hugging Face model at the commit REV resolves to (default\n"
     "  main) into the new directory DIR, verifying every file against the\n"
-    "  repository tree, and writes DIR/" TL_ACQ_RECEIPT_NAME ".\n"
+    "  repository tree, and writes DIR/" TL_ACQ_RECEIPT_NAME
+    ".\n"
     "  DIR appears complete or not at all; after a dropped connection or a\n"
     "  timeout DIR.partial is kept and a rerun resumes (verifying again).\n"
-    "  --endpoint       default $HF_ENDPOINT, else " TL_ACQ_DEFAULT_ENDPOINT "\n"
+    "  --endpoint       default $HF_ENDPOINT, else " TL_ACQ_DEFAULT_ENDPOINT
+    "\n"
     "                   ($HF_TOKEN, when set, goes to this host only)\n"
-    "  --profile        for the converter's checks (as tinylm convert --profile)\n"
-    "  --accept-missing-license  proceed without a declared license (recorded)\n"
+    "  --profile        for the converter's checks (as tinylm convert "
+    "--profile)\n"
+    "  --accept-missing-license  proceed without a declared license "
+    "(recorded)\n"
     "  --max-files      tree entries (default 64)\n"
     "  --max-file-bytes / --max-total-bytes  (default 64 GiB / 256 GiB)\n"
     "  --timeout        connect timeout, and the longest stall (default 30)\n"
     "  --max-redirects  per request (default 5)\n";
 
 static const char drift_usage[] =
-    "usage: tinylm drift DIR [-o RECEIPT] [--endpoint URL] [--timeout SECONDS]\n"
+    "usage: tinylm drift DIR [-o RECEIPT] [--endpoint URL] [--timeout "
+    "SECONDS]\n"
     "                    [--json]\n"
     "  Resolves the revision DIR was pulled at again and reports whether it\n"
     "  moved and which files differ, as a new observation receipt (default\n"
@@ -97,14 +103,17 @@ static int fail_pull(bool json, tl_status st, const tl_pull_report *r,
   json_object_set_new(extra, "resumable", json_boolean(r->kept_partial));
   json_object_set_new(extra, "transient", json_boolean(r->transient));
   if (r->kept_partial)
-    return tl_cli_fail_with(json, st, extra,
-                            "%s (%s.partial is kept: run the same command again "
-                            "to resume)",
-                            err, dir);
+    return tl_cli_fail_with(
+        json, st, extra,
+        "%s (%s.partial is kept: run the same command again "
+        "to resume)",
+        err, dir);
   if (r->transient)
-    return tl_cli_fail_with(json, st, extra,
-                            "%s (no directory was written; a rerun may succeed)", err);
-  return tl_cli_fail_with(json, st, extra, "%s (no directory was written)", err);
+    return tl_cli_fail_with(
+        json, st, extra, "%s (no directory was written; a rerun may succeed)",
+        err);
+  return tl_cli_fail_with(json, st, extra, "%s (no directory was written)",
+                          err);
 }
 
 int tl_cmd_pull(int argc, char **argv) {
@@ -134,7 +143,8 @@ int tl_cmd_pull(int argc, char **argv) {
     } else if (strcmp(a, "-o") == 0) {
       if ((rc = tl_cli_value(json, argc, argv, &i, &o.out_dir)) >= 0) return rc;
     } else if (strcmp(a, "--revision") == 0) {
-      if ((rc = tl_cli_value(json, argc, argv, &i, &o.revision)) >= 0) return rc;
+      if ((rc = tl_cli_value(json, argc, argv, &i, &o.revision)) >= 0)
+        return rc;
     } else if (strcmp(a, "--profile") == 0) {
       if ((rc = tl_cli_value(json, argc, argv, &i, &o.profile)) >= 0) return rc;
     } else if (strcmp(a, "--max-files") == 0) {
@@ -143,11 +153,13 @@ int tl_cmd_pull(int argc, char **argv) {
       if (rc >= 0) return rc;
     } else if (strcmp(a, "--max-file-bytes") == 0) {
       if ((rc = tl_cli_value(json, argc, argv, &i, &v)) < 0)
-        rc = tl_cli_flag_u64(json, a, v, 1, (uint64_t)1 << 50, &o.limits.max_file_bytes);
+        rc = tl_cli_flag_u64(json, a, v, 1, (uint64_t)1 << 50,
+                             &o.limits.max_file_bytes);
       if (rc >= 0) return rc;
     } else if (strcmp(a, "--max-total-bytes") == 0) {
       if ((rc = tl_cli_value(json, argc, argv, &i, &v)) < 0)
-        rc = tl_cli_flag_u64(json, a, v, 1, (uint64_t)1 << 52, &o.limits.max_total_bytes);
+        rc = tl_cli_flag_u64(json, a, v, 1, (uint64_t)1 << 52,
+                             &o.limits.max_total_bytes);
       if (rc >= 0) return rc;
     } else if (a[0] == '-') {
       return tl_cli_usage(json, "unknown option '%s'\n%s", a, pull_usage);
@@ -158,7 +170,8 @@ int tl_cmd_pull(int argc, char **argv) {
     }
   }
   if (o.repo_id == NULL || o.out_dir == NULL)
-    return tl_cli_usage(json, "REPO_ID and -o DIR are required\n%s", pull_usage);
+    return tl_cli_usage(json, "REPO_ID and -o DIR are required\n%s",
+                        pull_usage);
   if (o.revision == NULL) o.revision = "main";
 
   st = tl_pull(&o, &r, err, sizeof err);
@@ -170,28 +183,32 @@ int tl_cmd_pull(int argc, char **argv) {
   tl_cli_hex(r.receipt_id, 32, id);
   if (json) {
     json_t *out = json_pack(
-        "{s:s,s:s,s:s,s:s,s:b,s:s,s:I,s:I,s:I,s:I,s:o,s:s}", "repo_id", o.repo_id,
-        "revision", o.revision, "commit", r.commit, "final_commit", r.final_commit,
-        "drifted", r.drifted, "dir", o.out_dir, "files", (json_int_t)r.n_files,
-        "bytes", (json_int_t)r.bytes_total, "bytes_fetched",
-        (json_int_t)r.bytes_fetched, "reused", (json_int_t)r.n_reused, "license",
+        "{s:s,s:s,s:s,s:s,s:b,s:s,s:I,s:I,s:I,s:I,s:o,s:s}", "repo_id",
+        o.repo_id, "revision", o.revision, "commit", r.commit, "final_commit",
+        r.final_commit, "drifted", r.drifted, "dir", o.out_dir, "files",
+        (json_int_t)r.n_files, "bytes", (json_int_t)r.bytes_total,
+        "bytes_fetched", (json_int_t)r.bytes_fetched, "reused",
+        (json_int_t)r.n_reused, "license",
         r.license[0] ? json_string(r.license) : json_null(), "receipt_id", id);
     char *text = json_dumps(out, JSON_COMPACT | JSON_SORT_KEYS);
     puts(text);
     free(text);
     json_decref(out);
   } else {
-    printf("pulled %s@%s (revision %s) into %s\n", o.repo_id, r.commit, o.revision,
-           o.out_dir);
-    printf("%zu files, %llu bytes verified (%llu fetched, %zu kept from an "
-           "earlier run)\n",
-           r.n_files, (unsigned long long)r.bytes_total,
-           (unsigned long long)r.bytes_fetched, r.n_reused);
-    printf("license %s\n", r.license[0] ? r.license : "none declared (accepted)");
+    printf("pulled %s@%s (revision %s) into %s\n", o.repo_id, r.commit,
+           o.revision, o.out_dir);
+    printf(
+        "%zu files, %llu bytes verified (%llu fetched, %zu kept from an "
+        "earlier run)\n",
+        r.n_files, (unsigned long long)r.bytes_total,
+        (unsigned long long)r.bytes_fetched, r.n_reused);
+    printf("license %s\n",
+           r.license[0] ? r.license : "none declared (accepted)");
     if (r.drifted)
-      printf("note: %s moved to %s during the pull (recorded; the files are "
-             "those of %s)\n",
-             o.revision, r.final_commit, r.commit);
+      printf(
+          "note: %s moved to %s during the pull (recorded; the files are "
+          "those of %s)\n",
+          o.revision, r.final_commit, r.commit);
     printf("acquisition receipt %s\n", id);
   }
   tl_pull_report_free(&r);
@@ -217,7 +234,8 @@ int tl_cmd_drift(int argc, char **argv) {
       return TL_EXIT_OK;
     } else if (strcmp(a, "--json") == 0) {
     } else if (strcmp(a, "-o") == 0) {
-      if ((rc = tl_cli_value(json, argc, argv, &i, &o.out_path)) >= 0) return rc;
+      if ((rc = tl_cli_value(json, argc, argv, &i, &o.out_path)) >= 0)
+        return rc;
     } else if (a[0] == '-') {
       return tl_cli_usage(json, "unknown option '%s'\n%s", a, drift_usage);
     } else if (o.dir == NULL) {
@@ -226,7 +244,8 @@ int tl_cmd_drift(int argc, char **argv) {
       return tl_cli_usage(json, "one DIR only\n%s", drift_usage);
     }
   }
-  if (o.dir == NULL) return tl_cli_usage(json, "DIR is required\n%s", drift_usage);
+  if (o.dir == NULL)
+    return tl_cli_usage(json, "DIR is required\n%s", drift_usage);
   if (o.out_path == NULL) {
     char stamp[32];
     time_t now = time(NULL);
@@ -246,10 +265,10 @@ int tl_cmd_drift(int argc, char **argv) {
   }
   tl_cli_hex(r.receipt_id, 32, id);
   if (json) {
-    json_t *out = json_pack("{s:s,s:s,s:b,s:O,s:O,s:O,s:s,s:s}", "commit", r.commit,
-                            "now", r.now, "moved", r.moved, "changed", r.changed,
-                            "added", r.added, "removed", r.removed, "receipt",
-                            o.out_path, "receipt_id", id);
+    json_t *out = json_pack("{s:s,s:s,s:b,s:O,s:O,s:O,s:s,s:s}", "commit",
+                            r.commit, "now", r.now, "moved", r.moved, "changed",
+                            r.changed, "added", r.added, "removed", r.removed,
+                            "receipt", o.out_path, "receipt_id", id);
     char *text = json_dumps(out, JSON_COMPACT | JSON_SORT_KEYS);
     puts(text);
     free(text);
@@ -261,9 +280,12 @@ int tl_cmd_drift(int argc, char **argv) {
       printf("no drift: the revision still resolves to %s\n", r.commit);
     else
       printf("drift: the revision moved from %s to %s\n", r.commit, r.now);
-    json_array_foreach(r.changed, i, p) printf("  changed  %s\n", json_string_value(p));
-    json_array_foreach(r.added, i, p) printf("  added    %s\n", json_string_value(p));
-    json_array_foreach(r.removed, i, p) printf("  removed  %s\n", json_string_value(p));
+    json_array_foreach(r.changed, i, p)
+        printf("  changed  %s\n", json_string_value(p));
+    json_array_foreach(r.added, i, p)
+        printf("  added    %s\n", json_string_value(p));
+    json_array_foreach(r.removed, i, p)
+        printf("  removed  %s\n", json_string_value(p));
     printf("observation receipt %s (%s)\n", id, o.out_path);
   }
   tl_drift_report_free(&r);

@@ -9,16 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
-static tl_status failf(char *err, size_t cap, tl_status st, const char *fmt,
-                       ...) __attribute__((format(printf, 4, 5)));
-static tl_status failf(char *err, size_t cap, tl_status st, const char *fmt,
-                       ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, cap, fmt, ap);
-  va_end(ap);
-  return st;
-}
+#include "tool_msg.h"
 
 /* "scheme://host:port", lower-case, with the scheme's default port made
  * explicit; NULL for a URL curl does not parse. */
@@ -60,26 +51,26 @@ tl_status tl_hub_open(tl_hub *h, const char *endpoint, const char *token,
   if (n == 0 || n >= sizeof h->endpoint ||
       (strncmp(endpoint, "https://", 8) != 0 &&
        strncmp(endpoint, "http://", 7) != 0))
-    return failf(err, cap, TL_ERR_INVALID_ARGUMENT,
-                 "endpoint '%s' is not an http:// or https:// URL", endpoint);
+    return tl_fail(err, cap, TL_ERR_INVALID_ARGUMENT,
+                   "endpoint '%s' is not an http:// or https:// URL", endpoint);
   memcpy(h->endpoint, endpoint, n);
   h->endpoint[n] = '\0';
   /* The endpoint is recorded in receipts: it may carry no credentials
    * (the token comes from HF_TOKEN), no query and no fragment. */
   if (strpbrk(h->endpoint, "?#") != NULL ||
       memchr(h->endpoint, '@', strcspn(h->endpoint + 8, "/") + 8) != NULL)
-    return failf(err, cap, TL_ERR_INVALID_ARGUMENT,
-                 "endpoint '%s': no user, password, query or fragment (the "
-                 "token comes from HF_TOKEN)",
-                 endpoint);
+    return tl_fail(err, cap, TL_ERR_INVALID_ARGUMENT,
+                   "endpoint '%s': no user, password, query or fragment (the "
+                   "token comes from HF_TOKEN)",
+                   endpoint);
   if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-    return failf(err, cap, TL_ERR_IO, "libcurl failed to initialise");
+    return tl_fail(err, cap, TL_ERR_IO, "libcurl failed to initialise");
   h->origin = origin_of(h->endpoint);
   h->curl = curl_easy_init();
   if (h->origin == NULL || h->curl == NULL) {
     tl_hub_close(h);
-    return failf(err, cap, TL_ERR_INVALID_ARGUMENT,
-                 "endpoint '%s' is not a valid URL", endpoint);
+    return tl_fail(err, cap, TL_ERR_INVALID_ARGUMENT,
+                   "endpoint '%s' is not a valid URL", endpoint);
   }
   h->token = token != NULL && token[0] != '\0' ? token : NULL;
   h->timeout_s = timeout_s;
@@ -96,11 +87,11 @@ void tl_hub_close(tl_hub *h) {
 
 typedef struct xfer {
   tl_hub_headers *hd;
-  bool own_origin;  /* this hop is served by the endpoint's origin */
-  long hop_status;  /* from the status line */
-  bool started;     /* the body has begun */
-  uint64_t skip;    /* bytes still to drop (a 200 answer to a Range) */
-  uint64_t at;      /* body bytes so far, counting the resumed prefix */
+  bool own_origin; /* this hop is served by the endpoint's origin */
+  long hop_status; /* from the status line */
+  bool started;    /* the body has begun */
+  uint64_t skip;   /* bytes still to drop (a 200 answer to a Range) */
+  uint64_t at;     /* body bytes so far, counting the resumed prefix */
   uint64_t offset, max_bytes;
   tl_hub_sink sink;
   void *arg;
@@ -151,7 +142,8 @@ static size_t on_header(char *line, size_t size, size_t nitems, void *arg) {
     copy_value(x->hd->etag, sizeof x->hd->etag, v, vn);
   else if (header_is(line, n, "X-Linked-Size", &v, &vn)) {
     copy_value(tmp, sizeof tmp, v, vn);
-    x->hd->linked_size = tmp[0] >= '0' && tmp[0] <= '9' ? strtoll(tmp, NULL, 10) : -2;
+    x->hd->linked_size =
+        tmp[0] >= '0' && tmp[0] <= '9' ? strtoll(tmp, NULL, 10) : -2;
   } else if (header_is(line, n, "Link", &v, &vn)) {
     /* <url>; rel="next" among comma-separated links. */
     copy_value(tmp, sizeof tmp, v, vn);
@@ -159,7 +151,8 @@ static size_t on_header(char *line, size_t size, size_t nitems, void *arg) {
       char *end = strchr(p, '>');
       if (end == NULL) break;
       if (strstr(end, "rel=\"next\"") != NULL &&
-          (strchr(end, ',') == NULL || strstr(end, "rel=\"next\"") < strchr(end, ',')) &&
+          (strchr(end, ',') == NULL ||
+           strstr(end, "rel=\"next\"") < strchr(end, ',')) &&
           (size_t)(end - p - 1) < sizeof x->hd->next) {
         memcpy(x->hd->next, p + 1, (size_t)(end - p - 1));
         x->hd->next[end - p - 1] = '\0';
@@ -190,9 +183,9 @@ static size_t on_body(char *p, size_t size, size_t nitems, void *arg) {
     if (n == 0) return size * nitems;
   }
   if (x->at + n > x->max_bytes) {
-    x->st = failf(x->err, x->cap, TL_ERR_BOUNDS,
-                  "the body is longer than the %llu bytes declared",
-                  (unsigned long long)x->max_bytes);
+    x->st = tl_fail(x->err, x->cap, TL_ERR_BOUNDS,
+                    "the body is longer than the %llu bytes declared",
+                    (unsigned long long)x->max_bytes);
     return 0;
   }
   x->at += n;
@@ -201,8 +194,8 @@ static size_t on_body(char *p, size_t size, size_t nitems, void *arg) {
 }
 
 tl_status tl_hub_get(tl_hub *h, const char *url, uint64_t offset,
-                     uint64_t max_bytes, tl_hub_sink sink,
-                     void *arg, tl_hub_headers *hd, bool *transport, char *err,
+                     uint64_t max_bytes, tl_hub_sink sink, void *arg,
+                     tl_hub_headers *hd, bool *transport, char *err,
                      size_t cap) {
   CURL *c = h->curl;
   char *cur = strdup(url), shown[400], range[64], auth[4200], ua[64];
@@ -210,7 +203,8 @@ tl_status tl_hub_get(tl_hub *h, const char *url, uint64_t offset,
   memset(hd, 0, sizeof *hd);
   hd->linked_size = -1;
   *transport = false;
-  if (cur == NULL) return failf(err, cap, TL_ERR_OUT_OF_MEMORY, "out of memory");
+  if (cur == NULL)
+    return tl_fail(err, cap, TL_ERR_OUT_OF_MEMORY, "out of memory");
   snprintf(ua, sizeof ua, "tinylm/%s", TL_VERSION_STRING);
   for (;;) {
     struct curl_slist *headers = NULL;
@@ -237,7 +231,8 @@ tl_status tl_hub_get(tl_hub *h, const char *url, uint64_t offset,
       headers = curl_slist_append(headers, auth);
     }
     if (offset > 0) {
-      snprintf(range, sizeof range, "Range: bytes=%llu-", (unsigned long long)offset);
+      snprintf(range, sizeof range, "Range: bytes=%llu-",
+               (unsigned long long)offset);
       headers = curl_slist_append(headers, range);
     }
     curl_easy_reset(c);
@@ -268,38 +263,44 @@ tl_status tl_hub_get(tl_hub *h, const char *url, uint64_t offset,
     if (res != CURLE_OK) {
       *transport = res != CURLE_PEER_FAILED_VERIFICATION &&
                    res != CURLE_SSL_CACERT_BADFILE &&
-                   res != CURLE_UNSUPPORTED_PROTOCOL && res != CURLE_URL_MALFORMAT;
-      st = failf(err, cap, TL_ERR_IO, "%s: %s", shown, curl_easy_strerror(res));
+                   res != CURLE_UNSUPPORTED_PROTOCOL &&
+                   res != CURLE_URL_MALFORMAT;
+      st = tl_fail(err, cap, TL_ERR_IO, "%s: %s", shown,
+                   curl_easy_strerror(res));
       break;
     }
     if (code >= 300 && code <= 399) {
       char *next = NULL;
       curl_easy_getinfo(c, CURLINFO_REDIRECT_URL, &next);
       if (next == NULL) {
-        st = failf(err, cap, TL_ERR_IO, "%s: HTTP %ld without a Location", shown, code);
+        st = tl_fail(err, cap, TL_ERR_IO, "%s: HTTP %ld without a Location",
+                     shown, code);
         break;
       }
       /* The bytes are verified anyway; the request (and what it reveals)
        * still never drops from TLS to plain text. */
-      if (strncmp(h->origin, "https:", 6) == 0 && strncasecmp(next, "https:", 6) != 0) {
-        st = failf(err, cap, TL_ERR_IO, "%s: refusing a redirect from https to '%.8s...'",
-                   shown, next);
+      if (strncmp(h->origin, "https:", 6) == 0 &&
+          strncasecmp(next, "https:", 6) != 0) {
+        st = tl_fail(err, cap, TL_ERR_IO,
+                     "%s: refusing a redirect from https to '%.8s...'", shown,
+                     next);
         break;
       }
       if (++hd->redirects > h->max_redirects) {
-        st = failf(err, cap, TL_ERR_IO, "%s: more than %d redirects", shown,
-                   h->max_redirects);
+        st = tl_fail(err, cap, TL_ERR_IO, "%s: more than %d redirects", shown,
+                     h->max_redirects);
         break;
       }
       free(cur);
       cur = strdup(next);
-      if (cur == NULL) return failf(err, cap, TL_ERR_OUT_OF_MEMORY, "out of memory");
+      if (cur == NULL)
+        return tl_fail(err, cap, TL_ERR_OUT_OF_MEMORY, "out of memory");
       continue;
     }
     if (code < 200 || code > 299) {
       *transport = code == 429 || code >= 500;
-      st = failf(err, cap, TL_ERR_IO, "%s: HTTP %ld%s%s", shown, code,
-                 x.error_text[0] ? ": " : "", x.error_text);
+      st = tl_fail(err, cap, TL_ERR_IO, "%s: HTTP %ld%s%s", shown, code,
+                   x.error_text[0] ? ": " : "", x.error_text);
       break;
     }
     break;
@@ -321,7 +322,8 @@ static tl_status to_buffer(void *arg, const uint8_t *p, size_t n, char *err,
     uint8_t *q;
     while (want < b->len + n) want *= 2;
     q = realloc(b->p, want);
-    if (q == NULL) return failf(err, cap, TL_ERR_OUT_OF_MEMORY, "out of memory");
+    if (q == NULL)
+      return tl_fail(err, cap, TL_ERR_OUT_OF_MEMORY, "out of memory");
     b->p = q;
     b->cap = want;
   }
@@ -336,15 +338,15 @@ tl_status tl_hub_get_json(tl_hub *h, const char *url, json_t **out,
   buffer b = {NULL, 0, 0};
   json_error_t je;
   char shown[400];
-  tl_status st = tl_hub_get(h, url, 0, (uint64_t)64 << 20, to_buffer, &b,
-                            hd, transport, err, cap);
+  tl_status st = tl_hub_get(h, url, 0, (uint64_t)64 << 20, to_buffer, &b, hd,
+                            transport, err, cap);
   *out = NULL;
   if (st == TL_OK) {
     *out = json_loadb((const char *)b.p, b.len, JSON_REJECT_DUPLICATES, &je);
     if (*out == NULL) {
       shown_url(url, shown, sizeof shown);
-      st = failf(err, cap, TL_ERR_IO, "%s: the answer is not JSON (%s)", shown,
-                 je.text);
+      st = tl_fail(err, cap, TL_ERR_IO, "%s: the answer is not JSON (%s)",
+                   shown, je.text);
     }
   }
   free(b.p);

@@ -17,20 +17,20 @@ typedef struct tl_hub {
   void *curl;          /* CURL * */
   char endpoint[1024]; /* no trailing '/' */
   char *origin;        /* "scheme://host:port" of the endpoint (malloc) */
-  const char *token;   /* sent as a bearer token to the origin only; NULL: none */
-  long timeout_s;      /* connect timeout, and no byte for this long aborts */
+  const char *token; /* sent as a bearer token to the origin only; NULL: none */
+  long timeout_s;    /* connect timeout, and no byte for this long aborts */
   int max_redirects;
 } tl_hub;
 
 /* The response headers the protocol reads, from the hops served by the
  * endpoint's origin (a CDN's own ETag never overrides the Hub's). */
 typedef struct tl_hub_headers {
-  long status;            /* of the last hop */
-  char repo_commit[96];   /* X-Repo-Commit */
-  char linked_etag[160];  /* X-Linked-Etag, quotes and W/ removed */
-  char etag[160];         /* ETag, likewise */
-  int64_t linked_size;    /* X-Linked-Size; -1 when absent */
-  char next[2048];        /* Link: <...>; rel="next" */
+  long status;           /* of the last hop */
+  char repo_commit[96];  /* X-Repo-Commit */
+  char linked_etag[160]; /* X-Linked-Etag, quotes and W/ removed */
+  char etag[160];        /* ETag, likewise */
+  int64_t linked_size;   /* X-Linked-Size; -1 when absent */
+  char next[2048];       /* Link: <...>; rel="next" */
   int redirects;
 } tl_hub_headers;
 
@@ -49,8 +49,8 @@ void tl_hub_close(tl_hub *h);
  * *transport set for failures a rerun may get past (dropped connection,
  * timeout, 429, 5xx). */
 tl_status tl_hub_get(tl_hub *h, const char *url, uint64_t offset,
-                     uint64_t max_bytes, tl_hub_sink sink,
-                     void *arg, tl_hub_headers *hd, bool *transport, char *err,
+                     uint64_t max_bytes, tl_hub_sink sink, void *arg,
+                     tl_hub_headers *hd, bool *transport, char *err,
                      size_t cap);
 
 /* GET url as a JSON document (at most 64 MiB); an answer that is not JSON

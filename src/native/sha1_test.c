@@ -32,5 +32,6 @@ static void git_blob_id(tl_test_ctx *t) {
               "ce013625030ba8dba906f756967f9e9ca394464a");
 }
 
-static const tl_test_case cases[] = {TL_CASE(fips_vectors), TL_CASE(git_blob_id)};
+static const tl_test_case cases[] = {TL_CASE(fips_vectors),
+                                     TL_CASE(git_blob_id)};
 TL_SUITE(sha1, cases);
