@@ -16,7 +16,7 @@
 typedef struct prepared {
   float *f, *scales;
   int8_t *q8, *q4;
-  int32_t *bias;
+  int32_t *bias, *bias8;
   tl_kern_x x;
 } prepared;
 
@@ -27,13 +27,15 @@ static bool prepare(const float *v, size_t n, prepared *p) {
   p->q8 = malloc(nb * 32);
   p->q4 = malloc(nb * 32);
   p->bias = malloc(nb * 8 * sizeof(int32_t));
-  if (!p->f || !p->scales || !p->q8 || !p->q4 || !p->bias) return false;
+  p->bias8 = malloc(nb * 8 * sizeof(int32_t));
+  if (!p->f || !p->scales || !p->q8 || !p->q4 || !p->bias || !p->bias8) return false;
   memcpy(p->f, v, n * sizeof(float));
-  tl_kern_quantize_x(p->f, n, p->scales, p->q8, p->q4, p->bias);
+  tl_kern_quantize_x(p->f, n, p->scales, p->q8, p->bias8, p->q4, p->bias);
   p->x.f = p->f;
   p->x.q8 = p->q8;
   p->x.q4 = p->q4;
   p->x.scales = p->scales;
+  p->x.q8_bias = p->bias8;
   p->x.q4_bias = p->bias;
   return true;
 }
@@ -44,6 +46,7 @@ static void release(prepared *p) {
   free(p->q8);
   free(p->q4);
   free(p->bias);
+  free(p->bias8);
 }
 
 /* Variants to check: compiled and supported, other than the twin. */

@@ -27,8 +27,17 @@ static int8_t rne127(float r) {
   return (int8_t)t;
 }
 
+/* bias[g] = -k * (sum of codes 4g .. 4g+3), g < 8. */
+static void group_bias(const int8_t *codes, int32_t k, int32_t *bias) {
+  for (size_t g = 0; g < 8; g++) {
+    int32_t s = 0;
+    for (size_t i = 0; i < 4; i++) s += codes[4 * g + i];
+    bias[g] = -k * s;
+  }
+}
+
 void tl_kern_quantize_x(const float *x, size_t n, float *scales, int8_t *q8,
-                        int8_t *q4, int32_t *q4_bias) {
+                        int32_t *q8_bias, int8_t *q4, int32_t *q4_bias) {
   size_t nb = (n + TL_QUANT_BLOCK - 1) / TL_QUANT_BLOCK;
   for (size_t b = 0; b < nb; b++) {
     size_t lo = b * TL_QUANT_BLOCK, m = n - lo < TL_QUANT_BLOCK ? n - lo : TL_QUANT_BLOCK;
@@ -46,18 +55,17 @@ void tl_kern_quantize_x(const float *x, size_t n, float *scales, int8_t *q8,
         codes[i] = rne127(r);
       }
     scales[b] = d;
-    if (q8 != NULL) memcpy(q8 + lo, codes, TL_QUANT_BLOCK);
+    if (q8 != NULL) {
+      memcpy(q8 + lo, codes, TL_QUANT_BLOCK);
+      group_bias(codes, 128, q8_bias + 8 * b);
+    }
     if (q4 != NULL) {
       /* even elements, then odd: the order of the low and high nibbles */
       for (size_t k = 0; k < 16; k++) {
         q4[lo + k] = codes[2 * k];
         q4[lo + 16 + k] = codes[2 * k + 1];
       }
-      for (size_t g = 0; g < 8; g++) {
-        int32_t s = 0;
-        for (size_t k = 0; k < 4; k++) s += q4[lo + 4 * g + k];
-        q4_bias[8 * b + g] = -8 * s;
-      }
+      group_bias(q4 + lo, 8, q4_bias + 8 * b);
     }
   }
 }

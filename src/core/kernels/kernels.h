@@ -26,14 +26,15 @@
  * f: the f32 values (float weights). For q8/q4 weights (F-3), per block b
  * of 32: scales[b]; codes[32b ..]: in element order for q8 (q8 != NULL),
  * and for q4 (q4 != NULL) the even elements first, then the odd ones (the
- * nibble layout), with q4_bias[8b + g] = -8 * (sum of group g's codes), so
- * that a product with the stored nibbles u = q + 8 plus the bias is the
- * product with q. */
+ * nibble layout). The biases make unsigned-times-signed products exact
+ * products with the codes: q8_bias[8b + g] = -128 * (sum of group g's
+ * codes), for weights offset to w + 128; q4_bias[8b + g] = -8 * (sum of
+ * group g's codes, in the q4 order), for the stored nibbles u = q + 8. */
 typedef struct tl_kern_x {
   const float *f;
   const int8_t *q8, *q4;
   const float *scales;
-  const int32_t *q4_bias;
+  const int32_t *q8_bias, *q4_bias;
 } tl_kern_x;
 
 /* y[r] = row r of w (rows rows of n elements of one type, row_bytes apart)
@@ -61,10 +62,10 @@ typedef struct tl_kernels {
 const tl_kernels *tl_kernels_get(tl_kern_isa isa);
 
 /* F-3 for one vector of n finite floats into nb = ceil(n/32) blocks:
- * scales[nb], and codes for q8 (q8 != NULL: nb*32) and/or q4 (q4 and
- * q4_bias != NULL: nb*32 and nb*8). */
+ * scales[nb], and codes for q8 (q8 and q8_bias != NULL: nb*32 and nb*8)
+ * and/or q4 (q4 and q4_bias != NULL: nb*32 and nb*8). */
 void tl_kern_quantize_x(const float *x, size_t n, float *scales, int8_t *q8,
-                        int8_t *q4, int32_t *q4_bias);
+                        int32_t *q8_bias, int8_t *q4, int32_t *q4_bias);
 
 /* Q-17 for rows [r0, r1) of a q8/q4 weight (any other type: TL_OK):
  * TL_ERR_INVALID_MODEL for a negative or non-finite scale, a code outside

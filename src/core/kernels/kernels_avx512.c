@@ -1,9 +1,11 @@
 /* fast/1 kernels with AVX-512: integer block products with VNNI
- * (vpdpbusd on 256-bit registers: one block of 32 codes per instruction,
- * two accumulators for even and odd blocks, as F-4 orders them), float
+ * (vpdpbusd: q8 two blocks per 512-bit instruction, q4 one block per
+ * 256-bit one with two accumulators for even and odd blocks, as F-4
+ * orders them), float
  * products in one 512-bit accumulator (lanes A_0..15 of F-6) with masked
  * tail loads. */
 #include <immintrin.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "kernels/kernels_impl.h"
@@ -24,13 +26,6 @@ static inline float scale_of(const uint8_t *blk) {
   return d;
 }
 
-TARGET static inline __m256i q8_groups(const uint8_t *blk, const int8_t *x) {
-  __m256i w = _mm256_loadu_si256((const __m256i *)(blk + 4));
-  __m256i v = _mm256_loadu_si256((const __m256i *)x);
-  return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(w),
-                             _mm256_sign_epi8(v, w));
-}
-
 TARGET static inline __m256i q4_groups(const uint8_t *blk, const int8_t *x,
                                        const int32_t *bias) {
   __m128i bytes = _mm_loadu_si128((const __m128i *)(blk + 4));
@@ -45,24 +40,37 @@ TARGET static inline __m256 term(__m256i s, float p) {
   return _mm256_mul_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(p));
 }
 
+/* Two q8 blocks (b, b + 1) per 512-bit step: lanes 0..7 are block b's
+ * groups and 8..15 block b + 1's, which are F-4's lanes A_j for an even b.
+ * The weights go in offset to unsigned (w + 128) and the activation's
+ * q8_bias takes the offset out again, exactly. */
+TARGET static inline __m512 q8_pair(const uint8_t *k0, const int8_t *x, const int32_t *bias,
+                                    const float *xs, bool second) {
+  __m256i w0 = _mm256_loadu_si256((const __m256i *)(k0 + 4));
+  __m256i w1 = second ? _mm256_loadu_si256((const __m256i *)(k0 + 40)) : _mm256_setzero_si256();
+  __m512i u = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(w0), w1, 1),
+                               _mm512_set1_epi8((char)0x80));
+  __mmask64 mx = second ? ~(__mmask64)0 : 0xFFFFFFFFu;
+  __mmask16 mb = second ? 0xFFFF : 0x00FF;
+  __m512i sum = _mm512_dpbusd_epi32(_mm512_maskz_loadu_epi32(mb, bias), u,
+                                    _mm512_maskz_loadu_epi8(mx, x));
+  float p0 = scale_of(k0) * xs[0], p1 = second ? scale_of(k0 + 36) * xs[1] : 0.0f;
+  __m512 p = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(p0), _mm512_set1_ps(p1));
+  /* without a second block its lanes add +0 (F-6: no lane is -0) */
+  return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_maskz_mov_epi32(mb, sum)), p);
+}
+
 TARGET static void rows_q8(const uint8_t *w, size_t row_bytes, size_t n,
                            const tl_kern_x *x, size_t rows, float *y) {
   size_t nb = (n + 31) / 32;
   for (size_t r = 0; r < rows; r++) {
     const uint8_t *row = w + r * row_bytes;
-    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-    size_t b = 0;
-    for (; b + 2 <= nb; b += 2) {
-      const uint8_t *k0 = row + b * 36, *k1 = k0 + 36;
-      a0 = _mm256_add_ps(a0, term(q8_groups(k0, x->q8 + 32 * b), scale_of(k0) * x->scales[b]));
-      a1 = _mm256_add_ps(a1, term(q8_groups(k1, x->q8 + 32 * b + 32),
-                                  scale_of(k1) * x->scales[b + 1]));
-    }
-    if (b < nb) {
-      const uint8_t *k0 = row + b * 36;
-      a0 = _mm256_add_ps(a0, term(q8_groups(k0, x->q8 + 32 * b), scale_of(k0) * x->scales[b]));
-    }
-    y[r] = tree8(_mm256_add_ps(a0, a1));
+    __m512 a = _mm512_setzero_ps();
+    for (size_t b = 0; b < nb; b += 2)
+      a = _mm512_add_ps(a, q8_pair(row + b * 36, x->q8 + 32 * b, x->q8_bias + 8 * b,
+                                   x->scales + b, b + 1 < nb));
+    y[r] = tree8(_mm256_add_ps(_mm512_castps512_ps256(a),
+                               _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1))));
   }
 }
 

@@ -13,16 +13,17 @@
 
 static float fx[MAX_N], fscales[MAX_N / 32];
 static int8_t fq8[MAX_N], fq4[MAX_N];
-static int32_t fbias[MAX_N / 4];
+static int32_t fbias[MAX_N / 4], fbias8[MAX_N / 4];
 
 /* Prepares x (n f32 bit patterns) for every weight type. */
 static void prepare(const uint32_t *bits, size_t n, tl_kern_x *x) {
   for (size_t i = 0; i < n; i++) fx[i] = tl_bits_to_f32(bits[i]);
-  tl_kern_quantize_x(fx, n, fscales, fq8, fq4, fbias);
+  tl_kern_quantize_x(fx, n, fscales, fq8, fbias8, fq4, fbias);
   x->f = fx;
   x->q8 = fq8;
   x->q4 = fq4;
   x->scales = fscales;
+  x->q8_bias = fbias8;
   x->q4_bias = fbias;
 }
 
@@ -35,7 +36,7 @@ static void act_golden(tl_test_ctx *t) {
     prepare(v->x, v->n, &x);
     ok &= TL_EXPECT_MEM(t, fq8, v->codes, nb * 32);
     for (size_t b = 0; b < nb; b++) {
-      int32_t sum[8] = {0};
+      int32_t sum[8] = {0}, sum8[8] = {0};
       ok &= TL_EXPECT_EQ_U64(t, tl_f32_to_bits(fscales[b]), v->scales[b]);
       /* the q4 layout: even elements, then odd, and the group biases */
       for (size_t k = 0; k < 16; k++) {
@@ -43,8 +44,11 @@ static void act_golden(tl_test_ctx *t) {
         ok &= TL_EXPECT_EQ_I64(t, fq4[32 * b + 16 + k], v->codes[32 * b + 2 * k + 1]);
       }
       for (size_t k = 0; k < 32; k++) sum[k / 4] += fq4[32 * b + k];
-      for (size_t g = 0; g < 8; g++)
+      for (size_t k = 0; k < 32; k++) sum8[k / 4] += v->codes[32 * b + k];
+      for (size_t g = 0; g < 8; g++) {
         ok &= TL_EXPECT_EQ_I64(t, fbias[8 * b + g], -8 * sum[g]);
+        ok &= TL_EXPECT_EQ_I64(t, fbias8[8 * b + g], -128 * sum8[g]);
+      }
     }
     if (!ok) {
       tl_test_print(t, "  in case ");

@@ -390,11 +390,11 @@ static size_t max3(size_t a, size_t b, size_t c) {
 }
 
 /* Floats of room for one activation of the widest contraction prepared
- * for q8 and q4 weights (F-3): per block of 32, a scale, 8 group biases
- * and 32 codes for each layout: 100 bytes. */
+ * for q8 and q4 weights (F-3): per block of 32, a scale, and 8 group
+ * biases and 32 codes for each layout: 132 bytes. */
 static size_t fast_act_floats(const tl_qwen3_config *c) {
   size_t widest = max3(c->hidden, c->inter, (size_t)c->heads * c->head_dim);
-  return (widest + TL_QUANT_BLOCK - 1) / TL_QUANT_BLOCK * 25;
+  return (widest + TL_QUANT_BLOCK - 1) / TL_QUANT_BLOCK * 33;
 }
 
 /* Floats of room for one tl_kern_x. */
@@ -535,17 +535,18 @@ static void fast_matmul(const run *r, bufs *b, const tl_qwen3_weight *const *w,
     memset(xt, 0, sizeof *xt);
     xt->f = x + t * width;
     if (q8 || q4) {
-      /* per token: scales [nb], q4 biases [8 nb], q8 codes [32 nb], q4
-       * codes [32 nb] */
+      /* per token: scales [nb], q8 and q4 biases [8 nb] each, q8 and q4
+       * codes [32 nb] each */
       float *scales = b->act + t * act;
-      int32_t *bias = (int32_t *)(void *)(scales + nb);
-      int8_t *c8 = (int8_t *)(void *)(bias + 8 * nb), *c4 = c8 + 32 * nb;
-      tl_kern_quantize_x(xt->f, width, scales, q8 ? c8 : NULL, q4 ? c4 : NULL,
-                         q4 ? bias : NULL);
+      int32_t *bias8 = (int32_t *)(void *)(scales + nb), *bias4 = bias8 + 8 * nb;
+      int8_t *c8 = (int8_t *)(void *)(bias4 + 8 * nb), *c4 = c8 + 32 * nb;
+      tl_kern_quantize_x(xt->f, width, scales, q8 ? c8 : NULL, q8 ? bias8 : NULL,
+                         q4 ? c4 : NULL, q4 ? bias4 : NULL);
       xt->scales = scales;
       xt->q8 = c8;
       xt->q4 = c4;
-      xt->q4_bias = bias;
+      xt->q8_bias = bias8;
+      xt->q4_bias = bias4;
     }
   }
   tl_parallel_run(m->par, fast_task, &j, fast_tasks(m, j.total));
