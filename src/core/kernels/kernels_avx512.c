@@ -26,18 +26,18 @@ static inline float scale_of(const uint8_t *blk) {
   return d;
 }
 
-TARGET static inline __m256i q4_groups(const uint8_t *blk, const int8_t *x,
-                                       const int32_t *bias) {
-  __m128i bytes = _mm_loadu_si128((const __m128i *)(blk + 4));
-  __m128i lo = _mm_and_si128(bytes, _mm_set1_epi8(0x0F));
-  __m128i hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), _mm_set1_epi8(0x0F));
-  return _mm256_dpbusd_epi32(_mm256_loadu_si256((const __m256i *)bias),
-                             _mm256_set_m128i(hi, lo),
-                             _mm256_loadu_si256((const __m256i *)x));
-}
-
-TARGET static inline __m256 term(__m256i s, float p) {
-  return _mm256_mul_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(p));
+/* The 16 terms t_{b,g} of a block pair (F-4) from the unsigned weights u:
+ * group sums exact through vpdpbusd plus the activation's bias, then
+ * times p0 (lanes 0..7) and p1 (8..15). Without a second block its lanes
+ * are +0 and add nothing (F-6: no lane is -0). */
+TARGET static inline __m512 pair_terms(__m512i u, const int8_t *x, const int32_t *bias,
+                                       float p0, float p1, bool second) {
+  __mmask64 mx = second ? ~(__mmask64)0 : 0xFFFFFFFFu;
+  __mmask16 mb = second ? 0xFFFF : 0x00FF;
+  __m512i sum = _mm512_dpbusd_epi32(_mm512_maskz_loadu_epi32(mb, bias), u,
+                                    _mm512_maskz_loadu_epi8(mx, x));
+  __m512 p = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(p0), _mm512_set1_ps(p1));
+  return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_maskz_mov_epi32(mb, sum)), p);
 }
 
 /* Two q8 blocks (b, b + 1) per 512-bit step: lanes 0..7 are block b's
@@ -50,51 +50,52 @@ TARGET static inline __m512 q8_pair(const uint8_t *k0, const int8_t *x, const in
   __m256i w1 = second ? _mm256_loadu_si256((const __m256i *)(k0 + 40)) : _mm256_setzero_si256();
   __m512i u = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(w0), w1, 1),
                                _mm512_set1_epi8((char)0x80));
-  __mmask64 mx = second ? ~(__mmask64)0 : 0xFFFFFFFFu;
-  __mmask16 mb = second ? 0xFFFF : 0x00FF;
-  __m512i sum = _mm512_dpbusd_epi32(_mm512_maskz_loadu_epi32(mb, bias), u,
-                                    _mm512_maskz_loadu_epi8(mx, x));
-  float p0 = scale_of(k0) * xs[0], p1 = second ? scale_of(k0 + 36) * xs[1] : 0.0f;
-  __m512 p = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(p0), _mm512_set1_ps(p1));
-  /* without a second block its lanes add +0 (F-6: no lane is -0) */
-  return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_maskz_mov_epi32(mb, sum)), p);
+  return pair_terms(u, x, bias, scale_of(k0) * xs[0],
+                    second ? scale_of(k0 + 36) * xs[1] : 0.0f, second);
 }
 
-TARGET static void rows_q8(const uint8_t *w, size_t row_bytes, size_t n,
-                           const tl_kern_x *x, size_t rows, float *y) {
+/* Two q4 blocks (b, b + 1) per 512-bit step, as q8_pair: each block's
+ * nibbles become [low nibbles | high nibbles] (the even elements, then the
+ * odd: the order of tl_kern_x.q4), and q4_bias removes the offset 8. */
+TARGET static inline __m512 q4_pair(const uint8_t *k0, const int8_t *x, const int32_t *bias,
+                                    const float *xs, bool second) {
+  __m128i b0 = _mm_loadu_si128((const __m128i *)(k0 + 4));
+  /* an absent second block: nibbles 8 (code 0) */
+  __m128i b1 = second ? _mm_loadu_si128((const __m128i *)(k0 + 24)) : _mm_set1_epi8((char)0x88);
+  __m256i v = _mm256_set_m128i(b1, b0), m = _mm256_set1_epi8(0x0F);
+  __m256i lo = _mm256_and_si256(v, m), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m);
+  /* [lo0 lo1 | hi0 hi1] -> [lo0 hi0 | lo1 hi1] */
+  __m512i u = _mm512_shuffle_i64x2(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1),
+                                   _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1),
+                                   _MM_SHUFFLE(3, 1, 2, 0));
+  return pair_terms(u, x, bias, scale_of(k0) * xs[0],
+                    second ? scale_of(k0 + 20) * xs[1] : 0.0f, second);
+}
+
+TARGET static inline void rows_quant(bool q4, const uint8_t *w, size_t row_bytes, size_t n,
+                                     const tl_kern_x *x, size_t rows, float *y) {
   size_t nb = (n + 31) / 32;
   for (size_t r = 0; r < rows; r++) {
     const uint8_t *row = w + r * row_bytes;
     __m512 a = _mm512_setzero_ps();
     for (size_t b = 0; b < nb; b += 2)
-      a = _mm512_add_ps(a, q8_pair(row + b * 36, x->q8 + 32 * b, x->q8_bias + 8 * b,
-                                   x->scales + b, b + 1 < nb));
+      a = _mm512_add_ps(a, q4 ? q4_pair(row + b * 20, x->q4 + 32 * b, x->q4_bias + 8 * b,
+                                        x->scales + b, b + 1 < nb)
+                              : q8_pair(row + b * 36, x->q8 + 32 * b, x->q8_bias + 8 * b,
+                                        x->scales + b, b + 1 < nb));
     y[r] = tree8(_mm256_add_ps(_mm512_castps512_ps256(a),
                                _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1))));
   }
 }
 
+TARGET static void rows_q8(const uint8_t *w, size_t row_bytes, size_t n,
+                           const tl_kern_x *x, size_t rows, float *y) {
+  rows_quant(false, w, row_bytes, n, x, rows, y);
+}
+
 TARGET static void rows_q4(const uint8_t *w, size_t row_bytes, size_t n,
                            const tl_kern_x *x, size_t rows, float *y) {
-  size_t nb = (n + 31) / 32;
-  for (size_t r = 0; r < rows; r++) {
-    const uint8_t *row = w + r * row_bytes;
-    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-    size_t b = 0;
-    for (; b + 2 <= nb; b += 2) {
-      const uint8_t *k0 = row + b * 20, *k1 = k0 + 20;
-      a0 = _mm256_add_ps(a0, term(q4_groups(k0, x->q4 + 32 * b, x->q4_bias + 8 * b),
-                                  scale_of(k0) * x->scales[b]));
-      a1 = _mm256_add_ps(a1, term(q4_groups(k1, x->q4 + 32 * b + 32, x->q4_bias + 8 * b + 8),
-                                  scale_of(k1) * x->scales[b + 1]));
-    }
-    if (b < nb) {
-      const uint8_t *k0 = row + b * 20;
-      a0 = _mm256_add_ps(a0, term(q4_groups(k0, x->q4 + 32 * b, x->q4_bias + 8 * b),
-                                  scale_of(k0) * x->scales[b]));
-    }
-    y[r] = tree8(_mm256_add_ps(a0, a1));
-  }
+  rows_quant(true, w, row_bytes, n, x, rows, y);
 }
 
 /* Up to 16 weights (mask m) as 16 floats; absent ones are +0. */
