@@ -4,6 +4,11 @@
 # so on a prepared machine it does nothing and prints one line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# One setup at a time: parallel makes (make -j, several checkouts of one
+# tree) would otherwise run apt-get or `npm ci` twice at once, and one
+# `npm ci` deletes node_modules under the other.
+exec 9<"scripts/setup.sh"
+flock 9
 
 # Debian packages: compilers and wasm linker, the sanitizer/libFuzzer
 # runtime, wabt (wasm opcode check), the differential oracles (b3sum,
