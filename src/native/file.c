@@ -202,7 +202,8 @@ static bool register_tmp(char *tmp) {
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_fatal_signal;
     sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < N_FATAL; i++) sigaddset(&sa.sa_mask, fatal_signals[i]);
+    for (size_t i = 0; i < N_FATAL; i++)
+      sigaddset(&sa.sa_mask, fatal_signals[i]);
     for (size_t i = 0; i < N_FATAL; i++) {
       took_over[i] = sigaction(fatal_signals[i], NULL, &saved[i]) == 0 &&
                      !(saved[i].sa_flags & SA_SIGINFO) &&
@@ -248,8 +249,8 @@ static bool wrote(const struct stat *st) {
   return false;
 }
 
-tl_status tl_file_atomic_begin(tl_file_atomic *f, const char *path,
-                               char *err, size_t err_cap) {
+tl_status tl_file_atomic_begin(tl_file_atomic *f, const char *path, char *err,
+                               size_t err_cap) {
   size_t path_len = strlen(path);
   sigset_t old;
   memset(f, 0, sizeof *f);
@@ -362,7 +363,9 @@ static char *resolved(const char *path) {
   const char *slash = strrchr(path, '/');
   const char *base = slash != NULL ? slash + 1 : path;
   char *dir, *real, *out;
-  size_t dir_len = slash == NULL ? 1 : slash == path ? 1 : (size_t)(slash - path);
+  size_t dir_len = slash == NULL   ? 1
+                   : slash == path ? 1
+                                   : (size_t)(slash - path);
   dir = malloc(dir_len + 1);
   if (dir == NULL) return NULL;
   memcpy(dir, slash == NULL ? "." : path, dir_len);
@@ -413,8 +416,10 @@ static tl_status check_against_dir(const char *out, const struct stat *so,
     }
     sprintf(p, "%s/%s", dir, e->d_name);
     if (same_file(out, so, exists, p)) {
-      snprintf(err, err_cap, "%s: the same file as %s, which this command "
-               "reads (never replaced, even with --force)", out, p);
+      snprintf(err, err_cap,
+               "%s: the same file as %s, which this command "
+               "reads (never replaced, even with --force)",
+               out, p);
       st = TL_ERR_INVALID_ARGUMENT;
     }
     free(p);
@@ -450,8 +455,10 @@ tl_status tl_file_output_check(const char *path, const char *const *inputs,
       tl_status s = check_against_dir(path, &st, link_ok, in, err, err_cap);
       if (s != TL_OK) return s;
     } else if (same_file(path, &st, link_ok, in)) {
-      snprintf(err, err_cap, "%s: the same file as %s, which this command "
-               "also uses (never replaced, even with --force)", path, in);
+      snprintf(err, err_cap,
+               "%s: the same file as %s, which this command "
+               "also uses (never replaced, even with --force)",
+               path, in);
       return TL_ERR_INVALID_ARGUMENT;
     }
   }
@@ -461,8 +468,10 @@ tl_status tl_file_output_check(const char *path, const char *const *inputs,
     return TL_ERR_INVALID_ARGUMENT;
   }
   if (!S_ISREG(lst.st_mode) && !S_ISLNK(lst.st_mode)) {
-    snprintf(err, err_cap, "%s: exists and is %s; only regular files are "
-             "replaced", path, kind_of(lst.st_mode));
+    snprintf(err, err_cap,
+             "%s: exists and is %s; only regular files are "
+             "replaced",
+             path, kind_of(lst.st_mode));
     return TL_ERR_INVALID_ARGUMENT;
   }
   if (!force && !(S_ISREG(lst.st_mode) && wrote(&lst))) {

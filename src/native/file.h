@@ -76,8 +76,8 @@ typedef struct tl_file_atomic {
   int fd;
 } tl_file_atomic;
 
-tl_status tl_file_atomic_begin(tl_file_atomic *f, const char *path,
-                               char *err, size_t err_cap);
+tl_status tl_file_atomic_begin(tl_file_atomic *f, const char *path, char *err,
+                               size_t err_cap);
 tl_status tl_file_atomic_pwrite(tl_file_atomic *f, uint64_t offset,
                                 const void *data, size_t len, char *err,
                                 size_t err_cap);

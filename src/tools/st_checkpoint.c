@@ -3,7 +3,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "st_checkpoint.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,22 +10,10 @@
 #include <unistd.h>
 
 #include "bytes.h"
+#include "tool_msg.h"
 
 #define INDEX_NAME "model.safetensors.index.json"
 #define SINGLE_NAME "model.safetensors"
-
-static tl_status failf(char *err, size_t cap, tl_status st, const char *fmt,
-                       ...) __attribute__((format(printf, 4, 5)));
-static tl_status failf(char *err, size_t cap, tl_status st, const char *fmt,
-                       ...) {
-  if (err != NULL && cap > 0) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, cap, fmt, ap);
-    va_end(ap);
-  }
-  return st;
-}
 
 void tl_st_checkpoint_close(tl_st_checkpoint *ck) {
   if (ck == NULL) return;
@@ -49,26 +36,26 @@ static tl_status add_source(tl_st_checkpoint *ck, const char *path,
   tl_st_source *grown =
       realloc(ck->sources, (ck->n_sources + 1) * sizeof *ck->sources);
   if (grown == NULL)
-    return failf(err, cap, TL_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    return tl_fail(err, cap, TL_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
   ck->sources = grown;
   tl_st_source *s = &ck->sources[ck->n_sources];
   memset(s, 0, sizeof *s);
   s->path = strdup(path);
   if (s->path == NULL)
-    return failf(err, cap, TL_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    return tl_fail(err, cap, TL_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
   ck->n_sources++;
   const char *slash = strrchr(s->path, '/');
   s->name = slash != NULL ? (char *)slash + 1 : s->path;
   char why[512];
   if (tl_file_open_regular(path, &s->view, why, sizeof why) != TL_OK)
-    return failf(err, cap, open_fail, "%s", why);
+    return tl_fail(err, cap, open_fail, "%s", why);
   if ((uint64_t)s->view.len > max_len)
-    return failf(err, cap, TL_ERR_INVALID_MODEL,
-                 "%s: %zu bytes, more than the %llu allowed", path,
-                 s->view.len, (unsigned long long)max_len);
+    return tl_fail(err, cap, TL_ERR_INVALID_MODEL,
+                   "%s: %zu bytes, more than the %llu allowed", path,
+                   s->view.len, (unsigned long long)max_len);
   s->size = s->view.len;
   tl_status st = tl_file_sha256(&s->view, s->sha256);
-  if (st != TL_OK) return failf(err, cap, st, "%s: cannot hash", path);
+  if (st != TL_OK) return tl_fail(err, cap, st, "%s: cannot hash", path);
   *out = s;
   return TL_OK;
 }
@@ -96,15 +83,15 @@ static tl_status parse_source(tl_st_source *s, size_t shard, tl_st_file *f,
   tl_st_error e;
   for (int tries = 0;; tries++) {
     if (source_arena(s, acap) != TL_OK)
-      return failf(err, cap, TL_ERR_OUT_OF_MEMORY, "%s: out of memory",
-                   s->path);
+      return tl_fail(err, cap, TL_ERR_OUT_OF_MEMORY, "%s: out of memory",
+                     s->path);
     tl_status st = tl_st_parse(s->view.data, s->view.len, s->path, shard,
                                &s->arena, f, &e);
     if (st == TL_ERR_OUT_OF_MEMORY && tries < 6 && acap <= SIZE_MAX / 2) {
       acap *= 2;
       continue;
     }
-    if (st != TL_OK) return failf(err, cap, st, "%s", e.message);
+    if (st != TL_OK) return tl_fail(err, cap, st, "%s", e.message);
     s->metadata = f->metadata;
     s->n_metadata = f->n_metadata;
     return TL_OK;
@@ -120,9 +107,11 @@ tl_status tl_st_open_file(const char *path, tl_st_checkpoint *ck, char *err,
   tl_status st = add_source(ck, path, UINT64_MAX, TL_ERR_IO, err, err_cap, &s);
   if (st == TL_OK) st = parse_source(s, 0, &f, err, err_cap);
   if (st == TL_OK && f.n_tensors > 0) {
-    ck->tensors = calloc(f.n_tensors, sizeof *ck->tensors); /* checks n * size */
+    ck->tensors =
+        calloc(f.n_tensors, sizeof *ck->tensors); /* checks n * size */
     if (ck->tensors == NULL)
-      st = failf(err, err_cap, TL_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+      st = tl_fail(err, err_cap, TL_ERR_OUT_OF_MEMORY, "%s: out of memory",
+                   path);
     else
       memcpy(ck->tensors, f.tensors, f.n_tensors * sizeof *ck->tensors);
   }
@@ -165,8 +154,8 @@ static tl_status open_index(const char *index_path, tl_st_checkpoint *ck,
                             char *err, size_t cap, map_entry **entries_out,
                             size_t *n_entries_out) {
   tl_st_source *ix = NULL;
-  tl_status st =
-      add_source(ck, index_path, TL_ST_MAX_INDEX_BYTES, TL_ERR_IO, err, cap, &ix);
+  tl_status st = add_source(ck, index_path, TL_ST_MAX_INDEX_BYTES, TL_ERR_IO,
+                            err, cap, &ix);
   if (st != TL_OK) return st;
   tl_json_value *root = NULL;
   tl_json_error je;
@@ -175,46 +164,46 @@ static tl_status open_index(const char *index_path, tl_st_checkpoint *ck,
   size_t acap = first_arena_cap(ix->view.len);
   for (int tries = 0;; tries++) {
     if (source_arena(ix, acap) != TL_OK)
-      return failf(err, cap, TL_ERR_OUT_OF_MEMORY, "%s: out of memory",
-                   index_path);
+      return tl_fail(err, cap, TL_ERR_OUT_OF_MEMORY, "%s: out of memory",
+                     index_path);
     st = tl_json_parse(ix->view.data, ix->view.len, &lim, &ix->arena, &root,
                        &je);
     if (st != TL_ERR_OUT_OF_MEMORY || tries >= 6 || acap > SIZE_MAX / 2) break;
     acap *= 2;
   }
   if (st == TL_ERR_OUT_OF_MEMORY)
-    return failf(err, cap, st, "%s: out of memory", index_path);
+    return tl_fail(err, cap, st, "%s: out of memory", index_path);
   if (st != TL_OK)
-    return failf(err, cap, TL_ERR_INVALID_MODEL,
-                 "%s: not valid JSON: %s at byte %zu", index_path, je.reason,
-                 je.offset);
+    return tl_fail(err, cap, TL_ERR_INVALID_MODEL,
+                   "%s: not valid JSON: %s at byte %zu", index_path, je.reason,
+                   je.offset);
   if (root->type != TL_JSON_OBJECT)
-    return failf(err, cap, TL_ERR_INVALID_MODEL, "%s: not a JSON object",
-                 index_path);
+    return tl_fail(err, cap, TL_ERR_INVALID_MODEL, "%s: not a JSON object",
+                   index_path);
   const tl_json_value *map = NULL;
   for (size_t i = 0; i < root->u.obj.n; i++) {
     const tl_json_member *m = &root->u.obj.members[i];
     if (m->key_len == 8 && memcmp(m->key, "metadata", 8) == 0) {
       if (m->value.type != TL_JSON_OBJECT)
-        return failf(err, cap, TL_ERR_INVALID_MODEL,
-                     "%s: field 'metadata': not an object", index_path);
+        return tl_fail(err, cap, TL_ERR_INVALID_MODEL,
+                       "%s: field 'metadata': not an object", index_path);
       ck->index_metadata = &m->value;
     } else if (m->key_len == 10 && memcmp(m->key, "weight_map", 10) == 0) {
       map = &m->value;
     } else {
       /* ST-20: only "metadata" and "weight_map". */
-      return failf(err, cap, TL_ERR_INVALID_MODEL, "%s: unknown field '%.*s'",
-                   index_path, (int)(m->key_len > 96 ? 96 : m->key_len),
-                   m->key);
+      return tl_fail(err, cap, TL_ERR_INVALID_MODEL, "%s: unknown field '%.*s'",
+                     index_path, (int)(m->key_len > 96 ? 96 : m->key_len),
+                     m->key);
     }
   }
   if (map == NULL || map->type != TL_JSON_OBJECT)
-    return failf(err, cap, TL_ERR_INVALID_MODEL, "%s: field 'weight_map': %s",
-                 index_path, map == NULL ? "missing" : "not an object");
+    return tl_fail(err, cap, TL_ERR_INVALID_MODEL, "%s: field 'weight_map': %s",
+                   index_path, map == NULL ? "missing" : "not an object");
   map_entry *e = calloc(map->u.obj.n ? map->u.obj.n : 1, sizeof *e);
   if (e == NULL)
-    return failf(err, cap, TL_ERR_OUT_OF_MEMORY, "%s: out of memory",
-                 index_path);
+    return tl_fail(err, cap, TL_ERR_OUT_OF_MEMORY, "%s: out of memory",
+                   index_path);
   *entries_out = e;
   *n_entries_out = map->u.obj.n;
   for (size_t i = 0; i < map->u.obj.n; i++) {
@@ -223,18 +212,18 @@ static tl_status open_index(const char *index_path, tl_st_checkpoint *ck,
     e[i].name_len = m->key_len;
     int nl = (int)(m->key_len > 96 ? 96 : m->key_len);
     if (m->value.type != TL_JSON_STRING)
-      return failf(err, cap, TL_ERR_INVALID_MODEL,
-                   "%s: tensor '%.*s': field 'weight_map': not a string",
-                   index_path, nl, m->key);
+      return tl_fail(err, cap, TL_ERR_INVALID_MODEL,
+                     "%s: tensor '%.*s': field 'weight_map': not a string",
+                     index_path, nl, m->key);
     e[i].shard = m->value.u.str.ptr;
     e[i].shard_len = m->value.u.str.len;
     if (!plain_name(e[i].shard, e[i].shard_len))
-      return failf(err, cap, TL_ERR_INVALID_MODEL,
-                   "%s: tensor '%.*s': field 'weight_map': shard '%.*s' is "
-                   "not a plain file name (no '/', '\\', '..')",
-                   index_path, nl, m->key,
-                   (int)(e[i].shard_len > 96 ? 96 : e[i].shard_len),
-                   e[i].shard);
+      return tl_fail(err, cap, TL_ERR_INVALID_MODEL,
+                     "%s: tensor '%.*s': field 'weight_map': shard '%.*s' is "
+                     "not a plain file name (no '/', '\\', '..')",
+                     index_path, nl, m->key,
+                     (int)(e[i].shard_len > 96 ? 96 : e[i].shard_len),
+                     e[i].shard);
   }
   return TL_OK;
 }
@@ -255,7 +244,7 @@ tl_status tl_st_open_index(const char *index_path, tl_st_checkpoint *ck,
   /* Shards in order of first appearance; open each, hash, parse. */
   files = calloc(TL_ST_MAX_SHARDS + 1, sizeof *files);
   if (files == NULL) {
-    st = failf(err, err_cap, TL_ERR_OUT_OF_MEMORY, "out of memory");
+    st = tl_fail(err, err_cap, TL_ERR_OUT_OF_MEMORY, "out of memory");
     goto done;
   }
   for (size_t i = 0; i < n; i++) {
@@ -269,15 +258,15 @@ tl_status tl_st_open_index(const char *index_path, tl_st_checkpoint *ck,
     e[i].source = k;
     if (k < ck->n_sources) continue;
     if (ck->n_sources > TL_ST_MAX_SHARDS) {
-      st = failf(err, err_cap, TL_ERR_INVALID_MODEL,
-                 "%s: field 'weight_map': more than %d shard files", index_path,
-                 TL_ST_MAX_SHARDS);
+      st = tl_fail(err, err_cap, TL_ERR_INVALID_MODEL,
+                   "%s: field 'weight_map': more than %d shard files",
+                   index_path, TL_ST_MAX_SHARDS);
       goto done;
     }
     free(path);
     path = malloc(dir_len + e[i].shard_len + 1);
     if (path == NULL) {
-      st = failf(err, err_cap, TL_ERR_OUT_OF_MEMORY, "out of memory");
+      st = tl_fail(err, err_cap, TL_ERR_OUT_OF_MEMORY, "out of memory");
       goto done;
     }
     memcpy(path, index_path, dir_len);
@@ -286,18 +275,18 @@ tl_status tl_st_open_index(const char *index_path, tl_st_checkpoint *ck,
     tl_st_source *s = NULL;
     char why[512];
     /* ST-21: every shard named exists (ST-27: and is a regular file). */
-    st = add_source(ck, path, UINT64_MAX, TL_ERR_INVALID_MODEL, why,
-                    sizeof why, &s);
+    st = add_source(ck, path, UINT64_MAX, TL_ERR_INVALID_MODEL, why, sizeof why,
+                    &s);
     if (st != TL_OK) {
       if (st == TL_ERR_INVALID_MODEL)
-        st = failf(err, err_cap, st,
-                   "%s: tensor '%.*s': field 'weight_map': shard '%s' %s: %s",
-                   index_path, (int)(e[i].name_len > 96 ? 96 : e[i].name_len),
-                   e[i].name, path,
-                   access(path, F_OK) == 0 ? "cannot be read" : "is missing",
-                   why);
+        st = tl_fail(err, err_cap, st,
+                     "%s: tensor '%.*s': field 'weight_map': shard '%s' %s: %s",
+                     index_path, (int)(e[i].name_len > 96 ? 96 : e[i].name_len),
+                     e[i].name, path,
+                     access(path, F_OK) == 0 ? "cannot be read" : "is missing",
+                     why);
       else
-        failf(err, err_cap, st, "%s", why);
+        tl_fail(err, err_cap, st, "%s", why);
       goto done;
     }
     st = parse_source(s, k, &files[k], err, err_cap);
@@ -308,14 +297,14 @@ tl_status tl_st_open_index(const char *index_path, tl_st_checkpoint *ck,
   qsort(e, n, sizeof *e, entry_cmp);
   for (size_t i = 1; i < n; i++)
     if (entry_cmp(&e[i - 1], &e[i]) == 0) {
-      st = failf(err, err_cap, TL_ERR_INTERNAL_INVARIANT,
-                 "%s: duplicate weight_map key passed the JSON reader",
-                 index_path);
+      st = tl_fail(err, err_cap, TL_ERR_INTERNAL_INVARIANT,
+                   "%s: duplicate weight_map key passed the JSON reader",
+                   index_path);
       goto done;
     }
   ck->tensors = calloc(total ? total : 1, sizeof *ck->tensors);
   if (ck->tensors == NULL) {
-    st = failf(err, err_cap, TL_ERR_OUT_OF_MEMORY, "out of memory");
+    st = tl_fail(err, err_cap, TL_ERR_OUT_OF_MEMORY, "out of memory");
     goto done;
   }
   for (size_t k = 1; k < ck->n_sources; k++) {
@@ -329,24 +318,25 @@ tl_status tl_st_open_index(const char *index_path, tl_st_checkpoint *ck,
       key.name_len = t->name_len;
       map_entry *hit = bsearch(&key, e, n, sizeof *e, entry_cmp);
       if (hit == NULL) {
-        st = failf(err, err_cap, TL_ERR_INVALID_MODEL,
-                   "%s: tensor '%.*s': extra tensor: not in the weight_map of "
-                   "%s",
-                   s->path, nl, t->name, index_path);
+        st =
+            tl_fail(err, err_cap, TL_ERR_INVALID_MODEL,
+                    "%s: tensor '%.*s': extra tensor: not in the weight_map of "
+                    "%s",
+                    s->path, nl, t->name, index_path);
         goto done;
       }
       if (hit->seen_in != 0) {
-        st = failf(err, err_cap, TL_ERR_INVALID_MODEL,
-                   "%s: tensor '%.*s': duplicate: also in shard %s", s->path,
-                   nl, t->name, ck->sources[hit->seen_in].path);
+        st = tl_fail(err, err_cap, TL_ERR_INVALID_MODEL,
+                     "%s: tensor '%.*s': duplicate: also in shard %s", s->path,
+                     nl, t->name, ck->sources[hit->seen_in].path);
         goto done;
       }
       if (hit->source != k) {
-        st = failf(err, err_cap, TL_ERR_INVALID_MODEL,
-                   "%s: tensor '%.*s': field 'weight_map': found in this "
-                   "shard but %s names shard '%s'",
-                   s->path, nl, t->name, index_path,
-                   ck->sources[hit->source].name);
+        st = tl_fail(err, err_cap, TL_ERR_INVALID_MODEL,
+                     "%s: tensor '%.*s': field 'weight_map': found in this "
+                     "shard but %s names shard '%s'",
+                     s->path, nl, t->name, index_path,
+                     ck->sources[hit->source].name);
         goto done;
       }
       hit->seen_in = k;
@@ -355,10 +345,11 @@ tl_status tl_st_open_index(const char *index_path, tl_st_checkpoint *ck,
   }
   for (size_t i = 0; i < n; i++)
     if (e[i].seen_in == 0) {
-      st = failf(err, err_cap, TL_ERR_INVALID_MODEL,
-                 "%s: tensor '%.*s': field 'weight_map': missing from shard %s",
-                 index_path, (int)(e[i].name_len > 96 ? 96 : e[i].name_len),
-                 e[i].name, ck->sources[e[i].source].path);
+      st = tl_fail(
+          err, err_cap, TL_ERR_INVALID_MODEL,
+          "%s: tensor '%.*s': field 'weight_map': missing from shard %s",
+          index_path, (int)(e[i].name_len > 96 ? 96 : e[i].name_len), e[i].name,
+          ck->sources[e[i].source].path);
       goto done;
     }
 done:

@@ -62,18 +62,22 @@ static void round_trip(const tl_golden *g) {
   CHECK(st == TL_OK);
   st = tl_golden_read(doc, len, &back, err, sizeof err);
   CHECK(st == TL_OK);
-  CHECK(back.n_ids == g->n_ids && memcmp(back.ids, g->ids, g->n_ids * sizeof *g->ids) == 0);
+  CHECK(back.n_ids == g->n_ids &&
+        memcmp(back.ids, g->ids, g->n_ids * sizeof *g->ids) == 0);
   CHECK(back.n_positions == g->n_positions &&
-        memcmp(back.positions, g->positions, g->n_positions * sizeof *g->positions) == 0);
+        memcmp(back.positions, g->positions,
+               g->n_positions * sizeof *g->positions) == 0);
   CHECK(back.n_records == g->n_records && back.n_continuation == 0);
-  CHECK(strcmp(back.producer, "tinylm-scalar") == 0 && strcmp(back.precision, "f32") == 0);
+  CHECK(strcmp(back.producer, "tinylm-scalar") == 0 &&
+        strcmp(back.precision, "f32") == 0);
   for (size_t r = 0; r < g->n_records; r++) {
     const tl_golden_record *a = &g->records[r], *b = &back.records[r];
     CHECK(a->stage == b->stage && a->layer == b->layer && a->rank == b->rank &&
           a->count == b->count);
     CHECK(memcmp(a->shape, b->shape, a->rank * sizeof *a->shape) == 0);
     for (size_t i = 0; i < a->count; i++)
-      CHECK(memcmp(&b->values[i], &(double){(double)values[r][i]}, sizeof(double)) == 0);
+      CHECK(memcmp(&b->values[i], &(double){(double)values[r][i]},
+                   sizeof(double)) == 0);
   }
   tl_golden_free(&back);
   for (size_t r = 0; r < g->n_records; r++) free(values[r]);

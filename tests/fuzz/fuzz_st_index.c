@@ -27,6 +27,7 @@
 
 #include "../../src/native/file.c"
 #include "../../src/tools/st_checkpoint.c"
+#include "../../src/tools/tool_msg.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -49,8 +50,9 @@ static void remove_dir(void) { rmdir(dir); }
 static void scratch_dir(void) {
   struct stat st;
   if (dir[0] != '\0') return;
-  snprintf(dir, sizeof dir, "%s/tl_fuzz_st_XXXXXX",
-           stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/shm" : "/tmp");
+  snprintf(
+      dir, sizeof dir, "%s/tl_fuzz_st_XXXXXX",
+      stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/shm" : "/tmp");
   CHECK(mkdtemp(dir) != NULL);
   atexit(remove_dir); /* emptied after every input */
 }
@@ -71,13 +73,17 @@ static bool usable(const char *name, size_t n) {
   return !(n == strlen(INDEX_NAME) && memcmp(name, INDEX_NAME, n) == 0);
 }
 
-static void put_file(const char *name, size_t n, const uint8_t *bytes, size_t len) {
+static void put_file(const char *name, size_t n, const uint8_t *bytes,
+                     size_t len) {
   char *path = made[n_made];
   FILE *f;
   enum { PLAIN, FIFO, ZERO, DIR } kind = PLAIN;
-  if (n > 5 && memcmp(name, "fifo:", 5) == 0) kind = FIFO;
-  else if (n > 5 && memcmp(name, "zero:", 5) == 0) kind = ZERO;
-  else if (n > 4 && memcmp(name, "dir:", 4) == 0) kind = DIR;
+  if (n > 5 && memcmp(name, "fifo:", 5) == 0)
+    kind = FIFO;
+  else if (n > 5 && memcmp(name, "zero:", 5) == 0)
+    kind = ZERO;
+  else if (n > 4 && memcmp(name, "dir:", 4) == 0)
+    kind = DIR;
   if (kind != PLAIN) {
     size_t skip = kind == DIR ? 4 : 5;
     name += skip;
@@ -88,15 +94,21 @@ static void put_file(const char *name, size_t n, const uint8_t *bytes, size_t le
   for (size_t i = 0; i < n_made; i++)
     if (strcmp(made[i], path) == 0) return; /* the first file of a name wins */
   switch (kind) {
-  case FIFO: CHECK(mkfifo(path, 0600) == 0); break;
-  case ZERO: CHECK(symlink("/dev/zero", path) == 0); break;
-  case DIR: CHECK(mkdir(path, 0700) == 0); break;
-  case PLAIN:
-    f = fopen(path, "wb");
-    CHECK(f != NULL);
-    CHECK(fwrite(bytes, 1, len, f) == len);
-    CHECK(fclose(f) == 0);
-    break;
+    case FIFO:
+      CHECK(mkfifo(path, 0600) == 0);
+      break;
+    case ZERO:
+      CHECK(symlink("/dev/zero", path) == 0);
+      break;
+    case DIR:
+      CHECK(mkdir(path, 0700) == 0);
+      break;
+    case PLAIN:
+      f = fopen(path, "wb");
+      CHECK(f != NULL);
+      CHECK(fwrite(bytes, 1, len, f) == len);
+      CHECK(fclose(f) == 0);
+      break;
   }
   n_made++;
 }
@@ -108,7 +120,8 @@ static void clean(void) {
 }
 
 static bool same_name(const tl_st_tensor *a, const tl_st_tensor *b) {
-  return a->name_len == b->name_len && memcmp(a->name, b->name, a->name_len) == 0;
+  return a->name_len == b->name_len &&
+         memcmp(a->name, b->name, a->name_len) == 0;
 }
 
 static void check_accepted(const tl_st_checkpoint *ck) {
@@ -146,7 +159,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     nl = memchr(body, '\n', (size_t)(next - body));
     if (nl == NULL) continue;
     if (usable((const char *)body, (size_t)(nl - body)))
-      put_file((const char *)body, (size_t)(nl - body), nl + 1, (size_t)(next - nl - 1));
+      put_file((const char *)body, (size_t)(nl - body), nl + 1,
+               (size_t)(next - nl - 1));
   }
   err[0] = '\0';
   st = tl_st_open_dir(dir, &ck, err, sizeof err);
