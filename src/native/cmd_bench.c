@@ -154,11 +154,11 @@ int tl_cmd_bench(int argc, char **argv) {
     tl_session_close(&s);
     return tl_cli_fail(json, st, "%s: %s", path, err);
   }
-  t_load = now_s() - t_load;
   /* the prefill test is one call of `prompt` tokens */
   st = tl_session_plan(&s, (prompt > decode ? prompt : decode) + 1, prompt ? prompt : 1, err,
                        sizeof err);
   if (st == TL_OK) st = tl_session_allocate(&s, 0, err, sizeof err);
+  t_load = now_s() - t_load; /* open, lane, and the copy of the weights */
   ids = malloc((prompt ? prompt : 1) * sizeof *ids);
   if (st == TL_OK && ids == NULL) {
     st = TL_ERR_OUT_OF_MEMORY;
@@ -242,7 +242,7 @@ int tl_cmd_bench(int argc, char **argv) {
              decode, tg, reps, wbytes / 1e6, 100.0 * tg * (double)wbytes / bw, bw / 1e9);
     else
       printf("  read bandwidth %.1f GB/s\n", bw / 1e9);
-    printf("  load %.2f s (open and verify %.2f s, lane %.2f s), peak RSS %.1f MB\n", t_load,
+    printf("  load %.2f s (open and verify %.2f s; lane, validation, copy %.2f s), peak RSS %.1f MB\n", t_load,
            t_open, t_load - t_open, ru.ru_maxrss / 1024.0);
   }
   free(ids);

@@ -86,8 +86,6 @@ int tl_cmd_run(int argc, char **argv) {
   if (st != TL_OK) return tl_cli_fail(o.json, st, "%s", err);
   st = tl_session_open(&s, o.model, err, sizeof err);
   if (st != TL_OK) return tl_cli_fail(o.json, st, "%s", err);
-  /* a preflight only plans: no copy of the weights for it */
-  if (o.preflight) o.lane.mmap = true;
   st = tl_session_lane(&s, &o.lane, err, sizeof err);
   if (st != TL_OK) {
     rc = tl_cli_fail(o.json, st, "%s", err);

@@ -128,7 +128,6 @@ static tl_status copy_weights(tl_native_lane *l, tl_qwen3 *m,
 }
 
 tl_status tl_native_lane_start(tl_native_lane *l, tl_qwen3 *m,
-                               const tl_native_model *model, const char *path,
                                const tl_lane_options *o, char *err,
                                size_t err_cap) {
   tl_status st;
@@ -143,20 +142,23 @@ tl_status tl_native_lane_start(tl_native_lane *l, tl_qwen3 *m,
     return st;
   }
   l->par = tl_pool_parallel(l->pool);
-  if (!o->mmap) st = copy_weights(l, m, model, path, err, err_cap);
-  if (st == TL_OK) {
-    st = tl_qwen3_set_lane(m, l->kernels, &l->par);
-    if (st != TL_OK)
-      snprintf(err, err_cap, "invalid quantized weights (%s)", tl_status_name(st));
-  }
+  st = tl_qwen3_set_lane(m, l->kernels, &l->par);
   if (st != TL_OK) {
-    /* back to the file's bytes and the strict lane */
-    const tl_slm_section *sec;
-    if (l->weights != NULL && tl_slm_find(&model->slm, TL_SLM_TENSOR_DATA, &sec) == TL_OK)
-      rebase(m, l->weights, l->weights_len, sec->data);
-    (void)tl_qwen3_set_lane(m, NULL, NULL);
-    tl_native_lane_stop(l);
+    snprintf(err, err_cap, "invalid quantized weights (%s)", tl_status_name(st));
+    tl_native_lane_stop(l); /* set_lane left m on the strict lane */
+    return st;
   }
+  l->copy_pending = !o->mmap;
+  return TL_OK;
+}
+
+tl_status tl_native_lane_copy(tl_native_lane *l, tl_qwen3 *m,
+                              const tl_native_model *model, const char *path,
+                              char *err, size_t err_cap) {
+  tl_status st;
+  if (!l->copy_pending) return TL_OK;
+  st = copy_weights(l, m, model, path, err, err_cap);
+  if (st == TL_OK) l->copy_pending = false;
   return st;
 }
 

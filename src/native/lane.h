@@ -50,18 +50,27 @@ typedef struct tl_native_lane {
   tl_parallel par;
   uint8_t *weights; /* the anonymous copy of the tensor data (or NULL) */
   size_t weights_len, weights_cap;
+  bool copy_pending; /* the copy is made by tl_native_lane_copy */
 } tl_native_lane;
 
-/* Puts model m (bound to model's tensors, opened from path) on the lane o
- * asks for. On
- * failure (err says why) m is on the strict lane and nothing is held:
- * TL_ERR_WORKER_FAILURE, TL_ERR_OUT_OF_MEMORY, TL_ERR_INVALID_MODEL (q8/q4
- * bytes, validated once). Call before planning the session (the scratch
- * bound depends on the lane). */
+/* Puts model m on the lane o asks for; the copy of the weights waits for
+ * tl_native_lane_copy, so that a memory budget can refuse a plan before
+ * anything large is allocated. On failure (err says why) m is on the
+ * strict lane and nothing is held: TL_ERR_WORKER_FAILURE,
+ * TL_ERR_OUT_OF_MEMORY, TL_ERR_INVALID_MODEL (q8/q4 bytes, validated
+ * once). Call before planning the session (the scratch bound depends on
+ * the lane). */
 tl_status tl_native_lane_start(tl_native_lane *l, tl_qwen3 *m,
-                               const tl_native_model *model, const char *path,
                                const tl_lane_options *o, char *err,
                                size_t err_cap);
+
+/* The copy of the weights into anonymous memory, when the lane wants one
+ * (the fast lane without --mmap) and has not made it; m is bound to
+ * model's tensors, and the file at path (model's) is read again.
+ * TL_ERR_OUT_OF_MEMORY leaves m on the mapping. */
+tl_status tl_native_lane_copy(tl_native_lane *l, tl_qwen3 *m,
+                              const tl_native_model *model, const char *path,
+                              char *err, size_t err_cap);
 /* Releases what start took; m must not run afterwards. Zeroed l: nothing. */
 void tl_native_lane_stop(tl_native_lane *l);
 

@@ -157,7 +157,7 @@ fail:
 
 tl_status tl_session_lane(tl_session *s, const tl_lane_options *o, char *err,
                           size_t err_cap) {
-  return tl_native_lane_start(&s->lane, &s->qwen, &s->model, s->path, o, err, err_cap);
+  return tl_native_lane_start(&s->lane, &s->qwen, o, err, err_cap);
 }
 
 tl_status tl_session_plan(tl_session *s, uint32_t context, size_t chunk,
@@ -207,6 +207,8 @@ tl_status tl_session_allocate(tl_session *s, uint64_t mem_budget, char *err,
   tl_arena_init(&s->sampler_scratch, s->sampler_mem, s->plan.sampler);
   st = tl_qwen3_cache_init(&s->cache, &s->qwen, s->context, &s->arena);
   if (st != TL_OK) snprintf(err, err_cap, "%s: %s", s->path, tl_status_name(st));
+  if (st == TL_OK)
+    st = tl_native_lane_copy(&s->lane, &s->qwen, &s->model, s->path, err, err_cap);
   return st;
 }
 

@@ -80,8 +80,9 @@ tl_status tl_session_lane(tl_session *s, const tl_lane_options *o, char *err,
 tl_status tl_session_plan(tl_session *s, uint32_t context, size_t chunk,
                           char *err, size_t err_cap);
 
-/* Allocates what the plan says; TL_ERR_OUT_OF_MEMORY before allocating
- * when mem_budget is not 0 and the plan exceeds it (err gives the plan). */
+/* Allocates what the plan says, and copies the weights when the lane
+ * wants them in memory; TL_ERR_OUT_OF_MEMORY before allocating when
+ * mem_budget is not 0 and the plan exceeds it (err gives the plan). */
 tl_status tl_session_allocate(tl_session *s, uint64_t mem_budget, char *err,
                               size_t err_cap);
 
