@@ -360,54 +360,41 @@ def special_inputs():
     victim = os.path.join(hf, shards[1])
     os.rename(victim, victim + ".orig")
 
-    def convert(name):
+    def refused_at_once(what, path, make, undo, *want):
+        """Convert with path replaced by make(path): exit 1, every want in
+        the error, within 20 s (a hang or an endless read is a timeout)."""
+        make(path)
         t0 = time.time()
         try:
-            p = tinylm("convert", hf, "-o", os.path.join(WORK, name), timeout=30)
+            p = tinylm("convert", hf, "-o", os.path.join(WORK, "special.slm"), timeout=30)
+            ok = (p.returncode == 1 and all(w in p.stderr for w in want)
+                  and time.time() - t0 < 20
+                  and not os.path.exists(os.path.join(WORK, "special.slm")))
+            detail = describe(p)
         except subprocess.TimeoutExpired:
-            return None, 30.0
-        return p, time.time() - t0
+            ok, detail = False, "timed out (hang or endless read)"
+        undo(path)
+        check(what, ok, detail)
 
-    os.symlink("/dev/zero", victim)
-    p, took = convert("zero.slm")
-    check("a shard that is a symlink to /dev/zero is refused at once",
-          p is not None and p.returncode == 1
-          and b"invalid_model" in p.stderr and b"character device" in p.stderr and took < 20,
-          describe(p) if p else "timed out")
-    os.remove(victim)
-    os.mkfifo(victim)
-    p, took = convert("fifo.slm")
-    check("a shard that is a FIFO is refused, not waited on",
-          p is not None and p.returncode == 1 and b"a FIFO" in p.stderr,
-          describe(p) if p else "timed out (hang)")
-    os.remove(victim)
-    os.mkdir(victim)
-    p, took = convert("dir.slm")
-    check("a shard that is a directory is refused",
-          p is not None and p.returncode == 1 and b"is a directory" in p.stderr,
-          describe(p) if p else "timed out")
-    os.rmdir(victim)
+    zero = lambda path: os.symlink("/dev/zero", path)  # noqa: E731
+    refused_at_once("a shard that is a symlink to /dev/zero is refused at once", victim,
+                    zero, os.remove, b"error: invalid_model: ", b"is a character device")
+    refused_at_once("a shard that is a FIFO is refused, not waited on", victim,
+                    os.mkfifo, os.remove, b"a FIFO")
+    refused_at_once("a shard that is a directory is refused", victim,
+                    os.mkdir, os.rmdir, b"is a directory")
     os.rename(victim + ".orig", victim)
-    p, took = convert("ok.slm")
-    check("the same sharded checkpoint with regular files converts",
-          p is not None and p.returncode == 0, describe(p) if p else "timed out")
-
+    p = tinylm("convert", hf, "-o", os.path.join(WORK, "ok.slm"), timeout=30)
+    check("the same sharded checkpoint with regular files converts", p.returncode == 0,
+          describe(p))
     index = os.path.join(hf, "model.safetensors.index.json")
     os.rename(index, index + ".orig")
-    os.mkfifo(index)
-    p, took = convert("fifo-index.slm")
-    check("an index that is a FIFO is refused, not waited on",
-          p is not None and p.returncode == 1 and b"a FIFO" in p.stderr,
-          describe(p) if p else "timed out (hang)")
-    os.remove(index)
+    refused_at_once("an index that is a FIFO is refused, not waited on", index,
+                    os.mkfifo, os.remove, b"a FIFO")
     os.rename(index + ".orig", index)
-    gen = os.path.join(hf, "generation_config.json")
-    os.mkfifo(gen)
-    p, took = convert("fifo-gen.slm")
-    check("a generation_config.json that is a FIFO is refused, not waited on",
-          p is not None and p.returncode == 1 and b"a FIFO" in p.stderr,
-          describe(p) if p else "timed out (hang)")
-    os.remove(gen)
+    refused_at_once("a generation_config.json that is a FIFO is refused, not waited on",
+                    os.path.join(hf, "generation_config.json"), os.mkfifo, os.remove,
+                    b"a FIFO")
 
     # A stream has no size to check first: reading stops at 1 GiB.
     p = tinylm("hash", "/dev/zero", timeout=300)
