@@ -171,7 +171,8 @@ static bool turn(chat *c, const char *text, size_t len) {
   c->s.cache.len = (uint32_t)reuse;
   if (isatty(fileno(stderr)))
     fprintf(stderr, "[%zu prompt tokens, %zu reused from the cache]\n", n_ids, reuse);
-  if (tl_run_generate(&c->s, &o, "messages", rendered.text, rendered.len,
+  if (tl_run_generate(&c->s, &o, "messages", rendered.own.add_generation_prompt,
+                      rendered.text, rendered.len,
                       enc.ids + reuse, n_ids - reuse, turn_index(c), stdout,
                       &out) != TL_EXIT_OK) {
     /* The cache may hold rows past the reused prefix that `cached` does

@@ -147,7 +147,8 @@ int tl_cmd_run(int argc, char **argv) {
     rc = tl_cli_fail(o.json, st, "%s", err);
     goto done;
   }
-  rc = tl_run_generate(&s, &o, o.messages ? "messages" : "text", prompt_bytes,
+  rc = tl_run_generate(&s, &o, o.messages ? "messages" : "text",
+                       o.messages && rendered.own.add_generation_prompt, prompt_bytes,
                        prompt_len, enc.ids, n_prompt, 0, stdout, NULL);
 done:
   tl_session_close(&s);

@@ -63,7 +63,8 @@ SCHEMA(runtime_meta, {"name", K_TEXT, false, NULL},
 SCHEMA(section_meta, {"section_blake3", K_DIGEST_OR_NULL, false, NULL});
 SCHEMA(prompt_meta, {"ids", K_UINTS, false, NULL},
        {"mode", K_TEXT, false, NULL}, {"position", K_UINT, false, NULL},
-       {"bytes_sha256", K_DIGEST, false, NULL});
+       {"bytes_sha256", K_DIGEST, false, NULL},
+       {"add_generation_prompt", K_BOOL, false, NULL});
 /* tl_sampler_profile_cbor; float parameters are their IEEE bits. */
 SCHEMA(profile_meta, {"version", K_TEXT, false, NULL},
        {"temperature", K_UINT, false, NULL}, {"top_k", K_UINT, false, NULL},
@@ -196,7 +197,7 @@ static void emit_meta(tl_cbor_writer *w, const void *arg) {
       break;
     case 4: /* prompt */
       tl_sha256(f->prompt_bytes, f->prompt_len, digest);
-      tl_cbor_begin_map(w, 4);
+      tl_cbor_begin_map(w, 5);
       tl_cbor_put_cstr(w, "ids");
       put_ids(w, f->prompt_ids, f->n_prompt);
       tl_cbor_put_cstr(w, "mode");
@@ -205,6 +206,8 @@ static void emit_meta(tl_cbor_writer *w, const void *arg) {
       tl_cbor_put_uint(w, f->position);
       tl_cbor_put_cstr(w, "bytes_sha256");
       tl_cbor_put_bytes(w, digest, 32);
+      tl_cbor_put_cstr(w, "add_generation_prompt");
+      tl_cbor_put_bool(w, f->add_generation_prompt);
       tl_cbor_end_map(w);
       break;
     case 5: /* sampler */

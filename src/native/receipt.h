@@ -18,6 +18,10 @@ typedef struct tl_run_facts {
   const tl_slm *slm;          /* tokenizer/template section digests */
   const char *build_id;
   const char *prompt_mode; /* "text" or "messages" */
+  /* messages: whether the template was asked for the generation prompt
+   * (run and chat default to yes, the conversation file may say no);
+   * text: false, nothing is added to a plain prompt. */
+  bool add_generation_prompt;
   const uint8_t *prompt_bytes; /* the exact bytes tokenized */
   size_t prompt_len;
   const uint32_t *prompt_ids;

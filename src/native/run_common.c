@@ -353,7 +353,7 @@ static void print_logprobs(FILE *out, const tl_session *s, json_t *rows) {
 }
 
 int tl_run_generate(tl_session *s, const tl_run_options *o, const char *mode,
-                    const uint8_t *prompt_bytes, size_t prompt_len,
+                    bool add_generation_prompt, const uint8_t *prompt_bytes, size_t prompt_len,
                     const uint32_t *ids, size_t n, uint32_t turn, FILE *out,
                     tl_turn_out *turn_out) {
   tl_sampler_profile profile = tl_sampler_profile_default(s->defined_ids);
@@ -468,13 +468,33 @@ int tl_run_generate(tl_session *s, const tl_run_options *o, const char *mode,
   {
     const uint8_t *artifact_id = NULL;
     tl_status ids_st = tl_session_artifact_id(s, &artifact_id);
-    tl_run_facts f = {artifact_id, &s->model.slm, TL_BUILD_ID, mode,
-                      prompt_bytes, prompt_len, ids, n, position, &profile,
-                      o->seed, turn, r.ids, r.n_ids, r.raw, r.raw_len,
-                      tl_stop_reason_name(r.stop),
-                      st == TL_OK ? NULL : tl_status_name(st), gp.max_new,
-                      gp.stops, gp.stop_lens, gp.n_stops, t1 - t0, t2 - t1,
-                      s->lane.fast ? "fast" : "scalar", tl_native_lane_profile(&s->lane)};
+    tl_run_facts f = {.artifact_id = artifact_id,
+                      .slm = &s->model.slm,
+                      .build_id = TL_BUILD_ID,
+                      .prompt_mode = mode,
+                      .add_generation_prompt = add_generation_prompt,
+                      .prompt_bytes = prompt_bytes,
+                      .prompt_len = prompt_len,
+                      .prompt_ids = ids,
+                      .n_prompt = n,
+                      .position = position,
+                      .profile = &profile,
+                      .seed = o->seed,
+                      .turn = turn,
+                      .ids = r.ids,
+                      .n_ids = r.n_ids,
+                      .raw = r.raw,
+                      .raw_len = r.raw_len,
+                      .stop = tl_stop_reason_name(r.stop),
+                      .error = st == TL_OK ? NULL : tl_status_name(st),
+                      .max_new = gp.max_new,
+                      .stops = gp.stops,
+                      .stop_lens = gp.stop_lens,
+                      .n_stops = gp.n_stops,
+                      .prefill_us = t1 - t0,
+                      .decode_us = t2 - t1,
+                      .backend = s->lane.fast ? "fast" : "scalar",
+                      .numerical_profile = tl_native_lane_profile(&s->lane)};
     uint8_t *doc = NULL, root[32] = {0};
     size_t doc_len = 0;
     char root_hex[65], err[512];

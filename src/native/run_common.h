@@ -60,12 +60,14 @@ typedef struct tl_turn_out {
 void tl_turn_out_free(tl_turn_out *t);
 
 /* Generates after ids[0..n) (which follow the cache's current contents),
+ * for the prompt_bytes rendered in mode ("text" or "messages", the latter
+ * with or without the template's generation prompt: the receipt says),
  * streaming visible text to out (human mode) and reporting as o says.
  * turn numbers the draws (DESIGN.md §7). On return the cache holds the
  * prompt and every generated token whose forward pass completed.
  * Returns the exit status; *generated (when not NULL) gets the ids. */
 int tl_run_generate(tl_session *s, const tl_run_options *o, const char *mode,
-                    const uint8_t *prompt_bytes, size_t prompt_len,
+                    bool add_generation_prompt, const uint8_t *prompt_bytes, size_t prompt_len,
                     const uint32_t *ids, size_t n, uint32_t turn, FILE *out,
                     tl_turn_out *turn_out);
 

@@ -117,6 +117,7 @@ static void writer_pass(const uint8_t *data, size_t size) {
                      .slm = &slm,
                      .build_id = "fuzz",
                      .prompt_mode = take(&g) & 1 ? "text" : "messages",
+                     .add_generation_prompt = take(&g) & 1,
                      .prompt_bytes = raw,
                      .prompt_len = n_raw,
                      .prompt_ids = prompt_ids,

@@ -432,6 +432,36 @@ def test_policy_in_identity():
               c["ids"][:len(a["ids"])] == a["ids"] and a["receipt_id"] != c["receipt_id"])
 
 
+def test_generation_prompt_recorded():
+    """run --messages adds the generation prompt unless the conversation
+    says otherwise (issue 11); the prompt node records which."""
+    def prompt_meta(raw):
+        doc = cbor2.loads(raw)
+        return next(n["metadata"] for n in doc["nodes"] if n["type"] == "prompt")
+
+    def conv(name, extra):
+        path = os.path.join(WORK, name + ".json")
+        with open(path, "w") as f:
+            json.dump({"messages": [{"role": "user", "content": "Hi"}], **extra}, f)
+        return path
+
+    args = ["-n", "2", "--seed", "3"]
+    raw_default, _ = run_receipt("conv-default", "--messages", conv("default", {}), *args)
+    raw_off, _ = run_receipt("conv-off", "--messages",
+                             conv("off", {"add_generation_prompt": False}), *args)
+    raw_text, _ = run_receipt("text-prompt", "--prompt", "Hi", *args)
+    if raw_default and raw_off and raw_text:
+        d, o, t = prompt_meta(raw_default), prompt_meta(raw_off), prompt_meta(raw_text)
+        check("run --messages records add_generation_prompt true by default",
+              d["mode"] == "messages" and d["add_generation_prompt"] is True, repr(d))
+        check("the conversation's own false is recorded",
+              o["mode"] == "messages" and o["add_generation_prompt"] is False, repr(o))
+        check("the generation prompt shows in the rendered ids (default longer)",
+              len(d["ids"]) > len(o["ids"]) and d["ids"][:len(o["ids"])] == o["ids"])
+        check("a plain prompt records add_generation_prompt false",
+              t["mode"] == "text" and t["add_generation_prompt"] is False, repr(t))
+
+
 def test_convert_receipt():
     slm = os.path.join(WORK, "tok.slm")
     p = tinylm("convert", "--tokenizer-only", TOKENIZER_DIR, "-o", slm)
@@ -490,7 +520,8 @@ def main():
     raw, out = run_receipt("sampled", "--prompt", "Hello world", "-n", "6", "--seed", "9",
                            "--temperature", "0.9", "--top-k", "40", "--top-p", "0.95",
                            "--min-p", "0.01", "--repeat-penalty", "1.1", "--stop", "zzz")
-    tests = [test_big_seeds, test_policy_in_identity, test_convert_receipt, test_usage]
+    tests = [test_big_seeds, test_policy_in_identity, test_generation_prompt_recorded,
+             test_convert_receipt, test_usage]
     if raw is not None:
         tests += [lambda: test_independent_ids(raw), lambda: test_display(raw, out),
                   lambda: test_unhashed_mutations(raw), lambda: test_rehashed_forgeries(raw)]
