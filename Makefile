@@ -84,6 +84,7 @@ SAMPLER_TOOL := $(BUILD)/sampler_tool
 HASH_BENCH := $(BUILD)/hash_bench
 SLM_OPEN_BENCH := $(BUILD)/slm_open_bench
 FORWARD_BENCH := $(BUILD)/forward_bench
+KERNEL_BENCH := $(BUILD)/kernel_bench
 TRANSCRIPT := $(BUILD)/transcript
 
 .PHONY: all native test test-full wasm wasm-modules fuzz fuzz-targets bench clean setup demo \
@@ -94,7 +95,7 @@ TRANSCRIPT := $(BUILD)/transcript
 # does nothing when everything is there), then builds.
 all: setup
 	@$(MAKE) --no-print-directory native
-native: $(LIB) $(CLI) $(UNIT) $(CBOR_TOOL) $(SAMPLER_TOOL) $(HASH_BENCH) $(SLM_OPEN_BENCH) $(FORWARD_BENCH) $(TRANSCRIPT)
+native: $(LIB) $(CLI) $(UNIT) $(CBOR_TOOL) $(SAMPLER_TOOL) $(HASH_BENCH) $(SLM_OPEN_BENCH) $(FORWARD_BENCH) $(KERNEL_BENCH) $(TRANSCRIPT)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
@@ -164,6 +165,9 @@ $(SLM_OPEN_BENCH): $(call obj,bench/slm_open_bench.c) $(LIB)
 
 $(FORWARD_BENCH): $(call obj,bench/forward_bench.c) $(LIB)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(KERNEL_BENCH): $(call obj,bench/kernel_bench.c) $(LIB)
+	$(CC) $(LDFLAGS) $^ -o $@
 
 $(TRANSCRIPT): $(call obj,tests/wasm/transcript.c tests/wasm/transcript_native.c \
                  tests/support/cbor_gen.c $(TEST_SUPPORT) $(HARNESS)) $(LIB)
@@ -256,6 +260,7 @@ bench: setup
 	@$(MAKE) --no-print-directory tok-slm
 	@bench/tokenizer.sh
 	@bench/model.sh
+	@build/gcc/kernel_bench
 	@bench/llama.sh
 
 # Forward-pass golden vectors (tests/golden/forward/) from the NumPy float64

@@ -20,72 +20,99 @@ TARGET static inline float tree8(__m256 s) {
   return _mm_cvtss_f32(_mm_add_ss(d, _mm_shuffle_ps(d, d, 1)));
 }
 
-static inline float scale_of(const uint8_t *blk) {
-  float d;
-  memcpy(&d, blk, 4); /* little-endian host */
-  return d;
+
+/* The activation side of a block pair (b, b + 1): codes, biases, scales;
+ * without a second block its codes and biases load as 0. */
+typedef struct act_pair {
+  __m512i x, bias;
+  __m512 dx; /* dx0 in lanes 0..7, dx1 in 8..15 */
+} act_pair;
+
+/* [a x 8 | b x 8] from two floats in memory (b absent: +0). */
+TARGET static inline __m512 halves(const uint8_t *a, const uint8_t *b) {
+  __m128 v = _mm_castsi128_ps(_mm_loadu_si32(a));
+  if (b != NULL) v = _mm_unpacklo_ps(v, _mm_castsi128_ps(_mm_loadu_si32(b)));
+  return _mm512_permutexvar_ps(_mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0),
+                               _mm512_castps128_ps512(v));
 }
 
-/* The 16 terms t_{b,g} of a block pair (F-4) from the unsigned weights u:
- * group sums exact through vpdpbusd plus the activation's bias, then
- * times p0 (lanes 0..7) and p1 (8..15). Without a second block its lanes
- * are +0 and add nothing (F-6: no lane is -0). */
-TARGET static inline __m512 pair_terms(__m512i u, const int8_t *x, const int32_t *bias,
-                                       float p0, float p1, bool second) {
-  __mmask64 mx = second ? ~(__mmask64)0 : 0xFFFFFFFFu;
-  __mmask16 mb = second ? 0xFFFF : 0x00FF;
-  __m512i sum = _mm512_dpbusd_epi32(_mm512_maskz_loadu_epi32(mb, bias), u,
-                                    _mm512_maskz_loadu_epi8(mx, x));
-  __m512 p = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(p0), _mm512_set1_ps(p1));
-  return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_maskz_mov_epi32(mb, sum)), p);
+TARGET static inline act_pair load_act(const int8_t *x, const int32_t *bias, const float *xs,
+                                       bool second) {
+  act_pair a;
+  a.x = _mm512_maskz_loadu_epi8(second ? ~(__mmask64)0 : 0xFFFFFFFFu, x);
+  a.bias = _mm512_maskz_loadu_epi32(second ? 0xFFFF : 0x00FF, bias);
+  a.dx = halves((const uint8_t *)xs, second ? (const uint8_t *)(xs + 1) : NULL);
+  return a;
 }
 
-/* Two q8 blocks (b, b + 1) per 512-bit step: lanes 0..7 are block b's
- * groups and 8..15 block b + 1's, which are F-4's lanes A_j for an even b.
- * The weights go in offset to unsigned (w + 128) and the activation's
- * q8_bias takes the offset out again, exactly. */
-TARGET static inline __m512 q8_pair(const uint8_t *k0, const int8_t *x, const int32_t *bias,
-                                    const float *xs, bool second) {
+/* The 16 terms t_{b,g} of a block pair (F-4) from one row's unsigned
+ * weights u and scales dw ([dw0 x 8 | dw1 x 8]): group sums exact through
+ * vpdpbusd plus the activation's bias, then times p = dw * dx per block
+ * (the same single f32 product as the scalar twin's). Without a second
+ * block its codes, biases and scales are 0, so its lanes are +0 and add
+ * nothing (F-6: no lane is -0); a code times an absent scale could not be
+ * -0 either, as every code there is 0. */
+TARGET static inline __m512 pair_terms(__m512i u, const act_pair *a, __m512 dw) {
+  __m512i sum = _mm512_dpbusd_epi32(a->bias, u, a->x);
+  return _mm512_mul_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dw, a->dx));
+}
+
+/* q8 weights of a block pair, offset to unsigned (w + 128): the
+ * activation's q8_bias takes the offset out again, exactly. */
+TARGET static inline __m512i q8_u(const uint8_t *k0, bool second) {
   __m256i w0 = _mm256_loadu_si256((const __m256i *)(k0 + 4));
   __m256i w1 = second ? _mm256_loadu_si256((const __m256i *)(k0 + 40)) : _mm256_setzero_si256();
-  __m512i u = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(w0), w1, 1),
-                               _mm512_set1_epi8((char)0x80));
-  return pair_terms(u, x, bias, scale_of(k0) * xs[0],
-                    second ? scale_of(k0 + 36) * xs[1] : 0.0f, second);
+  return _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(w0), w1, 1),
+                          _mm512_set1_epi8((char)0x80));
 }
 
-/* Two q4 blocks (b, b + 1) per 512-bit step, as q8_pair: each block's
- * nibbles become [low nibbles | high nibbles] (the even elements, then the
- * odd: the order of tl_kern_x.q4), and q4_bias removes the offset 8. */
-TARGET static inline __m512 q4_pair(const uint8_t *k0, const int8_t *x, const int32_t *bias,
-                                    const float *xs, bool second) {
+/* q4 weights of a block pair: each block's nibbles as [low nibbles | high
+ * nibbles] (the even elements, then the odd: the order of tl_kern_x.q4);
+ * q4_bias removes the offset 8. */
+TARGET static inline __m512i q4_u(const uint8_t *k0, bool second) {
   __m128i b0 = _mm_loadu_si128((const __m128i *)(k0 + 4));
   /* an absent second block: nibbles 8 (code 0) */
   __m128i b1 = second ? _mm_loadu_si128((const __m128i *)(k0 + 24)) : _mm_set1_epi8((char)0x88);
   __m256i v = _mm256_set_m128i(b1, b0), m = _mm256_set1_epi8(0x0F);
   __m256i lo = _mm256_and_si256(v, m), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m);
+  __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
   /* [lo0 lo1 | hi0 hi1] -> [lo0 hi0 | lo1 hi1] */
-  __m512i u = _mm512_shuffle_i64x2(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1),
-                                   _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1),
-                                   _MM_SHUFFLE(3, 1, 2, 0));
-  return pair_terms(u, x, bias, scale_of(k0) * xs[0],
-                    second ? scale_of(k0 + 20) * xs[1] : 0.0f, second);
+  return _mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(3, 1, 2, 0));
 }
+
+/* Rows [r, r + G) of a q8/q4 matrix, G accumulators side by side (the
+ * activation loads are shared and the G dependency chains overlap); one
+ * lane order per row, as F-4 says, whatever G is. */
+#define GROUP_FN(name, G)                                                                  \
+  TARGET static inline void name(bool q4, const uint8_t *w, size_t row_bytes, size_t nb,  \
+                                 const tl_kern_x *x, float *y) {                           \
+    size_t bb = q4 ? 20 : 36;                                                              \
+    __m512 acc[G];                                                                         \
+    for (int i = 0; i < G; i++) acc[i] = _mm512_setzero_ps();                              \
+    for (size_t b = 0; b < nb; b += 2) {                                                   \
+      bool second = b + 1 < nb;                                                            \
+      act_pair a = q4 ? load_act(x->q4 + 32 * b, x->q4_bias + 8 * b, x->scales + b, second) \
+                      : load_act(x->q8 + 32 * b, x->q8_bias + 8 * b, x->scales + b, second); \
+      for (int i = 0; i < G; i++) {                                                        \
+        const uint8_t *k0 = w + (size_t)i * row_bytes + b * bb;                            \
+        acc[i] = _mm512_add_ps(acc[i], pair_terms(q4 ? q4_u(k0, second) : q8_u(k0, second), \
+                                                  &a, halves(k0, second ? k0 + bb : NULL))); \
+      }                                                                                    \
+    }                                                                                      \
+    for (int i = 0; i < G; i++)                                                            \
+      y[i] = tree8(_mm256_add_ps(                                                          \
+          _mm512_castps512_ps256(acc[i]),                                                  \
+          _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[i]), 1))));         \
+  }
+GROUP_FN(rows_group4, 4)
+GROUP_FN(rows_group1, 1)
+#undef GROUP_FN
 
 TARGET static inline void rows_quant(bool q4, const uint8_t *w, size_t row_bytes, size_t n,
                                      const tl_kern_x *x, size_t rows, float *y) {
-  size_t nb = (n + 31) / 32;
-  for (size_t r = 0; r < rows; r++) {
-    const uint8_t *row = w + r * row_bytes;
-    __m512 a = _mm512_setzero_ps();
-    for (size_t b = 0; b < nb; b += 2)
-      a = _mm512_add_ps(a, q4 ? q4_pair(row + b * 20, x->q4 + 32 * b, x->q4_bias + 8 * b,
-                                        x->scales + b, b + 1 < nb)
-                              : q8_pair(row + b * 36, x->q8 + 32 * b, x->q8_bias + 8 * b,
-                                        x->scales + b, b + 1 < nb));
-    y[r] = tree8(_mm256_add_ps(_mm512_castps512_ps256(a),
-                               _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1))));
-  }
+  size_t nb = (n + 31) / 32, r = 0;
+  for (; r + 4 <= rows; r += 4) rows_group4(q4, w + r * row_bytes, row_bytes, nb, x, y + r);
+  for (; r < rows; r++) rows_group1(q4, w + r * row_bytes, row_bytes, nb, x, y + r);
 }
 
 TARGET static void rows_q8(const uint8_t *w, size_t row_bytes, size_t n,

@@ -1,0 +1,90 @@
+/* Throughput of each fast/1 matvec kernel variant this CPU runs, one
+ * thread: a 1024-wide matrix of each weight type, hot (256 rows, in L2:
+ * the compute rate) and cold (the given MB of rows, from memory), as GB/s
+ * of weights read and rows/s, per second of this thread's CPU time (so a
+ * shared, loaded host does not count the time others had the core; the
+ * cold figures still share the memory bus with them).
+ *   kernel_bench [COLD_MB]   (default 256) */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cpu.h"
+#include "kernels/kernels.h"
+
+#define WIDTH 1024
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* rows x WIDTH weights of type, packed from a fixed pseudo-random pattern */
+static uint8_t *make_weights(tl_qtype type, size_t rows, size_t *bytes) {
+  float *src = malloc(WIDTH * sizeof(float));
+  uint8_t *w;
+  size_t row_bytes;
+  if (src == NULL || tl_quant_row_bytes(type, WIDTH, &row_bytes) != TL_OK) return NULL;
+  for (size_t i = 0; i < WIDTH; i++) src[i] = (float)((int)(i * 37 % 201) - 100) / 64.0f;
+  *bytes = rows * row_bytes;
+  w = malloc(*bytes);
+  if (w != NULL)
+    for (size_t r = 0; r < rows; r++)
+      (void)tl_quant_pack(type, src, 1, WIDTH, w + r * row_bytes, row_bytes, NULL);
+  free(src);
+  return w;
+}
+
+int main(int argc, char **argv) {
+  static const char *const names[] = {"f32", "f16", "bf16", "q8", "q4"};
+  size_t cold_mb = argc > 1 ? (size_t)atoi(argv[1]) : 256;
+  static float xf[WIDTH], scales[WIDTH / 32];
+  static int8_t q8[WIDTH], q4[WIDTH];
+  static int32_t b8[WIDTH / 4], b4[WIDTH / 4];
+  tl_kern_x x = {xf, q8, q4, scales, b8, b4};
+  for (size_t i = 0; i < WIDTH; i++) xf[i] = (float)((int)(i * 53 % 97) - 48) / 16.0f;
+  tl_kern_quantize_x(xf, WIDTH, scales, q8, b8, q4, b4);
+  printf("kernel throughput, one thread, width %d (GB/s of weights, Mrows/s; per CPU second)\n",
+         WIDTH);
+  printf("%-7s %-5s %16s %16s\n", "isa", "type", "hot (256 rows)", "cold");
+  for (int isa = 0; isa < TL_KERN_ISA_COUNT; isa++) {
+    const tl_kernels *k = tl_kernels_get((tl_kern_isa)isa);
+    if (k == NULL || !tl_native_kernels_supported((tl_kern_isa)isa)) continue;
+    for (int type = 0; type < 5; type++) {
+      size_t row_bytes, hot_bytes, cold_bytes, cold_rows;
+      uint8_t *hot, *cold;
+      float *y;
+      double gbs[2], rows_s[2];
+      (void)tl_quant_row_bytes((tl_qtype)type, WIDTH, &row_bytes);
+      cold_rows = cold_mb * 1000000 / row_bytes;
+      hot = make_weights((tl_qtype)type, 256, &hot_bytes);
+      cold = make_weights((tl_qtype)type, cold_rows, &cold_bytes);
+      y = malloc(cold_rows * sizeof(float));
+      if (hot == NULL || cold == NULL || y == NULL) {
+        fprintf(stderr, "out of memory\n");
+        return 1;
+      }
+      for (int c = 0; c < 2; c++) {
+        const uint8_t *w = c ? cold : hot;
+        size_t rows = c ? cold_rows : 256, reps = c ? 3 : 2000;
+        double best = 1e30;
+        for (int trial = 0; trial < 3; trial++) {
+          double t0 = now_s();
+          for (size_t r = 0; r < reps; r++) k->rows[type](w, row_bytes, WIDTH, &x, rows, y);
+          if (now_s() - t0 < best) best = now_s() - t0;
+        }
+        gbs[c] = (double)rows * row_bytes * reps / best / 1e9;
+        rows_s[c] = (double)rows * reps / best / 1e6;
+      }
+      printf("%-7s %-5s %7.1f %7.1f  %7.1f %7.1f\n", k->name, names[type], gbs[0], rows_s[0],
+             gbs[1], rows_s[1]);
+      free(hot);
+      free(cold);
+      free(y);
+    }
+  }
+  return 0;
+}
