@@ -32,34 +32,21 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 
 import forward_specs as fs  # noqa: E402
 
-ORACLE = os.path.join(fs.ROOT, "tools", "oracle", "qwen3_ref.py")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import forward_test as ft  # noqa: E402  (its check, counters and verify)
+
+ORACLE = ft.ORACLE
 PROFILE = "fast-f32-vs-f64/1"
 LOSSY = [("bf16", "q8", "tiny-ids"), ("bf16", "q4", "tiny-ids")]
 STEPS = 32
 MUTATIONS = {"rope_pairing": "q_rope", "no_q_norm": "q_norm", "gqa_map": "scores",
              "mask_off_by_one": "scores_masked", "rms_eps": "attn_norm"}
 
-passed = failed = 0
-
-
-def check(ok, what, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print("ok", what)
-    else:
-        failed += 1
-        print("  FAIL", what + (": " + detail if detail else ""))
+check = ft.check
 
 
 def verify(tinylm, model, golden, *extra):
-    p = subprocess.run([tinylm, "verify", model, "--golden", golden, "--json",
-                        "--lane", "fast", *extra], capture_output=True, text=True)
-    try:
-        doc = json.loads(p.stdout.splitlines()[-1])
-    except (ValueError, IndexError):
-        doc = {}
-    return p.returncode, doc, p.stderr
+    return ft.verify(tinylm, model, golden, "--lane", "fast", *extra)
 
 
 def judge(what, rc, doc, err, steps):
@@ -150,8 +137,8 @@ def main(tinylm, work):
                            capture_output=True, text=True)
         check(p.returncode == 2 and p.stderr.startswith("error: usage:"),
               "run %s: usage error" % " ".join(flags), "exit %d %s" % (p.returncode, p.stderr))
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    print("%d passed, %d failed" % (ft.passed, ft.failed))
+    return 1 if ft.failed else 0
 
 
 if __name__ == "__main__":

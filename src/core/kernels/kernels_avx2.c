@@ -4,6 +4,7 @@
  * onto x (both in [-127, 127], so no pair sum saturates: 2*127*127 and
  * 2*15*127 < 32767). */
 #include <immintrin.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "kernels/kernels_impl.h"
@@ -46,52 +47,38 @@ TARGET static inline __m256i q4_groups(const uint8_t *blk, const int8_t *x,
   return _mm256_add_epi32(p, _mm256_loadu_si256((const __m256i *)bias));
 }
 
-TARGET static inline __m256 term(__m256i s, float p) {
-  return _mm256_mul_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(p));
+/* Block b's term vector t_{b,g} (F-4/F-5). */
+TARGET static inline __m256 term(bool q4, const uint8_t *row, const tl_kern_x *x, size_t b) {
+  const uint8_t *k = row + b * (q4 ? 20 : 36);
+  __m256i s = q4 ? q4_groups(k, x->q4 + 32 * b, x->q4_bias + 8 * b) : q8_groups(k, x->q8 + 32 * b);
+  return _mm256_mul_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(scale_of(k) * x->scales[b]));
+}
+
+/* Even blocks into a0 (lanes A_0..7), odd ones into a1 (A_8..15). */
+TARGET static inline void rows_quant(bool q4, const uint8_t *w, size_t row_bytes, size_t n,
+                                     const tl_kern_x *x, size_t rows, float *y) {
+  size_t nb = (n + 31) / 32;
+  for (size_t r = 0; r < rows; r++) {
+    const uint8_t *row = w + r * row_bytes;
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    size_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+      a0 = _mm256_add_ps(a0, term(q4, row, x, b));
+      a1 = _mm256_add_ps(a1, term(q4, row, x, b + 1));
+    }
+    if (b < nb) a0 = _mm256_add_ps(a0, term(q4, row, x, b));
+    y[r] = tree(a0, a1);
+  }
 }
 
 TARGET static void rows_q8(const uint8_t *w, size_t row_bytes, size_t n,
                            const tl_kern_x *x, size_t rows, float *y) {
-  size_t nb = (n + 31) / 32;
-  for (size_t r = 0; r < rows; r++) {
-    const uint8_t *row = w + r * row_bytes;
-    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-    size_t b = 0;
-    for (; b + 2 <= nb; b += 2) {
-      const uint8_t *k0 = row + b * 36, *k1 = k0 + 36;
-      a0 = _mm256_add_ps(a0, term(q8_groups(k0, x->q8 + 32 * b), scale_of(k0) * x->scales[b]));
-      a1 = _mm256_add_ps(a1, term(q8_groups(k1, x->q8 + 32 * b + 32),
-                                  scale_of(k1) * x->scales[b + 1]));
-    }
-    if (b < nb) {
-      const uint8_t *k0 = row + b * 36;
-      a0 = _mm256_add_ps(a0, term(q8_groups(k0, x->q8 + 32 * b), scale_of(k0) * x->scales[b]));
-    }
-    y[r] = tree(a0, a1);
-  }
+  rows_quant(false, w, row_bytes, n, x, rows, y);
 }
 
 TARGET static void rows_q4(const uint8_t *w, size_t row_bytes, size_t n,
                            const tl_kern_x *x, size_t rows, float *y) {
-  size_t nb = (n + 31) / 32;
-  for (size_t r = 0; r < rows; r++) {
-    const uint8_t *row = w + r * row_bytes;
-    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-    size_t b = 0;
-    for (; b + 2 <= nb; b += 2) {
-      const uint8_t *k0 = row + b * 20, *k1 = k0 + 20;
-      a0 = _mm256_add_ps(a0, term(q4_groups(k0, x->q4 + 32 * b, x->q4_bias + 8 * b),
-                                  scale_of(k0) * x->scales[b]));
-      a1 = _mm256_add_ps(a1, term(q4_groups(k1, x->q4 + 32 * b + 32, x->q4_bias + 8 * b + 8),
-                                  scale_of(k1) * x->scales[b + 1]));
-    }
-    if (b < nb) {
-      const uint8_t *k0 = row + b * 20;
-      a0 = _mm256_add_ps(a0, term(q4_groups(k0, x->q4 + 32 * b, x->q4_bias + 8 * b),
-                                  scale_of(k0) * x->scales[b]));
-    }
-    y[r] = tree(a0, a1);
-  }
+  rows_quant(true, w, row_bytes, n, x, rows, y);
 }
 
 /* 16 weights as two vectors of 8 floats, per weight type. */
