@@ -12,13 +12,15 @@
 #endif
 
 tl_cpu_features tl_native_cpu_features(void) {
-  tl_cpu_features f = {false, false, false, false, false, false, false};
+  tl_cpu_features f = {false, false, false, false, false, false, false, false};
 #if TL_CPU_X86
   unsigned a, b, c, d;
   __builtin_cpu_init();
   /* clang's builtin does not know F16C: CPUID leaf 1, ECX bit 29 (the
    * AVX check above covers the OS side of the ymm state). */
   f.f16c = __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1u);
+  /* nor SHA: CPUID leaf 7, EBX bit 29 (SSE state only, always saved) */
+  f.sha = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b >> 29 & 1u);
   f.avx512bw = __builtin_cpu_supports("avx512bw") != 0;
   f.avx512vnni = __builtin_cpu_supports("avx512vnni") != 0;
   f.sse41 = __builtin_cpu_supports("sse4.1") != 0;
@@ -54,6 +56,12 @@ tl_blake3_backend tl_native_blake3_backend(void) {
         tl_native_blake3_backend_supported(fastest_first[i]))
       return fastest_first[i];
   return TL_BLAKE3_PORTABLE;
+}
+
+tl_sha256_backend tl_native_sha256_backend(void) {
+  tl_cpu_features f = tl_native_cpu_features();
+  return f.sha && f.sse41 && tl_sha256_backend_compiled(TL_SHA256_SHANI) ? TL_SHA256_SHANI
+                                                                         : TL_SHA256_PORTABLE;
 }
 
 bool tl_native_kernels_supported(tl_kern_isa isa) {

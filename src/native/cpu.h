@@ -8,6 +8,7 @@
 #include <stdbool.h>
 
 #include "hash/blake3.h"
+#include "hash/sha256.h"
 #include "kernels/kernels.h"
 
 /* What this CPU, with this operating system, can execute. The AVX and
@@ -21,6 +22,7 @@ typedef struct tl_cpu_features {
   bool avx512bw;
   bool avx512vnni;
   bool f16c;
+  bool sha; /* the SHA extensions (SHA-NI) */
 } tl_cpu_features;
 
 tl_cpu_features tl_native_cpu_features(void);
@@ -32,6 +34,10 @@ bool tl_native_blake3_backend_supported(tl_blake3_backend b);
 /* The fastest backend that is both compiled in and supported by this CPU;
  * TL_BLAKE3_PORTABLE when there is none. */
 tl_blake3_backend tl_native_blake3_backend(void);
+
+/* The SHA-256 backend to use: SHA-NI when compiled in and the CPU has
+ * the SHA extensions and SSE4.1, else the portable one. */
+tl_sha256_backend tl_native_sha256_backend(void);
 
 /* The same for the fast lane's kernel variants (src/core/kernels). */
 bool tl_native_kernels_supported(tl_kern_isa isa);

@@ -78,6 +78,7 @@ int main(int argc, char **argv) {
   /* Digests (artifact verification, conversion) use the fastest BLAKE3
    * backend this CPU runs; all give the same bytes. */
   (void)tl_blake3_set_default_backend(tl_native_blake3_backend());
+  (void)tl_sha256_set_default_backend(tl_native_sha256_backend());
   if (argc < 2) {
     usage(stderr);
     return TL_EXIT_USAGE;

@@ -1,13 +1,16 @@
 /* SHA-256 as specified in FIPS 180-4 §4.1.2 (functions), §4.2.2 (constants),
- * §5.1.1 (padding), §6.2.2 (compression). Portable scalar code: hashing is
- * not on the inference path, and the artifact id is computed once. */
+ * §5.1.1 (padding), §6.2.2 (compression). Portable scalar compression, and
+ * a SHA-NI one beside it (sha256_sse41.c) that the host may select: the
+ * artifact id of a run's receipt hashes the whole file. */
 #include "hash/sha256.h"
 
 #include <string.h>
 
 #include "bytes.h"
+#include "hash/sha256_impl.h"
 
-static const uint32_t K[64] = {
+#define K tl_sha256_k
+const uint32_t tl_sha256_k[64] = {
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1,
     0x923f82a4, 0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3,
     0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786,
@@ -22,7 +25,7 @@ static const uint32_t K[64] = {
 
 static uint32_t rotr(uint32_t x, unsigned n) { return x >> n | x << (32 - n); }
 
-static void compress(uint32_t s[8], const uint8_t *block) {
+static void compress_one(uint32_t s[8], const uint8_t *block) {
   uint32_t w[64];
   uint32_t a = s[0], b = s[1], c = s[2], d = s[3];
   uint32_t e = s[4], f = s[5], g = s[6], h = s[7];
@@ -56,6 +59,38 @@ static void compress(uint32_t s[8], const uint8_t *block) {
   s[7] += h;
 }
 
+static void compress_portable(uint32_t s[8], const uint8_t *p, size_t blocks) {
+  for (size_t i = 0; i < blocks; i++) compress_one(s, p + i * TL_SHA256_BLOCK_LEN);
+}
+
+/* The backend in use: portable until the host, having checked its CPU,
+ * names a faster one. */
+static tl_sha256_compress_fn *compress_many = compress_portable;
+
+static tl_sha256_compress_fn *backend_fn(unsigned b) {
+  switch (b) {
+    case TL_SHA256_PORTABLE:
+      return compress_portable;
+#if TL_SHA256_HAVE_X86
+    case TL_SHA256_SHANI:
+      return tl_sha256_compress_shani;
+#endif
+    default:
+      return NULL;
+  }
+}
+
+bool tl_sha256_backend_compiled(tl_sha256_backend b) { return backend_fn((unsigned)b) != NULL; }
+
+tl_status tl_sha256_set_default_backend(tl_sha256_backend b) {
+  if ((unsigned)b > TL_SHA256_SHANI) return TL_ERR_INVALID_ARGUMENT;
+  if (backend_fn((unsigned)b) == NULL) return TL_ERR_UNSUPPORTED_FEATURE;
+  compress_many = backend_fn((unsigned)b);
+  return TL_OK;
+}
+
+static void compress(uint32_t s[8], const uint8_t *block) { compress_many(s, block, 1); }
+
 void tl_sha256_init(tl_sha256_ctx *ctx) {
   static const uint32_t iv[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372,
                                  0xa54ff53a, 0x510e527f, 0x9b05688c,
@@ -85,9 +120,12 @@ tl_status tl_sha256_update(tl_sha256_ctx *ctx, const void *data, size_t len) {
     compress(ctx->state, ctx->block);
     ctx->block_len = 0;
   }
-  for (; len >= TL_SHA256_BLOCK_LEN;
-       p += TL_SHA256_BLOCK_LEN, len -= TL_SHA256_BLOCK_LEN)
-    compress(ctx->state, p);
+  if (len >= TL_SHA256_BLOCK_LEN) {
+    size_t blocks = len / TL_SHA256_BLOCK_LEN;
+    compress_many(ctx->state, p, blocks);
+    p += blocks * TL_SHA256_BLOCK_LEN;
+    len -= blocks * TL_SHA256_BLOCK_LEN;
+  }
   if (len != 0) memcpy(ctx->block, p, len);
   ctx->block_len = len;
   return TL_OK;

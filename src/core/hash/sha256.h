@@ -2,6 +2,7 @@
 #ifndef TL_CORE_SHA256_H
 #define TL_CORE_SHA256_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,5 +27,18 @@ tl_status tl_sha256_final(tl_sha256_ctx *ctx,
                           uint8_t out[TL_SHA256_DIGEST_LEN]);
 tl_status tl_sha256(const void *data, size_t len,
                     uint8_t out[TL_SHA256_DIGEST_LEN]);
+
+/* Compression backends: the portable one, and on x86-64 native builds the
+ * SHA extensions (SHA-NI). All give the same digests; the host picks one
+ * its CPU runs (src/native/cpu.h) at start-up, as for BLAKE3. */
+typedef enum tl_sha256_backend {
+  TL_SHA256_PORTABLE,
+  TL_SHA256_SHANI
+} tl_sha256_backend;
+
+bool tl_sha256_backend_compiled(tl_sha256_backend b);
+/* The backend every context uses from now on (TL_ERR_UNSUPPORTED_FEATURE
+ * when not compiled in, TL_ERR_INVALID_ARGUMENT for an unknown value). */
+tl_status tl_sha256_set_default_backend(tl_sha256_backend b);
 
 #endif
