@@ -15,6 +15,8 @@ fast-f32-vs-f64/1:
     writes the same bytes, and `run` at those counts gives the same tokens
     and receipt id (the ISA variants are compared with each other in the
     fast_forward unit suite, which can pick them);
+  * the receipt's runtime node names the lane and its profile, and its id
+    differs between the lanes; bench --json has the keys the issue lists;
   * bad lane flags (-t 0, -t 257, --lane x) are usage errors.
 
     fast_test.py TINYLM WORKDIR
@@ -132,6 +134,43 @@ def main(tinylm, work):
         check(all(r == runs[0] for r in runs) and runs[0][0] != "failed",
               "%s: run on the fast lane gives the same tokens and receipt id at 1, 2, 3 "
               "and 7 threads" % quant, json.dumps(runs))
+    # The receipt names the lane and its profile inside the identity (F-10).
+    runtimes = {}
+    for lane in ("fast", "scalar"):
+        rec = os.path.join(work, "receipt-%s.cbor" % lane)
+        p = subprocess.run([tinylm, "run", models["bf16"]["q8"], "--prompt", "one two", "-n", "3",
+                            "--lane", lane, "--receipt", rec, "--force", "--json"],
+                           capture_output=True, text=True)
+        q = subprocess.run([tinylm, "receipt", "show", rec, "--json"], capture_output=True,
+                           text=True)
+        try:
+            nodes = json.loads(q.stdout)["nodes"]
+            runtimes[lane] = [n for n in nodes if n["type"] == "runtime"][0]
+        except (ValueError, KeyError, IndexError):
+            runtimes[lane] = {}
+        check(p.returncode == 0 and q.returncode == 0, "run --lane %s writes a receipt that "
+              "receipt show verifies" % lane, p.stderr + q.stderr)
+    want = {"fast": ("fast", "fast/1"), "scalar": ("scalar", "scalar-f32/1")}
+    for lane, (backend, profile) in want.items():
+        meta = runtimes[lane].get("metadata", {})
+        check(meta.get("backend") == backend and meta.get("numerical_profile") == profile,
+              "run --lane %s: the receipt's runtime node names %s and %s" % (lane, backend, profile),
+              json.dumps(meta))
+    check(runtimes["fast"].get("id") not in (None, runtimes["scalar"].get("id")),
+          "the runtime node's id differs between the lanes (the profile is in the identity)")
+    # bench --json: the keys the issue lists, and sane values.
+    p = subprocess.run([tinylm, "bench", models["bf16"]["q8"], "-p", "8", "-n", "4", "-r", "1",
+                        "-t", "2", "--json"], capture_output=True, text=True)
+    try:
+        b = json.loads(p.stdout)
+    except ValueError:
+        b = {}
+    keys = ("prefill_tokens_per_s", "decode_tokens_per_s", "threads", "lane", "isa",
+            "weight_bytes_per_token", "bandwidth_bytes_per_s", "peak_rss_bytes")
+    check(p.returncode == 0 and all(k in b for k in keys) and b.get("threads") == 2 and
+          b.get("lane") == "fast" and b.get("profile") == "fast/1" and
+          all(b[k] > 0 for k in keys if k not in ("lane", "isa")),
+          "bench --json has %s" % ", ".join(keys), p.stdout + p.stderr)
     for flags in (["-t", "0"], ["-t", "257"], ["--lane", "x"], ["--threads"]):
         p = subprocess.run([tinylm, "run", models["bf16"]["q8"], "--prompt", "x", *flags],
                            capture_output=True, text=True)
