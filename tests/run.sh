@@ -91,6 +91,7 @@ run_stage unit-clang build/clang/unit_tests
 run_stage unit-asan env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
   UBSAN_OPTIONS=print_stacktrace=1 build/asan/unit_tests
 run_stage unit-wasm node tests/wasm/run_unit.mjs build/wasm/unit_tests.wasm
+run_stage unit-wasm-simd128 node tests/wasm/run_unit.mjs build/wasm/unit_tests_simd128.wasm
 run_stage wasm-identity tests/wasm/identity.sh
 run_stage cli tests/cli/cli_test.sh build/asan/tinylm
 run_stage tok-artifact build tok-slm

@@ -141,6 +141,13 @@ TL_KERN_SCALAR_FN(scalar_q4, TL_QTYPE_Q4, rows_quant)
 static const tl_kernels scalar = {
     TL_KERN_SCALAR, "scalar", {scalar_f32, scalar_f16, scalar_bf16, scalar_q8, scalar_q4}};
 
+#ifdef __wasm_simd128__
+static const tl_kernels wasm_simd = {
+    TL_KERN_WASM_SIMD128,
+    "wasm-simd128",
+    {tl_wasm_rows_f32, scalar_f16, tl_wasm_rows_bf16, tl_wasm_rows_q8, scalar_q4}};
+#endif
+
 const tl_kernels *tl_kernels_get(tl_kern_isa isa) {
   switch (isa) {
     case TL_KERN_SCALAR:
@@ -150,6 +157,10 @@ const tl_kernels *tl_kernels_get(tl_kern_isa isa) {
       return &tl_kernels_avx2;
     case TL_KERN_AVX512:
       return &tl_kernels_avx512;
+#endif
+#ifdef __wasm_simd128__
+    case TL_KERN_WASM_SIMD128:
+      return &wasm_simd;
 #endif
     default:
       return NULL;

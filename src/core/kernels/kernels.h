@@ -47,6 +47,7 @@ typedef enum tl_kern_isa {
   TL_KERN_SCALAR, /* the scalar twins: every build */
   TL_KERN_AVX2,   /* AVX2 + F16C: x86-64 native builds */
   TL_KERN_AVX512, /* AVX-512 F/VL/BW + VNNI + F16C: x86-64 native builds */
+  TL_KERN_WASM_SIMD128, /* wasm SIMD128: wasm32 builds with -msimd128 */
   TL_KERN_ISA_COUNT
 } tl_kern_isa;
 

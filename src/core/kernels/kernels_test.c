@@ -79,6 +79,48 @@ static void dot_golden(tl_test_ctx *t) {
   }
 }
 
+/* The wasm SIMD128 variant (compiled only into the SIMD128 module; the
+ * x86 ones are checked natively, where the CPU can be asked) against the
+ * twin: the golden vectors and random rows of every type and length. */
+static void wasm_simd_equals_twin(tl_test_ctx *t) {
+  static uint8_t w[3 * 288 * 4];
+  static float src[3 * 288];
+  const tl_kernels *v = tl_kernels_get(TL_KERN_WASM_SIMD128);
+  const tl_kernels *twin = tl_kernels_get(TL_KERN_SCALAR);
+  tl_test_rng rng = {4242};
+  if (v == NULL) {
+    tl_test_print(t, "note: no wasm SIMD128 variant in this build\n");
+    return;
+  }
+  for (size_t c = 0; c < sizeof fv_dots / sizeof fv_dots[0]; c++) {
+    const fv_dot *d = &fv_dots[c];
+    float y[3];
+    size_t rb = 0;
+    tl_kern_x x;
+    prepare(d->x, d->n, &x);
+    (void)tl_quant_row_bytes((tl_qtype)d->type, d->n, &rb);
+    v->rows[d->type](d->w, rb, d->n, &x, d->rows, y);
+    for (size_t r = 0; r < d->rows; r++) TL_EXPECT_EQ_U64(t, tl_f32_to_bits(y[r]), d->y[r]);
+  }
+  for (size_t n = 1; n <= 288; n += 7)
+    for (int type = 0; type < 5; type++) {
+      uint32_t xb[288];
+      float want[3], got[3];
+      size_t rb = 0;
+      tl_kern_x x;
+      for (size_t i = 0; i < 3 * n; i++)
+        src[i] = (float)((int64_t)(tl_test_rng_next(&rng) % 20001) - 10000) / 1024.0f;
+      for (size_t i = 0; i < n; i++)
+        xb[i] = tl_f32_to_bits((float)((int64_t)(tl_test_rng_next(&rng) % 2001) - 1000) / 64.0f);
+      (void)tl_quant_row_bytes((tl_qtype)type, n, &rb);
+      if (!TL_EXPECT_OK(t, tl_quant_pack((tl_qtype)type, src, 3, n, w, sizeof w, NULL))) return;
+      prepare(xb, n, &x);
+      twin->rows[type](w, rb, n, &x, 3, want);
+      v->rows[type](w, rb, n, &x, 3, got);
+      TL_EXPECT_MEM(t, got, want, sizeof want);
+    }
+}
+
 /* One valid block per type, broken one way at a time. */
 static void validate_rejects(tl_test_ctx *t) {
   uint8_t b8[36], b4[20];
@@ -137,5 +179,6 @@ static const tl_test_case cases[] = {
     TL_CASE(act_golden),
     TL_CASE(dot_golden),
     TL_CASE(validate_rejects),
+    TL_CASE(wasm_simd_equals_twin),
 };
 TL_SUITE(kernels, cases);
