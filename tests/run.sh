@@ -112,6 +112,8 @@ run_stage slm-inspector /usr/bin/python3 tools/slm_inspect_test.py
 rm -rf build/test-work && mkdir -p build/test-work
 run_stage cli-safety /usr/bin/python3 tests/cli/safety_test.py build/asan/tinylm \
   build/test-work/cli-safety
+run_stage demo-tools /usr/bin/python3 tools/demo/demo_test.py build/gcc/tinylm \
+  build/test-work/demo-tools
 run_stage convert-bad /usr/bin/python3 tests/convert/bad_checkpoints.py build/asan/tinylm \
   build/test-work/convert-bad
 run_stage slm-goldens-current tools/slm_goldens.sh --check
