@@ -87,7 +87,7 @@ FORWARD_BENCH := $(BUILD)/forward_bench
 KERNEL_BENCH := $(BUILD)/kernel_bench
 TRANSCRIPT := $(BUILD)/transcript
 
-.PHONY: all native test test-full wasm wasm-modules fuzz fuzz-targets bench clean setup demo \
+.PHONY: all native test test-full wasm wasm-modules fuzz fuzz-targets bench clean setup demo demo-train \
         unicode-tables oracle-nfc tokenizer-goldens tok-slm template-goldens \
         forward-goldens \
         slm-goldens
@@ -307,6 +307,13 @@ oracle-nfc: setup
 demo: setup
 	@$(MAKE) --no-print-directory CFG=gcc native
 	@scripts/demo.sh
+
+# Retrains the demo model (tools/demo/weights/) from nothing: installs
+# Debian's CPU torch first, which make test never does (docs/demo-model.md).
+demo-train: setup
+	@scripts/setup.sh --demo-train
+	@$(MAKE) --no-print-directory CFG=gcc native
+	@tools/demo/regenerate.sh
 
 clean:
 	rm -rf build

@@ -20,6 +20,11 @@ packages=(gcc make clang lld libclang-rt-14-dev wabt nodejs b3sum
           python3 python3-cbor2 python3-jinja2 python3-numpy libjansson-dev
           libcurl4-openssl-dev
           libedit-dev unicode-data time)
+# `scripts/setup.sh --demo-train` (make demo-train only, never make test: CI
+# must not download torch) adds Debian's CPU torch for the demo model's
+# trainer, and OpenBLAS, without which its matrix products run on the
+# reference BLAS, 10-20x slower.
+if [[ ${1:-} == --demo-train ]]; then packages+=(python3-torch libopenblas0-pthread); fi
 
 missing=()
 for p in "${packages[@]}"; do

