@@ -94,8 +94,12 @@ def fake_tokenizer(d):
         f.write("{}")
 
 
-def compact_file(path, ids, rows=None, drop=None, extra=None, dtype="BF16", meta_ids=None):
-    shapes = demo_model.tensor_shapes(demo_model.CONFIG, len(ids) if rows is None else rows)
+# A small shape recorded in the files' metadata, as train.py records its own.
+SHAPE = dict(demo_model.CONFIG, hidden_size=64, head_dim=16, intermediate_size=96, num_hidden_layers=2)
+
+
+def compact_file(path, ids, rows=None, drop=None, extra=None, dtype="BF16", meta_ids=None, meta_shape=SHAPE):
+    shapes = demo_model.tensor_shapes(SHAPE, len(ids) if rows is None else rows)
     tensors = {}
     for k, (name, shape) in enumerate(sorted(shapes.items())):
         n = 1
@@ -110,7 +114,8 @@ def compact_file(path, ids, rows=None, drop=None, extra=None, dtype="BF16", meta
         del tensors[drop]
     if extra:
         tensors[extra] = ("BF16", [4], b"\x01" * 8)
-    demo_model.write_safetensors(path, tensors, {"tinylm_demo_idmap": json.dumps(meta_ids or ids)})
+    demo_model.write_safetensors(path, tensors, {"tinylm_demo_idmap": json.dumps(meta_ids or ids),
+                                                 "tinylm_demo_config": json.dumps(meta_shape)})
     return tensors
 
 
@@ -133,9 +138,9 @@ def expander_tests(work):
     check("expands", p.returncode == 0, p.stderr.decode())
     full, _ = demo_model.read_safetensors(os.path.join(out, "model.safetensors"))
     dt, shape, emb = full["model.embed_tokens.weight"]
-    row = 2 * demo_model.CONFIG["hidden_size"]
+    row = 2 * SHAPE["hidden_size"]
     comp = tensors["model.embed_tokens.weight"][2]
-    check("full embedding shape", dt == "BF16" and shape == [151936, demo_model.CONFIG["hidden_size"]])
+    check("full embedding shape", dt == "BF16" and shape == [151936, SHAPE["hidden_size"]])
     check("id-map rows are the compact rows",
           all(emb[t * row:(t + 1) * row] == comp[i * row:(i + 1) * row] for i, t in enumerate(ids)))
     zeros = bytearray(emb)
@@ -147,7 +152,8 @@ def expander_tests(work):
     cfg = json.load(open(os.path.join(out, "config.json")))
     gen = json.load(open(os.path.join(out, "generation_config.json")))
     check("config", cfg["vocab_size"] == 151936 and cfg["tie_word_embeddings"] and
-          cfg["hidden_size"] == demo_model.CONFIG["hidden_size"] and cfg["eos_token_id"] == 151645 and
+          cfg["hidden_size"] == SHAPE["hidden_size"] and cfg["num_hidden_layers"] == SHAPE["num_hidden_layers"]
+          and cfg["head_dim"] == SHAPE["head_dim"] and cfg["eos_token_id"] == 151645 and
           gen["eos_token_id"] == 151645 and gen["do_sample"] is False)
 
     def refused(name, code, weights, ids_doc, out_dir=None):
@@ -174,7 +180,7 @@ def expander_tests(work):
     compact_file(rows, ids, rows=5)
     refused("embedding-rows-differ", "shape", rows, doc)
     missing = os.path.join(work, "missing.safetensors")
-    compact_file(missing, ids, drop="model.layers.3.mlp.up_proj.weight")
+    compact_file(missing, ids, drop="model.layers.1.mlp.up_proj.weight")
     refused("missing-tensor", "shape", missing, doc)
     extra = os.path.join(work, "extra.safetensors")
     compact_file(extra, ids, extra="lm_head.bias")
@@ -182,6 +188,12 @@ def expander_tests(work):
     f32 = os.path.join(work, "f32.safetensors")
     compact_file(f32, ids, dtype="F32")
     refused("f32-weights", "shape", f32, doc)
+    big = os.path.join(work, "big.safetensors")
+    compact_file(big, ids, meta_shape=dict(SHAPE, hidden_size=128))
+    refused("shapes-differ-from-recorded-config", "shape", big, doc)
+    bad = os.path.join(work, "bad-config.safetensors")
+    compact_file(bad, ids, meta_shape=dict(SHAPE, num_key_value_heads=3))
+    refused("invalid-recorded-config", "format", bad, doc)
     trunc = os.path.join(work, "trunc.safetensors")
     with open(good, "rb") as f:
         data = f.read()

@@ -53,8 +53,8 @@ def torch_greedy(weights, idmap_path, tinylm, tok_model, replies, n):
         idmap = json.load(f)
     ids = idmap["ids"]
     index = {t: i for i, t in enumerate(ids)}
-    tensors, _ = demo_model.read_safetensors(weights)
-    net = demo_model.torch_model()(demo_model.CONFIG, len(ids))
+    tensors, meta = demo_model.read_safetensors(weights)
+    net = demo_model.torch_model()(demo_model.config_of(meta), len(ids))
     net.load_hf_state({k: demo_model.from_raw(*v) for k, v in tensors.items()})
     outside = next(t for t in range(idmap["vocab_size"]) if t not in index)  # lowest zero row
     out = []

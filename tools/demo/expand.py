@@ -18,7 +18,8 @@ anything is written: an id map that is not strictly increasing ids below
 vocab_size, or that names a token the tokenizer lacks (code idmap); one that
 differs from the id map recorded in the weights file (idmap); a tensor
 missing, extra, or of another shape or dtype than the demo model's
-(shape); an unreadable or malformed file (io, format); an OUTDIR that
+(shape; the shape is the one the file's metadata records, else
+model.CONFIG); an unreadable or malformed file (io, format); an OUTDIR that
 exists and is not empty (exists). The directory is written under a temporary
 name and renamed into place.
 """
@@ -108,7 +109,11 @@ def expand(weights, idmap_path, tokenizer_dir, out):
         raise Fail("format", "%s: %s" % (weights, e))
     if meta.get("tinylm_demo_idmap") is not None and json.loads(meta["tinylm_demo_idmap"]) != ids:
         raise Fail("idmap", "%s was trained with another id map than %s" % (weights, idmap_path))
-    want = demo_model.tensor_shapes(demo_model.CONFIG, len(ids))
+    try:
+        cfg = demo_model.config_of(meta)
+    except ValueError as e:
+        raise Fail("format", "%s: %s" % (weights, e))
+    want = demo_model.tensor_shapes(cfg, len(ids))
     for name in sorted(set(tensors) | set(want)):
         if name not in tensors:
             raise Fail("shape", "tensor %s is missing" % name)
@@ -117,7 +122,7 @@ def expand(weights, idmap_path, tokenizer_dir, out):
         dt, shape, _ = tensors[name]
         if shape != want[name] or dt != "BF16":
             raise Fail("shape", "tensor %s is %s %s, the demo model's is BF16 %s" % (name, dt, shape, want[name]))
-    h = demo_model.CONFIG["hidden_size"]
+    h = cfg["hidden_size"]
     row = 2 * h
     compact = tensors["model.embed_tokens.weight"][2]
     full = bytearray(n * row)
@@ -131,7 +136,7 @@ def expand(weights, idmap_path, tokenizer_dir, out):
         os.makedirs(tmp)
         demo_model.write_safetensors(os.path.join(tmp, "model.safetensors"), tensors, {"format": "pt"})
         with open(os.path.join(tmp, "config.json"), "w") as f:
-            json.dump(hf_config(demo_model.CONFIG, n), f, indent=2)
+            json.dump(hf_config(cfg, n), f, indent=2)
         with open(os.path.join(tmp, "generation_config.json"), "w") as f:
             json.dump({"bos_token_id": ENDOFTEXT_ID, "do_sample": False, "eos_token_id": IM_END_ID,
                        "pad_token_id": ENDOFTEXT_ID}, f, indent=2)

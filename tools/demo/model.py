@@ -23,6 +23,23 @@ CONFIG = {"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4,
           "rms_norm_eps": 1e-6, "rope_theta": 1000000.0}
 
 
+def config_of(meta):
+    """The model shape a weights file records (train.py's tinylm_demo_config
+    metadata; CONFIG when absent). ValueError when it is not CONFIG's keys
+    with positive values and heads that divide evenly."""
+    if "tinylm_demo_config" not in meta:
+        return dict(CONFIG)
+    try:
+        cfg = json.loads(meta["tinylm_demo_config"])
+    except ValueError as e:
+        raise ValueError("tinylm_demo_config is not JSON: %s" % e)
+    if not isinstance(cfg, dict) or set(cfg) != set(CONFIG) or not all(
+            isinstance(cfg[k], (int, float)) and not isinstance(cfg[k], bool) and cfg[k] > 0 for k in CONFIG) \
+            or cfg["num_attention_heads"] % cfg["num_key_value_heads"] or cfg["head_dim"] % 2:
+        raise ValueError("tinylm_demo_config is not a valid model shape: %r" % (cfg,))
+    return cfg
+
+
 def tensor_shapes(cfg, v):
     """HF tensor name -> shape of the compact model (embedding has v rows)."""
     h, d, i = cfg["hidden_size"], cfg["head_dim"], cfg["intermediate_size"]

@@ -62,11 +62,12 @@ def batch_tensors(torch, rows):
     return inp, lab
 
 
-def save(torch, net, idmap, record, out):
+def save(torch, net, idmap, cfg, record, out):
     tensors = {n: ("BF16", list(t.shape), demo_model.to_bf16_bytes(t)) for n, t in net.hf_state().items()}
     tmp = os.path.join(out, "demo.safetensors.tmp")
     demo_model.write_safetensors(tmp, tensors, {"tinylm_demo_idmap": json.dumps(idmap["ids"]),
-                                                "tinylm_demo_vocab_size": str(idmap["vocab_size"])})
+                                                "tinylm_demo_vocab_size": str(idmap["vocab_size"]),
+                                                "tinylm_demo_config": json.dumps(cfg)})
     os.replace(tmp, os.path.join(out, "demo.safetensors"))
     with open(os.path.join(out, "train.json.tmp"), "w") as f:
         json.dump(record, f, indent=1)
@@ -82,6 +83,7 @@ def main():
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--warmup", type=int, default=100)
     ap.add_argument("--save-every", type=int, default=200)
+    ap.add_argument("--shape", default="{}", help="JSON object overriding model.CONFIG's fields")
     ap.add_argument("-o", required=True)
     a = ap.parse_args()
     try:
@@ -95,7 +97,8 @@ def main():
     os.makedirs(a.o, exist_ok=True)
     idmap, meta, rows = load_corpus(a.corpus)
     v, n_full = len(idmap["ids"]), idmap["vocab_size"]
-    net = demo_model.torch_model()(demo_model.CONFIG, v)
+    cfg = dict(demo_model.CONFIG, **json.loads(a.shape))
+    net = demo_model.torch_model()(cfg, v)
     with torch.no_grad():
         for name, t in net.hf_state().items():
             if t.dim() == 2:
@@ -103,7 +106,7 @@ def main():
     opt = torch.optim.AdamW(net.parameters(), lr=a.lr, betas=(0.9, 0.95), weight_decay=0.01)
     rng = random.Random(a.seed)
     order = []
-    record = {"config": dict(demo_model.CONFIG, vocab_compact=v, vocab_size=n_full), "seed": a.seed,
+    record = {"config": dict(cfg, vocab_compact=v, vocab_size=n_full), "seed": a.seed,
               "steps": a.steps, "batch": a.batch, "lr": a.lr, "warmup": a.warmup,
               "corpus_sha256": meta["train_sha256"], "corpus_seed": meta["seed"],
               "corpus_count": meta["count"], "torch": torch.__version__, "loss_curve": []}
@@ -140,7 +143,7 @@ def main():
         if step % a.save_every == 0 or step == a.steps:
             record["steps_done"] = step
             record["seconds"] = round(time.time() - t0, 1)
-            save(torch, net, idmap, record, a.o)
+            save(torch, net, idmap, cfg, record, a.o)
     return 0
 
 
