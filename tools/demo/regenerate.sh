@@ -3,8 +3,8 @@
 # from nothing: corpus (seed 1), training (seed 1, Debian's CPU torch, one
 # thread: about 25 minutes here), expansion, q8 conversion and the held-out
 # evaluation through tinylm with the torch module's replies compared token
-# for token. The weights land in tools/demo/weights/ only when every step
-# succeeded.
+# for token, then the torch-oracle goldens. The weights land in
+# tools/demo/weights/ only when every step succeeded.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 tinylm=build/gcc/tinylm
@@ -23,7 +23,11 @@ nice -n 10 /usr/bin/python3 tools/demo/train.py --corpus "$work/corpus" \
 /usr/bin/python3 tools/demo/evaluate.py --tinylm "$tinylm" --model "$work/demo-q8.slm" \
   --eval "$work/corpus/eval.json" --torch "$work/run/demo.safetensors" \
   "$work/corpus/idmap.json" --json "$work/eval.json" | tee "$work/eval.txt"
-mkdir -p tools/demo/weights
+/usr/bin/python3 tools/demo/goldens.py --weights "$work/run/demo.safetensors" \
+  --idmap "$work/corpus/idmap.json" --hf "$work/hf" --tinylm "$tinylm" -o "$work/goldens"
+rm -rf tools/demo/weights/goldens
+mkdir -p tools/demo/weights/goldens
 cp "$work/run/demo.safetensors" "$work/run/train.json" "$work/corpus/idmap.json" \
   "$work/corpus/eval.json" "$work/eval.txt" tools/demo/weights/
+cp "$work"/goldens/*.cbor tools/demo/weights/goldens/
 echo "wrote tools/demo/weights/"
