@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Trains the tinylm demo model (issue 15) on the CPU with Debian's torch 1.13.
 
-    train.py --corpus DIR --steps N [--seed S] [--batch B] [--lr LR] -o OUTDIR
+    train.py --corpus DIR --steps N [--seed S] [--batch B] [--lr LR]
+             [--warmup N] [--shape JSON] [--init WEIGHTS] -o OUTDIR
 
 DIR is tools/demo/corpus.py's output (train.jsonl, idmap.json, corpus.json).
 The model is tools/demo/model.py's Qwen3 module over the compact vocabulary;
@@ -9,7 +10,9 @@ the loss is the exact full-vocabulary cross-entropy of each reply token
 (prompt tokens are not scored): -logit + full_log_z, the compact partition
 function plus one e^0 for each of the vocab_size - V rows that stay zero.
 AdamW, linear warm-up then cosine decay to 10%, gradient clipping at 1.
-Seeded and deterministic (torch.use_deterministic_algorithms, one thread).
+--init continues from a previous run's weights (fresh optimizer state; its
+train.json is kept as "parent"). Seeded and deterministic
+(torch.use_deterministic_algorithms, one thread).
 
 Writes OUTDIR/demo.safetensors (compact weights, BF16, HF tensor names, the
 id map in the metadata) and OUTDIR/train.json (config, seed, steps, batch,
@@ -18,6 +21,7 @@ and at the end.
 """
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -84,6 +88,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=100)
     ap.add_argument("--save-every", type=int, default=200)
     ap.add_argument("--shape", default="{}", help="JSON object overriding model.CONFIG's fields")
+    ap.add_argument("--init", help="start from these compact weights (a previous run's, same id map; "
+                    "its train.json beside it is recorded as the parent)")
     ap.add_argument("-o", required=True)
     a = ap.parse_args()
     try:
@@ -103,13 +109,25 @@ def main():
         for name, t in net.hf_state().items():
             if t.dim() == 2:
                 t.normal_(0.0, 0.02)
+    parent = None
+    if a.init:
+        tensors, wmeta = demo_model.read_safetensors(a.init)
+        if json.loads(wmeta["tinylm_demo_idmap"]) != idmap["ids"] or demo_model.config_of(wmeta) != cfg:
+            print("error: init: %s has another id map or shape" % a.init, file=sys.stderr)
+            return 1
+        net.load_hf_state({k: demo_model.from_raw(*v) for k, v in tensors.items()})
+        with open(os.path.join(os.path.dirname(a.init), "train.json")) as f:
+            parent = json.load(f)
+        with open(a.init, "rb") as f:
+            parent["weights_sha256"] = hashlib.sha256(f.read()).hexdigest()
     opt = torch.optim.AdamW(net.parameters(), lr=a.lr, betas=(0.9, 0.95), weight_decay=0.01)
     rng = random.Random(a.seed)
     order = []
     record = {"config": dict(cfg, vocab_compact=v, vocab_size=n_full), "seed": a.seed,
               "steps": a.steps, "batch": a.batch, "lr": a.lr, "warmup": a.warmup,
               "corpus_sha256": meta["train_sha256"], "corpus_seed": meta["seed"],
-              "corpus_count": meta["count"], "torch": torch.__version__, "loss_curve": []}
+              "corpus_count": meta["count"], "torch": torch.__version__, "parent": parent,
+              "loss_curve": []}
     t0 = time.time()
     acc = []
     for step in range(1, a.steps + 1):
