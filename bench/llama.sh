@@ -49,13 +49,13 @@ for p in "${pairs[@]}"; do
   read -r ours theirs <<<"$p"
   for t in ${threads//,/ }; do
     # alternate: llama.cpp, then tinylm, for each weight type and thread count
-    if ! lj=$("$llama/build/bin/llama-bench" -m "$work/m-$theirs.gguf" -p "$prompt" -n "$decode" \
-              -t "$t" -r "$reps" -mmp 0 -o json 2>/dev/null); then
-      # e.g. SIGILL: a -DGGML_NATIVE=ON build on a VM whose CPU flags list
-      # AMX it cannot run; rebuild with GGML_NATIVE=OFF and the AVX-512 flags
+    lj=$("$llama/build/bin/llama-bench" -m "$work/m-$theirs.gguf" -p "$prompt" -n "$decode" \
+         -t "$t" -r "$reps" -mmp 0 -o json 2>/dev/null) || {
+      # e.g. 132 (SIGILL): a -DGGML_NATIVE=ON build on a VM whose CPU flags
+      # list AMX it cannot run; rebuild with GGML_NATIVE=OFF and the AVX-512 flags
       echo "llama-bench failed on $theirs at $t threads (exit $?); see the note in this script"
       exit 1
-    fi
+    }
     tj=$("$tinylm" bench "$work/m-$ours.slm" -p "$prompt" -n "$decode" -r "$reps" -t "$t" --json)
     rows+=("$(/usr/bin/python3 - "$ours" "$theirs" "$t" "$lj" "$tj" <<'EOF'
 import json, sys
