@@ -14,10 +14,11 @@ flock 9
 # runtime, wabt (wasm opcode check), the differential oracles (b3sum,
 # python3-cbor2, python3-jinja2), jansson (JSON in the native tools), libcurl (tinylm pull) and unicode-data (UCD
 # files for the generated Unicode tables), GNU time (peak RSS in make bench),
-# NumPy (the forward-pass oracle, tools/oracle/qwen3_ref.py), libedit (line
+# NumPy (the forward-pass oracle, tools/oracle/qwen3_ref.py) on the reference
+# BLAS libblas3 (tools/oracle/reference_blas.py), libedit (line
 # editing in tinylm chat).
 packages=(gcc make clang lld libclang-rt-14-dev wabt nodejs b3sum
-          python3 python3-cbor2 python3-jinja2 python3-numpy libjansson-dev
+          python3 python3-cbor2 python3-jinja2 python3-numpy libblas3 libjansson-dev
           libcurl4-openssl-dev
           libedit-dev unicode-data time)
 # `scripts/setup.sh --demo-train` (make demo-train only, never make test: CI

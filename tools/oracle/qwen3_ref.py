@@ -48,6 +48,11 @@ import sys
 sys.dont_write_bytecode = True  # no __pycache__ in the tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import reference_blas  # noqa: E402
+
+if __name__ == "__main__":
+    reference_blas.ensure()  # before numpy loads its BLAS
+
 import numpy as np  # noqa: E402
 
 import golden_cbor as gc  # noqa: E402

@@ -37,6 +37,10 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.dont_write_bytecode = True  # no __pycache__ in the tree
 sys.path.insert(0, HERE)
 
+import reference_blas  # noqa: E402
+
+reference_blas.ensure()  # before numpy loads its BLAS
+
 import cbor2  # noqa: E402
 import numpy as np  # noqa: E402
 
