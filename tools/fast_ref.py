@@ -15,7 +15,7 @@ import struct
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from quant_ref import (SplitMix, bits_to_f32, bf16_bits, c_array, f16_bits,  # noqa: E402
+from quant_ref import (SplitMix, write_or_check, bits_to_f32, bf16_bits, c_array, f16_bits,  # noqa: E402
                        f16_decode, f32, f32_to_bits, fb, pack_float16,
                        quantize, random_row, rne_int)
 
@@ -189,18 +189,7 @@ def render():
 
 
 def main():
-    text = render()
-    if len(sys.argv) > 1 and sys.argv[1] == "--check":
-        with open(OUT) as f:
-            if f.read() != text:
-                print("fast_vectors.h is stale: run tools/fast_ref.py")
-                return 1
-        print("fast_vectors.h is current")
-        return 0
-    os.makedirs(os.path.dirname(OUT), exist_ok=True)
-    with open(OUT, "w") as f:
-        f.write(text)
-    return 0
+    return write_or_check(OUT, render(), "tools/fast_ref.py")
 
 
 if __name__ == "__main__":

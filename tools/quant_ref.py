@@ -365,19 +365,25 @@ def render():
     return "\n".join(out) + "\n"
 
 
-def main():
-    text = render()
+def write_or_check(out, text, generator):
+    """Writes a generated header, or with --check says whether the
+    committed one equals text (exit status 1 when stale)."""
+    name = os.path.basename(out)
     if len(sys.argv) > 1 and sys.argv[1] == "--check":
-        with open(OUT) as f:
+        with open(out) as f:
             if f.read() != text:
-                print("quant_vectors.h is stale: run tools/quant_ref.py")
+                print("%s is stale: run %s" % (name, generator))
                 return 1
-        print("quant_vectors.h is current")
+        print("%s is current" % name)
         return 0
-    os.makedirs(os.path.dirname(OUT), exist_ok=True)
-    with open(OUT, "w") as f:
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    with open(out, "w") as f:
         f.write(text)
     return 0
+
+
+def main():
+    return write_or_check(OUT, render(), "tools/quant_ref.py")
 
 
 if __name__ == "__main__":
