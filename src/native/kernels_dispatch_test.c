@@ -161,8 +161,118 @@ static void random_shapes(tl_test_ctx *t) {
       }
 }
 
+/* F-3 through each variant's own quantizer: the golden activations, then
+ * random vectors (ordinary, wide with subnormals, exact halves that must
+ * round to even), every output bit for bit against the scalar twin. */
+static bool same_quantization(tl_test_ctx *t, const tl_kernels *k, const float *x, size_t n) {
+  size_t nb = (n + 31) / 32;
+  float *s[2];
+  int8_t *c8[2], *c4[2];
+  int32_t *b8[2], *b4[2];
+  bool ok = true;
+  for (int i = 0; i < 2; i++) {
+    s[i] = malloc(nb * sizeof(float));
+    c8[i] = malloc(nb * 32);
+    c4[i] = malloc(nb * 32);
+    b8[i] = malloc(nb * 8 * sizeof(int32_t));
+    b4[i] = malloc(nb * 8 * sizeof(int32_t));
+    if (!TL_EXPECT(t, s[i] && c8[i] && c4[i] && b8[i] && b4[i])) return false;
+  }
+  tl_kern_quantize_x(x, n, s[0], c8[0], b8[0], c4[0], b4[0]);
+  tl_kern_quantize(k, x, n, s[1], c8[1], b8[1], c4[1], b4[1]);
+  ok = TL_EXPECT_MEM(t, s[1], s[0], nb * sizeof(float)) &&
+       TL_EXPECT_MEM(t, c8[1], c8[0], nb * 32) && TL_EXPECT_MEM(t, c4[1], c4[0], nb * 32) &&
+       TL_EXPECT_MEM(t, b8[1], b8[0], nb * 8 * sizeof(int32_t)) &&
+       TL_EXPECT_MEM(t, b4[1], b4[0], nb * 8 * sizeof(int32_t));
+  for (int i = 0; i < 2; i++) {
+    free(s[i]);
+    free(c8[i]);
+    free(c4[i]);
+    free(b8[i]);
+    free(b4[i]);
+  }
+  return ok;
+}
+
+static void quantizers(tl_test_ctx *t) {
+  static const size_t lengths[] = {1, 5, 16, 17, 31, 32, 33, 64, 65, 100, 1029};
+  const tl_kernels *ks[TL_KERN_ISA_COUNT];
+  size_t nk = variants(t, ks);
+  tl_test_rng rng = {20261204};
+  for (size_t v = 0; v < nk; v++) {
+    for (size_t c = 0; c < sizeof fv_acts / sizeof fv_acts[0]; c++) {
+      float xs[512];
+      if (!TL_EXPECT(t, fv_acts[c].n <= 512)) return;
+      for (size_t i = 0; i < fv_acts[c].n; i++) xs[i] = tl_bits_to_f32(fv_acts[c].x[i]);
+      if (!same_quantization(t, ks[v], xs, fv_acts[c].n))
+        print_case(t, ks[v]->name, fv_acts[c].name, 0, 1, fv_acts[c].n);
+    }
+    for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++)
+      for (int trial = 0; trial < 3; trial++) {
+        size_t n = lengths[li];
+        float *x = malloc(n * sizeof(float));
+        if (!TL_EXPECT(t, x != NULL)) return;
+        for (size_t i = 0; i < n; i++)
+          /* trial 2: a maximum of 127 per block, so the scale is 1 and
+           * the values k + 0.5 are exact ties */
+          x[i] = trial == 2 ? (i % 32 == 0 ? 127.0f
+                                           : (float)((int)(tl_test_rng_next(&rng) % 253) - 126) + 0.5f)
+                            : random_value(&rng, trial == 1 ? -140 : -4, trial == 1 ? 60 : 4);
+        if (!same_quantization(t, ks[v], x, n)) print_case(t, ks[v]->name, "quantize", 0, 1, n);
+        free(x);
+      }
+  }
+}
+
+/* Several tokens at once through each variant's tile kernel (or its rows,
+ * token by token): every (token, row) product bit for bit the twin's. */
+static void tiles(tl_test_ctx *t) {
+  static const size_t lengths[] = {17, 32, 64, 95, 1029};
+  const tl_kernels *ks[TL_KERN_ISA_COUNT];
+  const tl_kernels *twin = tl_kernels_get(TL_KERN_SCALAR);
+  size_t nk = variants(t, ks);
+  tl_test_rng rng = {20261205};
+  for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++)
+    for (size_t type = 0; type < 5; type++) {
+      size_t n = lengths[li], rows = 1 + tl_test_rng_next(&rng) % 9;
+      size_t tokens = 1 + tl_test_rng_next(&rng) % 9, stride = rows + 3, bytes = 0;
+      float *wf = malloc(rows * n * sizeof(float)), *xv = malloc(n * sizeof(float));
+      float *want = calloc(tokens * stride, sizeof(float));
+      float *got = malloc(tokens * stride * sizeof(float));
+      tl_kern_x xs[9];
+      prepared p[9];
+      uint8_t *w;
+      if (!TL_EXPECT(t, wf && xv && want && got)) return;
+      for (size_t i = 0; i < rows * n; i++) wf[i] = random_value(&rng, -4, 4);
+      TL_EXPECT_OK(t, tl_quant_tensor_bytes((tl_qtype)type, rows, n, &bytes));
+      w = malloc(bytes);
+      if (!TL_EXPECT(t, w != NULL)) return;
+      TL_EXPECT_OK(t, tl_quant_pack((tl_qtype)type, wf, rows, n, w, bytes, NULL));
+      for (size_t k = 0; k < tokens; k++) {
+        for (size_t i = 0; i < n; i++) xv[i] = random_value(&rng, -4, 4);
+        if (!TL_EXPECT(t, prepare(xv, n, &p[k]))) return;
+        xs[k] = p[k].x;
+        twin->rows[type](w, bytes / rows, n, &xs[k], rows, want + k * stride);
+      }
+      for (size_t v = 0; v < nk; v++) {
+        for (size_t i = 0; i < tokens * stride; i++) got[i] = 0.0f;
+        tl_kern_tile(ks[v], (tl_qtype)type, w, bytes / rows, n, xs, tokens, rows, got, stride);
+        if (!TL_EXPECT_MEM(t, got, want, tokens * stride * sizeof(float)))
+          print_case(t, ks[v]->name, "tile", type, rows, n);
+      }
+      for (size_t k = 0; k < tokens; k++) release(&p[k]);
+      free(w);
+      free(wf);
+      free(xv);
+      free(want);
+      free(got);
+    }
+}
+
 static const tl_test_case cases[] = {
     TL_CASE(golden_all_variants),
     TL_CASE(random_shapes),
+    TL_CASE(quantizers),
+    TL_CASE(tiles),
 };
 TL_SUITE(kernels_dispatch, cases);

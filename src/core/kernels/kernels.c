@@ -139,13 +139,17 @@ TL_KERN_SCALAR_FN(scalar_q4, TL_QTYPE_Q4, rows_quant)
 #undef TL_KERN_SCALAR_FN
 
 static const tl_kernels scalar = {
-    TL_KERN_SCALAR, "scalar", {scalar_f32, scalar_f16, scalar_bf16, scalar_q8, scalar_q4}};
+    TL_KERN_SCALAR, "scalar", {scalar_f32, scalar_f16, scalar_bf16, scalar_q8, scalar_q4},
+    {NULL, NULL, NULL, NULL, NULL},
+    NULL};
 
 #ifdef __wasm_simd128__
 static const tl_kernels wasm_simd = {
     TL_KERN_WASM_SIMD128,
     "wasm-simd128",
-    {tl_wasm_rows_f32, scalar_f16, tl_wasm_rows_bf16, tl_wasm_rows_q8, scalar_q4}};
+    {tl_wasm_rows_f32, scalar_f16, tl_wasm_rows_bf16, tl_wasm_rows_q8, scalar_q4},
+    {NULL, NULL, NULL, NULL, NULL},
+    NULL};
 #endif
 
 const tl_kernels *tl_kernels_get(tl_kern_isa isa) {
@@ -165,6 +169,22 @@ const tl_kernels *tl_kernels_get(tl_kern_isa isa) {
     default:
       return NULL;
   }
+}
+
+void tl_kern_quantize(const tl_kernels *k, const float *x, size_t n, float *scales,
+                      int8_t *q8, int32_t *q8_bias, int8_t *q4, int32_t *q4_bias) {
+  if (k->quantize != NULL) k->quantize(x, n, scales, q8, q8_bias, q4, q4_bias);
+  else tl_kern_quantize_x(x, n, scales, q8, q8_bias, q4, q4_bias);
+}
+
+void tl_kern_tile(const tl_kernels *k, tl_qtype type, const uint8_t *w, size_t row_bytes,
+                  size_t n, const tl_kern_x *xs, size_t tokens, size_t rows, float *y,
+                  size_t y_stride) {
+  if (k->tile[type] != NULL) {
+    k->tile[type](w, row_bytes, n, xs, tokens, rows, y, y_stride);
+    return;
+  }
+  for (size_t t = 0; t < tokens; t++) k->rows[type](w, row_bytes, n, &xs[t], rows, y + t * y_stride);
 }
 
 /* Whether one of the 8 bytes of w is 0 (exact, no false positives). */

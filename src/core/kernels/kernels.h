@@ -43,6 +43,14 @@ typedef struct tl_kern_x {
 typedef void (*tl_kern_rows_fn)(const uint8_t *w, size_t row_bytes, size_t n,
                                 const tl_kern_x *x, size_t rows, float *y);
 
+/* The same products for several tokens: y[t * y_stride + r] = row r of w
+ * times xs[t], for t < tokens and r < rows, each (token, row) product
+ * exactly rows' computation (F-8), so a variant may order the work as it
+ * likes: weights are read once per call instead of once per token. */
+typedef void (*tl_kern_tile_fn)(const uint8_t *w, size_t row_bytes, size_t n,
+                                const tl_kern_x *xs, size_t tokens, size_t rows,
+                                float *y, size_t y_stride);
+
 typedef enum tl_kern_isa {
   TL_KERN_SCALAR, /* the scalar twins: every build */
   TL_KERN_AVX2,   /* AVX2 + F16C: x86-64 native builds */
@@ -55,7 +63,22 @@ typedef struct tl_kernels {
   tl_kern_isa isa;
   const char *name;
   tl_kern_rows_fn rows[5]; /* indexed by tl_qtype */
+  /* NULL where the variant has none: callers use tl_kern_tile, which
+   * loops over the tokens with rows. */
+  tl_kern_tile_fn tile[5];
+  /* F-3 (tl_kern_quantize_x's contract); NULL: the scalar twin. */
+  void (*quantize)(const float *x, size_t n, float *scales, int8_t *q8, int32_t *q8_bias,
+                   int8_t *q4, int32_t *q4_bias);
 } tl_kernels;
+
+/* F-3 through k's quantizer when it has one, else the scalar twin. */
+void tl_kern_quantize(const tl_kernels *k, const float *x, size_t n, float *scales,
+                      int8_t *q8, int32_t *q8_bias, int8_t *q4, int32_t *q4_bias);
+
+/* k's tile kernel for type when it has one, else rows once per token. */
+void tl_kern_tile(const tl_kernels *k, tl_qtype type, const uint8_t *w, size_t row_bytes,
+                  size_t n, const tl_kern_x *xs, size_t tokens, size_t rows, float *y,
+                  size_t y_stride);
 
 /* The variant for isa, or NULL when it is not compiled into this build
  * (every SIMD variant in wasm32 and non-x86 builds). Says nothing about

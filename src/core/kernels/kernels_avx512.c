@@ -21,19 +21,20 @@ TARGET static inline float tree8(__m256 s) {
 }
 
 
-/* The activation side of a block pair (b, b + 1): codes, biases, scales;
- * without a second block its codes and biases load as 0. */
+/* The activation side of a block pair (b, b + 1): codes, biases, scales
+ * ([dx0 x 8 | dx1 x 8]); without a second block its codes, biases and
+ * scale load as 0. */
 typedef struct act_pair {
   __m512i x, bias;
-  __m512 dx; /* dx0 in lanes 0..7, dx1 in 8..15 */
+  __m512 dx;
 } act_pair;
 
 /* [a x 8 | b x 8] from two floats in memory (b absent: +0). */
-TARGET static inline __m512 halves(const uint8_t *a, const uint8_t *b) {
-  __m128 v = _mm_castsi128_ps(_mm_loadu_si32(a));
-  if (b != NULL) v = _mm_unpacklo_ps(v, _mm_castsi128_ps(_mm_loadu_si32(b)));
-  return _mm512_permutexvar_ps(_mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0),
-                               _mm512_castps128_ps512(v));
+TARGET static inline __m512 halves(const void *a, const void *b) {
+  __m256 lo = _mm256_broadcast_ss((const float *)a);
+  __m256 hi = b != NULL ? _mm256_broadcast_ss((const float *)b) : _mm256_setzero_ps();
+  return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(lo)),
+                                             _mm256_castps_pd(hi), 1));
 }
 
 TARGET static inline act_pair load_act(const int8_t *x, const int32_t *bias, const float *xs,
@@ -41,7 +42,7 @@ TARGET static inline act_pair load_act(const int8_t *x, const int32_t *bias, con
   act_pair a;
   a.x = _mm512_maskz_loadu_epi8(second ? ~(__mmask64)0 : 0xFFFFFFFFu, x);
   a.bias = _mm512_maskz_loadu_epi32(second ? 0xFFFF : 0x00FF, bias);
-  a.dx = halves((const uint8_t *)xs, second ? (const uint8_t *)(xs + 1) : NULL);
+  a.dx = halves(xs, second ? xs + 1 : NULL);
   return a;
 }
 
@@ -80,49 +81,117 @@ TARGET static inline __m512i q4_u(const uint8_t *k0, bool second) {
   return _mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(3, 1, 2, 0));
 }
 
-/* Rows [r, r + G) of a q8/q4 matrix, G accumulators side by side (the
- * activation loads are shared and the G dependency chains overlap); one
- * lane order per row, as F-4 says, whatever G is. */
-#define GROUP_FN(name, G)                                                                  \
-  TARGET static inline void name(bool q4, const uint8_t *w, size_t row_bytes, size_t nb,  \
-                                 const tl_kern_x *x, float *y) {                           \
-    size_t bb = q4 ? 20 : 36;                                                              \
-    __m512 acc[G];                                                                         \
-    for (int i = 0; i < G; i++) acc[i] = _mm512_setzero_ps();                              \
-    for (size_t b = 0; b < nb; b += 2) {                                                   \
-      bool second = b + 1 < nb;                                                            \
-      act_pair a = q4 ? load_act(x->q4 + 32 * b, x->q4_bias + 8 * b, x->scales + b, second) \
-                      : load_act(x->q8 + 32 * b, x->q8_bias + 8 * b, x->scales + b, second); \
-      for (int i = 0; i < G; i++) {                                                        \
+TARGET static inline float tree16(__m512 a) {
+  return tree8(_mm256_add_ps(_mm512_castps512_ps256(a),
+                             _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1))));
+}
+
+/* Rows [0, R) of a q8 (Q4 false) or q4 matrix times the activations of
+ * tokens [0, T), R x T accumulators side by side: each row's weights are
+ * loaded and widened once for the T tokens, each token's activation once
+ * for the R rows, and the R x T dependency chains overlap. Every (row,
+ * token) accumulator sees F-4's lane order, whatever R and T are. The full
+ * block pairs run without a branch; a last odd block once after them. */
+#define TILE_FN(name, R, T, Q4)                                                            \
+  TARGET static void name(const uint8_t *w, size_t row_bytes, size_t nb,                  \
+                          const tl_kern_x *xs, float *y, size_t y_stride) {                 \
+    const size_t bb = Q4 ? 20 : 36;                                                        \
+    __m512 acc[R][T];                                                                      \
+    size_t b = 0;                                                                          \
+    _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                                    \
+      _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) acc[i][t] = _mm512_setzero_ps(); \
+    for (; b + 2 <= nb; b += 2) {                                                          \
+      __m512i u[R];                                                                        \
+      __m512 dw[R];                                                                        \
+      _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {                                \
         const uint8_t *k0 = w + (size_t)i * row_bytes + b * bb;                            \
-        acc[i] = _mm512_add_ps(acc[i], pair_terms(q4 ? q4_u(k0, second) : q8_u(k0, second), \
-                                                  &a, halves(k0, second ? k0 + bb : NULL))); \
+        u[i] = Q4 ? q4_u(k0, true) : q8_u(k0, true);                                       \
+        dw[i] = halves(k0, k0 + bb);                                                       \
+      }                                                                                    \
+      _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {                                \
+        act_pair a = load_act(Q4 ? xs[t].q4 + 32 * b : xs[t].q8 + 32 * b,                  \
+                              (Q4 ? xs[t].q4_bias : xs[t].q8_bias) + 8 * b,                \
+                              xs[t].scales + b, true);                                     \
+        _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                                \
+          acc[i][t] = _mm512_add_ps(acc[i][t], pair_terms(u[i], &a, dw[i]));               \
       }                                                                                    \
     }                                                                                      \
-    for (int i = 0; i < G; i++)                                                            \
-      y[i] = tree8(_mm256_add_ps(                                                          \
-          _mm512_castps512_ps256(acc[i]),                                                  \
-          _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[i]), 1))));         \
+    if (b < nb) {                                                                          \
+      __m512i u[R];                                                                        \
+      __m512 dw[R];                                                                        \
+      _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {                                \
+        const uint8_t *k0 = w + (size_t)i * row_bytes + b * bb;                            \
+        u[i] = Q4 ? q4_u(k0, false) : q8_u(k0, false);                                     \
+        dw[i] = halves(k0, NULL);                                                          \
+      }                                                                                    \
+      _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {                                \
+        act_pair a = load_act(Q4 ? xs[t].q4 + 32 * b : xs[t].q8 + 32 * b,                  \
+                              (Q4 ? xs[t].q4_bias : xs[t].q8_bias) + 8 * b,                \
+                              xs[t].scales + b, false);                                    \
+        _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                                \
+          acc[i][t] = _mm512_add_ps(acc[i][t], pair_terms(u[i], &a, dw[i]));               \
+      }                                                                                    \
+    }                                                                                      \
+    _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                                    \
+      _Pragma("GCC unroll 4") for (int t = 0; t < T; t++)                                  \
+        y[(size_t)t * y_stride + (size_t)i] = tree16(acc[i][t]);                           \
   }
-GROUP_FN(rows_group4, 4)
-GROUP_FN(rows_group1, 1)
-#undef GROUP_FN
+TILE_FN(q8_tile4x4, 4, 4, false)
+TILE_FN(q8_tile4x1, 4, 1, false)
+TILE_FN(q8_tile1x4, 1, 4, false)
+TILE_FN(q8_tile1x1, 1, 1, false)
+TILE_FN(q4_tile4x4, 4, 4, true)
+TILE_FN(q4_tile4x1, 4, 1, true)
+TILE_FN(q4_tile1x4, 1, 4, true)
+TILE_FN(q4_tile1x1, 1, 1, true)
+#undef TILE_FN
 
-TARGET static inline void rows_quant(bool q4, const uint8_t *w, size_t row_bytes, size_t n,
-                                     const tl_kern_x *x, size_t rows, float *y) {
-  size_t nb = (n + 31) / 32, r = 0;
-  for (; r + 4 <= rows; r += 4) rows_group4(q4, w + r * row_bytes, row_bytes, nb, x, y + r);
-  for (; r < rows; r++) rows_group1(q4, w + r * row_bytes, row_bytes, nb, x, y + r);
+typedef void (*tile_fn)(const uint8_t *w, size_t row_bytes, size_t nb, const tl_kern_x *xs,
+                        float *y, size_t y_stride);
+
+/* tiles[0..3]: 4x4, 4x1, 1x4, 1x1 (rows x tokens). Tokens in fours, and
+ * for each four every row, so a call's rows stay in cache across tokens. */
+TARGET static inline void tile_quant(const tile_fn *tiles, const uint8_t *w, size_t row_bytes,
+                                     size_t n, const tl_kern_x *xs, size_t tokens,
+                                     size_t rows, float *y, size_t y_stride) {
+  size_t nb = (n + 31) / 32;
+  for (size_t t = 0; t < tokens; t += 4) {
+    size_t tt = tokens - t < 4 ? tokens - t : 4, r = 0;
+    float *yt = y + t * y_stride;
+    for (; r + 4 <= rows; r += 4)
+      if (tt == 4) tiles[0](w + r * row_bytes, row_bytes, nb, xs + t, yt + r, y_stride);
+      else
+        for (size_t k = 0; k < tt; k++)
+          tiles[1](w + r * row_bytes, row_bytes, nb, xs + t + k, yt + k * y_stride + r, 0);
+    for (; r < rows; r++)
+      if (tt == 4) tiles[2](w + r * row_bytes, row_bytes, nb, xs + t, yt + r, y_stride);
+      else
+        for (size_t k = 0; k < tt; k++)
+          tiles[3](w + r * row_bytes, row_bytes, nb, xs + t + k, yt + k * y_stride + r, 0);
+  }
+}
+
+static const tile_fn q8_tiles[4] = {q8_tile4x4, q8_tile4x1, q8_tile1x4, q8_tile1x1};
+static const tile_fn q4_tiles[4] = {q4_tile4x4, q4_tile4x1, q4_tile1x4, q4_tile1x1};
+
+TARGET static void tile_q8(const uint8_t *w, size_t row_bytes, size_t n, const tl_kern_x *xs,
+                           size_t tokens, size_t rows, float *y, size_t y_stride) {
+  tile_quant(q8_tiles, w, row_bytes, n, xs, tokens, rows, y, y_stride);
+}
+
+TARGET static void tile_q4(const uint8_t *w, size_t row_bytes, size_t n, const tl_kern_x *xs,
+                           size_t tokens, size_t rows, float *y, size_t y_stride) {
+  tile_quant(q4_tiles, w, row_bytes, n, xs, tokens, rows, y, y_stride);
 }
 
 TARGET static void rows_q8(const uint8_t *w, size_t row_bytes, size_t n,
                            const tl_kern_x *x, size_t rows, float *y) {
-  rows_quant(false, w, row_bytes, n, x, rows, y);
+  tile_quant(q8_tiles, w, row_bytes, n, x, 1, rows, y, 0);
 }
 
 TARGET static void rows_q4(const uint8_t *w, size_t row_bytes, size_t n,
                            const tl_kern_x *x, size_t rows, float *y) {
-  rows_quant(true, w, row_bytes, n, x, rows, y);
+  tile_quant(q4_tiles, w, row_bytes, n, x, 1, rows, y, 0);
 }
 
 /* Up to 16 weights (mask m) as 16 floats; absent ones are +0. */
@@ -147,7 +216,7 @@ TARGET static inline void rows_float(int type, const uint8_t *w, size_t row_byte
     if (full < n)
       a = _mm512_add_ps(a, _mm512_mul_ps(load16(type, row + full * es, tail),
                                          _mm512_maskz_loadu_ps(tail, x->f + full)));
-    y[r] = tree8(_mm256_add_ps(_mm512_castps512_ps256(a), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1))));
+    y[r] = tree16(a);
   }
 }
 
@@ -161,7 +230,55 @@ FLOAT_FN(rows_f16, 1)
 FLOAT_FN(rows_bf16, 2)
 #undef FLOAT_FN
 
+/* F-3, one block of 32 at a time: the same maximum (exact), the same f32
+ * divisions (vdivps is correctly rounded, as is the scalar '/'), the same
+ * clamp, and RNE by the conversion under the default rounding mode (the
+ * scalar twin's rne127); codes of absent positions are 0 since their
+ * inputs load as +0. Group sums of 4 codes through vpdpbusd with ones:
+ * exact. */
+TARGET static void quantize_x(const float *x, size_t n, float *scales, int8_t *q8,
+                              int32_t *q8_bias, int8_t *q4, int32_t *q4_bias) {
+  const __m512 lim = _mm512_set1_ps(127.0f);
+  const __m512i ones = _mm512_set1_epi8(1);
+  const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+  const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+  size_t nb = (n + 31) / 32;
+  for (size_t b = 0; b < nb; b++) {
+    size_t lo = 32 * b, m = n - lo < 32 ? n - lo : 32;
+    __mmask16 m0 = (__mmask16)(m >= 16 ? 0xFFFF : (1u << m) - 1);
+    __mmask16 m1 = (__mmask16)(m >= 32 ? 0xFFFF : m > 16 ? (1u << (m - 16)) - 1 : 0);
+    __m512 v0 = _mm512_maskz_loadu_ps(m0, x + lo), v1 = _mm512_maskz_loadu_ps(m1, x + lo + 16);
+    float a = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+    float d = a == 0.0f ? 0.0f : a / 127.0f;
+    __m512i c0 = _mm512_setzero_si512(), c1 = _mm512_setzero_si512();
+    if (d != 0.0f) {
+      __m512 dv = _mm512_set1_ps(d), nlim = _mm512_set1_ps(-127.0f);
+      __m512 r0 = _mm512_max_ps(_mm512_min_ps(_mm512_div_ps(v0, dv), lim), nlim);
+      __m512 r1 = _mm512_max_ps(_mm512_min_ps(_mm512_div_ps(v1, dv), lim), nlim);
+      c0 = _mm512_cvtps_epi32(r0);
+      c1 = _mm512_cvtps_epi32(r1);
+    }
+    scales[b] = d;
+    if (q8 != NULL) {
+      __m256i codes = _mm256_set_m128i(_mm512_cvtepi32_epi8(c1), _mm512_cvtepi32_epi8(c0));
+      __m256i sums = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm512_castsi512_si256(ones), codes);
+      _mm256_storeu_si256((__m256i *)(q8 + lo), codes);
+      _mm256_storeu_si256((__m256i *)(q8_bias + 8 * b), _mm256_mullo_epi32(sums, _mm256_set1_epi32(-128)));
+    }
+    if (q4 != NULL) {
+      /* even elements, then odd: the order of the low and high nibbles */
+      __m256i codes = _mm256_set_m128i(_mm512_cvtepi32_epi8(_mm512_permutex2var_epi32(c0, odd, c1)),
+                                       _mm512_cvtepi32_epi8(_mm512_permutex2var_epi32(c0, even, c1)));
+      __m256i sums = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm512_castsi512_si256(ones), codes);
+      _mm256_storeu_si256((__m256i *)(q4 + lo), codes);
+      _mm256_storeu_si256((__m256i *)(q4_bias + 8 * b), _mm256_mullo_epi32(sums, _mm256_set1_epi32(-8)));
+    }
+  }
+}
+
 const tl_kernels tl_kernels_avx512 = {
-    TL_KERN_AVX512, "avx512", {rows_f32, rows_f16, rows_bf16, rows_q8, rows_q4}};
+    TL_KERN_AVX512, "avx512", {rows_f32, rows_f16, rows_bf16, rows_q8, rows_q4},
+    {NULL, NULL, NULL, tile_q8, tile_q4},
+    quantize_x};
 
 #endif

@@ -496,9 +496,8 @@ static void fast_task(void *ctx, uint32_t task, uint32_t n_tasks) {
     (void)tl_quant_row_bytes(w->type, w->n, &rb); /* bound at load */
     for (size_t r0 = lo; r0 < hi; r0 += FAST_TILE) {
       size_t rows = hi - r0 < FAST_TILE ? hi - r0 : FAST_TILE;
-      for (size_t t = 0; t < j->n; t++)
-        j->k->rows[w->type](w->data + (r0 - base) * rb, rb, w->n, &j->xs[t], rows,
-                            j->y[i] + t * w->rows + (r0 - base));
+      tl_kern_tile(j->k, w->type, w->data + (r0 - base) * rb, rb, w->n, j->xs, j->n, rows,
+                   j->y[i] + (r0 - base), w->rows);
     }
   }
 }
@@ -540,8 +539,8 @@ static void fast_matmul(const run *r, bufs *b, const tl_qwen3_weight *const *w,
       float *scales = b->act + t * act;
       int32_t *bias8 = (int32_t *)(void *)(scales + nb), *bias4 = bias8 + 8 * nb;
       int8_t *c8 = (int8_t *)(void *)(bias4 + 8 * nb), *c4 = c8 + 32 * nb;
-      tl_kern_quantize_x(xt->f, width, scales, q8 ? c8 : NULL, q8 ? bias8 : NULL,
-                         q4 ? c4 : NULL, q4 ? bias4 : NULL);
+      tl_kern_quantize(m->fast, xt->f, width, scales, q8 ? c8 : NULL, q8 ? bias8 : NULL,
+                       q4 ? c4 : NULL, q4 ? bias4 : NULL);
       xt->scales = scales;
       xt->q8 = c8;
       xt->q4 = c4;
@@ -714,10 +713,17 @@ static tl_status attend(const run *r, bufs *b, const tl_qwen3_cache *cache,
       sum += p[j];
     }
     for (uint32_t j = 0; j <= last; j++) p[j] = p[j] / sum;
-    for (size_t e = 0; e < d; e++) {
-      float acc = 0.0f;
-      for (uint32_t j = 0; j <= last; j++) acc += p[j] * vc[j * kd + kvh * d + e];
-      b->attn[h * d + e] = acc;
+    /* attn[e] = sum over j in order of p[j] v[j][e], each e its own sum:
+     * j outer reads the cache rows contiguously and lets the e sums run
+     * side by side, without changing any sum's order. */
+    {
+      float *out = b->attn + h * d;
+      for (size_t e = 0; e < d; e++) out[e] = 0.0f;
+      for (uint32_t j = 0; j <= last; j++) {
+        const float *vj = vc + j * kd + kvh * d;
+        float pj = p[j];
+        for (size_t e = 0; e < d; e++) out[e] += pj * vj[e];
+      }
     }
   }
   st = want_raw ? emit(r, TL_QWEN3_STAGE_SCORES, li, pos, raw, row, false) : TL_OK;
