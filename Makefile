@@ -189,11 +189,16 @@ WASM_TRANSCRIPT := $(WASM_BUILD)/transcript.wasm
 # The unit tests again with SIMD128 on (the fast lane's SIMD128 kernels
 # against their scalar twins); not an MVP module, so not opcode-checked.
 WASM_SIMD_UNIT := $(WASM_BUILD)/unit_tests_simd128.wasm
+# The identity transcript with SIMD128 on (its fast-lane records through
+# the SIMD128 kernels) and the kernel micro-benchmark (bench/).
+WASM_SIMD_TRANSCRIPT := $(WASM_BUILD)/transcript_simd128.wasm
+WASM_KERNEL_BENCH := $(WASM_BUILD)/kernel_bench_simd128.wasm
 WASM_SRC_DEPS := $(CORE_PORTABLE) $(WASM_HOST) $(shell find src/core web/wasm -name '*.h')
 
 wasm: setup
 	@$(MAKE) --no-print-directory wasm-modules
-wasm-modules: $(WASM_CORE) $(WASM_UNIT) $(WASM_TRANSCRIPT) $(WASM_SIMD_UNIT)
+wasm-modules: $(WASM_CORE) $(WASM_UNIT) $(WASM_TRANSCRIPT) $(WASM_SIMD_UNIT) \
+              $(WASM_SIMD_TRANSCRIPT) $(WASM_KERNEL_BENCH)
 	@if command -v wasm-validate >/dev/null; then \
 	  for m in $(WASM_CORE) $(WASM_UNIT) $(WASM_TRANSCRIPT); do \
 	    wasm-validate --disable-simd --disable-bulk-memory --disable-sign-extension \
@@ -230,6 +235,17 @@ $(WASM_TRANSCRIPT): $(WASM_SRC_DEPS) $(HARNESS) $(WASM_TRANSCRIPT_SRC) \
                     tests/wasm/transcript.h $(wildcard tests/support/*.h)
 	$(WASM_CC) $(WASM_CFLAGS) $(WASM_LDFLAGS) $(CORE_PORTABLE) \
 	  $(WASM_HOST) $(HARNESS) $(WASM_TRANSCRIPT_SRC) -o $@
+
+$(WASM_SIMD_TRANSCRIPT): $(WASM_SRC_DEPS) $(HARNESS) $(WASM_TRANSCRIPT_SRC) \
+                         tests/wasm/transcript.h $(wildcard tests/support/*.h)
+	@mkdir -p $(@D)
+	$(WASM_CC) $(WASM_CFLAGS) -msimd128 $(WASM_LDFLAGS) $(CORE_PORTABLE) \
+	  $(WASM_HOST) $(HARNESS) $(WASM_TRANSCRIPT_SRC) -o $@
+
+$(WASM_KERNEL_BENCH): $(WASM_SRC_DEPS) bench/kernel_bench_wasm.c
+	@mkdir -p $(@D)
+	$(WASM_CC) $(WASM_CFLAGS) -msimd128 $(WASM_LDFLAGS) $(CORE_PORTABLE) \
+	  $(WASM_HOST) bench/kernel_bench_wasm.c -o $@
 
 # --- fuzzing -----------------------------------------------------------------
 FUZZ_BUILD := build/fuzz

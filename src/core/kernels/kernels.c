@@ -147,7 +147,7 @@ static const tl_kernels scalar = {
 static const tl_kernels wasm_simd = {
     TL_KERN_WASM_SIMD128,
     "wasm-simd128",
-    {tl_wasm_rows_f32, scalar_f16, tl_wasm_rows_bf16, tl_wasm_rows_q8, scalar_q4},
+    {tl_wasm_rows_f32, tl_wasm_rows_f16, tl_wasm_rows_bf16, tl_wasm_rows_q8, tl_wasm_rows_q4},
     {NULL, NULL, NULL, NULL, NULL},
     NULL};
 #endif

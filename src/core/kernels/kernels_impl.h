@@ -19,9 +19,13 @@ extern const tl_kernels tl_kernels_avx512;
 #ifdef __wasm_simd128__
 void tl_wasm_rows_f32(const uint8_t *w, size_t row_bytes, size_t n, const tl_kern_x *x,
                       size_t rows, float *y);
+void tl_wasm_rows_f16(const uint8_t *w, size_t row_bytes, size_t n, const tl_kern_x *x,
+                      size_t rows, float *y);
 void tl_wasm_rows_bf16(const uint8_t *w, size_t row_bytes, size_t n, const tl_kern_x *x,
                        size_t rows, float *y);
 void tl_wasm_rows_q8(const uint8_t *w, size_t row_bytes, size_t n, const tl_kern_x *x,
+                     size_t rows, float *y);
+void tl_wasm_rows_q4(const uint8_t *w, size_t row_bytes, size_t n, const tl_kern_x *x,
                      size_t rows, float *y);
 #endif
 

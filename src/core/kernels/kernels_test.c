@@ -81,10 +81,11 @@ static void dot_golden(tl_test_ctx *t) {
 
 /* The wasm SIMD128 variant (compiled only into the SIMD128 module; the
  * x86 ones are checked natively, where the CPU can be asked) against the
- * twin: the golden vectors and random rows of every type and length. */
+ * twin: the golden vectors and random rows of every type and length, 1 to
+ * 7 rows (the variant takes rows in pairs). */
 static void wasm_simd_equals_twin(tl_test_ctx *t) {
-  static uint8_t w[3 * 288 * 4];
-  static float src[3 * 288];
+  static uint8_t w[7 * 288 * 4];
+  static float src[7 * 288];
   const tl_kernels *v = tl_kernels_get(TL_KERN_WASM_SIMD128);
   const tl_kernels *twin = tl_kernels_get(TL_KERN_SCALAR);
   tl_test_rng rng = {4242};
@@ -105,20 +106,54 @@ static void wasm_simd_equals_twin(tl_test_ctx *t) {
   for (size_t n = 1; n <= 288; n += 7)
     for (int type = 0; type < 5; type++) {
       uint32_t xb[288];
-      float want[3], got[3];
-      size_t rb = 0;
+      float want[7], got[7];
+      size_t rb = 0, rows = 1 + (n + (size_t)type) % 7;
       tl_kern_x x;
-      for (size_t i = 0; i < 3 * n; i++)
+      for (size_t i = 0; i < rows * n; i++)
         src[i] = (float)((int64_t)(tl_test_rng_next(&rng) % 20001) - 10000) / 1024.0f;
       for (size_t i = 0; i < n; i++)
         xb[i] = tl_f32_to_bits((float)((int64_t)(tl_test_rng_next(&rng) % 2001) - 1000) / 64.0f);
       (void)tl_quant_row_bytes((tl_qtype)type, n, &rb);
-      if (!TL_EXPECT_OK(t, tl_quant_pack((tl_qtype)type, src, 3, n, w, sizeof w, NULL))) return;
+      if (!TL_EXPECT_OK(t, tl_quant_pack((tl_qtype)type, src, rows, n, w, sizeof w, NULL)))
+        return;
       prepare(xb, n, &x);
-      twin->rows[type](w, rb, n, &x, 3, want);
-      v->rows[type](w, rb, n, &x, 3, got);
-      TL_EXPECT_MEM(t, got, want, sizeof want);
+      twin->rows[type](w, rb, n, &x, rows, want);
+      v->rows[type](w, rb, n, &x, rows, got);
+      TL_EXPECT_MEM(t, got, want, rows * sizeof(float));
     }
+}
+
+/* The SIMD128 f16 decoding of every one of the 65536 values (subnormals,
+ * inf and NaN included) against the twin's: row r of 21 f16 weights (a
+ * full step of 16 and a tail) holds value r at position r mod 21 and +0
+ * elsewhere, times an activation of ones, so the result is the decoded
+ * value itself (NaN: any NaN, as wasm arithmetic may change its bits). */
+static void wasm_simd_f16_every_value(tl_test_ctx *t) {
+  enum { N = 21, ROWS = 4096 };
+  static uint8_t w[ROWS * N * 2];
+  static float ones[N], want[ROWS], got[ROWS];
+  const tl_kernels *v = tl_kernels_get(TL_KERN_WASM_SIMD128);
+  const tl_kernels *twin = tl_kernels_get(TL_KERN_SCALAR);
+  tl_kern_x x = {ones, NULL, NULL, NULL, NULL, NULL};
+  if (v == NULL) {
+    tl_test_print(t, "note: no wasm SIMD128 variant in this build\n");
+    return;
+  }
+  for (size_t i = 0; i < N; i++) ones[i] = 1.0f;
+  for (uint32_t h0 = 0; h0 < 65536; h0 += ROWS) {
+    memset(w, 0, sizeof w);
+    for (uint32_t r = 0; r < ROWS; r++)
+      tl_store_le16(w + r * N * 2 + (h0 + r) % N * 2, (uint16_t)(h0 + r));
+    twin->rows[TL_QTYPE_F16](w, N * 2, N, &x, ROWS, want);
+    v->rows[TL_QTYPE_F16](w, N * 2, N, &x, ROWS, got);
+    for (uint32_t r = 0; r < ROWS; r++) {
+      bool nan = want[r] != want[r] && got[r] != got[r];
+      if (!nan && !TL_EXPECT_EQ_U64(t, tl_f32_to_bits(got[r]), tl_f32_to_bits(want[r]))) {
+        tl_test_print(t, "  f16 value differs\n");
+        return;
+      }
+    }
+  }
 }
 
 /* One valid block per type, broken one way at a time. */
@@ -180,5 +215,6 @@ static const tl_test_case cases[] = {
     TL_CASE(dot_golden),
     TL_CASE(validate_rejects),
     TL_CASE(wasm_simd_equals_twin),
+    TL_CASE(wasm_simd_f16_every_value),
 };
 TL_SUITE(kernels, cases);

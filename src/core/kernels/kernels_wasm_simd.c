@@ -1,90 +1,231 @@
-/* fast/1 kernels with wasm SIMD128 (built with -msimd128 only; in every
- * other build this file is empty). Four 128-bit accumulators are the
- * lanes A_0..3, A_4..7, A_8..11, A_12..15 of docs/fast-profile.md; q8
- * group sums through i32x4.dot_i16x8_s on sign-extended codes (exact),
- * then the pair sums added into groups of four. kernels.c puts these in
- * the variant's table beside the scalar twins for q4 and f16 weights (the
- * same bits by definition). */
+/* fast/2 kernels with wasm SIMD128 (built with -msimd128 only; in every
+ * other build this file is empty). Four 128-bit accumulators per row are
+ * the lanes A_0..3, A_4..7, A_8..11, A_12..15 of docs/fast-profile.md.
+ *
+ * Written for what V8 makes of SIMD128 on x86-64 (one xmm instruction per
+ * operation, 15 usable registers):
+ * - ROWS rows at a time share each activation load and its preparation;
+ * - integer groups through i32x4.dot_i16x8_s (pmaddwd) on codes split
+ *   into their even and odd bytes by 16-bit shifts: the dot of the even
+ *   halves gives lane j = w[4j]x[4j] + w[4j+2]x[4j+2], the odd halves the
+ *   other two products of group j, so one add makes F-4's group sums with
+ *   no shuffles or sign extensions (all exact: |sum| < 2^24);
+ * - f16 decoded exactly with bit operations and one multiply by 2^112
+ *   (wasm has no half-precision conversion).
+ * Each row's lanes see the same additions in the same order as the scalar
+ * twin's, so the results are the twin's bits. */
 #include "kernels/kernels_impl.h"
 
 #ifdef __wasm_simd128__
+#include <stdbool.h>
 #include <string.h>
 #include <wasm_simd128.h>
 
-#include "bytes.h"
+#define ROWS 2 /* rows per pass: 2 x 4 accumulators + operands fit 15 xmm */
+#define INLINE static inline __attribute__((always_inline))
 
 /* T(A) with A in a[0..3] (4 lanes each). */
-static float tree(const v128_t *a) {
+INLINE float tree(const v128_t *a) {
   v128_t b0 = wasm_f32x4_add(a[0], a[2]), b1 = wasm_f32x4_add(a[1], a[3]);
   v128_t c = wasm_f32x4_add(b0, b1);
   v128_t d = wasm_f32x4_add(c, wasm_i32x4_shuffle(c, c, 2, 3, 2, 3));
   return wasm_f32x4_extract_lane(d, 0) + wasm_f32x4_extract_lane(d, 1);
 }
 
-/* Groups 0..3 of 16 codes w, x (int8): sums of four consecutive products. */
-static v128_t groups4(v128_t w, v128_t x) {
-  v128_t lo = wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(w), wasm_i16x8_extend_low_i8x16(x));
-  v128_t hi = wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(w), wasm_i16x8_extend_high_i8x16(x));
-  return wasm_i32x4_add(wasm_i32x4_shuffle(lo, hi, 0, 2, 4, 6), wasm_i32x4_shuffle(lo, hi, 1, 3, 5, 7));
+/* The even (e) and odd (o) bytes of 16 int8 codes as i16 lanes. */
+INLINE void split8(v128_t v, v128_t *e, v128_t *o) {
+  *e = wasm_i16x8_shr(wasm_i16x8_shl(v, 8), 8);
+  *o = wasm_i16x8_shr(v, 8);
+}
+
+/* Groups 0..3 of 16 codes: weight halves we, wo times activation halves. */
+INLINE v128_t groups(v128_t we, v128_t wo, v128_t xe, v128_t xo) {
+  return wasm_i32x4_add(wasm_i32x4_dot_i16x8(we, xe), wasm_i32x4_dot_i16x8(wo, xo));
+}
+
+/* a[0..1] += t_{b,g} for g < 4 (g0) and g >= 4 (g1) of the block at k
+ * (F-4: its scale times dx, in every lane). The scale is loaded as a
+ * vector: a scalar load would be a call to memcpy in this freestanding
+ * build. */
+INLINE void add_terms(v128_t *a, v128_t g0, v128_t g1, const uint8_t *k, v128_t dx) {
+  v128_t s = wasm_f32x4_mul(wasm_v128_load32_splat(k), dx);
+  a[0] = wasm_f32x4_add(a[0], wasm_f32x4_mul(wasm_f32x4_convert_i32x4(g0), s));
+  a[1] = wasm_f32x4_add(a[1], wasm_f32x4_mul(wasm_f32x4_convert_i32x4(g1), s));
+}
+
+/* Block b of a q8 (q4 false) or q4 row into a[0..1]. The q4 nibbles, as
+ * i16 lanes of the 16 stored bytes: bits 0..3 and 8..11 are the even and
+ * odd bytes of the low nibbles (elements 0, 2, .. in tl_kern_x.q4's
+ * order), bits 4..7 and 12..15 those of the high nibbles; u = q + 8 is
+ * corrected by the group bias. */
+INLINE void block(bool q4, const uint8_t *row, size_t b, const v128_t *xs, v128_t bias0,
+                  v128_t bias1, v128_t dx, v128_t *a) {
+  v128_t g0, g1;
+  if (q4) {
+    const uint8_t *k = row + b * 20;
+    v128_t v = wasm_v128_load(k + 4), m = wasm_i16x8_splat(0x0F);
+    g0 = groups(wasm_v128_and(v, m), wasm_v128_and(wasm_u16x8_shr(v, 8), m), xs[0], xs[1]);
+    g1 = groups(wasm_v128_and(wasm_u16x8_shr(v, 4), m), wasm_u16x8_shr(v, 12), xs[2], xs[3]);
+    add_terms(a, wasm_i32x4_add(g0, bias0), wasm_i32x4_add(g1, bias1), k, dx);
+  } else {
+    const uint8_t *k = row + b * 36;
+    v128_t we, wo;
+    split8(wasm_v128_load(k + 4), &we, &wo);
+    g0 = groups(we, wo, xs[0], xs[1]);
+    split8(wasm_v128_load(k + 20), &we, &wo);
+    g1 = groups(we, wo, xs[2], xs[3]);
+    add_terms(a, g0, g1, k, dx);
+  }
+}
+
+/* The activation of block b, split for block(). */
+INLINE void prepare(bool q4, const tl_kern_x *x, size_t b, v128_t *xs, v128_t *bias0,
+                    v128_t *bias1) {
+  const int8_t *c = (q4 ? x->q4 : x->q8) + 32 * b;
+  split8(wasm_v128_load(c), &xs[0], &xs[1]);
+  split8(wasm_v128_load(c + 16), &xs[2], &xs[3]);
+  if (q4) {
+    *bias0 = wasm_v128_load(x->q4_bias + 8 * b);
+    *bias1 = wasm_v128_load(x->q4_bias + 8 * b + 4);
+  }
+}
+
+/* F-4 / F-5 for nr <= ROWS rows: even blocks into a[r][0..1], odd ones
+ * into a[r][2..3]. */
+INLINE void rows_quant_n(bool q4, size_t nr, const uint8_t *w, size_t row_bytes, size_t nb,
+                         const tl_kern_x *x, float *y) {
+  v128_t a[ROWS][4], xs[4], bias0 = wasm_i32x4_splat(0), bias1 = bias0;
+  for (size_t r = 0; r < nr; r++)
+    for (int q = 0; q < 4; q++) a[r][q] = wasm_f32x4_splat(0.0f);
+  for (size_t b = 0; b < nb; b++) {
+    v128_t dx = wasm_v128_load32_splat(x->scales + b);
+    prepare(q4, x, b, xs, &bias0, &bias1);
+    /* two branches, so that the accumulators' indices are constants */
+    if (b % 2 == 0)
+      for (size_t r = 0; r < nr; r++) block(q4, w + r * row_bytes, b, xs, bias0, bias1, dx, a[r]);
+    else
+      for (size_t r = 0; r < nr; r++)
+        block(q4, w + r * row_bytes, b, xs, bias0, bias1, dx, a[r] + 2);
+  }
+  for (size_t r = 0; r < nr; r++) y[r] = tree(a[r]);
+}
+
+INLINE void rows_quant(bool q4, const uint8_t *w, size_t row_bytes, size_t n,
+                       const tl_kern_x *x, size_t rows, float *y) {
+  size_t nb = (n + 31) / 32, r = 0;
+  for (; r + ROWS <= rows; r += ROWS) rows_quant_n(q4, ROWS, w + r * row_bytes, row_bytes, nb, x, y + r);
+  for (; r < rows; r++) rows_quant_n(q4, 1, w + r * row_bytes, row_bytes, nb, x, y + r);
 }
 
 void tl_wasm_rows_q8(const uint8_t *w, size_t row_bytes, size_t n, const tl_kern_x *x,
                      size_t rows, float *y) {
-  size_t nb = (n + 31) / 32;
-  for (size_t r = 0; r < rows; r++) {
-    const uint8_t *row = w + r * row_bytes;
-    v128_t a[4] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f),
-                   wasm_f32x4_splat(0.0f)};
-    for (size_t b = 0; b < nb; b++) {
-      const uint8_t *k = row + b * 36;
-      const int8_t *c = x->q8 + 32 * b;
-      v128_t p = wasm_f32x4_splat(tl_bits_to_f32(tl_load_le32(k)) * x->scales[b]);
-      v128_t g0 = groups4(wasm_v128_load(k + 4), wasm_v128_load(c));
-      v128_t g1 = groups4(wasm_v128_load(k + 20), wasm_v128_load(c + 16));
-      size_t at = 2 * (b % 2);
-      a[at] = wasm_f32x4_add(a[at], wasm_f32x4_mul(wasm_f32x4_convert_i32x4(g0), p));
-      a[at + 1] = wasm_f32x4_add(a[at + 1], wasm_f32x4_mul(wasm_f32x4_convert_i32x4(g1), p));
+  rows_quant(false, w, row_bytes, n, x, rows, y);
+}
+
+void tl_wasm_rows_q4(const uint8_t *w, size_t row_bytes, size_t n, const tl_kern_x *x,
+                     size_t rows, float *y) {
+  rows_quant(true, w, row_bytes, n, x, rows, y);
+}
+
+/* 8 f16 values (i16 lanes h) as f32x4 lo and hi, exactly as
+ * tl_f16_to_f32 for every value but inf and NaN (f16_special): h's bits
+ * moved to f32's places (sign | exponent | fraction, made of h
+ * arithmetically shifted right by 3 above h << 13) are 2^-112 times the
+ * f16 value, normal or subnormal, so one exact multiply by 2^112
+ * finishes. */
+INLINE void f16x8(v128_t h, v128_t *lo, v128_t *hi) {
+  v128_t top = wasm_v128_and(wasm_i16x8_shr(h, 3), wasm_i16x8_splat((int16_t)0x8FFF));
+  v128_t low = wasm_i16x8_shl(h, 13), k = wasm_f32x4_splat(0x1p112f);
+  *lo = wasm_f32x4_mul(wasm_i16x8_shuffle(low, top, 0, 8, 1, 9, 2, 10, 3, 11), k);
+  *hi = wasm_f32x4_mul(wasm_i16x8_shuffle(low, top, 4, 12, 5, 13, 6, 14, 7, 15), k);
+}
+
+/* All ones in the i16 lanes of h holding inf or NaN (exponent 31). */
+INLINE v128_t f16_special(v128_t h) {
+  v128_t e = wasm_i16x8_splat(0x7C00);
+  return wasm_i16x8_eq(wasm_v128_and(h, e), e);
+}
+
+/* v (from f16x8) where special: exponent all ones, the fraction kept. */
+INLINE void f16_fix(v128_t special, v128_t *lo, v128_t *hi) {
+  v128_t z = wasm_i32x4_splat(0), inf = wasm_u32x4_splat(0x7F800000u);
+  v128_t m0 = wasm_i16x8_shuffle(z, special, 0, 8, 1, 9, 2, 10, 3, 11);
+  v128_t m1 = wasm_i16x8_shuffle(z, special, 4, 12, 5, 13, 6, 14, 7, 15);
+  *lo = wasm_v128_or(*lo, wasm_v128_and(m0, inf));
+  *hi = wasm_v128_or(*hi, wasm_v128_and(m1, inf));
+}
+
+/* 16 weights from p as floats (type 0 f32, 1 f16, 2 bf16). */
+INLINE void load16(int type, const uint8_t *p, v128_t *v) {
+  if (type == 0) {
+    for (int q = 0; q < 4; q++) v[q] = wasm_v128_load(p + 16 * q);
+  } else if (type == 1) {
+    v128_t h0 = wasm_v128_load(p), h1 = wasm_v128_load(p + 16);
+    v128_t s0 = f16_special(h0), s1 = f16_special(h1);
+    f16x8(h0, &v[0], &v[1]);
+    f16x8(h1, &v[2], &v[3]);
+    if (wasm_v128_any_true(wasm_v128_or(s0, s1))) { /* rare: a branch is cheaper */
+      f16_fix(s0, &v[0], &v[1]);
+      f16_fix(s1, &v[2], &v[3]);
     }
-    y[r] = tree(a);
+  } else {
+    v128_t z = wasm_i32x4_splat(0);
+    for (int q = 0; q < 2; q++) {
+      v128_t h = wasm_v128_load(p + 16 * q);
+      v[2 * q] = wasm_i16x8_shuffle(z, h, 0, 8, 1, 9, 2, 10, 3, 11);
+      v[2 * q + 1] = wasm_i16x8_shuffle(z, h, 4, 12, 5, 13, 6, 14, 7, 15);
+    }
   }
 }
 
-/* 4 weights from p as floats (0 f32, 2 bf16). */
-static v128_t load4(int type, const uint8_t *p) {
-  if (type == 0) return wasm_v128_load(p);
-  return wasm_i32x4_shl(wasm_u32x4_load16x4(p), 16);
+/* a[q] += weights times xs, 16 elements. */
+INLINE void step16(int type, const uint8_t *p, const v128_t *xs, v128_t *a) {
+  v128_t v[4];
+  load16(type, p, v);
+  for (int q = 0; q < 4; q++) a[q] = wasm_f32x4_add(a[q], wasm_f32x4_mul(v[q], xs[q]));
 }
 
-/* F-6 for f32 and bf16 weights; tails through zero-filled copies. */
-static void rows_float(int type, const uint8_t *w, size_t row_bytes, size_t n,
-                       const tl_kern_x *x, size_t rows, float *y) {
+/* F-6 for nr <= ROWS rows; the tail (n mod 16 elements) through
+ * zero-filled copies (xt: the activation's, made once per call). */
+INLINE void rows_float_n(int type, size_t nr, const uint8_t *w, size_t row_bytes, size_t n,
+                         const float *xf, const float *xt, float *y) {
   size_t es = type == 0 ? 4 : 2, full = n / 16 * 16;
-  for (size_t r = 0; r < rows; r++) {
-    const uint8_t *row = w + r * row_bytes;
-    v128_t a[4] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f),
-                   wasm_f32x4_splat(0.0f)};
-    for (size_t i = 0; i < n; i += 16) {
-      uint8_t wt[64] = {0};
-      float xt[16] = {0};
-      const uint8_t *wp = row + i * es;
-      const float *xp = x->f + i;
-      if (i >= full) {
-        memcpy(wt, wp, (n - i) * es);
-        memcpy(xt, xp, (n - i) * sizeof(float));
-        wp = wt;
-        xp = xt;
-      }
-      for (int q = 0; q < 4; q++)
-        a[q] = wasm_f32x4_add(a[q], wasm_f32x4_mul(load4(type, wp + 4 * (size_t)q * es),
-                                                   wasm_v128_load(xp + 4 * q)));
-    }
-    y[r] = tree(a);
+  v128_t a[ROWS][4], xs[4];
+  for (size_t r = 0; r < nr; r++)
+    for (int q = 0; q < 4; q++) a[r][q] = wasm_f32x4_splat(0.0f);
+  for (size_t i = 0; i < full; i += 16) {
+    for (int q = 0; q < 4; q++) xs[q] = wasm_v128_load(xf + i + 4 * q);
+    for (size_t r = 0; r < nr; r++) step16(type, w + r * row_bytes + i * es, xs, a[r]);
   }
+  if (full < n) {
+    for (int q = 0; q < 4; q++) xs[q] = wasm_v128_load(xt + 4 * q);
+    for (size_t r = 0; r < nr; r++) {
+      uint8_t wt[64] = {0};
+      memcpy(wt, w + r * row_bytes + full * es, (n - full) * es);
+      step16(type, wt, xs, a[r]);
+    }
+  }
+  for (size_t r = 0; r < nr; r++) y[r] = tree(a[r]);
+}
+
+INLINE void rows_float(int type, const uint8_t *w, size_t row_bytes, size_t n,
+                       const tl_kern_x *x, size_t rows, float *y) {
+  size_t full = n / 16 * 16, r = 0;
+  float xt[16] = {0};
+  memcpy(xt, x->f + full, (n - full) * sizeof(float));
+  for (; r + ROWS <= rows; r += ROWS)
+    rows_float_n(type, ROWS, w + r * row_bytes, row_bytes, n, x->f, xt, y + r);
+  for (; r < rows; r++) rows_float_n(type, 1, w + r * row_bytes, row_bytes, n, x->f, xt, y + r);
 }
 
 void tl_wasm_rows_f32(const uint8_t *w, size_t row_bytes, size_t n, const tl_kern_x *x,
                       size_t rows, float *y) {
   rows_float(0, w, row_bytes, n, x, rows, y);
+}
+
+void tl_wasm_rows_f16(const uint8_t *w, size_t row_bytes, size_t n, const tl_kern_x *x,
+                      size_t rows, float *y) {
+  rows_float(1, w, row_bytes, n, x, rows, y);
 }
 
 void tl_wasm_rows_bf16(const uint8_t *w, size_t row_bytes, size_t n, const tl_kern_x *x,

@@ -1,0 +1,51 @@
+/* The wasm32 side of the kernel micro-benchmark (kernel_bench.c): the same
+ * 1024-wide matrices and activation, through the SIMD128 variant (built
+ * with -msimd128). JS times the calls (bench/wasm_kernel_bench.mjs). */
+#include "kernels/kernels.h"
+
+#define WIDTH 1024
+#define TL_WASM_EXPORT(name) __attribute__((export_name(#name)))
+
+void *tl_wasm_alloc(size_t n);
+
+static float xf[WIDTH], scales[WIDTH / 32];
+static int8_t q8[WIDTH], q4[WIDTH];
+static int32_t b8[WIDTH / 4], b4[WIDTH / 4];
+static const tl_kern_x x = {xf, q8, q4, scales, b8, b4};
+
+size_t tl_kbench_row_bytes(int type);
+uint8_t *tl_kbench_weights(int type, size_t rows);
+int tl_kbench_run(int type, const uint8_t *w, size_t rows, size_t reps);
+
+TL_WASM_EXPORT(tl_kbench_row_bytes) size_t tl_kbench_row_bytes(int type) {
+  size_t rb = 0;
+  return tl_quant_row_bytes((tl_qtype)type, WIDTH, &rb) == TL_OK ? rb : 0;
+}
+
+/* rows x WIDTH weights of type from kernel_bench.c's pattern (every row
+ * the same), or 0 when memory cannot grow. */
+TL_WASM_EXPORT(tl_kbench_weights) uint8_t *tl_kbench_weights(int type, size_t rows) {
+  static float src[WIDTH];
+  size_t rb = tl_kbench_row_bytes(type);
+  uint8_t *w = rb == 0 ? 0 : tl_wasm_alloc(rows * rb);
+  for (size_t i = 0; i < WIDTH; i++) {
+    src[i] = (float)((int)(i * 37 % 201) - 100) / 64.0f;
+    xf[i] = (float)((int)(i * 53 % 97) - 48) / 16.0f;
+  }
+  tl_kern_quantize_x(xf, WIDTH, scales, q8, b8, q4, b4);
+  if (w != 0)
+    for (size_t r = 0; r < rows; r++)
+      if (tl_quant_pack((tl_qtype)type, src, 1, WIDTH, w + r * rb, rb, 0) != TL_OK) return 0;
+  return w;
+}
+
+/* reps passes of the SIMD128 variant over the rows; -1 when it is not
+ * built in or y is too short. */
+TL_WASM_EXPORT(tl_kbench_run)
+int tl_kbench_run(int type, const uint8_t *w, size_t rows, size_t reps) {
+  static float y[1u << 20];
+  const tl_kernels *k = tl_kernels_get(TL_KERN_WASM_SIMD128);
+  if (k == 0 || rows > sizeof y / sizeof y[0]) return -1;
+  for (size_t r = 0; r < reps; r++) k->rows[type](w, tl_kbench_row_bytes(type), WIDTH, &x, rows, y);
+  return 0;
+}
