@@ -150,6 +150,23 @@ $(UNIT): $(call obj,$(CORE_TESTS) $(NATIVE_TESTS) $(HARNESS) $(TEST_SUPPORT) \
                  tests/harness/main_native.c) $(BUILD)/obj/gen/suites.o $(LIB)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
+# The fast lane's mutation proof (tests/kernels/mutants.sh): the unit tests
+# with fault n of src/core/kernels/mutant.h compiled into the scalar twins
+# and the partition; these objects come before the library, so its own
+# copies are not linked. Never part of the library or the CLI.
+.PHONY: mutants
+mutants: $(foreach n,1 2 3,$(BUILD)/mutant$(n)/unit_tests)
+$(BUILD)/mutant%/kernels.o: src/core/kernels/kernels.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -DTL_KERN_MUTANT=$* -c $< -o $@
+$(BUILD)/mutant%/parallel.o: src/core/kernels/parallel.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -DTL_KERN_MUTANT=$* -c $< -o $@
+$(BUILD)/mutant%/unit_tests: $(BUILD)/mutant%/kernels.o $(BUILD)/mutant%/parallel.o \
+                           $(call obj,$(CORE_TESTS) $(NATIVE_TESTS) $(HARNESS) $(TEST_SUPPORT) \
+                             tests/harness/main_native.c) $(BUILD)/obj/gen/suites.o $(LIB)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
 $(CBOR_TOOL): $(call obj,tests/diff/cbor_tool.c tests/support/cbor_gen.c) $(LIB)
 	$(CC) $(LDFLAGS) $^ -o $@
 

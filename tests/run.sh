@@ -87,6 +87,7 @@ run_stage build-clang build CFG=clang native
 run_stage build-asan build CFG=asan native
 run_stage build-wasm build wasm
 run_stage unit-gcc build/gcc/unit_tests
+run_stage kernel-mutants tests/kernels/mutants.sh gcc build/gcc
 run_stage unit-clang build/clang/unit_tests
 run_stage unit-asan env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
   UBSAN_OPTIONS=print_stacktrace=1 build/asan/unit_tests

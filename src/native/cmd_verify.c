@@ -21,7 +21,8 @@ static const char usage_text[] =
     "usage: tinylm verify MODEL.slm --golden FILE [--json] [--dump OUT.cbor]\n"
     "                     [--force] [--lane scalar|fast] [-t N] [--mmap]\n"
     "  --dump  also write this run's values for the golden's records, in the\n"
-    "          same schema (producer tinylm-scalar)\n"
+    "          same schema (producer tinylm-scalar or tinylm-fast, with the\n"
+    "          lane's numerical profile)\n"
     "  --force replace an existing --dump file (never MODEL or FILE)\n"
     "  FILE: a tinylm.golden/1 document (docs/golden.md), e.g. from\n"
     "  tools/oracle/qwen3_ref.py on the checkpoint the model came from\n"
@@ -358,7 +359,10 @@ int tl_cmd_verify(int argc, char **argv) {
     snprintf(label, sizeof label, "the weights of %s", model_path);
     st = tl_slm_find(&s.model.slm, TL_SLM_METADATA, &meta);
     if (st == TL_OK)
-      st = tl_golden_write_run(&g, cc.cand, meta->data, meta->len, label, &doc, &doc_len);
+      st = tl_golden_write_run(&g, cc.cand, meta->data, meta->len, label,
+                               (tl_golden_producer){s.lane.fast ? "tinylm-fast" : "tinylm-scalar",
+                                                    tl_native_lane_profile(&s.lane)},
+                               &doc, &doc_len);
     if (st == TL_OK) st = tl_file_write_atomic(dump_path, doc, doc_len, err, sizeof err);
     else snprintf(err, sizeof err, "%s: cannot encode the capture", dump_path);
     free(doc);

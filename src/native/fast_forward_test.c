@@ -5,16 +5,21 @@
  * (F-7); prefill, chunks and token-by-token decoding agree (F-8); switching
  * back gives the strict lane's bits; invalid q8/q4 bytes are refused when
  * the lane is selected (F-9); an overflow inside a product is a
- * numerical_failure naming the stage, layer, position and row. */
+ * numerical_failure naming the stage, layer, position and row; a prefill
+ * cancelled between chunks leaves only whole chunks in the cache, and
+ * resuming or restarting it gives a fresh session's bits. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "bytes.h"
 #include "cpu.h"
+#include "gen/generate.h"
 #include "model/qwen3.h"
 #include "model_gen.h"
 #include "pool.h"
 #include "tl_test.h"
+#include "tok/tokenizer.h"
+#include "tok_build.h"
 
 #define MODEL_CAP (512u << 10)
 #define ARENA_CAP (1u << 20)
@@ -47,28 +52,37 @@ static bool setup(tl_test_ctx *t, fixture *f, tl_qtype type, uint64_t seed) {
          TL_EXPECT_OK(t, tl_model_gen_open(model_buf, len, &f->slm, &f->ts, &f->m, &f->arena));
 }
 
+static void prompt_ids(const fixture *f, uint32_t *ids) {
+  for (size_t i = 0; i < N_IDS; i++) ids[i] = (uint32_t)((i * 37 + 5) % f->m.cfg.vocab);
+}
+
+/* The cache's first N_IDS rows of K and V, concatenated, after the vocab
+ * logits already in out. */
+static size_t snapshot(const fixture *f, const tl_qwen3_cache *c, float *out) {
+  size_t kd = (size_t)f->m.cfg.kv_heads * f->m.cfg.head_dim, at = f->m.cfg.vocab;
+  for (uint32_t l = 0; l < f->m.cfg.layers; l++) {
+    memcpy(out + at, c->k + (size_t)l * c->capacity * kd, N_IDS * kd * sizeof(float));
+    at += N_IDS * kd;
+    memcpy(out + at, c->v + (size_t)l * c->capacity * kd, N_IDS * kd * sizeof(float));
+    at += N_IDS * kd;
+  }
+  return at;
+}
+
 /* The prompt in chunks of `chunk` tokens (N_IDS: one call); the last
  * logits and the cache's K and V, concatenated, into out. */
 static bool run(tl_test_ctx *t, fixture *f, size_t chunk, float *out, size_t *n_out) {
   tl_qwen3_cache c;
   uint32_t ids[N_IDS];
-  size_t kd = (size_t)f->m.cfg.kv_heads * f->m.cfg.head_dim, at = 0;
   tl_arena_mark mark = tl_arena_mark_now(&f->arena);
   bool ok;
-  for (size_t i = 0; i < N_IDS; i++) ids[i] = (uint32_t)((i * 37 + 5) % f->m.cfg.vocab);
+  prompt_ids(f, ids);
   ok = TL_EXPECT_OK(t, tl_qwen3_cache_init(&c, &f->m, N_IDS, &f->arena));
   for (size_t i = 0; ok && i < N_IDS; i += chunk) {
     size_t n = N_IDS - i < chunk ? N_IDS - i : chunk;
     ok = TL_EXPECT_OK(t, tl_qwen3_forward(&f->m, &c, ids + i, n, out, NULL, &f->scratch, NULL));
   }
-  at = f->m.cfg.vocab;
-  for (uint32_t l = 0; ok && l < f->m.cfg.layers; l++) {
-    memcpy(out + at, c.k + (size_t)l * c.capacity * kd, N_IDS * kd * sizeof(float));
-    at += N_IDS * kd;
-    memcpy(out + at, c.v + (size_t)l * c.capacity * kd, N_IDS * kd * sizeof(float));
-    at += N_IDS * kd;
-  }
-  *n_out = at;
+  if (ok) *n_out = snapshot(f, &c, out);
   tl_arena_rewind(&f->arena, mark);
   return ok;
 }
@@ -190,6 +204,107 @@ static void overflow_is_located(tl_test_ctx *t) {
   TL_EXPECT_EQ_U64(t, c.len, 0);
 }
 
+/* Cancelled from the check-th cancellation point on. */
+typedef struct cancel_at {
+  size_t checks, at;
+} cancel_at;
+
+static bool cancel_now(void *ctx) {
+  cancel_at *c = ctx;
+  return ++c->checks >= c->at;
+}
+
+static tl_status choose_none(void *ctx, const float *logits, size_t vocab,
+                             const uint32_t *generated, size_t step, uint32_t *id) {
+  (void)ctx, (void)logits, (void)vocab, (void)generated, (void)step, (void)id;
+  return TL_ERR_INTERNAL_INVARIANT; /* prefill only: never asked */
+}
+
+/* tl_generate's prefill (chunks of 4: 4, 4, 1) on the fast lane at 3
+ * threads, cancelled before chunk k: the cache holds exactly the k whole
+ * chunks before it, bit for bit a fresh session's rows; the rest of the
+ * prompt fed after them (what chat's prefix reuse does), or the whole
+ * prompt again from an empty cache, gives a fresh session's logits and
+ * K/V bits. */
+static void cancelled_prefill_leaves_whole_chunks(tl_test_ctx *t) {
+  static tok_builder b;
+  static _Alignas(64) uint8_t tok_section[4096];
+  static _Alignas(64) uint8_t tok_mem[1u << 20];
+  static float logits[4096];
+  tl_arena tok_arena;
+  const tl_tokenizer *tok;
+  size_t len;
+  tok_build_init(&b);
+  len = tok_build_finish(&b, tok_section, sizeof tok_section);
+  tl_arena_init(&tok_arena, tok_mem, sizeof tok_mem);
+  if (!TL_EXPECT(t, len > 0) || !TL_EXPECT_OK(t, tl_tok_load(tok_section, len, &tok_arena, &tok)))
+    return;
+  for (int type = 0; type < 5; type++) {
+    fixture f;
+    tl_pool *pool;
+    tl_parallel par;
+    uint32_t ids[N_IDS];
+    size_t n_want, n_got;
+    if (!setup(t, &f, (tl_qtype)type, 100 + (uint64_t)type)) return;
+    if (!TL_EXPECT_OK(t, tl_pool_create(3, &pool))) return;
+    par = tl_pool_parallel(pool);
+    prompt_ids(&f, ids);
+    if (TL_EXPECT_OK(t, tl_qwen3_set_lane(&f.m, tl_native_kernels(), &par)) &&
+        run(t, &f, N_IDS, want, &n_want))
+      for (size_t k = 1; k <= 3; k++)
+        for (int restart = 0; restart < 2; restart++) {
+          tl_qwen3_cache c;
+          cancel_at cancel = {0, k};
+          tl_gen_params p;
+          tl_gen_result r;
+          size_t fed;
+          tl_arena_mark mark = tl_arena_mark_now(&f.arena);
+          unsigned before = t->failed_checks;
+          memset(&p, 0, sizeof p);
+          memset(&r, 0, sizeof r);
+          p.prefill_chunk = 4;
+          p.choose = choose_none;
+          p.cancelled = cancel_now;
+          p.cb_ctx = &cancel;
+          if (!TL_EXPECT_OK(t, tl_qwen3_cache_init(&c, &f.m, N_IDS, &f.arena)) ||
+              !TL_EXPECT_OK(t, tl_generate(&f.m, &c, tok, ids, N_IDS, &p, &f.scratch, logits, &r)))
+            break;
+          TL_EXPECT_EQ_U64(t, r.stop, TL_STOP_CANCELLED);
+          TL_EXPECT_EQ_U64(t, r.prompt_fed, 4 * (k - 1));
+          TL_EXPECT_EQ_U64(t, c.len, 4 * (k - 1));
+          snapshot(&f, &c, got);
+          /* rows [0, c.len) of each layer's K then V, as in want */
+          {
+            size_t kd = (size_t)f.m.cfg.kv_heads * f.m.cfg.head_dim, at = f.m.cfg.vocab;
+            for (uint32_t l = 0; l < 2 * f.m.cfg.layers; l++, at += N_IDS * kd)
+              TL_EXPECT_MEM(t, got + at, want + at, c.len * kd * sizeof(float));
+          }
+          /* then uncancelled: the rest after the whole chunks, or all again */
+          fed = restart ? 0 : r.prompt_fed;
+          c.len = (uint32_t)fed;
+          p.cancelled = NULL;
+          if (TL_EXPECT_OK(t, tl_generate(&f.m, &c, tok, ids + fed, N_IDS - fed, &p, &f.scratch,
+                                          logits, &r))) {
+            TL_EXPECT_EQ_U64(t, r.stop, TL_STOP_MAX_TOKENS);
+            memcpy(got, logits, f.m.cfg.vocab * sizeof(float));
+            n_got = snapshot(&f, &c, got);
+            TL_EXPECT_EQ_U64(t, n_got, n_want);
+            TL_EXPECT_MEM(t, got, want, n_want * sizeof(float));
+          }
+          tl_arena_rewind(&f.arena, mark);
+          if (t->failed_checks != before) {
+            tl_test_print(t, "  type ");
+            tl_test_print_u64(t, (uint64_t)type);
+            tl_test_print(t, " cancelled before chunk ");
+            tl_test_print_u64(t, k);
+            tl_test_print(t, restart ? " then restarted\n" : " then resumed\n");
+            break;
+          }
+        }
+    tl_pool_destroy(pool);
+  }
+}
+
 static void bad_lane_arguments(tl_test_ctx *t) {
   fixture f;
   tl_parallel none = {NULL, NULL, 0};
@@ -205,6 +320,7 @@ static const tl_test_case cases[] = {
     TL_CASE(strict_lane_back),
     TL_CASE(invalid_codes_refused_once),
     TL_CASE(overflow_is_located),
+    TL_CASE(cancelled_prefill_leaves_whole_chunks),
     TL_CASE(bad_lane_arguments),
 };
 TL_SUITE(fast_forward, cases);

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -127,6 +128,31 @@ static tl_status copy_weights(tl_native_lane *l, tl_qwen3 *m,
   return TL_OK;
 }
 
+/* The variant TINYLM_KERNELS names (unset or empty: the fastest this CPU
+ * runs); one this build lacks or this CPU cannot run is refused, naming
+ * those it can. */
+static tl_status pick_kernels(const tl_kernels **out, char *err, size_t err_cap) {
+  const char *want = getenv(TL_KERNELS_ENV);
+  char names[128] = "";
+  size_t used = 0;
+  *out = tl_native_kernels();
+  if (want == NULL || want[0] == '\0') return TL_OK;
+  for (int i = 0; i < TL_KERN_ISA_COUNT; i++) {
+    const tl_kernels *k = tl_kernels_get((tl_kern_isa)i);
+    if (k == NULL || !tl_native_kernels_supported((tl_kern_isa)i)) continue;
+    if (strcmp(k->name, want) == 0) {
+      *out = k;
+      return TL_OK;
+    }
+    if (used < sizeof names)
+      used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
+                               used ? ", " : "", k->name);
+  }
+  snprintf(err, err_cap, "%s=%s: not a kernel variant this build and CPU run (%s)",
+           TL_KERNELS_ENV, want, names);
+  return TL_ERR_UNSUPPORTED_FEATURE;
+}
+
 tl_status tl_native_lane_start(tl_native_lane *l, tl_qwen3 *m,
                                const tl_lane_options *o, char *err,
                                size_t err_cap) {
@@ -135,7 +161,10 @@ tl_status tl_native_lane_start(tl_native_lane *l, tl_qwen3 *m,
   l->fast = o->fast;
   l->threads = o->threads ? o->threads : tl_pool_default_threads();
   if (!o->fast) return tl_qwen3_set_lane(m, NULL, NULL);
-  l->kernels = tl_native_kernels();
+  if ((st = pick_kernels(&l->kernels, err, err_cap)) != TL_OK) {
+    l->kernels = NULL;
+    return st;
+  }
   st = tl_pool_create(l->threads, &l->pool);
   if (st != TL_OK) {
     snprintf(err, err_cap, "cannot start %u threads (%s)", l->threads, tl_status_name(st));
@@ -174,4 +203,8 @@ const char *tl_native_lane_profile(const tl_native_lane *l) {
 
 const char *tl_native_lane_isa(const tl_native_lane *l) {
   return l->kernels != NULL ? l->kernels->name : "scalar";
+}
+
+uint32_t tl_native_lane_threads(const tl_native_lane *l) {
+  return l->fast ? l->threads : 1;
 }

@@ -32,10 +32,19 @@ typedef struct tl_lane_options {
   "  -t, --threads N  threads of the fast lane (default: the CPUs online,\n" \
   "                at most 256)\n"                                           \
   "  --mmap        compute on the file mapping instead of a copy of the\n"   \
-  "                weights in memory\n"
+  "                weights in memory\n"                                      \
+  "  (environment TINYLM_KERNELS=scalar|avx2|avx512: the fast lane's\n"      \
+  "                kernel variant instead of the fastest; same bits)\n"
 
 /* The defaults: fast lane, threads 0, no mmap. */
 tl_lane_options tl_lane_defaults(void);
+
+/* The fast lane's kernel variant, forced by name ("scalar", "avx2",
+ * "avx512", ...: tl_kernels.name) instead of the fastest this CPU runs;
+ * bit-identical by docs/fast-profile.md, so meant for tests and
+ * comparisons. A name this build or CPU cannot run is
+ * TL_ERR_UNSUPPORTED_FEATURE when the lane starts. */
+#define TL_KERNELS_ENV "TINYLM_KERNELS"
 
 /* If argv[*i] is one of the lane flags, consumes it (and its value) and
  * returns -1, or reports a usage error and returns TL_EXIT_USAGE; returns
@@ -58,8 +67,9 @@ typedef struct tl_native_lane {
  * anything large is allocated. On failure (err says why) m is on the
  * strict lane and nothing is held: TL_ERR_WORKER_FAILURE,
  * TL_ERR_OUT_OF_MEMORY, TL_ERR_INVALID_MODEL (q8/q4 bytes, validated
- * once). Call before planning the session (the scratch bound depends on
- * the lane). */
+ * once), TL_ERR_UNSUPPORTED_FEATURE (TL_KERNELS_ENV names a variant
+ * this build or CPU cannot run). Call before planning the session (the
+ * scratch bound depends on the lane). */
 tl_status tl_native_lane_start(tl_native_lane *l, tl_qwen3 *m,
                                const tl_lane_options *o, char *err,
                                size_t err_cap);
@@ -74,9 +84,11 @@ tl_status tl_native_lane_copy(tl_native_lane *l, tl_qwen3 *m,
 /* Releases what start took; m must not run afterwards. Zeroed l: nothing. */
 void tl_native_lane_stop(tl_native_lane *l);
 
-/* "fast/1" or "scalar-f32/1" (the strict lane's name in receipts), and the kernel variant ("avx512", ...;
- * "scalar" on the strict lane). */
+/* "fast/1" or "scalar-f32/1" (the strict lane's name in receipts), the
+ * kernel variant ("avx512", ...; "scalar" on the strict lane) and the
+ * threads that compute (1 on the strict lane). */
 const char *tl_native_lane_profile(const tl_native_lane *l);
 const char *tl_native_lane_isa(const tl_native_lane *l);
+uint32_t tl_native_lane_threads(const tl_native_lane *l);
 
 #endif

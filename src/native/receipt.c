@@ -84,6 +84,10 @@ SCHEMA(generation_meta, {"ids", K_UINTS, false, NULL},
 SCHEMA(timings, {"prefill", K_UINT, false, NULL},
        {"decode", K_UINT, false, NULL}, {"prefill_tokens", K_UINT, false, NULL},
        {"decode_tokens", K_UINT, false, NULL});
+/* Outside the identity like the timings (F-10); optional at the top level:
+ * receipts written before it have none. */
+SCHEMA(execution, {"isa", K_TEXT, false, NULL},
+       {"threads", K_UINT, false, NULL});
 /* src/tools/convert.c: emit_receipt. */
 SCHEMA(convert_converter, {"name", K_TEXT, false, NULL},
        {"version", K_TEXT, false, NULL}, {"build_id", K_TEXT, true, NULL});
@@ -252,7 +256,7 @@ typedef struct file_arg {
 
 static void emit_file(tl_cbor_writer *w, const void *arg) {
   const file_arg *a = arg;
-  tl_cbor_begin_map(w, 4);
+  tl_cbor_begin_map(w, a->f->isa != NULL ? 5 : 4);
   tl_cbor_put_cstr(w, "root");
   tl_cbor_put_bytes(w, a->nodes[N_NODES - 1].id, 32);
   tl_cbor_put_cstr(w, "nodes");
@@ -279,6 +283,15 @@ static void emit_file(tl_cbor_writer *w, const void *arg) {
   tl_cbor_end_array(w);
   tl_cbor_put_cstr(w, "format");
   tl_cbor_put_cstr(w, "tinylm.receipt/1");
+  if (a->f->isa != NULL) {
+    tl_cbor_put_cstr(w, "execution");
+    tl_cbor_begin_map(w, 2);
+    tl_cbor_put_cstr(w, "isa");
+    tl_cbor_put_cstr(w, a->f->isa);
+    tl_cbor_put_cstr(w, "threads");
+    tl_cbor_put_uint(w, a->f->threads);
+    tl_cbor_end_map(w);
+  }
   tl_cbor_put_cstr(w, "timings_us");
   tl_cbor_begin_map(w, 4);
   tl_cbor_put_cstr(w, "decode");
@@ -690,6 +703,8 @@ static tl_status check_run(checker *c, uint8_t root[32]) {
       if ((st = check_span(c, times, times_len, &timings, "timings_us")) !=
           TL_OK)
         return st;
+    } else if (tl_cbor_text_is(k, klen, "execution")) {
+      if ((st = check_map(c, &execution, "execution")) != TL_OK) return st;
     } else {
       snprintf(what, sizeof what, "unknown top-level field '%s'",
                shown(k, klen, key));
@@ -847,7 +862,7 @@ static void show_run(FILE *out, const json_t *doc) {
   fprintf(
       out,
       "run receipt %s\n  (tinylm.receipt/1: every node id verified; everything "
-      "below is part of the root id except the timings)\n",
+      "below is part of the root id except the timings and the execution)\n",
       json_string_value(json_object_get(doc, "root")));
   json_array_foreach(json_object_get(doc, "nodes"), i, n) {
     fprintf(out, "  %-10s %.16s...  ",
@@ -860,6 +875,11 @@ static void show_run(FILE *out, const json_t *doc) {
           "  timings (unverified, not part of the identity): prefill %" PRIu64
           " us, decode %" PRIu64 " us\n",
           prefill, decode);
+  if ((t = json_object_get(doc, "execution")) != NULL) {
+    fprintf(out, "  execution (unverified, not part of the identity): ");
+    print_fields(out, t, false);
+    fputc('\n', out);
+  }
 }
 
 static void show_convert(FILE *out, const json_t *doc) {
@@ -896,10 +916,14 @@ static void show_convert(FILE *out, const json_t *doc) {
 static tl_status show_json(FILE *out, json_t *doc, tl_receipt_kind kind) {
   char *text;
   json_object_set_new(doc, "verified", json_boolean(kind == TL_RECEIPT_RUN));
-  if (kind == TL_RECEIPT_RUN)
-    json_object_set_new(
-        doc, "unverified",
-        json_pack("[s,s]", "timings_us.prefill", "timings_us.decode"));
+  if (kind == TL_RECEIPT_RUN) {
+    json_t *u = json_pack("[s,s]", "timings_us.prefill", "timings_us.decode");
+    if (u != NULL && json_object_get(doc, "execution") != NULL) {
+      json_array_append_new(u, json_string("execution.isa"));
+      json_array_append_new(u, json_string("execution.threads"));
+    }
+    json_object_set_new(doc, "unverified", u);
+  }
   text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
   if (text == NULL) return TL_ERR_OUT_OF_MEMORY;
   fprintf(out, "%s\n", text);

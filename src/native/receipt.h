@@ -43,8 +43,13 @@ typedef struct tl_run_facts {
   size_t n_stops;
   /* Not part of the identity. */
   uint64_t prefill_us, decode_us;
-  /* The lane (part of the identity; the ISA and thread count are not,
-   * docs/fast-profile.md F-10): NULL gives "scalar" / "scalar-f32/1". */
+  /* The kernel variant and thread count that ran ("execution" in the file,
+   * outside the identity: they cannot change a bit, docs/fast-profile.md
+   * F-10); isa NULL: the file has no "execution". */
+  const char *isa;
+  uint32_t threads;
+  /* The lane (part of the identity): NULL gives "scalar" /
+   * "scalar-f32/1". */
   const char *backend, *numerical_profile;
 } tl_run_facts;
 
@@ -64,7 +69,8 @@ typedef enum tl_receipt_kind {
  * metadata is one the format defines, with its type (text never holds
  * U+0000), so that nothing it shows lies outside the root id except
  * timings_us (strictly typed, its token counts equal to the prompt's and
- * the generation's ids). root gets the root id. A converter receipt is
+ * the generation's ids) and the optional execution record (isa, threads;
+ * strictly typed). root gets the root id. A converter receipt is
  * only checked against its schema (root is zeroed). Errors, with err
  * naming the field: TL_ERR_INVALID_CBOR (not deterministic CBOR),
  * TL_ERR_INVALID_ARGUMENT (a field unknown, missing, mistyped or out of

@@ -493,6 +493,8 @@ int tl_run_generate(tl_session *s, const tl_run_options *o, const char *mode,
                       .n_stops = gp.n_stops,
                       .prefill_us = t1 - t0,
                       .decode_us = t2 - t1,
+                      .isa = tl_native_lane_isa(&s->lane),
+                      .threads = tl_native_lane_threads(&s->lane),
                       .backend = s->lane.fast ? "fast" : "scalar",
                       .numerical_profile = tl_native_lane_profile(&s->lane)};
     uint8_t *doc = NULL, root[32] = {0};

@@ -219,6 +219,7 @@ typedef struct run_doc {
   const uint8_t *metadata;
   size_t metadata_len;
   const char *weights;
+  tl_golden_producer producer;
 } run_doc;
 
 /* Copies metadata["config"]["config"] (the effective config map). */
@@ -274,11 +275,13 @@ static void emit_run(tl_cbor_writer *w, const void *arg) {
   }
   tl_cbor_end_array(w);
   tl_cbor_put_cstr(w, "producer");
-  tl_cbor_begin_map(w, 3);
+  tl_cbor_begin_map(w, 4);
   tl_cbor_put_cstr(w, "name");
-  tl_cbor_put_cstr(w, "tinylm-scalar");
+  tl_cbor_put_cstr(w, d->producer.name);
   tl_cbor_put_cstr(w, "version");
   tl_cbor_put_cstr(w, TL_VERSION_STRING);
+  tl_cbor_put_cstr(w, "profile");
+  tl_cbor_put_cstr(w, d->producer.profile);
   tl_cbor_put_cstr(w, "precision");
   tl_cbor_put_cstr(w, "f32");
   tl_cbor_end_map(w);
@@ -291,9 +294,9 @@ static void emit_run(tl_cbor_writer *w, const void *arg) {
 
 tl_status tl_golden_write_run(const tl_golden *g, float *const *values,
                               const uint8_t *metadata, size_t metadata_len,
-                              const char *weights, uint8_t **out,
-                              size_t *out_len) {
-  run_doc d = {g, NULL, metadata, metadata_len, weights};
+                              const char *weights, tl_golden_producer p,
+                              uint8_t **out, size_t *out_len) {
+  run_doc d = {g, NULL, metadata, metadata_len, weights, p};
   tl_status st = TL_OK;
   d.bytes = calloc(g->n_records ? g->n_records : 1, sizeof *d.bytes);
   if (d.bytes == NULL) return TL_ERR_OUT_OF_MEMORY;

@@ -41,14 +41,20 @@ tl_status tl_golden_read(const uint8_t *doc, size_t len, tl_golden *g,
                          char *err, size_t err_cap);
 void tl_golden_free(tl_golden *g);
 
+/* The producer of a run's capture: the lane that computed it, e.g.
+ * {"tinylm-scalar", "scalar-f32/1"} or {"tinylm-fast", "fast/1"}. */
+typedef struct tl_golden_producer {
+  const char *name, *profile;
+} tl_golden_producer;
+
 /* A golden document of a run's values for the records g has (same names,
- * layers, shapes; dtype f32): producer {"name": "tinylm-scalar", "version",
- * "precision": "f32"}, model {"config": the effective config map copied
- * from the artifact's metadata, "weights": weights}, g's prompt and
- * positions. *out is malloc'd. */
+ * layers, shapes; dtype f32): producer {"name": p.name, "version",
+ * "precision": "f32", "profile": p.profile}, model {"config": the effective
+ * config map copied from the artifact's metadata, "weights": weights}, g's
+ * prompt and positions. *out is malloc'd. */
 tl_status tl_golden_write_run(const tl_golden *g, float *const *values,
                               const uint8_t *metadata, size_t metadata_len,
-                              const char *weights, uint8_t **out,
-                              size_t *out_len);
+                              const char *weights, tl_golden_producer p,
+                              uint8_t **out, size_t *out_len);
 
 #endif

@@ -130,8 +130,50 @@ static void margins_must_match_the_ids(tl_test_ctx *t) {
   TL_EXPECT_STATUS(t, read_spec(t, &d, &g), TL_ERR_INVALID_MODEL);
 }
 
+/* A run's capture names the lane that produced it (issue 12: the fast
+ * lane's dumps were labelled tinylm-scalar), and reads back either way. */
+static void run_capture_names_its_lane(tl_test_ctx *t) {
+  static const uint64_t shape[] = {2, 3};
+  static const tl_golden_producer lanes[] = {{"tinylm-scalar", "scalar-f32/1"},
+                                             {"tinylm-fast", "fast/1"}};
+  uint8_t data[6 * 4] = {0};
+  doc_spec d = {"f32", shape, 2, data, sizeof data, 0, false};
+  tl_golden g;
+  float row[6] = {1, 2, 3, 4, 5, 6};
+  float *values[1] = {row};
+  if (!TL_EXPECT_OK(t, read_spec(t, &d, &g))) return;
+  for (size_t i = 0; i < 2; i++) {
+    uint8_t *doc = NULL;
+    size_t len = 0;
+    char err[256], profile[32] = "";
+    tl_cbor_reader r;
+    const char *text;
+    size_t text_len = 0;
+    tl_golden back;
+    if (!TL_EXPECT_OK(t, tl_golden_write_run(&g, values, NULL, 0, "test", lanes[i], &doc,
+                                             &len)))
+      break;
+    if (TL_EXPECT_OK(t, tl_golden_read(doc, len, &back, err, sizeof err))) {
+      TL_EXPECT_STR(t, back.producer, lanes[i].name);
+      TL_EXPECT(t, back.n_records == 1 && back.records[0].values[5] == 6.0);
+      tl_golden_free(&back);
+    }
+    if (TL_EXPECT_OK(t, tl_cbor_reader_init(&r, doc, len, NULL)) &&
+        TL_EXPECT_OK(t, tl_cbor_map_find(&r, "producer")) &&
+        TL_EXPECT_OK(t, tl_cbor_map_find(&r, "profile")) &&
+        TL_EXPECT_OK(t, tl_cbor_expect_text(&r, &text, &text_len)) &&
+        TL_EXPECT(t, text_len < sizeof profile)) {
+      memcpy(profile, text, text_len);
+      TL_EXPECT_STR(t, profile, lanes[i].profile);
+    }
+    free(doc);
+  }
+  tl_golden_free(&g);
+}
+
 static const tl_test_case cases[] = {
     TL_CASE(a_record_reads_back),
+    TL_CASE(run_capture_names_its_lane),
     TL_CASE(wrapping_f64_shape_is_refused),
     TL_CASE(wrapping_f32_shape_is_refused),
     TL_CASE(element_count_overflow_is_refused),

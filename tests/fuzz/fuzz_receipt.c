@@ -141,6 +141,8 @@ static void writer_pass(const uint8_t *data, size_t size) {
   if (take(&g) & 1) {
     f.backend = "fast";
     f.numerical_profile = "fast/1";
+    f.isa = "avx2";
+    f.threads = (uint32_t)take_u64(&g);
   }
   CHECK(tl_run_receipt(&f, &doc, &len, root) == TL_OK);
   CHECK(tl_receipt_check(doc, len, &kind, checked, err, sizeof err) == TL_OK);

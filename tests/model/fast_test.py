@@ -17,7 +17,19 @@ fast-f32-vs-f64/1:
     fast_forward unit suite, which can pick them);
   * the receipt's runtime node names the lane and its profile, and its id
     differs between the lanes; bench --json has the keys the issue lists;
-  * bad lane flags (-t 0, -t 257, --lane x) are usage errors.
+  * F-10: the kernel variant and thread count are recorded outside the
+    identity: runs at -t 1 and -t 3 and with each variant forced through
+    TINYLM_KERNELS give one receipt id and record (and `receipt show`
+    prints) their own isa and threads; a variant this build or CPU cannot
+    run is unsupported_feature on run, chat, verify and bench;
+  * verify --dump names the lane that produced it (tinylm-fast, fast/1 or
+    tinylm-scalar, scalar-f32/1), and each dump reads back as a golden;
+  * bad input: a weight that overflows inside a product is
+    numerical_failure naming stage q, layer 0, position 0, index 3 (verify,
+    both lanes; run); a model over --mem-budget is refused before the
+    weights are copied (peak RSS as the strict lane's refusal, well under
+    a run's); bad lane flags (-t 0, -t 257, -t 100000, --lane x) are usage
+    errors on run, chat, verify and bench.
 
     fast_test.py TINYLM WORKDIR
 """
@@ -25,8 +37,12 @@ fast-f32-vs-f64/1:
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
+import tempfile
+
+import cbor2
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -45,6 +61,194 @@ MUTATIONS = {"rope_pairing": "q_rope", "no_q_norm": "q_norm", "gqa_map": "scores
              "mask_off_by_one": "scores_masked", "rms_eps": "attn_norm"}
 
 check = ft.check
+# The x86-64 variants, fastest last (tl_native_kernels' order); any other
+# name is refused like a variant the CPU lacks.
+VARIANTS = ("scalar", "avx2", "avx512")
+TINY_IDS = os.path.join(fs.GOLDEN_DIR, "tiny-ids.cbor")
+
+
+def env_with(kernels):
+    env = {k: v for k, v in os.environ.items() if k != "TINYLM_KERNELS"}
+    if kernels is not None:
+        env["TINYLM_KERNELS"] = kernels
+    return env
+
+
+def receipt_run(tinylm, model, path, flags, kernels=None):
+    """run with a receipt; (exit, stderr, receipt id, show --json, show text)."""
+    p = subprocess.run([tinylm, "run", model, "--prompt", "one two three", "-n", "6",
+                        "--temperature", "0.9", "--seed", "5", "--receipt", path, "--force",
+                        "--json", *flags], capture_output=True, text=True, env=env_with(kernels))
+    if p.returncode != 0:
+        return p.returncode, p.stderr, None, {}, ""
+    q = subprocess.run([tinylm, "receipt", "show", path, "--json"], capture_output=True,
+                       text=True)
+    r = subprocess.run([tinylm, "receipt", "show", path], capture_output=True, text=True)
+    try:
+        shown = json.loads(q.stdout)
+    except ValueError:
+        shown = {}
+    return p.returncode, p.stderr, json.loads(p.stdout).get("receipt_id"), shown, r.stdout
+
+
+def execution_outside_identity(tinylm, work, model):
+    """F-10: one receipt id whatever the variant and thread count, each
+    recorded outside the identity and shown as unverified."""
+    runs = {}
+    for name, kernels, flags in ([("t1", None, ["-t", "1"]), ("t3", None, ["-t", "3"])] +
+                                 [(v, v, ["-t", "2"]) for v in VARIANTS]):
+        runs[name] = receipt_run(tinylm, model, os.path.join(work, "f10-%s.cbor" % name),
+                                 flags, kernels)
+    t1, t3 = runs["t1"], runs["t3"]
+    check(t1[0] == 0 and t3[0] == 0 and t1[2] == t3[2] and t1[3].get("root") == t1[2],
+          "run -t 1 and -t 3: one receipt id, which receipt show verifies", t1[1] + t3[1])
+    default = t1[3].get("execution", {}).get("isa")
+    check(t1[3].get("execution") == {"isa": default, "threads": 1} and
+          t3[3].get("execution") == {"isa": default, "threads": 3} and default in VARIANTS,
+          "run -t 1 / -t 3: the receipt records threads 1 / 3 and the variant outside the "
+          "identity", json.dumps([t1[3].get("execution"), t3[3].get("execution")]))
+    check(t3[3].get("unverified") == ["timings_us.prefill", "timings_us.decode",
+                                      "execution.isa", "execution.threads"] and
+          'execution (unverified, not part of the identity): isa="%s" threads=3' % default
+          in t3[4], "receipt show marks isa and threads unverified (--json and text)", t3[4])
+    runnable = []
+    for v in VARIANTS:
+        rc, err, rid, shown, text = runs[v]
+        if rc == 1 and err.startswith("error: unsupported_feature: TINYLM_KERNELS=%s: " % v):
+            print("skip: TINYLM_KERNELS=%s: this CPU does not run it" % v)
+            continue
+        runnable.append(v)
+        check(rc == 0 and rid == t1[2] and shown.get("execution") == {"isa": v, "threads": 2}
+              and 'isa="%s" threads=2' % v in text,
+              "TINYLM_KERNELS=%s -t 2: the same receipt id, isa %s and threads 2 recorded" % (v, v),
+              err + json.dumps(shown.get("execution")))
+    check(runnable[:1] == ["scalar"] and runnable[-1] == default,
+          "the scalar twin can always be forced; the default is the fastest variant that "
+          "runs (%s)" % default, json.dumps(runnable))
+    rc, err, rid, shown, _ = receipt_run(tinylm, model, os.path.join(work, "f10-strict.cbor"),
+                                         ["--lane", "scalar", "-t", "3"])
+    check(rc == 0 and shown.get("execution") == {"isa": "scalar", "threads": 1} and
+          rid != t1[2], "the strict lane records isa scalar, threads 1 (it computes on one), "
+          "and another receipt id", err + json.dumps(shown.get("execution")))
+    cmds = {"run": ["run", model, "--prompt", "x", "-n", "1"],
+            "chat": ["chat", model],
+            "verify": ["verify", model, "--golden", TINY_IDS, "--lane", "fast"],
+            "bench": ["bench", model, "-p", "4", "-n", "2", "-r", "1"]}
+    for name, args in cmds.items():
+        p = subprocess.run([tinylm, *args], capture_output=True, text=True, input="",
+                           env=env_with("neon-x"))
+        check(p.returncode == 1 and p.stderr.startswith("error: unsupported_feature: ") and
+              "TINYLM_KERNELS=neon-x: not a kernel variant this build and CPU run (scalar"
+              in p.stderr,
+              "%s with TINYLM_KERNELS=neon-x: unsupported_feature naming what runs" % name,
+              "exit %d %s" % (p.returncode, p.stderr))
+
+
+def dump_producers(tinylm, work, model):
+    """verify --dump names its lane and profile; each dump is a golden the
+    reader takes."""
+    for lane, name, profile in (("fast", "tinylm-fast", "fast/1"),
+                                ("scalar", "tinylm-scalar", "scalar-f32/1")):
+        out = os.path.join(work, "producer-%s.cbor" % lane)
+        rc, doc, err = ft.verify(tinylm, model, TINY_IDS, "--lane", lane, "--dump", out)
+        try:
+            with open(out, "rb") as f:
+                producer = cbor2.load(f)["producer"]
+        except (OSError, ValueError, KeyError, cbor2.CBORDecodeError):
+            producer = {}
+        check(rc == 0 and producer.get("name") == name and producer.get("profile") == profile,
+              "verify --lane %s --dump: producer %s, profile %s" % (lane, name, profile),
+              err + json.dumps(producer))
+        rc, doc, err = ft.verify(tinylm, model, out, "--lane", lane)
+        check(rc == 0 and doc.get("pass") is True and
+              doc.get("reference", {}).get("producer") == name,
+              "the %s lane's dump reads back as a golden (producer %s) and its own lane "
+              "matches it" % (lane, name), err)
+
+
+def poisoned_row(tinylm, work):
+    """An f32 checkpoint whose layer-0 q_proj row 3 is all FLT_MAX: valid
+    weights (finite), but the product overflows at position 0."""
+    hf = os.path.join(work, "poison")
+    fs.checkpoint(tinylm, "f32", hf)
+    path = os.path.join(hf, "model.safetensors")
+    with open(path, "r+b") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        info = json.loads(f.read(n))["model.layers.0.self_attn.q_proj.weight"]
+        cols = info["shape"][1]
+        f.seek(8 + n + info["data_offsets"][0] + 3 * cols * 4)
+        f.write(struct.pack("<f", 3.4028234663852886e38) * cols)
+    model = os.path.join(work, "poison.slm")
+    fs.run([tinylm, "convert", hf, "-o", model])
+    return model
+
+
+def numerical_failure_located(tinylm, work):
+    model = poisoned_row(tinylm, work)
+    where = "non-finite value at stage q, layer 0, position 0, index 3"
+    for lane in ("fast", "scalar"):
+        p = subprocess.run([tinylm, "verify", model, "--golden", TINY_IDS, "--lane", lane, "-t",
+                            "3"], capture_output=True, text=True)
+        check(p.returncode == 1 and p.stderr.startswith("error: numerical_failure: " + where),
+              "verify --lane %s: an overflowing product is numerical_failure naming stage q, "
+              "layer 0, position 0, index 3" % lane, "exit %d %s" % (p.returncode, p.stderr))
+    p = subprocess.run([tinylm, "run", model, "--prompt", "one two", "-n", "2", "--lane", "fast",
+                        "--json"], capture_output=True, text=True)
+    try:
+        err = json.loads(p.stdout).get("error")
+    except ValueError:
+        err = None
+    check(p.returncode == 1 and err == "numerical_failure",
+          "run --lane fast: the overflow is numerical_failure", p.stdout + p.stderr)
+
+
+def peak_rss_kb(args):
+    """(exit status, stderr, peak RSS in KiB) of one run."""
+    with tempfile.TemporaryFile() as err:
+        p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        return p.returncode, err.read().decode(errors="replace"), usage.ru_maxrss
+
+
+def budget_refused_before_copy(tinylm, work):
+    """A 121 MB bf16 artifact (the tiny shape, hidden 384, the real
+    vocabulary) over --mem-budget: on the fast lane the refusal comes before
+    the weights are copied into memory."""
+    hf = os.path.join(work, "wide")
+    cfg = os.path.join(work, "wide.json")
+    with open(cfg, "w") as f:
+        json.dump({"hidden_size": 384}, f)
+    fs.run([tinylm, "synth", "--config", cfg, "--seed", "3", "-o", hf])
+    os.remove(os.path.join(hf, "generation_config.json"))  # its EOS list differs
+    model = os.path.join(work, "wide.slm")
+    fs.run([tinylm, "convert", hf, "-o", model])
+    weights_kb = os.path.getsize(model) // 1024
+    run = [tinylm, "run", model, "--prompt", "hi", "-n", "1"]
+    fast = peak_rss_kb(run + ["--mem-budget", "100"])
+    strict = peak_rss_kb(run + ["--mem-budget", "100", "--lane", "scalar"])
+    full = peak_rss_kb(run)
+    check(fast[0] == 1 and fast[1].startswith("error: out_of_memory: the plan needs") and
+          "over --mem-budget 100.0 MB" in fast[1],
+          "fast lane over --mem-budget: out_of_memory from the plan", fast[1])
+    check(fast[2] <= strict[2] + weights_kb // 10 and full[2] >= fast[2] + weights_kb * 3 // 10,
+          "the refusal allocates nothing: peak RSS %d KiB, the strict lane's refusal %d KiB, a "
+          "run %d KiB (weights %d KiB)" % (fast[2], strict[2], full[2], weights_kb),
+          full[1])
+
+
+def bad_thread_counts(tinylm, model):
+    cmds = {"run": ["run", model, "--prompt", "x"], "chat": ["chat", model],
+            "verify": ["verify", model, "--golden", TINY_IDS],
+            "bench": ["bench", model]}
+    for name, args in cmds.items():
+        for t in ("0", "100000"):
+            p = subprocess.run([tinylm, *args, "-t", t], capture_output=True, text=True,
+                               input="")
+            check(p.returncode == 2 and p.stderr.startswith("error: usage: ") and
+                  "-t" in p.stderr, "%s -t %s: usage error naming -t" % (name, t),
+                  "exit %d %s" % (p.returncode, p.stderr))
 
 
 def verify(tinylm, model, golden, *extra):
@@ -171,6 +375,11 @@ def main(tinylm, work):
           b.get("lane") == "fast" and b.get("profile") == "fast/1" and
           all(b[k] > 0 for k in keys if k not in ("lane", "isa")),
           "bench --json has %s" % ", ".join(keys), p.stdout + p.stderr)
+    execution_outside_identity(tinylm, work, models["bf16"]["q8"])
+    dump_producers(tinylm, work, models["bf16"]["source"])
+    numerical_failure_located(tinylm, work)
+    budget_refused_before_copy(tinylm, work)
+    bad_thread_counts(tinylm, models["bf16"]["q8"])
     for flags in (["-t", "0"], ["-t", "257"], ["--lane", "x"], ["--threads"]):
         p = subprocess.run([tinylm, "run", models["bf16"]["q8"], "--prompt", "x", *flags],
                            capture_output=True, text=True)

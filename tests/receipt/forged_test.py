@@ -24,6 +24,11 @@ on the tiny golden artifact:
     stop strings and the token limit are in the generation node's
     identity even when they do not fire; timings show as unverified and
     changing them changes nothing else;
+  * the execution record (kernel variant and thread count, docs/fast-profile.md
+    F-10) is outside the identity like the timings: changed or removed, the
+    receipt verifies with the same root and shows the values it holds as
+    unverified; it is strictly typed; a receipt written before it existed
+    (before-execution.receipt.cbor, committed) still verifies;
   * the converter's receipt displays (not verified: a record), forged
     ones are refused; `tinylm receipt` alone prints its usage once.
 
@@ -43,6 +48,9 @@ import cbor2
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 MODEL = os.path.join(ROOT, "tests", "golden", "slm", "tiny-f32.slm")
+# Written by `tinylm run` at ab8e3da (before receipts had "execution").
+OLD_RECEIPT = os.path.join(ROOT, "tests", "receipt", "before-execution.receipt.cbor")
+OLD_ROOT = "dcf7b3280913d40471cf6ec219aef08a8bc81e407e1fc732520d31c053abac9f"
 TOKENIZER_DIR = os.path.join(ROOT, "tests", "fixtures", "tiny-tokenizer")
 NODE_TYPES = ["artifact", "runtime", "tokenizer", "template", "prompt", "sampler",
               "generation"]
@@ -403,7 +411,8 @@ def test_display(raw, out):
           all(s in text for s in ("temperature=0.9 ", "top_p=0.95 ", "min_p=0.01 ",
                                   "repeat_penalty=1.1")), text)
     check("--json names the unverified fields",
-          doc.get("unverified") == ["timings_us.prefill", "timings_us.decode"])
+          doc.get("unverified") == ["timings_us.prefill", "timings_us.decode",
+                                    "execution.isa", "execution.threads"], str(doc.get("unverified")))
     check("text marks the timings unverified",
           "timings (unverified, not part of the identity)" in text, text)
     gen = next(n for n in doc["nodes"] if n["type"] == "generation")["metadata"]
@@ -418,6 +427,67 @@ def test_display(raw, out):
     check("changed timings still verify, same root, shown as unverified",
           pj.returncode == 0 and doc2 and doc2["root"] == doc["root"] and
           "prefill 123456789 us" in pt.stdout.decode())
+
+
+def test_execution(raw):
+    d = cbor2.loads(raw)
+    ex = d.get("execution", {})
+    if not check("run writes the execution record: isa and threads",
+                 set(ex) == {"isa", "threads"} and isinstance(ex["isa"], str) and
+                 isinstance(ex["threads"], int) and ex["threads"] >= 1, repr(ex)):
+        return
+    root = d["root"].hex()
+    d["execution"] = {"isa": "forged-isa", "threads": 99}
+    pj, pt, doc = show(enc(d), "execution-forged")
+    check("a changed execution record still verifies, same root, shown as unverified",
+          pj.returncode == 0 and doc and doc["root"] == root and
+          doc.get("execution") == {"isa": "forged-isa", "threads": 99} and
+          "execution.threads" in doc.get("unverified", []) and
+          'execution (unverified, not part of the identity): isa="forged-isa" threads=99'
+          in pt.stdout.decode(), (pj.stdout + pj.stderr + pt.stdout).decode(errors="replace"))
+    del d["execution"]
+    pj, pt, doc = show(enc(d), "execution-dropped")
+    check("without the execution record the receipt verifies (same root) and shows none",
+          pj.returncode == 0 and doc and doc["root"] == root and "execution" not in doc and
+          doc.get("unverified") == ["timings_us.prefill", "timings_us.decode"] and
+          "  execution (" not in pt.stdout.decode(),
+          (pj.stdout + pj.stderr).decode(errors="replace"))
+
+    def forged(edit):
+        bad = cbor2.loads(raw)
+        edit(bad["execution"])
+        return rehash(bad)
+
+    def setitem(k, v):
+        return lambda e: e.__setitem__(k, v)
+    cases = [("an extra field", setitem("model", 1), "execution: unknown field 'model'"),
+             ("isa missing", lambda e: e.pop("isa"), "execution: missing field 'isa'"),
+             ("threads missing", lambda e: e.pop("threads"),
+              "execution: missing field 'threads'"),
+             ("threads as text", setitem("threads", "2"),
+              "execution.threads: expected an unsigned integer"),
+             ("threads negative", setitem("threads", -1),
+              "execution.threads: expected an unsigned integer"),
+             ("isa as bytes", setitem("isa", b"avx2"), "execution.isa: expected text"),
+             ("isa holding U+0000", setitem("isa", "avx2\0scalar"),
+              "execution.isa: text holds U+0000")]
+    for name, edit, needle in cases:
+        expect_rejected(f"execution: {name}", forged(edit), "invalid_argument", needle)
+    bad = cbor2.loads(raw)
+    bad["execution"] = ["avx2", 2]
+    expect_rejected("execution not a map", bad, "invalid_argument", "execution: expected a map")
+
+
+def test_old_receipt():
+    with open(OLD_RECEIPT, "rb") as f:
+        raw = f.read()
+    pj, pt, doc = show(raw, "old")
+    check("a receipt written before the execution record verifies, with its root",
+          pj.returncode == 0 and doc and doc.get("verified") is True and
+          doc["root"] == OLD_ROOT and "execution" not in doc and
+          doc.get("unverified") == ["timings_us.prefill", "timings_us.decode"] and
+          pt.returncode == 0 and f"run receipt {OLD_ROOT}" in pt.stdout.decode(),
+          (pj.stdout + pj.stderr).decode(errors="replace"))
 
 
 def test_policy_in_identity():
@@ -521,9 +591,10 @@ def main():
                            "--temperature", "0.9", "--top-k", "40", "--top-p", "0.95",
                            "--min-p", "0.01", "--repeat-penalty", "1.1", "--stop", "zzz")
     tests = [test_big_seeds, test_policy_in_identity, test_generation_prompt_recorded,
-             test_convert_receipt, test_usage]
+             test_convert_receipt, test_usage, test_old_receipt]
     if raw is not None:
         tests += [lambda: test_independent_ids(raw), lambda: test_display(raw, out),
+                  lambda: test_execution(raw),
                   lambda: test_unhashed_mutations(raw), lambda: test_rehashed_forgeries(raw)]
     for test in tests:
         try:

@@ -7,6 +7,7 @@
 
 #include "bytes.h"
 #include "kernels/kernels_impl.h"
+#include "kernels/mutant.h"
 
 float tl_kern_tree(const float *a) {
   float b[8], c[4], d0, d1;
@@ -90,7 +91,7 @@ static void rows_quant(tl_qtype type, const uint8_t *w, size_t row_bytes,
     for (size_t b = 0; b < nb; b++) {
       const uint8_t *blk = w + r * row_bytes + b * bb;
       int8_t q[TL_QUANT_BLOCK];
-      float p = tl_bits_to_f32(tl_load_le32(blk)) * x->scales[b];
+      float p = tl_bits_to_f32(tl_load_le32(blk)) * x->scales[TL_MUTANT_BLOCK(b)];
       if (type == TL_QTYPE_Q8) memcpy(q, blk + 4, TL_QUANT_BLOCK);
       else q4_codes(blk, q);
       for (size_t g = 0; g < 8; g++) {
@@ -120,7 +121,7 @@ static void rows_float(tl_qtype type, const uint8_t *w, size_t row_bytes,
                        size_t n, const tl_kern_x *x, size_t rows, float *y) {
   for (size_t r = 0; r < rows; r++) {
     float acc[TL_KERN_LANES] = {0};
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < TL_MUTANT_FLOAT_LEN(n); i++)
       acc[i % TL_KERN_LANES] += elem(type, w + r * row_bytes, i) * x->f[i];
     y[r] = tl_kern_tree(acc);
   }

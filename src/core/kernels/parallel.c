@@ -1,5 +1,7 @@
 #include "kernels/parallel.h"
 
+#include "kernels/mutant.h"
+
 void tl_parallel_run(const tl_parallel *par, tl_par_fn fn, void *ctx,
                      uint32_t n_tasks) {
   if (par != NULL && par->run != NULL && n_tasks > 1 && n_tasks <= TL_PAR_MAX_TASKS) {
@@ -15,5 +17,5 @@ void tl_par_range(size_t count, uint32_t i, uint32_t n, size_t *begin,
    * overflow on wasm32 */
   size_t q = count / n, r = count % n;
   *begin = (size_t)i * q + (i < r ? i : r);
-  *end = *begin + q + (i < r ? 1 : 0);
+  *end = TL_MUTANT_RANGE_END(*begin, *begin + q + (i < r ? 1 : 0), i, n);
 }

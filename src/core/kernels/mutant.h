@@ -1,0 +1,26 @@
+/* The fast lane's mutation proof (tests/kernels/mutants.sh): a unit-test
+ * binary built with -DTL_KERN_MUTANT=n carries fault n, which a named test
+ * must catch. The library, the CLI and the ordinary unit tests never
+ * define it, and every macro here is then the identity. */
+#ifndef TL_CORE_KERNELS_MUTANT_H
+#define TL_CORE_KERNELS_MUTANT_H
+
+#ifndef TL_KERN_MUTANT
+#define TL_KERN_MUTANT 0
+#endif
+
+/* 1, a wrong tail: the scalar twin's float rows drop their last
+ * n mod 16 elements (caught by kernels.dot_golden). */
+#define TL_MUTANT_FLOAT_LEN(n) (TL_KERN_MUTANT == 1 ? (n) / 16 * 16 : (n))
+
+/* 2, a wrong partition: every task but the last stops one unit short, so
+ * a row at each thread boundary is never computed (caught by
+ * fast_forward.every_variant_and_thread_count). */
+#define TL_MUTANT_RANGE_END(begin, end, i, n) \
+  (TL_KERN_MUTANT == 2 && (i) + 1 < (n) && (end) > (begin) ? (end) - 1 : (end))
+
+/* 3, a wrong block scale: the scalar twin scales q8/q4 block b by the
+ * activation scale of block b - 1 (caught by kernels.dot_golden). */
+#define TL_MUTANT_BLOCK(b) (TL_KERN_MUTANT == 3 && (b) > 0 ? (b) - 1 : (b))
+
+#endif

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The fast lane's mutation proof (docs/fast-profile.md, Tests): each fault
+# of src/core/kernels/mutant.h, compiled into a unit-test binary of its own
+# (`make mutants`: the scalar twins and the partition rebuilt with
+# -DTL_KERN_MUTANT=n), must fail the test named for it, and that test must
+# pass on the unmutated build.
+#
+#   mutants.sh CFG BUILD_DIR     e.g. mutants.sh gcc build/gcc
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+if (($# != 2)); then
+  echo "usage: $0 CFG BUILD_DIR" >&2
+  exit 2
+fi
+cfg=$1 build=$2
+make --no-print-directory -j"${JOBS:-2}" CFG="$cfg" BUILD="$build" "$build/unit_tests" mutants \
+  >/dev/null || { echo "FAILED: cannot build the mutants"; exit 1; }
+
+pass=0 fail=0
+# expect WHAT pass|fail BINARY TEST: the one test TEST, run alone, passes,
+# or fails as itself (not a crash, not another test).
+expect() {
+  local what=$1 want=$2 bin=$3 test=$4 out ok=false
+  out=$("$bin" "$test" 2>&1)
+  if [[ $want == pass ]]; then
+    [[ $out == *"1 passed, 0 failed"* ]] && ok=true
+  else
+    [[ $out == *"FAILED $test"* && $out == *"0 passed, 1 failed"* ]] && ok=true
+  fi
+  if $ok; then
+    pass=$((pass + 1))
+    echo "ok   $what: $test $([[ $want == pass ]] && echo passes || echo fails)"
+  else
+    fail=$((fail + 1))
+    echo "FAIL $what: $test should ${want}"
+    printf '%s\n' "$out" | tail -n 5 | sed 's/^/     | /'
+  fi
+}
+
+for t in kernels.dot_golden fast_forward.every_variant_and_thread_count; do
+  expect "unmutated" pass "$build/unit_tests" "$t"
+done
+expect "mutant 1 (a float row's tail dropped)" fail "$build/mutant1/unit_tests" \
+  kernels.dot_golden
+expect "mutant 2 (a row skipped at each thread boundary)" fail "$build/mutant2/unit_tests" \
+  fast_forward.every_variant_and_thread_count
+expect "mutant 3 (the previous block's scale)" fail "$build/mutant3/unit_tests" \
+  kernels.dot_golden
+echo "$pass passed, $fail failed"
+((fail == 0))
