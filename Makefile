@@ -10,6 +10,8 @@
 #   make test        everything `make test` promises (tests/run.sh)
 #   make wasm        the core for wasm32 (+ opcode check when wabt is present)
 #   make fuzz        libFuzzer targets (run them with tests/fuzz/run.sh)
+#   make neon        aarch64 unit tests and transcript for qemu-user
+#                    (build/aarch64; tests/neon/qemu.sh runs them)
 #   make bench       hash throughput (native, wasm, beside sha256sum/b3sum),
 #                    tokenizer beside HF tokenizers, 0.6B conversion, open,
 #                    scalar prefill/decode
@@ -49,15 +51,20 @@ LDLIBS := -ljansson -ledit -lcurl -lm
 
 # --- sources -----------------------------------------------------------------
 # Kernels with ISA-specific twins are named *_<isa>.c and compiled with only
-# their own -m flags; they exist only in native x86-64 builds.
+# their own -m flags; they exist only in native x86-64 builds. *_neon.c
+# (Advanced SIMD, baseline on AArch64) exist only in aarch64 builds.
 X86_SUFFIXES := sse41 avx2 avx512
 X86_PATTERNS := $(foreach s,$(X86_SUFFIXES),%_$(s).c)
+ARM_PATTERNS := %_neon.c
 ALL_CORE := $(shell find src/core -name '*.c' | sort)
 CORE_TESTS := $(filter %_test.c,$(ALL_CORE))
-CORE_PORTABLE := $(filter-out %_test.c $(X86_PATTERNS),$(ALL_CORE))
+CORE_PORTABLE := $(filter-out %_test.c $(X86_PATTERNS) $(ARM_PATTERNS),$(ALL_CORE))
 CORE_X86 := $(filter $(X86_PATTERNS),$(filter-out %_test.c,$(ALL_CORE)))
+CORE_ARM := $(filter $(ARM_PATTERNS),$(filter-out %_test.c,$(ALL_CORE)))
 ifeq ($(ARCH),x86_64)
 CORE_NATIVE := $(CORE_PORTABLE) $(CORE_X86)
+else ifeq ($(ARCH),aarch64)
+CORE_NATIVE := $(CORE_PORTABLE) $(CORE_ARM)
 else
 CORE_NATIVE := $(CORE_PORTABLE)
 endif
@@ -264,13 +271,55 @@ $(WASM_KERNEL_BENCH): $(WASM_SRC_DEPS) bench/kernel_bench_wasm.c
 	$(WASM_CC) $(WASM_CFLAGS) -msimd128 $(WASM_LDFLAGS) $(CORE_PORTABLE) \
 	  $(WASM_HOST) bench/kernel_bench_wasm.c -o $@
 
+# --- aarch64 (NEON), run under qemu-user ---------------------------------------
+# Cross-compiled on an x86-64 host (scripts/setup.sh installs
+# gcc-aarch64-linux-gnu and qemu-user-static) and linked statically, so
+# qemu-aarch64-static runs them without an arm64 sysroot: the core's unit
+# suites plus the native ones that need no jansson, curl or libedit (the
+# kernel variants against the twins, the pool, the fast forward pass at
+# 1/2/3/7 threads), and the transcript that tests/neon/qemu.sh
+# compares with the x86-64 one.
+AARCH64_CC := aarch64-linux-gnu-gcc
+AARCH64_BUILD := build/aarch64
+AARCH64_CFLAGS := -std=c11 -O2 $(WARN) $(NUMERICS) $(INCLUDES) -Isrc/native -MMD -MP
+AARCH64_HOST := src/native/cpu.c src/native/pool.c
+AARCH64_NATIVE_TESTS := src/native/kernels_dispatch_test.c src/native/fast_forward_test.c \
+                        src/native/pool_test.c
+aarch64_obj = $(patsubst %.c,$(AARCH64_BUILD)/obj/%.o,$(1))
+AARCH64_LIB := $(call aarch64_obj,$(CORE_PORTABLE) $(CORE_ARM) $(AARCH64_HOST))
+
+.PHONY: neon
+neon: $(AARCH64_BUILD)/unit_tests $(AARCH64_BUILD)/transcript
+
+$(AARCH64_BUILD)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(AARCH64_CC) $(AARCH64_CFLAGS) -c $< -o $@
+
+$(AARCH64_BUILD)/gen/suites.c: $(CORE_TESTS) $(AARCH64_NATIVE_TESTS) Makefile
+	$(call gen_suites,$(CORE_TESTS) $(AARCH64_NATIVE_TESTS))
+
+$(AARCH64_BUILD)/obj/gen/suites.o: $(AARCH64_BUILD)/gen/suites.c
+	@mkdir -p $(@D)
+	$(AARCH64_CC) $(AARCH64_CFLAGS) -c $< -o $@
+
+$(AARCH64_BUILD)/unit_tests: $(call aarch64_obj,$(CORE_TESTS) $(AARCH64_NATIVE_TESTS) $(HARNESS) \
+                               $(TEST_SUPPORT) tests/harness/main_native.c) \
+                             $(AARCH64_BUILD)/obj/gen/suites.o $(AARCH64_LIB)
+	$(AARCH64_CC) -static $^ -o $@
+
+$(AARCH64_BUILD)/transcript: $(call aarch64_obj,tests/wasm/transcript.c \
+                               tests/wasm/transcript_native.c tests/support/cbor_gen.c \
+                               $(TEST_SUPPORT) $(HARNESS)) $(AARCH64_LIB)
+	$(AARCH64_CC) -static $^ -o $@
+
 # --- fuzzing -----------------------------------------------------------------
 FUZZ_BUILD := build/fuzz
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,$(FUZZ_BUILD)/%,$(wildcard tests/fuzz/fuzz_*.c))
 # Fuzz builds link only the portable core (TL_NO_X86_SIMD keeps blake3.c
-# from referring to the x86 twins, which need their own -m flags).
+# from referring to the x86 twins, which need their own -m flags;
+# TL_NO_NEON keeps kernels.c from referring to the NEON ones).
 FUZZ_CFLAGS := -std=c11 -O1 -g $(WARN) $(NUMERICS) $(INCLUDES) -Isrc/native -Isrc/tools \
-               -DTL_DEBUG -DTL_NO_X86_SIMD -fsanitize=fuzzer,address,undefined \
+               -DTL_DEBUG -DTL_NO_X86_SIMD -DTL_NO_NEON -fsanitize=fuzzer,address,undefined \
                -fno-sanitize-recover=all
 
 fuzz: setup

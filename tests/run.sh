@@ -70,7 +70,7 @@ run_stage() {
     tail -n 40 "$log" | sed 's/^/   | /'
     printf '   %s FAILED (exit %d, %ds; full log: %s)\n' "$name" "$rc" $((SECONDS - start)) "$log"
   else
-    grep -E '^(  FAIL|FAILED|note:|skip:|deviation:|fuzz:|wasm:|diff:)' "$log" | head -n 20 | sed 's/^/   | /'
+    grep -E '^(  FAIL|FAILED|note:|skip:|deviation:|fuzz:|wasm:|neon:|diff:)' "$log" | head -n 20 | sed 's/^/   | /'
     printf '   ok (%ds)%s%s\n' $((SECONDS - start)) "${counts:+: $counts}" \
       "$( ((skips)) && [[ $counts != *skipped* ]] && printf ', %d skipped' "$skips")"
   fi
@@ -86,6 +86,7 @@ run_stage build-gcc build CFG=gcc native
 run_stage build-clang build CFG=clang native
 run_stage build-asan build CFG=asan native
 run_stage build-wasm build wasm
+run_stage build-neon build neon
 run_stage unit-gcc build/gcc/unit_tests
 run_stage kernel-mutants tests/kernels/mutants.sh gcc build/gcc
 run_stage unit-clang build/clang/unit_tests
@@ -93,7 +94,9 @@ run_stage unit-asan env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
   UBSAN_OPTIONS=print_stacktrace=1 build/asan/unit_tests
 run_stage unit-wasm node tests/wasm/run_unit.mjs build/wasm/unit_tests.wasm
 run_stage unit-wasm-simd128 node tests/wasm/run_unit.mjs build/wasm/unit_tests_simd128.wasm
+run_stage unit-neon tests/neon/qemu.sh unit
 run_stage wasm-identity tests/wasm/identity.sh
+run_stage neon-identity tests/neon/qemu.sh identity build/gcc/transcript
 run_stage cli tests/cli/cli_test.sh build/asan/tinylm
 run_stage tok-artifact build tok-slm
 run_stage tok-goldens-current node tools/oracle/tok_golden.mjs --check

@@ -1,6 +1,7 @@
 /* CPU features through the compiler's __builtin_cpu_supports, which reads
  * CPUID once at start-up (in libgcc or compiler-rt) and checks XCR0 for the
- * OS side of AVX and AVX-512. Nothing is cached here: the builtin already
+ * OS side of AVX and AVX-512; on aarch64 Linux through the kernel's HWCAP
+ * (getauxval). Nothing is cached here: the builtin already
  * is, and the host stays free of mutable globals. */
 #include "cpu.h"
 
@@ -11,8 +12,15 @@
 #define TL_CPU_X86 0
 #endif
 
+#if defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#define TL_CPU_ARM64_LINUX 1
+#else
+#define TL_CPU_ARM64_LINUX 0
+#endif
+
 tl_cpu_features tl_native_cpu_features(void) {
-  tl_cpu_features f = {false, false, false, false, false, false, false, false};
+  tl_cpu_features f = {false, false, false, false, false, false, false, false, false};
 #if TL_CPU_X86
   unsigned a, b, c, d;
   __builtin_cpu_init();
@@ -27,6 +35,9 @@ tl_cpu_features tl_native_cpu_features(void) {
   f.avx2 = __builtin_cpu_supports("avx2") != 0;
   f.avx512f = __builtin_cpu_supports("avx512f") != 0;
   f.avx512vl = __builtin_cpu_supports("avx512vl") != 0;
+#endif
+#if TL_CPU_ARM64_LINUX
+  f.asimd = (getauxval(AT_HWCAP) & HWCAP_ASIMD) != 0;
 #endif
   return f;
 }
@@ -73,6 +84,8 @@ bool tl_native_kernels_supported(tl_kern_isa isa) {
       return f.avx2 && f.f16c;
     case TL_KERN_AVX512:
       return f.avx2 && f.avx512f && f.avx512vl && f.avx512bw && f.avx512vnni && f.f16c;
+    case TL_KERN_NEON:
+      return f.asimd;
     default:
       return false;
   }

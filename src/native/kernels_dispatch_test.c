@@ -1,4 +1,4 @@
-/* Every fast/1 kernel variant that this build compiles and this CPU runs
+/* Every fast/2 kernel variant that this build compiles and this CPU runs
  * against the scalar twin, bit for bit: the golden vectors, then random
  * shapes of every weight type (lengths around the vector widths and the
  * block size, zero blocks, subnormal and wide-ranging values), each weight

@@ -140,18 +140,62 @@ static void forward_record(sink *s, const tl_qwen3 *m, tl_qwen3_cache *c,
   s->records++;
 }
 
-/* Scalar-lane logits of model_gen models in every stored dtype, tied and
- * untied, for a one-token prompt, a 7-token prefill followed by three
- * decode steps, and a 41-token prefill: native and wasm32 must agree on
- * every bit. */
-static void forward_records(sink *s, uint8_t *scratch) {
+/* The forward calls of one model: a one-token prompt, a 7-token prefill
+ * followed by three decode steps, and a 41-token prefill. */
+static void forward_sequence(sink *s, const tl_qwen3 *m, tl_qwen3_cache *c,
+                             const uint32_t *ids, tl_arena *work, float *logits) {
+  c->len = 0;
+  forward_record(s, m, c, ids, 1, work, logits);
+  c->len = 0;
+  forward_record(s, m, c, ids, 7, work, logits);
+  for (size_t i = 7; i < 10; i++)
+    forward_record(s, m, c, ids + i, 1, work, logits);
+  c->len = 0;
+  forward_record(s, m, c, ids, 41, work, logits);
+}
+
+/* The same calls through the fast lane with the host's variant at each of
+ * its thread counts: the first thread count's records stay in the
+ * transcript, every other one must reproduce their bytes and is then
+ * dropped (so the transcript does not depend on which counts a host
+ * has). Leaves m on the strict lane. */
+static void fast_records(sink *s, tl_qwen3 *m, tl_qwen3_cache *c,
+                         const uint32_t *ids, tl_arena *work, float *logits,
+                         const tl_transcript_host *host) {
+  size_t start = s->len, len = 0, records = 0;
+  for (size_t t = 0; t < host->n_pars && !s->failed; t++) {
+    if (tl_qwen3_set_lane(m, host->kernels, host->pars[t]) != TL_OK) {
+      s->failed = 1;
+      break;
+    }
+    forward_sequence(s, m, c, ids, work, logits);
+    if (t == 0) {
+      len = s->len - start;
+      records = s->records;
+      continue;
+    }
+    if (s->len - start != 2 * len ||
+        memcmp(s->out + start, s->out + start + len, len) != 0)
+      s->failed = 1;
+    s->len = start + len;
+    s->records = records;
+  }
+  if (tl_qwen3_set_lane(m, NULL, NULL) != TL_OK) s->failed = 1;
+}
+
+/* Logits of model_gen models in every stored dtype (tied and untied, with
+ * widths on and off the block and vector sizes) through the strict lane,
+ * then through the fast lane (docs/fast-profile.md): every host must agree
+ * on every bit, whichever kernel variant and thread counts it runs. */
+static void forward_records(sink *s, uint8_t *scratch,
+                            const tl_transcript_host *host) {
   enum { MODEL_CAP = 1u << 20, ARENA_CAP = 1u << 20, SCRATCH_CAP = 2u << 20 };
   static const tl_qtype types[] = {TL_QTYPE_F32, TL_QTYPE_F16, TL_QTYPE_BF16,
                                    TL_QTYPE_Q8, TL_QTYPE_Q4};
   uint8_t *model = scratch, *arena_mem = scratch + MODEL_CAP;
   uint8_t *scratch_mem = arena_mem + ARENA_CAP;
   tl_test_rng rng = {20260611};
-  for (size_t variant = 0; variant < 2; variant++) {
+  for (size_t variant = 0; variant < 3; variant++) {
     for (size_t d = 0; d < sizeof types / sizeof types[0]; d++) {
       tl_model_gen g = tl_model_gen_tiny(types[d], 1000 + 10 * variant + d);
       tl_arena arena, work;
@@ -173,6 +217,11 @@ static void forward_records(sink *s, uint8_t *scratch) {
         g.max_positions = 128;
         g.rope_theta = "10000.0";
         g.tie = true;
+      } else if (variant == 2) { /* rows off the vector and block sizes */
+        g.vocab = 75;
+        g.hidden = 40;
+        g.inter = 72;
+        g.head_dim = 10;
       }
       tl_arena_init(&arena, arena_mem, ARENA_CAP);
       tl_arena_init(&work, scratch_mem, SCRATCH_CAP);
@@ -197,19 +246,14 @@ static void forward_records(sink *s, uint8_t *scratch) {
         s->failed = 1;
         return;
       }
-      forward_record(s, &m, &c, ids, 1, &work, logits);
-      c.len = 0;
-      forward_record(s, &m, &c, ids, 7, &work, logits);
-      for (size_t i = 7; i < 10; i++)
-        forward_record(s, &m, &c, ids + i, 1, &work, logits);
-      c.len = 0;
-      forward_record(s, &m, &c, ids, 41, &work, logits);
+      forward_sequence(s, &m, &c, ids, &work, logits);
+      fast_records(s, &m, &c, ids, &work, logits, host);
     }
   }
 }
 
 size_t tl_transcript(uint8_t *out, size_t cap, uint8_t *scratch,
-                     size_t *records) {
+                     const tl_transcript_host *host, size_t *records) {
   sink s = {out, cap, 0, 0, 0};
   tl_test_rng rng = {20261202};
   /* Block (64) and chunk (1024) boundaries, then seeded lengths. */
@@ -222,7 +266,10 @@ size_t tl_transcript(uint8_t *out, size_t cap, uint8_t *scratch,
                  (size_t)(tl_test_rng_next(&rng) % (1u << 20)));
   hash_records(&s, &rng, scratch, TL_TRANSCRIPT_SCRATCH);
   cbor_records(&s, scratch);
-  forward_records(&s, scratch);
+  if (host->kernels == NULL || host->pars == NULL || host->n_pars == 0)
+    s.failed = 1;
+  else
+    forward_records(&s, scratch, host);
   *records = s.records;
   return s.failed ? 0 : s.len;
 }

@@ -1,4 +1,4 @@
-/* The scalar twins of fast/1 (docs/fast-profile.md), written as the spec
+/* The scalar twins of fast/2 (docs/fast-profile.md), written as the spec
  * reads, and the dispatch table. */
 #include "kernels/kernels.h"
 
@@ -16,6 +16,15 @@ float tl_kern_tree(const float *a) {
   d0 = c[0] + c[2];
   d1 = c[1] + c[3];
   return d0 + d1;
+}
+
+float tl_kern_dot(const float *a, const float *b, size_t n) {
+  float acc[TL_KERN_LANES] = {0};
+  size_t i = 0;
+  for (; i + TL_KERN_LANES <= n; i += TL_KERN_LANES)
+    for (size_t k = 0; k < TL_KERN_LANES; k++) acc[k] += a[i + k] * b[i + k];
+  for (size_t k = 0; i < n; i++, k++) acc[k] += a[i] * b[i];
+  return tl_kern_tree(acc);
 }
 
 /* RNE of r, |r| <= 127 (F-3): the integer part by truncation, then the
@@ -162,6 +171,10 @@ const tl_kernels *tl_kernels_get(tl_kern_isa isa) {
       return &tl_kernels_avx2;
     case TL_KERN_AVX512:
       return &tl_kernels_avx512;
+#endif
+#if TL_KERN_HAVE_NEON
+    case TL_KERN_NEON:
+      return &tl_kernels_neon;
 #endif
 #ifdef __wasm_simd128__
     case TL_KERN_WASM_SIMD128:

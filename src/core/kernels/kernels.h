@@ -1,11 +1,12 @@
-/* Matrix-vector kernels of the fast numerical profile fast/1
+/* Matrix-vector kernels of the fast numerical profile fast/2
  * (docs/fast-profile.md): activation quantization (F-3), q8/q4 integer
  * block dot products (F-4, F-5) and float dot products (F-6), each with one
  * fixed order of float operations that every ISA variant reproduces bit for
  * bit.
  *
- * The scalar twins here are the reference; the x86-64 variants live beside
- * them (kernels_avx2.c, kernels_avx512.c) and are tested against them. The
+ * The scalar twins here are the reference; the ISA variants live beside
+ * them (kernels_avx2.c, kernels_avx512.c, kernels_neon.c,
+ * kernels_wasm_simd.c) and are tested against them. The
  * core never looks at the CPU: a host picks a variant it has checked
  * (src/native/cpu.h) and hands it to the model. */
 #ifndef TL_CORE_KERNELS_H
@@ -20,7 +21,7 @@
 #define TL_KERN_LANES 16 /* accumulators of F-4..F-6 */
 
 /* The name of the numerical profile these kernels implement. */
-#define TL_FAST_PROFILE "fast/1"
+#define TL_FAST_PROFILE "fast/2"
 
 /* One activation vector, prepared for the weight types that read it.
  * f: the f32 values (float weights). For q8/q4 weights (F-3), per block b
@@ -56,6 +57,7 @@ typedef enum tl_kern_isa {
   TL_KERN_AVX2,   /* AVX2 + F16C: x86-64 native builds */
   TL_KERN_AVX512, /* AVX-512 F/VL/BW + VNNI + F16C: x86-64 native builds */
   TL_KERN_WASM_SIMD128, /* wasm SIMD128: wasm32 builds with -msimd128 */
+  TL_KERN_NEON,   /* AArch64 Advanced SIMD: aarch64 native builds */
   TL_KERN_ISA_COUNT
 } tl_kern_isa;
 
@@ -81,7 +83,7 @@ void tl_kern_tile(const tl_kernels *k, tl_qtype type, const uint8_t *w, size_t r
                   size_t y_stride);
 
 /* The variant for isa, or NULL when it is not compiled into this build
- * (every SIMD variant in wasm32 and non-x86 builds). Says nothing about
+ * (e.g. the x86 variants off x86-64, NEON off aarch64). Says nothing about
  * whether the CPU runs it. */
 const tl_kernels *tl_kernels_get(tl_kern_isa isa);
 
@@ -100,5 +102,9 @@ tl_status tl_kern_validate(tl_qtype type, const uint8_t *w, size_t row_bytes,
 
 /* F-6's tree T over A[0..16). */
 float tl_kern_tree(const float *a);
+
+/* F-6's reduction of two f32 vectors of n: the attention scores of the
+ * fast lane (F-1), in plain C whose order every compiler keeps. */
+float tl_kern_dot(const float *a, const float *b, size_t n);
 
 #endif

@@ -1,4 +1,4 @@
-/* fast/1 kernels with AVX2 (+ F16C for f16 weights): two 256-bit
+/* fast/2 kernels with AVX2 (+ F16C for f16 weights): two 256-bit
  * accumulators are the lanes A_0..7 and A_8..15 of docs/fast-profile.md.
  * Integer products through maddubs/madd: |w| times x with w's sign moved
  * onto x (both in [-127, 127], so no pair sum saturates: 2*127*127 and

@@ -1,4 +1,4 @@
-/* fast/1 kernels with AVX-512: integer block products with VNNI
+/* fast/2 kernels with AVX-512: integer block products with VNNI
  * (vpdpbusd: q8 two blocks per 512-bit instruction, q4 one block per
  * 256-bit one with two accumulators for even and odd blocks, as F-4
  * orders them), float
@@ -146,53 +146,34 @@ TILE_FN(q4_tile1x4, 1, 4, true)
 TILE_FN(q4_tile1x1, 1, 1, true)
 #undef TILE_FN
 
-typedef void (*tile_fn)(const uint8_t *w, size_t row_bytes, size_t nb, const tl_kern_x *xs,
+/* A tile function: rows [0, R) x tokens [0, T); len is the number of
+ * blocks (q8/q4) or of elements (float types). */
+typedef void (*tile_fn)(const uint8_t *w, size_t row_bytes, size_t len, const tl_kern_x *xs,
                         float *y, size_t y_stride);
 
 /* tiles[0..3]: 4x4, 4x1, 1x4, 1x1 (rows x tokens). Tokens in fours, and
  * for each four every row, so a call's rows stay in cache across tokens. */
-TARGET static inline void tile_quant(const tile_fn *tiles, const uint8_t *w, size_t row_bytes,
-                                     size_t n, const tl_kern_x *xs, size_t tokens,
-                                     size_t rows, float *y, size_t y_stride) {
-  size_t nb = (n + 31) / 32;
+TARGET static inline void tile_run(const tile_fn *tiles, const uint8_t *w, size_t row_bytes,
+                                   size_t len, const tl_kern_x *xs, size_t tokens, size_t rows,
+                                   float *y, size_t y_stride) {
   for (size_t t = 0; t < tokens; t += 4) {
     size_t tt = tokens - t < 4 ? tokens - t : 4, r = 0;
     float *yt = y + t * y_stride;
     for (; r + 4 <= rows; r += 4)
-      if (tt == 4) tiles[0](w + r * row_bytes, row_bytes, nb, xs + t, yt + r, y_stride);
+      if (tt == 4) tiles[0](w + r * row_bytes, row_bytes, len, xs + t, yt + r, y_stride);
       else
         for (size_t k = 0; k < tt; k++)
-          tiles[1](w + r * row_bytes, row_bytes, nb, xs + t + k, yt + k * y_stride + r, 0);
+          tiles[1](w + r * row_bytes, row_bytes, len, xs + t + k, yt + k * y_stride + r, 0);
     for (; r < rows; r++)
-      if (tt == 4) tiles[2](w + r * row_bytes, row_bytes, nb, xs + t, yt + r, y_stride);
+      if (tt == 4) tiles[2](w + r * row_bytes, row_bytes, len, xs + t, yt + r, y_stride);
       else
         for (size_t k = 0; k < tt; k++)
-          tiles[3](w + r * row_bytes, row_bytes, nb, xs + t + k, yt + k * y_stride + r, 0);
+          tiles[3](w + r * row_bytes, row_bytes, len, xs + t + k, yt + k * y_stride + r, 0);
   }
 }
 
 static const tile_fn q8_tiles[4] = {q8_tile4x4, q8_tile4x1, q8_tile1x4, q8_tile1x1};
 static const tile_fn q4_tiles[4] = {q4_tile4x4, q4_tile4x1, q4_tile1x4, q4_tile1x1};
-
-TARGET static void tile_q8(const uint8_t *w, size_t row_bytes, size_t n, const tl_kern_x *xs,
-                           size_t tokens, size_t rows, float *y, size_t y_stride) {
-  tile_quant(q8_tiles, w, row_bytes, n, xs, tokens, rows, y, y_stride);
-}
-
-TARGET static void tile_q4(const uint8_t *w, size_t row_bytes, size_t n, const tl_kern_x *xs,
-                           size_t tokens, size_t rows, float *y, size_t y_stride) {
-  tile_quant(q4_tiles, w, row_bytes, n, xs, tokens, rows, y, y_stride);
-}
-
-TARGET static void rows_q8(const uint8_t *w, size_t row_bytes, size_t n,
-                           const tl_kern_x *x, size_t rows, float *y) {
-  tile_quant(q8_tiles, w, row_bytes, n, x, 1, rows, y, 0);
-}
-
-TARGET static void rows_q4(const uint8_t *w, size_t row_bytes, size_t n,
-                           const tl_kern_x *x, size_t rows, float *y) {
-  tile_quant(q4_tiles, w, row_bytes, n, x, 1, rows, y, 0);
-}
 
 /* Up to 16 weights (mask m) as 16 floats; absent ones are +0. */
 TARGET static inline __m512 load16(int type, const uint8_t *p, __mmask16 m) {
@@ -202,33 +183,62 @@ TARGET static inline __m512 load16(int type, const uint8_t *p, __mmask16 m) {
       _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16));
 }
 
-TARGET static inline void rows_float(int type, const uint8_t *w, size_t row_bytes,
-                                     size_t n, const tl_kern_x *x, size_t rows,
-                                     float *y) {
-  size_t es = type == 0 ? 4 : 2, full = n / 16 * 16;
-  __mmask16 tail = (__mmask16)((1u << (n - full)) - 1);
-  for (size_t r = 0; r < rows; r++) {
-    const uint8_t *row = w + r * row_bytes;
-    __m512 a = _mm512_setzero_ps();
-    for (size_t i = 0; i < full; i += 16)
-      a = _mm512_add_ps(a, _mm512_mul_ps(load16(type, row + i * es, 0xFFFF),
-                                         _mm512_loadu_ps(x->f + i)));
-    if (full < n)
-      a = _mm512_add_ps(a, _mm512_mul_ps(load16(type, row + full * es, tail),
-                                         _mm512_maskz_loadu_ps(tail, x->f + full)));
-    y[r] = tree16(a);
+/* Rows [0, R) of an f32 (TYPE 0), f16 (1) or bf16 (2) matrix times tokens
+ * [0, T) (F-6): one 512-bit accumulator (lanes A_0..15) per (row, token),
+ * R x T chains side by side; a short tail loads zero-filled (F-6: a +-0
+ * product changes no lane). */
+#define FTILE_FN(name, R, T, TYPE)                                                         \
+  TARGET static void name(const uint8_t *w, size_t row_bytes, size_t n,                   \
+                          const tl_kern_x *xs, float *y, size_t y_stride) {                 \
+    const size_t es = TYPE == 0 ? 4 : 2;                                                   \
+    __m512 acc[R][T];                                                                      \
+    _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                                    \
+      _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) acc[i][t] = _mm512_setzero_ps(); \
+    for (size_t k = 0; k < n; k += 16) {                                                   \
+      __mmask16 m = n - k >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - k)) - 1);   \
+      __m512 wv[R];                                                                        \
+      _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                                  \
+        wv[i] = load16(TYPE, w + (size_t)i * row_bytes + k * es, m);                       \
+      _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {                                \
+        __m512 xv = _mm512_maskz_loadu_ps(m, xs[t].f + k);                                 \
+        _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                                \
+          acc[i][t] = _mm512_add_ps(acc[i][t], _mm512_mul_ps(wv[i], xv));                  \
+      }                                                                                    \
+    }                                                                                      \
+    _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                                    \
+      _Pragma("GCC unroll 4") for (int t = 0; t < T; t++)                                  \
+        y[(size_t)t * y_stride + (size_t)i] = tree16(acc[i][t]);                           \
   }
-}
+#define FLOAT_TILES(prefix, TYPE)                                                          \
+  FTILE_FN(prefix##_tile4x4, 4, 4, TYPE)                                                   \
+  FTILE_FN(prefix##_tile4x1, 4, 1, TYPE)                                                   \
+  FTILE_FN(prefix##_tile1x4, 1, 4, TYPE)                                                   \
+  FTILE_FN(prefix##_tile1x1, 1, 1, TYPE)                                                   \
+  static const tile_fn prefix##_tiles[4] = {prefix##_tile4x4, prefix##_tile4x1,            \
+                                            prefix##_tile1x4, prefix##_tile1x1};
+FLOAT_TILES(f32, 0)
+FLOAT_TILES(f16, 1)
+FLOAT_TILES(bf16, 2)
+#undef FLOAT_TILES
+#undef FTILE_FN
 
-#define FLOAT_FN(name, type)                                               \
-  TARGET static void name(const uint8_t *w, size_t row_bytes, size_t n,   \
-                          const tl_kern_x *x, size_t rows, float *y) {     \
-    rows_float(type, w, row_bytes, n, x, rows, y);                         \
+/* The table's entries: rows is a tile of one token. */
+#define ENTRY_FNS(prefix, len_of)                                                          \
+  TARGET static void tile_##prefix(const uint8_t *w, size_t row_bytes, size_t n,          \
+                                   const tl_kern_x *xs, size_t tokens, size_t rows,        \
+                                   float *y, size_t y_stride) {                            \
+    tile_run(prefix##_tiles, w, row_bytes, len_of, xs, tokens, rows, y, y_stride);        \
+  }                                                                                        \
+  TARGET static void rows_##prefix(const uint8_t *w, size_t row_bytes, size_t n,          \
+                                   const tl_kern_x *x, size_t rows, float *y) {            \
+    tile_run(prefix##_tiles, w, row_bytes, len_of, x, 1, rows, y, 0);                      \
   }
-FLOAT_FN(rows_f32, 0)
-FLOAT_FN(rows_f16, 1)
-FLOAT_FN(rows_bf16, 2)
-#undef FLOAT_FN
+ENTRY_FNS(q8, (n + 31) / 32)
+ENTRY_FNS(q4, (n + 31) / 32)
+ENTRY_FNS(f32, n)
+ENTRY_FNS(f16, n)
+ENTRY_FNS(bf16, n)
+#undef ENTRY_FNS
 
 /* F-3, one block of 32 at a time: the same maximum (exact), the same f32
  * divisions (vdivps is correctly rounded, as is the scalar '/'), the same
@@ -278,7 +288,7 @@ TARGET static void quantize_x(const float *x, size_t n, float *scales, int8_t *q
 
 const tl_kernels tl_kernels_avx512 = {
     TL_KERN_AVX512, "avx512", {rows_f32, rows_f16, rows_bf16, rows_q8, rows_q4},
-    {NULL, NULL, NULL, tile_q8, tile_q4},
+    {tile_f32, tile_f16, tile_bf16, tile_q8, tile_q4},
     quantize_x};
 
 #endif

@@ -15,6 +15,15 @@ extern const tl_kernels tl_kernels_avx512;
 #define TL_KERN_HAVE_X86 0
 #endif
 
+/* The NEON variant exists in aarch64 native builds only (the Makefile
+ * compiles *_neon.c there); TL_NO_NEON leaves it out. */
+#if defined(__aarch64__) && !defined(TL_NO_NEON)
+#define TL_KERN_HAVE_NEON 1
+extern const tl_kernels tl_kernels_neon;
+#else
+#define TL_KERN_HAVE_NEON 0
+#endif
+
 /* The SIMD128 kernels exist in wasm32 builds with -msimd128 only. */
 #ifdef __wasm_simd128__
 void tl_wasm_rows_f32(const uint8_t *w, size_t row_bytes, size_t n, const tl_kern_x *x,

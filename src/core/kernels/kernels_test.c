@@ -1,4 +1,4 @@
-/* The scalar twins of fast/1 against the golden vectors of the independent
+/* The scalar twins of fast/2 against the golden vectors of the independent
  * reference (tools/fast_ref.py, docs/fast-profile.md), and the one-time
  * validation of q8/q4 bytes (Q-17). The ISA variants are checked against
  * these twins in src/native/kernels_dispatch_test.c. */
@@ -54,6 +54,21 @@ static void act_golden(tl_test_ctx *t) {
       tl_test_print(t, "  in case ");
       tl_test_print(t, v->name);
       tl_test_print(t, "\n");
+    }
+  }
+}
+
+/* tl_kern_dot is F-6 for f32 vectors: the f32 golden rows through it. */
+static void f32_dot_golden(tl_test_ctx *t) {
+  for (size_t c = 0; c < sizeof fv_dots / sizeof fv_dots[0]; c++) {
+    const fv_dot *v = &fv_dots[c];
+    float x[512], w[512];
+    if (v->type != TL_QTYPE_F32) continue;
+    if (!TL_EXPECT(t, v->n <= 512)) return;
+    for (size_t i = 0; i < v->n; i++) x[i] = tl_bits_to_f32(v->x[i]);
+    for (size_t r = 0; r < v->rows; r++) {
+      for (size_t i = 0; i < v->n; i++) w[i] = tl_bits_to_f32(tl_load_le32(v->w + 4 * (r * v->n + i)));
+      TL_EXPECT_EQ_U64(t, tl_f32_to_bits(tl_kern_dot(w, x, v->n)), v->y[r]);
     }
   }
 }
@@ -213,6 +228,7 @@ static void validate_rejects(tl_test_ctx *t) {
 static const tl_test_case cases[] = {
     TL_CASE(act_golden),
     TL_CASE(dot_golden),
+    TL_CASE(f32_dot_golden),
     TL_CASE(validate_rejects),
     TL_CASE(wasm_simd_equals_twin),
     TL_CASE(wasm_simd_f16_every_value),

@@ -678,6 +678,26 @@ static tl_status project_rest(const run *r, bufs *b, tl_qwen3_cache *cache,
 /* One position's attention over keys [0, keys) of the cache, into
  * b->attn: scores q.k * D^-0.5, causal mask (keys after pos), a softmax
  * with the maximum subtracted, then the probability-weighted sum of V. */
+/* out[e] = sum over j = 0 .. last, in this order, of p[j] v[j][e] (v[j]:
+ * stride floats apart). Each e is its own sum: sixteen of them at a time
+ * in a local array, j outer, so the compiler keeps them in vector
+ * registers and the cache rows are read contiguously, without changing
+ * any sum's order (the strict lane's bits). */
+static void weighted_values(const float *p, uint32_t last, const float *v, size_t stride,
+                            size_t d, float *out) {
+  for (size_t e0 = 0; e0 < d; e0 += 16) {
+    float acc[16] = {0};
+    size_t m = d - e0 < 16 ? d - e0 : 16;
+    if (m == 16)
+      for (uint32_t j = 0; j <= last; j++)
+        for (size_t k = 0; k < 16; k++) acc[k] += p[j] * v[j * stride + e0 + k];
+    else
+      for (uint32_t j = 0; j <= last; j++)
+        for (size_t k = 0; k < m; k++) acc[k] += p[j] * v[j * stride + e0 + k];
+    memcpy(out + e0, acc, m * sizeof(float));
+  }
+}
+
 static tl_status attend(const run *r, bufs *b, const tl_qwen3_cache *cache,
                         uint32_t l, const float *q, uint32_t pos,
                         uint32_t keys) {
@@ -703,7 +723,12 @@ static tl_status attend(const run *r, bufs *b, const tl_qwen3_cache *cache,
      * of the unmasked scores. */
     for (uint32_t j = 0; j < keys; j++) {
       bool visible = j <= last;
-      sr[j] = visible || want_raw ? dot(qh, kc + j * kd + kvh * d, d) * scale : 0.0f;
+      if (visible || want_raw) {
+        const float *kj = kc + j * kd + kvh * d;
+        sr[j] = (m->fast != NULL ? tl_kern_dot(qh, kj, d) : dot(qh, kj, d)) * scale;
+      } else {
+        sr[j] = 0.0f;
+      }
       sm[j] = visible ? sr[j] : -__builtin_inff();
       if (visible && sm[j] > mx) mx = sm[j];
     }
@@ -713,18 +738,7 @@ static tl_status attend(const run *r, bufs *b, const tl_qwen3_cache *cache,
       sum += p[j];
     }
     for (uint32_t j = 0; j <= last; j++) p[j] = p[j] / sum;
-    /* attn[e] = sum over j in order of p[j] v[j][e], each e its own sum:
-     * j outer reads the cache rows contiguously and lets the e sums run
-     * side by side, without changing any sum's order. */
-    {
-      float *out = b->attn + h * d;
-      for (size_t e = 0; e < d; e++) out[e] = 0.0f;
-      for (uint32_t j = 0; j <= last; j++) {
-        const float *vj = vc + j * kd + kvh * d;
-        float pj = p[j];
-        for (size_t e = 0; e < d; e++) out[e] += pj * vj[e];
-      }
-    }
+    weighted_values(p, last, vc + kvh * d, kd, d, b->attn + h * d);
   }
   st = want_raw ? emit(r, TL_QWEN3_STAGE_SCORES, li, pos, raw, row, false) : TL_OK;
   if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_SCORES_MASKED, li, pos, masked, row, true);
