@@ -163,6 +163,7 @@ $(UNIT): $(call obj,$(CORE_TESTS) $(NATIVE_TESTS) $(HARNESS) $(TEST_SUPPORT) \
 # copies are not linked. Never part of the library or the CLI.
 .PHONY: mutants
 mutants: $(foreach n,1 2 3,$(BUILD)/mutant$(n)/unit_tests)
+.SECONDARY: $(foreach n,1 2 3,$(BUILD)/mutant$(n)/kernels.o $(BUILD)/mutant$(n)/parallel.o)
 $(BUILD)/mutant%/kernels.o: src/core/kernels/kernels.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -DTL_KERN_MUTANT=$* -c $< -o $@

@@ -218,7 +218,7 @@ int tl_cmd_bench(int argc, char **argv) {
     json_object_set_new(o, "lane", json_string(lane->fast ? "fast" : "scalar"));
     json_object_set_new(o, "profile", json_string(tl_native_lane_profile(lane)));
     json_object_set_new(o, "isa", json_string(tl_native_lane_isa(lane)));
-    json_object_set_new(o, "threads", json_integer(lane->fast ? lane->threads : 1));
+    json_object_set_new(o, "threads", json_integer(tl_native_lane_threads(lane)));
     json_object_set_new(o, "mmap", json_boolean(lane->weights == NULL));
     json_object_set_new(o, "prompt_tokens", json_integer(prompt));
     json_object_set_new(o, "decode_tokens", json_integer(decode));
@@ -239,7 +239,7 @@ int tl_cmd_bench(int argc, char **argv) {
     printf("%s: %s weights, %s lane (%s, %s), %u thread%s%s\n", path,
            type_name(s.qwen.layers[0].q.type), lane->fast ? "fast" : "scalar",
            tl_native_lane_profile(lane), tl_native_lane_isa(lane),
-           lane->fast ? lane->threads : 1, lane->fast && lane->threads > 1 ? "s" : "",
+           tl_native_lane_threads(lane), tl_native_lane_threads(lane) > 1 ? "s" : "",
            lane->weights == NULL ? ", weights on the file mapping" : "");
     if (prompt) printf("  prefill %u tokens: %.2f tokens/s (median of %u)\n", prompt, pp, reps);
     if (decode)

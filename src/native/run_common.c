@@ -508,7 +508,13 @@ int tl_run_generate(tl_session *s, const tl_run_options *o, const char *mode,
       rs = tl_file_write_atomic(o->receipt, doc, doc_len, err, sizeof err);
     free(doc);
     tl_cli_hex(root, 32, root_hex);
-    if (st != TL_OK) {
+    if (st == TL_ERR_NUMERICAL_FAILURE) {
+      rc = tl_cli_fail(o->json, st,
+                       "generation failed after %zu tokens: non-finite value at stage %s, "
+                       "layer %d, position %u, index %zu",
+                       r.n_ids, tl_qwen3_stage_name(r.fault.stage), (int)r.fault.layer,
+                       r.fault.pos, r.fault.index);
+    } else if (st != TL_OK) {
       rc = tl_cli_fail(o->json, st, "generation failed after %zu tokens", r.n_ids);
     } else if (rs != TL_OK) {
       rc = tl_cli_fail(o->json, rs, "cannot write the receipt: %s", err);

@@ -25,8 +25,8 @@ fast-f32-vs-f64/1:
   * verify --dump names the lane that produced it (tinylm-fast, fast/2 or
     tinylm-scalar, scalar-f32/1), and each dump reads back as a golden;
   * bad input: a weight that overflows inside a product is
-    numerical_failure naming stage q, layer 0, position 0, index 3 (verify,
-    both lanes; run); a model over --mem-budget is refused before the
+    numerical_failure naming stage q, layer 0, position 0, index 3 (verify
+    and run, both lanes); a model over --mem-budget is refused before the
     weights are copied (peak RSS as the strict lane's refusal, well under
     a run's); bad lane flags (-t 0, -t 257, -t 100000, --lane x) are usage
     errors on run, chat, verify and bench.
@@ -192,14 +192,17 @@ def numerical_failure_located(tinylm, work):
         check(p.returncode == 1 and p.stderr.startswith("error: numerical_failure: " + where),
               "verify --lane %s: an overflowing product is numerical_failure naming stage q, "
               "layer 0, position 0, index 3" % lane, "exit %d %s" % (p.returncode, p.stderr))
-    p = subprocess.run([tinylm, "run", model, "--prompt", "one two", "-n", "2", "--lane", "fast",
-                        "--json"], capture_output=True, text=True)
-    try:
-        err = json.loads(p.stdout).get("error")
-    except ValueError:
-        err = None
-    check(p.returncode == 1 and err == "numerical_failure",
-          "run --lane fast: the overflow is numerical_failure", p.stdout + p.stderr)
+    for lane in ("fast", "scalar"):
+        p = subprocess.run([tinylm, "run", model, "--prompt", "one two", "-n", "2", "--lane", lane,
+                            "--json"], capture_output=True, text=True)
+        try:
+            doc = json.loads(p.stdout)
+        except ValueError:
+            doc = {}
+        check(p.returncode == 1 and doc.get("error") == "numerical_failure" and
+              doc.get("detail") == "generation failed after 0 tokens: " + where,
+              "run --lane %s: the overflow is numerical_failure naming stage q, layer 0, "
+              "position 0, index 3" % lane, p.stdout + p.stderr)
 
 
 def peak_rss_kb(args):

@@ -118,7 +118,7 @@ tl_status tl_generate(const tl_qwen3 *m, tl_qwen3_cache *cache,
       return TL_OK;
     }
     st = tl_qwen3_forward(m, cache, prompt + r->prompt_fed, n, logits, NULL,
-                          scratch, NULL);
+                          scratch, &r->fault);
     if (st != TL_OK) return st;
     r->prompt_fed += n;
     if (p->on_prefill != NULL) p->on_prefill(p->cb_ctx, r->prompt_fed, n_prompt);
@@ -169,7 +169,7 @@ tl_status tl_generate(const tl_qwen3 *m, tl_qwen3_cache *cache,
       r->stop = TL_STOP_CANCELLED;
       break;
     }
-    st = tl_qwen3_forward(m, cache, &id, 1, logits, NULL, scratch, NULL);
+    st = tl_qwen3_forward(m, cache, &id, 1, logits, NULL, scratch, &r->fault);
     if (st != TL_OK) return st;
   }
   if (r->visible_len > streamed && p->on_visible != NULL)

@@ -76,6 +76,7 @@ typedef struct tl_gen_result {
   size_t visible_len, visible_cap;
   size_t prompt_fed; /* prompt tokens whose forward pass completed */
   tl_stop_reason stop;
+  tl_qwen3_fault fault; /* TL_ERR_NUMERICAL_FAILURE: where (tl_qwen3_forward) */
 } tl_gen_result;
 
 /* Feeds prompt[0..n_prompt) after the cache's current contents, then
