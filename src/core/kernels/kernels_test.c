@@ -94,15 +94,42 @@ static void dot_golden(tl_test_ctx *t) {
   }
 }
 
+/* rows random rows of n elements of every type through variant v and the
+ * twin: the same bits. */
+static void simd_random_rows(tl_test_ctx *t, const tl_kernels *v, tl_test_rng *rng, size_t n,
+                             size_t rows) {
+  enum { N = 4100, ROWS = 35 };
+  static uint8_t w[ROWS * N * 4];
+  static float src[ROWS * N], xf[N], scales[N / 32 + 1], want[ROWS], got[ROWS];
+  static int8_t q8[N + 32], q4[N + 32];
+  static int32_t b8[N / 4 + 8], b4[N / 4 + 8];
+  tl_kern_x x = {xf, q8, q4, scales, b8, b4};
+  if (!TL_EXPECT(t, n <= N && rows <= ROWS)) return;
+  for (int type = 0; type < 5; type++) {
+    size_t rb = 0;
+    for (size_t i = 0; i < rows * n; i++)
+      src[i] = (float)((int64_t)(tl_test_rng_next(rng) % 20001) - 10000) / 1024.0f;
+    for (size_t i = 0; i < n; i++)
+      xf[i] = (float)((int64_t)(tl_test_rng_next(rng) % 2001) - 1000) / 64.0f;
+    (void)tl_quant_row_bytes((tl_qtype)type, n, &rb);
+    if (!TL_EXPECT_OK(t, tl_quant_pack((tl_qtype)type, src, rows, n, w, sizeof w, NULL))) return;
+    tl_kern_quantize_x(xf, n, scales, q8, b8, q4, b4);
+    tl_kernels_get(TL_KERN_SCALAR)->rows[type](w, rb, n, &x, rows, want);
+    v->rows[type](w, rb, n, &x, rows, got);
+    if (!TL_EXPECT_MEM(t, got, want, rows * sizeof(float))) {
+      tl_test_print(t, "  in a random shape\n");
+      return;
+    }
+  }
+}
+
 /* The wasm SIMD128 variant (compiled only into the SIMD128 module; the
  * x86 ones are checked natively, where the CPU can be asked) against the
  * twin: the golden vectors and random rows of every type and length, 1 to
- * 7 rows (the variant takes rows in pairs). */
+ * 7 rows (the variant takes rows in pairs), and shapes past its chunks of
+ * 64 q8/q4 blocks and tiles of 32 rows. */
 static void wasm_simd_equals_twin(tl_test_ctx *t) {
-  static uint8_t w[7 * 288 * 4];
-  static float src[7 * 288];
   const tl_kernels *v = tl_kernels_get(TL_KERN_WASM_SIMD128);
-  const tl_kernels *twin = tl_kernels_get(TL_KERN_SCALAR);
   tl_test_rng rng = {4242};
   if (v == NULL) {
     tl_test_print(t, "note: no wasm SIMD128 variant in this build\n");
@@ -118,24 +145,10 @@ static void wasm_simd_equals_twin(tl_test_ctx *t) {
     v->rows[d->type](d->w, rb, d->n, &x, d->rows, y);
     for (size_t r = 0; r < d->rows; r++) TL_EXPECT_EQ_U64(t, tl_f32_to_bits(y[r]), d->y[r]);
   }
-  for (size_t n = 1; n <= 288; n += 7)
-    for (int type = 0; type < 5; type++) {
-      uint32_t xb[288];
-      float want[7], got[7];
-      size_t rb = 0, rows = 1 + (n + (size_t)type) % 7;
-      tl_kern_x x;
-      for (size_t i = 0; i < rows * n; i++)
-        src[i] = (float)((int64_t)(tl_test_rng_next(&rng) % 20001) - 10000) / 1024.0f;
-      for (size_t i = 0; i < n; i++)
-        xb[i] = tl_f32_to_bits((float)((int64_t)(tl_test_rng_next(&rng) % 2001) - 1000) / 64.0f);
-      (void)tl_quant_row_bytes((tl_qtype)type, n, &rb);
-      if (!TL_EXPECT_OK(t, tl_quant_pack((tl_qtype)type, src, rows, n, w, sizeof w, NULL)))
-        return;
-      prepare(xb, n, &x);
-      twin->rows[type](w, rb, n, &x, rows, want);
-      v->rows[type](w, rb, n, &x, rows, got);
-      TL_EXPECT_MEM(t, got, want, rows * sizeof(float));
-    }
+  for (size_t n = 1; n <= 288; n += 7) simd_random_rows(t, v, &rng, n, 1 + n % 7);
+  simd_random_rows(t, v, &rng, 2048, 32);
+  simd_random_rows(t, v, &rng, 2085, 35);
+  simd_random_rows(t, v, &rng, 4100, 33);
 }
 
 /* The SIMD128 f16 decoding of every one of the 65536 values (subnormals,

@@ -698,52 +698,85 @@ static void weighted_values(const float *p, uint32_t last, const float *v, size_
   }
 }
 
+/* One position's attention, head by head: the heads are independent
+ * (each writes its own slices of the score rows and of attn), so the fast
+ * lane splits them between tasks with the fixed partition (F-7). */
+typedef struct attend_job {
+  const tl_qwen3 *m;
+  const float *q, *kc, *vc;
+  float *raw, *masked, *probs, *attn;
+  size_t keys;
+  uint32_t last;
+  bool want_raw;
+} attend_job;
+
+static void attend_head(const attend_job *j, size_t h) {
+  const tl_qwen3 *m = j->m;
+  const tl_qwen3_config *c = &m->cfg;
+  size_t d = c->head_dim, kd = (size_t)c->kv_heads * d, group = c->heads / c->kv_heads;
+  size_t kvh = (m->mutations & TL_QWEN3_MUT_GQA_MAP) ? h % c->kv_heads : h / group;
+  float scale = (float)(1.0 / __builtin_sqrt((double)d));
+  const float *qh = j->q + h * d;
+  float *sr = j->raw + h * j->keys, *sm = j->masked + h * j->keys, *p = j->probs + h * j->keys;
+  float mx = -__builtin_inff(), sum = 0.0f;
+  /* Keys past the last visible one are computed only for the capture of
+   * the unmasked scores. */
+  for (uint32_t k = 0; k < j->keys; k++) {
+    bool visible = k <= j->last;
+    if (visible || j->want_raw) {
+      const float *kk = j->kc + k * kd + kvh * d;
+      sr[k] = (m->fast != NULL ? tl_kern_dot(qh, kk, d) : dot(qh, kk, d)) * scale;
+    } else {
+      sr[k] = 0.0f;
+    }
+    sm[k] = visible ? sr[k] : -__builtin_inff();
+    if (visible && sm[k] > mx) mx = sm[k];
+  }
+  if (m->mutations & TL_QWEN3_MUT_SOFTMAX_NO_MAX) mx = 0.0f;
+  for (uint32_t k = 0; k < j->keys; k++) {
+    p[k] = k <= j->last ? tl_expf(sm[k] - mx) : 0.0f;
+    sum += p[k];
+  }
+  for (uint32_t k = 0; k <= j->last; k++) p[k] = p[k] / sum;
+  weighted_values(p, j->last, j->vc + kvh * d, kd, d, j->attn + h * d);
+}
+
+static void attend_task(void *ctx, uint32_t task, uint32_t n_tasks) {
+  const attend_job *j = ctx;
+  size_t b, e;
+  tl_par_range(j->m->cfg.heads, task, n_tasks, &b, &e);
+  for (size_t h = b; h < e; h++) attend_head(j, h);
+}
+
 static tl_status attend(const run *r, bufs *b, const tl_qwen3_cache *cache,
                         uint32_t l, const float *q, uint32_t pos,
                         uint32_t keys) {
   const tl_qwen3 *m = r->m;
   const tl_qwen3_config *c = &m->cfg;
-  size_t d = c->head_dim, kd = (size_t)c->kv_heads * d, group = c->heads / c->kv_heads;
-  const float *kc = cache->k + (size_t)l * cache->capacity * kd;
-  const float *vc = cache->v + (size_t)l * cache->capacity * kd;
-  float scale = (float)(1.0 / __builtin_sqrt((double)d));
-  size_t row = (size_t)c->heads * keys;
-  float *raw = b->scores, *masked = raw + row, *probs = masked + row;
-  uint32_t last = pos + ((m->mutations & TL_QWEN3_MUT_MASK_OFF_BY_ONE) && pos + 1 < keys);
-  bool want_raw = wanted(r, TL_QWEN3_STAGE_SCORES, (int32_t)l, pos);
+  size_t kd = (size_t)c->kv_heads * c->head_dim, row = (size_t)c->heads * keys;
   int32_t li = (int32_t)l;
+  attend_job j;
   tl_status st;
-  for (size_t h = 0; h < c->heads; h++) {
-    size_t kvh = (m->mutations & TL_QWEN3_MUT_GQA_MAP) ? h % c->kv_heads : h / group;
-    const float *qh = q + h * d;
-    float *sr = raw + h * (size_t)keys, *sm = masked + h * (size_t)keys;
-    float *p = probs + h * (size_t)keys;
-    float mx = -__builtin_inff(), sum = 0.0f;
-    /* Keys past the last visible one are computed only for the capture
-     * of the unmasked scores. */
-    for (uint32_t j = 0; j < keys; j++) {
-      bool visible = j <= last;
-      if (visible || want_raw) {
-        const float *kj = kc + j * kd + kvh * d;
-        sr[j] = (m->fast != NULL ? tl_kern_dot(qh, kj, d) : dot(qh, kj, d)) * scale;
-      } else {
-        sr[j] = 0.0f;
-      }
-      sm[j] = visible ? sr[j] : -__builtin_inff();
-      if (visible && sm[j] > mx) mx = sm[j];
-    }
-    if (m->mutations & TL_QWEN3_MUT_SOFTMAX_NO_MAX) mx = 0.0f;
-    for (uint32_t j = 0; j < keys; j++) {
-      p[j] = j <= last ? tl_expf(sm[j] - mx) : 0.0f;
-      sum += p[j];
-    }
-    for (uint32_t j = 0; j <= last; j++) p[j] = p[j] / sum;
-    weighted_values(p, last, vc + kvh * d, kd, d, b->attn + h * d);
+  j.m = m;
+  j.q = q;
+  j.kc = cache->k + (size_t)l * cache->capacity * kd;
+  j.vc = cache->v + (size_t)l * cache->capacity * kd;
+  j.raw = b->scores;
+  j.masked = j.raw + row;
+  j.probs = j.masked + row;
+  j.attn = b->attn;
+  j.keys = keys;
+  j.last = pos + ((m->mutations & TL_QWEN3_MUT_MASK_OFF_BY_ONE) && pos + 1 < keys);
+  j.want_raw = wanted(r, TL_QWEN3_STAGE_SCORES, li, pos);
+  if (m->fast != NULL) {
+    tl_parallel_run(m->par, attend_task, &j, fast_tasks(m, c->heads));
+  } else {
+    for (size_t h = 0; h < c->heads; h++) attend_head(&j, h);
   }
-  st = want_raw ? emit(r, TL_QWEN3_STAGE_SCORES, li, pos, raw, row, false) : TL_OK;
-  if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_SCORES_MASKED, li, pos, masked, row, true);
-  if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_PROBS, li, pos, probs, row, false);
-  if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_ATTN_OUT, li, pos, b->attn, c->heads * d, false);
+  st = j.want_raw ? emit(r, TL_QWEN3_STAGE_SCORES, li, pos, j.raw, row, false) : TL_OK;
+  if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_SCORES_MASKED, li, pos, j.masked, row, true);
+  if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_PROBS, li, pos, j.probs, row, false);
+  if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_ATTN_OUT, li, pos, b->attn, c->heads * c->head_dim, false);
   return st;
 }
 
