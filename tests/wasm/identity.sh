@@ -1,18 +1,28 @@
 #!/usr/bin/env bash
 # The wasm32 core must give byte-identical results to the native core on the
-# same inputs (DESIGN.md §2, §6): compares the two transcripts whole.
+# same inputs (DESIGN.md §2, §6): compares the native transcript whole with
+# the MVP module's (fast-lane records through the scalar twins) and the
+# SIMD128 module's (fast-lane records through the SIMD128 kernels).
+#   tests/wasm/identity.sh [NATIVE_TRANSCRIPT [WASM_BUILD_DIR]]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+native=${1:-build/gcc/transcript}
+wasm_dir=${2:-build/wasm}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-build/gcc/transcript >"$work/native" 2>"$work/native.count" || { cat "$work/native.count"; exit 1; }
-node tests/wasm/transcript.mjs build/wasm/transcript.wasm >"$work/wasm" 2>"$work/wasm.count" || { cat "$work/wasm.count"; exit 1; }
+"$native" >"$work/native" 2>"$work/native.count" || { cat "$work/native.count"; exit 1; }
 records=$(cat "$work/native.count")
-if cmp "$work/native" "$work/wasm" && [[ $records == $(cat "$work/wasm.count") ]]; then
-  echo "wasm: transcript of $records results ($(stat -c %s "$work/native") bytes) identical, native vs wasm32"
-  echo "1 passed, 0 failed"
-else
-  echo "wasm: transcripts differ (native $(stat -c %s "$work/native") bytes, wasm $(stat -c %s "$work/wasm") bytes)"
-  echo "0 passed, 1 failed"
-  exit 1
-fi
+passed=0 failed=0
+for module in "$wasm_dir/transcript.wasm" "$wasm_dir/transcript_simd128.wasm"; do
+  if node tests/wasm/transcript.mjs "$module" >"$work/wasm" 2>"$work/wasm.count" &&
+    cmp -s "$work/native" "$work/wasm" && [[ $records == $(cat "$work/wasm.count") ]]; then
+    echo "wasm: transcript of $records results ($(stat -c %s "$work/native") bytes) identical, native ($("$native" --describe)) vs $module"
+    passed=$((passed + 1))
+  else
+    cat "$work/wasm.count"
+    echo "wasm: transcripts differ, native ($(stat -c %s "$work/native") bytes) vs $module ($(stat -c %s "$work/wasm") bytes)"
+    failed=$((failed + 1))
+  fi
+done
+echo "$passed passed, $failed failed"
+[[ $failed == 0 ]]

@@ -78,43 +78,67 @@ INLINE void block(bool q4, const uint8_t *row, size_t b, const v128_t *xs, v128_
   }
 }
 
-/* The activation of block b, split for block(). */
-INLINE void prepare(bool q4, const tl_kern_x *x, size_t b, v128_t *xs, v128_t *bias0,
-                    v128_t *bias1) {
+/* The activation codes of block b, split for block(). */
+INLINE void split_x(bool q4, const tl_kern_x *x, size_t b, v128_t *xs) {
   const int8_t *c = (q4 ? x->q4 : x->q8) + 32 * b;
   split8(wasm_v128_load(c), &xs[0], &xs[1]);
   split8(wasm_v128_load(c + 16), &xs[2], &xs[3]);
-  if (q4) {
-    *bias0 = wasm_v128_load(x->q4_bias + 8 * b);
-    *bias1 = wasm_v128_load(x->q4_bias + 8 * b + 4);
-  }
 }
 
-/* F-4 / F-5 for nr <= ROWS rows: even blocks into a[r][0..1], odd ones
- * into a[r][2..3]. */
-INLINE void rows_quant_n(bool q4, size_t nr, const uint8_t *w, size_t row_bytes, size_t nb,
-                         const tl_kern_x *x, float *y) {
-  v128_t a[ROWS][4], xs[4], bias0 = wasm_i32x4_splat(0), bias1 = bias0;
-  for (size_t r = 0; r < nr; r++)
-    for (int q = 0; q < 4; q++) a[r][q] = wasm_f32x4_splat(0.0f);
-  for (size_t b = 0; b < nb; b++) {
-    v128_t dx = wasm_v128_load32_splat(x->scales + b);
-    prepare(q4, x, b, xs, &bias0, &bias1);
-    /* two branches, so that the accumulators' indices are constants */
-    if (b % 2 == 0)
-      for (size_t r = 0; r < nr; r++) block(q4, w + r * row_bytes, b, xs, bias0, bias1, dx, a[r]);
-    else
-      for (size_t r = 0; r < nr; r++)
-        block(q4, w + r * row_bytes, b, xs, bias0, bias1, dx, a[r] + 2);
+/* Block b of nr <= ROWS rows into a[r][half ..]; xb: its split activation. */
+INLINE void quant_step(bool q4, size_t nr, const uint8_t *w, size_t row_bytes, size_t b,
+                       const v128_t *xb, const tl_kern_x *x, v128_t (*a)[4], int half) {
+  v128_t dx = wasm_v128_load32_splat(x->scales + b), bias0 = dx, bias1 = dx;
+  if (q4) {
+    bias0 = wasm_v128_load(x->q4_bias + 8 * b);
+    bias1 = wasm_v128_load(x->q4_bias + 8 * b + 4);
   }
-  for (size_t r = 0; r < nr; r++) y[r] = tree(a[r]);
+  for (size_t r = 0; r < nr; r++) block(q4, w + r * row_bytes, b, xb, bias0, bias1, dx, a[r] + half);
 }
+
+/* F-4 / F-5, blocks [b0, b1) (b0 even) of nr <= ROWS rows: even blocks
+ * into acc[r][0..1], odd ones into acc[r][2..3], a pair per pass (constant
+ * indices keep the accumulators in registers); xs[b - b0] is block b's
+ * split activation. */
+INLINE void rows_quant_n(bool q4, size_t nr, const uint8_t *w, size_t row_bytes, size_t b0,
+                         size_t b1, const v128_t (*xs)[4], const tl_kern_x *x, v128_t (*acc)[4]) {
+  v128_t a[ROWS][4];
+  size_t b = b0;
+  for (size_t r = 0; r < nr; r++)
+    for (int q = 0; q < 4; q++) a[r][q] = acc[r][q];
+  for (; b + 2 <= b1; b += 2) {
+    quant_step(q4, nr, w, row_bytes, b, xs[b - b0], x, a, 0);
+    quant_step(q4, nr, w, row_bytes, b + 1, xs[b + 1 - b0], x, a, 2);
+  }
+  if (b < b1) quant_step(q4, nr, w, row_bytes, b, xs[b - b0], x, a, 0);
+  for (size_t r = 0; r < nr; r++)
+    for (int q = 0; q < 4; q++) acc[r][q] = a[r][q];
+}
+
+/* The activation is split once per CHUNK blocks and TILE rows (an even
+ * CHUNK keeps each block's parity), not once per row: tiles of rows keep
+ * their accumulators in memory between chunks. */
+#define CHUNK 64 /* 4 KiB of split activation */
+#define TILE 32
 
 INLINE void rows_quant(bool q4, const uint8_t *w, size_t row_bytes, size_t n,
                        const tl_kern_x *x, size_t rows, float *y) {
-  size_t nb = (n + 31) / 32, r = 0;
-  for (; r + ROWS <= rows; r += ROWS) rows_quant_n(q4, ROWS, w + r * row_bytes, row_bytes, nb, x, y + r);
-  for (; r < rows; r++) rows_quant_n(q4, 1, w + r * row_bytes, row_bytes, nb, x, y + r);
+  size_t nb = (n + 31) / 32;
+  v128_t xs[CHUNK][4], acc[TILE][4];
+  for (size_t r0 = 0; r0 < rows; r0 += TILE) {
+    size_t nt = rows - r0 < TILE ? rows - r0 : TILE;
+    for (size_t r = 0; r < nt; r++)
+      for (int q = 0; q < 4; q++) acc[r][q] = wasm_f32x4_splat(0.0f);
+    for (size_t c0 = 0; c0 < nb; c0 += CHUNK) {
+      size_t c1 = nb - c0 < CHUNK ? nb : c0 + CHUNK, r = 0;
+      for (size_t b = c0; b < c1; b++) split_x(q4, x, b, xs[b - c0]);
+      for (; r + ROWS <= nt; r += ROWS)
+        rows_quant_n(q4, ROWS, w + (r0 + r) * row_bytes, row_bytes, c0, c1, xs, x, acc + r);
+      for (; r < nt; r++)
+        rows_quant_n(q4, 1, w + (r0 + r) * row_bytes, row_bytes, c0, c1, xs, x, acc + r);
+    }
+    for (size_t r = 0; r < nt; r++) y[r0 + r] = tree(acc[r]);
+  }
 }
 
 void tl_wasm_rows_q8(const uint8_t *w, size_t row_bytes, size_t n, const tl_kern_x *x,
