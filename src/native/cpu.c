@@ -20,7 +20,7 @@
 #endif
 
 tl_cpu_features tl_native_cpu_features(void) {
-  tl_cpu_features f = {false, false, false, false, false, false, false, false, false};
+  tl_cpu_features f = {false, false, false, false, false, false, false, false, false, false};
 #if TL_CPU_X86
   unsigned a, b, c, d;
   __builtin_cpu_init();
@@ -37,7 +37,9 @@ tl_cpu_features tl_native_cpu_features(void) {
   f.avx512vl = __builtin_cpu_supports("avx512vl") != 0;
 #endif
 #if TL_CPU_ARM64_LINUX
-  f.asimd = (getauxval(AT_HWCAP) & HWCAP_ASIMD) != 0;
+  unsigned long hwcap = getauxval(AT_HWCAP);
+  f.asimd = (hwcap & HWCAP_ASIMD) != 0;
+  f.asimddp = (hwcap & HWCAP_ASIMDDP) != 0;
 #endif
   return f;
 }
@@ -86,6 +88,8 @@ bool tl_native_kernels_supported(tl_kern_isa isa) {
       return f.avx2 && f.avx512f && f.avx512vl && f.avx512bw && f.avx512vnni && f.f16c;
     case TL_KERN_NEON:
       return f.asimd;
+    case TL_KERN_NEON_DOTPROD:
+      return f.asimd && f.asimddp;
     default:
       return false;
   }

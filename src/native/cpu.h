@@ -13,8 +13,8 @@
 
 /* What this CPU, with this operating system, can execute. The AVX and
  * AVX-512 entries are true only when the OS also saves the wider register
- * state; all false off x86-64. asimd (Advanced SIMD, from the kernel's
- * HWCAP) can be true only on aarch64. */
+ * state; all false off x86-64. asimd (Advanced SIMD) and asimddp, from
+ * the kernel's HWCAP, can be true only on aarch64. */
 typedef struct tl_cpu_features {
   bool sse41;
   bool avx2;
@@ -25,6 +25,7 @@ typedef struct tl_cpu_features {
   bool f16c;
   bool sha; /* the SHA extensions (SHA-NI) */
   bool asimd;
+  bool asimddp; /* the dot-product extension (sdot, udot) */
 } tl_cpu_features;
 
 tl_cpu_features tl_native_cpu_features(void);

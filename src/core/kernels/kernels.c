@@ -175,6 +175,8 @@ const tl_kernels *tl_kernels_get(tl_kern_isa isa) {
 #if TL_KERN_HAVE_NEON
     case TL_KERN_NEON:
       return &tl_kernels_neon;
+    case TL_KERN_NEON_DOTPROD:
+      return &tl_kernels_neon_dotprod;
 #endif
 #ifdef __wasm_simd128__
     case TL_KERN_WASM_SIMD128:

@@ -58,6 +58,7 @@ typedef enum tl_kern_isa {
   TL_KERN_AVX512, /* AVX-512 F/VL/BW + VNNI + F16C: x86-64 native builds */
   TL_KERN_WASM_SIMD128, /* wasm SIMD128: wasm32 builds with -msimd128 */
   TL_KERN_NEON,   /* AArch64 Advanced SIMD: aarch64 native builds */
+  TL_KERN_NEON_DOTPROD, /* the same + the dot-product extension (sdot) */
   TL_KERN_ISA_COUNT
 } tl_kern_isa;
 

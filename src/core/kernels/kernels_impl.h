@@ -20,6 +20,7 @@ extern const tl_kernels tl_kernels_avx512;
 #if defined(__aarch64__) && !defined(TL_NO_NEON)
 #define TL_KERN_HAVE_NEON 1
 extern const tl_kernels tl_kernels_neon;
+extern const tl_kernels tl_kernels_neon_dotprod;
 #else
 #define TL_KERN_HAVE_NEON 0
 #endif
