@@ -53,7 +53,7 @@ if (nativePath) {
   const avx2 = {};
   for (const line of readFileSync(nativePath, 'utf8').split('\n')) {
     const m = line.trim().split(/\s+/);
-    if (m[0] === 'avx2' && m.length === 6) avx2[m[1]] = m.slice(2).map(Number);
+    if (m[0] === 'avx2' && m.length >= 6) avx2[m[1]] = m.slice(2, 6).map(Number);
   }
   console.log('\nSIMD128 (node) beside AVX2 (native), GB/s of weights per CPU second, one thread');
   console.log(`${'type'.padEnd(5)} ${'AVX2 hot'.padStart(9)} ${'SIMD128'.padStart(8)} ${'ratio'.padStart(6)}   ${'AVX2 cold'.padStart(9)} ${'SIMD128'.padStart(8)} ${'ratio'.padStart(6)}`);
