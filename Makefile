@@ -289,8 +289,17 @@ AARCH64_NATIVE_TESTS := src/native/kernels_dispatch_test.c src/native/fast_forwa
 aarch64_obj = $(patsubst %.c,$(AARCH64_BUILD)/obj/%.o,$(1))
 AARCH64_LIB := $(call aarch64_obj,$(CORE_PORTABLE) $(CORE_ARM) $(AARCH64_HOST))
 
+# The unit tests again with ASan + UBSan (for the NEON kernels' loads):
+# linked dynamically, qemu runs them with -L /usr/aarch64-linux-gnu (the
+# cross libraries' root).
+AARCH64_ASAN := $(AARCH64_BUILD)/asan
+AARCH64_SAN := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -DTL_DEBUG
+aarch64_asan_obj = $(patsubst %.c,$(AARCH64_ASAN)/obj/%.o,$(1))
+AARCH64_UNIT_SRC := $(CORE_TESTS) $(AARCH64_NATIVE_TESTS) $(HARNESS) $(TEST_SUPPORT) \
+                    tests/harness/main_native.c $(CORE_PORTABLE) $(CORE_ARM) $(AARCH64_HOST)
+
 .PHONY: neon
-neon: $(AARCH64_BUILD)/unit_tests $(AARCH64_BUILD)/transcript
+neon: $(AARCH64_BUILD)/unit_tests $(AARCH64_BUILD)/transcript $(AARCH64_ASAN)/unit_tests
 
 $(AARCH64_BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
@@ -312,6 +321,18 @@ $(AARCH64_BUILD)/transcript: $(call aarch64_obj,tests/wasm/transcript.c \
                                tests/wasm/transcript_native.c tests/support/cbor_gen.c \
                                $(TEST_SUPPORT) $(HARNESS)) $(AARCH64_LIB)
 	$(AARCH64_CC) -static $^ -o $@
+
+$(AARCH64_ASAN)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(AARCH64_CC) $(AARCH64_CFLAGS) $(AARCH64_SAN) -c $< -o $@
+
+$(AARCH64_ASAN)/obj/gen/suites.o: $(AARCH64_BUILD)/gen/suites.c
+	@mkdir -p $(@D)
+	$(AARCH64_CC) $(AARCH64_CFLAGS) $(AARCH64_SAN) -c $< -o $@
+
+$(AARCH64_ASAN)/unit_tests: $(call aarch64_asan_obj,$(AARCH64_UNIT_SRC)) \
+                            $(AARCH64_ASAN)/obj/gen/suites.o
+	$(AARCH64_CC) -fsanitize=address,undefined $^ -o $@
 
 # --- fuzzing -----------------------------------------------------------------
 FUZZ_BUILD := build/fuzz

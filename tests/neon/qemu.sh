@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The aarch64 build (`make neon`, build/aarch64) under qemu-user: both NEON
 # variants (neon, neon-dotprod) against the scalar twins and the fast lane
-# at 1, 2, 3 and 7 threads (unit), and the transcript byte-identical to the
-# x86-64 one, whose fast-lane records ran another variant, on an emulated
-# CPU with the dot-product extension and on one without (identity). qemu
+# at 1, 2, 3 and 7 threads, the kernel suites also under ASan + UBSan
+# (unit); the transcript byte-identical to the x86-64 one, whose fast-lane
+# records ran another variant, on an emulated CPU with the dot-product
+# extension and on one without (identity). qemu
 # emulates AArch64's IEEE arithmetic, fused multiply-add included, so a
 # kernel that fuses shows here as different bits; the identity check also
 # refuses any fused instruction in the core's aarch64 objects outright
@@ -31,6 +32,23 @@ case ${1:-} in
       echo "FAILED: a NEON variant did not run under $qemu"
       exit 1
     fi
+    # the kernel and fast-forward suites again under ASan + UBSan: an
+    # over-read by a NEON load shows here (leak checks need ptrace, which
+    # qemu-user lacks; the native ASan stage checks leaks)
+    pass=0 fail=0
+    for filter in kernel fast_forward; do
+      more=$(ASAN_OPTIONS=detect_leaks=0 "$qemu" -L /usr/aarch64-linux-gnu \
+        build/aarch64/asan/unit_tests "$filter" 2>&1)
+      ((rc |= $?))
+      printf '%s\n' "$more"
+      out+=$'\n'"$more"
+    done
+    # one count line for the stage: the sum of the three runs' lines
+    while read -r p _ f _; do
+      pass=$((pass + p)) fail=$((fail + f))
+    done < <(grep -E '^[0-9]+ passed, [0-9]+ failed$' <<<"$out")
+    echo "neon: unit tests, then the kernel and fast_forward suites under ASan + UBSan"
+    echo "$pass passed, $fail failed"
     exit "$rc"
     ;;
   identity)
