@@ -93,6 +93,7 @@ SLM_OPEN_BENCH := $(BUILD)/slm_open_bench
 FORWARD_BENCH := $(BUILD)/forward_bench
 KERNEL_BENCH := $(BUILD)/kernel_bench
 TRANSCRIPT := $(BUILD)/transcript
+EXAMPLE := $(BUILD)/stream_reply
 
 .PHONY: all native test test-full wasm wasm-modules fuzz fuzz-targets bench clean setup demo demo-train \
         unicode-tables oracle-nfc tokenizer-goldens tok-slm template-goldens \
@@ -102,7 +103,7 @@ TRANSCRIPT := $(BUILD)/transcript
 # does nothing when everything is there), then builds.
 all: setup
 	@$(MAKE) --no-print-directory native
-native: $(LIB) $(CLI) $(UNIT) $(CBOR_TOOL) $(SAMPLER_TOOL) $(HASH_BENCH) $(SLM_OPEN_BENCH) $(FORWARD_BENCH) $(KERNEL_BENCH) $(TRANSCRIPT)
+native: $(LIB) $(CLI) $(UNIT) $(CBOR_TOOL) $(SAMPLER_TOOL) $(HASH_BENCH) $(SLM_OPEN_BENCH) $(FORWARD_BENCH) $(KERNEL_BENCH) $(TRANSCRIPT) $(EXAMPLE)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
@@ -111,7 +112,7 @@ $(BUILD)/obj/%.o: %.c
 # The converter's receipt names the build (never the artifact: same inputs,
 # same bytes from any build of one version).
 BUILD_ID := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
-$(BUILD)/obj/src/native/cmd_convert.o $(BUILD)/obj/src/native/run_common.o \
+$(BUILD)/obj/src/native/cmd_convert.o $(BUILD)/obj/src/native/turn.o \
   $(BUILD)/obj/src/native/cmd_pull.o: \
   CFLAGS += -DTL_BUILD_ID='"$(BUILD_ID)"'
 
@@ -174,6 +175,12 @@ $(BUILD)/mutant%/unit_tests: $(BUILD)/mutant%/kernels.o $(BUILD)/mutant%/paralle
                            $(call obj,$(CORE_TESTS) $(NATIVE_TESTS) $(HARNESS) $(TEST_SUPPORT) \
                              tests/harness/main_native.c) $(BUILD)/obj/gen/suites.o $(LIB)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+# The public API's example (docs/api.md): compiled against include/ alone,
+# so it can use nothing but tinylm.h, and linked with the static library.
+$(EXAMPLE): examples/stream_reply.c include/tinylm.h $(LIB)
+	$(CC) -std=c11 $(CFG_FLAGS) $(WARN) -Iinclude examples/stream_reply.c $(LDFLAGS) $(LIB) \
+	  $(LDLIBS) -o $@
 
 $(CBOR_TOOL): $(call obj,tests/diff/cbor_tool.c tests/support/cbor_gen.c) $(LIB)
 	$(CC) $(LDFLAGS) $^ -o $@

@@ -67,6 +67,230 @@ const char *tl_status_name(tl_status status);
 /* The library's version string, for checking header against library. */
 const char *tl_version(void);
 
+/* ==== The public API (docs/api.md) ========================================
+ * The one entry point for embedders: models, sessions and generations
+ * behind generational handles. Every function returns a tl_status; the
+ * details of a failure (a message, and where a numerical failure happened)
+ * are kept per handle (tl_error_detail). */
+
+/* The ABI this header describes. tl_api_init(TL_ABI_VERSION) must succeed
+ * before any other call below (except tl_abi_version and
+ * tl_error_detail); a library built for another ABI refuses it with
+ * TL_ERR_UNSUPPORTED_ABI, and so does every call before it. */
+#define TL_ABI_VERSION 1u
+uint32_t tl_abi_version(void);
+tl_status tl_api_init(uint32_t abi);
+
+/* Handles: index + generation counter + kind tag in 32 bits. 0 is never a
+ * handle. A handle after its close/free (or after its slot was reused) is
+ * TL_ERR_STALE_HANDLE; one never issued, of another kind, or out of range
+ * is TL_ERR_INVALID_HANDLE. */
+typedef uint32_t tl_model_handle;
+typedef uint32_t tl_session_handle;
+typedef uint32_t tl_generation_handle;
+#define TL_NO_HANDLE 0u
+
+/* What went wrong in the last failed call on a handle (or, for handle
+ * TL_NO_HANDLE, the last failed call of this thread, also the ones that
+ * produced no handle or were given a bad one). */
+typedef struct tl_error {
+  tl_status status; /* TL_OK: nothing failed yet */
+  /* TL_ERR_NUMERICAL_FAILURE: the first non-finite value (stage is a
+   * forward-pass stage name, "" otherwise; layer -1 outside the layers).
+   * TL_ERR_INVALID_UTF8: index is the first invalid byte's offset. */
+  char stage[24];
+  int32_t layer;
+  uint32_t position;
+  uint64_t index;
+  char message[512]; /* NUL-terminated, UTF-8 */
+} tl_error;
+
+/* TL_ERR_INVALID_HANDLE / TL_ERR_STALE_HANDLE for a handle that does not
+ * name a live object (out then describes that); TL_ERR_INVALID_ARGUMENT
+ * when out is NULL. */
+tl_status tl_error_detail(uint32_t handle, tl_error *out);
+
+/* ---- models ---- */
+
+/* Opens a .slm artifact from caller-provided bytes, verified as `tinylm`
+ * verifies a file (container, every section and tensor digest:
+ * TL_ERR_HASH_MISMATCH for a changed byte, TL_ERR_INVALID_MODEL, ...).
+ * The bytes are copied unless flags has TL_OPEN_BORROW: then the caller
+ * keeps them alive and unchanged until the model and every session on it
+ * are closed. */
+#define TL_OPEN_BORROW 1u
+tl_status tl_model_open_bytes(const void *data, size_t len, uint32_t flags,
+                              tl_model_handle *out);
+
+/* The same from a reader: read(ctx, offset, buf, len) fills buf with the
+ * bytes at offset and returns how many it wrote (fewer than len only at
+ * the end of the data), or a negative number on failure (TL_ERR_IO). The
+ * length comes from the artifact's header; the bytes are read once, in
+ * order, into memory the model owns. */
+typedef int64_t (*tl_read_fn)(void *ctx, uint64_t offset, void *buf, size_t len);
+tl_status tl_model_open_reader(tl_read_fn read, void *ctx, tl_model_handle *out);
+
+/* Ends the handle. Sessions opened on the model keep it alive until
+ * they are freed. */
+tl_status tl_model_close(tl_model_handle model);
+
+/* SHA-256 of the artifact's bytes (the artifact id receipts name). */
+tl_status tl_model_artifact_id(tl_model_handle model, uint8_t id[32]);
+
+/* ---- sessions ---- */
+
+enum { TL_LANE_DEFAULT = 0, TL_LANE_SCALAR = 1, TL_LANE_FAST = 2 };
+/* Compute on the model's bytes instead of a copy of the weights (the
+ * fast lane copies them into aligned memory by default). */
+#define TL_SESSION_NO_COPY 1u
+
+/* All zero is the default: fast lane, threads = CPUs online, the model's
+ * context capped at 4096, no memory budget. */
+typedef struct tl_session_options {
+  uint32_t lane;       /* TL_LANE_*: default fast; scalar is the strict lane */
+  uint32_t threads;    /* fast lane threads, 1..256; 0: the CPUs online */
+  uint32_t context;    /* KV cache tokens; 0: max_position_embeddings, at most 4096 */
+  uint32_t flags;      /* TL_SESSION_* */
+  uint64_t mem_budget; /* bytes; 0: none */
+} tl_session_options;
+
+/* The memory a session would take (bytes), without taking it. */
+typedef struct tl_preflight_plan {
+  uint32_t context;
+  uint64_t weights, tokenizer, kv_cache, scratch, logits, sampler, total;
+} tl_preflight_plan;
+
+/* The plan tl_session_new would allocate for these options (what
+ * `tinylm run --preflight` prints); nothing large is allocated.
+ * TL_ERR_CONTEXT_EXCEEDED past the model's max_position_embeddings. */
+tl_status tl_model_preflight(tl_model_handle model, const tl_session_options *opts,
+                             tl_preflight_plan *out);
+
+/* A session: the model on a lane with its KV cache. opts NULL: defaults.
+ * TL_ERR_OUT_OF_MEMORY before allocating when the plan exceeds
+ * mem_budget (the message gives every figure). */
+tl_status tl_session_new(tl_model_handle model, const tl_session_options *opts,
+                         tl_session_handle *out);
+/* Ends the handle; a generation still holding the session keeps it alive
+ * until that generation is freed. */
+tl_status tl_session_free(tl_session_handle session);
+/* Empties the KV cache (the next generation starts at position 0). */
+tl_status tl_session_reset(tl_session_handle session);
+/* Tokens in the KV cache. */
+tl_status tl_session_position(tl_session_handle session, uint32_t *position);
+
+/* ---- text ---- */
+
+/* A conversation as JSON ({"messages": [{"role", "content"}, ...], ...},
+ * as `tinylm render --messages` reads it) rendered through the model's
+ * chat template for a reply (add_generation_prompt defaults to true).
+ * Writes up to cap bytes to out and the full length to *len:
+ * TL_ERR_BOUNDS when cap is too small (call again with *len). *add_gen
+ * (may be NULL) gets whether the generation prompt was added. */
+tl_status tl_model_render(tl_model_handle model, const void *json, size_t json_len,
+                          void *out, size_t cap, size_t *len, int *add_gen);
+
+/* The same from role/content arrays (UTF-8, n messages). */
+typedef struct tl_message {
+  const char *role;
+  const char *content;
+  size_t content_len;
+} tl_message;
+tl_status tl_model_render_messages(tl_model_handle model, const tl_message *messages,
+                                   size_t n, void *out, size_t cap, size_t *len,
+                                   int *add_gen);
+
+/* Token ids of text (validated UTF-8: TL_ERR_INVALID_UTF8, the offset in
+ * the error's index). Writes up to cap ids and the count to *n:
+ * TL_ERR_BOUNDS when cap is too small. */
+tl_status tl_model_encode(tl_model_handle model, const void *text, size_t len,
+                          uint32_t *ids, size_t cap, size_t *n);
+
+/* ---- generations ---- */
+
+/* Streaming callbacks, on the thread that runs the generation; a nonzero
+ * return cancels (TL_ERR_CANCELLED, before the next forward call). */
+typedef int (*tl_token_fn)(void *ctx, uint32_t id);
+typedef int (*tl_text_fn)(void *ctx, const uint8_t *bytes, size_t len);
+
+/* Sampling values not marked in `given` come from the artifact's
+ * generation defaults, else greedy (as `tinylm run` does). */
+enum {
+  TL_GIVEN_TEMPERATURE = 1u << 0,
+  TL_GIVEN_TOP_K = 1u << 1,
+  TL_GIVEN_TOP_P = 1u << 2,
+  TL_GIVEN_MIN_P = 1u << 3,
+  TL_GIVEN_REPEAT_PENALTY = 1u << 4
+};
+/* The prompt follows what the session's cache holds (a conversation's
+ * next turn); without it the cache is emptied first. */
+#define TL_GENERATE_CONTINUE 1u
+
+typedef struct tl_generation_params {
+  /* The prompt: exactly one of text (tokenized as given), messages_json
+   * (rendered as tl_model_render does) or ids (which must be the
+   * tokenizer's encoding of their own bytes, so the receipt can name
+   * them). */
+  const void *text;
+  size_t text_len;
+  const void *messages_json;
+  size_t messages_len;
+  const uint32_t *ids;
+  size_t n_ids;
+  /* Sampling (DESIGN.md §7). */
+  uint32_t given; /* TL_GIVEN_* */
+  double temperature, top_p, min_p, repeat_penalty;
+  uint32_t top_k, repeat_window;
+  uint64_t seed;
+  uint32_t turn; /* numbers the draws: a conversation's turn index */
+  /* Stop rules (EOS always). max_tokens 0: until the context is full. */
+  uint32_t max_tokens;
+  const char *const *stop_strings; /* n_stops strings, each stop_lens[i] bytes */
+  const size_t *stop_lens;         /* NULL: each string is NUL-terminated */
+  size_t n_stops;
+  uint32_t flags; /* TL_GENERATE_* */
+  tl_token_fn on_token;
+  tl_text_fn on_text; /* visible bytes, once they cannot start a stop string */
+  void *ctx;
+} tl_generation_params;
+
+/* A generation on a session (one at a time per session). */
+tl_status tl_generation_new(tl_session_handle session, tl_generation_handle *out);
+
+/* Runs it, once, on the calling thread; returns when a stop rule fired
+ * (TL_OK), or with the failure: TL_ERR_CANCELLED, TL_ERR_NUMERICAL_FAILURE
+ * (where: tl_error_detail), TL_ERR_INVALID_ARGUMENT (params, or the
+ * session busy with another generation), TL_ERR_INVALID_UTF8, ...
+ * A failed generation leaves the session's cache as it was before the
+ * call; the receipt of a generation that ran (also a cancelled one)
+ * is available. */
+tl_status tl_generation_run(tl_generation_handle gen, const tl_generation_params *params);
+
+/* Asks a running (or not yet started) generation to stop: safe from any
+ * thread; the generation polls it before every forward call (every token,
+ * every prefill chunk). */
+tl_status tl_generation_cancel(tl_generation_handle gen);
+
+/* What a generation produced; the pointers stay valid until
+ * tl_generation_free. TL_ERR_INVALID_ARGUMENT before it ran. */
+typedef struct tl_generation_result {
+  const uint32_t *ids;
+  size_t n_ids;
+  const uint8_t *text; /* visible bytes */
+  size_t text_len;
+  const uint8_t *raw; /* raw bytes of every generated token */
+  size_t raw_len;
+  const char *stop; /* "eos", "stop_string", "max_tokens", "context_full", "cancelled" */
+  uint32_t prompt_tokens, position;
+  uint64_t prefill_us, decode_us;
+  const uint8_t *receipt; /* the receipt file (tinylm.receipt/1 CBOR); NULL if none */
+  size_t receipt_len;
+  char receipt_id[65]; /* hex; "" if none */
+} tl_generation_result;
+tl_status tl_generation_result_get(tl_generation_handle gen, tl_generation_result *out);
+
+tl_status tl_generation_free(tl_generation_handle gen);
+
 #ifdef __cplusplus
 }
 #endif

@@ -22,14 +22,13 @@ void tl_native_slm_error(const char *path, const uint8_t *file, size_t len,
              path, tl_status_name(st), at);
 }
 
-tl_status tl_native_model_open(const char *path, tl_native_model *m, char *err,
-                               size_t err_cap) {
+/* Validates and loads the bytes m->view holds (path names them in err);
+ * on failure releases everything, the view included. */
+static tl_status open_loaded(const char *path, tl_native_model *m, char *err,
+                             size_t err_cap) {
   const tl_slm_section *sec;
   size_t at = 0, arena_len;
   tl_status st;
-  memset(m, 0, sizeof *m);
-  st = tl_file_open_view(path, &m->view, err, err_cap);
-  if (st != TL_OK) return st;
   st =
       tl_slm_open(&m->slm, m->view.data, m->view.len, TL_SLM_VERIFY_EAGER, &at);
   if (st != TL_OK) {
@@ -92,6 +91,26 @@ tl_status tl_native_model_open(const char *path, tl_native_model *m, char *err,
 fail:
   tl_native_model_close(m);
   return st;
+}
+
+tl_status tl_native_model_open(const char *path, tl_native_model *m, char *err,
+                               size_t err_cap) {
+  tl_status st;
+  memset(m, 0, sizeof *m);
+  st = tl_file_open_view(path, &m->view, err, err_cap);
+  if (st != TL_OK) return st;
+  return open_loaded(path, m, err, err_cap);
+}
+
+tl_status tl_native_model_open_bytes(const uint8_t *data, size_t len, bool take,
+                                     const char *name, tl_native_model *m,
+                                     char *err, size_t err_cap) {
+  memset(m, 0, sizeof *m);
+  m->view.data = data;
+  m->view.len = len;
+  /* A view with a buffer frees it on close; one without borrows. */
+  if (take) m->view.buffer = (uint8_t *)data;
+  return open_loaded(name, m, err, err_cap);
 }
 
 void tl_native_model_close(tl_native_model *m) {

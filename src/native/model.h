@@ -35,6 +35,13 @@ void tl_native_slm_error(const char *path, const uint8_t *file, size_t len,
  * failure everything is released and err names the path and the reason. */
 tl_status tl_native_model_open(const char *path, tl_native_model *m, char *err,
                                size_t err_cap);
+/* The same over bytes already in memory (the public API's models): name
+ * stands for the path in err. take: data is malloc'd and the model frees
+ * it on close (also when the open fails); otherwise the caller keeps the
+ * bytes unchanged until after tl_native_model_close. */
+tl_status tl_native_model_open_bytes(const uint8_t *data, size_t len, bool take,
+                                     const char *name, tl_native_model *m,
+                                     char *err, size_t err_cap);
 void tl_native_model_close(tl_native_model *m);
 
 #endif

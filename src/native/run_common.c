@@ -6,7 +6,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -15,11 +14,8 @@
 #include "receipt.h"
 #include "sample/sampler.h"
 #include "tok/tokenizer.h"
+#include "turn.h"
 #include "utf8.h"
-
-#ifndef TL_BUILD_ID
-#define TL_BUILD_ID "unknown"
-#endif
 
 volatile int tl_run_interrupted;
 
@@ -181,19 +177,14 @@ tl_status tl_run_receipt_check(const tl_run_options *o, char *err, size_t cap) {
   return tl_file_output_check(o->receipt, inputs, 3, o->force, NULL, err, cap);
 }
 
-/* The sampler as the generation loop's choose callback. */
-typedef struct chooser {
-  tl_session *s;
-  const tl_sampler_profile *profile;
-  uint64_t seed;
-  uint32_t turn;
-  uint32_t *history; /* prompt, then generated */
-  size_t n_prompt;
+/* What the turn's callbacks report to: the terminal and the logprobs. */
+typedef struct streamer {
+  FILE *out;
+  bool json;
   uint32_t logprobs;
   json_t *logprob_rows; /* NULL unless --logprobs */
-  tl_status fault_status;
-  tl_sample_result last;
-} chooser;
+  tl_cli_progress progress;
+} streamer;
 
 /* log-softmax of the raw logits (f64), top K alternatives. */
 static json_t *logprob_row(const float *logits, size_t n, uint32_t chosen,
@@ -221,38 +212,11 @@ static json_t *logprob_row(const float *logits, size_t n, uint32_t chosen,
                    (double)logits[chosen] - lse, "top", top);
 }
 
-static tl_status choose(void *ctx, const float *logits, size_t vocab,
-                        const uint32_t *generated, size_t step, uint32_t *id) {
-  chooser *c = ctx;
-  tl_sample_input in;
-  tl_status st;
-  memcpy(c->history + c->n_prompt, generated, step * sizeof *generated);
-  in.logits = logits;
-  in.n = vocab;
-  in.history = c->history;
-  in.n_history = c->n_prompt + step;
-  in.n_generated = (uint32_t)step;
-  in.pos.seed = c->seed;
-  in.pos.draw = 0;
-  in.pos.token = (uint32_t)step;
-  in.pos.turn = c->turn;
-  in.pos.stream = 0;
-  st = tl_sample(c->profile, &in, &c->s->sampler_scratch, NULL, &c->last);
-  if (st != TL_OK) return c->fault_status = st;
-  *id = c->last.id;
-  if (c->logprob_rows != NULL)
-    json_array_append_new(c->logprob_rows, logprob_row(logits, vocab, *id, c->logprobs));
-  return TL_OK;
+static void on_choice(void *ctx, const float *logits, size_t vocab, uint32_t id) {
+  streamer *sm = ctx;
+  if (sm->logprob_rows != NULL)
+    json_array_append_new(sm->logprob_rows, logprob_row(logits, vocab, id, sm->logprobs));
 }
-
-typedef struct streamer {
-  FILE *out;
-  bool json;
-  uint64_t prefill_done_us; /* when the last prompt chunk completed */
-  tl_cli_progress progress;
-} streamer;
-
-static uint64_t now_us(void);
 
 static void on_visible(void *ctx, const uint8_t *bytes, size_t n) {
   streamer *st = ctx;
@@ -263,7 +227,6 @@ static void on_visible(void *ctx, const uint8_t *bytes, size_t n) {
 
 static void on_prefill(void *ctx, size_t done, size_t total) {
   streamer *st = ctx;
-  if (done == total) st->prefill_done_us = now_us();
   /* Progress for long prefills only. */
   if (total <= 64) return;
   tl_cli_progress_update(&st->progress, "tokens", done, total, 0, 0);
@@ -273,12 +236,6 @@ static void on_prefill(void *ctx, size_t done, size_t total) {
 static bool cancelled(void *ctx) {
   (void)ctx;
   return tl_run_interrupted != 0;
-}
-
-static uint64_t now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
 /* Bytes as a JSON string, each maximal ill-formed UTF-8 subpart replaced
@@ -356,100 +313,45 @@ int tl_run_generate(tl_session *s, const tl_run_options *o, const char *mode,
                     bool add_generation_prompt, const uint8_t *prompt_bytes, size_t prompt_len,
                     const uint32_t *ids, size_t n, uint32_t turn, FILE *out,
                     tl_turn_out *turn_out) {
-  tl_sampler_profile profile = tl_sampler_profile_default(s->defined_ids);
+  tl_turn_params tp;
+  tl_turn t;
   tl_sampler_field field;
-  tl_gen_params gp;
-  tl_gen_result r;
-  chooser ch;
-  streamer sm = {out, o->json, 0, {0}};
+  streamer sm = {out, o->json, o->logprobs, NULL, {0}};
   const uint8_t *stops[TL_RUN_MAX_STOPS];
-  size_t stop_lens[TL_RUN_MAX_STOPS], raw_cap;
-  uint32_t position = s->cache.len, max_new = o->max_new;
-  uint64_t t0, t1, t2;
+  size_t stop_lens[TL_RUN_MAX_STOPS];
   struct sigaction sa, old;
+  char err[512];
   tl_status st;
   int rc = TL_EXIT_OK;
-  profile.temperature = o->temperature;
-  profile.top_k = o->top_k;
-  profile.top_p = o->top_p;
-  profile.min_p = o->min_p;
-  profile.repeat_penalty = o->repeat_penalty;
-  /* Flags not given take the artifact's generation defaults (the
-   * publisher's generation_config.json); do_sample false means greedy. */
-  if (!(o->given & TL_RUN_GIVEN_TEMPERATURE)) {
-    if (s->gen.has_do_sample && !s->gen.do_sample) profile.temperature = 0.0;
-    else if (s->gen.has_temperature) profile.temperature = s->gen.temperature;
-  }
-  if (!(o->given & TL_RUN_GIVEN_TOP_K) && s->gen.has_top_k) profile.top_k = s->gen.top_k;
-  if (!(o->given & TL_RUN_GIVEN_TOP_P) && s->gen.has_top_p) profile.top_p = s->gen.top_p;
-  if (!(o->given & TL_RUN_GIVEN_MIN_P) && s->gen.has_min_p) profile.min_p = s->gen.min_p;
-  if (!(o->given & TL_RUN_GIVEN_REPEAT_PENALTY) && s->gen.has_repeat_penalty)
-    profile.repeat_penalty = s->gen.repeat_penalty;
-  profile.repeat_window = o->repeat_window;
-  profile.eos = s->eos;
-  profile.n_eos = s->n_eos;
-  if (tl_sampler_profile_check(&profile, &field) != TL_OK) {
-    /* The flags were checked: what is left came from the artifact. */
-    const char *range, *flag = field_flag(field, &range);
-    if (flag != NULL)
-      return tl_cli_fail(o->json, TL_ERR_INVALID_MODEL,
-                         "the artifact's generation default for %s is not %s "
-                         "(give %s to override it)", flag, range, flag);
-    return tl_cli_fail(o->json, TL_ERR_INVALID_MODEL,
-                       "the artifact's EOS set or vocabulary is not a valid "
-                       "sampler profile (field %d)", (int)field);
-  }
-  if (max_new == 0) { /* no cap: until the context is full */
-    uint64_t room;
-    if ((uint64_t)position + n > s->context)
-      return tl_cli_fail(o->json, TL_ERR_CONTEXT_EXCEEDED,
-                         "the prompt (%zu tokens at position %u) exceeds the "
-                         "context (%u tokens)", n, position, s->context);
-    room = (uint64_t)s->context - position - n;
-    /* The last token is sampled without being fed: room + 1 can be
-     * generated; one more lets the context stop, not -n, end the reply. */
-    max_new = room + 2 < UINT32_MAX ? (uint32_t)(room + 2) : UINT32_MAX;
-  }
-  raw_cap = s->max_token_bytes * (size_t)max_new + 256;
   for (size_t i = 0; i < o->n_stops; i++) {
     stops[i] = (const uint8_t *)o->stops[i];
     stop_lens[i] = strlen(o->stops[i]);
   }
-  memset(&ch, 0, sizeof ch);
-  ch.s = s;
-  ch.profile = &profile;
-  ch.seed = o->seed;
-  ch.turn = turn;
-  ch.n_prompt = n;
-  ch.logprobs = o->logprobs;
-  ch.logprob_rows = o->logprobs ? json_array() : NULL;
-  ch.history = malloc((n + max_new) * sizeof *ch.history);
-  memset(&r, 0, sizeof r);
-  r.ids = malloc(max_new * sizeof *r.ids);
-  r.ids_cap = max_new;
-  r.raw = malloc(raw_cap);
-  r.raw_cap = raw_cap;
-  r.visible = malloc(raw_cap);
-  r.visible_cap = raw_cap;
-  if (ch.history == NULL || r.ids == NULL || r.raw == NULL || r.visible == NULL) {
-    rc = tl_cli_fail(o->json, TL_ERR_OUT_OF_MEMORY, "out of memory");
-    goto done;
-  }
-  memcpy(ch.history, ids, n * sizeof *ids);
-  memset(&gp, 0, sizeof gp);
-  gp.max_new = max_new;
-  gp.eos = s->eos;
-  gp.n_eos = s->n_eos;
-  gp.stops = stops;
-  gp.stop_lens = stop_lens;
-  gp.n_stops = o->n_stops;
-  gp.prefill_chunk = s->prefill_chunk;
-  gp.choose = choose;
-  gp.choose_ctx = &ch;
-  gp.on_visible = on_visible;
-  gp.on_prefill = on_prefill;
-  gp.cancelled = cancelled;
-  gp.cb_ctx = &sm;
+  memset(&tp, 0, sizeof tp);
+  tp.temperature = o->temperature;
+  tp.top_k = o->top_k;
+  tp.top_p = o->top_p;
+  tp.min_p = o->min_p;
+  tp.repeat_penalty = o->repeat_penalty;
+  tp.repeat_window = o->repeat_window;
+  tp.given = o->given & (TL_RUN_GIVEN_TEMPERATURE | TL_RUN_GIVEN_TOP_K | TL_RUN_GIVEN_TOP_P |
+                         TL_RUN_GIVEN_MIN_P | TL_RUN_GIVEN_REPEAT_PENALTY);
+  tp.seed = o->seed;
+  tp.turn = turn;
+  tp.max_new = o->max_new;
+  tp.stops = stops;
+  tp.stop_lens = stop_lens;
+  tp.n_stops = o->n_stops;
+  tp.mode = mode;
+  tp.add_generation_prompt = add_generation_prompt;
+  tp.prompt_bytes = prompt_bytes;
+  tp.prompt_len = prompt_len;
+  tp.on_visible = on_visible;
+  tp.on_prefill = on_prefill;
+  tp.cancelled = cancelled;
+  tp.on_choice = on_choice;
+  tp.cb_ctx = &sm;
+  sm.logprob_rows = o->logprobs ? json_array() : NULL;
   /* --json keeps stderr quiet unless --progress asks. */
   tl_cli_progress_begin(&sm.progress, "prefill", o->progress);
   if (o->json && !o->progress) sm.progress.on = false;
@@ -457,113 +359,90 @@ int tl_run_generate(tl_session *s, const tl_run_options *o, const char *mode,
   sa.sa_handler = on_sigint;
   sigaction(SIGINT, &sa, &old);
   tl_run_interrupted = 0;
-  t0 = now_us();
-  st = tl_generate(&s->qwen, &s->cache, s->model.tok, ids, n, &gp, &s->arena,
-                   s->logits, &r);
-  t2 = now_us();
+  st = tl_turn_run(s, &tp, ids, n, &t, &field, err, sizeof err);
   sigaction(SIGINT, &old, NULL);
-  /* Prefill ends when the last prompt chunk's forward pass completed. */
-  t1 = sm.prefill_done_us ? sm.prefill_done_us : t2;
-  if (!o->json && r.stop != TL_STOP_CANCELLED) fputc('\n', out);
+  if (st == TL_ERR_INVALID_MODEL) {
+    /* The flags were checked: what is left came from the artifact. */
+    const char *range, *flag = field_flag(field, &range);
+    rc = flag != NULL
+             ? tl_cli_fail(o->json, st,
+                           "the artifact's generation default for %s is not %s "
+                           "(give %s to override it)", flag, range, flag)
+             : tl_cli_fail(o->json, st,
+                           "the artifact's EOS set or vocabulary is not a valid "
+                           "sampler profile (field %d)", (int)field);
+    goto done;
+  }
+  if (st != TL_OK) {
+    rc = tl_cli_fail(o->json, st, "%s", err);
+    goto done;
+  }
+  if (!o->json && t.r.stop != TL_STOP_CANCELLED) fputc('\n', out);
   {
-    const uint8_t *artifact_id = NULL;
-    tl_status ids_st = tl_session_artifact_id(s, &artifact_id);
-    tl_run_facts f = {.artifact_id = artifact_id,
-                      .slm = &s->model.slm,
-                      .build_id = TL_BUILD_ID,
-                      .prompt_mode = mode,
-                      .add_generation_prompt = add_generation_prompt,
-                      .prompt_bytes = prompt_bytes,
-                      .prompt_len = prompt_len,
-                      .prompt_ids = ids,
-                      .n_prompt = n,
-                      .position = position,
-                      .profile = &profile,
-                      .seed = o->seed,
-                      .turn = turn,
-                      .ids = r.ids,
-                      .n_ids = r.n_ids,
-                      .raw = r.raw,
-                      .raw_len = r.raw_len,
-                      .stop = tl_stop_reason_name(r.stop),
-                      .error = st == TL_OK ? NULL : tl_status_name(st),
-                      .max_new = gp.max_new,
-                      .stops = gp.stops,
-                      .stop_lens = gp.stop_lens,
-                      .n_stops = gp.n_stops,
-                      .prefill_us = t1 - t0,
-                      .decode_us = t2 - t1,
-                      .isa = tl_native_lane_isa(&s->lane),
-                      .threads = tl_native_lane_threads(&s->lane),
-                      .backend = s->lane.fast ? "fast" : "scalar",
-                      .numerical_profile = tl_native_lane_profile(&s->lane)};
-    uint8_t *doc = NULL, root[32] = {0};
-    size_t doc_len = 0;
-    char root_hex[65], err[512];
-    tl_status rs = ids_st != TL_OK ? ids_st : tl_run_receipt(&f, &doc, &doc_len, root);
+    const tl_gen_result *r = &t.r;
+    char root_hex[65];
+    tl_status rs = t.receipt_status;
+    double prefill_tps = t.prefill_us ? n / (t.prefill_us / 1e6) : 0.0;
+    double decode_tps = (t.decode_us && r->n_ids > 1) ? (r->n_ids - 1) / (t.decode_us / 1e6) : 0.0;
     /* Checked again at the write: the file may have appeared meanwhile. */
     if (rs == TL_OK && o->receipt != NULL)
       rs = tl_run_receipt_check(o, err, sizeof err);
     if (rs == TL_OK && o->receipt != NULL)
-      rs = tl_file_write_atomic(o->receipt, doc, doc_len, err, sizeof err);
-    free(doc);
-    tl_cli_hex(root, 32, root_hex);
-    if (st == TL_ERR_NUMERICAL_FAILURE) {
-      rc = tl_cli_fail(o->json, st,
+      rs = tl_file_write_atomic(o->receipt, t.receipt, t.receipt_len, err, sizeof err);
+    else if (t.receipt_status != TL_OK)
+      snprintf(err, sizeof err, "%s", tl_status_name(rs));
+    tl_cli_hex(t.receipt_id, 32, root_hex);
+    if (t.status == TL_ERR_NUMERICAL_FAILURE) {
+      rc = tl_cli_fail(o->json, t.status,
                        "generation failed after %zu tokens: non-finite value at stage %s, "
                        "layer %d, position %u, index %zu",
-                       r.n_ids, tl_qwen3_stage_name(r.fault.stage), (int)r.fault.layer,
-                       r.fault.pos, r.fault.index);
-    } else if (st != TL_OK) {
-      rc = tl_cli_fail(o->json, st, "generation failed after %zu tokens", r.n_ids);
+                       r->n_ids, tl_qwen3_stage_name(r->fault.stage), (int)r->fault.layer,
+                       r->fault.pos, r->fault.index);
+    } else if (t.status != TL_OK) {
+      rc = tl_cli_fail(o->json, t.status, "generation failed after %zu tokens", r->n_ids);
     } else if (rs != TL_OK) {
       rc = tl_cli_fail(o->json, rs, "cannot write the receipt: %s", err);
     } else if (o->json) {
       json_t *doc_json = json_pack(
           "{s:o,s:o,s:o,s:s,s:I,s:I,s:s,s:{s:f,s:f}}", "ids",
-          ids_json(r.ids, r.n_ids), "text", tl_json_lossy_string(r.visible, r.visible_len),
-          "raw_hex", hex_json(r.raw, r.raw_len), "stop", tl_stop_reason_name(r.stop),
-          "prompt_tokens", (json_int_t)n, "position", (json_int_t)position,
-          "receipt_id", root_hex, "timings", "prefill_tokens_per_s",
-          (t1 > t0) ? n / ((t1 - t0) / 1e6) : 0.0, "decode_tokens_per_s",
-          (t2 > t1 && r.n_ids > 1) ? (r.n_ids - 1) / ((t2 - t1) / 1e6) : 0.0);
+          ids_json(r->ids, r->n_ids), "text", tl_json_lossy_string(r->visible, r->visible_len),
+          "raw_hex", hex_json(r->raw, r->raw_len), "stop", tl_stop_reason_name(r->stop),
+          "prompt_tokens", (json_int_t)n, "position", (json_int_t)t.position,
+          "receipt_id", root_hex, "timings", "prefill_tokens_per_s", prefill_tps,
+          "decode_tokens_per_s", decode_tps);
       char *text;
-      if (ch.logprob_rows != NULL) {
-        json_object_set_new(doc_json, "logprobs", ch.logprob_rows);
-        ch.logprob_rows = NULL;
+      if (sm.logprob_rows != NULL) {
+        json_object_set_new(doc_json, "logprobs", sm.logprob_rows);
+        sm.logprob_rows = NULL;
       }
       text = json_dumps(doc_json, JSON_COMPACT);
       fprintf(out, "%s\n", text);
       free(text);
       json_decref(doc_json);
     } else {
-      if (ch.logprob_rows != NULL) print_logprobs(out, s, ch.logprob_rows);
+      if (sm.logprob_rows != NULL) print_logprobs(out, s, sm.logprob_rows);
       fprintf(stderr,
               "[%s after %zu tokens; prefill %zu tokens %.2f tokens/s, decode "
               "%.2f tokens/s; receipt %s%s%s]\n",
-              tl_stop_reason_name(r.stop), r.n_ids, n,
-              (t1 > t0) ? n / ((t1 - t0) / 1e6) : 0.0,
-              (t2 > t1 && r.n_ids > 1) ? (r.n_ids - 1) / ((t2 - t1) / 1e6) : 0.0,
-              root_hex, o->receipt ? " in " : "", o->receipt ? o->receipt : "");
+              tl_stop_reason_name(r->stop), r->n_ids, n, prefill_tps, decode_tps, root_hex,
+              o->receipt ? " in " : "", o->receipt ? o->receipt : "");
     }
   }
-  if (turn_out != NULL && st == TL_OK) {
-    turn_out->ids = malloc((r.n_ids ? r.n_ids : 1) * sizeof *r.ids);
-    turn_out->visible = malloc(r.visible_len + 1);
+  if (turn_out != NULL && t.status == TL_OK) {
+    const tl_gen_result *r = &t.r;
+    turn_out->ids = malloc((r->n_ids ? r->n_ids : 1) * sizeof *r->ids);
+    turn_out->visible = malloc(r->visible_len + 1);
     if (turn_out->ids != NULL && turn_out->visible != NULL) {
-      memcpy(turn_out->ids, r.ids, r.n_ids * sizeof *r.ids);
-      memcpy(turn_out->visible, r.visible, r.visible_len);
-      turn_out->visible[r.visible_len] = '\0';
-      turn_out->n_ids = r.n_ids;
-      turn_out->visible_len = r.visible_len;
-      turn_out->stop = (int)r.stop;
+      memcpy(turn_out->ids, r->ids, r->n_ids * sizeof *r->ids);
+      memcpy(turn_out->visible, r->visible, r->visible_len);
+      turn_out->visible[r->visible_len] = '\0';
+      turn_out->n_ids = r->n_ids;
+      turn_out->visible_len = r->visible_len;
+      turn_out->stop = (int)r->stop;
     }
   }
+  tl_turn_free(&t);
 done:
-  json_decref(ch.logprob_rows);
-  free(ch.history);
-  free(r.ids);
-  free(r.raw);
-  free(r.visible);
+  json_decref(sm.logprob_rows);
   return rc;
 }

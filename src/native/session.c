@@ -112,14 +112,12 @@ static size_t bind_bytes(const tl_slm_tensors *t) {
   return (t->n / 11 + 1) * sizeof(tl_qwen3_layer) + (64u << 10);
 }
 
-tl_status tl_session_open(tl_session *s, const char *path, char *err,
-                          size_t err_cap) {
+/* Binds the weights of the open s->model (path names it in err); on
+ * failure everything is released. */
+static tl_status bind_model(tl_session *s, const char *path, char *err,
+                            size_t err_cap) {
   tl_status st;
   size_t bytes;
-  memset(s, 0, sizeof *s);
-  snprintf(s->path, sizeof s->path, "%s", path);
-  st = tl_native_model_open(path, &s->model, err, err_cap);
-  if (st != TL_OK) return st;
   if (!s->model.has_tensors) {
     snprintf(err, err_cap, "%s: a tokenizer-only artifact has no weights", path);
     st = TL_ERR_INVALID_MODEL;
@@ -153,6 +151,27 @@ tl_status tl_session_open(tl_session *s, const char *path, char *err,
 fail:
   tl_session_close(s);
   return st;
+}
+
+tl_status tl_session_open(tl_session *s, const char *path, char *err,
+                          size_t err_cap) {
+  tl_status st;
+  memset(s, 0, sizeof *s);
+  snprintf(s->path, sizeof s->path, "%s", path);
+  st = tl_native_model_open(path, &s->model, err, err_cap);
+  if (st != TL_OK) return st;
+  return bind_model(s, path, err, err_cap);
+}
+
+tl_status tl_session_open_shared(tl_session *s, const tl_native_model *m,
+                                 const char *name, char *err, size_t err_cap) {
+  memset(s, 0, sizeof *s);
+  snprintf(s->path, sizeof s->path, "%s", name);
+  /* A shallow copy: the tokenizer, template and tensors stay m's, which
+   * nothing here writes to. */
+  s->model = *m;
+  s->shared_model = true;
+  return bind_model(s, name, err, err_cap);
 }
 
 tl_status tl_session_lane(tl_session *s, const tl_lane_options *o, char *err,
@@ -224,7 +243,7 @@ tl_status tl_session_artifact_id(tl_session *s, const uint8_t **id) {
 
 void tl_session_close(tl_session *s) {
   tl_native_lane_stop(&s->lane);
-  tl_native_model_close(&s->model);
+  if (!s->shared_model) tl_native_model_close(&s->model);
   free(s->bind_mem);
   free(s->arena_mem);
   free(s->sampler_mem);

@@ -42,6 +42,7 @@ typedef struct tl_gen_defaults {
 
 typedef struct tl_session {
   tl_native_model model;
+  bool shared_model; /* model is another owner's (tl_session_open_shared) */
   char path[4096];
   bool has_artifact_id;
   uint8_t artifact_id[32]; /* SHA-256 of the file, once computed */
@@ -68,6 +69,13 @@ typedef struct tl_session {
 /* On failure everything is released and err says why. */
 tl_status tl_session_open(tl_session *s, const char *path, char *err,
                           size_t err_cap);
+
+/* The same over a model opened elsewhere (the public API's model handle,
+ * which several sessions share), without verifying it again: m must stay
+ * open until after tl_session_close, which leaves it open. name stands
+ * for the path in err and receipts' error texts. */
+tl_status tl_session_open_shared(tl_session *s, const tl_native_model *m,
+                                 const char *name, char *err, size_t err_cap);
 
 /* Puts the model on the lane o asks for (lane.h): once, before planning.
  * On failure the model stays on the strict lane and err says why. */

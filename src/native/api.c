@@ -1,0 +1,826 @@
+/* The public API (include/tinylm.h, docs/api.md) on the native host:
+ * handle tables (src/core/api/handle.h) behind one mutex, objects that
+ * live while a handle or a user holds them, and the glue to the session,
+ * rendering, encoding and the generation turn that the CLI uses too.
+ *
+ * Lifetimes: each object counts its references (its handle, the objects
+ * built on it, the calls in flight). Closing ends the handle at once, so a
+ * later use is TL_ERR_STALE_HANDLE; the object goes when the last
+ * reference does. The mutex guards the tables, the counts, the error
+ * records and the busy flags, never a long computation. */
+#define _POSIX_C_SOURCE 200809L
+#include <jansson.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/handle.h"
+#include "chat_render.h"
+#include "cli.h"
+#include "encoder.h"
+#include "kernels/parallel.h"
+#include "model.h"
+#include "session.h"
+#include "tinylm.h"
+#include "turn.h"
+
+/* Objects of every kind start with this. */
+typedef struct api_obj {
+  uint32_t refs;
+  tl_error err;
+  void (*destroy)(struct api_obj *o);
+} api_obj;
+
+typedef struct api_model {
+  api_obj o;
+  tl_native_model m;
+} api_model;
+
+typedef struct api_session {
+  api_obj o;
+  api_model *model; /* a reference */
+  tl_session s;
+  bool busy; /* a generation runs on it */
+} api_session;
+
+typedef struct api_gen {
+  api_obj o;
+  api_session *session; /* a reference */
+  atomic_int cancel;
+  int state;  /* 0 new, 1 running or refused, 2 ran (under g_lock) */
+  bool ran;   /* the turn ran (run_turn's thread) */
+  tl_turn t;
+  size_t n_prompt;
+  char receipt_hex[65];
+  const tl_generation_params *p; /* while running */
+} api_gen;
+
+#define MAX_MODELS 64
+#define MAX_SESSIONS 256
+#define MAX_GENERATIONS 1024
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_bool g_init;
+static bool g_tables_ready;
+static tl_handle_slot g_model_slots[MAX_MODELS], g_session_slots[MAX_SESSIONS],
+    g_gen_slots[MAX_GENERATIONS];
+static tl_handle_table g_tables[4]; /* indexed by kind */
+static _Thread_local tl_error t_last;
+
+uint32_t tl_abi_version(void) { return TL_ABI_VERSION; }
+
+/* Records a failure on o (may be NULL) and as this thread's last. */
+static tl_status fail_at(api_obj *o, tl_status st, const tl_qwen3_fault *fault,
+                         uint64_t index, const char *fmt, ...) {
+  tl_error e;
+  va_list ap;
+  memset(&e, 0, sizeof e);
+  e.status = st;
+  e.layer = -1;
+  e.index = index;
+  if (fault != NULL) {
+    snprintf(e.stage, sizeof e.stage, "%s", tl_qwen3_stage_name(fault->stage));
+    e.layer = fault->layer;
+    e.position = fault->pos;
+    e.index = fault->index;
+  }
+  va_start(ap, fmt);
+  vsnprintf(e.message, sizeof e.message, fmt, ap);
+  va_end(ap);
+  t_last = e;
+  if (o != NULL) {
+    pthread_mutex_lock(&g_lock);
+    o->err = e;
+    pthread_mutex_unlock(&g_lock);
+  }
+  return st;
+}
+
+#define FAIL(o, st, ...) fail_at((o), (st), NULL, 0, __VA_ARGS__)
+
+static tl_status handle_fail(tl_status st, uint32_t h) {
+  return FAIL(NULL, st, "handle 0x%08x %s", (unsigned)h,
+              st == TL_ERR_STALE_HANDLE ? "was closed (or its slot reused)"
+                                        : "was never issued (or is of another kind)");
+}
+
+tl_status tl_api_init(uint32_t abi) {
+  if (abi != TL_ABI_VERSION)
+    return FAIL(NULL, TL_ERR_UNSUPPORTED_ABI,
+                "the caller was built for ABI %u; this library (%s) has ABI %u",
+                (unsigned)abi, TL_VERSION_STRING, (unsigned)TL_ABI_VERSION);
+  pthread_mutex_lock(&g_lock);
+  if (!g_tables_ready) {
+    tl_handle_table_init(&g_tables[TL_HANDLE_MODEL], TL_HANDLE_MODEL, g_model_slots, MAX_MODELS);
+    tl_handle_table_init(&g_tables[TL_HANDLE_SESSION], TL_HANDLE_SESSION, g_session_slots,
+                         MAX_SESSIONS);
+    tl_handle_table_init(&g_tables[TL_HANDLE_GENERATION], TL_HANDLE_GENERATION, g_gen_slots,
+                         MAX_GENERATIONS);
+    g_tables_ready = true;
+  }
+  pthread_mutex_unlock(&g_lock);
+  atomic_store(&g_init, true);
+  return TL_OK;
+}
+
+static tl_status check_init(void) {
+  if (atomic_load(&g_init)) return TL_OK;
+  return FAIL(NULL, TL_ERR_UNSUPPORTED_ABI,
+              "tl_api_init(TL_ABI_VERSION) has not succeeded: no ABI agreed");
+}
+
+/* A reference to the live object behind h (of kind), or the typed error. */
+static tl_status acquire(uint32_t kind, uint32_t h, void **out) {
+  void *obj = NULL;
+  tl_status st = check_init();
+  if (st != TL_OK) return st;
+  pthread_mutex_lock(&g_lock);
+  st = tl_handle_get(&g_tables[kind], h, &obj);
+  if (st == TL_OK) ((api_obj *)obj)->refs++;
+  pthread_mutex_unlock(&g_lock);
+  if (st != TL_OK) return handle_fail(st, h);
+  *out = obj;
+  return TL_OK;
+}
+
+static void drop(api_obj *o) {
+  bool last;
+  if (o == NULL) return;
+  pthread_mutex_lock(&g_lock);
+  last = --o->refs == 0;
+  pthread_mutex_unlock(&g_lock);
+  if (last) o->destroy(o);
+}
+
+/* Gives o (holding one reference, for the handle) a handle. */
+static tl_status issue(uint32_t kind, api_obj *o, uint32_t *out) {
+  tl_status st;
+  pthread_mutex_lock(&g_lock);
+  st = tl_handle_issue(&g_tables[kind], o, out);
+  pthread_mutex_unlock(&g_lock);
+  if (st != TL_OK) {
+    o->destroy(o);
+    return FAIL(NULL, st, "too many open handles of this kind");
+  }
+  return TL_OK;
+}
+
+/* Ends handle h of kind and drops the handle's reference. */
+static tl_status close_handle(uint32_t kind, uint32_t h) {
+  void *obj = NULL;
+  tl_status st = check_init();
+  if (st != TL_OK) return st;
+  pthread_mutex_lock(&g_lock);
+  st = tl_handle_release(&g_tables[kind], h, &obj);
+  pthread_mutex_unlock(&g_lock);
+  if (st != TL_OK) return handle_fail(st, h);
+  drop(obj);
+  return TL_OK;
+}
+
+tl_status tl_error_detail(uint32_t handle, tl_error *out) {
+  uint32_t kind = handle >> TL_HANDLE_KIND_SHIFT;
+  void *obj = NULL;
+  tl_status st;
+  if (out == NULL) return TL_ERR_INVALID_ARGUMENT;
+  if (handle == TL_NO_HANDLE) {
+    *out = t_last;
+    return TL_OK;
+  }
+  if (!atomic_load(&g_init) || kind == 0) {
+    st = TL_ERR_INVALID_HANDLE;
+  } else {
+    pthread_mutex_lock(&g_lock);
+    st = tl_handle_get(&g_tables[kind], handle, &obj);
+    if (st == TL_OK) *out = ((api_obj *)obj)->err;
+    pthread_mutex_unlock(&g_lock);
+  }
+  if (st != TL_OK) {
+    memset(out, 0, sizeof *out);
+    out->status = st;
+    out->layer = -1;
+    snprintf(out->message, sizeof out->message, "handle 0x%08x %s", (unsigned)handle,
+             st == TL_ERR_STALE_HANDLE ? "was closed (or its slot reused)"
+                                       : "was never issued (or is of another kind)");
+  }
+  return st;
+}
+
+/* ---- models ---- */
+
+static void model_destroy(api_obj *o) {
+  api_model *m = (api_model *)o;
+  tl_native_model_close(&m->m);
+  free(m);
+}
+
+/* Opens bytes (taken: malloc'd, freed by the model) as a model handle. */
+static tl_status model_open(const uint8_t *data, size_t len, bool take, tl_model_handle *out) {
+  api_model *m = calloc(1, sizeof *m);
+  char err[512];
+  tl_status st;
+  if (m == NULL) {
+    if (take) free((void *)data);
+    return FAIL(NULL, TL_ERR_OUT_OF_MEMORY, "out of memory");
+  }
+  m->o.refs = 1;
+  m->o.destroy = model_destroy;
+  st = tl_native_model_open_bytes(data, len, take, "model", &m->m, err, sizeof err);
+  if (st == TL_OK && !m->m.has_tensors) {
+    tl_native_model_close(&m->m);
+    snprintf(err, sizeof err, "model: a tokenizer-only artifact has no weights");
+    st = TL_ERR_INVALID_MODEL;
+  }
+  if (st != TL_OK) {
+    free(m);
+    return FAIL(NULL, st, "%s", err);
+  }
+  return issue(TL_HANDLE_MODEL, &m->o, out);
+}
+
+tl_status tl_model_open_bytes(const void *data, size_t len, uint32_t flags,
+                              tl_model_handle *out) {
+  uint8_t *copy;
+  tl_status st = check_init();
+  if (st != TL_OK) return st;
+  if (out == NULL || (data == NULL && len != 0) || (flags & ~TL_OPEN_BORROW) != 0)
+    return FAIL(NULL, TL_ERR_INVALID_ARGUMENT, "tl_model_open_bytes: NULL out or data, or "
+                "unknown flags 0x%x", (unsigned)flags);
+  *out = TL_NO_HANDLE;
+  if (flags & TL_OPEN_BORROW) return model_open(data, len, false, out);
+  copy = malloc(len ? len : 1);
+  if (copy == NULL)
+    return FAIL(NULL, TL_ERR_OUT_OF_MEMORY, "out of memory for a %zu-byte copy", len);
+  if (len) memcpy(copy, data, len);
+  return model_open(copy, len, true, out);
+}
+
+tl_status tl_model_open_reader(tl_read_fn read, void *ctx, tl_model_handle *out) {
+  uint8_t header[TL_SLM_HEADER_LEN], *buf;
+  uint64_t declared;
+  size_t got = 0;
+  int64_t n;
+  tl_status st = check_init();
+  if (st != TL_OK) return st;
+  if (read == NULL || out == NULL)
+    return FAIL(NULL, TL_ERR_INVALID_ARGUMENT, "tl_model_open_reader: NULL read or out");
+  *out = TL_NO_HANDLE;
+  /* The header says how long the artifact is. */
+  while (got < sizeof header && (n = read(ctx, got, header + got, sizeof header - got)) != 0) {
+    if (n < 0 || (uint64_t)n > sizeof header - got)
+      return FAIL(NULL, TL_ERR_IO, "the reader failed at byte %zu", got);
+    got += (size_t)n;
+  }
+  if (tl_slm_declared_len(header, got, &declared) != TL_OK || declared < got)
+    declared = got; /* not an artifact: the open says why */
+  if (declared > SIZE_MAX)
+    return FAIL(NULL, TL_ERR_INTEGER_OVERFLOW, "the header declares %llu bytes, more than "
+                "this address space holds", (unsigned long long)declared);
+  buf = malloc(declared ? (size_t)declared : 1);
+  if (buf == NULL)
+    return FAIL(NULL, TL_ERR_OUT_OF_MEMORY, "out of memory for %llu bytes",
+                (unsigned long long)declared);
+  memcpy(buf, header, got);
+  while (got < declared && (n = read(ctx, got, buf + got, (size_t)declared - got)) != 0) {
+    if (n < 0 || (uint64_t)n > declared - got) {
+      free(buf);
+      return FAIL(NULL, TL_ERR_IO, "the reader failed at byte %zu", got);
+    }
+    got += (size_t)n;
+  }
+  /* A short read is a truncated artifact: the open names it so. */
+  return model_open(buf, got, true, out);
+}
+
+tl_status tl_model_close(tl_model_handle model) { return close_handle(TL_HANDLE_MODEL, model); }
+
+tl_status tl_model_artifact_id(tl_model_handle model, uint8_t id[32]) {
+  api_model *m;
+  tl_status st = acquire(TL_HANDLE_MODEL, model, (void **)&m);
+  if (st != TL_OK) return st;
+  st = id == NULL ? FAIL(&m->o, TL_ERR_INVALID_ARGUMENT, "NULL id")
+                  : tl_file_sha256(&m->m.view, id);
+  drop(&m->o);
+  return st;
+}
+
+/* ---- sessions ---- */
+
+static void session_destroy(api_obj *o) {
+  api_session *s = (api_session *)o;
+  tl_session_close(&s->s);
+  drop(&s->model->o);
+  free(s);
+}
+
+/* The session on its lane with its plan, nothing large allocated. */
+static tl_status session_prepare(api_model *m, const tl_session_options *opts,
+                                 tl_session *s) {
+  tl_session_options o = {0};
+  tl_lane_options lane = tl_lane_defaults();
+  char err[512];
+  tl_status st;
+  if (opts != NULL) o = *opts;
+  if (o.lane > TL_LANE_FAST || o.threads > TL_PAR_MAX_TASKS ||
+      (o.flags & ~TL_SESSION_NO_COPY) != 0)
+    return FAIL(&m->o, TL_ERR_INVALID_ARGUMENT,
+                "session options: lane %u (0..2), threads %u (0..%u), flags 0x%x",
+                (unsigned)o.lane, (unsigned)o.threads, (unsigned)TL_PAR_MAX_TASKS,
+                (unsigned)o.flags);
+  lane.fast = o.lane != TL_LANE_SCALAR;
+  lane.threads = o.threads;
+  lane.mmap = (o.flags & TL_SESSION_NO_COPY) != 0;
+  st = tl_session_open_shared(s, &m->m, "model", err, sizeof err);
+  if (st != TL_OK) return FAIL(&m->o, st, "%s", err);
+  st = tl_session_lane(s, &lane, err, sizeof err);
+  if (st == TL_OK) st = tl_session_plan(s, o.context, 0, err, sizeof err);
+  if (st != TL_OK) {
+    tl_session_close(s);
+    return FAIL(&m->o, st, "%s", err);
+  }
+  return TL_OK;
+}
+
+tl_status tl_model_preflight(tl_model_handle model, const tl_session_options *opts,
+                             tl_preflight_plan *out) {
+  api_model *m;
+  tl_session *s;
+  tl_status st = acquire(TL_HANDLE_MODEL, model, (void **)&m);
+  if (st != TL_OK) return st;
+  s = malloc(sizeof *s);
+  if (out == NULL || s == NULL) {
+    st = FAIL(&m->o, out ? TL_ERR_OUT_OF_MEMORY : TL_ERR_INVALID_ARGUMENT,
+              out ? "out of memory" : "NULL out");
+  } else if ((st = session_prepare(m, opts, s)) == TL_OK) {
+    out->context = s->context;
+    out->weights = s->plan.weights;
+    out->tokenizer = s->plan.tokenizer;
+    out->kv_cache = s->plan.kv_cache;
+    out->scratch = s->plan.scratch;
+    out->logits = s->plan.logits;
+    out->sampler = s->plan.sampler;
+    out->total = s->plan.total;
+    tl_session_close(s);
+  }
+  free(s);
+  drop(&m->o);
+  return st;
+}
+
+tl_status tl_session_new(tl_model_handle model, const tl_session_options *opts,
+                         tl_session_handle *out) {
+  api_model *m;
+  api_session *s;
+  char err[1024];
+  tl_status st = acquire(TL_HANDLE_MODEL, model, (void **)&m);
+  if (st != TL_OK) return st;
+  if (out == NULL) {
+    st = FAIL(&m->o, TL_ERR_INVALID_ARGUMENT, "NULL out");
+    drop(&m->o);
+    return st;
+  }
+  *out = TL_NO_HANDLE;
+  s = calloc(1, sizeof *s);
+  if (s == NULL) {
+    st = FAIL(&m->o, TL_ERR_OUT_OF_MEMORY, "out of memory");
+    drop(&m->o);
+    return st;
+  }
+  st = session_prepare(m, opts, &s->s);
+  if (st == TL_OK) {
+    st = tl_session_allocate(&s->s, opts ? opts->mem_budget : 0, err, sizeof err);
+    if (st != TL_OK) {
+      tl_session_close(&s->s);
+      FAIL(&m->o, st, "%s", err);
+    }
+  }
+  if (st != TL_OK) {
+    free(s);
+    drop(&m->o);
+    return st;
+  }
+  s->o.refs = 1;
+  s->o.destroy = session_destroy;
+  s->model = m; /* the acquired reference stays with the session */
+  return issue(TL_HANDLE_SESSION, &s->o, out);
+}
+
+tl_status tl_session_free(tl_session_handle session) {
+  return close_handle(TL_HANDLE_SESSION, session);
+}
+
+/* Resets and/or reads the position of a session no generation is using. */
+static tl_status with_idle_session(tl_session_handle h, uint32_t *position, bool reset) {
+  api_session *s;
+  tl_status st = acquire(TL_HANDLE_SESSION, h, (void **)&s);
+  if (st != TL_OK) return st;
+  pthread_mutex_lock(&g_lock);
+  if (!s->busy) {
+    if (reset) s->s.cache.len = 0;
+    if (position != NULL) *position = s->s.cache.len;
+  }
+  st = s->busy ? TL_ERR_INVALID_ARGUMENT : TL_OK;
+  pthread_mutex_unlock(&g_lock);
+  if (st != TL_OK) FAIL(&s->o, st, "a generation is running on this session");
+  drop(&s->o);
+  return st;
+}
+
+tl_status tl_session_reset(tl_session_handle session) {
+  return with_idle_session(session, NULL, true);
+}
+
+tl_status tl_session_position(tl_session_handle session, uint32_t *position) {
+  if (position == NULL) return FAIL(NULL, TL_ERR_INVALID_ARGUMENT, "NULL position");
+  return with_idle_session(session, position, false);
+}
+
+/* ---- text ---- */
+
+/* Copies n bytes to a caller's buffer of cap bytes; *len gets n. */
+static tl_status give_bytes(api_obj *o, const void *src, size_t n, void *out, size_t cap,
+                            size_t *len) {
+  *len = n;
+  if (n > cap || (out == NULL && n != 0))
+    return FAIL(o, TL_ERR_BOUNDS, "%zu bytes do not fit in %zu", n, cap);
+  if (n) memcpy(out, src, n);
+  return TL_OK;
+}
+
+/* Renders a conversation (JSON) for a reply; the failure as the CLI
+ * names it. */
+static tl_status render(api_model *m, const uint8_t *json, size_t len, tl_render_out *r) {
+  tl_render_error re;
+  tl_status st = tl_native_render(&m->m, json, len, TL_RENDER_FOR_REPLY, r, &re);
+  if (st == TL_OK) return TL_OK;
+  if (strcmp(re.kind, "json") == 0)
+    return FAIL(&m->o, st, "the conversation is not JSON (line %zu, column %zu): %s",
+                re.line, re.column, re.message);
+  if (strcmp(re.kind, "input") == 0 || st == TL_ERR_TEMPLATE_RAISED)
+    return FAIL(&m->o, st, "%s", re.message);
+  return FAIL(&m->o, st, "%s: %s", re.kind, re.message);
+}
+
+tl_status tl_model_render(tl_model_handle model, const void *json, size_t json_len,
+                          void *out, size_t cap, size_t *len, int *add_gen) {
+  api_model *m;
+  tl_render_out r = {0};
+  tl_status st = acquire(TL_HANDLE_MODEL, model, (void **)&m);
+  if (st != TL_OK) return st;
+  if (len == NULL || (json == NULL && json_len != 0))
+    st = FAIL(&m->o, TL_ERR_INVALID_ARGUMENT, "NULL json or len");
+  else if ((st = render(m, json, json_len, &r)) == TL_OK) {
+    if (add_gen != NULL) *add_gen = r.own.add_generation_prompt;
+    st = give_bytes(&m->o, r.text, r.len, out, cap, len);
+  }
+  tl_render_out_free(&r);
+  drop(&m->o);
+  return st;
+}
+
+tl_status tl_model_render_messages(tl_model_handle model, const tl_message *messages,
+                                   size_t n, void *out, size_t cap, size_t *len,
+                                   int *add_gen) {
+  json_t *doc, *list;
+  char *text = NULL;
+  tl_status st = check_init();
+  if (st != TL_OK) return st;
+  if (messages == NULL && n != 0)
+    return FAIL(NULL, TL_ERR_INVALID_ARGUMENT, "NULL messages");
+  list = json_array();
+  doc = json_pack("{s:o}", "messages", list);
+  for (size_t i = 0; doc != NULL && i < n; i++) {
+    json_t *content;
+    if (messages[i].role == NULL || messages[i].content == NULL) {
+      json_decref(doc);
+      return FAIL(NULL, TL_ERR_INVALID_ARGUMENT, "message %zu: NULL role or content", i);
+    }
+    /* jansson takes only valid UTF-8 (U+0000 included) */
+    content = json_stringn(messages[i].content, messages[i].content_len);
+    if (content == NULL || json_array_append_new(list, json_pack("{s:s,s:o}", "role",
+                                                                 messages[i].role, "content",
+                                                                 content)) != 0) {
+      json_decref(doc);
+      return FAIL(NULL, TL_ERR_INVALID_UTF8, "message %zu: role or content is not UTF-8", i);
+    }
+  }
+  text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+  json_decref(doc);
+  if (text == NULL) return FAIL(NULL, TL_ERR_OUT_OF_MEMORY, "out of memory");
+  st = tl_model_render(model, text, strlen(text), out, cap, len, add_gen);
+  free(text);
+  return st;
+}
+
+tl_status tl_model_encode(tl_model_handle model, const void *text, size_t len, uint32_t *ids,
+                          size_t cap, size_t *n) {
+  api_model *m;
+  tl_encoder enc = {0};
+  size_t bad = 0, count = 0;
+  tl_status st = acquire(TL_HANDLE_MODEL, model, (void **)&m);
+  if (st != TL_OK) return st;
+  enc.tok = m->m.tok;
+  if (n == NULL || (text == NULL && len != 0)) {
+    st = FAIL(&m->o, TL_ERR_INVALID_ARGUMENT, "NULL text or n");
+  } else if ((st = tl_encoder_run(&enc, text, len, &count, &bad)) != TL_OK) {
+    st = st == TL_ERR_INVALID_UTF8
+             ? fail_at(&m->o, st, NULL, bad, "the text is not valid UTF-8 at byte %zu", bad)
+             : FAIL(&m->o, st, "encoding failed");
+  } else {
+    *n = count;
+    if (count > cap || (ids == NULL && count != 0))
+      st = FAIL(&m->o, TL_ERR_BOUNDS, "%zu ids do not fit in %zu", count, cap);
+    else if (count)
+      memcpy(ids, enc.ids, count * sizeof *ids);
+  }
+  tl_encoder_free(&enc);
+  drop(&m->o);
+  return st;
+}
+
+/* ---- generations ---- */
+
+static void gen_destroy(api_obj *o) {
+  api_gen *g = (api_gen *)o;
+  tl_turn_free(&g->t);
+  drop(&g->session->o);
+  free(g);
+}
+
+tl_status tl_generation_new(tl_session_handle session, tl_generation_handle *out) {
+  api_session *s;
+  api_gen *g;
+  tl_status st = acquire(TL_HANDLE_SESSION, session, (void **)&s);
+  if (st != TL_OK) return st;
+  g = out != NULL ? calloc(1, sizeof *g) : NULL;
+  if (g == NULL) {
+    st = FAIL(&s->o, out ? TL_ERR_OUT_OF_MEMORY : TL_ERR_INVALID_ARGUMENT,
+              out ? "out of memory" : "NULL out");
+    drop(&s->o);
+    return st;
+  }
+  *out = TL_NO_HANDLE;
+  g->o.refs = 1;
+  g->o.destroy = gen_destroy;
+  g->session = s; /* the acquired reference stays with the generation */
+  atomic_init(&g->cancel, 0);
+  return issue(TL_HANDLE_GENERATION, &g->o, out);
+}
+
+static void on_token(void *ctx, uint32_t id) {
+  api_gen *g = ctx;
+  if (g->p->on_token != NULL && g->p->on_token(g->p->ctx, id) != 0)
+    atomic_store(&g->cancel, 1);
+}
+
+static void on_visible(void *ctx, const uint8_t *bytes, size_t n) {
+  api_gen *g = ctx;
+  if (g->p->on_text != NULL && g->p->on_text(g->p->ctx, bytes, n) != 0)
+    atomic_store(&g->cancel, 1);
+}
+
+static bool cancelled(void *ctx) {
+  api_gen *g = ctx;
+  return atomic_load(&g->cancel) != 0;
+}
+
+/* The prompt's ids into enc, its bytes and mode into tp (rendered holds
+ * a rendering, decoded the bytes of given ids). */
+static tl_status prepare_prompt(api_gen *g, const tl_generation_params *p, tl_encoder *enc,
+                                tl_render_out *rendered, uint8_t **decoded,
+                                tl_turn_params *tp) {
+  api_obj *o = &g->o;
+  api_model *m = g->session->model;
+  const tl_tokenizer *tok = m->m.tok;
+  size_t bad = 0, n = 0;
+  tl_status st;
+  if ((p->text != NULL) + (p->messages_json != NULL) + (p->ids != NULL) != 1)
+    return FAIL(o, TL_ERR_INVALID_ARGUMENT,
+                "exactly one of text, messages_json and ids is the prompt");
+  tp->mode = "text";
+  if (p->messages_json != NULL) {
+    st = render(m, p->messages_json, p->messages_len, rendered);
+    if (st != TL_OK) {
+      char why[sizeof t_last.message];
+      memcpy(why, t_last.message, sizeof why);
+      return FAIL(o, st, "%s", why);
+    }
+    tp->mode = "messages";
+    tp->add_generation_prompt = rendered->own.add_generation_prompt;
+    tp->prompt_bytes = rendered->text;
+    tp->prompt_len = rendered->len;
+  } else if (p->text != NULL) {
+    tp->prompt_bytes = p->text;
+    tp->prompt_len = p->text_len;
+  } else {
+    /* The receipt names a prompt by its bytes: ids must be what those
+     * bytes encode to. */
+    size_t cap = p->n_ids * g->session->s.max_token_bytes + 1, len = 0;
+    if (p->n_ids > SIZE_MAX / 2 / g->session->s.max_token_bytes)
+      return FAIL(o, TL_ERR_INTEGER_OVERFLOW, "too many ids");
+    *decoded = malloc(cap);
+    if (*decoded == NULL) return FAIL(o, TL_ERR_OUT_OF_MEMORY, "out of memory");
+    st = tl_tok_decode(tok, p->ids, p->n_ids, TL_TOK_DECODE_RAW, *decoded, cap, &len, &bad);
+    if (st != TL_OK)
+      return fail_at(o, st, NULL, bad, "prompt id %zu is not in the vocabulary", bad);
+    tp->prompt_bytes = *decoded;
+    tp->prompt_len = len;
+  }
+  enc->tok = tok;
+  st = tl_encoder_run(enc, tp->prompt_bytes, tp->prompt_len, &n, &bad);
+  if (st != TL_OK)
+    return fail_at(o, st, NULL, bad, "the prompt is not valid UTF-8 at byte %zu", bad);
+  if (n == 0) return FAIL(o, TL_ERR_INVALID_ARGUMENT, "the prompt is empty");
+  if (p->ids != NULL &&
+      (n != p->n_ids || memcmp(enc->ids, p->ids, n * sizeof *p->ids) != 0))
+    return FAIL(o, TL_ERR_INVALID_ARGUMENT,
+                "the prompt ids are not the tokenizer's encoding of their own bytes "
+                "(give the text instead, so the receipt can name the prompt)");
+  g->n_prompt = n;
+  return TL_OK;
+}
+
+/* One generation on g's session, which the caller has marked busy. */
+static tl_status run_turn(api_gen *g, const tl_generation_params *p) {
+  static const char *const field_names[] = {"temperature", "top_k", "top_p", "min_p",
+                                            "repeat_penalty", "repeat_window"};
+  tl_session *s = &g->session->s;
+  tl_turn_params tp;
+  tl_encoder enc = {0};
+  tl_render_out rendered = {0};
+  uint8_t *decoded = NULL;
+  const uint8_t **stops = NULL;
+  size_t *stop_lens = NULL;
+  tl_sampler_field field = TL_SAMPLER_FIELD_TEMPERATURE;
+  uint32_t start = s->cache.len;
+  char err[512];
+  tl_status st;
+  memset(&tp, 0, sizeof tp);
+  if (p->n_stops != 0) {
+    stops = calloc(p->n_stops, sizeof *stops);
+    stop_lens = calloc(p->n_stops, sizeof *stop_lens);
+    if (stops == NULL || stop_lens == NULL || p->stop_strings == NULL) {
+      st = FAIL(&g->o, stops ? TL_ERR_INVALID_ARGUMENT : TL_ERR_OUT_OF_MEMORY,
+                "n_stops %zu: no stop_strings, or out of memory", p->n_stops);
+      goto done;
+    }
+    for (size_t i = 0; i < p->n_stops; i++) {
+      stops[i] = (const uint8_t *)p->stop_strings[i];
+      stop_lens[i] = stops[i] == NULL ? 0
+                     : p->stop_lens ? p->stop_lens[i]
+                                    : strlen(p->stop_strings[i]);
+      if (stop_lens[i] == 0) {
+        st = FAIL(&g->o, TL_ERR_INVALID_ARGUMENT, "stop string %zu is NULL or empty", i);
+        goto done;
+      }
+    }
+  }
+  if ((p->flags & ~TL_GENERATE_CONTINUE) != 0) {
+    st = FAIL(&g->o, TL_ERR_INVALID_ARGUMENT, "unknown flags 0x%x", (unsigned)p->flags);
+    goto done;
+  }
+  if (!(p->flags & TL_GENERATE_CONTINUE)) start = s->cache.len = 0;
+  st = prepare_prompt(g, p, &enc, &rendered, &decoded, &tp);
+  if (st != TL_OK) goto done;
+  if ((uint64_t)start + g->n_prompt > s->context) {
+    st = FAIL(&g->o, TL_ERR_CONTEXT_EXCEEDED,
+              "the prompt (%zu tokens at position %u) exceeds the context (%u tokens)",
+              g->n_prompt, start, s->context);
+    goto done;
+  }
+  tl_turn_sampling_defaults(&tp);
+  if (p->given & TL_GIVEN_TEMPERATURE) tp.temperature = p->temperature;
+  if (p->given & TL_GIVEN_TOP_P) tp.top_p = p->top_p;
+  if (p->given & TL_GIVEN_MIN_P) tp.min_p = p->min_p;
+  if (p->given & TL_GIVEN_REPEAT_PENALTY) tp.repeat_penalty = p->repeat_penalty;
+  if (p->given & TL_GIVEN_TOP_K) tp.top_k = p->top_k;
+  tp.repeat_window = p->repeat_window;
+  tp.given = (p->given & TL_GIVEN_TEMPERATURE ? TL_TURN_GIVEN_TEMPERATURE : 0) |
+             (p->given & TL_GIVEN_TOP_K ? TL_TURN_GIVEN_TOP_K : 0) |
+             (p->given & TL_GIVEN_TOP_P ? TL_TURN_GIVEN_TOP_P : 0) |
+             (p->given & TL_GIVEN_MIN_P ? TL_TURN_GIVEN_MIN_P : 0) |
+             (p->given & TL_GIVEN_REPEAT_PENALTY ? TL_TURN_GIVEN_REPEAT_PENALTY : 0);
+  tp.seed = p->seed;
+  tp.turn = p->turn;
+  tp.max_new = p->max_tokens;
+  tp.stops = stops;
+  tp.stop_lens = stop_lens;
+  tp.n_stops = p->n_stops;
+  tp.on_token = on_token;
+  tp.on_visible = on_visible;
+  tp.cancelled = cancelled;
+  tp.cb_ctx = g;
+  g->p = p;
+  st = tl_turn_run(s, &tp, enc.ids, g->n_prompt, &g->t, &field, err, sizeof err);
+  if (st == TL_ERR_INVALID_ARGUMENT || st == TL_ERR_INVALID_MODEL) {
+    st = FAIL(&g->o, st, "sampling value %s is out of range (%s)",
+              (size_t)field < sizeof field_names / sizeof field_names[0]
+                  ? field_names[field] : "EOS set or vocabulary",
+              st == TL_ERR_INVALID_ARGUMENT ? "given" : "the artifact's default");
+    goto done;
+  }
+  if (st != TL_OK) {
+    FAIL(&g->o, st, "%s", err);
+    goto done;
+  }
+  g->ran = true;
+  if (g->t.receipt_status == TL_OK) tl_cli_hex(g->t.receipt_id, 32, g->receipt_hex);
+  st = g->t.status;
+  /* The loop reports a cancellation as a stop reason; the API as a status. */
+  if (st == TL_OK && g->t.r.stop == TL_STOP_CANCELLED) st = TL_ERR_CANCELLED;
+  if (st != TL_OK) {
+    /* A failed turn leaves the cache as it was. */
+    s->cache.len = start;
+    if (st == TL_ERR_NUMERICAL_FAILURE)
+      fail_at(&g->o, st, &g->t.r.fault, 0, "non-finite value after %zu tokens",
+              g->t.r.n_ids);
+    else
+      FAIL(&g->o, st, "the generation stopped after %zu tokens", g->t.r.n_ids);
+  }
+done:
+  g->p = NULL;
+  free(stops);
+  free(stop_lens);
+  free(decoded);
+  tl_encoder_free(&enc);
+  tl_render_out_free(&rendered);
+  return st;
+}
+
+tl_status tl_generation_run(tl_generation_handle gen, const tl_generation_params *params) {
+  api_gen *g;
+  tl_status st = acquire(TL_HANDLE_GENERATION, gen, (void **)&g);
+  if (st != TL_OK) return st;
+  if (params == NULL) {
+    st = FAIL(&g->o, TL_ERR_INVALID_ARGUMENT, "NULL params");
+    drop(&g->o);
+    return st;
+  }
+  pthread_mutex_lock(&g_lock);
+  st = g->state != 0 || g->session->busy ? TL_ERR_INVALID_ARGUMENT : TL_OK;
+  if (st == TL_OK) {
+    g->state = 1;
+    g->session->busy = true;
+  }
+  pthread_mutex_unlock(&g_lock);
+  if (st != TL_OK) {
+    st = FAIL(&g->o, st, g->state != 0 ? "a generation runs once"
+                                       : "another generation is running on this session");
+    drop(&g->o);
+    return st;
+  }
+  st = run_turn(g, params);
+  pthread_mutex_lock(&g_lock);
+  g->session->busy = false;
+  g->state = g->ran ? 2 : 1;
+  pthread_mutex_unlock(&g_lock);
+  drop(&g->o);
+  return st;
+}
+
+tl_status tl_generation_cancel(tl_generation_handle gen) {
+  api_gen *g;
+  tl_status st = acquire(TL_HANDLE_GENERATION, gen, (void **)&g);
+  if (st != TL_OK) return st;
+  atomic_store(&g->cancel, 1);
+  drop(&g->o);
+  return TL_OK;
+}
+
+tl_status tl_generation_result_get(tl_generation_handle gen, tl_generation_result *out) {
+  api_gen *g;
+  tl_status st = acquire(TL_HANDLE_GENERATION, gen, (void **)&g);
+  if (st != TL_OK) return st;
+  pthread_mutex_lock(&g_lock);
+  st = out == NULL || g->state != 2 ? TL_ERR_INVALID_ARGUMENT : TL_OK;
+  pthread_mutex_unlock(&g_lock);
+  if (st != TL_OK) {
+    st = FAIL(&g->o, st, out ? "the generation has not run" : "NULL out");
+  } else {
+    const tl_turn *t = &g->t;
+    memset(out, 0, sizeof *out);
+    out->ids = t->r.ids;
+    out->n_ids = t->r.n_ids;
+    out->text = t->r.visible;
+    out->text_len = t->r.visible_len;
+    out->raw = t->r.raw;
+    out->raw_len = t->r.raw_len;
+    out->stop = tl_stop_reason_name(t->r.stop);
+    out->prompt_tokens = (uint32_t)g->n_prompt;
+    out->position = t->position;
+    out->prefill_us = t->prefill_us;
+    out->decode_us = t->decode_us;
+    out->receipt = t->receipt;
+    out->receipt_len = t->receipt_len;
+    memcpy(out->receipt_id, g->receipt_hex, sizeof out->receipt_id);
+  }
+  drop(&g->o);
+  return st;
+}
+
+tl_status tl_generation_free(tl_generation_handle gen) {
+  return close_handle(TL_HANDLE_GENERATION, gen);
+}

@@ -1,0 +1,541 @@
+/* The public API (include/tinylm.h) on the tiny golden artifact
+ * tests/golden/slm/tiny-f32.slm (read from the repository root, where the
+ * unit tests run): ABI check, handle lifecycle, verification, preflight,
+ * streaming, cancellation, prompts, errors. That its ids and receipt ids
+ * equal `tinylm run`'s is checked by tests/api/api_test.sh. */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "receipt.h"
+#include "tinylm.h"
+#include "tl_test.h"
+
+#define TINY "tests/golden/slm/tiny-f32.slm"
+
+static uint8_t *read_tiny(size_t *len) {
+  FILE *f = fopen(TINY, "rb");
+  uint8_t *buf = NULL;
+  long n;
+  if (f == NULL) return NULL;
+  if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 &&
+      (buf = malloc((size_t)n)) != NULL && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+    free(buf);
+    buf = NULL;
+  }
+  fclose(f);
+  *len = buf ? (size_t)n : 0;
+  return buf;
+}
+
+/* Opens the tiny model (the ABI agreed first). */
+static bool open_tiny(tl_test_ctx *t, tl_model_handle *m) {
+  size_t len = 0;
+  uint8_t *bytes = read_tiny(&len);
+  tl_status st;
+  if (!TL_EXPECT(t, bytes != NULL)) return false; /* run from the repository root */
+  if (!TL_EXPECT_OK(t, tl_api_init(TL_ABI_VERSION))) return false;
+  st = tl_model_open_bytes(bytes, len, 0, m); /* copied: freed below */
+  free(bytes);
+  return TL_EXPECT_OK(t, st);
+}
+
+static const tl_session_options scalar = {TL_LANE_SCALAR, 0, 64, 0, 0};
+
+/* Must be the suite's first case: nothing has agreed an ABI yet. */
+static void abi_mismatch_is_refused(tl_test_ctx *t) {
+  tl_model_handle m = 7;
+  tl_error e;
+  TL_EXPECT_EQ_U64(t, tl_abi_version(), TL_ABI_VERSION);
+  TL_EXPECT_STATUS(t, tl_model_open_bytes("x", 1, 0, &m), TL_ERR_UNSUPPORTED_ABI);
+  TL_EXPECT_STATUS(t, tl_api_init(TL_ABI_VERSION + 1), TL_ERR_UNSUPPORTED_ABI);
+  TL_EXPECT_OK(t, tl_error_detail(TL_NO_HANDLE, &e));
+  TL_EXPECT_STATUS(t, e.status, TL_ERR_UNSUPPORTED_ABI);
+  TL_EXPECT(t, strstr(e.message, "ABI 2") != NULL);
+  /* a refused init agrees nothing */
+  TL_EXPECT_STATUS(t, tl_model_open_bytes("x", 1, 0, &m), TL_ERR_UNSUPPORTED_ABI);
+  TL_EXPECT_OK(t, tl_api_init(TL_ABI_VERSION));
+  TL_EXPECT_STATUS(t, tl_model_open_bytes("x", 1, 0, &m), TL_ERR_INVALID_MODEL);
+  TL_EXPECT_EQ_U64(t, m, TL_NO_HANDLE);
+}
+
+static void closed_handles_are_stale(tl_test_ctx *t) {
+  tl_model_handle m, m2;
+  tl_session_handle s;
+  tl_generation_handle g;
+  tl_preflight_plan plan;
+  tl_error e;
+  uint32_t pos;
+  if (!open_tiny(t, &m)) return;
+  TL_EXPECT_OK(t, tl_session_new(m, &scalar, &s));
+  TL_EXPECT_OK(t, tl_generation_new(s, &g));
+  TL_EXPECT_OK(t, tl_generation_free(g));
+  TL_EXPECT_STATUS(t, tl_generation_free(g), TL_ERR_STALE_HANDLE); /* double free */
+  TL_EXPECT_STATUS(t, tl_generation_cancel(g), TL_ERR_STALE_HANDLE);
+  TL_EXPECT_OK(t, tl_model_close(m));
+  TL_EXPECT_STATUS(t, tl_model_close(m), TL_ERR_STALE_HANDLE);
+  TL_EXPECT_STATUS(t, tl_model_preflight(m, NULL, &plan), TL_ERR_STALE_HANDLE);
+  TL_EXPECT_STATUS(t, tl_error_detail(m, &e), TL_ERR_STALE_HANDLE);
+  TL_EXPECT_STATUS(t, e.status, TL_ERR_STALE_HANDLE);
+  TL_EXPECT(t, strstr(e.message, "closed") != NULL);
+  /* the session keeps its model alive */
+  TL_EXPECT_OK(t, tl_session_position(s, &pos));
+  TL_EXPECT_OK(t, tl_generation_new(s, &g));
+  {
+    tl_generation_params p = {0};
+    p.text = "Hello";
+    p.text_len = 5;
+    p.max_tokens = 2;
+    TL_EXPECT_OK(t, tl_generation_run(g, &p));
+    TL_EXPECT_STATUS(t, tl_generation_run(g, &p), TL_ERR_INVALID_ARGUMENT); /* once */
+  }
+  TL_EXPECT_OK(t, tl_session_free(s));
+  TL_EXPECT_STATUS(t, tl_session_reset(s), TL_ERR_STALE_HANDLE);
+  TL_EXPECT_OK(t, tl_generation_free(g));
+  /* a new model reuses the slot: the old handle stays stale */
+  if (!open_tiny(t, &m2)) return;
+  TL_EXPECT(t, m2 != m);
+  TL_EXPECT_STATUS(t, tl_model_preflight(m, NULL, &plan), TL_ERR_STALE_HANDLE);
+  TL_EXPECT_OK(t, tl_model_close(m2));
+}
+
+static void forged_handles_are_invalid(tl_test_ctx *t) {
+  tl_model_handle m;
+  tl_session_handle s;
+  tl_preflight_plan plan;
+  uint32_t pos;
+  tl_error e;
+  if (!open_tiny(t, &m)) return;
+  TL_EXPECT_OK(t, tl_session_new(m, &scalar, &s));
+  TL_EXPECT_STATUS(t, tl_model_preflight(0, NULL, &plan), TL_ERR_INVALID_HANDLE);
+  TL_EXPECT_STATUS(t, tl_model_preflight(0xFFFFFFFFu, NULL, &plan), TL_ERR_INVALID_HANDLE);
+  /* a session's handle where a model's goes, and the other way round */
+  TL_EXPECT_STATUS(t, tl_model_preflight(s, NULL, &plan), TL_ERR_INVALID_HANDLE);
+  TL_EXPECT_STATUS(t, tl_session_position(m, &pos), TL_ERR_INVALID_HANDLE);
+  TL_EXPECT_STATUS(t, tl_generation_cancel(s), TL_ERR_INVALID_HANDLE);
+  /* a generation the slot never reached */
+  TL_EXPECT_STATUS(t, tl_model_preflight(m + 1, NULL, &plan), TL_ERR_INVALID_HANDLE);
+  TL_EXPECT_STATUS(t, tl_error_detail(m + 1, &e), TL_ERR_INVALID_HANDLE);
+  /* nothing above disturbed the real ones */
+  TL_EXPECT_OK(t, tl_session_position(s, &pos));
+  TL_EXPECT_OK(t, tl_session_free(s));
+  TL_EXPECT_OK(t, tl_model_close(m));
+}
+
+typedef struct mem_reader {
+  const uint8_t *data;
+  size_t len;
+  int fail_at; /* -1: never */
+  uint64_t calls;
+} mem_reader;
+
+static int64_t read_mem(void *ctx, uint64_t offset, void *buf, size_t len) {
+  mem_reader *r = ctx;
+  size_t n;
+  if (r->fail_at >= 0 && r->calls++ == (uint64_t)r->fail_at) return -1;
+  if (offset >= r->len) return 0;
+  n = r->len - offset < len ? r->len - (size_t)offset : len;
+  if (n > 4096) n = 4096; /* short reads are allowed */
+  memcpy(buf, r->data + offset, n);
+  return (int64_t)n;
+}
+
+static void changed_or_short_bytes_are_refused(tl_test_ctx *t) {
+  size_t len = 0;
+  uint8_t *bytes = read_tiny(&len);
+  tl_model_handle m = TL_NO_HANDLE;
+  mem_reader r;
+  tl_error e;
+  if (!TL_EXPECT(t, bytes != NULL) || !TL_EXPECT_OK(t, tl_api_init(TL_ABI_VERSION))) return;
+  /* through the reader, whole: fine */
+  r = (mem_reader){bytes, len, -1, 0};
+  TL_EXPECT_OK(t, tl_model_open_reader(read_mem, &r, &m));
+  TL_EXPECT_OK(t, tl_model_close(m));
+  /* a reader failure */
+  r = (mem_reader){bytes, len, 3, 0};
+  TL_EXPECT_STATUS(t, tl_model_open_reader(read_mem, &r, &m), TL_ERR_IO);
+  /* truncated */
+  r = (mem_reader){bytes, len - 100, -1, 0};
+  TL_EXPECT_STATUS(t, tl_model_open_reader(read_mem, &r, &m), TL_ERR_INVALID_MODEL);
+  TL_EXPECT_OK(t, tl_error_detail(TL_NO_HANDLE, &e));
+  TL_EXPECT(t, strstr(e.message, "truncated") != NULL);
+  /* one byte of the last tensor's data changed (the file ends in tensor
+   * data): its digest no longer matches, by bytes and by reader */
+  bytes[len - 1] ^= 0x01;
+  TL_EXPECT_STATUS(t, tl_model_open_bytes(bytes, len, TL_OPEN_BORROW, &m),
+                   TL_ERR_HASH_MISMATCH);
+  r = (mem_reader){bytes, len, -1, 0};
+  TL_EXPECT_STATUS(t, tl_model_open_reader(read_mem, &r, &m), TL_ERR_HASH_MISMATCH);
+  TL_EXPECT_EQ_U64(t, m, TL_NO_HANDLE);
+  free(bytes);
+}
+
+static void preflight_gives_the_plan(tl_test_ctx *t) {
+  tl_model_handle m;
+  tl_session_handle s = TL_NO_HANDLE;
+  tl_preflight_plan p;
+  tl_session_options o = scalar;
+  tl_error e;
+  char want[64];
+  if (!open_tiny(t, &m)) return;
+  o.context = 12;
+  TL_EXPECT_OK(t, tl_model_preflight(m, &o, &p));
+  TL_EXPECT_EQ_U64(t, p.context, 12);
+  /* tests/golden/slm/tiny.json: 2 layers, 1 KV head, head_dim 16, vocab
+   * 346; session.h: KV = 2 x layers x context x kv_heads x head_dim x 4 */
+  TL_EXPECT_EQ_U64(t, p.kv_cache, 2u * 2 * 12 * 1 * 16 * 4);
+  TL_EXPECT_EQ_U64(t, p.logits, 346u * 4);
+  TL_EXPECT_EQ_U64(t, p.total,
+                   p.weights + p.tokenizer + p.kv_cache + p.scratch + p.logits + p.sampler);
+  o.context = 100000;
+  TL_EXPECT_STATUS(t, tl_model_preflight(m, &o, &p), TL_ERR_CONTEXT_EXCEEDED);
+  /* a budget one byte short of the plan is refused, naming the plan */
+  o.context = 12;
+  TL_EXPECT_OK(t, tl_model_preflight(m, &o, &p));
+  o.mem_budget = p.total - 1;
+  TL_EXPECT_STATUS(t, tl_session_new(m, &o, &s), TL_ERR_OUT_OF_MEMORY);
+  TL_EXPECT_EQ_U64(t, s, TL_NO_HANDLE);
+  TL_EXPECT_OK(t, tl_error_detail(m, &e));
+  TL_EXPECT_STATUS(t, e.status, TL_ERR_OUT_OF_MEMORY);
+  snprintf(want, sizeof want, "%.1f MB", p.total / 1e6);
+  TL_EXPECT(t, strstr(e.message, want) != NULL);
+  o.mem_budget = p.total;
+  TL_EXPECT_OK(t, tl_session_new(m, &o, &s));
+  TL_EXPECT_OK(t, tl_session_free(s));
+  o.lane = 9;
+  TL_EXPECT_STATUS(t, tl_session_new(m, &o, &s), TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT_OK(t, tl_model_close(m));
+}
+
+/* What the callbacks saw. */
+typedef struct seen {
+  uint32_t ids[64];
+  size_t n_ids;
+  uint8_t text[4096];
+  size_t text_len;
+  size_t cancel_after; /* on_token returns 1 at this many ids (0: never) */
+  tl_generation_handle other; /* run from inside on_token (if set) */
+  tl_status other_status;
+  atomic_int *signal; /* cross-thread cancellation */
+} seen;
+
+static int on_token(void *ctx, uint32_t id) {
+  seen *s = ctx;
+  if (s->n_ids < 64) s->ids[s->n_ids] = id;
+  s->n_ids++;
+  if (s->other != TL_NO_HANDLE && s->n_ids == 1) {
+    tl_generation_params p = {0};
+    p.text = "Hi";
+    p.text_len = 2;
+    s->other_status = tl_generation_run(s->other, &p);
+  }
+  if (s->signal != NULL && s->n_ids == 2) {
+    /* Hand over to the canceller and wait until it has cancelled. */
+    struct timespec start, now;
+    atomic_store(s->signal, 1);
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    do {
+      sched_yield();
+      clock_gettime(CLOCK_MONOTONIC, &now);
+    } while (atomic_load(s->signal) != 2 && now.tv_sec - start.tv_sec < 10);
+  }
+  return s->cancel_after != 0 && s->n_ids == s->cancel_after;
+}
+
+static int on_text(void *ctx, const uint8_t *b, size_t n) {
+  seen *s = ctx;
+  if (s->text_len + n <= sizeof s->text) memcpy(s->text + s->text_len, b, n);
+  s->text_len += n;
+  return 0;
+}
+
+static tl_generation_params sampled(seen *s) {
+  tl_generation_params p = {0};
+  p.text = "Hello there";
+  p.text_len = strlen("Hello there");
+  p.given = TL_GIVEN_TEMPERATURE | TL_GIVEN_TOP_K;
+  p.temperature = 0.8;
+  p.top_k = 20;
+  p.seed = 11;
+  p.max_tokens = 12;
+  p.on_token = on_token;
+  p.on_text = on_text;
+  p.ctx = s;
+  return p;
+}
+
+static void streaming_matches_the_result(tl_test_ctx *t) {
+  tl_model_handle m;
+  tl_session_handle s;
+  tl_generation_handle g, g2;
+  tl_generation_result r, r2;
+  seen a = {0}, b = {0};
+  tl_generation_params p = sampled(&a);
+  tl_receipt_kind kind;
+  uint8_t root[32];
+  char err[256], hex[65];
+  if (!open_tiny(t, &m)) return;
+  TL_EXPECT_OK(t, tl_session_new(m, &scalar, &s));
+  TL_EXPECT_OK(t, tl_generation_new(s, &g));
+  TL_EXPECT_OK(t, tl_generation_run(g, &p));
+  TL_EXPECT_OK(t, tl_generation_result_get(g, &r));
+  TL_EXPECT(t, r.n_ids > 0);
+  /* every id streamed, in order; the streamed text is the visible text */
+  TL_EXPECT_EQ_U64(t, a.n_ids, r.n_ids);
+  TL_EXPECT(t, a.n_ids <= 64 && memcmp(a.ids, r.ids, r.n_ids * sizeof *r.ids) == 0);
+  TL_EXPECT_EQ_U64(t, a.text_len, r.text_len);
+  TL_EXPECT(t, a.text_len <= sizeof a.text && memcmp(a.text, r.text, r.text_len) == 0);
+  TL_EXPECT_EQ_U64(t, r.position, 0);
+  /* the receipt verifies and its root is the id given */
+  TL_EXPECT_OK(t, tl_receipt_check(r.receipt, r.receipt_len, &kind, root, err, sizeof err));
+  for (int i = 0; i < 32; i++) snprintf(hex + 2 * i, 3, "%02x", root[i]);
+  TL_EXPECT_STR(t, r.receipt_id, hex);
+  /* the same inputs again: the same ids and receipt id */
+  p = sampled(&b);
+  TL_EXPECT_OK(t, tl_generation_new(s, &g2));
+  TL_EXPECT_OK(t, tl_generation_run(g2, &p));
+  TL_EXPECT_OK(t, tl_generation_result_get(g2, &r2));
+  TL_EXPECT_EQ_U64(t, r2.n_ids, r.n_ids);
+  TL_EXPECT(t, memcmp(r2.ids, r.ids, r.n_ids * sizeof *r.ids) == 0);
+  TL_EXPECT_STR(t, r2.receipt_id, r.receipt_id);
+  TL_EXPECT_OK(t, tl_generation_free(g));
+  TL_EXPECT_OK(t, tl_generation_free(g2));
+  TL_EXPECT_OK(t, tl_session_free(s));
+  TL_EXPECT_OK(t, tl_model_close(m));
+}
+
+/* Runs sampled() on a new generation; the status, and the result into *r
+ * (the generation stays for the caller to free). */
+static tl_status run_sampled(tl_session_handle s, seen *sn, tl_generation_handle *g,
+                             tl_generation_result *r) {
+  tl_generation_params p = sampled(sn);
+  tl_status st = tl_generation_new(s, g);
+  if (st != TL_OK) return st;
+  st = tl_generation_run(*g, &p);
+  tl_generation_result_get(*g, r);
+  return st;
+}
+
+static void cancel_from_the_callback_keeps_the_session(tl_test_ctx *t) {
+  tl_model_handle m;
+  tl_session_handle s;
+  tl_generation_handle g0, g1, g2;
+  tl_generation_result r0, r1 = {0}, r2;
+  seen a = {0}, b = {0}, c = {0};
+  tl_error e;
+  uint32_t pos = 99;
+  if (!open_tiny(t, &m)) return;
+  TL_EXPECT_OK(t, tl_session_new(m, &scalar, &s));
+  TL_EXPECT_OK(t, run_sampled(s, &a, &g0, &r0));
+  TL_EXPECT(t, r0.n_ids > 3);
+  TL_EXPECT_OK(t, tl_session_position(s, &pos));
+  TL_EXPECT(t, pos > 0);
+  /* continue after it, then cancel at the third token */
+  b.cancel_after = 3;
+  {
+    tl_generation_params p = sampled(&b);
+    p.flags = TL_GENERATE_CONTINUE;
+    TL_EXPECT_OK(t, tl_generation_new(s, &g1));
+    TL_EXPECT_STATUS(t, tl_generation_run(g1, &p), TL_ERR_CANCELLED);
+    TL_EXPECT_OK(t, tl_generation_result_get(g1, &r1));
+  }
+  TL_EXPECT_EQ_U64(t, r1.n_ids, 3);
+  TL_EXPECT_STR(t, r1.stop, "cancelled");
+  TL_EXPECT(t, r1.receipt_id[0] != '\0');
+  TL_EXPECT_OK(t, tl_error_detail(g1, &e));
+  TL_EXPECT_STATUS(t, e.status, TL_ERR_CANCELLED);
+  /* the cancelled turn left the cache as it was */
+  {
+    uint32_t after = 0;
+    TL_EXPECT_OK(t, tl_session_position(s, &after));
+    TL_EXPECT_EQ_U64(t, after, pos);
+  }
+  /* and the session still gives the first reply */
+  TL_EXPECT_OK(t, run_sampled(s, &c, &g2, &r2));
+  TL_EXPECT_EQ_U64(t, r2.n_ids, r0.n_ids);
+  TL_EXPECT(t, memcmp(r2.ids, r0.ids, r0.n_ids * sizeof *r0.ids) == 0);
+  TL_EXPECT_STR(t, r2.receipt_id, r0.receipt_id);
+  tl_generation_free(g0);
+  tl_generation_free(g1);
+  tl_generation_free(g2);
+  TL_EXPECT_OK(t, tl_session_free(s));
+  TL_EXPECT_OK(t, tl_model_close(m));
+}
+
+typedef struct canceller {
+  atomic_int signal;
+  tl_generation_handle g;
+  tl_status st;
+} canceller;
+
+static void *cancel_thread(void *arg) {
+  canceller *c = arg;
+  struct timespec start, now;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  while (atomic_load(&c->signal) != 1) {
+    sched_yield();
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (now.tv_sec - start.tv_sec > 10) return NULL;
+  }
+  c->st = tl_generation_cancel(c->g);
+  atomic_store(&c->signal, 2);
+  return NULL;
+}
+
+static void cancel_from_another_thread(tl_test_ctx *t) {
+  tl_model_handle m;
+  tl_session_handle s;
+  tl_generation_result r;
+  seen a = {0};
+  canceller c;
+  pthread_t th;
+  tl_generation_params p = sampled(&a);
+  if (!open_tiny(t, &m)) return;
+  TL_EXPECT_OK(t, tl_session_new(m, &scalar, &s));
+  atomic_init(&c.signal, 0);
+  c.st = TL_ERR_INTERNAL_INVARIANT;
+  TL_EXPECT_OK(t, tl_generation_new(s, &c.g));
+  a.signal = &c.signal;
+  if (!TL_EXPECT(t, pthread_create(&th, NULL, cancel_thread, &c) == 0)) return;
+  TL_EXPECT_STATUS(t, tl_generation_run(c.g, &p), TL_ERR_CANCELLED);
+  pthread_join(th, NULL);
+  TL_EXPECT_OK(t, c.st);
+  TL_EXPECT_OK(t, tl_generation_result_get(c.g, &r));
+  TL_EXPECT_EQ_U64(t, r.n_ids, 2);
+  TL_EXPECT_OK(t, tl_generation_free(c.g));
+  TL_EXPECT_OK(t, tl_session_free(s));
+  TL_EXPECT_OK(t, tl_model_close(m));
+}
+
+static void one_generation_at_a_time_per_session(tl_test_ctx *t) {
+  tl_model_handle m;
+  tl_session_handle s;
+  tl_generation_handle g;
+  tl_generation_result r;
+  seen a = {0};
+  if (!open_tiny(t, &m)) return;
+  TL_EXPECT_OK(t, tl_session_new(m, &scalar, &s));
+  TL_EXPECT_OK(t, tl_generation_new(s, &a.other));
+  a.other_status = TL_ERR_INTERNAL_INVARIANT;
+  TL_EXPECT_OK(t, run_sampled(s, &a, &g, &r));
+  TL_EXPECT_STATUS(t, a.other_status, TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT_OK(t, tl_generation_free(a.other));
+  TL_EXPECT_OK(t, tl_generation_free(g));
+  TL_EXPECT_OK(t, tl_session_free(s));
+  TL_EXPECT_OK(t, tl_model_close(m));
+}
+
+static void prompts_by_text_ids_and_messages(tl_test_ctx *t) {
+  static const char conv[] = "{\"messages\": [{\"role\": \"user\", \"content\": \"Hello\"}]}";
+  tl_model_handle m;
+  tl_session_handle s;
+  tl_generation_handle g1, g2, g3, g4;
+  tl_generation_result r1, r2, r3;
+  tl_generation_params p = {0};
+  tl_message msg = {"user", "Hello", 5};
+  uint8_t rendered[1024], rendered2[1024];
+  uint32_t ids[256], one[8], split[16];
+  size_t len = 0, len2 = 0, n = 0, k = 0, n_split = 0;
+  int add_gen = 0;
+  tl_error e;
+  if (!open_tiny(t, &m)) return;
+  TL_EXPECT_OK(t, tl_session_new(m, &scalar, &s));
+  /* rendering: JSON and role/content arrays agree; too small is bounds */
+  TL_EXPECT_OK(t, tl_model_render(m, conv, strlen(conv), rendered, sizeof rendered, &len,
+                                  &add_gen));
+  TL_EXPECT(t, add_gen == 1);
+  TL_EXPECT_OK(t, tl_model_render_messages(m, &msg, 1, rendered2, sizeof rendered2, &len2,
+                                           NULL));
+  TL_EXPECT_EQ_U64(t, len2, len);
+  TL_EXPECT(t, memcmp(rendered, rendered2, len) == 0);
+  TL_EXPECT_STATUS(t, tl_model_render(m, conv, strlen(conv), rendered, 3, &len2, NULL),
+                   TL_ERR_BOUNDS);
+  TL_EXPECT_EQ_U64(t, len2, len);
+  TL_EXPECT_STATUS(t, tl_model_render(m, "{", 1, rendered, sizeof rendered, &len2, NULL),
+                   TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT_OK(t, tl_model_encode(m, rendered, len, ids, 256, &n));
+  TL_EXPECT(t, n > 0);
+  TL_EXPECT_STATUS(t, tl_model_encode(m, rendered, len, ids, 1, &k), TL_ERR_BOUNDS);
+  TL_EXPECT_EQ_U64(t, k, n);
+  TL_EXPECT_STATUS(t, tl_model_encode(m, "ab\xff", 3, ids, 256, &k), TL_ERR_INVALID_UTF8);
+  TL_EXPECT_OK(t, tl_error_detail(m, &e));
+  TL_EXPECT_EQ_U64(t, e.index, 2);
+  /* messages: the prompt is the rendering's ids */
+  p.messages_json = conv;
+  p.messages_len = strlen(conv);
+  p.max_tokens = 4;
+  TL_EXPECT_OK(t, tl_generation_new(s, &g1));
+  TL_EXPECT_OK(t, tl_generation_run(g1, &p));
+  TL_EXPECT_OK(t, tl_generation_result_get(g1, &r1));
+  TL_EXPECT_EQ_U64(t, r1.prompt_tokens, n);
+  /* text and the ids it encodes to: one receipt */
+  memset(&p, 0, sizeof p);
+  p.text = "Hello there";
+  p.text_len = 11;
+  p.max_tokens = 4;
+  TL_EXPECT_OK(t, tl_generation_new(s, &g2));
+  TL_EXPECT_OK(t, tl_generation_run(g2, &p));
+  TL_EXPECT_OK(t, tl_generation_result_get(g2, &r2));
+  TL_EXPECT_OK(t, tl_model_encode(m, "Hello there", 11, ids, 256, &n));
+  p.text = NULL;
+  p.ids = ids;
+  p.n_ids = n;
+  TL_EXPECT_OK(t, tl_generation_new(s, &g3));
+  TL_EXPECT_OK(t, tl_generation_run(g3, &p));
+  TL_EXPECT_OK(t, tl_generation_result_get(g3, &r3));
+  TL_EXPECT_STR(t, r3.receipt_id, r2.receipt_id);
+  /* ids that are not their bytes' encoding (each character of "Hello"
+   * alone, which the tokenizer merges) are refused */
+  for (size_t i = 0; i < 5; i++) {
+    TL_EXPECT_OK(t, tl_model_encode(m, &"Hello"[i], 1, one, 8, &k));
+    for (size_t j = 0; j < k && n_split < 16; j++) split[n_split++] = one[j];
+  }
+  TL_EXPECT_OK(t, tl_model_encode(m, "Hello", 5, ids, 256, &n));
+  TL_EXPECT(t, n != n_split); /* the premise: "Hello" merges */
+  p.ids = split;
+  p.n_ids = n_split;
+  TL_EXPECT_OK(t, tl_generation_new(s, &g4));
+  TL_EXPECT_STATUS(t, tl_generation_run(g4, &p), TL_ERR_INVALID_ARGUMENT);
+  tl_generation_free(g4);
+  /* two prompts at once; an empty stop string */
+  p.text = "x";
+  p.text_len = 1;
+  TL_EXPECT_OK(t, tl_generation_new(s, &g4));
+  TL_EXPECT_STATUS(t, tl_generation_run(g4, &p), TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT_OK(t, tl_error_detail(g4, &e));
+  TL_EXPECT(t, strstr(e.message, "exactly one") != NULL);
+  tl_generation_free(g4);
+  TL_EXPECT_OK(t, tl_generation_new(s, &g4));
+  p.ids = NULL;
+  {
+    const char *stops[] = {""};
+    p.stop_strings = stops;
+    p.n_stops = 1;
+    TL_EXPECT_STATUS(t, tl_generation_run(g4, &p), TL_ERR_INVALID_ARGUMENT);
+  }
+  tl_generation_free(g1);
+  tl_generation_free(g2);
+  tl_generation_free(g3);
+  tl_generation_free(g4);
+  TL_EXPECT_OK(t, tl_session_free(s));
+  TL_EXPECT_OK(t, tl_model_close(m));
+}
+
+static const tl_test_case cases[] = {
+    TL_CASE(abi_mismatch_is_refused),
+    TL_CASE(closed_handles_are_stale),
+    TL_CASE(forged_handles_are_invalid),
+    TL_CASE(changed_or_short_bytes_are_refused),
+    TL_CASE(preflight_gives_the_plan),
+    TL_CASE(streaming_matches_the_result),
+    TL_CASE(cancel_from_the_callback_keeps_the_session),
+    TL_CASE(cancel_from_another_thread),
+    TL_CASE(one_generation_at_a_time_per_session),
+    TL_CASE(prompts_by_text_ids_and_messages),
+};
+TL_SUITE(api, cases);

@@ -1,0 +1,248 @@
+#define _POSIX_C_SOURCE 200809L
+#include "turn.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "receipt.h"
+
+#ifndef TL_BUILD_ID
+#define TL_BUILD_ID "unknown"
+#endif
+
+static uint64_t now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* The sampler as the generation loop's choose callback. */
+typedef struct chooser {
+  tl_session *s;
+  const tl_turn_params *p;
+  const tl_sampler_profile *profile;
+  uint32_t *history; /* prompt, then generated */
+  size_t n_prompt;
+  uint64_t prefill_done_us; /* when the last prompt chunk completed */
+} chooser;
+
+static tl_status choose(void *ctx, const float *logits, size_t vocab,
+                        const uint32_t *generated, size_t step, uint32_t *id) {
+  chooser *c = ctx;
+  tl_sample_input in;
+  tl_sample_result res;
+  tl_status st;
+  memcpy(c->history + c->n_prompt, generated, step * sizeof *generated);
+  in.logits = logits;
+  in.n = vocab;
+  in.history = c->history;
+  in.n_history = c->n_prompt + step;
+  in.n_generated = (uint32_t)step;
+  in.pos.seed = c->p->seed;
+  in.pos.draw = 0;
+  in.pos.token = (uint32_t)step;
+  in.pos.turn = c->p->turn;
+  in.pos.stream = 0;
+  st = tl_sample(c->profile, &in, &c->s->sampler_scratch, NULL, &res);
+  if (st != TL_OK) return st;
+  *id = res.id;
+  if (c->p->on_choice != NULL) c->p->on_choice(c->p->cb_ctx, logits, vocab, *id);
+  return TL_OK;
+}
+
+/* The prefill's end is timed here; the caller's callback sees it too. */
+static void on_prefill(void *ctx, size_t done, size_t total) {
+  chooser *c = ctx;
+  if (done == total) c->prefill_done_us = now_us();
+  if (c->p->on_prefill != NULL) c->p->on_prefill(c->p->cb_ctx, done, total);
+}
+
+static void on_visible(void *ctx, const uint8_t *bytes, size_t n) {
+  chooser *c = ctx;
+  if (c->p->on_visible != NULL) c->p->on_visible(c->p->cb_ctx, bytes, n);
+}
+
+static void on_token(void *ctx, uint32_t id) {
+  chooser *c = ctx;
+  if (c->p->on_token != NULL) c->p->on_token(c->p->cb_ctx, id);
+}
+
+static bool cancelled(void *ctx) {
+  chooser *c = ctx;
+  return c->p->cancelled != NULL && c->p->cancelled(c->p->cb_ctx);
+}
+
+/* The profile: given values, else the artifact's generation defaults (the
+ * publisher's generation_config.json; do_sample false means greedy), else
+ * p's values (tl_turn_sampling_defaults: greedy). */
+static tl_status resolve_profile(const tl_session *s, const tl_turn_params *p,
+                                 tl_sampler_profile *profile, tl_sampler_field *field) {
+  const tl_gen_defaults *g = &s->gen;
+  *profile = tl_sampler_profile_default(s->defined_ids);
+  profile->temperature = p->temperature;
+  profile->top_k = p->top_k;
+  profile->top_p = p->top_p;
+  profile->min_p = p->min_p;
+  profile->repeat_penalty = p->repeat_penalty;
+  if (!(p->given & TL_TURN_GIVEN_TEMPERATURE)) {
+    if (g->has_do_sample && !g->do_sample) profile->temperature = 0.0;
+    else if (g->has_temperature) profile->temperature = g->temperature;
+  }
+  if (!(p->given & TL_TURN_GIVEN_TOP_K) && g->has_top_k) profile->top_k = g->top_k;
+  if (!(p->given & TL_TURN_GIVEN_TOP_P) && g->has_top_p) profile->top_p = g->top_p;
+  if (!(p->given & TL_TURN_GIVEN_MIN_P) && g->has_min_p) profile->min_p = g->min_p;
+  if (!(p->given & TL_TURN_GIVEN_REPEAT_PENALTY) && g->has_repeat_penalty)
+    profile->repeat_penalty = g->repeat_penalty;
+  profile->repeat_window = p->repeat_window;
+  profile->eos = s->eos;
+  profile->n_eos = s->n_eos;
+  if (tl_sampler_profile_check(profile, field) == TL_OK) return TL_OK;
+  /* What the caller gave is the caller's mistake; the rest the artifact's. */
+  switch (*field) {
+  case TL_SAMPLER_FIELD_TEMPERATURE:
+    return p->given & TL_TURN_GIVEN_TEMPERATURE ? TL_ERR_INVALID_ARGUMENT : TL_ERR_INVALID_MODEL;
+  case TL_SAMPLER_FIELD_TOP_K:
+    return p->given & TL_TURN_GIVEN_TOP_K ? TL_ERR_INVALID_ARGUMENT : TL_ERR_INVALID_MODEL;
+  case TL_SAMPLER_FIELD_TOP_P:
+    return p->given & TL_TURN_GIVEN_TOP_P ? TL_ERR_INVALID_ARGUMENT : TL_ERR_INVALID_MODEL;
+  case TL_SAMPLER_FIELD_MIN_P:
+    return p->given & TL_TURN_GIVEN_MIN_P ? TL_ERR_INVALID_ARGUMENT : TL_ERR_INVALID_MODEL;
+  case TL_SAMPLER_FIELD_REPEAT_PENALTY:
+    return p->given & TL_TURN_GIVEN_REPEAT_PENALTY ? TL_ERR_INVALID_ARGUMENT
+                                                  : TL_ERR_INVALID_MODEL;
+  case TL_SAMPLER_FIELD_REPEAT_WINDOW:
+    return TL_ERR_INVALID_ARGUMENT;
+  default:
+    return TL_ERR_INVALID_MODEL;
+  }
+}
+
+void tl_turn_sampling_defaults(tl_turn_params *p) {
+  p->temperature = 0.0;
+  p->top_k = 0;
+  p->top_p = 1.0;
+  p->min_p = 0.0;
+  p->repeat_penalty = 1.0;
+}
+
+tl_status tl_turn_run(tl_session *s, const tl_turn_params *p, const uint32_t *ids,
+                      size_t n, tl_turn *t, tl_sampler_field *field, char *err,
+                      size_t err_cap) {
+  tl_gen_params gp;
+  chooser ch;
+  size_t raw_cap;
+  uint64_t t0, t1, t2;
+  tl_status st;
+  memset(t, 0, sizeof *t);
+  t->position = s->cache.len;
+  t->max_new = p->max_new;
+  st = resolve_profile(s, p, &t->profile, field);
+  if (st != TL_OK) {
+    snprintf(err, err_cap, "sampler profile field %d out of range", (int)*field);
+    return st;
+  }
+  if (t->max_new == 0) { /* no cap: until the context is full */
+    uint64_t room;
+    if ((uint64_t)t->position + n > s->context) {
+      snprintf(err, err_cap,
+               "the prompt (%zu tokens at position %u) exceeds the context (%u tokens)",
+               n, t->position, s->context);
+      return TL_ERR_CONTEXT_EXCEEDED;
+    }
+    room = (uint64_t)s->context - t->position - n;
+    /* The last token is sampled without being fed: room + 1 can be
+     * generated; one more lets the context stop, not the limit, end the
+     * reply. */
+    t->max_new = room + 2 < UINT32_MAX ? (uint32_t)(room + 2) : UINT32_MAX;
+  }
+  raw_cap = s->max_token_bytes * (size_t)t->max_new + 256;
+  memset(&ch, 0, sizeof ch);
+  ch.s = s;
+  ch.p = p;
+  ch.profile = &t->profile;
+  ch.n_prompt = n;
+  ch.history = malloc((n + t->max_new) * sizeof *ch.history);
+  t->r.ids = malloc(t->max_new * sizeof *t->r.ids);
+  t->r.ids_cap = t->max_new;
+  t->r.raw = malloc(raw_cap);
+  t->r.raw_cap = raw_cap;
+  t->r.visible = malloc(raw_cap);
+  t->r.visible_cap = raw_cap;
+  if (ch.history == NULL || t->r.ids == NULL || t->r.raw == NULL || t->r.visible == NULL) {
+    free(ch.history);
+    tl_turn_free(t);
+    snprintf(err, err_cap, "out of memory");
+    return TL_ERR_OUT_OF_MEMORY;
+  }
+  memcpy(ch.history, ids, n * sizeof *ids);
+  memset(&gp, 0, sizeof gp);
+  gp.max_new = t->max_new;
+  gp.eos = s->eos;
+  gp.n_eos = s->n_eos;
+  gp.stops = p->stops;
+  gp.stop_lens = p->stop_lens;
+  gp.n_stops = p->n_stops;
+  gp.prefill_chunk = s->prefill_chunk;
+  gp.choose = choose;
+  gp.choose_ctx = &ch;
+  gp.on_visible = on_visible;
+  gp.on_token = on_token;
+  gp.on_prefill = on_prefill;
+  gp.cancelled = cancelled;
+  gp.cb_ctx = &ch;
+  t0 = now_us();
+  t->status = tl_generate(&s->qwen, &s->cache, s->model.tok, ids, n, &gp, &s->arena,
+                          s->logits, &t->r);
+  t2 = now_us();
+  free(ch.history);
+  /* Prefill ends when the last prompt chunk's forward pass completed. */
+  t1 = ch.prefill_done_us ? ch.prefill_done_us : t2;
+  t->prefill_us = t1 - t0;
+  t->decode_us = t2 - t1;
+  {
+    const uint8_t *artifact_id = NULL;
+    tl_status ids_st = tl_session_artifact_id(s, &artifact_id);
+    tl_run_facts f = {.artifact_id = artifact_id,
+                      .slm = &s->model.slm,
+                      .build_id = TL_BUILD_ID,
+                      .prompt_mode = p->mode,
+                      .add_generation_prompt = p->add_generation_prompt,
+                      .prompt_bytes = p->prompt_bytes,
+                      .prompt_len = p->prompt_len,
+                      .prompt_ids = ids,
+                      .n_prompt = n,
+                      .position = t->position,
+                      .profile = &t->profile,
+                      .seed = p->seed,
+                      .turn = p->turn,
+                      .ids = t->r.ids,
+                      .n_ids = t->r.n_ids,
+                      .raw = t->r.raw,
+                      .raw_len = t->r.raw_len,
+                      .stop = tl_stop_reason_name(t->r.stop),
+                      .error = t->status == TL_OK ? NULL : tl_status_name(t->status),
+                      .max_new = gp.max_new,
+                      .stops = gp.stops,
+                      .stop_lens = gp.stop_lens,
+                      .n_stops = gp.n_stops,
+                      .prefill_us = t->prefill_us,
+                      .decode_us = t->decode_us,
+                      .isa = tl_native_lane_isa(&s->lane),
+                      .threads = tl_native_lane_threads(&s->lane),
+                      .backend = s->lane.fast ? "fast" : "scalar",
+                      .numerical_profile = tl_native_lane_profile(&s->lane)};
+    t->receipt_status = ids_st != TL_OK ? ids_st
+                        : tl_run_receipt(&f, &t->receipt, &t->receipt_len, t->receipt_id);
+  }
+  return TL_OK;
+}
+
+void tl_turn_free(tl_turn *t) {
+  free(t->r.ids);
+  free(t->r.raw);
+  free(t->r.visible);
+  free(t->receipt);
+  memset(t, 0, sizeof *t);
+}

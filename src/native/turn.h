@@ -1,0 +1,92 @@
+/* One generation turn on an open session, as run, chat and the public API
+ * (api.c) make it: the sampler profile (the caller's values, the
+ * artifact's generation defaults for the rest), the sampler as the
+ * generation loop's choose callback, the output buffers, tl_generate,
+ * the timings and the run receipt (docs/receipts.md). Reporting, files
+ * and signals stay with the caller. */
+#ifndef TL_NATIVE_TURN_H
+#define TL_NATIVE_TURN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gen/generate.h"
+#include "sample/sampler.h"
+#include "session.h"
+
+/* Which sampling values the caller gave (the others come from the
+ * artifact's generation defaults, else the sampler's defaults). */
+enum {
+  TL_TURN_GIVEN_TEMPERATURE = 1u << 0,
+  TL_TURN_GIVEN_TOP_K = 1u << 1,
+  TL_TURN_GIVEN_TOP_P = 1u << 2,
+  TL_TURN_GIVEN_MIN_P = 1u << 3,
+  TL_TURN_GIVEN_REPEAT_PENALTY = 1u << 4
+};
+
+typedef struct tl_turn_params {
+  /* The values given (TL_TURN_GIVEN_*) override the artifact's generation
+   * defaults; the others apply where the artifact has none. */
+  double temperature, top_p, min_p, repeat_penalty;
+  uint32_t top_k, repeat_window;
+  uint32_t given; /* TL_TURN_GIVEN_* */
+  uint64_t seed;
+  uint32_t turn;    /* numbers the draws (DESIGN.md §7) */
+  uint32_t max_new; /* 0: until the context is full */
+  const uint8_t *const *stops;
+  const size_t *stop_lens;
+  size_t n_stops;
+  /* What the receipt's prompt node records. */
+  const char *mode; /* "text" or "messages" */
+  bool add_generation_prompt;
+  const uint8_t *prompt_bytes;
+  size_t prompt_len;
+  /* Optional, all with cb_ctx: visible bytes as they become final; each
+   * id generated; prefill progress; the cancellation poll (before every
+   * forward call); each sampled id with the logits it came from. */
+  void (*on_visible)(void *ctx, const uint8_t *bytes, size_t n);
+  void (*on_token)(void *ctx, uint32_t id);
+  void (*on_prefill)(void *ctx, size_t done, size_t total);
+  bool (*cancelled)(void *ctx);
+  void (*on_choice)(void *ctx, const float *logits, size_t vocab, uint32_t id);
+  void *cb_ctx;
+} tl_turn_params;
+
+typedef struct tl_turn {
+  tl_gen_result r; /* ids, raw and visible bytes (malloc'd), stop, fault */
+  tl_status status; /* tl_generate's */
+  tl_sampler_profile profile;
+  uint32_t position; /* where the prompt started in the cache */
+  uint32_t max_new;  /* the token limit that applied */
+  uint64_t prefill_us, decode_us;
+  uint8_t *receipt; /* the receipt file (malloc'd) */
+  size_t receipt_len;
+  uint8_t receipt_id[32];
+  tl_status receipt_status; /* TL_OK when receipt is set */
+} tl_turn;
+
+/* Generates after ids[0..n) (which follow the cache's current contents).
+ * Refusals before anything runs (t holds nothing then; err says why):
+ *   TL_ERR_INVALID_MODEL     a sampling value the caller left to the
+ *                            artifact is out of the sampler's range (*field
+ *                            names it) or its EOS set is invalid;
+ *   TL_ERR_INVALID_ARGUMENT  a value the caller gave is out of range
+ *                            (*field names it);
+ *   TL_ERR_CONTEXT_EXCEEDED  max_new 0 and the prompt does not fit;
+ *   TL_ERR_OUT_OF_MEMORY.
+ * Otherwise returns TL_OK and t describes the generation, whose own
+ * outcome is t->status (TL_ERR_CANCELLED, TL_ERR_NUMERICAL_FAILURE with
+ * t->r.fault, ...), with the receipt (also of a failed generation) unless
+ * t->receipt_status says why not. Free t with tl_turn_free. */
+/* The sampling values for what neither the caller nor the artifact sets:
+ * greedy (temperature 0, top-k 0, top-p 1, min-p 0, repeat penalty 1),
+ * as `tinylm run` documents. */
+void tl_turn_sampling_defaults(tl_turn_params *p);
+
+tl_status tl_turn_run(tl_session *s, const tl_turn_params *p, const uint32_t *ids,
+                      size_t n, tl_turn *t, tl_sampler_field *field, char *err,
+                      size_t err_cap);
+void tl_turn_free(tl_turn *t);
+
+#endif
