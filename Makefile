@@ -52,10 +52,12 @@ LDLIBS := -ljansson -ledit -lcurl -lm
 # --- sources -----------------------------------------------------------------
 # Kernels with ISA-specific twins are named *_<isa>.c and compiled with only
 # their own -m flags; they exist only in native x86-64 builds. *_neon.c
-# (Advanced SIMD, baseline on AArch64) exist only in aarch64 builds.
+# (Advanced SIMD, baseline on AArch64) and *_dotprod.c (compiled with the
+# dot-product extension) exist only in aarch64 builds.
 X86_SUFFIXES := sse41 avx2 avx512
 X86_PATTERNS := $(foreach s,$(X86_SUFFIXES),%_$(s).c)
-ARM_PATTERNS := %_neon.c
+ARM_PATTERNS := %_neon.c %_dotprod.c
+ARM_DOTPROD := -march=armv8.2-a+dotprod
 ALL_CORE := $(shell find src/core -name '*.c' | sort)
 CORE_TESTS := $(filter %_test.c,$(ALL_CORE))
 CORE_PORTABLE := $(filter-out %_test.c $(X86_PATTERNS) $(ARM_PATTERNS),$(ALL_CORE))
@@ -125,6 +127,9 @@ $(BUILD)/obj/%_avx2.o: %_avx2.c
 $(BUILD)/obj/%_avx512.o: %_avx512.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -mavx512f -mavx512vl -c $< -o $@
+$(BUILD)/obj/%_dotprod.o: %_dotprod.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(ARM_DOTPROD) -c $< -o $@
 
 $(LIB): $(call obj,$(CORE_NATIVE) $(NATIVE_LIB))
 	@mkdir -p $(@D)
@@ -311,6 +316,9 @@ neon: $(AARCH64_BUILD)/unit_tests $(AARCH64_BUILD)/transcript $(AARCH64_ASAN)/un
 $(AARCH64_BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(AARCH64_CC) $(AARCH64_CFLAGS) -c $< -o $@
+$(AARCH64_BUILD)/obj/%_dotprod.o: %_dotprod.c
+	@mkdir -p $(@D)
+	$(AARCH64_CC) $(AARCH64_CFLAGS) $(ARM_DOTPROD) -c $< -o $@
 
 $(AARCH64_BUILD)/gen/suites.c: $(CORE_TESTS) $(AARCH64_NATIVE_TESTS) Makefile
 	$(call gen_suites,$(CORE_TESTS) $(AARCH64_NATIVE_TESTS))
@@ -332,6 +340,9 @@ $(AARCH64_BUILD)/transcript: $(call aarch64_obj,tests/wasm/transcript.c \
 $(AARCH64_ASAN)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(AARCH64_CC) $(AARCH64_CFLAGS) $(AARCH64_SAN) -c $< -o $@
+$(AARCH64_ASAN)/obj/%_dotprod.o: %_dotprod.c
+	@mkdir -p $(@D)
+	$(AARCH64_CC) $(AARCH64_CFLAGS) $(AARCH64_SAN) $(ARM_DOTPROD) -c $< -o $@
 
 $(AARCH64_ASAN)/obj/gen/suites.o: $(AARCH64_BUILD)/gen/suites.c
 	@mkdir -p $(@D)
