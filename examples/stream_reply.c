@@ -34,7 +34,11 @@ static int on_text(void *ctx, const uint8_t *bytes, size_t len) {
 static int fail(uint32_t h) {
   tl_error e;
   tl_error_detail(h, &e);
-  fprintf(stderr, "error: %s: %s\n", tl_status_name(e.status), e.message);
+  fprintf(stderr, "error: %s: %s", tl_status_name(e.status), e.message);
+  if (e.status == TL_ERR_NUMERICAL_FAILURE)
+    fprintf(stderr, " (stage %s, layer %d, position %u, index %llu)", e.stage, (int)e.layer,
+            (unsigned)e.position, (unsigned long long)e.index);
+  fputc('\n', stderr);
   return 1;
 }
 

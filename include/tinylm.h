@@ -261,9 +261,11 @@ tl_status tl_generation_new(tl_session_handle session, tl_generation_handle *out
  * (TL_OK), or with the failure: TL_ERR_CANCELLED, TL_ERR_NUMERICAL_FAILURE
  * (where: tl_error_detail), TL_ERR_INVALID_ARGUMENT (params, or the
  * session busy with another generation), TL_ERR_INVALID_UTF8, ...
- * A failed generation leaves the session's cache as it was before the
- * call; the receipt of a generation that ran (also a cancelled one)
- * is available. */
+ * A refused generation leaves the session's cache as it was; one that
+ * failed while computing (cancelled included), as it was when the turn
+ * started (the previous contents with TL_GENERATE_CONTINUE, else empty).
+ * The receipt of a generation that ran (also a cancelled one) is
+ * available. */
 tl_status tl_generation_run(tl_generation_handle gen, const tl_generation_params *params);
 
 /* Asks a running (or not yet started) generation to stop: safe from any

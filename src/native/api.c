@@ -19,7 +19,6 @@
 
 #include "api/handle.h"
 #include "chat_render.h"
-#include "cli.h"
 #include "encoder.h"
 #include "kernels/parallel.h"
 #include "model.h"
@@ -655,7 +654,7 @@ static tl_status run_turn(api_gen *g, const tl_generation_params *p) {
   const uint8_t **stops = NULL;
   size_t *stop_lens = NULL;
   tl_sampler_field field = TL_SAMPLER_FIELD_TEMPERATURE;
-  uint32_t start = s->cache.len;
+  uint32_t before = s->cache.len, start;
   char err[512];
   tl_status st;
   memset(&tp, 0, sizeof tp);
@@ -682,7 +681,7 @@ static tl_status run_turn(api_gen *g, const tl_generation_params *p) {
     st = FAIL(&g->o, TL_ERR_INVALID_ARGUMENT, "unknown flags 0x%x", (unsigned)p->flags);
     goto done;
   }
-  if (!(p->flags & TL_GENERATE_CONTINUE)) start = s->cache.len = 0;
+  start = p->flags & TL_GENERATE_CONTINUE ? before : 0;
   st = prepare_prompt(g, p, &enc, &rendered, &decoded, &tp);
   if (st != TL_OK) goto done;
   if ((uint64_t)start + g->n_prompt > s->context) {
@@ -714,7 +713,9 @@ static tl_status run_turn(api_gen *g, const tl_generation_params *p) {
   tp.cancelled = cancelled;
   tp.cb_ctx = g;
   g->p = p;
+  s->cache.len = start;
   st = tl_turn_run(s, &tp, enc.ids, g->n_prompt, &g->t, &field, err, sizeof err);
+  if (st != TL_OK) s->cache.len = before; /* refused: nothing ran */
   if (st == TL_ERR_INVALID_ARGUMENT || st == TL_ERR_INVALID_MODEL) {
     st = FAIL(&g->o, st, "sampling value %s is out of range (%s)",
               (size_t)field < sizeof field_names / sizeof field_names[0]
@@ -727,12 +728,14 @@ static tl_status run_turn(api_gen *g, const tl_generation_params *p) {
     goto done;
   }
   g->ran = true;
-  if (g->t.receipt_status == TL_OK) tl_cli_hex(g->t.receipt_id, 32, g->receipt_hex);
+  if (g->t.receipt_status == TL_OK)
+    for (int i = 0; i < 32; i++) snprintf(g->receipt_hex + 2 * i, 3, "%02x", g->t.receipt_id[i]);
   st = g->t.status;
   /* The loop reports a cancellation as a stop reason; the API as a status. */
   if (st == TL_OK && g->t.r.stop == TL_STOP_CANCELLED) st = TL_ERR_CANCELLED;
   if (st != TL_OK) {
-    /* A failed turn leaves the cache as it was. */
+    /* A failed turn leaves the cache as it was when the turn started
+     * (rows past start were overwritten, rows before it were not). */
     s->cache.len = start;
     if (st == TL_ERR_NUMERICAL_FAILURE)
       fail_at(&g->o, st, &g->t.r.fault, 0, "non-finite value after %zu tokens",

@@ -335,6 +335,20 @@ static void cancel_from_the_callback_keeps_the_session(tl_test_ctx *t) {
   TL_EXPECT(t, r0.n_ids > 3);
   TL_EXPECT_OK(t, tl_session_position(s, &pos));
   TL_EXPECT(t, pos > 0);
+  /* a refused generation (two prompts) leaves the cache alone */
+  {
+    seen x = {0};
+    tl_generation_handle gx;
+    tl_generation_params p = sampled(&x);
+    uint32_t after = 0;
+    p.ids = &pos;
+    p.n_ids = 1;
+    TL_EXPECT_OK(t, tl_generation_new(s, &gx));
+    TL_EXPECT_STATUS(t, tl_generation_run(gx, &p), TL_ERR_INVALID_ARGUMENT);
+    TL_EXPECT_OK(t, tl_session_position(s, &after));
+    TL_EXPECT_EQ_U64(t, after, pos);
+    tl_generation_free(gx);
+  }
   /* continue after it, then cancel at the third token */
   b.cancel_after = 3;
   {

@@ -4,7 +4,9 @@ through include/tinylm.h alone) against `tinylm run` on the tiny golden
 artifact: the same conversation and flags give the same ids, the same
 visible text and the same receipt id, on the scalar and the fast lane,
 greedy and sampled; --preflight gives the plan `run --preflight` prints;
-a changed byte is refused as hash_mismatch.
+a changed byte is refused as hash_mismatch; a weight row that overflows
+(tests/model/fast_test.py's poisoned checkpoint) is numerical_failure with
+the same place `tinylm run` names, on both lanes.
 
     example_test.py TINYLM STREAM_REPLY WORKDIR
 """
@@ -16,6 +18,8 @@ import subprocess
 import sys
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "tests", "model"))
+import fast_test  # noqa: E402  (its poisoned checkpoint)
 MODEL = os.path.join(ROOT, "tests", "golden", "slm", "tiny-f32.slm")
 passed = failed = 0
 
@@ -102,6 +106,14 @@ def main():
     check("a changed byte: exit 1, error: hash_mismatch",
           p.returncode == 1 and p.stderr.decode().startswith("error: hash_mismatch:"),
           p.stderr.decode())
+
+    poisoned = fast_test.poisoned_row(TINYLM, work)
+    where = "stage q, layer 0, position 0, index 3"
+    for lane in ["scalar", "fast"]:
+        p = example(message, "--lane", lane, "-n", "2", model=poisoned)
+        check(f"an overflowing weight ({lane}): numerical_failure at {where}",
+              p.returncode == 1 and p.stderr.decode().startswith("error: numerical_failure:")
+              and f"({where})" in p.stderr.decode(), p.stderr.decode())
 
     print(f"{passed} passed, {failed} failed")
     return 0 if failed == 0 else 1
