@@ -4,7 +4,9 @@
  *
  * Written for what V8 makes of SIMD128 on x86-64 (one xmm instruction per
  * operation, 15 usable registers):
- * - ROWS rows at a time share each activation load and its preparation;
+ * - f16/bf16 rows in pairs share each activation load; q8/q4 activations
+ *   are split once per chunk of blocks and tile of rows (rows_quant) and
+ *   read by row pairs;
  * - integer groups through i32x4.dot_i16x8_s (pmaddwd) on codes split
  *   into their even and odd bytes by 16-bit shifts: the dot of the even
  *   halves gives lane j = w[4j]x[4j] + w[4j+2]x[4j+2], the odd halves the
