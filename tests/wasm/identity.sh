@@ -5,7 +5,7 @@
 # SIMD128 module's (fast-lane records through the SIMD128 kernels).
 #   tests/wasm/identity.sh [NATIVE_TRANSCRIPT [WASM_BUILD_DIR]]
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 native=${1:-build/gcc/transcript}
 wasm_dir=${2:-build/wasm}
 work=$(mktemp -d)
