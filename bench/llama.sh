@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # `make bench` (side by side): tinylm's fast lane beside llama.cpp on the
 # same synthetic Qwen3-0.6B weights, run alternately in one run (the host
-# is shared and noisy: only figures measured together compare). Needs a
+# is shared and noisy: only figures measured together compare): prefill
+# and decode tokens/s, decode as a fraction of the read-bandwidth bound,
+# both peak RSS (GNU time for llama-bench), then tinylm's time to first
+# token. Needs a
 # llama.cpp build (llama-bench, llama-quantize; recipe and pinned commit in
 # ../shared/notes/perf-anchor.md) and its GGUF writer; skipped with a
 # message otherwise.
@@ -49,7 +52,8 @@ for p in "${pairs[@]}"; do
   read -r ours theirs <<<"$p"
   for t in ${threads//,/ }; do
     # alternate: llama.cpp, then tinylm, for each weight type and thread count
-    lj=$("$llama/build/bin/llama-bench" -m "$work/m-$theirs.gguf" -p "$prompt" -n "$decode" \
+    lj=$(/usr/bin/time -f '%M' -o "$work/llama-rss" "$llama/build/bin/llama-bench" \
+         -m "$work/m-$theirs.gguf" -p "$prompt" -n "$decode" \
          -t "$t" -r "$reps" -mmp 0 -o json 2>/dev/null) || {
       # e.g. 132 (SIGILL): a -DGGML_NATIVE=ON build on a VM whose CPU flags
       # list AMX it cannot run; rebuild with GGML_NATIVE=OFF and the AVX-512 flags
@@ -57,21 +61,35 @@ for p in "${pairs[@]}"; do
       exit 1
     }
     tj=$("$tinylm" bench "$work/m-$ours.slm" -p "$prompt" -n "$decode" -r "$reps" -t "$t" --json)
-    rows+=("$(/usr/bin/python3 - "$ours" "$theirs" "$t" "$lj" "$tj" <<'EOF'
+    rows+=("$(/usr/bin/python3 - "$ours" "$theirs" "$t" "$lj" "$tj" "$(cat "$work/llama-rss")" <<'EOF'
 import json, sys
-ours, theirs, t, lj, tj = sys.argv[1:]
+ours, theirs, t, lj, tj, lrss = sys.argv[1:]
 l = json.loads(lj)
 pp = next(r["avg_ts"] for r in l if r["n_prompt"] > 0 and r["n_gen"] == 0)
 tg = next(r["avg_ts"] for r in l if r["n_gen"] > 0 and r["n_prompt"] == 0)
 d = json.loads(tj)
-print("%-5s %-5s %2s | %8.1f %8.1f %5.2fx | %7.1f %7.1f %5.2fx | %3.0f%% of bound, %.1f GB/s | %4.0f MB"
+print("%-5s %-5s %2s | %8.1f %8.1f %5.2fx | %7.1f %7.1f %5.2fx | %3.0f%% of bound, %4.1f GB/s | %5.0f %5.0f MB"
       % (ours, theirs, t, d["prefill_tokens_per_s"], pp, d["prefill_tokens_per_s"] / pp,
          d["decode_tokens_per_s"], tg, d["decode_tokens_per_s"] / tg,
          100 * d["decode_fraction_of_bound"], d["bandwidth_bytes_per_s"] / 1e9,
-         d["peak_rss_bytes"] / 1e6))
+         d["peak_rss_bytes"] / 1e6, int(lrss) * 1024 / 1e6))
 EOF
 )")
   done
 done
-echo "tinylm llama.cpp t | prefill tinylm llama  ratio | decode tinylm llama  ratio | tinylm decode | tinylm RSS"
+echo "tinylm llama.cpp t | prefill tinylm llama  ratio | decode tinylm llama  ratio | tinylm decode              | peak RSS tinylm llama"
 printf '%s\n' "${rows[@]}"
+# Time to first token: a fresh process opens (verifies) the artifact, loads
+# the weights, prefills a short prompt and prints its first token: the time
+# from the start to the first byte on stdout (the receipt's SHA-256 of the
+# whole file is computed after the reply, so it is not in it).
+for ours in q8 q4 bf16; do
+  ttft=$(/usr/bin/python3 -c 'import subprocess, sys, time
+t = time.monotonic()
+p = subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+first = p.stdout.read(1)
+print("%.2f s" % (time.monotonic() - t) if first else "no output")
+p.stdout.read()
+p.wait()' "$tinylm" run "$work/m-$ours.slm" --prompt "Hello" -n 8 --temperature 0)
+  echo "time to first token ($ours, fresh process, short prompt): $ttft"
+done
