@@ -15,9 +15,10 @@ extern const tl_kernels tl_kernels_avx512;
 #define TL_KERN_HAVE_X86 0
 #endif
 
-/* The NEON variant exists in aarch64 native builds only (the Makefile
- * compiles *_neon.c there); TL_NO_NEON leaves it out. */
-#if defined(__aarch64__) && !defined(TL_NO_NEON)
+/* The NEON variants exist in little-endian aarch64 builds only (the
+ * Makefile compiles *_neon.c and *_dotprod.c there; they load the file's
+ * little-endian weights directly); TL_NO_NEON leaves them out. */
+#if defined(__aarch64__) && !defined(__AARCH64EB__) && !defined(TL_NO_NEON)
 #define TL_KERN_HAVE_NEON 1
 extern const tl_kernels tl_kernels_neon;
 extern const tl_kernels tl_kernels_neon_dotprod;
