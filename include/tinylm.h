@@ -102,6 +102,14 @@ typedef struct tl_error {
   int32_t layer;
   uint32_t position;
   uint64_t index;
+  /* A conversation refused by tl_model_render or a generation: kind
+   * "json" (line and column of the syntax error), "input" (index: the bad
+   * message, UINT64_MAX when none) or the template's error kind. A
+   * sampling value out of range: kind names the field ("temperature",
+   * "top_k", "top_p", "min_p", "repeat_penalty", "repeat_window"; "eos",
+   * "vocabulary" for the artifact's). "" otherwise. */
+  char kind[24];
+  uint32_t line, column;
   char message[512]; /* NUL-terminated, UTF-8 */
 } tl_error;
 
@@ -129,6 +137,11 @@ tl_status tl_model_open_bytes(const void *data, size_t len, uint32_t flags,
  * order, into memory the model owns. */
 typedef int64_t (*tl_read_fn)(void *ctx, uint64_t offset, void *buf, size_t len);
 tl_status tl_model_open_reader(tl_read_fn read, void *ctx, tl_model_handle *out);
+
+/* Native hosts only (not exported by the wasm32 modules): the file at
+ * path, memory-mapped (not copied), verified the same way; errors name
+ * the path (TL_ERR_IO when it cannot be opened). */
+tl_status tl_model_open_file(const char *path, tl_model_handle *out);
 
 /* Ends the handle. Sessions opened on the model keep it alive until
  * they are freed. */
@@ -206,6 +219,15 @@ tl_status tl_model_render_messages(tl_model_handle model, const tl_message *mess
 tl_status tl_model_encode(tl_model_handle model, const void *text, size_t len,
                           uint32_t *ids, size_t cap, size_t *n);
 
+/* The bytes of ids: every token's (TL_DECODE_RAW), special tokens
+ * skipped (TL_DECODE_VISIBLE), or raw with non-printable bytes escaped
+ * (TL_DECODE_DIAGNOSTIC). An id outside the vocabulary:
+ * TL_ERR_INVALID_ARGUMENT (its position in the error's index). *len as
+ * for tl_model_render. */
+enum { TL_DECODE_RAW = 0, TL_DECODE_VISIBLE = 1, TL_DECODE_DIAGNOSTIC = 2 };
+tl_status tl_model_decode(tl_model_handle model, const uint32_t *ids, size_t n, uint32_t mode,
+                          void *out, size_t cap, size_t *len);
+
 /* ---- generations ---- */
 
 /* Streaming callbacks, on the thread that runs the generation; a nonzero
@@ -251,6 +273,11 @@ typedef struct tl_generation_params {
   uint32_t flags; /* TL_GENERATE_* */
   tl_token_fn on_token;
   tl_text_fn on_text; /* visible bytes, once they cannot start a stop string */
+  /* After each prefill chunk: done of total prompt tokens; nonzero cancels. */
+  int (*on_prefill)(void *ctx, size_t done, size_t total);
+  /* Each sampled id with the logits (vocab floats, valid during the call)
+   * it was drawn from, before on_token. */
+  void (*on_choice)(void *ctx, const float *logits, size_t vocab, uint32_t id);
   void *ctx;
 } tl_generation_params;
 

@@ -36,6 +36,7 @@ typedef struct api_obj {
 typedef struct api_model {
   api_obj o;
   tl_native_model m;
+  char name[4096]; /* the path, or "model" for bytes: errors name it */
 } api_model;
 
 typedef struct api_session {
@@ -71,21 +72,25 @@ static _Thread_local tl_error t_last;
 
 uint32_t tl_abi_version(void) { return TL_ABI_VERSION; }
 
-/* Records a failure on o (may be NULL) and as this thread's last. */
-static tl_status fail_at(api_obj *o, tl_status st, const tl_qwen3_fault *fault,
-                         uint64_t index, const char *fmt, ...) {
+/* An error record with nothing but its defaults. */
+static tl_error no_detail(void) {
   tl_error e;
-  va_list ap;
   memset(&e, 0, sizeof e);
-  e.status = st;
   e.layer = -1;
+  return e;
+}
+
+static tl_error index_detail(uint64_t index) {
+  tl_error e = no_detail();
   e.index = index;
-  if (fault != NULL) {
-    snprintf(e.stage, sizeof e.stage, "%s", tl_qwen3_stage_name(fault->stage));
-    e.layer = fault->layer;
-    e.position = fault->pos;
-    e.index = fault->index;
-  }
+  return e;
+}
+
+/* Records a failure (detail's fields, status st, the message) on o (may
+ * be NULL) and as this thread's last. */
+static tl_status fail_at(api_obj *o, tl_status st, tl_error e, const char *fmt, ...) {
+  va_list ap;
+  e.status = st;
   va_start(ap, fmt);
   vsnprintf(e.message, sizeof e.message, fmt, ap);
   va_end(ap);
@@ -98,7 +103,7 @@ static tl_status fail_at(api_obj *o, tl_status st, const tl_qwen3_fault *fault,
   return st;
 }
 
-#define FAIL(o, st, ...) fail_at((o), (st), NULL, 0, __VA_ARGS__)
+#define FAIL(o, st, ...) fail_at((o), (st), no_detail(), __VA_ARGS__)
 
 static tl_status handle_fail(tl_status st, uint32_t h) {
   return FAIL(NULL, st, "handle 0x%08x %s", (unsigned)h,
@@ -216,10 +221,12 @@ static void model_destroy(api_obj *o) {
   free(m);
 }
 
-/* Opens bytes (taken: malloc'd, freed by the model) as a model handle. */
-static tl_status model_open(const uint8_t *data, size_t len, bool take, tl_model_handle *out) {
+/* Opens the file at path, or else bytes (taken: malloc'd, freed by the
+ * model), as a model handle. */
+static tl_status model_open(const char *path, const uint8_t *data, size_t len, bool take,
+                            tl_model_handle *out) {
   api_model *m = calloc(1, sizeof *m);
-  char err[512];
+  char err[4200];
   tl_status st;
   if (m == NULL) {
     if (take) free((void *)data);
@@ -227,10 +234,12 @@ static tl_status model_open(const uint8_t *data, size_t len, bool take, tl_model
   }
   m->o.refs = 1;
   m->o.destroy = model_destroy;
-  st = tl_native_model_open_bytes(data, len, take, "model", &m->m, err, sizeof err);
+  snprintf(m->name, sizeof m->name, "%s", path ? path : "model");
+  st = path ? tl_native_model_open(path, &m->m, err, sizeof err)
+            : tl_native_model_open_bytes(data, len, take, m->name, &m->m, err, sizeof err);
   if (st == TL_OK && !m->m.has_tensors) {
     tl_native_model_close(&m->m);
-    snprintf(err, sizeof err, "model: a tokenizer-only artifact has no weights");
+    snprintf(err, sizeof err, "%s: a tokenizer-only artifact has no weights", m->name);
     st = TL_ERR_INVALID_MODEL;
   }
   if (st != TL_OK) {
@@ -249,12 +258,21 @@ tl_status tl_model_open_bytes(const void *data, size_t len, uint32_t flags,
     return FAIL(NULL, TL_ERR_INVALID_ARGUMENT, "tl_model_open_bytes: NULL out or data, or "
                 "unknown flags 0x%x", (unsigned)flags);
   *out = TL_NO_HANDLE;
-  if (flags & TL_OPEN_BORROW) return model_open(data, len, false, out);
+  if (flags & TL_OPEN_BORROW) return model_open(NULL, data, len, false, out);
   copy = malloc(len ? len : 1);
   if (copy == NULL)
     return FAIL(NULL, TL_ERR_OUT_OF_MEMORY, "out of memory for a %zu-byte copy", len);
   if (len) memcpy(copy, data, len);
-  return model_open(copy, len, true, out);
+  return model_open(NULL, copy, len, true, out);
+}
+
+tl_status tl_model_open_file(const char *path, tl_model_handle *out) {
+  tl_status st = check_init();
+  if (st != TL_OK) return st;
+  if (path == NULL || out == NULL)
+    return FAIL(NULL, TL_ERR_INVALID_ARGUMENT, "tl_model_open_file: NULL path or out");
+  *out = TL_NO_HANDLE;
+  return model_open(path, NULL, 0, false, out);
 }
 
 tl_status tl_model_open_reader(tl_read_fn read, void *ctx, tl_model_handle *out) {
@@ -291,7 +309,7 @@ tl_status tl_model_open_reader(tl_read_fn read, void *ctx, tl_model_handle *out)
     got += (size_t)n;
   }
   /* A short read is a truncated artifact: the open names it so. */
-  return model_open(buf, got, true, out);
+  return model_open(NULL, buf, got, true, out);
 }
 
 tl_status tl_model_close(tl_model_handle model) { return close_handle(TL_HANDLE_MODEL, model); }
@@ -332,7 +350,7 @@ static tl_status session_prepare(api_model *m, const tl_session_options *opts,
   lane.fast = o.lane != TL_LANE_SCALAR;
   lane.threads = o.threads;
   lane.mmap = (o.flags & TL_SESSION_NO_COPY) != 0;
-  st = tl_session_open_shared(s, &m->m, "model", err, sizeof err);
+  st = tl_session_open_shared(s, &m->m, m->name, err, sizeof err);
   if (st != TL_OK) return FAIL(&m->o, st, "%s", err);
   st = tl_session_lane(s, &lane, err, sizeof err);
   if (st == TL_OK) st = tl_session_plan(s, o.context, 0, err, sizeof err);
@@ -454,13 +472,21 @@ static tl_status give_bytes(api_obj *o, const void *src, size_t n, void *out, si
 static tl_status render(api_model *m, const uint8_t *json, size_t len, tl_render_out *r) {
   tl_render_error re;
   tl_status st = tl_native_render(&m->m, json, len, TL_RENDER_FOR_REPLY, r, &re);
+  tl_error e = no_detail();
   if (st == TL_OK) return TL_OK;
-  if (strcmp(re.kind, "json") == 0)
-    return FAIL(&m->o, st, "the conversation is not JSON (line %zu, column %zu): %s",
-                re.line, re.column, re.message);
-  if (strcmp(re.kind, "input") == 0 || st == TL_ERR_TEMPLATE_RAISED)
-    return FAIL(&m->o, st, "%s", re.message);
-  return FAIL(&m->o, st, "%s: %s", re.kind, re.message);
+  snprintf(e.kind, sizeof e.kind, "%s", re.kind);
+  if (strcmp(re.kind, "json") == 0) {
+    e.line = re.line <= UINT32_MAX ? (uint32_t)re.line : UINT32_MAX;
+    e.column = re.column <= UINT32_MAX ? (uint32_t)re.column : UINT32_MAX;
+    return fail_at(&m->o, st, e, "%s", re.message);
+  }
+  if (strcmp(re.kind, "input") == 0) {
+    e.index = re.bad_message == SIZE_MAX ? UINT64_MAX : re.bad_message;
+    return fail_at(&m->o, st, e, "%s", re.message);
+  }
+  /* The template's own raise_exception speaks for itself. */
+  if (st == TL_ERR_TEMPLATE_RAISED) return fail_at(&m->o, st, e, "%s", re.message);
+  return fail_at(&m->o, st, e, "%s: %s", re.kind, re.message);
 }
 
 tl_status tl_model_render(tl_model_handle model, const void *json, size_t json_len,
@@ -526,7 +552,8 @@ tl_status tl_model_encode(tl_model_handle model, const void *text, size_t len, u
     st = FAIL(&m->o, TL_ERR_INVALID_ARGUMENT, "NULL text or n");
   } else if ((st = tl_encoder_run(&enc, text, len, &count, &bad)) != TL_OK) {
     st = st == TL_ERR_INVALID_UTF8
-             ? fail_at(&m->o, st, NULL, bad, "the text is not valid UTF-8 at byte %zu", bad)
+             ? fail_at(&m->o, st, index_detail(bad), "the text is not valid UTF-8 at byte %zu",
+                       bad)
              : FAIL(&m->o, st, "encoding failed");
   } else {
     *n = count;
@@ -536,6 +563,31 @@ tl_status tl_model_encode(tl_model_handle model, const void *text, size_t len, u
       memcpy(ids, enc.ids, count * sizeof *ids);
   }
   tl_encoder_free(&enc);
+  drop(&m->o);
+  return st;
+}
+
+tl_status tl_model_decode(tl_model_handle model, const uint32_t *ids, size_t n, uint32_t mode,
+                          void *out, size_t cap, size_t *len) {
+  static const tl_tok_decode_mode modes[] = {TL_TOK_DECODE_RAW, TL_TOK_DECODE_VISIBLE,
+                                             TL_TOK_DECODE_DIAGNOSTIC};
+  api_model *m;
+  size_t bad = 0;
+  tl_status st = acquire(TL_HANDLE_MODEL, model, (void **)&m);
+  if (st != TL_OK) return st;
+  if (len == NULL || (ids == NULL && n != 0) || (out == NULL && cap != 0) || mode > 2) {
+    st = FAIL(&m->o, TL_ERR_INVALID_ARGUMENT, "NULL ids, out or len, or mode %u (0..2)",
+              (unsigned)mode);
+  } else {
+    st = tl_tok_decode(m->m.tok, ids, n, modes[mode], out, cap, len, &bad);
+    if (st == TL_ERR_INVALID_ARGUMENT)
+      fail_at(&m->o, st, index_detail(bad), "id %u (at %zu) is not in the vocabulary",
+              (unsigned)ids[bad], bad);
+    else if (st == TL_ERR_BOUNDS)
+      FAIL(&m->o, st, "%zu bytes do not fit in %zu", *len, cap);
+    else if (st != TL_OK)
+      FAIL(&m->o, st, "decoding failed");
+  }
   drop(&m->o);
   return st;
 }
@@ -581,6 +633,17 @@ static void on_visible(void *ctx, const uint8_t *bytes, size_t n) {
     atomic_store(&g->cancel, 1);
 }
 
+static void on_prefill(void *ctx, size_t done, size_t total) {
+  api_gen *g = ctx;
+  if (g->p->on_prefill != NULL && g->p->on_prefill(g->p->ctx, done, total) != 0)
+    atomic_store(&g->cancel, 1);
+}
+
+static void on_choice(void *ctx, const float *logits, size_t vocab, uint32_t id) {
+  api_gen *g = ctx;
+  if (g->p->on_choice != NULL) g->p->on_choice(g->p->ctx, logits, vocab, id);
+}
+
 static bool cancelled(void *ctx) {
   api_gen *g = ctx;
   return atomic_load(&g->cancel) != 0;
@@ -603,9 +666,8 @@ static tl_status prepare_prompt(api_gen *g, const tl_generation_params *p, tl_en
   if (p->messages_json != NULL) {
     st = render(m, p->messages_json, p->messages_len, rendered);
     if (st != TL_OK) {
-      char why[sizeof t_last.message];
-      memcpy(why, t_last.message, sizeof why);
-      return FAIL(o, st, "%s", why);
+      tl_error why = t_last; /* render's record, now also the generation's */
+      return fail_at(o, st, why, "%s", why.message);
     }
     tp->mode = "messages";
     tp->add_generation_prompt = rendered->own.add_generation_prompt;
@@ -624,14 +686,14 @@ static tl_status prepare_prompt(api_gen *g, const tl_generation_params *p, tl_en
     if (*decoded == NULL) return FAIL(o, TL_ERR_OUT_OF_MEMORY, "out of memory");
     st = tl_tok_decode(tok, p->ids, p->n_ids, TL_TOK_DECODE_RAW, *decoded, cap, &len, &bad);
     if (st != TL_OK)
-      return fail_at(o, st, NULL, bad, "prompt id %zu is not in the vocabulary", bad);
+      return fail_at(o, st, index_detail(bad), "prompt id %zu is not in the vocabulary", bad);
     tp->prompt_bytes = *decoded;
     tp->prompt_len = len;
   }
   enc->tok = tok;
   st = tl_encoder_run(enc, tp->prompt_bytes, tp->prompt_len, &n, &bad);
   if (st != TL_OK)
-    return fail_at(o, st, NULL, bad, "the prompt is not valid UTF-8 at byte %zu", bad);
+    return fail_at(o, st, index_detail(bad), "the prompt is not valid UTF-8 at byte %zu", bad);
   if (n == 0) return FAIL(o, TL_ERR_INVALID_ARGUMENT, "the prompt is empty");
   if (p->ids != NULL &&
       (n != p->n_ids || memcmp(enc->ids, p->ids, n * sizeof *p->ids) != 0))
@@ -644,8 +706,10 @@ static tl_status prepare_prompt(api_gen *g, const tl_generation_params *p, tl_en
 
 /* One generation on g's session, which the caller has marked busy. */
 static tl_status run_turn(api_gen *g, const tl_generation_params *p) {
-  static const char *const field_names[] = {"temperature", "top_k", "top_p", "min_p",
-                                            "repeat_penalty", "repeat_window"};
+  static const char *const field_names[] = {"temperature", "top_k",          "top_p",
+                                            "min_p",       "repeat_penalty", "repeat_window",
+                                            "min_new",     "eos",            "ban",
+                                            "vocabulary"};
   tl_session *s = &g->session->s;
   tl_turn_params tp;
   tl_encoder enc = {0};
@@ -710,6 +774,8 @@ static tl_status run_turn(api_gen *g, const tl_generation_params *p) {
   tp.n_stops = p->n_stops;
   tp.on_token = on_token;
   tp.on_visible = on_visible;
+  tp.on_prefill = on_prefill;
+  tp.on_choice = on_choice;
   tp.cancelled = cancelled;
   tp.cb_ctx = g;
   g->p = p;
@@ -717,10 +783,12 @@ static tl_status run_turn(api_gen *g, const tl_generation_params *p) {
   st = tl_turn_run(s, &tp, enc.ids, g->n_prompt, &g->t, &field, err, sizeof err);
   if (st != TL_OK) s->cache.len = before; /* refused: nothing ran */
   if (st == TL_ERR_INVALID_ARGUMENT || st == TL_ERR_INVALID_MODEL) {
-    st = FAIL(&g->o, st, "sampling value %s is out of range (%s)",
-              (size_t)field < sizeof field_names / sizeof field_names[0]
-                  ? field_names[field] : "EOS set or vocabulary",
-              st == TL_ERR_INVALID_ARGUMENT ? "given" : "the artifact's default");
+    tl_error e = no_detail();
+    snprintf(e.kind, sizeof e.kind, "%s",
+             (size_t)field < sizeof field_names / sizeof field_names[0] ? field_names[field]
+                                                                         : "sampler");
+    st = fail_at(&g->o, st, e, "sampling value %s is out of range (%s)", e.kind,
+                 st == TL_ERR_INVALID_ARGUMENT ? "given" : "the artifact's default");
     goto done;
   }
   if (st != TL_OK) {
@@ -737,11 +805,17 @@ static tl_status run_turn(api_gen *g, const tl_generation_params *p) {
     /* A failed turn leaves the cache as it was when the turn started
      * (rows past start were overwritten, rows before it were not). */
     s->cache.len = start;
-    if (st == TL_ERR_NUMERICAL_FAILURE)
-      fail_at(&g->o, st, &g->t.r.fault, 0, "non-finite value after %zu tokens",
-              g->t.r.n_ids);
-    else
+    if (st == TL_ERR_NUMERICAL_FAILURE) {
+      const tl_qwen3_fault *f = &g->t.r.fault;
+      tl_error e = no_detail();
+      snprintf(e.stage, sizeof e.stage, "%s", tl_qwen3_stage_name(f->stage));
+      e.layer = f->layer;
+      e.position = f->pos;
+      e.index = f->index;
+      fail_at(&g->o, st, e, "non-finite value after %zu tokens", g->t.r.n_ids);
+    } else {
       FAIL(&g->o, st, "the generation stopped after %zu tokens", g->t.r.n_ids);
+    }
   }
 done:
   g->p = NULL;

@@ -540,6 +540,130 @@ static void prompts_by_text_ids_and_messages(tl_test_ctx *t) {
   TL_EXPECT_OK(t, tl_model_close(m));
 }
 
+typedef struct counts {
+  size_t prefill_calls, prefill_done, prefill_total, choices, tokens;
+  uint32_t last_choice;
+  bool order_ok; /* every on_token followed its on_choice */
+  int cancel_in_prefill;
+} counts;
+
+static int count_prefill(void *ctx, size_t done, size_t total) {
+  counts *c = ctx;
+  c->prefill_calls++;
+  c->prefill_done = done;
+  c->prefill_total = total;
+  return c->cancel_in_prefill;
+}
+
+static void count_choice(void *ctx, const float *logits, size_t vocab, uint32_t id) {
+  counts *c = ctx;
+  /* the id drawn is one the logits cover */
+  c->order_ok &= logits != NULL && id < vocab && c->choices == c->tokens;
+  c->choices++;
+  c->last_choice = id;
+}
+
+static int count_token(void *ctx, uint32_t id) {
+  counts *c = ctx;
+  c->order_ok &= c->choices == c->tokens + 1 && id == c->last_choice;
+  c->tokens++;
+  return 0;
+}
+
+static void file_decode_errors_and_callbacks(tl_test_ctx *t) {
+  static const char bad_json[] = "{\"messages\": [1, 2,]}";
+  tl_model_handle m, bad;
+  tl_session_handle s;
+  tl_generation_handle g;
+  tl_generation_result r;
+  tl_generation_params p = {0};
+  counts c = {0};
+  uint32_t ids[64];
+  uint8_t out[256];
+  size_t n = 0, len = 0;
+  tl_error e;
+  if (!TL_EXPECT_OK(t, tl_api_init(TL_ABI_VERSION))) return;
+  TL_EXPECT_STATUS(t, tl_model_open_file("tests/golden/slm/no-such.slm", &bad), TL_ERR_IO);
+  TL_EXPECT_OK(t, tl_error_detail(TL_NO_HANDLE, &e));
+  TL_EXPECT(t, strstr(e.message, "tests/golden/slm/no-such.slm") != NULL);
+  if (!TL_EXPECT_OK(t, tl_model_open_file(TINY, &m))) return;
+  /* decode: raw bytes of an encoding are the text; a bad id is named */
+  TL_EXPECT_OK(t, tl_model_encode(m, "Hello there", 11, ids, 64, &n));
+  TL_EXPECT_OK(t, tl_model_decode(m, ids, n, TL_DECODE_RAW, out, sizeof out, &len));
+  TL_EXPECT_EQ_U64(t, len, 11);
+  TL_EXPECT(t, memcmp(out, "Hello there", 11) == 0);
+  TL_EXPECT_STATUS(t, tl_model_decode(m, ids, n, TL_DECODE_RAW, out, 3, &len), TL_ERR_BOUNDS);
+  TL_EXPECT_EQ_U64(t, len, 11);
+  ids[1] = 1000000;
+  TL_EXPECT_STATUS(t, tl_model_decode(m, ids, n, TL_DECODE_RAW, out, sizeof out, &len),
+                   TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT_OK(t, tl_error_detail(m, &e));
+  TL_EXPECT_EQ_U64(t, e.index, 1);
+  TL_EXPECT_STATUS(t, tl_model_decode(m, ids, 1, 7, out, sizeof out, &len),
+                   TL_ERR_INVALID_ARGUMENT);
+  /* a conversation's syntax error: kind, line and column */
+  TL_EXPECT_STATUS(t, tl_model_render(m, bad_json, strlen(bad_json), out, sizeof out, &len, NULL),
+                   TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT_OK(t, tl_error_detail(m, &e));
+  TL_EXPECT_STR(t, e.kind, "json");
+  TL_EXPECT_EQ_U64(t, e.line, 1);
+  TL_EXPECT_EQ_U64(t, e.column, 20);
+  TL_EXPECT_OK(t, tl_session_new(m, &scalar, &s));
+  /* a given sampling value out of range names its field */
+  p.text = "Hello";
+  p.text_len = 5;
+  p.max_tokens = 3;
+  p.given = TL_GIVEN_TOP_P;
+  p.top_p = 2.0;
+  TL_EXPECT_OK(t, tl_generation_new(s, &g));
+  TL_EXPECT_STATUS(t, tl_generation_run(g, &p), TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT_OK(t, tl_error_detail(g, &e));
+  TL_EXPECT_STR(t, e.kind, "top_p");
+  tl_generation_free(g);
+  /* prefill progress, then each choice before its token */
+  p.given = 0;
+  c.order_ok = true;
+  p.on_prefill = count_prefill;
+  p.on_choice = count_choice;
+  p.on_token = count_token;
+  p.ctx = &c;
+  TL_EXPECT_OK(t, tl_generation_new(s, &g));
+  TL_EXPECT_OK(t, tl_generation_run(g, &p));
+  TL_EXPECT_OK(t, tl_generation_result_get(g, &r));
+  TL_EXPECT(t, c.prefill_calls >= 1);
+  TL_EXPECT_EQ_U64(t, c.prefill_done, r.prompt_tokens);
+  TL_EXPECT_EQ_U64(t, c.prefill_total, r.prompt_tokens);
+  TL_EXPECT_EQ_U64(t, c.choices, r.n_ids);
+  TL_EXPECT_EQ_U64(t, c.tokens, r.n_ids);
+  TL_EXPECT(t, c.order_ok);
+  tl_generation_free(g);
+  /* a nonzero return from on_prefill cancels before the next forward
+   * call: after the first of a long prompt's chunks, before any token */
+  {
+    char text[200];
+    size_t k = 0;
+    for (int i = 0; i < 40 && n <= 32; i++) {
+      k += (size_t)snprintf(text + k, sizeof text - k, "%c ", 'a' + i % 26);
+      TL_EXPECT_OK(t, tl_model_encode(m, text, k, ids, 64, &n));
+    }
+    /* the premise: more than one prefill chunk, room in the context */
+    TL_EXPECT(t, n > 32 && n + p.max_tokens <= scalar.context);
+    memset(&c, 0, sizeof c);
+    c.cancel_in_prefill = 1;
+    p.text = text;
+    p.text_len = k;
+    TL_EXPECT_OK(t, tl_generation_new(s, &g));
+    TL_EXPECT_STATUS(t, tl_generation_run(g, &p), TL_ERR_CANCELLED);
+    TL_EXPECT_OK(t, tl_generation_result_get(g, &r));
+    TL_EXPECT_EQ_U64(t, c.prefill_calls, 1);
+    TL_EXPECT_EQ_U64(t, r.n_ids, 0);
+    TL_EXPECT_EQ_U64(t, c.tokens, 0);
+    tl_generation_free(g);
+  }
+  TL_EXPECT_OK(t, tl_session_free(s));
+  TL_EXPECT_OK(t, tl_model_close(m));
+}
+
 static const tl_test_case cases[] = {
     TL_CASE(abi_mismatch_is_refused),
     TL_CASE(closed_handles_are_stale),
@@ -551,5 +675,6 @@ static const tl_test_case cases[] = {
     TL_CASE(cancel_from_another_thread),
     TL_CASE(one_generation_at_a_time_per_session),
     TL_CASE(prompts_by_text_ids_and_messages),
+    TL_CASE(file_decode_errors_and_callbacks),
 };
 TL_SUITE(api, cases);
