@@ -12,8 +12,8 @@
 
 #include "kernels/kernels_impl.h"
 
-/* F-4's eight groups of one block half: sums of four consecutive products
- * of 16 codes w, x, exact in 32 bits. */
+/* The four F-4 groups in one half block: sums of four consecutive
+ * products of 16 codes w, x, exact in 32 bits. */
 typedef int32x4_t (*tl_neon_groups_fn)(int8x16_t w, int8x16_t x);
 
 /* T(A) with A in a[0..3] (4 lanes each). */
