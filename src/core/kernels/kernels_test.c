@@ -94,10 +94,20 @@ static void dot_golden(tl_test_ctx *t) {
   }
 }
 
+/* v scaled by 2^e, e random in [lo, hi). */
+static float scaled(tl_test_rng *rng, float v, int lo, int hi) {
+  int e = lo + (int)(tl_test_rng_next(rng) % (uint64_t)(hi - lo));
+  for (; e > 0; e--) v *= 2.0f;
+  for (; e < 0; e++) v *= 0.5f;
+  return v;
+}
+
 /* rows random rows of n elements of every type through variant v and the
- * twin: the same bits. */
+ * twin: the same bits. trial 0: ordinary values; 1: a wide range (within
+ * f16's for f16 weights), subnormal products included; 2: zero activation
+ * blocks (every other one) and a zero row. */
 static void simd_random_rows(tl_test_ctx *t, const tl_kernels *v, tl_test_rng *rng, size_t n,
-                             size_t rows) {
+                             size_t rows, int trial) {
   enum { N = 4100, ROWS = 35 };
   static uint8_t w[ROWS * N * 4];
   static float src[ROWS * N], xf[N], scales[N / 32 + 1], want[ROWS], got[ROWS];
@@ -107,10 +117,17 @@ static void simd_random_rows(tl_test_ctx *t, const tl_kernels *v, tl_test_rng *r
   if (!TL_EXPECT(t, n <= N && rows <= ROWS)) return;
   for (int type = 0; type < 5; type++) {
     size_t rb = 0;
+    int lo = trial == 1 ? -60 : 0, hi = trial == 1 ? (type == TL_QTYPE_F16 ? 12 : 40) : 1;
     for (size_t i = 0; i < rows * n; i++)
-      src[i] = (float)((int64_t)(tl_test_rng_next(rng) % 20001) - 10000) / 1024.0f;
+      src[i] = scaled(rng, (float)((int64_t)(tl_test_rng_next(rng) % 20001) - 10000) / 1024.0f,
+                      type == TL_QTYPE_F16 && trial == 1 ? -20 : lo, hi);
     for (size_t i = 0; i < n; i++)
-      xf[i] = (float)((int64_t)(tl_test_rng_next(rng) % 2001) - 1000) / 64.0f;
+      xf[i] = trial == 2 && (i / 32) % 2 == 0
+                  ? 0.0f
+                  : scaled(rng, (float)((int64_t)(tl_test_rng_next(rng) % 2001) - 1000) / 64.0f,
+                           lo, hi);
+    if (trial == 2)
+      for (size_t i = 0; i < n; i++) src[i] = 0.0f;
     (void)tl_quant_row_bytes((tl_qtype)type, n, &rb);
     if (!TL_EXPECT_OK(t, tl_quant_pack((tl_qtype)type, src, rows, n, w, sizeof w, NULL))) return;
     tl_kern_quantize_x(xf, n, scales, q8, b8, q4, b4);
@@ -127,7 +144,8 @@ static void simd_random_rows(tl_test_ctx *t, const tl_kernels *v, tl_test_rng *r
  * x86 ones are checked natively, where the CPU can be asked) against the
  * twin: the golden vectors and random rows of every type and length, 1 to
  * 7 rows (the variant takes rows in pairs), and shapes past its chunks of
- * 64 q8/q4 blocks and tiles of 32 rows. */
+ * 64 q8/q4 blocks and tiles of 32 rows, each with ordinary values, a wide
+ * range and zero blocks. */
 static void wasm_simd_equals_twin(tl_test_ctx *t) {
   const tl_kernels *v = tl_kernels_get(TL_KERN_WASM_SIMD128);
   tl_test_rng rng = {4242};
@@ -145,10 +163,12 @@ static void wasm_simd_equals_twin(tl_test_ctx *t) {
     v->rows[d->type](d->w, rb, d->n, &x, d->rows, y);
     for (size_t r = 0; r < d->rows; r++) TL_EXPECT_EQ_U64(t, tl_f32_to_bits(y[r]), d->y[r]);
   }
-  for (size_t n = 1; n <= 288; n += 7) simd_random_rows(t, v, &rng, n, 1 + n % 7);
-  simd_random_rows(t, v, &rng, 2048, 32);
-  simd_random_rows(t, v, &rng, 2085, 35);
-  simd_random_rows(t, v, &rng, 4100, 33);
+  for (int trial = 0; trial < 3; trial++) {
+    for (size_t n = 1; n <= 288; n += 7) simd_random_rows(t, v, &rng, n, 1 + n % 7, trial);
+    simd_random_rows(t, v, &rng, 2048, 32, trial);
+    simd_random_rows(t, v, &rng, 2085, 35, trial);
+    simd_random_rows(t, v, &rng, 4100, 33, trial);
+  }
 }
 
 /* The SIMD128 f16 decoding of every one of the 65536 values (subnormals,
