@@ -242,6 +242,11 @@ wasm-modules: $(WASM_CORE) $(WASM_UNIT) $(WASM_TRANSCRIPT) $(WASM_SIMD_UNIT) \
 	      --disable-saturating-float-to-int --disable-multi-value \
 	      --disable-reference-types --disable-mutable-globals $$m || exit 1; \
 	  done; echo "wasm: MVP opcode check passed ($(WASM_CORE) $(WASM_UNIT) $(WASM_TRANSCRIPT))"; \
+	  for m in $(WASM_SIMD_UNIT) $(WASM_SIMD_TRANSCRIPT) $(WASM_KERNEL_BENCH); do \
+	    wasm-validate --disable-bulk-memory --disable-sign-extension \
+	      --disable-saturating-float-to-int --disable-multi-value \
+	      --disable-reference-types --disable-mutable-globals $$m || exit 1; \
+	  done; echo "wasm: SIMD128 modules use MVP + SIMD128 only (no relaxed SIMD)"; \
 	else echo "wasm: wabt not installed, opcode check skipped"; fi
 
 $(WASM_CORE): $(WASM_SRC_DEPS) web/wasm/core_exports.c
