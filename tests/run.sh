@@ -118,6 +118,7 @@ run_stage cli-safety /usr/bin/python3 tests/cli/safety_test.py build/asan/tinylm
   build/test-work/cli-safety
 run_stage demo-tools /usr/bin/python3 tools/demo/demo_test.py build/gcc/tinylm \
   build/test-work/demo-tools
+run_stage demo-goldens tools/demo/check_goldens.sh build/gcc/tinylm build/test-work/demo-goldens
 run_stage convert-bad /usr/bin/python3 tests/convert/bad_checkpoints.py build/asan/tinylm \
   build/test-work/convert-bad
 run_stage slm-goldens-current tools/slm_goldens.sh --check
