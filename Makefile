@@ -14,7 +14,8 @@
 #                    (build/aarch64; tests/neon/qemu.sh runs them)
 #   make bench       hash throughput (native, wasm, beside sha256sum/b3sum),
 #                    tokenizer beside HF tokenizers, 0.6B conversion, open,
-#                    scalar prefill/decode
+#                    scalar prefill/decode, fast-lane kernels (native and
+#                    wasm SIMD128), tinylm bench beside llama-bench
 #   make clean
 
 CFG ?= gcc
@@ -397,7 +398,7 @@ bench: setup
 	@$(MAKE) --no-print-directory tok-slm
 	@bench/tokenizer.sh
 	@bench/model.sh
-	@build/gcc/kernel_bench
+	@bench/kernels.sh
 	@bench/llama.sh
 
 # Forward-pass golden vectors (tests/golden/forward/) from the NumPy float64
