@@ -484,9 +484,8 @@ static tl_status render(api_model *m, const uint8_t *json, size_t len, tl_render
     e.index = re.bad_message == SIZE_MAX ? UINT64_MAX : re.bad_message;
     return fail_at(&m->o, st, e, "%s", re.message);
   }
-  /* The template's own raise_exception speaks for itself. */
-  if (st == TL_ERR_TEMPLATE_RAISED) return fail_at(&m->o, st, e, "%s", re.message);
-  return fail_at(&m->o, st, e, "%s: %s", re.kind, re.message);
+  /* The message as the renderer gives it; the kind says which */
+  return fail_at(&m->o, st, e, "%s", re.message);
 }
 
 tl_status tl_model_render(tl_model_handle model, const void *json, size_t json_len,
@@ -706,10 +705,6 @@ static tl_status prepare_prompt(api_gen *g, const tl_generation_params *p, tl_en
 
 /* One generation on g's session, which the caller has marked busy. */
 static tl_status run_turn(api_gen *g, const tl_generation_params *p) {
-  static const char *const field_names[] = {"temperature", "top_k",          "top_p",
-                                            "min_p",       "repeat_penalty", "repeat_window",
-                                            "min_new",     "eos",            "ban",
-                                            "vocabulary"};
   tl_session *s = &g->session->s;
   tl_turn_params tp;
   tl_encoder enc = {0};
@@ -784,9 +779,7 @@ static tl_status run_turn(api_gen *g, const tl_generation_params *p) {
   if (st != TL_OK) s->cache.len = before; /* refused: nothing ran */
   if (st == TL_ERR_INVALID_ARGUMENT || st == TL_ERR_INVALID_MODEL) {
     tl_error e = no_detail();
-    snprintf(e.kind, sizeof e.kind, "%s",
-             (size_t)field < sizeof field_names / sizeof field_names[0] ? field_names[field]
-                                                                         : "sampler");
+    snprintf(e.kind, sizeof e.kind, "%s", tl_turn_field_name(field));
     st = fail_at(&g->o, st, e, "sampling value %s is out of range (%s)", e.kind,
                  st == TL_ERR_INVALID_ARGUMENT ? "given" : "the artifact's default");
     goto done;

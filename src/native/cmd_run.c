@@ -1,24 +1,20 @@
-/* tinylm run: one generation, streamed, with a receipt (docs/generation.md).
+/* tinylm run: one generation, streamed, with a receipt (docs/generation.md),
+ * through the public API (include/tinylm.h, docs/api.md) like any embedder.
  * --prompt is raw text completion (tokenized as given, no template);
  * --messages goes through the chat template with add_generation_prompt. */
 #define _POSIX_C_SOURCE 200809L
 #include <jansson.h>
-#include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "chat_render.h"
 #include "cli.h"
-#include "encoder.h"
 #include "file.h"
-#include "gen/generate.h"
-#include "math/detmath.h"
-#include "receipt.h"
 #include "run_common.h"
 #include "session.h"
+#include "tinylm.h"
+#include "turn.h"
 
 static const char usage_text[] =
     "usage: tinylm run MODEL.slm (--prompt S | --prompt-file F | --messages CONV.json)\n"
@@ -42,14 +38,12 @@ static const char usage_text[] =
     "  --force          replace an existing --receipt file (never MODEL or the\n"
     "                   prompt's file)\n" TL_LANE_USAGE;
 
-static void print_plan(const tl_session *s, bool json) {
-  const tl_memory_plan *p = &s->plan;
+static void print_plan(const tl_preflight_plan *p, bool json) {
   if (json) {
     json_t *doc = json_pack(
-        "{s:I,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I}}", "context",
-        (json_int_t)s->context, "plan_bytes", "weights", (json_int_t)p->weights,
-        "tokenizer", (json_int_t)p->tokenizer, "kv_cache",
-        (json_int_t)p->kv_cache, "scratch", (json_int_t)p->scratch, "logits",
+        "{s:I,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I}}", "context", (json_int_t)p->context,
+        "plan_bytes", "weights", (json_int_t)p->weights, "tokenizer", (json_int_t)p->tokenizer,
+        "kv_cache", (json_int_t)p->kv_cache, "scratch", (json_int_t)p->scratch, "logits",
         (json_int_t)p->logits, "sampler", (json_int_t)p->sampler, "total",
         (json_int_t)p->total);
     char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
@@ -57,19 +51,128 @@ static void print_plan(const tl_session *s, bool json) {
     free(text);
     json_decref(doc);
   } else {
+    tl_memory_plan plan = {p->weights, p->tokenizer, p->kv_cache, p->scratch,
+                           p->logits,  p->sampler,   p->total};
     char text[512];
-    tl_memory_plan_text(p, text, sizeof text);
-    printf("memory plan for %u tokens of context: %s\n", s->context, text);
+    tl_memory_plan_text(&plan, text, sizeof text);
+    printf("memory plan for %u tokens of context: %s\n", p->context, text);
   }
+}
+
+/* The last failure on handle h, as every command reports one. */
+static int api_fail(bool json, uint32_t h) {
+  tl_error e;
+  tl_error_detail(h, &e);
+  return tl_cli_fail(json, e.status, "%s", e.message);
+}
+
+/* The generation's callbacks: the terminal (run_common.h), Ctrl-C. */
+static int on_text(void *ctx, const uint8_t *bytes, size_t len) {
+  tl_run_stream_text(ctx, bytes, len);
+  return tl_run_interrupted;
+}
+
+static int on_prefill(void *ctx, size_t done, size_t total) {
+  tl_run_stream_prefill(ctx, done, total);
+  return tl_run_interrupted;
+}
+
+static int on_token(void *ctx, uint32_t id) {
+  (void)ctx;
+  (void)id;
+  return tl_run_interrupted;
+}
+
+typedef struct token_text_ctx {
+  tl_model_handle model;
+} token_text_ctx;
+
+static bool token_text(void *ctx, uint32_t id, char *buf, size_t cap) {
+  const token_text_ctx *c = ctx;
+  size_t len = 0;
+  if (tl_model_decode(c->model, &id, 1, TL_DECODE_DIAGNOSTIC, buf, cap - 1, &len) != TL_OK)
+    return false;
+  buf[len] = '\0';
+  return true;
+}
+
+/* Runs the generation p describes and reports it (tl_run_report). */
+static int generate(const tl_run_options *o, tl_model_handle model, tl_session_handle session,
+                    tl_generation_params *p, size_t n_prompt) {
+  tl_run_streamer sm;
+  tl_generation_handle gen;
+  tl_generation_result r;
+  tl_run_outcome oc;
+  tl_error e;
+  token_text_ctx tc = {model};
+  tl_status st;
+  int rc;
+  if (tl_generation_new(session, &gen) != TL_OK) return api_fail(o->json, session);
+  tl_run_streamer_begin(&sm, o, stdout);
+  p->on_text = on_text;
+  p->on_prefill = on_prefill;
+  p->on_token = on_token;
+  p->on_choice = tl_run_stream_choice;
+  p->ctx = &sm;
+  tl_run_catch_sigint(true);
+  st = tl_generation_run(gen, p);
+  tl_run_catch_sigint(false);
+  tl_error_detail(gen, &e);
+  if (tl_generation_result_get(gen, &r) != TL_OK) {
+    /* refused before it ran */
+    if (e.status == TL_ERR_INVALID_MODEL) {
+      tl_sampler_field field = TL_SAMPLER_FIELD_TEMPERATURE;
+      while (field <= TL_SAMPLER_FIELD_DEFINED_IDS &&
+             strcmp(tl_turn_field_name(field), e.kind) != 0)
+        field++;
+      rc = tl_run_sampling_fail(o->json, field);
+    } else {
+      rc = tl_cli_fail(o->json, e.status, "%s", e.message);
+    }
+    goto done;
+  }
+  memset(&oc, 0, sizeof oc);
+  /* Ctrl-C ends a reply like a stop rule (the receipt says "cancelled"). */
+  oc.status = st == TL_ERR_CANCELLED ? TL_OK : st;
+  oc.ids = r.ids;
+  oc.n_ids = r.n_ids;
+  oc.raw = r.raw;
+  oc.raw_len = r.raw_len;
+  oc.visible = r.text;
+  oc.visible_len = r.text_len;
+  oc.stop = r.stop;
+  oc.cancelled = st == TL_ERR_CANCELLED;
+  oc.n_prompt = n_prompt;
+  oc.position = r.position;
+  oc.prefill_us = r.prefill_us;
+  oc.decode_us = r.decode_us;
+  oc.receipt = r.receipt;
+  oc.receipt_len = r.receipt_len;
+  oc.receipt_status = r.receipt != NULL ? TL_OK : TL_ERR_INTERNAL_INVARIANT;
+  oc.receipt_hex = r.receipt_id;
+  oc.fault_stage = e.stage;
+  oc.fault_layer = e.layer;
+  oc.fault_pos = e.position;
+  oc.fault_index = (size_t)e.index;
+  oc.token_text = token_text;
+  oc.token_ctx = &tc;
+  rc = tl_run_report(o, &sm, &oc, stdout);
+done:
+  tl_run_streamer_end(&sm);
+  tl_generation_free(gen);
+  return rc;
 }
 
 int tl_cmd_run(int argc, char **argv) {
   tl_run_options o;
-  tl_session s;
-  tl_encoder enc = {0};
-  tl_render_out rendered = {0};
+  tl_model_handle model = TL_NO_HANDLE;
+  tl_session_handle session = TL_NO_HANDLE;
+  tl_session_options so = {0};
+  tl_generation_params gp = {0};
+  uint8_t *rendered = NULL;
   const uint8_t *prompt_bytes = NULL;
-  size_t prompt_len = 0, n_prompt = 0, bad = 0;
+  size_t prompt_len = 0, n_prompt = 0;
+  int add_gen = 0;
   tl_file_view conv = {0}; /* --messages or --prompt-file */
   char err[1024];
   tl_status st;
@@ -84,27 +187,46 @@ int tl_cmd_run(int argc, char **argv) {
   /* Before any work: a refused --receipt must not cost a generation. */
   st = tl_run_receipt_check(&o, err, sizeof err);
   if (st != TL_OK) return tl_cli_fail(o.json, st, "%s", err);
-  st = tl_session_open(&s, o.model, err, sizeof err);
-  if (st != TL_OK) return tl_cli_fail(o.json, st, "%s", err);
-  st = tl_session_lane(&s, &o.lane, err, sizeof err);
-  if (st != TL_OK) {
-    rc = tl_cli_fail(o.json, st, "%s", err);
-    goto done;
-  }
+  if (tl_api_init(TL_ABI_VERSION) != TL_OK || tl_model_open_file(o.model, &model) != TL_OK)
+    return api_fail(o.json, TL_NO_HANDLE);
+  so.lane = o.lane.fast ? TL_LANE_FAST : TL_LANE_SCALAR;
+  so.threads = o.lane.threads;
+  so.flags = o.lane.mmap ? TL_SESSION_NO_COPY : 0;
+  so.mem_budget = o.mem_budget;
   /* The prompt first: its length sizes the context. */
   if (o.messages != NULL) {
-    tl_render_error re;
+    size_t need = 0;
     st = tl_file_open_view(o.messages, &conv, err, sizeof err);
     if (st == TL_OK) {
-      st = tl_native_render(&s.model, conv.data, conv.len, TL_RENDER_FOR_REPLY,
-                            &rendered, &re);
-      if (st != TL_OK) {
-        rc = tl_render_fail(o.json, st, o.messages, &re);
+      st = tl_model_render(model, conv.data, conv.len, NULL, 0, &need, &add_gen);
+      if (st == TL_ERR_BOUNDS) {
+        rendered = malloc(need ? need : 1);
+        st = rendered == NULL ? TL_ERR_OUT_OF_MEMORY
+                              : tl_model_render(model, conv.data, conv.len, rendered, need,
+                                                &need, &add_gen);
+      }
+      if (st == TL_ERR_OUT_OF_MEMORY && rendered == NULL) {
+        rc = tl_cli_fail(o.json, st, "out of memory");
         goto done;
       }
+      if (st != TL_OK) {
+        tl_error e;
+        tl_render_error re;
+        tl_error_detail(model, &e);
+        memset(&re, 0, sizeof re);
+        re.kind = e.kind;
+        re.line = e.line;
+        re.column = e.column;
+        re.bad_message = e.index == UINT64_MAX ? SIZE_MAX : (size_t)e.index;
+        snprintf(re.message, sizeof re.message, "%s", e.message);
+        rc = tl_render_fail(o.json, e.status, o.messages, &re);
+        goto done;
+      }
+      gp.messages_json = conv.data;
+      gp.messages_len = conv.len;
     }
-    prompt_bytes = rendered.text;
-    prompt_len = rendered.len;
+    prompt_bytes = rendered;
+    prompt_len = need;
   } else if (o.prompt_file != NULL) {
     st = tl_file_open_view(o.prompt_file, &conv, err, sizeof err);
     prompt_bytes = conv.data;
@@ -114,9 +236,21 @@ int tl_cmd_run(int argc, char **argv) {
     prompt_len = strlen(o.prompt);
   }
   if (st == TL_OK) {
-    enc.tok = s.model.tok;
-    st = tl_encoder_run(&enc, prompt_bytes, prompt_len, &n_prompt, &bad);
-    if (st != TL_OK) snprintf(err, sizeof err, "the prompt is not valid UTF-8 at byte %zu", bad);
+    if (gp.messages_json == NULL) {
+      gp.text = prompt_bytes;
+      gp.text_len = prompt_len;
+    }
+    st = tl_model_encode(model, prompt_bytes, prompt_len, NULL, 0, &n_prompt);
+    if (st == TL_ERR_BOUNDS) st = TL_OK; /* only the count is needed */
+    if (st != TL_OK) {
+      tl_error e;
+      tl_error_detail(model, &e);
+      if (st == TL_ERR_INVALID_UTF8)
+        snprintf(err, sizeof err, "the prompt is not valid UTF-8 at byte %llu",
+                 (unsigned long long)e.index);
+      else
+        snprintf(err, sizeof err, "%s", e.message);
+    }
   }
   if (st == TL_OK && n_prompt == 0) {
     st = TL_ERR_INVALID_ARGUMENT;
@@ -126,34 +260,53 @@ int tl_cmd_run(int argc, char **argv) {
     /* The context: --ctx, else the prompt plus -n, else (-n -1) the
      * session's default (the model's, capped). */
     uint64_t want = (uint64_t)n_prompt + o.max_new;
-    uint32_t ctx = o.context ? o.context
-                   : o.max_new ? (uint32_t)(want < UINT32_MAX ? want : UINT32_MAX)
-                               : 0;
-    if (ctx != 0 && want > ctx) {
+    so.context = o.context ? o.context
+                 : o.max_new ? (uint32_t)(want < UINT32_MAX ? want : UINT32_MAX)
+                             : 0;
+    if (so.context != 0 && want > so.context) {
       st = TL_ERR_CONTEXT_EXCEEDED;
       snprintf(err, sizeof err, "prompt (%zu tokens) + -n %u exceed --ctx %u (refused: no truncation)",
-               n_prompt, o.max_new, ctx);
-    } else {
-      st = tl_session_plan(&s, ctx, 0, err, sizeof err);
+               n_prompt, o.max_new, so.context);
     }
   }
-  if (st == TL_OK && o.preflight) {
-    print_plan(&s, o.json);
-    rc = TL_EXIT_OK;
-    goto done;
-  }
-  if (st == TL_OK) st = tl_session_allocate(&s, o.mem_budget, err, sizeof err);
   if (st != TL_OK) {
     rc = tl_cli_fail(o.json, st, "%s", err);
     goto done;
   }
-  rc = tl_run_generate(&s, &o, o.messages ? "messages" : "text",
-                       o.messages && rendered.own.add_generation_prompt, prompt_bytes,
-                       prompt_len, enc.ids, n_prompt, 0, stdout, NULL);
+  if (o.preflight) {
+    tl_preflight_plan plan;
+    if (tl_model_preflight(model, &so, &plan) != TL_OK) {
+      rc = api_fail(o.json, model);
+    } else {
+      print_plan(&plan, o.json);
+      rc = TL_EXIT_OK;
+    }
+    goto done;
+  }
+  if (tl_session_new(model, &so, &session) != TL_OK) {
+    rc = api_fail(o.json, model);
+    goto done;
+  }
+  gp.given = (o.given & TL_RUN_GIVEN_TEMPERATURE ? TL_GIVEN_TEMPERATURE : 0) |
+             (o.given & TL_RUN_GIVEN_TOP_K ? TL_GIVEN_TOP_K : 0) |
+             (o.given & TL_RUN_GIVEN_TOP_P ? TL_GIVEN_TOP_P : 0) |
+             (o.given & TL_RUN_GIVEN_MIN_P ? TL_GIVEN_MIN_P : 0) |
+             (o.given & TL_RUN_GIVEN_REPEAT_PENALTY ? TL_GIVEN_REPEAT_PENALTY : 0);
+  gp.temperature = o.temperature;
+  gp.top_k = o.top_k;
+  gp.top_p = o.top_p;
+  gp.min_p = o.min_p;
+  gp.repeat_penalty = o.repeat_penalty;
+  gp.repeat_window = o.repeat_window;
+  gp.seed = o.seed;
+  gp.max_tokens = o.max_new;
+  gp.stop_strings = o.stops;
+  gp.n_stops = o.n_stops;
+  rc = generate(&o, model, session, &gp, n_prompt);
 done:
-  tl_session_close(&s);
-  tl_encoder_free(&enc);
-  tl_render_out_free(&rendered);
+  if (session != TL_NO_HANDLE) tl_session_free(session);
+  tl_model_close(model);
+  free(rendered);
   tl_file_close_view(&conv);
   return rc;
 }

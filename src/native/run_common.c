@@ -52,6 +52,18 @@ static const char *field_flag(tl_sampler_field field, const char **range) {
   return NULL;
 }
 
+int tl_run_sampling_fail(bool json, tl_sampler_field field) {
+  /* The flags were checked: what is left came from the artifact. */
+  const char *range, *flag = field_flag(field, &range);
+  if (flag != NULL)
+    return tl_cli_fail(json, TL_ERR_INVALID_MODEL,
+                       "the artifact's generation default for %s is not %s "
+                       "(give %s to override it)", flag, range, flag);
+  return tl_cli_fail(json, TL_ERR_INVALID_MODEL,
+                     "the artifact's EOS set or vocabulary is not a valid "
+                     "sampler profile (field %d)", (int)field);
+}
+
 static int check_sampling(const tl_run_options *o, const char *usage) {
   tl_sampler_profile p = tl_sampler_profile_default(1);
   tl_sampler_field field;
@@ -177,15 +189,6 @@ tl_status tl_run_receipt_check(const tl_run_options *o, char *err, size_t cap) {
   return tl_file_output_check(o->receipt, inputs, 3, o->force, NULL, err, cap);
 }
 
-/* What the turn's callbacks report to: the terminal and the logprobs. */
-typedef struct streamer {
-  FILE *out;
-  bool json;
-  uint32_t logprobs;
-  json_t *logprob_rows; /* NULL unless --logprobs */
-  tl_cli_progress progress;
-} streamer;
-
 /* log-softmax of the raw logits (f64), top K alternatives. */
 static json_t *logprob_row(const float *logits, size_t n, uint32_t chosen,
                            uint32_t k) {
@@ -212,30 +215,60 @@ static json_t *logprob_row(const float *logits, size_t n, uint32_t chosen,
                    (double)logits[chosen] - lse, "top", top);
 }
 
-static void on_choice(void *ctx, const float *logits, size_t vocab, uint32_t id) {
-  streamer *sm = ctx;
+void tl_run_streamer_begin(tl_run_streamer *sm, const tl_run_options *o, FILE *out) {
+  memset(sm, 0, sizeof *sm);
+  sm->out = out;
+  sm->json = o->json;
+  sm->logprobs = o->logprobs;
+  sm->logprob_rows = o->logprobs ? json_array() : NULL;
+  /* --json keeps stderr quiet unless --progress asks. */
+  tl_cli_progress_begin(&sm->progress, "prefill", o->progress);
+  if (o->json && !o->progress) sm->progress.on = false;
+}
+
+void tl_run_streamer_end(tl_run_streamer *sm) {
+  json_decref(sm->logprob_rows);
+  sm->logprob_rows = NULL;
+}
+
+void tl_run_stream_choice(void *ctx, const float *logits, size_t vocab, uint32_t id) {
+  tl_run_streamer *sm = ctx;
   if (sm->logprob_rows != NULL)
     json_array_append_new(sm->logprob_rows, logprob_row(logits, vocab, id, sm->logprobs));
 }
 
-static void on_visible(void *ctx, const uint8_t *bytes, size_t n) {
-  streamer *st = ctx;
-  if (st->json) return;
-  fwrite(bytes, 1, n, st->out);
-  fflush(st->out);
+void tl_run_stream_text(void *ctx, const uint8_t *bytes, size_t n) {
+  tl_run_streamer *sm = ctx;
+  if (sm->json) return;
+  fwrite(bytes, 1, n, sm->out);
+  fflush(sm->out);
 }
 
-static void on_prefill(void *ctx, size_t done, size_t total) {
-  streamer *st = ctx;
+void tl_run_stream_prefill(void *ctx, size_t done, size_t total) {
+  tl_run_streamer *sm = ctx;
   /* Progress for long prefills only. */
   if (total <= 64) return;
-  tl_cli_progress_update(&st->progress, "tokens", done, total, 0, 0);
-  if (done == total) tl_cli_progress_end(&st->progress);
+  tl_cli_progress_update(&sm->progress, "tokens", done, total, 0, 0);
+  if (done == total) tl_cli_progress_end(&sm->progress);
 }
 
 static bool cancelled(void *ctx) {
   (void)ctx;
   return tl_run_interrupted != 0;
+}
+
+static struct sigaction old_sigint;
+
+void tl_run_catch_sigint(bool on) {
+  if (on) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sigaction(SIGINT, &sa, &old_sigint);
+    tl_run_interrupted = 0;
+  } else {
+    sigaction(SIGINT, &old_sigint, NULL);
+  }
 }
 
 /* Bytes as a JSON string, each maximal ill-formed UTF-8 subpart replaced
@@ -279,34 +312,94 @@ static json_t *ids_json(const uint32_t *ids, size_t n) {
 }
 
 /* One token as printable text (the decoder's diagnostic mode). */
-static void put_token(FILE *out, const tl_session *s, json_t *id_json) {
+static void put_token(FILE *out, const tl_run_outcome *oc, json_t *id_json) {
   uint32_t id = (uint32_t)json_integer_value(id_json);
-  size_t cap = 4 * s->max_token_bytes + 1, len = 0, bad;
-  uint8_t *buf = malloc(cap);
+  char buf[512];
   fprintf(out, "%u", id);
-  if (buf != NULL && tl_tok_decode(s->model.tok, &id, 1, TL_TOK_DECODE_DIAGNOSTIC,
-                                   buf, cap, &len, &bad) == TL_OK)
-    fprintf(out, " \"%.*s\"", (int)len, (const char *)buf);
-  free(buf);
+  if (oc->token_text != NULL && oc->token_text(oc->token_ctx, id, buf, sizeof buf))
+    fprintf(out, " \"%s\"", buf);
 }
 
 /* --logprobs without --json: each step's chosen token and the top
  * alternatives (log-softmax of the raw logits), after the text. */
-static void print_logprobs(FILE *out, const tl_session *s, json_t *rows) {
+static void print_logprobs(FILE *out, const tl_run_outcome *oc, json_t *rows) {
   size_t i, j;
   json_t *row, *alt;
   fprintf(out, "logprobs (step: chosen token, logprob; top alternatives):\n");
   json_array_foreach(rows, i, row) {
     fprintf(out, "  %zu: ", i);
-    put_token(out, s, json_object_get(row, "id"));
+    put_token(out, oc, json_object_get(row, "id"));
     fprintf(out, " %.4f;", json_real_value(json_object_get(row, "logprob")));
     json_array_foreach(json_object_get(row, "top"), j, alt) {
       fputs(j ? ", " : " ", out);
-      put_token(out, s, json_object_get(alt, "id"));
+      put_token(out, oc, json_object_get(alt, "id"));
       fprintf(out, " %.4f", json_real_value(json_object_get(alt, "logprob")));
     }
     fputc('\n', out);
   }
+}
+
+int tl_run_report(const tl_run_options *o, tl_run_streamer *sm, const tl_run_outcome *oc,
+                  FILE *out) {
+  char root_hex[65] = "", err[512];
+  tl_status rs = oc->receipt_status;
+  double prefill_tps = oc->prefill_us ? oc->n_prompt / (oc->prefill_us / 1e6) : 0.0;
+  double decode_tps =
+      (oc->decode_us && oc->n_ids > 1) ? (oc->n_ids - 1) / (oc->decode_us / 1e6) : 0.0;
+  if (!o->json && !oc->cancelled) fputc('\n', out);
+  /* Checked again at the write: the file may have appeared meanwhile. */
+  if (rs == TL_OK && o->receipt != NULL) rs = tl_run_receipt_check(o, err, sizeof err);
+  if (rs == TL_OK && o->receipt != NULL)
+    rs = tl_file_write_atomic(o->receipt, oc->receipt, oc->receipt_len, err, sizeof err);
+  else if (oc->receipt_status != TL_OK)
+    snprintf(err, sizeof err, "%s", tl_status_name(rs));
+  if (oc->receipt_status == TL_OK) snprintf(root_hex, sizeof root_hex, "%s", oc->receipt_hex);
+  if (oc->status == TL_ERR_NUMERICAL_FAILURE)
+    return tl_cli_fail(o->json, oc->status,
+                       "generation failed after %zu tokens: non-finite value at stage %s, "
+                       "layer %d, position %u, index %zu",
+                       oc->n_ids, oc->fault_stage, (int)oc->fault_layer, oc->fault_pos,
+                       oc->fault_index);
+  if (oc->status != TL_OK)
+    return tl_cli_fail(o->json, oc->status, "generation failed after %zu tokens", oc->n_ids);
+  if (rs != TL_OK) return tl_cli_fail(o->json, rs, "cannot write the receipt: %s", err);
+  if (o->json) {
+    json_t *doc_json = json_pack(
+        "{s:o,s:o,s:o,s:s,s:I,s:I,s:s,s:{s:f,s:f}}", "ids", ids_json(oc->ids, oc->n_ids),
+        "text", tl_json_lossy_string(oc->visible, oc->visible_len), "raw_hex",
+        hex_json(oc->raw, oc->raw_len), "stop", oc->stop, "prompt_tokens",
+        (json_int_t)oc->n_prompt, "position", (json_int_t)oc->position, "receipt_id",
+        root_hex, "timings", "prefill_tokens_per_s", prefill_tps, "decode_tokens_per_s",
+        decode_tps);
+    char *text;
+    if (sm->logprob_rows != NULL) {
+      json_object_set_new(doc_json, "logprobs", sm->logprob_rows);
+      sm->logprob_rows = NULL;
+    }
+    text = json_dumps(doc_json, JSON_COMPACT);
+    fprintf(out, "%s\n", text);
+    free(text);
+    json_decref(doc_json);
+  } else {
+    if (sm->logprob_rows != NULL) print_logprobs(out, oc, sm->logprob_rows);
+    fprintf(stderr,
+            "[%s after %zu tokens; prefill %zu tokens %.2f tokens/s, decode "
+            "%.2f tokens/s; receipt %s%s%s]\n",
+            oc->stop, oc->n_ids, oc->n_prompt, prefill_tps, decode_tps, root_hex,
+            o->receipt ? " in " : "", o->receipt ? o->receipt : "");
+  }
+  return TL_EXIT_OK;
+}
+
+/* A token's diagnostic text through the session's tokenizer. */
+static bool session_token_text(void *ctx, uint32_t id, char *buf, size_t cap) {
+  const tl_session *s = ctx;
+  size_t len = 0, bad;
+  if (tl_tok_decode(s->model.tok, &id, 1, TL_TOK_DECODE_DIAGNOSTIC, (uint8_t *)buf, cap - 1,
+                    &len, &bad) != TL_OK)
+    return false;
+  buf[len] = '\0';
+  return true;
 }
 
 int tl_run_generate(tl_session *s, const tl_run_options *o, const char *mode,
@@ -316,13 +409,14 @@ int tl_run_generate(tl_session *s, const tl_run_options *o, const char *mode,
   tl_turn_params tp;
   tl_turn t;
   tl_sampler_field field;
-  streamer sm = {out, o->json, o->logprobs, NULL, {0}};
+  tl_run_streamer sm;
+  tl_run_outcome oc;
+  char receipt_hex[65];
   const uint8_t *stops[TL_RUN_MAX_STOPS];
   size_t stop_lens[TL_RUN_MAX_STOPS];
-  struct sigaction sa, old;
   char err[512];
   tl_status st;
-  int rc = TL_EXIT_OK;
+  int rc;
   for (size_t i = 0; i < o->n_stops; i++) {
     stops[i] = (const uint8_t *)o->stops[i];
     stop_lens[i] = strlen(o->stops[i]);
@@ -346,88 +440,50 @@ int tl_run_generate(tl_session *s, const tl_run_options *o, const char *mode,
   tp.add_generation_prompt = add_generation_prompt;
   tp.prompt_bytes = prompt_bytes;
   tp.prompt_len = prompt_len;
-  tp.on_visible = on_visible;
-  tp.on_prefill = on_prefill;
+  tp.on_visible = tl_run_stream_text;
+  tp.on_prefill = tl_run_stream_prefill;
   tp.cancelled = cancelled;
-  tp.on_choice = on_choice;
+  tp.on_choice = tl_run_stream_choice;
   tp.cb_ctx = &sm;
-  sm.logprob_rows = o->logprobs ? json_array() : NULL;
-  /* --json keeps stderr quiet unless --progress asks. */
-  tl_cli_progress_begin(&sm.progress, "prefill", o->progress);
-  if (o->json && !o->progress) sm.progress.on = false;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_sigint;
-  sigaction(SIGINT, &sa, &old);
-  tl_run_interrupted = 0;
+  tl_run_streamer_begin(&sm, o, out);
+  tl_run_catch_sigint(true);
   st = tl_turn_run(s, &tp, ids, n, &t, &field, err, sizeof err);
-  sigaction(SIGINT, &old, NULL);
+  tl_run_catch_sigint(false);
   if (st == TL_ERR_INVALID_MODEL) {
-    /* The flags were checked: what is left came from the artifact. */
-    const char *range, *flag = field_flag(field, &range);
-    rc = flag != NULL
-             ? tl_cli_fail(o->json, st,
-                           "the artifact's generation default for %s is not %s "
-                           "(give %s to override it)", flag, range, flag)
-             : tl_cli_fail(o->json, st,
-                           "the artifact's EOS set or vocabulary is not a valid "
-                           "sampler profile (field %d)", (int)field);
-    goto done;
+    rc = tl_run_sampling_fail(o->json, field);
+    tl_run_streamer_end(&sm);
+    return rc;
   }
   if (st != TL_OK) {
-    rc = tl_cli_fail(o->json, st, "%s", err);
-    goto done;
+    tl_run_streamer_end(&sm);
+    return tl_cli_fail(o->json, st, "%s", err);
   }
-  if (!o->json && t.r.stop != TL_STOP_CANCELLED) fputc('\n', out);
-  {
-    const tl_gen_result *r = &t.r;
-    char root_hex[65];
-    tl_status rs = t.receipt_status;
-    double prefill_tps = t.prefill_us ? n / (t.prefill_us / 1e6) : 0.0;
-    double decode_tps = (t.decode_us && r->n_ids > 1) ? (r->n_ids - 1) / (t.decode_us / 1e6) : 0.0;
-    /* Checked again at the write: the file may have appeared meanwhile. */
-    if (rs == TL_OK && o->receipt != NULL)
-      rs = tl_run_receipt_check(o, err, sizeof err);
-    if (rs == TL_OK && o->receipt != NULL)
-      rs = tl_file_write_atomic(o->receipt, t.receipt, t.receipt_len, err, sizeof err);
-    else if (t.receipt_status != TL_OK)
-      snprintf(err, sizeof err, "%s", tl_status_name(rs));
-    tl_cli_hex(t.receipt_id, 32, root_hex);
-    if (t.status == TL_ERR_NUMERICAL_FAILURE) {
-      rc = tl_cli_fail(o->json, t.status,
-                       "generation failed after %zu tokens: non-finite value at stage %s, "
-                       "layer %d, position %u, index %zu",
-                       r->n_ids, tl_qwen3_stage_name(r->fault.stage), (int)r->fault.layer,
-                       r->fault.pos, r->fault.index);
-    } else if (t.status != TL_OK) {
-      rc = tl_cli_fail(o->json, t.status, "generation failed after %zu tokens", r->n_ids);
-    } else if (rs != TL_OK) {
-      rc = tl_cli_fail(o->json, rs, "cannot write the receipt: %s", err);
-    } else if (o->json) {
-      json_t *doc_json = json_pack(
-          "{s:o,s:o,s:o,s:s,s:I,s:I,s:s,s:{s:f,s:f}}", "ids",
-          ids_json(r->ids, r->n_ids), "text", tl_json_lossy_string(r->visible, r->visible_len),
-          "raw_hex", hex_json(r->raw, r->raw_len), "stop", tl_stop_reason_name(r->stop),
-          "prompt_tokens", (json_int_t)n, "position", (json_int_t)t.position,
-          "receipt_id", root_hex, "timings", "prefill_tokens_per_s", prefill_tps,
-          "decode_tokens_per_s", decode_tps);
-      char *text;
-      if (sm.logprob_rows != NULL) {
-        json_object_set_new(doc_json, "logprobs", sm.logprob_rows);
-        sm.logprob_rows = NULL;
-      }
-      text = json_dumps(doc_json, JSON_COMPACT);
-      fprintf(out, "%s\n", text);
-      free(text);
-      json_decref(doc_json);
-    } else {
-      if (sm.logprob_rows != NULL) print_logprobs(out, s, sm.logprob_rows);
-      fprintf(stderr,
-              "[%s after %zu tokens; prefill %zu tokens %.2f tokens/s, decode "
-              "%.2f tokens/s; receipt %s%s%s]\n",
-              tl_stop_reason_name(r->stop), r->n_ids, n, prefill_tps, decode_tps, root_hex,
-              o->receipt ? " in " : "", o->receipt ? o->receipt : "");
-    }
-  }
+  memset(&oc, 0, sizeof oc);
+  oc.status = t.status;
+  oc.ids = t.r.ids;
+  oc.n_ids = t.r.n_ids;
+  oc.raw = t.r.raw;
+  oc.raw_len = t.r.raw_len;
+  oc.visible = t.r.visible;
+  oc.visible_len = t.r.visible_len;
+  oc.stop = tl_stop_reason_name(t.r.stop);
+  oc.cancelled = t.r.stop == TL_STOP_CANCELLED;
+  oc.n_prompt = n;
+  oc.position = t.position;
+  oc.prefill_us = t.prefill_us;
+  oc.decode_us = t.decode_us;
+  oc.receipt = t.receipt;
+  oc.receipt_len = t.receipt_len;
+  oc.receipt_status = t.receipt_status;
+  tl_cli_hex(t.receipt_id, 32, receipt_hex);
+  oc.receipt_hex = receipt_hex;
+  oc.fault_stage = tl_qwen3_stage_name(t.r.fault.stage);
+  oc.fault_layer = t.r.fault.layer;
+  oc.fault_pos = t.r.fault.pos;
+  oc.fault_index = t.r.fault.index;
+  oc.token_text = session_token_text;
+  oc.token_ctx = s;
+  rc = tl_run_report(o, &sm, &oc, out);
   if (turn_out != NULL && t.status == TL_OK) {
     const tl_gen_result *r = &t.r;
     turn_out->ids = malloc((r->n_ids ? r->n_ids : 1) * sizeof *r->ids);
@@ -442,7 +498,6 @@ int tl_run_generate(tl_session *s, const tl_run_options *o, const char *mode,
     }
   }
   tl_turn_free(&t);
-done:
-  json_decref(sm.logprob_rows);
+  tl_run_streamer_end(&sm);
   return rc;
 }

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cli.h"
+#include "sample/sampler.h"
 #include "session.h"
 
 #define TL_RUN_MAX_STOPS 8
@@ -70,6 +72,61 @@ int tl_run_generate(tl_session *s, const tl_run_options *o, const char *mode,
                     bool add_generation_prompt, const uint8_t *prompt_bytes, size_t prompt_len,
                     const uint32_t *ids, size_t n, uint32_t turn, FILE *out,
                     tl_turn_out *turn_out);
+
+/* The terminal side of a turn: visible text streamed to out (not with
+ * --json), prefill progress on stderr, the --logprobs rows. The stream
+ * functions take the streamer as ctx (generation callbacks). */
+typedef struct tl_run_streamer {
+  FILE *out;
+  bool json;
+  uint32_t logprobs;
+  struct json_t *logprob_rows; /* NULL unless --logprobs */
+  tl_cli_progress progress;
+} tl_run_streamer;
+
+void tl_run_streamer_begin(tl_run_streamer *sm, const tl_run_options *o, FILE *out);
+void tl_run_streamer_end(tl_run_streamer *sm);
+void tl_run_stream_text(void *sm, const uint8_t *bytes, size_t n);
+void tl_run_stream_prefill(void *sm, size_t done, size_t total);
+void tl_run_stream_choice(void *sm, const float *logits, size_t vocab, uint32_t id);
+
+/* SIGINT sets tl_run_interrupted (on) / the previous handler again (off). */
+void tl_run_catch_sigint(bool on);
+
+/* What a generation that ran produced, for tl_run_report. */
+typedef struct tl_run_outcome {
+  tl_status status; /* TL_OK (also when cancelled), or the failure */
+  const uint32_t *ids;
+  size_t n_ids;
+  const uint8_t *raw, *visible;
+  size_t raw_len, visible_len;
+  const char *stop; /* tl_stop_reason_name */
+  bool cancelled;
+  size_t n_prompt;
+  uint32_t position;
+  uint64_t prefill_us, decode_us;
+  const uint8_t *receipt;
+  size_t receipt_len;
+  const char *receipt_hex;   /* the receipt id */
+  tl_status receipt_status; /* TL_OK when receipt is set */
+  const char *fault_stage;  /* TL_ERR_NUMERICAL_FAILURE: where */
+  int32_t fault_layer;
+  uint32_t fault_pos;
+  size_t fault_index;
+  /* A token's text in the decoder's diagnostic mode (--logprobs). */
+  bool (*token_text)(void *ctx, uint32_t id, char *buf, size_t cap);
+  void *token_ctx;
+} tl_run_outcome;
+
+/* Reports a generation as run and chat do: the --receipt file, then the
+ * failure (error: ...), or the JSON document (--json, with sm's logprobs)
+ * or the summary line on stderr (and the logprobs table on out). Returns
+ * the exit status. */
+int tl_run_report(const tl_run_options *o, tl_run_streamer *sm, const tl_run_outcome *oc,
+                  FILE *out);
+
+/* An artifact's sampling default out of range, named by its flag. */
+int tl_run_sampling_fail(bool json, tl_sampler_field field);
 
 /* Bytes as a JSON string, each maximal ill-formed UTF-8 subpart replaced
  * by U+FFFD. */

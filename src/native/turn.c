@@ -119,6 +119,13 @@ static tl_status resolve_profile(const tl_session *s, const tl_turn_params *p,
   }
 }
 
+const char *tl_turn_field_name(tl_sampler_field field) {
+  static const char *const names[] = {"temperature", "top_k", "top_p",   "min_p",
+                                      "repeat_penalty", "repeat_window", "min_new",
+                                      "eos",         "ban",   "vocabulary"};
+  return (size_t)field < sizeof names / sizeof names[0] ? names[field] : "sampler";
+}
+
 void tl_turn_sampling_defaults(tl_turn_params *p) {
   p->temperature = 0.0;
   p->top_k = 0;

@@ -79,6 +79,10 @@ typedef struct tl_turn {
  * outcome is t->status (TL_ERR_CANCELLED, TL_ERR_NUMERICAL_FAILURE with
  * t->r.fault, ...), with the receipt (also of a failed generation) unless
  * t->receipt_status says why not. Free t with tl_turn_free. */
+/* The field's name in the public API's error records ("temperature",
+ * "top_k", ..., "eos", "vocabulary"; tinylm.h's tl_error.kind). */
+const char *tl_turn_field_name(tl_sampler_field field);
+
 /* The sampling values for what neither the caller nor the artifact sets:
  * greedy (temperature 0, top-k 0, top-p 1, min-p 0, repeat penalty 1),
  * as `tinylm run` documents. */
