@@ -467,8 +467,8 @@ static tl_status give_bytes(api_obj *o, const void *src, size_t n, void *out, si
   return TL_OK;
 }
 
-/* Renders a conversation (JSON) for a reply; the failure as the CLI
- * names it. */
+/* Renders a conversation (JSON) for a reply; a failure recorded with the
+ * renderer's message and where (tl_error's kind, line, column, index). */
 static tl_status render(api_model *m, const uint8_t *json, size_t len, tl_render_out *r) {
   tl_render_error re;
   tl_status st = tl_native_render(&m->m, json, len, TL_RENDER_FOR_REPLY, r, &re);
@@ -478,13 +478,9 @@ static tl_status render(api_model *m, const uint8_t *json, size_t len, tl_render
   if (strcmp(re.kind, "json") == 0) {
     e.line = re.line <= UINT32_MAX ? (uint32_t)re.line : UINT32_MAX;
     e.column = re.column <= UINT32_MAX ? (uint32_t)re.column : UINT32_MAX;
-    return fail_at(&m->o, st, e, "%s", re.message);
-  }
-  if (strcmp(re.kind, "input") == 0) {
+  } else if (strcmp(re.kind, "input") == 0) {
     e.index = re.bad_message == SIZE_MAX ? UINT64_MAX : re.bad_message;
-    return fail_at(&m->o, st, e, "%s", re.message);
   }
-  /* The message as the renderer gives it; the kind says which */
   return fail_at(&m->o, st, e, "%s", re.message);
 }
 

@@ -664,6 +664,96 @@ static void file_decode_errors_and_callbacks(tl_test_ctx *t) {
   TL_EXPECT_OK(t, tl_model_close(m));
 }
 
+static void null_arguments_are_typed(tl_test_ctx *t) {
+  tl_model_handle m, x;
+  tl_session_handle s;
+  tl_generation_handle g;
+  size_t n;
+  if (!open_tiny(t, &m)) return;
+  TL_EXPECT_STATUS(t, tl_model_open_bytes(NULL, 5, 0, &x), TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT_STATUS(t, tl_model_open_bytes("x", 1, 0, NULL), TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT_STATUS(t, tl_model_open_bytes("x", 1, 0x80, &x), TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT_STATUS(t, tl_model_open_reader(NULL, NULL, &x), TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT_STATUS(t, tl_model_open_file(NULL, &x), TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT_STATUS(t, tl_model_preflight(m, NULL, NULL), TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT_STATUS(t, tl_model_artifact_id(m, NULL), TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT_STATUS(t, tl_model_encode(m, NULL, 3, NULL, 0, &n), TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT_STATUS(t, tl_model_encode(m, "ab", 2, NULL, 0, NULL), TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT_STATUS(t, tl_model_render(m, NULL, 4, NULL, 0, &n, NULL), TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT_STATUS(t, tl_model_render_messages(m, NULL, 1, NULL, 0, &n, NULL),
+                   TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT_STATUS(t, tl_session_new(m, &scalar, NULL), TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT_STATUS(t, tl_error_detail(m, NULL), TL_ERR_INVALID_ARGUMENT);
+  if (!TL_EXPECT_OK(t, tl_session_new(m, &scalar, &s))) return;
+  TL_EXPECT_STATUS(t, tl_session_position(s, NULL), TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT_STATUS(t, tl_generation_new(s, NULL), TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT_OK(t, tl_generation_new(s, &g));
+  TL_EXPECT_STATUS(t, tl_generation_result_get(g, NULL), TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT_STATUS(t, tl_generation_run(g, NULL), TL_ERR_INVALID_ARGUMENT);
+  {
+    tl_generation_result r;
+    TL_EXPECT_STATUS(t, tl_generation_result_get(g, &r), TL_ERR_INVALID_ARGUMENT); /* not run */
+  }
+  TL_EXPECT_OK(t, tl_generation_free(g));
+  TL_EXPECT_OK(t, tl_session_free(s));
+  TL_EXPECT_OK(t, tl_model_close(m));
+}
+
+/* Two threads, each with its own session on one model, at once: each
+ * gets what one session alone gives. */
+typedef struct worker {
+  tl_model_handle m;
+  tl_status st;
+  size_t n_ids;
+  uint32_t ids[64];
+  char receipt[65];
+} worker;
+
+static void *work(void *arg) {
+  worker *w = arg;
+  tl_session_handle s;
+  tl_generation_handle g;
+  tl_generation_result r;
+  seen sn = {0};
+  w->st = tl_session_new(w->m, &scalar, &s);
+  if (w->st != TL_OK) return NULL;
+  for (int rep = 0; rep < 3 && w->st == TL_OK; rep++) {
+    w->st = run_sampled(s, &sn, &g, &r);
+    if (w->st == TL_OK) {
+      w->n_ids = r.n_ids < 64 ? r.n_ids : 64;
+      memcpy(w->ids, r.ids, w->n_ids * sizeof *r.ids);
+      memcpy(w->receipt, r.receipt_id, sizeof w->receipt);
+    }
+    tl_generation_free(g);
+    memset(&sn, 0, sizeof sn);
+  }
+  tl_session_free(s);
+  return NULL;
+}
+
+static void sessions_run_in_parallel(tl_test_ctx *t) {
+  tl_model_handle m;
+  worker alone = {0}, w[2];
+  pthread_t th[2];
+  if (!open_tiny(t, &m)) return;
+  alone.m = m;
+  work(&alone);
+  TL_EXPECT_OK(t, alone.st);
+  for (int i = 0; i < 2; i++) {
+    memset(&w[i], 0, sizeof w[i]);
+    w[i].m = m;
+    TL_EXPECT(t, pthread_create(&th[i], NULL, work, &w[i]) == 0);
+  }
+  for (int i = 0; i < 2; i++) {
+    pthread_join(th[i], NULL);
+    TL_EXPECT_OK(t, w[i].st);
+    TL_EXPECT_EQ_U64(t, w[i].n_ids, alone.n_ids);
+    TL_EXPECT(t, memcmp(w[i].ids, alone.ids, alone.n_ids * sizeof *alone.ids) == 0);
+    TL_EXPECT_STR(t, w[i].receipt, alone.receipt);
+  }
+  TL_EXPECT_OK(t, tl_model_close(m));
+}
+
 static const tl_test_case cases[] = {
     TL_CASE(abi_mismatch_is_refused),
     TL_CASE(closed_handles_are_stale),
@@ -676,5 +766,7 @@ static const tl_test_case cases[] = {
     TL_CASE(one_generation_at_a_time_per_session),
     TL_CASE(prompts_by_text_ids_and_messages),
     TL_CASE(file_decode_errors_and_callbacks),
+    TL_CASE(null_arguments_are_typed),
+    TL_CASE(sessions_run_in_parallel),
 };
 TL_SUITE(api, cases);
