@@ -92,6 +92,11 @@ TARGET static inline float tree16(__m512 a) {
  * for the R rows, and the R x T dependency chains overlap. Every (row,
  * token) accumulator sees F-4's lane order, whatever R and T are. The full
  * block pairs run without a branch; a last odd block once after them. */
+/* Bytes ahead of each row's reads to prefetch: the hardware prefetcher
+ * alone streamed a row at 9-10 GB/s here, this at 12 (of the 13.5 GB/s a
+ * plain 512-bit read reaches; kernel_bench's cold column, bench/llama.sh). */
+#define PREFETCH_AHEAD 2048
+
 #define TILE_FN(name, R, T, Q4)                                                            \
   TARGET static void name(const uint8_t *w, size_t row_bytes, size_t nb,                  \
                           const tl_kern_x *xs, float *y, size_t y_stride) {                 \
@@ -105,6 +110,7 @@ TARGET static inline float tree16(__m512 a) {
       __m512 dw[R];                                                                        \
       _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {                                \
         const uint8_t *k0 = w + (size_t)i * row_bytes + b * bb;                            \
+        _mm_prefetch((const char *)k0 + PREFETCH_AHEAD, _MM_HINT_T0);                      \
         u[i] = Q4 ? q4_u(k0, true) : q8_u(k0, true);                                       \
         dw[i] = halves(k0, k0 + bb);                                                       \
       }                                                                                    \
@@ -140,10 +146,12 @@ TILE_FN(q8_tile4x4, 4, 4, false)
 TILE_FN(q8_tile4x1, 4, 1, false)
 TILE_FN(q8_tile1x4, 1, 4, false)
 TILE_FN(q8_tile1x1, 1, 1, false)
+TILE_FN(q8_tile2x1, 2, 1, false)
 TILE_FN(q4_tile4x4, 4, 4, true)
 TILE_FN(q4_tile4x1, 4, 1, true)
 TILE_FN(q4_tile1x4, 1, 4, true)
 TILE_FN(q4_tile1x1, 1, 1, true)
+TILE_FN(q4_tile2x1, 2, 1, true)
 #undef TILE_FN
 
 /* A tile function: rows [0, R) x tokens [0, T); len is the number of
@@ -151,11 +159,21 @@ TILE_FN(q4_tile1x1, 1, 1, true)
 typedef void (*tile_fn)(const uint8_t *w, size_t row_bytes, size_t len, const tl_kern_x *xs,
                         float *y, size_t y_stride);
 
-/* tiles[0..3]: 4x4, 4x1, 1x4, 1x1 (rows x tokens). Tokens in fours, and
- * for each four every row, so a call's rows stay in cache across tokens. */
+/* tiles[0..4]: 4x4, 4x1, 1x4, 1x1, 2x1 (rows x tokens). Tokens in fours,
+ * and for each four every row, so a call's rows stay in cache across
+ * tokens. */
 TARGET static inline void tile_run(const tile_fn *tiles, const uint8_t *w, size_t row_bytes,
                                    size_t len, const tl_kern_x *xs, size_t tokens, size_t rows,
                                    float *y, size_t y_stride) {
+  if (tokens == 1) {
+    /* one token (decoding): two rows at a time, nearly one sequential
+     * stream through the weights, which reads memory faster here than four
+     * rows side by side (and two chains hide the adds' latency) */
+    size_t r = 0;
+    for (; r + 2 <= rows; r += 2) tiles[4](w + r * row_bytes, row_bytes, len, xs, y + r, 0);
+    if (r < rows) tiles[3](w + r * row_bytes, row_bytes, len, xs, y + r, 0);
+    return;
+  }
   for (size_t t = 0; t < tokens; t += 4) {
     size_t tt = tokens - t < 4 ? tokens - t : 4, r = 0;
     float *yt = y + t * y_stride;
@@ -172,8 +190,10 @@ TARGET static inline void tile_run(const tile_fn *tiles, const uint8_t *w, size_
   }
 }
 
-static const tile_fn q8_tiles[4] = {q8_tile4x4, q8_tile4x1, q8_tile1x4, q8_tile1x1};
-static const tile_fn q4_tiles[4] = {q4_tile4x4, q4_tile4x1, q4_tile1x4, q4_tile1x1};
+static const tile_fn q8_tiles[5] = {q8_tile4x4, q8_tile4x1, q8_tile1x4, q8_tile1x1,
+                                    q8_tile2x1};
+static const tile_fn q4_tiles[5] = {q4_tile4x4, q4_tile4x1, q4_tile1x4, q4_tile1x1,
+                                    q4_tile2x1};
 
 /* Up to 16 weights (mask m) as 16 floats; absent ones are +0. */
 TARGET static inline __m512 load16(int type, const uint8_t *p, __mmask16 m) {
@@ -197,8 +217,11 @@ TARGET static inline __m512 load16(int type, const uint8_t *p, __mmask16 m) {
     for (size_t k = 0; k < n; k += 16) {                                                   \
       __mmask16 m = n - k >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - k)) - 1);   \
       __m512 wv[R];                                                                        \
-      _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                                  \
-        wv[i] = load16(TYPE, w + (size_t)i * row_bytes + k * es, m);                       \
+      _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {                                \
+        const uint8_t *wi = w + (size_t)i * row_bytes + k * es;                            \
+        _mm_prefetch((const char *)wi + PREFETCH_AHEAD, _MM_HINT_T0);                      \
+        wv[i] = load16(TYPE, wi, m);                                                       \
+      }                                                                                    \
       _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {                                \
         __m512 xv = _mm512_maskz_loadu_ps(m, xs[t].f + k);                                 \
         _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                                \
@@ -214,8 +237,10 @@ TARGET static inline __m512 load16(int type, const uint8_t *p, __mmask16 m) {
   FTILE_FN(prefix##_tile4x1, 4, 1, TYPE)                                                   \
   FTILE_FN(prefix##_tile1x4, 1, 4, TYPE)                                                   \
   FTILE_FN(prefix##_tile1x1, 1, 1, TYPE)                                                   \
-  static const tile_fn prefix##_tiles[4] = {prefix##_tile4x4, prefix##_tile4x1,            \
-                                            prefix##_tile1x4, prefix##_tile1x1};
+  FTILE_FN(prefix##_tile2x1, 2, 1, TYPE)                                                   \
+  static const tile_fn prefix##_tiles[5] = {prefix##_tile4x4, prefix##_tile4x1,            \
+                                            prefix##_tile1x4, prefix##_tile1x1,            \
+                                            prefix##_tile2x1};
 FLOAT_TILES(f32, 0)
 FLOAT_TILES(f16, 1)
 FLOAT_TILES(bf16, 2)
