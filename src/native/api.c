@@ -732,8 +732,11 @@ static tl_status run_turn(api_gen *g, const tl_generation_params *p) {
       }
     }
   }
-  if ((p->flags & ~TL_GENERATE_CONTINUE) != 0) {
-    st = FAIL(&g->o, TL_ERR_INVALID_ARGUMENT, "unknown flags 0x%x", (unsigned)p->flags);
+  if ((p->flags & ~TL_GENERATE_CONTINUE) != 0 ||
+      (p->given & ~(uint32_t)(TL_GIVEN_TEMPERATURE | TL_GIVEN_TOP_K | TL_GIVEN_TOP_P |
+                              TL_GIVEN_MIN_P | TL_GIVEN_REPEAT_PENALTY)) != 0) {
+    st = FAIL(&g->o, TL_ERR_INVALID_ARGUMENT, "unknown flags 0x%x or given bits 0x%x",
+              (unsigned)p->flags, (unsigned)p->given);
     goto done;
   }
   start = p->flags & TL_GENERATE_CONTINUE ? before : 0;
@@ -752,11 +755,7 @@ static tl_status run_turn(api_gen *g, const tl_generation_params *p) {
   if (p->given & TL_GIVEN_REPEAT_PENALTY) tp.repeat_penalty = p->repeat_penalty;
   if (p->given & TL_GIVEN_TOP_K) tp.top_k = p->top_k;
   tp.repeat_window = p->repeat_window;
-  tp.given = (p->given & TL_GIVEN_TEMPERATURE ? TL_TURN_GIVEN_TEMPERATURE : 0) |
-             (p->given & TL_GIVEN_TOP_K ? TL_TURN_GIVEN_TOP_K : 0) |
-             (p->given & TL_GIVEN_TOP_P ? TL_TURN_GIVEN_TOP_P : 0) |
-             (p->given & TL_GIVEN_MIN_P ? TL_TURN_GIVEN_MIN_P : 0) |
-             (p->given & TL_GIVEN_REPEAT_PENALTY ? TL_TURN_GIVEN_REPEAT_PENALTY : 0);
+  tp.given = p->given;
   tp.seed = p->seed;
   tp.turn = p->turn;
   tp.max_new = p->max_tokens;

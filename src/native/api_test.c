@@ -690,6 +690,17 @@ static void null_arguments_are_typed(tl_test_ctx *t) {
   TL_EXPECT_OK(t, tl_generation_new(s, &g));
   TL_EXPECT_STATUS(t, tl_generation_result_get(g, NULL), TL_ERR_INVALID_ARGUMENT);
   TL_EXPECT_STATUS(t, tl_generation_run(g, NULL), TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT_OK(t, tl_generation_free(g));
+  {
+    tl_generation_params p = {0};
+    p.text = "Hi";
+    p.text_len = 2;
+    p.given = 1u << 7;
+    TL_EXPECT_OK(t, tl_generation_new(s, &g));
+    TL_EXPECT_STATUS(t, tl_generation_run(g, &p), TL_ERR_INVALID_ARGUMENT);
+    TL_EXPECT_OK(t, tl_generation_free(g));
+  }
+  TL_EXPECT_OK(t, tl_generation_new(s, &g));
   {
     tl_generation_result r;
     TL_EXPECT_STATUS(t, tl_generation_result_get(g, &r), TL_ERR_INVALID_ARGUMENT); /* not run */

@@ -287,11 +287,7 @@ int tl_cmd_run(int argc, char **argv) {
     rc = api_fail(o.json, model);
     goto done;
   }
-  gp.given = (o.given & TL_RUN_GIVEN_TEMPERATURE ? TL_GIVEN_TEMPERATURE : 0) |
-             (o.given & TL_RUN_GIVEN_TOP_K ? TL_GIVEN_TOP_K : 0) |
-             (o.given & TL_RUN_GIVEN_TOP_P ? TL_GIVEN_TOP_P : 0) |
-             (o.given & TL_RUN_GIVEN_MIN_P ? TL_GIVEN_MIN_P : 0) |
-             (o.given & TL_RUN_GIVEN_REPEAT_PENALTY ? TL_GIVEN_REPEAT_PENALTY : 0);
+  gp.given = o.given & TL_RUN_GIVEN_SAMPLING;
   gp.temperature = o.temperature;
   gp.top_k = o.top_k;
   gp.top_p = o.top_p;

@@ -428,8 +428,7 @@ int tl_run_generate(tl_session *s, const tl_run_options *o, const char *mode,
   tp.min_p = o->min_p;
   tp.repeat_penalty = o->repeat_penalty;
   tp.repeat_window = o->repeat_window;
-  tp.given = o->given & (TL_RUN_GIVEN_TEMPERATURE | TL_RUN_GIVEN_TOP_K | TL_RUN_GIVEN_TOP_P |
-                         TL_RUN_GIVEN_MIN_P | TL_RUN_GIVEN_REPEAT_PENALTY);
+  tp.given = o->given & TL_RUN_GIVEN_SAMPLING;
   tp.seed = o->seed;
   tp.turn = turn;
   tp.max_new = o->max_new;

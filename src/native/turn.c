@@ -86,14 +86,14 @@ static tl_status resolve_profile(const tl_session *s, const tl_turn_params *p,
   profile->top_p = p->top_p;
   profile->min_p = p->min_p;
   profile->repeat_penalty = p->repeat_penalty;
-  if (!(p->given & TL_TURN_GIVEN_TEMPERATURE)) {
+  if (!(p->given & TL_GIVEN_TEMPERATURE)) {
     if (g->has_do_sample && !g->do_sample) profile->temperature = 0.0;
     else if (g->has_temperature) profile->temperature = g->temperature;
   }
-  if (!(p->given & TL_TURN_GIVEN_TOP_K) && g->has_top_k) profile->top_k = g->top_k;
-  if (!(p->given & TL_TURN_GIVEN_TOP_P) && g->has_top_p) profile->top_p = g->top_p;
-  if (!(p->given & TL_TURN_GIVEN_MIN_P) && g->has_min_p) profile->min_p = g->min_p;
-  if (!(p->given & TL_TURN_GIVEN_REPEAT_PENALTY) && g->has_repeat_penalty)
+  if (!(p->given & TL_GIVEN_TOP_K) && g->has_top_k) profile->top_k = g->top_k;
+  if (!(p->given & TL_GIVEN_TOP_P) && g->has_top_p) profile->top_p = g->top_p;
+  if (!(p->given & TL_GIVEN_MIN_P) && g->has_min_p) profile->min_p = g->min_p;
+  if (!(p->given & TL_GIVEN_REPEAT_PENALTY) && g->has_repeat_penalty)
     profile->repeat_penalty = g->repeat_penalty;
   profile->repeat_window = p->repeat_window;
   profile->eos = s->eos;
@@ -102,15 +102,15 @@ static tl_status resolve_profile(const tl_session *s, const tl_turn_params *p,
   /* What the caller gave is the caller's mistake; the rest the artifact's. */
   switch (*field) {
   case TL_SAMPLER_FIELD_TEMPERATURE:
-    return p->given & TL_TURN_GIVEN_TEMPERATURE ? TL_ERR_INVALID_ARGUMENT : TL_ERR_INVALID_MODEL;
+    return p->given & TL_GIVEN_TEMPERATURE ? TL_ERR_INVALID_ARGUMENT : TL_ERR_INVALID_MODEL;
   case TL_SAMPLER_FIELD_TOP_K:
-    return p->given & TL_TURN_GIVEN_TOP_K ? TL_ERR_INVALID_ARGUMENT : TL_ERR_INVALID_MODEL;
+    return p->given & TL_GIVEN_TOP_K ? TL_ERR_INVALID_ARGUMENT : TL_ERR_INVALID_MODEL;
   case TL_SAMPLER_FIELD_TOP_P:
-    return p->given & TL_TURN_GIVEN_TOP_P ? TL_ERR_INVALID_ARGUMENT : TL_ERR_INVALID_MODEL;
+    return p->given & TL_GIVEN_TOP_P ? TL_ERR_INVALID_ARGUMENT : TL_ERR_INVALID_MODEL;
   case TL_SAMPLER_FIELD_MIN_P:
-    return p->given & TL_TURN_GIVEN_MIN_P ? TL_ERR_INVALID_ARGUMENT : TL_ERR_INVALID_MODEL;
+    return p->given & TL_GIVEN_MIN_P ? TL_ERR_INVALID_ARGUMENT : TL_ERR_INVALID_MODEL;
   case TL_SAMPLER_FIELD_REPEAT_PENALTY:
-    return p->given & TL_TURN_GIVEN_REPEAT_PENALTY ? TL_ERR_INVALID_ARGUMENT
+    return p->given & TL_GIVEN_REPEAT_PENALTY ? TL_ERR_INVALID_ARGUMENT
                                                   : TL_ERR_INVALID_MODEL;
   case TL_SAMPLER_FIELD_REPEAT_WINDOW:
     return TL_ERR_INVALID_ARGUMENT;

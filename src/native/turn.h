@@ -15,22 +15,12 @@
 #include "sample/sampler.h"
 #include "session.h"
 
-/* Which sampling values the caller gave (the others come from the
- * artifact's generation defaults, else the sampler's defaults). */
-enum {
-  TL_TURN_GIVEN_TEMPERATURE = 1u << 0,
-  TL_TURN_GIVEN_TOP_K = 1u << 1,
-  TL_TURN_GIVEN_TOP_P = 1u << 2,
-  TL_TURN_GIVEN_MIN_P = 1u << 3,
-  TL_TURN_GIVEN_REPEAT_PENALTY = 1u << 4
-};
-
 typedef struct tl_turn_params {
-  /* The values given (TL_TURN_GIVEN_*) override the artifact's generation
+  /* The values given (tinylm.h's TL_GIVEN_*) override the artifact's generation
    * defaults; the others apply where the artifact has none. */
   double temperature, top_p, min_p, repeat_penalty;
   uint32_t top_k, repeat_window;
-  uint32_t given; /* TL_TURN_GIVEN_* */
+  uint32_t given; /* TL_GIVEN_* */
   uint64_t seed;
   uint32_t turn;    /* numbers the draws (DESIGN.md §7) */
   uint32_t max_new; /* 0: until the context is full */
