@@ -99,7 +99,7 @@ static tl_status read_gen_defaults(tl_session *s) {
 
 void tl_memory_plan_text(const tl_memory_plan *p, char *buf, size_t cap) {
   snprintf(buf, cap,
-           "weights %.1f MB (mapped), tokenizer+template %.1f MB, KV cache "
+           "weights %.1f MB, tokenizer+template %.1f MB, KV cache "
            "%.1f MB, forward scratch %.1f MB, logits %.1f MB, sampler %.1f MB; "
            "total %.1f MB",
            p->weights / 1e6, p->tokenizer / 1e6, p->kv_cache / 1e6,

@@ -22,7 +22,7 @@
 
 /* The memory plan (bytes). */
 typedef struct tl_memory_plan {
-  uint64_t weights;   /* tensor data, memory-mapped from the artifact */
+  uint64_t weights;   /* tensor data: copied into memory (fast lane) or mapped */
   uint64_t tokenizer; /* tokenizer + template arena */
   uint64_t kv_cache;  /* 2 x layers x context x kv_heads x head_dim x 4 */
   uint64_t scratch;   /* forward-pass buffers for the longest prefill chunk */
