@@ -269,10 +269,47 @@ static void tiles(tl_test_ctx *t) {
     }
 }
 
+/* The attention kernels through each variant against the twins: scores
+ * (F-6 dot) and probability-weighted values (each element's sequential
+ * sum), head sizes around the vector widths, strides wider than a row. */
+static void attention(tl_test_ctx *t) {
+  static const size_t dims[] = {1, 15, 16, 17, 63, 64, 65, 128, 130};
+  const tl_kernels *ks[TL_KERN_ISA_COUNT];
+  size_t nk = variants(t, ks);
+  tl_test_rng rng = {20261206};
+  for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
+    size_t d = dims[di], count = 1 + tl_test_rng_next(&rng) % 40, stride = d + 3;
+    float *a = malloc(d * sizeof(float)), *v = malloc(count * stride * sizeof(float));
+    float *p = malloc(count * sizeof(float)), *want = malloc(d * sizeof(float));
+    float *got = malloc(d * sizeof(float));
+    if (!TL_EXPECT(t, a && v && p && want && got)) return;
+    for (size_t i = 0; i < d; i++) a[i] = random_value(&rng, -6, 6);
+    for (size_t i = 0; i < count * stride; i++) v[i] = random_value(&rng, -6, 6);
+    for (size_t j = 0; j < count; j++) p[j] = random_value(&rng, -8, 0);
+    tl_kern_weighted(p, count, v, stride, d, want);
+    for (size_t k = 0; k < nk; k++) {
+      for (size_t j = 0; j < count; j++)
+        if (!TL_EXPECT_EQ_U64(t, tl_f32_to_bits(tl_kern_dot_k(ks[k], a, v + j * stride, d)),
+                              tl_f32_to_bits(tl_kern_dot(a, v + j * stride, d))))
+          print_case(t, ks[k]->name, "dot", 0, 1, d);
+      memset(got, 0xA5, d * sizeof(float));
+      tl_kern_weighted_k(ks[k], p, count, v, stride, d, got);
+      if (!TL_EXPECT_MEM(t, got, want, d * sizeof(float)))
+        print_case(t, ks[k]->name, "weighted", 0, count, d);
+    }
+    free(a);
+    free(v);
+    free(p);
+    free(want);
+    free(got);
+  }
+}
+
 static const tl_test_case cases[] = {
     TL_CASE(golden_all_variants),
     TL_CASE(random_shapes),
     TL_CASE(quantizers),
     TL_CASE(tiles),
+    TL_CASE(attention),
 };
 TL_SUITE(kernels_dispatch, cases);

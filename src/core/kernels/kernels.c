@@ -27,6 +27,34 @@ float tl_kern_dot(const float *a, const float *b, size_t n) {
   return tl_kern_tree(acc);
 }
 
+/* Sixteen sums at a time in a local array, j outer, so the compiler keeps
+ * them in vector registers and the rows of v are read contiguously,
+ * without changing any sum's order. */
+void tl_kern_weighted(const float *p, size_t count, const float *v, size_t stride, size_t d,
+                      float *out) {
+  for (size_t e0 = 0; e0 < d; e0 += 16) {
+    float acc[16] = {0};
+    size_t m = d - e0 < 16 ? d - e0 : 16;
+    if (m == 16)
+      for (size_t j = 0; j < count; j++)
+        for (size_t k = 0; k < 16; k++) acc[k] += p[j] * v[j * stride + e0 + k];
+    else
+      for (size_t j = 0; j < count; j++)
+        for (size_t k = 0; k < m; k++) acc[k] += p[j] * v[j * stride + e0 + k];
+    memcpy(out + e0, acc, m * sizeof(float));
+  }
+}
+
+float tl_kern_dot_k(const tl_kernels *k, const float *a, const float *b, size_t n) {
+  return k->dot != NULL ? k->dot(a, b, n) : tl_kern_dot(a, b, n);
+}
+
+void tl_kern_weighted_k(const tl_kernels *k, const float *p, size_t count, const float *v,
+                        size_t stride, size_t d, float *out) {
+  if (k->weighted != NULL) k->weighted(p, count, v, stride, d, out);
+  else tl_kern_weighted(p, count, v, stride, d, out);
+}
+
 /* RNE of r, |r| <= 127 (F-3): the integer part by truncation, then the
  * half-way rule on the exact remainder. */
 static int8_t rne127(float r) {
@@ -151,7 +179,7 @@ TL_KERN_SCALAR_FN(scalar_q4, TL_QTYPE_Q4, rows_quant)
 static const tl_kernels scalar = {
     TL_KERN_SCALAR, "scalar", {scalar_f32, scalar_f16, scalar_bf16, scalar_q8, scalar_q4},
     {NULL, NULL, NULL, NULL, NULL},
-    NULL};
+    NULL, NULL, NULL};
 
 #ifdef __wasm_simd128__
 static const tl_kernels wasm_simd = {
@@ -159,7 +187,7 @@ static const tl_kernels wasm_simd = {
     "wasm-simd128",
     {tl_wasm_rows_f32, tl_wasm_rows_f16, tl_wasm_rows_bf16, tl_wasm_rows_q8, tl_wasm_rows_q4},
     {NULL, NULL, NULL, NULL, NULL},
-    NULL};
+    NULL, NULL, NULL};
 #endif
 
 const tl_kernels *tl_kernels_get(tl_kern_isa isa) {

@@ -72,6 +72,11 @@ typedef struct tl_kernels {
   /* F-3 (tl_kern_quantize_x's contract); NULL: the scalar twin. */
   void (*quantize)(const float *x, size_t n, float *scales, int8_t *q8, int32_t *q8_bias,
                    int8_t *q4, int32_t *q4_bias);
+  /* Attention: tl_kern_dot's and tl_kern_weighted's contracts; NULL: the
+   * scalar twins. */
+  float (*dot)(const float *a, const float *b, size_t n);
+  void (*weighted)(const float *p, size_t count, const float *v, size_t stride, size_t d,
+                   float *out);
 } tl_kernels;
 
 /* F-3 through k's quantizer when it has one, else the scalar twin. */
@@ -107,5 +112,17 @@ float tl_kern_tree(const float *a);
 /* F-6's reduction of two f32 vectors of n: the attention scores of the
  * fast lane (F-1), in plain C whose order every compiler keeps. */
 float tl_kern_dot(const float *a, const float *b, size_t n);
+
+/* out[e] = the sum over j = 0 .. count-1, in this order, of p[j] v[j][e]
+ * (v[j]: stride floats apart), for e < d: attention's probability-weighted
+ * values, each element its own sequential sum (the strict lane's order,
+ * so both lanes share it). */
+void tl_kern_weighted(const float *p, size_t count, const float *v, size_t stride, size_t d,
+                      float *out);
+
+/* Through k's own variants when it has them, else the scalar twins. */
+float tl_kern_dot_k(const tl_kernels *k, const float *a, const float *b, size_t n);
+void tl_kern_weighted_k(const tl_kernels *k, const float *p, size_t count, const float *v,
+                        size_t stride, size_t d, float *out);
 
 #endif

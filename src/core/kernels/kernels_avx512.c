@@ -311,9 +311,45 @@ TARGET static void quantize_x(const float *x, size_t n, float *scales, int8_t *q
   }
 }
 
+/* F-6 for two f32 vectors (the fast lane's attention scores): lane i mod
+ * 16 of one 512-bit accumulator, masked tail, tree T. */
+TARGET static float dot_f32(const float *a, const float *b, size_t n) {
+  __m512 acc = _mm512_setzero_ps();
+  for (size_t i = 0; i < n; i += 16) {
+    __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+    acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, a + i),
+                                           _mm512_maskz_loadu_ps(m, b + i)));
+  }
+  return tree16(acc);
+}
+
+/* tl_kern_weighted: 64 elements at a time in four accumulators (masked at
+ * the end), each element's sum over j in order. */
+TARGET static void weighted(const float *p, size_t count, const float *v, size_t stride,
+                            size_t d, float *out) {
+  for (size_t e0 = 0; e0 < d; e0 += 64) {
+    __m512 acc[4];
+    __mmask16 m[4];
+    for (int c = 0; c < 4; c++) {
+      size_t lo = e0 + 16 * (size_t)c, left = lo < d ? d - lo : 0;
+      m[c] = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+      acc[c] = _mm512_setzero_ps();
+    }
+    for (size_t j = 0; j < count; j++) {
+      __m512 pj = _mm512_set1_ps(p[j]);
+      const float *vj = v + j * stride + e0;
+      for (int c = 0; c < 4; c++)
+        acc[c] = _mm512_add_ps(acc[c], _mm512_mul_ps(pj, _mm512_maskz_loadu_ps(m[c], vj + 16 * c)));
+    }
+    for (int c = 0; c < 4; c++) _mm512_mask_storeu_ps(out + e0 + 16 * c, m[c], acc[c]);
+  }
+}
+
 const tl_kernels tl_kernels_avx512 = {
     TL_KERN_AVX512, "avx512", {rows_f32, rows_f16, rows_bf16, rows_q8, rows_q4},
     {tile_f32, tile_f16, tile_bf16, tile_q8, tile_q4},
-    quantize_x};
+    quantize_x,
+    dot_f32,
+    weighted};
 
 #endif

@@ -677,30 +677,10 @@ static tl_status project_rest(const run *r, bufs *b, tl_qwen3_cache *cache,
 
 /* One position's attention over keys [0, keys) of the cache, into
  * b->attn: scores q.k * D^-0.5, causal mask (keys after pos), a softmax
- * with the maximum subtracted, then the probability-weighted sum of V. */
-/* out[e] = sum over j = 0 .. last, in this order, of p[j] v[j][e] (v[j]:
- * stride floats apart). Each e is its own sum: sixteen of them at a time
- * in a local array, j outer, so the compiler keeps them in vector
- * registers and the cache rows are read contiguously, without changing
- * any sum's order (the strict lane's bits). */
-static void weighted_values(const float *p, uint32_t last, const float *v, size_t stride,
-                            size_t d, float *out) {
-  for (size_t e0 = 0; e0 < d; e0 += 16) {
-    float acc[16] = {0};
-    size_t m = d - e0 < 16 ? d - e0 : 16;
-    if (m == 16)
-      for (uint32_t j = 0; j <= last; j++)
-        for (size_t k = 0; k < 16; k++) acc[k] += p[j] * v[j * stride + e0 + k];
-    else
-      for (uint32_t j = 0; j <= last; j++)
-        for (size_t k = 0; k < m; k++) acc[k] += p[j] * v[j * stride + e0 + k];
-    memcpy(out + e0, acc, m * sizeof(float));
-  }
-}
-
-/* One position's attention, head by head: the heads are independent
- * (each writes its own slices of the score rows and of attn), so the fast
- * lane splits them between tasks with the fixed partition (F-7). */
+ * with the maximum subtracted, then the probability-weighted sum of V;
+ * head by head: the heads are independent (each writes its own slices of
+ * the score rows and of attn), so the fast lane splits them between tasks
+ * with the fixed partition (F-7). */
 typedef struct attend_job {
   const tl_qwen3 *m;
   const float *q, *kc, *vc;
@@ -725,7 +705,7 @@ static void attend_head(const attend_job *j, size_t h) {
     bool visible = k <= j->last;
     if (visible || j->want_raw) {
       const float *kk = j->kc + k * kd + kvh * d;
-      sr[k] = (m->fast != NULL ? tl_kern_dot(qh, kk, d) : dot(qh, kk, d)) * scale;
+      sr[k] = (m->fast != NULL ? tl_kern_dot_k(m->fast, qh, kk, d) : dot(qh, kk, d)) * scale;
     } else {
       sr[k] = 0.0f;
     }
@@ -738,7 +718,10 @@ static void attend_head(const attend_job *j, size_t h) {
     sum += p[k];
   }
   for (uint32_t k = 0; k <= j->last; k++) p[k] = p[k] / sum;
-  weighted_values(p, j->last, j->vc + kvh * d, kd, d, j->attn + h * d);
+  if (m->fast != NULL)
+    tl_kern_weighted_k(m->fast, p, (size_t)j->last + 1, j->vc + kvh * d, kd, d, j->attn + h * d);
+  else
+    tl_kern_weighted(p, (size_t)j->last + 1, j->vc + kvh * d, kd, d, j->attn + h * d);
 }
 
 static void attend_task(void *ctx, uint32_t task, uint32_t n_tasks) {
