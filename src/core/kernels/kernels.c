@@ -45,8 +45,15 @@ void tl_kern_weighted(const float *p, size_t count, const float *v, size_t strid
   }
 }
 
-float tl_kern_dot_k(const tl_kernels *k, const float *a, const float *b, size_t n) {
-  return k->dot != NULL ? k->dot(a, b, n) : tl_kern_dot(a, b, n);
+void tl_kern_dots(const float *q, const float *k, size_t stride, size_t count, size_t n,
+                  float *out) {
+  for (size_t j = 0; j < count; j++) out[j] = tl_kern_dot(q, k + j * stride, n);
+}
+
+void tl_kern_dots_k(const tl_kernels *k, const float *q, const float *keys, size_t stride,
+                    size_t count, size_t n, float *out) {
+  if (k->dots != NULL) k->dots(q, keys, stride, count, n, out);
+  else tl_kern_dots(q, keys, stride, count, n, out);
 }
 
 void tl_kern_weighted_k(const tl_kernels *k, const float *p, size_t count, const float *v,

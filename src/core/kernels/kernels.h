@@ -72,9 +72,10 @@ typedef struct tl_kernels {
   /* F-3 (tl_kern_quantize_x's contract); NULL: the scalar twin. */
   void (*quantize)(const float *x, size_t n, float *scales, int8_t *q8, int32_t *q8_bias,
                    int8_t *q4, int32_t *q4_bias);
-  /* Attention: tl_kern_dot's and tl_kern_weighted's contracts; NULL: the
+  /* Attention: tl_kern_dots' and tl_kern_weighted's contracts; NULL: the
    * scalar twins. */
-  float (*dot)(const float *a, const float *b, size_t n);
+  void (*dots)(const float *q, const float *k, size_t stride, size_t count, size_t n,
+               float *out);
   void (*weighted)(const float *p, size_t count, const float *v, size_t stride, size_t d,
                    float *out);
 } tl_kernels;
@@ -120,8 +121,14 @@ float tl_kern_dot(const float *a, const float *b, size_t n);
 void tl_kern_weighted(const float *p, size_t count, const float *v, size_t stride, size_t d,
                       float *out);
 
+/* out[j] = tl_kern_dot(q, k + j * stride, n) for j < count: one query's
+ * scores against count keys. */
+void tl_kern_dots(const float *q, const float *k, size_t stride, size_t count, size_t n,
+                  float *out);
+
 /* Through k's own variants when it has them, else the scalar twins. */
-float tl_kern_dot_k(const tl_kernels *k, const float *a, const float *b, size_t n);
+void tl_kern_dots_k(const tl_kernels *k, const float *q, const float *keys, size_t stride,
+                    size_t count, size_t n, float *out);
 void tl_kern_weighted_k(const tl_kernels *k, const float *p, size_t count, const float *v,
                         size_t stride, size_t d, float *out);
 

@@ -311,16 +311,33 @@ TARGET static void quantize_x(const float *x, size_t n, float *scales, int8_t *q
   }
 }
 
-/* F-6 for two f32 vectors (the fast lane's attention scores): lane i mod
- * 16 of one 512-bit accumulator, masked tail, tree T. */
-TARGET static float dot_f32(const float *a, const float *b, size_t n) {
-  __m512 acc = _mm512_setzero_ps();
-  for (size_t i = 0; i < n; i += 16) {
-    __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
-    acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, a + i),
-                                           _mm512_maskz_loadu_ps(m, b + i)));
+/* tl_kern_dots (F-6 per score): four keys at a time, one 512-bit
+ * accumulator each (lane i mod 16), masked tail, tree T; the query's
+ * loads shared. */
+TARGET static void dots(const float *q, const float *k, size_t stride, size_t count, size_t n,
+                        float *out) {
+  size_t j = 0;
+  for (; j + 4 <= count; j += 4) {
+    __m512 acc[4];
+    for (int c = 0; c < 4; c++) acc[c] = _mm512_setzero_ps();
+    for (size_t i = 0; i < n; i += 16) {
+      __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+      __m512 qv = _mm512_maskz_loadu_ps(m, q + i);
+      for (int c = 0; c < 4; c++)
+        acc[c] = _mm512_add_ps(acc[c], _mm512_mul_ps(qv, _mm512_maskz_loadu_ps(
+                                                             m, k + (j + (size_t)c) * stride + i)));
+    }
+    for (int c = 0; c < 4; c++) out[j + (size_t)c] = tree16(acc[c]);
   }
-  return tree16(acc);
+  for (; j < count; j++) {
+    __m512 acc = _mm512_setzero_ps();
+    for (size_t i = 0; i < n; i += 16) {
+      __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+      acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, q + i),
+                                             _mm512_maskz_loadu_ps(m, k + j * stride + i)));
+    }
+    out[j] = tree16(acc);
+  }
 }
 
 /* tl_kern_weighted: 64 elements at a time in four accumulators (masked at
@@ -349,7 +366,7 @@ const tl_kernels tl_kernels_avx512 = {
     TL_KERN_AVX512, "avx512", {rows_f32, rows_f16, rows_bf16, rows_q8, rows_q4},
     {tile_f32, tile_f16, tile_bf16, tile_q8, tile_q4},
     quantize_x,
-    dot_f32,
+    dots,
     weighted};
 
 #endif

@@ -347,12 +347,27 @@ static bool wanted(const run *r, tl_qwen3_stage stage, int32_t layer,
          (r->cap->wants == NULL || r->cap->wants(r->cap->ctx, stage, layer, pos));
 }
 
+/* Whether every value is finite: x - x is +0 for a finite x and NaN
+ * otherwise, summed into sixteen independent lanes that the compiler keeps
+ * in vector registers (the order of sums of zeros changes nothing). */
+static bool all_finite(const float *data, size_t n) {
+  float acc[16] = {0};
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (size_t k = 0; k < 16; k++) acc[k] += data[i + k] - data[i + k];
+  for (size_t k = 0; i < n; i++, k++) acc[k] += data[i] - data[i];
+  for (size_t k = 0; k < 16; k++)
+    if (acc[k] != 0.0f) return false;
+  return true;
+}
+
 /* Hands a row to the capture (when wanted) after checking it is finite;
  * scores may hold -inf for masked keys (allow_masked). */
 static tl_status emit(const run *r, tl_qwen3_stage stage, int32_t layer,
                       uint32_t pos, const float *data, size_t n,
                       bool allow_masked) {
-  for (size_t i = 0; i < n; i++) {
+  /* the quick check first; the loop finds the first offender */
+  for (size_t i = !allow_masked && all_finite(data, n) ? n : 0; i < n; i++) {
     if (finite(data[i]) || (allow_masked && data[i] == -__builtin_inff()))
       continue;
     if (r->fault != NULL) {
@@ -701,14 +716,16 @@ static void attend_head(const attend_job *j, size_t h) {
   float mx = -__builtin_inff(), sum = 0.0f;
   /* Keys past the last visible one are computed only for the capture of
    * the unmasked scores. */
+  size_t scored = j->want_raw ? j->keys : (size_t)j->last + 1;
+  if (m->fast != NULL) {
+    tl_kern_dots_k(m->fast, qh, j->kc + kvh * d, kd, scored, d, sr);
+    for (size_t k = 0; k < scored; k++) sr[k] = sr[k] * scale;
+  } else {
+    for (size_t k = 0; k < scored; k++) sr[k] = dot(qh, j->kc + k * kd + kvh * d, d) * scale;
+  }
+  for (size_t k = scored; k < j->keys; k++) sr[k] = 0.0f;
   for (uint32_t k = 0; k < j->keys; k++) {
     bool visible = k <= j->last;
-    if (visible || j->want_raw) {
-      const float *kk = j->kc + k * kd + kvh * d;
-      sr[k] = (m->fast != NULL ? tl_kern_dot_k(m->fast, qh, kk, d) : dot(qh, kk, d)) * scale;
-    } else {
-      sr[k] = 0.0f;
-    }
     sm[k] = visible ? sr[k] : -__builtin_inff();
     if (visible && sm[k] > mx) mx = sm[k];
   }
