@@ -1,9 +1,11 @@
 /* fast/2 kernels with AVX-512: integer block products with VNNI
- * (vpdpbusd: q8 two blocks per 512-bit instruction, q4 one block per
- * 256-bit one with two accumulators for even and odd blocks, as F-4
- * orders them), float
- * products in one 512-bit accumulator (lanes A_0..15 of F-6) with masked
- * tail loads. */
+ * (vpdpbusd over a block pair per 512-bit register, lanes 0-7 the even
+ * block and 8-15 the odd one, as F-4 orders them, for q8 and q4 alike),
+ * float products in one 512-bit accumulator (lanes A_0..15 of F-6) with
+ * masked tails; tiles of rows x tokens for prefill, two rows with prefetch
+ * for one token; F-3's quantizer; the attention scores (F-6 dots) and
+ * probability-weighted values. Each is checked bit for bit against its
+ * scalar twin (kernels_dispatch suite). */
 #include <immintrin.h>
 #include <stdbool.h>
 #include <string.h>
@@ -86,17 +88,17 @@ TARGET static inline float tree16(__m512 a) {
                              _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1))));
 }
 
+/* Bytes ahead of each row's reads to prefetch: the hardware prefetcher
+ * alone streamed a row at 9-10 GB/s here, this at 12 (of the 13.5 GB/s a
+ * plain 512-bit read reaches; kernel_bench's cold column, bench/llama.sh). */
+#define PREFETCH_AHEAD 2048
+
 /* Rows [0, R) of a q8 (Q4 false) or q4 matrix times the activations of
  * tokens [0, T), R x T accumulators side by side: each row's weights are
  * loaded and widened once for the T tokens, each token's activation once
  * for the R rows, and the R x T dependency chains overlap. Every (row,
  * token) accumulator sees F-4's lane order, whatever R and T are. The full
  * block pairs run without a branch; a last odd block once after them. */
-/* Bytes ahead of each row's reads to prefetch: the hardware prefetcher
- * alone streamed a row at 9-10 GB/s here, this at 12 (of the 13.5 GB/s a
- * plain 512-bit read reaches; kernel_bench's cold column, bench/llama.sh). */
-#define PREFETCH_AHEAD 2048
-
 #define TILE_FN(name, R, T, Q4)                                                            \
   TARGET static void name(const uint8_t *w, size_t row_bytes, size_t nb,                  \
                           const tl_kern_x *xs, float *y, size_t y_stride) {                 \
