@@ -73,14 +73,16 @@ TARGET static inline __m512i q8_u(const uint8_t *k0, bool second) {
  * nibbles] (the even elements, then the odd: the order of tl_kern_x.q4);
  * q4_bias removes the offset 8. */
 TARGET static inline __m512i q4_u(const uint8_t *k0, bool second) {
-  __m128i b0 = _mm_loadu_si128((const __m128i *)(k0 + 4));
+  /* [b0 | b0 | b1 | b1] by 128-bit lanes, then the odd lanes shifted by
+   * 4: [lo0 hi0 | lo1 hi1] after the mask */
+  __m256i b0 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(k0 + 4)));
   /* an absent second block: nibbles 8 (code 0) */
-  __m128i b1 = second ? _mm_loadu_si128((const __m128i *)(k0 + 24)) : _mm_set1_epi8((char)0x88);
-  __m256i v = _mm256_set_m128i(b1, b0), m = _mm256_set1_epi8(0x0F);
-  __m256i lo = _mm256_and_si256(v, m), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m);
-  __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-  /* [lo0 lo1 | hi0 hi1] -> [lo0 hi0 | lo1 hi1] */
-  return _mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(3, 1, 2, 0));
+  __m256i b1 = second ? _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(k0 + 24)))
+                      : _mm256_set1_epi8((char)0x88);
+  __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(b0), b1, 1);
+  __m512i shift = _mm512_set_epi64(4 * 0x0001000100010001, 4 * 0x0001000100010001, 0, 0,
+                                   4 * 0x0001000100010001, 4 * 0x0001000100010001, 0, 0);
+  return _mm512_and_si512(_mm512_srlv_epi16(z, shift), _mm512_set1_epi8(0x0F));
 }
 
 TARGET static inline float tree16(__m512 a) {
