@@ -1,4 +1,4 @@
-/* fast/1 kernels with AArch64 Advanced SIMD (NEON), which every AArch64
+/* fast/2 kernels with AArch64 Advanced SIMD (NEON), which every AArch64
  * CPU has (the `neon` variant; kernels_neon_dotprod.c is the same with the
  * dot-product extension). Float products are vmulq then vaddq (never
  * vfmaq/vmlaq: F-2 forbids the fused form). Integer groups of F-4/F-5:
