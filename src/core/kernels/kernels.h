@@ -1,8 +1,9 @@
-/* Matrix-vector kernels of the fast numerical profile fast/2
- * (docs/fast-profile.md): activation quantization (F-3), q8/q4 integer
- * block dot products (F-4, F-5) and float dot products (F-6), each with one
- * fixed order of float operations that every ISA variant reproduces bit for
- * bit.
+/* Kernels of the fast numerical profile fast/2 (docs/fast-profile.md):
+ * activation quantization (F-3), q8/q4 integer block dot products (F-4,
+ * F-5) and float dot products (F-6) for one token (rows) or several
+ * (tiles), and attention's scores and probability-weighted values (F-1),
+ * each with one fixed order of float operations that every ISA variant
+ * reproduces bit for bit.
  *
  * The scalar twins here are the reference; the ISA variants live beside
  * them (kernels_avx2.c, kernels_avx512.c, kernels_neon.c,
