@@ -17,12 +17,14 @@ flock 9
 # NumPy (the forward-pass oracle, tools/oracle/qwen3_ref.py) on the reference
 # BLAS libblas3 (tools/oracle/reference_blas.py), libedit (line
 # editing in tinylm chat), the aarch64 cross compiler and qemu-user (the
-# NEON kernels' stages: make neon, tests/neon/qemu.sh).
+# NEON kernels' stages: make neon, tests/neon/qemu.sh), and chromium (the
+# browser that tests/web/chromium_test.mjs drives headless through npm's
+# playwright-core, which downloads no browser of its own).
 packages=(gcc make clang lld libclang-rt-14-dev wabt nodejs b3sum
           python3 python3-cbor2 python3-jinja2 python3-numpy libblas3 libjansson-dev
           libcurl4-openssl-dev
           libedit-dev unicode-data time
-          gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static)
+          gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static chromium)
 # `scripts/setup.sh --demo-train` (make demo-train only, never make test: CI
 # must not download torch) adds Debian's CPU torch for the demo model's
 # trainer, and OpenBLAS, without which its matrix products run on the
