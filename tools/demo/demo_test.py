@@ -9,11 +9,13 @@ others; no training question is a held-out pair; the evaluation set is all
 held-out pairs with answers recomputed here; every reply ends with
 <|im_end|>. Expander: a valid compact file expands to the full vocabulary
 (id-map rows equal to the compact rows, every other row zero, the other
-tensors byte for byte), and each kind of mismatch is refused with its typed
-error, writing nothing. Prints "N passed, N failed".
+tensors byte for byte), the same from its xz compression, and each kind of
+mismatch (a broken xz stream too) is refused with its typed error, writing
+nothing. Prints "N passed, N failed".
 """
 
 import json
+import lzma
 import os
 import re
 import shutil
@@ -203,6 +205,32 @@ def expander_tests(work):
     with open(trunc, "wb") as f:
         f.write(struct.pack("<Q", 1 << 40) + b"{}")
     refused("header-past-end", "format", trunc, doc)
+    # The committed weights are xz-compressed: the expander takes the .xz as
+    # it is and writes what the plain file gives.
+    with open(good, "rb") as f:
+        packed = lzma.compress(f.read(), preset=0)
+    good_xz = good + ".xz"
+    with open(good_xz, "wb") as f:
+        f.write(packed)
+    out_xz = os.path.join(work, "hf-xz")
+    p = expand(["--weights", good_xz, "--idmap", idmap, "--tokenizer-dir", tok, "-o", out_xz])
+    check("expands an xz file", p.returncode == 0, p.stderr.decode())
+    check("xz and plain give the same directory", os.path.isdir(out_xz) and
+          sorted(os.listdir(out)) == sorted(os.listdir(out_xz)) and
+          all(open(os.path.join(out, n), "rb").read() == open(os.path.join(out_xz, n), "rb").read()
+              for n in os.listdir(out)))
+    bad_xz = os.path.join(work, "bad.safetensors.xz")
+    with open(bad_xz, "wb") as f:
+        f.write(packed[:len(packed) // 2])
+    refused("truncated-xz", "format", bad_xz, doc)
+    flipped = bytearray(packed)
+    flipped[len(flipped) // 2] ^= 0x40
+    with open(bad_xz, "wb") as f:
+        f.write(flipped)
+    refused("corrupt-xz", "format", bad_xz, doc)
+    with open(bad_xz, "wb") as f:
+        f.write(packed + b"junk")
+    refused("bytes-after-xz", "format", bad_xz, doc)
     busy = os.path.join(work, "busy")
     os.makedirs(busy)
     with open(os.path.join(busy, "keep.txt"), "w") as f:

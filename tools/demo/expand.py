@@ -1,10 +1,11 @@
 #!/usr/bin/python3
 """Expands the demo model's compact weights into a Hugging Face checkpoint directory.
 
-    expand.py --weights demo.safetensors --idmap idmap.json
+    expand.py --weights demo.safetensors[.xz] --idmap idmap.json
               --tokenizer-dir DIR -o OUTDIR
 
-The compact file (tools/demo/train.py) has V embedding rows, row i being
+The compact file (tools/demo/train.py; committed xz-compressed, which
+--weights takes as it is) has V embedding rows, row i being
 token idmap["ids"][i]; the output's model.safetensors has all vocab_size
 rows, every row outside the id map exactly zero (so those tokens' logits are
 exactly 0, as the trainer's loss assumed), and the other tensors byte for
@@ -19,7 +20,7 @@ vocab_size, or that names a token the tokenizer lacks (code idmap); one that
 differs from the id map recorded in the weights file (idmap); a tensor
 missing, extra, or of another shape or dtype than the demo model's
 (shape; the shape is the one the file's metadata records, else
-model.CONFIG); an unreadable or malformed file (io, format); an OUTDIR that
+model.CONFIG); an unreadable or malformed file, or xz stream (io, format); an OUTDIR that
 exists and is not empty (exists). The directory is written under a temporary
 name and renamed into place.
 """

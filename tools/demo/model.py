@@ -14,6 +14,7 @@ library, for the expander and `make test`.
 """
 
 import json
+import lzma
 import math
 import struct
 
@@ -75,10 +76,38 @@ def write_safetensors(path, tensors, metadata=None):
             f.write(tensors[name][2])
 
 
-def read_safetensors(path):
-    """name -> (dtype, shape, raw bytes), and the metadata; ValueError on a malformed file."""
+XZ_MAGIC = b"\xfd7zXZ\x00"
+# An xz file that expands past this is refused, not read into memory (the
+# demo model's weights are 6.4 MB).
+XZ_MAX_BYTES = 1 << 30
+
+
+def read_weights_bytes(path):
+    """The file's bytes; an xz file (the committed weights are
+    demo.safetensors.xz, to stay under the repository's file-size limit) is
+    decompressed. ValueError on a malformed or oversized xz stream."""
     with open(path, "rb") as f:
         data = f.read()
+    if not data.startswith(XZ_MAGIC):
+        return data
+    d = lzma.LZMADecompressor(lzma.FORMAT_XZ)
+    try:
+        out = d.decompress(data, XZ_MAX_BYTES)
+    except lzma.LZMAError as e:
+        raise ValueError("xz: %s" % e)
+    if len(out) >= XZ_MAX_BYTES:
+        raise ValueError("xz: expands past %d bytes" % XZ_MAX_BYTES)
+    if not d.eof:
+        raise ValueError("xz: the stream is truncated")
+    if d.unused_data:
+        raise ValueError("xz: %d bytes after the stream" % len(d.unused_data))
+    return out
+
+
+def read_safetensors(path):
+    """name -> (dtype, shape, raw bytes), and the metadata, from a
+    .safetensors file or its xz compression; ValueError on a malformed file."""
+    data = read_weights_bytes(path)
     if len(data) < 8:
         raise ValueError("shorter than the 8-byte header length")
     (n,) = struct.unpack("<Q", data[:8])
