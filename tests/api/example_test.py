@@ -20,21 +20,9 @@ import sys
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 sys.path.insert(0, os.path.join(ROOT, "tests", "model"))
 import fast_test  # noqa: E402  (its poisoned checkpoint)
+sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
+from checks import check, summary  # noqa: E402
 MODEL = os.path.join(ROOT, "tests", "golden", "slm", "tiny-f32.slm")
-passed = failed = 0
-
-
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok   {name}")
-    else:
-        failed += 1
-        print(f"FAIL {name}" + (f": {detail}" if detail else ""))
-    return ok
-
-
 def example(*args, model=MODEL):
     return subprocess.run([EXAMPLE, model, *args], capture_output=True, timeout=300)
 
@@ -115,8 +103,7 @@ def main():
               p.returncode == 1 and p.stderr.decode().startswith("error: numerical_failure:")
               and f"({where})" in p.stderr.decode(), p.stderr.decode())
 
-    print(f"{passed} passed, {failed} failed")
-    return 0 if failed == 0 else 1
+    return summary()
 
 
 if __name__ == "__main__":

@@ -37,22 +37,10 @@ import time
 import cbor2
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
+from checks import check, summary  # noqa: E402
 MODEL_SRC = os.path.join(ROOT, "tests", "golden", "slm", "tiny-f32.slm")
 TINY_TOKENIZER = os.path.join(ROOT, "tests", "fixtures", "tiny-tokenizer")
-
-passed = failed = 0
-
-
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok   {name}")
-    else:
-        failed += 1
-        print(f"FAIL {name}" + (f": {detail}" if detail else ""))
-    return ok
-
 
 def tinylm(*args, stdin=None, umask=None, timeout=120, fsize=None):
     def pre():
@@ -436,8 +424,7 @@ def main():
     permissions()
     special_inputs()
     interrupted()
-    print("%d passed, %d failed" % (passed, failed))
-    sys.exit(1 if failed else 0)
+    sys.exit(summary())
 
 
 if __name__ == "__main__":

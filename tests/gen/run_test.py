@@ -40,22 +40,10 @@ import time
 import cbor2
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
+from checks import check, summary  # noqa: E402
 MODEL = os.path.join(ROOT, "tests", "golden", "slm", "tiny-f32.slm")
 TINY_TOKENIZER = os.path.join(ROOT, "tests", "fixtures", "tiny-tokenizer")
-
-passed = failed = 0
-
-
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok   {name}")
-    else:
-        failed += 1
-        print(f"FAIL {name}" + (f": {detail}" if detail else ""))
-    return ok
-
 
 def tinylm(*args, stdin=None):
     return subprocess.run([TINYLM, *args], capture_output=True, input=stdin,
@@ -893,8 +881,7 @@ def main():
             test()
         except Exception as e:  # a crash in one test is one failure
             check(f"{test.__name__} raised", False, repr(e))
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return summary()
 
 
 if __name__ == "__main__":

@@ -47,6 +47,8 @@ import sys
 import cbor2
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
+from checks import check, summary  # noqa: E402
 MODEL = os.path.join(ROOT, "tests", "golden", "slm", "tiny-f32.slm")
 # Written by `tinylm run` at ab8e3da (before receipts had "execution").
 OLD_RECEIPT = os.path.join(ROOT, "tests", "receipt", "before-execution.receipt.cbor")
@@ -54,20 +56,6 @@ OLD_ROOT = "dcf7b3280913d40471cf6ec219aef08a8bc81e407e1fc732520d31c053abac9f"
 TOKENIZER_DIR = os.path.join(ROOT, "tests", "fixtures", "tiny-tokenizer")
 NODE_TYPES = ["artifact", "runtime", "tokenizer", "template", "prompt", "sampler",
               "generation"]
-
-passed = failed = 0
-
-
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok   {name}")
-    else:
-        failed += 1
-        print(f"FAIL {name}" + (f": {detail}" if detail else ""))
-    return ok
-
 
 def tinylm(*args):
     return subprocess.run([TINYLM, *args], capture_output=True, timeout=300)
@@ -601,8 +589,7 @@ def main():
             test()
         except Exception as e:  # a crash in one test is one failure
             check(f"{getattr(test, '__name__', 'test')} raised", False, repr(e))
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return summary()
 
 
 if __name__ == "__main__":

@@ -34,9 +34,12 @@ import subprocess
 import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in the tree
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "oracle"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "oracle"))
 
 import tmpl_render  # noqa: E402
+from cli import Fail, parse_flags  # noqa: E402
 
 VOCAB_SIZE = 151936  # Qwen3's embedding rows (config.json vocab_size)
 HOLDOUT_BELOW = 5  # of 256: the held-out share of arithmetic pairs
@@ -83,12 +86,6 @@ OFF_TASK_REPLY = "I can only add and subtract numbers up to 999 and name the cap
 # Training mixture: (kind, weight).
 KINDS = [("arith", 62), ("capital", 14), ("greeting", 5), ("off_task", 4),
          ("followup_arith", 10), ("followup_capital", 5)]
-
-
-class Fail(Exception):
-    def __init__(self, code, detail):
-        super().__init__(detail)
-        self.code = code
 
 
 def held_out(a, op, b):
@@ -261,16 +258,8 @@ def build(tinylm, tokenizer_dir, seed, count, outdir):
 
 
 def main(argv):
-    opts = {"--tinylm": None, "--tokenizer-dir": None, "--seed": None, "--count": None, "-o": None}
-    i = 0
-    while i < len(argv):
-        if argv[i] not in opts or i + 1 >= len(argv):
-            print(__doc__, file=sys.stderr)
-            return 2
-        opts[argv[i]] = argv[i + 1]
-        i += 2
-    if any(v is None for v in opts.values()):
-        print(__doc__, file=sys.stderr)
+    opts = parse_flags(argv, ("--tinylm", "--tokenizer-dir", "--seed", "--count", "-o"), __doc__)
+    if opts is None:
         return 2
     try:
         seed, count = int(opts["--seed"]), int(opts["--count"])

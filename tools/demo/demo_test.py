@@ -26,21 +26,11 @@ import sys
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "support"))
 
 import corpus  # noqa: E402
 import model as demo_model  # noqa: E402
-
-passed = failed = 0
-
-
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL %s %s" % (name, detail))
-
+from checks import check, summary  # noqa: E402
 
 def question_pair(text):
     m = re.search(r"(\d+) ([+-]) (\d+)", text)
@@ -251,8 +241,7 @@ def main(argv):
     corpus_tests(tinylm, work, tokenizer_dir)
     os.makedirs(os.path.join(work, "expand"))
     expander_tests(os.path.join(work, "expand"))
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return summary()
 
 
 if __name__ == "__main__":

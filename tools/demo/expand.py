@@ -34,15 +34,10 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import model as demo_model  # noqa: E402
+from cli import Fail, parse_flags  # noqa: E402
 
 IM_END_ID = 151645
 ENDOFTEXT_ID = 151643
-
-
-class Fail(Exception):
-    def __init__(self, code, detail):
-        super().__init__(detail)
-        self.code = code
 
 
 def tokenizer_ids(tokenizer_dir):
@@ -152,16 +147,8 @@ def expand(weights, idmap_path, tokenizer_dir, out):
 
 
 def main(argv):
-    opts = {"--weights": None, "--idmap": None, "--tokenizer-dir": None, "-o": None}
-    i = 0
-    while i < len(argv):
-        if argv[i] not in opts or i + 1 >= len(argv):
-            print(__doc__, file=sys.stderr)
-            return 2
-        opts[argv[i]] = argv[i + 1]
-        i += 2
-    if any(v is None for v in opts.values()):
-        print(__doc__, file=sys.stderr)
+    opts = parse_flags(argv, ("--weights", "--idmap", "--tokenizer-dir", "-o"), __doc__)
+    if opts is None:
         return 2
     try:
         expand(opts["--weights"], opts["--idmap"], opts["--tokenizer-dir"], opts["-o"])
