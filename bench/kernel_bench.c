@@ -1,4 +1,4 @@
-/* Throughput of each fast/2 matvec kernel variant this CPU runs, one
+/* Throughput of each fast/3 matvec kernel variant this CPU runs, one
  * thread: a 1024-wide matrix of each weight type, hot (256 rows, in L2:
  * the compute rate) and cold (the given MB of rows, from memory), as GB/s
  * of weights read and rows/s, per second of this thread's CPU time (so a
@@ -32,8 +32,10 @@ static uint8_t *make_weights(tl_qtype type, size_t rows, size_t *bytes) {
   *bytes = rows * row_bytes;
   w = malloc(*bytes);
   if (w != NULL)
-    for (size_t r = 0; r < rows; r++)
+    for (size_t r = 0; r < rows; r++) {
       (void)tl_quant_pack(type, src, 1, WIDTH, w + r * row_bytes, row_bytes, NULL);
+      tl_kern_pack(type, w + r * row_bytes, w + r * row_bytes, row_bytes, WIDTH, 0, 1);
+    }
   free(src);
   return w;
 }
@@ -41,12 +43,13 @@ static uint8_t *make_weights(tl_qtype type, size_t rows, size_t *bytes) {
 int main(int argc, char **argv) {
   static const char *const names[] = {"f32", "f16", "bf16", "q8", "q4"};
   size_t cold_mb = argc > 1 ? (size_t)atoi(argv[1]) : 256;
-  static float xf[WIDTH], scales[WIDTH / 32];
-  static int8_t q8[WIDTH], q4[WIDTH];
-  static int32_t b8[WIDTH / 4], b4[WIDTH / 4];
-  tl_kern_x x = {xf, q8, q4, scales, b8, b4};
+  enum { G = (WIDTH + 511) / 512 };
+  static float xf[WIDTH], scales[16 * G];
+  static _Alignas(64) int8_t codes[TL_KERN_GROUP_CODES * G];
+  static int32_t b8[16 * G], b4[16 * G];
+  tl_kern_x x = {xf, codes, scales, b8, b4};
   for (size_t i = 0; i < WIDTH; i++) xf[i] = (float)((int)(i * 53 % 97) - 48) / 16.0f;
-  tl_kern_quantize_x(xf, WIDTH, scales, q8, b8, q4, b4);
+  tl_kern_quantize_x(xf, WIDTH, codes, scales, b8, b4);
   printf("kernel throughput, one thread, width %d (GB/s of weights, Mrows/s; per CPU second)\n",
          WIDTH);
   printf("%-7s %-5s %16s %16s %16s\n", "isa", "type", "hot (256 rows)", "cold",

@@ -8,10 +8,11 @@
 
 void *tl_wasm_alloc(size_t n);
 
-static float xf[WIDTH], scales[WIDTH / 32];
-static int8_t q8[WIDTH], q4[WIDTH];
-static int32_t b8[WIDTH / 4], b4[WIDTH / 4];
-static const tl_kern_x x = {xf, q8, q4, scales, b8, b4};
+#define GROUPS ((WIDTH + 511) / 512)
+static float xf[WIDTH], scales[16 * GROUPS];
+static int8_t codes[TL_KERN_GROUP_CODES * GROUPS];
+static int32_t b8[16 * GROUPS], b4[16 * GROUPS];
+static const tl_kern_x x = {xf, codes, scales, b8, b4};
 
 size_t tl_kbench_row_bytes(int type);
 uint8_t *tl_kbench_weights(int type, size_t rows);
@@ -23,7 +24,7 @@ TL_WASM_EXPORT(tl_kbench_row_bytes) size_t tl_kbench_row_bytes(int type) {
 }
 
 /* rows x WIDTH weights of type from kernel_bench.c's pattern (every row
- * the same), or 0 when memory cannot grow. */
+ * the same), packed for the fast lane, or 0 when memory cannot grow. */
 TL_WASM_EXPORT(tl_kbench_weights) uint8_t *tl_kbench_weights(int type, size_t rows) {
   static float src[WIDTH];
   size_t rb = tl_kbench_row_bytes(type);
@@ -32,10 +33,12 @@ TL_WASM_EXPORT(tl_kbench_weights) uint8_t *tl_kbench_weights(int type, size_t ro
     src[i] = (float)((int)(i * 37 % 201) - 100) / 64.0f;
     xf[i] = (float)((int)(i * 53 % 97) - 48) / 16.0f;
   }
-  tl_kern_quantize_x(xf, WIDTH, scales, q8, b8, q4, b4);
+  tl_kern_quantize_x(xf, WIDTH, codes, scales, b8, b4);
   if (w != 0)
-    for (size_t r = 0; r < rows; r++)
+    for (size_t r = 0; r < rows; r++) {
       if (tl_quant_pack((tl_qtype)type, src, 1, WIDTH, w + r * rb, rb, 0) != TL_OK) return 0;
+      tl_kern_pack((tl_qtype)type, w + r * rb, w + r * rb, rb, WIDTH, 0, 1);
+    }
   return w;
 }
 

@@ -27,7 +27,7 @@ static const char usage_text[] =
     "  FILE: a tinylm.golden/1 document (docs/golden.md), e.g. from\n"
     "  tools/oracle/qwen3_ref.py on the checkpoint the model came from\n"
     "  --lane scalar (default: the strict lane, tolerance scalar-f32-vs-f64/1)\n"
-    "  or fast (fast/2, tolerance fast-f32-vs-f64/1: docs/fast-profile.md);\n"
+    "  or fast (fast/3, tolerance fast-f32-vs-f64/1: docs/fast-profile.md);\n"
     "  -t N and --mmap as for run\n";
 
 static const struct {

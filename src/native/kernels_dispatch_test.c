@@ -1,4 +1,4 @@
-/* Every fast/2 kernel variant that this build compiles and this CPU runs
+/* Every fast/3 kernel variant that this build compiles and this CPU runs
  * against the scalar twin, bit for bit: the golden vectors, then random
  * shapes of every weight type (lengths around the vector widths and the
  * block size, zero blocks, subnormal and wide-ranging values), each weight
@@ -15,37 +15,35 @@
 
 typedef struct prepared {
   float *f, *scales;
-  int8_t *q8, *q4;
-  int32_t *bias, *bias8;
+  int8_t *codes;
+  int32_t *bias4, *bias8;
   tl_kern_x x;
 } prepared;
 
+/* v through F-3's scalar twin into buffers of exactly tl_kern_x's size. */
 static bool prepare(const float *v, size_t n, prepared *p) {
-  size_t nb = (n + 31) / 32;
+  size_t ng = tl_kern_groups(n);
   p->f = malloc(n * sizeof(float));
-  p->scales = malloc(nb * sizeof(float));
-  p->q8 = malloc(nb * 32);
-  p->q4 = malloc(nb * 32);
-  p->bias = malloc(nb * 8 * sizeof(int32_t));
-  p->bias8 = malloc(nb * 8 * sizeof(int32_t));
-  if (!p->f || !p->scales || !p->q8 || !p->q4 || !p->bias || !p->bias8) return false;
+  p->scales = malloc(16 * ng * sizeof(float));
+  p->codes = malloc(TL_KERN_GROUP_CODES * ng);
+  p->bias4 = malloc(16 * ng * sizeof(int32_t));
+  p->bias8 = malloc(16 * ng * sizeof(int32_t));
+  if (!p->f || !p->scales || !p->codes || !p->bias4 || !p->bias8) return false;
   memcpy(p->f, v, n * sizeof(float));
-  tl_kern_quantize_x(p->f, n, p->scales, p->q8, p->bias8, p->q4, p->bias);
+  tl_kern_quantize_x(p->f, n, p->codes, p->scales, p->bias8, p->bias4);
   p->x.f = p->f;
-  p->x.q8 = p->q8;
-  p->x.q4 = p->q4;
+  p->x.codes = p->codes;
   p->x.scales = p->scales;
   p->x.q8_bias = p->bias8;
-  p->x.q4_bias = p->bias;
+  p->x.q4_bias = p->bias4;
   return true;
 }
 
 static void release(prepared *p) {
   free(p->f);
   free(p->scales);
-  free(p->q8);
-  free(p->q4);
-  free(p->bias);
+  free(p->codes);
+  free(p->bias4);
   free(p->bias8);
 }
 
@@ -87,14 +85,15 @@ static void golden_all_variants(tl_test_ctx *t) {
   for (size_t v = 0; v < nk; v++)
     for (size_t c = 0; c < sizeof fv_dots / sizeof fv_dots[0]; c++) {
       const fv_dot *d = &fv_dots[c];
-      float xs[512], y[3];
+      float xs[1120], y[3];
       size_t rb;
       prepared p;
       uint8_t *w = malloc(d->w_len);
       for (size_t i = 0; i < d->n; i++) xs[i] = tl_bits_to_f32(d->x[i]);
-      if (!TL_EXPECT(t, w != NULL && d->n <= 512 && prepare(xs, d->n, &p))) return;
+      if (!TL_EXPECT(t, w != NULL && d->n <= 1120 && prepare(xs, d->n, &p))) return;
       memcpy(w, d->w, d->w_len);
       (void)tl_quant_row_bytes((tl_qtype)d->type, d->n, &rb);
+      tl_kern_pack((tl_qtype)d->type, w, w, rb, d->n, 0, d->rows);
       ks[v]->rows[d->type](w, rb, d->n, &p.x, d->rows, y);
       for (size_t r = 0; r < d->rows; r++)
         if (!TL_EXPECT_EQ_U64(t, tl_f32_to_bits(y[r]), d->y[r]))
@@ -145,6 +144,7 @@ static void random_shapes(tl_test_ctx *t) {
         w = malloc(bytes); /* exactly the tensor: over-reads show under ASan */
         if (!TL_EXPECT(t, w != NULL && prepare(xv, n, &p))) return;
         TL_EXPECT_OK(t, tl_quant_pack((tl_qtype)type, wf, rows, n, w, bytes, NULL));
+        tl_kern_pack((tl_qtype)type, w, w, bytes / rows, n, 0, rows);
         twin->rows[type](w, bytes / rows, n, &p.x, rows, want);
         for (size_t v = 0; v < nk; v++) {
           memset(got, 0xA5, rows * sizeof(float));
@@ -165,29 +165,27 @@ static void random_shapes(tl_test_ctx *t) {
  * random vectors (ordinary, wide with subnormals, exact halves that must
  * round to even), every output bit for bit against the scalar twin. */
 static bool same_quantization(tl_test_ctx *t, const tl_kernels *k, const float *x, size_t n) {
-  size_t nb = (n + 31) / 32;
+  size_t ng = tl_kern_groups(n);
   float *s[2];
-  int8_t *c8[2], *c4[2];
+  int8_t *c[2];
   int32_t *b8[2], *b4[2];
   bool ok = true;
   for (int i = 0; i < 2; i++) {
-    s[i] = malloc(nb * sizeof(float));
-    c8[i] = malloc(nb * 32);
-    c4[i] = malloc(nb * 32);
-    b8[i] = malloc(nb * 8 * sizeof(int32_t));
-    b4[i] = malloc(nb * 8 * sizeof(int32_t));
-    if (!TL_EXPECT(t, s[i] && c8[i] && c4[i] && b8[i] && b4[i])) return false;
+    s[i] = malloc(16 * ng * sizeof(float));
+    c[i] = malloc(TL_KERN_GROUP_CODES * ng);
+    b8[i] = malloc(16 * ng * sizeof(int32_t));
+    b4[i] = malloc(16 * ng * sizeof(int32_t));
+    if (!TL_EXPECT(t, s[i] && c[i] && b8[i] && b4[i])) return false;
   }
-  tl_kern_quantize_x(x, n, s[0], c8[0], b8[0], c4[0], b4[0]);
-  tl_kern_quantize(k, x, n, s[1], c8[1], b8[1], c4[1], b4[1]);
-  ok = TL_EXPECT_MEM(t, s[1], s[0], nb * sizeof(float)) &&
-       TL_EXPECT_MEM(t, c8[1], c8[0], nb * 32) && TL_EXPECT_MEM(t, c4[1], c4[0], nb * 32) &&
-       TL_EXPECT_MEM(t, b8[1], b8[0], nb * 8 * sizeof(int32_t)) &&
-       TL_EXPECT_MEM(t, b4[1], b4[0], nb * 8 * sizeof(int32_t));
+  tl_kern_quantize_x(x, n, c[0], s[0], b8[0], b4[0]);
+  tl_kern_quantize(k, x, n, c[1], s[1], b8[1], b4[1]);
+  ok = TL_EXPECT_MEM(t, s[1], s[0], 16 * ng * sizeof(float)) &&
+       TL_EXPECT_MEM(t, c[1], c[0], TL_KERN_GROUP_CODES * ng) &&
+       TL_EXPECT_MEM(t, b8[1], b8[0], 16 * ng * sizeof(int32_t)) &&
+       TL_EXPECT_MEM(t, b4[1], b4[0], 16 * ng * sizeof(int32_t));
   for (int i = 0; i < 2; i++) {
     free(s[i]);
-    free(c8[i]);
-    free(c4[i]);
+    free(c[i]);
     free(b8[i]);
     free(b4[i]);
   }
@@ -248,6 +246,7 @@ static void tiles(tl_test_ctx *t) {
       w = malloc(bytes);
       if (!TL_EXPECT(t, w != NULL)) return;
       TL_EXPECT_OK(t, tl_quant_pack((tl_qtype)type, wf, rows, n, w, bytes, NULL));
+      tl_kern_pack((tl_qtype)type, w, w, bytes / rows, n, 0, rows);
       for (size_t k = 0; k < tokens; k++) {
         for (size_t i = 0; i < n; i++) xv[i] = random_value(&rng, -4, 4);
         if (!TL_EXPECT(t, prepare(xv, n, &p[k]))) return;

@@ -38,23 +38,9 @@ int tl_lane_flag(bool json, int argc, char **argv, int *i, tl_lane_options *o) {
 /* Every weight of m whose bytes lie in [from, from + len) moves to the
  * same offset in to. */
 static void rebase(tl_qwen3 *m, const uint8_t *from, size_t len, const uint8_t *to) {
-  tl_qwen3_weight *top[] = {&m->embed, &m->final_norm, &m->lm_head};
-  for (uint32_t l = 0; l <= m->cfg.layers; l++) {
-    tl_qwen3_weight *ws[11];
-    size_t n = 0;
-    if (l == m->cfg.layers) {
-      for (; n < 3; n++) ws[n] = top[n];
-    } else {
-      tl_qwen3_layer *L = &m->layers[l];
-      tl_qwen3_weight *all[11] = {&L->attn_norm, &L->q,      &L->k,      &L->v,
-                                  &L->o,         &L->q_norm, &L->k_norm, &L->mlp_norm,
-                                  &L->gate,      &L->up,     &L->down};
-      for (; n < 11; n++) ws[n] = all[n];
-    }
-    for (size_t i = 0; i < n; i++)
-      if (ws[i]->data >= from && ws[i]->data < from + len)
-        ws[i]->data = to + (ws[i]->data - from);
-  }
+  tl_qwen3_weight *w;
+  for (size_t i = 0; (w = tl_qwen3_weight_at(m, i)) != NULL; i++)
+    if (w->data >= from && w->data < from + len) w->data = to + (w->data - from);
 }
 
 /* The tensor data section read from the file into anonymous memory, slice
@@ -97,35 +83,46 @@ static void copy_task(void *ctx, uint32_t task, uint32_t n_tasks) {
   }
 }
 
-static tl_status copy_weights(tl_native_lane *l, tl_qwen3 *m,
-                              const tl_native_model *model, const char *path,
-                              char *err, size_t err_cap) {
+/* The fast lane's weights: anonymous memory the size of the tensor data
+ * section; without --mmap the section is copied there first; then the q8/q4
+ * weights are validated and packed into it (in place over the copy, or
+ * from the mapping: --mmap leaves only the float tensors in the mapping). */
+static tl_status prepare_weights(tl_native_lane *l, tl_qwen3 *m,
+                                 const tl_native_model *model, const char *path,
+                                 char *err, size_t err_cap) {
   enum { HUGE = 2 << 20 };
   const tl_slm_section *sec;
-  copy_job j;
+  const uint8_t *from;
+  tl_status st;
   void *p;
   if (tl_slm_find(&model->slm, TL_SLM_TENSOR_DATA, &sec) != TL_OK || sec->len == 0)
     return TL_OK;
   l->weights_cap = (sec->len + HUGE - 1) / HUGE * HUGE;
   p = mmap(NULL, l->weights_cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) {
-    snprintf(err, err_cap, "out of memory for a %.1f MB copy of the weights (try --mmap)",
-             sec->len / 1e6);
+    snprintf(err, err_cap, "out of memory for %.1f MB of fast-lane weights", sec->len / 1e6);
     l->weights_cap = 0;
     return TL_ERR_OUT_OF_MEMORY;
   }
   l->weights = p;
   l->weights_len = sec->len;
-  j.view = &model->view;
-  j.src = sec->data;
-  j.dst = l->weights;
-  j.len = sec->len;
-  j.at = (size_t)(sec->data - model->view.data);
-  j.fd = model->view.mapping != NULL ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-  tl_parallel_run(&l->par, copy_task, &j, l->par.threads);
-  if (j.fd >= 0) close(j.fd);
-  rebase(m, sec->data, sec->len, l->weights);
-  return TL_OK;
+  from = sec->data;
+  if (!l->mmap) {
+    copy_job j;
+    j.view = &model->view;
+    j.src = sec->data;
+    j.dst = l->weights;
+    j.len = sec->len;
+    j.at = (size_t)(sec->data - model->view.data);
+    j.fd = model->view.mapping != NULL ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+    tl_parallel_run(&l->par, copy_task, &j, l->par.threads);
+    if (j.fd >= 0) close(j.fd);
+    rebase(m, sec->data, sec->len, l->weights);
+    from = l->weights;
+  }
+  st = tl_qwen3_pack(m, from, sec->len, l->weights, &l->par);
+  if (st != TL_OK) snprintf(err, err_cap, "invalid quantized weights (%s)", tl_status_name(st));
+  return st;
 }
 
 /* The variant TINYLM_KERNELS names (unset or empty: the fastest this CPU
@@ -173,11 +170,12 @@ tl_status tl_native_lane_start(tl_native_lane *l, tl_qwen3 *m,
   l->par = tl_pool_parallel(l->pool);
   st = tl_qwen3_set_lane(m, l->kernels, &l->par);
   if (st != TL_OK) {
-    snprintf(err, err_cap, "invalid quantized weights (%s)", tl_status_name(st));
-    tl_native_lane_stop(l); /* set_lane left m on the strict lane */
+    snprintf(err, err_cap, "cannot select the fast lane (%s)", tl_status_name(st));
+    tl_native_lane_stop(l);
     return st;
   }
-  l->copy_pending = !o->mmap;
+  l->mmap = o->mmap;
+  l->copy_pending = true;
   return TL_OK;
 }
 
@@ -186,7 +184,7 @@ tl_status tl_native_lane_copy(tl_native_lane *l, tl_qwen3 *m,
                               char *err, size_t err_cap) {
   tl_status st;
   if (!l->copy_pending) return TL_OK;
-  st = copy_weights(l, m, model, path, err, err_cap);
+  st = prepare_weights(l, m, model, path, err, err_cap);
   if (st == TL_OK) l->copy_pending = false;
   return st;
 }

@@ -32,7 +32,8 @@ typedef struct tl_lane_options {
   "  -t, --threads N  threads of the fast lane (default: the CPUs online,\n" \
   "                at most 256)\n"                                           \
   "  --mmap        compute on the file mapping instead of a copy of the\n"   \
-  "                weights in memory\n"                                      \
+  "                weights in memory (the fast lane still packs its q8/q4\n" \
+  "                weights into memory)\n"                                   \
   "  (environment TINYLM_KERNELS=scalar|avx2|avx512: the fast lane's\n"      \
   "                kernel variant instead of the fastest; same bits)\n"
 
@@ -57,34 +58,37 @@ typedef struct tl_native_lane {
   const tl_kernels *kernels; /* NULL on the strict lane */
   tl_pool *pool;
   tl_parallel par;
-  uint8_t *weights; /* the anonymous copy of the tensor data (or NULL) */
+  /* The fast lane's weights (tl_native_lane_copy): anonymous memory the
+   * size of the tensor data section, or NULL */
+  uint8_t *weights;
   size_t weights_len, weights_cap;
-  bool copy_pending; /* the copy is made by tl_native_lane_copy */
+  bool mmap;         /* --mmap: float tensors stay in the file mapping */
+  bool copy_pending; /* the weights are prepared by tl_native_lane_copy */
 } tl_native_lane;
 
-/* Puts model m on the lane o asks for; the copy of the weights waits for
+/* Puts model m on the lane o asks for; the fast lane's weights wait for
  * tl_native_lane_copy, so that a memory budget can refuse a plan before
  * anything large is allocated. On failure (err says why) m is on the
  * strict lane and nothing is held: TL_ERR_WORKER_FAILURE,
- * TL_ERR_OUT_OF_MEMORY, TL_ERR_INVALID_MODEL (q8/q4 bytes, validated
- * once), TL_ERR_UNSUPPORTED_FEATURE (TL_KERNELS_ENV names a variant
- * this build or CPU cannot run). Call before planning the session (the
- * scratch bound depends on the lane). */
+ * TL_ERR_OUT_OF_MEMORY, TL_ERR_UNSUPPORTED_FEATURE (TL_KERNELS_ENV names
+ * a variant this build or CPU cannot run). Call before planning the
+ * session (the scratch bound depends on the lane). */
 tl_status tl_native_lane_start(tl_native_lane *l, tl_qwen3 *m,
                                const tl_lane_options *o, char *err,
                                size_t err_cap);
 
-/* The copy of the weights into anonymous memory, when the lane wants one
- * (the fast lane without --mmap) and has not made it; m is bound to
- * model's tensors, and the file at path (model's) is read again.
- * TL_ERR_OUT_OF_MEMORY leaves m on the mapping. */
+/* The fast lane's weights, when it has not prepared them: the tensor data
+ * copied into anonymous memory (not with --mmap; the file at path,
+ * model's, is read again), then the q8/q4 weights validated once (F-9:
+ * TL_ERR_INVALID_MODEL) and packed there (tl_qwen3_pack); m is bound to
+ * model's tensors. On failure m must not run on the fast lane. */
 tl_status tl_native_lane_copy(tl_native_lane *l, tl_qwen3 *m,
                               const tl_native_model *model, const char *path,
                               char *err, size_t err_cap);
 /* Releases what start took; m must not run afterwards. Zeroed l: nothing. */
 void tl_native_lane_stop(tl_native_lane *l);
 
-/* "fast/2" or "scalar-f32/1" (the strict lane's name in receipts), the
+/* "fast/3" or "scalar-f32/1" (the strict lane's name in receipts), the
  * kernel variant ("avx512", ...; "scalar" on the strict lane) and the
  * threads that compute (1 on the strict lane). */
 const char *tl_native_lane_profile(const tl_native_lane *l);

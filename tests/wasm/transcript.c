@@ -158,11 +158,13 @@ static void forward_sequence(sink *s, const tl_qwen3 *m, tl_qwen3_cache *c,
  * its thread counts: the first thread count's records stay in the
  * transcript, every other one must reproduce their bytes and is then
  * dropped (so the transcript does not depend on which counts a host
- * has). Leaves m on the strict lane. */
-static void fast_records(sink *s, tl_qwen3 *m, tl_qwen3_cache *c,
-                         const uint32_t *ids, tl_arena *work, float *logits,
+ * has). The q8/q4 weights are packed in place first (the model's bytes,
+ * model_len of them at model). Leaves m on the strict lane. */
+static void fast_records(sink *s, tl_qwen3 *m, uint8_t *model, size_t model_len,
+                         tl_qwen3_cache *c, const uint32_t *ids, tl_arena *work, float *logits,
                          const tl_transcript_host *host) {
   size_t start = s->len, len = 0, records = 0;
+  if (tl_qwen3_pack(m, model, model_len, model, host->pars[0]) != TL_OK) s->failed = 1;
   for (size_t t = 0; t < host->n_pars && !s->failed; t++) {
     if (tl_qwen3_set_lane(m, host->kernels, host->pars[t]) != TL_OK) {
       s->failed = 1;
@@ -247,7 +249,7 @@ static void forward_records(sink *s, uint8_t *scratch,
         return;
       }
       forward_sequence(s, &m, &c, ids, &work, logits);
-      fast_records(s, &m, &c, ids, &work, logits, host);
+      fast_records(s, &m, model, len, &c, ids, &work, logits, host);
     }
   }
 }

@@ -1,4 +1,4 @@
-/* The scalar twins of fast/2 (docs/fast-profile.md), written as the spec
+/* The scalar twins of fast/3 (docs/fast-profile.md), written as the spec
  * reads, and the dispatch table. */
 #include "kernels/kernels.h"
 
@@ -72,21 +72,32 @@ static int8_t rne127(float r) {
   return (int8_t)t;
 }
 
-/* bias[g] = -k * (sum of codes 4g .. 4g+3), g < 8. */
-static void group_bias(const int8_t *codes, int32_t k, int32_t *bias) {
-  for (size_t g = 0; g < 8; g++) {
-    int32_t s = 0;
-    for (size_t i = 0; i < 4; i++) s += codes[4 * g + i];
-    bias[g] = -k * s;
-  }
+size_t tl_kern_groups(size_t n) {
+  size_t nb = (n + TL_QUANT_BLOCK - 1) / TL_QUANT_BLOCK;
+  return (nb + TL_KERN_GROUP - 1) / TL_KERN_GROUP;
 }
 
-void tl_kern_quantize_x(const float *x, size_t n, float *scales, int8_t *q8,
-                        int32_t *q8_bias, int8_t *q4, int32_t *q4_bias) {
+/* Block b's 32 codes (element order), scale and code sum into x's layout. */
+static void place_block(const int8_t *block, size_t b, float d, int8_t *codes, float *scales,
+                        int32_t *q8_bias, int32_t *q4_bias) {
+  int8_t *at = codes + b / TL_KERN_GROUP * TL_KERN_GROUP_CODES + 4 * (b % TL_KERN_GROUP);
+  int32_t sum = 0;
+  for (size_t s = 0; s < 8; s++)
+    for (size_t k = 0; k < 4; k++) {
+      at[64 * s + k] = block[4 * s + k];
+      sum += block[4 * s + k];
+    }
+  scales[b] = d;
+  q8_bias[b] = -128 * sum;
+  q4_bias[b] = -8 * sum;
+}
+
+void tl_kern_quantize_x(const float *x, size_t n, int8_t *codes, float *scales,
+                        int32_t *q8_bias, int32_t *q4_bias) {
   size_t nb = (n + TL_QUANT_BLOCK - 1) / TL_QUANT_BLOCK;
-  for (size_t b = 0; b < nb; b++) {
-    size_t lo = b * TL_QUANT_BLOCK, m = n - lo < TL_QUANT_BLOCK ? n - lo : TL_QUANT_BLOCK;
-    int8_t codes[TL_QUANT_BLOCK] = {0};
+  for (size_t b = 0; b < tl_kern_groups(n) * TL_KERN_GROUP; b++) {
+    size_t lo = b * TL_QUANT_BLOCK, m = b >= nb ? 0 : n - lo < TL_QUANT_BLOCK ? n - lo : TL_QUANT_BLOCK;
+    int8_t block[TL_QUANT_BLOCK] = {0};
     float a = 0.0f, d;
     for (size_t i = 0; i < m; i++) {
       float v = x[lo + i] < 0 ? -x[lo + i] : x[lo + i];
@@ -97,53 +108,95 @@ void tl_kern_quantize_x(const float *x, size_t n, float *scales, int8_t *q8,
       for (size_t i = 0; i < m; i++) {
         float r = x[lo + i] / d;
         r = r > 127.0f ? 127.0f : r < -127.0f ? -127.0f : r;
-        codes[i] = rne127(r);
+        block[i] = rne127(r);
       }
-    scales[b] = d;
-    if (q8 != NULL) {
-      memcpy(q8 + lo, codes, TL_QUANT_BLOCK);
-      group_bias(codes, 128, q8_bias + 8 * b);
+    place_block(block, b, d, codes, scales, q8_bias, q4_bias);
+  }
+}
+
+/* The stored code of element i of a q8/q4 block. */
+static int stored_code(tl_qtype type, const uint8_t *blk, size_t i) {
+  if (type == TL_QTYPE_Q8) return (int8_t)blk[4 + i];
+  return ((blk[4 + i / 2] >> (4 * (i & 1))) & 0xF) - 8;
+}
+
+/* The code of element i (< 32) of block j of a packed group of m blocks
+ * whose codes start at c (tl_kern_pack's layout). */
+static int packed_code(tl_qtype type, const uint8_t *c, size_t m, size_t j, size_t i) {
+  size_t s = i / 4, k = i % 4;
+  if (type == TL_QTYPE_Q8) return (int8_t)(c[4 * m * s + 4 * j + k] ^ 0x80);
+  return ((c[4 * m * (s / 2) + 4 * j + k] >> (4 * (s % 2))) & 0xF) - 8;
+}
+
+void tl_kern_pack(tl_qtype type, const uint8_t *src, uint8_t *dst, size_t row_bytes, size_t n,
+                  size_t r0, size_t r1) {
+  size_t nb = (n + TL_QUANT_BLOCK - 1) / TL_QUANT_BLOCK, bb;
+  if (type != TL_QTYPE_Q8 && type != TL_QTYPE_Q4) return;
+  bb = type == TL_QTYPE_Q8 ? TL_QUANT_Q8_BLOCK_BYTES : TL_QUANT_Q4_BLOCK_BYTES;
+  for (size_t r = r0; r < r1; r++)
+    for (size_t b = 0; b < nb; b += TL_KERN_GROUP) {
+      size_t m = nb - b < TL_KERN_GROUP ? nb - b : TL_KERN_GROUP;
+      uint8_t in[TL_KERN_GROUP * TL_QUANT_Q8_BLOCK_BYTES], *out = dst + r * row_bytes + b * bb;
+      uint8_t *c = out + 4 * m;
+      memcpy(in, src + r * row_bytes + b * bb, m * bb); /* dst may be src */
+      for (size_t j = 0; j < m; j++) {
+        const uint8_t *blk = in + j * bb;
+        memcpy(out + 4 * j, blk, 4);
+        for (size_t s = 0; s < 8; s++)
+          for (size_t k = 0; k < 4; k++) {
+            int q = stored_code(type, blk, 4 * s + k);
+            if (type == TL_QTYPE_Q8) c[4 * m * s + 4 * j + k] = (uint8_t)(q ^ 0x80);
+            else if (s % 2 == 0) c[4 * m * (s / 2) + 4 * j + k] = (uint8_t)(q + 8);
+            else c[4 * m * (s / 2) + 4 * j + k] |= (uint8_t)((q + 8) << 4);
+          }
+      }
     }
-    if (q4 != NULL) {
-      /* even elements, then odd: the order of the low and high nibbles */
-      for (size_t k = 0; k < 16; k++) {
-        q4[lo + k] = codes[2 * k];
-        q4[lo + 16 + k] = codes[2 * k + 1];
-      }
-      group_bias(q4 + lo, 8, q4_bias + 8 * b);
+}
+
+const uint8_t *tl_kern_pad_group(tl_qtype type, const uint8_t *g, size_t m, uint8_t *out) {
+  size_t step = type == TL_QTYPE_Q8 ? 8 : 4; /* code rows of 4 bytes per block */
+  uint8_t zero = type == TL_QTYPE_Q8 ? 0x80 : 0x00;
+  memset(out, 0, 4 * TL_KERN_GROUP);
+  memcpy(out, g, 4 * m);
+  for (size_t s = 0; s < step; s++) {
+    uint8_t *row = out + 4 * TL_KERN_GROUP + 4 * TL_KERN_GROUP * s;
+    memset(row, zero, 4 * TL_KERN_GROUP);
+    memcpy(row, g + 4 * m + 4 * m * s, 4 * m);
+  }
+  return out;
+}
+
+void tl_kern_unpack_row(tl_qtype type, const uint8_t *row, size_t n, float *out) {
+  size_t nb = (n + TL_QUANT_BLOCK - 1) / TL_QUANT_BLOCK;
+  size_t bb = type == TL_QTYPE_Q8 ? TL_QUANT_Q8_BLOCK_BYTES : TL_QUANT_Q4_BLOCK_BYTES;
+  for (size_t b = 0; b < nb; b += TL_KERN_GROUP) {
+    size_t m = nb - b < TL_KERN_GROUP ? nb - b : TL_KERN_GROUP;
+    const uint8_t *g = row + b * bb;
+    for (size_t j = 0; j < m; j++) {
+      float d = tl_bits_to_f32(tl_load_le32(g + 4 * j));
+      for (size_t i = 0; i < TL_QUANT_BLOCK && (b + j) * TL_QUANT_BLOCK + i < n; i++)
+        out[(b + j) * TL_QUANT_BLOCK + i] = (float)packed_code(type, g + 4 * m, m, j, i) * d;
     }
   }
 }
 
-/* Codes of the q4 block at blk in the permuted order of tl_kern_x.q4. */
-static void q4_codes(const uint8_t *blk, int8_t *q) {
-  for (size_t k = 0; k < 16; k++) {
-    q[k] = (int8_t)((blk[4 + k] & 0xF) - 8);
-    q[16 + k] = (int8_t)((blk[4 + k] >> 4) - 8);
-  }
-}
-
-/* F-4 / F-5: both layouts reduce to 8 groups of 4 consecutive codes once
- * the q4 codes are in the permuted order. */
+/* F-4 / F-5 on packed rows: each block's exact integer sum, scaled once. */
 static void rows_quant(tl_qtype type, const uint8_t *w, size_t row_bytes,
                        size_t n, const tl_kern_x *x, size_t rows, float *y) {
   size_t nb = (n + TL_QUANT_BLOCK - 1) / TL_QUANT_BLOCK;
   size_t bb = type == TL_QTYPE_Q8 ? TL_QUANT_Q8_BLOCK_BYTES : TL_QUANT_Q4_BLOCK_BYTES;
-  const int8_t *xc = type == TL_QTYPE_Q8 ? x->q8 : x->q4;
   for (size_t r = 0; r < rows; r++) {
     float acc[TL_KERN_LANES] = {0};
     for (size_t b = 0; b < nb; b++) {
-      const uint8_t *blk = w + r * row_bytes + b * bb;
-      int8_t q[TL_QUANT_BLOCK];
-      float p = tl_bits_to_f32(tl_load_le32(blk)) * x->scales[TL_MUTANT_BLOCK(b)];
-      if (type == TL_QTYPE_Q8) memcpy(q, blk + 4, TL_QUANT_BLOCK);
-      else q4_codes(blk, q);
-      for (size_t g = 0; g < 8; g++) {
-        int32_t s = 0;
-        for (size_t k = 0; k < 4; k++)
-          s += (int32_t)q[4 * g + k] * xc[b * TL_QUANT_BLOCK + 4 * g + k];
-        acc[8 * (b % 2) + g] += (float)s * p;
-      }
+      size_t g0 = b / TL_KERN_GROUP * TL_KERN_GROUP, j = b % TL_KERN_GROUP;
+      size_t m = nb - g0 < TL_KERN_GROUP ? nb - g0 : TL_KERN_GROUP;
+      const uint8_t *g = w + r * row_bytes + g0 * bb;
+      const int8_t *xc = x->codes + g0 / TL_KERN_GROUP * TL_KERN_GROUP_CODES + 4 * j;
+      float p = tl_bits_to_f32(tl_load_le32(g + 4 * j)) * x->scales[TL_MUTANT_BLOCK(b)];
+      int32_t s = 0;
+      for (size_t i = 0; i < TL_QUANT_BLOCK; i++)
+        s += packed_code(type, g + 4 * m, m, j, i) * xc[64 * (i / 4) + i % 4];
+      acc[b % TL_KERN_LANES] += (float)s * p;
     }
     y[r] = tl_kern_tree(acc);
   }
@@ -222,10 +275,10 @@ const tl_kernels *tl_kernels_get(tl_kern_isa isa) {
   }
 }
 
-void tl_kern_quantize(const tl_kernels *k, const float *x, size_t n, float *scales,
-                      int8_t *q8, int32_t *q8_bias, int8_t *q4, int32_t *q4_bias) {
-  if (k->quantize != NULL) k->quantize(x, n, scales, q8, q8_bias, q4, q4_bias);
-  else tl_kern_quantize_x(x, n, scales, q8, q8_bias, q4, q4_bias);
+void tl_kern_quantize(const tl_kernels *k, const float *x, size_t n, int8_t *codes,
+                      float *scales, int32_t *q8_bias, int32_t *q4_bias) {
+  if (k->quantize != NULL) k->quantize(x, n, codes, scales, q8_bias, q4_bias);
+  else tl_kern_quantize_x(x, n, codes, scales, q8_bias, q4_bias);
 }
 
 void tl_kern_tile(const tl_kernels *k, tl_qtype type, const uint8_t *w, size_t row_bytes,
@@ -235,6 +288,7 @@ void tl_kern_tile(const tl_kernels *k, tl_qtype type, const uint8_t *w, size_t r
     k->tile[type](w, row_bytes, n, xs, tokens, rows, y, y_stride);
     return;
   }
+  if (k->rows[type] == NULL) k = &scalar;
   for (size_t t = 0; t < tokens; t++) k->rows[type](w, row_bytes, n, &xs[t], rows, y + t * y_stride);
 }
 

@@ -1,6 +1,6 @@
-/* Kernels of the fast numerical profile fast/2 (docs/fast-profile.md):
- * activation quantization (F-3), q8/q4 integer block dot products (F-4,
- * F-5) and float dot products (F-6) for one token (rows) or several
+/* Kernels of the fast numerical profile fast/3 (docs/fast-profile.md):
+ * activation quantization (F-3), q8/q4 exact integer block dot products
+ * on packed weights (F-4, F-5) and float dot products (F-6) for one token (rows) or several
  * (tiles), and attention's scores and probability-weighted values (F-1),
  * each with one fixed order of float operations that every ISA variant
  * reproduces bit for bit.
@@ -22,26 +22,38 @@
 #define TL_KERN_LANES 16 /* accumulators of F-4..F-6 */
 
 /* The name of the numerical profile these kernels implement. */
-#define TL_FAST_PROFILE "fast/2"
+#define TL_FAST_PROFILE "fast/3"
+
+/* q8/q4 blocks per group (F-4: block b feeds lane b mod 16). The fast
+ * lane reads q8/q4 weights packed group by group (tl_kern_pack) and
+ * activations in the same layout, padded to whole groups. */
+#define TL_KERN_GROUP 16
+#define TL_KERN_GROUP_CODES (TL_KERN_GROUP * 32) /* activation code bytes */
+
+/* Groups of the activation of a row of n elements: ceil(ceil(n/32)/16). */
+size_t tl_kern_groups(size_t n);
 
 /* One activation vector, prepared for the weight types that read it.
- * f: the f32 values (float weights). For q8/q4 weights (F-3), per block b
- * of 32: scales[b]; codes[32b ..]: in element order for q8 (q8 != NULL),
- * and for q4 (q4 != NULL) the even elements first, then the odd ones (the
- * nibble layout). The biases make unsigned-times-signed products exact
- * products with the codes: q8_bias[8b + g] = -128 * (sum of group g's
- * codes), for weights offset to w + 128; q4_bias[8b + g] = -8 * (sum of
- * group g's codes, in the q4 order), for the stored nibbles u = q + 8. */
+ * f: the f32 values (float weights). For q8/q4 weights (F-3), ng =
+ * tl_kern_groups(n) groups of 16 blocks, the blocks past the last (padding)
+ * with scale +0, codes 0 and biases 0:
+ * codes[512 g + 64 s + 4 j + k] = the code of element 4s + k (s < 8,
+ * k < 4) of block 16g + j — the packed weights' order; scales[16 g + j]
+ * its scale; the biases make unsigned-times-signed products exact block
+ * sums: q8_bias[b] = -128 * (the block's code sum), for q8 weights stored
+ * offset to w + 128; q4_bias[b] = -8 * (the code sum), for the nibbles
+ * u = q + 8. */
 typedef struct tl_kern_x {
   const float *f;
-  const int8_t *q8, *q4;
+  const int8_t *codes;
   const float *scales;
   const int32_t *q8_bias, *q4_bias;
 } tl_kern_x;
 
 /* y[r] = row r of w (rows rows of n elements of one type, row_bytes apart)
- * times x, for r in [0, rows). No validation: q8/q4 bytes are checked once
- * by tl_kern_validate. */
+ * times x, for r in [0, rows). q8/q4 rows are packed (tl_kern_pack); no
+ * validation: their bytes were checked once, by tl_kern_validate, before
+ * packing. */
 typedef void (*tl_kern_rows_fn)(const uint8_t *w, size_t row_bytes, size_t n,
                                 const tl_kern_x *x, size_t rows, float *y);
 
@@ -66,13 +78,15 @@ typedef enum tl_kern_isa {
 typedef struct tl_kernels {
   tl_kern_isa isa;
   const char *name;
-  tl_kern_rows_fn rows[5]; /* indexed by tl_qtype */
+  /* Indexed by tl_qtype; NULL where the variant has none: callers use
+   * tl_kern_tile, which then runs the scalar twin. */
+  tl_kern_rows_fn rows[5];
   /* NULL where the variant has none: callers use tl_kern_tile, which
    * loops over the tokens with rows. */
   tl_kern_tile_fn tile[5];
   /* F-3 (tl_kern_quantize_x's contract); NULL: the scalar twin. */
-  void (*quantize)(const float *x, size_t n, float *scales, int8_t *q8, int32_t *q8_bias,
-                   int8_t *q4, int32_t *q4_bias);
+  void (*quantize)(const float *x, size_t n, int8_t *codes, float *scales, int32_t *q8_bias,
+                   int32_t *q4_bias);
   /* Attention: tl_kern_dots' and tl_kern_weighted's contracts; NULL: the
    * scalar twins. */
   void (*dots)(const float *q, const float *k, size_t stride, size_t count, size_t n,
@@ -82,10 +96,11 @@ typedef struct tl_kernels {
 } tl_kernels;
 
 /* F-3 through k's quantizer when it has one, else the scalar twin. */
-void tl_kern_quantize(const tl_kernels *k, const float *x, size_t n, float *scales,
-                      int8_t *q8, int32_t *q8_bias, int8_t *q4, int32_t *q4_bias);
+void tl_kern_quantize(const tl_kernels *k, const float *x, size_t n, int8_t *codes,
+                      float *scales, int32_t *q8_bias, int32_t *q4_bias);
 
-/* k's tile kernel for type when it has one, else rows once per token. */
+/* k's tile kernel for type when it has one, else its rows (or the scalar
+ * twin's) once per token. */
 void tl_kern_tile(const tl_kernels *k, tl_qtype type, const uint8_t *w, size_t row_bytes,
                   size_t n, const tl_kern_x *xs, size_t tokens, size_t rows, float *y,
                   size_t y_stride);
@@ -95,11 +110,28 @@ void tl_kern_tile(const tl_kernels *k, tl_qtype type, const uint8_t *w, size_t r
  * whether the CPU runs it. */
 const tl_kernels *tl_kernels_get(tl_kern_isa isa);
 
-/* F-3 for one vector of n finite floats into nb = ceil(n/32) blocks:
- * scales[nb], and codes for q8 (q8 and q8_bias != NULL: nb*32 and nb*8)
- * and/or q4 (q4 and q4_bias != NULL: nb*32 and nb*8). */
-void tl_kern_quantize_x(const float *x, size_t n, float *scales, int8_t *q8,
-                        int32_t *q8_bias, int8_t *q4, int32_t *q4_bias);
+/* F-3 for one vector of n finite floats into tl_kern_x's layout: codes
+ * [512 ng], scales, q8_bias and q4_bias [16 ng] (ng = tl_kern_groups(n)),
+ * padding included. */
+void tl_kern_quantize_x(const float *x, size_t n, int8_t *codes, float *scales,
+                        int32_t *q8_bias, int32_t *q4_bias);
+
+/* Rows [r0, r1) of a q8/q4 matrix (rows of n elements, row_bytes apart, as
+ * stored: Q-12) rewritten into the fast lane's packed layout, in the same
+ * bytes of dst (dst == src: in place). Each group of m <= 16 blocks of a row
+ * (the last may be short) keeps its m * block-bytes: first the m f32
+ * scales, then the codes, block j's 4 codes for each step side by side:
+ * q8: byte 4ms + 4j + k (s < 8, k < 4) = the code of element 4s + k,
+ * offset to unsigned (w + 128, i.e. XOR 0x80); q4: byte 4mc + 4j + k
+ * (c < 4) holds element 8c + k's nibble low and 8c + 4 + k's high (u =
+ * q + 8). So a vector of 16 blocks x 4 bytes is one step of 16 blocks.
+ * Other types: nothing to do. */
+void tl_kern_pack(tl_qtype type, const uint8_t *src, uint8_t *dst, size_t row_bytes, size_t n,
+                  size_t r0, size_t r1);
+
+/* One packed q8/q4 row as floats: code * scale, the values the stored
+ * row decodes to (tl_quant_unpack). */
+void tl_kern_unpack_row(tl_qtype type, const uint8_t *row, size_t n, float *out);
 
 /* Q-17 for rows [r0, r1) of a q8/q4 weight (any other type: TL_OK):
  * TL_ERR_INVALID_MODEL for a negative or non-finite scale, a code outside

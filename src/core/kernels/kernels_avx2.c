@@ -1,8 +1,7 @@
-/* fast/2 kernels with AVX2 (+ F16C for f16 weights): two 256-bit
- * accumulators are the lanes A_0..7 and A_8..15 of docs/fast-profile.md.
- * Integer products through maddubs/madd: |w| times x with w's sign moved
- * onto x (both in [-127, 127], so no pair sum saturates: 2*127*127 and
- * 2*15*127 < 32767). */
+/* fast/3 kernels with AVX2 (+ F16C for f16 weights): two 256-bit
+ * accumulators are the lanes A_0..7 and A_8..15 of docs/fast-profile.md;
+ * q8/q4 block sums through maddubs/madd on packed weights, one block per
+ * i32 lane. */
 #include <immintrin.h>
 #include <stdbool.h>
 #include <string.h>
@@ -21,57 +20,61 @@ TARGET static inline float tree(__m256 a, __m256 b) {
   return _mm_cvtss_f32(_mm_add_ss(d, _mm_shuffle_ps(d, d, 1)));
 }
 
-static inline float scale_of(const uint8_t *blk) {
-  float d;
-  memcpy(&d, blk, 4); /* little-endian host */
-  return d;
-}
-
-/* Group sums of one q8 block: 8 x i32. */
-TARGET static inline __m256i q8_groups(const uint8_t *blk, const int8_t *x) {
-  __m256i w = _mm256_loadu_si256((const __m256i *)(blk + 4));
-  __m256i v = _mm256_loadu_si256((const __m256i *)x);
-  __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(v, w));
-  return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
-}
-
-/* Group sums of one q4 block (codes permuted as tl_kern_x.q4 says). */
-TARGET static inline __m256i q4_groups(const uint8_t *blk, const int8_t *x,
-                                       const int32_t *bias) {
-  __m128i bytes = _mm_loadu_si128((const __m128i *)(blk + 4));
-  __m128i lo = _mm_and_si128(bytes, _mm_set1_epi8(0x0F));
-  __m128i hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), _mm_set1_epi8(0x0F));
-  __m256i u = _mm256_set_m128i(hi, lo);
-  __m256i v = _mm256_loadu_si256((const __m256i *)x);
-  __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(u, v), _mm256_set1_epi16(1));
-  return _mm256_add_epi32(p, _mm256_loadu_si256((const __m256i *)bias));
-}
-
-/* Block b's term vector t_{b,g} (F-4/F-5). */
-TARGET static inline __m256 term(bool q4, const uint8_t *row, const tl_kern_x *x, size_t b) {
-  const uint8_t *k = row + b * (q4 ? 20 : 36);
-  __m256i s = q4 ? q4_groups(k, x->q4 + 32 * b, x->q4_bias + 8 * b) : q8_groups(k, x->q8 + 32 * b);
-  return _mm256_mul_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(scale_of(k) * x->scales[b]));
-}
-
 /* Bytes ahead of a row's reads to prefetch (as kernels_avx512.c: the
  * hardware prefetcher alone streams the weights slower here). */
 #define PREFETCH_AHEAD 2048
 
-/* Even blocks into a0 (lanes A_0..7), odd ones into a1 (A_8..15). */
+/* The terms of one whole packed group g (16 blocks) against the
+ * activation's group (codes xc, scales dx, q4 biases): blocks 0-7 onto a0
+ * (lanes A_0..7), 8-15 onto a1. Each i32 lane is one block's sum over its
+ * 8 steps. q8: the codes back to signed (XOR 0x80), |w| times x with w's
+ * sign moved onto x; q4: the nibbles u times x, then q4_bias; no pair sum
+ * of maddubs saturates (2*127*127, 2*15*127 < 32767). */
+TARGET static inline void group_terms(bool q4, const uint8_t *g, const int8_t *xc,
+                                      const float *dx, const int32_t *bias, __m256 *a0,
+                                      __m256 *a1) {
+  const uint8_t *c = g + 64;
+  for (int h = 0; h < 2; h++) {
+    __m256i s = q4 ? _mm256_loadu_si256((const __m256i *)(bias + 8 * h)) : _mm256_setzero_si256();
+    __m256 p;
+    for (int st = 0; st < 8; st++) {
+      __m256i x = _mm256_loadu_si256((const __m256i *)(xc + 64 * st + 32 * h)), prod;
+      if (q4) {
+        __m256i raw = _mm256_loadu_si256((const __m256i *)(c + 64 * (st / 2) + 32 * h));
+        __m256i u = _mm256_and_si256(st % 2 ? _mm256_srli_epi16(raw, 4) : raw,
+                                     _mm256_set1_epi8(0x0F));
+        prod = _mm256_maddubs_epi16(u, x);
+      } else {
+        __m256i w = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(c + 64 * st + 32 * h)),
+                                     _mm256_set1_epi8((char)0x80));
+        prod = _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
+      }
+      s = _mm256_add_epi32(s, _mm256_madd_epi16(prod, _mm256_set1_epi16(1)));
+    }
+    p = _mm256_mul_ps(_mm256_loadu_ps((const float *)g + 8 * h), _mm256_loadu_ps(dx + 8 * h));
+    p = _mm256_mul_ps(_mm256_cvtepi32_ps(s), p);
+    if (h == 0) *a0 = _mm256_add_ps(*a0, p);
+    else *a1 = _mm256_add_ps(*a1, p);
+  }
+}
+
+/* F-4/F-5 on packed rows, a group at a time; a short last group through
+ * a padded copy (tl_kern_pad_group). */
 TARGET static inline void rows_quant(bool q4, const uint8_t *w, size_t row_bytes, size_t n,
                                      const tl_kern_x *x, size_t rows, float *y) {
-  size_t nb = (n + 31) / 32;
+  size_t nb = (n + 31) / 32, bb = q4 ? 20 : 36;
   for (size_t r = 0; r < rows; r++) {
     const uint8_t *row = w + r * row_bytes;
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-    size_t b = 0;
-    for (; b + 2 <= nb; b += 2) {
-      _mm_prefetch((const char *)row + b * (q4 ? 20 : 36) + PREFETCH_AHEAD, _MM_HINT_T0);
-      a0 = _mm256_add_ps(a0, term(q4, row, x, b));
-      a1 = _mm256_add_ps(a1, term(q4, row, x, b + 1));
+    for (size_t b = 0; b < nb; b += TL_KERN_GROUP) {
+      size_t m = nb - b < TL_KERN_GROUP ? nb - b : TL_KERN_GROUP;
+      const uint8_t *g = row + b * bb;
+      uint8_t padded[TL_KERN_GROUP * 36];
+      for (size_t o = 0; o < m * bb; o += 64)
+        _mm_prefetch((const char *)g + o + PREFETCH_AHEAD, _MM_HINT_T0);
+      if (m < TL_KERN_GROUP) g = tl_kern_pad_group(q4 ? TL_QTYPE_Q4 : TL_QTYPE_Q8, g, m, padded);
+      group_terms(q4, g, x->codes + 32 * b, x->scales + b, x->q4_bias + b, &a0, &a1);
     }
-    if (b < nb) a0 = _mm256_add_ps(a0, term(q4, row, x, b));
     y[r] = tree(a0, a1);
   }
 }

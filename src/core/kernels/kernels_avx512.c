@@ -1,6 +1,6 @@
-/* fast/2 kernels with AVX-512: integer block products with VNNI
- * (vpdpbusd over a block pair per 512-bit register, lanes 0-7 the even
- * block and 8-15 the odd one, as F-4 orders them, for q8 and q4 alike),
+/* fast/3 kernels with AVX-512: exact integer block sums with VNNI on
+ * packed q8/q4 weights (16 blocks per 512-bit register, one per lane, so
+ * lane j is F-4's lane b mod 16),
  * float products in one 512-bit accumulator (lanes A_0..15 of F-6) with
  * masked tails; tiles of rows x tokens for prefill, two rows with prefetch
  * for one token; F-3's quantizer; the attention scores (F-6 dots) and
@@ -23,68 +23,6 @@ TARGET static inline float tree8(__m256 s) {
 }
 
 
-/* The activation side of a block pair (b, b + 1): codes, biases, scales
- * ([dx0 x 8 | dx1 x 8]); without a second block its codes, biases and
- * scale load as 0. */
-typedef struct act_pair {
-  __m512i x, bias;
-  __m512 dx;
-} act_pair;
-
-/* [a x 8 | b x 8] from two floats in memory (b absent: +0). */
-TARGET static inline __m512 halves(const void *a, const void *b) {
-  __m256 lo = _mm256_broadcast_ss((const float *)a);
-  __m256 hi = b != NULL ? _mm256_broadcast_ss((const float *)b) : _mm256_setzero_ps();
-  return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(lo)),
-                                             _mm256_castps_pd(hi), 1));
-}
-
-TARGET static inline act_pair load_act(const int8_t *x, const int32_t *bias, const float *xs,
-                                       bool second) {
-  act_pair a;
-  a.x = _mm512_maskz_loadu_epi8(second ? ~(__mmask64)0 : 0xFFFFFFFFu, x);
-  a.bias = _mm512_maskz_loadu_epi32(second ? 0xFFFF : 0x00FF, bias);
-  a.dx = halves(xs, second ? xs + 1 : NULL);
-  return a;
-}
-
-/* The 16 terms t_{b,g} of a block pair (F-4) from one row's unsigned
- * weights u and scales dw ([dw0 x 8 | dw1 x 8]): group sums exact through
- * vpdpbusd plus the activation's bias, then times p = dw * dx per block
- * (the same single f32 product as the scalar twin's). Without a second
- * block its codes, biases and scales are 0, so its lanes are +0 and add
- * nothing (F-6: no lane is -0); a code times an absent scale could not be
- * -0 either, as every code there is 0. */
-TARGET static inline __m512 pair_terms(__m512i u, const act_pair *a, __m512 dw) {
-  __m512i sum = _mm512_dpbusd_epi32(a->bias, u, a->x);
-  return _mm512_mul_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dw, a->dx));
-}
-
-/* q8 weights of a block pair, offset to unsigned (w + 128): the
- * activation's q8_bias takes the offset out again, exactly. */
-TARGET static inline __m512i q8_u(const uint8_t *k0, bool second) {
-  __m256i w0 = _mm256_loadu_si256((const __m256i *)(k0 + 4));
-  __m256i w1 = second ? _mm256_loadu_si256((const __m256i *)(k0 + 40)) : _mm256_setzero_si256();
-  return _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(w0), w1, 1),
-                          _mm512_set1_epi8((char)0x80));
-}
-
-/* q4 weights of a block pair: each block's nibbles as [low nibbles | high
- * nibbles] (the even elements, then the odd: the order of tl_kern_x.q4);
- * q4_bias removes the offset 8. */
-TARGET static inline __m512i q4_u(const uint8_t *k0, bool second) {
-  /* [b0 | b0 | b1 | b1] by 128-bit lanes, then the odd lanes shifted by
-   * 4: [lo0 hi0 | lo1 hi1] after the mask */
-  __m256i b0 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(k0 + 4)));
-  /* an absent second block: nibbles 8 (code 0) */
-  __m256i b1 = second ? _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(k0 + 24)))
-                      : _mm256_set1_epi8((char)0x88);
-  __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(b0), b1, 1);
-  __m512i shift = _mm512_set_epi64(4 * 0x0001000100010001, 4 * 0x0001000100010001, 0, 0,
-                                   4 * 0x0001000100010001, 4 * 0x0001000100010001, 0, 0);
-  return _mm512_and_si512(_mm512_srlv_epi16(z, shift), _mm512_set1_epi8(0x0F));
-}
-
 TARGET static inline float tree16(__m512 a) {
   return tree8(_mm256_add_ps(_mm512_castps512_ps256(a),
                              _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1))));
@@ -95,51 +33,63 @@ TARGET static inline float tree16(__m512 a) {
  * plain 512-bit read reaches; kernel_bench's cold column, bench/llama.sh). */
 #define PREFETCH_AHEAD 2048
 
-/* Rows [0, R) of a q8 (Q4 false) or q4 matrix times the activations of
- * tokens [0, T), R x T accumulators side by side: each row's weights are
- * loaded and widened once for the T tokens, each token's activation once
- * for the R rows, and the R x T dependency chains overlap. Every (row,
- * token) accumulator sees F-4's lane order, whatever R and T are. The full
- * block pairs run without a branch; a last odd block once after them. */
+/* Rows [0, R) of a packed q8 (Q4 false) or q4 matrix times the
+ * activations of tokens [0, T), a group of 16 blocks at a time: one i32
+ * lane per block, whose 8 steps are 8 vpdpbusd (unsigned weights times
+ * signed codes, started from the activation's bias, which takes the
+ * weights' offset out: the exact block sum), then F-4's one conversion,
+ * scale product and add per block onto lane b mod 16. Each row's steps are
+ * loaded once for the T tokens, each token's once for the R rows. A short
+ * last group loads masked: its missing blocks are 0 in every operand, so
+ * their lanes add +0. */
 #define TILE_FN(name, R, T, Q4)                                                            \
   TARGET static void name(const uint8_t *w, size_t row_bytes, size_t nb,                  \
                           const tl_kern_x *xs, float *y, size_t y_stride) {                 \
     const size_t bb = Q4 ? 20 : 36;                                                        \
     __m512 acc[R][T];                                                                      \
-    size_t b = 0;                                                                          \
     _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                                    \
       _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) acc[i][t] = _mm512_setzero_ps(); \
-    for (; b + 2 <= nb; b += 2) {                                                          \
-      __m512i u[R];                                                                        \
+    for (size_t b = 0; b < nb; b += 16) {                                                  \
+      size_t m = nb - b < 16 ? nb - b : 16, stride = 4 * m;                                \
+      __mmask64 cm = m == 16 ? ~(__mmask64)0 : ((__mmask64)1 << stride) - 1;               \
+      __mmask16 sm = (__mmask16)((1u << m) - 1);                                           \
+      const uint8_t *c[R];                                                                 \
       __m512 dw[R];                                                                        \
+      __m512i s[R][T];                                                                     \
       _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {                                \
-        const uint8_t *k0 = w + (size_t)i * row_bytes + b * bb;                            \
-        _mm_prefetch((const char *)k0 + PREFETCH_AHEAD, _MM_HINT_T0);                      \
-        u[i] = Q4 ? q4_u(k0, true) : q8_u(k0, true);                                       \
-        dw[i] = halves(k0, k0 + bb);                                                       \
+        const uint8_t *g = w + (size_t)i * row_bytes + b * bb;                             \
+        _Pragma("GCC unroll 9") for (size_t o = 0; o < 16 * bb; o += 64)                   \
+          _mm_prefetch((const char *)g + o + PREFETCH_AHEAD, _MM_HINT_T0);                 \
+        dw[i] = _mm512_maskz_loadu_ps(sm, g);                                              \
+        c[i] = g + stride;                                                                 \
       }                                                                                    \
       _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {                                \
-        act_pair a = load_act(Q4 ? xs[t].q4 + 32 * b : xs[t].q8 + 32 * b,                  \
-                              (Q4 ? xs[t].q4_bias : xs[t].q8_bias) + 8 * b,                \
-                              xs[t].scales + b, true);                                     \
-        _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                                \
-          acc[i][t] = _mm512_add_ps(acc[i][t], pair_terms(u[i], &a, dw[i]));               \
+        __m512i bias = _mm512_loadu_si512(Q4 ? xs[t].q4_bias + b : xs[t].q8_bias + b);     \
+        _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) s[i][t] = bias;                \
       }                                                                                    \
-    }                                                                                      \
-    if (b < nb) {                                                                          \
-      __m512i u[R];                                                                        \
-      __m512 dw[R];                                                                        \
-      _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {                                \
-        const uint8_t *k0 = w + (size_t)i * row_bytes + b * bb;                            \
-        u[i] = Q4 ? q4_u(k0, false) : q8_u(k0, false);                                     \
-        dw[i] = halves(k0, NULL);                                                          \
+      _Pragma("GCC unroll 8") for (int st = 0; st < 8; st++) {                             \
+        __m512i u[R];                                                                      \
+        _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {                              \
+          if (Q4) {                                                                        \
+            __m512i raw = _mm512_maskz_loadu_epi8(cm, c[i] + stride * (size_t)(st / 2));   \
+            u[i] = _mm512_and_si512(st % 2 ? _mm512_srli_epi16(raw, 4) : raw,              \
+                                    _mm512_set1_epi8(0x0F));                               \
+          } else {                                                                         \
+            u[i] = _mm512_maskz_loadu_epi8(cm, c[i] + stride * (size_t)st);                \
+          }                                                                                \
+        }                                                                                  \
+        _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {                              \
+          __m512i xv = _mm512_loadu_si512(xs[t].codes + 32 * b + 64 * st);                 \
+          _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                              \
+            s[i][t] = _mm512_dpbusd_epi32(s[i][t], u[i], xv);                              \
+        }                                                                                  \
       }                                                                                    \
       _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {                                \
-        act_pair a = load_act(Q4 ? xs[t].q4 + 32 * b : xs[t].q8 + 32 * b,                  \
-                              (Q4 ? xs[t].q4_bias : xs[t].q8_bias) + 8 * b,                \
-                              xs[t].scales + b, false);                                    \
+        __m512 dx = _mm512_loadu_ps(xs[t].scales + b);                                     \
         _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                                \
-          acc[i][t] = _mm512_add_ps(acc[i][t], pair_terms(u[i], &a, dw[i]));               \
+          acc[i][t] = _mm512_add_ps(                                                       \
+              acc[i][t],                                                                   \
+              _mm512_mul_ps(_mm512_cvtepi32_ps(s[i][t]), _mm512_mul_ps(dw[i], dx)));       \
       }                                                                                    \
     }                                                                                      \
     _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                                    \
@@ -272,46 +222,35 @@ ENTRY_FNS(bf16, n)
 /* F-3, one block of 32 at a time: the same maximum (exact), the same f32
  * divisions (vdivps is correctly rounded, as is the scalar '/'), the same
  * clamp, and RNE by the conversion under the default rounding mode (the
- * scalar twin's rne127); codes of absent positions are 0 since their
- * inputs load as +0. Group sums of 4 codes through vpdpbusd with ones:
- * exact. */
-TARGET static void quantize_x(const float *x, size_t n, float *scales, int8_t *q8,
-                              int32_t *q8_bias, int8_t *q4, int32_t *q4_bias) {
-  const __m512 lim = _mm512_set1_ps(127.0f);
-  const __m512i ones = _mm512_set1_epi8(1);
-  const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
-  const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
-  size_t nb = (n + 31) / 32;
-  for (size_t b = 0; b < nb; b++) {
-    size_t lo = 32 * b, m = n - lo < 32 ? n - lo : 32;
+ * scalar twin's rne127); codes of absent positions (and of the padding
+ * blocks) are 0 since their inputs load as +0. The block's 8 steps of 4
+ * codes go 64 bytes apart (one scatter); its code sum is exact. */
+TARGET static void quantize_x(const float *x, size_t n, int8_t *codes, float *scales,
+                              int32_t *q8_bias, int32_t *q4_bias) {
+  const __m512 lim = _mm512_set1_ps(127.0f), nlim = _mm512_set1_ps(-127.0f);
+  const __m256i steps = _mm256_set_epi32(112, 96, 80, 64, 48, 32, 16, 0); /* x 4 bytes */
+  size_t total = tl_kern_groups(n) * 16;
+  for (size_t b = 0; b < total; b++) {
+    size_t lo = 32 * b, m = lo >= n ? 0 : n - lo < 32 ? n - lo : 32;
     __mmask16 m0 = (__mmask16)(m >= 16 ? 0xFFFF : (1u << m) - 1);
     __mmask16 m1 = (__mmask16)(m >= 32 ? 0xFFFF : m > 16 ? (1u << (m - 16)) - 1 : 0);
     __m512 v0 = _mm512_maskz_loadu_ps(m0, x + lo), v1 = _mm512_maskz_loadu_ps(m1, x + lo + 16);
     float a = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
     float d = a == 0.0f ? 0.0f : a / 127.0f;
     __m512i c0 = _mm512_setzero_si512(), c1 = _mm512_setzero_si512();
+    int32_t sum;
     if (d != 0.0f) {
-      __m512 dv = _mm512_set1_ps(d), nlim = _mm512_set1_ps(-127.0f);
-      __m512 r0 = _mm512_max_ps(_mm512_min_ps(_mm512_div_ps(v0, dv), lim), nlim);
-      __m512 r1 = _mm512_max_ps(_mm512_min_ps(_mm512_div_ps(v1, dv), lim), nlim);
-      c0 = _mm512_cvtps_epi32(r0);
-      c1 = _mm512_cvtps_epi32(r1);
+      __m512 dv = _mm512_set1_ps(d);
+      c0 = _mm512_cvtps_epi32(_mm512_max_ps(_mm512_min_ps(_mm512_div_ps(v0, dv), lim), nlim));
+      c1 = _mm512_cvtps_epi32(_mm512_max_ps(_mm512_min_ps(_mm512_div_ps(v1, dv), lim), nlim));
     }
+    sum = _mm512_reduce_add_epi32(_mm512_add_epi32(c0, c1));
+    _mm256_i32scatter_epi32(codes + 32 * (b / 16 * 16) + 4 * (b % 16), steps,
+                            _mm256_set_m128i(_mm512_cvtepi32_epi8(c1), _mm512_cvtepi32_epi8(c0)),
+                            4);
     scales[b] = d;
-    if (q8 != NULL) {
-      __m256i codes = _mm256_set_m128i(_mm512_cvtepi32_epi8(c1), _mm512_cvtepi32_epi8(c0));
-      __m256i sums = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm512_castsi512_si256(ones), codes);
-      _mm256_storeu_si256((__m256i *)(q8 + lo), codes);
-      _mm256_storeu_si256((__m256i *)(q8_bias + 8 * b), _mm256_mullo_epi32(sums, _mm256_set1_epi32(-128)));
-    }
-    if (q4 != NULL) {
-      /* even elements, then odd: the order of the low and high nibbles */
-      __m256i codes = _mm256_set_m128i(_mm512_cvtepi32_epi8(_mm512_permutex2var_epi32(c0, odd, c1)),
-                                       _mm512_cvtepi32_epi8(_mm512_permutex2var_epi32(c0, even, c1)));
-      __m256i sums = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm512_castsi512_si256(ones), codes);
-      _mm256_storeu_si256((__m256i *)(q4 + lo), codes);
-      _mm256_storeu_si256((__m256i *)(q4_bias + 8 * b), _mm256_mullo_epi32(sums, _mm256_set1_epi32(-8)));
-    }
+    q8_bias[b] = -128 * sum;
+    q4_bias[b] = -8 * sum;
   }
 }
 

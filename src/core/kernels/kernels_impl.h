@@ -4,6 +4,11 @@
 
 #include "kernels/kernels.h"
 
+/* A short packed group (m < 16 blocks at g, tl_kern_pack's layout) as a
+ * whole one in out (16 blocks of the type's bytes): the missing blocks
+ * with scale +0 and code 0, which add +0 to their lanes. Returns out. */
+const uint8_t *tl_kern_pad_group(tl_qtype type, const uint8_t *g, size_t m, uint8_t *out);
+
 /* The ISA variants exist in x86-64 native builds only (the Makefile
  * compiles *_avx2.c / *_avx512.c there); a native build for x86-64 without
  * them defines TL_NO_X86_SIMD. */

@@ -1,10 +1,11 @@
-/* fast/2 kernels with AArch64 Advanced SIMD (NEON), which every AArch64
+/* fast/3 kernels with AArch64 Advanced SIMD (NEON), which every AArch64
  * CPU has (the `neon` variant; kernels_neon_dotprod.c is the same with the
  * dot-product extension). Float products are vmulq then vaddq (never
- * vfmaq/vmlaq: F-2 forbids the fused form). Integer groups of F-4/F-5:
- * 8x8 -> 16-bit widening products (|w|, |x| <= 127, so a pair sum
- * 2 * 127 * 127 fits in 16 bits), a pairwise add of neighbours, then a
- * widening pairwise add into the groups of four: exact. */
+ * vfmaq/vmlaq: F-2 forbids the fused form). Integer sums of four
+ * consecutive products (one step of four packed blocks): 8x8 -> 16-bit
+ * widening products (|w|, |x| <= 127, so a pair sum 2 * 127 * 127 fits in
+ * 16 bits), a pairwise add of neighbours, then a widening pairwise add:
+ * exact. */
 #include "kernels/kernels_impl.h"
 
 #if TL_KERN_HAVE_NEON

@@ -12,8 +12,8 @@
 
 #include "kernels/kernels_impl.h"
 
-/* The four F-4 groups in one half block: sums of four consecutive
- * products of 16 codes w, x, exact in 32 bits. */
+/* Sums of four consecutive products of 16 codes w, x, exact in 32 bits:
+ * one step of four packed blocks. */
 typedef int32x4_t (*tl_neon_groups_fn)(int8x16_t w, int8x16_t x);
 
 /* T(A) with A in a[0..3] (4 lanes each). */
@@ -23,45 +23,46 @@ static inline float tl_neon_tree(const float32x4_t *a) {
   return vget_lane_f32(d, 0) + vget_lane_f32(d, 1);
 }
 
-/* One q8 (q4 false) or q4 block's codes as two vectors of 16, in the
- * order of tl_kern_x.q8 / .q4 (q4: the low nibbles are the even
- * elements, the high ones the odd; codes u - 8, so no bias is needed). */
-static inline void tl_neon_codes(bool q4, const uint8_t *blk, int8x16_t *c0, int8x16_t *c1) {
+/* Step st of blocks 4q .. 4q+3 of a whole packed group whose codes start
+ * at c (tl_kern_pack's layout) as signed codes: q8 back from the offset
+ * (XOR 0x80), q4 the nibbles minus 8. */
+static inline int8x16_t tl_neon_step(bool q4, const uint8_t *c, int st, int q) {
   if (q4) {
-    uint8x16_t u = vld1q_u8(blk + 4);
-    int8x16_t eight = vdupq_n_s8(8);
-    *c0 = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(u, vdupq_n_u8(0x0F))), eight);
-    *c1 = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(u, 4)), eight);
-  } else {
-    *c0 = vld1q_s8((const int8_t *)blk + 4);
-    *c1 = vld1q_s8((const int8_t *)blk + 20);
+    uint8x16_t u = vld1q_u8(c + 64 * (st / 2) + 16 * q);
+    u = st % 2 ? vshrq_n_u8(u, 4) : vandq_u8(u, vdupq_n_u8(0x0F));
+    return vsubq_s8(vreinterpretq_s8_u8(u), vdupq_n_s8(8));
   }
+  return vreinterpretq_s8_u8(veorq_u8(vld1q_u8(c + 64 * st + 16 * q), vdupq_n_u8(0x80)));
 }
 
-/* F-4 / F-5: even blocks into a[0..1] (A_0..7), odd ones into a[2..3].
- * Always inlined, so that groups is a known function in each variant's
- * copy and is inlined too. */
+/* F-4 / F-5 on packed rows, a group of 16 blocks at a time: lane i of
+ * a[q] is block 4q + i of the group (A_{b mod 16}), its 8 steps' group
+ * sums added exactly, then scaled once; a short last group through a
+ * padded copy. Always inlined, so that groups is a known function in each
+ * variant's copy and is inlined too. */
 __attribute__((always_inline)) static inline void tl_neon_rows_quant(
     tl_neon_groups_fn groups, bool q4, const uint8_t *w, size_t row_bytes, size_t n,
     const tl_kern_x *x, size_t rows, float *y) {
   size_t nb = (n + 31) / 32, bb = q4 ? 20 : 36;
-  const int8_t *xc = q4 ? x->q4 : x->q8;
   for (size_t r = 0; r < rows; r++) {
     const uint8_t *row = w + r * row_bytes;
     float32x4_t a[4] = {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), vdupq_n_f32(0.0f),
                         vdupq_n_f32(0.0f)};
-    for (size_t b = 0; b < nb; b++) {
-      const uint8_t *blk = row + b * bb;
-      float dw, dx = x->scales[b];
-      int8x16_t c0, c1;
-      size_t at = 2 * (b % 2);
-      float32x4_t p;
-      memcpy(&dw, blk, 4); /* AArch64 Linux is little-endian, as the file */
-      p = vdupq_n_f32(dw * dx);
-      tl_neon_codes(q4, blk, &c0, &c1);
-      a[at] = vaddq_f32(a[at], vmulq_f32(vcvtq_f32_s32(groups(c0, vld1q_s8(xc + 32 * b))), p));
-      a[at + 1] = vaddq_f32(a[at + 1],
-                            vmulq_f32(vcvtq_f32_s32(groups(c1, vld1q_s8(xc + 32 * b + 16))), p));
+    for (size_t b = 0; b < nb; b += TL_KERN_GROUP) {
+      size_t m = nb - b < TL_KERN_GROUP ? nb - b : TL_KERN_GROUP;
+      uint8_t padded[TL_KERN_GROUP * 36];
+      const uint8_t *g = row + b * bb;
+      const int8_t *xc = x->codes + 32 * b;
+      if (m < TL_KERN_GROUP) g = tl_kern_pad_group(q4 ? TL_QTYPE_Q4 : TL_QTYPE_Q8, g, m, padded);
+      for (int q = 0; q < 4; q++) {
+        int32x4_t s = vdupq_n_s32(0);
+        float32x4_t dw, p;
+        for (int st = 0; st < 8; st++)
+          s = vaddq_s32(s, groups(tl_neon_step(q4, g + 64, st, q), vld1q_s8(xc + 64 * st + 16 * q)));
+        memcpy(&dw, g + 16 * q, 16); /* AArch64 Linux is little-endian, as the file */
+        p = vmulq_f32(dw, vld1q_f32(x->scales + b + 4 * (size_t)q));
+        a[q] = vaddq_f32(a[q], vmulq_f32(vcvtq_f32_s32(s), p));
+      }
     }
     y[r] = tl_neon_tree(a);
   }

@@ -1,4 +1,4 @@
-/* The scalar twins of fast/2 against the golden vectors of the independent
+/* The scalar twins of fast/3 against the golden vectors of the independent
  * reference (tools/fast_ref.py, docs/fast-profile.md), and the one-time
  * validation of q8/q4 bytes (Q-17). The ISA variants are checked against
  * these twins in src/native/kernels_dispatch_test.c. */
@@ -9,52 +9,73 @@
 #include "kernels/kernels.h"
 #include "tl_test.h"
 
-#define MAX_N 288 /* the longest golden vector, rounded up to blocks */
-
-static float fx[MAX_N], fscales[MAX_N / 32];
-static int8_t fq8[MAX_N], fq4[MAX_N];
-static int32_t fbias[MAX_N / 4], fbias8[MAX_N / 4];
+#define MAX_N 1120 /* the longest golden vector, rounded up to blocks */
+#define MAX_G 3    /* its groups of 16 blocks */
+static float fx[MAX_N], fscales[16 * MAX_G];
+static _Alignas(64) int8_t fcodes[TL_KERN_GROUP_CODES * MAX_G];
+static int32_t fbias8[16 * MAX_G], fbias4[16 * MAX_G];
 
 /* Prepares x (n f32 bit patterns) for every weight type. */
 static void prepare(const uint32_t *bits, size_t n, tl_kern_x *x) {
   for (size_t i = 0; i < n; i++) fx[i] = tl_bits_to_f32(bits[i]);
-  tl_kern_quantize_x(fx, n, fscales, fq8, fbias8, fq4, fbias);
+  tl_kern_quantize_x(fx, n, fcodes, fscales, fbias8, fbias4);
   x->f = fx;
-  x->q8 = fq8;
-  x->q4 = fq4;
+  x->codes = fcodes;
   x->scales = fscales;
   x->q8_bias = fbias8;
-  x->q4_bias = fbias;
+  x->q4_bias = fbias4;
 }
 
+/* F-3's codes and scales equal the reference's, in tl_kern_x's layout;
+ * the biases are the block code sums times -128 and -8; the padding blocks
+ * of the last group are zero. */
 static void act_golden(tl_test_ctx *t) {
   for (size_t c = 0; c < sizeof fv_acts / sizeof fv_acts[0]; c++) {
     const fv_act *v = &fv_acts[c];
-    size_t nb = (v->n + 31) / 32;
+    size_t nb = (v->n + 31) / 32, ng = tl_kern_groups(v->n);
     tl_kern_x x;
-    bool ok = true;
+    bool ok = TL_EXPECT(t, ng <= MAX_G);
     prepare(v->x, v->n, &x);
-    ok &= TL_EXPECT_MEM(t, fq8, v->codes, nb * 32);
-    for (size_t b = 0; b < nb; b++) {
-      int32_t sum[8] = {0}, sum8[8] = {0};
-      ok &= TL_EXPECT_EQ_U64(t, tl_f32_to_bits(fscales[b]), v->scales[b]);
-      /* the q4 layout: even elements, then odd, and the group biases */
-      for (size_t k = 0; k < 16; k++) {
-        ok &= TL_EXPECT_EQ_I64(t, fq4[32 * b + k], v->codes[32 * b + 2 * k]);
-        ok &= TL_EXPECT_EQ_I64(t, fq4[32 * b + 16 + k], v->codes[32 * b + 2 * k + 1]);
+    for (size_t b = 0; ok && b < 16 * ng; b++) {
+      int32_t sum = 0;
+      for (size_t i = 0; i < 32; i++) {
+        int8_t code = fcodes[512 * (b / 16) + 64 * (i / 4) + 4 * (b % 16) + i % 4];
+        ok &= TL_EXPECT_EQ_I64(t, code, b < nb ? v->codes[32 * b + i] : 0);
+        sum += code;
       }
-      for (size_t k = 0; k < 32; k++) sum[k / 4] += fq4[32 * b + k];
-      for (size_t k = 0; k < 32; k++) sum8[k / 4] += v->codes[32 * b + k];
-      for (size_t g = 0; g < 8; g++) {
-        ok &= TL_EXPECT_EQ_I64(t, fbias[8 * b + g], -8 * sum[g]);
-        ok &= TL_EXPECT_EQ_I64(t, fbias8[8 * b + g], -128 * sum8[g]);
-      }
+      ok &= TL_EXPECT_EQ_U64(t, tl_f32_to_bits(fscales[b]), b < nb ? v->scales[b] : 0);
+      ok &= TL_EXPECT_EQ_I64(t, fbias8[b], -128 * sum);
+      ok &= TL_EXPECT_EQ_I64(t, fbias4[b], -8 * sum);
     }
     if (!ok) {
       tl_test_print(t, "  in case ");
       tl_test_print(t, v->name);
       tl_test_print(t, "\n");
     }
+  }
+}
+
+/* Packing (tl_kern_pack) is a permutation of each group's bytes that
+ * unpacks to the stored rows' values, in place or not. */
+static void pack_roundtrip(tl_test_ctx *t) {
+  enum { N = 1100, ROWS = 3 }; /* 35 blocks: groups of 16, 16 and 3 */
+  static float src[ROWS * N], want[N], got[N];
+  static uint8_t w[ROWS * 36 * 35], packed[ROWS * 36 * 35];
+  tl_test_rng rng = {77};
+  for (int type = TL_QTYPE_Q8; type <= TL_QTYPE_Q4; type++) {
+    size_t rb = 0;
+    for (size_t i = 0; i < ROWS * N; i++)
+      src[i] = (float)((int64_t)(tl_test_rng_next(&rng) % 2001) - 1000) / 64.0f;
+    (void)tl_quant_row_bytes((tl_qtype)type, N, &rb);
+    if (!TL_EXPECT_OK(t, tl_quant_pack((tl_qtype)type, src, ROWS, N, w, sizeof w, NULL))) return;
+    tl_kern_pack((tl_qtype)type, w, packed, rb, N, 0, ROWS);
+    for (size_t r = 0; r < ROWS; r++) {
+      TL_EXPECT_OK(t, tl_quant_unpack((tl_qtype)type, w + r * rb, rb, 1, N, want));
+      tl_kern_unpack_row((tl_qtype)type, packed + r * rb, N, got);
+      TL_EXPECT_MEM(t, got, want, sizeof want);
+    }
+    tl_kern_pack((tl_qtype)type, w, w, rb, N, 0, ROWS); /* in place */
+    TL_EXPECT_MEM(t, w, packed, ROWS * rb);
   }
 }
 
@@ -73,18 +94,30 @@ static void f32_dot_golden(tl_test_ctx *t) {
   }
 }
 
+/* A golden case's weights, packed for the fast lane (float types: as
+ * stored). */
+static const uint8_t *packed_case(const fv_dot *v, size_t row_bytes) {
+  static uint8_t w[4096];
+  if (v->w_len > sizeof w) return NULL;
+  memcpy(w, v->w, v->w_len);
+  tl_kern_pack((tl_qtype)v->type, w, w, row_bytes, v->n, 0, v->rows);
+  return w;
+}
+
 static void dot_golden(tl_test_ctx *t) {
   const tl_kernels *k = tl_kernels_get(TL_KERN_SCALAR);
   for (size_t c = 0; c < sizeof fv_dots / sizeof fv_dots[0]; c++) {
     const fv_dot *v = &fv_dots[c];
     float y[3];
     size_t row_bytes = 0;
+    const uint8_t *w;
     tl_kern_x x;
     prepare(v->x, v->n, &x);
     TL_EXPECT_OK(t, tl_quant_row_bytes((tl_qtype)v->type, v->n, &row_bytes));
     TL_EXPECT_EQ_U64(t, row_bytes * v->rows, v->w_len);
     TL_EXPECT_OK(t, tl_kern_validate((tl_qtype)v->type, v->w, row_bytes, v->n, 0, v->rows));
-    k->rows[v->type](v->w, row_bytes, v->n, &x, v->rows, y);
+    if (!TL_EXPECT(t, (w = packed_case(v, row_bytes)) != NULL)) return;
+    k->rows[v->type](w, row_bytes, v->n, &x, v->rows, y);
     for (size_t r = 0; r < v->rows; r++)
       if (!TL_EXPECT_EQ_U64(t, tl_f32_to_bits(y[r]), v->y[r])) {
         tl_test_print(t, "  in case ");
@@ -110,10 +143,11 @@ static void simd_random_rows(tl_test_ctx *t, const tl_kernels *v, tl_test_rng *r
                              size_t rows, int trial) {
   enum { N = 4100, ROWS = 35 };
   static uint8_t w[ROWS * N * 4];
-  static float src[ROWS * N], xf[N], scales[N / 32 + 1], want[ROWS], got[ROWS];
-  static int8_t q8[N + 32], q4[N + 32];
-  static int32_t b8[N / 4 + 8], b4[N / 4 + 8];
-  tl_kern_x x = {xf, q8, q4, scales, b8, b4};
+  enum { G = (N + 511) / 512 };
+  static float src[ROWS * N], xf[N], scales[16 * G], want[ROWS], got[ROWS];
+  static int8_t codes[TL_KERN_GROUP_CODES * G];
+  static int32_t b8[16 * G], b4[16 * G];
+  tl_kern_x x = {xf, codes, scales, b8, b4};
   if (!TL_EXPECT(t, n <= N && rows <= ROWS)) return;
   for (int type = 0; type < 5; type++) {
     size_t rb = 0;
@@ -130,7 +164,8 @@ static void simd_random_rows(tl_test_ctx *t, const tl_kernels *v, tl_test_rng *r
       for (size_t i = 0; i < n; i++) src[i] = 0.0f;
     (void)tl_quant_row_bytes((tl_qtype)type, n, &rb);
     if (!TL_EXPECT_OK(t, tl_quant_pack((tl_qtype)type, src, rows, n, w, sizeof w, NULL))) return;
-    tl_kern_quantize_x(xf, n, scales, q8, b8, q4, b4);
+    tl_kern_pack((tl_qtype)type, w, w, rb, n, 0, rows);
+    tl_kern_quantize_x(xf, n, codes, scales, b8, b4);
     tl_kernels_get(TL_KERN_SCALAR)->rows[type](w, rb, n, &x, rows, want);
     v->rows[type](w, rb, n, &x, rows, got);
     if (!TL_EXPECT_MEM(t, got, want, rows * sizeof(float))) {
@@ -159,8 +194,10 @@ static void wasm_simd_equals_twin(tl_test_ctx *t) {
     size_t rb = 0;
     tl_kern_x x;
     prepare(d->x, d->n, &x);
+    const uint8_t *w;
     (void)tl_quant_row_bytes((tl_qtype)d->type, d->n, &rb);
-    v->rows[d->type](d->w, rb, d->n, &x, d->rows, y);
+    if (!TL_EXPECT(t, (w = packed_case(d, rb)) != NULL)) return;
+    v->rows[d->type](w, rb, d->n, &x, d->rows, y);
     for (size_t r = 0; r < d->rows; r++) TL_EXPECT_EQ_U64(t, tl_f32_to_bits(y[r]), d->y[r]);
   }
   for (int trial = 0; trial < 3; trial++) {
@@ -182,7 +219,7 @@ static void wasm_simd_f16_every_value(tl_test_ctx *t) {
   static float ones[N], want[ROWS], got[ROWS];
   const tl_kernels *v = tl_kernels_get(TL_KERN_WASM_SIMD128);
   const tl_kernels *twin = tl_kernels_get(TL_KERN_SCALAR);
-  tl_kern_x x = {ones, NULL, NULL, NULL, NULL, NULL};
+  tl_kern_x x = {ones, NULL, NULL, NULL, NULL};
   if (v == NULL) {
     tl_test_print(t, "note: no wasm SIMD128 variant in this build\n");
     return;
@@ -260,6 +297,7 @@ static void validate_rejects(tl_test_ctx *t) {
 
 static const tl_test_case cases[] = {
     TL_CASE(act_golden),
+    TL_CASE(pack_roundtrip),
     TL_CASE(dot_golden),
     TL_CASE(f32_dot_golden),
     TL_CASE(validate_rejects),

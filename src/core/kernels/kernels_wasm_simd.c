@@ -1,17 +1,17 @@
-/* fast/2 kernels with wasm SIMD128 (built with -msimd128 only; in every
+/* fast/3 kernels with wasm SIMD128 (built with -msimd128 only; in every
  * other build this file is empty). Four 128-bit accumulators per row are
  * the lanes A_0..3, A_4..7, A_8..11, A_12..15 of docs/fast-profile.md.
  *
  * Written for what V8 makes of SIMD128 on x86-64 (one xmm instruction per
  * operation, 15 usable registers):
  * - f16/bf16 rows in pairs share each activation load; q8/q4 activations
- *   are split once per chunk of blocks and tile of rows (rows_quant) and
- *   read by row pairs;
- * - integer groups through i32x4.dot_i16x8_s (pmaddwd) on codes split
+ *   are split once per group of blocks and tile of rows (rows_quant);
+ * - integer sums through i32x4.dot_i16x8_s (pmaddwd) on codes split
  *   into their even and odd bytes by 16-bit shifts: the dot of the even
  *   halves gives lane j = w[4j]x[4j] + w[4j+2]x[4j+2], the odd halves the
- *   other two products of group j, so one add makes F-4's group sums with
- *   no shuffles or sign extensions (all exact: |sum| < 2^24);
+ *   other two products, so one add makes the sum of four consecutive
+ *   products — one step of packed block j — with no shuffles or sign
+ *   extensions (all exact: |sum| < 2^24);
  * - f16 decoded exactly with bit operations and one multiply by 2^112
  *   (wasm has no half-precision conversion).
  * Each row's lanes see the same additions in the same order as the scalar
@@ -45,99 +45,73 @@ INLINE v128_t groups(v128_t we, v128_t wo, v128_t xe, v128_t xo) {
   return wasm_i32x4_add(wasm_i32x4_dot_i16x8(we, xe), wasm_i32x4_dot_i16x8(wo, xo));
 }
 
-/* a[0..1] += t_{b,g} for g < 4 (g0) and g >= 4 (g1) of the block at k
- * (F-4: its scale times dx, in every lane). The scale is loaded as a
- * vector: a scalar load would be a call to memcpy in this freestanding
- * build. */
-INLINE void add_terms(v128_t *a, v128_t g0, v128_t g1, const uint8_t *k, v128_t dx) {
-  v128_t s = wasm_f32x4_mul(wasm_v128_load32_splat(k), dx);
-  a[0] = wasm_f32x4_add(a[0], wasm_f32x4_mul(wasm_f32x4_convert_i32x4(g0), s));
-  a[1] = wasm_f32x4_add(a[1], wasm_f32x4_mul(wasm_f32x4_convert_i32x4(g1), s));
+/* The activation codes of one group, split: xs[st][q][0..1] are step
+ * st's even and odd bytes of blocks 4q .. 4q+3. */
+INLINE void split_x(const int8_t *xc, v128_t (*xs)[4][2]) {
+  for (int st = 0; st < 8; st++)
+    for (int q = 0; q < 4; q++) split8(wasm_v128_load(xc + 64 * st + 16 * q), &xs[st][q][0], &xs[st][q][1]);
 }
 
-/* Block b of a q8 (q4 false) or q4 row into a[0..1]. The q4 nibbles, as
- * i16 lanes of the 16 stored bytes: bits 0..3 and 8..11 are the even and
- * odd bytes of the low nibbles (elements 0, 2, .. in tl_kern_x.q4's
- * order), bits 4..7 and 12..15 those of the high nibbles; u = q + 8 is
- * corrected by the group bias. */
-INLINE void block(bool q4, const uint8_t *row, size_t b, const v128_t *xs, v128_t bias0,
-                  v128_t bias1, v128_t dx, v128_t *a) {
-  v128_t g0, g1;
+/* Blocks 4q .. 4q+3 of a whole packed group (codes at c) times the split
+ * activation: each lane one block's exact sum over its 8 steps. q8: the
+ * codes back from the offset (XOR 0x80); q4: the nibbles u as i16 lanes
+ * (bits 0..3 and 8..11 of a 16-bit lane are the low nibbles of its even
+ * and odd bytes, bits 4..7 and 12..15 the high ones), u = q + 8 corrected
+ * by the bias. */
+INLINE v128_t quarter(bool q4, const uint8_t *c, int q, v128_t (*xs)[4][2], v128_t bias) {
+  v128_t s = bias;
   if (q4) {
-    const uint8_t *k = row + b * 20;
-    v128_t v = wasm_v128_load(k + 4), m = wasm_i16x8_splat(0x0F);
-    g0 = groups(wasm_v128_and(v, m), wasm_v128_and(wasm_u16x8_shr(v, 8), m), xs[0], xs[1]);
-    g1 = groups(wasm_v128_and(wasm_u16x8_shr(v, 4), m), wasm_u16x8_shr(v, 12), xs[2], xs[3]);
-    add_terms(a, wasm_i32x4_add(g0, bias0), wasm_i32x4_add(g1, bias1), k, dx);
-  } else {
-    const uint8_t *k = row + b * 36;
+    v128_t m = wasm_i16x8_splat(0x0F);
+    for (int st = 0; st < 8; st += 2) {
+      v128_t v = wasm_v128_load(c + 32 * st + 16 * q);
+      s = wasm_i32x4_add(s, groups(wasm_v128_and(v, m), wasm_v128_and(wasm_u16x8_shr(v, 8), m),
+                                   xs[st][q][0], xs[st][q][1]));
+      s = wasm_i32x4_add(s, groups(wasm_v128_and(wasm_u16x8_shr(v, 4), m), wasm_u16x8_shr(v, 12),
+                                   xs[st + 1][q][0], xs[st + 1][q][1]));
+    }
+    return s;
+  }
+  for (int st = 0; st < 8; st++) {
     v128_t we, wo;
-    split8(wasm_v128_load(k + 4), &we, &wo);
-    g0 = groups(we, wo, xs[0], xs[1]);
-    split8(wasm_v128_load(k + 20), &we, &wo);
-    g1 = groups(we, wo, xs[2], xs[3]);
-    add_terms(a, g0, g1, k, dx);
+    split8(wasm_v128_xor(wasm_v128_load(c + 64 * st + 16 * q), wasm_i8x16_splat((int8_t)0x80)),
+           &we, &wo);
+    s = wasm_i32x4_add(s, groups(we, wo, xs[st][q][0], xs[st][q][1]));
   }
+  return s;
 }
 
-/* The activation codes of block b, split for block(). */
-INLINE void split_x(bool q4, const tl_kern_x *x, size_t b, v128_t *xs) {
-  const int8_t *c = (q4 ? x->q4 : x->q8) + 32 * b;
-  split8(wasm_v128_load(c), &xs[0], &xs[1]);
-  split8(wasm_v128_load(c + 16), &xs[2], &xs[3]);
-}
-
-/* Block b of nr <= ROWS rows into a[r][half ..]; xb: its split activation. */
-INLINE void quant_step(bool q4, size_t nr, const uint8_t *w, size_t row_bytes, size_t b,
-                       const v128_t *xb, const tl_kern_x *x, v128_t (*a)[4], int half) {
-  v128_t dx = wasm_v128_load32_splat(x->scales + b), bias0 = dx, bias1 = dx;
-  if (q4) {
-    bias0 = wasm_v128_load(x->q4_bias + 8 * b);
-    bias1 = wasm_v128_load(x->q4_bias + 8 * b + 4);
-  }
-  for (size_t r = 0; r < nr; r++) block(q4, w + r * row_bytes, b, xb, bias0, bias1, dx, a[r] + half);
-}
-
-/* F-4 / F-5, blocks [b0, b1) (b0 even) of nr <= ROWS rows: even blocks
- * into acc[r][0..1], odd ones into acc[r][2..3], a pair per pass (constant
- * indices keep the accumulators in registers); xs[b - b0] is block b's
- * split activation. */
-INLINE void rows_quant_n(bool q4, size_t nr, const uint8_t *w, size_t row_bytes, size_t b0,
-                         size_t b1, const v128_t (*xs)[4], const tl_kern_x *x, v128_t (*acc)[4]) {
-  v128_t a[ROWS][4];
-  size_t b = b0;
-  for (size_t r = 0; r < nr; r++)
-    for (int q = 0; q < 4; q++) a[r][q] = acc[r][q];
-  for (; b + 2 <= b1; b += 2) {
-    quant_step(q4, nr, w, row_bytes, b, xs[b - b0], x, a, 0);
-    quant_step(q4, nr, w, row_bytes, b + 1, xs[b + 1 - b0], x, a, 2);
-  }
-  if (b < b1) quant_step(q4, nr, w, row_bytes, b, xs[b - b0], x, a, 0);
-  for (size_t r = 0; r < nr; r++)
-    for (int q = 0; q < 4; q++) acc[r][q] = a[r][q];
-}
-
-/* The activation is split once per CHUNK blocks and TILE rows (an even
- * CHUNK keeps each block's parity), not once per row: tiles of rows keep
- * their accumulators in memory between chunks. */
-#define CHUNK 64 /* 4 KiB of split activation */
+/* Tiles of rows keep their accumulators in memory between groups, so the
+ * activation is split once per group and tile, not once per row. */
 #define TILE 32
 
+/* F-4 / F-5 on packed rows: lane i of acc[r][q] is block 4q + i of each
+ * group (A_{b mod 16}); a short last group through a padded copy. The
+ * scales are loaded as vectors: a scalar load would be a call to memcpy in
+ * this freestanding build. */
 INLINE void rows_quant(bool q4, const uint8_t *w, size_t row_bytes, size_t n,
                        const tl_kern_x *x, size_t rows, float *y) {
-  size_t nb = (n + 31) / 32;
-  v128_t xs[CHUNK][4], acc[TILE][4];
+  size_t nb = (n + 31) / 32, bb = q4 ? 20 : 36;
+  v128_t xs[8][4][2], acc[TILE][4];
   for (size_t r0 = 0; r0 < rows; r0 += TILE) {
     size_t nt = rows - r0 < TILE ? rows - r0 : TILE;
     for (size_t r = 0; r < nt; r++)
       for (int q = 0; q < 4; q++) acc[r][q] = wasm_f32x4_splat(0.0f);
-    for (size_t c0 = 0; c0 < nb; c0 += CHUNK) {
-      size_t c1 = nb - c0 < CHUNK ? nb : c0 + CHUNK, r = 0;
-      for (size_t b = c0; b < c1; b++) split_x(q4, x, b, xs[b - c0]);
-      for (; r + ROWS <= nt; r += ROWS)
-        rows_quant_n(q4, ROWS, w + (r0 + r) * row_bytes, row_bytes, c0, c1, xs, x, acc + r);
-      for (; r < nt; r++)
-        rows_quant_n(q4, 1, w + (r0 + r) * row_bytes, row_bytes, c0, c1, xs, x, acc + r);
+    for (size_t b = 0; b < nb; b += TL_KERN_GROUP) {
+      size_t m = nb - b < TL_KERN_GROUP ? nb - b : TL_KERN_GROUP;
+      split_x(x->codes + 32 * b, xs);
+      for (size_t r = 0; r < nt; r++) {
+        uint8_t padded[TL_KERN_GROUP * 36];
+        const uint8_t *g = w + (r0 + r) * row_bytes + b * bb;
+        if (m < TL_KERN_GROUP)
+          g = tl_kern_pad_group(q4 ? TL_QTYPE_Q4 : TL_QTYPE_Q8, g, m, padded);
+        for (int q = 0; q < 4; q++) {
+          v128_t bias = q4 ? wasm_v128_load(x->q4_bias + b + 4 * (size_t)q) : wasm_i32x4_splat(0);
+          v128_t p = wasm_f32x4_mul(wasm_v128_load(g + 16 * q),
+                                    wasm_v128_load(x->scales + b + 4 * (size_t)q));
+          v128_t t = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(quarter(q4, g + 64, q, xs, bias)), p);
+          acc[r][q] = wasm_f32x4_add(acc[r][q], t);
+        }
+      }
     }
     for (size_t r = 0; r < nt; r++) y[r0 + r] = tree(acc[r]);
   }

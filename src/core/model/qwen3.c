@@ -124,6 +124,7 @@ static tl_status bind(const tl_slm_tensors *ts, const char *name, size_t rows,
       t.rows != rows || t.n != n)
     return TL_ERR_INVALID_MODEL;
   w->data = t.data;
+  w->packed = NULL;
   w->len = t.len;
   w->type = t.type;
   w->rows = rows;
@@ -259,11 +260,16 @@ tl_status tl_qwen3_cache_init(tl_qwen3_cache *c, const tl_qwen3 *m,
 /* ------------------------------------------------------------------------ */
 /* Kernels (scalar reference: the only lane so far)                         */
 
-/* Row r of w as f32: exact for f32/f16/bf16, code * scale for q8/q4. */
+/* Row r of w as f32: exact for f32/f16/bf16, code * scale for q8/q4 (from
+ * the packed rows when they replaced the stored ones). */
 static tl_status weight_row(const tl_qwen3_weight *w, size_t r, float *out) {
   size_t row_bytes;
   const uint8_t *src;
   (void)tl_quant_row_bytes(w->type, w->n, &row_bytes); /* bound at load */
+  if (w->data == NULL) {
+    tl_kern_unpack_row(w->type, w->packed + r * row_bytes, w->n, out);
+    return TL_OK;
+  }
   src = w->data + r * row_bytes;
   switch (w->type) {
     case TL_QTYPE_F32:
@@ -405,11 +411,11 @@ static size_t max3(size_t a, size_t b, size_t c) {
 }
 
 /* Floats of room for one activation of the widest contraction prepared
- * for q8 and q4 weights (F-3): per block of 32, a scale, and 8 group
- * biases and 32 codes for each layout: 132 bytes. */
+ * for q8/q4 weights (F-3, tl_kern_x): per group of 16 blocks, 512 bytes of
+ * codes, then 16 scales and 16 biases for each weight type. */
 static size_t fast_act_floats(const tl_qwen3_config *c) {
   size_t widest = max3(c->hidden, c->inter, (size_t)c->heads * c->head_dim);
-  return (widest + TL_QUANT_BLOCK - 1) / TL_QUANT_BLOCK * 33;
+  return tl_kern_groups(widest) * (TL_KERN_GROUP_CODES / sizeof(float) + 3 * TL_KERN_GROUP);
 }
 
 /* Floats of room for one tl_kern_x. */
@@ -511,8 +517,8 @@ static void fast_task(void *ctx, uint32_t task, uint32_t n_tasks) {
     (void)tl_quant_row_bytes(w->type, w->n, &rb); /* bound at load */
     for (size_t r0 = lo; r0 < hi; r0 += FAST_TILE) {
       size_t rows = hi - r0 < FAST_TILE ? hi - r0 : FAST_TILE;
-      tl_kern_tile(j->k, w->type, w->data + (r0 - base) * rb, rb, w->n, j->xs, j->n, rows,
-                   j->y[i] + (r0 - base), w->rows);
+      tl_kern_tile(j->k, w->type, (w->packed ? w->packed : w->data) + (r0 - base) * rb, rb,
+                   w->n, j->xs, j->n, rows, j->y[i] + (r0 - base), w->rows);
     }
   }
 }
@@ -528,7 +534,7 @@ static uint32_t fast_tasks(const tl_qwen3 *m, size_t units) {
 static void fast_matmul(const run *r, bufs *b, const tl_qwen3_weight *const *w,
                         size_t n_mats, const float *x, size_t n, float *const *y) {
   const tl_qwen3 *m = r->m;
-  size_t width = w[0]->n, nb = (width + TL_QUANT_BLOCK - 1) / TL_QUANT_BLOCK;
+  size_t width = w[0]->n, ng = tl_kern_groups(width);
   size_t act = fast_act_floats(&m->cfg);
   bool q8 = false, q4 = false;
   fast_job j;
@@ -549,16 +555,15 @@ static void fast_matmul(const run *r, bufs *b, const tl_qwen3_weight *const *w,
     memset(xt, 0, sizeof *xt);
     xt->f = x + t * width;
     if (q8 || q4) {
-      /* per token: scales [nb], q8 and q4 biases [8 nb] each, q8 and q4
-       * codes [32 nb] each */
-      float *scales = b->act + t * act;
-      int32_t *bias8 = (int32_t *)(void *)(scales + nb), *bias4 = bias8 + 8 * nb;
-      int8_t *c8 = (int8_t *)(void *)(bias4 + 8 * nb), *c4 = c8 + 32 * nb;
-      tl_kern_quantize(m->fast, xt->f, width, scales, q8 ? c8 : NULL, q8 ? bias8 : NULL,
-                       q4 ? c4 : NULL, q4 ? bias4 : NULL);
+      /* per token: codes [512 ng] (64-byte aligned), scales and the two
+       * biases [16 ng] each */
+      int8_t *codes = (int8_t *)(void *)(b->act + t * act);
+      float *scales = (float *)(void *)(codes + TL_KERN_GROUP_CODES * ng);
+      int32_t *bias8 = (int32_t *)(void *)(scales + TL_KERN_GROUP * ng);
+      int32_t *bias4 = bias8 + TL_KERN_GROUP * ng;
+      tl_kern_quantize(m->fast, xt->f, width, codes, scales, bias8, bias4);
+      xt->codes = codes;
       xt->scales = scales;
-      xt->q8 = c8;
-      xt->q4 = c4;
       xt->q8_bias = bias8;
       xt->q4_bias = bias4;
     }
@@ -574,51 +579,107 @@ static tl_status mv(const run *r, bufs *b, const tl_qwen3_weight *w,
   return TL_OK;
 }
 
-typedef struct validate_job {
-  const tl_qwen3_weight *w;
-  tl_status st[TL_PAR_MAX_TASKS];
-} validate_job;
+static const tl_qwen3_weight *weight_at(const tl_qwen3 *m, size_t i) {
+  const tl_qwen3_layer *L;
+  if (i < 3) return i == 0 ? &m->embed : i == 1 ? &m->final_norm : &m->lm_head;
+  if ((i -= 3) / 11 >= m->cfg.layers) return NULL;
+  L = &m->layers[i / 11];
+  switch (i % 11) {
+    case 0: return &L->attn_norm;
+    case 1: return &L->q;
+    case 2: return &L->k;
+    case 3: return &L->v;
+    case 4: return &L->o;
+    case 5: return &L->q_norm;
+    case 6: return &L->k_norm;
+    case 7: return &L->mlp_norm;
+    case 8: return &L->gate;
+    case 9: return &L->up;
+    default: return &L->down;
+  }
+}
 
-static void validate_task(void *ctx, uint32_t task, uint32_t n_tasks) {
-  validate_job *j = ctx;
+tl_qwen3_weight *tl_qwen3_weight_at(tl_qwen3 *m, size_t i) {
+  return (tl_qwen3_weight *)weight_at(m, i); /* m is not const */
+}
+
+/* Validation or packing of one weight's rows, split between tasks. */
+typedef struct weight_job {
+  const tl_qwen3_weight *w;
+  uint8_t *to; /* packing: the destination; NULL: validation */
+  tl_status st[TL_PAR_MAX_TASKS];
+} weight_job;
+
+static void weight_task(void *ctx, uint32_t task, uint32_t n_tasks) {
+  weight_job *j = ctx;
   size_t b, e, rb;
   tl_par_range(j->w->rows, task, n_tasks, &b, &e);
   (void)tl_quant_row_bytes(j->w->type, j->w->n, &rb);
-  j->st[task] = tl_kern_validate(j->w->type, j->w->data, rb, j->w->n, b, e);
+  j->st[task] = TL_OK;
+  if (j->to != NULL) tl_kern_pack(j->w->type, j->w->data, j->to, rb, j->w->n, b, e);
+  else j->st[task] = tl_kern_validate(j->w->type, j->w->data, rb, j->w->n, b, e);
 }
 
-static tl_status validate_weight(const tl_qwen3 *m, const tl_qwen3_weight *w,
-                                 validate_job *j) {
-  uint32_t n = fast_tasks(m, w->rows);
+static tl_status weight_run(const tl_qwen3_weight *w, uint8_t *to, const tl_parallel *par,
+                            weight_job *j) {
+  uint32_t t = par != NULL ? par->threads : 1;
+  uint32_t n = w->rows < t ? (uint32_t)(w->rows ? w->rows : 1) : t;
   j->w = w;
-  tl_parallel_run(m->par, validate_task, j, n);
+  j->to = to;
+  tl_parallel_run(par, weight_task, j, n);
   for (uint32_t i = 0; i < n; i++)
     if (j->st[i] != TL_OK) return j->st[i];
   return TL_OK;
 }
 
+static bool is_quant(const tl_qwen3_weight *w) {
+  return w->type == TL_QTYPE_Q8 || w->type == TL_QTYPE_Q4;
+}
+
+tl_status tl_qwen3_pack(tl_qwen3 *m, const uint8_t *from, size_t len, uint8_t *to,
+                        const tl_parallel *par) {
+  weight_job j;
+  tl_qwen3_weight *w;
+  if (m == NULL || (len != 0 && (from == NULL || to == NULL)) ||
+      (par != NULL && (par->threads == 0 || par->threads > TL_PAR_MAX_TASKS)))
+    return TL_ERR_INVALID_ARGUMENT;
+  for (size_t i = 0; (w = tl_qwen3_weight_at(m, i)) != NULL; i++) {
+    tl_status st = is_quant(w) && w->data != NULL ? weight_run(w, NULL, par, &j) : TL_OK;
+    if (st != TL_OK) return st;
+  }
+  for (size_t i = 0; (w = tl_qwen3_weight_at(m, i)) != NULL; i++) {
+    const tl_qwen3_weight *same = NULL, *v;
+    const uint8_t *src = w->data;
+    uint8_t *dst;
+    if (!is_quant(w) || src == NULL || src < from || src >= from + len) continue;
+    /* a weight in two roles: the first one's packing serves both */
+    for (size_t k = 0; k < i && same == NULL; k++)
+      if ((v = tl_qwen3_weight_at(m, k))->packed >= to && v->packed < to + len &&
+          from + (v->packed - to) == src)
+        same = v;
+    dst = to + (src - from);
+    if (same == NULL) (void)weight_run(w, dst, par, &j);
+    w->packed = dst;
+    if (to == from) w->data = NULL;
+  }
+  return TL_OK;
+}
+
 tl_status tl_qwen3_set_lane(tl_qwen3 *m, const tl_kernels *k,
                             const tl_parallel *par) {
-  validate_job j;
-  tl_status st;
   if (m == NULL || (par != NULL && (par->threads == 0 || par->threads > TL_PAR_MAX_TASKS)))
     return TL_ERR_INVALID_ARGUMENT;
-  m->fast = NULL;
+  m->fast = k;
   m->par = par;
-  if (k == NULL) return TL_OK;
-  st = validate_weight(m, &m->embed, &j);
-  if (st == TL_OK) st = validate_weight(m, &m->final_norm, &j);
-  if (st == TL_OK) st = validate_weight(m, &m->lm_head, &j);
-  for (uint32_t l = 0; l < m->cfg.layers && st == TL_OK; l++) {
-    const tl_qwen3_layer *L = &m->layers[l];
-    const tl_qwen3_weight *ws[] = {&L->attn_norm, &L->q,      &L->k,      &L->v,
-                                   &L->o,         &L->q_norm, &L->k_norm, &L->mlp_norm,
-                                   &L->gate,      &L->up,     &L->down};
-    for (size_t i = 0; i < sizeof ws / sizeof ws[0] && st == TL_OK; i++)
-      st = validate_weight(m, ws[i], &j);
-  }
-  if (st == TL_OK) m->fast = k;
-  return st;
+  return TL_OK;
+}
+
+/* Whether every q8/q4 weight has its packed rows (tl_qwen3_pack). */
+static bool fast_ready(const tl_qwen3 *m) {
+  const tl_qwen3_weight *w;
+  for (size_t i = 0; (w = weight_at(m, i)) != NULL; i++)
+    if (is_quant(w) && w->packed == NULL) return false;
+  return true;
 }
 
 static tl_status project_rest(const run *r, bufs *b, tl_qwen3_cache *cache,
@@ -923,6 +984,7 @@ tl_status tl_qwen3_forward(const tl_qwen3 *m, tl_qwen3_cache *cache,
     return TL_ERR_CONTEXT_EXCEEDED;
   for (size_t t = 0; t < n; t++)
     if (ids[t] >= c->vocab) return TL_ERR_INVALID_ARGUMENT;
+  if (m->fast != NULL && !fast_ready(m)) return TL_ERR_INVALID_ARGUMENT;
   keys = pos0 + (uint32_t)n;
   qd = (size_t)c->heads * c->head_dim;
   r.m = m;

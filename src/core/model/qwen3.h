@@ -31,9 +31,12 @@ typedef struct tl_qwen3_config {
   double rope_theta; /* rope base */
 } tl_qwen3_config;
 
-/* One weight: rows x n elements of type, row-major (norms: 1 x n). */
+/* One weight: rows x n elements of type, row-major (norms: 1 x n). data:
+ * the bytes as stored (NULL once tl_qwen3_pack packed them in place);
+ * packed: a q8/q4 weight's rows in the fast lane's layout (tl_kern_pack),
+ * NULL until tl_qwen3_pack. */
 typedef struct tl_qwen3_weight {
-  const uint8_t *data;
+  const uint8_t *data, *packed;
   size_t len;
   tl_qtype type;
   size_t rows, n;
@@ -85,10 +88,25 @@ typedef struct tl_qwen3_cache {
   uint32_t capacity, len;
 } tl_qwen3_cache;
 
+/* Weight i of m (i < 3 + 11 * layers: embed, final_norm, lm_head, then
+ * each layer's), NULL past the last; the tied lm_head is its own entry. */
+tl_qwen3_weight *tl_qwen3_weight_at(tl_qwen3 *m, size_t i);
+
+/* Prepares m's q8/q4 weights for the fast lane (F-9): validates every one
+ * once (Q-17, with par's threads; may be NULL): TL_ERR_INVALID_MODEL and
+ * nothing changes; then packs those whose stored bytes lie in [from, from
+ * + len) into the same offsets of to (tl_kern_pack). to == from packs in
+ * place: their stored layout is then gone (data NULL) and the strict lane
+ * decodes the packed rows instead, to the same values. A weight in two
+ * roles (tied embeddings) is packed once. */
+tl_status tl_qwen3_pack(tl_qwen3 *m, const uint8_t *from, size_t len, uint8_t *to,
+                        const tl_parallel *par);
+
 /* Selects the fast lane with kernels k (NULL: the strict lane) and par
- * (may be NULL). Switching to the fast lane validates every q8/q4 weight
- * once (F-9), with par's threads: TL_ERR_INVALID_MODEL, and m is left on
- * the strict lane. The scratch bound depends on the lane: plan after. */
+ * (may be NULL). The fast lane runs once every q8/q4 weight is packed
+ * (tl_qwen3_pack, before or after this): a forward pass before that is
+ * TL_ERR_INVALID_ARGUMENT. The scratch bound depends on the lane: plan
+ * after. */
 tl_status tl_qwen3_set_lane(tl_qwen3 *m, const tl_kernels *k,
                             const tl_parallel *par);
 
