@@ -291,6 +291,66 @@ $(WASM_KERNEL_BENCH): $(WASM_SRC_DEPS) bench/kernel_bench_wasm.c
 	$(WASM_CC) $(WASM_CFLAGS) -msimd128 $(WASM_LDFLAGS) $(CORE_PORTABLE) \
 	  $(WASM_HOST) bench/kernel_bench_wasm.c -o $@
 
+# --- the browser runtime: wasm32 API modules and the JS loader ----------------
+# Three modules from the same sources (docs/web.md), exporting the public
+# API (include/tinylm.h) with range-checked pointers: the core, the host
+# glue of src/native that needs only a small libc (the API, session, turn,
+# model, encoder, chat rendering, the receipt writer) over web/wasm's heap,
+# printf and hosted headers (web/wasm/hosted), and the self-test.
+#   tinylm-scalar.wasm   MVP opcodes only
+#   tinylm-simd.wasm     + SIMD128 (the fast lane's wasm SIMD128 kernels)
+#   tinylm-threads.wasm  + shared memory, atomics, bulk memory (computes on
+#                        the calling thread: no Web Worker pool yet)
+# make web-modules writes them, web/tinylm.js and manifest.json (names,
+# sizes, SHA-256, features, ABI version) into build/web/ and checks each
+# module's opcodes (tests/web/opcodes.sh).
+WEB_OUT := build/web
+WEB_API_HOST := src/native/api.c src/native/session.c src/native/turn.c src/native/model.c \
+                src/native/encoder.c src/native/chat_render.c src/native/receipt.c \
+                src/tools/cbor_alloc.c
+WEB_WASM_SRC := web/wasm/libc.c web/wasm/malloc.c web/wasm/printf.c web/wasm/host.c \
+                web/wasm/api_exports.c web/wasm/self_test.c
+WEB_API_SRC := $(CORE_PORTABLE) $(WEB_API_HOST) $(WEB_WASM_SRC)
+WEB_API_DEPS := $(WEB_API_SRC) $(shell find src/core src/native src/tools web/wasm include -name '*.h')
+WEB_CFLAGS := $(WASM_CFLAGS) -isystem web/wasm/hosted -Isrc/native -Isrc/tools \
+              -DTL_BUILD_ID='"$(BUILD_ID)"'
+WEB_LDFLAGS := $(WASM_LDFLAGS) -Wl,--max-memory=4294967296
+# The threads module imports its shared memory (the loader makes it with
+# these pages) and exports what each worker instance needs to set up its
+# stack and thread-local storage (shared/notes/wasm-toolchain.md §3).
+WEB_THREADS_PAGES := 64
+WEB_THREADS_FLAGS := -msimd128 -matomics -mbulk-memory -mmutable-globals -ftls-model=local-exec \
+                     -Wl,--shared-memory -Wl,--import-memory \
+                     -Wl,--initial-memory=$(shell echo $$(( $(WEB_THREADS_PAGES) * 65536 ))) \
+                     -Wl,--export=__wasm_init_tls -Wl,--export=__tls_size \
+                     -Wl,--export=__tls_align -Wl,--export=__tls_base \
+                     -Wl,--export=__stack_pointer
+WEB_MODULES := $(WEB_OUT)/tinylm-scalar.wasm $(WEB_OUT)/tinylm-simd.wasm \
+               $(WEB_OUT)/tinylm-threads.wasm
+
+$(WEB_OUT)/tinylm-scalar.wasm: $(WEB_API_DEPS)
+	@mkdir -p $(@D)
+	$(WASM_CC) $(WEB_CFLAGS) $(WEB_LDFLAGS) $(WEB_API_SRC) -o $@
+$(WEB_OUT)/tinylm-simd.wasm: $(WEB_API_DEPS)
+	@mkdir -p $(@D)
+	$(WASM_CC) $(WEB_CFLAGS) -msimd128 $(WEB_LDFLAGS) $(WEB_API_SRC) -o $@
+$(WEB_OUT)/tinylm-threads.wasm: $(WEB_API_DEPS)
+	@mkdir -p $(@D)
+	$(WASM_CC) $(WEB_CFLAGS) $(WEB_LDFLAGS) $(WEB_THREADS_FLAGS) $(WEB_API_SRC) -o $@
+$(WEB_OUT)/tinylm.js: web/tinylm.js
+	@mkdir -p $(@D)
+	cp $< $@
+$(WEB_OUT)/manifest.json: $(WEB_MODULES) scripts/web_manifest.mjs
+	node scripts/web_manifest.mjs $@ $$(sed -n 's/^#define TL_VERSION_STRING "\(.*\)"/\1/p' include/tinylm.h) \
+	  $(BUILD_ID) scalar=$(WEB_OUT)/tinylm-scalar.wasm simd=$(WEB_OUT)/tinylm-simd.wasm \
+	  threads=$(WEB_OUT)/tinylm-threads.wasm:shared:$(WEB_THREADS_PAGES)
+.PHONY: web web-modules
+web-modules: $(WEB_MODULES) $(WEB_OUT)/manifest.json $(WEB_OUT)/tinylm.js
+	@tests/web/opcodes.sh $(WEB_MODULES)
+# The static site: the modules, the loader and the page.
+web: setup
+	@$(MAKE) --no-print-directory web-modules web-page
+
 # --- aarch64 (NEON), run under qemu-user ---------------------------------------
 # Cross-compiled on an x86-64 host (scripts/setup.sh installs
 # gcc-aarch64-linux-gnu and qemu-user-static) and linked statically, so

@@ -9,7 +9,6 @@
  * reference does. The mutex guards the tables, the counts, the error
  * records and the busy flags, never a long computation. */
 #define _POSIX_C_SOURCE 200809L
-#include <jansson.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -20,11 +19,13 @@
 #include "api/handle.h"
 #include "chat_render.h"
 #include "encoder.h"
+#include "json/json.h"
 #include "kernels/parallel.h"
 #include "model.h"
 #include "session.h"
 #include "tinylm.h"
 #include "turn.h"
+#include "utf8.h"
 
 /* Objects of every kind start with this. */
 typedef struct api_obj {
@@ -504,34 +505,72 @@ tl_status tl_model_render(tl_model_handle model, const void *json, size_t json_l
 tl_status tl_model_render_messages(tl_model_handle model, const tl_message *messages,
                                    size_t n, void *out, size_t cap, size_t *len,
                                    int *add_gen) {
-  json_t *doc, *list;
-  char *text = NULL;
+  /* {"messages": [{"role": ..., "content": ...}, ...]} as JSON text, made
+   * by the core's formatter (no jansson: the wasm32 modules build this). */
+  tl_json_value doc, list, *items = NULL;
+  tl_json_member top, *fields = NULL;
+  tl_json_out o = tl_json_out_make(NULL, 0);
+  uint8_t *text = NULL;
   tl_status st = check_init();
   if (st != TL_OK) return st;
   if (messages == NULL && n != 0)
     return FAIL(NULL, TL_ERR_INVALID_ARGUMENT, "NULL messages");
-  list = json_array();
-  doc = json_pack("{s:o}", "messages", list);
-  for (size_t i = 0; doc != NULL && i < n; i++) {
-    json_t *content;
-    if (messages[i].role == NULL || messages[i].content == NULL) {
-      json_decref(doc);
+  if (n > SIZE_MAX / (2 * sizeof *fields))
+    return FAIL(NULL, TL_ERR_INTEGER_OVERFLOW, "too many messages");
+  for (size_t i = 0; i < n; i++) {
+    size_t bad = 0;
+    if (messages[i].role == NULL || messages[i].content == NULL)
       return FAIL(NULL, TL_ERR_INVALID_ARGUMENT, "message %zu: NULL role or content", i);
-    }
-    /* jansson takes only valid UTF-8 (U+0000 included) */
-    content = json_stringn(messages[i].content, messages[i].content_len);
-    if (content == NULL || json_array_append_new(list, json_pack("{s:s,s:o}", "role",
-                                                                 messages[i].role, "content",
-                                                                 content)) != 0) {
-      json_decref(doc);
+    if (tl_utf8_validate((const uint8_t *)messages[i].role, strlen(messages[i].role), &bad) !=
+            TL_OK ||
+        tl_utf8_validate((const uint8_t *)messages[i].content, messages[i].content_len,
+                         &bad) != TL_OK)
       return FAIL(NULL, TL_ERR_INVALID_UTF8, "message %zu: role or content is not UTF-8", i);
-    }
   }
-  text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
-  json_decref(doc);
-  if (text == NULL) return FAIL(NULL, TL_ERR_OUT_OF_MEMORY, "out of memory");
-  st = tl_model_render(model, text, strlen(text), out, cap, len, add_gen);
+  items = calloc(n ? n : 1, sizeof *items);
+  fields = calloc(n ? 2 * n : 1, sizeof *fields);
+  if (items == NULL || fields == NULL) {
+    free(items);
+    free(fields);
+    return FAIL(NULL, TL_ERR_OUT_OF_MEMORY, "out of memory");
+  }
+  for (size_t i = 0; i < n; i++) {
+    tl_json_member *f = &fields[2 * i];
+    f[0].key = "role";
+    f[0].key_len = 4;
+    f[0].value.type = TL_JSON_STRING;
+    f[0].value.u.str.ptr = messages[i].role;
+    f[0].value.u.str.len = strlen(messages[i].role);
+    f[1].key = "content";
+    f[1].key_len = 7;
+    f[1].value.type = TL_JSON_STRING;
+    f[1].value.u.str.ptr = messages[i].content;
+    f[1].value.u.str.len = messages[i].content_len;
+    items[i].type = TL_JSON_OBJECT;
+    items[i].u.obj.members = f;
+    items[i].u.obj.n = 2;
+  }
+  list.type = TL_JSON_ARRAY;
+  list.u.arr.items = items;
+  list.u.arr.n = n;
+  top.key = "messages";
+  top.key_len = 8;
+  top.value = list;
+  doc.type = TL_JSON_OBJECT;
+  doc.u.obj.members = &top;
+  doc.u.obj.n = 1;
+  tl_py_json_dumps(&doc, &o); /* measures */
+  if (o.status == TL_OK) text = malloc(o.len);
+  if (text != NULL) {
+    o = tl_json_out_make(text, o.len);
+    tl_py_json_dumps(&doc, &o);
+  }
+  st = text == NULL ? FAIL(NULL, o.status == TL_OK ? TL_ERR_OUT_OF_MEMORY : o.status,
+                           "cannot write the conversation")
+                    : tl_model_render(model, text, o.len, out, cap, len, add_gen);
   free(text);
+  free(items);
+  free(fields);
   return st;
 }
 

@@ -467,6 +467,24 @@ static void prompts_by_text_ids_and_messages(tl_test_ctx *t) {
                                            NULL));
   TL_EXPECT_EQ_U64(t, len2, len);
   TL_EXPECT(t, memcmp(rendered, rendered2, len) == 0);
+  {
+    /* content that JSON must escape (quote, backslash, newline, U+0000,
+     * U+001F) renders as the same conversation written as JSON does;
+     * invalid UTF-8 is refused */
+    static const char esc[] = "{\"messages\": [{\"role\": \"user\", \"content\": "
+                              "\"a\\\"b\\\\c\\nd\\u0000e\\u001f\"}]}";
+    tl_message odd = {"user", "a\"b\\c\nd\0e\x1f", 10}, bad = {"user", "ab\xff", 3};
+    TL_EXPECT_OK(t, tl_model_render(m, esc, strlen(esc), rendered, sizeof rendered, &len, NULL));
+    TL_EXPECT_OK(t, tl_model_render_messages(m, &odd, 1, rendered2, sizeof rendered2, &len2,
+                                             NULL));
+    TL_EXPECT_EQ_U64(t, len2, len);
+    TL_EXPECT(t, memcmp(rendered, rendered2, len) == 0);
+    TL_EXPECT_STATUS(t, tl_model_render_messages(m, &bad, 1, rendered2, sizeof rendered2,
+                                                 &len2, NULL),
+                     TL_ERR_INVALID_UTF8);
+    TL_EXPECT_OK(t, tl_model_render(m, conv, strlen(conv), rendered, sizeof rendered, &len,
+                                    NULL));
+  }
   TL_EXPECT_STATUS(t, tl_model_render(m, conv, strlen(conv), rendered, 3, &len2, NULL),
                    TL_ERR_BOUNDS);
   TL_EXPECT_EQ_U64(t, len2, len);

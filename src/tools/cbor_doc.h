@@ -1,6 +1,6 @@
-/* Whole CBOR documents on the converter side: encoding into a malloc'd
- * buffer that grows as needed, and reading a document back as a jansson
- * value (for --json output). */
+/* Whole CBOR documents on the converter side: encoding (cbor_alloc.h,
+ * which needs no jansson) and reading a document back as a jansson value
+ * (for --json output). */
 #ifndef TL_TOOLS_CBOR_DOC_H
 #define TL_TOOLS_CBOR_DOC_H
 
@@ -10,28 +10,11 @@
 #include <stdint.h>
 
 #include "cbor/cbor.h"
-
-typedef void (*tl_cbor_emit_fn)(tl_cbor_writer *w, const void *arg);
-
-/* Runs emit into a fresh writer, retrying with larger buffers, and hands
- * back the finished document (malloc; the caller frees). The writer's
- * sticky status reports any encoding error. */
-tl_status tl_cbor_encode_alloc(tl_cbor_emit_fn emit, const void *arg,
-                               uint8_t **out, size_t *out_len);
-
-/* A double as the text Python's repr() gives ("1e-06", "0.95"): the CBOR
- * profile has no floats, and this text round-trips exactly. */
-void tl_cbor_put_float_text(tl_cbor_writer *w, double d);
+#include "cbor_alloc.h"
 
 /* A JSON value as CBOR: floats as Python's repr text (the CBOR profile has
  * no floats), objects as maps. */
 void tl_cbor_put_json(tl_cbor_writer *w, const json_t *v);
-
-/* An array of unsigned integers. */
-void tl_cbor_put_u32s(tl_cbor_writer *w, const uint32_t *v, size_t n);
-
-/* A NUL-terminated string as CBOR text. */
-void tl_cbor_put_cstr(tl_cbor_writer *w, const char *s);
 
 /* A deterministic CBOR document as JSON (for --json output and display).
  * Text, bools, null, arrays and maps map directly; byte strings become

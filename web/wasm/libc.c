@@ -35,6 +35,13 @@ int memcmp(const void *a, const void *b, size_t n) {
   return 0;
 }
 
+void *memchr(const void *s, int c, size_t n) {
+  const unsigned char *p = s;
+  for (; n--; p++)
+    if (*p == (unsigned char)c) return (void *)p;
+  return NULL;
+}
+
 size_t strlen(const char *s) {
   size_t n = 0;
   while (s[n]) n++;

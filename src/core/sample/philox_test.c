@@ -2,42 +2,22 @@
  * draw layout of DESIGN.md §7 (key = seed little-endian, counter = (draw,
  * token, turn, stream)). */
 #include "sample/philox.h"
+#include "sample/philox_kat.h"
 
 #include "tl_test.h"
 
-/* Random123 tests/kat_vectors, the three "philox4x32 10" lines
- * (https://github.com/DEShawResearch/random123, tests/kat_vectors;
- * columns: counter[4] key[2] expected[4]):
- *   philox4x32 10 00000000 00000000 00000000 00000000 00000000 00000000
- *                 6627e8d5 e169c58d bc57ac4c 9b00dbd8
- *   philox4x32 10 ffffffff ffffffff ffffffff ffffffff ffffffff ffffffff
- *                 408f276d 41c83b0e a20bc7c6 6d5451fd
- *   philox4x32 10 243f6a88 85a308d3 13198a2e 03707344 a4093822 299f31d0
- *                 d16cfe09 94fdcceb 5001e420 24126ea1              (pi) */
-static const struct {
-  uint32_t ctr[4], key[2], out[4];
-} kat[] = {
-    {{0, 0, 0, 0}, {0, 0}, {0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}},
-    {{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff},
-     {0xffffffff, 0xffffffff},
-     {0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}},
-    {{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344},
-     {0xa4093822, 0x299f31d0},
-     {0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}},
-};
-
 static void test_known_answers(tl_test_ctx *t) {
-  for (size_t i = 0; i < sizeof kat / sizeof kat[0]; i++) {
+  for (size_t i = 0; i < TL_PHILOX_KAT_COUNT; i++) {
     uint32_t out[4];
-    tl_philox4x32_10(kat[i].ctr, kat[i].key, out);
-    for (int w = 0; w < 4; w++) TL_EXPECT_EQ_U64(t, out[w], kat[i].out[w]);
+    tl_philox4x32_10(tl_philox_kat[i].ctr, tl_philox_kat[i].key, out);
+    for (int w = 0; w < 4; w++) TL_EXPECT_EQ_U64(t, out[w], tl_philox_kat[i].out[w]);
   }
 }
 
 static void test_in_place(tl_test_ctx *t) {
   uint32_t c[4] = {0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344};
-  tl_philox4x32_10(c, kat[2].key, c);
-  for (int w = 0; w < 4; w++) TL_EXPECT_EQ_U64(t, c[w], kat[2].out[w]);
+  tl_philox4x32_10(c, tl_philox_kat[2].key, c);
+  for (int w = 0; w < 4; w++) TL_EXPECT_EQ_U64(t, c[w], tl_philox_kat[2].out[w]);
 }
 
 /* The KATs through the draw layout: seed 0x299f31d0a4093822 is key

@@ -1,0 +1,566 @@
+// tinylm's JS loader (docs/web.md): capability probes, lane choice, the
+// modules' SHA-256 checked against manifest.json before instantiation,
+// per-lane self-tests, a capability receipt, memory preflight, and models
+// with generate()/dispose() over the public C API the modules export.
+// Plain ES module; runs in browsers and in node >= 20 (tests/web/).
+
+export const ABI_VERSION = 1; // include/tinylm.h TL_ABI_VERSION
+const WASM32_BYTES = 4294967296; // the wasm32 address space
+const LANES = ['threads', 'simd', 'scalar']; // best first
+const LANE_CODE = { scalar: 1, fast: 2 }; // tinylm.h TL_LANE_*
+const OPEN_BORROW = 1;
+const GENERATE_CONTINUE = 1;
+const GIVEN = { temperature: 1, topK: 2, topP: 4, minP: 8, repeatPenalty: 16 };
+const SELF_TESTS = ['blake3', 'philox', 'fast-f32-dot']; // tl_wasm_self_test(0..2)
+
+/** A typed failure: code is tinylm's error code (tl_status_name), status
+ *  its number; the other fields come from tl_error where the C side set them. */
+export class TinylmError extends Error {
+  constructor(code, message, extra = {}) {
+    super(`${code}: ${message}`);
+    this.name = 'TinylmError';
+    this.code = code;
+    Object.assign(this, extra);
+  }
+}
+
+const isNode = typeof process !== 'undefined' && !!process.versions?.node;
+
+// ---- capability probes ------------------------------------------------------
+// Tiny modules that validate only where a feature exists.
+const PROBE_SIMD = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0,
+  10, 22, 1, 20, 0, 253, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 11]);
+const PROBE_BULK = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 4, 1, 96, 0, 0, 3, 2, 1, 0,
+  5, 3, 1, 0, 1, 10, 13, 1, 11, 0, 65, 0, 65, 0, 65, 0, 252, 11, 0, 11]);
+const PROBE_THREADS = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 4, 1, 96, 0, 0, 3, 2, 1, 0,
+  5, 4, 1, 3, 1, 1, 10, 11, 1, 9, 0, 65, 0, 254, 16, 2, 0, 26, 11]);
+
+function validates(bytes) {
+  try {
+    return WebAssembly.validate(bytes);
+  } catch {
+    return false;
+  }
+}
+
+/** What this runtime offers: { simd128, bulkMemory, atomics, sharedArrayBuffer,
+ *  crossOriginIsolated, threads, lanes (best first), why (per missing lane),
+ *  userAgent, hardwareConcurrency }. */
+export async function probe() {
+  const simd128 = validates(PROBE_SIMD);
+  const bulkMemory = validates(PROBE_BULK);
+  const atomics = validates(PROBE_THREADS) && typeof Atomics === 'object';
+  const sharedArrayBuffer = typeof SharedArrayBuffer === 'function';
+  // Node has no cross-origin isolation to ask for: shared memory is always allowed there.
+  const crossOriginIsolated = isNode ? true : globalThis.crossOriginIsolated === true;
+  const threads = simd128 && bulkMemory && atomics && sharedArrayBuffer && crossOriginIsolated;
+  const why = {};
+  if (!simd128) why.simd = 'WebAssembly SIMD128 does not validate here';
+  if (!threads)
+    why.threads = !simd128 ? 'needs SIMD128'
+      : !crossOriginIsolated ? 'the page is not cross-origin isolated (COOP/COEP headers)'
+      : !sharedArrayBuffer ? 'no SharedArrayBuffer'
+      : !atomics ? 'WebAssembly atomics do not validate here' : 'no bulk memory';
+  const lanes = LANES.filter((l) => l === 'scalar' || (l === 'simd' ? simd128 : threads));
+  return {
+    simd128, bulkMemory, atomics, sharedArrayBuffer, crossOriginIsolated, threads, lanes, why,
+    userAgent: globalThis.navigator?.userAgent ?? (isNode ? `node/${process.versions.node}` : 'unknown'),
+    hardwareConcurrency: globalThis.navigator?.hardwareConcurrency ?? 1,
+  };
+}
+
+// ---- fetching ---------------------------------------------------------------
+async function readUrl(url) {
+  if (url.protocol === 'file:') {
+    const { readFile } = await import('node:fs/promises');
+    return new Uint8Array(await readFile(url));
+  }
+  const r = await fetch(url);
+  if (!r.ok) throw new TinylmError('io', `${url}: HTTP ${r.status}`);
+  return new Uint8Array(await r.arrayBuffer());
+}
+
+async function sha256Hex(bytes) {
+  const d = new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));
+  return Array.from(d, (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+const hex = (u8) => Array.from(u8, (b) => b.toString(16).padStart(2, '0')).join('');
+
+function defaultBase() {
+  return new URL('./', import.meta.url);
+}
+
+async function manifestOf(base) {
+  const url = new URL('manifest.json', base);
+  let doc;
+  try {
+    doc = JSON.parse(new TextDecoder().decode(await readUrl(url)));
+  } catch (e) {
+    if (e instanceof TinylmError) throw e;
+    throw new TinylmError('invalid_argument', `${url}: the manifest does not parse (${e.message})`);
+  }
+  if (doc?.format !== 'tinylm.web-manifest/1' || typeof doc.modules !== 'object')
+    throw new TinylmError('invalid_argument', `${url}: not a tinylm.web-manifest/1 document`);
+  if (doc.abi !== ABI_VERSION)
+    throw new TinylmError('unsupported_abi', `${url}: the modules have ABI ${doc.abi}, this loader ${ABI_VERSION}`);
+  return doc;
+}
+
+// ---- one module instance ----------------------------------------------------
+class Runtime {
+  constructor(lane, entry, bytes) {
+    this.lane = lane;
+    this.entry = entry;
+    this.bytes = bytes;
+    this.streams = new Map(); // generation handle -> its callbacks
+  }
+
+  async start() {
+    const now = () => (globalThis.performance ? performance.now() : Date.now());
+    const env = {
+      tl_host_now_ms: now,
+      tl_host_token: (gen, id) => this.streams.get(gen)?.token(id) ?? 0,
+      tl_host_text: (gen, ptr, len) => this.streams.get(gen)?.text(ptr, len) ?? 0,
+      tl_host_prefill: (gen, done, total) => this.streams.get(gen)?.prefill(done, total) ?? 0,
+    };
+    if (this.entry.shared) {
+      env.memory = new WebAssembly.Memory({
+        initial: this.entry.initial_pages, maximum: this.entry.maximum_pages, shared: true,
+      });
+    }
+    const { instance } = await WebAssembly.instantiate(this.bytes, { env });
+    this.x = instance.exports;
+    this.memory = this.x.memory ?? env.memory;
+    if (this.entry.shared) {
+      // Thread-local storage of this (the main) instance: tl_error's last record.
+      const size = this.x.__tls_size.value;
+      const tls = this.x.malloc(size + 16);
+      if (!tls) throw new TinylmError('out_of_memory', 'no memory for thread-local storage');
+      this.x.__wasm_init_tls((tls + 15) & ~15);
+    }
+    const abi = this.x.tl_abi_version();
+    if (abi !== ABI_VERSION)
+      throw new TinylmError('unsupported_abi', `module ABI ${abi}, loader ${ABI_VERSION}`);
+    this.check(this.x.tl_api_init(ABI_VERSION), 0);
+  }
+
+  u8() { return new Uint8Array(this.memory.buffer); }
+  dv() { return new DataView(this.memory.buffer); }
+  cstr(ptr) {
+    const m = this.u8();
+    let end = ptr;
+    while (m[end] !== 0) end++;
+    return new TextDecoder().decode(m.slice(ptr, end));
+  }
+  statusName(st) { return this.cstr(this.x.tl_status_name(st)); }
+
+  alloc(n) {
+    const p = this.x.malloc(Math.max(n, 1));
+    if (!p) throw new TinylmError('out_of_memory', `no room for ${n} bytes in wasm memory (${this.memory.buffer.byteLength} bytes in use of ${WASM32_BYTES})`);
+    return p;
+  }
+  put(bytes) {
+    const p = this.alloc(bytes.length);
+    this.u8().set(bytes, p);
+    return p;
+  }
+
+  /** The tl_error record of handle (0: the last failed call). */
+  detail(handle) {
+    const p = this.alloc(592);
+    try {
+      this.x.tl_error_detail(handle, p);
+      const d = this.dv();
+      const text = (off, cap) => {
+        const b = this.u8().slice(p + off, p + off + cap);
+        const z = b.indexOf(0);
+        return new TextDecoder().decode(z < 0 ? b : b.subarray(0, z));
+      };
+      return {
+        status: d.getInt32(p, true), stage: text(4, 24), layer: d.getInt32(p + 28, true),
+        position: d.getUint32(p + 32, true), index: d.getBigUint64(p + 40, true),
+        kind: text(48, 24), line: d.getUint32(p + 72, true), column: d.getUint32(p + 76, true),
+        message: text(80, 512),
+      };
+    } finally {
+      this.x.free(p);
+    }
+  }
+
+  /** Throws the typed error of a failed call (status st on handle h). */
+  check(st, h) {
+    if (st === 0) return;
+    const code = this.statusName(st);
+    let e = this.detail(h);
+    // A handle that names no live object has no record of its own.
+    if (e.status !== st) e = this.detail(0);
+    const extra = { status: st };
+    for (const k of ['stage', 'kind']) if (e[k]) extra[k] = e[k];
+    if (e.layer >= 0 && e.stage) Object.assign(extra, { layer: e.layer, position: e.position, index: e.index });
+    if (e.kind === 'json') Object.assign(extra, { line: e.line, column: e.column });
+    throw new TinylmError(code, e.message || code, extra);
+  }
+
+  /** Runs a call with u32 out slots; returns their values. */
+  outs(n, fn) {
+    const p = this.alloc(8 * n);
+    try {
+      fn(...Array.from({ length: n }, (_, i) => p + 8 * i));
+      const d = this.dv();
+      return Array.from({ length: n }, (_, i) => d.getUint32(p + 8 * i, true));
+    } finally {
+      this.x.free(p);
+    }
+  }
+
+  selfTests() {
+    const results = SELF_TESTS.map((name, i) => {
+      const st = this.x.tl_wasm_self_test(i);
+      return { name, ok: st === 0, status: this.statusName(st) };
+    });
+    return results;
+  }
+}
+
+async function startLane(lane, manifest, base, record) {
+  const entry = manifest.modules[lane];
+  if (!entry) throw new TinylmError('unsupported_feature', `the manifest lists no ${lane} module`);
+  const url = new URL(entry.file, base);
+  const bytes = await readUrl(url);
+  const got = await sha256Hex(bytes);
+  if (bytes.length !== entry.size || got !== entry.sha256)
+    throw new TinylmError('hash_mismatch', `${entry.file}: SHA-256 ${got} (${bytes.length} bytes), the manifest says ${entry.sha256} (${entry.size} bytes)`);
+  record.modules[lane] = { file: entry.file, sha256: got, size: bytes.length };
+  const rt = new Runtime(lane, entry, bytes);
+  await rt.start();
+  const tests = rt.selfTests();
+  // SHA-256 through the module against WebCrypto (an independent oracle).
+  const sample = Uint8Array.from({ length: 4099 }, (_, j) => j % 251);
+  const expect = await sha256Hex(sample);
+  const p = rt.put(sample);
+  const out = rt.alloc(32);
+  const st = rt.x.tl_wasm_sha256(p, sample.length, out);
+  const mine = hex(rt.u8().slice(out, out + 32));
+  rt.x.free(p);
+  rt.x.free(out);
+  tests.push({ name: 'sha256-vs-webcrypto', ok: st === 0 && mine === expect, status: rt.statusName(st) });
+  record.selfTests[lane] = tests;
+  const failed = tests.filter((t) => !t.ok).map((t) => t.name);
+  if (failed.length) throw new TinylmError('self_test_failed', `${lane}: ${failed.join(', ')} failed`);
+  rt.kernels = rt.cstr(rt.x.tl_wasm_kernels());
+  return rt;
+}
+
+// ---- models -----------------------------------------------------------------
+async function bytesOf(source) {
+  if (source instanceof Uint8Array) return source;
+  if (source instanceof ArrayBuffer) return new Uint8Array(source);
+  if (ArrayBuffer.isView(source)) return new Uint8Array(source.buffer, source.byteOffset, source.byteLength);
+  if (typeof Blob !== 'undefined' && source instanceof Blob) return new Uint8Array(await source.arrayBuffer());
+  if (typeof source === 'string' || source instanceof URL) return readUrl(new URL(source, globalThis.location?.href ?? defaultBase()));
+  throw new TinylmError('invalid_argument', 'source must be a URL, File/Blob, ArrayBuffer or Uint8Array');
+}
+
+/**
+ * Loads a .slm model on the best lane (or opts.lane), verified and
+ * self-tested. opts: lane ('scalar' | 'simd' | 'threads'), threads,
+ * numerics ('strict' | 'fast'; default strict on scalar, fast otherwise),
+ * context (KV tokens; default the model's, at most 4096), memoryBudget
+ * (bytes: the C side refuses a larger plan), memoryLimit (bytes of wasm
+ * memory this model may bring the module to; default and at most 4 GiB,
+ * the wasm32 address space), base (URL of manifest.json's folder;
+ * default this file's).
+ */
+export async function loadModel(source, opts = {}) {
+  const caps = await probe();
+  const base = opts.base ? new URL(opts.base) : defaultBase();
+  const record = {
+    format: 'tinylm.capability/1', loader: 'web/tinylm.js', abi: ABI_VERSION,
+    userAgent: caps.userAgent, hardwareConcurrency: caps.hardwareConcurrency,
+    features: {
+      simd128: caps.simd128, bulkMemory: caps.bulkMemory, atomics: caps.atomics,
+      sharedArrayBuffer: caps.sharedArrayBuffer, crossOriginIsolated: caps.crossOriginIsolated,
+    },
+    requested: opts.lane ?? null, lane: null, laneReason: '', refused: [], modules: {}, selfTests: {},
+  };
+  if (opts.lane !== undefined && !LANES.includes(opts.lane))
+    throw new TinylmError('invalid_argument', `lane must be one of ${LANES.join(', ')}, not '${opts.lane}'`);
+  const manifest = await manifestOf(base);
+  record.build = { version: manifest.version, buildId: manifest.build_id };
+  // The requested lane first (if this runtime has it), then the lanes below it.
+  let order = caps.lanes;
+  if (opts.lane) {
+    if (!caps.lanes.includes(opts.lane)) record.refused.push({ lane: opts.lane, code: 'unsupported_feature', why: caps.why[opts.lane] });
+    order = LANES.slice(LANES.indexOf(opts.lane)).filter((l) => caps.lanes.includes(l));
+  }
+  let rt = null;
+  for (const lane of order) {
+    try {
+      rt = await startLane(lane, manifest, base, record);
+      break;
+    } catch (e) {
+      record.refused.push({ lane, code: e.code ?? 'error', why: e.message });
+    }
+  }
+  if (!rt) throw new TinylmError('self_test_failed', `no lane passed its checks: ${JSON.stringify(record.refused)}`, { capabilityReceipt: record });
+  record.lane = rt.lane;
+  record.laneReason = opts.lane === rt.lane ? 'requested'
+    : opts.lane ? `requested ${opts.lane}; fell back (see refused)`
+    : rt.lane === caps.lanes[0] ? 'the best lane this runtime offers'
+    : 'the best lane that passed its checks (see refused)';
+  record.kernels = rt.kernels;
+  record.threadsRequested = opts.threads ?? 1;
+  // The threads module computes on the calling thread until the Web Worker pool lands.
+  record.threads = 1;
+  return Model.open(rt, await bytesOf(source), opts, record);
+}
+
+class Model {
+  static async open(rt, bytes, opts, record) {
+    // Memory preflight, first on the bytes alone: they must fit beside what is used.
+    const limit = Math.min(WASM32_BYTES, opts.memoryLimit ?? WASM32_BYTES);
+    const used = rt.memory.buffer.byteLength;
+    if (bytes.length > limit - used)
+      throw new TinylmError('out_of_memory', `the model is ${bytes.length} bytes; the memory limit is ${limit} (wasm32: at most ${WASM32_BYTES}), ${used} already in use: it cannot fit`, { capabilityReceipt: record });
+    const data = rt.put(bytes);
+    const m = new Model(rt, data, record);
+    try {
+      [m.handle] = rt.outs(1, (out) => rt.check(rt.x.tl_model_open_bytes(data, bytes.length, OPEN_BORROW, out), 0));
+      m.artifactId = await m.#artifactId(bytes);
+      const numerics = opts.numerics ?? (rt.lane === 'scalar' ? 'strict' : 'fast');
+      if (numerics !== 'strict' && numerics !== 'fast')
+        throw new TinylmError('invalid_argument', `numerics must be strict or fast, not '${numerics}'`);
+      m.numerics = numerics;
+      m.options = { lane: numerics === 'strict' ? LANE_CODE.scalar : LANE_CODE.fast, threads: 1, context: opts.context ?? 0, budget: opts.memoryBudget ?? 0 };
+      m.plan = m.preflight();
+      // What the session still has to allocate: all of the plan but the
+      // model's own bytes (already here) and its tokenizer (made at open);
+      // the fast lane packs a copy of the weights, so those count.
+      const need = m.plan.total - m.plan.tokenizer - (numerics === 'strict' ? m.plan.weights : 0);
+      const room = limit - rt.memory.buffer.byteLength;
+      if (need > room)
+        throw new TinylmError('out_of_memory', `the session needs ${need} bytes (weights ${m.plan.weights}, KV cache ${m.plan.kv_cache}, scratch ${m.plan.scratch}, logits ${m.plan.logits}, sampler ${m.plan.sampler}) beyond the ${bytes.length}-byte model; ${room} bytes are left of the ${limit}-byte limit (wasm32: at most ${WASM32_BYTES})`, { plan: m.plan });
+      m.session = m.#newSession();
+      record.memory = { modelBytes: bytes.length, plan: m.plan, wasmMemoryBytes: rt.memory.buffer.byteLength };
+      record.numerics = numerics;
+      record.artifactId = m.artifactId;
+      return m;
+    } catch (e) {
+      m.#release();
+      if (e instanceof TinylmError) e.capabilityReceipt = record;
+      throw e;
+    }
+  }
+
+  constructor(rt, data, record) {
+    this.rt = rt;
+    this.data = data;
+    this.handle = 0;
+    this.session = 0;
+    this.capabilityReceipt = record;
+    this.lane = rt.lane;
+    this.turn = 0;
+  }
+
+  async #artifactId(bytes) {
+    const rt = this.rt;
+    const p = rt.alloc(32);
+    try {
+      rt.check(rt.x.tl_model_artifact_id(this.handle, p), this.handle);
+      return hex(rt.u8().slice(p, p + 32));
+    } finally {
+      rt.x.free(p);
+    }
+  }
+
+  #options() {
+    const rt = this.rt;
+    const p = rt.alloc(24);
+    const d = rt.dv();
+    d.setUint32(p, this.options.lane, true);
+    d.setUint32(p + 4, this.options.threads, true);
+    d.setUint32(p + 8, this.options.context, true);
+    d.setUint32(p + 12, 0, true);
+    d.setBigUint64(p + 16, BigInt(this.options.budget), true);
+    return p;
+  }
+
+  /** The memory plan (bytes) of this model's session (tl_model_preflight). */
+  preflight() {
+    const rt = this.rt;
+    const o = this.#options();
+    const p = rt.alloc(64);
+    try {
+      rt.check(rt.x.tl_model_preflight(this.handle, o, p), this.handle);
+      const d = rt.dv();
+      const n = (off) => Number(d.getBigUint64(p + off, true));
+      return { context: d.getUint32(p, true), weights: n(8), tokenizer: n(16), kv_cache: n(24), scratch: n(32), logits: n(40), sampler: n(48), total: n(56) };
+    } finally {
+      rt.x.free(o);
+      rt.x.free(p);
+    }
+  }
+
+  #newSession() {
+    const rt = this.rt;
+    const o = this.#options();
+    try {
+      return rt.outs(1, (out) => rt.check(rt.x.tl_session_new(this.handle, o, out), this.handle))[0];
+    } finally {
+      rt.x.free(o);
+    }
+  }
+
+  /**
+   * One reply. args: prompt (text) or messages ([{role, content}]) with
+   * enableThinking; maxTokens (0: until the context is full), seed,
+   * temperature, topK, topP, minP, repeatPenalty (given ones override the
+   * artifact's defaults), repeatWindow, stop ([strings]), continue (the
+   * prompt follows the session's cache), turn, onToken({id, text}),
+   * onText(text), signal (AbortSignal, polled at every token).
+   * Returns { ids, text, stop, receiptId, receipt (CBOR bytes), promptTokens,
+   * position, timings: { prefillUs, decodeUs, prefillTokensPerS, decodeTokensPerS } }.
+   */
+  async generate(args = {}) {
+    const rt = this.rt;
+    const enc = new TextEncoder();
+    const frees = [];
+    const keep = (p) => (frees.push(p), p);
+    let gen = 0;
+    try {
+      const p = keep(rt.alloc(128));
+      rt.u8().fill(0, p, p + 128);
+      const d = () => rt.dv();
+      if ((args.prompt === undefined) === (args.messages === undefined))
+        throw new TinylmError('invalid_argument', 'give exactly one of prompt and messages');
+      if (args.prompt !== undefined) {
+        const b = enc.encode(String(args.prompt));
+        d().setUint32(p, keep(rt.put(b)), true);
+        d().setUint32(p + 4, b.length, true);
+      } else {
+        const conv = { messages: args.messages };
+        if (args.enableThinking !== undefined) conv.enable_thinking = !!args.enableThinking;
+        const b = enc.encode(JSON.stringify(conv));
+        d().setUint32(p + 8, keep(rt.put(b)), true);
+        d().setUint32(p + 12, b.length, true);
+      }
+      let given = 0;
+      const f64 = (key, off) => {
+        if (args[key] === undefined) return;
+        given |= GIVEN[key];
+        d().setFloat64(p + off, Number(args[key]), true);
+      };
+      f64('temperature', 32);
+      f64('topP', 40);
+      f64('minP', 48);
+      f64('repeatPenalty', 56);
+      if (args.topK !== undefined) {
+        given |= GIVEN.topK;
+        d().setUint32(p + 64, args.topK, true);
+      }
+      d().setUint32(p + 24, given, true);
+      d().setUint32(p + 68, args.repeatWindow ?? 0, true);
+      d().setBigUint64(p + 72, BigInt(args.seed ?? 0), true);
+      d().setUint32(p + 80, args.turn ?? 0, true);
+      d().setUint32(p + 84, args.maxTokens ?? 64, true);
+      const stops = args.stop ?? [];
+      if (stops.length) {
+        const ptrs = keep(rt.alloc(4 * stops.length));
+        const lens = keep(rt.alloc(4 * stops.length));
+        stops.forEach((s, i) => {
+          const b = enc.encode(String(s));
+          d().setUint32(ptrs + 4 * i, keep(rt.put(b)), true);
+          d().setUint32(lens + 4 * i, b.length, true);
+        });
+        d().setUint32(p + 88, ptrs, true);
+        d().setUint32(p + 92, lens, true);
+        d().setUint32(p + 96, stops.length, true);
+      }
+      d().setUint32(p + 100, args.continue ? GENERATE_CONTINUE : 0, true);
+      [gen] = rt.outs(1, (out) => rt.check(rt.x.tl_generation_new(this.session, out), this.session));
+      const decoder = new TextDecoder();
+      let pending = null;
+      const flush = () => {
+        if (pending && args.onToken) args.onToken(pending);
+        pending = null;
+      };
+      const stopNow = () => (args.signal?.aborted ? 1 : 0);
+      rt.streams.set(gen, {
+        token: (id) => {
+          flush();
+          pending = { id, text: '' };
+          return stopNow();
+        },
+        text: (ptr, len) => {
+          const t = decoder.decode(rt.u8().slice(ptr, ptr + len), { stream: true });
+          if (pending) pending.text += t;
+          if (args.onText && t) args.onText(t);
+          return stopNow();
+        },
+        prefill: () => stopNow(),
+      });
+      let st;
+      try {
+        st = rt.x.tl_generation_run(gen, p);
+      } finally {
+        flush();
+        rt.streams.delete(gen);
+      }
+      rt.check(st, gen);
+      return this.#result(gen);
+    } finally {
+      if (gen) rt.x.tl_generation_free(gen);
+      for (const q of frees) rt.x.free(q);
+    }
+  }
+
+  #result(gen) {
+    const rt = this.rt;
+    const p = rt.alloc(136);
+    try {
+      rt.check(rt.x.tl_generation_result_get(gen, p), gen);
+      const d = rt.dv();
+      const u = (off) => d.getUint32(p + off, true);
+      const bytes = (ptr, n) => rt.u8().slice(ptr, ptr + n);
+      const ids = new Uint32Array(rt.memory.buffer.slice(u(0), u(0) + 4 * u(4)));
+      const prefillUs = Number(d.getBigUint64(p + 40, true));
+      const decodeUs = Number(d.getBigUint64(p + 48, true));
+      const promptTokens = u(28);
+      const rate = (n, us) => (us > 0 ? n / (us / 1e6) : null);
+      return {
+        ids: Array.from(ids),
+        text: new TextDecoder().decode(bytes(u(8), u(12))),
+        raw: bytes(u(16), u(20)),
+        stop: rt.cstr(u(24)),
+        promptTokens,
+        position: u(32),
+        receipt: u(56) ? bytes(u(56), u(60)) : null,
+        receiptId: rt.cstr(p + 64),
+        timings: { prefillUs, decodeUs, prefillTokensPerS: rate(promptTokens, prefillUs), decodeTokensPerS: rate(ids.length, decodeUs) },
+      };
+    } finally {
+      rt.x.free(p);
+    }
+  }
+
+  /** Empties the session's KV cache (the next reply starts afresh). */
+  reset() {
+    this.rt.check(this.rt.x.tl_session_reset(this.session), this.session);
+  }
+
+  #release() {
+    const rt = this.rt;
+    if (this.session) rt.x.tl_session_free(this.session);
+    if (this.handle) rt.x.tl_model_close(this.handle);
+    // The bytes were borrowed by the model: free them only after it is gone.
+    if (this.data) rt.x.free(this.data);
+    this.data = 0;
+  }
+
+  /** Closes the session and the model. Their handles stay stale afterwards:
+   *  a later generate() is the typed error stale_handle. */
+  async dispose() {
+    this.#release();
+  }
+}

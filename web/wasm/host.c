@@ -1,0 +1,142 @@
+/* What the native host glue compiled into the wasm32 API modules
+ * (src/native: api, session, turn, model, encoder, chat_render, receipt)
+ * asks of its host, provided for the browser: strtod, a clock, the file
+ * view (bytes only, no files), and the lane (the fast lane's kernels this
+ * module was built with, computing on the calling thread). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "arena.h"
+#include "file.h"
+#include "hash/sha256.h"
+#include "json/json.h"
+#include "lane.h"
+
+/* --- <stdlib.h>: strtod ---------------------------------------------------
+ * The artifact keeps its float defaults as Python repr text, which is JSON
+ * number syntax: the core's JSON reader converts it exactly (correctly
+ * rounded), as glibc's strtod does. Anything else: 0 with *end = s. */
+double strtod(const char *restrict s, char **restrict end) {
+  uint8_t mem[512];
+  tl_arena arena;
+  tl_json_limits limits = tl_json_limits_default();
+  tl_json_value *v = NULL;
+  tl_json_error err;
+  size_t n = strlen(s);
+  double out = 0.0;
+  tl_arena_init(&arena, mem, sizeof mem);
+  if (tl_json_parse((const uint8_t *)s, n, &limits, &arena, &v, &err) == TL_OK &&
+      (v->type == TL_JSON_FLOAT || v->type == TL_JSON_INT)) {
+    out = v->type == TL_JSON_FLOAT ? v->u.f : (double)v->u.i;
+    if (end != NULL) *end = (char *)s + n;
+    return out;
+  }
+  if (end != NULL) *end = (char *)s;
+  return out;
+}
+
+/* --- <time.h>: the page's monotonic clock ---------------------------------- */
+__attribute__((import_module("env"), import_name("tl_host_now_ms"))) double tl_host_now_ms(void);
+
+int clock_gettime(clockid_t clock, struct timespec *ts) {
+  double ms = tl_host_now_ms();
+  uint64_t us = ms > 0 ? (uint64_t)(ms * 1000.0) : 0;
+  (void)clock;
+  ts->tv_sec = (time_t)(us / 1000000u);
+  ts->tv_nsec = (long)(us % 1000000u) * 1000;
+  return 0;
+}
+
+/* --- file.h: views over bytes in memory ------------------------------------ */
+tl_status tl_file_open_view(const char *path, tl_file_view *view, char *err, size_t err_cap) {
+  memset(view, 0, sizeof *view);
+  snprintf(err, err_cap, "%s: the wasm32 modules have no files (open bytes instead)", path);
+  return TL_ERR_IO;
+}
+
+void tl_file_close_view(tl_file_view *view) {
+  free(view->buffer);
+  memset(view, 0, sizeof *view);
+}
+
+void tl_file_release(const tl_file_view *view, const void *data, size_t len) {
+  (void)view, (void)data, (void)len; /* nothing is mapped */
+}
+
+tl_status tl_file_sha256(const tl_file_view *view, uint8_t digest[32]) {
+  return tl_sha256(view->data, view->len, digest);
+}
+
+/* --- lane.h: the lanes of this module -------------------------------------- */
+tl_lane_options tl_lane_defaults(void) {
+  tl_lane_options o = {true, 0, false};
+  return o;
+}
+
+/* The fast lane's kernels: SIMD128 in the modules built with it, else the
+ * scalar twins (same bits, docs/fast-profile.md). Tasks run in order on
+ * the calling thread (threads 1). */
+tl_status tl_native_lane_start(tl_native_lane *l, tl_qwen3 *m, const tl_lane_options *o,
+                               char *err, size_t err_cap) {
+  tl_status st;
+  memset(l, 0, sizeof *l);
+  l->fast = o->fast;
+  l->threads = 1;
+  if (!o->fast) return tl_qwen3_set_lane(m, NULL, NULL);
+  l->kernels = tl_kernels_get(TL_KERN_WASM_SIMD128);
+  if (l->kernels == NULL) l->kernels = tl_kernels_get(TL_KERN_SCALAR);
+  l->par.threads = 1;
+  st = tl_qwen3_set_lane(m, l->kernels, &l->par);
+  if (st != TL_OK) {
+    snprintf(err, err_cap, "cannot select the fast lane (%s)", tl_status_name(st));
+    memset(l, 0, sizeof *l);
+    return st;
+  }
+  l->copy_pending = true;
+  return TL_OK;
+}
+
+/* The model's bytes are already in this memory (the float tensors are read
+ * there, as native --mmap does); the q8/q4 weights are validated and
+ * packed into a buffer of the tensor data's size: the model's bytes stay
+ * as they are (the artifact id hashes them; other sessions read them). */
+tl_status tl_native_lane_copy(tl_native_lane *l, tl_qwen3 *m, const tl_native_model *model,
+                              const char *path, char *err, size_t err_cap) {
+  const tl_slm_section *sec;
+  tl_status st;
+  if (!l->copy_pending) return TL_OK;
+  if (tl_slm_find(&model->slm, TL_SLM_TENSOR_DATA, &sec) == TL_OK && sec->len != 0) {
+    l->weights = malloc(sec->len);
+    if (l->weights == NULL) {
+      snprintf(err, err_cap, "%s: out of memory for %.1f MB of fast-lane weights", path,
+               sec->len / 1e6);
+      return TL_ERR_OUT_OF_MEMORY;
+    }
+    l->weights_len = l->weights_cap = sec->len;
+    st = tl_qwen3_pack(m, sec->data, sec->len, l->weights, &l->par);
+    if (st != TL_OK) {
+      snprintf(err, err_cap, "%s: invalid quantized weights (%s)", path, tl_status_name(st));
+      return st;
+    }
+  }
+  l->copy_pending = false;
+  return TL_OK;
+}
+
+void tl_native_lane_stop(tl_native_lane *l) {
+  free(l->weights);
+  memset(l, 0, sizeof *l);
+}
+
+const char *tl_native_lane_profile(const tl_native_lane *l) {
+  return l->kernels != NULL ? TL_FAST_PROFILE : "scalar-f32/1";
+}
+
+const char *tl_native_lane_isa(const tl_native_lane *l) {
+  return l->kernels != NULL ? l->kernels->name : "scalar";
+}
+
+uint32_t tl_native_lane_threads(const tl_native_lane *l) { return l->fast ? l->threads : 1; }

@@ -1,0 +1,109 @@
+/* The start-up self-test of the wasm32 API modules (docs/web.md): known
+ * answers that came from oracles, run inside the module the loader is
+ * about to use, so a miscompiled or tampered lane is refused before it
+ * computes a token. The loader adds SHA-256 against WebCrypto.
+ *   0  BLAKE3: the official test vectors (tests/vectors, every length,
+ *      default and extended output);
+ *   1  Philox-4x32-10: Random123's known answers (the sampler's PRNG);
+ *   2  the fast lane's float dot products (F-6) through this module's
+ *      kernels (SIMD128 where built with it) against tools/fast_ref.py's
+ *      golden rows. */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "bytes.h"
+#include "hash/blake3.h"
+#include "hash/blake3_vectors.h"
+#include "hash/sha256.h"
+#include "kernels/fast_vectors.h"
+#include "kernels/kernels.h"
+#include "quant/quant.h"
+#include "sample/philox.h"
+#include "sample/philox_kat.h"
+#include "tinylm.h"
+
+static tl_status blake3_vectors(void) {
+  static const char hex[] = "0123456789abcdef";
+  static uint8_t input[102400];
+  uint8_t out[TL_BLAKE3_TV_OUT_LEN];
+  for (size_t j = 0; j < sizeof input; j++) input[j] = (uint8_t)(j % 251);
+  for (size_t i = 0; i < TL_BLAKE3_TV_COUNT; i++) {
+    const tl_blake3_tv *v = &tl_blake3_tvs[i];
+    tl_blake3_hasher h;
+    if (v->input_len > sizeof input) return TL_ERR_SELF_TEST_FAILED;
+    tl_blake3_hasher_init(&h);
+    if (tl_blake3_hasher_update(&h, input, v->input_len) != TL_OK ||
+        tl_blake3_hasher_finalize(&h, out, sizeof out) != TL_OK)
+      return TL_ERR_SELF_TEST_FAILED;
+    for (size_t b = 0; b < sizeof out; b++)
+      if (v->hash[2 * b] != hex[out[b] >> 4] || v->hash[2 * b + 1] != hex[out[b] & 15])
+        return TL_ERR_SELF_TEST_FAILED;
+  }
+  return TL_OK;
+}
+
+static tl_status philox_vectors(void) {
+  for (size_t i = 0; i < TL_PHILOX_KAT_COUNT; i++) {
+    uint32_t out[4];
+    tl_philox4x32_10(tl_philox_kat[i].ctr, tl_philox_kat[i].key, out);
+    if (memcmp(out, tl_philox_kat[i].out, sizeof out) != 0) return TL_ERR_SELF_TEST_FAILED;
+  }
+  return TL_OK;
+}
+
+static tl_status f32_dots(void) {
+  const tl_kernels *k = tl_kernels_get(TL_KERN_WASM_SIMD128);
+  static float x[512], y[8];
+  size_t checked = 0;
+  if (k == NULL) k = tl_kernels_get(TL_KERN_SCALAR);
+  for (size_t c = 0; c < sizeof fv_dots / sizeof fv_dots[0]; c++) {
+    const fv_dot *v = &fv_dots[c];
+    tl_kern_x kx;
+    if (v->type != TL_QTYPE_F32 || v->n > 512 || v->rows > 8) continue;
+    for (size_t i = 0; i < v->n; i++) x[i] = tl_bits_to_f32(v->x[i]);
+    memset(&kx, 0, sizeof kx);
+    kx.f = x;
+    (k->rows[TL_QTYPE_F32] ? k : tl_kernels_get(TL_KERN_SCALAR))->rows[TL_QTYPE_F32](v->w, 4 * v->n, v->n, &kx, v->rows, y);
+    for (size_t r = 0; r < v->rows; r++)
+      if (tl_f32_to_bits(y[r]) != v->y[r]) return TL_ERR_SELF_TEST_FAILED;
+    checked++;
+  }
+  return checked > 0 ? TL_OK : TL_ERR_SELF_TEST_FAILED;
+}
+
+tl_status tl_wasm_self_test(uint32_t which);
+__attribute__((export_name("tl_wasm_self_test"))) tl_status tl_wasm_self_test(uint32_t which) {
+  switch (which) {
+    case 0:
+      return blake3_vectors();
+    case 1:
+      return philox_vectors();
+    case 2:
+      return f32_dots();
+    default:
+      return TL_ERR_INVALID_ARGUMENT;
+  }
+}
+
+/* The kernel variant the fast lane runs here ("wasm_simd128", "scalar"). */
+const char *tl_wasm_kernels(void);
+__attribute__((export_name("tl_wasm_kernels"))) const char *tl_wasm_kernels(void) {
+  const tl_kernels *k = tl_kernels_get(TL_KERN_WASM_SIMD128);
+  return k != NULL ? k->name : tl_kernels_get(TL_KERN_SCALAR)->name;
+}
+
+/* SHA-256 through this module, which the loader compares with WebCrypto
+ * (an independent implementation) at start-up. */
+tl_status tl_wasm_sha256(const uint8_t *data, size_t len, uint8_t *out);
+__attribute__((export_name("tl_wasm_sha256"))) tl_status tl_wasm_sha256(const uint8_t *data,
+                                                                          size_t len,
+                                                                          uint8_t *out) {
+  extern unsigned char __heap_base;
+  uintptr_t mem = (uintptr_t)__builtin_wasm_memory_size(0) * 65536u;
+  if ((uintptr_t)data > mem || len > mem - (uintptr_t)data || (uintptr_t)out < (uintptr_t)&__heap_base ||
+      (uintptr_t)out > mem - 32)
+    return TL_ERR_BOUNDS;
+  return tl_sha256(data, len, out);
+}
