@@ -119,6 +119,15 @@ BUILD_ID := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 $(BUILD)/obj/src/native/cmd_convert.o $(BUILD)/obj/src/native/turn.o \
   $(BUILD)/obj/src/native/cmd_pull.o: \
   CFLAGS += -DTL_BUILD_ID='"$(BUILD_ID)"'
+# The objects that embed it are rebuilt when it changes (a stamp holding
+# it, rewritten only then): run receipts name the build, and the wasm
+# modules' receipts must name the same one as the native build's.
+%/build-id: FORCE
+	@mkdir -p $(@D)
+	@echo '$(BUILD_ID)' | cmp -s - $@ || echo '$(BUILD_ID)' >$@
+.PHONY: FORCE
+$(BUILD)/obj/src/native/cmd_convert.o $(BUILD)/obj/src/native/turn.o \
+  $(BUILD)/obj/src/native/cmd_pull.o: $(BUILD)/build-id
 
 $(BUILD)/obj/%_sse41.o: %_sse41.c
 	@mkdir -p $(@D)
@@ -311,7 +320,8 @@ WEB_API_HOST := src/native/api.c src/native/session.c src/native/turn.c src/nati
 WEB_WASM_SRC := web/wasm/libc.c web/wasm/malloc.c web/wasm/printf.c web/wasm/host.c \
                 web/wasm/api_exports.c web/wasm/self_test.c
 WEB_API_SRC := $(CORE_PORTABLE) $(WEB_API_HOST) $(WEB_WASM_SRC)
-WEB_API_DEPS := $(WEB_API_SRC) $(shell find src/core src/native src/tools web/wasm include -name '*.h')
+WEB_API_DEPS := $(WEB_API_SRC) $(shell find src/core src/native src/tools web/wasm include -name '*.h') \
+                $(WASM_BUILD)/build-id
 WEB_CFLAGS := $(WASM_CFLAGS) -isystem web/wasm/hosted -Isrc/native -Isrc/tools \
               -DTL_BUILD_ID='"$(BUILD_ID)"'
 WEB_LDFLAGS := $(WASM_LDFLAGS) -Wl,--max-memory=4294967296

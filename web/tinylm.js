@@ -120,9 +120,10 @@ class Runtime {
     const now = () => (globalThis.performance ? performance.now() : Date.now());
     const env = {
       tl_host_now_ms: now,
-      tl_host_token: (gen, id) => this.streams.get(gen)?.token(id) ?? 0,
-      tl_host_text: (gen, ptr, len) => this.streams.get(gen)?.text(ptr, len) ?? 0,
-      tl_host_prefill: (gen, done, total) => this.streams.get(gen)?.prefill(done, total) ?? 0,
+      // Handles arrive as i32 (their kind bits make them negative): >>> 0.
+      tl_host_token: (gen, id) => this.streams.get(gen >>> 0)?.token(id >>> 0) ?? 0,
+      tl_host_text: (gen, ptr, len) => this.streams.get(gen >>> 0)?.text(ptr >>> 0, len >>> 0) ?? 0,
+      tl_host_prefill: (gen, done, total) => this.streams.get(gen >>> 0)?.prefill(done >>> 0, total >>> 0) ?? 0,
     };
     if (this.entry.shared) {
       env.memory = new WebAssembly.Memory({
@@ -135,7 +136,7 @@ class Runtime {
     if (this.entry.shared) {
       // Thread-local storage of this (the main) instance: tl_error's last record.
       const size = this.x.__tls_size.value;
-      const tls = this.x.malloc(size + 16);
+      const tls = this.x.malloc(size + 16) >>> 0;
       if (!tls) throw new TinylmError('out_of_memory', 'no memory for thread-local storage');
       this.x.__wasm_init_tls((tls + 15) & ~15);
     }
@@ -148,6 +149,7 @@ class Runtime {
   u8() { return new Uint8Array(this.memory.buffer); }
   dv() { return new DataView(this.memory.buffer); }
   cstr(ptr) {
+    ptr >>>= 0;
     const m = this.u8();
     let end = ptr;
     while (m[end] !== 0) end++;
@@ -156,7 +158,7 @@ class Runtime {
   statusName(st) { return this.cstr(this.x.tl_status_name(st)); }
 
   alloc(n) {
-    const p = this.x.malloc(Math.max(n, 1));
+    const p = this.x.malloc(Math.max(n, 1)) >>> 0; // addresses past 2 GiB arrive negative
     if (!p) throw new TinylmError('out_of_memory', `no room for ${n} bytes in wasm memory (${this.memory.buffer.byteLength} bytes in use of ${WASM32_BYTES})`);
     return p;
   }

@@ -1,0 +1,187 @@
+// The JS loader (web/tinylm.js) and the wasm32 API modules under node:
+//   node tests/web/loader_test.mjs TINYLM WEB_DIR
+// TINYLM is a native tinylm built from the same tree (the receipt ids name
+// the build), WEB_DIR the output of make web-modules. Each lane's greedy
+// and seeded-sampling replies on the tiny artifacts must equal native
+// `tinylm run --json` (same ids, same receipt id); a module with one byte
+// changed is refused before instantiation and the loader falls back; a
+// manifest that does not parse or names another ABI is refused; stale,
+// forged and double-freed handles, pointers outside the memory, a memory
+// budget or limit too small, a truncated or changed model, and a
+// cancelled reply are typed errors that leave the module usable.
+import { execFileSync } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { ABI_VERSION, loadModel, probe } from '../../web/tinylm.js';
+
+const [tinylm, webDir] = process.argv.slice(2);
+if (!tinylm || !webDir) {
+  console.error('usage: loader_test.mjs TINYLM WEB_DIR');
+  process.exit(2);
+}
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const SLM = (name) => join(ROOT, 'tests/golden/slm', name);
+const base = pathToFileURL(resolve(webDir) + '/');
+
+let passed = 0;
+let failed = 0;
+function check(name, ok, detail = '') {
+  if (ok) {
+    passed++;
+    console.log(`ok   ${name}`);
+  } else {
+    failed++;
+    console.log(`FAIL ${name}${detail ? `: ${detail}` : ''}`);
+  }
+  return ok;
+}
+
+async function code(promise) {
+  try {
+    await promise;
+    return 'ok';
+  } catch (e) {
+    return e.code ?? `untyped ${e}`;
+  }
+}
+
+// Native `tinylm run --json` with the same prompt and sampling.
+function native(model, lane, args) {
+  const flags = ['run', model, '--json', '--lane', lane, '-n', String(args.maxTokens)];
+  if (args.prompt !== undefined) flags.push('--prompt', args.prompt);
+  else {
+    const conv = join(tmp, 'conv.json');
+    writeFileSync(conv, JSON.stringify({ messages: args.messages }));
+    flags.push('--messages', conv);
+  }
+  if (args.temperature !== undefined) flags.push('--temperature', String(args.temperature));
+  if (args.topK !== undefined) flags.push('--top-k', String(args.topK));
+  if (args.seed !== undefined) flags.push('--seed', String(args.seed));
+  return JSON.parse(execFileSync(tinylm, flags, { encoding: 'utf8' }));
+}
+
+const tmp = mkdtempSync(join(tmpdir(), 'tinylm-web-'));
+try {
+  const caps = await probe();
+  check('probe: node 20 has SIMD128, atomics and bulk memory', caps.simd128 && caps.atomics && caps.bulkMemory, JSON.stringify(caps));
+  check('probe: lanes best first', JSON.stringify(caps.lanes) === '["threads","simd","scalar"]', JSON.stringify(caps.lanes));
+  const manifest = JSON.parse(readFileSync(join(webDir, 'manifest.json'), 'utf8'));
+  check('manifest: three modules, the loader\'s ABI', manifest.abi === ABI_VERSION &&
+    ['scalar', 'simd', 'threads'].every((l) => /^[0-9a-f]{64}$/.test(manifest.modules[l]?.sha256)));
+
+  // Every lane against native, greedy and seeded sampling, f32 and q8.
+  const cases = [
+    { name: 'greedy', prompt: 'Hello there', maxTokens: 10, temperature: 0 },
+    { name: 'seeded sampling', prompt: 'Hello there', maxTokens: 12, temperature: 1, topK: 20, seed: 7 },
+    { name: 'messages, greedy', messages: [{ role: 'user', content: 'Hi!' }], maxTokens: 8, temperature: 0 },
+  ];
+  for (const file of ['tiny-f32.slm', 'tiny-q8.slm']) {
+    const bytes = readFileSync(SLM(file));
+    for (const lane of ['scalar', 'simd', 'threads']) {
+      const m = await loadModel(new Uint8Array(bytes), { lane, base });
+      const r = m.capabilityReceipt;
+      check(`${file} ${lane}: lane as asked, self-tests pass`, r.lane === lane && r.selfTests[lane].every((t) => t.ok) && r.refused.length === 0, JSON.stringify(r));
+      for (const c of cases) {
+        const { name, ...args } = c;
+        const streamed = [];
+        const out = await m.generate({ ...args, onToken: (t) => streamed.push(t.id) });
+        const want = native(SLM(file), lane === 'scalar' ? 'scalar' : 'fast', args);
+        check(`${file} ${lane} ${name}: ids and receipt id == native`, JSON.stringify(out.ids) === JSON.stringify(want.ids) &&
+          out.receiptId === want.receipt_id && out.stop === want.stop && out.text === want.text,
+        `${JSON.stringify(out.ids)} ${out.receiptId} vs ${JSON.stringify(want.ids)} ${want.receipt_id}`);
+        check(`${file} ${lane} ${name}: onToken streamed every id`, JSON.stringify(streamed) === JSON.stringify(out.ids));
+      }
+      await m.dispose();
+    }
+  }
+
+  const bytes = new Uint8Array(readFileSync(SLM('tiny-q8.slm')));
+  const greedy = { prompt: 'Hello there', maxTokens: 10, temperature: 0 };
+
+  // A module with one byte changed: refused by its hash, the next lane used.
+  const bad = join(tmp, 'web');
+  cpSync(webDir, bad, { recursive: true });
+  const simd = readFileSync(join(bad, 'tinylm-simd.wasm'));
+  simd[simd.length >> 1] ^= 1;
+  writeFileSync(join(bad, 'tinylm-simd.wasm'), simd);
+  {
+    const m = await loadModel(bytes.slice(), { lane: 'simd', base: pathToFileURL(bad + '/') });
+    const r = m.capabilityReceipt;
+    check('changed simd module: refused as hash_mismatch before instantiation, fell back to scalar',
+      r.lane === 'scalar' && r.refused.length === 1 && r.refused[0].lane === 'simd' && r.refused[0].code === 'hash_mismatch' &&
+      !('simd' in r.selfTests), JSON.stringify(r.refused));
+    check('fallback lane named in the receipt', /fell back/.test(r.laneReason), r.laneReason);
+    await m.dispose();
+  }
+  writeFileSync(join(bad, 'manifest.json'), '{"format": "tinylm.web-manifest/1", ');
+  check('a manifest that does not parse: invalid_argument', await code(loadModel(bytes.slice(), { base: pathToFileURL(bad + '/') })) === 'invalid_argument');
+  writeFileSync(join(bad, 'manifest.json'), JSON.stringify({ ...manifest, abi: ABI_VERSION + 1 }));
+  check('a manifest of another ABI: unsupported_abi', await code(loadModel(bytes.slice(), { base: pathToFileURL(bad + '/') })) === 'unsupported_abi');
+
+  // Handles and the boundary, on one module instance.
+  const m = await loadModel(bytes.slice(), { lane: 'simd', base });
+  const first = await m.generate(greedy);
+  const x = m.rt.x;
+  const rt = m.rt;
+  const slot = rt.alloc(8);
+  // A pointer past the end of memory, an output inside the module's data.
+  const end = rt.memory.buffer.byteLength;
+  let st = x.tl_model_open_bytes(end - 8, 64, 0, slot);
+  check('open_bytes with data past the memory: bounds, the message names the argument',
+    rt.statusName(st) === 'bounds' && /data outside the memory/.test(rt.detail(0).message), rt.detail(0).message);
+  st = x.tl_model_artifact_id(m.handle, 8);
+  check('an output pointer into the module\'s own data: bounds', rt.statusName(st) === 'bounds');
+  st = x.tl_model_encode(m.handle, slot, 4, end - 4, 16, slot);
+  check('encode with ids running past the memory: bounds', rt.statusName(st) === 'bounds');
+  st = x.tl_generation_run(0x7fffffff, end - 16);
+  check('run with params past the memory: bounds', rt.statusName(st) === 'bounds');
+  check('the module is usable after the refusals (same reply)', JSON.stringify((await m.generate(greedy)).ids) === JSON.stringify(first.ids));
+  // A forged handle: kind bits of a session, a slot never used.
+  const saved = m.session;
+  m.session = (2 << 30) | (1000 << 20) | 1;
+  check('generate on a forged session handle: invalid_handle', await code(m.generate(greedy)) === 'invalid_handle');
+  m.session = m.handle; // a model handle where a session belongs
+  check('a handle of another kind: invalid_handle', await code(m.generate(greedy)) === 'invalid_handle');
+  m.session = saved;
+  // Cancellation: the reply stops with cancelled; the next equals a fresh one.
+  const ac = new AbortController();
+  let n = 0;
+  const c = await code(m.generate({ ...greedy, signal: ac.signal, onToken: () => { if (++n === 3) ac.abort(); } }));
+  // The abort is seen at the next token (its id was already generated).
+  check('a reply aborted at its third token: cancelled there', c === 'cancelled' && n === 4, `${c} after ${n}`);
+  check('after the cancel the next reply equals a fresh one', JSON.stringify((await m.generate(greedy)).ids) === JSON.stringify(first.ids));
+  await m.dispose();
+  check('generate after dispose: stale_handle', await code(m.generate(greedy)) === 'stale_handle');
+  check('a second close of the model: stale_handle', rt.statusName(x.tl_model_close(m.handle)) === 'stale_handle');
+  check('a second free of the session: stale_handle', rt.statusName(x.tl_session_free(m.session)) === 'stale_handle');
+
+  // Memory: a budget the plan exceeds, a limit the session cannot fit in.
+  let e = null;
+  try {
+    await loadModel(bytes.slice(), { lane: 'scalar', base, memoryBudget: 100000 });
+  } catch (err) {
+    e = err;
+  }
+  check('a memory budget below the plan: out_of_memory with the figures', e?.code === 'out_of_memory' && /MB/.test(e.message), e?.message);
+  e = null;
+  try {
+    await loadModel(bytes.slice(), { lane: 'scalar', base, memoryLimit: bytes.length });
+  } catch (err) {
+    e = err;
+  }
+  check('a memory limit the model cannot fit in: out_of_memory before copying, with the numbers',
+    e?.code === 'out_of_memory' && new RegExp(`model is ${bytes.length} bytes`).test(e.message), e?.message);
+
+  // Bad models.
+  check('a truncated model: invalid_model', await code(loadModel(bytes.slice(0, bytes.length - 100), { lane: 'scalar', base })) === 'invalid_model');
+  const flipped = bytes.slice();
+  flipped[bytes.length - 10] ^= 0x40;
+  check('a model with one byte changed: hash_mismatch', await code(loadModel(flipped, { lane: 'scalar', base })) === 'hash_mismatch');
+  check('an unknown lane: invalid_argument', await code(loadModel(bytes.slice(), { lane: 'gpu', base })) === 'invalid_argument');
+} finally {
+  rmSync(tmp, { recursive: true, force: true });
+}
+console.log(`${passed} passed, ${failed} failed`);
+process.exitCode = failed ? 1 : 0;
