@@ -191,6 +191,11 @@ tl_status tl_session_free(tl_session_handle session);
 tl_status tl_session_reset(tl_session_handle session);
 /* Tokens in the KV cache. */
 tl_status tl_session_position(tl_session_handle session, uint32_t *position);
+/* How many leading tokens of ids[0..n) a generation with
+ * TL_GENERATE_REUSE_PREFIX would take from the session's cache instead of
+ * computing them: the longest prefix the cache holds, at most n - 1. */
+tl_status tl_session_reuse(tl_session_handle session, const uint32_t *ids, size_t n,
+                           uint32_t *reused);
 
 /* ---- text ---- */
 
@@ -247,6 +252,13 @@ enum {
 /* The prompt follows what the session's cache holds (a conversation's
  * next turn); without it the cache is emptied first. */
 #define TL_GENERATE_CONTINUE 1u
+/* The prompt is the whole sequence again (a conversation rendered anew
+ * each turn): the cache keeps the longest prefix of it that it holds
+ * (tl_session_reuse) and the rest is computed; the receipt names the
+ * computed part at its position. A cancelled generation then keeps what
+ * it computed, for the next prompt to reuse as far as it matches. Not
+ * with TL_GENERATE_CONTINUE. */
+#define TL_GENERATE_REUSE_PREFIX 2u
 
 typedef struct tl_generation_params {
   /* The prompt: exactly one of text (tokenized as given), messages_json
@@ -290,7 +302,9 @@ tl_status tl_generation_new(tl_session_handle session, tl_generation_handle *out
  * session busy with another generation), TL_ERR_INVALID_UTF8, ...
  * A refused generation leaves the session's cache as it was; one that
  * failed while computing (cancelled included), as it was when the turn
- * started (the previous contents with TL_GENERATE_CONTINUE, else empty).
+ * started (the previous contents with TL_GENERATE_CONTINUE, the reused
+ * prefix with TL_GENERATE_REUSE_PREFIX, else empty), except that a
+ * cancelled TL_GENERATE_REUSE_PREFIX generation keeps what it computed.
  * The receipt of a generation that ran (also a cancelled one) is
  * available. */
 tl_status tl_generation_run(tl_generation_handle gen, const tl_generation_params *params);
@@ -310,6 +324,8 @@ typedef struct tl_generation_result {
   const uint8_t *raw; /* raw bytes of every generated token */
   size_t raw_len;
   const char *stop; /* "eos", "stop_string", "max_tokens", "context_full", "cancelled" */
+  /* The prompt tokens computed (with TL_GENERATE_REUSE_PREFIX, those after
+   * the reused prefix) and where in the cache they start. */
   uint32_t prompt_tokens, position;
   uint64_t prefill_us, decode_us;
   const uint8_t *receipt; /* the receipt file (tinylm.receipt/1 CBOR); NULL if none */

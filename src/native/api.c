@@ -45,6 +45,7 @@ typedef struct api_session {
   api_model *model; /* a reference */
   tl_session s;
   bool busy; /* a generation runs on it */
+  uint32_t *cached; /* the ids whose K/V the cache holds: [0, s.cache.len) */
 } api_session;
 
 typedef struct api_gen {
@@ -329,6 +330,7 @@ tl_status tl_model_artifact_id(tl_model_handle model, uint8_t id[32]) {
 
 static void session_destroy(api_obj *o) {
   api_session *s = (api_session *)o;
+  free(s->cached);
   tl_session_close(&s->s);
   drop(&s->model->o);
   free(s);
@@ -410,6 +412,10 @@ tl_status tl_session_new(tl_model_handle model, const tl_session_options *opts,
   st = session_prepare(m, opts, &s->s);
   if (st == TL_OK) {
     st = tl_session_allocate(&s->s, opts ? opts->mem_budget : 0, err, sizeof err);
+    if (st == TL_OK && (s->cached = malloc(s->s.context * sizeof *s->cached)) == NULL) {
+      st = TL_ERR_OUT_OF_MEMORY;
+      snprintf(err, sizeof err, "out of memory");
+    }
     if (st != TL_OK) {
       tl_session_close(&s->s);
       FAIL(&m->o, st, "%s", err);
@@ -454,6 +460,33 @@ tl_status tl_session_reset(tl_session_handle session) {
 tl_status tl_session_position(tl_session_handle session, uint32_t *position) {
   if (position == NULL) return FAIL(NULL, TL_ERR_INVALID_ARGUMENT, "NULL position");
   return with_idle_session(session, position, false);
+}
+
+/* The leading tokens of ids[0..n) the cache holds, at most n - 1 (the
+ * last prompt token is always fed: its logits choose the first reply
+ * token). */
+static uint32_t reusable(const api_session *s, const uint32_t *ids, size_t n) {
+  uint32_t k = 0;
+  while (k < s->s.cache.len && k < n && s->cached[k] == ids[k]) k++;
+  return k == n && k > 0 ? k - 1 : k;
+}
+
+tl_status tl_session_reuse(tl_session_handle session, const uint32_t *ids, size_t n,
+                           uint32_t *reused) {
+  api_session *s;
+  tl_status st = acquire(TL_HANDLE_SESSION, session, (void **)&s);
+  if (st != TL_OK) return st;
+  if (reused == NULL || (ids == NULL && n != 0)) {
+    st = FAIL(&s->o, TL_ERR_INVALID_ARGUMENT, "NULL ids or reused");
+  } else {
+    pthread_mutex_lock(&g_lock);
+    if (!s->busy) *reused = reusable(s, ids, n);
+    st = s->busy ? TL_ERR_INVALID_ARGUMENT : TL_OK;
+    pthread_mutex_unlock(&g_lock);
+    if (st != TL_OK) FAIL(&s->o, st, "a generation is running on this session");
+  }
+  drop(&s->o);
+  return st;
 }
 
 /* ---- text ---- */
@@ -738,6 +771,16 @@ static tl_status prepare_prompt(api_gen *g, const tl_generation_params *p, tl_en
   return TL_OK;
 }
 
+/* Records the ids of the cache rows a turn wrote from start: the prompt's
+ * n, then the generated tokens that were fed. */
+static void track(api_session *as, uint32_t start, const uint32_t *prompt, size_t n,
+                  const tl_turn *t) {
+  for (uint32_t pos = start; pos < as->s.cache.len && pos - start < n + t->r.n_ids; pos++) {
+    size_t i = pos - start;
+    as->cached[pos] = i < n ? prompt[i] : t->r.ids[i - n];
+  }
+}
+
 /* One generation on g's session, which the caller has marked busy. */
 static tl_status run_turn(api_gen *g, const tl_generation_params *p) {
   tl_session *s = &g->session->s;
@@ -748,7 +791,8 @@ static tl_status run_turn(api_gen *g, const tl_generation_params *p) {
   const uint8_t **stops = NULL;
   size_t *stop_lens = NULL;
   tl_sampler_field field = TL_SAMPLER_FIELD_TEMPERATURE;
-  uint32_t before = s->cache.len, start;
+  uint32_t before = s->cache.len, start, skip = 0;
+  bool reuse = (p->flags & TL_GENERATE_REUSE_PREFIX) != 0;
   char err[512];
   tl_status st;
   memset(&tp, 0, sizeof tp);
@@ -771,7 +815,8 @@ static tl_status run_turn(api_gen *g, const tl_generation_params *p) {
       }
     }
   }
-  if ((p->flags & ~TL_GENERATE_CONTINUE) != 0 ||
+  if ((p->flags & ~(uint32_t)(TL_GENERATE_CONTINUE | TL_GENERATE_REUSE_PREFIX)) != 0 ||
+      ((p->flags & TL_GENERATE_CONTINUE) && reuse) ||
       (p->given & ~(uint32_t)(TL_GIVEN_TEMPERATURE | TL_GIVEN_TOP_K | TL_GIVEN_TOP_P |
                               TL_GIVEN_MIN_P | TL_GIVEN_REPEAT_PENALTY)) != 0) {
     st = FAIL(&g->o, TL_ERR_INVALID_ARGUMENT, "unknown flags 0x%x or given bits 0x%x",
@@ -781,6 +826,11 @@ static tl_status run_turn(api_gen *g, const tl_generation_params *p) {
   start = p->flags & TL_GENERATE_CONTINUE ? before : 0;
   st = prepare_prompt(g, p, &enc, &rendered, &decoded, &tp);
   if (st != TL_OK) goto done;
+  if (reuse) { /* the cached prefix is not computed again */
+    skip = reusable(g->session, enc.ids, g->n_prompt);
+    start = skip;
+    g->n_prompt -= skip;
+  }
   if ((uint64_t)start + g->n_prompt > s->context) {
     st = FAIL(&g->o, TL_ERR_CONTEXT_EXCEEDED,
               "the prompt (%zu tokens at position %u) exceeds the context (%u tokens)",
@@ -809,7 +859,7 @@ static tl_status run_turn(api_gen *g, const tl_generation_params *p) {
   tp.cb_ctx = g;
   g->p = p;
   s->cache.len = start;
-  st = tl_turn_run(s, &tp, enc.ids, g->n_prompt, &g->t, &field, err, sizeof err);
+  st = tl_turn_run(s, &tp, enc.ids + skip, g->n_prompt, &g->t, &field, err, sizeof err);
   if (st != TL_OK) s->cache.len = before; /* refused: nothing ran */
   if (st == TL_ERR_INVALID_ARGUMENT || st == TL_ERR_INVALID_MODEL) {
     tl_error e = no_detail();
@@ -823,6 +873,7 @@ static tl_status run_turn(api_gen *g, const tl_generation_params *p) {
     goto done;
   }
   g->ran = true;
+  track(g->session, start, enc.ids + skip, g->n_prompt, &g->t);
   if (g->t.receipt_status == TL_OK)
     for (int i = 0; i < 32; i++) snprintf(g->receipt_hex + 2 * i, 3, "%02x", g->t.receipt_id[i]);
   st = g->t.status;
@@ -830,8 +881,10 @@ static tl_status run_turn(api_gen *g, const tl_generation_params *p) {
   if (st == TL_OK && g->t.r.stop == TL_STOP_CANCELLED) st = TL_ERR_CANCELLED;
   if (st != TL_OK) {
     /* A failed turn leaves the cache as it was when the turn started
-     * (rows past start were overwritten, rows before it were not). */
-    s->cache.len = start;
+     * (rows past start were overwritten, rows before it were not); a
+     * cancelled one that reuses by tokens keeps what it computed, whose
+     * ids the session knows. */
+    if (!(reuse && st == TL_ERR_CANCELLED)) s->cache.len = start;
     if (st == TL_ERR_NUMERICAL_FAILURE) {
       const tl_qwen3_fault *f = &g->t.r.fault;
       tl_error e = no_detail();

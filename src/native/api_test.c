@@ -221,6 +221,8 @@ typedef struct seen {
   size_t cancel_after; /* on_token returns 1 at this many ids (0: never) */
   tl_generation_handle other; /* run from inside on_token (if set) */
   tl_status other_status;
+  tl_session_handle session; /* asked tl_session_reuse from inside on_token (if set) */
+  tl_status reuse_status;
   atomic_int *signal; /* cross-thread cancellation */
 } seen;
 
@@ -228,6 +230,10 @@ static int on_token(void *ctx, uint32_t id) {
   seen *s = ctx;
   if (s->n_ids < 64) s->ids[s->n_ids] = id;
   s->n_ids++;
+  if (s->session != TL_NO_HANDLE && s->n_ids == 1) {
+    uint32_t k;
+    s->reuse_status = tl_session_reuse(s->session, s->ids, 1, &k);
+  }
   if (s->other != TL_NO_HANDLE && s->n_ids == 1) {
     tl_generation_params p = {0};
     p.text = "Hi";
@@ -783,6 +789,123 @@ static void sessions_run_in_parallel(tl_test_ctx *t) {
   TL_EXPECT_OK(t, tl_model_close(m));
 }
 
+/* A greedy generation of text with flags on session s: its status, and
+ * its result into *r (the generation into *g, for the caller to free). */
+static tl_status run_greedy(tl_session_handle s, const char *text, uint32_t flags, seen *sn,
+                            tl_generation_handle *g, tl_generation_result *r) {
+  tl_generation_params p = {0};
+  tl_status st = tl_generation_new(s, g);
+  if (st != TL_OK) return st;
+  p.text = text;
+  p.text_len = strlen(text);
+  p.given = TL_GIVEN_TEMPERATURE; /* 0: greedy */
+  p.max_tokens = 6;
+  p.flags = flags;
+  p.on_token = on_token;
+  p.ctx = sn;
+  st = tl_generation_run(*g, &p);
+  tl_generation_result_get(*g, r);
+  return st;
+}
+
+/* TL_GENERATE_REUSE_PREFIX: the session knows which tokens its cache
+ * holds; a longer prompt computes only what follows the shared prefix,
+ * and replies as a fresh session computing all of it does. */
+static void reuse_prefix_computes_only_the_rest(tl_test_ctx *t) {
+  static const char p1[] = "Hello there", p2[] = "Hello there, and then what?";
+  tl_model_handle m;
+  tl_session_handle s, fresh;
+  tl_generation_handle g1, g2, g3, g4;
+  tl_generation_result r1, r2, r3, r4;
+  seen a = {0}, b = {0}, c = {0}, d = {0};
+  uint32_t ids1[64], ids2[64], held[128], k = 0, pos = 0, want = 0;
+  size_t n1 = 0, n2 = 0, n_held;
+  tl_receipt_kind kind;
+  uint8_t root[32];
+  char err[256];
+  if (!open_tiny(t, &m)) return;
+  TL_EXPECT_OK(t, tl_session_new(m, &scalar, &s));
+  TL_EXPECT_OK(t, tl_session_new(m, &scalar, &fresh));
+  TL_EXPECT_OK(t, tl_model_encode(m, p1, strlen(p1), ids1, 64, &n1));
+  TL_EXPECT_OK(t, tl_model_encode(m, p2, strlen(p2), ids2, 64, &n2));
+  /* an empty cache reuses nothing */
+  TL_EXPECT_OK(t, tl_session_reuse(s, ids1, n1, &k));
+  TL_EXPECT_EQ_U64(t, k, 0);
+  TL_EXPECT_OK(t, run_greedy(s, p1, TL_GENERATE_REUSE_PREFIX, &a, &g1, &r1));
+  TL_EXPECT_EQ_U64(t, r1.position, 0);
+  TL_EXPECT_EQ_U64(t, r1.prompt_tokens, n1);
+  /* the cache holds p1's ids, then the generated ones that were fed:
+   * the prefix p2 shares with them, counted here */
+  TL_EXPECT_OK(t, tl_session_position(s, &pos));
+  n_held = pos;
+  if (!TL_EXPECT(t, n_held >= n1 && n_held - n1 <= r1.n_ids && n_held <= 128)) return;
+  memcpy(held, ids1, n1 * sizeof *ids1);
+  memcpy(held + n1, r1.ids, (n_held - n1) * sizeof *held);
+  while (want < n_held && want < n2 && held[want] == ids2[want]) want++;
+  TL_EXPECT(t, want > 0 && want < n2);
+  TL_EXPECT_OK(t, tl_session_reuse(s, ids2, n2, &k));
+  TL_EXPECT_EQ_U64(t, k, want);
+  TL_EXPECT_OK(t, run_greedy(s, p2, TL_GENERATE_REUSE_PREFIX, &b, &g2, &r2));
+  TL_EXPECT_EQ_U64(t, r2.position, want);
+  TL_EXPECT_EQ_U64(t, r2.prompt_tokens, n2 - want);
+  TL_EXPECT_OK(t, tl_receipt_check(r2.receipt, r2.receipt_len, &kind, root, err, sizeof err));
+  /* the reply a session computing all of p2 gives */
+  TL_EXPECT_OK(t, run_greedy(fresh, p2, 0, &c, &g3, &r3));
+  TL_EXPECT_EQ_U64(t, r3.position, 0);
+  TL_EXPECT_EQ_U64(t, r2.n_ids, r3.n_ids);
+  TL_EXPECT(t, r2.n_ids == r3.n_ids && memcmp(r2.ids, r3.ids, r3.n_ids * sizeof *r3.ids) == 0);
+  /* the whole prompt held: all but its last token are reused */
+  TL_EXPECT_OK(t, tl_session_reuse(s, ids2, n2, &k));
+  TL_EXPECT_EQ_U64(t, k, n2 - 1);
+  /* cancelled: what it computed stays (p1 now follows nothing it shares
+   * past its first tokens, so the prompt is computed again) */
+  d.cancel_after = 2;
+  TL_EXPECT_STATUS(t, run_greedy(s, p1, TL_GENERATE_REUSE_PREFIX, &d, &g4, &r4),
+                   TL_ERR_CANCELLED);
+  TL_EXPECT_OK(t, tl_session_position(s, &pos));
+  TL_EXPECT(t, pos >= n1);
+  TL_EXPECT_OK(t, tl_session_reuse(s, ids1, n1, &k));
+  TL_EXPECT_EQ_U64(t, k, n1 - 1);
+  TL_EXPECT_OK(t, tl_generation_free(g1));
+  TL_EXPECT_OK(t, tl_generation_free(g2));
+  TL_EXPECT_OK(t, tl_generation_free(g3));
+  TL_EXPECT_OK(t, tl_generation_free(g4));
+  TL_EXPECT_OK(t, tl_session_free(fresh));
+  TL_EXPECT_OK(t, tl_session_free(s));
+  TL_EXPECT_OK(t, tl_model_close(m));
+}
+
+static void reuse_prefix_misuse_is_typed(tl_test_ctx *t) {
+  tl_model_handle m;
+  tl_session_handle s;
+  tl_generation_handle g;
+  tl_generation_result r;
+  seen a = {0};
+  uint32_t ids[4] = {1, 2, 3, 4}, k = 0, pos = 7;
+  if (!open_tiny(t, &m)) return;
+  TL_EXPECT_OK(t, tl_session_new(m, &scalar, &s));
+  TL_EXPECT_STATUS(t, tl_session_reuse(s, NULL, 1, &k), TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT_STATUS(t, tl_session_reuse(s, ids, 4, NULL), TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT_OK(t, tl_session_reuse(s, NULL, 0, &k));
+  TL_EXPECT_EQ_U64(t, k, 0);
+  TL_EXPECT_STATUS(t, tl_session_reuse(m, ids, 4, &k), TL_ERR_INVALID_HANDLE);
+  /* not with TL_GENERATE_CONTINUE: refused, the cache untouched */
+  TL_EXPECT_STATUS(t, run_greedy(s, "Hi", TL_GENERATE_REUSE_PREFIX | TL_GENERATE_CONTINUE, &a,
+                                 &g, &r),
+                   TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT_OK(t, tl_session_position(s, &pos));
+  TL_EXPECT_EQ_U64(t, pos, 0);
+  TL_EXPECT_OK(t, tl_generation_free(g));
+  /* asked while a generation runs on the session */
+  a.session = s;
+  TL_EXPECT_OK(t, run_greedy(s, "Hi", TL_GENERATE_REUSE_PREFIX, &a, &g, &r));
+  TL_EXPECT_STATUS(t, a.reuse_status, TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT_OK(t, tl_generation_free(g));
+  TL_EXPECT_OK(t, tl_session_free(s));
+  TL_EXPECT_STATUS(t, tl_session_reuse(s, ids, 4, &k), TL_ERR_STALE_HANDLE);
+  TL_EXPECT_OK(t, tl_model_close(m));
+}
+
 static const tl_test_case cases[] = {
     TL_CASE(abi_mismatch_is_refused),
     TL_CASE(closed_handles_are_stale),
@@ -797,5 +920,7 @@ static const tl_test_case cases[] = {
     TL_CASE(file_decode_errors_and_callbacks),
     TL_CASE(null_arguments_are_typed),
     TL_CASE(sessions_run_in_parallel),
+    TL_CASE(reuse_prefix_computes_only_the_rest),
+    TL_CASE(reuse_prefix_misuse_is_typed),
 };
 TL_SUITE(api, cases);

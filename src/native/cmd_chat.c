@@ -1,10 +1,11 @@
 /* tinylm chat: an interactive multi-turn conversation (docs/generation.md
- * §Chat). Each turn renders the whole conversation through the chat
- * template, tokenizes it, and reuses the KV cache for the longest exact
- * token prefix it shares with what the cache holds; the rest is computed.
- * Reuse is decided on tokens, never assumed per turn: Qwen3's template
- * drops earlier turns' reasoning, so the shared prefix can end before the
- * previous reply. Commands: /reset, /system TEXT, /save FILE, /load FILE,
+ * §Chat), through the public API (include/tinylm.h) like tinylm run. Each
+ * turn renders the whole conversation through the chat template and
+ * generates with TL_GENERATE_REUSE_PREFIX: the session reuses its KV cache
+ * for the longest exact token prefix it shares with what the cache holds;
+ * the rest is computed. Reuse is decided on tokens, never assumed per
+ * turn: Qwen3's template drops earlier turns' reasoning, so the shared
+ * prefix can end before the previous reply. Commands: /reset, /system TEXT, /save FILE, /load FILE,
  * /think [on|off], /quit. Ctrl-C stops a reply at the next token; the turn
  * is then dropped from the conversation. On a terminal, lines are read
  * through libedit (editing, history with the arrow keys); from a pipe,
@@ -21,13 +22,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "chat_render.h"
 #include "cli.h"
-#include "encoder.h"
 #include "file.h"
-#include "gen/generate.h"
 #include "run_common.h"
-#include "session.h"
+#include "tinylm.h"
 #include "utf8.h"
 
 static const char usage_text[] =
@@ -48,15 +46,15 @@ static const char commands_text[] =
     "file), /load FILE, /think [on|off], /quit\n";
 
 typedef struct chat {
-  tl_session s;
+  tl_model_handle model;
+  tl_session_handle session;
+  uint32_t context; /* the session's, in tokens */
   tl_run_options o;
   json_t *messages; /* after the system message */
   json_t *system;   /* a string, or NULL */
   json_t *extra;    /* a loaded file's other members (tools, ...) */
   bool think;
   unsigned receipts; /* replies attempted: numbers the receipt files */
-  uint32_t *cached; /* the ids whose K/V the cache holds, [0, s.cache.len) */
-  size_t cached_cap;
 } chat;
 
 /* The turn index of the draws (DESIGN.md §7): the number of assistant
@@ -90,13 +88,6 @@ static json_t *conversation(const chat *c) {
   return doc;
 }
 
-static size_t common_prefix(const uint32_t *a, size_t na, const uint32_t *b,
-                            size_t nb) {
-  size_t n = 0;
-  while (n < na && n < nb && a[n] == b[n]) n++;
-  return n;
-}
-
 /* The next receipt's path under --receipt-dir, checked before the reply
  * is generated (an existing file is refused unless --force). */
 static bool receipt_path(chat *c, char *path, size_t cap) {
@@ -120,12 +111,14 @@ static bool receipt_path(chat *c, char *path, size_t cap) {
 static bool turn(chat *c, const char *text, size_t len) {
   json_t *conv, *content = json_stringn(text, len);
   char *bytes = NULL, receipt[4096];
-  tl_render_out rendered = {0};
-  tl_render_error re;
-  tl_encoder enc = {0};
-  tl_turn_out out = {0};
+  uint8_t *rendered = NULL;
+  uint32_t *ids = NULL;
+  tl_generation_params gp = {0};
+  tl_generation_handle gen = TL_NO_HANDLE;
+  tl_generation_result r;
   tl_run_options o = c->o;
-  size_t n_ids = 0, bad = 0, reuse;
+  size_t rendered_len = 0, n_ids = 0;
+  uint32_t reuse = 0;
   bool kept = false;
   tl_status st;
   if (content == NULL) { /* the caller validated the line */
@@ -140,25 +133,24 @@ static bool turn(chat *c, const char *text, size_t len) {
     fprintf(stderr, "error: out_of_memory: the turn is dropped\n");
     goto drop;
   }
-  st = tl_native_render(&c->s.model, (const uint8_t *)bytes, strlen(bytes),
-                        TL_RENDER_FOR_REPLY, &rendered, &re);
-  if (st != TL_OK) {
-    tl_render_fail(false, st, "the conversation", &re);
+  if (tl_run_render(false, c->model, (const uint8_t *)bytes, strlen(bytes), "the conversation",
+                    &rendered, &rendered_len) >= 0)
     goto drop;
-  }
-  enc.tok = c->s.model.tok;
-  st = tl_encoder_run(&enc, rendered.text, rendered.len, &n_ids, &bad);
+  /* A token covers at least one byte: rendered_len ids suffice. */
+  ids = malloc((rendered_len ? rendered_len : 1) * sizeof *ids);
+  st = ids == NULL ? TL_ERR_OUT_OF_MEMORY
+                   : tl_model_encode(c->model, rendered, rendered_len, ids, rendered_len, &n_ids);
   if (st != TL_OK) {
     fprintf(stderr, "error: %s: tokenizing the conversation failed\n", tl_status_name(st));
     goto drop;
   }
-  if (o.max_new != 0 ? (uint64_t)n_ids + o.max_new > c->s.context : n_ids >= c->s.context) {
+  if (o.max_new != 0 ? (uint64_t)n_ids + o.max_new > c->context : n_ids >= c->context) {
     char cap[32] = "";
     if (o.max_new != 0) snprintf(cap, sizeof cap, " plus -n %u", o.max_new);
     fprintf(stderr,
             "error: context_exceeded: the conversation (%zu tokens)%s "
             "does not fit --ctx %u; /reset or /save and start over (nothing is "
-            "truncated)\n", n_ids, cap, c->s.context);
+            "truncated)\n", n_ids, cap, c->context);
     goto drop;
   }
   if (o.receipt_dir != NULL) {
@@ -166,36 +158,22 @@ static bool turn(chat *c, const char *text, size_t len) {
     o.receipt = receipt;
     c->receipts++;
   }
-  reuse = common_prefix(enc.ids, n_ids, c->cached, c->s.cache.len);
-  if (reuse == n_ids) reuse--; /* at least one token is fed for logits */
-  c->s.cache.len = (uint32_t)reuse;
-  if (isatty(fileno(stderr)))
-    fprintf(stderr, "[%zu prompt tokens, %zu reused from the cache]\n", n_ids, reuse);
-  if (tl_run_generate(&c->s, &o, "messages", rendered.own.add_generation_prompt,
-                      rendered.text, rendered.len,
-                      enc.ids + reuse, n_ids - reuse, turn_index(c), stdout,
-                      &out) != TL_EXIT_OK) {
-    /* The cache may hold rows past the reused prefix that `cached` does
-     * not name (no ids come back from a failed turn): keep the prefix. */
-    c->s.cache.len = (uint32_t)reuse;
+  if (tl_session_reuse(c->session, ids, n_ids, &reuse) != TL_OK) {
+    tl_run_api_fail(false, c->session);
     goto drop;
   }
-  /* The cache now holds the prompt and every generated token that was fed. */
-  if (c->cached_cap < (size_t)c->s.cache.len) {
-    free(c->cached);
-    c->cached_cap = c->s.context;
-    c->cached = malloc(c->cached_cap * sizeof *c->cached);
-    if (c->cached == NULL) { /* nothing can be reused: start empty */
-      c->cached_cap = 0;
-      c->s.cache.len = 0;
-    }
-  }
-  if (c->cached != NULL) {
-    size_t from_prompt = n_ids < c->s.cache.len ? n_ids : c->s.cache.len;
-    memcpy(c->cached, enc.ids, from_prompt * sizeof *enc.ids);
-    memcpy(c->cached + from_prompt, out.ids, (c->s.cache.len - from_prompt) * sizeof *out.ids);
-  }
-  if (out.stop == TL_STOP_CANCELLED) {
+  if (isatty(fileno(stderr)))
+    fprintf(stderr, "[%zu prompt tokens, %u reused from the cache]\n", n_ids, (unsigned)reuse);
+  tl_run_generation_params(&o, &gp);
+  gp.messages_json = bytes;
+  gp.messages_len = strlen(bytes);
+  gp.turn = turn_index(c);
+  gp.flags = TL_GENERATE_REUSE_PREFIX;
+  if (tl_run_generation(&o, c->model, c->session, &gp, stdout, &gen) != TL_EXIT_OK ||
+      tl_generation_result_get(gen, &r) != TL_OK)
+    goto drop;
+  /* A cancelled reply is not kept; the session keeps what it computed. */
+  if (strcmp(r.stop, "cancelled") == 0) {
     fprintf(stderr, "[cancelled: the turn is dropped]\n");
     goto drop;
   }
@@ -203,16 +181,15 @@ static bool turn(chat *c, const char *text, size_t len) {
    * (a JSON document) keeps U+FFFD for those. */
   json_array_append_new(c->messages,
                         json_pack("{s:s,s:o}", "role", "assistant", "content",
-                                  tl_json_lossy_string((const uint8_t *)out.visible,
-                                                       out.visible_len)));
+                                  tl_json_lossy_string(r.text, r.text_len)));
   kept = true;
   goto done;
 drop:
   json_array_remove(c->messages, json_array_size(c->messages) - 1);
 done:
-  tl_turn_out_free(&out);
-  tl_encoder_free(&enc);
-  tl_render_out_free(&rendered);
+  if (gen != TL_NO_HANDLE) tl_generation_free(gen);
+  free(ids);
+  free(rendered);
   free(bytes);
   return kept;
 }
@@ -222,8 +199,8 @@ done:
  * failure the current conversation stays. */
 static void load(chat *c, const char *path) {
   tl_file_view v = {0};
-  tl_render_out r = {0};
-  tl_render_error re;
+  uint8_t *rendered = NULL;
+  size_t rendered_len;
   json_error_t je;
   json_t *doc = NULL, *msgs, *first, *think;
   size_t n;
@@ -233,12 +210,9 @@ static void load(chat *c, const char *path) {
     fprintf(stderr, "error: %s: %s\n", tl_status_name(st), err);
     return;
   }
-  st = tl_native_render(&c->s.model, v.data, v.len, TL_RENDER_FOR_REPLY, &r, &re);
-  tl_render_out_free(&r);
-  if (st != TL_OK) {
-    tl_render_fail(false, st, path, &re);
+  if (tl_run_render(false, c->model, v.data, v.len, path, &rendered, &rendered_len) >= 0)
     goto done;
-  }
+  free(rendered);
   /* The bytes passed the project's JSON reader; jansson keeps them for
    * the session (duplicate keys and U+0000 as that reader treats them). */
   doc = json_loadb((const char *)v.data, v.len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
@@ -419,8 +393,8 @@ int tl_cmd_chat(int argc, char **argv) {
   struct sigaction sa;
   chat c;
   reader rd;
-  char err[1024];
-  tl_status st;
+  tl_session_options so;
+  tl_preflight_plan plan;
   int rc;
   memset(&c, 0, sizeof c);
   rc = tl_run_parse(argc, argv, usage_text, &c.o);
@@ -434,17 +408,21 @@ int tl_cmd_chat(int argc, char **argv) {
   if (c.o.receipt_dir != NULL && mkdir(c.o.receipt_dir, 0777) != 0 && errno != EEXIST)
     return tl_cli_fail(false, TL_ERR_IO, "--receipt-dir %s: cannot create: %s",
                        c.o.receipt_dir, strerror(errno));
-  st = tl_session_open(&c.s, c.o.model, err, sizeof err);
-  if (st == TL_OK) st = tl_session_lane(&c.s, &c.o.lane, err, sizeof err);
-  if (st == TL_OK) st = tl_session_plan(&c.s, c.o.context, 0, err, sizeof err);
-  if (st == TL_OK) st = tl_session_allocate(&c.s, c.o.mem_budget, err, sizeof err);
-  if (st != TL_OK) {
-    tl_session_close(&c.s);
-    return tl_cli_fail(false, st, "%s", err);
+  if (tl_api_init(TL_ABI_VERSION) != TL_OK || tl_model_open_file(c.o.model, &c.model) != TL_OK)
+    return tl_run_api_fail(false, TL_NO_HANDLE);
+  tl_run_session_options(&c.o, &so);
+  so.context = c.o.context;
+  /* The plan names the context the session gets. */
+  if (tl_model_preflight(c.model, &so, &plan) != TL_OK ||
+      tl_session_new(c.model, &so, &c.session) != TL_OK) {
+    rc = tl_run_api_fail(false, c.model);
+    tl_model_close(c.model);
+    return rc;
   }
+  c.context = plan.context;
   c.messages = json_array();
   if (c.o.system != NULL) c.system = json_string(c.o.system);
-  fprintf(stderr, "tinylm chat: %s (%u tokens of context). /quit to leave.\n", c.o.model, c.s.context);
+  fprintf(stderr, "tinylm chat: %s (%u tokens of context). /quit to leave.\n", c.o.model, c.context);
   /* Ctrl-C at the prompt discards the line being typed (a reply installs
    * its own handler, which stops the reply). */
   memset(&sa, 0, sizeof sa);
@@ -481,8 +459,8 @@ int tl_cmd_chat(int argc, char **argv) {
   reader_close(&rd);
   json_decref(c.system);
   json_decref(c.extra);
-  free(c.cached);
   json_decref(c.messages);
-  tl_session_close(&c.s);
+  tl_session_free(c.session);
+  tl_model_close(c.model);
   return TL_EXIT_OK;
 }

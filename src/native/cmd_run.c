@@ -8,13 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chat_render.h"
 #include "cli.h"
 #include "file.h"
 #include "run_common.h"
 #include "session.h"
 #include "tinylm.h"
-#include "turn.h"
 
 static const char usage_text[] =
     "usage: tinylm run MODEL.slm (--prompt S | --prompt-file F | --messages CONV.json)\n"
@@ -59,120 +57,15 @@ static void print_plan(const tl_preflight_plan *p, bool json) {
   }
 }
 
-/* The last failure on handle h, as every command reports one. */
-static int api_fail(bool json, uint32_t h) {
-  tl_error e;
-  tl_error_detail(h, &e);
-  return tl_cli_fail(json, e.status, "%s", e.message);
-}
-
-/* The generation's callbacks: the terminal (run_common.h), Ctrl-C. */
-static int on_text(void *ctx, const uint8_t *bytes, size_t len) {
-  tl_run_stream_text(ctx, bytes, len);
-  return tl_run_interrupted;
-}
-
-static int on_prefill(void *ctx, size_t done, size_t total) {
-  tl_run_stream_prefill(ctx, done, total);
-  return tl_run_interrupted;
-}
-
-static int on_token(void *ctx, uint32_t id) {
-  (void)ctx;
-  (void)id;
-  return tl_run_interrupted;
-}
-
-typedef struct token_text_ctx {
-  tl_model_handle model;
-} token_text_ctx;
-
-static bool token_text(void *ctx, uint32_t id, char *buf, size_t cap) {
-  const token_text_ctx *c = ctx;
-  size_t len = 0;
-  if (tl_model_decode(c->model, &id, 1, TL_DECODE_DIAGNOSTIC, buf, cap - 1, &len) != TL_OK)
-    return false;
-  buf[len] = '\0';
-  return true;
-}
-
-/* Runs the generation p describes and reports it (tl_run_report). */
-static int generate(const tl_run_options *o, tl_model_handle model, tl_session_handle session,
-                    tl_generation_params *p, size_t n_prompt) {
-  tl_run_streamer sm;
-  tl_generation_handle gen;
-  tl_generation_result r;
-  tl_run_outcome oc;
-  tl_error e;
-  token_text_ctx tc = {model};
-  tl_status st;
-  int rc;
-  if (tl_generation_new(session, &gen) != TL_OK) return api_fail(o->json, session);
-  tl_run_streamer_begin(&sm, o, stdout);
-  p->on_text = on_text;
-  p->on_prefill = on_prefill;
-  p->on_token = on_token;
-  p->on_choice = tl_run_stream_choice;
-  p->ctx = &sm;
-  tl_run_catch_sigint(true);
-  st = tl_generation_run(gen, p);
-  tl_run_catch_sigint(false);
-  tl_error_detail(gen, &e);
-  if (tl_generation_result_get(gen, &r) != TL_OK) {
-    /* refused before it ran */
-    if (e.status == TL_ERR_INVALID_MODEL) {
-      tl_sampler_field field = TL_SAMPLER_FIELD_TEMPERATURE;
-      while (field <= TL_SAMPLER_FIELD_DEFINED_IDS &&
-             strcmp(tl_turn_field_name(field), e.kind) != 0)
-        field++;
-      rc = tl_run_sampling_fail(o->json, field);
-    } else {
-      rc = tl_cli_fail(o->json, e.status, "%s", e.message);
-    }
-    goto done;
-  }
-  memset(&oc, 0, sizeof oc);
-  /* Ctrl-C ends a reply like a stop rule (the receipt says "cancelled"). */
-  oc.status = st == TL_ERR_CANCELLED ? TL_OK : st;
-  oc.ids = r.ids;
-  oc.n_ids = r.n_ids;
-  oc.raw = r.raw;
-  oc.raw_len = r.raw_len;
-  oc.visible = r.text;
-  oc.visible_len = r.text_len;
-  oc.stop = r.stop;
-  oc.cancelled = st == TL_ERR_CANCELLED;
-  oc.n_prompt = n_prompt;
-  oc.position = r.position;
-  oc.prefill_us = r.prefill_us;
-  oc.decode_us = r.decode_us;
-  oc.receipt = r.receipt;
-  oc.receipt_len = r.receipt_len;
-  oc.receipt_status = r.receipt != NULL ? TL_OK : TL_ERR_INTERNAL_INVARIANT;
-  oc.receipt_hex = r.receipt_id;
-  oc.fault_stage = e.stage;
-  oc.fault_layer = e.layer;
-  oc.fault_pos = e.position;
-  oc.fault_index = (size_t)e.index;
-  oc.token_text = token_text;
-  oc.token_ctx = &tc;
-  rc = tl_run_report(o, &sm, &oc, stdout);
-done:
-  tl_run_streamer_end(&sm);
-  tl_generation_free(gen);
-  return rc;
-}
-
 int tl_cmd_run(int argc, char **argv) {
   tl_run_options o;
   tl_model_handle model = TL_NO_HANDLE;
   tl_session_handle session = TL_NO_HANDLE;
-  tl_session_options so = {0};
+  tl_session_options so;
   tl_generation_params gp = {0};
   uint8_t *rendered = NULL;
   const uint8_t *prompt_bytes = NULL;
   size_t prompt_len = 0, n_prompt = 0;
-  int add_gen = 0;
   tl_file_view conv = {0}; /* --messages or --prompt-file */
   char err[1024];
   tl_status st;
@@ -188,45 +81,18 @@ int tl_cmd_run(int argc, char **argv) {
   st = tl_run_receipt_check(&o, err, sizeof err);
   if (st != TL_OK) return tl_cli_fail(o.json, st, "%s", err);
   if (tl_api_init(TL_ABI_VERSION) != TL_OK || tl_model_open_file(o.model, &model) != TL_OK)
-    return api_fail(o.json, TL_NO_HANDLE);
-  so.lane = o.lane.fast ? TL_LANE_FAST : TL_LANE_SCALAR;
-  so.threads = o.lane.threads;
-  so.flags = o.lane.mmap ? TL_SESSION_NO_COPY : 0;
-  so.mem_budget = o.mem_budget;
+    return tl_run_api_fail(o.json, TL_NO_HANDLE);
+  tl_run_session_options(&o, &so);
   /* The prompt first: its length sizes the context. */
   if (o.messages != NULL) {
-    size_t need = 0;
     st = tl_file_open_view(o.messages, &conv, err, sizeof err);
     if (st == TL_OK) {
-      st = tl_model_render(model, conv.data, conv.len, NULL, 0, &need, &add_gen);
-      if (st == TL_ERR_BOUNDS) {
-        rendered = malloc(need ? need : 1);
-        st = rendered == NULL ? TL_ERR_OUT_OF_MEMORY
-                              : tl_model_render(model, conv.data, conv.len, rendered, need,
-                                                &need, &add_gen);
-      }
-      if (st == TL_ERR_OUT_OF_MEMORY && rendered == NULL) {
-        rc = tl_cli_fail(o.json, st, "out of memory");
-        goto done;
-      }
-      if (st != TL_OK) {
-        tl_error e;
-        tl_render_error re;
-        tl_error_detail(model, &e);
-        memset(&re, 0, sizeof re);
-        re.kind = e.kind;
-        re.line = e.line;
-        re.column = e.column;
-        re.bad_message = e.index == UINT64_MAX ? SIZE_MAX : (size_t)e.index;
-        snprintf(re.message, sizeof re.message, "%s", e.message);
-        rc = tl_render_fail(o.json, e.status, o.messages, &re);
-        goto done;
-      }
+      rc = tl_run_render(o.json, model, conv.data, conv.len, o.messages, &rendered, &prompt_len);
+      if (rc >= 0) goto done;
       gp.messages_json = conv.data;
       gp.messages_len = conv.len;
     }
     prompt_bytes = rendered;
-    prompt_len = need;
   } else if (o.prompt_file != NULL) {
     st = tl_file_open_view(o.prompt_file, &conv, err, sizeof err);
     prompt_bytes = conv.data;
@@ -276,7 +142,7 @@ int tl_cmd_run(int argc, char **argv) {
   if (o.preflight) {
     tl_preflight_plan plan;
     if (tl_model_preflight(model, &so, &plan) != TL_OK) {
-      rc = api_fail(o.json, model);
+      rc = tl_run_api_fail(o.json, model);
     } else {
       print_plan(&plan, o.json);
       rc = TL_EXIT_OK;
@@ -284,21 +150,11 @@ int tl_cmd_run(int argc, char **argv) {
     goto done;
   }
   if (tl_session_new(model, &so, &session) != TL_OK) {
-    rc = api_fail(o.json, model);
+    rc = tl_run_api_fail(o.json, model);
     goto done;
   }
-  gp.given = o.given & TL_RUN_GIVEN_SAMPLING;
-  gp.temperature = o.temperature;
-  gp.top_k = o.top_k;
-  gp.top_p = o.top_p;
-  gp.min_p = o.min_p;
-  gp.repeat_penalty = o.repeat_penalty;
-  gp.repeat_window = o.repeat_window;
-  gp.seed = o.seed;
-  gp.max_tokens = o.max_new;
-  gp.stop_strings = o.stops;
-  gp.n_stops = o.n_stops;
-  rc = generate(&o, model, session, &gp, n_prompt);
+  tl_run_generation_params(&o, &gp);
+  rc = tl_run_generation(&o, model, session, &gp, stdout, NULL);
 done:
   if (session != TL_NO_HANDLE) tl_session_free(session);
   tl_model_close(model);

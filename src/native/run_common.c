@@ -8,26 +8,20 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "chat_render.h"
 #include "cli.h"
 #include "file.h"
-#include "gen/generate.h"
-#include "receipt.h"
 #include "sample/sampler.h"
-#include "tok/tokenizer.h"
 #include "turn.h"
 #include "utf8.h"
 
-volatile int tl_run_interrupted;
-
-void tl_turn_out_free(tl_turn_out *t) {
-  free(t->ids);
-  free(t->visible);
-  memset(t, 0, sizeof *t);
-}
+/* Set by SIGINT while a reply runs; every generation callback returns it,
+ * which cancels. */
+static volatile sig_atomic_t interrupted;
 
 static void on_sigint(int sig) {
   (void)sig;
-  tl_run_interrupted = 1;
+  interrupted = 1;
 }
 
 /* The sampling flags' ranges are the sampler's own (tl_sampler_profile_check,
@@ -52,7 +46,8 @@ static const char *field_flag(tl_sampler_field field, const char **range) {
   return NULL;
 }
 
-int tl_run_sampling_fail(bool json, tl_sampler_field field) {
+/* An artifact's sampling default out of range, named by its flag. */
+static int sampling_fail(bool json, tl_sampler_field field) {
   /* The flags were checked: what is left came from the artifact. */
   const char *range, *flag = field_flag(field, &range);
   if (flag != NULL)
@@ -215,7 +210,19 @@ static json_t *logprob_row(const float *logits, size_t n, uint32_t chosen,
                    (double)logits[chosen] - lse, "top", top);
 }
 
-void tl_run_streamer_begin(tl_run_streamer *sm, const tl_run_options *o, FILE *out) {
+/* The terminal side of a reply: visible text streamed to out (not with
+ * --json), prefill progress on stderr, the --logprobs rows. The stream
+ * functions take the streamer as ctx (generation callbacks); each returns
+ * whether Ctrl-C asked to stop. */
+typedef struct streamer {
+  FILE *out;
+  bool json;
+  uint32_t logprobs;
+  json_t *logprob_rows; /* NULL unless --logprobs */
+  tl_cli_progress progress;
+} streamer;
+
+static void streamer_begin(streamer *sm, const tl_run_options *o, FILE *out) {
   memset(sm, 0, sizeof *sm);
   sm->out = out;
   sm->json = o->json;
@@ -226,46 +233,52 @@ void tl_run_streamer_begin(tl_run_streamer *sm, const tl_run_options *o, FILE *o
   if (o->json && !o->progress) sm->progress.on = false;
 }
 
-void tl_run_streamer_end(tl_run_streamer *sm) {
+static void streamer_end(streamer *sm) {
   json_decref(sm->logprob_rows);
   sm->logprob_rows = NULL;
 }
 
-void tl_run_stream_choice(void *ctx, const float *logits, size_t vocab, uint32_t id) {
-  tl_run_streamer *sm = ctx;
+static void stream_choice(void *ctx, const float *logits, size_t vocab, uint32_t id) {
+  streamer *sm = ctx;
   if (sm->logprob_rows != NULL)
     json_array_append_new(sm->logprob_rows, logprob_row(logits, vocab, id, sm->logprobs));
 }
 
-void tl_run_stream_text(void *ctx, const uint8_t *bytes, size_t n) {
-  tl_run_streamer *sm = ctx;
-  if (sm->json) return;
-  fwrite(bytes, 1, n, sm->out);
-  fflush(sm->out);
+static int stream_text(void *ctx, const uint8_t *bytes, size_t n) {
+  streamer *sm = ctx;
+  if (!sm->json) {
+    fwrite(bytes, 1, n, sm->out);
+    fflush(sm->out);
+  }
+  return interrupted;
 }
 
-void tl_run_stream_prefill(void *ctx, size_t done, size_t total) {
-  tl_run_streamer *sm = ctx;
+static int stream_prefill(void *ctx, size_t done, size_t total) {
+  streamer *sm = ctx;
   /* Progress for long prefills only. */
-  if (total <= 64) return;
-  tl_cli_progress_update(&sm->progress, "tokens", done, total, 0, 0);
-  if (done == total) tl_cli_progress_end(&sm->progress);
+  if (total > 64) {
+    tl_cli_progress_update(&sm->progress, "tokens", done, total, 0, 0);
+    if (done == total) tl_cli_progress_end(&sm->progress);
+  }
+  return interrupted;
 }
 
-static bool cancelled(void *ctx) {
+static int stream_token(void *ctx, uint32_t id) {
   (void)ctx;
-  return tl_run_interrupted != 0;
+  (void)id;
+  return interrupted;
 }
 
 static struct sigaction old_sigint;
 
-void tl_run_catch_sigint(bool on) {
+/* SIGINT sets interrupted (on) / the previous handler again (off). */
+static void catch_sigint(bool on) {
   if (on) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sigint;
     sigaction(SIGINT, &sa, &old_sigint);
-    tl_run_interrupted = 0;
+    interrupted = 0;
   } else {
     sigaction(SIGINT, &old_sigint, NULL);
   }
@@ -311,18 +324,31 @@ static json_t *ids_json(const uint32_t *ids, size_t n) {
   return a;
 }
 
+/* A generation that ran, as the report reads it. */
+typedef struct outcome {
+  tl_status status; /* TL_OK (also when cancelled), or the failure */
+  bool cancelled;
+  tl_generation_result r;
+  tl_error e; /* TL_ERR_NUMERICAL_FAILURE: where */
+  tl_model_handle model; /* token texts for --logprobs */
+} outcome;
+
 /* One token as printable text (the decoder's diagnostic mode). */
-static void put_token(FILE *out, const tl_run_outcome *oc, json_t *id_json) {
+static void put_token(FILE *out, const outcome *oc, json_t *id_json) {
   uint32_t id = (uint32_t)json_integer_value(id_json);
   char buf[512];
+  size_t len = 0;
   fprintf(out, "%u", id);
-  if (oc->token_text != NULL && oc->token_text(oc->token_ctx, id, buf, sizeof buf))
+  if (tl_model_decode(oc->model, &id, 1, TL_DECODE_DIAGNOSTIC, buf, sizeof buf - 1, &len) ==
+      TL_OK) {
+    buf[len] = '\0';
     fprintf(out, " \"%s\"", buf);
+  }
 }
 
 /* --logprobs without --json: each step's chosen token and the top
  * alternatives (log-softmax of the raw logits), after the text. */
-static void print_logprobs(FILE *out, const tl_run_outcome *oc, json_t *rows) {
+static void print_logprobs(FILE *out, const outcome *oc, json_t *rows) {
   size_t i, j;
   json_t *row, *alt;
   fprintf(out, "logprobs (step: chosen token, logprob; top alternatives):\n");
@@ -339,37 +365,39 @@ static void print_logprobs(FILE *out, const tl_run_outcome *oc, json_t *rows) {
   }
 }
 
-int tl_run_report(const tl_run_options *o, tl_run_streamer *sm, const tl_run_outcome *oc,
-                  FILE *out) {
-  char root_hex[65] = "", err[512];
-  tl_status rs = oc->receipt_status;
-  double prefill_tps = oc->prefill_us ? oc->n_prompt / (oc->prefill_us / 1e6) : 0.0;
+/* The --receipt file, then the failure (error: ...), or the JSON document
+ * (--json, with sm's logprobs) or the summary line on stderr (and the
+ * logprobs table on out). Returns the exit status. */
+static int report(const tl_run_options *o, streamer *sm, const outcome *oc, FILE *out) {
+  const tl_generation_result *r = &oc->r;
+  char err[512];
+  tl_status rs = r->receipt != NULL ? TL_OK : TL_ERR_INTERNAL_INVARIANT;
+  double prefill_tps = r->prefill_us ? r->prompt_tokens / (r->prefill_us / 1e6) : 0.0;
   double decode_tps =
-      (oc->decode_us && oc->n_ids > 1) ? (oc->n_ids - 1) / (oc->decode_us / 1e6) : 0.0;
+      (r->decode_us && r->n_ids > 1) ? (r->n_ids - 1) / (r->decode_us / 1e6) : 0.0;
   if (!o->json && !oc->cancelled) fputc('\n', out);
   /* Checked again at the write: the file may have appeared meanwhile. */
   if (rs == TL_OK && o->receipt != NULL) rs = tl_run_receipt_check(o, err, sizeof err);
   if (rs == TL_OK && o->receipt != NULL)
-    rs = tl_file_write_atomic(o->receipt, oc->receipt, oc->receipt_len, err, sizeof err);
-  else if (oc->receipt_status != TL_OK)
+    rs = tl_file_write_atomic(o->receipt, r->receipt, r->receipt_len, err, sizeof err);
+  else if (r->receipt == NULL)
     snprintf(err, sizeof err, "%s", tl_status_name(rs));
-  if (oc->receipt_status == TL_OK) snprintf(root_hex, sizeof root_hex, "%s", oc->receipt_hex);
   if (oc->status == TL_ERR_NUMERICAL_FAILURE)
     return tl_cli_fail(o->json, oc->status,
                        "generation failed after %zu tokens: non-finite value at stage %s, "
-                       "layer %d, position %u, index %zu",
-                       oc->n_ids, oc->fault_stage, (int)oc->fault_layer, oc->fault_pos,
-                       oc->fault_index);
+                       "layer %d, position %u, index %llu",
+                       r->n_ids, oc->e.stage, (int)oc->e.layer, oc->e.position,
+                       (unsigned long long)oc->e.index);
   if (oc->status != TL_OK)
-    return tl_cli_fail(o->json, oc->status, "generation failed after %zu tokens", oc->n_ids);
+    return tl_cli_fail(o->json, oc->status, "generation failed after %zu tokens", r->n_ids);
   if (rs != TL_OK) return tl_cli_fail(o->json, rs, "cannot write the receipt: %s", err);
   if (o->json) {
     json_t *doc_json = json_pack(
-        "{s:o,s:o,s:o,s:s,s:I,s:I,s:s,s:{s:f,s:f}}", "ids", ids_json(oc->ids, oc->n_ids),
-        "text", tl_json_lossy_string(oc->visible, oc->visible_len), "raw_hex",
-        hex_json(oc->raw, oc->raw_len), "stop", oc->stop, "prompt_tokens",
-        (json_int_t)oc->n_prompt, "position", (json_int_t)oc->position, "receipt_id",
-        root_hex, "timings", "prefill_tokens_per_s", prefill_tps, "decode_tokens_per_s",
+        "{s:o,s:o,s:o,s:s,s:I,s:I,s:s,s:{s:f,s:f}}", "ids", ids_json(r->ids, r->n_ids),
+        "text", tl_json_lossy_string(r->text, r->text_len), "raw_hex",
+        hex_json(r->raw, r->raw_len), "stop", r->stop, "prompt_tokens",
+        (json_int_t)r->prompt_tokens, "position", (json_int_t)r->position, "receipt_id",
+        r->receipt_id, "timings", "prefill_tokens_per_s", prefill_tps, "decode_tokens_per_s",
         decode_tps);
     char *text;
     if (sm->logprob_rows != NULL) {
@@ -383,120 +411,113 @@ int tl_run_report(const tl_run_options *o, tl_run_streamer *sm, const tl_run_out
   } else {
     if (sm->logprob_rows != NULL) print_logprobs(out, oc, sm->logprob_rows);
     fprintf(stderr,
-            "[%s after %zu tokens; prefill %zu tokens %.2f tokens/s, decode "
+            "[%s after %zu tokens; prefill %u tokens %.2f tokens/s, decode "
             "%.2f tokens/s; receipt %s%s%s]\n",
-            oc->stop, oc->n_ids, oc->n_prompt, prefill_tps, decode_tps, root_hex,
-            o->receipt ? " in " : "", o->receipt ? o->receipt : "");
+            r->stop, r->n_ids, (unsigned)r->prompt_tokens, prefill_tps, decode_tps,
+            r->receipt_id, o->receipt ? " in " : "", o->receipt ? o->receipt : "");
   }
   return TL_EXIT_OK;
 }
 
-/* A token's diagnostic text through the session's tokenizer. */
-static bool session_token_text(void *ctx, uint32_t id, char *buf, size_t cap) {
-  const tl_session *s = ctx;
-  size_t len = 0, bad;
-  if (tl_tok_decode(s->model.tok, &id, 1, TL_TOK_DECODE_DIAGNOSTIC, (uint8_t *)buf, cap - 1,
-                    &len, &bad) != TL_OK)
-    return false;
-  buf[len] = '\0';
-  return true;
+int tl_run_api_fail(bool json, uint32_t h) {
+  tl_error e;
+  tl_error_detail(h, &e);
+  return tl_cli_fail(json, e.status, "%s", e.message);
 }
 
-int tl_run_generate(tl_session *s, const tl_run_options *o, const char *mode,
-                    bool add_generation_prompt, const uint8_t *prompt_bytes, size_t prompt_len,
-                    const uint32_t *ids, size_t n, uint32_t turn, FILE *out,
-                    tl_turn_out *turn_out) {
-  tl_turn_params tp;
-  tl_turn t;
-  tl_sampler_field field;
-  tl_run_streamer sm;
-  tl_run_outcome oc;
-  char receipt_hex[65];
-  const uint8_t *stops[TL_RUN_MAX_STOPS];
-  size_t stop_lens[TL_RUN_MAX_STOPS];
-  char err[512];
-  tl_status st;
-  int rc;
-  for (size_t i = 0; i < o->n_stops; i++) {
-    stops[i] = (const uint8_t *)o->stops[i];
-    stop_lens[i] = strlen(o->stops[i]);
-  }
-  memset(&tp, 0, sizeof tp);
-  tp.temperature = o->temperature;
-  tp.top_k = o->top_k;
-  tp.top_p = o->top_p;
-  tp.min_p = o->min_p;
-  tp.repeat_penalty = o->repeat_penalty;
-  tp.repeat_window = o->repeat_window;
-  tp.given = o->given & TL_RUN_GIVEN_SAMPLING;
-  tp.seed = o->seed;
-  tp.turn = turn;
-  tp.max_new = o->max_new;
-  tp.stops = stops;
-  tp.stop_lens = stop_lens;
-  tp.n_stops = o->n_stops;
-  tp.mode = mode;
-  tp.add_generation_prompt = add_generation_prompt;
-  tp.prompt_bytes = prompt_bytes;
-  tp.prompt_len = prompt_len;
-  tp.on_visible = tl_run_stream_text;
-  tp.on_prefill = tl_run_stream_prefill;
-  tp.cancelled = cancelled;
-  tp.on_choice = tl_run_stream_choice;
-  tp.cb_ctx = &sm;
-  tl_run_streamer_begin(&sm, o, out);
-  tl_run_catch_sigint(true);
-  st = tl_turn_run(s, &tp, ids, n, &t, &field, err, sizeof err);
-  tl_run_catch_sigint(false);
-  if (st == TL_ERR_INVALID_MODEL) {
-    rc = tl_run_sampling_fail(o->json, field);
-    tl_run_streamer_end(&sm);
-    return rc;
+void tl_run_session_options(const tl_run_options *o, tl_session_options *so) {
+  memset(so, 0, sizeof *so);
+  so->lane = o->lane.fast ? TL_LANE_FAST : TL_LANE_SCALAR;
+  so->threads = o->lane.threads;
+  so->flags = o->lane.mmap ? TL_SESSION_NO_COPY : 0;
+  so->mem_budget = o->mem_budget;
+}
+
+int tl_run_render(bool json, tl_model_handle model, const uint8_t *conv, size_t len,
+                  const char *path, uint8_t **text, size_t *text_len) {
+  size_t need = 0;
+  tl_status st = tl_model_render(model, conv, len, NULL, 0, &need, NULL);
+  *text = NULL;
+  if (st == TL_OK || st == TL_ERR_BOUNDS) {
+    *text = malloc(need ? need : 1);
+    if (*text == NULL) return tl_cli_fail(json, TL_ERR_OUT_OF_MEMORY, "out of memory");
+    st = tl_model_render(model, conv, len, *text, need, &need, NULL);
   }
   if (st != TL_OK) {
-    tl_run_streamer_end(&sm);
-    return tl_cli_fail(o->json, st, "%s", err);
+    /* The API's record carries the renderer's (tl_error's kind, line,
+     * column, index): reported as tinylm render reports it. */
+    tl_error e;
+    tl_render_error re;
+    free(*text);
+    *text = NULL;
+    tl_error_detail(model, &e);
+    memset(&re, 0, sizeof re);
+    re.kind = e.kind;
+    re.line = e.line;
+    re.column = e.column;
+    re.bad_message = e.index == UINT64_MAX ? SIZE_MAX : (size_t)e.index;
+    snprintf(re.message, sizeof re.message, "%s", e.message);
+    return tl_render_fail(json, e.status, path, &re);
   }
+  *text_len = need;
+  return -1;
+}
+
+void tl_run_generation_params(const tl_run_options *o, tl_generation_params *p) {
+  p->given = o->given & TL_RUN_GIVEN_SAMPLING;
+  p->temperature = o->temperature;
+  p->top_k = o->top_k;
+  p->top_p = o->top_p;
+  p->min_p = o->min_p;
+  p->repeat_penalty = o->repeat_penalty;
+  p->repeat_window = o->repeat_window;
+  p->seed = o->seed;
+  p->max_tokens = o->max_new;
+  p->stop_strings = o->stops;
+  p->n_stops = o->n_stops;
+}
+
+int tl_run_generation(const tl_run_options *o, tl_model_handle model, tl_session_handle session,
+                      tl_generation_params *p, FILE *out, tl_generation_handle *keep) {
+  streamer sm;
+  tl_generation_handle gen;
+  outcome oc;
+  tl_status st;
+  int rc;
+  if (tl_generation_new(session, &gen) != TL_OK) return tl_run_api_fail(o->json, session);
+  streamer_begin(&sm, o, out);
+  p->on_text = stream_text;
+  p->on_prefill = stream_prefill;
+  p->on_token = stream_token;
+  p->on_choice = stream_choice;
+  p->ctx = &sm;
+  catch_sigint(true);
+  st = tl_generation_run(gen, p);
+  catch_sigint(false);
   memset(&oc, 0, sizeof oc);
-  oc.status = t.status;
-  oc.ids = t.r.ids;
-  oc.n_ids = t.r.n_ids;
-  oc.raw = t.r.raw;
-  oc.raw_len = t.r.raw_len;
-  oc.visible = t.r.visible;
-  oc.visible_len = t.r.visible_len;
-  oc.stop = tl_stop_reason_name(t.r.stop);
-  oc.cancelled = t.r.stop == TL_STOP_CANCELLED;
-  oc.n_prompt = n;
-  oc.position = t.position;
-  oc.prefill_us = t.prefill_us;
-  oc.decode_us = t.decode_us;
-  oc.receipt = t.receipt;
-  oc.receipt_len = t.receipt_len;
-  oc.receipt_status = t.receipt_status;
-  tl_cli_hex(t.receipt_id, 32, receipt_hex);
-  oc.receipt_hex = receipt_hex;
-  oc.fault_stage = tl_qwen3_stage_name(t.r.fault.stage);
-  oc.fault_layer = t.r.fault.layer;
-  oc.fault_pos = t.r.fault.pos;
-  oc.fault_index = t.r.fault.index;
-  oc.token_text = session_token_text;
-  oc.token_ctx = s;
-  rc = tl_run_report(o, &sm, &oc, out);
-  if (turn_out != NULL && t.status == TL_OK) {
-    const tl_gen_result *r = &t.r;
-    turn_out->ids = malloc((r->n_ids ? r->n_ids : 1) * sizeof *r->ids);
-    turn_out->visible = malloc(r->visible_len + 1);
-    if (turn_out->ids != NULL && turn_out->visible != NULL) {
-      memcpy(turn_out->ids, r->ids, r->n_ids * sizeof *r->ids);
-      memcpy(turn_out->visible, r->visible, r->visible_len);
-      turn_out->visible[r->visible_len] = '\0';
-      turn_out->n_ids = r->n_ids;
-      turn_out->visible_len = r->visible_len;
-      turn_out->stop = (int)r->stop;
+  tl_error_detail(gen, &oc.e);
+  if (tl_generation_result_get(gen, &oc.r) != TL_OK) {
+    /* refused before it ran */
+    if (oc.e.status == TL_ERR_INVALID_MODEL) {
+      tl_sampler_field field = TL_SAMPLER_FIELD_TEMPERATURE;
+      while (field <= TL_SAMPLER_FIELD_DEFINED_IDS &&
+             strcmp(tl_turn_field_name(field), oc.e.kind) != 0)
+        field++;
+      rc = sampling_fail(o->json, field);
+    } else {
+      rc = tl_cli_fail(o->json, oc.e.status, "%s", oc.e.message);
     }
+  } else {
+    /* Ctrl-C ends a reply like a stop rule (the receipt says "cancelled"). */
+    oc.status = st == TL_ERR_CANCELLED ? TL_OK : st;
+    oc.cancelled = st == TL_ERR_CANCELLED;
+    oc.model = model;
+    rc = report(o, &sm, &oc, out);
   }
-  tl_turn_free(&t);
-  tl_run_streamer_end(&sm);
+  streamer_end(&sm);
+  if (rc == TL_EXIT_OK && keep != NULL)
+    *keep = gen;
+  else
+    tl_generation_free(gen);
   return rc;
 }

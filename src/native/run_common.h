@@ -1,6 +1,6 @@
 /* What run and chat share: the sampling and stopping options, and one
- * generation turn on an open session (sampler, streaming, Ctrl-C,
- * logprobs, receipt, report). */
+ * generation through the public API (include/tinylm.h) with the terminal
+ * around it (streaming, Ctrl-C, logprobs, receipt, report). */
 #ifndef TL_NATIVE_RUN_COMMON_H
 #define TL_NATIVE_RUN_COMMON_H
 
@@ -10,8 +10,8 @@
 #include <stdio.h>
 
 #include "cli.h"
-#include "sample/sampler.h"
-#include "session.h"
+#include "lane.h"
+#include "tinylm.h"
 
 #define TL_RUN_MAX_STOPS 8
 #define TL_RUN_MAX_LOGPROBS 20
@@ -52,91 +52,40 @@ int tl_run_parse(int argc, char **argv, const char *usage, tl_run_options *o);
  * TL_OK when there is no --receipt. */
 tl_status tl_run_receipt_check(const tl_run_options *o, char *err, size_t cap);
 
-/* What a turn produced, for a caller that keeps a conversation (malloc'd
- * copies; free with tl_turn_out_free). */
-typedef struct tl_turn_out {
-  uint32_t *ids;
-  size_t n_ids;
-  char *visible;
-  size_t visible_len;
-  int stop; /* tl_stop_reason */
-} tl_turn_out;
+/* The last failure on handle h (tl_error_detail), reported as every
+ * command reports one; returns the exit status. */
+int tl_run_api_fail(bool json, uint32_t h);
 
-void tl_turn_out_free(tl_turn_out *t);
+/* The session options o's --lane, -t/--threads, --mmap and --mem-budget
+ * ask for (context left 0: the caller's). */
+void tl_run_session_options(const tl_run_options *o, tl_session_options *so);
 
-/* Generates after ids[0..n) (which follow the cache's current contents),
- * for the prompt_bytes rendered in mode ("text" or "messages", the latter
- * with or without the template's generation prompt: the receipt says),
- * streaming visible text to out (human mode) and reporting as o says.
- * turn numbers the draws (DESIGN.md §7). On return the cache holds the
- * prompt and every generated token whose forward pass completed.
- * Returns the exit status; *generated (when not NULL) gets the ids. */
-int tl_run_generate(tl_session *s, const tl_run_options *o, const char *mode,
-                    bool add_generation_prompt, const uint8_t *prompt_bytes, size_t prompt_len,
-                    const uint32_t *ids, size_t n, uint32_t turn, FILE *out,
-                    tl_turn_out *turn_out);
+/* The conversation conv[0..len) (read from path) rendered for a reply
+ * through model: *text (malloc'd; free it) and *text_len. A
+ * refusal is reported as run --messages reports it (tl_render_fail: JSON
+ * syntax errors as path:line:column, the bad message, the template's
+ * error kind); returns -1 on success, else the exit status. */
+int tl_run_render(bool json, tl_model_handle model, const uint8_t *conv, size_t len,
+                  const char *path, uint8_t **text, size_t *text_len);
 
-/* The terminal side of a turn: visible text streamed to out (not with
- * --json), prefill progress on stderr, the --logprobs rows. The stream
- * functions take the streamer as ctx (generation callbacks). */
-typedef struct tl_run_streamer {
-  FILE *out;
-  bool json;
-  uint32_t logprobs;
-  struct json_t *logprob_rows; /* NULL unless --logprobs */
-  tl_cli_progress progress;
-} tl_run_streamer;
+/* Generation parameters with o's sampling values (those given), seed,
+ * -n and --stop strings; the prompt and flags are the caller's. */
+void tl_run_generation_params(const tl_run_options *o, tl_generation_params *p);
 
-void tl_run_streamer_begin(tl_run_streamer *sm, const tl_run_options *o, FILE *out);
-void tl_run_streamer_end(tl_run_streamer *sm);
-void tl_run_stream_text(void *sm, const uint8_t *bytes, size_t n);
-void tl_run_stream_prefill(void *sm, size_t done, size_t total);
-void tl_run_stream_choice(void *sm, const float *logits, size_t vocab, uint32_t id);
-
-/* SIGINT sets tl_run_interrupted (on) / the previous handler again (off). */
-void tl_run_catch_sigint(bool on);
-
-/* What a generation that ran produced, for tl_run_report. */
-typedef struct tl_run_outcome {
-  tl_status status; /* TL_OK (also when cancelled), or the failure */
-  const uint32_t *ids;
-  size_t n_ids;
-  const uint8_t *raw, *visible;
-  size_t raw_len, visible_len;
-  const char *stop; /* tl_stop_reason_name */
-  bool cancelled;
-  size_t n_prompt;
-  uint32_t position;
-  uint64_t prefill_us, decode_us;
-  const uint8_t *receipt;
-  size_t receipt_len;
-  const char *receipt_hex;   /* the receipt id */
-  tl_status receipt_status; /* TL_OK when receipt is set */
-  const char *fault_stage;  /* TL_ERR_NUMERICAL_FAILURE: where */
-  int32_t fault_layer;
-  uint32_t fault_pos;
-  size_t fault_index;
-  /* A token's text in the decoder's diagnostic mode (--logprobs). */
-  bool (*token_text)(void *ctx, uint32_t id, char *buf, size_t cap);
-  void *token_ctx;
-} tl_run_outcome;
-
-/* Reports a generation as run and chat do: the --receipt file, then the
- * failure (error: ...), or the JSON document (--json, with sm's logprobs)
- * or the summary line on stderr (and the logprobs table on out). Returns
- * the exit status. */
-int tl_run_report(const tl_run_options *o, tl_run_streamer *sm, const tl_run_outcome *oc,
-                  FILE *out);
-
-/* An artifact's sampling default out of range, named by its flag. */
-int tl_run_sampling_fail(bool json, tl_sampler_field field);
+/* Runs the generation p describes on session (a session on model),
+ * streaming visible text to out (not with --json), prefill progress on
+ * stderr, Ctrl-C stopping the reply like a stop rule, and reports it as
+ * run and chat do: the --receipt file, then the failure (error: ...), or
+ * the JSON document (--json, with --logprobs' rows) or the summary line on
+ * stderr (and the logprobs table on out). Returns the exit status; on
+ * TL_EXIT_OK with keep not NULL, *keep gets the generation (the caller
+ * reads its result and frees it), else it is freed. */
+int tl_run_generation(const tl_run_options *o, tl_model_handle model, tl_session_handle session,
+                      tl_generation_params *p, FILE *out, tl_generation_handle *keep);
 
 /* Bytes as a JSON string, each maximal ill-formed UTF-8 subpart replaced
  * by U+FFFD. */
 struct json_t;
 struct json_t *tl_json_lossy_string(const uint8_t *b, size_t n);
-
-/* Set by SIGINT while a turn runs; checked at every cancellation point. */
-extern volatile int tl_run_interrupted;
 
 #endif
