@@ -449,30 +449,29 @@ $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(shell find src/core src/tools src/na
 	clang $(FUZZ_CFLAGS) $< $(CORE_PORTABLE) -ljansson -o $@
 
 # --- the web page ----------------------------------------------------------
-# make web copies the chat page (web/index.html, app.js, app.css) beside
-# the modules in build/web/, and the demo model's q8 artifact when
-# `make demo` has built it (build/web/models.json lists what it bundled:
-# the page's default model). make serve-web serves build/web/ on 127.0.0.1
-# with the cross-origin isolation headers threads need (PORT=N for a fixed
-# port; NO_ISOLATION=1 without them); docs/web.md.
-WEB_DIR := build/web
-WEB_PAGE := $(addprefix $(WEB_DIR)/,index.html app.js app.css)
+# make web copies the chat page (web/index.html, app.js, app.css,
+# model_worker.js, sw.js) beside the modules in build/web/, and the demo
+# model's q8 artifact when `make demo` has built it (build/web/models.json
+# lists what it bundled: the page's default model). make serve-web serves
+# build/web/ on 127.0.0.1 with the cross-origin isolation headers threads
+# need (PORT=N for a fixed port; NO_ISOLATION=1 without them); docs/web.md.
+WEB_PAGE := $(addprefix $(WEB_OUT)/,index.html app.js app.css sw.js model_worker.js)
 DEMO_SLM := build/demo/tinylm-demo-q8.slm
-$(WEB_PAGE): $(WEB_DIR)/%: web/%
+$(WEB_PAGE): $(WEB_OUT)/%: web/%
 	@mkdir -p $(@D)
 	cp $< $@
 web-page: $(WEB_PAGE)
-	@mkdir -p $(WEB_DIR)/models
+	@mkdir -p $(WEB_OUT)/models
 	@if [ -f $(DEMO_SLM) ]; then \
-	  cmp -s $(DEMO_SLM) $(WEB_DIR)/models/demo-q8.slm || cp $(DEMO_SLM) $(WEB_DIR)/models/demo-q8.slm; \
+	  cmp -s $(DEMO_SLM) $(WEB_OUT)/models/demo-q8.slm || cp $(DEMO_SLM) $(WEB_OUT)/models/demo-q8.slm; \
 	  printf '{"models": [{"name": "tinylm demo model (q8)", "url": "models/demo-q8.slm", "bytes": %s, "artifactId": "%s"}]}\n' \
-	    $$(stat -c %s $(DEMO_SLM)) $$(sha256sum $(DEMO_SLM) | cut -c1-64) >$(WEB_DIR)/models.json; \
+	    $$(stat -c %s $(DEMO_SLM)) $$(sha256sum $(DEMO_SLM) | cut -c1-64) >$(WEB_OUT)/models.json; \
 	else \
-	  rm -f $(WEB_DIR)/models/demo-q8.slm; echo '{"models": []}' >$(WEB_DIR)/models.json; \
+	  rm -f $(WEB_OUT)/models/demo-q8.slm; echo '{"models": []}' >$(WEB_OUT)/models.json; \
 	  echo "web: no demo model bundled ($(DEMO_SLM) missing: make demo builds it)"; \
 	fi
-serve-web: web-page
-	@node scripts/serve_web.mjs --root $(WEB_DIR) $(if $(NO_ISOLATION),--no-isolation)
+serve-web: web
+	@node scripts/serve_web.mjs --root $(WEB_OUT) $(if $(NO_ISOLATION),--no-isolation)
 
 # --- orchestration -----------------------------------------------------------
 setup:

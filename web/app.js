@@ -1,18 +1,18 @@
 // The chat page (docs/web.md "Page"): a model picker (bundled, cached, URL
 // or file), streaming replies with a stop button, sampling settings, the
-// capability panel and receipts. Everything the model does goes through
-// the loader's JS API (./tinylm.js); this file is only the page.
-import { probe, loadModel } from './tinylm.js';
-
+// capability panel and receipts. The model itself runs in a Web Worker
+// (model_worker.js) through the loader's JS API (tinylm.js); this file is
+// only the page.
 const $ = (id) => document.getElementById(id);
 const state = {
-  caps: null,          // probe()
-  model: null,         // loadModel()'s model
-  modelInfo: null,     // { name, artifactId, bytes, from }
+  worker: null,        // the ModelWorker holding the model
+  caps: null,          // probe(), as the worker's runtime answers it
+  model: null,         // { capabilityReceipt, artifactId, name, bytes, from, opts } once loaded
   messages: [],        // the conversation so far: { role, content }
   busy: false,
-  abort: null,         // AbortController of the reply being generated
-  lastReply: null,     // the record "Download last reply's record" saves
+  generating: false,
+  lastReply: null,     // what the last reply's record holds (no receipt bytes)
+  lastReceipt: null,   // the last reply's receipt (CBOR bytes)
 };
 // For the Chromium tests and the curious: the page's state and a promise
 // that settles once start-up (probe, model list) is done.
@@ -27,8 +27,8 @@ const HINTS = {
   unsupported_abi: 'The page and the modules come from different builds: rebuild with make web.',
   unsupported_feature: 'This browser lacks a feature this lane needs.',
   unsupported_quantization: 'The artifact uses a quantization this build does not know.',
-  self_test_failed: 'A module failed its start-up self-test and was refused.',
-  worker_failure: 'A Web Worker of the threads lane failed.',
+  self_test_failed: 'No module passed its checks (manifest hash, self-tests): the capability receipt says why.',
+  worker_failure: 'A Web Worker failed.',
   context_exceeded: 'The conversation no longer fits the context: start a new conversation.',
   cancelled: 'Stopped.',
   stale_handle: 'The model was disposed: load it again.',
@@ -45,7 +45,7 @@ class PageError extends Error {
   }
 }
 function errorText(e) {
-  const code = e?.code || e?.status || e?.name || 'error';
+  const code = e?.code || e?.name || 'error';
   const hint = HINTS[code] ? `\n${HINTS[code]}` : '';
   return `error: ${code}: ${e?.message ?? String(e)}${hint}`;
 }
@@ -143,6 +143,50 @@ async function cachePut(id, bytes) {
   }
 }
 
+// --- the model worker --------------------------------------------------------
+// Requests to model_worker.js, one promise each; a generation's tokens
+// arrive through onToken while its request runs.
+class ModelWorker {
+  constructor() {
+    this.worker = new Worker(new URL('model_worker.js', import.meta.url), { type: 'module' });
+    // Stop's flag, shared with the worker; shared memory needs isolation.
+    this.cancel = globalThis.crossOriginIsolated ? new Int32Array(new SharedArrayBuffer(4)) : null;
+    this.pending = new Map();
+    this.next = 1;
+    this.worker.onmessage = ({ data }) => {
+      const call = this.pending.get(data.id);
+      if (!call) return;
+      if (data.op === 'token') return call.onToken?.(data.text);
+      this.pending.delete(data.id);
+      if (data.op === 'done') call.ok(data.value);
+      else call.fail(Object.assign(new PageError(data.error.code, data.error.message), { capabilityReceipt: data.error.capabilityReceipt }));
+    };
+    this.worker.onerror = (ev) => {
+      ev.preventDefault();
+      this.end(new PageError('worker_failure', `the model worker failed: ${ev.message || 'it did not start'}`));
+    };
+    this.call('init', { cancel: this.cancel });
+  }
+  call(op, args = {}, { transfer = [], onToken = null } = {}) {
+    const id = this.next++;
+    return new Promise((ok, fail) => {
+      this.pending.set(id, { ok, fail, onToken });
+      this.worker.postMessage({ id, op, ...args }, transfer);
+    });
+  }
+  // Ends the worker (and the model in it); every pending request fails with e.
+  end(e) {
+    this.worker.terminate();
+    for (const call of this.pending.values()) call.fail(e);
+    this.pending.clear();
+    if (state.worker === this) state.worker = null;
+  }
+}
+function worker() {
+  state.worker ??= new ModelWorker();
+  return state.worker;
+}
+
 // --- model list ------------------------------------------------------------
 function addOption(list, label, value) {
   const o = document.createElement('option');
@@ -151,8 +195,10 @@ function addOption(list, label, value) {
   list.append(o);
   return o;
 }
+const mib = (n) => `${(n / 1048576).toFixed(n < 10485760 ? 2 : 1)} MiB`;
 async function fillModelList() {
   const list = $('model-list');
+  const keep = list.value;
   list.replaceChildren();
   addOption(list, '(none)', null);
   let bundled = [];
@@ -163,20 +209,19 @@ async function fillModelList() {
     // No models.json: nothing bundled.
   }
   const seen = new Set();
-  let first = null;
   for (const m of bundled) {
     seen.add(m.artifactId);
-    const o = addOption(list, `${m.name} — ${mib(m.bytes)}`, { kind: 'url', url: m.url, name: m.name, artifactId: m.artifactId });
-    first ??= o;
+    addOption(list, `${m.name} — ${mib(m.bytes)}`, { kind: 'url', url: m.url, name: m.name, artifactId: m.artifactId });
   }
   for (const [source, info] of Object.entries(cacheIndex())) {
     if (seen.has(info.artifactId)) continue;
     seen.add(info.artifactId);
     addOption(list, `cached: ${info.name} — ${mib(info.bytes)}`, { kind: 'cached', source, ...info });
   }
-  if (first) first.selected = true;
+  // The first bundled model is the default; a choice made stays.
+  if ([...list.options].some((o) => o.value === keep) && keep !== 'null') list.value = keep;
+  else if (list.options.length > 1) list.selectedIndex = 1;
 }
-const mib = (n) => `${(n / 1048576).toFixed(n < 10485760 ? 2 : 1)} MiB`;
 
 // The bytes of the chosen source, from the cache when it holds them.
 async function acquire(choice, onProgress) {
@@ -185,8 +230,8 @@ async function acquire(choice, onProgress) {
     const cached = await cacheGet(id);
     if (cached) return { bytes: cached, artifactId: id, from: 'cache' };
     if (choice.kind === 'cached') {
-      if (choice.source.startsWith('url:')) return acquire({ kind: 'url', url: choice.source.slice(4), name: choice.name }, onProgress);
-      throw new PageError('io', `${choice.name} is no longer in the browser's cache: pick the file again`);
+      if (choice.source.startsWith('url:')) return acquire({ kind: 'url', url: choice.source.slice(4), name: choice.name, source: choice.source }, onProgress);
+      throw new PageError('io', `${choice.name} is no longer in this browser's cache: pick the file again`);
     }
   }
   const bytes = choice.kind === 'file'
@@ -212,22 +257,51 @@ function chosenSource() {
   return picked;
 }
 
+function loadOptions() {
+  const opts = { threads: number('threads', { min: 1 }) };
+  if ($('lane').value) opts.lane = $('lane').value;
+  const budget = $('budget').value.trim();
+  if (budget) opts.memoryBudget = Math.round(number('budget', { integer: false }) * 1048576);
+  return opts;
+}
+
+// Loads bytes into a (new) worker: the model, its receipt, the panel.
+async function start(got, name, opts) {
+  if (state.model) {
+    state.model = null;
+    await worker().call('dispose');
+  }
+  // The cache gets its own copy: the worker takes the bytes over.
+  const cacheCopy = got.from === 'cache' ? null : got.bytes.slice(0);
+  const bytes = got.bytes.byteLength;
+  const t0 = performance.now();
+  const m = await worker().call('load', { bytes: got.bytes, opts }, { transfer: [got.bytes] });
+  const ms = performance.now() - t0;
+  state.model = { ...m, name, bytes, from: got.from, opts };
+  let cached = got.from === 'cache';
+  if (cacheCopy) cached = await cachePut(got.artifactId, cacheCopy);
+  showCapabilities(m.capabilityReceipt);
+  return { ms, cached };
+}
+
 async function onLoad(ev) {
   ev.preventDefault();
   if (state.busy) return;
   showError(null);
-  const choice = chosenSource();
-  if (!choice) return showError(new PageError('invalid_argument', 'choose a bundled or cached model, a URL or a file'));
+  let choice;
+  let opts;
+  try {
+    choice = chosenSource();
+    if (!choice) throw new PageError('invalid_argument', 'choose a bundled or cached model, a URL or a file');
+    opts = loadOptions();
+  } catch (e) {
+    return showError(e);
+  }
   setBusy(true);
   const bar = $('load-progress');
   bar.hidden = false;
   bar.removeAttribute('value');
   try {
-    if (state.model) {
-      const old = state.model;
-      state.model = null;
-      await old.dispose();
-    }
     status(`Reading ${choice.name} …`);
     const got = await acquire(choice, (n, total) => {
       if (total) bar.value = n / total;
@@ -235,26 +309,17 @@ async function onLoad(ev) {
     });
     bar.removeAttribute('value');
     status(`Verifying and loading ${choice.name} (${mib(got.bytes.byteLength)}) …`);
-    const opts = { threads: Math.max(1, Number($('threads').value) || 1) };
-    if ($('lane').value) opts.lane = $('lane').value;
-    // The cache gets its own copy: the loader may take over the buffer.
-    const cacheCopy = got.from === 'cache' ? null : got.bytes.slice(0);
-    const t0 = performance.now();
-    state.model = await loadModel(got.bytes, opts);
-    const ms = performance.now() - t0;
-    state.modelInfo = { name: choice.name, artifactId: got.artifactId, bytes: cacheCopy?.byteLength ?? got.bytes.byteLength, from: got.from };
-    let cached = got.from === 'cache';
-    if (cacheCopy) cached = await cachePut(got.artifactId, cacheCopy);
-    if (cached && choice.source) rememberSource(choice.source, { artifactId: got.artifactId, name: choice.name, bytes: state.modelInfo.bytes });
+    const { ms, cached } = await start(got, choice.name, opts);
+    if (cached && choice.source) rememberSource(choice.source, { artifactId: got.artifactId, name: choice.name, bytes: state.model.bytes });
     status(`Loaded ${choice.name} from ${got.from} in ${(ms / 1000).toFixed(2)} s · artifact ${got.artifactId.slice(0, 16)}… · ` +
       (cached ? 'cached in this browser' : 'not cached'));
     state.messages = [];
     $('transcript').replaceChildren();
-    showCapabilities(state.model.capabilityReceipt);
     if (got.from !== 'cache') await fillModelList();
   } catch (e) {
-    status(state.model ? 'The previous model was disposed.' : 'No model loaded.');
     state.model = null;
+    status('No model loaded.');
+    if (e.capabilityReceipt) showCapabilities(e.capabilityReceipt);
     showError(e);
   } finally {
     bar.hidden = true;
@@ -263,6 +328,7 @@ async function onLoad(ev) {
 }
 
 // --- the capability panel --------------------------------------------------
+const hexOf = (u8) => Array.from(u8, (b) => b.toString(16).padStart(2, '0')).join('');
 function kv(obj) {
   const dl = document.createElement('dl');
   dl.className = 'kv';
@@ -270,41 +336,61 @@ function kv(obj) {
     const dt = document.createElement('dt');
     dt.textContent = k;
     const dd = document.createElement('dd');
-    if (v !== null && typeof v === 'object' && !(v instanceof Uint8Array)) {
+    if (v instanceof Node) {
+      dd.append(v);
+    } else if (v !== null && typeof v === 'object' && !(v instanceof Uint8Array)) {
       dd.append(kv(v));
     } else {
-      const text = v instanceof Uint8Array ? Array.from(v, (b) => b.toString(16).padStart(2, '0')).join('') : String(v);
+      const text = v instanceof Uint8Array ? hexOf(v) : String(v);
       dd.textContent = text;
-      if (v === true || v === 'pass' || v === 'passed') dd.className = 'pass';
-      else if (v === false || v === 'fail' || v === 'failed') dd.className = 'fail';
+      if (v === true) dd.className = 'pass';
+      else if (v === false) dd.className = 'fail';
       if (/^[0-9a-f]{40,}$/.test(text)) dd.classList.add('mono');
     }
     dl.append(dt, dd);
   }
   return dl;
 }
+function span(text, cls) {
+  return Object.assign(document.createElement('span'), { textContent: text, className: cls || '' });
+}
 function showProbe(caps) {
-  const lanes = Array.isArray(caps.lanes) ? caps.lanes.join(', ') : String(caps.lanes);
+  const lanes = caps.lanes.join(', ');
+  const missing = Object.entries(caps.why || {}).map(([lane, why]) => `${lane}: ${why}`).join('; ');
   $('caps-summary').replaceChildren(...kv({
     'SIMD128': caps.simd128 ? 'yes' : 'no',
-    'threads': caps.threads ? 'yes' : `no${caps.crossOriginIsolated ? '' : ' (page not cross-origin isolated)'}`,
+    'threads': caps.threads ? 'yes' : 'no',
+    'cross-origin isolated': caps.crossOriginIsolated ? 'yes' : 'no',
     'lanes available': lanes,
+    ...(missing ? { 'unavailable': missing } : {}),
   }).childNodes);
 }
-function showCapabilities(receipt) {
-  $('caps-receipt').replaceChildren(kv(receipt ?? {}));
-  const pick = (...keys) => keys.map((k) => receipt?.[k]).find((v) => v !== undefined);
-  const summary = {
-    'lane': pick('lane') ?? '?',
-    'why': pick('laneReason', 'reason', 'why') ?? '',
-    'threads': pick('threads') ?? '',
-  };
-  const tests = pick('selfTests', 'selfTest');
-  if (tests) summary['self-tests'] = tests;
-  const fallbacks = pick('fallbacks', 'refused');
-  if (fallbacks && (!Array.isArray(fallbacks) || fallbacks.length)) summary['fallbacks'] = fallbacks;
+// The receipt's essentials on top; the whole receipt below, folded.
+function showCapabilities(r) {
+  $('caps-receipt').replaceChildren(kv(r ?? {}));
+  const summary = {};
+  if (r?.lane) {
+    summary.lane = r.lane;
+    summary.why = r.laneReason;
+    summary.numerics = r.numerics ?? '';
+    summary.kernels = r.kernels ?? '';
+    summary.threads = `${r.threads}${r.threadsRequested !== r.threads ? ` (asked for ${r.threadsRequested})` : ''}`;
+    const tests = document.createElement('span');
+    for (const t of r.selfTests?.[r.lane] ?? []) tests.append(span(`${t.name} ${t.ok ? '✓' : '✗'}`, t.ok ? 'pass' : 'fail'), ' ');
+    summary['self-tests'] = tests;
+    summary.module = `${r.modules?.[r.lane]?.file ?? '?'} sha256 ${r.modules?.[r.lane]?.sha256 ?? '?'}`;
+  } else {
+    summary.lane = 'none: no lane passed its checks';
+  }
+  if (r?.refused?.length) {
+    const list = document.createElement('span');
+    for (const x of r.refused) list.append(span(`${x.lane}: ${x.code} — ${x.why}`, 'fail'), document.createElement('br'));
+    summary.refused = list;
+  }
+  if (r?.artifactId) summary.artifact = r.artifactId;
   $('caps-summary').replaceChildren(...kv(summary).childNodes);
-  $('download-caps').disabled = !receipt;
+  $('download-caps').disabled = !r;
+  state.shownReceipt = r;
 }
 function download(name, data, type) {
   const a = document.createElement('a');
@@ -313,17 +399,16 @@ function download(name, data, type) {
   a.click();
   setTimeout(() => URL.revokeObjectURL(a.href), 1000);
 }
-const toJSON = (v) => JSON.stringify(v, (k, x) => (x instanceof Uint8Array ? Array.from(x, (b) => b.toString(16).padStart(2, '0')).join('') : x), 2);
+const toJSON = (v) => JSON.stringify(v, (k, x) => (x instanceof Uint8Array ? hexOf(x) : typeof x === 'bigint' ? String(x) : x), 2);
 
 // --- chat -----------------------------------------------------------------
 function setBusy(busy) {
   state.busy = busy;
-  const ready = !!state.model && !busy;
   $('load').disabled = busy;
   $('prompt').disabled = !state.model;
-  $('send').disabled = !ready;
-  $('stop').disabled = !(busy && state.abort);
-  $('download-reply').disabled = !state.lastReply;
+  $('send').disabled = !state.model || busy;
+  $('stop').disabled = !state.generating;
+  $('download-reply').disabled = !state.lastReceipt;
 }
 function bubble(role, text) {
   const div = document.createElement('div');
@@ -338,6 +423,9 @@ function bubble(role, text) {
   setText(div, text);
   return div;
 }
+function note(div, text) {
+  div.append(span(text, 'meta'));
+}
 // A reply's reasoning (between <think> and </think>) apart from its answer.
 function setText(div, text) {
   const [think, body] = [div.querySelector('.think'), div.querySelector('.body')];
@@ -350,7 +438,7 @@ function setText(div, text) {
 function number(id, { min = 0, integer = true } = {}) {
   const el = $(id);
   const v = Number(el.value);
-  if (el.value.trim() === '' || !Number.isFinite(v) || v < min || (integer && !Number.isInteger(v)))
+  if (el.value.trim() === '' || !Number.isFinite(v) || v < min || (integer && !Number.isSafeInteger(v)))
     throw new PageError('invalid_argument', `${el.labels[0]?.textContent.trim() || id}: '${el.value}' is not ${integer ? 'an integer' : 'a number'} ≥ ${min}`);
   return v;
 }
@@ -379,32 +467,29 @@ async function onSend(ev) {
   const reply = bubble('assistant', '');
   reply.classList.add('streaming');
   let streamed = '';
-  state.abort = new AbortController();
+  state.generating = true;
   setBusy(true);
   try {
-    const out = await state.model.generate({
-      messages,
-      ...settings,
-      signal: state.abort.signal,
+    const out = await worker().call('generate', { args: { messages, ...settings } }, {
       onToken: (t) => {
-        streamed += typeof t === 'string' ? t : (t?.text ?? '');
+        streamed += t;
         setText(reply, streamed);
       },
     });
     setText(reply, out.text);
     const t = out.timings || {};
-    const meta = document.createElement('span');
-    meta.className = 'meta';
-    meta.textContent = `${out.ids.length} tokens · stop: ${out.stop} · receipt ${String(out.receiptId).slice(0, 16)}…`;
-    reply.append(meta);
-    $('speed').textContent = `Prefill ${fmt(t.prefillTokensPerS)} tokens/s · decode ${fmt(t.decodeTokensPerS)} tokens/s`;
+    note(reply, `${out.ids.length} tokens · stop: ${out.stop} · receipt ${out.receiptId.slice(0, 16)}…`);
+    $('speed').textContent = `Prefill ${fmt(t.prefillTokensPerS)} tokens/s · decode ${fmt(t.decodeTokensPerS)} tokens/s ` +
+      `(${out.promptTokens} prompt tokens, ${out.ids.length} generated)`;
     state.messages = [...messages, { role: 'assistant', content: out.text }];
+    state.lastReceipt = out.receipt;
     state.lastReply = {
-      model: state.modelInfo,
-      lane: state.model.capabilityReceipt?.lane,
+      artifactId: state.model.artifactId,
+      lane: state.model.capabilityReceipt.lane,
+      numerics: state.model.capabilityReceipt.numerics,
       conversation: { messages, enable_thinking: settings.enableThinking },
       settings,
-      ids: Array.from(out.ids),
+      ids: out.ids,
       text: out.text,
       stop: out.stop,
       receiptId: out.receiptId,
@@ -413,23 +498,50 @@ async function onSend(ev) {
   } catch (e) {
     // A stopped or failed turn is not part of the conversation.
     reply.remove();
-    if (e?.code === 'cancelled') bubble('assistant', streamed).append(Object.assign(document.createElement('span'), { className: 'meta', textContent: 'stopped (not kept in the conversation)' }));
-    else showError(e);
     $('prompt').value = text;
+    if (e.code === 'cancelled') {
+      const b = bubble('assistant', streamed);
+      note(b, 'stopped (not kept in the conversation)');
+      if (!state.worker) await restartAfterStop(b);
+    } else {
+      showError(e);
+    }
   } finally {
     reply.classList.remove('streaming');
-    state.abort = null;
+    state.generating = false;
     setBusy(false);
   }
 }
 const fmt = (x) => (Number.isFinite(x) ? x.toFixed(x < 100 ? 1 : 0) : '—');
 
+// Stop: through the shared flag the worker's generation polls, or, without
+// cross-origin isolation (no shared memory), by ending the worker.
 function onStop() {
-  state.abort?.abort();
+  const w = state.worker;
+  if (!state.generating || !w) return;
+  if (w.cancel) Atomics.store(w.cancel, 0, 1);
+  else w.end(new PageError('cancelled', 'stopped'));
+}
+// After the worker was ended: the same model again, from the cache.
+async function restartAfterStop(b) {
+  const m = state.model;
+  state.model = null;
+  const bytes = await cacheGet(m.artifactId);
+  if (!bytes) {
+    status('Stopping ended the model (this page is not cross-origin isolated) and it is not cached: load it again.');
+    return;
+  }
+  try {
+    await start({ bytes, artifactId: m.artifactId, from: 'cache' }, m.name, m.opts);
+    note(b, 'the model was reloaded from the cache: without cross-origin isolation, Stop ends the model\'s worker');
+  } catch (e) {
+    status('No model loaded.');
+    showError(e);
+  }
 }
 
 // --- start-up ---------------------------------------------------------------
-async function start() {
+async function init() {
   $('model-form').addEventListener('submit', onLoad);
   $('chat-form').addEventListener('submit', onSend);
   $('stop').addEventListener('click', onStop);
@@ -448,13 +560,15 @@ async function start() {
   $('model-file').addEventListener('change', () => { $('model-url').value = ''; });
   $('model-url').addEventListener('input', () => { $('model-file').value = ''; });
   $('download-caps').addEventListener('click', () => {
-    download('tinylm-capability-receipt.json', toJSON(state.model?.capabilityReceipt ?? {}), 'application/json');
+    download('tinylm-capability-receipt.json', toJSON(state.shownReceipt ?? {}), 'application/json');
   });
   $('download-reply').addEventListener('click', () => {
-    if (state.lastReply) download(`tinylm-reply-${state.lastReply.receiptId}.json`, toJSON(state.lastReply), 'application/json');
+    if (state.lastReceipt) download(`tinylm-receipt-${state.lastReply.receiptId}.cbor`, state.lastReceipt, 'application/cbor');
   });
+  // Offline once loaded (sw.js); the page works without it.
+  navigator.serviceWorker?.register('sw.js').catch((e) => console.warn('service worker:', e));
   try {
-    state.caps = await probe();
+    state.caps = await worker().call('probe');
     showProbe(state.caps);
   } catch (e) {
     showError(e);
@@ -462,4 +576,4 @@ async function start() {
   await fillModelList();
   setBusy(false);
 }
-window.tinylmPage.ready = start();
+window.tinylmPage.ready = init();

@@ -1,0 +1,319 @@
+#!/usr/bin/env node
+// The chat page in real Chromium (issue 13 item 9): Debian's chromium,
+// headless, driven through npm playwright-core, against the page as
+// `make serve-web` serves it (scripts/serve_web.mjs, in-process here).
+//
+//   node tests/web/chromium_test.mjs TINYLM WORKDIR [SITE]
+//
+// TINYLM is a native build of the CLI: every output of the page is checked
+// against `TINYLM run --json` on the same artifact, conversation and
+// settings (ids and receipt id), never against a value written here. The
+// site is SITE (default build/web/, as `make web` builds it), copied to WORKDIR with the tiny golden
+// artifact (tests/golden/slm/tiny-f32.slm) beside it, once as built and
+// once with one byte of a module changed. A screenshot of the page after
+// a reply is left in WORKDIR/page.png.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { serveWeb } from '../../scripts/serve_web.mjs';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+let SITE = path.join(ROOT, 'build', 'web');
+const MODEL = path.join(ROOT, 'tests', 'golden', 'slm', 'tiny-f32.slm');
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+// The browser lanes and the native run that must give the same bits:
+// the loader runs the strict lane on the scalar module and the fast lane
+// on the SIMD128 ones (docs/web.md), whose profile gives the same bits at
+// any thread count.
+const NATIVE_LANE = {
+  scalar: ['--lane', 'scalar'],
+  simd: ['--lane', 'fast', '-t', '1'],
+  threads: ['--lane', 'fast', '-t', '2'],
+};
+const THREADS = 2;
+
+let TINYLM;
+let passed = 0;
+let failed = 0;
+function check(name, ok, detail = '') {
+  if (ok) passed++;
+  else failed++;
+  console.log(`${ok ? 'ok  ' : 'FAIL'} ${name}${ok || !detail ? '' : `: ${detail}`}`);
+  return ok;
+}
+const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+
+// --- the sites ---------------------------------------------------------------
+function makeSite(dir, tamper) {
+  fs.rmSync(dir, { recursive: true, force: true });
+  fs.mkdirSync(path.join(dir, 'models'), { recursive: true });
+  for (const f of fs.readdirSync(SITE)) {
+    // The bundled demo model is not needed here; the tiny one is.
+    if (f === 'models' || f === 'models.json') continue;
+    fs.copyFileSync(path.join(SITE, f), path.join(dir, f));
+  }
+  fs.copyFileSync(MODEL, path.join(dir, 'models', 'tiny.slm'));
+  const bytes = fs.readFileSync(MODEL);
+  // A truncated and a byte-flipped artifact for the page's error messages.
+  fs.writeFileSync(path.join(dir, 'models', 'truncated.slm'), bytes.subarray(0, bytes.length - 1000));
+  const flipped = Buffer.from(bytes);
+  flipped[flipped.length - 100] ^= 0x01; // inside the tensor data
+  fs.writeFileSync(path.join(dir, 'models', 'flipped.slm'), flipped);
+  fs.writeFileSync(path.join(dir, 'models.json'), JSON.stringify({ models: [] }));
+  if (tamper) {
+    const file = path.join(dir, tamper);
+    const b = fs.readFileSync(file);
+    b[b.length >> 1] ^= 0x01;
+    fs.writeFileSync(file, b);
+  }
+}
+
+// --- native reference --------------------------------------------------------
+function nativeRun(work, conversation, settings, lane) {
+  const conv = path.join(work, 'conv.json');
+  fs.writeFileSync(conv, JSON.stringify(conversation));
+  const args = ['run', MODEL, '--messages', conv, '--json', '-n', String(settings.maxTokens),
+    '--temperature', String(settings.temperature), '--top-k', String(settings.topK),
+    '--seed', String(settings.seed), ...NATIVE_LANE[lane]];
+  const p = spawnSync(TINYLM, args, { encoding: 'utf8', timeout: 120000 });
+  if (p.status !== 0) throw new Error(`tinylm ${args.join(' ')}: exit ${p.status}: ${p.stderr}`);
+  return JSON.parse(p.stdout);
+}
+
+// --- driving the page ------------------------------------------------------------
+async function openPage(ctx, url) {
+  const page = await ctx.newPage();
+  page.errors = [];
+  page.on('pageerror', (e) => page.errors.push(e.message));
+  await page.goto(url);
+  await page.evaluate(() => window.tinylmPage.ready);
+  return page;
+}
+const idle = (page) => page.waitForFunction(() => !window.tinylmPage.state.busy, null, { timeout: 120000 });
+const pageText = (page, sel) => page.$eval(sel, (e) => (e.hidden ? '' : e.textContent));
+
+async function load(page, { url = 'models/tiny.slm', lane = '', threads = THREADS, budget = '' } = {}) {
+  await page.fill('#model-url', url);
+  await page.selectOption('#lane', lane);
+  await page.fill('#threads', String(threads));
+  await page.fill('#budget', String(budget));
+  await page.click('#load');
+  await idle(page);
+  return page.evaluate(() => ({
+    loaded: !!window.tinylmPage.state.model,
+    receipt: window.tinylmPage.state.model?.capabilityReceipt ?? null,
+    status: document.getElementById('model-status').textContent,
+    error: document.getElementById('error').hidden ? '' : document.getElementById('error').textContent,
+    panel: document.getElementById('caps-panel').innerText,
+  }));
+}
+
+async function send(page, text, s) {
+  await page.fill('#temperature', String(s.temperature));
+  await page.fill('#top-k', String(s.topK));
+  await page.fill('#seed', String(s.seed));
+  await page.fill('#max-tokens', String(s.maxTokens));
+  await page.setChecked('#thinking', !!s.enableThinking);
+  await page.evaluate(() => { window.tinylmPage.state.lastReply = null; });
+  await page.fill('#prompt', text);
+  await page.click('#send');
+  await idle(page);
+  return page.evaluate(() => ({
+    reply: window.tinylmPage.state.lastReply,
+    error: document.getElementById('error').hidden ? '' : document.getElementById('error').textContent,
+  }));
+}
+
+// The page's reply equals native's on the same conversation and settings.
+function compareNative(work, name, got, lane) {
+  if (!check(`${name}: the page replied`, !!got.reply, got.error)) return;
+  const r = got.reply;
+  const n = nativeRun(work, r.conversation, r.settings, lane);
+  check(`${name}: ids equal native tinylm run (${n.ids.length} tokens)`, same(r.ids, n.ids),
+    `page ${JSON.stringify(r.ids)} native ${JSON.stringify(n.ids)}`);
+  check(`${name}: receipt id equals native`, r.receiptId === n.receipt_id, `page ${r.receiptId} native ${n.receipt_id}`);
+  check(`${name}: stop reason equals native`, r.stop === n.stop, `page ${r.stop} native ${n.stop}`);
+}
+
+// Presses Stop as soon as the next reply's first streamed text appears.
+function stopOnFirstToken(page) {
+  return page.evaluate(() => {
+    const t = document.getElementById('transcript');
+    new MutationObserver((_, obs) => {
+      const s = t.querySelector('.msg.streaming .body');
+      if (s && s.textContent.length) {
+        document.getElementById('stop').click();
+        obs.disconnect();
+      }
+    }).observe(t, { subtree: true, characterData: true, childList: true });
+  });
+}
+
+const GREEDY = { temperature: 0, topK: 0, seed: 0, maxTokens: 12 };
+const SAMPLED = { temperature: 0.9, topK: 40, seed: 5, maxTokens: 16 };
+
+async function main() {
+  if (process.argv.length !== 4 && process.argv.length !== 5) {
+    console.error('usage: node tests/web/chromium_test.mjs TINYLM WORKDIR [SITE]');
+    return 2;
+  }
+  if (process.argv[4]) SITE = path.resolve(process.argv[4]);
+  TINYLM = path.resolve(process.argv[2]);
+  const work = path.resolve(process.argv[3]);
+  let chromium;
+  try {
+    ({ chromium } = await import('playwright-core'));
+  } catch {
+    console.log('skip: npm playwright-core is not installed (scripts/setup.sh runs npm ci)');
+    return 0;
+  }
+  if (!fs.existsSync(CHROMIUM)) {
+    console.log(`skip: ${CHROMIUM} is not installed (scripts/setup.sh installs Debian's chromium)`);
+    return 0;
+  }
+  for (const f of ['index.html', 'app.js', 'tinylm.js', 'manifest.json']) {
+    if (!fs.existsSync(path.join(SITE, f))) {
+      console.log(`FAIL ${SITE}/${f} is missing (make web)`);
+      return 1;
+    }
+  }
+  const manifest = JSON.parse(fs.readFileSync(path.join(SITE, 'manifest.json'), 'utf8'));
+  fs.mkdirSync(work, { recursive: true });
+  makeSite(path.join(work, 'site'), null);
+
+  const requests = [];
+  const isolated = await serveWeb({ root: path.join(work, 'site'), log: (l) => requests.push(l) });
+  const plain = await serveWeb({ root: path.join(work, 'site'), isolation: false });
+  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true });
+  try {
+    // 1. The page loads, cross-origin isolated, and probes every lane.
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await openPage(ctx, isolated.url);
+    const caps = await page.evaluate(() => window.tinylmPage.state.caps);
+    check('page loads without script errors', page.errors.length === 0, page.errors.join('; '));
+    check('served with COOP/COEP: the page is cross-origin isolated', caps?.crossOriginIsolated === true, JSON.stringify(caps));
+    check('probe: SIMD128 and threads available in Chromium', caps?.simd128 === true && caps?.threads === true, JSON.stringify(caps));
+    const lanes = caps?.lanes ?? [];
+    check('probe lists the scalar, simd and threads lanes', ['scalar', 'simd', 'threads'].every((l) => lanes.includes(l)), JSON.stringify(lanes));
+
+    // 2. Each lane passes its self-test and equals native, greedy and seeded.
+    for (const lane of ['scalar', 'simd', 'threads']) {
+      const got = await load(page, { lane });
+      if (!check(`${lane}: the tiny model loads`, got.loaded, got.error)) continue;
+      const r = got.receipt || {};
+      check(`${lane}: the capability receipt names the lane asked for`, r.lane === lane && r.laneReason === 'requested', JSON.stringify([r.lane, r.laneReason]));
+      const tests = r.selfTests?.[lane] ?? [];
+      check(`${lane}: every self-test passed (${tests.map((t) => t.name).join(', ')})`,
+        tests.length > 0 && tests.every((t) => t.ok === true), JSON.stringify(tests));
+      check(`${lane}: the receipt's module hash is the manifest's`,
+        !!manifest.modules[lane] && r.modules?.[lane]?.sha256 === manifest.modules[lane].sha256, JSON.stringify(r.modules));
+      check(`${lane}: the capability panel shows the lane, its self-tests and module hash`,
+        got.panel.includes(lane) && tests.every((t) => got.panel.includes(`${t.name} ✓`)) && got.panel.includes(manifest.modules[lane].sha256), got.panel);
+      compareNative(work, `${lane} greedy`, await send(page, 'Hello there', GREEDY), lane);
+      await page.click('#clear');
+      compareNative(work, `${lane} seeded sampling`, await send(page, 'Tell me a story', SAMPLED), lane);
+      await page.click('#clear');
+    }
+
+    // 3. Stop mid-reply: the turn is dropped and the model stays usable; the
+    // next reply equals native's on the conversation without the stopped turn.
+    {
+      await load(page, { lane: 'simd' });
+      await stopOnFirstToken(page);
+      const stopped = await send(page, 'Count to one hundred', { ...GREEDY, maxTokens: 2000 });
+      const msgs = await page.evaluate(() => window.tinylmPage.state.messages.length);
+      check('stop: the stopped reply is not kept', !stopped.reply && msgs === 0, JSON.stringify({ stopped, msgs }));
+      check('stop: no error shown for a stop', stopped.error === '', stopped.error);
+      compareNative(work, 'after stop', await send(page, 'Hello there', GREEDY), 'simd');
+      // Two turns: the second reply sees the first.
+      compareNative(work, 'second turn', await send(page, 'And then?', GREEDY), 'simd');
+      await page.screenshot({ path: path.join(work, 'page.png'), fullPage: true });
+    }
+
+    // 4. The artifact is cached by its id: a reload does not fetch it again.
+    {
+      const fetches = () => requests.filter((l) => l.endsWith(' /models/tiny.slm')).length;
+      const before = fetches();
+      await page.reload();
+      await page.evaluate(() => window.tinylmPage.ready);
+      const got = await load(page, { lane: 'scalar' });
+      check('cache: after a reload the model loads from the browser cache', got.loaded && /from cache/.test(got.status), got.status + got.error);
+      check('cache: the reload fetched no model bytes', fetches() === before, `${fetches() - before} fetches`);
+      const listed = await page.$$eval('#model-list option', (os) => os.map((o) => o.textContent));
+      check('cache: the model list offers the cached artifact', listed.some((t) => t.startsWith('cached: tiny.slm')), JSON.stringify(listed));
+    }
+
+    // 5. Typed errors on the page.
+    for (const [file, code] of [['truncated.slm', 'invalid_model'], ['flipped.slm', 'hash_mismatch'], ['absent.slm', 'io']]) {
+      const got = await load(page, { url: `models/${file}`, lane: 'scalar' });
+      check(`${file}: refused with error: ${code} shown`, !got.loaded && got.error.startsWith(`error: ${code}:`), got.error);
+    }
+    const badSetting = await (async () => {
+      await load(page, { lane: 'scalar' });
+      return send(page, 'Hello there', { ...GREEDY, maxTokens: -3 });
+    })();
+    check('a max tokens of -3 is refused with error: invalid_argument', badSetting.error.startsWith('error: invalid_argument:'), badSetting.error);
+    await ctx.close();
+
+    // 6. A module with one byte changed is refused before instantiation; the
+    // loader falls back to another lane and the reply still equals native.
+    {
+      const lane = 'simd';
+      const mod = manifest.modules[lane].file;
+      makeSite(path.join(work, 'tampered'), mod);
+      const tampered = await serveWeb({ root: path.join(work, 'tampered') });
+      const tctx = await browser.newContext();
+      const tpage = await openPage(tctx, tampered.url);
+      const got = await load(tpage, { lane });
+      const r = got.receipt || {};
+      check(`tampered ${mod}: the model still loads`, got.loaded, got.error);
+      check(`tampered ${mod}: the loader fell back from ${lane}`, !!r.lane && r.lane !== lane, JSON.stringify(r.lane));
+      check(`tampered ${mod}: the receipt records the refusal as hash_mismatch`,
+        (r.refused ?? []).some((x) => x.lane === lane && x.code === 'hash_mismatch'), JSON.stringify(r.refused));
+      check(`tampered ${mod}: the panel shows it`, got.panel.includes(`${lane}: hash_mismatch`), got.panel);
+      if (r.lane in NATIVE_LANE) compareNative(work, `tampered, fallback ${r.lane}`, await send(tpage, 'Hello there', GREEDY), r.lane);
+      await tctx.close();
+      await tampered.close();
+    }
+
+    // 7. Without cross-origin isolation there is no threads lane: asked for
+    // it, the loader falls back and the page shows why.
+    {
+      const pctx = await browser.newContext();
+      const ppage = await openPage(pctx, plain.url);
+      const pcaps = await ppage.evaluate(() => window.tinylmPage.state.caps);
+      check('no isolation: probe says not cross-origin isolated, no threads', pcaps?.crossOriginIsolated === false && pcaps?.threads === false, JSON.stringify(pcaps));
+      const got = await load(ppage, { lane: 'threads' });
+      const r = got.receipt || {};
+      check('no isolation: the model loads on another lane', got.loaded && !!r.lane && r.lane !== 'threads', JSON.stringify(r.lane) + got.error);
+      check('no isolation: the receipt records threads refused for want of isolation',
+        (r.refused ?? []).some((x) => x.lane === 'threads' && /cross-origin isolated/.test(x.why)), JSON.stringify(r.refused));
+      check('no isolation: the panel shows the reason', /threads: unsupported_feature — .*cross-origin isolated/.test(got.panel), got.panel);
+      if (r.lane in NATIVE_LANE) {
+        compareNative(work, `no isolation, ${r.lane}`, await send(ppage, 'Hello there', GREEDY), r.lane);
+        // No shared memory here: Stop ends the model's worker and the page
+        // reloads the model from its cache; the conversation goes on.
+        await stopOnFirstToken(ppage);
+        const stopped = await send(ppage, 'Count to one hundred', { ...GREEDY, maxTokens: 2000 });
+        const after = await ppage.evaluate(() => ({ n: window.tinylmPage.state.messages.length, loaded: !!window.tinylmPage.state.model, t: document.getElementById('transcript').innerText }));
+        check('no isolation: stop mid-reply drops the turn and reloads the model', !stopped.reply && after.n === 2 && after.loaded && /reloaded from the cache/.test(after.t),
+          JSON.stringify({ stopped, after }));
+        compareNative(work, 'no isolation, after stop', await send(ppage, 'And then?', GREEDY), r.lane);
+      }
+      await pctx.close();
+    }
+  } finally {
+    await browser.close();
+    await isolated.close();
+    await plain.close();
+  }
+  console.log(`${passed} passed, ${failed} failed`);
+  return failed ? 1 : 0;
+}
+
+main().then((rc) => process.exit(rc), (e) => {
+  console.log(`FAIL ${e.stack || e}`);
+  console.log(`${passed} passed, ${failed + 1} failed`);
+  process.exit(1);
+});

@@ -1,0 +1,61 @@
+// The page's model runs here, in a module Web Worker, not on the page's
+// thread: a generation is one synchronous call into wasm, and on the
+// page's thread it would freeze the page until the reply is complete
+// (no streaming on screen, no Stop button). Tokens come back as messages
+// while the call runs. Stop reaches the running call through a shared
+// flag that the loader polls at every token (args.signal); without
+// cross-origin isolation there is no shared memory, and the page stops a
+// reply by ending this worker instead (app.js).
+//
+// Messages in: { id, op: 'init', cancel: Int32Array | null } | { id, op:
+// 'probe' } | { id, op: 'load', bytes, opts } | { id, op: 'generate', args }
+// | { id, op: 'dispose' }. Out: { id, op: 'token', text } while generating,
+// then { id, op: 'done', value } or { id, op: 'error', error: { code,
+// message, capabilityReceipt } }.
+import { probe, loadModel } from './tinylm.js';
+
+let model = null;
+let cancel = null;
+const signal = { get aborted() { return cancel !== null && Atomics.load(cancel, 0) !== 0; } };
+
+async function run(id, data) {
+  switch (data.op) {
+    case 'init':
+      cancel = data.cancel;
+      return true;
+    case 'probe':
+      return probe();
+    case 'load': {
+      if (model) await model.dispose();
+      model = null;
+      model = await loadModel(data.bytes, data.opts);
+      return { capabilityReceipt: model.capabilityReceipt, artifactId: model.artifactId };
+    }
+    case 'generate':
+      if (!model) throw Object.assign(new Error('no model is loaded'), { code: 'invalid_argument' });
+      if (cancel) Atomics.store(cancel, 0, 0);
+      return model.generate({
+        ...data.args,
+        signal,
+        onToken: (t) => postMessage({ id, op: 'token', text: t.text }),
+      });
+    case 'dispose':
+      if (model) await model.dispose();
+      model = null;
+      return true;
+    default:
+      throw Object.assign(new Error(`unknown request '${data.op}'`), { code: 'invalid_argument' });
+  }
+}
+
+self.onmessage = async ({ data }) => {
+  try {
+    postMessage({ id: data.id, op: 'done', value: await run(data.id, data) });
+  } catch (e) {
+    const code = e?.code ?? 'internal_invariant';
+    // TinylmError's message starts with its code; the page prints it once.
+    let message = String(e?.message ?? e);
+    if (message.startsWith(`${code}: `)) message = message.slice(code.length + 2);
+    postMessage({ id: data.id, op: 'error', error: { code, message, capabilityReceipt: e?.capabilityReceipt ?? null } });
+  }
+};
