@@ -57,7 +57,6 @@ typedef struct api_gen {
   tl_turn t;
   size_t n_prompt;
   char receipt_hex[65];
-  const tl_generation_params *p; /* while running */
 } api_gen;
 
 #define MAX_MODELS 64
@@ -688,34 +687,6 @@ tl_status tl_generation_new(tl_session_handle session, tl_generation_handle *out
   return issue(TL_HANDLE_GENERATION, &g->o, out);
 }
 
-static void on_token(void *ctx, uint32_t id) {
-  api_gen *g = ctx;
-  if (g->p->on_token != NULL && g->p->on_token(g->p->ctx, id) != 0)
-    atomic_store(&g->cancel, 1);
-}
-
-static void on_visible(void *ctx, const uint8_t *bytes, size_t n) {
-  api_gen *g = ctx;
-  if (g->p->on_text != NULL && g->p->on_text(g->p->ctx, bytes, n) != 0)
-    atomic_store(&g->cancel, 1);
-}
-
-static void on_prefill(void *ctx, size_t done, size_t total) {
-  api_gen *g = ctx;
-  if (g->p->on_prefill != NULL && g->p->on_prefill(g->p->ctx, done, total) != 0)
-    atomic_store(&g->cancel, 1);
-}
-
-static void on_choice(void *ctx, const float *logits, size_t vocab, uint32_t id) {
-  api_gen *g = ctx;
-  if (g->p->on_choice != NULL) g->p->on_choice(g->p->ctx, logits, vocab, id);
-}
-
-static bool cancelled(void *ctx) {
-  api_gen *g = ctx;
-  return atomic_load(&g->cancel) != 0;
-}
-
 /* The prompt's ids into enc, its bytes and mode into tp (rendered holds
  * a rendering, decoded the bytes of given ids). */
 static tl_status prepare_prompt(api_gen *g, const tl_generation_params *p, tl_encoder *enc,
@@ -851,13 +822,12 @@ static tl_status run_turn(api_gen *g, const tl_generation_params *p) {
   tp.stops = stops;
   tp.stop_lens = stop_lens;
   tp.n_stops = p->n_stops;
-  tp.on_token = on_token;
-  tp.on_visible = on_visible;
-  tp.on_prefill = on_prefill;
-  tp.on_choice = on_choice;
-  tp.cancelled = cancelled;
-  tp.cb_ctx = g;
-  g->p = p;
+  tp.on_token = p->on_token;
+  tp.on_text = p->on_text;
+  tp.on_prefill = p->on_prefill;
+  tp.on_choice = p->on_choice;
+  tp.ctx = p->ctx;
+  tp.cancel = &g->cancel;
   s->cache.len = start;
   st = tl_turn_run(s, &tp, enc.ids + skip, g->n_prompt, &g->t, &field, err, sizeof err);
   if (st != TL_OK) s->cache.len = before; /* refused: nothing ran */
@@ -898,7 +868,6 @@ static tl_status run_turn(api_gen *g, const tl_generation_params *p) {
     }
   }
 done:
-  g->p = NULL;
   free(stops);
   free(stop_lens);
   free(decoded);

@@ -48,30 +48,35 @@ static tl_status choose(void *ctx, const float *logits, size_t vocab,
   st = tl_sample(c->profile, &in, &c->s->sampler_scratch, NULL, &res);
   if (st != TL_OK) return st;
   *id = res.id;
-  if (c->p->on_choice != NULL) c->p->on_choice(c->p->cb_ctx, logits, vocab, *id);
+  if (c->p->on_choice != NULL) c->p->on_choice(c->p->ctx, logits, vocab, *id);
   return TL_OK;
+}
+
+/* A callback's nonzero return asks the turn to stop. */
+static void stop_if(const chooser *c, int asked) {
+  if (asked != 0) atomic_store(c->p->cancel, 1);
 }
 
 /* The prefill's end is timed here; the caller's callback sees it too. */
 static void on_prefill(void *ctx, size_t done, size_t total) {
   chooser *c = ctx;
   if (done == total) c->prefill_done_us = now_us();
-  if (c->p->on_prefill != NULL) c->p->on_prefill(c->p->cb_ctx, done, total);
+  if (c->p->on_prefill != NULL) stop_if(c, c->p->on_prefill(c->p->ctx, done, total));
 }
 
 static void on_visible(void *ctx, const uint8_t *bytes, size_t n) {
   chooser *c = ctx;
-  if (c->p->on_visible != NULL) c->p->on_visible(c->p->cb_ctx, bytes, n);
+  if (c->p->on_text != NULL) stop_if(c, c->p->on_text(c->p->ctx, bytes, n));
 }
 
 static void on_token(void *ctx, uint32_t id) {
   chooser *c = ctx;
-  if (c->p->on_token != NULL) c->p->on_token(c->p->cb_ctx, id);
+  if (c->p->on_token != NULL) stop_if(c, c->p->on_token(c->p->ctx, id));
 }
 
 static bool cancelled(void *ctx) {
   chooser *c = ctx;
-  return c->p->cancelled != NULL && c->p->cancelled(c->p->cb_ctx);
+  return atomic_load(c->p->cancel) != 0;
 }
 
 /* The profile: given values, else the artifact's generation defaults (the

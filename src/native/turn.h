@@ -1,12 +1,13 @@
-/* One generation turn on an open session, as run, chat and the public API
- * (api.c) make it: the sampler profile (the caller's values, the
- * artifact's generation defaults for the rest), the sampler as the
- * generation loop's choose callback, the output buffers, tl_generate,
- * the timings and the run receipt (docs/receipts.md). Reporting, files
- * and signals stay with the caller. */
+/* One generation turn on an open session, as the public API (api.c) makes
+ * it for tinylm run, chat and every embedder: the sampler profile (the
+ * caller's values, the artifact's generation defaults for the rest), the
+ * sampler as the generation loop's choose callback, the output buffers,
+ * tl_generate, the timings and the run receipt (docs/receipts.md).
+ * Reporting, files and signals stay with the caller. */
 #ifndef TL_NATIVE_TURN_H
 #define TL_NATIVE_TURN_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -14,6 +15,7 @@
 #include "gen/generate.h"
 #include "sample/sampler.h"
 #include "session.h"
+#include "tinylm.h"
 
 typedef struct tl_turn_params {
   /* The values given (tinylm.h's TL_GIVEN_*) override the artifact's generation
@@ -32,15 +34,16 @@ typedef struct tl_turn_params {
   bool add_generation_prompt;
   const uint8_t *prompt_bytes;
   size_t prompt_len;
-  /* Optional, all with cb_ctx: visible bytes as they become final; each
-   * id generated; prefill progress; the cancellation poll (before every
-   * forward call); each sampled id with the logits it came from. */
-  void (*on_visible)(void *ctx, const uint8_t *bytes, size_t n);
-  void (*on_token)(void *ctx, uint32_t id);
-  void (*on_prefill)(void *ctx, size_t done, size_t total);
-  bool (*cancelled)(void *ctx);
+  /* The public API's generation callbacks (tinylm.h), all optional, with
+   * ctx: visible bytes as they become final; each id generated; prefill
+   * progress; each sampled id with the logits it came from. A nonzero
+   * return sets *cancel, which is polled before every forward call. */
+  tl_text_fn on_text;
+  tl_token_fn on_token;
+  int (*on_prefill)(void *ctx, size_t done, size_t total);
   void (*on_choice)(void *ctx, const float *logits, size_t vocab, uint32_t id);
-  void *cb_ctx;
+  void *ctx;
+  atomic_int *cancel; /* required */
 } tl_turn_params;
 
 typedef struct tl_turn {
