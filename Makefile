@@ -308,9 +308,11 @@ $(WASM_KERNEL_BENCH): $(WASM_SRC_DEPS) bench/kernel_bench_wasm.c
 # printf and hosted headers (web/wasm/hosted), and the self-test.
 #   tinylm-scalar.wasm   MVP opcodes only
 #   tinylm-simd.wasm     + SIMD128 (the fast lane's wasm SIMD128 kernels)
-#   tinylm-threads.wasm  + shared memory, atomics, bulk memory (computes on
-#                        the calling thread: no Web Worker pool yet)
-# make web-modules writes them, web/tinylm.js and manifest.json (names,
+#   tinylm-threads.wasm  + shared memory, atomics, bulk memory: runs in a
+#                        worker with a pool of Web Workers (web/wasm/pool.c,
+#                        web/tinylm-worker.js)
+# make web-modules writes them, the loader (web/tinylm.js,
+# tinylm-worker.js) and manifest.json (names,
 # sizes, SHA-256, features, ABI version) into build/web/ and checks each
 # module's opcodes (tests/web/opcodes.sh).
 WEB_OUT := build/web
@@ -344,10 +346,11 @@ $(WEB_OUT)/tinylm-scalar.wasm: $(WEB_API_DEPS)
 $(WEB_OUT)/tinylm-simd.wasm: $(WEB_API_DEPS)
 	@mkdir -p $(@D)
 	$(WASM_CC) $(WEB_CFLAGS) -msimd128 $(WEB_LDFLAGS) $(WEB_API_SRC) -o $@
-$(WEB_OUT)/tinylm-threads.wasm: $(WEB_API_DEPS)
+$(WEB_OUT)/tinylm-threads.wasm: $(WEB_API_DEPS) web/wasm/pool.c
 	@mkdir -p $(@D)
-	$(WASM_CC) $(WEB_CFLAGS) $(WEB_LDFLAGS) $(WEB_THREADS_FLAGS) $(WEB_API_SRC) -o $@
-$(WEB_OUT)/tinylm.js: web/tinylm.js
+	$(WASM_CC) $(WEB_CFLAGS) $(WEB_LDFLAGS) $(WEB_THREADS_FLAGS) $(WEB_API_SRC) web/wasm/pool.c -o $@
+# package.json ({"type": "module"}) lets node load the copies as ES modules.
+$(WEB_OUT)/tinylm.js $(WEB_OUT)/tinylm-worker.js $(WEB_OUT)/package.json: $(WEB_OUT)/%: web/%
 	@mkdir -p $(@D)
 	cp $< $@
 $(WEB_OUT)/manifest.json: $(WEB_MODULES) scripts/web_manifest.mjs
@@ -355,7 +358,8 @@ $(WEB_OUT)/manifest.json: $(WEB_MODULES) scripts/web_manifest.mjs
 	  $(BUILD_ID) scalar=$(WEB_OUT)/tinylm-scalar.wasm simd=$(WEB_OUT)/tinylm-simd.wasm \
 	  threads=$(WEB_OUT)/tinylm-threads.wasm:shared:$(WEB_THREADS_PAGES)
 .PHONY: web web-modules
-web-modules: $(WEB_MODULES) $(WEB_OUT)/manifest.json $(WEB_OUT)/tinylm.js
+web-modules: $(WEB_MODULES) $(WEB_OUT)/manifest.json $(WEB_OUT)/tinylm.js $(WEB_OUT)/tinylm-worker.js \
+             $(WEB_OUT)/package.json
 	@tests/web/opcodes.sh $(WEB_MODULES)
 # The static site: the modules, the loader and the page.
 web: setup

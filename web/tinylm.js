@@ -20,6 +20,7 @@ export class TinylmError extends Error {
     super(`${code}: ${message}`);
     this.name = 'TinylmError';
     this.code = code;
+    this.detail = message;
     Object.assign(this, extra);
   }
 }
@@ -130,7 +131,8 @@ class Runtime {
         initial: this.entry.initial_pages, maximum: this.entry.maximum_pages, shared: true,
       });
     }
-    const { instance } = await WebAssembly.instantiate(this.bytes, { env });
+    this.module = await WebAssembly.compile(this.bytes);
+    const instance = await WebAssembly.instantiate(this.module, { env });
     this.x = instance.exports;
     this.memory = this.x.memory ?? env.memory;
     if (this.entry.shared) {
@@ -290,32 +292,45 @@ export async function loadModel(source, opts = {}) {
     throw new TinylmError('invalid_argument', `lane must be one of ${LANES.join(', ')}, not '${opts.lane}'`);
   const manifest = await manifestOf(base);
   record.build = { version: manifest.version, buildId: manifest.build_id };
+  record.threadsRequested = opts.threads ?? 1;
   // The requested lane first (if this runtime has it), then the lanes below it.
   let order = caps.lanes;
   if (opts.lane) {
     if (!caps.lanes.includes(opts.lane)) record.refused.push({ lane: opts.lane, code: 'unsupported_feature', why: caps.why[opts.lane] });
     order = LANES.slice(LANES.indexOf(opts.lane)).filter((l) => caps.lanes.includes(l));
   }
-  let rt = null;
+  const bytes = await bytesOf(source);
   for (const lane of order) {
+    let rt;
     try {
+      if (lane === 'threads' && canSpawn()) {
+        // The threads lane runs in a worker (a page's main thread may not
+        // wait), with its pool; the lane's checks happen there. A refused
+        // lane comes back as null (recorded); a model's error is thrown.
+        const m = await RemoteModel.open(base, bytes, opts, record, caps);
+        if (m) return m;
+        continue;
+      }
       rt = await startLane(lane, manifest, base, record);
-      break;
     } catch (e) {
+      if (lane === 'threads' && e.code !== 'worker_failure') throw e;
       record.refused.push({ lane, code: e.code ?? 'error', why: e.message });
+      continue;
     }
+    chosen(record, rt, opts, caps);
+    record.threads = 1; // this lane computes on the calling thread
+    return Model.open(rt, bytes, opts, record);
   }
-  if (!rt) throw new TinylmError('self_test_failed', `no lane passed its checks: ${JSON.stringify(record.refused)}`, { capabilityReceipt: record });
+  throw new TinylmError('self_test_failed', `no lane passed its checks: ${JSON.stringify(record.refused)}`, { capabilityReceipt: record });
+}
+
+function chosen(record, rt, opts, caps) {
   record.lane = rt.lane;
   record.laneReason = opts.lane === rt.lane ? 'requested'
     : opts.lane ? `requested ${opts.lane}; fell back (see refused)`
     : rt.lane === caps.lanes[0] ? 'the best lane this runtime offers'
     : 'the best lane that passed its checks (see refused)';
   record.kernels = rt.kernels;
-  record.threadsRequested = opts.threads ?? 1;
-  // The threads module computes on the calling thread until the Web Worker pool lands.
-  record.threads = 1;
-  return Model.open(rt, await bytesOf(source), opts, record);
 }
 
 class Model {
@@ -334,7 +349,7 @@ class Model {
       if (numerics !== 'strict' && numerics !== 'fast')
         throw new TinylmError('invalid_argument', `numerics must be strict or fast, not '${numerics}'`);
       m.numerics = numerics;
-      m.options = { lane: numerics === 'strict' ? LANE_CODE.scalar : LANE_CODE.fast, threads: 1, context: opts.context ?? 0, budget: opts.memoryBudget ?? 0 };
+      m.options = { lane: numerics === 'strict' ? LANE_CODE.scalar : LANE_CODE.fast, threads: opts.threads ?? 0, context: opts.context ?? 0, budget: opts.memoryBudget ?? 0 };
       m.plan = m.preflight();
       // What the session still has to allocate: all of the plan but the
       // model's own bytes (already here) and its tokenizer (made at open);
@@ -566,3 +581,137 @@ class Model {
     this.#release();
   }
 }
+
+// ---- workers: the threads lane ----------------------------------------------
+// Web Workers in browsers, worker_threads under node, behind one shape.
+function canSpawn() {
+  return isNode || typeof Worker === 'function';
+}
+
+export async function spawn(url) {
+  if (isNode) {
+    const { Worker: NodeWorker } = await import('node:worker_threads');
+    const w = new NodeWorker(url);
+    return {
+      post: (m) => w.postMessage(m),
+      on: (fn) => w.on('message', fn),
+      onError: (fn) => w.on('error', fn),
+      terminate: () => w.terminate(),
+    };
+  }
+  const w = new Worker(url, { type: 'module' });
+  return {
+    post: (m) => w.postMessage(m),
+    on: (fn) => w.addEventListener('message', (e) => fn(e.data)),
+    onError: (fn) => w.addEventListener('error', (e) => fn(e.error ?? new Error(e.message))),
+    terminate: () => w.terminate(),
+  };
+}
+
+// What crosses postMessage: a TinylmError as plain data, and back.
+export function errorData(e) {
+  const out = { code: e?.code ?? 'internal_invariant', detail: e?.detail ?? String(e?.message ?? e) };
+  for (const k of ['status', 'stage', 'layer', 'position', 'index', 'kind', 'line', 'column', 'plan', 'capabilityReceipt'])
+    if (e?.[k] !== undefined) out[k] = e[k];
+  return out;
+}
+function errorOf(d) {
+  const { code, detail, ...extra } = d;
+  return new TinylmError(code, detail, extra);
+}
+
+/** A model whose runtime (the threads module and its Web Worker pool)
+ *  lives in a worker; the same interface as Model, every call a message. */
+class RemoteModel {
+  static async open(base, bytes, opts, record, caps) {
+    let w;
+    try {
+      w = await spawn(new URL('tinylm-worker.js', base));
+    } catch (e) {
+      throw new TinylmError('worker_failure', `cannot start the worker: ${e.message}`);
+    }
+    // One word the page sets to cancel the running reply (shared memory:
+    // the worker reads it between tokens while it computes).
+    const ctrl = new Int32Array(new SharedArrayBuffer(4));
+    const m = new RemoteModel(w, ctrl, record);
+    const { threads, memoryBudget, memoryLimit, numerics, context } = opts;
+    const got = await m.call({ op: 'open', base: String(base), bytes, ctrl, record, caps,
+      opts: { lane: opts.lane, threads, memoryBudget, memoryLimit, numerics, context } });
+    if (got.refused) {
+      Object.assign(record, got.record);
+      w.terminate();
+      return null;
+    }
+    m.capabilityReceipt = got.record;
+    m.artifactId = got.artifactId;
+    m.plan = got.plan;
+    m.numerics = got.numerics;
+    return m;
+  }
+
+  constructor(w, ctrl, record) {
+    this.w = w;
+    this.ctrl = ctrl;
+    this.capabilityReceipt = record;
+    this.lane = 'threads';
+    this.pending = new Map();
+    this.next = 1;
+    this.disposed = false;
+    w.on((msg) => {
+      const p = this.pending.get(msg.id);
+      if (!p) return;
+      if (msg.token) return p.token?.(msg.token);
+      this.pending.delete(msg.id);
+      if (msg.error) {
+        const e = errorOf(msg.error);
+        if (e.capabilityReceipt) Object.assign(this.capabilityReceipt, e.capabilityReceipt);
+        p.reject(e);
+      } else p.resolve(msg.value);
+    });
+    w.onError((err) => {
+      for (const p of this.pending.values()) p.reject(new TinylmError('worker_failure', String(err?.message ?? err)));
+      this.pending.clear();
+    });
+  }
+
+  call(msg, token) {
+    const id = this.next++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject, token });
+      this.w.post({ ...msg, id });
+    });
+  }
+
+  async generate(args = {}) {
+    if (this.disposed) throw new TinylmError('stale_handle', 'the model was disposed');
+    const { onToken, onText, signal, ...rest } = args;
+    Atomics.store(this.ctrl, 0, 0);
+    const abort = () => Atomics.store(this.ctrl, 0, 1);
+    if (signal?.aborted) abort();
+    signal?.addEventListener?.('abort', abort);
+    try {
+      return await this.call({ op: 'generate', args: rest }, (ev) => {
+        if (onToken) onToken(ev);
+        if (onText && ev.text) onText(ev.text);
+      });
+    } finally {
+      signal?.removeEventListener?.('abort', abort);
+    }
+  }
+
+  preflight() { return this.plan; }
+  async reset() { return this.call({ op: 'reset' }); }
+
+  async dispose() {
+    if (this.disposed) return;
+    this.disposed = true;
+    try {
+      await this.call({ op: 'dispose' });
+    } finally {
+      this.w.terminate();
+    }
+  }
+}
+
+// For web/tinylm-worker.js only.
+export const _internal = { Model, TinylmError, manifestOf, startLane, chosen, isNode };

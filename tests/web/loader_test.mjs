@@ -80,9 +80,12 @@ try {
   for (const file of ['tiny-f32.slm', 'tiny-q8.slm']) {
     const bytes = readFileSync(SLM(file));
     for (const lane of ['scalar', 'simd', 'threads']) {
-      const m = await loadModel(new Uint8Array(bytes), { lane, base });
+      // The threads lane with a pool of 2 (the caller and one worker).
+      const threads = lane === 'threads' ? 2 : undefined;
+      const m = await loadModel(new Uint8Array(bytes), { lane, base, threads });
       const r = m.capabilityReceipt;
-      check(`${file} ${lane}: lane as asked, self-tests pass`, r.lane === lane && r.selfTests[lane].every((t) => t.ok) && r.refused.length === 0, JSON.stringify(r));
+      check(`${file} ${lane}: lane as asked, self-tests pass, threads`, r.lane === lane && r.selfTests[lane].every((t) => t.ok) &&
+        r.refused.length === 0 && r.threads === (threads ?? 1), JSON.stringify(r));
       for (const c of cases) {
         const { name, ...args } = c;
         const streamed = [];
@@ -92,8 +95,42 @@ try {
           out.receiptId === want.receipt_id && out.stop === want.stop && out.text === want.text,
         `${JSON.stringify(out.ids)} ${out.receiptId} vs ${JSON.stringify(want.ids)} ${want.receipt_id}`);
         check(`${file} ${lane} ${name}: onToken streamed every id`, JSON.stringify(streamed) === JSON.stringify(out.ids));
+        if (threads) check(`${file} ${lane} ${name}: both threads of the pool ran tasks`, out.poolTasks?.length === 2 && out.poolTasks.every((n) => n > 0), JSON.stringify(out.poolTasks));
       }
       await m.dispose();
+    }
+  }
+
+  // A larger synthetic model (a reply of 200 tokens takes a while), so a
+  // cancel from the page lands while the threads lane's worker computes.
+  const slow = join(tmp, 'slow.slm');
+  writeFileSync(join(tmp, 'slow.json'), JSON.stringify({ vocab_size: 346, hidden_size: 256, intermediate_size: 768,
+    num_hidden_layers: 4, num_attention_heads: 4, num_key_value_heads: 2, head_dim: 64, max_position_embeddings: 2048 }));
+  execFileSync(tinylm, ['synth', '--config', join(tmp, 'slow.json'), '--seed', '5', '--dtype', 'bf16',
+    '--tokenizer-dir', join(ROOT, 'tests/fixtures/tiny-tokenizer'), '-o', join(tmp, 'slow-hf')]);
+  rmSync(join(tmp, 'slow-hf', 'generation_config.json'), { force: true });
+  execFileSync(tinylm, ['convert', join(tmp, 'slow-hf'), '-o', slow, '--quant', 'q8']);
+  {
+    const args = { prompt: 'Hello there', maxTokens: 12, temperature: 1, topK: 20, seed: 3 };
+    const want = native(slow, 'fast', args);
+    for (const threads of [1, 2, 3]) {
+      const m = await loadModel(new Uint8Array(readFileSync(slow)), { lane: 'threads', threads, base });
+      const out = await m.generate(args);
+      check(`threads lane at ${threads} threads: ids and receipt id == native`, JSON.stringify(out.ids) === JSON.stringify(want.ids) &&
+        out.receiptId === want.receipt_id, `${out.ids} ${out.receiptId}`);
+      if (threads > 1)
+        check(`threads lane at ${threads} threads: every thread ran tasks`, out.poolTasks.length === threads && out.poolTasks.every((n) => n > 0), JSON.stringify(out.poolTasks));
+      if (threads === 2) {
+        const ac = new AbortController();
+        let n = 0;
+        const long = { prompt: 'Hello there', maxTokens: 200, temperature: 0 };
+        const c = await code(m.generate({ ...long, signal: ac.signal, onToken: () => { if (++n === 2) ac.abort(); } }));
+        check('threads lane: the page\'s abort reaches the worker mid-reply (cancelled)', c === 'cancelled' && n < 200, `${c} after ${n}`);
+        const again = await m.generate(args);
+        check('threads lane: after the cancel the next reply equals a fresh one', again.receiptId === want.receipt_id);
+        await m.dispose();
+        check('threads lane: generate after dispose: stale_handle', await code(m.generate(args)) === 'stale_handle');
+      } else await m.dispose();
     }
   }
 

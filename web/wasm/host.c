@@ -14,6 +14,7 @@
 #include "hash/sha256.h"
 #include "json/json.h"
 #include "lane.h"
+#include "pool.h"
 
 /* --- <stdlib.h>: strtod ---------------------------------------------------
  * The artifact keeps its float defaults as Python repr text, which is JSON
@@ -77,8 +78,9 @@ tl_lane_options tl_lane_defaults(void) {
 }
 
 /* The fast lane's kernels: SIMD128 in the modules built with it, else the
- * scalar twins (same bits, docs/fast-profile.md). Tasks run in order on
- * the calling thread (threads 1). */
+ * scalar twins (same bits, docs/fast-profile.md). Tasks run on the threads
+ * module's Web Worker pool when it runs (pool.c), else in order on the
+ * calling thread. */
 tl_status tl_native_lane_start(tl_native_lane *l, tl_qwen3 *m, const tl_lane_options *o,
                                char *err, size_t err_cap) {
   tl_status st;
@@ -88,7 +90,11 @@ tl_status tl_native_lane_start(tl_native_lane *l, tl_qwen3 *m, const tl_lane_opt
   if (!o->fast) return tl_qwen3_set_lane(m, NULL, NULL);
   l->kernels = tl_kernels_get(TL_KERN_WASM_SIMD128);
   if (l->kernels == NULL) l->kernels = tl_kernels_get(TL_KERN_SCALAR);
+#ifdef __wasm_atomics__
+  l->par = tl_wasm_pool_parallel(o->threads, &l->threads);
+#else
   l->par.threads = 1;
+#endif
   st = tl_qwen3_set_lane(m, l->kernels, &l->par);
   if (st != TL_OK) {
     snprintf(err, err_cap, "cannot select the fast lane (%s)", tl_status_name(st));
