@@ -86,7 +86,7 @@ run_stage build-gcc build CFG=gcc native
 run_stage build-clang build CFG=clang native
 run_stage build-asan build CFG=asan native
 run_stage build-wasm build wasm
-run_stage build-web build web-modules
+run_stage build-web build web-modules web-page
 run_stage build-neon build neon
 run_stage unit-gcc build/gcc/unit_tests
 run_stage kernel-mutants tests/kernels/mutants.sh gcc build/gcc
@@ -98,6 +98,7 @@ run_stage unit-wasm-simd128 node tests/wasm/run_unit.mjs build/wasm/unit_tests_s
 run_stage unit-neon tests/neon/qemu.sh unit
 run_stage wasm-identity tests/wasm/identity.sh
 run_stage web-loader node tests/web/loader_test.mjs build/gcc/tinylm build/web
+run_stage web-chromium node tests/web/chromium_test.mjs build/gcc/tinylm build/web-test
 run_stage neon-identity tests/neon/qemu.sh identity build/gcc/transcript
 run_stage cli tests/cli/cli_test.sh build/asan/tinylm
 run_stage tok-artifact build tok-slm

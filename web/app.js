@@ -23,7 +23,7 @@ window.tinylmPage = { state, ready: null };
 const HINTS = {
   hash_mismatch: 'The bytes do not match their recorded digests: the file is damaged or was changed.',
   invalid_model: 'This is not a complete tinylm .slm artifact (truncated, or another kind of file).',
-  out_of_memory: 'The model does not fit in the memory this lane can use (wasm32 has at most 4 GiB).',
+  out_of_memory: 'The model does not fit in the memory allowed (the memory budget, or wasm32\'s 4 GiB address space).',
   unsupported_abi: 'The page and the modules come from different builds: rebuild with make web.',
   unsupported_feature: 'This browser lacks a feature this lane needs.',
   unsupported_quantization: 'The artifact uses a quantization this build does not know.',

@@ -39,6 +39,7 @@ let failed = 0;
 function check(name, ok, detail = '') {
   if (ok) passed++;
   else failed++;
+  if (detail.length > 600) detail = `${detail.slice(0, 600)} …`;
   console.log(`${ok ? 'ok  ' : 'FAIL'} ${name}${ok || !detail ? '' : `: ${detail}`}`);
   return ok;
 }
@@ -110,6 +111,7 @@ async function load(page, { url = 'models/tiny.slm', lane = '', threads = THREAD
 }
 
 async function send(page, text, s) {
+  if (await page.$eval('#prompt', (e) => e.disabled)) return { reply: null, error: 'no model is loaded' };
   await page.fill('#temperature', String(s.temperature));
   await page.fill('#top-k', String(s.topK));
   await page.fill('#seed', String(s.seed));
@@ -254,9 +256,57 @@ async function main() {
       return send(page, 'Hello there', { ...GREEDY, maxTokens: -3 });
     })();
     check('a max tokens of -3 is refused with error: invalid_argument', badSetting.error.startsWith('error: invalid_argument:'), badSetting.error);
+    {
+      // Preflight: a budget below the session's plan is refused with the numbers.
+      const got = await load(page, { lane: 'scalar', budget: 0.01 });
+      check('a 0.01 MiB memory budget: refused by preflight with error: out_of_memory and the plan\'s figures',
+        !got.loaded && got.error.startsWith('error: out_of_memory:') && /KV cache [\d.]+ MB.*total [\d.]+ MB/.test(got.error), got.error);
+    }
+
+    // 6. The reply's receipt, downloaded from the page, is a run receipt
+    // that native `tinylm receipt show` verifies, with the reply's id.
+    {
+      await load(page, { lane: 'scalar' });
+      const got = await send(page, 'Hello there', GREEDY);
+      const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#download-reply')]);
+      const file = path.join(work, 'reply-receipt.cbor');
+      await dl.saveAs(file);
+      const p = spawnSync(TINYLM, ['receipt', 'show', file], { encoding: 'utf8' });
+      check('the downloaded receipt verifies with tinylm receipt show and has the reply\'s id',
+        p.status === 0 && !!got.reply && p.stdout.startsWith(`run receipt ${got.reply.receiptId}`), `${p.status} ${p.stdout}${p.stderr}`);
+    }
+
+    // 7. The loader's API in the page itself: a disposed model's handle is stale.
+    {
+      const code = await page.evaluate(async () => {
+        const { loadModel } = await import('./tinylm.js');
+        const m = await loadModel('models/tiny.slm', { lane: 'scalar' });
+        await m.dispose();
+        try {
+          await m.generate({ prompt: 'Hello', maxTokens: 2 });
+          return 'no error';
+        } catch (e) {
+          return e.code;
+        }
+      });
+      check('generate on a disposed model: stale_handle', code === 'stale_handle', code);
+    }
+
+    // 8. Offline once loaded: the service worker serves the page, the
+    // model comes from the cache, and the reply is still native's.
+    {
+      await page.evaluate(() => navigator.serviceWorker.ready);
+      await ctx.setOffline(true);
+      await page.reload();
+      await page.evaluate(() => window.tinylmPage.ready);
+      const got = await load(page, { lane: 'simd' });
+      check('offline: the page reloads and the model loads from the cache', got.loaded && /from cache/.test(got.status), got.status + got.error);
+      compareNative(work, 'offline', await send(page, 'Hello there', GREEDY), 'simd');
+      await ctx.setOffline(false);
+    }
     await ctx.close();
 
-    // 6. A module with one byte changed is refused before instantiation; the
+    // 9. A module with one byte changed is refused before instantiation; the
     // loader falls back to another lane and the reply still equals native.
     {
       const lane = 'simd';
@@ -277,7 +327,7 @@ async function main() {
       await tampered.close();
     }
 
-    // 7. Without cross-origin isolation there is no threads lane: asked for
+    // 10. Without cross-origin isolation there is no threads lane: asked for
     // it, the loader falls back and the page shows why.
     {
       const pctx = await browser.newContext();
