@@ -519,8 +519,12 @@ const fmt = (x) => (Number.isFinite(x) ? x.toFixed(x < 100 ? 1 : 0) : '—');
 function onStop() {
   const w = state.worker;
   if (!state.generating || !w) return;
-  if (w.cancel) Atomics.store(w.cancel, 0, 1);
-  else w.end(new PageError('cancelled', 'stopped'));
+  if (w.cancel) {
+    Atomics.store(w.cancel, 0, 1);
+    w.worker.postMessage({ op: 'cancel' });
+  } else {
+    w.end(new PageError('cancelled', 'stopped'));
+  }
 }
 // After the worker was ended: the same model again, from the cache.
 async function restartAfterStop(b) {

@@ -1,22 +1,28 @@
 // The page's model runs here, in a module Web Worker, not on the page's
-// thread: a generation is one synchronous call into wasm, and on the
-// page's thread it would freeze the page until the reply is complete
-// (no streaming on screen, no Stop button). Tokens come back as messages
-// while the call runs. Stop reaches the running call through a shared
-// flag that the loader polls at every token (args.signal); without
-// cross-origin isolation there is no shared memory, and the page stops a
+// thread: on the scalar and SIMD128 lanes a generation is one synchronous
+// call into wasm, and on the page's thread it would freeze the page until
+// the reply is complete (no streaming on screen, no Stop button). Tokens
+// come back as messages while the call runs. Stop reaches a running call
+// through a shared flag that the loader polls at every token
+// (signal.aborted); the threads lane computes in the loader's own worker,
+// so this one stays free, and Stop's 'cancel' message fires the signal's
+// abort event, which the loader passes on. Without cross-origin isolation
+// there is no shared memory (and no threads lane), and the page stops a
 // reply by ending this worker instead (app.js).
 //
 // Messages in: { id, op: 'init', cancel: Int32Array | null } | { id, op:
 // 'probe' } | { id, op: 'load', bytes, opts } | { id, op: 'generate', args }
-// | { id, op: 'dispose' }. Out: { id, op: 'token', text } while generating,
-// then { id, op: 'done', value } or { id, op: 'error', error: { code,
-// message, capabilityReceipt } }.
+// | { id, op: 'dispose' } | { op: 'cancel' }. Out: { id, op: 'token', text }
+// while generating, then { id, op: 'done', value } or { id, op: 'error',
+// error: { code, message, capabilityReceipt } }.
 import { probe, loadModel } from './tinylm.js';
 
 let model = null;
 let cancel = null;
-const signal = { get aborted() { return cancel !== null && Atomics.load(cancel, 0) !== 0; } };
+class StopSignal extends EventTarget {
+  get aborted() { return cancel !== null && Atomics.load(cancel, 0) !== 0; }
+}
+const signal = new StopSignal();
 
 async function run(id, data) {
   switch (data.op) {
@@ -39,6 +45,9 @@ async function run(id, data) {
         signal,
         onToken: (t) => postMessage({ id, op: 'token', text: t.text }),
       });
+    case 'cancel':
+      signal.dispatchEvent(new Event('abort'));
+      return true;
     case 'dispose':
       if (model) await model.dispose();
       model = null;

@@ -205,6 +205,8 @@ async function main() {
       if (!check(`${lane}: the tiny model loads`, got.loaded, got.error)) continue;
       const r = got.receipt || {};
       check(`${lane}: the capability receipt names the lane asked for`, r.lane === lane && r.laneReason === 'requested', JSON.stringify([r.lane, r.laneReason]));
+      const threads = lane === 'threads' ? THREADS : 1;
+      check(`${lane}: it computes on ${threads} thread(s)`, r.threads === threads && r.threadsRequested === THREADS, JSON.stringify([r.threads, r.threadsRequested]));
       const tests = r.selfTests?.[lane] ?? [];
       check(`${lane}: every self-test passed (${tests.map((t) => t.name).join(', ')})`,
         tests.length > 0 && tests.every((t) => t.ok === true), JSON.stringify(tests));
@@ -218,20 +220,22 @@ async function main() {
       await page.click('#clear');
     }
 
-    // 3. Stop mid-reply: the turn is dropped and the model stays usable; the
-    // next reply equals native's on the conversation without the stopped turn.
-    {
-      await load(page, { lane: 'simd' });
+    // 3. Stop mid-reply, on a lane that computes in the page's model worker
+    // and on the threads lane (the loader's own worker and its pool): the
+    // turn is dropped and the model stays usable; the next reply equals
+    // native's on the conversation without the stopped turn.
+    for (const lane of ['simd', 'threads']) {
+      await load(page, { lane });
       await stopOnFirstToken(page);
       const stopped = await send(page, 'Count to one hundred', { ...GREEDY, maxTokens: 2000 });
       const msgs = await page.evaluate(() => window.tinylmPage.state.messages.length);
-      check('stop: the stopped reply is not kept', !stopped.reply && msgs === 0, JSON.stringify({ stopped, msgs }));
-      check('stop: no error shown for a stop', stopped.error === '', stopped.error);
-      compareNative(work, 'after stop', await send(page, 'Hello there', GREEDY), 'simd');
+      check(`${lane} stop: the stopped reply is not kept`, !stopped.reply && msgs === 0, JSON.stringify({ stopped, msgs }));
+      check(`${lane} stop: no error shown for a stop`, stopped.error === '', stopped.error);
+      compareNative(work, `${lane} after stop`, await send(page, 'Hello there', GREEDY), lane);
       // Two turns: the second reply sees the first.
-      compareNative(work, 'second turn', await send(page, 'And then?', GREEDY), 'simd');
-      await page.screenshot({ path: path.join(work, 'page.png'), fullPage: true });
+      compareNative(work, `${lane} second turn`, await send(page, 'And then?', GREEDY), lane);
     }
+    await page.screenshot({ path: path.join(work, 'page.png'), fullPage: true });
 
     // 4. The artifact is cached by its id: a reload does not fetch it again.
     {
