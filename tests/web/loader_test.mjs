@@ -99,6 +99,14 @@ try {
       }
       await m.dispose();
     }
+    // The MVP module's fast lane (the scalar twins) gives the fast lane's bits.
+    const m = await loadModel(new Uint8Array(bytes), { lane: 'scalar', numerics: 'fast', base });
+    const args = { prompt: 'Hello there', maxTokens: 12, temperature: 1, topK: 20, seed: 7 };
+    const out = await m.generate(args);
+    const want = native(SLM(file), 'fast', args);
+    check(`${file} scalar module, fast numerics: ids and receipt id == native fast lane`,
+      JSON.stringify(out.ids) === JSON.stringify(want.ids) && out.receiptId === want.receipt_id && m.capabilityReceipt.kernels === 'scalar');
+    await m.dispose();
   }
 
   // A larger synthetic model (a reply of 200 tokens takes a while), so a
@@ -174,6 +182,29 @@ try {
   check('encode with ids running past the memory: bounds', rt.statusName(st) === 'bounds');
   st = x.tl_generation_run(0x7fffffff, end - 16);
   check('run with params past the memory: bounds', rt.statusName(st) === 'bounds');
+  st = x.tl_model_open_bytes(slot, 16, 0, 0);
+  check('a NULL out pointer: the API\'s own invalid_argument', rt.statusName(st) === 'invalid_argument');
+  {
+    // Stop strings whose pointer array lies past the memory.
+    const p = rt.alloc(128);
+    const text = rt.put(new TextEncoder().encode('Hello'));
+    rt.u8().fill(0, p, p + 128);
+    const d = rt.dv();
+    d.setUint32(p, text, true);
+    d.setUint32(p + 4, 5, true);
+    d.setUint32(p + 88, end - 4, true);
+    d.setUint32(p + 96, 2, true);
+    const [gen] = rt.outs(1, (out) => x.tl_generation_new(m.session, out));
+    st = x.tl_generation_run(gen, p);
+    check('stop strings past the memory: bounds', rt.statusName(st) === 'bounds' && /stop_strings/.test(rt.detail(0).message), rt.detail(0).message);
+    d.setUint32(p + 88, 0, true);
+    d.setUint32(p + 104, 1, true); // a callback field set
+    st = x.tl_generation_run(gen, p);
+    check('a callback pointer in the params: invalid_argument', rt.statusName(st) === 'invalid_argument');
+    x.tl_generation_free(gen);
+    x.free(p);
+    x.free(text);
+  }
   check('the module is usable after the refusals (same reply)', JSON.stringify((await m.generate(greedy)).ids) === JSON.stringify(first.ids));
   // A forged handle: kind bits of a session, a slot never used.
   const saved = m.session;

@@ -95,12 +95,13 @@ static uintptr_t memory_bytes(void) {
   return (uintptr_t)__builtin_wasm_memory_size(0) * 65536u;
 }
 
-/* [p, p + n) lies inside the memory (NULL only with n == 0); outputs also
- * past __heap_base, so that no caller's pointer reaches the module's own
- * stack or data. */
+/* [p, p + n) lies inside the memory; outputs also past __heap_base, so
+ * that no caller's pointer reaches the module's own stack or data. NULL
+ * (offset 0) passes: the API refuses a NULL it cannot take with its own
+ * typed error (invalid_argument). */
 static bool span_ok(const void *p, size_t n, bool output) {
   uintptr_t a = (uintptr_t)p, mem = memory_bytes();
-  if (p == NULL) return n == 0;
+  if (p == NULL) return true;
   if (output && a < (uintptr_t)&__heap_base) return false;
   return a <= mem && n <= mem - a;
 }
@@ -160,7 +161,8 @@ const char *w_version(void) { return tl_version(); }
 
 EXPORT(tl_error_detail) tl_status w_error_detail(uint32_t h, tl_error *out);
 tl_status w_error_detail(uint32_t h, tl_error *out) {
-  if (out == NULL || !span_ok(out, sizeof *out, true)) return TL_ERR_BOUNDS;
+  if (out == NULL) return TL_ERR_INVALID_ARGUMENT;
+  if (!span_ok(out, sizeof *out, true)) return TL_ERR_BOUNDS;
   if (h == TL_NO_HANDLE && refused) {
     memcpy(out, &refusal, sizeof refusal);
     return TL_OK;
@@ -270,8 +272,8 @@ EXPORT(tl_generation_run) tl_status w_generation_run(tl_generation_handle g,
                                                       const tl_generation_params *params);
 tl_status w_generation_run(tl_generation_handle g, const tl_generation_params *params) {
   tl_generation_params p;
-  CHECK(params != NULL && span_ok(params, sizeof *params, false),
-        "tl_generation_run: params outside the memory");
+  if (params == NULL) return through(tl_generation_run(g, NULL));
+  CHECK(span_ok(params, sizeof *params, false), "tl_generation_run: params outside the memory");
   memcpy(&p, params, sizeof p);
   CHECK(span_ok(p.text, p.text_len, false), "tl_generation_run: text outside the memory");
   CHECK(span_ok(p.messages_json, p.messages_len, false),
@@ -280,7 +282,7 @@ tl_status w_generation_run(tl_generation_handle g, const tl_generation_params *p
         "tl_generation_run: ids outside the memory");
   CHECK(array_ok(p.stop_strings, p.n_stops, sizeof *p.stop_strings, false),
         "tl_generation_run: stop_strings outside the memory");
-  CHECK(p.stop_lens == NULL || array_ok(p.stop_lens, p.n_stops, sizeof *p.stop_lens, false),
+  CHECK(array_ok(p.stop_lens, p.n_stops, sizeof *p.stop_lens, false),
         "tl_generation_run: stop_lens outside the memory");
   for (size_t i = 0; i < p.n_stops && p.stop_strings != NULL; i++)
     CHECK(p.stop_strings[i] == NULL ||
