@@ -80,13 +80,14 @@ static void prompt_ids(const fixture *f, uint32_t *ids) {
 /* The cache's first N_IDS rows of K and V, concatenated, after the vocab
  * logits already in out. */
 static size_t snapshot(const fixture *f, const tl_qwen3_cache *c, float *out) {
-  size_t kd = (size_t)f->m.cfg.kv_heads * f->m.cfg.head_dim, at = f->m.cfg.vocab;
-  for (uint32_t l = 0; l < f->m.cfg.layers; l++) {
-    memcpy(out + at, c->k + (size_t)l * c->capacity * kd, N_IDS * kd * sizeof(float));
-    at += N_IDS * kd;
-    memcpy(out + at, c->v + (size_t)l * c->capacity * kd, N_IDS * kd * sizeof(float));
-    at += N_IDS * kd;
-  }
+  size_t d = f->m.cfg.head_dim, at = f->m.cfg.vocab;
+  for (uint32_t l = 0; l < f->m.cfg.layers; l++)
+    for (uint32_t h = 0; h < f->m.cfg.kv_heads; h++) {
+      memcpy(out + at, c->k + tl_qwen3_cache_at(c, l, h, 0), N_IDS * d * sizeof(float));
+      at += N_IDS * d;
+      memcpy(out + at, c->v + tl_qwen3_cache_at(c, l, h, 0), N_IDS * d * sizeof(float));
+      at += N_IDS * d;
+    }
   return at;
 }
 

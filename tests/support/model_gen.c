@@ -499,3 +499,16 @@ tl_status tl_model_gen_open(const uint8_t *buf, size_t len, tl_slm *slm,
   if (st == TL_OK) st = tl_qwen3_load(model, slm, tensors, arena);
   return st;
 }
+
+bool tl_model_gen_same_cache(const tl_qwen3_cache *a, const tl_qwen3_cache *b,
+                             uint32_t layers, uint32_t len) {
+  size_t bytes = (size_t)len * a->head_dim * sizeof(float);
+  for (uint32_t l = 0; l < layers; l++)
+    for (uint32_t h = 0; h < a->kv_heads; h++) {
+      size_t at_a = tl_qwen3_cache_at(a, l, h, 0), at_b = tl_qwen3_cache_at(b, l, h, 0);
+      if (memcmp(a->k + at_a, b->k + at_b, bytes) != 0 ||
+          memcmp(a->v + at_a, b->v + at_b, bytes) != 0)
+        return false;
+    }
+  return true;
+}

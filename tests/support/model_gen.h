@@ -76,4 +76,9 @@ tl_status tl_model_gen_open(const uint8_t *buf, size_t len, tl_slm *slm,
  * out (cap bytes, NUL-terminated); returns its length. */
 size_t tl_model_gen_describe(const tl_model_gen *g, char *out, size_t cap);
 
+/* Whether K and V rows [0, len) of every layer and KV head of caches a and
+ * b (of models of one shape, layers deep) are the same bits. */
+bool tl_model_gen_same_cache(const tl_qwen3_cache *a, const tl_qwen3_cache *b,
+                             uint32_t layers, uint32_t len);
+
 #endif

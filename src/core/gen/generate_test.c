@@ -104,18 +104,6 @@ static bool new_cache(tl_test_ctx *t, fixture *f, tl_qwen3_cache *c,
   return TL_EXPECT_OK(t, tl_qwen3_cache_init(c, &f->m, capacity, &f->arena));
 }
 
-/* K and V rows [0, len) of every layer of a and b are the same bits. */
-static bool same_cache(const tl_qwen3 *m, const tl_qwen3_cache *a,
-                       const tl_qwen3_cache *b, uint32_t len) {
-  size_t kd = (size_t)m->cfg.kv_heads * m->cfg.head_dim;
-  for (uint32_t l = 0; l < m->cfg.layers; l++) {
-    size_t at_a = (size_t)l * a->capacity * kd, at_b = (size_t)l * b->capacity * kd;
-    if (memcmp(a->k + at_a, b->k + at_b, len * kd * sizeof(float)) != 0 ||
-        memcmp(a->v + at_a, b->v + at_b, len * kd * sizeof(float)) != 0)
-      return false;
-  }
-  return true;
-}
 
 static size_t bytes_to_ids(const char *s, uint32_t *ids) {
   size_t n = strlen(s);
@@ -671,7 +659,7 @@ static void cancellation_at_every_check(tl_test_ctx *t) {
         TL_EXPECT_MEM(t, o.ids, full.ids, want_ids * sizeof *o.ids);
         TL_EXPECT(t, o.r.raw_len <= full.r.raw_len);
         TL_EXPECT_MEM(t, o.raw, full.raw, o.r.raw_len);
-        TL_EXPECT(t, same_cache(&f.m, &c, &ref, c.len));
+        TL_EXPECT(t, tl_model_gen_same_cache(&c, &ref, f.m.cfg.layers, c.len));
         /* The visible bytes: the ids' visible bytes (no stop matched),
          * all of them streamed (the held-back "y" too). */
         TL_EXPECT_EQ_U64(t, w.n_streamed, o.r.visible_len);
@@ -824,7 +812,7 @@ static void reuse_equals_recomputation(tl_test_ctx *t) {
       TL_EXPECT_MEM(t, g2.logits, g3.logits, GEN2 * sizeof g2.logits[0]);
       TL_EXPECT_EQ_U64(t, turn1.len, nb + GEN2 - 1);
       TL_EXPECT_EQ_U64(t, fresh.len, nb + GEN2 - 1);
-      TL_EXPECT(t, same_cache(&f.m, &turn1, &fresh, fresh.len));
+      TL_EXPECT(t, tl_model_gen_same_cache(&turn1, &fresh, f.m.cfg.layers, fresh.len));
       if (t->failed_checks != before) {
         tl_test_print(t, "  in chunk set ");
         tl_test_print_u64(t, cs);
@@ -986,7 +974,7 @@ static void cancelled_turn_then_next_turn(tl_test_ctx *t) {
     TL_EXPECT(t, same_conversation(&mc, &ref));
     TL_EXPECT_EQ_U64(t, mc.cache.len, ref.cache.len);
     TL_EXPECT_MEM(t, mc.cached, ref.cached, ref.cache.len * sizeof *mc.cached);
-    TL_EXPECT(t, same_cache(&f.m, &mc.cache, &ref.cache, ref.cache.len));
+    TL_EXPECT(t, tl_model_gen_same_cache(&mc.cache, &ref.cache, f.m.cfg.layers, ref.cache.len));
     if (t->failed_checks != before) {
       tl_test_print(t, "  cancelled at check ");
       tl_test_print_u64(t, k);

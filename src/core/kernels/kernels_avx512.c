@@ -254,23 +254,24 @@ TARGET static void quantize_x(const float *x, size_t n, int8_t *codes, float *sc
   }
 }
 
-/* tl_kern_dots (F-6 per score): four keys at a time, one 512-bit
+/* tl_kern_dots (F-6 per score): eight keys at a time, one 512-bit
  * accumulator each (lane i mod 16), masked tail, tree T; the query's
- * loads shared. */
+ * loads shared. Eight chains of dependent adds hide the adds' latency;
+ * the loops are unrolled so that the accumulators stay in registers. */
 TARGET static void dots(const float *q, const float *k, size_t stride, size_t count, size_t n,
                         float *out) {
   size_t j = 0;
-  for (; j + 4 <= count; j += 4) {
-    __m512 acc[4];
-    for (int c = 0; c < 4; c++) acc[c] = _mm512_setzero_ps();
+  for (; j + 8 <= count; j += 8) {
+    __m512 acc[8];
+    _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) acc[c] = _mm512_setzero_ps();
     for (size_t i = 0; i < n; i += 16) {
       __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
       __m512 qv = _mm512_maskz_loadu_ps(m, q + i);
-      for (int c = 0; c < 4; c++)
+      _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++)
         acc[c] = _mm512_add_ps(acc[c], _mm512_mul_ps(qv, _mm512_maskz_loadu_ps(
                                                              m, k + (j + (size_t)c) * stride + i)));
     }
-    for (int c = 0; c < 4; c++) out[j + (size_t)c] = tree16(acc[c]);
+    _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) out[j + (size_t)c] = tree16(acc[c]);
   }
   for (; j < count; j++) {
     __m512 acc = _mm512_setzero_ps();
@@ -283,14 +284,15 @@ TARGET static void dots(const float *q, const float *k, size_t stride, size_t co
   }
 }
 
-/* tl_kern_weighted: 64 elements at a time in four accumulators (masked at
- * the end), each element's sum over j in order. */
+/* tl_kern_weighted: 128 elements at a time in eight accumulators (masked
+ * at the end), each element's sum over j in order; unrolled, so that they
+ * stay in registers. */
 TARGET static void weighted(const float *p, size_t count, const float *v, size_t stride,
                             size_t d, float *out) {
-  for (size_t e0 = 0; e0 < d; e0 += 64) {
-    __m512 acc[4];
-    __mmask16 m[4];
-    for (int c = 0; c < 4; c++) {
+  for (size_t e0 = 0; e0 < d; e0 += 128) {
+    __m512 acc[8];
+    __mmask16 m[8];
+    _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) {
       size_t lo = e0 + 16 * (size_t)c, left = lo < d ? d - lo : 0;
       m[c] = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
       acc[c] = _mm512_setzero_ps();
@@ -298,10 +300,11 @@ TARGET static void weighted(const float *p, size_t count, const float *v, size_t
     for (size_t j = 0; j < count; j++) {
       __m512 pj = _mm512_set1_ps(p[j]);
       const float *vj = v + j * stride + e0;
-      for (int c = 0; c < 4; c++)
+      _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++)
         acc[c] = _mm512_add_ps(acc[c], _mm512_mul_ps(pj, _mm512_maskz_loadu_ps(m[c], vj + 16 * c)));
     }
-    for (int c = 0; c < 4; c++) _mm512_mask_storeu_ps(out + e0 + 16 * c, m[c], acc[c]);
+    _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++)
+      _mm512_mask_storeu_ps(out + e0 + 16 * c, m[c], acc[c]);
   }
 }
 

@@ -254,6 +254,8 @@ tl_status tl_qwen3_cache_init(tl_qwen3_cache *c, const tl_qwen3 *m,
   c->v = v;
   c->capacity = capacity;
   c->len = 0;
+  c->kv_heads = m->cfg.kv_heads;
+  c->head_dim = m->cfg.head_dim;
   return TL_OK;
 }
 
@@ -743,10 +745,10 @@ static tl_status project_rest(const run *r, bufs *b, tl_qwen3_cache *cache,
   st = emit(r, TL_QWEN3_STAGE_Q_ROPE, li, pos, q_out, qd, false);
   if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_K_ROPE, li, pos, k, kd, false);
   if (st != TL_OK) return st;
-  {
-    size_t at = ((size_t)l * cache->capacity + pos) * kd;
-    memcpy(cache->k + at, k, kd * sizeof(float));
-    memcpy(cache->v + at, v, kd * sizeof(float));
+  for (uint32_t h = 0; h < c->kv_heads; h++) {
+    size_t at = tl_qwen3_cache_at(cache, l, h, pos);
+    memcpy(cache->k + at, k + h * d, d * sizeof(float));
+    memcpy(cache->v + at, v + h * d, d * sizeof(float));
   }
   return TL_OK;
 }
@@ -761,6 +763,7 @@ typedef struct attend_job {
   const tl_qwen3 *m;
   const float *q, *kc, *vc;
   float *raw, *masked, *probs, *attn;
+  size_t head_stride; /* floats from one KV head's rows to the next's */
   size_t keys;
   uint32_t last;
   bool want_raw;
@@ -769,20 +772,21 @@ typedef struct attend_job {
 static void attend_head(const attend_job *j, size_t h) {
   const tl_qwen3 *m = j->m;
   const tl_qwen3_config *c = &m->cfg;
-  size_t d = c->head_dim, kd = (size_t)c->kv_heads * d, group = c->heads / c->kv_heads;
+  size_t d = c->head_dim, group = c->heads / c->kv_heads;
   size_t kvh = (m->mutations & TL_QWEN3_MUT_GQA_MAP) ? h % c->kv_heads : h / group;
   float scale = (float)(1.0 / __builtin_sqrt((double)d));
-  const float *qh = j->q + h * d;
+  const float *qh = j->q + h * d, *kh = j->kc + kvh * j->head_stride;
+  const float *vh = j->vc + kvh * j->head_stride;
   float *sr = j->raw + h * j->keys, *sm = j->masked + h * j->keys, *p = j->probs + h * j->keys;
   float mx = -__builtin_inff(), sum = 0.0f;
   /* Keys past the last visible one are computed only for the capture of
    * the unmasked scores. */
   size_t scored = j->want_raw ? j->keys : (size_t)j->last + 1;
   if (m->fast != NULL) {
-    tl_kern_dots_k(m->fast, qh, j->kc + kvh * d, kd, scored, d, sr);
+    tl_kern_dots_k(m->fast, qh, kh, d, scored, d, sr);
     for (size_t k = 0; k < scored; k++) sr[k] = sr[k] * scale;
   } else {
-    for (size_t k = 0; k < scored; k++) sr[k] = dot(qh, j->kc + k * kd + kvh * d, d) * scale;
+    for (size_t k = 0; k < scored; k++) sr[k] = dot(qh, kh + k * d, d) * scale;
   }
   for (size_t k = scored; k < j->keys; k++) sr[k] = 0.0f;
   for (uint32_t k = 0; k < j->keys; k++) {
@@ -797,9 +801,9 @@ static void attend_head(const attend_job *j, size_t h) {
   }
   for (uint32_t k = 0; k <= j->last; k++) p[k] = p[k] / sum;
   if (m->fast != NULL)
-    tl_kern_weighted_k(m->fast, p, (size_t)j->last + 1, j->vc + kvh * d, kd, d, j->attn + h * d);
+    tl_kern_weighted_k(m->fast, p, (size_t)j->last + 1, vh, d, d, j->attn + h * d);
   else
-    tl_kern_weighted(p, (size_t)j->last + 1, j->vc + kvh * d, kd, d, j->attn + h * d);
+    tl_kern_weighted(p, (size_t)j->last + 1, vh, d, d, j->attn + h * d);
 }
 
 static void attend_task(void *ctx, uint32_t task, uint32_t n_tasks) {
@@ -814,14 +818,15 @@ static tl_status attend(const run *r, bufs *b, const tl_qwen3_cache *cache,
                         uint32_t keys) {
   const tl_qwen3 *m = r->m;
   const tl_qwen3_config *c = &m->cfg;
-  size_t kd = (size_t)c->kv_heads * c->head_dim, row = (size_t)c->heads * keys;
+  size_t row = (size_t)c->heads * keys;
   int32_t li = (int32_t)l;
   attend_job j;
   tl_status st;
   j.m = m;
   j.q = q;
-  j.kc = cache->k + (size_t)l * cache->capacity * kd;
-  j.vc = cache->v + (size_t)l * cache->capacity * kd;
+  j.kc = cache->k + tl_qwen3_cache_at(cache, l, 0, 0);
+  j.vc = cache->v + tl_qwen3_cache_at(cache, l, 0, 0);
+  j.head_stride = (size_t)cache->capacity * c->head_dim;
   j.raw = b->scores;
   j.masked = j.raw + row;
   j.probs = j.masked + row;

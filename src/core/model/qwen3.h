@@ -81,12 +81,20 @@ typedef struct tl_qwen3 {
 tl_status tl_qwen3_load(tl_qwen3 *m, const tl_slm *slm,
                         const tl_slm_tensors *tensors, tl_arena *arena);
 
-/* The KV cache: per layer, capacity rows of kv_heads * head_dim floats for
- * K (after norm and rope) and V. Rows [0, len) are valid. */
+/* The KV cache: per layer and KV head, capacity rows of head_dim floats
+ * for K (after norm and rope) and V, so that one head's keys lie side by
+ * side for attention. Rows [0, len) are valid. */
 typedef struct tl_qwen3_cache {
-  float *k, *v; /* [layers][capacity][kv_heads * head_dim] */
+  float *k, *v; /* [layers][kv_heads][capacity][head_dim] */
   uint32_t capacity, len;
+  uint32_t kv_heads, head_dim; /* the model's, set by tl_qwen3_cache_init */
 } tl_qwen3_cache;
+
+/* Where K and V of (layer, KV head, position) start in c->k and c->v. */
+static inline size_t tl_qwen3_cache_at(const tl_qwen3_cache *c, uint32_t layer, uint32_t head,
+                                       uint32_t pos) {
+  return (((size_t)layer * c->kv_heads + head) * c->capacity + pos) * c->head_dim;
+}
 
 /* Weight i of m (i < 3 + 11 * layers: embed, final_norm, lm_head, then
  * each layer's), NULL past the last; the tied lm_head is its own entry. */

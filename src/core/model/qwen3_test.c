@@ -73,22 +73,6 @@ static void prompt_ids(uint32_t *ids, size_t n, uint32_t vocab, uint64_t seed) {
   for (size_t i = 0; i < n; i++) ids[i] = (uint32_t)(tl_test_rng_next(&rng) % vocab);
 }
 
-static size_t kv_row(const tl_qwen3 *m) {
-  return (size_t)m->cfg.kv_heads * m->cfg.head_dim;
-}
-
-/* K and V rows [0, len) of every layer of a and b are the same bits. */
-static bool same_cache(const tl_qwen3 *m, const tl_qwen3_cache *a,
-                       const tl_qwen3_cache *b, uint32_t len) {
-  size_t kd = kv_row(m);
-  for (uint32_t l = 0; l < m->cfg.layers; l++) {
-    size_t at_a = (size_t)l * a->capacity * kd, at_b = (size_t)l * b->capacity * kd;
-    if (memcmp(a->k + at_a, b->k + at_b, len * kd * sizeof(float)) != 0 ||
-        memcmp(a->v + at_a, b->v + at_b, len * kd * sizeof(float)) != 0)
-      return false;
-  }
-  return true;
-}
 
 static bool all_finite(const float *x, size_t n) {
   for (size_t i = 0; i < n; i++)
@@ -171,8 +155,8 @@ static void prefill_equals_token_by_token(tl_test_ctx *t) {
     if (!TL_EXPECT(t, memcmp(a, b, sizeof a) == 0) ||
         !TL_EXPECT(t, memcmp(a, c, sizeof a) == 0))
       tl_test_print(t, type_name(all_types[d]));
-    TL_EXPECT(t, same_cache(&f.m, &one, &steps, 9));
-    TL_EXPECT(t, same_cache(&f.m, &one, &chunks, 9));
+    TL_EXPECT(t, tl_model_gen_same_cache(&one, &steps, f.m.cfg.layers, 9));
+    TL_EXPECT(t, tl_model_gen_same_cache(&one, &chunks, f.m.cfg.layers, 9));
     /* The logits are not degenerate. */
     TL_EXPECT(t, all_finite(a, g.vocab));
     for (size_t i = 1; i < g.vocab; i++) distinct |= a[i] != a[0];
@@ -182,7 +166,7 @@ static void prefill_equals_token_by_token(tl_test_ctx *t) {
       tl_qwen3_cache n;
       if (!new_cache(t, &f, &n, 16)) return;
       TL_EXPECT_OK(t, fwd(&f, &n, ids, 9, NULL));
-      TL_EXPECT(t, same_cache(&f.m, &one, &n, 9));
+      TL_EXPECT(t, tl_model_gen_same_cache(&one, &n, f.m.cfg.layers, 9));
     }
   }
 }
@@ -459,13 +443,11 @@ static void capture_sees_every_stage_in_order(tl_test_ctx *t) {
     tl_qwen3_capture cap = {NULL, keep_row, &keep};
     uint32_t ids[9];
     float with[MAX_VOCAB], without[MAX_VOCAB];
-    size_t kd;
     const size_t chunk[2] = {5, 4};
     size_t at = 0;
     if (!setup(t, &f, &g) || !new_cache(t, &f, &c, 16) ||
         !new_cache(t, &f, &plain, 16))
       return;
-    kd = kv_row(&f.m);
     prompt_ids(ids, 9, g.vocab, 31);
     memset(&keep, 0, sizeof keep);
     keep.log.m = &f.m;
@@ -509,15 +491,18 @@ static void capture_sees_every_stage_in_order(tl_test_ctx *t) {
       }
     /* The captured K (after rope) and V rows are the cache rows. */
     for (uint32_t l = 0; l < g.layers; l++)
-      for (uint32_t p = 0; p < 9; p++) {
-        size_t row = ((size_t)l * c.capacity + p) * kd;
-        TL_EXPECT(t, memcmp(keep.k[l][p], c.k + row, kd * sizeof(float)) == 0);
-        TL_EXPECT(t, memcmp(keep.v[l][p], c.v + row, kd * sizeof(float)) == 0);
-      }
+      for (uint32_t p = 0; p < 9; p++)
+        for (uint32_t h = 0; h < g.kv_heads; h++) {
+          size_t row = tl_qwen3_cache_at(&c, l, h, p);
+          TL_EXPECT(t, memcmp(keep.k[l][p] + h * g.head_dim, c.k + row,
+                              g.head_dim * sizeof(float)) == 0);
+          TL_EXPECT(t, memcmp(keep.v[l][p] + h * g.head_dim, c.v + row,
+                              g.head_dim * sizeof(float)) == 0);
+        }
     /* Capturing changes no bit. */
     TL_EXPECT_OK(t, fwd(&f, &plain, ids, 9, without));
     TL_EXPECT(t, memcmp(with, without, g.vocab * sizeof(float)) == 0);
-    TL_EXPECT(t, same_cache(&f.m, &c, &plain, 9));
+    TL_EXPECT(t, tl_model_gen_same_cache(&c, &plain, f.m.cfg.layers, 9));
   }
 }
 
@@ -687,8 +672,9 @@ static void one_token_by_hand(tl_test_ctx *t) {
         tl_test_print(t, type_name(all_types[d]));
         tl_test_print(t, tie ? " tied\n" : " untied\n");
       }
-      /* The cache holds that V row. */
-      TL_EXPECT(t, memcmp(c.v, v, sizeof v) == 0);
+      /* The cache holds that V row, head by head. */
+      for (uint32_t h = 0; h < g.kv_heads; h++)
+        TL_EXPECT(t, memcmp(c.v + tl_qwen3_cache_at(&c, 0, h, 0), v + h * D, D * sizeof(float)) == 0);
     }
   }
 }
