@@ -241,6 +241,16 @@ try {
   }
   check('a memory limit the model cannot fit in: out_of_memory before copying, with the numbers',
     e?.code === 'out_of_memory' && new RegExp(`model is ${bytes.length} bytes`).test(e.message), e?.message);
+  // A limit the bytes fit in but the session's plan does not.
+  const used = Number(/(\d+) already in use/.exec(e?.message ?? '')?.[1]);
+  e = null;
+  try {
+    await loadModel(bytes.slice(), { lane: 'scalar', base, memoryLimit: used + bytes.length + 65536 });
+  } catch (err) {
+    e = err;
+  }
+  check('a memory limit the session\'s plan exceeds: out_of_memory naming the plan',
+    e?.code === 'out_of_memory' && /the session needs \d+ bytes \(weights \d+, KV cache \d+/.test(e.message) && e.plan?.total > 0, e?.message);
 
   // Bad models.
   check('a truncated model: invalid_model', await code(loadModel(bytes.slice(0, bytes.length - 100), { lane: 'scalar', base })) === 'invalid_model');
