@@ -808,25 +808,10 @@ static tl_status run_turn(api_gen *g, const tl_generation_params *p) {
               g->n_prompt, start, s->context);
     goto done;
   }
-  tl_turn_sampling_defaults(&tp);
-  if (p->given & TL_GIVEN_TEMPERATURE) tp.temperature = p->temperature;
-  if (p->given & TL_GIVEN_TOP_P) tp.top_p = p->top_p;
-  if (p->given & TL_GIVEN_MIN_P) tp.min_p = p->min_p;
-  if (p->given & TL_GIVEN_REPEAT_PENALTY) tp.repeat_penalty = p->repeat_penalty;
-  if (p->given & TL_GIVEN_TOP_K) tp.top_k = p->top_k;
-  tp.repeat_window = p->repeat_window;
-  tp.given = p->given;
-  tp.seed = p->seed;
-  tp.turn = p->turn;
-  tp.max_new = p->max_tokens;
+  tp.gen = p;
   tp.stops = stops;
   tp.stop_lens = stop_lens;
   tp.n_stops = p->n_stops;
-  tp.on_token = p->on_token;
-  tp.on_text = p->on_text;
-  tp.on_prefill = p->on_prefill;
-  tp.on_choice = p->on_choice;
-  tp.ctx = p->ctx;
   tp.cancel = &g->cancel;
   s->cache.len = start;
   st = tl_turn_run(s, &tp, enc.ids + skip, g->n_prompt, &g->t, &field, err, sizeof err);

@@ -40,15 +40,15 @@ static tl_status choose(void *ctx, const float *logits, size_t vocab,
   in.history = c->history;
   in.n_history = c->n_prompt + step;
   in.n_generated = (uint32_t)step;
-  in.pos.seed = c->p->seed;
+  in.pos.seed = c->p->gen->seed;
   in.pos.draw = 0;
   in.pos.token = (uint32_t)step;
-  in.pos.turn = c->p->turn;
+  in.pos.turn = c->p->gen->turn;
   in.pos.stream = 0;
   st = tl_sample(c->profile, &in, &c->s->sampler_scratch, NULL, &res);
   if (st != TL_OK) return st;
   *id = res.id;
-  if (c->p->on_choice != NULL) c->p->on_choice(c->p->ctx, logits, vocab, *id);
+  if (c->p->gen->on_choice != NULL) c->p->gen->on_choice(c->p->gen->ctx, logits, vocab, *id);
   return TL_OK;
 }
 
@@ -61,17 +61,17 @@ static void stop_if(const chooser *c, int asked) {
 static void on_prefill(void *ctx, size_t done, size_t total) {
   chooser *c = ctx;
   if (done == total) c->prefill_done_us = now_us();
-  if (c->p->on_prefill != NULL) stop_if(c, c->p->on_prefill(c->p->ctx, done, total));
+  if (c->p->gen->on_prefill != NULL) stop_if(c, c->p->gen->on_prefill(c->p->gen->ctx, done, total));
 }
 
 static void on_visible(void *ctx, const uint8_t *bytes, size_t n) {
   chooser *c = ctx;
-  if (c->p->on_text != NULL) stop_if(c, c->p->on_text(c->p->ctx, bytes, n));
+  if (c->p->gen->on_text != NULL) stop_if(c, c->p->gen->on_text(c->p->gen->ctx, bytes, n));
 }
 
 static void on_token(void *ctx, uint32_t id) {
   chooser *c = ctx;
-  if (c->p->on_token != NULL) stop_if(c, c->p->on_token(c->p->ctx, id));
+  if (c->p->gen->on_token != NULL) stop_if(c, c->p->gen->on_token(c->p->gen->ctx, id));
 }
 
 static bool cancelled(void *ctx) {
@@ -81,25 +81,22 @@ static bool cancelled(void *ctx) {
 
 /* The profile: given values, else the artifact's generation defaults (the
  * publisher's generation_config.json; do_sample false means greedy), else
- * p's values (tl_turn_sampling_defaults: greedy). */
-static tl_status resolve_profile(const tl_session *s, const tl_turn_params *p,
+ * greedy (temperature 0, top-k 0, top-p 1, min-p 0, repeat penalty 1), as
+ * `tinylm run` documents. */
+static tl_status resolve_profile(const tl_session *s, const tl_turn_params *tp,
                                  tl_sampler_profile *profile, tl_sampler_field *field) {
   const tl_gen_defaults *g = &s->gen;
+  const tl_generation_params *p = tp->gen;
   *profile = tl_sampler_profile_default(s->defined_ids);
-  profile->temperature = p->temperature;
-  profile->top_k = p->top_k;
-  profile->top_p = p->top_p;
-  profile->min_p = p->min_p;
-  profile->repeat_penalty = p->repeat_penalty;
-  if (!(p->given & TL_GIVEN_TEMPERATURE)) {
-    if (g->has_do_sample && !g->do_sample) profile->temperature = 0.0;
-    else if (g->has_temperature) profile->temperature = g->temperature;
-  }
-  if (!(p->given & TL_GIVEN_TOP_K) && g->has_top_k) profile->top_k = g->top_k;
-  if (!(p->given & TL_GIVEN_TOP_P) && g->has_top_p) profile->top_p = g->top_p;
-  if (!(p->given & TL_GIVEN_MIN_P) && g->has_min_p) profile->min_p = g->min_p;
-  if (!(p->given & TL_GIVEN_REPEAT_PENALTY) && g->has_repeat_penalty)
-    profile->repeat_penalty = g->repeat_penalty;
+  if (p->given & TL_GIVEN_TEMPERATURE) profile->temperature = p->temperature;
+  else if (g->has_do_sample && !g->do_sample) profile->temperature = 0.0;
+  else profile->temperature = g->has_temperature ? g->temperature : 0.0;
+  profile->top_k = p->given & TL_GIVEN_TOP_K ? p->top_k : g->has_top_k ? g->top_k : 0;
+  profile->top_p = p->given & TL_GIVEN_TOP_P ? p->top_p : g->has_top_p ? g->top_p : 1.0;
+  profile->min_p = p->given & TL_GIVEN_MIN_P ? p->min_p : g->has_min_p ? g->min_p : 0.0;
+  profile->repeat_penalty = p->given & TL_GIVEN_REPEAT_PENALTY ? p->repeat_penalty
+                            : g->has_repeat_penalty            ? g->repeat_penalty
+                                                               : 1.0;
   profile->repeat_window = p->repeat_window;
   profile->eos = s->eos;
   profile->n_eos = s->n_eos;
@@ -131,14 +128,6 @@ const char *tl_turn_field_name(tl_sampler_field field) {
   return (size_t)field < sizeof names / sizeof names[0] ? names[field] : "sampler";
 }
 
-void tl_turn_sampling_defaults(tl_turn_params *p) {
-  p->temperature = 0.0;
-  p->top_k = 0;
-  p->top_p = 1.0;
-  p->min_p = 0.0;
-  p->repeat_penalty = 1.0;
-}
-
 tl_status tl_turn_run(tl_session *s, const tl_turn_params *p, const uint32_t *ids,
                       size_t n, tl_turn *t, tl_sampler_field *field, char *err,
                       size_t err_cap) {
@@ -149,7 +138,7 @@ tl_status tl_turn_run(tl_session *s, const tl_turn_params *p, const uint32_t *id
   tl_status st;
   memset(t, 0, sizeof *t);
   t->position = s->cache.len;
-  t->max_new = p->max_new;
+  t->max_new = p->gen->max_tokens;
   st = resolve_profile(s, p, &t->profile, field);
   if (st != TL_OK) {
     snprintf(err, err_cap, "sampler profile field %d out of range", (int)*field);
@@ -227,8 +216,8 @@ tl_status tl_turn_run(tl_session *s, const tl_turn_params *p, const uint32_t *id
                       .n_prompt = n,
                       .position = t->position,
                       .profile = &t->profile,
-                      .seed = p->seed,
-                      .turn = p->turn,
+                      .seed = p->gen->seed,
+                      .turn = p->gen->turn,
                       .ids = t->r.ids,
                       .n_ids = t->r.n_ids,
                       .raw = t->r.raw,

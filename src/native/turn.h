@@ -18,14 +18,12 @@
 #include "tinylm.h"
 
 typedef struct tl_turn_params {
-  /* The values given (tinylm.h's TL_GIVEN_*) override the artifact's generation
-   * defaults; the others apply where the artifact has none. */
-  double temperature, top_p, min_p, repeat_penalty;
-  uint32_t top_k, repeat_window;
-  uint32_t given; /* TL_GIVEN_* */
-  uint64_t seed;
-  uint32_t turn;    /* numbers the draws (DESIGN.md §7) */
-  uint32_t max_new; /* 0: until the context is full */
+  /* The public API's parameters (tinylm.h), checked by the caller: the
+   * sampling values (those given override the artifact's generation
+   * defaults; greedy for what neither sets), seed, turn, max_tokens and
+   * the callbacks with their ctx, each optional (a nonzero return sets
+   * *cancel). The prompt and stop strings are read from here instead. */
+  const tl_generation_params *gen;
   const uint8_t *const *stops;
   const size_t *stop_lens;
   size_t n_stops;
@@ -34,16 +32,7 @@ typedef struct tl_turn_params {
   bool add_generation_prompt;
   const uint8_t *prompt_bytes;
   size_t prompt_len;
-  /* The public API's generation callbacks (tinylm.h), all optional, with
-   * ctx: visible bytes as they become final; each id generated; prefill
-   * progress; each sampled id with the logits it came from. A nonzero
-   * return sets *cancel, which is polled before every forward call. */
-  tl_text_fn on_text;
-  tl_token_fn on_token;
-  int (*on_prefill)(void *ctx, size_t done, size_t total);
-  void (*on_choice)(void *ctx, const float *logits, size_t vocab, uint32_t id);
-  void *ctx;
-  atomic_int *cancel; /* required */
+  atomic_int *cancel; /* polled before every forward call */
 } tl_turn_params;
 
 typedef struct tl_turn {
@@ -75,11 +64,6 @@ typedef struct tl_turn {
 /* The field's name in the public API's error records ("temperature",
  * "top_k", ..., "eos", "vocabulary"; tinylm.h's tl_error.kind). */
 const char *tl_turn_field_name(tl_sampler_field field);
-
-/* The sampling values for what neither the caller nor the artifact sets:
- * greedy (temperature 0, top-k 0, top-p 1, min-p 0, repeat penalty 1),
- * as `tinylm run` documents. */
-void tl_turn_sampling_defaults(tl_turn_params *p);
 
 tl_status tl_turn_run(tl_session *s, const tl_turn_params *p, const uint32_t *ids,
                       size_t n, tl_turn *t, tl_sampler_field *field, char *err,
