@@ -13,6 +13,7 @@
 // once with one byte of a module changed. A screenshot of the page after
 // a reply is left in WORKDIR/page.png.
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -248,6 +249,22 @@ async function main() {
       check('cache: the reload fetched no model bytes', fetches() === before, `${fetches() - before} fetches`);
       const listed = await page.$$eval('#model-list option', (os) => os.map((o) => o.textContent));
       check('cache: the model list offers the cached artifact', listed.some((t) => t.startsWith('cached: tiny.slm')), JSON.stringify(listed));
+    }
+
+    // 4b. The file picker: the file read in, its artifact id computed, the
+    // reply native's.
+    {
+      await page.fill('#model-url', '');
+      await page.setInputFiles('#model-file', MODEL);
+      await page.selectOption('#lane', 'scalar');
+      await page.click('#load');
+      await idle(page);
+      const status = await page.textContent('#model-status');
+      const id = createHash('sha256').update(fs.readFileSync(MODEL)).digest('hex');
+      check('file picker: the model loads from the file, with its SHA-256 as artifact id',
+        status.startsWith('Loaded tiny-f32.slm from file') && status.includes(`artifact ${id.slice(0, 16)}`), status);
+      compareNative(work, 'file picker', await send(page, 'Hello there', GREEDY), 'scalar');
+      await page.setInputFiles('#model-file', []);
     }
 
     // 5. Typed errors on the page.
