@@ -344,7 +344,7 @@ class Model {
     const m = new Model(rt, data, record);
     try {
       [m.handle] = rt.outs(1, (out) => rt.check(rt.x.tl_model_open_bytes(data, bytes.length, OPEN_BORROW, out), 0));
-      m.artifactId = await m.#artifactId(bytes);
+      m.artifactId = m.#artifactId();
       const numerics = opts.numerics ?? (rt.lane === 'scalar' ? 'strict' : 'fast');
       if (numerics !== 'strict' && numerics !== 'fast')
         throw new TinylmError('invalid_argument', `numerics must be strict or fast, not '${numerics}'`);
@@ -380,7 +380,7 @@ class Model {
     this.turn = 0;
   }
 
-  async #artifactId(bytes) {
+  #artifactId() {
     const rt = this.rt;
     const p = rt.alloc(32);
     try {
@@ -635,8 +635,14 @@ class RemoteModel {
     const ctrl = new Int32Array(new SharedArrayBuffer(4));
     const m = new RemoteModel(w, ctrl, record);
     const { threads, memoryBudget, memoryLimit, numerics, context } = opts;
-    const got = await m.call({ op: 'open', base: String(base), bytes, ctrl, record, caps,
-      opts: { lane: opts.lane, threads, memoryBudget, memoryLimit, numerics, context } });
+    let got;
+    try {
+      got = await m.call({ op: 'open', base: String(base), bytes, ctrl, record, caps,
+        opts: { lane: opts.lane, threads, memoryBudget, memoryLimit, numerics, context } });
+    } catch (e) {
+      w.terminate(); // the model was refused: nothing is left to run there
+      throw e;
+    }
     if (got.refused) {
       Object.assign(record, got.record);
       w.terminate();

@@ -257,6 +257,7 @@ try {
   const flipped = bytes.slice();
   flipped[bytes.length - 10] ^= 0x40;
   check('a model with one byte changed: hash_mismatch', await code(loadModel(flipped, { lane: 'scalar', base })) === 'hash_mismatch');
+  check('a changed model on the threads lane: hash_mismatch from its worker', await code(loadModel(flipped, { lane: 'threads', threads: 2, base })) === 'hash_mismatch');
   check('an unknown lane: invalid_argument', await code(loadModel(bytes.slice(), { lane: 'gpu', base })) === 'invalid_argument');
 } finally {
   rmSync(tmp, { recursive: true, force: true });
