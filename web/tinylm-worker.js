@@ -1,7 +1,8 @@
-// The workers of tinylm's threads lane (docs/web.md), started by
-// tinylm.js; one file, two roles, by the first message:
-//   host: runs the threads module (hash check, self-tests, model, session,
-//         generations) and starts the pool; answers the page's calls;
+// The workers of tinylm's loader (docs/web.md), started by tinylm.js; one
+// file, two roles, by the first message:
+//   host: runs a lane's module (hash check, self-tests, model, session,
+//         generations) and on the threads lane starts the pool; answers
+//         the page's calls;
 //   pool: one more instance of the module over the same shared memory,
 //         with its own stack and thread-local storage, running its share
 //         of every parallel call (web/wasm/pool.c) until terminated.
@@ -59,19 +60,19 @@ async function startPool(rt, threads) {
   return threads;
 }
 
-async function open({ base, bytes, opts, record, caps, ctrl: c }) {
+async function open({ lane, base, bytes, opts, record, caps, ctrl: c }) {
   ctrl = c;
   const url = new URL(base);
   const manifest = await manifestOf(url);
   let rt;
   try {
-    rt = await startLane('threads', manifest, url, record);
+    rt = await startLane(lane, manifest, url, record);
   } catch (e) {
-    record.refused.push({ lane: 'threads', code: e.code ?? 'error', why: e.message });
+    record.refused.push({ lane, code: e.code ?? 'error', why: e.message });
     return { refused: true, record };
   }
   chosen(record, rt, opts, caps);
-  record.threads = await startPool(rt, opts.threads ?? 1);
+  record.threads = lane === 'threads' ? await startPool(rt, opts.threads ?? 1) : 1;
   model = await Model.open(rt, bytes, opts, record);
   return { record: model.capabilityReceipt, artifactId: model.artifactId, plan: model.plan, numerics: model.numerics };
 }
@@ -79,11 +80,12 @@ async function open({ base, bytes, opts, record, caps, ctrl: c }) {
 async function generate(id, args) {
   const signal = { get aborted() { return Atomics.load(ctrl, 0) !== 0; } };
   const x = model.rt.x;
-  const threads = model.capabilityReceipt.threads;
-  const before = Array.from({ length: threads }, (_, w) => x.tl_wasm_pool_tasks(w));
+  const tasks = () => (x.tl_wasm_pool_tasks
+    ? Array.from({ length: model.capabilityReceipt.threads }, (_, w) => x.tl_wasm_pool_tasks(w)) : null);
+  const before = tasks();
   const out = await model.generate({ ...args, signal, onToken: (ev) => port.post({ id, token: ev }) });
-  // The parallel tasks each thread ran for this reply (0: the caller).
-  out.poolTasks = before.map((n, w) => x.tl_wasm_pool_tasks(w) - n);
+  // The threads lane: the parallel tasks each thread ran for this reply (0: the caller).
+  if (before) out.poolTasks = tasks().map((n, w) => n - before[w]);
   return out;
 }
 

@@ -274,7 +274,8 @@ async function bytesOf(source) {
  * (bytes: the C side refuses a larger plan), memoryLimit (bytes of wasm
  * memory this model may bring the module to; default and at most 4 GiB,
  * the wasm32 address space), base (URL of manifest.json's folder;
- * default this file's).
+ * default this file's), worker (run the lane in a worker: default on the
+ * threads lane, and on every lane in a cross-origin isolated page).
  */
 export async function loadModel(source, opts = {}) {
   const caps = await probe();
@@ -303,17 +304,19 @@ export async function loadModel(source, opts = {}) {
   for (const lane of order) {
     let rt;
     try {
-      if (lane === 'threads' && canSpawn()) {
-        // The threads lane runs in a worker (a page's main thread may not
-        // wait), with its pool; the lane's checks happen there. A refused
-        // lane comes back as null (recorded); a model's error is thrown.
-        const m = await RemoteModel.open(base, bytes, opts, record, caps);
+      if (inWorker(lane, opts, caps)) {
+        // In a worker: the threads lane always (a page's main thread may
+        // not wait), other lanes on cross-origin isolated pages (the page
+        // stays responsive and a cancel reaches the running reply). The
+        // lane's checks happen there; a refused lane comes back as null
+        // (recorded), a model's error is thrown.
+        const m = await RemoteModel.open(lane, base, bytes, opts, record, caps);
         if (m) return m;
         continue;
       }
       rt = await startLane(lane, manifest, base, record);
     } catch (e) {
-      if (lane === 'threads' && e.code !== 'worker_failure') throw e;
+      if (inWorker(lane, opts, caps) && e.code !== 'worker_failure') throw e;
       record.refused.push({ lane, code: e.code ?? 'error', why: e.message });
       continue;
     }
@@ -588,6 +591,16 @@ function canSpawn() {
   return isNode || typeof Worker === 'function';
 }
 
+// Whether lane runs in a worker: opts.worker when given; else the threads
+// lane, and in a cross-origin isolated page every lane (the cancel word
+// needs a SharedArrayBuffer).
+function inWorker(lane, opts, caps) {
+  if (!canSpawn()) return false;
+  if (lane === 'threads') return true;
+  if (opts.worker !== undefined) return !!opts.worker && caps.sharedArrayBuffer;
+  return !isNode && caps.crossOriginIsolated && caps.sharedArrayBuffer;
+}
+
 export async function spawn(url) {
   if (isNode) {
     const { Worker: NodeWorker } = await import('node:worker_threads');
@@ -620,10 +633,11 @@ function errorOf(d) {
   return new TinylmError(code, detail, extra);
 }
 
-/** A model whose runtime (the threads module and its Web Worker pool)
- *  lives in a worker; the same interface as Model, every call a message. */
+/** A model whose runtime (a module, and on the threads lane its Web Worker
+ *  pool) lives in a worker; the same interface as Model, every call a
+ *  message. */
 class RemoteModel {
-  static async open(base, bytes, opts, record, caps) {
+  static async open(lane, base, bytes, opts, record, caps) {
     let w;
     try {
       w = await spawn(new URL('tinylm-worker.js', base));
@@ -637,7 +651,7 @@ class RemoteModel {
     const { threads, memoryBudget, memoryLimit, numerics, context } = opts;
     let got;
     try {
-      got = await m.call({ op: 'open', base: String(base), bytes, ctrl, record, caps,
+      got = await m.call({ op: 'open', lane, base: String(base), bytes, ctrl, record, caps,
         opts: { lane: opts.lane, threads, memoryBudget, memoryLimit, numerics, context } });
     } catch (e) {
       w.terminate(); // the model was refused: nothing is left to run there
@@ -649,6 +663,7 @@ class RemoteModel {
       return null;
     }
     m.capabilityReceipt = got.record;
+    m.lane = lane;
     m.artifactId = got.artifactId;
     m.plan = got.plan;
     m.numerics = got.numerics;
@@ -659,7 +674,6 @@ class RemoteModel {
     this.w = w;
     this.ctrl = ctrl;
     this.capabilityReceipt = record;
-    this.lane = 'threads';
     this.pending = new Map();
     this.next = 1;
     this.disposed = false;

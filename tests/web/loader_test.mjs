@@ -142,6 +142,24 @@ try {
     }
   }
 
+  {
+    // The simd lane in a worker (as in an isolated page): the same reply,
+    // streamed, and a cancel that reaches it mid-reply.
+    const args = { prompt: 'Hello there', maxTokens: 12, temperature: 1, topK: 20, seed: 3 };
+    const want = native(slow, 'fast', args);
+    const m = await loadModel(new Uint8Array(readFileSync(slow)), { lane: 'simd', worker: true, base });
+    const streamed = [];
+    const out = await m.generate({ ...args, onToken: (t) => streamed.push(t.id) });
+    check('simd lane in a worker: ids and receipt id == native, streamed', out.receiptId === want.receipt_id &&
+      JSON.stringify(streamed) === JSON.stringify(want.ids) && m.capabilityReceipt.lane === 'simd' && !('poolTasks' in out));
+    const ac = new AbortController();
+    let n = 0;
+    const c = await code(m.generate({ prompt: 'Hello there', maxTokens: 200, temperature: 0, signal: ac.signal, onToken: () => { if (++n === 2) ac.abort(); } }));
+    check('simd lane in a worker: an abort reaches it mid-reply', c === 'cancelled' && n < 200, `${c} after ${n}`);
+    check('simd lane in a worker: the next reply equals a fresh one', (await m.generate(args)).receiptId === want.receipt_id);
+    await m.dispose();
+  }
+
   const bytes = new Uint8Array(readFileSync(SLM('tiny-q8.slm')));
   const greedy = { prompt: 'Hello there', maxTokens: 10, temperature: 0 };
 
