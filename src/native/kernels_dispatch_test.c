@@ -308,10 +308,46 @@ static void attention(tl_test_ctx *t) {
   }
 }
 
+/* The softmax's exponentials through each variant against tl_expf, bit
+ * for bit: ordinary scores, the whole range down to underflow (subnormal
+ * and zero results, 2^k subnormal), overflow, -inf, NaN, and tails of
+ * every length. */
+static void exponentials(tl_test_ctx *t) {
+  enum { N = 4099 };
+  static float x[N], want[N], got[N];
+  const tl_kernels *ks[TL_KERN_ISA_COUNT];
+  size_t nk = variants(t, ks);
+  tl_test_rng rng = {20261207};
+  for (size_t i = 0; i < N; i++) {
+    uint64_t r = tl_test_rng_next(&rng);
+    x[i] = i % 3 == 0 ? -(float)(r % 1000000) / 1000.0f            /* [-1000, 0] */
+           : i % 3 == 1 ? -(float)(r % 200000) / 10000.0f          /* [-20, 0] */
+                        : (float)((int64_t)(r % 2000001) - 1000000) / 1000.0f;
+  }
+  x[0] = 0.0f, x[1] = -0.0f, x[2] = -__builtin_inff(), x[3] = __builtin_nanf("");
+  x[4] = 88.7f, x[5] = 89.0f, x[6] = -103.9f, x[7] = -745.2f, x[8] = -708.5f, x[9] = 1e-30f;
+  for (size_t v = 0; v < nk; v++)
+    for (size_t n = 0; n <= N; n += n < 40 ? 1 : 1021) {
+      float sub = n % 2 ? 0.0f : 3.5f;
+      tl_kern_exps(x, sub, n, want);
+      memset(got, 0xA5, sizeof got);
+      tl_kern_exps_k(ks[v], x, sub, n, got);
+      for (size_t i = 0; i < n; i++)
+        if (!(want[i] != want[i] && got[i] != got[i]) &&
+            !TL_EXPECT_EQ_U64(t, tl_f32_to_bits(got[i]), tl_f32_to_bits(want[i]))) {
+          print_case(t, ks[v]->name, "exps", 0, i, n);
+          return;
+        }
+      TL_EXPECT_EQ_U64(t, tl_f32_to_bits(got[n < N ? n : 0]),
+                       n < N ? 0xA5A5A5A5u : tl_f32_to_bits(want[0])); /* nothing past n */
+    }
+}
+
 static const tl_test_case cases[] = {
     TL_CASE(golden_all_variants),
     TL_CASE(random_shapes),
     TL_CASE(quantizers),
+    TL_CASE(exponentials),
     TL_CASE(tiles),
     TL_CASE(attention),
 };

@@ -8,6 +8,7 @@
 #include "bytes.h"
 #include "kernels/kernels_impl.h"
 #include "kernels/mutant.h"
+#include "math/detmath.h"
 
 float tl_kern_tree(const float *a) {
   float b[8], c[4], d0, d1;
@@ -60,6 +61,15 @@ void tl_kern_weighted_k(const tl_kernels *k, const float *p, size_t count, const
                         size_t stride, size_t d, float *out) {
   if (k->weighted != NULL) k->weighted(p, count, v, stride, d, out);
   else tl_kern_weighted(p, count, v, stride, d, out);
+}
+
+void tl_kern_exps(const float *x, float sub, size_t n, float *out) {
+  for (size_t i = 0; i < n; i++) out[i] = tl_expf(x[i] - sub);
+}
+
+void tl_kern_exps_k(const tl_kernels *k, const float *x, float sub, size_t n, float *out) {
+  if (k->exps != NULL) k->exps(x, sub, n, out);
+  else tl_kern_exps(x, sub, n, out);
 }
 
 /* RNE of r, |r| <= 127 (F-3): the integer part by truncation, then the
@@ -239,7 +249,7 @@ TL_KERN_SCALAR_FN(scalar_q4, TL_QTYPE_Q4, rows_quant)
 static const tl_kernels scalar = {
     TL_KERN_SCALAR, "scalar", {scalar_f32, scalar_f16, scalar_bf16, scalar_q8, scalar_q4},
     {NULL, NULL, NULL, NULL, NULL},
-    NULL, NULL, NULL};
+    NULL, NULL, NULL, NULL};
 
 #ifdef __wasm_simd128__
 static const tl_kernels wasm_simd = {
@@ -247,7 +257,7 @@ static const tl_kernels wasm_simd = {
     "wasm-simd128",
     {tl_wasm_rows_f32, tl_wasm_rows_f16, tl_wasm_rows_bf16, tl_wasm_rows_q8, tl_wasm_rows_q4},
     {NULL, NULL, NULL, NULL, NULL},
-    NULL, NULL, NULL};
+    NULL, NULL, NULL, NULL};
 #endif
 
 const tl_kernels *tl_kernels_get(tl_kern_isa isa) {

@@ -93,6 +93,8 @@ typedef struct tl_kernels {
                float *out);
   void (*weighted)(const float *p, size_t count, const float *v, size_t stride, size_t d,
                    float *out);
+  /* tl_kern_exps' contract; NULL: the scalar twin. */
+  void (*exps)(const float *x, float sub, size_t n, float *out);
 } tl_kernels;
 
 /* F-3 through k's quantizer when it has one, else the scalar twin. */
@@ -159,10 +161,15 @@ void tl_kern_weighted(const float *p, size_t count, const float *v, size_t strid
 void tl_kern_dots(const float *q, const float *k, size_t stride, size_t count, size_t n,
                   float *out);
 
+/* out[i] = tl_expf(x[i] - sub) for i < n (the softmax's exponentials:
+ * the strict lane's function, so a variant must give its bits exactly). */
+void tl_kern_exps(const float *x, float sub, size_t n, float *out);
+
 /* Through k's own variants when it has them, else the scalar twins. */
 void tl_kern_dots_k(const tl_kernels *k, const float *q, const float *keys, size_t stride,
                     size_t count, size_t n, float *out);
 void tl_kern_weighted_k(const tl_kernels *k, const float *p, size_t count, const float *v,
                         size_t stride, size_t d, float *out);
+void tl_kern_exps_k(const tl_kernels *k, const float *x, float sub, size_t n, float *out);
 
 #endif

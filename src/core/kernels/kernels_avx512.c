@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "kernels/kernels_impl.h"
+#include "math/detmath.h"
 
 #if TL_KERN_HAVE_X86
 
@@ -308,11 +309,55 @@ TARGET static void weighted(const float *p, size_t count, const float *v, size_t
   }
 }
 
+/* tl_kern_exps: tl_exp's own steps (math/detmath.c) on eight doubles at a
+ * time — x - sub in f32, widened exactly; k = x/ln2 rounded half away from
+ * zero by truncating t +- 0.5; r = (x - k ln2_hi) - k ln2_lo; the same
+ * Horner polynomial with the same constants; times 2^k built from its
+ * bits; narrowed with RNE as the scalar cast — each one IEEE operation
+ * with the scalar's rounding, so the same bits. Lanes outside the plain
+ * path (NaN, overflow, underflow, a subnormal 2^k) take the scalar
+ * function itself. */
+TARGET static void exps(const float *x, float sub, size_t n, float *out) {
+  const __m512d inv_ln2 = _mm512_set1_pd(1.44269504088896338700e+00);
+  const __m512d ln2_hi = _mm512_set1_pd(6.93147180369123816490e-01);
+  const __m512d ln2_lo = _mm512_set1_pd(1.90821492927058770002e-10);
+  static const double coef[15] = {
+      1.0 / 87178291200.0, 1.0 / 6227020800.0, 1.0 / 479001600.0, 1.0 / 39916800.0,
+      1.0 / 3628800.0,     1.0 / 362880.0,     1.0 / 40320.0,      1.0 / 5040.0,
+      1.0 / 720.0,         1.0 / 120.0,        1.0 / 24.0,         1.0 / 6.0,
+      0.5,                 1.0,                1.0};
+  for (size_t i = 0; i < n; i += 8) {
+    __mmask8 m = n - i >= 8 ? (__mmask8)0xFF : (__mmask8)((1u << (n - i)) - 1);
+    __m256 xf = _mm256_sub_ps(_mm256_maskz_loadu_ps(m, x + i), _mm256_set1_ps(sub));
+    __m512d xd = _mm512_cvtps_pd(xf), t = _mm512_mul_pd(xd, inv_ln2), kd, r, p;
+    __mmask8 neg = _mm512_cmp_pd_mask(t, _mm512_setzero_pd(), _CMP_LT_OQ), special;
+    __m256i k = _mm512_cvttpd_epi32(_mm512_mask_blend_pd(
+        neg, _mm512_add_pd(t, _mm512_set1_pd(0.5)), _mm512_sub_pd(t, _mm512_set1_pd(0.5))));
+    kd = _mm512_cvtepi32_pd(k);
+    r = _mm512_sub_pd(_mm512_sub_pd(xd, _mm512_mul_pd(kd, ln2_hi)), _mm512_mul_pd(kd, ln2_lo));
+    p = _mm512_set1_pd(coef[0]);
+    _Pragma("GCC unroll 14") for (int c = 1; c < 15; c++)
+      p = _mm512_add_pd(_mm512_mul_pd(p, r), _mm512_set1_pd(coef[c]));
+    p = _mm512_mul_pd(p, _mm512_castsi512_pd(_mm512_slli_epi64(
+                             _mm512_add_epi64(_mm512_cvtepi32_epi64(k), _mm512_set1_epi64(1023)), 52)));
+    special = _mm512_cmp_pd_mask(xd, _mm512_set1_pd(709.782712893384), _CMP_NLE_UQ) |
+              _mm512_cmp_pd_mask(xd, _mm512_set1_pd(-745.1332191019412), _CMP_LT_OQ) |
+              _mm256_cmp_epi32_mask(k, _mm256_set1_epi32(-1022), _MM_CMPINT_LT) |
+              _mm256_cmp_epi32_mask(k, _mm256_set1_epi32(1023), _MM_CMPINT_NLE);
+    _mm256_mask_storeu_ps(out + i, m, _mm512_cvtpd_ps(p));
+    for (special &= m; special != 0; special &= (__mmask8)(special - 1)) {
+      size_t l = i + (size_t)__builtin_ctz(special);
+      out[l] = tl_expf(x[l] - sub);
+    }
+  }
+}
+
 const tl_kernels tl_kernels_avx512 = {
     TL_KERN_AVX512, "avx512", {rows_f32, rows_f16, rows_bf16, rows_q8, rows_q4},
     {tile_f32, tile_f16, tile_bf16, tile_q8, tile_q4},
     quantize_x,
     dots,
-    weighted};
+    weighted,
+    exps};
 
 #endif

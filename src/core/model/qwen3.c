@@ -795,8 +795,11 @@ static void attend_head(const attend_job *j, size_t h) {
     if (visible && sm[k] > mx) mx = sm[k];
   }
   if (m->mutations & TL_QWEN3_MUT_SOFTMAX_NO_MAX) mx = 0.0f;
+  /* the masked keys' probabilities are +0 and add nothing to the sum */
+  if (m->fast != NULL) tl_kern_exps_k(m->fast, sm, mx, (size_t)j->last + 1, p);
+  else tl_kern_exps(sm, mx, (size_t)j->last + 1, p);
   for (uint32_t k = 0; k < j->keys; k++) {
-    p[k] = k <= j->last ? tl_expf(sm[k] - mx) : 0.0f;
+    if (k > j->last) p[k] = 0.0f;
     sum += p[k];
   }
   for (uint32_t k = 0; k <= j->last; k++) p[k] = p[k] / sum;
