@@ -299,11 +299,12 @@ static void cancelled_prefill_leaves_whole_chunks(tl_test_ctx *t) {
           TL_EXPECT_EQ_U64(t, r.prompt_fed, 4 * (k - 1));
           TL_EXPECT_EQ_U64(t, c.len, 4 * (k - 1));
           snapshot(&f, &c, got);
-          /* rows [0, c.len) of each layer's K then V, as in want */
+          /* rows [0, c.len) of each layer and head's K then V, as in want
+           * (snapshot's order) */
           {
-            size_t kd = (size_t)f.m.cfg.kv_heads * f.m.cfg.head_dim, at = f.m.cfg.vocab;
-            for (uint32_t l = 0; l < 2 * f.m.cfg.layers; l++, at += N_IDS * kd)
-              TL_EXPECT_MEM(t, got + at, want + at, c.len * kd * sizeof(float));
+            size_t d = f.m.cfg.head_dim, at = f.m.cfg.vocab;
+            for (uint32_t i = 0; i < 2 * f.m.cfg.layers * f.m.cfg.kv_heads; i++, at += N_IDS * d)
+              TL_EXPECT_MEM(t, got + at, want + at, c.len * d * sizeof(float));
           }
           /* then uncancelled: the rest after the whole chunks, or all again */
           fed = restart ? 0 : r.prompt_fed;

@@ -115,12 +115,12 @@ static void cbor_records(sink *s, uint8_t *scratch) {
 }
 
 /* One forward call on a model_gen model: its status, the cache length,
- * the last position's logits as f32 bits, and the BLAKE3 of every layer's
- * K and V rows [0, len) (the cache as f32 bits; both hosts little-endian). */
+ * the last position's logits as f32 bits, and the BLAKE3 of every layer
+ * and KV head's K and V rows [0, len) (the cache as f32 bits; both hosts
+ * little-endian). */
 static void forward_record(sink *s, const tl_qwen3 *m, tl_qwen3_cache *c,
                            const uint32_t *ids, size_t n, tl_arena *scratch,
                            float *logits) {
-  size_t kd = (size_t)m->cfg.kv_heads * m->cfg.head_dim;
   uint8_t d[32];
   tl_status st;
   memset(logits, 0, m->cfg.vocab * sizeof(float));
@@ -130,13 +130,14 @@ static void forward_record(sink *s, const tl_qwen3 *m, tl_qwen3_cache *c,
   emit_u32(s, c->len);
   for (size_t i = 0; i < m->cfg.vocab; i++)
     emit_u32(s, tl_f32_to_bits(logits[i]));
-  for (uint32_t l = 0; l < m->cfg.layers; l++) {
-    for (int kv = 0; kv < 2; kv++) {
-      const float *rows = (kv ? c->v : c->k) + (size_t)l * c->capacity * kd;
-      if (tl_blake3(rows, c->len * kd * sizeof(float), d) != TL_OK) s->failed = 1;
-      emit(s, d, 32);
-    }
-  }
+  for (uint32_t l = 0; l < m->cfg.layers; l++)
+    for (uint32_t h = 0; h < m->cfg.kv_heads; h++)
+      for (int kv = 0; kv < 2; kv++) {
+        const float *rows = (kv ? c->v : c->k) + tl_qwen3_cache_at(c, l, h, 0);
+        if (tl_blake3(rows, (size_t)c->len * c->head_dim * sizeof(float), d) != TL_OK)
+          s->failed = 1;
+        emit(s, d, 32);
+      }
   s->records++;
 }
 
