@@ -338,14 +338,9 @@ function kv(obj) {
     const dd = document.createElement('dd');
     if (v instanceof Node) {
       dd.append(v);
-    } else if (v !== null && typeof v === 'object' && !(v instanceof Uint8Array)) {
-      dd.append(kv(v));
     } else {
-      const text = v instanceof Uint8Array ? hexOf(v) : String(v);
-      dd.textContent = text;
-      if (v === true) dd.className = 'pass';
-      else if (v === false) dd.className = 'fail';
-      if (/^[0-9a-f]{40,}$/.test(text)) dd.classList.add('mono');
+      dd.textContent = String(v);
+      if (/[0-9a-f]{40,}/.test(dd.textContent)) dd.className = 'mono';
     }
     dl.append(dt, dd);
   }
@@ -367,7 +362,7 @@ function showProbe(caps) {
 }
 // The receipt's essentials on top; the whole receipt below, folded.
 function showCapabilities(r) {
-  $('caps-receipt').replaceChildren(kv(r ?? {}));
+  $('caps-receipt').textContent = toJSON(r ?? {});
   const summary = {};
   if (r?.lane) {
     summary.lane = r.lane;
@@ -379,6 +374,7 @@ function showCapabilities(r) {
     for (const t of r.selfTests?.[r.lane] ?? []) tests.append(span(`${t.name} ${t.ok ? '✓' : '✗'}`, t.ok ? 'pass' : 'fail'), ' ');
     summary['self-tests'] = tests;
     summary.module = `${r.modules?.[r.lane]?.file ?? '?'} sha256 ${r.modules?.[r.lane]?.sha256 ?? '?'}`;
+    if (r.memory) summary.memory = `model ${mib(r.memory.modelBytes)}, session plan ${mib(r.memory.plan.total)}, wasm memory ${mib(r.memory.wasmMemoryBytes)}`;
   } else {
     summary.lane = 'none: no lane passed its checks';
   }
