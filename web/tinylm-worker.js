@@ -6,10 +6,9 @@
 //   pool: one more instance of the module over the same shared memory,
 //         with its own stack and thread-local storage, running its share
 //         of every parallel call (web/wasm/pool.c) until terminated.
-import { _internal, errorData, spawn } from './tinylm.js';
+import { _internal, errorData } from './tinylm.js';
 
-const { Model, TinylmError, manifestOf, startLane, chosen, isNode } = _internal;
-const POOL_STACK = 1 << 20; // each pool worker's stack, as the main instance's
+const { Model, TinylmError, manifestOf, startLane, startPool, chosen, isNode } = _internal;
 
 let port;
 if (isNode) {
@@ -20,7 +19,6 @@ if (isNode) {
 }
 
 let model = null;
-let pool = [];
 let ctrl = null;
 
 // ---- pool role --------------------------------------------------------------
@@ -35,31 +33,6 @@ async function poolWorker({ module, memory, w, stackTop, tls }) {
 }
 
 // ---- host role --------------------------------------------------------------
-async function startPool(rt, threads) {
-  const x = rt.x;
-  if (threads <= 1) return 1;
-  if (x.tl_wasm_pool_init(threads) !== 0)
-    throw new TinylmError('invalid_argument', `threads must be 1..256, not ${threads}`);
-  const url = new URL(import.meta.url);
-  for (let w = 1; w < threads; w++) {
-    const stack = rt.alloc(POOL_STACK);
-    const tls = rt.alloc(x.__tls_size.value + x.__tls_align.value);
-    const align = x.__tls_align.value || 1;
-    const worker = await spawn(url);
-    worker.onError((e) => console.error(`tinylm pool worker ${w}: ${e?.message ?? e}`));
-    worker.post({ role: 'pool', module: rt.module, memory: rt.memory, w,
-      stackTop: (stack + POOL_STACK) & ~15, tls: Math.ceil(tls / align) * align });
-    pool.push(worker);
-  }
-  // Every worker in its loop before the first call (a few seconds at most).
-  for (let waited = 0; x.tl_wasm_pool_ready() !== threads - 1; waited += 5) {
-    if (waited > 30000)
-      throw new TinylmError('worker_failure', `${x.tl_wasm_pool_ready()} of ${threads - 1} pool workers started in 30 s`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  return threads;
-}
-
 async function open({ lane, base, bytes, opts, record, caps, ctrl: c }) {
   ctrl = c;
   const url = new URL(base);
@@ -79,20 +52,12 @@ async function open({ lane, base, bytes, opts, record, caps, ctrl: c }) {
 
 async function generate(id, args) {
   const signal = { get aborted() { return Atomics.load(ctrl, 0) !== 0; } };
-  const x = model.rt.x;
-  const tasks = () => (x.tl_wasm_pool_tasks
-    ? Array.from({ length: model.capabilityReceipt.threads }, (_, w) => x.tl_wasm_pool_tasks(w)) : null);
-  const before = tasks();
   const out = await model.generate({ ...args, signal, onToken: (ev) => port.post({ id, token: ev }) });
-  // The threads lane: the parallel tasks each thread ran for this reply (0: the caller).
-  if (before) out.poolTasks = tasks().map((n, w) => n - before[w]);
   return out;
 }
 
 async function dispose() {
-  if (model) await model.dispose();
-  for (const w of pool) w.terminate();
-  pool = [];
+  if (model) await model.dispose(); // also ends the pool
 }
 
 port.on(async (msg) => {

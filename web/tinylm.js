@@ -256,6 +256,46 @@ async function startLane(lane, manifest, base, record) {
   return rt;
 }
 
+// ---- the threads lane's pool ------------------------------------------------
+const POOL_STACK = 1 << 20; // each pool worker's stack, as the main instance's
+
+/** Starts threads - 1 pool workers for rt (the threads module), each its
+ *  own instance over rt's shared memory with its own stack and TLS, in
+ *  tl_wasm_worker (web/wasm/pool.c); returns the threads that compute.
+ *  Only where the calling thread may wait (a worker, node). */
+async function startPool(rt, threads) {
+  const x = rt.x;
+  rt.pool = [];
+  // A page's main thread may not wait (the pool's caller waits for its
+  // workers): the module then computes there alone.
+  if (threads <= 1 || onPageThread) return 1;
+  if (x.tl_wasm_pool_init(threads) !== 0)
+    throw new TinylmError('invalid_argument', `threads must be 1..256, not ${threads}`);
+  const url = new URL('tinylm-worker.js', import.meta.url);
+  let failure = null;
+  for (let w = 1; w < threads; w++) {
+    const stack = rt.alloc(POOL_STACK);
+    const align = x.__tls_align.value || 1;
+    const tls = rt.alloc(x.__tls_size.value + align);
+    const worker = await spawn(url, { detached: true });
+    worker.onError((e) => { failure = e; });
+    worker.post({ role: 'pool', module: rt.module, memory: rt.memory, w,
+      stackTop: (stack + POOL_STACK) & ~15, tls: Math.ceil(tls / align) * align });
+    rt.pool.push(worker);
+  }
+  // Every worker in its loop before the first call (a few seconds at most).
+  for (let waited = 0; x.tl_wasm_pool_ready() !== threads - 1; waited += 5) {
+    if (failure || waited > 30000) {
+      for (const w of rt.pool) w.terminate();
+      rt.pool = [];
+      throw new TinylmError('worker_failure', failure ? `a pool worker failed: ${failure.message ?? failure}`
+        : `${x.tl_wasm_pool_ready()} of ${threads - 1} pool workers started in 30 s`);
+    }
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  return threads;
+}
+
 // ---- models -----------------------------------------------------------------
 async function bytesOf(source) {
   if (source instanceof Uint8Array) return source;
@@ -274,8 +314,9 @@ async function bytesOf(source) {
  * (bytes: the C side refuses a larger plan), memoryLimit (bytes of wasm
  * memory this model may bring the module to; default and at most 4 GiB,
  * the wasm32 address space), base (URL of manifest.json's folder;
- * default this file's), worker (run the lane in a worker: default on the
- * threads lane, and on every lane in a cross-origin isolated page).
+ * default this file's), worker (run the lane in a worker; default: on a
+ * page's main thread, the threads lane, and every lane when the page is
+ * cross-origin isolated).
  */
 export async function loadModel(source, opts = {}) {
   const caps = await probe();
@@ -321,7 +362,7 @@ export async function loadModel(source, opts = {}) {
       continue;
     }
     chosen(record, rt, opts, caps);
-    record.threads = 1; // this lane computes on the calling thread
+    record.threads = lane === 'threads' ? await startPool(rt, opts.threads ?? 1) : 1;
     return Model.open(rt, bytes, opts, record);
   }
   throw new TinylmError('self_test_failed', `no lane passed its checks: ${JSON.stringify(record.refused)}`, { capabilityReceipt: record });
@@ -520,6 +561,9 @@ class Model {
         },
         prefill: () => stopNow(),
       });
+      // The threads lane: the parallel tasks each thread runs for this reply.
+      const tasks = () => Array.from({ length: this.capabilityReceipt.threads }, (_, w) => rt.x.tl_wasm_pool_tasks(w));
+      const before = rt.x.tl_wasm_pool_tasks ? tasks() : null;
       let st;
       try {
         st = rt.x.tl_generation_run(gen, p);
@@ -528,7 +572,9 @@ class Model {
         rt.streams.delete(gen);
       }
       rt.check(st, gen);
-      return this.#result(gen);
+      const out = this.#result(gen);
+      if (before) out.poolTasks = tasks().map((n, w) => n - before[w]);
+      return out;
     } finally {
       if (gen) rt.x.tl_generation_free(gen);
       for (const q of frees) rt.x.free(q);
@@ -576,6 +622,8 @@ class Model {
     // The bytes were borrowed by the model: free them only after it is gone.
     if (this.data) rt.x.free(this.data);
     this.data = 0;
+    for (const w of rt.pool ?? []) w.terminate();
+    rt.pool = [];
   }
 
   /** Closes the session and the model. Their handles stay stale afterwards:
@@ -591,20 +639,23 @@ function canSpawn() {
   return isNode || typeof Worker === 'function';
 }
 
-// Whether lane runs in a worker: opts.worker when given; else the threads
-// lane, and in a cross-origin isolated page every lane (the cancel word
-// needs a SharedArrayBuffer).
+// Whether lane runs in a worker: opts.worker when given; else on a page's
+// main thread, which may not wait, the threads lane, and in a cross-origin
+// isolated page every lane (the page stays responsive; the cancel word
+// needs a SharedArrayBuffer). In a worker or node the lane runs here.
+const onPageThread = typeof window !== 'undefined' && typeof document !== 'undefined';
 function inWorker(lane, opts, caps) {
   if (!canSpawn()) return false;
-  if (lane === 'threads') return true;
   if (opts.worker !== undefined) return !!opts.worker && caps.sharedArrayBuffer;
-  return !isNode && caps.crossOriginIsolated && caps.sharedArrayBuffer;
+  return onPageThread && (lane === 'threads' || caps.crossOriginIsolated);
 }
 
-export async function spawn(url) {
+export async function spawn(url, { detached = false } = {}) {
   if (isNode) {
     const { Worker: NodeWorker } = await import('node:worker_threads');
     const w = new NodeWorker(url);
+    // A pool worker waits in wasm for good: it must not keep node alive.
+    if (detached) w.unref();
     return {
       post: (m) => w.postMessage(m),
       on: (fn) => w.on('message', fn),
@@ -734,4 +785,4 @@ class RemoteModel {
 }
 
 // For web/tinylm-worker.js only.
-export const _internal = { Model, TinylmError, manifestOf, startLane, chosen, isNode };
+export const _internal = { Model, TinylmError, manifestOf, startLane, startPool, chosen, isNode };
