@@ -310,7 +310,8 @@ async function onLoad(ev) {
     bar.removeAttribute('value');
     status(`Verifying and loading ${choice.name} (${mib(got.bytes.byteLength)}) …`);
     const { ms, cached } = await start(got, choice.name, opts);
-    if (cached && choice.source) rememberSource(choice.source, { artifactId: got.artifactId, name: choice.name, bytes: state.model.bytes });
+    // Only a source that gave these bytes is remembered as giving them.
+    if (cached && got.from !== 'cache' && choice.source) rememberSource(choice.source, { artifactId: got.artifactId, name: choice.name, bytes: state.model.bytes });
     status(`Loaded ${choice.name} from ${got.from} in ${(ms / 1000).toFixed(2)} s · artifact ${got.artifactId.slice(0, 16)}… · ` +
       (cached ? 'cached in this browser' : 'not cached'));
     state.messages = [];

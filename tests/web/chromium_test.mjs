@@ -15,6 +15,7 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { serveWeb } from '../../scripts/serve_web.mjs';
@@ -22,6 +23,7 @@ import { serveWeb } from '../../scripts/serve_web.mjs';
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 let SITE = path.join(ROOT, 'build', 'web');
 const MODEL = path.join(ROOT, 'tests', 'golden', 'slm', 'tiny-f32.slm');
+const MODEL_Q8 = path.join(ROOT, 'tests', 'golden', 'slm', 'tiny-q8.slm');
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 // The browser lanes and the native run that must give the same bits:
 // the loader runs the strict lane on the scalar module and the fast lane
@@ -56,13 +58,19 @@ function makeSite(dir, tamper) {
     fs.copyFileSync(path.join(SITE, f), path.join(dir, f));
   }
   fs.copyFileSync(MODEL, path.join(dir, 'models', 'tiny.slm'));
+  fs.copyFileSync(MODEL_Q8, path.join(dir, 'models', 'q8.slm'));
   const bytes = fs.readFileSync(MODEL);
   // A truncated and a byte-flipped artifact for the page's error messages.
   fs.writeFileSync(path.join(dir, 'models', 'truncated.slm'), bytes.subarray(0, bytes.length - 1000));
   const flipped = Buffer.from(bytes);
   flipped[flipped.length - 100] ^= 0x01; // inside the tensor data
   fs.writeFileSync(path.join(dir, 'models', 'flipped.slm'), flipped);
-  fs.writeFileSync(path.join(dir, 'models.json'), JSON.stringify({ models: [] }));
+  // The bundled list make web writes, with one entry whose id is not its bytes'.
+  const id = createHash('sha256').update(bytes).digest('hex');
+  fs.writeFileSync(path.join(dir, 'models.json'), JSON.stringify({ models: [
+    { name: 'tiny (bundled)', url: 'models/tiny.slm', bytes: bytes.length, artifactId: id },
+    { name: 'mislabelled', url: 'models/flipped.slm', bytes: flipped.length, artifactId: id },
+  ] }));
   if (tamper) {
     const file = path.join(dir, tamper);
     const b = fs.readFileSync(file);
@@ -95,8 +103,9 @@ async function openPage(ctx, url) {
 const idle = (page) => page.waitForFunction(() => !window.tinylmPage.state.busy, null, { timeout: 120000 });
 const pageText = (page, sel) => page.$eval(sel, (e) => (e.hidden ? '' : e.textContent));
 
-async function load(page, { url = 'models/tiny.slm', lane = '', threads = THREADS, budget = '' } = {}) {
+async function load(page, { url = 'models/tiny.slm', pick = null, lane = '', threads = THREADS, budget = '' } = {}) {
   await page.fill('#model-url', url);
+  if (pick !== null) await page.selectOption('#model-list', { index: pick });
   await page.selectOption('#lane', lane);
   await page.fill('#threads', String(threads));
   await page.fill('#budget', String(budget));
@@ -164,17 +173,6 @@ async function main() {
   if (process.argv[4]) SITE = path.resolve(process.argv[4]);
   TINYLM = path.resolve(process.argv[2]);
   const work = path.resolve(process.argv[3]);
-  let chromium;
-  try {
-    ({ chromium } = await import('playwright-core'));
-  } catch {
-    console.log('skip: npm playwright-core is not installed (scripts/setup.sh runs npm ci)');
-    return 0;
-  }
-  if (!fs.existsSync(CHROMIUM)) {
-    console.log(`skip: ${CHROMIUM} is not installed (scripts/setup.sh installs Debian's chromium)`);
-    return 0;
-  }
   for (const f of ['index.html', 'app.js', 'tinylm.js', 'manifest.json']) {
     if (!fs.existsSync(path.join(SITE, f))) {
       console.log(`FAIL ${SITE}/${f} is missing (make web)`);
@@ -188,199 +186,272 @@ async function main() {
   const requests = [];
   const isolated = await serveWeb({ root: path.join(work, 'site'), log: (l) => requests.push(l) });
   const plain = await serveWeb({ root: path.join(work, 'site'), isolation: false });
-  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true });
+  let browser = null;
   try {
-    // 1. The page loads, cross-origin isolated, and probes every lane.
-    const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    const page = await openPage(ctx, isolated.url);
-    const caps = await page.evaluate(() => window.tinylmPage.state.caps);
-    check('page loads without script errors', page.errors.length === 0, page.errors.join('; '));
-    check('served with COOP/COEP: the page is cross-origin isolated', caps?.crossOriginIsolated === true, JSON.stringify(caps));
-    check('probe: SIMD128 and threads available in Chromium', caps?.simd128 === true && caps?.threads === true, JSON.stringify(caps));
-    const lanes = caps?.lanes ?? [];
-    check('probe lists the scalar, simd and threads lanes', ['scalar', 'simd', 'threads'].every((l) => lanes.includes(l)), JSON.stringify(lanes));
-
-    // 2. Each lane passes its self-test and equals native, greedy and seeded.
-    for (const lane of ['scalar', 'simd', 'threads']) {
-      const got = await load(page, { lane });
-      if (!check(`${lane}: the tiny model loads`, got.loaded, got.error)) continue;
-      const r = got.receipt || {};
-      check(`${lane}: the capability receipt names the lane asked for`, r.lane === lane && r.laneReason === 'requested', JSON.stringify([r.lane, r.laneReason]));
-      const threads = lane === 'threads' ? THREADS : 1;
-      check(`${lane}: it computes on ${threads} thread(s)`, r.threads === threads && r.threadsRequested === THREADS, JSON.stringify([r.threads, r.threadsRequested]));
-      const tests = r.selfTests?.[lane] ?? [];
-      check(`${lane}: every self-test passed (${tests.map((t) => t.name).join(', ')})`,
-        tests.length > 0 && tests.every((t) => t.ok === true), JSON.stringify(tests));
-      check(`${lane}: the receipt's module hash is the manifest's`,
-        !!manifest.modules[lane] && r.modules?.[lane]?.sha256 === manifest.modules[lane].sha256, JSON.stringify(r.modules));
-      check(`${lane}: the capability panel shows the lane, its self-tests and module hash`,
-        got.panel.includes(lane) && tests.every((t) => got.panel.includes(`${t.name} ✓`)) && got.panel.includes(manifest.modules[lane].sha256), got.panel);
-      compareNative(work, `${lane} greedy`, await send(page, 'Hello there', GREEDY), lane);
-      await page.click('#clear');
-      compareNative(work, `${lane} seeded sampling`, await send(page, 'Tell me a story', SAMPLED), lane);
-      await page.click('#clear');
+    await serverChecks(isolated.url, plain.url);
+    let chromium;
+    try {
+      ({ chromium } = await import('playwright-core'));
+    } catch {
+      console.log('skip: npm playwright-core is not installed (scripts/setup.sh runs npm ci)');
     }
-
-    // 3. Stop mid-reply, on a lane that computes in the page's model worker
-    // and on the threads lane (the loader's own worker and its pool): the
-    // turn is dropped and the model stays usable; the next reply equals
-    // native's on the conversation without the stopped turn.
-    for (const lane of ['simd', 'threads']) {
-      await load(page, { lane });
-      await stopOnFirstToken(page);
-      const stopped = await send(page, 'Count to one hundred', { ...GREEDY, maxTokens: 2000 });
-      const msgs = await page.evaluate(() => window.tinylmPage.state.messages.length);
-      check(`${lane} stop: the stopped reply is not kept`, !stopped.reply && msgs === 0, JSON.stringify({ stopped, msgs }));
-      check(`${lane} stop: no error shown for a stop`, stopped.error === '', stopped.error);
-      compareNative(work, `${lane} after stop`, await send(page, 'Hello there', GREEDY), lane);
-      // Two turns: the second reply sees the first.
-      compareNative(work, `${lane} second turn`, await send(page, 'And then?', GREEDY), lane);
+    if (chromium && !fs.existsSync(CHROMIUM)) {
+      console.log(`skip: ${CHROMIUM} is not installed (scripts/setup.sh installs Debian's chromium)`);
+      chromium = null;
     }
-    await page.screenshot({ path: path.join(work, 'page.png'), fullPage: true });
-
-    // 4. The artifact is cached by its id: a reload does not fetch it again.
-    {
-      const fetches = () => requests.filter((l) => l.endsWith(' /models/tiny.slm')).length;
-      const before = fetches();
-      await page.reload();
-      await page.evaluate(() => window.tinylmPage.ready);
-      const got = await load(page, { lane: 'scalar' });
-      check('cache: after a reload the model loads from the browser cache', got.loaded && /from cache/.test(got.status), got.status + got.error);
-      check('cache: the reload fetched no model bytes', fetches() === before, `${fetches() - before} fetches`);
-      const listed = await page.$$eval('#model-list option', (os) => os.map((o) => o.textContent));
-      check('cache: the model list offers the cached artifact', listed.some((t) => t.startsWith('cached: tiny.slm')), JSON.stringify(listed));
-    }
-
-    // 4b. The file picker: the file read in, its artifact id computed, the
-    // reply native's.
-    {
-      await page.fill('#model-url', '');
-      await page.setInputFiles('#model-file', MODEL);
-      await page.selectOption('#lane', 'scalar');
-      await page.click('#load');
-      await idle(page);
-      const status = await page.textContent('#model-status');
-      const id = createHash('sha256').update(fs.readFileSync(MODEL)).digest('hex');
-      check('file picker: the model loads from the file, with its SHA-256 as artifact id',
-        status.startsWith('Loaded tiny-f32.slm from file') && status.includes(`artifact ${id.slice(0, 16)}`), status);
-      compareNative(work, 'file picker', await send(page, 'Hello there', GREEDY), 'scalar');
-      await page.setInputFiles('#model-file', []);
-    }
-
-    // 5. Typed errors on the page.
-    for (const [file, code] of [['truncated.slm', 'invalid_model'], ['flipped.slm', 'hash_mismatch'], ['absent.slm', 'io']]) {
-      const got = await load(page, { url: `models/${file}`, lane: 'scalar' });
-      check(`${file}: refused with error: ${code} shown`, !got.loaded && got.error.startsWith(`error: ${code}:`), got.error);
-    }
-    const badSetting = await (async () => {
-      await load(page, { lane: 'scalar' });
-      return send(page, 'Hello there', { ...GREEDY, maxTokens: -3 });
-    })();
-    check('a max tokens of -3 is refused with error: invalid_argument', badSetting.error.startsWith('error: invalid_argument:'), badSetting.error);
-    {
-      // Preflight: a budget below the session's plan is refused with the numbers.
-      const got = await load(page, { lane: 'scalar', budget: 0.01 });
-      check('a 0.01 MiB memory budget: refused by preflight with error: out_of_memory and the plan\'s figures',
-        !got.loaded && got.error.startsWith('error: out_of_memory:') && /KV cache [\d.]+ MB.*total [\d.]+ MB/.test(got.error), got.error);
-    }
-
-    // 6. The reply's receipt, downloaded from the page, is a run receipt
-    // that native `tinylm receipt show` verifies, with the reply's id.
-    {
-      await load(page, { lane: 'scalar' });
-      const got = await send(page, 'Hello there', GREEDY);
-      const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#download-reply')]);
-      const file = path.join(work, 'reply-receipt.cbor');
-      await dl.saveAs(file);
-      const p = spawnSync(TINYLM, ['receipt', 'show', file], { encoding: 'utf8' });
-      check('the downloaded receipt verifies with tinylm receipt show and has the reply\'s id',
-        p.status === 0 && !!got.reply && p.stdout.startsWith(`run receipt ${got.reply.receiptId}`), `${p.status} ${p.stdout}${p.stderr}`);
-    }
-
-    // 7. The loader's API in the page itself: a disposed model's handle is stale.
-    {
-      const code = await page.evaluate(async () => {
-        const { loadModel } = await import('./tinylm.js');
-        const m = await loadModel('models/tiny.slm', { lane: 'scalar' });
-        await m.dispose();
-        try {
-          await m.generate({ prompt: 'Hello', maxTokens: 2 });
-          return 'no error';
-        } catch (e) {
-          return e.code;
-        }
-      });
-      check('generate on a disposed model: stale_handle', code === 'stale_handle', code);
-    }
-
-    // 8. Offline once loaded: the service worker serves the page, the
-    // model comes from the cache, and the reply is still native's.
-    {
-      await page.evaluate(() => navigator.serviceWorker.ready);
-      await ctx.setOffline(true);
-      await page.reload();
-      await page.evaluate(() => window.tinylmPage.ready);
-      const got = await load(page, { lane: 'simd' });
-      check('offline: the page reloads and the model loads from the cache', got.loaded && /from cache/.test(got.status), got.status + got.error);
-      compareNative(work, 'offline', await send(page, 'Hello there', GREEDY), 'simd');
-      await ctx.setOffline(false);
-    }
-    await ctx.close();
-
-    // 9. A module with one byte changed is refused before instantiation; the
-    // loader falls back to another lane and the reply still equals native.
-    {
-      const lane = 'simd';
-      const mod = manifest.modules[lane].file;
-      makeSite(path.join(work, 'tampered'), mod);
-      const tampered = await serveWeb({ root: path.join(work, 'tampered') });
-      const tctx = await browser.newContext();
-      const tpage = await openPage(tctx, tampered.url);
-      const got = await load(tpage, { lane });
-      const r = got.receipt || {};
-      check(`tampered ${mod}: the model still loads`, got.loaded, got.error);
-      check(`tampered ${mod}: the loader fell back from ${lane}`, !!r.lane && r.lane !== lane, JSON.stringify(r.lane));
-      check(`tampered ${mod}: the receipt records the refusal as hash_mismatch`,
-        (r.refused ?? []).some((x) => x.lane === lane && x.code === 'hash_mismatch'), JSON.stringify(r.refused));
-      check(`tampered ${mod}: the panel shows it`, got.panel.includes(`${lane}: hash_mismatch`), got.panel);
-      if (r.lane in NATIVE_LANE) compareNative(work, `tampered, fallback ${r.lane}`, await send(tpage, 'Hello there', GREEDY), r.lane);
-      await tctx.close();
-      await tampered.close();
-    }
-
-    // 10. Without cross-origin isolation there is no threads lane: asked for
-    // it, the loader falls back and the page shows why.
-    {
-      const pctx = await browser.newContext();
-      const ppage = await openPage(pctx, plain.url);
-      const pcaps = await ppage.evaluate(() => window.tinylmPage.state.caps);
-      check('no isolation: probe says not cross-origin isolated, no threads', pcaps?.crossOriginIsolated === false && pcaps?.threads === false, JSON.stringify(pcaps));
-      const got = await load(ppage, { lane: 'threads' });
-      const r = got.receipt || {};
-      check('no isolation: the model loads on another lane', got.loaded && !!r.lane && r.lane !== 'threads', JSON.stringify(r.lane) + got.error);
-      check('no isolation: the receipt records threads refused for want of isolation',
-        (r.refused ?? []).some((x) => x.lane === 'threads' && /cross-origin isolated/.test(x.why)), JSON.stringify(r.refused));
-      check('no isolation: the panel shows the reason', /threads: unsupported_feature — .*cross-origin isolated/.test(got.panel), got.panel);
-      if (r.lane in NATIVE_LANE) {
-        compareNative(work, `no isolation, ${r.lane}`, await send(ppage, 'Hello there', GREEDY), r.lane);
-        // No shared memory here: Stop ends the model's worker and the page
-        // reloads the model from its cache; the conversation goes on.
-        await stopOnFirstToken(ppage);
-        const stopped = await send(ppage, 'Count to one hundred', { ...GREEDY, maxTokens: 2000 });
-        const after = await ppage.evaluate(() => ({ n: window.tinylmPage.state.messages.length, loaded: !!window.tinylmPage.state.model, t: document.getElementById('transcript').innerText }));
-        check('no isolation: stop mid-reply drops the turn and reloads the model', !stopped.reply && after.n === 2 && after.loaded && /reloaded from the cache/.test(after.t),
-          JSON.stringify({ stopped, after }));
-        compareNative(work, 'no isolation, after stop', await send(ppage, 'And then?', GREEDY), r.lane);
-      }
-      await pctx.close();
+    if (chromium) {
+      browser = await chromium.launch({ executablePath: CHROMIUM, headless: true });
+      await browserChecks(browser, work, manifest, isolated, plain, requests);
     }
   } finally {
-    await browser.close();
+    await browser?.close();
     await isolated.close();
     await plain.close();
   }
   console.log(`${passed} passed, ${failed} failed`);
   return failed ? 1 : 0;
+}
+
+// What `make serve-web` promises, over plain HTTP: the isolation headers
+// (or their absence), the MIME types, nothing outside the root.
+function get(url, { method = 'GET', rawPath = null } = {}) {
+  const u = new URL(url);
+  return new Promise((ok, fail) => {
+    const req = http.request({ host: u.hostname, port: u.port, path: rawPath ?? u.pathname, method }, (res) => {
+      res.resume();
+      res.on('end', () => ok({ status: res.statusCode, headers: res.headers }));
+    });
+    req.on('error', fail);
+    req.end();
+  });
+}
+async function serverChecks(url, plainUrl) {
+  const page = await get(url);
+  check('serve: / is the page, text/html, with COOP same-origin and COEP require-corp',
+    page.status === 200 && page.headers['content-type'].startsWith('text/html') &&
+    page.headers['cross-origin-opener-policy'] === 'same-origin' && page.headers['cross-origin-embedder-policy'] === 'require-corp',
+    JSON.stringify(page));
+  const wasm = await get(new URL('tinylm-scalar.wasm', url).href);
+  check('serve: .wasm is application/wasm', wasm.status === 200 && wasm.headers['content-type'] === 'application/wasm', JSON.stringify(wasm));
+  const js = await get(new URL('app.js', url).href);
+  check('serve: .js is text/javascript', js.status === 200 && js.headers['content-type'].startsWith('text/javascript'), JSON.stringify(js));
+  const plain = await get(plainUrl);
+  check('serve --no-isolation: no COOP/COEP', plain.status === 200 && !plain.headers['cross-origin-opener-policy'] &&
+    !plain.headers['cross-origin-embedder-policy'], JSON.stringify(plain));
+  // The site's folder sits in WORKDIR beside files the server must not give out.
+  for (const raw of ['/../conv.json', '/%2e%2e/conv.json', '/models/..%2f..%2fconv.json', '/%00', '/%zz']) {
+    const r = await get(url, { rawPath: raw });
+    check(`serve: ${raw} is refused (${r.status})`, r.status === 404 || r.status === 400, JSON.stringify(r));
+  }
+  const post = await get(url, { method: 'POST' });
+  check('serve: POST is 405', post.status === 405, JSON.stringify(post));
+}
+
+async function browserChecks(browser, work, manifest, isolated, plain, requests) {
+  // 1. The page loads, cross-origin isolated, and probes every lane.
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await openPage(ctx, isolated.url);
+  const caps = await page.evaluate(() => window.tinylmPage.state.caps);
+  check('page loads without script errors', page.errors.length === 0, page.errors.join('; '));
+  check('served with COOP/COEP: the page is cross-origin isolated', caps?.crossOriginIsolated === true, JSON.stringify(caps));
+  check('probe: SIMD128 and threads available in Chromium', caps?.simd128 === true && caps?.threads === true, JSON.stringify(caps));
+  const lanes = caps?.lanes ?? [];
+  check('probe lists the scalar, simd and threads lanes', ['scalar', 'simd', 'threads'].every((l) => lanes.includes(l)), JSON.stringify(lanes));
+  const choice = await page.$eval('#model-list', (e) => e.selectedOptions[0].textContent);
+  check('the first bundled model (models.json) is the default choice', choice.startsWith('tiny (bundled) — '), choice);
+  {
+    // (The mislabelled entry first: once its id is cached, it is served
+    // from the cache and its URL is never asked.)
+    const bad = await load(page, { url: '', pick: 2, lane: 'scalar' });
+    check('a bundled entry whose bytes are not its artifact id: error: hash_mismatch',
+      !bad.loaded && bad.error.startsWith('error: hash_mismatch:') && bad.error.includes('the model list says'), bad.error);
+    const got = await load(page, { url: '', pick: 1, lane: 'scalar' });
+    check('the bundled model loads from the network', got.loaded && got.status.startsWith('Loaded tiny (bundled) from network'), got.status + got.error);
+  }
+
+  // 2. Each lane passes its self-test and equals native, greedy and seeded.
+  for (const lane of ['scalar', 'simd', 'threads']) {
+    const got = await load(page, { lane });
+    if (!check(`${lane}: the tiny model loads`, got.loaded, got.error)) continue;
+    const r = got.receipt || {};
+    check(`${lane}: the capability receipt names the lane asked for`, r.lane === lane && r.laneReason === 'requested', JSON.stringify([r.lane, r.laneReason]));
+    const threads = lane === 'threads' ? THREADS : 1;
+    check(`${lane}: it computes on ${threads} thread(s)`, r.threads === threads && r.threadsRequested === THREADS, JSON.stringify([r.threads, r.threadsRequested]));
+    const tests = r.selfTests?.[lane] ?? [];
+    check(`${lane}: every self-test passed (${tests.map((t) => t.name).join(', ')})`,
+      tests.length > 0 && tests.every((t) => t.ok === true), JSON.stringify(tests));
+    check(`${lane}: the receipt's module hash is the manifest's`,
+      !!manifest.modules[lane] && r.modules?.[lane]?.sha256 === manifest.modules[lane].sha256, JSON.stringify(r.modules));
+    check(`${lane}: the capability panel shows the lane, its self-tests and module hash`,
+      got.panel.includes(lane) && tests.every((t) => got.panel.includes(`${t.name} ✓`)) && got.panel.includes(manifest.modules[lane].sha256), got.panel);
+    compareNative(work, `${lane} greedy`, await send(page, 'Hello there', GREEDY), lane);
+    await page.click('#clear');
+    compareNative(work, `${lane} seeded sampling`, await send(page, 'Tell me a story', SAMPLED), lane);
+    await page.click('#clear');
+  }
+
+  // 3. Stop mid-reply, on a lane that computes in the page's model worker
+  // and on the threads lane (the loader's own worker and its pool): the
+  // turn is dropped and the model stays usable; the next reply equals
+  // native's on the conversation without the stopped turn.
+  for (const lane of ['simd', 'threads']) {
+    await load(page, { lane });
+    await stopOnFirstToken(page);
+    const stopped = await send(page, 'Count to one hundred', { ...GREEDY, maxTokens: 2000 });
+    const msgs = await page.evaluate(() => window.tinylmPage.state.messages.length);
+    check(`${lane} stop: the stopped reply is not kept`, !stopped.reply && msgs === 0, JSON.stringify({ stopped, msgs }));
+    check(`${lane} stop: no error shown for a stop`, stopped.error === '', stopped.error);
+    compareNative(work, `${lane} after stop`, await send(page, 'Hello there', GREEDY), lane);
+    // Two turns: the second reply sees the first.
+    compareNative(work, `${lane} second turn`, await send(page, 'And then?', GREEDY), lane);
+  }
+  await page.screenshot({ path: path.join(work, 'page.png'), fullPage: true });
+
+  // 4. Artifacts are cached by their id: after a reload neither the
+  // bundled model, nor one loaded from a URL, is fetched again.
+  {
+    const fetches = (f) => requests.filter((l) => l.endsWith(` /models/${f}`)).length;
+    const first = await load(page, { url: 'models/q8.slm', lane: 'scalar' });
+    check('cache: a model from a URL loads from the network', first.loaded && first.status.startsWith('Loaded q8.slm from network'), first.status + first.error);
+    const before = [fetches('tiny.slm'), fetches('q8.slm')];
+    await page.reload();
+    await page.evaluate(() => window.tinylmPage.ready);
+    const listed = await page.$$eval('#model-list option', (os) => os.map((o) => o.textContent));
+    check('cache: after a reload the list offers the cached model beside the bundled one',
+      listed.some((t) => t.startsWith('cached: q8.slm — ')) && listed.some((t) => t.startsWith('tiny (bundled) — ')), JSON.stringify(listed));
+    const q8 = listed.findIndex((t) => t.startsWith('cached: q8.slm'));
+    for (const [name, how] of [['cached q8.slm', { url: '', pick: q8 }], ['q8.slm by its URL', { url: 'models/q8.slm' }],
+      ['the bundled model', { url: '', pick: 1 }], ['tiny.slm by its URL', { url: 'models/tiny.slm' }]]) {
+      const got = await load(page, { ...how, lane: 'scalar' });
+      check(`cache: after a reload ${name} loads from the browser cache`, got.loaded && /from cache/.test(got.status), got.status + got.error);
+    }
+    check('cache: the reload fetched no model bytes', fetches('tiny.slm') === before[0] && fetches('q8.slm') === before[1],
+      `${fetches('tiny.slm') - before[0]} + ${fetches('q8.slm') - before[1]} fetches`);
+  }
+
+  // 4b. The file picker: the file read in, its artifact id computed, the
+  // reply native's.
+  {
+    await page.fill('#model-url', '');
+    await page.setInputFiles('#model-file', MODEL);
+    await page.selectOption('#lane', 'scalar');
+    await page.click('#load');
+    await idle(page);
+    const status = await page.textContent('#model-status');
+    const id = createHash('sha256').update(fs.readFileSync(MODEL)).digest('hex');
+    check('file picker: the model loads from the file, with its SHA-256 as artifact id',
+      status.startsWith('Loaded tiny-f32.slm from file') && status.includes(`artifact ${id.slice(0, 16)}`), status);
+    compareNative(work, 'file picker', await send(page, 'Hello there', GREEDY), 'scalar');
+    await page.setInputFiles('#model-file', []);
+  }
+
+  // 5. Typed errors on the page.
+  for (const [file, code] of [['truncated.slm', 'invalid_model'], ['flipped.slm', 'hash_mismatch'], ['absent.slm', 'io']]) {
+    const got = await load(page, { url: `models/${file}`, lane: 'scalar' });
+    check(`${file}: refused with error: ${code} shown`, !got.loaded && got.error.startsWith(`error: ${code}:`), got.error);
+  }
+  const badSetting = await (async () => {
+    await load(page, { lane: 'scalar' });
+    return send(page, 'Hello there', { ...GREEDY, maxTokens: -3 });
+  })();
+  check('a max tokens of -3 is refused with error: invalid_argument', badSetting.error.startsWith('error: invalid_argument:'), badSetting.error);
+  {
+    // Preflight: a budget below the session's plan is refused with the numbers.
+    const got = await load(page, { lane: 'scalar', budget: 0.01 });
+    check('a 0.01 MiB memory budget: refused by preflight with error: out_of_memory and the plan\'s figures',
+      !got.loaded && got.error.startsWith('error: out_of_memory:') && /KV cache [\d.]+ MB.*total [\d.]+ MB/.test(got.error), got.error);
+  }
+
+  // 6. The reply's receipt, downloaded from the page, is a run receipt
+  // that native `tinylm receipt show` verifies, with the reply's id.
+  {
+    await load(page, { lane: 'scalar' });
+    const got = await send(page, 'Hello there', GREEDY);
+    const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#download-reply')]);
+    const file = path.join(work, 'reply-receipt.cbor');
+    await dl.saveAs(file);
+    const p = spawnSync(TINYLM, ['receipt', 'show', file], { encoding: 'utf8' });
+    check('the downloaded receipt verifies with tinylm receipt show and has the reply\'s id',
+      p.status === 0 && !!got.reply && p.stdout.startsWith(`run receipt ${got.reply.receiptId}`), `${p.status} ${p.stdout}${p.stderr}`);
+  }
+
+  // 7. The loader's API in the page itself: a disposed model's handle is stale.
+  {
+    const code = await page.evaluate(async () => {
+      const { loadModel } = await import('./tinylm.js');
+      const m = await loadModel('models/tiny.slm', { lane: 'scalar' });
+      await m.dispose();
+      try {
+        await m.generate({ prompt: 'Hello', maxTokens: 2 });
+        return 'no error';
+      } catch (e) {
+        return e.code;
+      }
+    });
+    check('generate on a disposed model: stale_handle', code === 'stale_handle', code);
+  }
+
+  // 8. Offline once loaded: the service worker serves the page, the
+  // model comes from the cache, and the reply is still native's.
+  {
+    await page.evaluate(() => navigator.serviceWorker.ready);
+    await ctx.setOffline(true);
+    await page.reload();
+    await page.evaluate(() => window.tinylmPage.ready);
+    const got = await load(page, { lane: 'simd' });
+    check('offline: the page reloads and the model loads from the cache', got.loaded && /from cache/.test(got.status), got.status + got.error);
+    compareNative(work, 'offline', await send(page, 'Hello there', GREEDY), 'simd');
+    await ctx.setOffline(false);
+  }
+  await ctx.close();
+
+  // 9. A module with one byte changed is refused before instantiation; the
+  // loader falls back to another lane and the reply still equals native.
+  {
+    const lane = 'simd';
+    const mod = manifest.modules[lane].file;
+    makeSite(path.join(work, 'tampered'), mod);
+    const tampered = await serveWeb({ root: path.join(work, 'tampered') });
+    const tctx = await browser.newContext();
+    const tpage = await openPage(tctx, tampered.url);
+    const got = await load(tpage, { lane });
+    const r = got.receipt || {};
+    check(`tampered ${mod}: the model still loads`, got.loaded, got.error);
+    check(`tampered ${mod}: the loader fell back from ${lane}`, !!r.lane && r.lane !== lane, JSON.stringify(r.lane));
+    check(`tampered ${mod}: the receipt records the refusal as hash_mismatch`,
+      (r.refused ?? []).some((x) => x.lane === lane && x.code === 'hash_mismatch'), JSON.stringify(r.refused));
+    check(`tampered ${mod}: the panel shows it`, got.panel.includes(`${lane}: hash_mismatch`), got.panel);
+    if (r.lane in NATIVE_LANE) compareNative(work, `tampered, fallback ${r.lane}`, await send(tpage, 'Hello there', GREEDY), r.lane);
+    await tctx.close();
+    await tampered.close();
+  }
+
+  // 10. Without cross-origin isolation there is no threads lane: asked for
+  // it, the loader falls back and the page shows why.
+  {
+    const pctx = await browser.newContext();
+    const ppage = await openPage(pctx, plain.url);
+    const pcaps = await ppage.evaluate(() => window.tinylmPage.state.caps);
+    check('no isolation: probe says not cross-origin isolated, no threads', pcaps?.crossOriginIsolated === false && pcaps?.threads === false, JSON.stringify(pcaps));
+    const got = await load(ppage, { lane: 'threads' });
+    const r = got.receipt || {};
+    check('no isolation: the model loads on another lane', got.loaded && !!r.lane && r.lane !== 'threads', JSON.stringify(r.lane) + got.error);
+    check('no isolation: the receipt records threads refused for want of isolation',
+      (r.refused ?? []).some((x) => x.lane === 'threads' && /cross-origin isolated/.test(x.why)), JSON.stringify(r.refused));
+    check('no isolation: the panel shows the reason', /threads: unsupported_feature — .*cross-origin isolated/.test(got.panel), got.panel);
+    if (r.lane in NATIVE_LANE) {
+      compareNative(work, `no isolation, ${r.lane}`, await send(ppage, 'Hello there', GREEDY), r.lane);
+      // No shared memory here: Stop ends the model's worker and the page
+      // reloads the model from its cache; the conversation goes on.
+      await stopOnFirstToken(ppage);
+      const stopped = await send(ppage, 'Count to one hundred', { ...GREEDY, maxTokens: 2000 });
+      const after = await ppage.evaluate(() => ({ n: window.tinylmPage.state.messages.length, loaded: !!window.tinylmPage.state.model, t: document.getElementById('transcript').innerText }));
+      check('no isolation: stop mid-reply drops the turn and reloads the model', !stopped.reply && after.n === 2 && after.loaded && /reloaded from the cache/.test(after.t),
+        JSON.stringify({ stopped, after }));
+      compareNative(work, 'no isolation, after stop', await send(ppage, 'And then?', GREEDY), r.lane);
+    }
+    await pctx.close();
+  }
 }
 
 main().then((rc) => process.exit(rc), (e) => {
