@@ -440,6 +440,8 @@ function number(id, { min = 0, integer = true } = {}) {
   return v;
 }
 
+const optional = (key, id, opts) => ($(id).value.trim() === '' ? {} : { [key]: number(id, opts) });
+
 async function onSend(ev) {
   ev.preventDefault();
   if (!state.model || state.busy) return;
@@ -448,9 +450,11 @@ async function onSend(ev) {
   if (!text.trim()) return;
   let settings;
   try {
+    // An empty temperature or top-k leaves the artifact's generation
+    // defaults in force (as tinylm run without the flag); 0 is greedy / off.
     settings = {
-      temperature: number('temperature', { integer: false }),
-      topK: number('top-k'),
+      ...optional('temperature', 'temperature', { integer: false }),
+      ...optional('topK', 'top-k'),
       seed: number('seed'),
       maxTokens: number('max-tokens', { min: 1 }),
       enableThinking: $('thinking').checked,

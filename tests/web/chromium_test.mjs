@@ -84,8 +84,10 @@ function nativeRun(work, conversation, settings, lane) {
   const conv = path.join(work, 'conv.json');
   fs.writeFileSync(conv, JSON.stringify(conversation));
   const args = ['run', MODEL, '--messages', conv, '--json', '-n', String(settings.maxTokens),
-    '--temperature', String(settings.temperature), '--top-k', String(settings.topK),
     '--seed', String(settings.seed), ...NATIVE_LANE[lane]];
+  // The settings the page sent; the others are the artifact's defaults on both sides.
+  if ('temperature' in settings) args.push('--temperature', String(settings.temperature));
+  if ('topK' in settings) args.push('--top-k', String(settings.topK));
   const p = spawnSync(TINYLM, args, { encoding: 'utf8', timeout: 120000 });
   if (p.status !== 0) throw new Error(`tinylm ${args.join(' ')}: exit ${p.status}: ${p.stderr}`);
   return JSON.parse(p.stdout);
@@ -122,8 +124,8 @@ async function load(page, { url = 'models/tiny.slm', pick = null, lane = '', thr
 
 async function send(page, text, s) {
   if (await page.$eval('#prompt', (e) => e.disabled)) return { reply: null, error: 'no model is loaded' };
-  await page.fill('#temperature', String(s.temperature));
-  await page.fill('#top-k', String(s.topK));
+  await page.fill('#temperature', String(s.temperature ?? ''));
+  await page.fill('#top-k', String(s.topK ?? ''));
   await page.fill('#seed', String(s.seed));
   await page.fill('#max-tokens', String(s.maxTokens));
   await page.setChecked('#thinking', !!s.enableThinking);
@@ -287,6 +289,14 @@ async function browserChecks(browser, work, manifest, isolated, plain, requests)
     compareNative(work, `${lane} greedy`, await send(page, 'Hello there', GREEDY), lane);
     await page.click('#clear');
     compareNative(work, `${lane} seeded sampling`, await send(page, 'Tell me a story', SAMPLED), lane);
+    await page.click('#clear');
+  }
+  {
+    // Temperature and top-k left empty: the artifact's defaults, not 0.
+    const got = await send(page, 'Hello there', { seed: 4, maxTokens: 12 });
+    check('empty temperature and top-k are not sent', !!got.reply && !('temperature' in got.reply.settings) && !('topK' in got.reply.settings),
+      JSON.stringify(got.reply?.settings));
+    compareNative(work, 'artifact defaults', got, 'threads');
     await page.click('#clear');
   }
 
