@@ -268,6 +268,32 @@ static void tiles(tl_test_ctx *t) {
     }
 }
 
+/* The two-query forms (heads sharing a KV head) against the twins: the
+ * queries a and a reversed, the probabilities p and p reversed. */
+static void pairs(tl_test_ctx *t, const tl_kernels *k, const float *a, const float *v,
+                  const float *p, size_t stride, size_t count, size_t d) {
+  float *b = malloc(d * sizeof(float)), *q = malloc(count * sizeof(float));
+  float *s0 = malloc(count * sizeof(float)), *s1 = malloc(count * sizeof(float));
+  float *o0 = malloc(d * sizeof(float)), *o1 = malloc(d * sizeof(float));
+  float *w0 = malloc(d * sizeof(float)), *w1 = malloc(d * sizeof(float));
+  if (!TL_EXPECT(t, b && q && s0 && s1 && o0 && o1 && w0 && w1)) return;
+  for (size_t i = 0; i < d; i++) b[i] = a[d - 1 - i];
+  for (size_t j = 0; j < count; j++) q[j] = p[count - 1 - j];
+  tl_kern_dots2_k(k, a, b, v, stride, count, d, s0, s1);
+  for (size_t j = 0; j < count; j++)
+    if (!TL_EXPECT_EQ_U64(t, tl_f32_to_bits(s0[j]), tl_f32_to_bits(tl_kern_dot(a, v + j * stride, d))) ||
+        !TL_EXPECT_EQ_U64(t, tl_f32_to_bits(s1[j]), tl_f32_to_bits(tl_kern_dot(b, v + j * stride, d))))
+      print_case(t, k->name, "dots2", 0, j, d);
+  tl_kern_weighted(p, count, v, stride, d, w0);
+  tl_kern_weighted(q, count, v, stride, d, w1);
+  memset(o0, 0xA5, d * sizeof(float));
+  memset(o1, 0xA5, d * sizeof(float));
+  tl_kern_weighted2_k(k, p, q, count, v, stride, d, o0, o1);
+  if (!TL_EXPECT_MEM(t, o0, w0, d * sizeof(float)) || !TL_EXPECT_MEM(t, o1, w1, d * sizeof(float)))
+    print_case(t, k->name, "weighted2", 0, count, d);
+  free(b), free(q), free(s0), free(s1), free(o0), free(o1), free(w0), free(w1);
+}
+
 /* The attention kernels through each variant against the twins: scores
  * (F-6 dot) and probability-weighted values (each element's sequential
  * sum), head sizes around the vector widths, strides wider than a row. */
@@ -299,6 +325,7 @@ static void attention(tl_test_ctx *t) {
       tl_kern_weighted_k(ks[k], p, count, v, stride, d, got);
       if (!TL_EXPECT_MEM(t, got, want, d * sizeof(float)))
         print_case(t, ks[k]->name, "weighted", 0, count, d);
+      pairs(t, ks[k], a, v, p, stride, count, d);
     }
     free(a);
     free(v);

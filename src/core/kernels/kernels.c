@@ -63,6 +63,26 @@ void tl_kern_weighted_k(const tl_kernels *k, const float *p, size_t count, const
   else tl_kern_weighted(p, count, v, stride, d, out);
 }
 
+void tl_kern_dots2_k(const tl_kernels *k, const float *q0, const float *q1, const float *keys,
+                     size_t stride, size_t count, size_t n, float *out0, float *out1) {
+  if (k->dots2 != NULL) {
+    k->dots2(q0, q1, keys, stride, count, n, out0, out1);
+    return;
+  }
+  tl_kern_dots_k(k, q0, keys, stride, count, n, out0);
+  tl_kern_dots_k(k, q1, keys, stride, count, n, out1);
+}
+
+void tl_kern_weighted2_k(const tl_kernels *k, const float *p0, const float *p1, size_t count,
+                         const float *v, size_t stride, size_t d, float *out0, float *out1) {
+  if (k->weighted2 != NULL) {
+    k->weighted2(p0, p1, count, v, stride, d, out0, out1);
+    return;
+  }
+  tl_kern_weighted_k(k, p0, count, v, stride, d, out0);
+  tl_kern_weighted_k(k, p1, count, v, stride, d, out1);
+}
+
 void tl_kern_exps(const float *x, float sub, size_t n, float *out) {
   for (size_t i = 0; i < n; i++) out[i] = tl_expf(x[i] - sub);
 }
@@ -249,7 +269,7 @@ TL_KERN_SCALAR_FN(scalar_q4, TL_QTYPE_Q4, rows_quant)
 static const tl_kernels scalar = {
     TL_KERN_SCALAR, "scalar", {scalar_f32, scalar_f16, scalar_bf16, scalar_q8, scalar_q4},
     {NULL, NULL, NULL, NULL, NULL},
-    NULL, NULL, NULL, NULL};
+    NULL, NULL, NULL, NULL, NULL, NULL};
 
 #ifdef __wasm_simd128__
 static const tl_kernels wasm_simd = {
@@ -257,7 +277,7 @@ static const tl_kernels wasm_simd = {
     "wasm-simd128",
     {tl_wasm_rows_f32, tl_wasm_rows_f16, tl_wasm_rows_bf16, tl_wasm_rows_q8, tl_wasm_rows_q4},
     {NULL, NULL, NULL, NULL, NULL},
-    NULL, NULL, NULL, NULL};
+    NULL, NULL, NULL, NULL, NULL, NULL};
 #endif
 
 const tl_kernels *tl_kernels_get(tl_kern_isa isa) {

@@ -93,6 +93,13 @@ typedef struct tl_kernels {
                float *out);
   void (*weighted)(const float *p, size_t count, const float *v, size_t stride, size_t d,
                    float *out);
+  /* tl_kern_dots and tl_kern_weighted for two queries against the same
+   * keys and values (heads that share a KV head): each output exactly the
+   * single kernel's; NULL: the single kernel twice. */
+  void (*dots2)(const float *q0, const float *q1, const float *k, size_t stride, size_t count,
+                size_t n, float *out0, float *out1);
+  void (*weighted2)(const float *p0, const float *p1, size_t count, const float *v,
+                    size_t stride, size_t d, float *out0, float *out1);
   /* tl_kern_exps' contract; NULL: the scalar twin. */
   void (*exps)(const float *x, float sub, size_t n, float *out);
 } tl_kernels;
@@ -171,5 +178,9 @@ void tl_kern_dots_k(const tl_kernels *k, const float *q, const float *keys, size
 void tl_kern_weighted_k(const tl_kernels *k, const float *p, size_t count, const float *v,
                         size_t stride, size_t d, float *out);
 void tl_kern_exps_k(const tl_kernels *k, const float *x, float sub, size_t n, float *out);
+void tl_kern_dots2_k(const tl_kernels *k, const float *q0, const float *q1, const float *keys,
+                     size_t stride, size_t count, size_t n, float *out0, float *out1);
+void tl_kern_weighted2_k(const tl_kernels *k, const float *p0, const float *p1, size_t count,
+                         const float *v, size_t stride, size_t d, float *out0, float *out1);
 
 #endif

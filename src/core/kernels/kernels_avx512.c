@@ -309,6 +309,60 @@ TARGET static void weighted(const float *p, size_t count, const float *v, size_t
   }
 }
 
+/* dots for two queries: eight keys at a time, each key row loaded once
+ * for both (16 accumulators). */
+TARGET static void dots2(const float *q0, const float *q1, const float *k, size_t stride,
+                         size_t count, size_t n, float *out0, float *out1) {
+  size_t j = 0;
+  for (; j + 8 <= count; j += 8) {
+    __m512 a0[8], a1[8];
+    _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) a0[c] = a1[c] = _mm512_setzero_ps();
+    for (size_t i = 0; i < n; i += 16) {
+      __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+      __m512 x0 = _mm512_maskz_loadu_ps(m, q0 + i), x1 = _mm512_maskz_loadu_ps(m, q1 + i);
+      _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) {
+        __m512 kv = _mm512_maskz_loadu_ps(m, k + (j + (size_t)c) * stride + i);
+        a0[c] = _mm512_add_ps(a0[c], _mm512_mul_ps(x0, kv));
+        a1[c] = _mm512_add_ps(a1[c], _mm512_mul_ps(x1, kv));
+      }
+    }
+    _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) {
+      out0[j + (size_t)c] = tree16(a0[c]);
+      out1[j + (size_t)c] = tree16(a1[c]);
+    }
+  }
+  dots(q0, k + j * stride, stride, count - j, n, out0 + j);
+  dots(q1, k + j * stride, stride, count - j, n, out1 + j);
+}
+
+/* weighted for two probability rows: 64 elements at a time, each value
+ * row loaded once for both (8 accumulators each). */
+TARGET static void weighted2(const float *p0, const float *p1, size_t count, const float *v,
+                             size_t stride, size_t d, float *out0, float *out1) {
+  for (size_t e0 = 0; e0 < d; e0 += 64) {
+    __m512 a0[4], a1[4];
+    __mmask16 m[4];
+    _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
+      size_t lo = e0 + 16 * (size_t)c, left = lo < d ? d - lo : 0;
+      m[c] = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+      a0[c] = a1[c] = _mm512_setzero_ps();
+    }
+    for (size_t j = 0; j < count; j++) {
+      __m512 b0 = _mm512_set1_ps(p0[j]), b1 = _mm512_set1_ps(p1[j]);
+      const float *vj = v + j * stride + e0;
+      _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
+        __m512 x = _mm512_maskz_loadu_ps(m[c], vj + 16 * c);
+        a0[c] = _mm512_add_ps(a0[c], _mm512_mul_ps(b0, x));
+        a1[c] = _mm512_add_ps(a1[c], _mm512_mul_ps(b1, x));
+      }
+    }
+    _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
+      _mm512_mask_storeu_ps(out0 + e0 + 16 * c, m[c], a0[c]);
+      _mm512_mask_storeu_ps(out1 + e0 + 16 * c, m[c], a1[c]);
+    }
+  }
+}
+
 /* tl_kern_exps: tl_exp's own steps (math/detmath.c) on eight doubles at a
  * time — x - sub in f32, widened exactly; k = x/ln2 rounded half away from
  * zero by truncating t +- 0.5; r = (x - k ln2_hi) - k ln2_lo; the same
@@ -358,6 +412,8 @@ const tl_kernels tl_kernels_avx512 = {
     quantize_x,
     dots,
     weighted,
+    dots2,
+    weighted2,
     exps};
 
 #endif

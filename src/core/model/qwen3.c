@@ -769,26 +769,24 @@ typedef struct attend_job {
   bool want_raw;
 } attend_job;
 
-static void attend_head(const attend_job *j, size_t h) {
-  const tl_qwen3 *m = j->m;
+static size_t kv_head_of(const tl_qwen3 *m, size_t h) {
   const tl_qwen3_config *c = &m->cfg;
-  size_t d = c->head_dim, group = c->heads / c->kv_heads;
-  size_t kvh = (m->mutations & TL_QWEN3_MUT_GQA_MAP) ? h % c->kv_heads : h / group;
-  float scale = (float)(1.0 / __builtin_sqrt((double)d));
-  const float *qh = j->q + h * d, *kh = j->kc + kvh * j->head_stride;
-  const float *vh = j->vc + kvh * j->head_stride;
+  return (m->mutations & TL_QWEN3_MUT_GQA_MAP) ? h % c->kv_heads : h / (c->heads / c->kv_heads);
+}
+
+/* Keys whose scores are computed: past the last visible one only for the
+ * capture of the unmasked scores. */
+static size_t scored_keys(const attend_job *j) {
+  return j->want_raw ? j->keys : (size_t)j->last + 1;
+}
+
+/* Head h's scores, in raw for the scored keys (times the scale): the
+ * rest of raw, the mask, and the softmax into probs. */
+static void softmax_head(const attend_job *j, size_t h) {
+  const tl_qwen3 *m = j->m;
   float *sr = j->raw + h * j->keys, *sm = j->masked + h * j->keys, *p = j->probs + h * j->keys;
   float mx = -__builtin_inff(), sum = 0.0f;
-  /* Keys past the last visible one are computed only for the capture of
-   * the unmasked scores. */
-  size_t scored = j->want_raw ? j->keys : (size_t)j->last + 1;
-  if (m->fast != NULL) {
-    tl_kern_dots_k(m->fast, qh, kh, d, scored, d, sr);
-    for (size_t k = 0; k < scored; k++) sr[k] = sr[k] * scale;
-  } else {
-    for (size_t k = 0; k < scored; k++) sr[k] = dot(qh, kh + k * d, d) * scale;
-  }
-  for (size_t k = scored; k < j->keys; k++) sr[k] = 0.0f;
+  for (size_t k = scored_keys(j); k < j->keys; k++) sr[k] = 0.0f;
   for (uint32_t k = 0; k < j->keys; k++) {
     bool visible = k <= j->last;
     sm[k] = visible ? sr[k] : -__builtin_inff();
@@ -803,17 +801,59 @@ static void attend_head(const attend_job *j, size_t h) {
     sum += p[k];
   }
   for (uint32_t k = 0; k <= j->last; k++) p[k] = p[k] / sum;
+}
+
+static void attend_head(const attend_job *j, size_t h) {
+  const tl_qwen3 *m = j->m;
+  size_t d = m->cfg.head_dim, kvh = kv_head_of(m, h), scored = scored_keys(j);
+  float scale = (float)(1.0 / __builtin_sqrt((double)d));
+  const float *qh = j->q + h * d, *kh = j->kc + kvh * j->head_stride;
+  const float *vh = j->vc + kvh * j->head_stride;
+  float *sr = j->raw + h * j->keys, *p = j->probs + h * j->keys;
+  if (m->fast != NULL) {
+    tl_kern_dots_k(m->fast, qh, kh, d, scored, d, sr);
+    for (size_t k = 0; k < scored; k++) sr[k] = sr[k] * scale;
+  } else {
+    for (size_t k = 0; k < scored; k++) sr[k] = dot(qh, kh + k * d, d) * scale;
+  }
+  softmax_head(j, h);
   if (m->fast != NULL)
     tl_kern_weighted_k(m->fast, p, (size_t)j->last + 1, vh, d, d, j->attn + h * d);
   else
     tl_kern_weighted(p, (size_t)j->last + 1, vh, d, d, j->attn + h * d);
 }
 
+/* The fast lane's heads h and h + 1 when they share a KV head: each key
+ * and value row is read once for both; every score and output element is
+ * computed as attend_head computes it. */
+static void attend_pair(const attend_job *j, size_t h) {
+  const tl_qwen3 *m = j->m;
+  size_t d = m->cfg.head_dim, kvh = kv_head_of(m, h), scored = scored_keys(j);
+  float scale = (float)(1.0 / __builtin_sqrt((double)d));
+  const float *kh = j->kc + kvh * j->head_stride, *vh = j->vc + kvh * j->head_stride;
+  float *sr0 = j->raw + h * j->keys, *sr1 = sr0 + j->keys;
+  tl_kern_dots2_k(m->fast, j->q + h * d, j->q + (h + 1) * d, kh, d, scored, d, sr0, sr1);
+  for (size_t k = 0; k < scored; k++) {
+    sr0[k] = sr0[k] * scale;
+    sr1[k] = sr1[k] * scale;
+  }
+  softmax_head(j, h);
+  softmax_head(j, h + 1);
+  tl_kern_weighted2_k(m->fast, j->probs + h * j->keys, j->probs + (h + 1) * j->keys,
+                      (size_t)j->last + 1, vh, d, d, j->attn + h * d, j->attn + (h + 1) * d);
+}
+
 static void attend_task(void *ctx, uint32_t task, uint32_t n_tasks) {
   const attend_job *j = ctx;
   size_t b, e;
   tl_par_range(j->m->cfg.heads, task, n_tasks, &b, &e);
-  for (size_t h = b; h < e; h++) attend_head(j, h);
+  for (size_t h = b; h < e;)
+    if (j->m->fast != NULL && h + 1 < e && kv_head_of(j->m, h) == kv_head_of(j->m, h + 1)) {
+      attend_pair(j, h);
+      h += 2;
+    } else {
+      attend_head(j, h++);
+    }
 }
 
 static tl_status attend(const run *r, bufs *b, const tl_qwen3_cache *cache,
@@ -866,13 +906,22 @@ static tl_status after_o_proj(const run *r, uint32_t l, float *x, const float *o
   return st;
 }
 
-/* SiLU(gate) * up into gate, with silu(g) = g / (1 + e^-g). */
-static tl_status silu_up(const run *r, uint32_t l, float *gate, const float *up,
+/* SiLU(gate) * up into gate, with silu(g) = g / (1 + e^-g). The fast
+ * lane takes the exponentials through its kernel (e^(-g - 0) is e^-g for
+ * every g, -0 included), into row (inter floats), then the same division
+ * and product: the same bits. */
+static tl_status silu_up(const run *r, uint32_t l, float *gate, const float *up, float *row,
                          uint32_t pos) {
   size_t inter = r->m->cfg.inter;
-  for (size_t i = 0; i < inter; i++) {
-    float g = gate[i];
-    gate[i] = g / (1.0f + tl_expf(-g)) * up[i];
+  if (r->m->fast != NULL) {
+    for (size_t i = 0; i < inter; i++) row[i] = -gate[i];
+    tl_kern_exps_k(r->m->fast, row, 0.0f, inter, row);
+    for (size_t i = 0; i < inter; i++) gate[i] = gate[i] / (1.0f + row[i]) * up[i];
+  } else {
+    for (size_t i = 0; i < inter; i++) {
+      float g = gate[i];
+      gate[i] = g / (1.0f + tl_expf(-g)) * up[i];
+    }
   }
   return emit(r, TL_QWEN3_STAGE_ACT, (int32_t)l, pos, gate, inter, false);
 }
@@ -901,7 +950,7 @@ static tl_status finish_layer(const run *r, bufs *b, uint32_t l, float *x,
   if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_GATE, li, pos, b->gate, c->inter, false);
   if (st == TL_OK) st = matvec(&L->up, b->xn, b->up, b->row);
   if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_UP, li, pos, b->up, c->inter, false);
-  if (st == TL_OK) st = silu_up(r, l, b->gate, b->up, pos);
+  if (st == TL_OK) st = silu_up(r, l, b->gate, b->up, b->row, pos);
   if (st == TL_OK) st = matvec(&L->down, b->gate, b->h, b->row);
   if (st == TL_OK) st = after_down(r, l, x, b->h, pos);
   return st;
@@ -959,7 +1008,7 @@ static tl_status fast_layer(const run *r, bufs *b, tl_qwen3_cache *cache, uint32
     uint32_t pos = pos0 + (uint32_t)t;
     st = emit(r, TL_QWEN3_STAGE_GATE, li, pos, gate + t * I, I, false);
     if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_UP, li, pos, up + t * I, I, false);
-    if (st == TL_OK) st = silu_up(r, l, gate + t * I, up + t * I, pos);
+    if (st == TL_OK) st = silu_up(r, l, gate + t * I, up + t * I, b->row, pos);
   }
   if (st == TL_OK) {
     const tl_qwen3_weight *w = &L->down;
