@@ -90,7 +90,15 @@ async function fetchBytes(url, onProgress) {
     throw new PageError('io', `${url}: ${e.message}`);
   }
   if (!r.ok) throw new PageError('io', `${url}: HTTP ${r.status} ${r.statusText}`);
-  return readStream(r.body, Number(r.headers.get('Content-Length')) || 0, onProgress);
+  return readOrIo(url, r.body, Number(r.headers.get('Content-Length')) || 0, onProgress);
+}
+// A stream that breaks off (network gone, file unreadable) is an io error.
+async function readOrIo(name, stream, total, onProgress) {
+  try {
+    return await readStream(stream, total, onProgress);
+  } catch (e) {
+    throw new PageError('io', `${name}: ${e.message}`);
+  }
 }
 async function sha256Hex(bytes) {
   const d = new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));
@@ -165,7 +173,9 @@ class ModelWorker {
       ev.preventDefault();
       this.end(new PageError('worker_failure', `the model worker failed: ${ev.message || 'it did not start'}`));
     };
-    this.call('init', { cancel: this.cancel });
+    // A worker that fails to start fails every request; this one's
+    // failure is reported through them.
+    this.call('init', { cancel: this.cancel }).catch(() => {});
   }
   call(op, args = {}, { transfer = [], onToken = null } = {}) {
     const id = this.next++;
@@ -235,7 +245,7 @@ async function acquire(choice, onProgress) {
     }
   }
   const bytes = choice.kind === 'file'
-    ? await readStream(choice.file.stream(), choice.file.size, onProgress)
+    ? await readOrIo(choice.name, choice.file.stream(), choice.file.size, onProgress)
     : await fetchBytes(choice.url, onProgress);
   id = await sha256Hex(bytes);
   if (choice.artifactId && choice.artifactId !== id)
@@ -505,6 +515,11 @@ async function onSend(ev) {
       note(b, 'stopped (not kept in the conversation)');
       if (!state.worker) await restartAfterStop(b);
     } else {
+      // A worker that failed took the model with it.
+      if (!state.worker) {
+        state.model = null;
+        status('The model worker failed: load the model again.');
+      }
       showError(e);
     }
   } finally {
@@ -575,6 +590,8 @@ async function init() {
   try {
     state.caps = await worker().call('probe');
     showProbe(state.caps);
+    // The threads lane's default: one thread per CPU the browser reports.
+    $('threads').value = String(Math.min(Math.max(1, state.caps.hardwareConcurrency || 1), 16));
   } catch (e) {
     showError(e);
   }
