@@ -408,9 +408,12 @@ async function browserChecks(browser, work, manifest, isolated, plain, requests)
     await ctx.setOffline(true);
     await page.reload();
     await page.evaluate(() => window.tinylmPage.ready);
-    const got = await load(page, { lane: 'simd' });
-    check('offline: the page reloads and the model loads from the cache', got.loaded && /from cache/.test(got.status), got.status + got.error);
-    compareNative(work, 'offline', await send(page, 'Hello there', GREEDY), 'simd');
+    for (const lane of ['simd', 'threads']) {
+      const got = await load(page, { lane });
+      check(`offline, ${lane}: the page reloads and the model loads from the cache`,
+        got.loaded && /from cache/.test(got.status) && got.receipt?.lane === lane, got.status + got.error);
+      compareNative(work, `offline, ${lane}`, await send(page, 'Hello there', GREEDY), lane);
+    }
     await ctx.setOffline(false);
   }
   await ctx.close();
