@@ -190,7 +190,7 @@ async function main() {
   const plain = await serveWeb({ root: path.join(work, 'site'), isolation: false });
   let browser = null;
   try {
-    await serverChecks(isolated.url, plain.url);
+    await serverChecks(work, isolated.url, plain.url);
     let chromium;
     try {
       ({ chromium } = await import('playwright-core'));
@@ -227,7 +227,8 @@ function get(url, { method = 'GET', rawPath = null } = {}) {
     req.end();
   });
 }
-async function serverChecks(url, plainUrl) {
+async function serverChecks(work, url, plainUrl) {
+  fs.writeFileSync(path.join(work, 'outside.txt'), 'not part of the site\n');
   const page = await get(url);
   check('serve: / is the page, text/html, with COOP same-origin and COEP require-corp',
     page.status === 200 && page.headers['content-type'].startsWith('text/html') &&
@@ -240,8 +241,8 @@ async function serverChecks(url, plainUrl) {
   const plain = await get(plainUrl);
   check('serve --no-isolation: no COOP/COEP', plain.status === 200 && !plain.headers['cross-origin-opener-policy'] &&
     !plain.headers['cross-origin-embedder-policy'], JSON.stringify(plain));
-  // The site's folder sits in WORKDIR beside files the server must not give out.
-  for (const raw of ['/../conv.json', '/%2e%2e/conv.json', '/models/..%2f..%2fconv.json', '/%00', '/%zz']) {
+  // The site's folder sits in WORKDIR beside a file the server must not give out.
+  for (const raw of ['/../outside.txt', '/%2e%2e/outside.txt', '/models/..%2f..%2foutside.txt', '/%00', '/%zz']) {
     const r = await get(url, { rawPath: raw });
     check(`serve: ${raw} is refused (${r.status})`, r.status === 404 || r.status === 400, JSON.stringify(r));
   }
