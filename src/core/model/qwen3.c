@@ -324,13 +324,25 @@ static tl_status rmsnorm(const tl_qwen3_weight *w, const float *x, float *y,
   return TL_OK;
 }
 
-/* rotate_half layout: element i pairs with i + d/2, both at frequency i. */
-static void rope(const tl_qwen3 *m, float *x, uint32_t pos) {
+/* The rotation of position pos: cs[i] and cs[d/2 + i] are the cosine and
+ * sine of frequency i's angle, computed once per position and call and
+ * shared by every head and layer. */
+static void rope_angles(const tl_qwen3 *m, uint32_t pos, float *cs) {
+  size_t half = m->cfg.head_dim / 2;
+  for (size_t i = 0; i < half; i++) {
+    float angle = (float)pos * m->inv_freq[i];
+    cs[i] = (float)tl_cos((double)angle);
+    cs[half + i] = (float)tl_sin((double)angle);
+  }
+}
+
+/* rotate_half layout: element i pairs with i + d/2, both at frequency i
+ * (cs: rope_angles). */
+static void rope(const tl_qwen3 *m, float *x, const float *cs) {
   size_t d = m->cfg.head_dim, half = d / 2;
   bool adjacent = (m->mutations & TL_QWEN3_MUT_ROPE_PAIRING) != 0;
   for (size_t i = 0; i < half; i++) {
-    float angle = (float)pos * m->inv_freq[i];
-    float c = (float)tl_cos((double)angle), s = (float)tl_sin((double)angle);
+    float c = cs[i], s = cs[half + i];
     size_t a = adjacent ? 2 * i : i, b = adjacent ? 2 * i + 1 : i + half;
     float x1 = x[a], x2 = x[b];
     x[a] = x1 * c - x2 * s;
@@ -404,6 +416,8 @@ typedef struct bufs {
   float *act;    /* fast lane: [n] quantized activations (fast_act_floats) */
   float *fx;     /* fast lane: [n] rows of xn, k, v, attn, h, gate, up */
   tl_kern_x *xs; /* fast lane: [n] views of act */
+  float *rope;   /* [n][D]: each position's rope_angles */
+  uint32_t pos0; /* the call's first position */
   float *logits; /* [V] */
 } bufs;
 
@@ -429,7 +443,7 @@ static size_t fast_row_floats(const tl_qwen3_config *c) {
   return 2 * (size_t)c->hidden + 2 * kd + (size_t)c->heads * c->head_dim + 2 * (size_t)c->inter;
 }
 
-#define N_BUFS 14
+#define N_BUFS 15
 
 /* The float counts of the working buffers of a call of n tokens over
  * keys keys, in alloc_bufs order; false when a count overflows. */
@@ -455,7 +469,8 @@ static bool buffer_counts(const tl_qwen3 *m, size_t n, uint32_t keys,
        tl_mul_size(n, fast_row_floats(c), &counts[11]) != TL_OK ||
        tl_mul_size(n, XS_FLOATS, &counts[12]) != TL_OK))
     return false;
-  counts[13] = c->vocab; /* the logits, allocated after the layers */
+  if (tl_mul_size(n, c->head_dim, &counts[13]) != TL_OK) return false;
+  counts[14] = c->vocab; /* the logits, allocated after the layers */
   return true;
 }
 
@@ -476,7 +491,7 @@ static tl_status alloc_bufs(const tl_qwen3 *m, size_t n, uint32_t keys,
   float *xs = NULL;
   float **dest[N_BUFS - 1] = {&b->x,      &b->q,   &b->xn,  &b->kv,  &b->attn,
                               &b->h,      &b->gate, &b->up, &b->scores, &b->row,
-                              &b->act,    &b->fx,  &xs};
+                              &b->act,    &b->fx,  &xs,    &b->rope};
   size_t counts[N_BUFS];
   if (!buffer_counts(m, n, keys, counts)) return TL_ERR_INTEGER_OVERFLOW;
   for (size_t i = 0; i < N_BUFS - 1; i++) {
@@ -740,8 +755,8 @@ static tl_status project_rest(const run *r, bufs *b, tl_qwen3_cache *cache,
   st = emit(r, TL_QWEN3_STAGE_Q_NORM, li, pos, q_out, qd, false);
   if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_K_NORM, li, pos, k, kd, false);
   if (st != TL_OK) return st;
-  for (size_t h = 0; h < c->heads; h++) rope(m, q_out + h * d, pos);
-  for (size_t h = 0; h < c->kv_heads; h++) rope(m, k + h * d, pos);
+  for (size_t h = 0; h < c->heads; h++) rope(m, q_out + h * d, b->rope + (pos - b->pos0) * d);
+  for (size_t h = 0; h < c->kv_heads; h++) rope(m, k + h * d, b->rope + (pos - b->pos0) * d);
   st = emit(r, TL_QWEN3_STAGE_Q_ROPE, li, pos, q_out, qd, false);
   if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_K_ROPE, li, pos, k, kd, false);
   if (st != TL_OK) return st;
@@ -1050,6 +1065,8 @@ tl_status tl_qwen3_forward(const tl_qwen3 *m, tl_qwen3_cache *cache,
   mark = tl_arena_mark_now(scratch);
   st = alloc_bufs(m, n, keys, scratch, &b);
   if (st != TL_OK) goto done;
+  b.pos0 = pos0;
+  for (size_t t = 0; t < n; t++) rope_angles(m, pos0 + (uint32_t)t, b.rope + t * c->head_dim);
   for (size_t t = 0; t < n && st == TL_OK; t++) {
     st = weight_row(&m->embed, ids[t], b.x + t * c->hidden);
     if (st == TL_OK)
