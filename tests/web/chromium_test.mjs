@@ -8,10 +8,11 @@
 // TINYLM is a native build of the CLI: every output of the page is checked
 // against `TINYLM run --json` on the same artifact, conversation and
 // settings (ids and receipt id), never against a value written here. The
-// site is SITE (default build/web/, as `make web` builds it), copied to WORKDIR with the tiny golden
-// artifact (tests/golden/slm/tiny-f32.slm) beside it, once as built and
-// once with one byte of a module changed. A screenshot of the page after
-// a reply is left in WORKDIR/page.png.
+// site is SITE (default build/web/, as `make web` builds it), copied to
+// WORKDIR with the tiny golden artifacts (tests/golden/slm/tiny-f32.slm,
+// tiny-q8.slm) and a models.json of its own, once as built and once with
+// one byte of a module changed. A screenshot of the page after a few
+// replies is left in WORKDIR/page.png.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -103,7 +104,6 @@ async function openPage(ctx, url) {
   return page;
 }
 const idle = (page) => page.waitForFunction(() => !window.tinylmPage.state.busy, null, { timeout: 120000 });
-const pageText = (page, sel) => page.$eval(sel, (e) => (e.hidden ? '' : e.textContent));
 
 async function load(page, { url = 'models/tiny.slm', pick = null, lane = '', threads = THREADS, budget = '' } = {}) {
   await page.fill('#model-url', url);
