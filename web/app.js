@@ -110,6 +110,7 @@ async function sha256Hex(bytes) {
 // checked against its key before use, and one entry serves every URL or
 // file that holds the same bytes. localStorage remembers which source gave
 // which id, so a reload finds the copy without fetching the source again.
+// The model worker writes new entries (model_worker.js).
 const CACHE_NAME = 'tinylm-models-v1';
 const INDEX_KEY = 'tinylm.models.v1';
 const cacheUrl = (id) => new URL(`tinylm-model-cache/${id}.slm`, location.href).href;
@@ -136,21 +137,6 @@ async function cacheGet(id) {
   await cache.delete(cacheUrl(id)); // damaged: forget it, fetch again
   return null;
 }
-async function cachePut(id, bytes) {
-  if (!haveCache()) return false;
-  try {
-    const cache = await caches.open(CACHE_NAME);
-    await cache.put(cacheUrl(id), new Response(bytes, {
-      headers: { 'Content-Type': 'application/octet-stream', 'Content-Length': String(bytes.byteLength) },
-    }));
-    return true;
-  } catch (e) {
-    // A full quota only costs the next reload a fetch.
-    console.warn('model cache:', e);
-    return false;
-  }
-}
-
 // --- the model worker --------------------------------------------------------
 // Requests to model_worker.js, one promise each; a generation's tokens
 // arrive through onToken while its request runs.
@@ -281,17 +267,16 @@ async function start(got, name, opts) {
     state.model = null;
     await worker().call('dispose');
   }
-  // The cache gets its own copy: the worker takes the bytes over.
-  const cacheCopy = got.from === 'cache' ? null : got.bytes.slice(0);
+  // The worker takes the bytes over (no copy) and, once the model has
+  // loaded, puts them in the cache: no second copy on this side.
+  const cache = got.from === 'cache' || !haveCache() ? null : { name: CACHE_NAME, url: cacheUrl(got.artifactId) };
   const bytes = got.bytes.byteLength;
   const t0 = performance.now();
-  const m = await worker().call('load', { bytes: got.bytes, opts }, { transfer: [got.bytes] });
+  const m = await worker().call('load', { bytes: got.bytes, opts, cache }, { transfer: [got.bytes] });
   const ms = performance.now() - t0;
-  state.model = { ...m, name, bytes, from: got.from, opts };
-  let cached = got.from === 'cache';
-  if (cacheCopy) cached = await cachePut(got.artifactId, cacheCopy);
+  state.model = { capabilityReceipt: m.capabilityReceipt, artifactId: m.artifactId, name, bytes, from: got.from, opts };
   showCapabilities(m.capabilityReceipt);
-  return { ms, cached };
+  return { ms, cached: got.from === 'cache' || m.cached };
 }
 
 async function onLoad(ev) {

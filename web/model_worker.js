@@ -11,7 +11,8 @@
 // reply by ending this worker instead (app.js).
 //
 // Messages in: { id, op: 'init', cancel: Int32Array | null } | { id, op:
-// 'probe' } | { id, op: 'load', bytes, opts } | { id, op: 'generate', args }
+// 'probe' } | { id, op: 'load', bytes, opts, cache: { name, url } | null }
+// | { id, op: 'generate', args }
 // | { id, op: 'dispose' } | { op: 'cancel' }. Out: { id, op: 'token', text }
 // while generating, then { id, op: 'done', value } or { id, op: 'error',
 // error: { code, message, capabilityReceipt } }.
@@ -24,6 +25,20 @@ class StopSignal extends EventTarget {
 }
 const signal = new StopSignal();
 
+async function keep(bytes, cache) {
+  if (!cache) return false;
+  try {
+    await (await caches.open(cache.name)).put(cache.url, new Response(bytes, {
+      headers: { 'Content-Type': 'application/octet-stream', 'Content-Length': String(bytes.byteLength) },
+    }));
+    return true;
+  } catch (e) {
+    // A full quota only costs the next reload a fetch.
+    console.warn('model cache:', e);
+    return false;
+  }
+}
+
 async function run(id, data) {
   switch (data.op) {
     case 'init':
@@ -35,7 +50,9 @@ async function run(id, data) {
       if (model) await model.dispose();
       model = null;
       model = await loadModel(data.bytes, data.opts);
-      return { capabilityReceipt: model.capabilityReceipt, artifactId: model.artifactId };
+      // The bytes the model loaded from, kept for the next load (the
+      // page's cache, keyed by artifact id: data.cache.url).
+      return { capabilityReceipt: model.capabilityReceipt, artifactId: model.artifactId, cached: await keep(data.bytes, data.cache) };
     }
     case 'generate':
       if (!model) throw Object.assign(new Error('no model is loaded'), { code: 'invalid_argument' });
