@@ -35,7 +35,7 @@ const HINTS = {
   invalid_handle: 'An internal handle was not valid.',
   invalid_utf8: 'The text is not valid UTF-8.',
   numerical_failure: 'The forward pass produced a non-finite value (the message names where).',
-  invalid_argument: 'A setting is out of range.',
+  invalid_argument: 'A setting or the text was refused (the message says which).',
   io: 'The model could not be read.',
 };
 class PageError extends Error {
