@@ -122,6 +122,8 @@ async function load(page, { url = 'models/tiny.slm', pick = null, lane = '', thr
   }));
 }
 
+const pageError = (page) => page.$eval('#error', (e) => (e.hidden ? '' : e.textContent));
+
 async function send(page, text, s) {
   if (await page.$eval('#prompt', (e) => e.disabled)) return { reply: null, error: 'no model is loaded' };
   await page.fill('#temperature', String(s.temperature ?? ''));
@@ -366,6 +368,23 @@ async function browserChecks(browser, work, manifest, isolated, plain, requests)
     return send(page, 'Hello there', { ...GREEDY, maxTokens: -3 });
   })();
   check('a max tokens of -3 is refused with error: invalid_argument', badSetting.error.startsWith('error: invalid_argument:'), badSetting.error);
+  {
+    // Text JavaScript holds but UTF-8 cannot (a lone surrogate): the page
+    // shows the error native run gives for the same conversation.
+    await page.fill('#max-tokens', '4');
+    await page.evaluate(() => { document.getElementById('prompt').value = 'a\ud800b'; });
+    await page.click('#send');
+    await idle(page);
+    const shown = await pageError(page);
+    const conv = path.join(work, 'surrogate.json');
+    fs.writeFileSync(conv, JSON.stringify({ messages: [{ role: 'user', content: 'a\ud800b' }], enable_thinking: false }));
+    const p = spawnSync(TINYLM, ['run', MODEL, '--messages', conv, '--json', '-n', '4'], { encoding: 'utf8' });
+    const native = p.status !== 0 ? JSON.parse(p.stdout) : { error: 'none', detail: '' };
+    // native's detail names its file first: "FILE:LINE:COLUMN: what"
+    const what = native.detail.split(': ').pop();
+    check(`a lone surrogate in the text: the page shows native's error (${native.error}: ${what})`,
+      p.status !== 0 && shown.startsWith(`error: ${native.error}:`) && shown.includes(what), `${shown} / ${p.stdout}`);
+  }
   {
     // Preflight: a budget below the session's plan is refused with the numbers.
     const got = await load(page, { lane: 'scalar', budget: 0.01 });
