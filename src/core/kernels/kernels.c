@@ -210,23 +210,31 @@ void tl_kern_unpack_row(tl_qtype type, const uint8_t *row, size_t n, float *out)
   }
 }
 
-/* F-4 / F-5 on packed rows: each block's exact integer sum, scaled once. */
+/* F-4 / F-5 on packed rows: each block's exact integer sum (its 8 steps
+ * of 4 codes, read where tl_kern_pack put them), scaled once. */
 static void rows_quant(tl_qtype type, const uint8_t *w, size_t row_bytes,
                        size_t n, const tl_kern_x *x, size_t rows, float *y) {
   size_t nb = (n + TL_QUANT_BLOCK - 1) / TL_QUANT_BLOCK;
   size_t bb = type == TL_QTYPE_Q8 ? TL_QUANT_Q8_BLOCK_BYTES : TL_QUANT_Q4_BLOCK_BYTES;
   for (size_t r = 0; r < rows; r++) {
     float acc[TL_KERN_LANES] = {0};
-    for (size_t b = 0; b < nb; b++) {
-      size_t g0 = b / TL_KERN_GROUP * TL_KERN_GROUP, j = b % TL_KERN_GROUP;
+    for (size_t g0 = 0; g0 < nb; g0 += TL_KERN_GROUP) {
       size_t m = nb - g0 < TL_KERN_GROUP ? nb - g0 : TL_KERN_GROUP;
-      const uint8_t *g = w + r * row_bytes + g0 * bb;
-      const int8_t *xc = x->codes + g0 / TL_KERN_GROUP * TL_KERN_GROUP_CODES + 4 * j;
-      float p = tl_bits_to_f32(tl_load_le32(g + 4 * j)) * x->scales[TL_MUTANT_BLOCK(b)];
-      int32_t s = 0;
-      for (size_t i = 0; i < TL_QUANT_BLOCK; i++)
-        s += packed_code(type, g + 4 * m, m, j, i) * xc[64 * (i / 4) + i % 4];
-      acc[b % TL_KERN_LANES] += (float)s * p;
+      const uint8_t *g = w + r * row_bytes + g0 * bb, *c = g + 4 * m;
+      const int8_t *xc = x->codes + g0 / TL_KERN_GROUP * TL_KERN_GROUP_CODES;
+      for (size_t j = 0; j < m; j++) {
+        size_t b = g0 + j;
+        float p = tl_bits_to_f32(tl_load_le32(g + 4 * j)) * x->scales[TL_MUTANT_BLOCK(b)];
+        int32_t s = 0;
+        for (size_t st = 0; st < 8; st++)
+          for (size_t k = 0; k < 4; k++) {
+            int q = type == TL_QTYPE_Q8
+                        ? (int8_t)(c[4 * m * st + 4 * j + k] ^ 0x80)
+                        : ((c[4 * m * (st / 2) + 4 * j + k] >> (4 * (st % 2))) & 0xF) - 8;
+            s += q * xc[64 * st + 4 * j + k];
+          }
+        acc[b % TL_KERN_LANES] += (float)s * p;
+      }
     }
     y[r] = tl_kern_tree(acc);
   }
