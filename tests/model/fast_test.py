@@ -320,15 +320,18 @@ def main(tinylm, work):
     for quant in ("q8", "q4", "source"):
         model = models["bf16"][quant]
         dumps, runs = [], []
-        for t in (1, 2, 3, 7):
-            out = os.path.join(work, "dump-%s-t%d.cbor" % (quant, t))
-            rc, doc, err = verify(tinylm, model, os.path.join(fs.GOLDEN_DIR, "tiny-ids.cbor"),
-                                  "-t", str(t), "--dump", out)
-            with open(out, "rb") as f:
-                dumps.append(f.read())
+        for t in (1, 2, 3, 7, "2 --mmap"):
+            if isinstance(t, int):
+                out = os.path.join(work, "dump-%s-t%d.cbor" % (quant, t))
+                rc, doc, err = verify(tinylm, model, os.path.join(fs.GOLDEN_DIR, "tiny-ids.cbor"),
+                                      "-t", str(t), "--dump", out)
+                with open(out, "rb") as f:
+                    dumps.append(f.read())
+            # --mmap: q8/q4 weights packed from the file mapping, float ones
+            # read in place, instead of from the copy
             p = subprocess.run([tinylm, "run", model, "--prompt", "one two three",
                                 "-n", "12", "--temperature", "0.9", "--seed", "5",
-                                "--lane", "fast", "-t", str(t), "--json"],
+                                "--lane", "fast", "-t", *str(t).split(), "--json"],
                                capture_output=True, text=True)
             try:
                 doc = json.loads(p.stdout)
@@ -340,7 +343,7 @@ def main(tinylm, work):
               "threads" % quant)
         check(all(r == runs[0] for r in runs) and runs[0][0] != "failed",
               "%s: run on the fast lane gives the same tokens and receipt id at 1, 2, 3 "
-              "and 7 threads" % quant, json.dumps(runs))
+              "and 7 threads and with --mmap" % quant, json.dumps(runs))
     # The receipt names the lane and its profile inside the identity (F-10).
     runtimes = {}
     for lane in ("fast", "scalar"):
