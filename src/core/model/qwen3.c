@@ -412,7 +412,8 @@ typedef struct bufs {
   float *h;      /* [H] */
   float *gate, *up; /* [I] */
   float *scores; /* [3][A*S]: raw, masked, probs */
-  float *row;    /* one decoded weight row: max(H, I, A*D) */
+  float *row;    /* per task (row_tasks): row_floats of scratch (a decoded
+                  * weight row, a head's copy) */
   float *act;    /* fast lane: [n] quantized activations (fast_act_floats) */
   float *fx;     /* fast lane: [n] rows of xn, k, v, attn, h, gate, up */
   tl_kern_x *xs; /* fast lane: [n] views of act */
@@ -443,6 +444,18 @@ static size_t fast_row_floats(const tl_qwen3_config *c) {
   return 2 * (size_t)c->hidden + 2 * kd + (size_t)c->heads * c->head_dim + 2 * (size_t)c->inter;
 }
 
+/* Floats of one task's row scratch: a decoded weight row of the widest
+ * width, and two heads' worth for the per-head norms. */
+static size_t row_floats(const tl_qwen3_config *c) {
+  return max3(c->hidden, c->inter, (size_t)c->heads * c->head_dim) + 2 * (size_t)c->head_dim;
+}
+
+/* Tasks that may each hold a row scratch: the fast lane's per-token phases
+ * run on every thread. */
+static size_t row_tasks(const tl_qwen3 *m) {
+  return m->fast != NULL && m->par != NULL ? m->par->threads : 1;
+}
+
 #define N_BUFS 15
 
 /* The float counts of the working buffers of a call of n tokens over
@@ -451,7 +464,7 @@ static bool buffer_counts(const tl_qwen3 *m, size_t n, uint32_t keys,
                           size_t counts[N_BUFS]) {
   const tl_qwen3_config *c = &m->cfg;
   size_t qd = (size_t)c->heads * c->head_dim, kd = (size_t)c->kv_heads * c->head_dim;
-  size_t h = c->hidden, widest = max3(c->hidden, c->inter, qd);
+  size_t h = c->hidden;
   if (tl_mul_size(n, h, &counts[0]) != TL_OK ||
       tl_mul_size(n, qd, &counts[1]) != TL_OK ||
       tl_mul_size((size_t)3 * c->heads, keys, &counts[8]) != TL_OK)
@@ -462,7 +475,7 @@ static bool buffer_counts(const tl_qwen3 *m, size_t n, uint32_t keys,
   counts[5] = h > c->head_dim ? h : c->head_dim;
   counts[6] = c->inter;
   counts[7] = c->inter;
-  counts[9] = widest;
+  if (tl_mul_size(row_floats(c), row_tasks(m), &counts[9]) != TL_OK) return false;
   counts[10] = counts[11] = counts[12] = 0;
   if (m->fast != NULL &&
       (tl_mul_size(n, fast_act_floats(c), &counts[10]) != TL_OK ||
@@ -724,7 +737,7 @@ static bool fast_ready(const tl_qwen3 *m) {
 
 static tl_status project_rest(const run *r, bufs *b, tl_qwen3_cache *cache,
                               uint32_t l, uint32_t pos, float *q_out, float *k,
-                              const float *v);
+                              const float *v, float *row);
 
 /* One position's projections: norm, q/k/v, per-head norms, rope; K and V
  * go to the cache row of pos, the query to q_out. */
@@ -747,14 +760,15 @@ static tl_status project(const run *r, bufs *b, tl_qwen3_cache *cache,
   if (st == TL_OK) st = matvec(&L->v, b->xn, v, b->row);
   if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_V, li, pos, v, kd, false);
   if (st != TL_OK) return st;
-  return project_rest(r, b, cache, l, pos, q_out, k, v);
+  return project_rest(r, b, cache, l, pos, q_out, k, v, b->row);
 }
 
 /* The rest of one position's projections once q, k and v are computed
- * and emitted: per-head norms, rope, and K and V into the cache row. */
+ * and emitted: per-head norms, rope, and K and V into the cache row. row:
+ * ROW_FLOATS of scratch. */
 static tl_status project_rest(const run *r, bufs *b, tl_qwen3_cache *cache,
                               uint32_t l, uint32_t pos, float *q_out, float *k,
-                              const float *v) {
+                              const float *v, float *row) {
   const tl_qwen3 *m = r->m;
   const tl_qwen3_config *c = &m->cfg;
   const tl_qwen3_layer *L = &m->layers[l];
@@ -763,16 +777,16 @@ static tl_status project_rest(const run *r, bufs *b, tl_qwen3_cache *cache,
   int32_t li = (int32_t)l;
   tl_status st;
   /* q_norm / k_norm: RMSNorm over each head's D values, before rope. The
-   * norm's weight row is decoded into b->row by rmsnorm, and the input is
-   * copied first since the output overwrites it. */
+   * norm's weight row is decoded into row[0, D) by rmsnorm, and the input
+   * is copied first to row[D, 2D), since the output overwrites it. */
   for (size_t h = 0; h < c->heads && !(m->mutations & TL_QWEN3_MUT_NO_Q_NORM); h++) {
-    memcpy(b->h, q_out + h * d, d * sizeof(float));
-    st = rmsnorm(&L->q_norm, b->h, q_out + h * d, d, eps, b->row);
+    memcpy(row + d, q_out + h * d, d * sizeof(float));
+    st = rmsnorm(&L->q_norm, row + d, q_out + h * d, d, eps, row);
     if (st != TL_OK) return st;
   }
   for (size_t h = 0; h < c->kv_heads; h++) {
-    memcpy(b->h, k + h * d, d * sizeof(float));
-    st = rmsnorm(&L->k_norm, b->h, k + h * d, d, eps, b->row);
+    memcpy(row + d, k + h * d, d * sizeof(float));
+    st = rmsnorm(&L->k_norm, row + d, k + h * d, d, eps, row);
     if (st != TL_OK) return st;
   }
   st = emit(r, TL_QWEN3_STAGE_Q_NORM, li, pos, q_out, qd, false);
@@ -994,10 +1008,120 @@ static tl_status finish_layer(const run *r, bufs *b, uint32_t l, float *x,
   return st;
 }
 
+/* The state of one fast_layer call that its per-token steps share. */
+typedef struct layer_ctx {
+  tl_qwen3_cache *cache;
+  uint32_t l, pos0;
+  float *xn, *k, *v, *h, *gate, *up; /* [n][...] rows, as fast_layer lays them out */
+} layer_ctx;
+
+/* One token's share of a per-token phase: token t of the call, row its
+ * task's scratch. */
+typedef tl_status (*token_step)(const run *r, bufs *b, const layer_ctx *lc, size_t t,
+                                float *row);
+
+typedef struct token_job {
+  const run *r;
+  bufs *b;
+  const layer_ctx *lc;
+  token_step step;
+  size_t n, row_floats;
+  tl_status st[TL_PAR_MAX_TASKS];
+  tl_qwen3_fault fault[TL_PAR_MAX_TASKS];
+} token_job;
+
+static void token_task(void *ctx, uint32_t task, uint32_t n_tasks) {
+  token_job *j = ctx;
+  run r = *j->r;
+  size_t b, e;
+  if (r.fault != NULL) r.fault = &j->fault[task];
+  tl_par_range(j->n, task, n_tasks, &b, &e);
+  j->st[task] = TL_OK;
+  for (size_t t = b; t < e && j->st[task] == TL_OK; t++)
+    j->st[task] = j->step(&r, j->b, j->lc, t, j->b->row + task * j->row_floats);
+}
+
+/* step for tokens [0, n), split between tasks by token — each token's
+ * step touches only its own rows and its task's scratch — as if in order:
+ * the first failing token's status and fault (each task stops at its
+ * first; tasks hold ordered ranges). With a capture, in order on one
+ * thread, since the capture sees rows in order. */
+static tl_status per_token(const run *r, bufs *b, const layer_ctx *lc, size_t n,
+                           token_step step) {
+  token_job j;
+  uint32_t tasks = r->cap != NULL ? 1 : fast_tasks(r->m, n);
+  j.r = r;
+  j.b = b;
+  j.lc = lc;
+  j.step = step;
+  j.n = n;
+  j.row_floats = row_floats(&r->m->cfg);
+  tl_parallel_run(r->m->par, token_task, &j, tasks);
+  for (uint32_t i = 0; i < tasks; i++)
+    if (j.st[i] != TL_OK) {
+      if (r->fault != NULL) *r->fault = j.fault[i];
+      return j.st[i];
+    }
+  return TL_OK;
+}
+
+static tl_status step_attn_norm(const run *r, bufs *b, const layer_ctx *lc, size_t t,
+                                float *row) {
+  const tl_qwen3_config *c = &r->m->cfg;
+  float eps = (r->m->mutations & TL_QWEN3_MUT_RMS_EPS) ? 1e-5f : c->rms_eps;
+  size_t H = c->hidden;
+  tl_status st = rmsnorm(&r->m->layers[lc->l].attn_norm, b->x + t * H, lc->xn + t * H, H, eps, row);
+  return st == TL_OK ? emit(r, TL_QWEN3_STAGE_ATTN_NORM, (int32_t)lc->l, lc->pos0 + (uint32_t)t,
+                            lc->xn + t * H, H, false)
+                     : st;
+}
+
+static tl_status step_project(const run *r, bufs *b, const layer_ctx *lc, size_t t,
+                              float *row) {
+  const tl_qwen3_config *c = &r->m->cfg;
+  size_t qd = (size_t)c->heads * c->head_dim, kd = (size_t)c->kv_heads * c->head_dim;
+  uint32_t pos = lc->pos0 + (uint32_t)t;
+  int32_t li = (int32_t)lc->l;
+  tl_status st = emit(r, TL_QWEN3_STAGE_Q, li, pos, b->q + t * qd, qd, false);
+  if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_K, li, pos, lc->k + t * kd, kd, false);
+  if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_V, li, pos, lc->v + t * kd, kd, false);
+  if (st == TL_OK)
+    st = project_rest(r, b, lc->cache, lc->l, pos, b->q + t * qd, lc->k + t * kd,
+                      lc->v + t * kd, row);
+  return st;
+}
+
+static tl_status step_after_o(const run *r, bufs *b, const layer_ctx *lc, size_t t,
+                              float *row) {
+  size_t H = r->m->cfg.hidden;
+  return after_o_proj(r, lc->l, b->x + t * H, lc->h + t * H, lc->xn + t * H, row,
+                      lc->pos0 + (uint32_t)t);
+}
+
+static tl_status step_act(const run *r, bufs *b, const layer_ctx *lc, size_t t, float *row) {
+  size_t I = r->m->cfg.inter;
+  uint32_t pos = lc->pos0 + (uint32_t)t;
+  int32_t li = (int32_t)lc->l;
+  tl_status st = emit(r, TL_QWEN3_STAGE_GATE, li, pos, lc->gate + t * I, I, false);
+  (void)b;
+  if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_UP, li, pos, lc->up + t * I, I, false);
+  if (st == TL_OK) st = silu_up(r, lc->l, lc->gate + t * I, lc->up + t * I, row, pos);
+  return st;
+}
+
+static tl_status step_after_down(const run *r, bufs *b, const layer_ctx *lc, size_t t,
+                                 float *row) {
+  size_t H = r->m->cfg.hidden;
+  (void)row;
+  return after_down(r, lc->l, b->x + t * H, lc->h + t * H, lc->pos0 + (uint32_t)t);
+}
+
 /* One layer of the fast lane for the call's n tokens: the same per-token
  * operations as project/attend/finish_layer, but each group of products
  * that share inputs (q/k/v, o, gate/up, down) is one parallel call over
- * every token, so that each weight tile is read once per call (F-8). */
+ * every token, so that each weight tile is read once per call (F-8), and
+ * the per-token steps between them are split between the threads by
+ * token. */
 static tl_status fast_layer(const run *r, bufs *b, tl_qwen3_cache *cache, uint32_t l,
                             size_t n, uint32_t pos0, uint32_t keys) {
   const tl_qwen3 *m = r->m;
@@ -1005,27 +1129,25 @@ static tl_status fast_layer(const run *r, bufs *b, tl_qwen3_cache *cache, uint32
   const tl_qwen3_layer *L = &m->layers[l];
   size_t H = c->hidden, I = c->inter, qd = (size_t)c->heads * c->head_dim;
   size_t kd = (size_t)c->kv_heads * c->head_dim;
-  float eps = (m->mutations & TL_QWEN3_MUT_RMS_EPS) ? 1e-5f : c->rms_eps;
-  float *xn = b->fx, *k = xn + n * H, *v = k + n * kd, *at = v + n * kd;
-  float *h = at + n * qd, *gate = h + n * H, *up = gate + n * I;
-  int32_t li = (int32_t)l;
-  tl_status st = TL_OK;
-  for (size_t t = 0; t < n && st == TL_OK; t++) {
-    st = rmsnorm(&L->attn_norm, b->x + t * H, xn + t * H, H, eps, b->row);
-    if (st == TL_OK)
-      st = emit(r, TL_QWEN3_STAGE_ATTN_NORM, li, pos0 + (uint32_t)t, xn + t * H, H, false);
-  }
+  layer_ctx lc;
+  float *at;
+  tl_status st;
+  lc.cache = cache;
+  lc.l = l;
+  lc.pos0 = pos0;
+  lc.xn = b->fx;
+  lc.k = lc.xn + n * H;
+  lc.v = lc.k + n * kd;
+  at = lc.v + n * kd;
+  lc.h = at + n * qd;
+  lc.gate = lc.h + n * H;
+  lc.up = lc.gate + n * I;
+  st = per_token(r, b, &lc, n, step_attn_norm);
   if (st == TL_OK) {
     const tl_qwen3_weight *ws[3] = {&L->q, &L->k, &L->v};
-    float *ys[3] = {b->q, k, v};
-    fast_matmul(r, b, ws, 3, xn, n, ys);
-  }
-  for (size_t t = 0; t < n && st == TL_OK; t++) {
-    uint32_t pos = pos0 + (uint32_t)t;
-    st = emit(r, TL_QWEN3_STAGE_Q, li, pos, b->q + t * qd, qd, false);
-    if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_K, li, pos, k + t * kd, kd, false);
-    if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_V, li, pos, v + t * kd, kd, false);
-    if (st == TL_OK) st = project_rest(r, b, cache, l, pos, b->q + t * qd, k + t * kd, v + t * kd);
+    float *ys[3] = {b->q, lc.k, lc.v};
+    fast_matmul(r, b, ws, 3, lc.xn, n, ys);
+    st = per_token(r, b, &lc, n, step_project);
   }
   for (size_t t = 0; t < n && st == TL_OK; t++) {
     st = attend(r, b, cache, l, b->q + t * qd, pos0 + (uint32_t)t, keys);
@@ -1033,27 +1155,20 @@ static tl_status fast_layer(const run *r, bufs *b, tl_qwen3_cache *cache, uint32
   }
   if (st == TL_OK) {
     const tl_qwen3_weight *w = &L->o;
-    fast_matmul(r, b, &w, 1, at, n, &h);
+    fast_matmul(r, b, &w, 1, at, n, &lc.h);
+    st = per_token(r, b, &lc, n, step_after_o);
   }
-  for (size_t t = 0; t < n && st == TL_OK; t++)
-    st = after_o_proj(r, l, b->x + t * H, h + t * H, xn + t * H, b->row, pos0 + (uint32_t)t);
   if (st == TL_OK) {
     const tl_qwen3_weight *ws[2] = {&L->gate, &L->up};
-    float *ys[2] = {gate, up};
-    fast_matmul(r, b, ws, 2, xn, n, ys);
-  }
-  for (size_t t = 0; t < n && st == TL_OK; t++) {
-    uint32_t pos = pos0 + (uint32_t)t;
-    st = emit(r, TL_QWEN3_STAGE_GATE, li, pos, gate + t * I, I, false);
-    if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_UP, li, pos, up + t * I, I, false);
-    if (st == TL_OK) st = silu_up(r, l, gate + t * I, up + t * I, b->row, pos);
+    float *ys[2] = {lc.gate, lc.up};
+    fast_matmul(r, b, ws, 2, lc.xn, n, ys);
+    st = per_token(r, b, &lc, n, step_act);
   }
   if (st == TL_OK) {
     const tl_qwen3_weight *w = &L->down;
-    fast_matmul(r, b, &w, 1, gate, n, &h);
+    fast_matmul(r, b, &w, 1, lc.gate, n, &lc.h);
+    st = per_token(r, b, &lc, n, step_after_down);
   }
-  for (size_t t = 0; t < n && st == TL_OK; t++)
-    st = after_down(r, l, b->x + t * H, h + t * H, pos0 + (uint32_t)t);
   return st;
 }
 
