@@ -227,6 +227,51 @@ try {
     x.free(text);
   }
   check('the module is usable after the refusals (same reply)', JSON.stringify((await m.generate(greedy)).ids) === JSON.stringify(first.ids));
+  {
+    // Random calls across the boundary: pointers that are NULL, inside a
+    // scratch buffer, at or past the end of memory or wrapping; lengths
+    // small, large or wrapping; handles live, forged or random. No call
+    // may trap, and each returns a status the API defines. (The scratch
+    // holds the longest valid length: the boundary checks memory, not the
+    // caller's buffers, as C does.)
+    const scratch = rt.alloc(65536); // room for the largest valid length below (4096 u32s)
+    const known = new Set([0, 1, 4, 5, 6, 8, 9, 10, 11, 13, 14, 32, 33, 35, 36]);
+    let seed = 12345;
+    const rand = (n) => ((seed = (seed * 1103515245 + 12345) >>> 0) >>> 8) % n;
+    // The end of memory as it is now (calls may grow it).
+    const top = () => rt.memory.buffer.byteLength;
+    const ptr = () => [0, scratch, scratch + 64, top() - 1, top(), top() + 4096, 0xfffffff0, 8][rand(8)];
+    const len = () => [0, 1, 16, 592, 4096, 0x7fffffff, 0xffffffff][rand(7)];
+    const handle = () => [m.handle, m.session, 0, 0x40000001, 0x80000001, 0xc0000001, rand(0xffffffff)][rand(7)];
+    const calls = [
+      () => x.tl_error_detail(handle(), ptr()),
+      () => x.tl_model_artifact_id(handle(), ptr()),
+      () => x.tl_model_preflight(handle(), ptr(), ptr()),
+      () => x.tl_session_position(handle(), ptr()),
+      () => x.tl_model_render(handle(), ptr(), len(), ptr(), len(), ptr(), ptr()),
+      () => x.tl_model_encode(handle(), ptr(), len(), ptr(), len(), ptr()),
+      () => x.tl_model_decode(handle(), ptr(), len(), rand(4), ptr(), len(), ptr()),
+      () => x.tl_generation_new(handle(), ptr()),
+      () => x.tl_generation_run(handle(), ptr()),
+      () => x.tl_generation_result_get(handle(), ptr()),
+      () => x.tl_model_open_bytes(ptr(), len(), rand(3), ptr()),
+    ];
+    let traps = 0;
+    const odd = new Set();
+    for (let i = 0; i < 3000; i++) {
+      rt.u8().fill(0, scratch, scratch + 65536);
+      try {
+        const st = calls[rand(calls.length)]();
+        if (!known.has(st)) odd.add(st);
+      } catch (err) {
+        traps++;
+        if (traps === 1) console.log(`  first trap: ${err}`);
+      }
+    }
+    check('3000 random calls across the boundary: none traps, every status typed', traps === 0 && odd.size === 0, `${traps} traps, statuses ${[...odd]}`);
+    x.free(scratch);
+  }
+  check('the module is usable after the random calls (same reply)', JSON.stringify((await m.generate(greedy)).ids) === JSON.stringify(first.ids));
   // A forged handle: kind bits of a session, a slot never used.
   const saved = m.session;
   m.session = (2 << 30) | (1000 << 20) | 1;
