@@ -137,10 +137,9 @@ class Runtime {
     this.memory = this.x.memory ?? env.memory;
     if (this.entry.shared) {
       // Thread-local storage of this (the main) instance: tl_error's last record.
-      const size = this.x.__tls_size.value;
-      const tls = this.x.malloc(size + 16) >>> 0;
-      if (!tls) throw new TinylmError('out_of_memory', 'no memory for thread-local storage');
-      this.x.__wasm_init_tls((tls + 15) & ~15);
+      const align = Math.max(this.x.__tls_align.value, 1);
+      const tls = this.alloc(this.x.__tls_size.value + align);
+      this.x.__wasm_init_tls(Math.ceil(tls / align) * align);
     }
     const abi = this.x.tl_abi_version();
     if (abi !== ABI_VERSION)
@@ -280,7 +279,7 @@ async function startPool(rt, threads) {
     const worker = await spawn(url, { detached: true });
     worker.onError((e) => { failure = e; });
     worker.post({ role: 'pool', module: rt.module, memory: rt.memory, w,
-      stackTop: (stack + POOL_STACK) & ~15, tls: Math.ceil(tls / align) * align });
+      stackTop: ((stack + POOL_STACK) & ~15) >>> 0, tls: Math.ceil(tls / align) * align });
     rt.pool.push(worker);
   }
   // Every worker in its loop before the first call (a few seconds at most).
