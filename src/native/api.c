@@ -2,6 +2,9 @@
  * handle tables (src/core/api/handle.h) behind one mutex, objects that
  * live while a handle or a user holds them, and the glue to the session,
  * rendering, encoding and the generation turn that the CLI uses too.
+ * The wasm32 API modules build this file too (docs/web.md, Modules): use
+ * only the C library web/wasm/hosted provides (no jansson, files or
+ * threads beyond the one mutex).
  *
  * Lifetimes: each object counts its references (its handle, the objects
  * built on it, the calls in flight). Closing ends the handle at once, so a

@@ -1,4 +1,6 @@
-/* Encoding through a loaded tokenizer with reusable, growing buffers. */
+/* Encoding through a loaded tokenizer with reusable, growing buffers. Also
+ * built into the wasm32 API modules (docs/web.md, Modules): use only the C
+ * library web/wasm/hosted provides (no jansson, files or threads). */
 #include "encoder.h"
 
 #include <stdlib.h>

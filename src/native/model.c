@@ -1,3 +1,5 @@
+/* Also built into the wasm32 API modules (docs/web.md, Modules): use only
+ * the C library web/wasm/hosted provides (no jansson, files or threads). */
 #include "model.h"
 
 #include <stdio.h>

@@ -1,4 +1,5 @@
-/* CBOR documents into malloc'd buffers (cbor_alloc.h). */
+/* CBOR documents into malloc'd buffers (cbor_alloc.h). Also built into
+ * the wasm32 API modules: no jansson here. */
 #include "cbor_alloc.h"
 
 #include <stdlib.h>
