@@ -230,6 +230,59 @@ static void overflow_is_located(tl_test_ctx *t) {
                    fault.pos == 0 ? TL_ERR_NUMERICAL_FAILURE : TL_OK);
 }
 
+/* Attention over a whole call (each task takes its heads through every
+ * position) names a non-finite value where attention position by position
+ * (the same tokens one call each) names it, at 1 and 3 threads: huge q and
+ * k norm weights make the scores overflow. */
+static void attention_fault_located_as_in_order(tl_test_ctx *t) {
+  static const uint32_t threads[] = {1, 3};
+  uint32_t ids[4] = {3, 4, 5, 6};
+  for (size_t ti = 0; ti < 2; ti++) {
+    fixture f;
+    tl_qwen3_cache c;
+    tl_qwen3_fault one, whole;
+    tl_pool *pool;
+    tl_parallel par;
+    const tl_qwen3_layer *L;
+    tl_status st = TL_OK;
+    if (!setup(t, &f, TL_QTYPE_F32, 85) || !TL_EXPECT_OK(t, tl_pool_create(threads[ti], &pool)))
+      return;
+    par = tl_pool_parallel(pool);
+    L = &f.m.layers[0];
+    if (TL_EXPECT(t, L->q_norm.type == TL_QTYPE_F32 && L->k_norm.type == TL_QTYPE_F32)) {
+      for (size_t i = 0; i < L->q_norm.n; i++)
+        tl_store_le32(model_buf + (L->q_norm.data - model_buf) + 4 * i, tl_f32_to_bits(1e19f));
+      for (size_t i = 0; i < L->k_norm.n; i++)
+        tl_store_le32(model_buf + (L->k_norm.data - model_buf) + 4 * i, tl_f32_to_bits(1e19f));
+      if (TL_EXPECT_OK(t, fast_lane(&f, tl_native_kernels(), &par)) &&
+          TL_EXPECT_OK(t, tl_qwen3_cache_init(&c, &f.m, 4, &f.arena))) {
+        memset(&one, 0xAB, sizeof one);
+        memset(&whole, 0xCD, sizeof whole);
+        for (size_t i = 0; i < 4 && st == TL_OK; i++)
+          st = tl_qwen3_forward(&f.m, &c, ids + i, 1, NULL, NULL, &f.scratch, &one);
+        TL_EXPECT_STATUS(t, st, TL_ERR_NUMERICAL_FAILURE);
+        c.len = 0;
+        TL_EXPECT_STATUS(t, tl_qwen3_forward(&f.m, &c, ids, 4, NULL, NULL, &f.scratch, &whole),
+                         TL_ERR_NUMERICAL_FAILURE);
+        TL_EXPECT(t, one.stage >= TL_QWEN3_STAGE_SCORES_MASKED &&
+                         one.stage <= TL_QWEN3_STAGE_ATTN_OUT);
+        TL_EXPECT_EQ_U64(t, whole.stage, one.stage);
+        TL_EXPECT_EQ_I64(t, whole.layer, one.layer);
+        TL_EXPECT_EQ_U64(t, whole.pos, one.pos);
+        /* scores and probabilities index heads x keys of their call: 4
+         * keys for the whole, pos + 1 one token at a time */
+        if (one.stage == TL_QWEN3_STAGE_ATTN_OUT) {
+          TL_EXPECT_EQ_U64(t, whole.index, one.index);
+        } else {
+          TL_EXPECT_EQ_U64(t, whole.index / 4, one.index / (one.pos + 1));
+          TL_EXPECT_EQ_U64(t, whole.index % 4, one.index % (one.pos + 1));
+        }
+      }
+    }
+    tl_pool_destroy(pool);
+  }
+}
+
 /* Cancelled from the check-th cancellation point on. */
 typedef struct cancel_at {
   size_t checks, at;
@@ -386,6 +439,7 @@ static const tl_test_case cases[] = {
     TL_CASE(invalid_codes_refused_once),
     TL_CASE(packed_in_place),
     TL_CASE(overflow_is_located),
+    TL_CASE(attention_fault_located_as_in_order),
     TL_CASE(cancelled_prefill_leaves_whole_chunks),
     TL_CASE(bad_lane_arguments),
 };

@@ -381,13 +381,33 @@ static bool all_finite(const float *data, size_t n) {
   return true;
 }
 
+/* Whether every value is finite or -inf (a masked score): x - x is 0 for
+ * finite x and NaN otherwise; max(x, -FLT_MAX) is finite for -inf too. */
+static bool all_finite_or_masked(const float *data, size_t n) {
+  float acc[16] = {0};
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (size_t k = 0; k < 16; k++) {
+      float v = data[i + k] < -3.402823466e38f ? -3.402823466e38f : data[i + k];
+      acc[k] += v - v;
+    }
+  for (size_t k = 0; i < n; i++, k++) {
+    float v = data[i] < -3.402823466e38f ? -3.402823466e38f : data[i];
+    acc[k] += v - v;
+  }
+  for (size_t k = 0; k < 16; k++)
+    if (acc[k] != 0.0f) return false;
+  return true;
+}
+
 /* Hands a row to the capture (when wanted) after checking it is finite;
  * scores may hold -inf for masked keys (allow_masked). */
 static tl_status emit(const run *r, tl_qwen3_stage stage, int32_t layer,
                       uint32_t pos, const float *data, size_t n,
                       bool allow_masked) {
   /* the quick check first; the loop finds the first offender */
-  for (size_t i = !allow_masked && all_finite(data, n) ? n : 0; i < n; i++) {
+  bool fine = allow_masked ? all_finite_or_masked(data, n) : all_finite(data, n);
+  for (size_t i = fine ? n : 0; i < n; i++) {
     if (finite(data[i]) || (allow_masked && data[i] == -__builtin_inff()))
       continue;
     if (r->fault != NULL) {
@@ -838,21 +858,23 @@ static void softmax_head(const attend_job *j, size_t h) {
   const tl_qwen3 *m = j->m;
   float *sr = j->raw + h * j->keys, *sm = j->masked + h * j->keys, *p = j->probs + h * j->keys;
   float mx = -__builtin_inff(), sum = 0.0f;
+  size_t visible = (size_t)j->last + 1;
   for (size_t k = scored_keys(j); k < j->keys; k++) sr[k] = 0.0f;
-  for (uint32_t k = 0; k < j->keys; k++) {
-    bool visible = k <= j->last;
-    sm[k] = visible ? sr[k] : -__builtin_inff();
-    if (visible && sm[k] > mx) mx = sm[k];
+  /* the masked keys: -inf scores and +0 probabilities, which add nothing
+   * to the maximum or the sum */
+  for (size_t k = visible; k < j->keys; k++) {
+    sm[k] = -__builtin_inff();
+    p[k] = 0.0f;
+  }
+  for (size_t k = 0; k < visible; k++) {
+    sm[k] = sr[k];
+    if (sm[k] > mx) mx = sm[k];
   }
   if (m->mutations & TL_QWEN3_MUT_SOFTMAX_NO_MAX) mx = 0.0f;
-  /* the masked keys' probabilities are +0 and add nothing to the sum */
-  if (m->fast != NULL) tl_kern_exps_k(m->fast, sm, mx, (size_t)j->last + 1, p);
-  else tl_kern_exps(sm, mx, (size_t)j->last + 1, p);
-  for (uint32_t k = 0; k < j->keys; k++) {
-    if (k > j->last) p[k] = 0.0f;
-    sum += p[k];
-  }
-  for (uint32_t k = 0; k <= j->last; k++) p[k] = p[k] / sum;
+  if (m->fast != NULL) tl_kern_exps_k(m->fast, sm, mx, visible, p);
+  else tl_kern_exps(sm, mx, visible, p);
+  for (size_t k = 0; k < visible; k++) sum += p[k];
+  for (size_t k = 0; k < visible; k++) p[k] = p[k] / sum;
 }
 
 static void attend_head(const attend_job *j, size_t h) {
@@ -938,6 +960,87 @@ static tl_status attend(const run *r, bufs *b, const tl_qwen3_cache *cache,
   if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_SCORES_MASKED, li, pos, j.masked, row, true);
   if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_PROBS, li, pos, j.probs, row, false);
   if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_ATTN_OUT, li, pos, b->attn, c->heads * c->head_dim, false);
+  return st;
+}
+
+/* The fast lane's attention for a call's n positions when nothing is
+ * captured: each task takes its heads through every position in order, so
+ * that a head's keys and values stay in cache from one position to the
+ * next (position by position, every head's were read again for each).
+ * Every score, probability and output is attend's, and each head's rows are
+ * checked as attend's emits check them; when one is not finite the
+ * positions run again through attend, which names the first fault. */
+typedef struct block_job {
+  attend_job base; /* the layer's keys and values, the score slots */
+  const float *q;  /* [n][A*D] */
+  float *at;       /* [n][A*D]: the outputs */
+  size_t n;
+  uint32_t pos0;
+  bool bad[TL_PAR_MAX_TASKS];
+} block_job;
+
+static void block_task(void *ctx, uint32_t task, uint32_t n_tasks) {
+  block_job *bj = ctx;
+  const tl_qwen3 *m = bj->base.m;
+  size_t b, e, qd = (size_t)m->cfg.heads * m->cfg.head_dim;
+  tl_par_range(m->cfg.heads, task, n_tasks, &b, &e);
+  bj->bad[task] = false;
+  for (size_t h = b; h < e;) {
+    size_t w = h + 1 < e && kv_head_of(m, h) == kv_head_of(m, h + 1) ? 2 : 1;
+    for (size_t t = 0; t < bj->n; t++) {
+      attend_job j = bj->base;
+      uint32_t pos = bj->pos0 + (uint32_t)t;
+      j.q = bj->q + t * qd;
+      j.attn = bj->at + t * qd;
+      j.last = pos + ((m->mutations & TL_QWEN3_MUT_MASK_OFF_BY_ONE) && pos + 1 < j.keys);
+      if (w == 2) attend_pair(&j, h);
+      else attend_head(&j, h);
+      for (size_t i = h; i < h + w; i++)
+        bj->bad[task] |= !all_finite_or_masked(j.masked + i * j.keys, j.keys) ||
+                         !all_finite(j.probs + i * j.keys, j.keys);
+    }
+    h += w;
+  }
+}
+
+/* Attention for positions [pos0, pos0 + n) of a fast_layer call into at
+ * ([n][A*D]), with attend's checks and faults. */
+static tl_status attend_all(const run *r, bufs *b, const tl_qwen3_cache *cache, uint32_t l,
+                            size_t n, uint32_t pos0, uint32_t keys, float *at) {
+  const tl_qwen3 *m = r->m;
+  const tl_qwen3_config *c = &m->cfg;
+  size_t qd = (size_t)c->heads * c->head_dim, row = (size_t)c->heads * keys;
+  tl_status st = TL_OK;
+  if (r->cap == NULL && n > 1) {
+    block_job bj;
+    uint32_t tasks = fast_tasks(m, c->heads);
+    bool bad = false;
+    memset(&bj.base, 0, sizeof bj.base);
+    bj.base.m = m;
+    bj.base.kc = cache->k + tl_qwen3_cache_at(cache, l, 0, 0);
+    bj.base.vc = cache->v + tl_qwen3_cache_at(cache, l, 0, 0);
+    bj.base.head_stride = (size_t)cache->capacity * c->head_dim;
+    bj.base.raw = b->scores;
+    bj.base.masked = bj.base.raw + row;
+    bj.base.probs = bj.base.masked + row;
+    bj.base.keys = keys;
+    bj.q = b->q;
+    bj.at = at;
+    bj.n = n;
+    bj.pos0 = pos0;
+    tl_parallel_run(m->par, block_task, &bj, tasks);
+    for (uint32_t i = 0; i < tasks; i++) bad |= bj.bad[i];
+    if (!bad) {
+      for (size_t t = 0; t < n && st == TL_OK; t++)
+        st = emit(r, TL_QWEN3_STAGE_ATTN_OUT, (int32_t)l, pos0 + (uint32_t)t, at + t * qd, qd,
+                  false);
+      return st;
+    }
+  }
+  for (size_t t = 0; t < n && st == TL_OK; t++) {
+    st = attend(r, b, cache, l, b->q + t * qd, pos0 + (uint32_t)t, keys);
+    memcpy(at + t * qd, b->attn, qd * sizeof(float));
+  }
   return st;
 }
 
@@ -1149,10 +1252,7 @@ static tl_status fast_layer(const run *r, bufs *b, tl_qwen3_cache *cache, uint32
     fast_matmul(r, b, ws, 3, lc.xn, n, ys);
     st = per_token(r, b, &lc, n, step_project);
   }
-  for (size_t t = 0; t < n && st == TL_OK; t++) {
-    st = attend(r, b, cache, l, b->q + t * qd, pos0 + (uint32_t)t, keys);
-    memcpy(at + t * qd, b->attn, qd * sizeof(float));
-  }
+  if (st == TL_OK) st = attend_all(r, b, cache, l, n, pos0, keys, at);
   if (st == TL_OK) {
     const tl_qwen3_weight *w = &L->o;
     fast_matmul(r, b, &w, 1, at, n, &lc.h);
