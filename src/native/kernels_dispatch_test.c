@@ -294,6 +294,55 @@ static void pairs(tl_test_ctx *t, const tl_kernels *k, const float *a, const flo
   free(b), free(q), free(s0), free(s1), free(o0), free(o1), free(w0), free(w1);
 }
 
+/* The many-query forms (a block of positions of heads sharing a KV head)
+ * against the twins: 1 to 11 queries, each probability row over its own
+ * count of value rows (equal, staggered as causal positions are, or
+ * shuffled). */
+static void many(tl_test_ctx *t, const tl_kernels *k, const float *v, size_t stride,
+                 size_t count, size_t d, tl_test_rng *rng) {
+  enum { NQ = 11 };
+  float *q[NQ], *p[NQ], *got[NQ], *want = malloc((count + d) * sizeof(float));
+  size_t counts[NQ];
+  bool ok = want != NULL;
+  for (size_t i = 0; i < NQ; i++) {
+    q[i] = malloc(d * sizeof(float));
+    p[i] = malloc(count * sizeof(float));
+    got[i] = malloc((count + d) * sizeof(float));
+    ok = ok && q[i] && p[i] && got[i];
+  }
+  if (!TL_EXPECT(t, ok)) return;
+  for (size_t i = 0; i < NQ; i++) {
+    for (size_t e = 0; e < d; e++) q[i][e] = random_value(rng, -6, 6);
+    for (size_t j = 0; j < count; j++) p[i][j] = random_value(rng, -8, 0);
+  }
+  for (size_t nq = 1; nq <= NQ; nq++)
+    for (int shape = 0; shape < 3; shape++) {
+      for (size_t i = 0; i < nq; i++)
+        counts[i] = shape == 0   ? count
+                    : shape == 1 ? (count > nq ? count - nq + 1 + i : 1 + i % count)
+                                 : 1 + tl_test_rng_next(rng) % count;
+      tl_kern_dots_n(k, (const float *const *)q, nq, v, stride, count, d, got);
+      for (size_t i = 0; i < nq; i++) {
+        tl_kern_dots(q[i], v, stride, count, d, want);
+        if (!TL_EXPECT_MEM(t, got[i], want, count * sizeof(float))) {
+          print_case(t, k->name, "dots_n", nq, i, d);
+          return;
+        }
+      }
+      for (size_t i = 0; i < nq; i++) memset(got[i], 0xA5, d * sizeof(float));
+      tl_kern_weighted_n(k, (const float *const *)p, counts, nq, v, stride, d, got);
+      for (size_t i = 0; i < nq; i++) {
+        tl_kern_weighted(p[i], counts[i], v, stride, d, want);
+        if (!TL_EXPECT_MEM(t, got[i], want, d * sizeof(float))) {
+          print_case(t, k->name, "weighted_n", nq, i, d);
+          return;
+        }
+      }
+    }
+  for (size_t i = 0; i < NQ; i++) free(q[i]), free(p[i]), free(got[i]);
+  free(want);
+}
+
 /* The attention kernels through each variant against the twins: scores
  * (F-6 dot) and probability-weighted values (each element's sequential
  * sum), head sizes around the vector widths, strides wider than a row. */
@@ -326,6 +375,7 @@ static void attention(tl_test_ctx *t) {
       if (!TL_EXPECT_MEM(t, got, want, d * sizeof(float)))
         print_case(t, ks[k]->name, "weighted", 0, count, d);
       pairs(t, ks[k], a, v, p, stride, count, d);
+      many(t, ks[k], v, stride, count, d, &rng);
     }
     free(a);
     free(v);

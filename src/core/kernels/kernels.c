@@ -83,6 +83,30 @@ void tl_kern_weighted2_k(const tl_kernels *k, const float *p0, const float *p1, 
   tl_kern_weighted_k(k, p1, count, v, stride, d, out1);
 }
 
+void tl_kern_dots_n(const tl_kernels *k, const float *const *q, size_t nq, const float *keys,
+                    size_t stride, size_t count, size_t n, float *const *out) {
+  size_t i = 0;
+  if (k->dots_n != NULL) {
+    k->dots_n(q, nq, keys, stride, count, n, out);
+    return;
+  }
+  for (; i + 2 <= nq; i += 2)
+    tl_kern_dots2_k(k, q[i], q[i + 1], keys, stride, count, n, out[i], out[i + 1]);
+  if (i < nq) tl_kern_dots_k(k, q[i], keys, stride, count, n, out[i]);
+}
+
+void tl_kern_weighted_n(const tl_kernels *k, const float *const *p, const size_t *counts,
+                        size_t nq, const float *v, size_t stride, size_t d, float *const *out) {
+  size_t i = 0;
+  if (k->weighted_n != NULL) {
+    k->weighted_n(p, counts, nq, v, stride, d, out);
+    return;
+  }
+  for (; i + 2 <= nq && counts[i] == counts[i + 1]; i += 2)
+    tl_kern_weighted2_k(k, p[i], p[i + 1], counts[i], v, stride, d, out[i], out[i + 1]);
+  for (; i < nq; i++) tl_kern_weighted_k(k, p[i], counts[i], v, stride, d, out[i]);
+}
+
 void tl_kern_exps(const float *x, float sub, size_t n, float *out) {
   for (size_t i = 0; i < n; i++) out[i] = tl_expf(x[i] - sub);
 }
@@ -277,7 +301,7 @@ TL_KERN_SCALAR_FN(scalar_q4, TL_QTYPE_Q4, rows_quant)
 static const tl_kernels scalar = {
     TL_KERN_SCALAR, "scalar", {scalar_f32, scalar_f16, scalar_bf16, scalar_q8, scalar_q4},
     {NULL, NULL, NULL, NULL, NULL},
-    NULL, NULL, NULL, NULL, NULL, NULL};
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
 
 #ifdef __wasm_simd128__
 static const tl_kernels wasm_simd = {
@@ -285,7 +309,7 @@ static const tl_kernels wasm_simd = {
     "wasm-simd128",
     {tl_wasm_rows_f32, tl_wasm_rows_f16, tl_wasm_rows_bf16, tl_wasm_rows_q8, tl_wasm_rows_q4},
     {NULL, NULL, NULL, NULL, NULL},
-    NULL, NULL, NULL, NULL, NULL, NULL};
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
 #endif
 
 const tl_kernels *tl_kernels_get(tl_kern_isa isa) {

@@ -100,6 +100,12 @@ typedef struct tl_kernels {
                 size_t n, float *out0, float *out1);
   void (*weighted2)(const float *p0, const float *p1, size_t count, const float *v,
                     size_t stride, size_t d, float *out0, float *out1);
+  /* tl_kern_dots_n's and tl_kern_weighted_n's contracts; NULL: the pair
+   * or single kernels per query. */
+  void (*dots_n)(const float *const *q, size_t nq, const float *k, size_t stride, size_t count,
+                 size_t n, float *const *out);
+  void (*weighted_n)(const float *const *p, const size_t *counts, size_t nq, const float *v,
+                     size_t stride, size_t d, float *const *out);
   /* tl_kern_exps' contract; NULL: the scalar twin. */
   void (*exps)(const float *x, float sub, size_t n, float *out);
 } tl_kernels;
@@ -178,6 +184,18 @@ void tl_kern_dots_k(const tl_kernels *k, const float *q, const float *keys, size
 void tl_kern_weighted_k(const tl_kernels *k, const float *p, size_t count, const float *v,
                         size_t stride, size_t d, float *out);
 void tl_kern_exps_k(const tl_kernels *k, const float *x, float sub, size_t n, float *out);
+/* out[i][j] = tl_kern_dot(q[i], k + j * stride, n) for i < nq, j < count:
+ * several queries (heads sharing a KV head, consecutive positions) against
+ * the same keys, each score exactly the single kernel's. */
+void tl_kern_dots_n(const tl_kernels *k, const float *const *q, size_t nq, const float *keys,
+                    size_t stride, size_t count, size_t n, float *const *out);
+
+/* out[i] = tl_kern_weighted(p[i], counts[i], v, stride, d) for i < nq:
+ * several probability rows, each over its own first counts[i] value rows,
+ * each output element exactly the single kernel's. */
+void tl_kern_weighted_n(const tl_kernels *k, const float *const *p, const size_t *counts,
+                        size_t nq, const float *v, size_t stride, size_t d, float *const *out);
+
 void tl_kern_dots2_k(const tl_kernels *k, const float *q0, const float *q1, const float *keys,
                      size_t stride, size_t count, size_t n, float *out0, float *out1);
 void tl_kern_weighted2_k(const tl_kernels *k, const float *p0, const float *p1, size_t count,

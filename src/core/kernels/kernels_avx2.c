@@ -146,6 +146,6 @@ FLOAT_FN(rows_bf16, 2)
 const tl_kernels tl_kernels_avx2 = {
     TL_KERN_AVX2, "avx2", {rows_f32, rows_f16, rows_bf16, rows_q8, rows_q4},
     {NULL, NULL, NULL, NULL, NULL},
-    NULL, NULL, NULL, NULL, NULL, NULL};
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
 
 #endif

@@ -363,6 +363,88 @@ TARGET static void weighted2(const float *p0, const float *p1, size_t count, con
   }
 }
 
+/* tl_kern_dots_n: eight queries at a time against two keys at a time (16
+ * accumulators), each key row loaded once for the eight; other counts
+ * through the pair and single kernels. */
+TARGET static void dots_n(const float *const *q, size_t nq, const float *k, size_t stride,
+                          size_t count, size_t n, float *const *out) {
+  size_t i = 0;
+  for (; i + 8 <= nq; i += 8) {
+    size_t j = 0;
+    for (; j + 2 <= count; j += 2) {
+      __m512 a0[8], a1[8];
+      _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) a0[c] = a1[c] = _mm512_setzero_ps();
+      for (size_t e = 0; e < n; e += 16) {
+        __mmask16 m = n - e >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - e)) - 1);
+        __m512 k0 = _mm512_maskz_loadu_ps(m, k + j * stride + e);
+        __m512 k1 = _mm512_maskz_loadu_ps(m, k + (j + 1) * stride + e);
+        _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) {
+          __m512 x = _mm512_maskz_loadu_ps(m, q[i + (size_t)c] + e);
+          a0[c] = _mm512_add_ps(a0[c], _mm512_mul_ps(x, k0));
+          a1[c] = _mm512_add_ps(a1[c], _mm512_mul_ps(x, k1));
+        }
+      }
+      _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) {
+        out[i + (size_t)c][j] = tree16(a0[c]);
+        out[i + (size_t)c][j + 1] = tree16(a1[c]);
+      }
+    }
+    if (j < count)
+      for (size_t c = 0; c < 8; c++) dots(q[i + c], k + j * stride, stride, count - j, n, out[i + c] + j);
+  }
+  for (; i + 2 <= nq; i += 2) dots2(q[i], q[i + 1], k, stride, count, n, out[i], out[i + 1]);
+  if (i < nq) dots(q[i], k, stride, count, n, out[i]);
+}
+
+/* tl_kern_weighted_n: four probability rows at a time, 64 elements per
+ * pass (16 accumulators), each value row loaded once for the rows that
+ * reach it; every element's sum over the keys in order. */
+TARGET static void weighted_n(const float *const *p, const size_t *counts, size_t nq,
+                              const float *v, size_t stride, size_t d, float *const *out) {
+  size_t i = 0;
+  for (; i + 4 <= nq; i += 4) {
+    size_t lo = counts[i], hi = counts[i];
+    for (size_t c = 1; c < 4; c++) {
+      lo = counts[i + c] < lo ? counts[i + c] : lo;
+      hi = counts[i + c] > hi ? counts[i + c] : hi;
+    }
+    for (size_t e0 = 0; e0 < d; e0 += 64) {
+      __m512 acc[4][4];
+      __mmask16 m[4];
+      _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
+        size_t at = e0 + 16 * (size_t)c, left = at < d ? d - at : 0;
+        m[c] = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+        _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) acc[r][c] = _mm512_setzero_ps();
+      }
+      for (size_t j = 0; j < lo; j++) {
+        const float *vj = v + j * stride + e0;
+        __m512 b[4];
+        _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) b[r] = _mm512_set1_ps(p[i + (size_t)r][j]);
+        _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
+          __m512 x = _mm512_maskz_loadu_ps(m[c], vj + 16 * c);
+          _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
+            acc[r][c] = _mm512_add_ps(acc[r][c], _mm512_mul_ps(b[r], x));
+        }
+      }
+      for (size_t j = lo; j < hi; j++) { /* the rows that reach further */
+        const float *vj = v + j * stride + e0;
+        _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) {
+          __m512 b;
+          if (counts[i + (size_t)r] <= j) continue;
+          b = _mm512_set1_ps(p[i + (size_t)r][j]);
+          _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
+            acc[r][c] = _mm512_add_ps(acc[r][c],
+                                      _mm512_mul_ps(b, _mm512_maskz_loadu_ps(m[c], vj + 16 * c)));
+        }
+      }
+      _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
+        _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
+          _mm512_mask_storeu_ps(out[i + (size_t)r] + e0 + 16 * c, m[c], acc[r][c]);
+    }
+  }
+  for (; i < nq; i++) weighted(p[i], counts[i], v, stride, d, out[i]);
+}
+
 /* tl_kern_exps: tl_exp's own steps (math/detmath.c) on eight doubles at a
  * time — x - sub in f32, widened exactly; k = x/ln2 rounded half away from
  * zero by truncating t +- 0.5; r = (x - k ln2_hi) - k ln2_lo; the same
@@ -414,6 +496,8 @@ const tl_kernels tl_kernels_avx512 = {
     weighted,
     dots2,
     weighted2,
+    dots_n,
+    weighted_n,
     exps};
 
 #endif

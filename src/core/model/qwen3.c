@@ -423,6 +423,10 @@ static tl_status emit(const run *r, tl_qwen3_stage stage, int32_t layer,
   return TL_OK;
 }
 
+/* Positions whose attention the fast lane computes together (attend_all):
+ * each key and value row read once for all of them. */
+#define BLOCK_POSITIONS 4
+
 typedef struct bufs {
   float *x;      /* [n][H] residual stream */
   float *q;      /* [n][A*D] queries after rope */
@@ -431,7 +435,8 @@ typedef struct bufs {
   float *attn;   /* [A*D] */
   float *h;      /* [H] */
   float *gate, *up; /* [I] */
-  float *scores; /* [3][A*S]: raw, masked, probs */
+  float *scores; /* [3][A*S]: raw, masked, probs; the fast lane: that for
+                  * each of BLOCK_POSITIONS positions */
   float *row;    /* per task (row_tasks): row_floats of scratch (a decoded
                   * weight row, a head's copy) */
   float *act;    /* fast lane: [n] quantized activations (fast_act_floats) */
@@ -487,7 +492,8 @@ static bool buffer_counts(const tl_qwen3 *m, size_t n, uint32_t keys,
   size_t h = c->hidden;
   if (tl_mul_size(n, h, &counts[0]) != TL_OK ||
       tl_mul_size(n, qd, &counts[1]) != TL_OK ||
-      tl_mul_size((size_t)3 * c->heads, keys, &counts[8]) != TL_OK)
+      tl_mul_size((size_t)3 * c->heads * (m->fast != NULL ? BLOCK_POSITIONS : 1), keys,
+                  &counts[8]) != TL_OK)
     return false;
   counts[2] = h;
   counts[3] = 2 * kd;
@@ -982,22 +988,52 @@ typedef struct block_job {
 static void block_task(void *ctx, uint32_t task, uint32_t n_tasks) {
   block_job *bj = ctx;
   const tl_qwen3 *m = bj->base.m;
-  size_t b, e, qd = (size_t)m->cfg.heads * m->cfg.head_dim;
+  size_t b, e, d = m->cfg.head_dim, qd = (size_t)m->cfg.heads * d;
+  size_t slot = 3 * (size_t)m->cfg.heads * bj->base.keys; /* one position's scores */
+  float scale = (float)(1.0 / __builtin_sqrt((double)d));
   tl_par_range(m->cfg.heads, task, n_tasks, &b, &e);
   bj->bad[task] = false;
   for (size_t h = b; h < e;) {
     size_t w = h + 1 < e && kv_head_of(m, h) == kv_head_of(m, h + 1) ? 2 : 1;
-    for (size_t t = 0; t < bj->n; t++) {
-      attend_job j = bj->base;
-      uint32_t pos = bj->pos0 + (uint32_t)t;
-      j.q = bj->q + t * qd;
-      j.attn = bj->at + t * qd;
-      j.last = pos + ((m->mutations & TL_QWEN3_MUT_MASK_OFF_BY_ONE) && pos + 1 < j.keys);
-      if (w == 2) attend_pair(&j, h);
-      else attend_head(&j, h);
-      for (size_t i = h; i < h + w; i++)
-        bj->bad[task] |= !all_finite_or_masked(j.masked + i * j.keys, j.keys) ||
-                         !all_finite(j.probs + i * j.keys, j.keys);
+    size_t kvh = kv_head_of(m, h);
+    for (size_t t = 0; t < bj->n; t += BLOCK_POSITIONS) {
+      size_t np = bj->n - t < BLOCK_POSITIONS ? bj->n - t : BLOCK_POSITIONS, scored = 0;
+      attend_job j[BLOCK_POSITIONS];
+      const float *qs[2 * BLOCK_POSITIONS], *ps[2 * BLOCK_POSITIONS];
+      float *raw[2 * BLOCK_POSITIONS], *outs[2 * BLOCK_POSITIONS];
+      size_t counts[2 * BLOCK_POSITIONS];
+      for (size_t u = 0; u < np; u++) {
+        uint32_t pos = bj->pos0 + (uint32_t)(t + u);
+        j[u] = bj->base;
+        j[u].raw = bj->base.raw + u * slot;
+        j[u].masked = j[u].raw + slot / 3;
+        j[u].probs = j[u].masked + slot / 3;
+        j[u].q = bj->q + (t + u) * qd;
+        j[u].attn = bj->at + (t + u) * qd;
+        j[u].last = pos + ((m->mutations & TL_QWEN3_MUT_MASK_OFF_BY_ONE) && pos + 1 < j[u].keys);
+        scored = scored_keys(&j[u]) > scored ? scored_keys(&j[u]) : scored;
+        for (size_t i = 0; i < w; i++) {
+          qs[i * np + u] = j[u].q + (h + i) * d;
+          raw[i * np + u] = j[u].raw + (h + i) * j[u].keys;
+          ps[i * np + u] = j[u].probs + (h + i) * j[u].keys;
+          outs[i * np + u] = j[u].attn + (h + i) * d;
+          counts[i * np + u] = (size_t)j[u].last + 1;
+        }
+      }
+      /* each head and position's scores as attend_head computes them (the
+       * keys past a position's last are scored but then zeroed) */
+      tl_kern_dots_n(m->fast, qs, w * np, bj->base.kc + kvh * bj->base.head_stride, d, scored, d,
+                     raw);
+      for (size_t i = 0; i < w * np; i++)
+        for (size_t k = 0; k < scored; k++) raw[i][k] = raw[i][k] * scale;
+      for (size_t u = 0; u < np; u++)
+        for (size_t i = 0; i < w; i++) softmax_head(&j[u], h + i);
+      tl_kern_weighted_n(m->fast, ps, counts, w * np, bj->base.vc + kvh * bj->base.head_stride, d,
+                         d, outs);
+      for (size_t u = 0; u < np; u++)
+        for (size_t i = h; i < h + w; i++)
+          bj->bad[task] |= !all_finite_or_masked(j[u].masked + i * j[u].keys, j[u].keys) ||
+                           !all_finite(j[u].probs + i * j[u].keys, j[u].keys);
     }
     h += w;
   }
