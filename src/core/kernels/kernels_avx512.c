@@ -24,6 +24,11 @@ TARGET static inline float tree8(__m256 s) {
 }
 
 
+/* The mask of the first min(left, 16) lanes. */
+static inline __mmask16 first16(size_t left) {
+  return left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+}
+
 TARGET static inline float tree16(__m512 a) {
   return tree8(_mm256_add_ps(_mm512_castps512_ps256(a),
                              _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1))));
@@ -170,7 +175,7 @@ TARGET static inline __m512 load16(int type, const uint8_t *p, __mmask16 m) {
     _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                                    \
       _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) acc[i][t] = _mm512_setzero_ps(); \
     for (size_t k = 0; k < n; k += 16) {                                                   \
-      __mmask16 m = n - k >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - k)) - 1);   \
+      __mmask16 m = first16(n - k);   \
       __m512 wv[R];                                                                        \
       _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {                                \
         const uint8_t *wi = w + (size_t)i * row_bytes + k * es;                            \
@@ -266,7 +271,7 @@ TARGET static void dots(const float *q, const float *k, size_t stride, size_t co
     __m512 acc[8];
     _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) acc[c] = _mm512_setzero_ps();
     for (size_t i = 0; i < n; i += 16) {
-      __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+      __mmask16 m = first16(n - i);
       __m512 qv = _mm512_maskz_loadu_ps(m, q + i);
       _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++)
         acc[c] = _mm512_add_ps(acc[c], _mm512_mul_ps(qv, _mm512_maskz_loadu_ps(
@@ -277,7 +282,7 @@ TARGET static void dots(const float *q, const float *k, size_t stride, size_t co
   for (; j < count; j++) {
     __m512 acc = _mm512_setzero_ps();
     for (size_t i = 0; i < n; i += 16) {
-      __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+      __mmask16 m = first16(n - i);
       acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, q + i),
                                              _mm512_maskz_loadu_ps(m, k + j * stride + i)));
     }
@@ -295,7 +300,7 @@ TARGET static void weighted(const float *p, size_t count, const float *v, size_t
     __mmask16 m[8];
     _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) {
       size_t lo = e0 + 16 * (size_t)c, left = lo < d ? d - lo : 0;
-      m[c] = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+      m[c] = first16(left);
       acc[c] = _mm512_setzero_ps();
     }
     for (size_t j = 0; j < count; j++) {
@@ -318,7 +323,7 @@ TARGET static void dots2(const float *q0, const float *q1, const float *k, size_
     __m512 a0[8], a1[8];
     _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) a0[c] = a1[c] = _mm512_setzero_ps();
     for (size_t i = 0; i < n; i += 16) {
-      __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+      __mmask16 m = first16(n - i);
       __m512 x0 = _mm512_maskz_loadu_ps(m, q0 + i), x1 = _mm512_maskz_loadu_ps(m, q1 + i);
       _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) {
         __m512 kv = _mm512_maskz_loadu_ps(m, k + (j + (size_t)c) * stride + i);
@@ -344,7 +349,7 @@ TARGET static void weighted2(const float *p0, const float *p1, size_t count, con
     __mmask16 m[4];
     _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
       size_t lo = e0 + 16 * (size_t)c, left = lo < d ? d - lo : 0;
-      m[c] = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+      m[c] = first16(left);
       a0[c] = a1[c] = _mm512_setzero_ps();
     }
     for (size_t j = 0; j < count; j++) {
@@ -375,7 +380,7 @@ TARGET static void dots_n(const float *const *q, size_t nq, const float *k, size
       __m512 a0[8], a1[8];
       _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) a0[c] = a1[c] = _mm512_setzero_ps();
       for (size_t e = 0; e < n; e += 16) {
-        __mmask16 m = n - e >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - e)) - 1);
+        __mmask16 m = first16(n - e);
         __m512 k0 = _mm512_maskz_loadu_ps(m, k + j * stride + e);
         __m512 k1 = _mm512_maskz_loadu_ps(m, k + (j + 1) * stride + e);
         _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) {
@@ -413,7 +418,7 @@ TARGET static void weighted_n(const float *const *p, const size_t *counts, size_
       __mmask16 m[4];
       _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
         size_t at = e0 + 16 * (size_t)c, left = at < d ? d - at : 0;
-        m[c] = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+        m[c] = first16(left);
         _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) acc[r][c] = _mm512_setzero_ps();
       }
       for (size_t j = 0; j < lo; j++) {
