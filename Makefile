@@ -500,6 +500,8 @@ bench: setup
 	@bench/model.sh
 	@bench/kernels.sh
 	@bench/llama.sh
+	@$(MAKE) --no-print-directory web
+	@bench/web.sh
 
 # Forward-pass golden vectors (tests/golden/forward/) from the NumPy float64
 # oracle on the synthetic checkpoints of tools/forward_specs.py.
