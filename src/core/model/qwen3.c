@@ -584,38 +584,22 @@ static uint32_t fast_tasks(const tl_qwen3 *m, size_t units) {
   return units < t ? (uint32_t)(units ? units : 1) : t;
 }
 
-/* The activations of tokens [0, n) prepared for the matrices (F-3 when
- * one is q8/q4), split between tasks by token. */
+/* F-3 for the activations of tokens [0, n) (their tl_kern_x already
+ * pointing at their rows and buffers), split between tasks by token. */
 typedef struct act_job {
   const tl_kernels *k;
   tl_kern_x *xs;
-  float *act;         /* per token: act floats of quantized activation */
-  const float *x;     /* rows of width floats */
-  size_t width, n, act_floats;
-  bool quantize;
+  size_t width, n;
 } act_job;
 
 static void act_task(void *ctx, uint32_t task, uint32_t n_tasks) {
   const act_job *j = ctx;
-  size_t b, e, ng = tl_kern_groups(j->width);
+  size_t b, e;
   tl_par_range(j->n, task, n_tasks, &b, &e);
   for (size_t t = b; t < e; t++) {
-    tl_kern_x *xt = &j->xs[t];
-    memset(xt, 0, sizeof *xt);
-    xt->f = j->x + t * j->width;
-    if (j->quantize) {
-      /* per token: codes [512 ng] (64-byte aligned), scales and the two
-       * biases [16 ng] each */
-      int8_t *codes = (int8_t *)(void *)(j->act + t * j->act_floats);
-      float *scales = (float *)(void *)(codes + TL_KERN_GROUP_CODES * ng);
-      int32_t *bias8 = (int32_t *)(void *)(scales + TL_KERN_GROUP * ng);
-      int32_t *bias4 = bias8 + TL_KERN_GROUP * ng;
-      tl_kern_quantize(j->k, xt->f, j->width, codes, scales, bias8, bias4);
-      xt->codes = codes;
-      xt->scales = scales;
-      xt->q8_bias = bias8;
-      xt->q4_bias = bias4;
-    }
+    tl_kern_x *xt = &j->xs[t]; /* its buffers are the call's own (bufs.act) */
+    tl_kern_quantize(j->k, xt->f, j->width, (int8_t *)xt->codes, (float *)xt->scales,
+                     (int32_t *)xt->q8_bias, (int32_t *)xt->q4_bias);
   }
 }
 
@@ -625,28 +609,40 @@ static void act_task(void *ctx, uint32_t task, uint32_t n_tasks) {
 static void fast_matmul(const run *r, bufs *b, const tl_qwen3_weight *const *w,
                         size_t n_mats, const float *x, size_t n, float *const *y) {
   const tl_qwen3 *m = r->m;
-  act_job a;
+  size_t width = w[0]->n, ng = tl_kern_groups(width), act = fast_act_floats(&m->cfg);
+  bool quantize = false;
   fast_job j;
   memset(&j, 0, sizeof j);
   j.k = m->fast;
   j.n_mats = n_mats;
   j.n = n;
   j.xs = b->xs;
-  a.k = m->fast;
-  a.xs = b->xs;
-  a.act = b->act;
-  a.x = x;
-  a.width = w[0]->n;
-  a.n = n;
-  a.act_floats = fast_act_floats(&m->cfg);
-  a.quantize = false;
   for (size_t i = 0; i < n_mats; i++) {
     j.w[i] = w[i];
     j.y[i] = y[i];
     j.total += w[i]->rows;
-    a.quantize |= w[i]->type == TL_QTYPE_Q8 || w[i]->type == TL_QTYPE_Q4;
+    quantize |= w[i]->type == TL_QTYPE_Q8 || w[i]->type == TL_QTYPE_Q4;
   }
-  tl_parallel_run(m->par, act_task, &a, fast_tasks(m, n));
+  for (size_t t = 0; t < n; t++) {
+    tl_kern_x *xt = &b->xs[t];
+    memset(xt, 0, sizeof *xt);
+    xt->f = x + t * width;
+    if (quantize) {
+      /* per token: codes [512 ng] (64-byte aligned), scales and the two
+       * biases [16 ng] each */
+      int8_t *codes = (int8_t *)(void *)(b->act + t * act);
+      float *scales = (float *)(void *)(codes + TL_KERN_GROUP_CODES * ng);
+      int32_t *bias8 = (int32_t *)(void *)(scales + TL_KERN_GROUP * ng);
+      xt->codes = codes;
+      xt->scales = scales;
+      xt->q8_bias = bias8;
+      xt->q4_bias = bias8 + TL_KERN_GROUP * ng;
+    }
+  }
+  if (quantize) {
+    act_job a = {m->fast, b->xs, width, n};
+    tl_parallel_run(m->par, act_task, &a, fast_tasks(m, n));
+  }
   tl_parallel_run(m->par, fast_task, &j, fast_tasks(m, j.total));
 }
 
