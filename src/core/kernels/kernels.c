@@ -350,7 +350,6 @@ void tl_kern_tile(const tl_kernels *k, tl_qtype type, const uint8_t *w, size_t r
     k->tile[type](w, row_bytes, n, xs, tokens, rows, y, y_stride);
     return;
   }
-  if (k->rows[type] == NULL) k = &scalar;
   for (size_t t = 0; t < tokens; t++) k->rows[type](w, row_bytes, n, &xs[t], rows, y + t * y_stride);
 }
 

@@ -78,9 +78,7 @@ typedef enum tl_kern_isa {
 typedef struct tl_kernels {
   tl_kern_isa isa;
   const char *name;
-  /* Indexed by tl_qtype; NULL where the variant has none: callers use
-   * tl_kern_tile, which then runs the scalar twin. */
-  tl_kern_rows_fn rows[5];
+  tl_kern_rows_fn rows[5]; /* indexed by tl_qtype; every variant has all */
   /* NULL where the variant has none: callers use tl_kern_tile, which
    * loops over the tokens with rows. */
   tl_kern_tile_fn tile[5];
@@ -114,8 +112,8 @@ typedef struct tl_kernels {
 void tl_kern_quantize(const tl_kernels *k, const float *x, size_t n, int8_t *codes,
                       float *scales, int32_t *q8_bias, int32_t *q4_bias);
 
-/* k's tile kernel for type when it has one, else its rows (or the scalar
- * twin's) once per token. */
+/* k's tile kernel for type when it has one, else its rows once per
+ * token. */
 void tl_kern_tile(const tl_kernels *k, tl_qtype type, const uint8_t *w, size_t row_bytes,
                   size_t n, const tl_kern_x *xs, size_t tokens, size_t rows, float *y,
                   size_t y_stride);
