@@ -33,9 +33,13 @@ struct tl_pool {
 #define COUNT(s) ((uint32_t)((s) >> 16) & 0xFFFFu)
 #define INDEX(s) ((uint32_t)(s) & 0xFFFFu)
 
+/* A spin-wait hint: the core may give the cycles to its other thread and
+ * saves power (x86 pause, AArch64 yield). */
 static void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
 #endif
 }
 
