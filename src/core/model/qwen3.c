@@ -367,32 +367,22 @@ static bool wanted(const run *r, tl_qwen3_stage stage, int32_t layer,
          (r->cap->wants == NULL || r->cap->wants(r->cap->ctx, stage, layer, pos));
 }
 
-/* Whether every value is finite: x - x is +0 for a finite x and NaN
- * otherwise, summed into sixteen independent lanes that the compiler keeps
- * in vector registers (the order of sums of zeros changes nothing). */
-static bool all_finite(const float *data, size_t n) {
-  float acc[16] = {0};
-  size_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    for (size_t k = 0; k < 16; k++) acc[k] += data[i + k] - data[i + k];
-  for (size_t k = 0; i < n; i++, k++) acc[k] += data[i] - data[i];
-  for (size_t k = 0; k < 16; k++)
-    if (acc[k] != 0.0f) return false;
-  return true;
-}
-
-/* Whether every value is finite or -inf (a masked score): x - x is 0 for
- * finite x and NaN otherwise; max(x, -FLT_MAX) is finite for -inf too. */
-static bool all_finite_or_masked(const float *data, size_t n) {
+/* Whether every value is finite (or -inf, a masked score, when
+ * allow_masked): x - x is +0 for a finite x and NaN otherwise, summed into
+ * sixteen independent lanes that the compiler keeps in vector registers
+ * (the order of sums of zeros changes nothing); -inf is first raised to
+ * -FLT_MAX when it is allowed. */
+static bool all_finite(const float *data, size_t n, bool allow_masked) {
+  const float lowest = allow_masked ? -3.402823466e38f : -__builtin_inff();
   float acc[16] = {0};
   size_t i = 0;
   for (; i + 16 <= n; i += 16)
     for (size_t k = 0; k < 16; k++) {
-      float v = data[i + k] < -3.402823466e38f ? -3.402823466e38f : data[i + k];
+      float v = data[i + k] < lowest ? lowest : data[i + k];
       acc[k] += v - v;
     }
   for (size_t k = 0; i < n; i++, k++) {
-    float v = data[i] < -3.402823466e38f ? -3.402823466e38f : data[i];
+    float v = data[i] < lowest ? lowest : data[i];
     acc[k] += v - v;
   }
   for (size_t k = 0; k < 16; k++)
@@ -406,8 +396,7 @@ static tl_status emit(const run *r, tl_qwen3_stage stage, int32_t layer,
                       uint32_t pos, const float *data, size_t n,
                       bool allow_masked) {
   /* the quick check first; the loop finds the first offender */
-  bool fine = allow_masked ? all_finite_or_masked(data, n) : all_finite(data, n);
-  for (size_t i = fine ? n : 0; i < n; i++) {
+  for (size_t i = all_finite(data, n, allow_masked) ? n : 0; i < n; i++) {
     if (finite(data[i]) || (allow_masked && data[i] == -__builtin_inff()))
       continue;
     if (r->fault != NULL) {
@@ -932,6 +921,29 @@ static void attend_task(void *ctx, uint32_t task, uint32_t n_tasks) {
     }
 }
 
+/* j for layer l's keys [0, keys) of the cache, nothing captured. */
+static void attend_init(attend_job *j, const tl_qwen3 *m, const tl_qwen3_cache *cache,
+                        uint32_t l, uint32_t keys) {
+  memset(j, 0, sizeof *j);
+  j->m = m;
+  j->kc = cache->k + tl_qwen3_cache_at(cache, l, 0, 0);
+  j->vc = cache->v + tl_qwen3_cache_at(cache, l, 0, 0);
+  j->head_stride = (size_t)cache->capacity * m->cfg.head_dim;
+  j->keys = keys;
+}
+
+/* j's score rows (raw, masked, probs: heads x keys each) from scores, and
+ * the position it attends for: query q, output attn. */
+static void attend_at(attend_job *j, float *scores, uint32_t pos, const float *q, float *attn) {
+  size_t row = (size_t)j->m->cfg.heads * j->keys;
+  j->raw = scores;
+  j->masked = scores + row;
+  j->probs = scores + 2 * row;
+  j->q = q;
+  j->attn = attn;
+  j->last = pos + ((j->m->mutations & TL_QWEN3_MUT_MASK_OFF_BY_ONE) && pos + 1 < j->keys);
+}
+
 static tl_status attend(const run *r, bufs *b, const tl_qwen3_cache *cache,
                         uint32_t l, const float *q, uint32_t pos,
                         uint32_t keys) {
@@ -941,17 +953,8 @@ static tl_status attend(const run *r, bufs *b, const tl_qwen3_cache *cache,
   int32_t li = (int32_t)l;
   attend_job j;
   tl_status st;
-  j.m = m;
-  j.q = q;
-  j.kc = cache->k + tl_qwen3_cache_at(cache, l, 0, 0);
-  j.vc = cache->v + tl_qwen3_cache_at(cache, l, 0, 0);
-  j.head_stride = (size_t)cache->capacity * c->head_dim;
-  j.raw = b->scores;
-  j.masked = j.raw + row;
-  j.probs = j.masked + row;
-  j.attn = b->attn;
-  j.keys = keys;
-  j.last = pos + ((m->mutations & TL_QWEN3_MUT_MASK_OFF_BY_ONE) && pos + 1 < keys);
+  attend_init(&j, m, cache, l, keys);
+  attend_at(&j, b->scores, pos, q, b->attn);
   j.want_raw = wanted(r, TL_QWEN3_STAGE_SCORES, li, pos);
   if (m->fast != NULL) {
     tl_parallel_run(m->par, attend_task, &j, fast_tasks(m, c->heads));
@@ -973,7 +976,8 @@ static tl_status attend(const run *r, bufs *b, const tl_qwen3_cache *cache,
  * checked as attend's emits check them; when one is not finite the
  * positions run again through attend, which names the first fault. */
 typedef struct block_job {
-  attend_job base; /* the layer's keys and values, the score slots */
+  attend_job base; /* the layer's keys and values */
+  float *scores;   /* BLOCK_POSITIONS slots of score rows */
   const float *q;  /* [n][A*D] */
   float *at;       /* [n][A*D]: the outputs */
   size_t n;
@@ -1001,12 +1005,7 @@ static void block_task(void *ctx, uint32_t task, uint32_t n_tasks) {
       for (size_t u = 0; u < np; u++) {
         uint32_t pos = bj->pos0 + (uint32_t)(t + u);
         j[u] = bj->base;
-        j[u].raw = bj->base.raw + u * slot;
-        j[u].masked = j[u].raw + slot / 3;
-        j[u].probs = j[u].masked + slot / 3;
-        j[u].q = bj->q + (t + u) * qd;
-        j[u].attn = bj->at + (t + u) * qd;
-        j[u].last = pos + ((m->mutations & TL_QWEN3_MUT_MASK_OFF_BY_ONE) && pos + 1 < j[u].keys);
+        attend_at(&j[u], bj->scores + u * slot, pos, bj->q + (t + u) * qd, bj->at + (t + u) * qd);
         scored = scored_keys(&j[u]) > scored ? scored_keys(&j[u]) : scored;
         for (size_t i = 0; i < w; i++) {
           qs[i * np + u] = j[u].q + (h + i) * d;
@@ -1028,8 +1027,8 @@ static void block_task(void *ctx, uint32_t task, uint32_t n_tasks) {
                          d, outs);
       for (size_t u = 0; u < np; u++)
         for (size_t i = h; i < h + w; i++)
-          bj->bad[task] |= !all_finite_or_masked(j[u].masked + i * j[u].keys, j[u].keys) ||
-                           !all_finite(j[u].probs + i * j[u].keys, j[u].keys);
+          bj->bad[task] |= !all_finite(j[u].masked + i * j[u].keys, j[u].keys, true) ||
+                           !all_finite(j[u].probs + i * j[u].keys, j[u].keys, false);
     }
     h += w;
   }
@@ -1041,21 +1040,14 @@ static tl_status attend_all(const run *r, bufs *b, const tl_qwen3_cache *cache, 
                             size_t n, uint32_t pos0, uint32_t keys, float *at) {
   const tl_qwen3 *m = r->m;
   const tl_qwen3_config *c = &m->cfg;
-  size_t qd = (size_t)c->heads * c->head_dim, row = (size_t)c->heads * keys;
+  size_t qd = (size_t)c->heads * c->head_dim;
   tl_status st = TL_OK;
   if (r->cap == NULL && n > 1) {
     block_job bj;
     uint32_t tasks = fast_tasks(m, c->heads);
     bool bad = false;
-    memset(&bj.base, 0, sizeof bj.base);
-    bj.base.m = m;
-    bj.base.kc = cache->k + tl_qwen3_cache_at(cache, l, 0, 0);
-    bj.base.vc = cache->v + tl_qwen3_cache_at(cache, l, 0, 0);
-    bj.base.head_stride = (size_t)cache->capacity * c->head_dim;
-    bj.base.raw = b->scores;
-    bj.base.masked = bj.base.raw + row;
-    bj.base.probs = bj.base.masked + row;
-    bj.base.keys = keys;
+    attend_init(&bj.base, m, cache, l, keys);
+    bj.scores = b->scores;
     bj.q = b->q;
     bj.at = at;
     bj.n = n;
