@@ -260,34 +260,65 @@ TARGET static void quantize_x(const float *x, size_t n, int8_t *codes, float *sc
   }
 }
 
-/* tl_kern_dots (F-6 per score): eight keys at a time, one 512-bit
- * accumulator each (lane i mod 16), masked tail, tree T; the query's
- * loads shared. Eight chains of dependent adds hide the adds' latency;
- * the loops are unrolled so that the accumulators stay in registers. */
+/* The scores of queries q[0, Q) against keys j .. j + K - 1 (F-6 each:
+ * one 512-bit accumulator per score, lane i mod 16, masked tail, tree T):
+ * each key row and query loaded once per step for the whole tile, Q x K
+ * independent chains of adds hiding their latency, the loops unrolled so
+ * that the accumulators stay in registers. */
+#define SCORE_TILE(name, Q, K)                                                             \
+  TARGET static inline void name(const float *const *q, const float *k, size_t stride,     \
+                                 size_t j, size_t n, float *const *out) {                  \
+    __m512 acc[Q][K];                                                                      \
+    _Pragma("GCC unroll 8") for (int a = 0; a < Q; a++)                                    \
+      _Pragma("GCC unroll 8") for (int c = 0; c < K; c++) acc[a][c] = _mm512_setzero_ps(); \
+    for (size_t e = 0; e < n; e += 16) {                                                   \
+      __mmask16 m = first16(n - e);                                                        \
+      __m512 kv[K];                                                                        \
+      _Pragma("GCC unroll 8") for (int c = 0; c < K; c++)                                  \
+        kv[c] = _mm512_maskz_loadu_ps(m, k + (j + (size_t)c) * stride + e);                \
+      _Pragma("GCC unroll 8") for (int a = 0; a < Q; a++) {                                \
+        __m512 x = _mm512_maskz_loadu_ps(m, q[a] + e);                                     \
+        _Pragma("GCC unroll 8") for (int c = 0; c < K; c++)                                \
+          acc[a][c] = _mm512_add_ps(acc[a][c], _mm512_mul_ps(x, kv[c]));                   \
+      }                                                                                    \
+    }                                                                                      \
+    _Pragma("GCC unroll 8") for (int a = 0; a < Q; a++)                                    \
+      _Pragma("GCC unroll 8") for (int c = 0; c < K; c++)                                  \
+        out[a][j + (size_t)c] = tree16(acc[a][c]);                                         \
+  }
+SCORE_TILE(scores_1x1, 1, 1)
+SCORE_TILE(scores_1x8, 1, 8)
+SCORE_TILE(scores_2x8, 2, 8)
+SCORE_TILE(scores_8x2, 8, 2)
+#undef SCORE_TILE
+
+/* tl_kern_dots_n (and so dots and dots2): eight queries at a time against
+ * two keys at a time, two against eight, one against eight, then the
+ * keys left one at a time. */
+TARGET static void dots_n(const float *const *q, size_t nq, const float *k, size_t stride,
+                          size_t count, size_t n, float *const *out) {
+  for (size_t i = 0; i < nq;) {
+    size_t w = nq - i >= 8 ? 8 : nq - i >= 2 ? 2 : 1, step = w == 8 ? 2 : 8, j = 0;
+    for (; j + step <= count; j += step)
+      if (w == 8) scores_8x2(q + i, k, stride, j, n, out + i);
+      else if (w == 2) scores_2x8(q + i, k, stride, j, n, out + i);
+      else scores_1x8(q + i, k, stride, j, n, out + i);
+    for (size_t a = i; a < i + w; a++)
+      for (size_t jj = j; jj < count; jj++) scores_1x1(q + a, k, stride, jj, n, out + a);
+    i += w;
+  }
+}
+
 TARGET static void dots(const float *q, const float *k, size_t stride, size_t count, size_t n,
                         float *out) {
-  size_t j = 0;
-  for (; j + 8 <= count; j += 8) {
-    __m512 acc[8];
-    _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) acc[c] = _mm512_setzero_ps();
-    for (size_t i = 0; i < n; i += 16) {
-      __mmask16 m = first16(n - i);
-      __m512 qv = _mm512_maskz_loadu_ps(m, q + i);
-      _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++)
-        acc[c] = _mm512_add_ps(acc[c], _mm512_mul_ps(qv, _mm512_maskz_loadu_ps(
-                                                             m, k + (j + (size_t)c) * stride + i)));
-    }
-    _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) out[j + (size_t)c] = tree16(acc[c]);
-  }
-  for (; j < count; j++) {
-    __m512 acc = _mm512_setzero_ps();
-    for (size_t i = 0; i < n; i += 16) {
-      __mmask16 m = first16(n - i);
-      acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, q + i),
-                                             _mm512_maskz_loadu_ps(m, k + j * stride + i)));
-    }
-    out[j] = tree16(acc);
-  }
+  dots_n(&q, 1, k, stride, count, n, &out);
+}
+
+TARGET static void dots2(const float *q0, const float *q1, const float *k, size_t stride,
+                         size_t count, size_t n, float *out0, float *out1) {
+  const float *q[2] = {q0, q1};
+  float *out[2] = {out0, out1};
+  dots_n(q, 2, k, stride, count, n, out);
 }
 
 /* tl_kern_weighted: 128 elements at a time in eight accumulators (masked
@@ -312,32 +343,6 @@ TARGET static void weighted(const float *p, size_t count, const float *v, size_t
     _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++)
       _mm512_mask_storeu_ps(out + e0 + 16 * c, m[c], acc[c]);
   }
-}
-
-/* dots for two queries: eight keys at a time, each key row loaded once
- * for both (16 accumulators). */
-TARGET static void dots2(const float *q0, const float *q1, const float *k, size_t stride,
-                         size_t count, size_t n, float *out0, float *out1) {
-  size_t j = 0;
-  for (; j + 8 <= count; j += 8) {
-    __m512 a0[8], a1[8];
-    _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) a0[c] = a1[c] = _mm512_setzero_ps();
-    for (size_t i = 0; i < n; i += 16) {
-      __mmask16 m = first16(n - i);
-      __m512 x0 = _mm512_maskz_loadu_ps(m, q0 + i), x1 = _mm512_maskz_loadu_ps(m, q1 + i);
-      _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) {
-        __m512 kv = _mm512_maskz_loadu_ps(m, k + (j + (size_t)c) * stride + i);
-        a0[c] = _mm512_add_ps(a0[c], _mm512_mul_ps(x0, kv));
-        a1[c] = _mm512_add_ps(a1[c], _mm512_mul_ps(x1, kv));
-      }
-    }
-    _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) {
-      out0[j + (size_t)c] = tree16(a0[c]);
-      out1[j + (size_t)c] = tree16(a1[c]);
-    }
-  }
-  dots(q0, k + j * stride, stride, count - j, n, out0 + j);
-  dots(q1, k + j * stride, stride, count - j, n, out1 + j);
 }
 
 /* weighted for two probability rows: 64 elements at a time, each value
@@ -366,39 +371,6 @@ TARGET static void weighted2(const float *p0, const float *p1, size_t count, con
       _mm512_mask_storeu_ps(out1 + e0 + 16 * c, m[c], a1[c]);
     }
   }
-}
-
-/* tl_kern_dots_n: eight queries at a time against two keys at a time (16
- * accumulators), each key row loaded once for the eight; other counts
- * through the pair and single kernels. */
-TARGET static void dots_n(const float *const *q, size_t nq, const float *k, size_t stride,
-                          size_t count, size_t n, float *const *out) {
-  size_t i = 0;
-  for (; i + 8 <= nq; i += 8) {
-    size_t j = 0;
-    for (; j + 2 <= count; j += 2) {
-      __m512 a0[8], a1[8];
-      _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) a0[c] = a1[c] = _mm512_setzero_ps();
-      for (size_t e = 0; e < n; e += 16) {
-        __mmask16 m = first16(n - e);
-        __m512 k0 = _mm512_maskz_loadu_ps(m, k + j * stride + e);
-        __m512 k1 = _mm512_maskz_loadu_ps(m, k + (j + 1) * stride + e);
-        _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) {
-          __m512 x = _mm512_maskz_loadu_ps(m, q[i + (size_t)c] + e);
-          a0[c] = _mm512_add_ps(a0[c], _mm512_mul_ps(x, k0));
-          a1[c] = _mm512_add_ps(a1[c], _mm512_mul_ps(x, k1));
-        }
-      }
-      _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) {
-        out[i + (size_t)c][j] = tree16(a0[c]);
-        out[i + (size_t)c][j + 1] = tree16(a1[c]);
-      }
-    }
-    if (j < count)
-      for (size_t c = 0; c < 8; c++) dots(q[i + c], k + j * stride, stride, count - j, n, out[i + c] + j);
-  }
-  for (; i + 2 <= nq; i += 2) dots2(q[i], q[i + 1], k, stride, count, n, out[i], out[i + 1]);
-  if (i < nq) dots(q[i], k, stride, count, n, out[i]);
 }
 
 /* tl_kern_weighted_n: four probability rows at a time, 64 elements per
