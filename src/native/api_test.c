@@ -661,17 +661,21 @@ static void file_decode_errors_and_callbacks(tl_test_ctx *t) {
   TL_EXPECT_EQ_U64(t, c.tokens, r.n_ids);
   TL_EXPECT(t, c.order_ok);
   tl_generation_free(g);
+  TL_EXPECT_OK(t, tl_session_free(s));
   /* a nonzero return from on_prefill cancels before the next forward
    * call: after the first of a long prompt's chunks, before any token */
   {
-    char text[200];
+    tl_session_options o = scalar;
+    char text[600];
+    uint32_t many[256];
     size_t k = 0;
-    for (int i = 0; i < 40 && n <= 32; i++) {
+    o.context = 256;
+    for (int i = 0; i < 280 && n <= 200; i++) {
       k += (size_t)snprintf(text + k, sizeof text - k, "%c ", 'a' + i % 26);
-      TL_EXPECT_OK(t, tl_model_encode(m, text, k, ids, 64, &n));
+      TL_EXPECT_OK(t, tl_model_encode(m, text, k, many, 256, &n));
     }
-    /* the premise: more than one prefill chunk, room in the context */
-    TL_EXPECT(t, n > 32 && n + p.max_tokens <= scalar.context);
+    TL_EXPECT(t, n > 200 && n + p.max_tokens <= o.context);
+    TL_EXPECT_OK(t, tl_session_new(m, &o, &s));
     memset(&c, 0, sizeof c);
     c.cancel_in_prefill = 1;
     p.text = text;
@@ -679,6 +683,8 @@ static void file_decode_errors_and_callbacks(tl_test_ctx *t) {
     TL_EXPECT_OK(t, tl_generation_new(s, &g));
     TL_EXPECT_STATUS(t, tl_generation_run(g, &p), TL_ERR_CANCELLED);
     TL_EXPECT_OK(t, tl_generation_result_get(g, &r));
+    /* the premise: the prompt was more than one prefill chunk */
+    TL_EXPECT(t, c.prefill_done > 0 && c.prefill_done < c.prefill_total);
     TL_EXPECT_EQ_U64(t, c.prefill_calls, 1);
     TL_EXPECT_EQ_U64(t, r.n_ids, 0);
     TL_EXPECT_EQ_U64(t, c.tokens, 0);

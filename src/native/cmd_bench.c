@@ -212,9 +212,9 @@ int tl_cmd_bench(int argc, char **argv) {
     tl_session_close(&s);
     return tl_cli_fail(json, st, "%s: %s", path, err);
   }
-  /* the prefill test is one call of `prompt` tokens */
-  st = tl_session_plan(&s, (prompt > decode ? prompt : decode) + 1, prompt ? prompt : 1, err,
-                       sizeof err);
+  /* the prefill test runs `prompt` tokens in the session's prefill chunks,
+   * as run and chat do */
+  st = tl_session_plan(&s, (prompt > decode ? prompt : decode) + 1, 0, err, sizeof err);
   if (st == TL_OK) st = tl_session_allocate(&s, 0, err, sizeof err);
   t_load = now_s() - t_load; /* open, lane, and the copy of the weights */
   ids = malloc((prompt ? prompt : 1) * sizeof *ids);
@@ -241,7 +241,10 @@ int tl_cmd_bench(int argc, char **argv) {
     if (prompt > 0) {
       s.cache.len = 0;
       t0 = now_s();
-      st = tl_qwen3_forward(&s.qwen, &s.cache, ids, prompt, s.logits, NULL, &s.arena, NULL);
+      for (uint32_t at = 0; st == TL_OK && at < prompt; at += (uint32_t)s.prefill_chunk) {
+        uint32_t n = prompt - at < s.prefill_chunk ? prompt - at : (uint32_t)s.prefill_chunk;
+        st = tl_qwen3_forward(&s.qwen, &s.cache, ids + at, n, s.logits, NULL, &s.arena, NULL);
+      }
       t_pp[r] = now_s() - t0;
     }
     if (st == TL_OK && decode > 0) {

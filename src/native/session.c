@@ -9,8 +9,12 @@
 #include "cbor/cbor.h"
 #include "sample/sampler.h"
 
-/* Prefill runs in chunks of this many tokens (a cancellation point each). */
-#define PREFILL_CHUNK 32
+/* Prefill runs in chunks of this many tokens (a cancellation point each).
+ * 64 reads each weight once per 64 tokens, which keeps the fast lane's
+ * prefill as fast as one call of 512 tokens (q8, one thread: 148 tokens/s
+ * at 64 and at 512, 126 at 32) with an eighth of its scratch (4.4 vs 35 MB
+ * for the 0.6B shape). */
+#define PREFILL_CHUNK 64
 
 /* The effective EOS set from the metadata ("config" -> "config" ->
  * "eos_token_ids"). */

@@ -513,8 +513,8 @@ def test_chat_ctrl_c():
     stopped = chat.expect(stop_rx, 60)
     dropped = chat.expect(r"\[cancelled: the turn is dropped\]", 10)
     conv1 = chat.save(os.path.join(WORK, "ctrlc-1.json"))
-    # 2. During a long prefill (chunks of 32 are cancellation points).
-    chat.send(" ".join(["word"] * 60))
+    # 2. During a long prefill (each chunk of 64 tokens is a cancellation point).
+    chat.send(" ".join(["word"] * 240))
     progress = chat.expect(r"\[prefill \d+/\d+ tokens", 60)
     os.write(chat.fd, b"\x03")
     stopped2 = chat.expect(stop_rx, 60)
