@@ -336,6 +336,26 @@ tl_status tl_generation_result_get(tl_generation_handle gen, tl_generation_resul
 
 tl_status tl_generation_free(tl_generation_handle gen);
 
+/* ---- observation (docs/observe.md) ---- */
+
+/* Runs a prompt's forward pass on the session (from position 0, in one
+ * call) and describes every capture point (stage, layer, position) by an
+ * observation record: the BLAKE3 of the row and its min, max, L2, mean
+ * and variance, not the row itself. Writes the tinylm.observe/1 document
+ * (deterministic CBOR: producer lane and profile, the execution's isa and
+ * threads, the artifact id, the prompt ids, the records in computation
+ * order): up to cap bytes to out and its length to *len; TL_ERR_BOUNDS
+ * when cap is too small (call again with *len: the pass runs again). The
+ * prompt: exactly one of text (tokenized as given) and ids. The session's
+ * cache is empty afterwards. TL_ERR_INVALID_ARGUMENT (a generation running
+ * on the session, no prompt or two, an empty one, an id outside the
+ * vocabulary), TL_ERR_INVALID_UTF8 (the offset in the error's index),
+ * TL_ERR_CONTEXT_EXCEEDED, TL_ERR_NUMERICAL_FAILURE (where:
+ * tl_error_detail), TL_ERR_OUT_OF_MEMORY. */
+tl_status tl_session_observe(tl_session_handle session, const void *text, size_t text_len,
+                             const uint32_t *ids, size_t n_ids, void *out, size_t cap,
+                             size_t *len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -25,6 +25,7 @@
 #include "json/json.h"
 #include "kernels/parallel.h"
 #include "model.h"
+#include "model/observe.h"
 #include "session.h"
 #include "tinylm.h"
 #include "turn.h"
@@ -937,4 +938,137 @@ tl_status tl_generation_result_get(tl_generation_handle gen, tl_generation_resul
 
 tl_status tl_generation_free(tl_generation_handle gen) {
   return close_handle(TL_HANDLE_GENERATION, gen);
+}
+
+/* ---- observation ---- */
+
+/* The observation document of ids[0..n) on s (idle, marked busy by the
+ * caller) into *doc (malloc). */
+static tl_status observe_run(api_session *as, const uint32_t *ids, size_t n, uint8_t **doc,
+                             size_t *doc_len) {
+  tl_session *s = &as->s;
+  tl_observe_record *records = NULL;
+  tl_observe_meta meta;
+  tl_observer ob;
+  tl_qwen3_capture cap;
+  tl_qwen3_fault fault;
+  tl_arena scratch;
+  void *scratch_mem = NULL;
+  const uint8_t *artifact;
+  size_t max, bound, scratch_len;
+  tl_status st;
+  if (n > s->context)
+    return FAIL(&as->o, TL_ERR_CONTEXT_EXCEEDED, "the prompt (%zu tokens) exceeds the context "
+                "(%u tokens)", n, s->context);
+  /* One call over the whole prompt, so every score row spans all its keys
+   * (as verify's capture): scratch for that call, beside the session's. */
+  max = tl_observe_records_max(&s->qwen.cfg, n);
+  scratch_len = tl_qwen3_scratch_bound(&s->qwen, n, (uint32_t)n) + 4096;
+  records = max < SIZE_MAX / sizeof *records ? malloc(max * sizeof *records) : NULL;
+  scratch_mem = malloc(scratch_len);
+  st = records && scratch_mem ? tl_arena_init(&scratch, scratch_mem, scratch_len)
+                              : TL_ERR_OUT_OF_MEMORY;
+  if (st != TL_OK) {
+    st = FAIL(&as->o, st, "out of memory for %zu observation records", max);
+    goto done;
+  }
+  tl_observer_init(&ob, records, max);
+  cap = tl_observer_capture(&ob);
+  s->cache.len = 0;
+  st = tl_qwen3_forward(&s->qwen, &s->cache, ids, n, NULL, &cap, &scratch, &fault);
+  s->cache.len = 0; /* the cache's rows no longer match the ids it tracked */
+  if (st == TL_ERR_NUMERICAL_FAILURE) {
+    tl_error e = no_detail();
+    snprintf(e.stage, sizeof e.stage, "%s", tl_qwen3_stage_name(fault.stage));
+    e.layer = fault.layer;
+    e.position = fault.pos;
+    e.index = fault.index;
+    st = fail_at(&as->o, st, e, "non-finite value at stage %s, layer %d, position %u, index %zu",
+                 e.stage, (int)fault.layer, fault.pos, fault.index);
+    goto done;
+  }
+  if (st == TL_OK && ob.status != TL_OK) st = TL_ERR_INTERNAL_INVARIANT;
+  if (st != TL_OK) {
+    st = FAIL(&as->o, st, "the forward pass failed (%s)", tl_status_name(st));
+    goto done;
+  }
+  st = tl_session_artifact_id(s, &artifact);
+  if (st != TL_OK) {
+    st = FAIL(&as->o, st, "cannot hash the artifact");
+    goto done;
+  }
+  memset(&meta, 0, sizeof meta);
+  snprintf(meta.version, sizeof meta.version, "%s", TL_VERSION_STRING);
+  snprintf(meta.lane, sizeof meta.lane, "%s", s->lane.fast ? "fast" : "scalar");
+  snprintf(meta.profile, sizeof meta.profile, "%s", tl_native_lane_profile(&s->lane));
+#ifdef __wasm__
+  snprintf(meta.host, sizeof meta.host, "wasm32");
+#else
+  snprintf(meta.host, sizeof meta.host, "native");
+#endif
+  snprintf(meta.isa, sizeof meta.isa, "%s", tl_native_lane_isa(&s->lane));
+  meta.threads = tl_native_lane_threads(&s->lane);
+  memcpy(meta.artifact, artifact, sizeof meta.artifact);
+  meta.layers = s->qwen.cfg.layers;
+  meta.ids = ids;
+  meta.n_ids = n;
+  bound = tl_observe_doc_bound(&meta, ob.n);
+  *doc = bound < SIZE_MAX ? malloc(bound) : NULL;
+  tl_arena_reset(&scratch); /* the pass is done: its scratch serves the writer */
+  st = *doc ? tl_observe_write(&meta, records, ob.n, *doc, bound, doc_len, &scratch)
+            : TL_ERR_OUT_OF_MEMORY;
+  if (st != TL_OK) st = FAIL(&as->o, st, "cannot write the observation document");
+done:
+  free(records);
+  free(scratch_mem);
+  return st;
+}
+
+tl_status tl_session_observe(tl_session_handle session, const void *text, size_t text_len,
+                             const uint32_t *ids, size_t n_ids, void *out, size_t cap,
+                             size_t *len) {
+  api_session *as;
+  tl_encoder enc = {0};
+  uint8_t *doc = NULL;
+  size_t doc_len = 0, n = n_ids, bad = 0;
+  tl_status st = acquire(TL_HANDLE_SESSION, session, (void **)&as);
+  if (st != TL_OK) return st;
+  if (len == NULL || (text == NULL) == (ids == NULL) || (out == NULL && cap != 0)) {
+    st = FAIL(&as->o, TL_ERR_INVALID_ARGUMENT,
+              "NULL len, out with a capacity, or not exactly one of text and ids");
+    drop(&as->o);
+    return st;
+  }
+  pthread_mutex_lock(&g_lock);
+  st = as->busy ? TL_ERR_INVALID_ARGUMENT : TL_OK;
+  if (st == TL_OK) as->busy = true;
+  pthread_mutex_unlock(&g_lock);
+  if (st != TL_OK) {
+    st = FAIL(&as->o, st, "a generation is running on this session");
+    drop(&as->o);
+    return st;
+  }
+  if (text != NULL) {
+    enc.tok = as->model->m.tok;
+    st = tl_encoder_run(&enc, text, text_len, &n, &bad);
+    if (st == TL_ERR_INVALID_UTF8)
+      fail_at(&as->o, st, index_detail(bad), "the prompt is not valid UTF-8 at byte %zu", bad);
+    else if (st != TL_OK)
+      FAIL(&as->o, st, "encoding failed");
+    ids = enc.ids;
+  }
+  if (st == TL_OK && n == 0) st = FAIL(&as->o, TL_ERR_INVALID_ARGUMENT, "the prompt is empty");
+  for (size_t i = 0; st == TL_OK && i < n; i++)
+    if (ids[i] >= as->s.qwen.cfg.vocab)
+      st = fail_at(&as->o, TL_ERR_INVALID_ARGUMENT, index_detail(i),
+                   "prompt id %u (at %zu) is not in the vocabulary", (unsigned)ids[i], i);
+  if (st == TL_OK) st = observe_run(as, ids, n, &doc, &doc_len);
+  if (st == TL_OK) st = give_bytes(&as->o, doc, doc_len, out, cap, len);
+  pthread_mutex_lock(&g_lock);
+  as->busy = false;
+  pthread_mutex_unlock(&g_lock);
+  free(doc);
+  tl_encoder_free(&enc);
+  drop(&as->o);
+  return st;
 }

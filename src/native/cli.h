@@ -46,6 +46,11 @@ bool tl_cli_parse_u64(const char *s, uint64_t *out);
 bool tl_cli_parse_i64(const char *s, int64_t *out);
 bool tl_cli_parse_f64(const char *s, double *out);
 
+/* Token ids "1 2 3" (spaces, commas, tabs or newlines between them) into
+ * *ids (malloc'd; free it) and *n: 0, or -1 (nothing allocated) for
+ * anything else or an id past UINT32_MAX. Used by decode and observe. */
+int tl_cli_parse_ids(const char *s, uint32_t **ids, size_t *n);
+
 /* The value of the flag argv[*i] into *v (advancing *i). Returns -1, or
  * reports "'FLAG' needs a value" and returns TL_EXIT_USAGE when the flag
  * is the last argument. */
@@ -88,6 +93,7 @@ int tl_cmd_decode(int argc, char **argv);
 int tl_cmd_render(int argc, char **argv);
 int tl_cmd_inspect(int argc, char **argv);
 int tl_cmd_verify(int argc, char **argv);
+int tl_cmd_observe(int argc, char **argv);
 int tl_cmd_run(int argc, char **argv);
 int tl_cmd_receipt(int argc, char **argv);
 int tl_cmd_chat(int argc, char **argv);

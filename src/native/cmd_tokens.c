@@ -214,8 +214,7 @@ static int parse_mode(const char *s, tl_tok_decode_mode *mode) {
   return 0;
 }
 
-/* Parses "1 2 3" (spaces, commas or tabs between ids). */
-static int parse_ids(const char *s, uint32_t **ids, size_t *n) {
+int tl_cli_parse_ids(const char *s, uint32_t **ids, size_t *n) {
   size_t cap = 16;
   *n = 0;
   *ids = malloc(cap * sizeof **ids);
@@ -358,7 +357,7 @@ int tl_cmd_decode(int argc, char **argv) {
   if (model == NULL || (ids_text != NULL) + jsonl != 1)
     return tl_cli_usage(json, "MODEL.slm and one of --ids, --jsonl\n%s",
                         decode_usage);
-  if (ids_text != NULL && parse_ids(ids_text, &ids, &n) != 0)
+  if (ids_text != NULL && tl_cli_parse_ids(ids_text, &ids, &n) != 0)
     return tl_cli_usage(json,
                         "--ids: expected non-negative integers "
                         "separated by spaces, got '%s'",

@@ -14,6 +14,7 @@
 #include "compare.h"
 #include "file.h"
 #include "golden.h"
+#include "model/observe.h"
 #include "model/qwen3.h"
 #include "session.h"
 
@@ -151,30 +152,28 @@ static json_t *divergence(const tl_qwen3_config *cfg, const tl_golden *g,
   return o;
 }
 
-/* The first divergence: the first failing layer by binary search over the
- * layer_out records (a layer's output carries every earlier error), then
- * the first failing record of that layer in computation order. */
+/* Whether the golden's (stage, layer) record failed, for
+ * tl_qwen3_first_divergence (the bisection tinylm observe --compare
+ * shares). */
+typedef struct failed_ctx {
+  const tl_golden *g;
+  const result *res;
+} failed_ctx;
+
+static int record_state(void *p, tl_qwen3_stage stage, int32_t layer) {
+  const failed_ctx *c = p;
+  long r = find_record(c->g, stage, layer);
+  return r < 0 ? 0 : c->res[r].failed ? 2 : 1;
+}
+
+/* The golden record of the first divergence, or -1. */
 static long first_divergence(const tl_golden *g, const result *res,
                              uint32_t layers, size_t *probes) {
-  long lo = 0, hi = (long)layers, found = -1;
-  long emb = find_record(g, TL_QWEN3_STAGE_EMBEDDING, -1);
-  *probes = 0;
-  if (emb >= 0 && res[emb].failed) return emb;
-  while (lo < hi) { /* smallest layer whose layer_out fails */
-    long mid = (lo + hi) / 2, r = find_record(g, TL_QWEN3_STAGE_LAYER_OUT, (int32_t)mid);
-    (*probes)++;
-    if (r < 0) break; /* no residual checkpoints: scan below */
-    if (res[r].failed) hi = mid;
-    else lo = mid + 1;
-  }
-  for (long l = (lo < (long)layers ? lo : 0); l <= (long)layers && found < 0; l++) {
-    int32_t layer = l < (long)layers ? (int32_t)l : -1;
-    for (int s = 0; s < TL_QWEN3_STAGE_COUNT && found < 0; s++) {
-      long r = find_record(g, (tl_qwen3_stage)s, layer);
-      if (r >= 0 && res[r].failed) found = r;
-    }
-  }
-  return found;
+  failed_ctx c = {g, res};
+  tl_qwen3_stage stage;
+  int32_t layer;
+  if (!tl_qwen3_first_divergence(layers, record_state, &c, &stage, &layer, probes)) return -1;
+  return find_record(g, stage, layer);
 }
 
 static uint32_t argmax(const float *x, size_t n) {

@@ -29,6 +29,8 @@ static const command commands[] = {
      "hash FILE... with SHA-256 or BLAKE3 (sha256sum/b3sum format)"},
     {"inspect", tl_cmd_inspect,
      "what an artifact holds: sections, tensors, config (--verify)"},
+    {"observe", tl_cmd_observe,
+     "a forward pass as observation records; compare two lanes' (--compare)"},
     {"pull", tl_cmd_pull,
      "fetch a Hugging Face model at a verified commit (acquisition receipt)"},
     {"receipt", tl_cmd_receipt, "check and print a run receipt (show FILE)"},
