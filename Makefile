@@ -80,9 +80,6 @@ NATIVE_MAIN := src/native/main.c
 NATIVE_LIB := $(filter-out %_test.c $(NATIVE_MAIN),$(ALL_NATIVE))
 
 HARNESS := tests/harness/tl_test.c
-# Freestanding test helpers with their own sources (linked into the unit
-# tests and transcripts, native and wasm32).
-TEST_SUPPORT := tests/support/model_gen.c
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
@@ -98,7 +95,7 @@ KERNEL_BENCH := $(BUILD)/kernel_bench
 TRANSCRIPT := $(BUILD)/transcript
 EXAMPLE := $(BUILD)/stream_reply
 
-.PHONY: all native test test-full wasm wasm-modules fuzz fuzz-targets bench clean setup demo demo-train \
+.PHONY: all native test selftest-golden test-full wasm wasm-modules fuzz fuzz-targets bench clean setup demo demo-train \
         web-page serve-web \
         unicode-tables oracle-nfc tokenizer-goldens tok-slm template-goldens \
         forward-goldens \
@@ -170,7 +167,7 @@ $(BUILD)/obj/gen/suites.o: $(BUILD)/gen/suites.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(UNIT): $(call obj,$(CORE_TESTS) $(NATIVE_TESTS) $(HARNESS) $(TEST_SUPPORT) \
+$(UNIT): $(call obj,$(CORE_TESTS) $(NATIVE_TESTS) $(HARNESS) \
                  tests/harness/main_native.c) $(BUILD)/obj/gen/suites.o $(LIB)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
@@ -188,7 +185,7 @@ $(BUILD)/mutant%/parallel.o: src/core/kernels/parallel.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -DTL_KERN_MUTANT=$* -c $< -o $@
 $(BUILD)/mutant%/unit_tests: $(BUILD)/mutant%/kernels.o $(BUILD)/mutant%/parallel.o \
-                           $(call obj,$(CORE_TESTS) $(NATIVE_TESTS) $(HARNESS) $(TEST_SUPPORT) \
+                           $(call obj,$(CORE_TESTS) $(NATIVE_TESTS) $(HARNESS) \
                              tests/harness/main_native.c) $(BUILD)/obj/gen/suites.o $(LIB)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
@@ -211,6 +208,15 @@ $(HASH_BENCH): $(call obj,bench/hash_bench.c) $(LIB)
 $(SLM_OPEN_BENCH): $(call obj,bench/slm_open_bench.c) $(LIB)
 	$(CC) $(LDFLAGS) $^ -o $@
 
+# The self-test's golden digests (src/core/model/selftest_model.h) from the
+# native lanes: make selftest-golden rewrites src/core/model/selftest_golden.h.
+SELFTEST_GOLDEN := $(BUILD)/selftest_golden
+$(SELFTEST_GOLDEN): $(call obj,tools/selftest_golden.c) $(LIB)
+	$(CC) $(LDFLAGS) $^ -o $@
+selftest-golden: $(SELFTEST_GOLDEN)
+	$(SELFTEST_GOLDEN) > src/core/model/selftest_golden.h.tmp
+	mv src/core/model/selftest_golden.h.tmp src/core/model/selftest_golden.h
+
 $(FORWARD_BENCH): $(call obj,bench/forward_bench.c) $(LIB)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
@@ -218,7 +224,7 @@ $(KERNEL_BENCH): $(call obj,bench/kernel_bench.c) $(LIB)
 	$(CC) $(LDFLAGS) $^ -o $@
 
 $(TRANSCRIPT): $(call obj,tests/wasm/transcript.c tests/wasm/transcript_native.c \
-                 tests/support/cbor_gen.c $(TEST_SUPPORT) $(HARNESS)) $(LIB)
+                 tests/support/cbor_gen.c $(HARNESS)) $(LIB)
 	$(CC) $(LDFLAGS) $^ -o $@
 
 # --- wasm32 ------------------------------------------------------------------
@@ -268,22 +274,22 @@ $(WASM_CORE): $(WASM_SRC_DEPS) web/wasm/core_exports.c
 $(WASM_BUILD)/gen/suites.c: $(CORE_TESTS) Makefile
 	$(call gen_suites,$(CORE_TESTS))
 
-$(WASM_UNIT): $(WASM_SRC_DEPS) $(CORE_TESTS) $(HARNESS) $(TEST_SUPPORT) \
+$(WASM_UNIT): $(WASM_SRC_DEPS) $(CORE_TESTS) $(HARNESS) \
               web/wasm/test_entry.c $(WASM_BUILD)/gen/suites.c \
               tests/harness/tl_test.h $(wildcard tests/support/*.h)
 	$(WASM_CC) $(WASM_CFLAGS) $(WASM_LDFLAGS) $(CORE_PORTABLE) $(WASM_HOST) \
-	  $(CORE_TESTS) $(HARNESS) $(TEST_SUPPORT) web/wasm/test_entry.c \
+	  $(CORE_TESTS) $(HARNESS) web/wasm/test_entry.c \
 	  $(WASM_BUILD)/gen/suites.c -o $@
 
-$(WASM_SIMD_UNIT): $(WASM_SRC_DEPS) $(CORE_TESTS) $(HARNESS) $(TEST_SUPPORT) \
+$(WASM_SIMD_UNIT): $(WASM_SRC_DEPS) $(CORE_TESTS) $(HARNESS) \
                    web/wasm/test_entry.c $(WASM_BUILD)/gen/suites.c \
                    tests/harness/tl_test.h $(wildcard tests/support/*.h)
 	$(WASM_CC) $(WASM_CFLAGS) -msimd128 $(WASM_LDFLAGS) $(CORE_PORTABLE) $(WASM_HOST) \
-	  $(CORE_TESTS) $(HARNESS) $(TEST_SUPPORT) web/wasm/test_entry.c \
+	  $(CORE_TESTS) $(HARNESS) web/wasm/test_entry.c \
 	  $(WASM_BUILD)/gen/suites.c -o $@
 
 WASM_TRANSCRIPT_SRC := tests/wasm/transcript.c tests/wasm/transcript_wasm.c \
-                       tests/support/cbor_gen.c $(TEST_SUPPORT)
+                       tests/support/cbor_gen.c
 $(WASM_TRANSCRIPT): $(WASM_SRC_DEPS) $(HARNESS) $(WASM_TRANSCRIPT_SRC) \
                     tests/wasm/transcript.h $(wildcard tests/support/*.h)
 	$(WASM_CC) $(WASM_CFLAGS) $(WASM_LDFLAGS) $(CORE_PORTABLE) \
@@ -371,14 +377,14 @@ web: setup
 # qemu-aarch64-static runs them without an arm64 sysroot: the core's unit
 # suites plus the native ones that need no jansson, curl or libedit (the
 # kernel variants against the twins, the pool, the fast forward pass at
-# 1/2/3/7 threads), and the transcript that tests/neon/qemu.sh
+# 1/2/3/7 threads, the self-test's digests), and the transcript that tests/neon/qemu.sh
 # compares with the x86-64 one.
 AARCH64_CC := aarch64-linux-gnu-gcc
 AARCH64_BUILD := build/aarch64
 AARCH64_CFLAGS := -std=c11 -O2 $(WARN) $(NUMERICS) $(INCLUDES) -Isrc/native -MMD -MP
 AARCH64_HOST := src/native/cpu.c src/native/pool.c
 AARCH64_NATIVE_TESTS := src/native/kernels_dispatch_test.c src/native/fast_forward_test.c \
-                        src/native/pool_test.c
+                        src/native/pool_test.c src/native/selftest_lanes_test.c
 aarch64_obj = $(patsubst %.c,$(AARCH64_BUILD)/obj/%.o,$(1))
 AARCH64_LIB := $(call aarch64_obj,$(CORE_PORTABLE) $(CORE_ARM) $(AARCH64_HOST))
 
@@ -388,7 +394,7 @@ AARCH64_LIB := $(call aarch64_obj,$(CORE_PORTABLE) $(CORE_ARM) $(AARCH64_HOST))
 AARCH64_ASAN := $(AARCH64_BUILD)/asan
 AARCH64_SAN := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -DTL_DEBUG
 aarch64_asan_obj = $(patsubst %.c,$(AARCH64_ASAN)/obj/%.o,$(1))
-AARCH64_UNIT_SRC := $(CORE_TESTS) $(AARCH64_NATIVE_TESTS) $(HARNESS) $(TEST_SUPPORT) \
+AARCH64_UNIT_SRC := $(CORE_TESTS) $(AARCH64_NATIVE_TESTS) $(HARNESS) \
                     tests/harness/main_native.c $(CORE_PORTABLE) $(CORE_ARM) $(AARCH64_HOST)
 
 .PHONY: neon
@@ -409,13 +415,13 @@ $(AARCH64_BUILD)/obj/gen/suites.o: $(AARCH64_BUILD)/gen/suites.c
 	$(AARCH64_CC) $(AARCH64_CFLAGS) -c $< -o $@
 
 $(AARCH64_BUILD)/unit_tests: $(call aarch64_obj,$(CORE_TESTS) $(AARCH64_NATIVE_TESTS) $(HARNESS) \
-                               $(TEST_SUPPORT) tests/harness/main_native.c) \
+                               tests/harness/main_native.c) \
                              $(AARCH64_BUILD)/obj/gen/suites.o $(AARCH64_LIB)
 	$(AARCH64_CC) -static $^ -o $@
 
 $(AARCH64_BUILD)/transcript: $(call aarch64_obj,tests/wasm/transcript.c \
                                tests/wasm/transcript_native.c tests/support/cbor_gen.c \
-                               $(TEST_SUPPORT) $(HARNESS)) $(AARCH64_LIB)
+                               $(HARNESS)) $(AARCH64_LIB)
 	$(AARCH64_CC) -static $^ -o $@
 
 $(AARCH64_ASAN)/obj/%.o: %.c

@@ -11,7 +11,7 @@ const LANE_CODE = { scalar: 1, fast: 2 }; // tinylm.h TL_LANE_*
 const OPEN_BORROW = 1;
 const GENERATE_CONTINUE = 1;
 const GIVEN = { temperature: 1, topK: 2, topP: 4, minP: 8, repeatPenalty: 16 };
-const SELF_TESTS = ['blake3', 'philox', 'fast-f32-dot']; // tl_wasm_self_test(0..2)
+const SELF_TESTS = ['blake3', 'philox', 'fast-f32-dot', 'forward-strict', 'forward-fast']; // tl_wasm_self_test(0..4)
 
 /** A typed failure: code is tinylm's error code (tl_status_name), status
  *  its number; the other fields come from tl_error where the C side set them. */

@@ -16,7 +16,7 @@
 #include "cpu.h"
 #include "gen/generate.h"
 #include "model/qwen3.h"
-#include "model_gen.h"
+#include "model/model_gen.h"
 #include "pool.h"
 #include "tl_test.h"
 #include "tok/tokenizer.h"

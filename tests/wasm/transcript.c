@@ -9,7 +9,7 @@
 #include "hash/blake3.h"
 #include "hash/sha256.h"
 #include "model/qwen3.h"
-#include "model_gen.h"
+#include "model/model_gen.h"
 #include "tl_test.h"
 
 typedef struct sink {

@@ -7,10 +7,18 @@
  *   1  Philox-4x32-10: Random123's known answers (the sampler's PRNG);
  *   2  the fast lane's float dot products (F-6) through this module's
  *      kernels (SIMD128 where built with it) against tools/fast_ref.py's
- *      golden rows. */
+ *      golden rows;
+ *   3  a tiny forward pass on the strict lane (model/selftest_model.h):
+ *      its logits digest against the native strict lane's;
+ *   4  the same on the fast lane with this module's kernels against the
+ *      native fast lane's (tools/selftest_golden.c). One thread: the
+ *      threads module's pool starts after the self-tests, and the fast
+ *      profile's bits do not depend on the thread count (the native
+ *      selftest_lanes test). */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bytes.h"
@@ -19,6 +27,7 @@
 #include "hash/sha256.h"
 #include "kernels/fast_vectors.h"
 #include "kernels/kernels.h"
+#include "model/selftest_model.h"
 #include "quant/quant.h"
 #include "sample/philox.h"
 #include "sample/philox_kat.h"
@@ -53,11 +62,17 @@ static tl_status philox_vectors(void) {
   return TL_OK;
 }
 
-static tl_status f32_dots(void) {
+/* The kernels the fast lane runs in this module (as host.c's lane): SIMD128
+ * where built with it, else the scalar twins. */
+static const tl_kernels *lane_kernels(void) {
   const tl_kernels *k = tl_kernels_get(TL_KERN_WASM_SIMD128);
+  return k != NULL ? k : tl_kernels_get(TL_KERN_SCALAR);
+}
+
+static tl_status f32_dots(void) {
+  const tl_kernels *k = lane_kernels();
   static float x[512], y[8];
   size_t checked = 0;
-  if (k == NULL) k = tl_kernels_get(TL_KERN_SCALAR);
   for (size_t c = 0; c < sizeof fv_dots / sizeof fv_dots[0]; c++) {
     const fv_dot *v = &fv_dots[c];
     tl_kern_x kx;
@@ -73,6 +88,15 @@ static tl_status f32_dots(void) {
   return checked > 0 ? TL_OK : TL_ERR_SELF_TEST_FAILED;
 }
 
+static tl_status forward(const tl_kernels *k, const uint8_t *golden) {
+  uint8_t *work = malloc(TL_SELFTEST_WORK_BYTES), d[32];
+  tl_status st = work != NULL ? tl_selftest_digest(k, NULL, work, TL_SELFTEST_WORK_BYTES, d)
+                              : TL_ERR_OUT_OF_MEMORY;
+  free(work);
+  if (st != TL_OK) return st;
+  return memcmp(d, golden, sizeof d) == 0 ? TL_OK : TL_ERR_SELF_TEST_FAILED;
+}
+
 tl_status tl_wasm_self_test(uint32_t which);
 __attribute__((export_name("tl_wasm_self_test"))) tl_status tl_wasm_self_test(uint32_t which) {
   switch (which) {
@@ -82,6 +106,10 @@ __attribute__((export_name("tl_wasm_self_test"))) tl_status tl_wasm_self_test(ui
       return philox_vectors();
     case 2:
       return f32_dots();
+    case 3:
+      return forward(NULL, tl_selftest_golden_strict);
+    case 4:
+      return forward(lane_kernels(), tl_selftest_golden_fast);
     default:
       return TL_ERR_INVALID_ARGUMENT;
   }
@@ -90,8 +118,7 @@ __attribute__((export_name("tl_wasm_self_test"))) tl_status tl_wasm_self_test(ui
 /* The kernel variant the fast lane runs here ("wasm_simd128", "scalar"). */
 const char *tl_wasm_kernels(void);
 __attribute__((export_name("tl_wasm_kernels"))) const char *tl_wasm_kernels(void) {
-  const tl_kernels *k = tl_kernels_get(TL_KERN_WASM_SIMD128);
-  return k != NULL ? k->name : tl_kernels_get(TL_KERN_SCALAR)->name;
+  return lane_kernels()->name;
 }
 
 /* SHA-256 through this module, which the loader compares with WebCrypto

@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "arena.h"
-#include "model_gen.h"
+#include "model/model_gen.h"
 #include "tl_test.h"
 #include "tok/tokenizer.h"
 #include "tok_build.h"

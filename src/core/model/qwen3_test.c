@@ -13,7 +13,7 @@
 #include "bytes.h"
 #include "hash/blake3.h"
 #include "math/detmath.h"
-#include "model_gen.h"
+#include "model/model_gen.h"
 #include "tl_test.h"
 
 #define MODEL_CAP (256u << 10)

@@ -1,4 +1,4 @@
-/* Seeded synthetic Qwen3 .slm artifacts for the tests: see model_gen.h.
+/* Seeded synthetic Qwen3 .slm artifacts: see model_gen.h.
  * Freestanding (core headers only). */
 #include "model_gen.h"
 

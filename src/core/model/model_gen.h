@@ -1,4 +1,5 @@
-/* Seeded synthetic Qwen3 model artifacts for the tests: a complete, valid
+/* Seeded synthetic Qwen3 model artifacts for the tests and for the
+ * browser lanes' start-up self-test (selftest_model.h): a complete, valid
  * in-memory .slm (docs/slm.md: container SLM-1..4, a model artifact's five
  * sections SLM-4a, tensor directory SLM-10..12 with per-tensor BLAKE3)
  * with deterministic pseudo-random weights, without the converter.
@@ -16,10 +17,10 @@
  * norms are f32, as the converter stores them. The tokenizer and template
  * sections are placeholder bytes (the forward pass never reads them).
  *
- * Freestanding (core headers only), like the tests that use it, so the
- * same artifact bytes come out natively and in wasm32. */
-#ifndef TL_TESTS_MODEL_GEN_H
-#define TL_TESTS_MODEL_GEN_H
+ * Freestanding (core headers only), so the same artifact bytes come out
+ * natively and in wasm32. */
+#ifndef TL_CORE_MODEL_MODEL_GEN_H
+#define TL_CORE_MODEL_MODEL_GEN_H
 
 #include <stdbool.h>
 #include <stddef.h>
