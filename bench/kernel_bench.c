@@ -40,14 +40,28 @@ static uint8_t *make_weights(tl_qtype type, size_t rows, size_t *bytes) {
   return w;
 }
 
+/* A whole decimal number of megabytes, 1..65536 (atoi took "--help" as 0
+ * and the benchmark then overran a zero-length buffer). */
+static int parse_mb(const char *text, size_t *mb) {
+  char *end;
+  unsigned long v = strtoul(text, &end, 10);
+  if (end == text || *end != '\0' || text[0] == '-' || v < 1 || v > 65536) return 0;
+  *mb = v;
+  return 1;
+}
+
 int main(int argc, char **argv) {
   static const char *const names[] = {"f32", "f16", "bf16", "q8", "q4"};
-  size_t cold_mb = argc > 1 ? (size_t)atoi(argv[1]) : 256;
+  size_t cold_mb = 256;
   enum { G = (WIDTH + 511) / 512 };
   static float xf[WIDTH], scales[16 * G];
   static _Alignas(64) int8_t codes[TL_KERN_GROUP_CODES * G];
   static int32_t b8[16 * G], b4[16 * G];
   tl_kern_x x = {xf, codes, scales, b8, b4};
+  if (argc > 2 || (argc == 2 && !parse_mb(argv[1], &cold_mb))) {
+    fprintf(stderr, "usage: kernel_bench [COLD_MB]   (1..65536, default 256)\n");
+    return 2;
+  }
   for (size_t i = 0; i < WIDTH; i++) xf[i] = (float)((int)(i * 53 % 97) - 48) / 16.0f;
   tl_kern_quantize_x(xf, WIDTH, codes, scales, b8, b4);
   printf("kernel throughput, one thread, width %d (GB/s of weights, Mrows/s; per CPU second)\n",
