@@ -113,7 +113,8 @@ async function sha256Hex(bytes) {
 // The model worker writes new entries (model_worker.js).
 const CACHE_NAME = 'tinylm-models-v1';
 const INDEX_KEY = 'tinylm.models.v1';
-const cacheUrl = (id) => new URL(`tinylm-model-cache/${id}.slm`, location.href).href;
+const cacheDir = () => new URL('tinylm-model-cache/', location.href).href;
+const cacheUrl = (id) => new URL(`${id}.slm`, cacheDir()).href;
 const haveCache = () => typeof caches !== 'undefined';
 function cacheIndex() {
   try {
@@ -230,13 +231,14 @@ async function acquire(choice, onProgress) {
       throw new PageError('io', `${choice.name} is no longer in this browser's cache: pick the file again`);
     }
   }
-  const bytes = choice.kind === 'file'
-    ? await readOrIo(choice.name, choice.file.stream(), choice.file.size, onProgress)
-    : await fetchBytes(choice.url, onProgress);
+  // A file goes to the model worker as it is: the loader streams it into
+  // the module's memory (no copy here), and its id is the artifact id.
+  if (choice.kind === 'file') return { bytes: choice.file, artifactId: null, from: 'file' };
+  const bytes = await fetchBytes(choice.url, onProgress);
   id = await sha256Hex(bytes);
   if (choice.artifactId && choice.artifactId !== id)
     throw new PageError('hash_mismatch', `${choice.url}: SHA-256 ${id}, but the model list says ${choice.artifactId}`);
-  return { bytes, artifactId: id, from: choice.kind === 'file' ? 'file' : 'network' };
+  return { bytes, artifactId: id, from: 'network' };
 }
 
 function chosenSource() {
@@ -267,13 +269,16 @@ async function start(got, name, opts) {
     state.model = null;
     await worker().call('dispose');
   }
-  // The worker takes the bytes over (no copy) and, once the model has
-  // loaded, puts them in the cache: no second copy on this side.
-  const cache = got.from === 'cache' || !haveCache() ? null : { name: CACHE_NAME, url: cacheUrl(got.artifactId) };
-  const bytes = got.bytes.byteLength;
+  // The worker takes the bytes over (no copy; a File is passed as it is)
+  // and, once the model has loaded, puts them in the cache under the
+  // artifact id: no second copy on this side.
+  const cache = got.from === 'cache' || !haveCache() ? null : { name: CACHE_NAME, dir: cacheDir() };
+  const isFile = got.bytes instanceof Blob;
+  const bytes = isFile ? got.bytes.size : got.bytes.byteLength;
   const t0 = performance.now();
-  const m = await worker().call('load', { bytes: got.bytes, opts, cache }, { transfer: [got.bytes] });
+  const m = await worker().call('load', { bytes: got.bytes, opts, cache }, { transfer: isFile ? [] : [got.bytes] });
   const ms = performance.now() - t0;
+  got.artifactId = m.artifactId;
   state.model = { capabilityReceipt: m.capabilityReceipt, artifactId: m.artifactId, name, bytes, from: got.from, opts };
   showCapabilities(m.capabilityReceipt);
   return { ms, cached: got.from === 'cache' || m.cached };
@@ -303,7 +308,7 @@ async function onLoad(ev) {
       status(`Reading ${choice.name}: ${mib(n)}${total ? ` of ${mib(total)}` : ''}`);
     });
     bar.removeAttribute('value');
-    status(`Verifying and loading ${choice.name} (${mib(got.bytes.byteLength)}) …`);
+    status(`Verifying and loading ${choice.name} (${mib(got.bytes.byteLength ?? got.bytes.size)}) …`);
     const { ms, cached } = await start(got, choice.name, opts);
     // Only a source that gave these bytes is remembered as giving them.
     if (cached && got.from !== 'cache' && choice.source) rememberSource(choice.source, { artifactId: got.artifactId, name: choice.name, bytes: state.model.bytes });

@@ -11,7 +11,7 @@
 // reply by ending this worker instead (app.js).
 //
 // Messages in: { id, op: 'init', cancel: Int32Array | null } | { id, op:
-// 'probe' } | { id, op: 'load', bytes, opts, cache: { name, url } | null }
+// 'probe' } | { id, op: 'load', bytes (ArrayBuffer or File), opts, cache: { name, dir } | null }
 // | { id, op: 'generate', args }
 // | { id, op: 'dispose' } | { op: 'cancel' }. Out: { id, op: 'token', text }
 // while generating, then { id, op: 'done', value } or { id, op: 'error',
@@ -25,11 +25,13 @@ class StopSignal extends EventTarget {
 }
 const signal = new StopSignal();
 
-async function keep(bytes, cache) {
+// The bytes (an ArrayBuffer or a File) under the artifact id in cache.dir.
+async function keep(bytes, id, cache) {
   if (!cache) return false;
   try {
-    await (await caches.open(cache.name)).put(cache.url, new Response(bytes, {
-      headers: { 'Content-Type': 'application/octet-stream', 'Content-Length': String(bytes.byteLength) },
+    const size = bytes.byteLength ?? bytes.size;
+    await (await caches.open(cache.name)).put(new URL(`${id}.slm`, cache.dir).href, new Response(bytes, {
+      headers: { 'Content-Type': 'application/octet-stream', 'Content-Length': String(size) },
     }));
     return true;
   } catch (e) {
@@ -50,9 +52,10 @@ async function run(id, data) {
       if (model) await model.dispose();
       model = null;
       model = await loadModel(data.bytes, data.opts);
-      // The bytes the model loaded from, kept for the next load (the
-      // page's cache, keyed by artifact id: data.cache.url).
-      return { capabilityReceipt: model.capabilityReceipt, artifactId: model.artifactId, cached: await keep(data.bytes, data.cache) };
+      // The bytes the model loaded from (a file: streamed into the module,
+      // and read again for the cache), kept for the next load, keyed by
+      // the artifact id the module computed.
+      return { capabilityReceipt: model.capabilityReceipt, artifactId: model.artifactId, cached: await keep(data.bytes, model.artifactId, data.cache) };
     }
     case 'generate':
       if (!model) throw Object.assign(new Error('no model is loaded'), { code: 'invalid_argument' });

@@ -296,11 +296,15 @@ async function startPool(rt, threads) {
 }
 
 // ---- models -----------------------------------------------------------------
+const isBlob = (x) => typeof Blob !== 'undefined' && x instanceof Blob;
+
+// The model's bytes: a Uint8Array, or a File/Blob as it is (Model.open
+// streams it into the module's memory, without a whole copy in JS).
 async function bytesOf(source) {
   if (source instanceof Uint8Array) return source;
   if (source instanceof ArrayBuffer) return new Uint8Array(source);
   if (ArrayBuffer.isView(source)) return new Uint8Array(source.buffer, source.byteOffset, source.byteLength);
-  if (typeof Blob !== 'undefined' && source instanceof Blob) return new Uint8Array(await source.arrayBuffer());
+  if (isBlob(source)) return source;
   if (typeof source === 'string' || source instanceof URL) return readUrl(new URL(source, globalThis.location?.href ?? defaultBase()));
   throw new TinylmError('invalid_argument', 'source must be a URL, File/Blob, ArrayBuffer or Uint8Array');
 }
@@ -376,18 +380,55 @@ function chosen(record, rt, opts, caps) {
   record.kernels = rt.kernels;
 }
 
+/** A File/Blob read chunk by chunk straight into the module's memory at
+ *  `at` (blob.size bytes allocated there), each chunk hashed where it
+ *  landed as it arrives (the module's SHA-256 in steps); returns that
+ *  digest, which the artifact id tl_model_open_bytes computes must equal. */
+async function streamInto(rt, blob, at) {
+  const reader = blob.stream().getReader();
+  let n = 0;
+  rt.x.tl_wasm_sha256_begin();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      if (value.length > blob.size - n) throw new TinylmError('io', `the file grew while it was read (${blob.size} bytes when it was picked)`);
+      rt.u8().set(value, at + n);
+      const st = rt.x.tl_wasm_sha256_add(at + n, value.length);
+      if (st !== 0) throw new TinylmError(rt.statusName(st), 'hashing the streamed model');
+      n += value.length;
+    }
+  } catch (e) {
+    if (e instanceof TinylmError) throw e;
+    throw new TinylmError('io', `reading the file: ${e.message}`);
+  }
+  if (n !== blob.size) throw new TinylmError('io', `the file ended after ${n} of its ${blob.size} bytes`);
+  const out = rt.alloc(32);
+  try {
+    const st = rt.x.tl_wasm_sha256_end(out);
+    if (st !== 0) throw new TinylmError(rt.statusName(st), 'hashing the streamed model');
+    return hex(rt.u8().slice(out, out + 32));
+  } finally {
+    rt.x.free(out);
+  }
+}
+
 class Model {
   static async open(rt, bytes, opts, record) {
     // Memory preflight, first on the bytes alone: they must fit beside what is used.
     const limit = Math.min(WASM32_BYTES, opts.memoryLimit ?? WASM32_BYTES);
     const used = rt.memory.buffer.byteLength;
-    if (bytes.length > limit - used)
-      throw new TinylmError('out_of_memory', `the model is ${bytes.length} bytes; the memory limit is ${limit} (wasm32: at most ${WASM32_BYTES}), ${used} already in use: it cannot fit`, { capabilityReceipt: record });
-    const data = rt.put(bytes);
+    const size = isBlob(bytes) ? bytes.size : bytes.length;
+    if (size > limit - used)
+      throw new TinylmError('out_of_memory', `the model is ${size} bytes; the memory limit is ${limit} (wasm32: at most ${WASM32_BYTES}), ${used} already in use: it cannot fit`, { capabilityReceipt: record });
+    const data = isBlob(bytes) ? rt.alloc(size) : rt.put(bytes);
     const m = new Model(rt, data, record);
     try {
-      [m.handle] = rt.outs(1, (out) => rt.check(rt.x.tl_model_open_bytes(data, bytes.length, OPEN_BORROW, out), 0));
+      const streamed = isBlob(bytes) ? await streamInto(rt, bytes, data) : null;
+      [m.handle] = rt.outs(1, (out) => rt.check(rt.x.tl_model_open_bytes(data, size, OPEN_BORROW, out), 0));
       m.artifactId = m.#artifactId();
+      if (streamed !== null && streamed !== m.artifactId)
+        throw new TinylmError('hash_mismatch', `the streamed bytes have SHA-256 ${streamed}, the model in memory ${m.artifactId}`);
       const numerics = opts.numerics ?? (rt.lane === 'scalar' ? 'strict' : 'fast');
       if (numerics !== 'strict' && numerics !== 'fast')
         throw new TinylmError('invalid_argument', `numerics must be strict or fast, not '${numerics}'`);
@@ -400,9 +441,9 @@ class Model {
       const need = m.plan.total - m.plan.tokenizer - (numerics === 'strict' ? m.plan.weights : 0);
       const room = limit - rt.memory.buffer.byteLength;
       if (need > room)
-        throw new TinylmError('out_of_memory', `the session needs ${need} bytes (weights ${m.plan.weights}, KV cache ${m.plan.kv_cache}, scratch ${m.plan.scratch}, logits ${m.plan.logits}, sampler ${m.plan.sampler}) beyond the ${bytes.length}-byte model; ${room} bytes are left of the ${limit}-byte limit (wasm32: at most ${WASM32_BYTES})`, { plan: m.plan });
+        throw new TinylmError('out_of_memory', `the session needs ${need} bytes (weights ${m.plan.weights}, KV cache ${m.plan.kv_cache}, scratch ${m.plan.scratch}, logits ${m.plan.logits}, sampler ${m.plan.sampler}) beyond the ${size}-byte model; ${room} bytes are left of the ${limit}-byte limit (wasm32: at most ${WASM32_BYTES})`, { plan: m.plan });
       m.session = m.#newSession();
-      record.memory = { modelBytes: bytes.length, plan: m.plan, wasmMemoryBytes: rt.memory.buffer.byteLength };
+      record.memory = { modelBytes: size, from: isBlob(bytes) ? 'stream' : 'buffer', plan: m.plan, wasmMemoryBytes: rt.memory.buffer.byteLength };
       record.numerics = numerics;
       record.artifactId = m.artifactId;
       return m;

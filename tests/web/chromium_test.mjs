@@ -342,8 +342,9 @@ async function browserChecks(browser, work, manifest, isolated, plain, requests)
       `${fetches('tiny.slm') - before[0]} + ${fetches('q8.slm') - before[1]} fetches`);
   }
 
-  // 4b. The file picker: the file read in, its artifact id computed, the
-  // reply native's.
+  // 4b. The file picker: the file streamed into the module's memory (the
+  // File handed to the loader, read chunk by chunk, hashed as it lands),
+  // its artifact id computed, the reply native's.
   {
     await page.fill('#model-url', '');
     await page.setInputFiles('#model-file', MODEL);
@@ -354,6 +355,9 @@ async function browserChecks(browser, work, manifest, isolated, plain, requests)
     const id = createHash('sha256').update(fs.readFileSync(MODEL)).digest('hex');
     check('file picker: the model loads from the file, with its SHA-256 as artifact id',
       status.startsWith('Loaded tiny-f32.slm from file') && status.includes(`artifact ${id.slice(0, 16)}`), status);
+    const memory = await page.evaluate(() => window.tinylmPage.state.model?.capabilityReceipt?.memory ?? null);
+    check('file picker: the file was streamed into the module, not copied whole in JS',
+      memory?.from === 'stream' && memory.modelBytes === fs.statSync(MODEL).size, JSON.stringify(memory));
     compareNative(work, 'file picker', await send(page, 'Hello there', GREEDY), 'scalar');
     await page.setInputFiles('#model-file', []);
   }

@@ -10,6 +10,7 @@
 // budget or limit too small, a truncated or changed model, and a
 // cancelled reply are typed errors that leave the module usable.
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -327,6 +328,33 @@ try {
   check('a model with one byte changed: hash_mismatch', await code(loadModel(flipped, { lane: 'scalar', base })) === 'hash_mismatch');
   check('a changed model on the threads lane: hash_mismatch from its worker', await code(loadModel(flipped, { lane: 'threads', threads: 2, base })) === 'hash_mismatch');
   check('an unknown lane: invalid_argument', await code(loadModel(bytes.slice(), { lane: 'gpu', base })) === 'invalid_argument');
+
+  // A File/Blob is streamed into the module's memory chunk by chunk (no
+  // whole copy in JS), hashed as it lands: every lane, where the loader runs
+  // and in a host worker (the Blob is passed on), replies as native, with
+  // the file's SHA-256 as artifact id.
+  const blobArgs = { prompt: 'Hello there', maxTokens: 6, temperature: 0 };
+  const sha = createHash('sha256').update(bytes).digest('hex');
+  for (const [lane, worker] of [['scalar', false], ['simd', false], ['simd', true], ['threads', false], ['threads', true]]) {
+    const m = await loadModel(new Blob([bytes]), { lane, base, worker, threads: lane === 'threads' ? 2 : undefined });
+    const out = await m.generate(blobArgs);
+    const want = native(SLM('tiny-q8.slm'), lane === 'scalar' ? 'scalar' : 'fast', blobArgs);
+    check(`a Blob on ${lane}${worker ? ' in a host worker' : ''}: streamed, the file's SHA-256 as id, replies as native`,
+      m.capabilityReceipt.memory?.from === 'stream' && m.artifactId === sha &&
+      JSON.stringify(out.ids) === JSON.stringify(want.ids) && out.receiptId === want.receipt_id,
+      `${JSON.stringify(m.capabilityReceipt.memory)} ${m.artifactId} ${JSON.stringify(out.ids)} vs ${JSON.stringify(want.ids)}`);
+    await m.dispose();
+  }
+  check('a truncated Blob: invalid_model', await code(loadModel(new Blob([bytes.slice(0, bytes.length - 100)]), { lane: 'simd', base })) === 'invalid_model');
+  check('a Blob with one byte changed: hash_mismatch', await code(loadModel(new Blob([flipped]), { lane: 'simd', base })) === 'hash_mismatch');
+  // A file that changes while it is read: its stream gives fewer or more bytes than its size.
+  class Shrinking extends Blob { stream() { return new Blob([bytes.slice(0, 4096)]).stream(); } }
+  class Growing extends Blob { stream() { return new Blob([bytes, bytes.slice(0, 10)]).stream(); } }
+  let shortErr, longErr;
+  try { await loadModel(new Shrinking([bytes]), { lane: 'simd', base }); } catch (err) { shortErr = err; }
+  try { await loadModel(new Growing([bytes]), { lane: 'simd', base }); } catch (err) { longErr = err; }
+  check('a file that shrinks while read: io, naming the bytes read', shortErr?.code === 'io' && /ended after 4096 of its \d+ bytes/.test(shortErr.message), shortErr?.message);
+  check('a file that grows while read: io', longErr?.code === 'io' && /grew while it was read/.test(longErr.message), longErr?.message);
 } finally {
   rmSync(tmp, { recursive: true, force: true });
 }

@@ -121,16 +121,50 @@ __attribute__((export_name("tl_wasm_kernels"))) const char *tl_wasm_kernels(void
   return lane_kernels()->name;
 }
 
+extern unsigned char __heap_base;
+
+/* [p, p + len) inside the memory; an output also past the module's stack
+ * and data (as api_exports.c checks its arguments). */
+static bool span_ok(const void *p, size_t len, bool output) {
+  uintptr_t mem = (uintptr_t)__builtin_wasm_memory_size(0) * 65536u, a = (uintptr_t)p;
+  return a <= mem && len <= mem - a && (!output || a >= (uintptr_t)&__heap_base);
+}
+
 /* SHA-256 through this module, which the loader compares with WebCrypto
  * (an independent implementation) at start-up. */
 tl_status tl_wasm_sha256(const uint8_t *data, size_t len, uint8_t *out);
 __attribute__((export_name("tl_wasm_sha256"))) tl_status tl_wasm_sha256(const uint8_t *data,
                                                                           size_t len,
                                                                           uint8_t *out) {
-  extern unsigned char __heap_base;
-  uintptr_t mem = (uintptr_t)__builtin_wasm_memory_size(0) * 65536u;
-  if ((uintptr_t)data > mem || len > mem - (uintptr_t)data || (uintptr_t)out < (uintptr_t)&__heap_base ||
-      (uintptr_t)out > mem - 32)
-    return TL_ERR_BOUNDS;
+  if (!span_ok(data, len, false) || !span_ok(out, 32, true)) return TL_ERR_BOUNDS;
   return tl_sha256(data, len, out);
+}
+
+/* SHA-256 in steps, of a model the loader streams into the memory chunk by
+ * chunk (each chunk hashed where it landed, as it arrives), compared with
+ * the artifact id tl_model_open_bytes computes. One stream at a time; its
+ * state stays inside the module, so no caller can hand it a forged one. */
+static tl_sha256_ctx stream;
+static bool streaming;
+
+void tl_wasm_sha256_begin(void);
+__attribute__((export_name("tl_wasm_sha256_begin"))) void tl_wasm_sha256_begin(void) {
+  tl_sha256_init(&stream);
+  streaming = true;
+}
+
+tl_status tl_wasm_sha256_add(const uint8_t *data, size_t len);
+__attribute__((export_name("tl_wasm_sha256_add"))) tl_status tl_wasm_sha256_add(const uint8_t *data,
+                                                                                  size_t len) {
+  if (!streaming) return TL_ERR_INVALID_ARGUMENT;
+  if (!span_ok(data, len, false)) return TL_ERR_BOUNDS;
+  return tl_sha256_update(&stream, data, len);
+}
+
+tl_status tl_wasm_sha256_end(uint8_t *out);
+__attribute__((export_name("tl_wasm_sha256_end"))) tl_status tl_wasm_sha256_end(uint8_t *out) {
+  if (!streaming) return TL_ERR_INVALID_ARGUMENT;
+  if (!span_ok(out, 32, true)) return TL_ERR_BOUNDS;
+  streaming = false;
+  return tl_sha256_final(&stream, out);
 }
