@@ -40,6 +40,39 @@ static uint8_t *make_weights(tl_qtype type, size_t rows, size_t *bytes) {
   return w;
 }
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+/* The float kernels' ceiling on this CPU: 16-lane multiply-adds per CPU
+ * second one thread issues as a separate multiply and add (fast/3, F-6:
+ * no fused multiply-add) and as FMA, with ten independent chains of each so
+ * that latency does not limit. The empty asm keeps every chain in its own
+ * register (otherwise the compiler splits the loop and drops the adds). */
+#define CHAINS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9)
+#define CHAIN_INIT(i) __m512 a##i = _mm512_set1_ps(1.0f + i), b##i = _mm512_set1_ps(2.0f + i);
+#define CHAIN_KEEP(i) __asm__ volatile("" : "+v"(a##i), "+v"(b##i));
+#define CHAIN_MUL_ADD(i) a##i = _mm512_mul_ps(a##i, m); b##i = _mm512_add_ps(b##i, c);
+#define CHAIN_FMA(i) a##i = _mm512_fmadd_ps(a##i, m, c); b##i = _mm512_fmadd_ps(b##i, m, c);
+__attribute__((target("avx512f,fma"))) static void issue_rates(double *mul_add, double *fma) {
+  const __m512 m = _mm512_set1_ps(1.0000001f), c = _mm512_set1_ps(1e-9f);
+  const long steps = 20000000;
+  double t0;
+  CHAINS(CHAIN_INIT)
+  t0 = now_s();
+  for (long n = 0; n < steps; n++) {
+    CHAINS(CHAIN_MUL_ADD)
+    CHAINS(CHAIN_KEEP)
+  }
+  *mul_add = 10.0 * steps * 16 / (now_s() - t0) / 1e9; /* one MAC per mul+add pair */
+  t0 = now_s();
+  for (long n = 0; n < steps; n++) {
+    CHAINS(CHAIN_FMA)
+    CHAINS(CHAIN_KEEP)
+  }
+  *fma = 20.0 * steps * 16 / (now_s() - t0) / 1e9;
+}
+#endif
+
 /* A whole decimal number of megabytes, 1..65536 (atoi took "--help" as 0
  * and the benchmark then overran a zero-length buffer). */
 static int parse_mb(const char *text, size_t *mb) {
@@ -118,5 +151,14 @@ int main(int argc, char **argv) {
       free(y);
     }
   }
+#if defined(__x86_64__)
+  if (tl_native_kernels_supported(TL_KERN_AVX512) && __builtin_cpu_supports("fma")) {
+    double mul_add, fma;
+    issue_rates(&mul_add, &fma);
+    printf("float ceiling (zmm, one thread): separate multiply and add %.1f GMAC/s (fast/3); "
+           "fused multiply-add %.1f GMAC/s (not in fast/3)\n",
+           mul_add, fma);
+  }
+#endif
   return 0;
 }
