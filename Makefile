@@ -363,7 +363,19 @@ $(WEB_OUT)/manifest.json: $(WEB_MODULES) scripts/web_manifest.mjs
 	node scripts/web_manifest.mjs $@ $$(sed -n 's/^#define TL_VERSION_STRING "\(.*\)"/\1/p' include/tinylm.h) \
 	  $(BUILD_ID) scalar=$(WEB_OUT)/tinylm-scalar.wasm simd=$(WEB_OUT)/tinylm-simd.wasm \
 	  threads=$(WEB_OUT)/tinylm-threads.wasm:shared:$(WEB_THREADS_PAGES)
-.PHONY: web web-modules
+# A test-only site (tests/web/observe_test.mjs, never build/web): the
+# SIMD128 module with one planted kernel fault (-DTL_WASM_MUTANT,
+# kernels_wasm_simd.c) under its own manifest, for the observation
+# records to locate.
+WEB_MUTANT_OUT := build/web-mutant
+$(WEB_MUTANT_OUT)/tinylm-simd.wasm: $(WEB_API_DEPS)
+	@mkdir -p $(@D)
+	$(WASM_CC) $(WEB_CFLAGS) -msimd128 -DTL_WASM_MUTANT $(WEB_LDFLAGS) $(WEB_API_SRC) -o $@
+$(WEB_MUTANT_OUT)/manifest.json: $(WEB_MUTANT_OUT)/tinylm-simd.wasm scripts/web_manifest.mjs
+	node scripts/web_manifest.mjs $@ $$(sed -n 's/^#define TL_VERSION_STRING "\(.*\)"/\1/p' include/tinylm.h) \
+	  $(BUILD_ID)-mutant simd=$(WEB_MUTANT_OUT)/tinylm-simd.wasm
+.PHONY: web web-modules web-mutant
+web-mutant: $(WEB_MUTANT_OUT)/manifest.json
 web-modules: $(WEB_MODULES) $(WEB_OUT)/manifest.json $(WEB_OUT)/tinylm.js $(WEB_OUT)/tinylm-worker.js \
              $(WEB_OUT)/package.json
 	@tests/web/opcodes.sh $(WEB_MODULES)

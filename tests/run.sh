@@ -86,7 +86,7 @@ run_stage build-gcc build CFG=gcc native
 run_stage build-clang build CFG=clang native
 run_stage build-asan build CFG=asan native
 run_stage build-wasm build wasm
-run_stage build-web build web-modules web-page
+run_stage build-web build web-modules web-page web-mutant
 run_stage build-neon build neon
 run_stage unit-gcc build/gcc/unit_tests
 run_stage kernel-mutants tests/kernels/mutants.sh gcc build/gcc
@@ -99,6 +99,8 @@ run_stage unit-neon tests/neon/qemu.sh unit
 run_stage wasm-identity tests/wasm/identity.sh
 run_stage web-loader node tests/web/loader_test.mjs build/gcc/tinylm build/web
 run_stage web-chromium node tests/web/chromium_test.mjs build/gcc/tinylm build/web-test
+run_stage web-observe node tests/web/observe_test.mjs build/gcc/tinylm build/test-work/web-observe \
+  build/web build/web-mutant
 run_stage neon-identity tests/neon/qemu.sh identity build/gcc/transcript
 run_stage cli tests/cli/cli_test.sh build/asan/tinylm
 run_stage tok-artifact build tok-slm

@@ -11,6 +11,7 @@ const LANE_CODE = { scalar: 1, fast: 2 }; // tinylm.h TL_LANE_*
 const OPEN_BORROW = 1;
 const GENERATE_CONTINUE = 1;
 const GIVEN = { temperature: 1, topK: 2, topP: 4, minP: 8, repeatPenalty: 16 };
+const STATUS_BOUNDS = 6; // tinylm.h TL_ERR_BOUNDS
 const SELF_TESTS = ['blake3', 'philox', 'fast-f32-dot', 'forward-strict', 'forward-fast']; // tl_wasm_self_test(0..4)
 
 /** A typed failure: code is tinylm's error code (tl_status_name), status
@@ -655,6 +656,44 @@ class Model {
     this.rt.check(this.rt.x.tl_session_reset(this.session), this.session);
   }
 
+  /**
+   * The observation records of a prompt's forward pass on this model's
+   * lane (docs/observe.md): args { prompt } (text) or { ids } (token ids).
+   * Returns the tinylm.observe/1 document (CBOR bytes, a Uint8Array), which
+   * `tinylm observe --compare` compares with another lane's. The session's
+   * cache is empty afterwards.
+   */
+  observe(args = {}) {
+    const rt = this.rt;
+    const frees = [];
+    const keep = (p) => (frees.push(p), p);
+    try {
+      if ((args.prompt === undefined) === (args.ids === undefined))
+        throw new TinylmError('invalid_argument', 'give exactly one of prompt and ids');
+      let text = 0, textLen = 0, ids = 0, nIds = 0;
+      if (args.prompt !== undefined) {
+        const b = new TextEncoder().encode(String(args.prompt));
+        text = keep(rt.put(b));
+        textLen = b.length;
+      } else {
+        const a = Uint32Array.from(args.ids);
+        ids = keep(rt.alloc(4 * a.length));
+        nIds = a.length;
+        a.forEach((v, i) => rt.dv().setUint32(ids + 4 * i, v, true));
+      }
+      const len = keep(rt.alloc(4));
+      // The length first (TL_ERR_BOUNDS says it), then the document.
+      const st = rt.x.tl_session_observe(this.session, text, textLen, ids, nIds, 0, 0, len);
+      if (st !== STATUS_BOUNDS) rt.check(st, this.session);
+      const n = rt.dv().getUint32(len, true);
+      const out = keep(rt.alloc(n));
+      rt.check(rt.x.tl_session_observe(this.session, text, textLen, ids, nIds, out, n, len), this.session);
+      return rt.u8().slice(out, out + rt.dv().getUint32(len, true));
+    } finally {
+      for (const q of frees) rt.x.free(q);
+    }
+  }
+
   #release() {
     const rt = this.rt;
     if (this.session) rt.x.tl_session_free(this.session);
@@ -812,6 +851,10 @@ class RemoteModel {
 
   preflight() { return this.plan; }
   async reset() { return this.call({ op: 'reset' }); }
+  async observe(args = {}) {
+    if (this.disposed) throw new TinylmError('stale_handle', 'the model was disposed');
+    return this.call({ op: 'observe', args });
+  }
 
   async dispose() {
     if (this.disposed) return;

@@ -313,3 +313,16 @@ tl_status w_generation_result_get(tl_generation_handle g, tl_generation_result *
 
 EXPORT(tl_generation_free) tl_status w_generation_free(tl_generation_handle g);
 tl_status w_generation_free(tl_generation_handle g) { return through(tl_generation_free(g)); }
+
+EXPORT(tl_session_observe)
+tl_status w_session_observe(tl_session_handle s, const void *text, size_t text_len,
+                            const uint32_t *ids, size_t n_ids, void *out, size_t cap, size_t *len);
+tl_status w_session_observe(tl_session_handle s, const void *text, size_t text_len,
+                            const uint32_t *ids, size_t n_ids, void *out, size_t cap,
+                            size_t *len) {
+  CHECK(span_ok(text, text_len, false), "tl_session_observe: text outside the memory");
+  CHECK(array_ok(ids, n_ids, sizeof *ids, false), "tl_session_observe: ids outside the memory");
+  CHECK(span_ok(out, cap, true), "tl_session_observe: out outside the heap");
+  CHECK(span_ok(len, sizeof *len, true), "tl_session_observe: len outside the heap");
+  return through(tl_session_observe(s, text, text_len, ids, n_ids, out, cap, len));
+}

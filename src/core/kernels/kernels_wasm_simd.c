@@ -120,6 +120,15 @@ INLINE void rows_quant(bool q4, const uint8_t *w, size_t row_bytes, size_t n,
 void tl_wasm_rows_q8(const uint8_t *w, size_t row_bytes, size_t n, const tl_kern_x *x,
                      size_t rows, float *y) {
   rows_quant(false, w, row_bytes, n, x, rows, y);
+#ifdef TL_WASM_MUTANT
+  /* A planted fault, only in the test module `make web-mutant` builds
+   * (docs/observe.md): q8 rows whose width is a whole number of 64
+   * elements lose each call's first result. The tiny q8 test model's only
+   * such width is its intermediate size, so it first diverges at layer 0's
+   * down projection; the self-tests' models (widths 40 and 72) never see
+   * it, so the lane still passes them. */
+  if (n > 0 && n % 64 == 0 && rows > 0) y[0] = 0.0f;
+#endif
 }
 
 void tl_wasm_rows_q4(const uint8_t *w, size_t row_bytes, size_t n, const tl_kern_x *x,

@@ -220,6 +220,7 @@ static tl_status bad(reader *rd, const char *why) {
 /* A CBOR fault is the reader's; a wrong type is the schema's. */
 static tl_status schema(reader *rd, tl_status st, const char *field) {
   if (st == TL_ERR_INVALID_CBOR && rd->r.fault.kind == TL_CBOR_FAULT_TYPE) return bad(rd, field);
+  if (st == TL_ERR_INVALID_CBOR && rd->why == NULL) rd->why = tl_cbor_fault_name(rd->r.fault.kind);
   if (st != TL_OK && rd->why == NULL) rd->why = field;
   return st;
 }
@@ -307,7 +308,7 @@ static tl_status read_record(reader *rd, uint32_t layers, size_t n_ids, tl_obser
         st = tl_cbor_expect_null(&rd->r);
         r->layer = -1;
       } else if (st == TL_OK) {
-        uint32_t l;
+        uint32_t l = 0;
         st = read_u32(rd, &l, "record layer");
         if (st == TL_OK && l >= layers) st = bad(rd, "record layer: past the model's layers");
         r->layer = (int32_t)l;
@@ -465,7 +466,7 @@ tl_status tl_observe_read(const uint8_t *buf, size_t len, tl_observe_doc *doc, t
   memset(doc, 0, sizeof *doc);
   memset(&rd, 0, sizeof rd);
   st = tl_cbor_reader_init(&rd.r, buf, len, NULL);
-  if (st == TL_OK) st = read_map(&rd, &pairs, "the document");
+  if (st == TL_OK) st = read_map(&rd, &pairs, "the document is not a map");
   /* format first, records last: records need the model's layers and the
    * prompt's length (map keys sort by length, then bytes) */
   for (size_t i = 0; i < pairs && st == TL_OK; i++) {
