@@ -912,6 +912,87 @@ static void reuse_prefix_misuse_is_typed(tl_test_ctx *t) {
   TL_EXPECT_OK(t, tl_model_close(m));
 }
 
+/* tl_session_observe during a generation on the same session. */
+typedef struct observer_cb {
+  tl_session_handle s;
+  tl_status st;
+} observer_cb;
+static int observe_in_callback(void *ctx, uint32_t id) {
+  observer_cb *o = ctx;
+  size_t len = 0;
+  (void)id;
+  o->st = tl_session_observe(o->s, "Hi", 2, NULL, 0, NULL, 0, &len);
+  return 1;
+}
+
+/* The observation document through the API (docs/observe.md): the size
+ * query and the document, the same bytes by text and by its ids, and the
+ * typed refusals. What the records hold is the core suite's (observe) and
+ * web-observe's. */
+static void observe_through_the_api(tl_test_ctx *t) {
+  tl_model_handle m;
+  tl_session_handle s;
+  tl_generation_handle g;
+  tl_generation_params p = {0};
+  observer_cb cb = {0, TL_ERR_INTERNAL_INVARIANT};
+  uint32_t ids[16], bad[2] = {1, 1u << 30}, pos = 7;
+  size_t n_ids = 0, len = 0, len2 = 0, short_len = 0;
+  uint8_t *doc = NULL, *doc2 = NULL, small[16];
+  tl_error e;
+  if (!open_tiny(t, &m)) return;
+  TL_EXPECT_OK(t, tl_session_new(m, &scalar, &s));
+  TL_EXPECT_STATUS(t, tl_session_observe(s, "Hello", 5, NULL, 0, NULL, 0, &len), TL_ERR_BOUNDS);
+  TL_EXPECT(t, len > 0);
+  TL_EXPECT_STATUS(t, tl_session_observe(s, "Hello", 5, NULL, 0, small, sizeof small, &short_len),
+                   TL_ERR_BOUNDS);
+  TL_EXPECT_EQ_U64(t, short_len, len);
+  doc = malloc(len);
+  doc2 = malloc(len);
+  if (!TL_EXPECT(t, doc != NULL && doc2 != NULL)) goto done;
+  TL_EXPECT_OK(t, tl_session_observe(s, "Hello", 5, NULL, 0, doc, len, &len2));
+  TL_EXPECT_EQ_U64(t, len2, len);
+  TL_EXPECT_OK(t, tl_session_position(s, &pos));
+  TL_EXPECT_EQ_U64(t, pos, 0); /* the cache is empty afterwards */
+  TL_EXPECT_OK(t, tl_model_encode(m, "Hello", 5, ids, 16, &n_ids));
+  TL_EXPECT_OK(t, tl_session_observe(s, NULL, 0, ids, n_ids, doc2, len, &len2));
+  TL_EXPECT(t, len2 == len && memcmp(doc, doc2, len) == 0);
+  /* refusals */
+  TL_EXPECT_STATUS(t, tl_session_observe(s, "Hi", 2, ids, 1, doc, len, &len2),
+                   TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT_STATUS(t, tl_session_observe(s, NULL, 0, NULL, 0, doc, len, &len2),
+                   TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT_STATUS(t, tl_session_observe(s, "", 0, NULL, 0, doc, len, &len2),
+                   TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT_STATUS(t, tl_session_observe(s, NULL, 0, bad, 2, doc, len, &len2),
+                   TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT_OK(t, tl_error_detail(s, &e));
+  TL_EXPECT_EQ_U64(t, e.index, 1);
+  TL_EXPECT_STATUS(t, tl_session_observe(s, "a\xff", 2, NULL, 0, doc, len, &len2),
+                   TL_ERR_INVALID_UTF8);
+  TL_EXPECT_STATUS(t, tl_session_observe(s, "Hi", 2, NULL, 0, doc, len, NULL),
+                   TL_ERR_INVALID_ARGUMENT);
+  /* a generation running on the session: refused, the generation goes on */
+  cb.s = s;
+  p.text = "Hello";
+  p.text_len = 5;
+  p.max_tokens = 4;
+  p.on_token = observe_in_callback;
+  p.ctx = &cb;
+  TL_EXPECT_OK(t, tl_generation_new(s, &g));
+  TL_EXPECT_STATUS(t, tl_generation_run(g, &p), TL_ERR_CANCELLED);
+  TL_EXPECT_STATUS(t, cb.st, TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT_OK(t, tl_generation_free(g));
+  TL_EXPECT_OK(t, tl_session_observe(s, "Hello", 5, NULL, 0, doc2, len, &len2));
+  TL_EXPECT(t, len2 == len && memcmp(doc, doc2, len) == 0);
+  TL_EXPECT_OK(t, tl_session_free(s));
+  TL_EXPECT_STATUS(t, tl_session_observe(s, "Hello", 5, NULL, 0, doc2, len, &len2),
+                   TL_ERR_STALE_HANDLE);
+done:
+  free(doc);
+  free(doc2);
+  TL_EXPECT_OK(t, tl_model_close(m));
+}
+
 static const tl_test_case cases[] = {
     TL_CASE(abi_mismatch_is_refused),
     TL_CASE(closed_handles_are_stale),
@@ -928,5 +1009,6 @@ static const tl_test_case cases[] = {
     TL_CASE(sessions_run_in_parallel),
     TL_CASE(reuse_prefix_computes_only_the_rest),
     TL_CASE(reuse_prefix_misuse_is_typed),
+    TL_CASE(observe_through_the_api),
 };
 TL_SUITE(api, cases);
