@@ -211,34 +211,39 @@ static void wasm_simd_equals_twin(tl_test_ctx *t) {
 /* The SIMD128 f16 decoding of every one of the 65536 values (subnormals,
  * inf and NaN included) against the twin's: row r of 21 f16 weights (a
  * full step of 16 and a tail) holds value r at position r mod 21 and +0
- * elsewhere, times an activation of ones, so the result is the decoded
- * value itself (NaN: any NaN, as wasm arithmetic may change its bits). */
+ * elsewhere, times an activation of one value a, so the result is the
+ * decoded value times a (NaN: any NaN, as wasm arithmetic may change its
+ * bits). a = 1; 2^-20 (subnormal products); the largest float below 2^16
+ * (the largest the variant scales by 2^112 against weights decoded to
+ * 2^-112 times their values); 2^16 (the smallest it does not). */
 static void wasm_simd_f16_every_value(tl_test_ctx *t) {
   enum { N = 21, ROWS = 4096 };
+  static const float acts[] = {1.0f, 0x1p-20f, 0x1.fffffep15f, 0x1p16f};
   static uint8_t w[ROWS * N * 2];
-  static float ones[N], want[ROWS], got[ROWS];
+  static float act[N], want[ROWS], got[ROWS];
   const tl_kernels *v = tl_kernels_get(TL_KERN_WASM_SIMD128);
   const tl_kernels *twin = tl_kernels_get(TL_KERN_SCALAR);
-  tl_kern_x x = {ones, NULL, NULL, NULL, NULL};
+  tl_kern_x x = {act, NULL, NULL, NULL, NULL};
   if (v == NULL) {
     tl_test_print(t, "note: no wasm SIMD128 variant in this build\n");
     return;
   }
-  for (size_t i = 0; i < N; i++) ones[i] = 1.0f;
-  for (uint32_t h0 = 0; h0 < 65536; h0 += ROWS) {
-    memset(w, 0, sizeof w);
-    for (uint32_t r = 0; r < ROWS; r++)
-      tl_store_le16(w + r * N * 2 + (h0 + r) % N * 2, (uint16_t)(h0 + r));
-    twin->rows[TL_QTYPE_F16](w, N * 2, N, &x, ROWS, want);
-    v->rows[TL_QTYPE_F16](w, N * 2, N, &x, ROWS, got);
-    for (uint32_t r = 0; r < ROWS; r++) {
-      bool nan = want[r] != want[r] && got[r] != got[r];
-      if (!nan && !TL_EXPECT_EQ_U64(t, tl_f32_to_bits(got[r]), tl_f32_to_bits(want[r]))) {
-        tl_test_print(t, "  f16 value differs\n");
-        return;
+  for (size_t a = 0; a < sizeof acts / sizeof acts[0]; a++)
+    for (uint32_t h0 = 0; h0 < 65536; h0 += ROWS) {
+      for (size_t i = 0; i < N; i++) act[i] = acts[a];
+      memset(w, 0, sizeof w);
+      for (uint32_t r = 0; r < ROWS; r++)
+        tl_store_le16(w + r * N * 2 + (h0 + r) % N * 2, (uint16_t)(h0 + r));
+      twin->rows[TL_QTYPE_F16](w, N * 2, N, &x, ROWS, want);
+      v->rows[TL_QTYPE_F16](w, N * 2, N, &x, ROWS, got);
+      for (uint32_t r = 0; r < ROWS; r++) {
+        bool nan = want[r] != want[r] && got[r] != got[r];
+        if (!nan && !TL_EXPECT_EQ_U64(t, tl_f32_to_bits(got[r]), tl_f32_to_bits(want[r]))) {
+          tl_test_print(t, "  f16 value differs\n");
+          return;
+        }
       }
     }
-  }
 }
 
 /* One valid block per type, broken one way at a time. */

@@ -234,9 +234,132 @@ void tl_wasm_rows_f32(const uint8_t *w, size_t row_bytes, size_t n, const tl_ker
   rows_float(0, w, row_bytes, n, x, rows, y);
 }
 
+/* f16 rows, fast path: weights decoded only to 2^-112 times their values,
+ * against the activation times 2^112, which is exact while every |x| <
+ * 2^16: each product is the same real number as w x, rounded once (the
+ * twin's bits). A 32-bit lane holding f16 values h_{2k+1}:h_{2k} (high:low)
+ * shifted arithmetically right by 3 and masked to 0x8FFFE000 is h_{2k+1}
+ * in f32's places (sign, exponent, fraction): 2^-112 times its value,
+ * normal or subnormal. Loaded 2 bytes earlier, the same two operations
+ * give the even elements. So a step of 16 takes four such vectors, lanes
+ * (0 2 4 6) (1 3 5 7) (8 10 12 14) (9 11 13 15) of the step: the
+ * accumulators hold A_j in that order (put back before the tree), and the
+ * scaled activation is stored in it. Inf and NaN would decode to finite
+ * values, so a row holding one (the largest magnitude of its values,
+ * h << 1 as u16, >= 0xF800) is computed again by rows_float_n. Columns in
+ * chunks of XCHUNK (the scaled activation on the stack, zero-filled to
+ * whole steps), rows in tiles keeping their accumulators in memory
+ * between chunks. */
+#define XCHUNK 2048
+
+/* Whether every |x[i]| < 2^16 (false for NaN). */
+INLINE bool f16_scalable(const float *x, size_t n) {
+  v128_t lim = wasm_f32x4_splat(0x1p16f), ok = wasm_i32x4_splat(-1);
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    ok = wasm_v128_and(ok, wasm_f32x4_lt(wasm_f32x4_abs(wasm_v128_load(x + i)), lim));
+  for (; i < n; i++)
+    if (!(x[i] < 0x1p16f && x[i] > -0x1p16f)) return false;
+  return wasm_i32x4_all_true(ok);
+}
+
+/* xs[0 .. len rounded up to 16) = x times 2^112 in the steps' lane order,
+ * zeros past len. */
+INLINE void f16_scale_x(const float *x, size_t len, float *xs) {
+  v128_t k = wasm_f32x4_splat(0x1p112f), v[4];
+  for (size_t i = 0; i < len; i += 16) {
+    float t[16] = {0};
+    const float *src = x + i;
+    if (len - i < 16) {
+      memcpy(t, x + i, (len - i) * sizeof(float));
+      src = t;
+    }
+    for (int q = 0; q < 4; q++) v[q] = wasm_f32x4_mul(wasm_v128_load(src + 4 * q), k);
+    wasm_v128_store(xs + i, wasm_i32x4_shuffle(v[0], v[1], 0, 2, 4, 6));
+    wasm_v128_store(xs + i + 4, wasm_i32x4_shuffle(v[0], v[1], 1, 3, 5, 7));
+    wasm_v128_store(xs + i + 8, wasm_i32x4_shuffle(v[2], v[3], 0, 2, 4, 6));
+    wasm_v128_store(xs + i + 12, wasm_i32x4_shuffle(v[2], v[3], 1, 3, 5, 7));
+  }
+}
+
+/* The f32 bits of h_{2k+1} (high half of lane k of v) times 2^-112. */
+INLINE v128_t f16_high_scaled(v128_t v) {
+  return wasm_v128_and(wasm_i32x4_shr(v, 3), wasm_u32x4_splat(0x8FFFE000u));
+}
+
+/* 16 weights at p (p[-2], p[-1] readable; their bits are masked off) times
+ * xs onto a; their magnitudes onto d. */
+INLINE void f16_step(const uint8_t *p, const float *xs, v128_t *a, v128_t *d) {
+  v128_t o0 = wasm_v128_load(p), o1 = wasm_v128_load(p + 16);
+  v128_t v[4] = {f16_high_scaled(wasm_v128_load(p - 2)), f16_high_scaled(o0),
+                 f16_high_scaled(wasm_v128_load(p + 14)), f16_high_scaled(o1)};
+  *d = wasm_u16x8_max(*d, wasm_u16x8_max(wasm_i16x8_shl(o0, 1), wasm_i16x8_shl(o1, 1)));
+  for (int q = 0; q < 4; q++)
+    a[q] = wasm_f32x4_add(a[q], wasm_f32x4_mul(v[q], wasm_v128_load(xs + 4 * q)));
+}
+
+/* f16_step on count <= 16 weights at p through a zero-filled copy. */
+INLINE void f16_step_copy(const uint8_t *p, size_t count, const float *xs, v128_t *a, v128_t *d) {
+  uint8_t t[34] = {0};
+  memcpy(t + 2, p, 2 * count);
+  f16_step(t + 2, xs, a, d);
+}
+
+/* len weights from p (the row's first when start) against xs onto a, d. */
+INLINE void f16_chunk(const uint8_t *p, size_t len, bool start, const float *xs, v128_t *a,
+                      v128_t *d) {
+  size_t i = 0, full = len / 16 * 16;
+  if (start) {
+    f16_step_copy(p, len < 16 ? len : 16, xs, a, d);
+    i = 16;
+  }
+  for (; i < full; i += 16) f16_step(p + 2 * i, xs + i, a, d);
+  if (i < len) f16_step_copy(p + 2 * i, len - i, xs + i, a, d);
+}
+
+/* One row exactly (inf and NaN included) for a row f16_step cannot do. */
+static float f16_row_exact(const uint8_t *row, size_t n, const float *xf) {
+  size_t full = n / 16 * 16;
+  float xt[16] = {0}, y;
+  memcpy(xt, xf + full, (n - full) * sizeof(float));
+  rows_float_n(1, 1, row, 0, n, xf, xt, &y);
+  return y;
+}
+
+/* T(A) from f16_step's accumulators. */
+INLINE float f16_tree(const v128_t *a) {
+  v128_t b[4] = {wasm_i32x4_shuffle(a[0], a[1], 0, 4, 1, 5),
+                 wasm_i32x4_shuffle(a[0], a[1], 2, 6, 3, 7),
+                 wasm_i32x4_shuffle(a[2], a[3], 0, 4, 1, 5),
+                 wasm_i32x4_shuffle(a[2], a[3], 2, 6, 3, 7)};
+  return tree(b);
+}
+
 void tl_wasm_rows_f16(const uint8_t *w, size_t row_bytes, size_t n, const tl_kern_x *x,
                       size_t rows, float *y) {
-  rows_float(1, w, row_bytes, n, x, rows, y);
+  float xs[XCHUNK];
+  v128_t acc[TILE][4], mag[TILE];
+  if (!f16_scalable(x->f, n)) {
+    rows_float(1, w, row_bytes, n, x, rows, y);
+    return;
+  }
+  for (size_t r0 = 0; r0 < rows; r0 += TILE) {
+    size_t nt = rows - r0 < TILE ? rows - r0 : TILE;
+    for (size_t r = 0; r < nt; r++) {
+      for (int q = 0; q < 4; q++) acc[r][q] = wasm_f32x4_splat(0.0f);
+      mag[r] = wasm_i16x8_splat(0);
+    }
+    for (size_t c0 = 0; c0 < n; c0 += XCHUNK) {
+      size_t len = n - c0 < XCHUNK ? n - c0 : XCHUNK;
+      if (r0 == 0 || n > XCHUNK) f16_scale_x(x->f + c0, len, xs);
+      for (size_t r = 0; r < nt; r++)
+        f16_chunk(w + (r0 + r) * row_bytes + 2 * c0, len, c0 == 0, xs, acc[r], &mag[r]);
+    }
+    for (size_t r = 0; r < nt; r++)
+      y[r0 + r] = wasm_v128_any_true(wasm_u16x8_ge(mag[r], wasm_i16x8_splat((int16_t)0xF800)))
+                      ? f16_row_exact(w + (r0 + r) * row_bytes, n, x->f)
+                      : f16_tree(acc[r]);
+  }
 }
 
 void tl_wasm_rows_bf16(const uint8_t *w, size_t row_bytes, size_t n, const tl_kern_x *x,
