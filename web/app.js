@@ -280,7 +280,7 @@ async function start(got, name, opts) {
   const ms = performance.now() - t0;
   got.artifactId = m.artifactId;
   state.model = { capabilityReceipt: m.capabilityReceipt, artifactId: m.artifactId, name, bytes, from: got.from, opts };
-  showCapabilities(m.capabilityReceipt);
+  showCapabilities(m.capabilityReceipt, m.capabilityReceiptCbor, m.capabilityReceiptId);
   return { ms, cached: got.from === 'cache' || m.cached };
 }
 
@@ -362,7 +362,9 @@ function showProbe(caps) {
   }).childNodes);
 }
 // The receipt's essentials on top; the whole receipt below, folded.
-function showCapabilities(r) {
+// r: the capability receipt's JSON view; cbor and id: the receipt file
+// (tinylm.capability-receipt/1) and its id, once a model has loaded.
+function showCapabilities(r, cbor = null, id = null) {
   $('caps-receipt').textContent = toJSON(r ?? {});
   const summary = {};
   if (r?.lane) {
@@ -385,9 +387,12 @@ function showCapabilities(r) {
     summary.refused = list;
   }
   if (r?.artifactId) summary.artifact = r.artifactId;
+  if (id) summary.receipt = id;
   $('caps-summary').replaceChildren(...kv(summary).childNodes);
   $('download-caps').disabled = !r;
+  $('download-caps-cbor').disabled = !cbor;
   state.shownReceipt = r;
+  state.shownReceiptCbor = cbor && { cbor, id };
 }
 function download(name, data, type) {
   const a = document.createElement('a');
@@ -571,6 +576,10 @@ async function init() {
   $('model-url').addEventListener('input', () => { $('model-file').value = ''; });
   $('download-caps').addEventListener('click', () => {
     download('tinylm-capability-receipt.json', toJSON(state.shownReceipt ?? {}), 'application/json');
+  });
+  $('download-caps-cbor').addEventListener('click', () => {
+    const r = state.shownReceiptCbor;
+    if (r) download(`tinylm-capability-${r.id}.cbor`, r.cbor, 'application/cbor');
   });
   $('download-reply').addEventListener('click', () => {
     if (state.lastReceipt) download(`tinylm-receipt-${state.lastReply.receiptId}.cbor`, state.lastReceipt, 'application/cbor');

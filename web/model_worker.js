@@ -55,7 +55,11 @@ async function run(id, data) {
       // The bytes the model loaded from (a file: streamed into the module,
       // and read again for the cache), kept for the next load, keyed by
       // the artifact id the module computed.
-      return { capabilityReceipt: model.capabilityReceipt, artifactId: model.artifactId, cached: await keep(data.bytes, model.artifactId, data.cache) };
+      return {
+        capabilityReceipt: model.capabilityReceipt, capabilityReceiptCbor: model.capabilityReceiptCbor,
+        capabilityReceiptId: model.capabilityReceiptId, artifactId: model.artifactId,
+        cached: await keep(data.bytes, model.artifactId, data.cache),
+      };
     }
     case 'generate':
       if (!model) throw Object.assign(new Error('no model is loaded'), { code: 'invalid_argument' });

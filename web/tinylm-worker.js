@@ -47,7 +47,8 @@ async function open({ lane, base, bytes, opts, record, caps, ctrl: c }) {
   chosen(record, rt, opts, caps);
   record.threads = lane === 'threads' ? await startPool(rt, opts.threads ?? 1) : 1;
   model = await Model.open(rt, bytes, opts, record);
-  return { record: model.capabilityReceipt, artifactId: model.artifactId, plan: model.plan, numerics: model.numerics };
+  return { record: model.capabilityReceipt, artifactId: model.artifactId, plan: model.plan, numerics: model.numerics,
+    capabilityReceiptCbor: model.capabilityReceiptCbor, capabilityReceiptId: model.capabilityReceiptId };
 }
 
 async function generate(id, args) {

@@ -88,6 +88,109 @@ async function sha256Hex(bytes) {
 }
 
 const hex = (u8) => Array.from(u8, (b) => b.toString(16).padStart(2, '0')).join('');
+const unhex = (h) => Uint8Array.from(h.match(/../g) ?? [], (x) => parseInt(x, 16));
+
+// ---- deterministic CBOR and the capability receipt ----------------------------
+function cborHead(major, n) {
+  n = BigInt(n);
+  if (n < 24n) return [(major << 5) | Number(n)];
+  const width = n < 0x100n ? 1 : n < 0x10000n ? 2 : n < 0x100000000n ? 4 : 8;
+  const out = [(major << 5) | (24 + Math.log2(width))];
+  for (let i = width - 1; i >= 0; i--) out.push(Number((n >> BigInt(8 * i)) & 0xffn));
+  return out;
+}
+
+function compareBytes(a, b) {
+  for (let i = 0; i < Math.min(a.length, b.length); i++) if (a[i] !== b[i]) return a[i] - b[i];
+  return a.length - b.length;
+}
+
+/** Deterministic CBOR (docs/cbor.md: RFC 8949's core deterministic
+ *  encoding, no floats) of null, booleans, non-negative integers (Number or
+ *  BigInt below 2^64), strings (text), Uint8Array (bytes), arrays and plain
+ *  objects (maps, keys sorted by their encoded bytes). Anything else is
+ *  invalid_argument. */
+export function encodeCbor(value) {
+  const parts = [];
+  const put = (x) => {
+    if (x === null) parts.push(Uint8Array.of(0xf6));
+    else if (x === true || x === false) parts.push(Uint8Array.of(x ? 0xf5 : 0xf4));
+    else if ((typeof x === 'number' && Number.isSafeInteger(x) && x >= 0) ||
+      (typeof x === 'bigint' && x >= 0n && x < 1n << 64n)) parts.push(Uint8Array.from(cborHead(0, x)));
+    else if (typeof x === 'string') {
+      if (!x.isWellFormed()) throw new TinylmError('invalid_argument', 'CBOR text holds a lone surrogate');
+      const b = new TextEncoder().encode(x);
+      parts.push(Uint8Array.from(cborHead(3, b.length)), b);
+    } else if (x instanceof Uint8Array) parts.push(Uint8Array.from(cborHead(2, x.length)), x);
+    else if (Array.isArray(x)) {
+      parts.push(Uint8Array.from(cborHead(4, x.length)));
+      x.forEach(put);
+    } else if (typeof x === 'object' && Object.getPrototypeOf(x) === Object.prototype) {
+      const pairs = Object.entries(x).map(([k, v]) => [encodeCbor(k), v]).sort(([a], [b]) => compareBytes(a, b));
+      parts.push(Uint8Array.from(cborHead(5, pairs.length)));
+      for (const [k, v] of pairs) {
+        parts.push(k);
+        put(v);
+      }
+    } else throw new TinylmError('invalid_argument', `no deterministic CBOR for ${typeof x} ${String(x)}`);
+  };
+  put(value);
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+/** The capability node's metadata (docs/web.md, The capability receipt)
+ *  from a capabilityReceipt record: every field of it is in the node's id. */
+export function capabilityMetadata(r) {
+  return {
+    runtime: { loader: r.loader, abi: r.abi, version: r.build.version, build_id: r.build.buildId },
+    user_agent: r.userAgent,
+    hardware_concurrency: r.hardwareConcurrency,
+    features: {
+      simd128: r.features.simd128, bulk_memory: r.features.bulkMemory, atomics: r.features.atomics,
+      shared_array_buffer: r.features.sharedArrayBuffer, cross_origin_isolated: r.features.crossOriginIsolated,
+    },
+    requested: r.requested,
+    lane: r.lane,
+    lane_reason: r.laneReason,
+    refused: r.refused.map((x) => ({ lane: x.lane, code: x.code, why: x.why ?? '' })),
+    modules: Object.entries(r.modules).map(([lane, m]) => ({ lane, file: m.file, sha256: unhex(m.sha256), size: m.size })),
+    self_tests: Object.entries(r.selfTests).flatMap(([lane, tests]) =>
+      tests.map((t) => ({ lane, name: t.name, ok: t.ok, status: t.status }))),
+    kernels: r.kernels,
+    numerics: r.numerics,
+    threads_requested: r.threadsRequested,
+    threads: r.threads,
+    artifact_id: unhex(r.artifactId),
+  };
+}
+
+/** The capability receipt file (tinylm.capability-receipt/1) of record, its
+ *  node id computed by the module (tl_wasm_node_id, which also checks that
+ *  the metadata is deterministic CBOR): { cbor, id }. */
+function capabilityReceiptFile(rt, record) {
+  const metadata = capabilityMetadata(record);
+  const meta = encodeCbor(metadata);
+  const type = new TextEncoder().encode('capability');
+  const pm = rt.put(meta);
+  const pt = rt.put(type);
+  const out = rt.alloc(32);
+  try {
+    const st = rt.x.tl_wasm_node_id(pt, type.length, pm, meta.length, 0, 0, out);
+    if (st !== 0) throw new TinylmError(rt.statusName(st), 'the capability receipt\'s node id');
+    const id = rt.u8().slice(out, out + 32);
+    const cbor = encodeCbor({ format: 'tinylm.capability-receipt/1', root: id,
+      nodes: [{ id, type: 'capability', metadata, children: [] }] });
+    return { cbor, id: hex(id) };
+  } finally {
+    for (const p of [pm, pt, out]) rt.x.free(p);
+  }
+}
 
 function defaultBase() {
   return new URL('./', import.meta.url);
@@ -447,6 +550,7 @@ class Model {
       record.memory = { modelBytes: size, from: isBlob(bytes) ? 'stream' : 'buffer', plan: m.plan, wasmMemoryBytes: rt.memory.buffer.byteLength };
       record.numerics = numerics;
       record.artifactId = m.artifactId;
+      ({ cbor: m.capabilityReceiptCbor, id: m.capabilityReceiptId } = capabilityReceiptFile(rt, record));
       return m;
     } catch (e) {
       m.#release();
@@ -793,6 +897,8 @@ class RemoteModel {
       return null;
     }
     m.capabilityReceipt = got.record;
+    m.capabilityReceiptCbor = got.capabilityReceiptCbor;
+    m.capabilityReceiptId = got.capabilityReceiptId;
     m.lane = lane;
     m.artifactId = got.artifactId;
     m.plan = got.plan;

@@ -14,8 +14,9 @@
 static const char usage_text[] =
     "usage: tinylm receipt show FILE [--json]\n"
     "  (also acquisition and drift receipts: tinylm pull, tinylm drift)\n"
-    "  FILE is a run receipt (run --receipt) or a converter receipt\n"
-    "  (convert --receipt); a run receipt's node ids are verified\n";
+    "  FILE is a run receipt (run --receipt), a converter receipt\n"
+    "  (convert --receipt) or a browser capability receipt (web/tinylm.js);\n"
+    "  run and capability receipts' node ids are verified\n";
 
 int tl_cmd_receipt(int argc, char **argv) {
   const char *sub = NULL, *path = NULL;

@@ -107,6 +107,38 @@ SCHEMA(convert_receipt, {"receipt", K_TEXT, false, NULL},
        {"template_ir_sha256", K_DIGEST, false, NULL},
        {"template_source_sha256", K_DIGEST, false, NULL});
 
+/* The browser loader's capability receipt (web/tinylm.js,
+ * tinylm.capability-receipt/1; docs/web.md): one node, all of it in the
+ * identity. */
+SCHEMA(capability_runtime, {"loader", K_TEXT, false, NULL},
+       {"abi", K_UINT, false, NULL}, {"version", K_TEXT, false, NULL},
+       {"build_id", K_TEXT, false, NULL});
+SCHEMA(capability_features, {"simd128", K_BOOL, false, NULL},
+       {"bulk_memory", K_BOOL, false, NULL}, {"atomics", K_BOOL, false, NULL},
+       {"shared_array_buffer", K_BOOL, false, NULL},
+       {"cross_origin_isolated", K_BOOL, false, NULL});
+SCHEMA(capability_module, {"lane", K_TEXT, false, NULL},
+       {"file", K_TEXT, false, NULL}, {"sha256", K_DIGEST, false, NULL},
+       {"size", K_UINT, false, NULL});
+SCHEMA(capability_refusal, {"lane", K_TEXT, false, NULL},
+       {"code", K_TEXT, false, NULL}, {"why", K_TEXT, false, NULL});
+SCHEMA(capability_self_test, {"lane", K_TEXT, false, NULL},
+       {"name", K_TEXT, false, NULL}, {"ok", K_BOOL, false, NULL},
+       {"status", K_TEXT, false, NULL});
+SCHEMA(capability_meta, {"runtime", K_MAP, false, &capability_runtime},
+       {"user_agent", K_TEXT, false, NULL},
+       {"hardware_concurrency", K_UINT, false, NULL},
+       {"features", K_MAP, false, &capability_features},
+       {"requested", K_TEXT_OR_NULL, false, NULL},
+       {"lane", K_TEXT, false, NULL}, {"lane_reason", K_TEXT, false, NULL},
+       {"refused", K_MAPS, false, &capability_refusal},
+       {"modules", K_MAPS, false, &capability_module},
+       {"self_tests", K_MAPS, false, &capability_self_test},
+       {"kernels", K_TEXT, false, NULL}, {"numerics", K_TEXT, false, NULL},
+       {"threads_requested", K_UINT, false, NULL},
+       {"threads", K_UINT, false, NULL},
+       {"artifact_id", K_DIGEST, false, NULL});
+
 /* The node types of tinylm.receipt/1, their metadata and their children's
  * types (emit_meta and tl_run_receipt below write them). */
 typedef struct node_type {
@@ -136,6 +168,7 @@ static const node_type node_types[N_NODES] = {
      &generation_meta,
      {T_ARTIFACT, T_RUNTIME, T_PROMPT, T_SAMPLER},
      4}};
+static const node_type capability_type = {"capability", &capability_meta, {0}, 0};
 
 /* ------------------------------------------------------------------------ */
 /* The writer                                                               */
@@ -516,7 +549,9 @@ static tl_status span(checker *c, const uint8_t **start, size_t *len) {
   return TL_OK;
 }
 
-static tl_status check_node(checker *c, size_t index, seen_node *out) {
+/* Node index of a file whose node types are types[0..n_types). */
+static tl_status check_node(checker *c, size_t index, const node_type *types, int n_types,
+                            seen_node *out) {
   size_t n_pairs, n_kids = 0;
   const uint8_t *kids_at = NULL;
   size_t kids_len = 0;
@@ -541,11 +576,11 @@ static tl_status check_node(checker *c, size_t index, seen_node *out) {
       const char *t;
       if (tl_cbor_expect_text(&c->r, &t, &len) != TL_OK)
         return mistyped(c, path, "a text type");
-      for (out->type = 0; out->type < N_NODES &&
-                          !tl_cbor_text_is(t, len, node_types[out->type].name);
+      for (out->type = 0; out->type < n_types &&
+                          !tl_cbor_text_is(t, len, types[out->type].name);
            out->type++) {
       }
-      if (out->type == N_NODES) {
+      if (out->type == n_types) {
         snprintf(what, sizeof what, "unknown node type '%s'",
                  shown(t, len, key));
         return bad(c, path, what);
@@ -564,7 +599,7 @@ static tl_status check_node(checker *c, size_t index, seen_node *out) {
     return bad(c, path, "a node has id, type, children and metadata");
   /* The node's type fixes its metadata schema and its number of children. */
   {
-    const node_type *t = &node_types[out->type];
+    const node_type *t = &types[out->type];
     checker kc = {.err = c->err, .cap = c->cap};
     char sub[96];
     snprintf(sub, sizeof sub, "%s (%s).metadata", path, t->name);
@@ -665,6 +700,59 @@ static uint64_t uint_at(const uint8_t *start, size_t len, const char *key) {
   return v;
 }
 
+#define RUN_FORMAT "tinylm.receipt/1"
+#define CAPABILITY_FORMAT "tinylm.capability-receipt/1"
+
+/* The value of "format": text, equal to want. */
+static tl_status expect_format(checker *c, const char *want) {
+  const char *v;
+  size_t vlen;
+  char what[128], shown_v[64];
+  if (tl_cbor_expect_text(&c->r, &v, &vlen) != TL_OK) return mistyped(c, "format", "text");
+  if (tl_cbor_text_is(v, vlen, want)) return TL_OK;
+  snprintf(what, sizeof what, "'%s' is not %s", shown(v, vlen, shown_v), want);
+  return bad(c, "format", what);
+}
+
+/* {"format", "root", "nodes": [one capability node]}: the root is that
+ * node's id, which check_node recomputes. */
+static tl_status check_capability(checker *c, uint8_t root[32]) {
+  seen_node cap;
+  size_t n_pairs, n_nodes;
+  const uint8_t *root_id = NULL;
+  bool has_format = false, has_node = false;
+  tl_status st;
+  tl_cbor_expect_map(&c->r, &n_pairs);
+  for (size_t i = 0; i < n_pairs; i++) {
+    const char *k;
+    size_t klen, vlen;
+    char key[64], what[96];
+    if (tl_cbor_expect_text(&c->r, &k, &klen) != TL_OK)
+      return mistyped(c, "receipt", "text keys");
+    if (tl_cbor_text_is(k, klen, "format")) {
+      if ((st = expect_format(c, CAPABILITY_FORMAT)) != TL_OK) return st;
+      has_format = true;
+    } else if (tl_cbor_text_is(k, klen, "root")) {
+      if (tl_cbor_expect_bytes(&c->r, &root_id, &vlen) != TL_OK || vlen != 32)
+        return bad(c, "root", "expected 32 bytes");
+    } else if (tl_cbor_text_is(k, klen, "nodes")) {
+      if (tl_cbor_expect_array(&c->r, &n_nodes) != TL_OK)
+        return mistyped(c, "nodes", "an array");
+      if (n_nodes != 1) return bad(c, "nodes", "a capability receipt has one node");
+      if ((st = check_node(c, 0, &capability_type, 1, &cap)) != TL_OK) return st;
+      has_node = true;
+    } else {
+      snprintf(what, sizeof what, "unknown top-level field '%s'", shown(k, klen, key));
+      return bad(c, "receipt", what);
+    }
+  }
+  if (!has_format || root_id == NULL || !has_node)
+    return bad(c, "receipt", "format, root and nodes are required");
+  if (memcmp(cap.id, root_id, 32) != 0) return bad(c, "root", "not the capability node's id");
+  memcpy(root, root_id, 32);
+  return TL_OK;
+}
+
 static tl_status check_run(checker *c, uint8_t root[32]) {
   static seen_node nodes[MAX_NODES];
   graph g;
@@ -675,19 +763,13 @@ static tl_status check_run(checker *c, uint8_t root[32]) {
   tl_status st;
   tl_cbor_expect_map(&c->r, &n_pairs);
   for (size_t i = 0; i < n_pairs; i++) {
-    const char *k, *v;
+    const char *k;
     size_t klen, vlen;
     char key[64], what[96];
     if (tl_cbor_expect_text(&c->r, &k, &klen) != TL_OK)
       return mistyped(c, "receipt", "text keys");
     if (tl_cbor_text_is(k, klen, "format")) {
-      if (tl_cbor_expect_text(&c->r, &v, &vlen) != TL_OK)
-        return mistyped(c, "format", "text");
-      if (!tl_cbor_text_is(v, vlen, "tinylm.receipt/1")) {
-        snprintf(what, sizeof what, "'%s' is not tinylm.receipt/1",
-                 shown(v, vlen, key));
-        return bad(c, "format", what);
-      }
+      if ((st = expect_format(c, RUN_FORMAT)) != TL_OK) return st;
       has_format = true;
     } else if (tl_cbor_text_is(k, klen, "root")) {
       if (tl_cbor_expect_bytes(&c->r, &root_id, &vlen) != TL_OK || vlen != 32)
@@ -697,7 +779,7 @@ static tl_status check_run(checker *c, uint8_t root[32]) {
         return mistyped(c, "nodes", "an array");
       if (n_nodes > MAX_NODES) return bad(c, "nodes", "more than 64 nodes");
       for (size_t n = 0; n < n_nodes; n++)
-        if ((st = check_node(c, n, &nodes[n])) != TL_OK) return st;
+        if ((st = check_node(c, n, node_types, N_NODES, &nodes[n])) != TL_OK) return st;
       has_nodes = true;
     } else if (tl_cbor_text_is(k, klen, "timings_us")) {
       if ((st = span(c, &times, &times_len)) != TL_OK) return st;
@@ -754,7 +836,7 @@ tl_status tl_receipt_check(const uint8_t *doc, size_t len,
   checker c = {.err = err, .cap = err_cap};
   tl_cbor_fault fault;
   size_t n_pairs;
-  bool run = false, convert = false;
+  bool run = false, convert = false, capability = false;
   tl_status st;
   memset(root, 0, 32);
   snprintf(err, err_cap, "not a receipt");
@@ -772,8 +854,16 @@ tl_status tl_receipt_check(const uint8_t *doc, size_t len,
     size_t klen;
     if (tl_cbor_expect_text(&c.r, &k, &klen) != TL_OK)
       return mistyped(&c, "receipt", "text keys");
-    run = run || tl_cbor_text_is(k, klen, "format");
     convert = convert || tl_cbor_text_is(k, klen, "receipt");
+    if (tl_cbor_text_is(k, klen, "format")) {
+      /* a capability receipt by its format's value, else a run receipt */
+      tl_cbor_reader peek = c.r;
+      const char *v;
+      size_t vlen;
+      run = true;
+      capability = tl_cbor_expect_text(&peek, &v, &vlen) == TL_OK &&
+                   tl_cbor_text_is(v, vlen, CAPABILITY_FORMAT);
+    }
     tl_cbor_skip(&c.r);
   }
   if (run == convert)
@@ -782,6 +872,10 @@ tl_status tl_receipt_check(const uint8_t *doc, size_t len,
         "neither a run receipt (format tinylm.receipt/1) nor a converter "
         "receipt (receipt tinylm.convert/1)");
   tl_cbor_reader_init(&c.r, doc, len, NULL);
+  if (capability) {
+    *kind = TL_RECEIPT_CAPABILITY;
+    return check_capability(&c, root);
+  }
   if (run) {
     *kind = TL_RECEIPT_RUN;
     return check_run(&c, root);

@@ -58,8 +58,10 @@ tl_status tl_run_receipt(const tl_run_facts *f, uint8_t **doc, size_t *len,
                          uint8_t root[32]);
 
 typedef enum tl_receipt_kind {
-  TL_RECEIPT_RUN,    /* tinylm.receipt/1: a hash graph under root */
-  TL_RECEIPT_CONVERT /* tinylm.convert/1: a record, nothing to verify */
+  TL_RECEIPT_RUN,        /* tinylm.receipt/1: a hash graph under root */
+  TL_RECEIPT_CONVERT,    /* tinylm.convert/1: a record, nothing to verify */
+  TL_RECEIPT_CAPABILITY  /* tinylm.capability-receipt/1 (the browser loader's):
+                            one node, its id the root */
 } tl_receipt_kind;
 
 /* Checks a receipt file and says which kind it is. A run receipt is
@@ -70,8 +72,10 @@ typedef enum tl_receipt_kind {
  * U+0000), so that nothing it shows lies outside the root id except
  * timings_us (strictly typed, its token counts equal to the prompt's and
  * the generation's ids) and the optional execution record (isa, threads;
- * strictly typed). root gets the root id. A converter receipt is
- * only checked against its schema (root is zeroed). Errors, with err
+ * strictly typed). root gets the root id. A capability receipt
+ * (web/tinylm.js) is verified likewise: its one capability node's id
+ * recomputes and is the root, its metadata exactly its schema. A converter
+ * receipt is only checked against its schema (root is zeroed). Errors, with err
  * naming the field: TL_ERR_INVALID_CBOR (not deterministic CBOR),
  * TL_ERR_INVALID_ARGUMENT (a field unknown, missing, mistyped or out of
  * place), TL_ERR_HASH_MISMATCH (a node id does not recompute). */

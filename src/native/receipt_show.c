@@ -95,21 +95,18 @@ static void show_run(FILE *out, const json_t *doc) {
   }
 }
 
-static void show_convert(FILE *out, const json_t *doc) {
+/* A record's fields, a line each, keys in a column width wide; a list of
+ * records one per line. */
+static void show_record(FILE *out, const json_t *rec, int width) {
   const char *key;
   json_t *v;
-  fprintf(out,
-          "converter receipt (tinylm.convert/1: a record, not a hash graph; "
-          "nothing "
-          "in it is verified here: compare artifact_id with `tinylm hash "
-          "ARTIFACT`)\n");
-  json_object_foreach((json_t *)doc, key, v) {
-    fprintf(out, "  %-25s", key);
-    if (json_is_array(v)) { /* sources: one line each */
+  json_object_foreach((json_t *)rec, key, v) {
+    fprintf(out, "  %-*s", width, key);
+    if (json_is_array(v)) {
       size_t i;
       json_t *item;
       json_array_foreach(v, i, item) {
-        fprintf(out, "%s", i == 0 ? "" : "\n                          ");
+        fprintf(out, "%s%*s", i == 0 ? "" : "\n", i == 0 ? 0 : width + 2, "");
         print_fields(out, item, false);
       }
     } else if (json_is_object(v)) {
@@ -123,12 +120,31 @@ static void show_convert(FILE *out, const json_t *doc) {
   }
 }
 
+/* A capability receipt (web/tinylm.js): its one node's fields. */
+static void show_capability(FILE *out, const json_t *doc) {
+  json_t *node = json_array_get(json_object_get(doc, "nodes"), 0);
+  fprintf(out,
+          "capability receipt %s\n  (tinylm.capability-receipt/1: the node id "
+          "verified; everything below is part of it)\n",
+          json_string_value(json_object_get(doc, "root")));
+  show_record(out, json_object_get(node, "metadata"), 21);
+}
+
+static void show_convert(FILE *out, const json_t *doc) {
+  fprintf(out,
+          "converter receipt (tinylm.convert/1: a record, not a hash graph; "
+          "nothing "
+          "in it is verified here: compare artifact_id with `tinylm hash "
+          "ARTIFACT`)\n");
+  show_record(out, doc, 25);
+}
+
 /* The --json form: the document as cbor_doc renders it, with "verified"
- * (true for a run receipt) and, for a run receipt, "unverified" naming
- * what lies outside the root id. */
+ * (true for a run or a capability receipt) and, for a run receipt,
+ * "unverified" naming what lies outside the root id. */
 static tl_status show_json(FILE *out, json_t *doc, tl_receipt_kind kind) {
   char *text;
-  json_object_set_new(doc, "verified", json_boolean(kind == TL_RECEIPT_RUN));
+  json_object_set_new(doc, "verified", json_boolean(kind != TL_RECEIPT_CONVERT));
   if (kind == TL_RECEIPT_RUN) {
     json_t *u = json_pack("[s,s]", "timings_us.prefill", "timings_us.decode");
     if (u != NULL && json_object_get(doc, "execution") != NULL) {
@@ -158,6 +174,8 @@ tl_status tl_receipt_show(const uint8_t *doc, size_t len, bool json, FILE *out,
       snprintf(err, err_cap, "out of memory printing the receipt");
   } else if (kind == TL_RECEIPT_RUN) {
     show_run(out, v);
+  } else if (kind == TL_RECEIPT_CAPABILITY) {
+    show_capability(out, v);
   } else {
     show_convert(out, v);
   }

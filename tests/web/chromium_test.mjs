@@ -289,6 +289,25 @@ async function browserChecks(browser, work, manifest, isolated, plain, requests)
       !!manifest.modules[lane] && r.modules?.[lane]?.sha256 === manifest.modules[lane].sha256, JSON.stringify(r.modules));
     check(`${lane}: the capability panel shows the lane, its self-tests and module hash`,
       got.panel.includes(lane) && tests.every((t) => got.panel.includes(`${t.name} ✓`)) && got.panel.includes(manifest.modules[lane].sha256), got.panel);
+    {
+      // The capability receipt file, downloaded from the panel: native
+      // `tinylm receipt show` recomputes its node id, which is the page's.
+      const id = await page.evaluate(() => window.tinylmPage.state.shownReceiptCbor?.id ?? null);
+      const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#download-caps-cbor')]);
+      const file = path.join(work, `capability-${lane}.cbor`);
+      await dl.saveAs(file);
+      const p = spawnSync(TINYLM, ['receipt', 'show', '--json', file], { encoding: 'utf8' });
+      let doc = null;
+      try { doc = JSON.parse(p.stdout); } catch { /* reported below */ }
+      const meta = doc?.nodes?.[0]?.metadata ?? {};
+      const modelId = createHash('sha256').update(fs.readFileSync(MODEL)).digest('hex');
+      check(`${lane}: the downloaded capability receipt verifies natively, with the page's id, lane, module hash and artifact`,
+        p.status === 0 && doc?.verified === true && doc.format === 'tinylm.capability-receipt/1' && !!id && doc.root === id &&
+        meta.lane === lane && meta.threads === threads && meta.modules?.some((x) => x.lane === lane && x.sha256 === manifest.modules[lane].sha256) &&
+        meta.artifact_id === modelId && meta.self_tests?.filter((t) => t.lane === lane).length === tests.length,
+        `${p.status} ${id} ${p.stdout.slice(0, 400)}${p.stderr}`);
+      check(`${lane}: the panel shows the capability receipt's id`, got.panel.includes(id ?? '-'), got.panel);
+    }
     compareNative(work, `${lane} greedy`, await send(page, 'Hello there', GREEDY), lane);
     await page.click('#clear');
     compareNative(work, `${lane} seeded sampling`, await send(page, 'Tell me a story', SAMPLED), lane);

@@ -9,13 +9,13 @@
 // forged and double-freed handles, pointers outside the memory, a memory
 // budget or limit too small, a truncated or changed model, and a
 // cancelled reply are typed errors that leave the module usable.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { ABI_VERSION, loadModel, probe } from '../../web/tinylm.js';
+import { ABI_VERSION, capabilityMetadata, encodeCbor, loadModel, probe } from '../../web/tinylm.js';
 
 const [tinylm, webDir] = process.argv.slice(2);
 if (!tinylm || !webDir) {
@@ -355,6 +355,64 @@ try {
   try { await loadModel(new Growing([bytes]), { lane: 'simd', base }); } catch (err) { longErr = err; }
   check('a file that shrinks while read: io, naming the bytes read', shortErr?.code === 'io' && /ended after 4096 of its \d+ bytes/.test(shortErr.message), shortErr?.message);
   check('a file that grows while read: io', longErr?.code === 'io' && /grew while it was read/.test(longErr.message), longErr?.message);
+
+  // The capability receipt file (tinylm.capability-receipt/1): native
+  // `tinylm receipt show` verifies the module's node id, which the node-id
+  // formula of docs/receipts.md gives here too (node:crypto over the
+  // loader's CBOR of the record); forged copies are refused.
+  const nodeId = (meta) => createHash('sha256').update(Buffer.concat([Buffer.from('tinylm-node-v1'),
+    encodeCbor('capability'), meta, encodeCbor(0)])).digest();
+  const capFile = (metadata, id) => encodeCbor({ format: 'tinylm.capability-receipt/1', root: id,
+    nodes: [{ id, type: 'capability', metadata, children: [] }] });
+  const show = (doc, ...flags) => {
+    const f = join(tmp, 'capability.cbor');
+    writeFileSync(f, doc);
+    return spawnSync(tinylm, ['receipt', 'show', ...flags, f], { encoding: 'utf8' });
+  };
+  let capMeta = null;
+  for (const [lane, worker] of [['scalar', false], ['threads', true]]) {
+    const m = await loadModel(new Uint8Array(bytes), { lane, base, worker, threads: lane === 'threads' ? 2 : undefined });
+    const p = show(m.capabilityReceiptCbor, '--json');
+    let doc = null;
+    try { doc = JSON.parse(p.stdout); } catch { /* reported below */ }
+    const meta = doc?.nodes?.[0]?.metadata;
+    check(`capability receipt on ${lane}${worker ? ' in a host worker' : ''}: tinylm receipt show verifies it, root = the loader's id`,
+      p.status === 0 && doc?.verified === true && doc.root === m.capabilityReceiptId && meta?.lane === lane &&
+      meta.artifact_id === sha && meta.threads === (lane === 'threads' ? 2 : 1) &&
+      meta.self_tests.some((t) => t.name === 'forward-fast' && t.ok), `${p.status} ${p.stdout.slice(0, 300)} ${p.stderr}`);
+    const metadata = capabilityMetadata(m.capabilityReceipt);
+    const id = nodeId(encodeCbor(metadata));
+    check(`capability receipt on ${lane}: the node-id formula here gives the module's id and the same file`,
+      id.toString('hex') === m.capabilityReceiptId && Buffer.from(capFile(metadata, id)).equals(Buffer.from(m.capabilityReceiptCbor)));
+    if (lane === 'scalar') {
+      capMeta = metadata;
+      const text = show(m.capabilityReceiptCbor);
+      check('receipt show (text) names the capability receipt and its id', text.status === 0 &&
+        text.stdout.startsWith(`capability receipt ${m.capabilityReceiptId}`), text.stdout + text.stderr);
+    }
+    await m.dispose();
+  }
+  const forged = (change, sameId = false) => {
+    const meta = structuredClone(capMeta);
+    change(meta);
+    const id = sameId ? nodeId(encodeCbor(capMeta)) : nodeId(encodeCbor(meta));
+    return capFile(meta, id);
+  };
+  for (const [name, doc, code, detail] of [
+    ['a field changed, the id kept', forged((x) => { x.lane = 'simd'; }, true), 'hash_mismatch', 'does not hash to its id'],
+    ['an unknown field', forged((x) => { x.forged = 1; }), 'invalid_argument', "unknown field 'forged'"],
+    ['a missing field', forged((x) => { delete x.lane; }), 'invalid_argument', "missing field 'lane'"],
+    ['a mistyped field', forged((x) => { x.threads = 'two'; }), 'invalid_argument', 'threads: expected an unsigned integer'],
+    ['a mistyped self-test', forged((x) => { x.self_tests[0].ok = 'yes'; }), 'invalid_argument', 'self_tests[0].ok: expected a bool'],
+    ['a module hash of 31 bytes', forged((x) => { x.modules[0].sha256 = x.modules[0].sha256.slice(1); }), 'invalid_argument', 'sha256: expected 32 bytes'],
+    ['text holding U+0000', forged((x) => { x.user_agent = 'a\0b'; }), 'invalid_argument', 'user_agent: text holds U+0000'],
+    ['a root that is not the node', (() => { const id = nodeId(encodeCbor(capMeta)); return encodeCbor({ format: 'tinylm.capability-receipt/1', root: new Uint8Array(32), nodes: [{ id, type: 'capability', metadata: capMeta, children: [] }] }); })(), 'invalid_argument', "not the capability node's id"],
+    ['two nodes', (() => { const id = nodeId(encodeCbor(capMeta)); const n = { id, type: 'capability', metadata: capMeta, children: [] }; return encodeCbor({ format: 'tinylm.capability-receipt/1', root: id, nodes: [n, n] }); })(), 'invalid_argument', 'one node'],
+    ['another node type', (() => { const id = nodeId(encodeCbor(capMeta)); return encodeCbor({ format: 'tinylm.capability-receipt/1', root: id, nodes: [{ id, type: 'generation', metadata: capMeta, children: [] }] }); })(), 'invalid_argument', "unknown node type 'generation'"],
+  ]) {
+    const p = show(doc);
+    check(`a capability receipt with ${name}: ${code}`, p.status !== 0 && p.stderr.startsWith(`error: ${code}:`) && p.stderr.includes(detail), p.stderr);
+  }
 } finally {
   rmSync(tmp, { recursive: true, force: true });
 }

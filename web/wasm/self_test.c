@@ -29,6 +29,7 @@
 #include "kernels/kernels.h"
 #include "model/selftest_model.h"
 #include "quant/quant.h"
+#include "receipt/node.h"
 #include "sample/philox.h"
 #include "sample/philox_kat.h"
 #include "tinylm.h"
@@ -167,4 +168,24 @@ __attribute__((export_name("tl_wasm_sha256_end"))) tl_status tl_wasm_sha256_end(
   if (!span_ok(out, 32, true)) return TL_ERR_BOUNDS;
   streaming = false;
   return tl_sha256_final(&stream, out);
+}
+
+/* A receipt node's id (receipt/node.h) for the loader's capability receipt
+ * (docs/web.md): type[0..type_len) without U+0000, metadata one
+ * deterministic CBOR item (else invalid_cbor), n_children ids of 32 bytes. */
+tl_status tl_wasm_node_id(const char *type, size_t type_len, const uint8_t *meta,
+                          size_t meta_len, const uint8_t *children, size_t n_children,
+                          uint8_t *out);
+__attribute__((export_name("tl_wasm_node_id"))) tl_status tl_wasm_node_id(
+    const char *type, size_t type_len, const uint8_t *meta, size_t meta_len,
+    const uint8_t *children, size_t n_children, uint8_t *out) {
+  char t[64];
+  if (!span_ok(type, type_len, false) || !span_ok(meta, meta_len, false) ||
+      n_children > SIZE_MAX / TL_NODE_ID_LEN ||
+      !span_ok(children, TL_NODE_ID_LEN * n_children, false) || !span_ok(out, TL_NODE_ID_LEN, true))
+    return TL_ERR_BOUNDS;
+  if (type_len >= sizeof t || memchr(type, 0, type_len) != NULL) return TL_ERR_INVALID_ARGUMENT;
+  memcpy(t, type, type_len);
+  t[type_len] = '\0';
+  return tl_node_id(t, meta, meta_len, n_children != 0 ? children : NULL, n_children, out);
 }
