@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bytes.h"
 #include "model/observe.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -20,17 +19,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
   do {                    \
     if (!(cond)) abort(); \
   } while (0)
-
-static bool same(const tl_observe_record *a, const tl_observe_record *b) {
-  return a->stage == b->stage && a->layer == b->layer && a->pos == b->pos &&
-         a->count == b->count && a->nonfinite == b->nonfinite &&
-         memcmp(a->blake3, b->blake3, 32) == 0 &&
-         tl_f64_to_bits(a->min) == tl_f64_to_bits(b->min) &&
-         tl_f64_to_bits(a->max) == tl_f64_to_bits(b->max) &&
-         tl_f64_to_bits(a->l2) == tl_f64_to_bits(b->l2) &&
-         tl_f64_to_bits(a->mean) == tl_f64_to_bits(b->mean) &&
-         tl_f64_to_bits(a->variance) == tl_f64_to_bits(b->variance);
-}
 
 static void accepted(const tl_observe_doc *d, tl_arena *arena) {
   const tl_observe_meta *m = &d->meta;
@@ -52,7 +40,7 @@ static void accepted(const tl_observe_doc *d, tl_arena *arena) {
   st = tl_observe_read(back, len, &again, arena, &why);
   CHECK(st == TL_OK && again.n_records == d->n_records && again.meta.n_ids == m->n_ids);
   CHECK(strcmp(again.meta.profile, m->profile) == 0 && strcmp(again.meta.isa, m->isa) == 0);
-  for (size_t i = 0; i < d->n_records; i++) CHECK(same(&d->records[i], &again.records[i]));
+  for (size_t i = 0; i < d->n_records; i++) CHECK(tl_observe_record_equal(&d->records[i], &again.records[i]));
   free(back);
   cap = tl_observe_compare_bound(d);
   if (cap > (64u << 20)) return; /* a model of millions of layers: not here */

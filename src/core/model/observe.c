@@ -573,8 +573,9 @@ static int group_state(void *p, tl_qwen3_stage s, int32_t layer) {
   return c->groups[group_of(c->layers, s, layer)].state;
 }
 
-static bool same_record(const tl_observe_record *a, const tl_observe_record *b) {
-  return a->count == b->count && a->nonfinite == b->nonfinite &&
+bool tl_observe_record_equal(const tl_observe_record *a, const tl_observe_record *b) {
+  return a->stage == b->stage && a->layer == b->layer && a->pos == b->pos &&
+         a->count == b->count && a->nonfinite == b->nonfinite &&
          memcmp(a->blake3, b->blake3, sizeof a->blake3) == 0 &&
          tl_f64_to_bits(a->min) == tl_f64_to_bits(b->min) &&
          tl_f64_to_bits(a->max) == tl_f64_to_bits(b->max) &&
@@ -680,7 +681,7 @@ tl_status tl_observe_compare(const tl_observe_doc *a, const tl_observe_doc *b,
     }
     matched[ia] = true;
     d->compared++;
-    if (!same_record(&a->records[ia], r)) {
+    if (!tl_observe_record_equal(&a->records[ia], r)) {
       d->differing++;
       differs(&c.groups[g], r->pos, ia, i);
     }

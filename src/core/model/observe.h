@@ -41,6 +41,9 @@ typedef struct tl_observe_record {
  * the caller's). */
 void tl_observe_row(const float *data, size_t n, tl_observe_record *r);
 
+/* Whether a and b hold the same place, count, digest and summary bits. */
+bool tl_observe_record_equal(const tl_observe_record *a, const tl_observe_record *b);
+
 /* A sink for tl_qwen3_forward that wants every capture point and records
  * each row, in the order they come (the computation's), into records. */
 typedef struct tl_observer {

@@ -77,6 +77,34 @@ static void digest_is_of_canonical_bytes(tl_test_ctx *t) {
   TL_EXPECT(t, memcmp(r.blake3, r2.blake3, 32) != 0);
 }
 
+/* Equality sees every field, each summary to the bit. */
+static void record_equal_sees_every_field(tl_test_ctx *t) {
+  const float row[4] = {0.5f, -1.0f, 2.0f, 0.25f};
+  tl_observe_record a, b;
+  tl_observe_row(row, 4, &a);
+  a.stage = TL_QWEN3_STAGE_GATE;
+  a.layer = 1;
+  a.pos = 2;
+  for (int field = 0; field < 11; field++) {
+    b = a;
+    TL_EXPECT(t, tl_observe_record_equal(&a, &b));
+    switch (field) {
+      case 0: b.stage = TL_QWEN3_STAGE_UP; break;
+      case 1: b.layer = 0; break;
+      case 2: b.pos = 3; break;
+      case 3: b.count++; break;
+      case 4: b.nonfinite++; break;
+      case 5: b.blake3[31] ^= 0x80; break;
+      case 6: b.min = -b.min; break;
+      case 7: b.max = tl_bits_to_f64(tl_f64_to_bits(b.max) + 1); break;
+      case 8: b.l2 = tl_bits_to_f64(tl_f64_to_bits(b.l2) + 1); break;
+      case 9: b.mean = tl_bits_to_f64(tl_f64_to_bits(b.mean) + 1); break;
+      default: b.variance = tl_bits_to_f64(tl_f64_to_bits(b.variance) + 1); break;
+    }
+    if (!TL_EXPECT(t, !tl_observe_record_equal(&a, &b))) tl_test_print_u64(t, (uint64_t)field);
+  }
+}
+
 /* ---- the sink over a forward pass -------------------------------------- */
 
 typedef struct fixture {
@@ -240,14 +268,7 @@ static void document_round_trip(tl_test_ctx *t) {
   TL_EXPECT(t, doc.meta.n_ids == N_TOKENS && memcmp(doc.meta.ids, ids, sizeof ids) == 0);
   for (size_t i = 0; i < n; i++) {
     const tl_observe_record *a = &records[i], *b = &doc.records[i];
-    if (!TL_EXPECT(t, a->stage == b->stage && a->layer == b->layer && a->pos == b->pos &&
-                          a->count == b->count && a->nonfinite == b->nonfinite &&
-                          memcmp(a->blake3, b->blake3, 32) == 0 &&
-                          tl_f64_to_bits(a->min) == tl_f64_to_bits(b->min) &&
-                          tl_f64_to_bits(a->max) == tl_f64_to_bits(b->max) &&
-                          tl_f64_to_bits(a->l2) == tl_f64_to_bits(b->l2) &&
-                          tl_f64_to_bits(a->mean) == tl_f64_to_bits(b->mean) &&
-                          tl_f64_to_bits(a->variance) == tl_f64_to_bits(b->variance)))
+    if (!TL_EXPECT(t, tl_observe_record_equal(a, b)))
       return;
   }
 }
@@ -429,6 +450,7 @@ static const tl_test_case cases[] = {
     TL_CASE(row_summaries_by_hand),
     TL_CASE(empty_and_all_masked_rows),
     TL_CASE(digest_is_of_canonical_bytes),
+    TL_CASE(record_equal_sees_every_field),
     TL_CASE(sink_records_every_capture_in_order),
     TL_CASE(sink_stops_at_its_capacity),
     TL_CASE(document_round_trip),
