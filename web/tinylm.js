@@ -546,7 +546,13 @@ class Model {
       const room = limit - rt.memory.buffer.byteLength;
       if (need > room)
         throw new TinylmError('out_of_memory', `the session needs ${need} bytes (weights ${m.plan.weights}, KV cache ${m.plan.kv_cache}, scratch ${m.plan.scratch}, logits ${m.plan.logits}, sampler ${m.plan.sampler}) beyond the ${size}-byte model; ${room} bytes are left of the ${limit}-byte limit (wasm32: at most ${WASM32_BYTES})`, { plan: m.plan });
-      m.session = m.#newSession();
+      try {
+        m.session = m.#newSession();
+      } catch (e) {
+        // The C side names the CLI's flag; here the budget is an option.
+        if (e.code !== 'out_of_memory' || !e.detail.includes('--mem-budget')) throw e;
+        throw new TinylmError(e.code, e.detail.replace('--mem-budget', 'the memoryBudget option'), { status: e.status, plan: m.plan });
+      }
       record.memory = { modelBytes: size, from: isBlob(bytes) ? 'stream' : 'buffer', plan: m.plan, wasmMemoryBytes: rt.memory.buffer.byteLength };
       record.numerics = numerics;
       record.artifactId = m.artifactId;

@@ -302,6 +302,7 @@ try {
     e = err;
   }
   check('a memory budget below the plan: out_of_memory with the figures', e?.code === 'out_of_memory' && /MB/.test(e.message), e?.message);
+  check('the refusal names the JS option, not the CLI flag', /over the memoryBudget option [\d.]+ MB/.test(e?.message) && !e.message.includes('--mem-budget'), e?.message);
   e = null;
   try {
     await loadModel(bytes.slice(), { lane: 'scalar', base, memoryLimit: bytes.length });
