@@ -225,47 +225,6 @@ static tl_status schema(reader *rd, tl_status st, const char *field) {
   return st;
 }
 
-static tl_status read_text(reader *rd, char *out, size_t cap, const char *field) {
-  const char *s;
-  size_t n;
-  tl_status st = schema(rd, tl_cbor_expect_text(&rd->r, &s, &n), field);
-  if (st != TL_OK) return st;
-  if (n >= cap || memchr(s, 0, n) != NULL) return bad(rd, field);
-  memcpy(out, s, n);
-  out[n] = 0;
-  return TL_OK;
-}
-
-static tl_status read_u32(reader *rd, uint32_t *out, const char *field) {
-  uint64_t v;
-  tl_status st = schema(rd, tl_cbor_expect_uint(&rd->r, &v), field);
-  if (st != TL_OK) return st;
-  if (v > UINT32_MAX) return bad(rd, field);
-  *out = (uint32_t)v;
-  return TL_OK;
-}
-
-static tl_status read_u64(reader *rd, uint64_t *out, const char *field) {
-  return schema(rd, tl_cbor_expect_uint(&rd->r, out), field);
-}
-
-static tl_status read_double(reader *rd, double *out, const char *field) {
-  uint64_t v;
-  tl_status st = read_u64(rd, &v, field);
-  if (st == TL_OK) memcpy(out, &v, sizeof v);
-  return st;
-}
-
-static tl_status read_digest(reader *rd, uint8_t out[32], const char *field) {
-  const uint8_t *p;
-  size_t n;
-  tl_status st = schema(rd, tl_cbor_expect_bytes(&rd->r, &p, &n), field);
-  if (st != TL_OK) return st;
-  if (n != 32) return bad(rd, field);
-  memcpy(out, p, 32);
-  return TL_OK;
-}
-
 /* Reads a map's head; *n its pairs. */
 static tl_status read_map(reader *rd, size_t *n, const char *field) {
   return schema(rd, tl_cbor_expect_map(&rd->r, n), field);
@@ -277,159 +236,137 @@ static tl_status read_key(reader *rd, const char **k, size_t *n) {
 
 #define KEY_IS(k, n, z) tl_cbor_text_is((k), (n), (z))
 
-/* Every field of a record is required: bit 0.. in this order. */
-enum { R_STAGE, R_LAYER, R_POS, R_COUNT, R_NONFINITE, R_BLAKE3, R_MIN, R_MAX, R_L2, R_MEAN,
-       R_VARIANCE, R_ALL = (1 << 11) - 1 };
+/* One field of a map: its key, how its value reads, where it goes (cap:
+ * a text's bytes), and the name a refusal gives. */
+typedef enum { F_TEXT, F_U32, F_U64, F_F64, F_DIGEST, F_STAGE, F_LAYER } field_kind;
+typedef struct field {
+  const char *key;
+  field_kind kind;
+  void *out;
+  size_t cap;
+  const char *name;
+} field;
 
-static tl_status read_record(reader *rd, uint32_t layers, size_t n_ids, tl_observe_record *r) {
-  size_t pairs = 0;
-  unsigned seen = 0;
-  tl_status st = read_map(rd, &pairs, "a record");
-  for (size_t i = 0; i < pairs && st == TL_OK; i++) {
-    const char *k;
-    size_t kn;
-    unsigned bit;
-    st = read_key(rd, &k, &kn);
-    if (st != TL_OK) break;
-    if (KEY_IS(k, kn, "stage")) {
-      const char *s;
-      size_t sn;
-      bit = R_STAGE;
-      st = schema(rd, tl_cbor_expect_text(&rd->r, &s, &sn), "record stage");
-      if (st == TL_OK) {
-        r->stage = tl_qwen3_stage_find(s, sn);
-        if (r->stage == TL_QWEN3_STAGE_COUNT) st = bad(rd, "record stage: no such stage");
-      }
-    } else if (KEY_IS(k, kn, "layer")) {
-      tl_cbor_item it;
-      bit = R_LAYER;
-      st = schema(rd, tl_cbor_peek(&rd->r, &it), "record layer");
+static tl_status read_value(reader *rd, const field *f) {
+  const char *s;
+  const uint8_t *p;
+  size_t n;
+  uint64_t v = 0;
+  tl_cbor_item it;
+  tl_status st;
+  switch (f->kind) {
+    case F_TEXT:
+      st = schema(rd, tl_cbor_expect_text(&rd->r, &s, &n), f->name);
+      if (st != TL_OK) return st;
+      if (n >= f->cap || memchr(s, 0, n) != NULL) return bad(rd, f->name);
+      memcpy(f->out, s, n);
+      ((char *)f->out)[n] = 0;
+      return TL_OK;
+    case F_DIGEST:
+      st = schema(rd, tl_cbor_expect_bytes(&rd->r, &p, &n), f->name);
+      if (st == TL_OK && n != 32) st = bad(rd, f->name);
+      if (st == TL_OK) memcpy(f->out, p, 32);
+      return st;
+    case F_STAGE:
+      st = schema(rd, tl_cbor_expect_text(&rd->r, &s, &n), f->name);
+      if (st == TL_OK) *(tl_qwen3_stage *)f->out = tl_qwen3_stage_find(s, n);
+      if (st == TL_OK && *(tl_qwen3_stage *)f->out == TL_QWEN3_STAGE_COUNT) st = bad(rd, f->name);
+      return st;
+    case F_LAYER: /* null outside the layers */
+      st = schema(rd, tl_cbor_peek(&rd->r, &it), f->name);
       if (st == TL_OK && it.type == TL_CBOR_NULL) {
-        st = tl_cbor_expect_null(&rd->r);
-        r->layer = -1;
-      } else if (st == TL_OK) {
-        uint32_t l = 0;
-        st = read_u32(rd, &l, "record layer");
-        if (st == TL_OK && l >= layers) st = bad(rd, "record layer: past the model's layers");
-        r->layer = (int32_t)l;
+        *(int32_t *)f->out = -1;
+        return schema(rd, tl_cbor_expect_null(&rd->r), f->name);
       }
-    } else if (KEY_IS(k, kn, "position")) {
-      bit = R_POS;
-      st = read_u32(rd, &r->pos, "record position");
-      if (st == TL_OK && r->pos >= n_ids) st = bad(rd, "record position: past the prompt");
-    } else if (KEY_IS(k, kn, "count")) {
-      bit = R_COUNT;
-      st = read_u64(rd, &r->count, "record count");
-    } else if (KEY_IS(k, kn, "nonfinite")) {
-      bit = R_NONFINITE;
-      st = read_u64(rd, &r->nonfinite, "record nonfinite");
-    } else if (KEY_IS(k, kn, "blake3")) {
-      bit = R_BLAKE3;
-      st = read_digest(rd, r->blake3, "record blake3");
-    } else if (KEY_IS(k, kn, "min")) {
-      bit = R_MIN;
-      st = read_double(rd, &r->min, "record min");
-    } else if (KEY_IS(k, kn, "max")) {
-      bit = R_MAX;
-      st = read_double(rd, &r->max, "record max");
-    } else if (KEY_IS(k, kn, "l2")) {
-      bit = R_L2;
-      st = read_double(rd, &r->l2, "record l2");
-    } else if (KEY_IS(k, kn, "mean")) {
-      bit = R_MEAN;
-      st = read_double(rd, &r->mean, "record mean");
-    } else if (KEY_IS(k, kn, "variance")) {
-      bit = R_VARIANCE;
-      st = read_double(rd, &r->variance, "record variance");
-    } else {
-      return bad(rd, "a record: unknown field");
-    }
-    seen |= 1u << bit;
+      break;
+    default:
+      break;
   }
-  if (st == TL_OK && seen != R_ALL) st = bad(rd, "a record: a field is missing");
-  if (st == TL_OK && r->nonfinite > r->count) st = bad(rd, "record nonfinite: more than count");
-  /* stages inside a layer have one; the others none */
-  if (st == TL_OK && (r->layer < 0) != (r->stage == TL_QWEN3_STAGE_EMBEDDING ||
-                                        r->stage == TL_QWEN3_STAGE_FINAL_NORM ||
-                                        r->stage == TL_QWEN3_STAGE_LOGITS))
-    st = bad(rd, "record layer: does not fit the stage");
-  return st;
+  st = schema(rd, tl_cbor_expect_uint(&rd->r, &v), f->name);
+  if (st != TL_OK) return st;
+  if (f->kind == F_U64) *(uint64_t *)f->out = v;
+  else if (f->kind == F_F64) memcpy(f->out, &v, sizeof v);
+  else if (v > (f->kind == F_LAYER ? (uint64_t)INT32_MAX : UINT32_MAX)) return bad(rd, f->name);
+  else if (f->kind == F_LAYER) *(int32_t *)f->out = (int32_t)v;
+  else *(uint32_t *)f->out = (uint32_t)v;
+  return TL_OK;
 }
 
-/* producer (name, version, lane, profile), execution (host, isa, threads):
- * unknown fields are skipped, every known one required. */
-static tl_status read_producer(reader *rd, tl_observe_meta *m) {
+/* A map of the n fields f, each required once (a key twice is the CBOR
+ * reader's duplicate_key); other keys are skipped when unknown is NULL,
+ * else refused with it. */
+static tl_status read_fields(reader *rd, const char *what, const char *missing,
+                             const char *unknown, const field *f, size_t n) {
   size_t pairs = 0;
-  unsigned seen = 0;
-  tl_status st = read_map(rd, &pairs, "producer");
+  uint32_t seen = 0;
+  tl_status st = read_map(rd, &pairs, what);
   for (size_t i = 0; i < pairs && st == TL_OK; i++) {
     const char *k;
-    size_t kn;
-    char name[16];
+    size_t kn, j = 0;
     if ((st = read_key(rd, &k, &kn)) != TL_OK) break;
-    if (KEY_IS(k, kn, "name")) {
-      st = read_text(rd, name, sizeof name, "producer name");
-      if (st == TL_OK && strcmp(name, "tinylm") != 0) st = bad(rd, "producer name: not tinylm");
-      seen |= 1;
-    } else if (KEY_IS(k, kn, "version")) {
-      st = read_text(rd, m->version, sizeof m->version, "producer version");
-      seen |= 2;
-    } else if (KEY_IS(k, kn, "lane")) {
-      st = read_text(rd, m->lane, sizeof m->lane, "producer lane");
-      seen |= 4;
-    } else if (KEY_IS(k, kn, "profile")) {
-      st = read_text(rd, m->profile, sizeof m->profile, "producer profile");
-      seen |= 8;
+    while (j < n && !KEY_IS(k, kn, f[j].key)) j++;
+    if (j < n) {
+      st = read_value(rd, &f[j]);
+      seen |= 1u << j;
+    } else if (unknown == NULL) {
+      st = schema(rd, tl_cbor_skip(&rd->r), what);
     } else {
-      st = schema(rd, tl_cbor_skip(&rd->r), "producer");
+      st = bad(rd, unknown);
     }
   }
-  return st == TL_OK && seen != 15 ? bad(rd, "producer: a field is missing") : st;
+  return st == TL_OK && seen != (1u << n) - 1 ? bad(rd, missing) : st;
+}
+
+static tl_status read_record(reader *rd, uint32_t layers, size_t n_ids, tl_observe_record *r) {
+  const field f[] = {
+      {"stage", F_STAGE, &r->stage, 0, "record stage: not a stage's name"},
+      {"layer", F_LAYER, &r->layer, 0, "record layer"},
+      {"position", F_U32, &r->pos, 0, "record position"},
+      {"count", F_U64, &r->count, 0, "record count"},
+      {"nonfinite", F_U64, &r->nonfinite, 0, "record nonfinite"},
+      {"blake3", F_DIGEST, r->blake3, 0, "record blake3"},
+      {"min", F_F64, &r->min, 0, "record min"},
+      {"max", F_F64, &r->max, 0, "record max"},
+      {"l2", F_F64, &r->l2, 0, "record l2"},
+      {"mean", F_F64, &r->mean, 0, "record mean"},
+      {"variance", F_F64, &r->variance, 0, "record variance"}};
+  tl_status st = read_fields(rd, "a record", "a record: a field is missing",
+                             "a record: unknown field", f, sizeof f / sizeof f[0]);
+  if (st != TL_OK) return st;
+  if (r->layer >= 0 && (uint32_t)r->layer >= layers)
+    return bad(rd, "record layer: past the model's layers");
+  if (r->pos >= n_ids) return bad(rd, "record position: past the prompt");
+  if (r->nonfinite > r->count) return bad(rd, "record nonfinite: more than count");
+  /* stages inside a layer have one; the others none */
+  if ((r->layer < 0) != (r->stage == TL_QWEN3_STAGE_EMBEDDING ||
+                         r->stage == TL_QWEN3_STAGE_FINAL_NORM || r->stage == TL_QWEN3_STAGE_LOGITS))
+    return bad(rd, "record layer: does not fit the stage");
+  return TL_OK;
+}
+
+/* producer and execution: unknown fields are skipped, every known one
+ * required; model: exactly its two. */
+static tl_status read_producer(reader *rd, tl_observe_meta *m) {
+  char name[16];
+  const field f[] = {{"name", F_TEXT, name, sizeof name, "producer name"},
+                     {"version", F_TEXT, m->version, sizeof m->version, "producer version"},
+                     {"lane", F_TEXT, m->lane, sizeof m->lane, "producer lane"},
+                     {"profile", F_TEXT, m->profile, sizeof m->profile, "producer profile"}};
+  tl_status st = read_fields(rd, "producer", "producer: a field is missing", NULL, f, 4);
+  return st == TL_OK && strcmp(name, "tinylm") != 0 ? bad(rd, "producer name: not tinylm") : st;
 }
 
 static tl_status read_execution(reader *rd, tl_observe_meta *m) {
-  size_t pairs = 0;
-  unsigned seen = 0;
-  tl_status st = read_map(rd, &pairs, "execution");
-  for (size_t i = 0; i < pairs && st == TL_OK; i++) {
-    const char *k;
-    size_t kn;
-    if ((st = read_key(rd, &k, &kn)) != TL_OK) break;
-    if (KEY_IS(k, kn, "host")) {
-      st = read_text(rd, m->host, sizeof m->host, "execution host");
-      seen |= 1;
-    } else if (KEY_IS(k, kn, "isa")) {
-      st = read_text(rd, m->isa, sizeof m->isa, "execution isa");
-      seen |= 2;
-    } else if (KEY_IS(k, kn, "threads")) {
-      st = read_u32(rd, &m->threads, "execution threads");
-      seen |= 4;
-    } else {
-      st = schema(rd, tl_cbor_skip(&rd->r), "execution");
-    }
-  }
-  return st == TL_OK && seen != 7 ? bad(rd, "execution: a field is missing") : st;
+  const field f[] = {{"host", F_TEXT, m->host, sizeof m->host, "execution host"},
+                     {"isa", F_TEXT, m->isa, sizeof m->isa, "execution isa"},
+                     {"threads", F_U32, &m->threads, 0, "execution threads"}};
+  return read_fields(rd, "execution", "execution: a field is missing", NULL, f, 3);
 }
 
 static tl_status read_model(reader *rd, tl_observe_meta *m) {
-  size_t pairs = 0;
-  unsigned seen = 0;
-  tl_status st = read_map(rd, &pairs, "model");
-  for (size_t i = 0; i < pairs && st == TL_OK; i++) {
-    const char *k;
-    size_t kn;
-    if ((st = read_key(rd, &k, &kn)) != TL_OK) break;
-    if (KEY_IS(k, kn, "artifact")) {
-      st = read_digest(rd, m->artifact, "model artifact");
-      seen |= 1;
-    } else if (KEY_IS(k, kn, "layers")) {
-      st = read_u32(rd, &m->layers, "model layers");
-      seen |= 2;
-    } else {
-      return bad(rd, "model: unknown field");
-    }
-  }
-  return st == TL_OK && seen != 3 ? bad(rd, "model: a field is missing") : st;
+  const field f[] = {{"artifact", F_DIGEST, m->artifact, 0, "model artifact"},
+                     {"layers", F_U32, &m->layers, 0, "model layers"}};
+  return read_fields(rd, "model", "model: a field is missing", "model: unknown field", f, 2);
 }
 
 static tl_status read_prompt(reader *rd, tl_observe_meta *m, tl_arena *arena) {
@@ -449,7 +386,8 @@ static tl_status read_prompt(reader *rd, tl_observe_meta *m, tl_arena *arena) {
   st = tl_arena_alloc_array(arena, n ? n : 1, sizeof *ids, 4, &p);
   if (st != TL_OK) return st;
   ids = p;
-  for (size_t i = 0; i < n && st == TL_OK; i++) st = read_u32(rd, &ids[i], "prompt ids");
+  for (size_t i = 0; i < n && st == TL_OK; i++)
+    st = read_value(rd, &(field){"ids", F_U32, &ids[i], 0, "prompt ids"});
   m->ids = ids;
   m->n_ids = n;
   return st;
@@ -475,7 +413,7 @@ tl_status tl_observe_read(const uint8_t *buf, size_t len, tl_observe_doc *doc, t
     if ((st = read_key(&rd, &k, &kn)) != TL_OK) break;
     if (KEY_IS(k, kn, "format")) {
       char f[32];
-      st = read_text(&rd, f, sizeof f, "format");
+      st = read_value(&rd, &(field){"format", F_TEXT, f, sizeof f, "format"});
       if (st == TL_OK && strcmp(f, TL_OBSERVE_FORMAT) != 0) st = bad(&rd, "format: not " TL_OBSERVE_FORMAT);
       seen |= 1;
     } else if (KEY_IS(k, kn, "producer")) {
