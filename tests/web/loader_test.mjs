@@ -258,6 +258,7 @@ try {
       () => x.tl_generation_run(handle(), ptr()),
       () => x.tl_generation_result_get(handle(), ptr()),
       () => x.tl_model_open_bytes(ptr(), len(), rand(3), ptr()),
+      () => x.tl_session_observe(handle(), ptr(), len(), ptr(), len(), ptr(), len(), ptr()),
     ];
     let traps = 0;
     const odd = new Set();
