@@ -63,16 +63,16 @@ static int observe(int argc, char **argv) {
     } else if ((lane_rc = tl_lane_flag(json, argc, argv, &i, &lane)) != 0) {
       if (lane_rc > 0) return lane_rc;
     } else if (argv[i][0] == '-') {
-      return tl_cli_usage(json, "unknown option '%s'\n%s", argv[i], usage_text);
+      return tl_cli_usage(json, "unknown option '%s' (tinylm observe --help)", argv[i]);
     } else if (model_path == NULL) {
       model_path = argv[i];
     } else {
-      return tl_cli_usage(json, "one MODEL.slm only\n%s", usage_text);
+      return tl_cli_usage(json, "one MODEL.slm only (tinylm observe --help)");
     }
   }
   if (model_path == NULL || out_path == NULL || (prompt == NULL) == (ids_text == NULL))
-    return tl_cli_usage(json, "MODEL.slm, -o FILE and one of --prompt and --ids are required\n%s",
-                        usage_text);
+    return tl_cli_usage(json, "MODEL.slm, -o FILE and one of --prompt and --ids are required "
+                        "(tinylm observe --help)");
   if (ids_text != NULL && tl_cli_parse_ids(ids_text, &ids, &n_ids) != 0)
     return tl_cli_usage(json, "--ids: token ids are decimal numbers below 2^32, not '%s'",
                         ids_text);
@@ -238,11 +238,12 @@ static int compare(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--json") == 0 || strcmp(argv[i], "--compare") == 0) continue;
     if (argv[i][0] == '-')
-      return tl_cli_usage(json, "unknown option '%s' with --compare\n%s", argv[i], usage_text);
-    if (n_paths == 2) return tl_cli_usage(json, "--compare takes two documents\n%s", usage_text);
+      return tl_cli_usage(json, "unknown option '%s' with --compare (tinylm observe --help)",
+                          argv[i]);
+    if (n_paths == 2) return tl_cli_usage(json, "--compare takes two documents, A and B");
     paths[n_paths++] = argv[i];
   }
-  if (n_paths != 2) return tl_cli_usage(json, "--compare takes two documents\n%s", usage_text);
+  if (n_paths != 2) return tl_cli_usage(json, "--compare takes two documents, A and B");
   memset(l, 0, sizeof l);
   if ((rc = load(json, paths[0], &l[0])) >= 0 || (rc = load(json, paths[1], &l[1])) >= 0)
     goto done;

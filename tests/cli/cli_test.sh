@@ -70,7 +70,7 @@ expect "help COMMAND is that command's usage" 0 '^usage: tinylm hash ' '^$' -- "
 expect "help for every command" 0 '^usage: tinylm synth ' '^$' -- "$tinylm" help synth
 expect "help for an unknown command" 2 '^$' "error: usage: no command 'frobnicate'" -- "$tinylm" help frobnicate
 # Every command names an unknown flag as unknown, first or last.
-for cmd in convert inspect run chat verify encode decode render synth hash receipt pull drift bench; do
+for cmd in convert inspect run chat verify encode decode render synth hash receipt pull drift bench observe; do
   expect "$cmd: an unknown flag first" 2 '^$' "error: usage: unknown option '--verbose'" \
     -- "$tinylm" $cmd --verbose "$work/abc"
   expect "$cmd: an unknown flag last" 2 '^$' "error: usage: unknown option '--verbose'" \
@@ -80,7 +80,8 @@ for cmd in convert inspect run chat verify encode decode render synth hash recei
 done
 for flagcmd in "run --seed" "run --prompt" "encode --text" "decode --ids" "verify --golden" \
                "convert -o" "synth --config" "hash --algo" "render --messages" \
-               "pull --timeout" "pull --max-files" "drift -o" "bench -p"; do
+               "pull --timeout" "pull --max-files" "drift -o" "bench -p" \
+               "observe --prompt" "observe --ids" "observe -o"; do
   expect "${flagcmd}: a missing value is named" 2 '^$' "error: usage: '${flagcmd#* }' needs a value" \
     -- "$tinylm" $flagcmd
 done
