@@ -714,6 +714,32 @@ static tl_status expect_format(checker *c, const char *want) {
   return bad(c, "format", what);
 }
 
+/* The next top-level key of a graph receipt (run or capability) into *k:
+ * "format" (which must be format) and "root" (32 bytes) are read here and
+ * *k is NULL; the caller reads the value of any other. */
+static tl_status top_field(checker *c, const char *format, const char **k, size_t *klen,
+                           bool *has_format, const uint8_t **root_id) {
+  size_t vlen;
+  if (tl_cbor_expect_text(&c->r, k, klen) != TL_OK) return mistyped(c, "receipt", "text keys");
+  if (tl_cbor_text_is(*k, *klen, "format")) {
+    *k = NULL;
+    *has_format = true;
+    return expect_format(c, format);
+  }
+  if (tl_cbor_text_is(*k, *klen, "root")) {
+    *k = NULL;
+    if (tl_cbor_expect_bytes(&c->r, root_id, &vlen) != TL_OK || vlen != 32)
+      return bad(c, "root", "expected 32 bytes");
+  }
+  return TL_OK;
+}
+
+static tl_status unknown_top(checker *c, const char *k, size_t klen) {
+  char key[64], what[96];
+  snprintf(what, sizeof what, "unknown top-level field '%s'", shown(k, klen, key));
+  return bad(c, "receipt", what);
+}
+
 /* {"format", "root", "nodes": [one capability node]}: the root is that
  * node's id, which check_node recomputes. */
 static tl_status check_capability(checker *c, uint8_t root[32]) {
@@ -725,26 +751,15 @@ static tl_status check_capability(checker *c, uint8_t root[32]) {
   tl_cbor_expect_map(&c->r, &n_pairs);
   for (size_t i = 0; i < n_pairs; i++) {
     const char *k;
-    size_t klen, vlen;
-    char key[64], what[96];
-    if (tl_cbor_expect_text(&c->r, &k, &klen) != TL_OK)
-      return mistyped(c, "receipt", "text keys");
-    if (tl_cbor_text_is(k, klen, "format")) {
-      if ((st = expect_format(c, CAPABILITY_FORMAT)) != TL_OK) return st;
-      has_format = true;
-    } else if (tl_cbor_text_is(k, klen, "root")) {
-      if (tl_cbor_expect_bytes(&c->r, &root_id, &vlen) != TL_OK || vlen != 32)
-        return bad(c, "root", "expected 32 bytes");
-    } else if (tl_cbor_text_is(k, klen, "nodes")) {
-      if (tl_cbor_expect_array(&c->r, &n_nodes) != TL_OK)
-        return mistyped(c, "nodes", "an array");
-      if (n_nodes != 1) return bad(c, "nodes", "a capability receipt has one node");
-      if ((st = check_node(c, 0, &capability_type, 1, &cap)) != TL_OK) return st;
-      has_node = true;
-    } else {
-      snprintf(what, sizeof what, "unknown top-level field '%s'", shown(k, klen, key));
-      return bad(c, "receipt", what);
-    }
+    size_t klen;
+    if ((st = top_field(c, CAPABILITY_FORMAT, &k, &klen, &has_format, &root_id)) != TL_OK)
+      return st;
+    if (k == NULL) continue;
+    if (!tl_cbor_text_is(k, klen, "nodes")) return unknown_top(c, k, klen);
+    if (tl_cbor_expect_array(&c->r, &n_nodes) != TL_OK) return mistyped(c, "nodes", "an array");
+    if (n_nodes != 1) return bad(c, "nodes", "a capability receipt has one node");
+    if ((st = check_node(c, 0, &capability_type, 1, &cap)) != TL_OK) return st;
+    has_node = true;
   }
   if (!has_format || root_id == NULL || !has_node)
     return bad(c, "receipt", "format, root and nodes are required");
@@ -764,17 +779,10 @@ static tl_status check_run(checker *c, uint8_t root[32]) {
   tl_cbor_expect_map(&c->r, &n_pairs);
   for (size_t i = 0; i < n_pairs; i++) {
     const char *k;
-    size_t klen, vlen;
-    char key[64], what[96];
-    if (tl_cbor_expect_text(&c->r, &k, &klen) != TL_OK)
-      return mistyped(c, "receipt", "text keys");
-    if (tl_cbor_text_is(k, klen, "format")) {
-      if ((st = expect_format(c, RUN_FORMAT)) != TL_OK) return st;
-      has_format = true;
-    } else if (tl_cbor_text_is(k, klen, "root")) {
-      if (tl_cbor_expect_bytes(&c->r, &root_id, &vlen) != TL_OK || vlen != 32)
-        return bad(c, "root", "expected 32 bytes");
-    } else if (tl_cbor_text_is(k, klen, "nodes")) {
+    size_t klen;
+    if ((st = top_field(c, RUN_FORMAT, &k, &klen, &has_format, &root_id)) != TL_OK) return st;
+    if (k == NULL) continue;
+    if (tl_cbor_text_is(k, klen, "nodes")) {
       if (tl_cbor_expect_array(&c->r, &n_nodes) != TL_OK)
         return mistyped(c, "nodes", "an array");
       if (n_nodes > MAX_NODES) return bad(c, "nodes", "more than 64 nodes");
@@ -789,9 +797,7 @@ static tl_status check_run(checker *c, uint8_t root[32]) {
     } else if (tl_cbor_text_is(k, klen, "execution")) {
       if ((st = check_map(c, &execution, "execution")) != TL_OK) return st;
     } else {
-      snprintf(what, sizeof what, "unknown top-level field '%s'",
-               shown(k, klen, key));
-      return bad(c, "receipt", what);
+      return unknown_top(c, k, klen);
     }
   }
   if (!has_format || root_id == NULL || !has_nodes || times == NULL)
