@@ -187,7 +187,8 @@ const BROWSER_LANES = [
   { name: 'simd', opts: { lane: 'simd' }, native: [...FAST, '-t', '1'] },
   // (An isolated page runs every lane in a worker; this one on its thread.)
   { name: 'simd, on the page thread', opts: { lane: 'simd', worker: false }, native: [...FAST, '-t', '1'] },
-  { name: 'threads', opts: { lane: 'threads', threads: 2 }, native: [...FAST, '-t', '2'] },
+  { name: 'threads at 2', opts: { lane: 'threads', threads: 2 }, native: [...FAST, '-t', '2'] },
+  { name: 'threads at 3', opts: { lane: 'threads', threads: 3 }, native: [...FAST, '-t', '1'] },
 ];
 
 // The stage the planted fault (q8 rows whose width is a multiple of 64
@@ -231,7 +232,8 @@ async function browserChecks(browser, site, mutant) {
         if (!natives.has(key)) natives.set(key, nativeObserve(model, lane.native));
         const v = compare(natives.get(key), saveDoc(`${model}-${lane.name.replace(/\W+/g, '-')}`, got));
         check(`chromium ${model} ${lane.name}: every record equals native ${key} (${v.records?.compared} records)`,
-          v.verdict === 'identical' && v.b.host === 'wasm32' && v.records.compared === v.a.records && v.a.records > 0,
+          v.verdict === 'identical' && v.b.host === 'wasm32' && v.records.compared === v.a.records && v.a.records > 0 &&
+          v.b.threads === (lane.opts.threads ?? 1),
           JSON.stringify(v));
       }
     }
