@@ -300,7 +300,7 @@ assert a["ids"] and (a["ids"], a["receipt_id"]) == (b["ids"], b["receipt_id"]), 
   expect "run --logprobs without --json prints the alternatives" 0 \
     'logprobs \(step: .*  0: [0-9]+ ".*" -?[0-9]+\.[0-9]{4};( [0-9]+ [^,]*,){2} [0-9]+ .*  1: [0-9]+ ' '' \
     -- "$tinylm" run "$m" --prompt hi -n 2 --logprobs 3
-  expect "run --progress shows prefill progress off a terminal" 0 '' '\[prefill 32/[0-9]+ tokens(, ETA [0-9]+ s)?\]' \
+  expect "run --progress shows prefill progress off a terminal" 0 '' '\[prefill 64/[0-9]+ tokens(, ETA [0-9]+ s)?\]' \
     -- "$tinylm" run "$m" --prompt "$(printf 'a %.0s' $(seq 100))" -n 1 --progress
   # A truncated artifact: the header knows the length it should have.
   size=$(stat -c %s "$m")
