@@ -17,6 +17,7 @@ static const tl_kern_x x = {xf, codes, scales, b8, b4};
 size_t tl_kbench_row_bytes(int type);
 uint8_t *tl_kbench_weights(int type, size_t rows);
 int tl_kbench_run(int type, const uint8_t *w, size_t rows, size_t reps);
+int tl_kbench_tile(int type, const uint8_t *w, size_t rows, size_t reps);
 
 TL_WASM_EXPORT(tl_kbench_row_bytes) size_t tl_kbench_row_bytes(int type) {
   size_t rb = 0;
@@ -50,5 +51,20 @@ int tl_kbench_run(int type, const uint8_t *w, size_t rows, size_t reps) {
   const tl_kernels *k = tl_kernels_get(TL_KERN_WASM_SIMD128);
   if (k == 0 || rows > sizeof y / sizeof y[0]) return -1;
   for (size_t r = 0; r < reps; r++) k->rows[type](w, tl_kbench_row_bytes(type), WIDTH, &x, rows, y);
+  return 0;
+}
+
+/* reps products of the rows (at most 256) with 16 tokens at once
+ * (tl_kern_tile: prefill's product, kernel_bench's tile column); -1 as
+ * tl_kbench_run. */
+TL_WASM_EXPORT(tl_kbench_tile)
+int tl_kbench_tile(int type, const uint8_t *w, size_t rows, size_t reps) {
+  static tl_kern_x xs[16];
+  static float ys[16 * 256];
+  const tl_kernels *k = tl_kernels_get(TL_KERN_WASM_SIMD128);
+  if (k == 0 || rows > 256) return -1;
+  for (size_t t = 0; t < 16; t++) xs[t] = x;
+  for (size_t r = 0; r < reps; r++)
+    tl_kern_tile(k, (tl_qtype)type, w, tl_kbench_row_bytes(type), WIDTH, xs, 16, rows, ys, 256);
   return 0;
 }

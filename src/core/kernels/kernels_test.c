@@ -208,6 +208,60 @@ static void wasm_simd_equals_twin(tl_test_ctx *t) {
   }
 }
 
+/* The SIMD128 tile kernels (q8, q4: 4 tokens per pass, the rest one by
+ * one) against the twin's rows token by token: 1, 4 and 9 tokens, 3 and 35
+ * rows (tiles of 32), lengths with tails and short groups, ordinary and
+ * wide-range values; the gaps of a y_stride wider than the rows are left
+ * alone. */
+static void wasm_simd_tiles_equal_twin(tl_test_ctx *t) {
+  enum { N = 1100, ROWS = 35, TOK = 9, STRIDE = ROWS + 3, G = (N + 511) / 512 };
+  static const size_t lengths[] = {17, 64, 95, N}, row_counts[] = {3, ROWS},
+                      token_counts[] = {1, 4, TOK};
+  static uint8_t w[ROWS * 36 * ((N + 31) / 32)];
+  static float src[ROWS * N], xf[TOK][N], scales[TOK][16 * G];
+  static float want[TOK * STRIDE], got[TOK * STRIDE];
+  static int8_t codes[TOK][TL_KERN_GROUP_CODES * G];
+  static int32_t b8[TOK][16 * G], b4[TOK][16 * G];
+  const tl_kernels *v = tl_kernels_get(TL_KERN_WASM_SIMD128);
+  const tl_kernels *twin = tl_kernels_get(TL_KERN_SCALAR);
+  tl_kern_x xs[TOK];
+  tl_test_rng rng = {4343};
+  if (v == NULL) {
+    tl_test_print(t, "note: no wasm SIMD128 variant in this build\n");
+    return;
+  }
+  TL_EXPECT(t, v->tile[TL_QTYPE_Q8] != NULL && v->tile[TL_QTYPE_Q4] != NULL);
+  for (int trial = 0; trial < 2; trial++)
+    for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++)
+      for (int type = TL_QTYPE_Q8; type <= TL_QTYPE_Q4; type++)
+        for (size_t ri = 0; ri < 2; ri++)
+          for (size_t ti = 0; ti < 3; ti++) {
+            size_t n = lengths[li], rows = row_counts[ri], tokens = token_counts[ti], rb = 0;
+            int lo = trial ? -60 : 0, hi = trial ? 40 : 1;
+            for (size_t i = 0; i < rows * n; i++)
+              src[i] = scaled(&rng, (float)((int64_t)(tl_test_rng_next(&rng) % 2001) - 1000) / 64.0f,
+                              lo, hi);
+            (void)tl_quant_row_bytes((tl_qtype)type, n, &rb);
+            if (!TL_EXPECT_OK(t, tl_quant_pack((tl_qtype)type, src, rows, n, w, sizeof w, NULL)))
+              return;
+            tl_kern_pack((tl_qtype)type, w, w, rb, n, 0, rows);
+            for (size_t i = 0; i < TOK * STRIDE; i++) want[i] = got[i] = -1.0f;
+            for (size_t k = 0; k < tokens; k++) {
+              for (size_t i = 0; i < n; i++)
+                xf[k][i] = scaled(
+                    &rng, (float)((int64_t)(tl_test_rng_next(&rng) % 2001) - 1000) / 64.0f, lo, hi);
+              tl_kern_quantize_x(xf[k], n, codes[k], scales[k], b8[k], b4[k]);
+              xs[k] = (tl_kern_x){xf[k], codes[k], scales[k], b8[k], b4[k]};
+              twin->rows[type](w, rb, n, &xs[k], rows, want + k * STRIDE);
+            }
+            tl_kern_tile(v, (tl_qtype)type, w, rb, n, xs, tokens, rows, got, STRIDE);
+            if (!TL_EXPECT_MEM(t, got, want, sizeof got)) {
+              tl_test_print(t, "  in a tile\n");
+              return;
+            }
+          }
+}
+
 /* The SIMD128 f16 decoding of every one of the 65536 values (subnormals,
  * inf and NaN included) against the twin's: row r of 21 f16 weights (a
  * full step of 16 and a tail) holds value r at position r mod 21 and +0
@@ -307,6 +361,7 @@ static const tl_test_case cases[] = {
     TL_CASE(f32_dot_golden),
     TL_CASE(validate_rejects),
     TL_CASE(wasm_simd_equals_twin),
+    TL_CASE(wasm_simd_tiles_equal_twin),
     TL_CASE(wasm_simd_f16_every_value),
 };
 TL_SUITE(kernels, cases);

@@ -60,73 +60,105 @@ INLINE void split_x(const int8_t *xc, v128_t (*xs)[4][2]) {
 }
 
 /* Blocks 4q .. 4q+3 of a whole packed group (codes at c) times the split
- * activation: each lane one block's exact sum over its 8 steps. q8: the
- * codes back from the offset (XOR 0x80); q4: the nibbles u as i16 lanes
- * (bits 0..3 and 8..11 of a 16-bit lane are the low nibbles of its even
- * and odd bytes, bits 4..7 and 12..15 the high ones), u = q + 8 corrected
- * by the bias. */
-INLINE v128_t quarter(bool q4, const uint8_t *c, int q, v128_t (*xs)[4][2], v128_t bias) {
-  v128_t s = bias;
+ * activations xs[0 .. nt) of nt tokens, the weights split once for all:
+ * s[t] (holding the bias) += each lane one block's exact sum over its 8
+ * steps. q8: the codes back from the offset (XOR 0x80); q4: the nibbles u
+ * as i16 lanes (bits 0..3 and 8..11 of a 16-bit lane are the low nibbles of
+ * its even and odd bytes, bits 4..7 and 12..15 the high ones), u = q + 8
+ * corrected by the bias. */
+INLINE void quarter(bool q4, int nt, const uint8_t *c, int q, v128_t (*xs)[8][4][2],
+                    v128_t *s) {
   if (q4) {
     v128_t m = wasm_i16x8_splat(0x0F);
     for (int st = 0; st < 8; st += 2) {
       v128_t v = wasm_v128_load(c + 32 * st + 16 * q);
-      s = wasm_i32x4_add(s, groups(wasm_v128_and(v, m), wasm_v128_and(wasm_u16x8_shr(v, 8), m),
-                                   xs[st][q][0], xs[st][q][1]));
-      s = wasm_i32x4_add(s, groups(wasm_v128_and(wasm_u16x8_shr(v, 4), m), wasm_u16x8_shr(v, 12),
-                                   xs[st + 1][q][0], xs[st + 1][q][1]));
+      v128_t e0 = wasm_v128_and(v, m), o0 = wasm_v128_and(wasm_u16x8_shr(v, 8), m);
+      v128_t e1 = wasm_v128_and(wasm_u16x8_shr(v, 4), m), o1 = wasm_u16x8_shr(v, 12);
+      for (int t = 0; t < nt; t++) {
+        s[t] = wasm_i32x4_add(s[t], groups(e0, o0, xs[t][st][q][0], xs[t][st][q][1]));
+        s[t] = wasm_i32x4_add(s[t], groups(e1, o1, xs[t][st + 1][q][0], xs[t][st + 1][q][1]));
+      }
     }
-    return s;
+    return;
   }
   for (int st = 0; st < 8; st++) {
     v128_t we, wo;
     split8(wasm_v128_xor(wasm_v128_load(c + 64 * st + 16 * q), wasm_i8x16_splat((int8_t)0x80)),
            &we, &wo);
-    s = wasm_i32x4_add(s, groups(we, wo, xs[st][q][0], xs[st][q][1]));
+    for (int t = 0; t < nt; t++)
+      s[t] = wasm_i32x4_add(s[t], groups(we, wo, xs[t][st][q][0], xs[t][st][q][1]));
   }
-  return s;
 }
 
 /* Tiles of rows keep their accumulators in memory between groups, so the
  * activation is split once per group and tile, not once per row. */
 #define TILE 32
+/* Tokens per pass of the tile kernel: each weight vector loaded and split
+ * once for all of them (4 x 2 activation halves + 4 sums + the weight's
+ * halves fit V8's registers). */
+#define TOKENS 4
 
-/* F-4 / F-5 on packed rows: lane i of acc[r][q] is block 4q + i of each
- * group (A_{b mod 16}); a short last group through a padded copy. The
- * scales are loaded as vectors: a scalar load would be a call to memcpy in
- * this freestanding build. */
-INLINE void rows_quant(bool q4, const uint8_t *w, size_t row_bytes, size_t n,
-                       const tl_kern_x *x, size_t rows, float *y) {
+/* F-4 / F-5 on packed rows for nt <= TOKENS tokens (x, results y + t ys),
+ * with the caller's room for the split activations (xs[nt]) and the
+ * accumulators (acc[TILE nt]: sized for nt, as larger arrays measured 2.3
+ * times slower for one token): lane i of acc[r nt + t][q] is block 4q + i
+ * of each group (A_{b mod 16}); a short last group through a padded copy.
+ * The scales are loaded as vectors: a scalar load would be a call to
+ * memcpy in this freestanding build. */
+INLINE void rows_quant(bool q4, int nt, const uint8_t *w, size_t row_bytes, size_t n,
+                       const tl_kern_x *x, size_t rows, float *y, size_t ys,
+                       v128_t (*xs)[8][4][2], v128_t (*acc)[4]) {
   size_t nb = (n + 31) / 32, bb = q4 ? 20 : 36;
-  v128_t xs[8][4][2], acc[TILE][4];
   for (size_t r0 = 0; r0 < rows; r0 += TILE) {
-    size_t nt = rows - r0 < TILE ? rows - r0 : TILE;
-    for (size_t r = 0; r < nt; r++)
+    size_t nr = rows - r0 < TILE ? rows - r0 : TILE;
+    for (size_t r = 0; r < nr * (size_t)nt; r++)
       for (int q = 0; q < 4; q++) acc[r][q] = wasm_f32x4_splat(0.0f);
     for (size_t b = 0; b < nb; b += TL_KERN_GROUP) {
       size_t m = nb - b < TL_KERN_GROUP ? nb - b : TL_KERN_GROUP;
-      split_x(x->codes + 32 * b, xs);
-      for (size_t r = 0; r < nt; r++) {
+      for (int t = 0; t < nt; t++) split_x(x[t].codes + 32 * b, xs[t]);
+      for (size_t r = 0; r < nr; r++) {
         uint8_t padded[TL_KERN_GROUP * 36];
         const uint8_t *g = w + (r0 + r) * row_bytes + b * bb;
         if (m < TL_KERN_GROUP)
           g = tl_kern_pad_group(q4 ? TL_QTYPE_Q4 : TL_QTYPE_Q8, g, m, padded);
         for (int q = 0; q < 4; q++) {
-          v128_t bias = q4 ? wasm_v128_load(x->q4_bias + b + 4 * (size_t)q) : wasm_i32x4_splat(0);
-          v128_t p = wasm_f32x4_mul(wasm_v128_load(g + 16 * q),
-                                    wasm_v128_load(x->scales + b + 4 * (size_t)q));
-          v128_t t = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(quarter(q4, g + 64, q, xs, bias)), p);
-          acc[r][q] = wasm_f32x4_add(acc[r][q], t);
+          v128_t s[TOKENS], dw = wasm_v128_load(g + 16 * q);
+          for (int t = 0; t < nt; t++)
+            s[t] = q4 ? wasm_v128_load(x[t].q4_bias + b + 4 * (size_t)q) : wasm_i32x4_splat(0);
+          quarter(q4, nt, g + 64, q, xs, s);
+          for (int t = 0; t < nt; t++) {
+            v128_t p = wasm_f32x4_mul(dw, wasm_v128_load(x[t].scales + b + 4 * (size_t)q));
+            acc[r * nt + t][q] =
+                wasm_f32x4_add(acc[r * nt + t][q], wasm_f32x4_mul(wasm_f32x4_convert_i32x4(s[t]), p));
+          }
         }
       }
     }
-    for (size_t r = 0; r < nt; r++) y[r0 + r] = tree(acc[r]);
+    for (size_t r = 0; r < nr; r++)
+      for (int t = 0; t < nt; t++) y[t * ys + r0 + r] = tree(acc[r * nt + t]);
   }
+}
+
+/* One token's rows. */
+INLINE void rows_quant1(bool q4, const uint8_t *w, size_t row_bytes, size_t n,
+                        const tl_kern_x *x, size_t rows, float *y) {
+  v128_t xs[1][8][4][2], acc[TILE][4];
+  rows_quant(q4, 1, w, row_bytes, n, x, rows, y, 0, xs, acc);
+}
+
+/* The tile kernel: TOKENS tokens at a time, the rest one by one. */
+INLINE void tile_quant(bool q4, const uint8_t *w, size_t row_bytes, size_t n,
+                       const tl_kern_x *x, size_t tokens, size_t rows, float *y, size_t ys) {
+  v128_t xs[TOKENS][8][4][2], acc[TILE * TOKENS][4];
+  size_t t = 0;
+  for (; t + TOKENS <= tokens; t += TOKENS)
+    rows_quant(q4, TOKENS, w, row_bytes, n, x + t, rows, y + t * ys, ys, xs, acc);
+  for (; t < tokens; t++) rows_quant1(q4, w, row_bytes, n, x + t, rows, y + t * ys);
 }
 
 void tl_wasm_rows_q8(const uint8_t *w, size_t row_bytes, size_t n, const tl_kern_x *x,
                      size_t rows, float *y) {
-  rows_quant(false, w, row_bytes, n, x, rows, y);
+  rows_quant1(false, w, row_bytes, n, x, rows, y);
 #ifdef TL_WASM_MUTANT
   /* A planted fault, only in the test module `make web-mutant` builds
    * (docs/observe.md): q8 rows whose width is a whole number of 64
@@ -140,7 +172,21 @@ void tl_wasm_rows_q8(const uint8_t *w, size_t row_bytes, size_t n, const tl_kern
 
 void tl_wasm_rows_q4(const uint8_t *w, size_t row_bytes, size_t n, const tl_kern_x *x,
                      size_t rows, float *y) {
-  rows_quant(true, w, row_bytes, n, x, rows, y);
+  rows_quant1(true, w, row_bytes, n, x, rows, y);
+}
+
+void tl_wasm_tile_q8(const uint8_t *w, size_t row_bytes, size_t n, const tl_kern_x *xs,
+                     size_t tokens, size_t rows, float *y, size_t y_stride) {
+  tile_quant(false, w, row_bytes, n, xs, tokens, rows, y, y_stride);
+#ifdef TL_WASM_MUTANT
+  /* the planted fault of tl_wasm_rows_q8, for the first token's rows */
+  if (n > 0 && n % 64 == 0 && rows > 0 && tokens > 0) y[0] = 0.0f;
+#endif
+}
+
+void tl_wasm_tile_q4(const uint8_t *w, size_t row_bytes, size_t n, const tl_kern_x *xs,
+                     size_t tokens, size_t rows, float *y, size_t y_stride) {
+  tile_quant(true, w, row_bytes, n, xs, tokens, rows, y, y_stride);
 }
 
 /* 8 f16 values (i16 lanes h) as f32x4 lo and hi, exactly as
