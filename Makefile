@@ -374,8 +374,17 @@ $(WEB_MUTANT_OUT)/tinylm-simd.wasm: $(WEB_API_DEPS)
 $(WEB_MUTANT_OUT)/manifest.json: $(WEB_MUTANT_OUT)/tinylm-simd.wasm scripts/web_manifest.mjs
 	node scripts/web_manifest.mjs $@ $$(sed -n 's/^#define TL_VERSION_STRING "\(.*\)"/\1/p' include/tinylm.h) \
 	  $(BUILD_ID)-mutant simd=$(WEB_MUTANT_OUT)/tinylm-simd.wasm
-.PHONY: web web-modules web-mutant
+# A test-only threads module (tests/web/loader_test.mjs, never build/web)
+# whose pool worker 1 traps in its 200th call (-DTL_WASM_POOL_TRAP,
+# web/wasm/pool.c): the reply must end with worker_failure, not hang.
+WEB_POOLTRAP := build/web-pooltrap/tinylm-threads.wasm
+$(WEB_POOLTRAP): $(WEB_API_DEPS) web/wasm/pool.c
+	@mkdir -p $(@D)
+	$(WASM_CC) $(WEB_CFLAGS) $(WEB_LDFLAGS) $(WEB_THREADS_FLAGS) -DTL_WASM_POOL_TRAP=200 \
+	  $(WEB_API_SRC) web/wasm/pool.c -o $@
+.PHONY: web web-modules web-mutant web-pooltrap
 web-mutant: $(WEB_MUTANT_OUT)/manifest.json
+web-pooltrap: $(WEB_POOLTRAP)
 web-modules: $(WEB_MODULES) $(WEB_OUT)/manifest.json $(WEB_OUT)/tinylm.js $(WEB_OUT)/tinylm-worker.js \
              $(WEB_OUT)/package.json
 	@tests/web/opcodes.sh $(WEB_MODULES)

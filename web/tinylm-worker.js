@@ -29,7 +29,14 @@ async function poolWorker({ module, memory, w, stackTop, tls }) {
   const x = instance.exports;
   x.__stack_pointer.value = stackTop;
   x.__wasm_init_tls(tls);
-  x.tl_wasm_worker(w); // never returns
+  try {
+    x.tl_wasm_worker(w); // never returns
+  } catch (e) {
+    // A task trapped: count this worker out so the host is not left
+    // waiting, and let the host's reply end with worker_failure.
+    x.tl_wasm_pool_fail(w);
+    throw e;
+  }
 }
 
 // ---- host role --------------------------------------------------------------

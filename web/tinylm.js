@@ -640,6 +640,11 @@ class Model {
     const frees = [];
     const keep = (p) => (frees.push(p), p);
     let gen = 0;
+    // The threads lane: 1 + a pool worker whose task trapped (web/wasm/pool.c).
+    const poolFailed = () => rt.x.tl_wasm_pool_failed?.() ?? 0;
+    const workerFailure = (w, when) => new TinylmError('worker_failure',
+      `pool worker ${w - 1} of the threads lane failed ${when}; load the model again`);
+    if (poolFailed()) throw workerFailure(poolFailed(), 'during an earlier reply');
     try {
       const p = keep(rt.alloc(128));
       rt.u8().fill(0, p, p + 128);
@@ -697,7 +702,7 @@ class Model {
         if (pending && args.onToken) args.onToken(pending);
         pending = null;
       };
-      const stopNow = () => (args.signal?.aborted ? 1 : 0);
+      const stopNow = () => (args.signal?.aborted || poolFailed() ? 1 : 0);
       rt.streams.set(gen, {
         token: (id) => {
           flush();
@@ -722,6 +727,7 @@ class Model {
         flush();
         rt.streams.delete(gen);
       }
+      if (poolFailed()) throw workerFailure(poolFailed(), 'during this reply');
       rt.check(st, gen);
       const out = this.#result(gen);
       if (before) out.poolTasks = tasks().map((n, w) => n - before[w]);

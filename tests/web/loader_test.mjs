@@ -17,14 +17,16 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ABI_VERSION, capabilityMetadata, encodeCbor, loadModel, probe } from '../../web/tinylm.js';
 
-const [tinylm, webDir] = process.argv.slice(2);
+const [tinylm, webDir, poolTrapArg] = process.argv.slice(2);
 if (!tinylm || !webDir) {
-  console.error('usage: loader_test.mjs TINYLM WEB_DIR');
+  console.error('usage: loader_test.mjs TINYLM WEB_DIR [POOLTRAP_THREADS_WASM]');
   process.exit(2);
 }
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const SLM = (name) => join(ROOT, 'tests/golden/slm', name);
 const base = pathToFileURL(resolve(webDir) + '/');
+// make web-pooltrap: the threads module whose pool worker 1 traps in its 200th call.
+const poolTrap = poolTrapArg ?? join(ROOT, 'build/web-pooltrap/tinylm-threads.wasm');
 
 let passed = 0;
 let failed = 0;
@@ -415,6 +417,38 @@ try {
     const p = show(doc);
     check(`a capability receipt with ${name}: ${code}`, p.status !== 0 && p.stderr.startsWith(`error: ${code}:`) && p.stderr.includes(detail), p.stderr);
   }
+  // A pool worker whose task traps (the make web-pooltrap module in a copy
+  // of the site) ends the reply with worker_failure instead of leaving the
+  // host waiting for it; the next reply is refused the same way; dispose
+  // works. In a host worker (a hang shows as the timeout), then where the
+  // loader runs.
+  const trapSite = join(tmp, 'pooltrap');
+  cpSync(webDir, trapSite, { recursive: true });
+  const trapModule = readFileSync(poolTrap);
+  writeFileSync(join(trapSite, 'tinylm-threads.wasm'), trapModule);
+  const trapManifest = JSON.parse(readFileSync(join(trapSite, 'manifest.json'), 'utf8'));
+  trapManifest.modules.threads = { ...trapManifest.modules.threads, size: trapModule.length,
+    sha256: createHash('sha256').update(trapModule).digest('hex') };
+  writeFileSync(join(trapSite, 'manifest.json'), JSON.stringify(trapManifest));
+  let hung = false;
+  for (const worker of [true, false]) {
+    const where = worker ? 'in a host worker' : 'where the loader runs';
+    // Where the loader runs, a hang would block this test for good.
+    if (!check(`the pool-trap case ${where} runs`, !hung, 'skipped: the host-worker case hung')) break;
+    const m = await loadModel(new Uint8Array(bytes), { lane: 'threads', threads: 2, worker, base: pathToFileURL(trapSite + '/') });
+    const replies = (async () => {
+      for (let i = 0; i < 20; i++) await m.generate({ prompt: 'Hello there', maxTokens: 16, temperature: 0 });
+      return null;
+    })().catch((err) => err);
+    const first = await Promise.race([replies, new Promise((r) => setTimeout(() => r('hang'), 60000))]);
+    hung = first === 'hang';
+    check(`a pool worker that traps mid-reply, ${where}: worker_failure, no hang`,
+      first?.code === 'worker_failure' && /pool worker 1 of the threads lane failed during this reply/.test(first.message), String(first?.message ?? first));
+    check(`after the pool worker failed, ${where}: the next reply is worker_failure`,
+      first !== 'hang' && await code(m.generate({ prompt: 'Hi', maxTokens: 2 })) === 'worker_failure');
+    check(`after the pool worker failed, ${where}: dispose works`, first !== 'hang' && await code(m.dispose()) === 'ok');
+  }
+
 } finally {
   rmSync(tmp, { recursive: true, force: true });
 }
