@@ -26,6 +26,8 @@ let SITE = path.join(ROOT, 'build', 'web');
 const MODEL = path.join(ROOT, 'tests', 'golden', 'slm', 'tiny-f32.slm');
 const MODEL_Q8 = path.join(ROOT, 'tests', 'golden', 'slm', 'tiny-q8.slm');
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+// make web-pooltrap: the threads module whose pool worker 1 traps in its 200th call.
+const POOLTRAP = process.env.TL_WEB_POOLTRAP || path.join(ROOT, 'build', 'web-pooltrap', 'tinylm-threads.wasm');
 // The browser lanes and the native run that must give the same bits:
 // the loader runs the strict lane on the scalar module and the fast lane
 // on the SIMD128 ones (docs/web.md), whose profile gives the same bits at
@@ -186,6 +188,22 @@ async function main() {
   const manifest = JSON.parse(fs.readFileSync(path.join(SITE, 'manifest.json'), 'utf8'));
   fs.mkdirSync(work, { recursive: true });
   makeSite(path.join(work, 'site'), null);
+  {
+    // The page and loader again under pooltrap/, its threads module the
+    // one whose pool worker traps (its manifest says so, so it loads).
+    const dir = path.join(work, 'site', 'pooltrap');
+    fs.mkdirSync(dir);
+    for (const f of fs.readdirSync(SITE)) if (f !== 'models' && f !== 'models.json') fs.copyFileSync(path.join(SITE, f), path.join(dir, f));
+    if (!fs.existsSync(POOLTRAP)) {
+      console.log(`FAIL ${POOLTRAP} is missing (make web-pooltrap)`);
+      return 1;
+    }
+    const trap = fs.readFileSync(POOLTRAP);
+    fs.writeFileSync(path.join(dir, 'tinylm-threads.wasm'), trap);
+    const m = JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8'));
+    m.modules.threads = { ...m.modules.threads, size: trap.length, sha256: createHash('sha256').update(trap).digest('hex') };
+    fs.writeFileSync(path.join(dir, 'manifest.json'), JSON.stringify(m));
+  }
 
   const requests = [];
   const isolated = await serveWeb({ root: path.join(work, 'site'), log: (l) => requests.push(l) });
@@ -442,6 +460,21 @@ async function browserChecks(browser, work, manifest, isolated, plain, requests)
       }
     });
     check('generate on a disposed model: stale_handle', code === 'stale_handle', code);
+  }
+
+  // 7b. A pool worker of the threads lane that traps mid-reply (the
+  // pooltrap/ copy of the page): the reply ends, the page shows
+  // error: worker_failure, and the next reply is refused the same way.
+  {
+    const trapPage = await openPage(ctx, new URL('pooltrap/', isolated.url).href);
+    const got = await load(trapPage, { url: '../models/tiny.slm', lane: 'threads' });
+    let shown = '';
+    for (let i = 0; got.loaded && i < 20 && !shown; i++) shown = (await send(trapPage, 'Hello there', { ...GREEDY, maxTokens: 16 })).error;
+    check('a pool worker that traps mid-reply: the page shows error: worker_failure naming the worker',
+      got.loaded && shown.startsWith('error: worker_failure:') && shown.includes('pool worker 1 of the threads lane failed during this reply'), got.error + shown);
+    const next = await send(trapPage, 'Hello there', GREEDY);
+    check('after it, the next reply: error: worker_failure', next.error.startsWith('error: worker_failure:') && next.error.includes('earlier reply'), next.error);
+    await trapPage.close();
   }
 
   // 8. Offline once loaded: the service worker serves the page, the
