@@ -20,12 +20,12 @@ import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { serveWeb } from '../../scripts/serve_web.mjs';
+import { launchChromium } from './chromium.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 let SITE = path.join(ROOT, 'build', 'web');
 const MODEL = path.join(ROOT, 'tests', 'golden', 'slm', 'tiny-f32.slm');
 const MODEL_Q8 = path.join(ROOT, 'tests', 'golden', 'slm', 'tiny-q8.slm');
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 // make web-pooltrap: the threads module whose pool worker 1 traps in its 200th call.
 const POOLTRAP = process.env.TL_WEB_POOLTRAP || path.join(ROOT, 'build', 'web-pooltrap', 'tinylm-threads.wasm');
 // The browser lanes and the native run that must give the same bits:
@@ -211,20 +211,8 @@ async function main() {
   let browser = null;
   try {
     await serverChecks(work, isolated.url, plain.url);
-    let chromium;
-    try {
-      ({ chromium } = await import('playwright-core'));
-    } catch {
-      console.log('skip: npm playwright-core is not installed (scripts/setup.sh runs npm ci)');
-    }
-    if (chromium && !fs.existsSync(CHROMIUM)) {
-      console.log(`skip: ${CHROMIUM} is not installed (scripts/setup.sh installs Debian's chromium)`);
-      chromium = null;
-    }
-    if (chromium) {
-      browser = await chromium.launch({ executablePath: CHROMIUM, headless: true });
-      await browserChecks(browser, work, manifest, isolated, plain, requests);
-    }
+    browser = await launchChromium();
+    if (browser) await browserChecks(browser, work, manifest, isolated, plain, requests);
   } finally {
     await browser?.close();
     await isolated.close();

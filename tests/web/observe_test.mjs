@@ -22,6 +22,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { serveWeb } from '../../scripts/serve_web.mjs';
+import { launchChromium } from './chromium.mjs';
 
 const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..', '..');
 const MODELS = {
@@ -29,7 +30,6 @@ const MODELS = {
   q8: path.join(ROOT, 'tests', 'golden', 'slm', 'tiny-q8.slm'),
 };
 const PROMPT = 'Hello world, this is a test of the lanes';
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 
 let TINYLM;
 let WORK;
@@ -313,18 +313,8 @@ async function main() {
       return 1;
     }
   }
-  let chromium = null;
-  try {
-    ({ chromium } = await import('playwright-core'));
-  } catch {
-    console.log('skip: npm playwright-core is not installed (scripts/setup.sh runs npm ci)');
-  }
-  if (chromium && !fs.existsSync(CHROMIUM)) {
-    console.log(`skip: ${CHROMIUM} is not installed (scripts/setup.sh installs Debian's chromium)`);
-    chromium = null;
-  }
-  if (chromium) {
-    const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true });
+  const browser = await launchChromium();
+  if (browser) {
     try {
       await browserChecks(browser, site, mutant);
     } finally {
