@@ -1,4 +1,4 @@
-/* Throughput of each fast/3 matvec kernel variant this CPU runs, one
+/* Throughput of each fast/4 matvec kernel variant this CPU runs, one
  * thread: a 1024-wide matrix of each weight type, hot (256 rows, in L2:
  * the compute rate) and cold (the given MB of rows, from memory), as GB/s
  * of weights read and rows/s, per second of this thread's CPU time (so a
@@ -44,7 +44,7 @@ static uint8_t *make_weights(tl_qtype type, size_t rows, size_t *bytes) {
 #include <immintrin.h>
 
 /* The float kernels' ceiling on this CPU: 16-lane multiply-adds per CPU
- * second one thread issues as a separate multiply and add (fast/3, F-6:
+ * second one thread issues as a separate multiply and add (fast/4, F-6:
  * no fused multiply-add) and as FMA, with ten independent chains of each so
  * that latency does not limit. The empty asm keeps every chain in its own
  * register (otherwise the compiler splits the loop and drops the adds). */
@@ -155,8 +155,8 @@ int main(int argc, char **argv) {
   if (tl_native_kernels_supported(TL_KERN_AVX512) && __builtin_cpu_supports("fma")) {
     double mul_add, fma;
     issue_rates(&mul_add, &fma);
-    printf("float ceiling (zmm, one thread): separate multiply and add %.1f GMAC/s (fast/3); "
-           "fused multiply-add %.1f GMAC/s (not in fast/3)\n",
+    printf("float ceiling (zmm, one thread): separate multiply and add %.1f GMAC/s (fast/4); "
+           "fused multiply-add %.1f GMAC/s (not in fast/4)\n",
            mul_add, fma);
   }
 #endif

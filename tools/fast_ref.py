@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Independent reference for docs/fast-profile.md (profile fast/3).
+"""Independent reference for docs/fast-profile.md (profile fast/4).
 
 Written from the spec, not from src/core/kernels/. Standard library only.
 Binary32 arithmetic is one binary64 operation rounded once to binary32,

@@ -28,7 +28,7 @@ static const char usage_text[] =
     "  FILE: a tinylm.golden/1 document (docs/golden.md), e.g. from\n"
     "  tools/oracle/qwen3_ref.py on the checkpoint the model came from\n"
     "  --lane scalar (default: the strict lane, tolerance scalar-f32-vs-f64/1)\n"
-    "  or fast (fast/3, tolerance fast-f32-vs-f64/1: docs/fast-profile.md);\n"
+    "  or fast (fast/4, tolerance fast-f32-vs-f64/2: docs/fast-profile.md);\n"
     "  -t N and --mmap as for run\n";
 
 static const struct {
@@ -185,13 +185,13 @@ static uint32_t argmax(const float *x, size_t n) {
 
 /* The tolerance of the lane m runs on: docs/tolerance.md, or for the fast
  * lane docs/fast-profile.md (with the activation-quantization term when
- * the matrices are q8/q4). */
-static tl_tolerance tolerance(const tl_qwen3 *m, uint32_t keys, tl_qwen3_stage stage,
-                              int32_t layer, double ref_rms) {
+ * the matrices are q8/q4, and the KV cache's from es: tl_kv_score_errors). */
+static tl_tolerance tolerance(const tl_qwen3 *m, const double *es, uint32_t keys,
+                              tl_qwen3_stage stage, int32_t layer, double ref_rms) {
   tl_qtype q = m->layers[0].q.type;
   if (m->fast == NULL) return tl_tolerance_for(&m->cfg, keys, stage, layer, ref_rms);
   return tl_tolerance_for_fast(&m->cfg, keys, stage, layer, ref_rms,
-                               q == TL_QTYPE_Q8 || q == TL_QTYPE_Q4);
+                               q == TL_QTYPE_Q8 || q == TL_QTYPE_Q4, es);
 }
 
 /* Decodes the golden's continuation greedily from the prompt's last
@@ -199,7 +199,7 @@ static tl_tolerance tolerance(const tl_qwen3 *m, uint32_t keys, tl_qwen3_stage s
  * token is a failure when the reference's margin exceeds twice the error
  * bound of the logits, "unstable" otherwise (DESIGN.md §6); the sequences
  * part there, so the comparison stops. NULL when the forward pass fails. */
-static json_t *greedy(const tl_qwen3 *m, tl_qwen3_cache *cache,
+static json_t *greedy(const tl_qwen3 *m, const double *es, tl_qwen3_cache *cache,
                       const tl_golden *g, float *logits, tl_arena *scratch,
                       size_t *n_failed) {
   const char *verdict = "same";
@@ -214,7 +214,7 @@ static json_t *greedy(const tl_qwen3 *m, tl_qwen3_cache *cache,
       /* The golden holds no logits for continuation steps, so the atol
        * scale is this run's own logits RMS (same magnitude by then). */
       rms = sqrt(rms / m->cfg.vocab);
-      tol = tolerance(m, cache->len, TL_QWEN3_STAGE_LOGITS, -1, rms);
+      tol = tolerance(m, es, cache->len, TL_QWEN3_STAGE_LOGITS, -1, rms);
       margin = g->margins[step];
       bound = tol.atol + tol.rtol * fabs((double)logits[got]);
       verdict = margin > 2 * bound ? "different" : "unstable";
@@ -245,6 +245,7 @@ int tl_cmd_verify(int argc, char **argv) {
   tl_file_view gv;
   capture_ctx cc = {0};
   result *res = NULL;
+  double *es = NULL; /* the KV cache's score errors per layer (fast lane) */
   char err[1024];
   tl_status st;
   int rc = TL_EXIT_OK;
@@ -327,11 +328,13 @@ int tl_cmd_verify(int argc, char **argv) {
   cc.cand = calloc(g.n_records ? g.n_records : 1, sizeof *cc.cand);
   cc.filled = calloc(g.n_records ? g.n_records : 1, sizeof *cc.filled);
   res = calloc(g.n_records ? g.n_records : 1, sizeof *res);
+  es = calloc(s.qwen.cfg.layers ? s.qwen.cfg.layers : 1, sizeof *es);
+  if (es != NULL && s.qwen.fast != NULL) st = tl_kv_score_errors(&s.qwen, es);
   for (size_t r = 0; r < g.n_records && cc.cand; r++) {
     cc.cand[r] = calloc(g.records[r].count, sizeof(float));
     if (cc.cand[r] == NULL) st = TL_ERR_OUT_OF_MEMORY;
   }
-  if (cc.cand == NULL || cc.filled == NULL || res == NULL) st = TL_ERR_OUT_OF_MEMORY;
+  if (cc.cand == NULL || cc.filled == NULL || res == NULL || es == NULL) st = TL_ERR_OUT_OF_MEMORY;
   if (st == TL_OK) {
     tl_qwen3_capture cap = {wants, row, &cc};
     for (size_t i = 0; i < g.n_ids; i++)
@@ -387,7 +390,7 @@ int tl_cmd_verify(int argc, char **argv) {
           (json_int_t)rec->count));
       continue;
     }
-    res[r].tol = tolerance(&s.qwen, (uint32_t)g.n_ids, rec->stage, rec->layer,
+    res[r].tol = tolerance(&s.qwen, es, (uint32_t)g.n_ids, rec->stage, rec->layer,
                            tl_rms(rec->values, rec->count));
     floor_ = 1e-3 * tl_rms(rec->values, rec->count);
     tl_compare(rec->values, cc.cand[r], rec->count, res[r].tol, floor_, &res[r].s);
@@ -432,7 +435,7 @@ int tl_cmd_verify(int argc, char **argv) {
   json_object_set_new(out, "missing_records", missing_rows);
   missing_rows = NULL;
   if (g.n_continuation > 0) {
-    json_t *gr = greedy(&s.qwen, &s.cache, &g, s.logits, &s.arena, &n_greedy_different);
+    json_t *gr = greedy(&s.qwen, es, &s.cache, &g, s.logits, &s.arena, &n_greedy_different);
     if (gr == NULL) {
       rc = tl_cli_fail(json, TL_ERR_NUMERICAL_FAILURE, "the greedy continuation failed");
       goto done;
@@ -518,6 +521,7 @@ done:
   free(cc.cand);
   free(cc.filled);
   free(res);
+  free(es);
   tl_golden_free(&g);
   tl_session_close(&s);
   return rc;

@@ -78,16 +78,19 @@ static void prompt_ids(const fixture *f, uint32_t *ids) {
 }
 
 /* The cache's first N_IDS rows of K and V, concatenated, after the vocab
- * logits already in out. */
+ * logits already in out (the fast lane's binary16 rows as their exact f32
+ * values: one f32 per f16, so equal bits either way). */
 static size_t snapshot(const fixture *f, const tl_qwen3_cache *c, float *out) {
   size_t d = f->m.cfg.head_dim, at = f->m.cfg.vocab;
   for (uint32_t l = 0; l < f->m.cfg.layers; l++)
-    for (uint32_t h = 0; h < f->m.cfg.kv_heads; h++) {
-      memcpy(out + at, c->k + tl_qwen3_cache_at(c, l, h, 0), N_IDS * d * sizeof(float));
-      at += N_IDS * d;
-      memcpy(out + at, c->v + tl_qwen3_cache_at(c, l, h, 0), N_IDS * d * sizeof(float));
-      at += N_IDS * d;
-    }
+    for (uint32_t h = 0; h < f->m.cfg.kv_heads; h++)
+      for (int kv = 0; kv < 2; kv++, at += N_IDS * d) {
+        size_t row = tl_qwen3_cache_at(c, l, h, 0);
+        if (c->k16 != NULL)
+          tl_kern_f16_to_f32((kv ? c->v16 : c->k16) + row, N_IDS * d, out + at);
+        else
+          memcpy(out + at, (kv ? c->v : c->k) + row, N_IDS * d * sizeof(float));
+      }
   return at;
 }
 
@@ -232,8 +235,10 @@ static void overflow_is_located(tl_test_ctx *t) {
 
 /* Attention over a whole call (each task takes its heads through every
  * position) names a non-finite value where attention position by position
- * (the same tokens one call each) names it, at 1 and 3 threads: huge q and
- * k norm weights make the scores overflow. */
+ * (the same tokens one call each) names it, at 1 and 3 threads: huge q
+ * norm weights (1e37) against keys of a few thousand (k norm weights 1e3:
+ * within binary16, so the cache takes them, F-11) make the scores
+ * overflow. */
 static void attention_fault_located_as_in_order(tl_test_ctx *t) {
   static const uint32_t threads[] = {1, 3};
   uint32_t ids[4] = {3, 4, 5, 6};
@@ -251,9 +256,9 @@ static void attention_fault_located_as_in_order(tl_test_ctx *t) {
     L = &f.m.layers[0];
     if (TL_EXPECT(t, L->q_norm.type == TL_QTYPE_F32 && L->k_norm.type == TL_QTYPE_F32)) {
       for (size_t i = 0; i < L->q_norm.n; i++)
-        tl_store_le32(model_buf + (L->q_norm.data - model_buf) + 4 * i, tl_f32_to_bits(1e19f));
+        tl_store_le32(model_buf + (L->q_norm.data - model_buf) + 4 * i, tl_f32_to_bits(1e37f));
       for (size_t i = 0; i < L->k_norm.n; i++)
-        tl_store_le32(model_buf + (L->k_norm.data - model_buf) + 4 * i, tl_f32_to_bits(1e19f));
+        tl_store_le32(model_buf + (L->k_norm.data - model_buf) + 4 * i, tl_f32_to_bits(1e3f));
       if (TL_EXPECT_OK(t, fast_lane(&f, tl_native_kernels(), &par)) &&
           TL_EXPECT_OK(t, tl_qwen3_cache_init(&c, &f.m, 4, &f.arena))) {
         memset(&one, 0xAB, sizeof one);
@@ -281,6 +286,48 @@ static void attention_fault_located_as_in_order(tl_test_ctx *t) {
     }
     tl_pool_destroy(pool);
   }
+}
+
+/* F-11: a K (after rope) or V value beyond binary16's range is a
+ * numerical failure of stage k_rope or v naming layer, position and
+ * index, on one position and on a call of three, at 1 and 3 threads; the
+ * strict lane (f32 cache) runs the same weights. K: k norm weights 1e19;
+ * V: layer 0's v_proj row 0 times 1e8 (finite in f32). */
+static void cache_overflow_located(tl_test_ctx *t) {
+  static const uint32_t threads[] = {1, 3};
+  uint32_t ids[3] = {3, 4, 5};
+  for (int which = 0; which < 2; which++)
+    for (size_t ti = 0; ti < 2; ti++)
+      for (size_t n = 1; n <= 3; n += 2) {
+        fixture f;
+        tl_qwen3_cache c;
+        tl_qwen3_fault fault;
+        tl_pool *pool;
+        tl_parallel par;
+        const tl_qwen3_weight *w;
+        if (!setup(t, &f, TL_QTYPE_F32, 90) || !TL_EXPECT_OK(t, tl_pool_create(threads[ti], &pool)))
+          return;
+        par = tl_pool_parallel(pool);
+        w = which == 0 ? &f.m.layers[0].k_norm : &f.m.layers[0].v;
+        for (size_t i = 0; i < w->n; i++) {
+          uint8_t *p = model_buf + (w->data - model_buf) + 4 * i;
+          tl_store_le32(p, tl_f32_to_bits(which == 0 ? 1e19f : tl_bits_to_f32(tl_load_le32(p)) * 1e8f));
+        }
+        if (TL_EXPECT_OK(t, tl_qwen3_cache_init(&c, &f.m, 4, &f.arena)))
+          TL_EXPECT_OK(t, tl_qwen3_forward(&f.m, &c, ids, n, NULL, NULL, &f.scratch, NULL));
+        if (TL_EXPECT_OK(t, fast_lane(&f, tl_native_kernels(), &par)) &&
+            TL_EXPECT_OK(t, tl_qwen3_cache_init(&c, &f.m, 4, &f.arena))) {
+          memset(&fault, 0xAB, sizeof fault);
+          TL_EXPECT_STATUS(t, tl_qwen3_forward(&f.m, &c, ids, n, NULL, NULL, &f.scratch, &fault),
+                           TL_ERR_NUMERICAL_FAILURE);
+          TL_EXPECT_EQ_U64(t, fault.stage, which == 0 ? TL_QWEN3_STAGE_K_ROPE : TL_QWEN3_STAGE_V);
+          TL_EXPECT_EQ_I64(t, fault.layer, 0);
+          TL_EXPECT_EQ_U64(t, fault.pos, 0);
+          TL_EXPECT_EQ_U64(t, fault.index, 0);
+          TL_EXPECT_EQ_U64(t, c.len, 0);
+        }
+        tl_pool_destroy(pool);
+      }
 }
 
 /* Cancelled from the check-th cancellation point on. */
@@ -440,6 +487,7 @@ static const tl_test_case cases[] = {
     TL_CASE(packed_in_place),
     TL_CASE(overflow_is_located),
     TL_CASE(attention_fault_located_as_in_order),
+    TL_CASE(cache_overflow_located),
     TL_CASE(cancelled_prefill_leaves_whole_chunks),
     TL_CASE(bad_lane_arguments),
 };

@@ -1,4 +1,4 @@
-/* Every fast/3 kernel variant that this build compiles and this CPU runs
+/* Every fast/4 kernel variant that this build compiles and this CPU runs
  * against the scalar twin, bit for bit: the golden vectors, then random
  * shapes of every weight type (lengths around the vector widths and the
  * block size, zero blocks, subnormal and wide-ranging values), each weight
@@ -420,6 +420,48 @@ static void exponentials(tl_test_ctx *t) {
     }
 }
 
+/* The KV cache's f16 rows read back (F-11) through each variant against
+ * the twin, bit for bit: all 65536 values (subnormals, +-0, inf; NaN: any
+ * NaN) from every offset 0..16, so each lands in every vector lane and in
+ * the tails, then every length 0..40 from a buffer of exactly that size
+ * (an over-read shows under ASan) with nothing written past it. */
+static bool same_f16_value(float got, float want) {
+  return (got != got && want != want) || tl_f32_to_bits(got) == tl_f32_to_bits(want);
+}
+
+static void f16_rows(tl_test_ctx *t) {
+  enum { N = 65536 + 16 };
+  static uint16_t h[N];
+  static float want[N], got[N + 1];
+  const tl_kernels *ks[TL_KERN_ISA_COUNT];
+  size_t nk = variants(t, ks);
+  for (size_t i = 0; i < N; i++) h[i] = (uint16_t)(i * 40503u); /* odd: a permutation */
+  tl_kern_f16_to_f32(h, N, want);
+  for (size_t v = 0; v < nk; v++) {
+    for (size_t off = 0; off <= 16; off++) {
+      tl_kern_f16_to_f32_k(ks[v], h + off, N - off, got);
+      for (size_t i = 0; i < N - off; i++)
+        if (!same_f16_value(got[i], want[off + i]) &&
+            !TL_EXPECT_EQ_U64(t, tl_f32_to_bits(got[i]), tl_f32_to_bits(want[off + i]))) {
+          print_case(t, ks[v]->name, "f16_to_f32", off, i, N - off);
+          return;
+        }
+    }
+    for (size_t n = 0; n <= 40; n++) {
+      uint16_t *e = malloc(n ? n * sizeof *e : 1);
+      if (!TL_EXPECT(t, e != NULL)) return;
+      memcpy(e, h + 1000 * n, n * sizeof *e);
+      memset(got, 0xA5, (n + 1) * sizeof(float));
+      tl_kern_f16_to_f32_k(ks[v], e, n, got);
+      for (size_t i = 0; i < n; i++)
+        if (!TL_EXPECT(t, same_f16_value(got[i], want[1000 * n + i])))
+          print_case(t, ks[v]->name, "f16_to_f32 length", 0, i, n);
+      TL_EXPECT_EQ_U64(t, tl_f32_to_bits(got[n]), 0xA5A5A5A5u); /* nothing past n */
+      free(e);
+    }
+  }
+}
+
 static const tl_test_case cases[] = {
     TL_CASE(golden_all_variants),
     TL_CASE(random_shapes),
@@ -427,5 +469,6 @@ static const tl_test_case cases[] = {
     TL_CASE(exponentials),
     TL_CASE(tiles),
     TL_CASE(attention),
+    TL_CASE(f16_rows),
 };
 TL_SUITE(kernels_dispatch, cases);

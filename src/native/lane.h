@@ -88,7 +88,7 @@ tl_status tl_native_lane_copy(tl_native_lane *l, tl_qwen3 *m,
 /* Releases what start took; m must not run afterwards. Zeroed l: nothing. */
 void tl_native_lane_stop(tl_native_lane *l);
 
-/* "fast/3" or "scalar-f32/1" (the strict lane's name in receipts), the
+/* "fast/4" or "scalar-f32/1" (the strict lane's name in receipts), the
  * kernel variant ("avx512", ...; "scalar" on the strict lane) and the
  * threads that compute (1 on the strict lane). */
 const char *tl_native_lane_profile(const tl_native_lane *l);

@@ -200,7 +200,7 @@ tl_status tl_session_plan(tl_session *s, uint32_t context, size_t chunk,
   tl_slm_find(&s->model.slm, TL_SLM_TENSOR_DATA, &data);
   s->plan.weights = data->len;
   s->plan.tokenizer = s->model.arena.cap;
-  s->plan.kv_cache = 2ull * c->layers * context * c->kv_heads * c->head_dim * sizeof(float);
+  s->plan.kv_cache = tl_qwen3_cache_bytes(&s->qwen, context); /* the lane's (F-11) */
   s->plan.scratch = tl_qwen3_scratch_bound(&s->qwen, s->prefill_chunk, context);
   s->plan.logits = (uint64_t)c->vocab * sizeof(float);
   s->plan.sampler = tl_sampler_scratch_bytes(c->vocab);

@@ -24,7 +24,8 @@
 typedef struct tl_memory_plan {
   uint64_t weights;   /* tensor data: copied into memory (fast lane) or mapped */
   uint64_t tokenizer; /* tokenizer + template arena */
-  uint64_t kv_cache;  /* 2 x layers x context x kv_heads x head_dim x 4 */
+  uint64_t kv_cache;  /* tl_qwen3_cache_bytes: 2 x layers x context x kv_heads x head_dim x 4
+                       * (strict lane) or x 2 (fast lane: binary16) */
   uint64_t scratch;   /* forward-pass buffers for the longest prefill chunk */
   uint64_t logits;    /* vocab x 4 */
   uint64_t sampler;   /* sampler scratch */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "bytes.h"
+#include "quant/quant.h"
 
 /* docs/tolerance.md's depth: the layer, 0 for the embedding, the layer
  * count for final_norm and logits. */
@@ -31,17 +32,65 @@ tl_tolerance tl_tolerance_for(const tl_qwen3_config *cfg, uint32_t keys,
   return t;
 }
 
+/* The binary16 cache's unit roundoff and half its subnormal spacing. */
+#define KV_U 0x1p-11
+#define KV_ETA 0x1p-25
+
+/* The relative error the cache adds to layer l's probabilities (a score
+ * error of at most es moves each by a factor within e^(+-2 es)) and to its
+ * attention output (those, and the values' own rounding). */
+static double kv_probs(const double *es, uint32_t l) { return expm1(2.0 * es[l]); }
+static double kv_attn(const double *es, uint32_t l) { return kv_probs(es, l) + KV_U; }
+
 tl_tolerance tl_tolerance_for_fast(const tl_qwen3_config *cfg, uint32_t keys,
                                    tl_qwen3_stage stage, int32_t layer,
-                                   double ref_rms, bool quantized) {
+                                   double ref_rms, bool quantized, const double *es) {
   tl_tolerance t = tl_tolerance_for(cfg, keys, stage, layer, ref_rms);
   /* lambda 6 standard deviations, crest factor 4, uniform rounding of the
    * codes: 6 * 4 / (127 sqrt 12) per quantized contraction, three in
    * series per layer */
   const double rho = 24.0 / (127.0 * sqrt(12.0));
+  uint32_t own = stage == TL_QWEN3_STAGE_EMBEDDING ? 0
+                 : layer < 0                        ? cfg->layers
+                                                    : (uint32_t)layer;
   if (quantized) t.rtol += 3.0 * rho * (depth_of(cfg, stage, layer) + 1.0);
+  /* the KV cache (F-11): earlier layers' attention carried by the residual
+   * stream, then this layer's own stage */
+  for (uint32_t l = 0; l < own; l++) t.rtol += kv_attn(es, l);
+  if (stage != TL_QWEN3_STAGE_EMBEDDING && layer >= 0) {
+    if (stage == TL_QWEN3_STAGE_SCORES || stage == TL_QWEN3_STAGE_SCORES_MASKED)
+      t.rtol += ref_rms > 0.0 ? es[layer] / ref_rms : 0.0;
+    else if (stage == TL_QWEN3_STAGE_PROBS)
+      t.rtol += kv_probs(es, (uint32_t)layer);
+    else if (stage > TL_QWEN3_STAGE_PROBS)
+      t.rtol += kv_attn(es, (uint32_t)layer) + (ref_rms > 0.0 ? KV_ETA / ref_rms : 0.0);
+  }
   t.atol = t.rtol * ref_rms;
   return t;
+}
+
+/* The largest |value| of a one-row norm weight of n elements. */
+static tl_status max_abs_weight(const tl_qwen3_weight *w, double *out) {
+  float *row = malloc((w->n ? w->n : 1) * sizeof *row);
+  tl_status st = row == NULL ? TL_ERR_OUT_OF_MEMORY
+                             : tl_quant_unpack(w->type, w->data, w->len, 1, w->n, row);
+  *out = 0.0;
+  for (size_t i = 0; st == TL_OK && i < w->n; i++)
+    if (fabs(row[i]) > *out) *out = fabs(row[i]);
+  free(row);
+  return st;
+}
+
+tl_status tl_kv_score_errors(const tl_qwen3 *m, double *es) {
+  double d = m->cfg.head_dim;
+  for (uint32_t l = 0; l < m->cfg.layers; l++) {
+    double wq, wk;
+    tl_status st = max_abs_weight(&m->layers[l].q_norm, &wq);
+    if (st == TL_OK) st = max_abs_weight(&m->layers[l].k_norm, &wk);
+    if (st != TL_OK) return st;
+    es[l] = sqrt(d) * wq * (KV_U * wk + KV_ETA);
+  }
+  return TL_OK;
 }
 
 double tl_rms(const double *ref, size_t n) {

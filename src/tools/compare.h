@@ -26,12 +26,25 @@ tl_tolerance tl_tolerance_for(const tl_qwen3_config *cfg, uint32_t keys,
 
 /* The fast lane's profile (docs/fast-profile.md), derived before its first
  * comparison: tl_tolerance_for's rtol plus 3 rho (depth + 1) when the
- * matrices are q8/q4 (activation quantization, rho = 24 / (127 sqrt 12));
- * atol = rtol * ref_rms. */
-#define TL_TOLERANCE_PROFILE_FAST "fast-f32-vs-f64/1"
+ * matrices are q8/q4 (activation quantization, rho = 24 / (127 sqrt 12)),
+ * plus the binary16 KV cache's terms (F-11) from es (tl_kv_score_errors):
+ * with P(l) = e^(2 es[l]) - 1 and A(l) = P(l) + 2^-11, a record of layer l
+ * adds the sum of A over the layers before it, and its own layer's
+ * es[l] / ref_rms (scores, scores_masked), P(l) (probs) or A(l) + 2^-25 /
+ * ref_rms (attn_out and every later stage of the layer); final_norm and
+ * logits add A over all layers. atol = rtol * ref_rms. */
+#define TL_TOLERANCE_PROFILE_FAST "fast-f32-vs-f64/2"
 tl_tolerance tl_tolerance_for_fast(const tl_qwen3_config *cfg, uint32_t keys,
                                    tl_qwen3_stage stage, int32_t layer,
-                                   double ref_rms, bool quantized);
+                                   double ref_rms, bool quantized, const double *es);
+
+/* es[l] for l < layers: the bound on the error one attention score of
+ * layer l takes from keys stored as binary16 (relative 2^-11, absolute
+ * 2^-25 for subnormals): sqrt(D) Wq (2^-11 Wk + 2^-25), Wq and Wk the
+ * largest |q_norm| and |k_norm| weight of the layer (after RMSNorm a
+ * head's q has 2-norm at most sqrt(D) Wq, k at most sqrt(D) Wk; rope
+ * rotates pairs). TL_ERR_OUT_OF_MEMORY, or a weight's decoding error. */
+tl_status tl_kv_score_errors(const tl_qwen3 *m, double *es);
 
 typedef struct tl_compare_stats {
   size_t count, n_fail, first_fail; /* first_fail: SIZE_MAX when none */

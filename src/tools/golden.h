@@ -42,7 +42,7 @@ tl_status tl_golden_read(const uint8_t *doc, size_t len, tl_golden *g,
 void tl_golden_free(tl_golden *g);
 
 /* The producer of a run's capture: the lane that computed it, e.g.
- * {"tinylm-scalar", "scalar-f32/1"} or {"tinylm-fast", "fast/3"}. */
+ * {"tinylm-scalar", "scalar-f32/1"} or {"tinylm-fast", "fast/4"}. */
 typedef struct tl_golden_producer {
   const char *name, *profile;
 } tl_golden_producer;

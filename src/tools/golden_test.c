@@ -135,7 +135,7 @@ static void margins_must_match_the_ids(tl_test_ctx *t) {
 static void run_capture_names_its_lane(tl_test_ctx *t) {
   static const uint64_t shape[] = {2, 3};
   static const tl_golden_producer lanes[] = {{"tinylm-scalar", "scalar-f32/1"},
-                                             {"tinylm-fast", "fast/3"}};
+                                             {"tinylm-fast", "fast/4"}};
   uint8_t data[6 * 4] = {0};
   doc_spec d = {"f32", shape, 2, data, sizeof data, 0, false};
   tl_golden g;

@@ -53,7 +53,7 @@ static void round_trip(const tl_golden *g) {
   char err[256];
   tl_status st;
   /* both lanes' producers read back */
-  tl_golden_producer p = g->n_records % 2 ? (tl_golden_producer){"tinylm-fast", "fast/3"}
+  tl_golden_producer p = g->n_records % 2 ? (tl_golden_producer){"tinylm-fast", "fast/4"}
                                           : (tl_golden_producer){"tinylm-scalar", "scalar-f32/1"};
   CHECK(values != NULL);
   for (size_t r = 0; r < g->n_records; r++) {

@@ -142,7 +142,7 @@ static void writer_pass(const uint8_t *data, size_t size) {
                      .decode_us = take_u64(&g)};
   if (take(&g) & 1) {
     f.backend = "fast";
-    f.numerical_profile = "fast/3";
+    f.numerical_profile = "fast/4";
     f.isa = "avx2";
     f.threads = (uint32_t)take_u64(&g);
   }

@@ -2,7 +2,7 @@
 """The fast lane (docs/fast-profile.md) against the committed NumPy float64
 goldens and the oracle on lossy artifacts' own weights, through
 `tinylm verify --lane fast`, under the fast lane's preregistered profile
-fast-f32-vs-f64/1:
+fast-f32-vs-f64/2:
 
   * every committed case passes at every capture point for each lossless
     artifact of its checkpoint, greedy continuations agreeing (or reported
@@ -22,7 +22,7 @@ fast-f32-vs-f64/1:
     TINYLM_KERNELS give one receipt id and record (and `receipt show`
     prints) their own isa and threads; a variant this build or CPU cannot
     run is unsupported_feature on run, chat, verify and bench;
-  * verify --dump names the lane that produced it (tinylm-fast, fast/3 or
+  * verify --dump names the lane that produced it (tinylm-fast, fast/4 or
     tinylm-scalar, scalar-f32/1), and each dump reads back as a golden;
   * bad input: a weight that overflows inside a product is
     numerical_failure naming stage q, layer 0, position 0, index 3 (verify
@@ -54,7 +54,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import forward_test as ft  # noqa: E402  (its check, counters and verify)
 
 ORACLE = ft.ORACLE
-PROFILE = "fast-f32-vs-f64/1"
+PROFILE = "fast-f32-vs-f64/2"
 LOSSY = [("bf16", "q8", "tiny-ids"), ("bf16", "q4", "tiny-ids")]
 STEPS = 32
 MUTATIONS = {"rope_pairing": "q_rope", "no_q_norm": "q_norm", "gqa_map": "scores",
@@ -147,7 +147,7 @@ def execution_outside_identity(tinylm, work, model):
 def dump_producers(tinylm, work, model):
     """verify --dump names its lane and profile; each dump is a golden the
     reader takes."""
-    for lane, name, profile in (("fast", "tinylm-fast", "fast/3"),
+    for lane, name, profile in (("fast", "tinylm-fast", "fast/4"),
                                 ("scalar", "tinylm-scalar", "scalar-f32/1")):
         out = os.path.join(work, "producer-%s.cbor" % lane)
         rc, doc, err = ft.verify(tinylm, model, TINY_IDS, "--lane", lane, "--dump", out)
@@ -360,7 +360,7 @@ def main(tinylm, work):
             runtimes[lane] = {}
         check(p.returncode == 0 and q.returncode == 0, "run --lane %s writes a receipt that "
               "receipt show verifies" % lane, p.stderr + q.stderr)
-    want = {"fast": ("fast", "fast/3"), "scalar": ("scalar", "scalar-f32/1")}
+    want = {"fast": ("fast", "fast/4"), "scalar": ("scalar", "scalar-f32/1")}
     for lane, (backend, profile) in want.items():
         meta = runtimes[lane].get("metadata", {})
         check(meta.get("backend") == backend and meta.get("numerical_profile") == profile,
@@ -378,7 +378,7 @@ def main(tinylm, work):
     keys = ("prefill_tokens_per_s", "decode_tokens_per_s", "threads", "lane", "isa",
             "weight_bytes_per_token", "bandwidth_bytes_per_s", "peak_rss_bytes")
     check(p.returncode == 0 and all(k in b for k in keys) and b.get("threads") == 2 and
-          b.get("lane") == "fast" and b.get("profile") == "fast/3" and
+          b.get("lane") == "fast" and b.get("profile") == "fast/4" and
           all(b[k] > 0 for k in keys if k not in ("lane", "isa")),
           "bench --json has %s" % ", ".join(keys), p.stdout + p.stderr)
     execution_outside_identity(tinylm, work, models["bf16"]["q8"])

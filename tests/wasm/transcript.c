@@ -133,8 +133,11 @@ static void forward_record(sink *s, const tl_qwen3 *m, tl_qwen3_cache *c,
   for (uint32_t l = 0; l < m->cfg.layers; l++)
     for (uint32_t h = 0; h < m->cfg.kv_heads; h++)
       for (int kv = 0; kv < 2; kv++) {
-        const float *rows = (kv ? c->v : c->k) + tl_qwen3_cache_at(c, l, h, 0);
-        if (tl_blake3(rows, (size_t)c->len * c->head_dim * sizeof(float), d) != TL_OK)
+        /* the strict lane's f32 rows or the fast lane's binary16 (F-11) */
+        size_t at = tl_qwen3_cache_at(c, l, h, 0), len = (size_t)c->len * c->head_dim;
+        const void *rows = c->k16 != NULL ? (const void *)((kv ? c->v16 : c->k16) + at)
+                                          : (const void *)((kv ? c->v : c->k) + at);
+        if (tl_blake3(rows, len * (c->k16 != NULL ? 2 : sizeof(float)), d) != TL_OK)
           s->failed = 1;
         emit(s, d, 32);
       }
@@ -160,18 +163,21 @@ static void forward_sequence(sink *s, const tl_qwen3 *m, tl_qwen3_cache *c,
  * transcript, every other one must reproduce their bytes and is then
  * dropped (so the transcript does not depend on which counts a host
  * has). The q8/q4 weights are packed in place first (the model's bytes,
- * model_len of them at model). Leaves m on the strict lane. */
+ * model_len of them at model); the fast lane's own cache (binary16 rows)
+ * comes from arena. Leaves m on the strict lane. */
 static void fast_records(sink *s, tl_qwen3 *m, uint8_t *model, size_t model_len,
-                         tl_qwen3_cache *c, const uint32_t *ids, tl_arena *work, float *logits,
+                         tl_arena *arena, const uint32_t *ids, tl_arena *work, float *logits,
                          const tl_transcript_host *host) {
   size_t start = s->len, len = 0, records = 0;
+  tl_qwen3_cache c;
   if (tl_qwen3_pack(m, model, model_len, model, host->pars[0]) != TL_OK) s->failed = 1;
   for (size_t t = 0; t < host->n_pars && !s->failed; t++) {
-    if (tl_qwen3_set_lane(m, host->kernels, host->pars[t]) != TL_OK) {
+    if (tl_qwen3_set_lane(m, host->kernels, host->pars[t]) != TL_OK ||
+        (t == 0 && tl_qwen3_cache_init(&c, m, 48, arena) != TL_OK)) {
       s->failed = 1;
       break;
     }
-    forward_sequence(s, m, c, ids, work, logits);
+    forward_sequence(s, m, &c, ids, work, logits);
     if (t == 0) {
       len = s->len - start;
       records = s->records;
@@ -250,7 +256,7 @@ static void forward_records(sink *s, uint8_t *scratch,
         return;
       }
       forward_sequence(s, &m, &c, ids, &work, logits);
-      fast_records(s, &m, model, len, &c, ids, &work, logits, host);
+      fast_records(s, &m, model, len, &arena, ids, &work, logits, host);
     }
   }
 }

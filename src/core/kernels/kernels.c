@@ -1,4 +1,4 @@
-/* The scalar twins of fast/3 (docs/fast-profile.md), written as the spec
+/* The scalar twins of fast/4 (docs/fast-profile.md), written as the spec
  * reads, and the dispatch table. */
 #include "kernels/kernels.h"
 
@@ -114,6 +114,15 @@ void tl_kern_exps(const float *x, float sub, size_t n, float *out) {
 void tl_kern_exps_k(const tl_kernels *k, const float *x, float sub, size_t n, float *out) {
   if (k->exps != NULL) k->exps(x, sub, n, out);
   else tl_kern_exps(x, sub, n, out);
+}
+
+void tl_kern_f16_to_f32(const uint16_t *h, size_t n, float *out) {
+  for (size_t i = 0; i < n; i++) out[i] = tl_f16_to_f32(h[i]);
+}
+
+void tl_kern_f16_to_f32_k(const tl_kernels *k, const uint16_t *h, size_t n, float *out) {
+  if (k->f16_to_f32 != NULL) k->f16_to_f32(h, n, out);
+  else tl_kern_f16_to_f32(h, n, out);
 }
 
 /* RNE of r, |r| <= 127 (F-3): the integer part by truncation, then the
@@ -301,7 +310,7 @@ TL_KERN_SCALAR_FN(scalar_q4, TL_QTYPE_Q4, rows_quant)
 static const tl_kernels scalar = {
     TL_KERN_SCALAR, "scalar", {scalar_f32, scalar_f16, scalar_bf16, scalar_q8, scalar_q4},
     {NULL, NULL, NULL, NULL, NULL},
-    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
 
 #ifdef __wasm_simd128__
 static const tl_kernels wasm_simd = {
@@ -309,7 +318,7 @@ static const tl_kernels wasm_simd = {
     "wasm-simd128",
     {tl_wasm_rows_f32, tl_wasm_rows_f16, tl_wasm_rows_bf16, tl_wasm_rows_q8, tl_wasm_rows_q4},
     {NULL, NULL, NULL, tl_wasm_tile_q8, tl_wasm_tile_q4},
-    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, tl_wasm_f16_to_f32};
 #endif
 
 const tl_kernels *tl_kernels_get(tl_kern_isa isa) {

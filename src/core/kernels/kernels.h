@@ -1,4 +1,4 @@
-/* Kernels of the fast numerical profile fast/3 (docs/fast-profile.md):
+/* Kernels of the fast numerical profile fast/4 (docs/fast-profile.md):
  * activation quantization (F-3), q8/q4 exact integer block dot products
  * on packed weights (F-4, F-5) and float dot products (F-6) for one token (rows) or several
  * (tiles), and attention's scores and probability-weighted values (F-1),
@@ -22,7 +22,7 @@
 #define TL_KERN_LANES 16 /* accumulators of F-4..F-6 */
 
 /* The name of the numerical profile these kernels implement. */
-#define TL_FAST_PROFILE "fast/3"
+#define TL_FAST_PROFILE "fast/4"
 
 /* q8/q4 blocks per group (F-4: block b feeds lane b mod 16). The fast
  * lane reads q8/q4 weights packed group by group (tl_kern_pack) and
@@ -106,6 +106,8 @@ typedef struct tl_kernels {
                      size_t stride, size_t d, float *const *out);
   /* tl_kern_exps' contract; NULL: the scalar twin. */
   void (*exps)(const float *x, float sub, size_t n, float *out);
+  /* tl_kern_f16_to_f32's contract; NULL: the scalar twin. */
+  void (*f16_to_f32)(const uint16_t *h, size_t n, float *out);
 } tl_kernels;
 
 /* F-3 through k's quantizer when it has one, else the scalar twin. */
@@ -176,7 +178,12 @@ void tl_kern_dots(const float *q, const float *k, size_t stride, size_t count, s
  * the strict lane's function, so a variant must give its bits exactly). */
 void tl_kern_exps(const float *x, float sub, size_t n, float *out);
 
+/* out[i] = the f32 value of the binary16 h[i] for i < n (exact, as
+ * tl_f16_to_f32): the fast lane's KV cache rows (F-11) read back. */
+void tl_kern_f16_to_f32(const uint16_t *h, size_t n, float *out);
+
 /* Through k's own variants when it has them, else the scalar twins. */
+void tl_kern_f16_to_f32_k(const tl_kernels *k, const uint16_t *h, size_t n, float *out);
 void tl_kern_dots_k(const tl_kernels *k, const float *q, const float *keys, size_t stride,
                     size_t count, size_t n, float *out);
 void tl_kern_weighted_k(const tl_kernels *k, const float *p, size_t count, const float *v,

@@ -1,4 +1,4 @@
-/* fast/3 kernels with AVX-512: exact integer block sums with VNNI on
+/* fast/4 kernels with AVX-512: exact integer block sums with VNNI on
  * packed q8/q4 weights (16 blocks per 512-bit register, one per lane, so
  * lane j is F-4's lane b mod 16),
  * float products in one 512-bit accumulator (lanes A_0..15 of F-6) with
@@ -465,6 +465,15 @@ TARGET static void exps(const float *x, float sub, size_t n, float *out) {
   }
 }
 
+/* The KV cache's f16 rows (F-11), 16 at a time (exact, as the twin's
+ * decoding), the tail through a masked load and store. */
+TARGET static void f16_to_f32(const uint16_t *h, size_t n, float *out) {
+  for (size_t i = 0; i < n; i += 16) {
+    __mmask16 m = first16(n - i);
+    _mm512_mask_storeu_ps(out + i, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, h + i)));
+  }
+}
+
 const tl_kernels tl_kernels_avx512 = {
     TL_KERN_AVX512, "avx512", {rows_f32, rows_f16, rows_bf16, rows_q8, rows_q4},
     {tile_f32, tile_f16, tile_bf16, tile_q8, tile_q4},
@@ -475,6 +484,7 @@ const tl_kernels tl_kernels_avx512 = {
     weighted2,
     dots_n,
     weighted_n,
-    exps};
+    exps,
+    f16_to_f32};
 
 #endif

@@ -1,4 +1,4 @@
-/* fast/3 kernels with AArch64 Advanced SIMD (NEON), which every AArch64
+/* fast/4 kernels with AArch64 Advanced SIMD (NEON), which every AArch64
  * CPU has (the `neon` variant; kernels_neon_dotprod.c is the same with the
  * dot-product extension). Float products are vmulq then vaddq (never
  * vfmaq/vmlaq: F-2 forbids the fused form). Integer sums of four
@@ -78,12 +78,19 @@ void tl_neon_rows_bf16(const uint8_t *w, size_t row_bytes, size_t n, const tl_ke
   rows_float(2, w, row_bytes, n, x, rows, y);
 }
 
+void tl_neon_f16_to_f32(const uint16_t *h, size_t n, float *out) {
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) vst1q_f32(out + i, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h + i))));
+  tl_kern_f16_to_f32(h + i, n - i, out + i);
+}
+
 /* The fields left out are NULL: prefill runs rows once per token and
  * F-3 the scalar twin (tl_kern_tile, tl_kern_quantize). */
 const tl_kernels tl_kernels_neon = {
     .isa = TL_KERN_NEON,
     .name = "neon",
     .rows = {tl_neon_rows_f32, tl_neon_rows_f16, tl_neon_rows_bf16, rows_q8, rows_q4},
+    .f16_to_f32 = tl_neon_f16_to_f32,
 };
 
 #endif

@@ -76,4 +76,8 @@ void tl_neon_rows_f16(const uint8_t *w, size_t row_bytes, size_t n, const tl_ker
 void tl_neon_rows_bf16(const uint8_t *w, size_t row_bytes, size_t n, const tl_kern_x *x,
                        size_t rows, float *y);
 
+/* The KV cache's f16 rows (F-11), widened exactly by fcvtl
+ * (kernels_neon.c). */
+void tl_neon_f16_to_f32(const uint16_t *h, size_t n, float *out);
+
 #endif

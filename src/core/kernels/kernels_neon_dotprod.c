@@ -28,6 +28,7 @@ const tl_kernels tl_kernels_neon_dotprod = {
     .isa = TL_KERN_NEON_DOTPROD,
     .name = "neon-dotprod",
     .rows = {tl_neon_rows_f32, tl_neon_rows_f16, tl_neon_rows_bf16, rows_q8, rows_q4},
+    .f16_to_f32 = tl_neon_f16_to_f32,
 };
 
 #endif

@@ -1,4 +1,4 @@
-/* The scalar twins of fast/3 against the golden vectors of the independent
+/* The scalar twins of fast/4 against the golden vectors of the independent
  * reference (tools/fast_ref.py, docs/fast-profile.md), and the one-time
  * validation of q8/q4 bytes (Q-17). The ISA variants are checked against
  * these twins in src/native/kernels_dispatch_test.c. */
@@ -300,6 +300,38 @@ static void wasm_simd_f16_every_value(tl_test_ctx *t) {
     }
 }
 
+/* The KV cache's f16 rows read back (F-11) through the SIMD128 variant
+ * against the twin: all 65536 values from offsets 0..8 (each value in
+ * every lane and in the tails; NaN: any NaN), then lengths 0..20 with
+ * nothing written past them. */
+static void wasm_simd_f16_rows_equal_twin(tl_test_ctx *t) {
+  enum { N = 65536 + 8 };
+  static uint16_t h[N];
+  static float want[N], got[N + 1];
+  const tl_kernels *v = tl_kernels_get(TL_KERN_WASM_SIMD128);
+  if (v == NULL) {
+    tl_test_print(t, "note: no wasm SIMD128 variant in this build\n");
+    return;
+  }
+  for (size_t i = 0; i < N; i++) h[i] = (uint16_t)(i * 40503u); /* odd: a permutation */
+  tl_kern_f16_to_f32(h, N, want);
+  for (size_t off = 0; off <= 8; off++) {
+    tl_kern_f16_to_f32_k(v, h + off, N - off, got);
+    for (size_t i = 0; i < N - off; i++)
+      if (!(want[off + i] != want[off + i] && got[i] != got[i]) &&
+          !TL_EXPECT_EQ_U64(t, tl_f32_to_bits(got[i]), tl_f32_to_bits(want[off + i])))
+        return;
+  }
+  for (size_t n = 0; n <= 20; n++) {
+    memset(got, 0xA5, (n + 1) * sizeof(float));
+    tl_kern_f16_to_f32_k(v, h + 3000 * n, n, got);
+    for (size_t i = 0; i < n; i++)
+      if (!(want[3000 * n + i] != want[3000 * n + i] && got[i] != got[i]))
+        TL_EXPECT_EQ_U64(t, tl_f32_to_bits(got[i]), tl_f32_to_bits(want[3000 * n + i]));
+    TL_EXPECT_EQ_U64(t, tl_f32_to_bits(got[n]), 0xA5A5A5A5u); /* nothing past n */
+  }
+}
+
 /* One valid block per type, broken one way at a time. */
 static void validate_rejects(tl_test_ctx *t) {
   uint8_t b8[36], b4[20];
@@ -363,5 +395,6 @@ static const tl_test_case cases[] = {
     TL_CASE(wasm_simd_equals_twin),
     TL_CASE(wasm_simd_tiles_equal_twin),
     TL_CASE(wasm_simd_f16_every_value),
+    TL_CASE(wasm_simd_f16_rows_equal_twin),
 };
 TL_SUITE(kernels, cases);

@@ -502,12 +502,16 @@ tl_status tl_model_gen_open(const uint8_t *buf, size_t len, tl_slm *slm,
 
 bool tl_model_gen_same_cache(const tl_qwen3_cache *a, const tl_qwen3_cache *b,
                              uint32_t layers, uint32_t len) {
-  size_t bytes = (size_t)len * a->head_dim * sizeof(float);
+  bool f16 = a->k16 != NULL;
+  size_t bytes = (size_t)len * a->head_dim * (f16 ? sizeof(uint16_t) : sizeof(float));
+  if (f16 != (b->k16 != NULL)) return false; /* different lanes' caches */
   for (uint32_t l = 0; l < layers; l++)
     for (uint32_t h = 0; h < a->kv_heads; h++) {
       size_t at_a = tl_qwen3_cache_at(a, l, h, 0), at_b = tl_qwen3_cache_at(b, l, h, 0);
-      if (memcmp(a->k + at_a, b->k + at_b, bytes) != 0 ||
-          memcmp(a->v + at_a, b->v + at_b, bytes) != 0)
+      if (f16 ? memcmp(a->k16 + at_a, b->k16 + at_b, bytes) != 0 ||
+                    memcmp(a->v16 + at_a, b->v16 + at_b, bytes) != 0
+              : memcmp(a->k + at_a, b->k + at_b, bytes) != 0 ||
+                    memcmp(a->v + at_a, b->v + at_b, bytes) != 0)
         return false;
     }
   return true;

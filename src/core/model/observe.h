@@ -64,7 +64,7 @@ size_t tl_observe_records_max(const tl_qwen3_config *c, size_t n);
 typedef struct tl_observe_meta {
   char version[16]; /* producer: the library's version */
   char lane[16];    /* "scalar" (the strict lane) or "fast" */
-  char profile[32]; /* the lane's numerical profile: "scalar-f32/1", "fast/3" */
+  char profile[32]; /* the lane's numerical profile: "scalar-f32/1", "fast/4" */
   /* execution: recorded, outside the identity (the same profile gives the
    * same bits on any of them) */
   char host[32];    /* "native", "wasm32" */

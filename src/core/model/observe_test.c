@@ -246,7 +246,7 @@ static void document_round_trip(tl_test_ctx *t) {
   const char *why = "unset";
   if (!setup(t, &f, TL_QTYPE_Q8)) return;
   n = observe(t, &f, MAX_RECORDS);
-  m = meta_of(&f, "fast/3");
+  m = meta_of(&f, "fast/4");
   TL_EXPECT_OK(t, tl_observe_write(&m, records, n, doc_a, DOC_CAP, &len, &f.scratch));
   TL_EXPECT(t, len <= tl_observe_doc_bound(&m, n));
   TL_EXPECT_OK(t, tl_observe_write(&m, records, n, doc_b, DOC_CAP, &len2, &f.scratch));
@@ -257,7 +257,7 @@ static void document_round_trip(tl_test_ctx *t) {
   if (!TL_EXPECT_OK(t, tl_observe_read(doc_a, len, &doc, &f.scratch, &why))) return;
   TL_EXPECT(t, why == NULL);
   TL_EXPECT_EQ_U64(t, doc.n_records, n);
-  TL_EXPECT_STR(t, doc.meta.profile, "fast/3");
+  TL_EXPECT_STR(t, doc.meta.profile, "fast/4");
   TL_EXPECT_STR(t, doc.meta.lane, "fast");
   TL_EXPECT_STR(t, doc.meta.isa, "scalar");
   TL_EXPECT_STR(t, doc.meta.host, "native");
@@ -298,7 +298,7 @@ static void reader_refuses_bad_documents(tl_test_ctx *t) {
   };
   if (!setup(t, &f, TL_QTYPE_F32)) return;
   n = observe(t, &f, MAX_RECORDS);
-  m = meta_of(&f, "fast/3");
+  m = meta_of(&f, "fast/4");
   if (!TL_EXPECT_OK(t, tl_observe_write(&m, records, n, doc_a, DOC_CAP, &len, &f.scratch))) return;
   /* every truncation is refused, never read past */
   for (size_t cut = 0; cut < len; cut += cut < 256 ? 1 : 97) {
@@ -360,7 +360,7 @@ static void compare_locates_a_planted_difference(tl_test_ctx *t) {
   tl_arena cmp;
   if (!setup(t, &f, TL_QTYPE_Q8)) return;
   n = observe(t, &f, MAX_RECORDS);
-  m = meta_of(&f, "fast/3");
+  m = meta_of(&f, "fast/4");
   if (!TL_EXPECT_OK(t, tl_observe_write(&m, records, n, doc_a, DOC_CAP, &len, &f.scratch))) return;
   tl_arena_reset(&f.scratch);
   tl_arena_init(&cmp, cmp_mem, sizeof cmp_mem);
@@ -382,7 +382,7 @@ static void compare_locates_a_planted_difference(tl_test_ctx *t) {
   set(b.meta.profile, "scalar-f32/1");
   TL_EXPECT_OK(t, tl_observe_compare(&a, &b, &cmp, &d, &why));
   TL_EXPECT(t, d.verdict == TL_OBSERVE_DIFFERENT_PROFILE && d.stage == TL_QWEN3_STAGE_ATTN_OUT);
-  set(b.meta.profile, "fast/3");
+  set(b.meta.profile, "fast/4");
 
   /* the embedding before any layer */
   if (!TL_EXPECT_OK(t, tl_observe_read(doc_a, len, &b, &f.scratch, &why))) return;

@@ -237,6 +237,17 @@ tl_status tl_qwen3_load(tl_qwen3 *m, const tl_slm *slm,
   return TL_OK;
 }
 
+/* Bytes per cached K or V element on m's lane (F-11: binary16 on the
+ * fast lane). */
+static size_t cache_elem_bytes(const tl_qwen3 *m) {
+  return m->fast != NULL ? sizeof(uint16_t) : sizeof(float);
+}
+
+uint64_t tl_qwen3_cache_bytes(const tl_qwen3 *m, uint32_t capacity) {
+  return 2ull * m->cfg.layers * capacity * m->cfg.kv_heads * m->cfg.head_dim *
+         cache_elem_bytes(m);
+}
+
 tl_status tl_qwen3_cache_init(tl_qwen3_cache *c, const tl_qwen3 *m,
                               uint32_t capacity, tl_arena *arena) {
   size_t row = (size_t)m->cfg.kv_heads * m->cfg.head_dim, count;
@@ -247,11 +258,13 @@ tl_status tl_qwen3_cache_init(tl_qwen3_cache *c, const tl_qwen3 *m,
   if (tl_mul_size(row, capacity, &count) != TL_OK ||
       tl_mul_size(count, m->cfg.layers, &count) != TL_OK)
     return TL_ERR_INTEGER_OVERFLOW;
-  st = tl_arena_alloc_array(arena, count, sizeof(float), 64, &k);
-  if (st == TL_OK) st = tl_arena_alloc_array(arena, count, sizeof(float), 64, &v);
+  st = tl_arena_alloc_array(arena, count, cache_elem_bytes(m), 64, &k);
+  if (st == TL_OK) st = tl_arena_alloc_array(arena, count, cache_elem_bytes(m), 64, &v);
   if (st != TL_OK) return st;
-  c->k = k;
-  c->v = v;
+  c->k = m->fast != NULL ? NULL : k;
+  c->v = m->fast != NULL ? NULL : v;
+  c->k16 = m->fast != NULL ? k : NULL;
+  c->v16 = m->fast != NULL ? v : NULL;
   c->capacity = capacity;
   c->len = 0;
   c->kv_heads = m->cfg.kv_heads;
@@ -390,6 +403,18 @@ static bool all_finite(const float *data, size_t n, bool allow_masked) {
   return true;
 }
 
+/* A numerical failure at element index of stage's row (layer, pos). */
+static tl_status fail_at(const run *r, tl_qwen3_stage stage, int32_t layer, uint32_t pos,
+                         size_t index) {
+  if (r->fault != NULL) {
+    r->fault->stage = stage;
+    r->fault->layer = layer;
+    r->fault->pos = pos;
+    r->fault->index = index;
+  }
+  return TL_ERR_NUMERICAL_FAILURE;
+}
+
 /* Hands a row to the capture (when wanted) after checking it is finite;
  * scores may hold -inf for masked keys (allow_masked). */
 static tl_status emit(const run *r, tl_qwen3_stage stage, int32_t layer,
@@ -399,13 +424,7 @@ static tl_status emit(const run *r, tl_qwen3_stage stage, int32_t layer,
   for (size_t i = all_finite(data, n, allow_masked) ? n : 0; i < n; i++) {
     if (finite(data[i]) || (allow_masked && data[i] == -__builtin_inff()))
       continue;
-    if (r->fault != NULL) {
-      r->fault->stage = stage;
-      r->fault->layer = layer;
-      r->fault->pos = pos;
-      r->fault->index = i;
-    }
-    return TL_ERR_NUMERICAL_FAILURE;
+    return fail_at(r, stage, layer, pos, i);
   }
   if (wanted(r, stage, layer, pos))
     r->cap->row(r->cap->ctx, stage, layer, pos, data, n);
@@ -432,6 +451,8 @@ typedef struct bufs {
   float *fx;     /* fast lane: [n] rows of xn, k, v, attn, h, gate, up */
   tl_kern_x *xs; /* fast lane: [n] views of act */
   float *rope;   /* [n][D]: each position's rope_angles */
+  float *kvf;    /* fast lane: per attention task, a KV head's keys and
+                  * values as f32 ([2][S*D], head_rows) */
   uint32_t pos0; /* the call's first position */
   float *logits; /* [V] */
 } bufs;
@@ -470,7 +491,12 @@ static size_t row_tasks(const tl_qwen3 *m) {
   return m->fast != NULL && m->par != NULL ? m->par->threads : 1;
 }
 
-#define N_BUFS 15
+static uint32_t fast_tasks(const tl_qwen3 *m, size_t units) {
+  uint32_t t = m->par != NULL ? m->par->threads : 1;
+  return units < t ? (uint32_t)(units ? units : 1) : t;
+}
+
+#define N_BUFS 16
 
 /* The float counts of the working buffers of a call of n tokens over
  * keys keys, in alloc_bufs order; false when a count overflows. */
@@ -498,7 +524,12 @@ static bool buffer_counts(const tl_qwen3 *m, size_t n, uint32_t keys,
        tl_mul_size(n, XS_FLOATS, &counts[12]) != TL_OK))
     return false;
   if (tl_mul_size(n, c->head_dim, &counts[13]) != TL_OK) return false;
-  counts[14] = c->vocab; /* the logits, allocated after the layers */
+  counts[14] = 0;
+  if (m->fast != NULL &&
+      (tl_mul_size((size_t)2 * c->head_dim * fast_tasks(m, c->heads), keys, &counts[14]) !=
+       TL_OK))
+    return false;
+  counts[15] = c->vocab; /* the logits, allocated after the layers */
   return true;
 }
 
@@ -519,7 +550,7 @@ static tl_status alloc_bufs(const tl_qwen3 *m, size_t n, uint32_t keys,
   float *xs = NULL;
   float **dest[N_BUFS - 1] = {&b->x,      &b->q,   &b->xn,  &b->kv,  &b->attn,
                               &b->h,      &b->gate, &b->up, &b->scores, &b->row,
-                              &b->act,    &b->fx,  &xs,    &b->rope};
+                              &b->act,    &b->fx,  &xs,    &b->rope, &b->kvf};
   size_t counts[N_BUFS];
   if (!buffer_counts(m, n, keys, counts)) return TL_ERR_INTEGER_OVERFLOW;
   for (size_t i = 0; i < N_BUFS - 1; i++) {
@@ -566,11 +597,6 @@ static void fast_task(void *ctx, uint32_t task, uint32_t n_tasks) {
                    w->n, j->xs, j->n, rows, j->y[i] + (r0 - base), w->rows);
     }
   }
-}
-
-static uint32_t fast_tasks(const tl_qwen3 *m, size_t units) {
-  uint32_t t = m->par != NULL ? m->par->threads : 1;
-  return units < t ? (uint32_t)(units ? units : 1) : t;
 }
 
 /* F-3 for the activations of tokens [0, n) (their tl_kern_x already
@@ -750,6 +776,24 @@ static tl_status project_rest(const run *r, bufs *b, tl_qwen3_cache *cache,
                               uint32_t l, uint32_t pos, float *q_out, float *k,
                               const float *v, float *row);
 
+/* F-11: one position's K (after rope) or V, x (kv_heads rows of D finite
+ * floats), rounded to binary16 (RNE, subnormals kept) into the fast
+ * lane's cache rows at pos (rows: cache->k16 or v16). A value that
+ * overflows is a numerical failure of stage at its index, never an
+ * infinity in the cache. */
+static tl_status store_f16(const run *r, tl_qwen3_stage stage, const tl_qwen3_cache *cache,
+                           uint32_t l, uint32_t pos, const float *x, uint16_t *rows) {
+  size_t d = cache->head_dim;
+  for (uint32_t h = 0; h < cache->kv_heads; h++) {
+    uint16_t *dst = rows + tl_qwen3_cache_at(cache, l, h, pos);
+    for (size_t i = 0; i < d; i++) {
+      dst[i] = tl_f32_to_f16(x[h * d + i]);
+      if ((dst[i] & 0x7FFFu) == 0x7C00u) return fail_at(r, stage, (int32_t)l, pos, h * d + i);
+    }
+  }
+  return TL_OK;
+}
+
 /* One position's projections: norm, q/k/v, per-head norms, rope; K and V
  * go to the cache row of pos, the query to q_out. */
 static tl_status project(const run *r, bufs *b, tl_qwen3_cache *cache,
@@ -808,6 +852,10 @@ static tl_status project_rest(const run *r, bufs *b, tl_qwen3_cache *cache,
   st = emit(r, TL_QWEN3_STAGE_Q_ROPE, li, pos, q_out, qd, false);
   if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_K_ROPE, li, pos, k, kd, false);
   if (st != TL_OK) return st;
+  if (cache->k16 != NULL) {
+    st = store_f16(r, TL_QWEN3_STAGE_K_ROPE, cache, l, pos, k, cache->k16);
+    return st == TL_OK ? store_f16(r, TL_QWEN3_STAGE_V, cache, l, pos, v, cache->v16) : st;
+  }
   for (uint32_t h = 0; h < c->kv_heads; h++) {
     size_t at = tl_qwen3_cache_at(cache, l, h, pos);
     memcpy(cache->k + at, k + h * d, d * sizeof(float));
@@ -824,9 +872,11 @@ static tl_status project_rest(const run *r, bufs *b, tl_qwen3_cache *cache,
  * with the fixed partition (F-7). */
 typedef struct attend_job {
   const tl_qwen3 *m;
-  const float *q, *kc, *vc;
+  const float *q, *kc, *vc;    /* the strict lane's cache rows */
+  const uint16_t *kh, *vh;     /* the fast lane's (F-11) */
+  float *kvf;                  /* fast lane: per task, 2 x keys x D floats */
   float *raw, *masked, *probs, *attn;
-  size_t head_stride; /* floats from one KV head's rows to the next's */
+  size_t head_stride; /* values from one KV head's rows to the next's */
   size_t keys;
   uint32_t last;
   bool want_raw;
@@ -868,13 +918,32 @@ static void softmax_head(const attend_job *j, size_t h) {
   for (size_t k = 0; k < visible; k++) p[k] = p[k] / sum;
 }
 
-static void attend_head(const attend_job *j, size_t h) {
+/* KV head kvh's first rows keys and values as f32 into *kh and *vh: the
+ * strict lane's cache rows themselves; the fast lane's binary16 rows
+ * converted exactly (F-11) into the task's scratch (2 x keys x D). */
+static void head_rows(const attend_job *j, size_t kvh, size_t rows, uint32_t task,
+                      const float **kh, const float **vh) {
+  size_t d = j->m->cfg.head_dim, at = kvh * j->head_stride;
+  float *kv;
+  if (j->kh == NULL) {
+    *kh = j->kc + at;
+    *vh = j->vc + at;
+    return;
+  }
+  kv = j->kvf + (size_t)task * 2 * j->keys * d;
+  tl_kern_f16_to_f32_k(j->m->fast, j->kh + at, rows * d, kv);
+  tl_kern_f16_to_f32_k(j->m->fast, j->vh + at, rows * d, kv + j->keys * d);
+  *kh = kv;
+  *vh = kv + j->keys * d;
+}
+
+static void attend_head(const attend_job *j, size_t h, uint32_t task) {
   const tl_qwen3 *m = j->m;
   size_t d = m->cfg.head_dim, kvh = kv_head_of(m, h), scored = scored_keys(j);
   float scale = (float)(1.0 / __builtin_sqrt((double)d));
-  const float *qh = j->q + h * d, *kh = j->kc + kvh * j->head_stride;
-  const float *vh = j->vc + kvh * j->head_stride;
+  const float *qh = j->q + h * d, *kh, *vh;
   float *sr = j->raw + h * j->keys, *p = j->probs + h * j->keys;
+  head_rows(j, kvh, scored, task, &kh, &vh);
   if (m->fast != NULL) {
     tl_kern_dots_k(m->fast, qh, kh, d, scored, d, sr);
     for (size_t k = 0; k < scored; k++) sr[k] = sr[k] * scale;
@@ -891,12 +960,13 @@ static void attend_head(const attend_job *j, size_t h) {
 /* The fast lane's heads h and h + 1 when they share a KV head: each key
  * and value row is read once for both; every score and output element is
  * computed as attend_head computes it. */
-static void attend_pair(const attend_job *j, size_t h) {
+static void attend_pair(const attend_job *j, size_t h, uint32_t task) {
   const tl_qwen3 *m = j->m;
   size_t d = m->cfg.head_dim, kvh = kv_head_of(m, h), scored = scored_keys(j);
   float scale = (float)(1.0 / __builtin_sqrt((double)d));
-  const float *kh = j->kc + kvh * j->head_stride, *vh = j->vc + kvh * j->head_stride;
+  const float *kh, *vh;
   float *sr0 = j->raw + h * j->keys, *sr1 = sr0 + j->keys;
+  head_rows(j, kvh, scored, task, &kh, &vh);
   tl_kern_dots2_k(m->fast, j->q + h * d, j->q + (h + 1) * d, kh, d, scored, d, sr0, sr1);
   for (size_t k = 0; k < scored; k++) {
     sr0[k] = sr0[k] * scale;
@@ -914,20 +984,27 @@ static void attend_task(void *ctx, uint32_t task, uint32_t n_tasks) {
   tl_par_range(j->m->cfg.heads, task, n_tasks, &b, &e);
   for (size_t h = b; h < e;)
     if (j->m->fast != NULL && h + 1 < e && kv_head_of(j->m, h) == kv_head_of(j->m, h + 1)) {
-      attend_pair(j, h);
+      attend_pair(j, h, task);
       h += 2;
     } else {
-      attend_head(j, h++);
+      attend_head(j, h++, task);
     }
 }
 
 /* j for layer l's keys [0, keys) of the cache, nothing captured. */
 static void attend_init(attend_job *j, const tl_qwen3 *m, const tl_qwen3_cache *cache,
-                        uint32_t l, uint32_t keys) {
+                        uint32_t l, uint32_t keys, float *kvf) {
+  size_t at = tl_qwen3_cache_at(cache, l, 0, 0);
   memset(j, 0, sizeof *j);
   j->m = m;
-  j->kc = cache->k + tl_qwen3_cache_at(cache, l, 0, 0);
-  j->vc = cache->v + tl_qwen3_cache_at(cache, l, 0, 0);
+  if (cache->k16 != NULL) {
+    j->kh = cache->k16 + at;
+    j->vh = cache->v16 + at;
+  } else {
+    j->kc = cache->k + at;
+    j->vc = cache->v + at;
+  }
+  j->kvf = kvf;
   j->head_stride = (size_t)cache->capacity * m->cfg.head_dim;
   j->keys = keys;
 }
@@ -953,13 +1030,13 @@ static tl_status attend(const run *r, bufs *b, const tl_qwen3_cache *cache,
   int32_t li = (int32_t)l;
   attend_job j;
   tl_status st;
-  attend_init(&j, m, cache, l, keys);
+  attend_init(&j, m, cache, l, keys, b->kvf);
   attend_at(&j, b->scores, pos, q, b->attn);
   j.want_raw = wanted(r, TL_QWEN3_STAGE_SCORES, li, pos);
   if (m->fast != NULL) {
     tl_parallel_run(m->par, attend_task, &j, fast_tasks(m, c->heads));
   } else {
-    for (size_t h = 0; h < c->heads; h++) attend_head(&j, h);
+    for (size_t h = 0; h < c->heads; h++) attend_head(&j, h, 0);
   }
   st = j.want_raw ? emit(r, TL_QWEN3_STAGE_SCORES, li, pos, j.raw, row, false) : TL_OK;
   if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_SCORES_MASKED, li, pos, j.masked, row, true);
@@ -996,6 +1073,9 @@ static void block_task(void *ctx, uint32_t task, uint32_t n_tasks) {
   for (size_t h = b; h < e;) {
     size_t w = h + 1 < e && kv_head_of(m, h) == kv_head_of(m, h + 1) ? 2 : 1;
     size_t kvh = kv_head_of(m, h);
+    const float *kh, *vh;
+    /* every key of the call: the last position's scored keys */
+    head_rows(&bj->base, kvh, bj->base.keys, task, &kh, &vh);
     for (size_t t = 0; t < bj->n; t += BLOCK_POSITIONS) {
       size_t np = bj->n - t < BLOCK_POSITIONS ? bj->n - t : BLOCK_POSITIONS, scored = 0;
       attend_job j[BLOCK_POSITIONS];
@@ -1017,14 +1097,12 @@ static void block_task(void *ctx, uint32_t task, uint32_t n_tasks) {
       }
       /* each head and position's scores as attend_head computes them (the
        * keys past a position's last are scored but then zeroed) */
-      tl_kern_dots_n(m->fast, qs, w * np, bj->base.kc + kvh * bj->base.head_stride, d, scored, d,
-                     raw);
+      tl_kern_dots_n(m->fast, qs, w * np, kh, d, scored, d, raw);
       for (size_t i = 0; i < w * np; i++)
         for (size_t k = 0; k < scored; k++) raw[i][k] = raw[i][k] * scale;
       for (size_t u = 0; u < np; u++)
         for (size_t i = 0; i < w; i++) softmax_head(&j[u], h + i);
-      tl_kern_weighted_n(m->fast, ps, counts, w * np, bj->base.vc + kvh * bj->base.head_stride, d,
-                         d, outs);
+      tl_kern_weighted_n(m->fast, ps, counts, w * np, vh, d, d, outs);
       for (size_t u = 0; u < np; u++)
         for (size_t i = h; i < h + w; i++)
           bj->bad[task] |= !all_finite(j[u].masked + i * j[u].keys, j[u].keys, true) ||
@@ -1046,7 +1124,7 @@ static tl_status attend_all(const run *r, bufs *b, const tl_qwen3_cache *cache, 
     block_job bj;
     uint32_t tasks = fast_tasks(m, c->heads);
     bool bad = false;
-    attend_init(&bj.base, m, cache, l, keys);
+    attend_init(&bj.base, m, cache, l, keys, b->kvf);
     bj.scores = b->scores;
     bj.q = b->q;
     bj.at = at;
@@ -1319,6 +1397,8 @@ tl_status tl_qwen3_forward(const tl_qwen3 *m, tl_qwen3_cache *cache,
   for (size_t t = 0; t < n; t++)
     if (ids[t] >= c->vocab) return TL_ERR_INVALID_ARGUMENT;
   if (m->fast != NULL && !fast_ready(m)) return TL_ERR_INVALID_ARGUMENT;
+  /* a cache made for the other lane (F-11: binary16 rows on the fast) */
+  if ((m->fast != NULL) != (cache->k16 != NULL)) return TL_ERR_INVALID_ARGUMENT;
   keys = pos0 + (uint32_t)n;
   qd = (size_t)c->heads * c->head_dim;
   r.m = m;

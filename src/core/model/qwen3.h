@@ -81,11 +81,14 @@ typedef struct tl_qwen3 {
 tl_status tl_qwen3_load(tl_qwen3 *m, const tl_slm *slm,
                         const tl_slm_tensors *tensors, tl_arena *arena);
 
-/* The KV cache: per layer and KV head, capacity rows of head_dim floats
+/* The KV cache: per layer and KV head, capacity rows of head_dim values
  * for K (after norm and rope) and V, so that one head's keys lie side by
- * side for attention. Rows [0, len) are valid. */
+ * side for attention. Rows [0, len) are valid. The strict lane keeps f32
+ * rows (k, v); the fast lane binary16 ones (k16, v16: fast/4's F-11);
+ * the other pair is NULL. */
 typedef struct tl_qwen3_cache {
-  float *k, *v; /* [layers][kv_heads][capacity][head_dim] */
+  float *k, *v;        /* [layers][kv_heads][capacity][head_dim] */
+  uint16_t *k16, *v16; /* the same layout */
   uint32_t capacity, len;
   uint32_t kv_heads, head_dim; /* the model's, set by tl_qwen3_cache_init */
 } tl_qwen3_cache;
@@ -118,8 +121,16 @@ tl_status tl_qwen3_pack(tl_qwen3 *m, const uint8_t *from, size_t len, uint8_t *t
 tl_status tl_qwen3_set_lane(tl_qwen3 *m, const tl_kernels *k,
                             const tl_parallel *par);
 
+/* A cache of capacity positions for m's lane as it is now (choose the
+ * lane first): f32 rows on the strict lane, binary16 on the fast lane; a
+ * forward pass on the other lane refuses it (TL_ERR_INVALID_ARGUMENT). */
 tl_status tl_qwen3_cache_init(tl_qwen3_cache *c, const tl_qwen3 *m,
                               uint32_t capacity, tl_arena *arena);
+
+/* The bytes of K and V that tl_qwen3_cache_init allocates for capacity
+ * positions on m's lane (without alignment): 2 x layers x capacity x
+ * kv_heads x head_dim x 4 (strict) or x 2 (fast). */
+uint64_t tl_qwen3_cache_bytes(const tl_qwen3 *m, uint32_t capacity);
 
 /* Capture points, in the order of the computation (docs/golden.md). */
 #define TL_QWEN3_STAGES(X)                                                  \

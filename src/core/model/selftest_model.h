@@ -55,7 +55,7 @@ tl_status tl_selftest_digest(const tl_kernels *k, const tl_parallel *par, uint8_
                              size_t work_len, uint8_t out[32]);
 
 /* The goldens of the strict lane and of the fast profile (any kernels, any
- * thread count: fast/3's bits do not depend on them). */
+ * thread count: fast/4's bits do not depend on them). */
 extern const uint8_t tl_selftest_golden_strict[32];
 extern const uint8_t tl_selftest_golden_fast[32];
 
