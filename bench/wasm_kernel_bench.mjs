@@ -1,9 +1,9 @@
 // The kernel micro-benchmark under node (bench/kernel_bench_wasm.c): the
 // SIMD128 variant in wasm32, with the same shapes and
 // method as build/gcc/kernel_bench (one thread, width 1024, hot = 256 rows
-// 2000 times, cold = COLD_MB of rows 3 times; best of 3 trials, per second
-// of CPU time). Given kernel_bench's output, also prints SIMD128 beside
-// AVX2 with the ratios.
+// 2000 times, cold = COLD_MB of rows 3 times, tile = the hot rows times 16
+// tokens 200 times; best of 3 trials, per second of CPU time). Given
+// kernel_bench's output, also prints SIMD128 beside AVX2 with the ratios.
 //   node bench/wasm_kernel_bench.mjs MODULE.wasm [COLD_MB] [NATIVE_OUTPUT]
 import { readFileSync } from 'node:fs';
 
@@ -20,9 +20,9 @@ const cpu = () => {
   return (u.user + u.system) / 1e6;
 };
 
-const figures = {}; // figures[isa][type] = [hot GB/s, hot Mrows/s, cold GB/s, cold Mrows/s]
+const figures = {}; // figures[isa][type] = [hot GB/s, hot Mrows/s, cold GB/s, cold Mrows/s, tile GMAC/s]
 console.log(`wasm kernel throughput under node ${process.version}, one thread, width 1024 (GB/s of weights, Mrows/s; per CPU second)`);
-console.log(`${'isa'.padEnd(13)} ${'type'.padEnd(5)} ${'hot (256 rows)'.padStart(16)} ${'cold'.padStart(16)}`);
+console.log(`${'isa'.padEnd(13)} ${'type'.padEnd(5)} ${'hot (256 rows)'.padStart(16)} ${'cold'.padStart(16)} ${'tile (16 tokens)'.padStart(16)}`);
 for (const isa of ['wasm-simd128']) {
   figures[isa] = {};
   for (let type = 0; type < 5; type++) {
@@ -43,9 +43,19 @@ for (const isa of ['wasm-simd128']) {
       }
       row.push((rows * rowBytes * reps) / best / 1e9, (rows * reps) / best / 1e6);
     }
+    {
+      // prefill's product: the hot rows times 16 tokens at once
+      let best = Infinity;
+      for (let trial = 0; trial < 3; trial++) {
+        const t0 = cpu();
+        if (e.tl_kbench_tile(type, hot, 256, 200) !== 0) throw new Error(`no ${isa} variant`);
+        best = Math.min(best, cpu() - t0);
+      }
+      row.push((200 * 16 * 256 * 1024) / best / 1e9);
+    }
     figures[isa][names[type]] = row;
     const f = row.map((v) => v.toFixed(1).padStart(7));
-    console.log(`${isa.padEnd(13)} ${names[type].padEnd(5)} ${f[0]} ${f[1]}  ${f[2]} ${f[3]}`);
+    console.log(`${isa.padEnd(13)} ${names[type].padEnd(5)} ${f[0]} ${f[1]}  ${f[2]} ${f[3]}  ${f[4]} GMAC/s`);
   }
 }
 
@@ -53,10 +63,11 @@ if (nativePath) {
   const avx2 = {};
   for (const line of readFileSync(nativePath, 'utf8').split('\n')) {
     const m = line.trim().split(/\s+/);
-    if (m[0] === 'avx2' && m.length >= 6) avx2[m[1]] = m.slice(2, 6).map(Number);
+    if (m[0] === 'avx2' && m.length >= 7) avx2[m[1]] = m.slice(2, 7).map(Number);
   }
   console.log('\nSIMD128 (node) beside AVX2 (native), GB/s of weights per CPU second, one thread');
-  console.log(`${'type'.padEnd(5)} ${'AVX2 hot'.padStart(9)} ${'SIMD128'.padStart(8)} ${'ratio'.padStart(6)}   ${'AVX2 cold'.padStart(9)} ${'SIMD128'.padStart(8)} ${'ratio'.padStart(6)}`);
+  console.log('(tile: G multiply-adds per CPU second of 16 tokens at once; AVX2 has no tile kernel and runs its rows token by token)');
+  console.log(`${'type'.padEnd(5)} ${'AVX2 hot'.padStart(9)} ${'SIMD128'.padStart(8)} ${'ratio'.padStart(6)}   ${'AVX2 cold'.padStart(9)} ${'SIMD128'.padStart(8)} ${'ratio'.padStart(6)}   ${'AVX2 tile'.padStart(9)} ${'SIMD128'.padStart(8)} ${'ratio'.padStart(6)}`);
   for (const t of names) {
     const a = avx2[t];
     const s = figures['wasm-simd128'][t];
@@ -65,6 +76,6 @@ if (nativePath) {
       continue;
     }
     const cell = (v) => v.toFixed(1).padStart(8);
-    console.log(`${t.padEnd(5)} ${cell(a[0]).padStart(9)} ${cell(s[0])} ${(s[0] / a[0]).toFixed(2).padStart(6)}   ${cell(a[2]).padStart(9)} ${cell(s[2])} ${(s[2] / a[2]).toFixed(2).padStart(6)}`);
+    console.log(`${t.padEnd(5)} ${cell(a[0]).padStart(9)} ${cell(s[0])} ${(s[0] / a[0]).toFixed(2).padStart(6)}   ${cell(a[2]).padStart(9)} ${cell(s[2])} ${(s[2] / a[2]).toFixed(2).padStart(6)}   ${cell(a[4]).padStart(9)} ${cell(s[4])} ${(s[4] / a[4]).toFixed(2).padStart(6)}`);
   }
 }
