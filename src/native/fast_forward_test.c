@@ -441,6 +441,37 @@ static void bad_lane_arguments(tl_test_ctx *t) {
                    TL_ERR_INVALID_ARGUMENT);
 }
 
+/* F-11: a cache belongs to the lane it was made on (f32 rows on the
+ * strict lane, binary16 on the fast), and a forward pass on the other
+ * lane refuses it, leaving it empty; tl_qwen3_cache_bytes is the plan's
+ * figure, half on the fast lane. */
+static void cache_of_other_lane_refused(tl_test_ctx *t) {
+  fixture f;
+  tl_qwen3_cache strict, fast;
+  uint32_t id = 1;
+  const tl_qwen3_config *c;
+  uint64_t elems;
+  if (!setup(t, &f, TL_QTYPE_F32, 91)) return;
+  c = &f.m.cfg;
+  elems = 2ull * c->layers * 4 * c->kv_heads * c->head_dim;
+  TL_EXPECT_EQ_U64(t, tl_qwen3_cache_bytes(&f.m, 4), elems * 4);
+  if (!TL_EXPECT_OK(t, tl_qwen3_cache_init(&strict, &f.m, 4, &f.arena))) return;
+  TL_EXPECT(t, strict.k != NULL && strict.v != NULL && strict.k16 == NULL && strict.v16 == NULL);
+  if (!TL_EXPECT_OK(t, fast_lane(&f, tl_native_kernels(), NULL))) return;
+  TL_EXPECT_EQ_U64(t, tl_qwen3_cache_bytes(&f.m, 4), elems * 2);
+  if (!TL_EXPECT_OK(t, tl_qwen3_cache_init(&fast, &f.m, 4, &f.arena))) return;
+  TL_EXPECT(t, fast.k == NULL && fast.v == NULL && fast.k16 != NULL && fast.v16 != NULL);
+  TL_EXPECT_STATUS(t, tl_qwen3_forward(&f.m, &strict, &id, 1, NULL, NULL, &f.scratch, NULL),
+                   TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT_EQ_U64(t, strict.len, 0);
+  TL_EXPECT_OK(t, tl_qwen3_forward(&f.m, &fast, &id, 1, NULL, NULL, &f.scratch, NULL));
+  TL_EXPECT_OK(t, tl_qwen3_set_lane(&f.m, NULL, NULL));
+  TL_EXPECT_STATUS(t, tl_qwen3_forward(&f.m, &fast, &id, 1, NULL, NULL, &f.scratch, NULL),
+                   TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT_EQ_U64(t, fast.len, 1);
+  TL_EXPECT_OK(t, tl_qwen3_forward(&f.m, &strict, &id, 1, NULL, NULL, &f.scratch, NULL));
+}
+
 /* Packing in place (the native lane's way, over its copy of the weights)
  * leaves the strict lane decoding the packed rows to the same values, and
  * the fast lane the same bits as packed elsewhere; a tied embedding is
@@ -490,5 +521,6 @@ static const tl_test_case cases[] = {
     TL_CASE(cache_overflow_located),
     TL_CASE(cancelled_prefill_leaves_whole_chunks),
     TL_CASE(bad_lane_arguments),
+    TL_CASE(cache_of_other_lane_refused),
 };
 TL_SUITE(fast_forward, cases);

@@ -24,6 +24,8 @@ fast-f32-vs-f64/2:
     run is unsupported_feature on run, chat, verify and bench;
   * verify --dump names the lane that produced it (tinylm-fast, fast/4 or
     tinylm-scalar, scalar-f32/1), and each dump reads back as a golden;
+  * F-11: the memory plan counts the fast lane's KV cache at 2 bytes per
+    element and the strict lane's at 4 (--preflight --json);
   * bad input: a weight that overflows inside a product is
     numerical_failure naming stage q, layer 0, position 0, index 3 (verify
     and run, both lanes); a model over --mem-budget is refused before the
@@ -241,6 +243,24 @@ def budget_refused_before_copy(tinylm, work):
           full[1])
 
 
+def kv_cache_plan(tinylm, model, hf):
+    """F-11: the memory plan's KV cache is 2 x layers x context x kv_heads x
+    head_dim times 4 bytes on the strict lane and 2 (binary16) on the fast
+    lane, from the checkpoint's config."""
+    with open(os.path.join(hf, "config.json")) as f:
+        c = json.load(f)
+    for ctx in (100, 4096):
+        elems = 2 * c["num_hidden_layers"] * ctx * c["num_key_value_heads"] * c["head_dim"]
+        for lane, size in (("fast", 2), ("scalar", 4)):
+            p = subprocess.run([tinylm, "run", model, "--prompt", "hi", "-n", "1", "--preflight",
+                                "--json", "--ctx", str(ctx), "--lane", lane],
+                               capture_output=True, text=True)
+            got = json.loads(p.stdout)["plan_bytes"]["kv_cache"] if p.returncode == 0 else None
+            check(got == elems * size,
+                  "%s lane, context %d: the plan's KV cache is %d bytes per element" % (lane, ctx, size),
+                  "got %s (exit %d) %s" % (got, p.returncode, p.stderr.strip()))
+
+
 def bad_thread_counts(tinylm, model):
     cmds = {"run": ["run", model, "--prompt", "x"], "chat": ["chat", model],
             "verify": ["verify", model, "--golden", TINY_IDS],
@@ -316,6 +336,7 @@ def main(tinylm, work):
         check(rc == 1 and d.get("stage") == stage and d.get("layer") == 0,
               "fast lane: mutation %s localised to %s, layer 0" % (mutation, stage),
               "got %s (exit %d) %s" % (json.dumps(d), rc, err.strip()))
+    kv_cache_plan(tinylm, models["bf16"]["source"], os.path.join(work, "bf16"))
     # Thread counts: the same bytes.
     for quant in ("q8", "q4", "source"):
         model = models["bf16"][quant]
