@@ -462,6 +462,60 @@ static void f16_rows(tl_test_ctx *t) {
   }
 }
 
+/* The KV cache's rows stored (F-11) through each variant against the
+ * twin, bit for bit: every finite binary16 value (both signs) as f32, the
+ * midpoint to the next one (a tie) and the f32 values either side of it,
+ * f32 subnormals, the range's end (65504 .. 65520 and past it: inf) and
+ * random finite f32 bit patterns, from every offset 0..16 (each in every
+ * lane and in the tails), then lengths 0..40 in exact-size buffers with
+ * nothing written past them. */
+static void f32_to_f16_rows(tl_test_ctx *t) {
+  enum { N = 2 * 0x7C00 * 4 + 65536 };
+  static float x[N];
+  static uint16_t want[N], got[N + 1];
+  const tl_kernels *ks[TL_KERN_ISA_COUNT];
+  size_t nk = variants(t, ks), m = 0;
+  tl_test_rng rng = {20261208};
+  for (uint32_t sign = 0; sign < 2; sign++)
+    for (uint32_t h = 0; h < 0x7C00; h++) {
+      float v = tl_f16_to_f32((uint16_t)(h | sign << 15));
+      float next = tl_f16_to_f32((uint16_t)((h + 1) | sign << 15)); /* 0x7C00: inf */
+      float mid = h + 1 < 0x7C00 ? (v + next) / 2.0f : (sign ? -65520.0f : 65520.0f);
+      x[m++] = v;
+      x[m++] = mid;
+      x[m++] = tl_bits_to_f32(tl_f32_to_bits(mid) - 1);
+      x[m++] = tl_bits_to_f32(tl_f32_to_bits(mid) + 1);
+    }
+  while (m < N) {
+    uint32_t b = (uint32_t)tl_test_rng_next(&rng);
+    if ((b & 0x7F800000u) == 0x7F800000u) continue; /* the cache holds finite values */
+    x[m++] = tl_bits_to_f32(b);
+  }
+  x[0] = 1e-45f, x[1] = -1e-40f, x[2] = 3e38f, x[3] = 2.98e-8f, x[4] = 2.99e-8f;
+  tl_kern_f32_to_f16(x, N, want);
+  for (size_t v = 0; v < nk; v++) {
+    for (size_t off = 0; off <= 16; off++) {
+      tl_kern_f32_to_f16_k(ks[v], x + off, N - off, got);
+      for (size_t i = 0; i < N - off; i++)
+        if (!TL_EXPECT_EQ_U64(t, got[i], want[off + i])) {
+          print_case(t, ks[v]->name, "f32_to_f16", off, i, N - off);
+          return;
+        }
+    }
+    for (size_t n = 0; n <= 40; n++) {
+      float *e = malloc(n ? n * sizeof *e : 1);
+      if (!TL_EXPECT(t, e != NULL)) return;
+      memcpy(e, x + 1000 * n, n * sizeof *e);
+      memset(got, 0xA5, (n + 1) * sizeof *got);
+      tl_kern_f32_to_f16_k(ks[v], e, n, got);
+      if (!TL_EXPECT_MEM(t, got, want + 1000 * n, n * sizeof *got))
+        print_case(t, ks[v]->name, "f32_to_f16 length", 0, 0, n);
+      TL_EXPECT_EQ_U64(t, got[n], 0xA5A5u); /* nothing past n */
+      free(e);
+    }
+  }
+}
+
 static const tl_test_case cases[] = {
     TL_CASE(golden_all_variants),
     TL_CASE(random_shapes),
@@ -470,5 +524,6 @@ static const tl_test_case cases[] = {
     TL_CASE(tiles),
     TL_CASE(attention),
     TL_CASE(f16_rows),
+    TL_CASE(f32_to_f16_rows),
 };
 TL_SUITE(kernels_dispatch, cases);

@@ -125,6 +125,15 @@ void tl_kern_f16_to_f32_k(const tl_kernels *k, const uint16_t *h, size_t n, floa
   else tl_kern_f16_to_f32(h, n, out);
 }
 
+void tl_kern_f32_to_f16(const float *x, size_t n, uint16_t *out) {
+  for (size_t i = 0; i < n; i++) out[i] = tl_f32_to_f16(x[i]);
+}
+
+void tl_kern_f32_to_f16_k(const tl_kernels *k, const float *x, size_t n, uint16_t *out) {
+  if (k->f32_to_f16 != NULL) k->f32_to_f16(x, n, out);
+  else tl_kern_f32_to_f16(x, n, out);
+}
+
 /* RNE of r, |r| <= 127 (F-3): the integer part by truncation, then the
  * half-way rule on the exact remainder. */
 static int8_t rne127(float r) {
@@ -310,7 +319,7 @@ TL_KERN_SCALAR_FN(scalar_q4, TL_QTYPE_Q4, rows_quant)
 static const tl_kernels scalar = {
     TL_KERN_SCALAR, "scalar", {scalar_f32, scalar_f16, scalar_bf16, scalar_q8, scalar_q4},
     {NULL, NULL, NULL, NULL, NULL},
-    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
 
 #ifdef __wasm_simd128__
 static const tl_kernels wasm_simd = {
@@ -318,7 +327,7 @@ static const tl_kernels wasm_simd = {
     "wasm-simd128",
     {tl_wasm_rows_f32, tl_wasm_rows_f16, tl_wasm_rows_bf16, tl_wasm_rows_q8, tl_wasm_rows_q4},
     {NULL, NULL, NULL, tl_wasm_tile_q8, tl_wasm_tile_q4},
-    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, tl_wasm_f16_to_f32};
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, tl_wasm_f16_to_f32, NULL};
 #endif
 
 const tl_kernels *tl_kernels_get(tl_kern_isa isa) {

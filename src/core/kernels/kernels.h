@@ -106,8 +106,10 @@ typedef struct tl_kernels {
                      size_t stride, size_t d, float *const *out);
   /* tl_kern_exps' contract; NULL: the scalar twin. */
   void (*exps)(const float *x, float sub, size_t n, float *out);
-  /* tl_kern_f16_to_f32's contract; NULL: the scalar twin. */
+  /* tl_kern_f16_to_f32's and tl_kern_f32_to_f16's contracts; NULL: the
+   * scalar twins. */
   void (*f16_to_f32)(const uint16_t *h, size_t n, float *out);
+  void (*f32_to_f16)(const float *x, size_t n, uint16_t *out);
 } tl_kernels;
 
 /* F-3 through k's quantizer when it has one, else the scalar twin. */
@@ -182,8 +184,14 @@ void tl_kern_exps(const float *x, float sub, size_t n, float *out);
  * tl_f16_to_f32): the fast lane's KV cache rows (F-11) read back. */
 void tl_kern_f16_to_f32(const uint16_t *h, size_t n, float *out);
 
+/* out[i] = x[i] rounded to binary16 as tl_f32_to_f16 (RNE, subnormals
+ * kept, an overflow +-inf) for i < n finite x: the fast lane's KV cache
+ * rows stored (F-11). */
+void tl_kern_f32_to_f16(const float *x, size_t n, uint16_t *out);
+
 /* Through k's own variants when it has them, else the scalar twins. */
 void tl_kern_f16_to_f32_k(const tl_kernels *k, const uint16_t *h, size_t n, float *out);
+void tl_kern_f32_to_f16_k(const tl_kernels *k, const float *x, size_t n, uint16_t *out);
 void tl_kern_dots_k(const tl_kernels *k, const float *q, const float *keys, size_t stride,
                     size_t count, size_t n, float *out);
 void tl_kern_weighted_k(const tl_kernels *k, const float *p, size_t count, const float *v,

@@ -474,6 +474,17 @@ TARGET static void f16_to_f32(const uint16_t *h, size_t n, float *out) {
   }
 }
 
+/* The KV cache's rows stored (F-11), 16 at a time with the RNE
+ * conversion (IEEE: subnormals kept, an overflow inf, as the twin), the
+ * tail through a masked load and store. */
+TARGET static void f32_to_f16(const float *x, size_t n, uint16_t *out) {
+  for (size_t i = 0; i < n; i += 16) {
+    __mmask16 m = first16(n - i);
+    _mm256_mask_storeu_epi16(out + i, m,
+                             _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, x + i), _MM_FROUND_TO_NEAREST_INT));
+  }
+}
+
 const tl_kernels tl_kernels_avx512 = {
     TL_KERN_AVX512, "avx512", {rows_f32, rows_f16, rows_bf16, rows_q8, rows_q4},
     {tile_f32, tile_f16, tile_bf16, tile_q8, tile_q4},
@@ -485,6 +496,7 @@ const tl_kernels tl_kernels_avx512 = {
     dots_n,
     weighted_n,
     exps,
-    f16_to_f32};
+    f16_to_f32,
+    f32_to_f16};
 
 #endif

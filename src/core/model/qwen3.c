@@ -786,10 +786,9 @@ static tl_status store_f16(const run *r, tl_qwen3_stage stage, const tl_qwen3_ca
   size_t d = cache->head_dim;
   for (uint32_t h = 0; h < cache->kv_heads; h++) {
     uint16_t *dst = rows + tl_qwen3_cache_at(cache, l, h, pos);
-    for (size_t i = 0; i < d; i++) {
-      dst[i] = tl_f32_to_f16(x[h * d + i]);
+    tl_kern_f32_to_f16_k(r->m->fast, x + h * d, d, dst);
+    for (size_t i = 0; i < d; i++)
       if ((dst[i] & 0x7FFFu) == 0x7C00u) return fail_at(r, stage, (int32_t)l, pos, h * d + i);
-    }
   }
   return TL_OK;
 }
