@@ -216,6 +216,12 @@ $(SELFTEST_GOLDEN): $(call obj,tools/selftest_golden.c) $(LIB)
 selftest-golden: $(SELFTEST_GOLDEN)
 	$(SELFTEST_GOLDEN) > src/core/model/selftest_golden.h.tmp
 	mv src/core/model/selftest_golden.h.tmp src/core/model/selftest_golden.h
+# The sampler's known answers for the same self-test (and the unit test
+# sampler_selftest) from the Python reference: rewrites
+# src/core/sample/sampler_vectors.h.
+.PHONY: sampler-selftest-vectors
+sampler-selftest-vectors:
+	/usr/bin/python3 tools/oracle/sampler_selftest_vectors.py
 
 $(FORWARD_BENCH): $(call obj,bench/forward_bench.c) $(LIB)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@

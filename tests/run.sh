@@ -82,6 +82,7 @@ run_stage unicode-tables /usr/bin/python3 tools/gen_unicode_tables.py --check
 run_stage py-format-vectors /usr/bin/python3 tools/oracle/py_format_vectors.py --check
 run_stage quant-vectors /usr/bin/python3 tools/quant_ref.py --check
 run_stage fast-vectors /usr/bin/python3 tools/fast_ref.py --check
+run_stage sampler-vectors /usr/bin/python3 tools/oracle/sampler_selftest_vectors.py --check
 run_stage build-gcc build CFG=gcc native
 run_stage build-clang build CFG=clang native
 run_stage build-asan build CFG=asan native

@@ -1,0 +1,23 @@
+/* The sampler's known answers (docs/web.md, Self-tests: `sampler`): the
+ * cases of sampler_vectors.h, written by
+ * tools/oracle/sampler_selftest_vectors.py from the Python reference of
+ * docs/sampler.md, run through tl_sample. Freestanding: each wasm32 lane
+ * runs it at start-up (web/wasm/self_test.c), the native and wasm32 unit
+ * tests on every build. */
+#ifndef TL_CORE_SAMPLE_SAMPLER_SELFTEST_H
+#define TL_CORE_SAMPLE_SAMPLER_SELFTEST_H
+
+#include <stddef.h>
+
+#include "sample/sampler_vectors.h"
+#include "tinylm.h"
+
+/* Runs v[0..count) through tl_sample at each case's draw position: TL_OK
+ * when every case gives the oracle's draw word, chosen id, candidate and
+ * survivor counts, survivors and the bits of their probabilities and
+ * bounds; else TL_ERR_SELF_TEST_FAILED with *failed (may be NULL) the
+ * first differing case (an empty table fails too, *failed = 0). */
+tl_status tl_sampler_selftest(const tl_sampler_vector *v, size_t count,
+                              size_t *failed);
+
+#endif
