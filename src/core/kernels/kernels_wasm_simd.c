@@ -1,4 +1,4 @@
-/* fast/3 kernels with wasm SIMD128 (built with -msimd128 only; in every
+/* fast/4 kernels with wasm SIMD128 (built with -msimd128 only; in every
  * other build this file is empty). Four 128-bit accumulators per row are
  * the lanes A_0..3, A_4..7, A_8..11, A_12..15 of docs/fast-profile.md.
  *
