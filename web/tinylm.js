@@ -12,7 +12,7 @@ const OPEN_BORROW = 1;
 const GENERATE_CONTINUE = 1;
 const GIVEN = { temperature: 1, topK: 2, topP: 4, minP: 8, repeatPenalty: 16 };
 const STATUS_BOUNDS = 6; // tinylm.h TL_ERR_BOUNDS
-const SELF_TESTS = ['blake3', 'philox', 'fast-f32-dot', 'forward-strict', 'forward-fast']; // tl_wasm_self_test(0..4)
+const SELF_TESTS = ['blake3', 'philox', 'fast-f32-dot', 'forward-strict', 'forward-fast', 'sampler']; // tl_wasm_self_test(0..5)
 
 /** A typed failure: code is tinylm's error code (tl_status_name), status
  *  its number; the other fields come from tl_error where the C side set them. */

@@ -89,7 +89,7 @@ try {
       const r = m.capabilityReceipt;
       check(`${file} ${lane}: lane as asked, self-tests pass, threads`, r.lane === lane && r.selfTests[lane].every((t) => t.ok) &&
         r.refused.length === 0 && r.threads === (threads ?? 1), JSON.stringify(r));
-      check(`${file} ${lane}: the tiny forward pass ran on both numerics`, ['forward-strict', 'forward-fast'].every((n) =>
+      check(`${file} ${lane}: the tiny forward pass ran on both numerics, the sampler's known answers`, ['forward-strict', 'forward-fast', 'sampler'].every((n) =>
         r.selfTests[lane].some((t) => t.name === n && t.ok)), JSON.stringify(r.selfTests[lane]));
       for (const c of cases) {
         const { name, ...args } = c;

@@ -14,7 +14,12 @@
  *      native fast lane's (tools/selftest_golden.c). One thread: the
  *      threads module's pool starts after the self-tests, and the fast
  *      profile's bits do not depend on the thread count (the native
- *      selftest_lanes test). */
+ *      selftest_lanes test);
+ *   5  the sampler: steps of docs/sampler.md (greedy tie, temperature,
+ *      top-k, top-p, min-p, a windowed penalty, one forced candidate, draws
+ *      at several seeds and counter positions) against the Python
+ *      reference's ids, draw words and probability bits
+ *      (sample/sampler_vectors.h). */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -32,6 +37,7 @@
 #include "receipt/node.h"
 #include "sample/philox.h"
 #include "sample/philox_kat.h"
+#include "sample/sampler_selftest.h"
 #include "tinylm.h"
 
 static tl_status blake3_vectors(void) {
@@ -111,6 +117,8 @@ __attribute__((export_name("tl_wasm_self_test"))) tl_status tl_wasm_self_test(ui
       return forward(NULL, tl_selftest_golden_strict);
     case 4:
       return forward(lane_kernels(), tl_selftest_golden_fast);
+    case 5:
+      return tl_sampler_selftest(tl_sampler_vectors, TL_SAMPLER_VECTOR_COUNT, NULL);
     default:
       return TL_ERR_INVALID_ARGUMENT;
   }
