@@ -388,9 +388,24 @@ $(WEB_POOLTRAP): $(WEB_API_DEPS) web/wasm/pool.c
 	@mkdir -p $(@D)
 	$(WASM_CC) $(WEB_CFLAGS) $(WEB_LDFLAGS) $(WEB_THREADS_FLAGS) -DTL_WASM_POOL_TRAP=200 \
 	  $(WEB_API_SRC) web/wasm/pool.c -o $@
-.PHONY: web web-modules web-mutant web-pooltrap
+# A test-only SIMD128 module (tests/web/loader_test.mjs, never build/web)
+# whose sampler breaks ties by the higher id: its `sampler` self-test must
+# fail, the lane be refused and the loader fall back. The fault is planted
+# in a copy of sampler.c; the build stops if the edit no longer applies.
+WEB_SAMPLER_MUTANT := build/web-sampler-mutant/tinylm-simd.wasm
+build/web-sampler-mutant/sampler.c: src/core/sample/sampler.c
+	@mkdir -p $(@D)
+	sed 's/a->s == b->s && a->id < b->id/a->s == b->s \&\& a->id > b->id/' $< > $@.tmp
+	! cmp -s $< $@.tmp
+	mv $@.tmp $@
+$(WEB_SAMPLER_MUTANT): $(WEB_API_DEPS) build/web-sampler-mutant/sampler.c
+	@mkdir -p $(@D)
+	$(WASM_CC) $(WEB_CFLAGS) -msimd128 $(WEB_LDFLAGS) \
+	  $(filter-out src/core/sample/sampler.c,$(WEB_API_SRC)) build/web-sampler-mutant/sampler.c -o $@
+.PHONY: web web-modules web-mutant web-pooltrap web-sampler-mutant
 web-mutant: $(WEB_MUTANT_OUT)/manifest.json
 web-pooltrap: $(WEB_POOLTRAP)
+web-sampler-mutant: $(WEB_SAMPLER_MUTANT)
 web-modules: $(WEB_MODULES) $(WEB_OUT)/manifest.json $(WEB_OUT)/tinylm.js $(WEB_OUT)/tinylm-worker.js \
              $(WEB_OUT)/package.json
 	@tests/web/opcodes.sh $(WEB_MODULES)

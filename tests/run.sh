@@ -87,7 +87,7 @@ run_stage build-gcc build CFG=gcc native
 run_stage build-clang build CFG=clang native
 run_stage build-asan build CFG=asan native
 run_stage build-wasm build wasm
-run_stage build-web build web-modules web-page web-mutant web-pooltrap
+run_stage build-web build web-modules web-page web-mutant web-pooltrap web-sampler-mutant
 run_stage build-neon build neon
 run_stage unit-gcc build/gcc/unit_tests
 run_stage kernel-mutants tests/kernels/mutants.sh gcc build/gcc

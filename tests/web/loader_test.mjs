@@ -27,6 +27,8 @@ const SLM = (name) => join(ROOT, 'tests/golden/slm', name);
 const base = pathToFileURL(resolve(webDir) + '/');
 // make web-pooltrap: the threads module whose pool worker 1 traps in its 200th call.
 const poolTrap = poolTrapArg ?? join(ROOT, 'build/web-pooltrap/tinylm-threads.wasm');
+// make web-sampler-mutant: the SIMD128 module whose sampler breaks ties by the higher id.
+const samplerMutant = process.env.TL_WEB_SAMPLER_MUTANT || join(ROOT, 'build/web-sampler-mutant/tinylm-simd.wasm');
 
 let passed = 0;
 let failed = 0;
@@ -447,6 +449,38 @@ try {
     check(`after the pool worker failed, ${where}: the next reply is worker_failure`,
       first !== 'hang' && await code(m.generate({ prompt: 'Hi', maxTokens: 2 })) === 'worker_failure');
     check(`after the pool worker failed, ${where}: dispose works`, first !== 'hang' && await code(m.dispose()) === 'ok');
+  }
+
+  // A lane whose sampler is wrong (one tie rule reversed; every other
+  // self-test passes) is refused by its `sampler` self-test and the loader
+  // falls back to the next lane; the capability receipt says so and verifies.
+  const mutSite = join(tmp, 'sampler-mutant');
+  cpSync(webDir, mutSite, { recursive: true });
+  const mutModule = readFileSync(samplerMutant);
+  writeFileSync(join(mutSite, 'tinylm-simd.wasm'), mutModule);
+  const mutManifest = JSON.parse(readFileSync(join(mutSite, 'manifest.json'), 'utf8'));
+  mutManifest.modules.simd = { ...mutManifest.modules.simd, size: mutModule.length,
+    sha256: createHash('sha256').update(mutModule).digest('hex') };
+  writeFileSync(join(mutSite, 'manifest.json'), JSON.stringify(mutManifest));
+  {
+    const m = await loadModel(new Uint8Array(bytes), { lane: 'simd', base: pathToFileURL(mutSite + '/') });
+    const r = m.capabilityReceipt;
+    const simd = r.selfTests.simd ?? [];
+    check('a SIMD128 module with a wrong sampler: only its sampler self-test fails',
+      simd.length > 1 && simd.every((t) => t.ok === (t.name !== 'sampler')) && simd.some((t) => t.name === 'sampler'), JSON.stringify(simd));
+    check('a SIMD128 module with a wrong sampler: the lane is refused and the loader falls back to scalar',
+      r.lane === 'scalar' && r.refused.length === 1 && r.refused[0].lane === 'simd' && r.refused[0].code === 'self_test_failed' &&
+      r.refused[0].why.includes('simd: sampler failed') && r.selfTests.scalar.every((t) => t.ok), JSON.stringify(r.refused));
+    const p = show(m.capabilityReceiptCbor, '--json');
+    let doc = null;
+    try { doc = JSON.parse(p.stdout); } catch { /* reported below */ }
+    const meta = doc?.nodes?.[0]?.metadata;
+    check('a SIMD128 module with a wrong sampler: tinylm receipt show verifies the capability receipt naming the failure',
+      p.status === 0 && doc?.verified === true && meta?.lane === 'scalar' &&
+      meta.self_tests.some((t) => t.lane === 'simd' && t.name === 'sampler' && t.ok === false), `${p.status} ${p.stdout.slice(0, 300)} ${p.stderr}`);
+    const got = await m.generate({ prompt: 'Hello there', maxTokens: 4, temperature: 0 });
+    check('a SIMD128 module with a wrong sampler: the fallback lane replies', got.ids.length > 0, JSON.stringify(got.ids));
+    await m.dispose();
   }
 
 } finally {
