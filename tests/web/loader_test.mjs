@@ -424,14 +424,20 @@ try {
   // host waiting for it; the next reply is refused the same way; dispose
   // works. In a host worker (a hang shows as the timeout), then where the
   // loader runs.
-  const trapSite = join(tmp, 'pooltrap');
-  cpSync(webDir, trapSite, { recursive: true });
-  const trapModule = readFileSync(poolTrap);
-  writeFileSync(join(trapSite, 'tinylm-threads.wasm'), trapModule);
-  const trapManifest = JSON.parse(readFileSync(join(trapSite, 'manifest.json'), 'utf8'));
-  trapManifest.modules.threads = { ...trapManifest.modules.threads, size: trapModule.length,
-    sha256: createHash('sha256').update(trapModule).digest('hex') };
-  writeFileSync(join(trapSite, 'manifest.json'), JSON.stringify(trapManifest));
+  // A copy of the site whose lane runs the module in file (the manifest
+  // updated to its size and hash).
+  const siteWith = (name, lane, file) => {
+    const site = join(tmp, name);
+    cpSync(webDir, site, { recursive: true });
+    const module = readFileSync(file);
+    writeFileSync(join(site, `tinylm-${lane}.wasm`), module);
+    const manifest = JSON.parse(readFileSync(join(site, 'manifest.json'), 'utf8'));
+    manifest.modules[lane] = { ...manifest.modules[lane], size: module.length,
+      sha256: createHash('sha256').update(module).digest('hex') };
+    writeFileSync(join(site, 'manifest.json'), JSON.stringify(manifest));
+    return site;
+  };
+  const trapSite = siteWith('pooltrap', 'threads', poolTrap);
   let hung = false;
   for (const worker of [true, false]) {
     const where = worker ? 'in a host worker' : 'where the loader runs';
@@ -454,14 +460,7 @@ try {
   // A lane whose sampler is wrong (one tie rule reversed; every other
   // self-test passes) is refused by its `sampler` self-test and the loader
   // falls back to the next lane; the capability receipt says so and verifies.
-  const mutSite = join(tmp, 'sampler-mutant');
-  cpSync(webDir, mutSite, { recursive: true });
-  const mutModule = readFileSync(samplerMutant);
-  writeFileSync(join(mutSite, 'tinylm-simd.wasm'), mutModule);
-  const mutManifest = JSON.parse(readFileSync(join(mutSite, 'manifest.json'), 'utf8'));
-  mutManifest.modules.simd = { ...mutManifest.modules.simd, size: mutModule.length,
-    sha256: createHash('sha256').update(mutModule).digest('hex') };
-  writeFileSync(join(mutSite, 'manifest.json'), JSON.stringify(mutManifest));
+  const mutSite = siteWith('sampler-mutant', 'simd', samplerMutant);
   {
     const m = await loadModel(new Uint8Array(bytes), { lane: 'simd', base: pathToFileURL(mutSite + '/') });
     const r = m.capabilityReceipt;
