@@ -345,7 +345,9 @@ tl_status tl_generation_free(tl_generation_handle gen);
  * (deterministic CBOR: producer lane and profile, the execution's isa and
  * threads, the artifact id, the prompt ids, the records in computation
  * order): up to cap bytes to out and its length to *len; TL_ERR_BOUNDS
- * when cap is too small (call again with *len: the pass runs again). The
+ * when cap is too small (call again with *len: the session keeps the
+ * document until its next observe call, and a call with the same prompt
+ * gets it without running the pass again). The
  * prompt: exactly one of text (tokenized as given) and ids. The session's
  * cache is empty afterwards. TL_ERR_INVALID_ARGUMENT (a generation running
  * on the session, no prompt or two, an empty one, an id outside the

@@ -50,6 +50,12 @@ typedef struct api_session {
   tl_session s;
   bool busy; /* a generation runs on it */
   uint32_t *cached; /* the ids whose K/V the cache holds: [0, s.cache.len) */
+  /* The observation document a size query computed, kept for the call
+   * that fetches it (tl_session_observe), with the prompt it is of. */
+  uint8_t *observed;
+  size_t observed_len;
+  uint32_t *observed_ids;
+  size_t observed_n;
 } api_session;
 
 typedef struct api_gen {
@@ -331,9 +337,18 @@ tl_status tl_model_artifact_id(tl_model_handle model, uint8_t id[32]) {
 
 /* ---- sessions ---- */
 
+static void forget_observed(api_session *s) {
+  free(s->observed);
+  free(s->observed_ids);
+  s->observed = NULL;
+  s->observed_ids = NULL;
+  s->observed_len = s->observed_n = 0;
+}
+
 static void session_destroy(api_obj *o) {
   api_session *s = (api_session *)o;
   free(s->cached);
+  forget_observed(s);
   tl_session_close(&s->s);
   drop(&s->model->o);
   free(s);
@@ -1062,8 +1077,26 @@ tl_status tl_session_observe(tl_session_handle session, const void *text, size_t
     if (ids[i] >= as->s.qwen.cfg.vocab)
       st = fail_at(&as->o, TL_ERR_INVALID_ARGUMENT, index_detail(i),
                    "prompt id %u (at %zu) is not in the vocabulary", (unsigned)ids[i], i);
-  if (st == TL_OK) st = observe_run(as, ids, n, &doc, &doc_len);
+  if (st == TL_OK && as->observed != NULL && as->observed_n == n &&
+      memcmp(as->observed_ids, ids, n * sizeof *ids) == 0) {
+    /* the document a size query computed for this prompt (the pass is
+     * deterministic, so running it again would give the same bytes) */
+    doc = as->observed;
+    doc_len = as->observed_len;
+    as->observed = NULL;
+  } else if (st == TL_OK) {
+    st = observe_run(as, ids, n, &doc, &doc_len);
+  }
+  forget_observed(as);
   if (st == TL_OK) st = give_bytes(&as->o, doc, doc_len, out, cap, len);
+  if (st == TL_ERR_BOUNDS && (as->observed_ids = malloc(n * sizeof *ids)) != NULL) {
+    /* a size query: keep the document for the call that fetches it */
+    memcpy(as->observed_ids, ids, n * sizeof *ids);
+    as->observed_n = n;
+    as->observed = doc;
+    as->observed_len = doc_len;
+    doc = NULL;
+  }
   pthread_mutex_lock(&g_lock);
   as->busy = false;
   pthread_mutex_unlock(&g_lock);

@@ -956,6 +956,24 @@ static void observe_through_the_api(tl_test_ctx *t) {
   TL_EXPECT_OK(t, tl_model_encode(m, "Hello", 5, ids, 16, &n_ids));
   TL_EXPECT_OK(t, tl_session_observe(s, NULL, 0, ids, n_ids, doc2, len, &len2));
   TL_EXPECT(t, len2 == len && memcmp(doc, doc2, len) == 0);
+  /* the document a size query keeps is served only for its own prompt */
+  {
+    size_t hi_len = 0, a_len = 0, b_len = 0;
+    uint8_t *a = NULL, *b = NULL;
+    TL_EXPECT_STATUS(t, tl_session_observe(s, "Hi", 2, NULL, 0, NULL, 0, &hi_len), TL_ERR_BOUNDS);
+    a = malloc(hi_len ? hi_len : 1);
+    b = malloc(hi_len ? hi_len : 1);
+    if (TL_EXPECT(t, a != NULL && b != NULL)) {
+      TL_EXPECT_OK(t, tl_session_observe(s, "Hi", 2, NULL, 0, b, hi_len, &b_len));
+      TL_EXPECT_STATUS(t, tl_session_observe(s, "Hello", 5, NULL, 0, NULL, 0, &len2),
+                       TL_ERR_BOUNDS);
+      TL_EXPECT_OK(t, tl_session_observe(s, "Hi", 2, NULL, 0, a, hi_len, &a_len));
+      TL_EXPECT(t, a_len == b_len && memcmp(a, b, a_len) == 0);
+      TL_EXPECT(t, a_len != len || memcmp(a, doc, len) != 0);
+    }
+    free(a);
+    free(b);
+  }
   /* refusals */
   TL_EXPECT_STATUS(t, tl_session_observe(s, "Hi", 2, ids, 1, doc, len, &len2),
                    TL_ERR_INVALID_ARGUMENT);

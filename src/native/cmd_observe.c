@@ -96,8 +96,8 @@ static int observe(int argc, char **argv) {
     rc = tl_run_api_fail(json, model);
     goto done;
   }
-  /* The size first, then the document (the pass runs twice; a tiny
-   * model's is quick, and the API keeps no copy). */
+  /* The size first, then the document (the session keeps the document
+   * the size query computed, so the pass runs once). */
   st = tl_session_observe(session, prompt, prompt ? strlen(prompt) : 0, ids, n_ids, NULL, 0, &len);
   if (st == TL_ERR_BOUNDS && (doc = malloc(len ? len : 1)) != NULL)
     st = tl_session_observe(session, prompt, prompt ? strlen(prompt) : 0, ids, n_ids, doc, len,
