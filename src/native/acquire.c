@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -305,9 +306,16 @@ typedef struct ctx {
   tl_hub hub;
   const char *repo_id;
   char commit[41];
-  char staging[4200];
+  char staging[4200]; /* DIR.partial, for messages and the converter */
+  /* Every write, rename and removal in DIR.partial goes through
+   * staging_fd, opened once (O_NOFOLLOW) and checked to be this user's;
+   * DIR.partial and DIR are named only relative to parent_fd. */
+  int parent_fd, staging_fd;
+  char out_name[256], staging_name[sizeof "" + 256 + 8];
+  dev_t staging_dev;
+  ino_t staging_ino;
   bool transient;    /* the failure was one a rerun may get past */
-  bool staging_ours; /* DIR.partial exists and carries the mark */
+  bool staging_ours; /* staging_fd is DIR.partial, this user's, marked */
   bool progress;     /* forced on (--progress) */
   uint64_t fetched;
   size_t reused;
@@ -591,10 +599,11 @@ static tl_status sync_close(int fd, const char *path, char *err, size_t cap) {
  * verified NAME from an earlier run is kept after it verifies again; a
  * NAME.part is resumed from its end (its prefix is hashed, the whole is
  * verified); a resumed file that fails verification is fetched again from
- * the start once. */
+ * the start once. Names are opened, renamed and removed relative to
+ * c->staging_fd (the allowlist keeps them flat: no '/'). */
 static tl_status fetch_file(ctx *c, entry *e, bool may_resume, char *err,
                             size_t cap) {
-  char final[4600], part[4610], url[2048], qpath[800];
+  char final[4600], part[MAX_PATH + 8], url[2048], qpath[800];
   tl_hub_headers hd;
   tl_cli_progress progress;
   bool transport;
@@ -602,9 +611,14 @@ static tl_status fetch_file(ctx *c, entry *e, bool may_resume, char *err,
   sink s;
   int fd;
   tl_status st;
+  const int dfd = c->staging_fd;
+  if (strchr(e->path, '/') != NULL)
+    return tl_fail(err, cap, TL_ERR_INTERNAL_INVARIANT,
+                   "'%s': a nested path reached the staging directory",
+                   e->path);
   snprintf(final, sizeof final, "%s/%s", c->staging, e->path);
-  snprintf(part, sizeof part, "%s.part", final);
-  fd = open(final, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  snprintf(part, sizeof part, "%s.part", e->path);
+  fd = openat(dfd, e->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd >= 0) {
     sink_init(&s, fd, e);
     st = hash_existing(&s, err, cap);
@@ -613,13 +627,14 @@ static tl_status fetch_file(ctx *c, entry *e, bool may_resume, char *err,
       c->reused++;
       return TL_OK;
     }
-    if (unlink(final) != 0)
+    if (unlinkat(dfd, e->path, 0) != 0)
       return tl_fail(err, cap, TL_ERR_IO, "%s: cannot remove: %s", final,
                      strerror(errno));
   }
-  fd = open(part, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
+  fd = openat(dfd, part, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW,
+              0644);
   if (fd < 0)
-    return tl_fail(err, cap, TL_ERR_IO, "%s: cannot open: %s", part,
+    return tl_fail(err, cap, TL_ERR_IO, "%s.part: cannot open: %s", final,
                    strerror(errno));
   sink_init(&s, fd, e);
   if (may_resume) {
@@ -633,7 +648,7 @@ static tl_status fetch_file(ctx *c, entry *e, bool may_resume, char *err,
   if (!may_resume || offset >= e->size) {
     if (ftruncate(fd, 0) != 0) {
       close(fd);
-      return tl_fail(err, cap, TL_ERR_IO, "%s: cannot truncate: %s", part,
+      return tl_fail(err, cap, TL_ERR_IO, "%s.part: cannot truncate: %s", final,
                      strerror(errno));
     }
     sink_init(&s, fd, e);
@@ -661,7 +676,7 @@ static tl_status fetch_file(ctx *c, entry *e, bool may_resume, char *err,
   if (st == TL_ERR_HASH_MISMATCH && offset > 0) {
     /* The kept prefix may be what differs: start over once. */
     close(fd);
-    unlink(part);
+    unlinkat(dfd, part, 0);
     return fetch_file(c, e, false, err, cap);
   }
   if (st != TL_OK) {
@@ -669,13 +684,13 @@ static tl_status fetch_file(ctx *c, entry *e, bool may_resume, char *err,
     if (transport)
       c->transient = true; /* resumable: keep the part */
     else
-      unlink(part);
+      unlinkat(dfd, part, 0);
     return st;
   }
   c->fetched += s.have - offset;
   st = sync_close(fd, part, err, cap);
-  if (st == TL_OK && rename(part, final) != 0)
-    st = tl_fail(err, cap, TL_ERR_IO, "%s: cannot rename: %s", part,
+  if (st == TL_OK && renameat(dfd, part, dfd, e->path) != 0)
+    st = tl_fail(err, cap, TL_ERR_IO, "%s.part: cannot rename: %s", final,
                  strerror(errno));
   return st;
 }
@@ -698,86 +713,218 @@ static bool expected_name(const tree *t, const char *name) {
   return false;
 }
 
-/* Removes every entry of dir that t does not name (t NULL: all). */
-static tl_status clean_dir(const char *dir, const tree *t, char *err,
-                           size_t cap) {
-  DIR *d = opendir(dir);
+/* Removes every entry of the staging directory that t does not name (t
+ * NULL: all), through its descriptor: whatever path it has by now, only
+ * what is inside it is removed (an empty directory too, nothing deeper). */
+static tl_status clean_dir(ctx *c, const tree *t, char *err, size_t cap) {
+  int fd = fcntl(c->staging_fd, F_DUPFD_CLOEXEC, 0);
+  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
   struct dirent *de;
   tl_status st = TL_OK;
-  char path[4600];
   if (d == NULL) {
-    if (errno == ENOENT) return TL_OK;
-    return tl_fail(err, cap, TL_ERR_IO, "%s: cannot list: %s", dir,
+    if (fd >= 0) close(fd);
+    return tl_fail(err, cap, TL_ERR_IO, "%s: cannot list: %s", c->staging,
                    strerror(errno));
   }
+  rewinddir(d);
   while ((de = readdir(d)) != NULL) {
-    if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
     struct stat sb;
-    snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-    if (t != NULL && lstat(path, &sb) == 0 && S_ISREG(sb.st_mode) &&
-        expected_name(t, de->d_name))
+    if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
+    if (t != NULL &&
+        fstatat(c->staging_fd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISREG(sb.st_mode) && expected_name(t, de->d_name))
       continue;
-    if (remove(path) != 0 && st == TL_OK)
-      st = tl_fail(err, cap, TL_ERR_IO, "%s: cannot remove: %s", path,
-                   strerror(errno));
+    if (unlinkat(c->staging_fd, de->d_name, 0) != 0 &&
+        ((errno != EISDIR && errno != EPERM) ||
+         unlinkat(c->staging_fd, de->d_name, AT_REMOVEDIR) != 0) &&
+        st == TL_OK)
+      st = tl_fail(err, cap, TL_ERR_IO, "%s/%s: cannot remove: %s", c->staging,
+                   de->d_name, strerror(errno));
   }
   closedir(d);
   return st;
 }
 
-/* An existing DIR.partial must be a directory (not a link) holding the
- * mark; *ours says whether it exists so. */
-static tl_status check_staging(const char *staging, bool *ours, char *err,
-                               size_t cap) {
+/* Whether the directory opened as fd may hold this user's staging: a
+ * directory (fd was opened with O_NOFOLLOW | O_DIRECTORY) owned by the
+ * effective user, writable by nobody else. NULL when it may, else why not. */
+static const char *foreign_dir(int fd, struct stat *sb) {
+  static char why[96];
+  if (fstat(fd, sb) != 0) return "it cannot be examined";
+  if (!S_ISDIR(sb->st_mode)) return "it is not a directory";
+  if (sb->st_uid != geteuid()) {
+    snprintf(why, sizeof why, "it belongs to uid %lu, not to you",
+             (unsigned long)sb->st_uid);
+    return why;
+  }
+  if ((sb->st_mode & (S_IWGRP | S_IWOTH)) != 0)
+    return "group or others may write in it";
+  return NULL;
+}
+
+/* Splits DIR into its parent (opened as c->parent_fd) and its last
+ * component; DIR.partial is named relative to the parent from then on. */
+static tl_status open_parent(ctx *c, const char *dir, size_t dir_len, char *err,
+                             size_t cap) {
+  char parent[4100];
+  size_t base = dir_len;
+  while (base > 0 && dir[base - 1] != '/') base--;
+  if (dir_len - base == 0 || dir_len - base >= sizeof c->out_name ||
+      (dir_len - base == 1 && dir[base] == '.') ||
+      (dir_len - base == 2 && dir[base] == '.' && dir[base + 1] == '.'))
+    return tl_fail(err, cap, TL_ERR_INVALID_ARGUMENT,
+                   "-o %.*s: name the new directory itself (not '.', '..' or "
+                   "'/', at most 255 bytes)",
+                   (int)dir_len, dir);
+  snprintf(c->out_name, sizeof c->out_name, "%.*s", (int)(dir_len - base),
+           dir + base);
+  snprintf(c->staging_name, sizeof c->staging_name, "%s.partial", c->out_name);
+  if (base == 0)
+    snprintf(parent, sizeof parent, ".");
+  else
+    snprintf(parent, sizeof parent, "%.*s", (int)(base == 1 ? 1 : base - 1),
+             dir);
+  c->parent_fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (c->parent_fd < 0)
+    return tl_fail(err, cap, TL_ERR_IO, "%s: cannot open: %s", parent,
+                   strerror(errno));
+  return TL_OK;
+}
+
+/* Adopts an existing DIR.partial from an earlier run, only when it is this
+ * user's (foreign_dir), not a link, and carries the mark (a regular file,
+ * this user's); anything else is refused, untouched. */
+static tl_status adopt_staging(ctx *c, char *err, size_t cap) {
   struct stat sb;
-  char mark[4300];
-  *ours = false;
-  if (lstat(staging, &sb) != 0) {
+  const char *why;
+  int fd = openat(c->parent_fd, c->staging_name,
+                  O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
     if (errno == ENOENT) return TL_OK;
-    return tl_fail(err, cap, TL_ERR_IO, "%s: cannot examine: %s", staging,
+    if (errno == ELOOP || errno == ENOTDIR)
+      return tl_fail(err, cap, TL_ERR_INVALID_ARGUMENT,
+                     "%s exists and is a symbolic link or not a directory; "
+                     "move it away (nothing was changed)",
+                     c->staging);
+    return tl_fail(err, cap, TL_ERR_IO, "%s: cannot open: %s", c->staging,
                    strerror(errno));
   }
-  snprintf(mark, sizeof mark, "%s/" STAGING_MARK, staging);
-  if (!S_ISDIR(sb.st_mode) || lstat(mark, &sb) != 0 || !S_ISREG(sb.st_mode))
+  if ((why = foreign_dir(fd, &sb)) != NULL) {
+    close(fd);
+    return tl_fail(err, cap, TL_ERR_INVALID_ARGUMENT,
+                   "%s exists and is not yours to resume: %s; move it away "
+                   "(nothing was changed)",
+                   c->staging, why);
+  }
+  c->staging_dev = sb.st_dev;
+  c->staging_ino = sb.st_ino;
+  if (fstatat(fd, STAGING_MARK, &sb, AT_SYMLINK_NOFOLLOW) != 0 ||
+      !S_ISREG(sb.st_mode) || sb.st_uid != geteuid()) {
+    close(fd);
     return tl_fail(err, cap, TL_ERR_INVALID_ARGUMENT,
                    "%s exists and was not made by tinylm pull; move it away "
                    "(nothing was changed)",
-                   staging);
-  *ours = true;
+                   c->staging);
+  }
+  c->staging_fd = fd;
+  c->staging_ours = true;
   return TL_OK;
 }
 
-static tl_status make_staging(const char *staging, char *err, size_t cap) {
-  char mark[4300];
+/* Whether DIR.partial still names the directory staging_fd is (it may have
+ * been renamed or replaced while the pull waited on the network). */
+static bool staging_in_place(const ctx *c) {
+  struct stat sb;
+  return fstatat(c->parent_fd, c->staging_name, &sb, AT_SYMLINK_NOFOLLOW) ==
+             0 &&
+         S_ISDIR(sb.st_mode) && sb.st_dev == c->staging_dev &&
+         sb.st_ino == c->staging_ino;
+}
+
+static tl_status staging_moved(const ctx *c, char *err, size_t cap) {
+  return tl_fail(err, cap, TL_ERR_IO,
+                 "%s was moved or replaced during the pull (not by this "
+                 "program); nothing was written through the new name",
+                 c->staging);
+}
+
+/* Creates DIR.partial (never adopting one that appeared meanwhile), opens
+ * it without following links, checks it is this user's, marks it. */
+static tl_status make_staging(ctx *c, char *err, size_t cap) {
+  struct stat sb;
+  const char *why;
   int fd;
-  if (mkdir(staging, 0755) != 0)
-    return tl_fail(err, cap, TL_ERR_IO, "%s: cannot create: %s", staging,
+  if (mkdirat(c->parent_fd, c->staging_name, 0755) != 0)
+    return tl_fail(err, cap,
+                   errno == EEXIST ? TL_ERR_INVALID_ARGUMENT : TL_ERR_IO,
+                   "%s: cannot create: %s%s", c->staging, strerror(errno),
+                   errno == EEXIST ? " (it appeared during the pull; nothing "
+                                     "was changed)"
+                                   : "");
+  fd = openat(c->parent_fd, c->staging_name,
+              O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return tl_fail(err, cap, TL_ERR_IO,
+                   "%s: cannot open what was just created: %s", c->staging,
                    strerror(errno));
-  snprintf(mark, sizeof mark, "%s/" STAGING_MARK, staging);
-  fd = open(mark, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if ((why = foreign_dir(fd, &sb)) != NULL) {
+    close(fd);
+    return tl_fail(err, cap, TL_ERR_IO,
+                   "%s was replaced right after its creation: %s", c->staging,
+                   why);
+  }
+  c->staging_fd = fd;
+  c->staging_dev = sb.st_dev;
+  c->staging_ino = sb.st_ino;
+  fd = openat(c->staging_fd, STAGING_MARK,
+              O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) {
-    rmdir(staging);
-    return tl_fail(err, cap, TL_ERR_IO, "%s: cannot create: %s", mark,
-                   strerror(errno));
+    tl_status st =
+        tl_fail(err, cap, TL_ERR_IO, "%s/" STAGING_MARK ": cannot create: %s",
+                c->staging, strerror(errno));
+    if (staging_in_place(c))
+      unlinkat(c->parent_fd, c->staging_name, AT_REMOVEDIR);
+    close(c->staging_fd);
+    c->staging_fd = -1;
+    return st;
   }
   close(fd);
+  c->staging_ours = true;
   return TL_OK;
 }
 
-static void remove_dir(const char *dir) {
+/* Empties the staging directory through its descriptor and removes its
+ * name only while that name is still it (rmdir removes nothing else). */
+static void remove_staging(ctx *c) {
   char ignored[256];
-  if (clean_dir(dir, NULL, ignored, sizeof ignored) == TL_OK) rmdir(dir);
+  if (clean_dir(c, NULL, ignored, sizeof ignored) == TL_OK &&
+      staging_in_place(c))
+    unlinkat(c->parent_fd, c->staging_name, AT_REMOVEDIR);
 }
 
-static tl_status fsync_path(const char *path, char *err, size_t cap) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0 || fsync(fd) != 0) {
-    if (fd >= 0) close(fd);
-    return tl_fail(err, cap, TL_ERR_IO, "%s: fsync failed: %s", path,
+/* Moves DIR.partial to DIR: the mark goes first (a DIR never carries it),
+ * and comes back when the rename fails (a concurrent writer filled DIR;
+ * rename refuses a non-empty directory). The rename reaches the disk with
+ * the parent directory. */
+static tl_status land_staging(ctx *c, const char *out, char *err, size_t cap) {
+  int fd;
+  if (fsync(c->staging_fd) != 0)
+    return tl_fail(err, cap, TL_ERR_IO, "%s: fsync failed: %s", c->staging,
                    strerror(errno));
+  if (!staging_in_place(c)) return staging_moved(c, err, cap);
+  if (unlinkat(c->staging_fd, STAGING_MARK, 0) == 0 &&
+      renameat(c->parent_fd, c->staging_name, c->parent_fd, c->out_name) == 0) {
+    if (fsync(c->parent_fd) != 0)
+      return tl_fail(err, cap, TL_ERR_IO, "%s: fsync of its parent failed: %s",
+                     out, strerror(errno));
+    return TL_OK;
   }
-  close(fd);
-  return TL_OK;
+  tl_fail(err, cap, TL_ERR_IO, "cannot move %s to %s: %s", c->staging, out,
+          strerror(errno));
+  fd = openat(c->staging_fd, STAGING_MARK,
+              O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd >= 0) close(fd); /* still ours */
+  return TL_ERR_IO;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -792,11 +939,28 @@ static bool license_id_ok(const char *s) {
 }
 
 /* license: ID in the model card's YAML front matter ("---" lines). */
-static void card_license(const char *readme, char *out, size_t cap) {
-  tl_file_view v;
-  char ignored[256];
+/* README.md's front matter license, read through the staging directory's
+ * descriptor. */
+static void card_license(int dfd, char *out, size_t cap) {
+  struct {
+    const uint8_t *data;
+    size_t len;
+  } v;
+  struct stat sb;
+  void *map;
+  int fd = openat(dfd, "README.md", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   out[0] = '\0';
-  if (tl_file_open_view(readme, &v, ignored, sizeof ignored) != TL_OK) return;
+  if (fd < 0) return;
+  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size == 0 ||
+      (map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0)) ==
+          MAP_FAILED) {
+    close(fd);
+    return;
+  }
+  close(fd);
+  memset(&v, 0, sizeof v);
+  v.data = map;
+  v.len = (size_t)sb.st_size;
   if (v.len >= 4 && memcmp(v.data, "---", 3) == 0 &&
       (v.data[3] == '\n' || v.data[3] == '\r')) {
     const char *p = (const char *)v.data + 4,
@@ -824,7 +988,7 @@ static void card_license(const char *readme, char *out, size_t cap) {
       p = nl + 1;
     }
   }
-  tl_file_close_view(&v);
+  munmap(map, v.len);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -896,21 +1060,32 @@ static void emit_graph(tl_cbor_writer *w, const void *arg) {
   tl_cbor_end_map(w);
 }
 
-/* Seals the nodes in order and writes the file atomically. */
-static tl_status write_graph(const char *format, rnode *nodes, size_t n,
-                             json_t *timings, const char *path,
-                             uint8_t root[32], char *err, size_t cap) {
+/* Seals the nodes in order and encodes the document (*doc: malloc). */
+static tl_status encode_graph(const char *format, rnode *nodes, size_t n,
+                              json_t *timings, uint8_t **doc, size_t *len,
+                              uint8_t root[32], char *err, size_t cap) {
   graph g = {format, nodes, n, timings};
-  uint8_t *doc = NULL;
-  size_t len = 0;
   tl_status st = TL_OK;
+  *doc = NULL;
+  *len = 0;
   for (size_t i = 0; i < n && st == TL_OK; i++) st = seal(nodes, i);
-  if (st == TL_OK) st = tl_cbor_encode_alloc(emit_graph, &g, &doc, &len);
+  if (st == TL_OK) st = tl_cbor_encode_alloc(emit_graph, &g, doc, len);
   if (st != TL_OK)
     return tl_fail(err, cap, TL_ERR_INTERNAL_INVARIANT,
                    "receipt encoding failed (%s)", tl_status_name(st));
   memcpy(root, nodes[n - 1].id, 32);
-  st = tl_file_write_atomic(path, doc, len, err, cap);
+  return TL_OK;
+}
+
+/* The same, written to path atomically. */
+static tl_status write_graph(const char *format, rnode *nodes, size_t n,
+                             json_t *timings, const char *path,
+                             uint8_t root[32], char *err, size_t cap) {
+  uint8_t *doc;
+  size_t len;
+  tl_status st =
+      encode_graph(format, nodes, n, timings, &doc, &len, root, err, cap);
+  if (st == TL_OK) st = tl_file_write_atomic(path, doc, len, err, cap);
   free(doc);
   return st;
 }
@@ -942,6 +1117,8 @@ static tl_status write_pull_receipt(const tl_pull_options *o, ctx *c,
   json_t *files = json_array(), *timings;
   const entry *lic = NULL, *readme = NULL;
   char path[4300];
+  uint8_t *doc;
+  size_t len;
   tl_status st;
   for (size_t i = 0; i < t->n; i++) {
     const entry *e = &t->e[i];
@@ -1002,11 +1179,33 @@ static tl_status write_pull_receipt(const tl_pull_options *o, ctx *c,
   timings =
       json_pack("{s:I,s:I,s:I}", "download", (json_int_t)t_download, "total",
                 (json_int_t)t_total, "bytes_fetched", (json_int_t)c->fetched);
+  /* Into the staging directory through its descriptor (the directory
+   * appears whole or not at all: no temporary name is needed). */
   snprintf(path, sizeof path, "%s/%s", c->staging, TL_ACQ_RECEIPT_NAME);
-  st = write_graph(TL_ACQ_FORMAT, nodes, 6, timings, path, r->receipt_id, err,
-                   cap);
+  st = encode_graph(TL_ACQ_FORMAT, nodes, 6, timings, &doc, &len, r->receipt_id,
+                    err, cap);
   for (size_t i = 0; i < 6; i++) json_decref(nodes[i].meta);
   json_decref(timings);
+  if (st == TL_OK) {
+    int fd =
+        openat(c->staging_fd, TL_ACQ_RECEIPT_NAME,
+               O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    size_t done = 0;
+    while (fd >= 0 && done < len) {
+      ssize_t k = write(fd, doc + done, len - done);
+      if (k < 0 && errno == EINTR) continue;
+      if (k <= 0) break;
+      done += (size_t)k;
+    }
+    if (fd < 0 || done < len)
+      st = tl_fail(err, cap, TL_ERR_IO, "%s: cannot write: %s", path,
+                   strerror(errno));
+    if (fd >= 0 && st == TL_OK)
+      st = sync_close(fd, path, err, cap);
+    else if (fd >= 0)
+      close(fd);
+  }
+  free(doc);
   return st;
 }
 
@@ -1049,7 +1248,6 @@ static tl_status pull_files(const tl_pull_options *o, ctx *c, tree *t,
                             char *err, size_t cap) {
   tl_convert_options co;
   tl_convert_report cr;
-  char readme[4400];
   tl_status st = TL_OK;
   bool licensed_checked = false;
   for (size_t i = 0; i <= t->n && st == TL_OK; i++) {
@@ -1057,8 +1255,7 @@ static tl_status pull_files(const tl_pull_options *o, ctx *c, tree *t,
       /* Every small file is in: decide the license before the weights. */
       char card[72];
       licensed_checked = true;
-      snprintf(readme, sizeof readme, "%s/README.md", c->staging);
-      card_license(readme, card, sizeof card);
+      card_license(c->staging_fd, card, sizeof card);
       if (card[0]) {
         snprintf(license, 72, "%s", card);
         *license_source = "README.md front matter";
@@ -1079,12 +1276,15 @@ static tl_status pull_files(const tl_pull_options *o, ctx *c, tree *t,
     if (i < t->n) st = fetch_file(c, &t->e[i], true, err, cap);
   }
   if (st != TL_OK) return st;
-  /* The converter's checks that need no tensor data. */
+  /* The converter's checks that need no tensor data. It reads DIR.partial
+   * by name: that name must be this run's directory before and after. */
+  if (!staging_in_place(c)) return staging_moved(c, err, cap);
   memset(&co, 0, sizeof co);
   co.hf_dir = c->staging;
   co.profile = o->profile;
   co.check_only = true;
   st = tl_convert(&co, &cr, err, cap);
+  if (st == TL_OK && !staging_in_place(c)) st = staging_moved(c, err, cap);
   if (st == TL_ERR_CONFLICT) {
     c->conflict = cr.conflict;
     c->conflict_len = cr.conflict_len;
@@ -1123,24 +1323,27 @@ tl_status tl_pull(const tl_pull_options *o, tl_pull_report *r, char *err,
     return tl_fail(err, cap, TL_ERR_INVALID_ARGUMENT, "bad output directory");
   snprintf(c.staging, sizeof c.staging, "%.*s.partial", (int)dir_len,
            o->out_dir);
+  c.parent_fd = c.staging_fd = -1;
   st = check_out_dir(o->out_dir, err, cap);
-  if (st == TL_OK) st = check_staging(c.staging, &c.staging_ours, err, cap);
-  if (st != TL_OK) return st;
-  st = tl_hub_open(&c.hub, o->net.endpoint, o->net.token, o->net.timeout_s,
-                   o->net.max_redirects, err, cap);
-  if (st != TL_OK) return st;
+  if (st == TL_OK) st = open_parent(&c, o->out_dir, dir_len, err, cap);
+  if (st == TL_OK) st = adopt_staging(&c, err, cap);
+  if (st == TL_OK)
+    st = tl_hub_open(&c.hub, o->net.endpoint, o->net.token, o->net.timeout_s,
+                     o->net.max_redirects, err, cap);
+  if (st != TL_OK) {
+    if (c.staging_fd >= 0) close(c.staging_fd);
+    if (c.parent_fd >= 0) close(c.parent_fd);
+    return st;
+  }
   c.repo_id = o->repo_id;
   c.progress = o->progress;
   st = resolve(&c, o->revision, c.commit, license, sizeof license, err, cap);
   if (st == TL_OK) st = list_tree(&c, c.commit, &o->limits, &t, err, cap);
   if (st == TL_OK) {
     qsort(t.e, t.n, sizeof *t.e, entry_order);
-    if (!c.staging_ours) {
-      st = make_staging(c.staging, err, cap);
-      c.staging_ours = st == TL_OK;
-    }
+    if (!c.staging_ours) st = make_staging(&c, err, cap);
   }
-  if (st == TL_OK) st = clean_dir(c.staging, &t, err, cap);
+  if (st == TL_OK) st = clean_dir(&c, &t, err, cap);
   if (st == TL_OK) {
     uint64_t t1 = now_us();
     st = pull_files(o, &c, &t, license, &license_source, err, cap);
@@ -1154,31 +1357,10 @@ tl_status tl_pull(const tl_pull_options *o, tl_pull_report *r, char *err,
     st = write_pull_receipt(o, &c, &t, license, license_source, r, t_dl,
                             now_us() - t0, err, cap);
   }
-  if (st == TL_OK) st = fsync_path(c.staging, err, cap);
   if (st == TL_OK) {
     char out[4100];
     snprintf(out, sizeof out, "%.*s", (int)dir_len, o->out_dir);
-    char mark[4300];
-    snprintf(mark, sizeof mark, "%s/" STAGING_MARK, c.staging);
-    /* A concurrent writer may have filled DIR since the first check:
-     * rename refuses a non-empty directory. */
-    if (unlink(mark) != 0 || rename(c.staging, out) != 0) {
-      int fd;
-      st = tl_fail(err, cap, TL_ERR_IO, "cannot move %s to %s: %s", c.staging,
-                   out, strerror(errno));
-      fd = open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0644); /* still ours */
-      if (fd >= 0) close(fd);
-    } else {
-      /* The rename itself reaches the disk with the parent directory. */
-      char *slash = strrchr(out, '/');
-      if (slash == NULL)
-        snprintf(out, sizeof out, ".");
-      else if (slash == out)
-        out[1] = '\0';
-      else
-        *slash = '\0';
-      st = fsync_path(out, err, cap);
-    }
+    st = land_staging(&c, out, err, cap);
   }
   r->n_files = t.n;
   r->n_reused = c.reused;
@@ -1190,7 +1372,7 @@ tl_status tl_pull(const tl_pull_options *o, tl_pull_report *r, char *err,
      * whatever it holds is verified again then. */
     r->transient = c.transient && st == TL_ERR_IO;
     r->kept_partial = r->transient && c.staging_ours;
-    if (!r->kept_partial && c.staging_ours) remove_dir(c.staging);
+    if (!r->kept_partial && c.staging_ours) remove_staging(&c);
     r->conflict = c.conflict;
     r->conflict_len = c.conflict_len;
     c.conflict = NULL;
@@ -1198,6 +1380,8 @@ tl_status tl_pull(const tl_pull_options *o, tl_pull_report *r, char *err,
   free(c.conflict);
   free(t.e);
   tl_hub_close(&c.hub);
+  if (c.staging_fd >= 0) close(c.staging_fd);
+  close(c.parent_fd);
   return st;
 }
 

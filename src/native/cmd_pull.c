@@ -9,6 +9,7 @@
 #include "acquire.h"
 #include "cbor_doc.h"
 #include "cli.h"
+#include "hub_http.h"
 
 #ifndef TL_BUILD_ID
 #define TL_BUILD_ID "unknown"
@@ -90,9 +91,18 @@ static int net_flag(int argc, char **argv, int *i, bool json, tl_acq_net *n) {
   return rc;
 }
 
+/* A message that carries the server's text (headers, tree names, URLs),
+ * made safe for the terminal and for --json (tl_hub_printable), short
+ * enough that the error line holds it whole. */
+static const char *printable(const char *text, char out[1000]) {
+  tl_hub_printable(text, strlen(text), out, 1000);
+  return out;
+}
+
 static int fail_pull(bool json, tl_status st, const tl_pull_report *r,
                      const char *dir, const char *err) {
   json_t *extra = json_object();
+  char message[3000], safe[1000];
   if (r->conflict != NULL) {
     json_t *record = NULL;
     char ignored[256];
@@ -103,17 +113,13 @@ static int fail_pull(bool json, tl_status st, const tl_pull_report *r,
   json_object_set_new(extra, "resumable", json_boolean(r->kept_partial));
   json_object_set_new(extra, "transient", json_boolean(r->transient));
   if (r->kept_partial)
-    return tl_cli_fail_with(
-        json, st, extra,
-        "%s (%s.partial is kept: run the same command again "
-        "to resume)",
-        err, dir);
-  if (r->transient)
-    return tl_cli_fail_with(
-        json, st, extra, "%s (no directory was written; a rerun may succeed)",
-        err);
-  return tl_cli_fail_with(json, st, extra, "%s (no directory was written)",
-                          err);
+    snprintf(message, sizeof message,
+             "%s (%s.partial is kept: run the same command again to resume)",
+             err, dir);
+  else
+    snprintf(message, sizeof message, "%s (no directory was written%s)", err,
+             r->transient ? "; a rerun may succeed" : "");
+  return tl_cli_fail_with(json, st, extra, "%s", printable(message, safe));
 }
 
 int tl_cmd_pull(int argc, char **argv) {
@@ -190,7 +196,10 @@ int tl_cmd_pull(int argc, char **argv) {
         "bytes_fetched", (json_int_t)r.bytes_fetched, "reused",
         (json_int_t)r.n_reused, "license",
         r.license[0] ? json_string(r.license) : json_null(), "receipt_id", id);
-    char *text = json_dumps(out, JSON_COMPACT | JSON_SORT_KEYS);
+    /* ASCII only: names from the server may hold C1 or bidi controls,
+     * which JSON allows raw. */
+    char *text =
+        json_dumps(out, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
     puts(text);
     free(text);
     json_decref(out);
@@ -260,8 +269,9 @@ int tl_cmd_drift(int argc, char **argv) {
   }
   st = tl_drift(&o, &r, err, sizeof err);
   if (st != TL_OK) {
+    char safe[1000];
     tl_drift_report_free(&r);
-    return tl_cli_fail(json, st, "%s", err);
+    return tl_cli_fail(json, st, "%s", printable(err, safe));
   }
   tl_cli_hex(r.receipt_id, 32, id);
   if (json) {
@@ -269,23 +279,29 @@ int tl_cmd_drift(int argc, char **argv) {
                             r.commit, "now", r.now, "moved", r.moved, "changed",
                             r.changed, "added", r.added, "removed", r.removed,
                             "receipt", o.out_path, "receipt_id", id);
-    char *text = json_dumps(out, JSON_COMPACT | JSON_SORT_KEYS);
+    /* ASCII only: names from the server may hold C1 or bidi controls,
+     * which JSON allows raw. */
+    char *text =
+        json_dumps(out, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
     puts(text);
     free(text);
     json_decref(out);
   } else {
+    /* Tree names are the server's: printed escaped (--json has them as
+     * JSON strings, escaped by the serializer). */
+    static const char *const kinds[3] = {"changed", "added", "removed"};
+    const json_t *lists[3] = {r.changed, r.added, r.removed};
+    char safe[1000];
     size_t i;
     json_t *p;
     if (!r.moved)
       printf("no drift: the revision still resolves to %s\n", r.commit);
     else
       printf("drift: the revision moved from %s to %s\n", r.commit, r.now);
-    json_array_foreach(r.changed, i, p)
-        printf("  changed  %s\n", json_string_value(p));
-    json_array_foreach(r.added, i, p)
-        printf("  added    %s\n", json_string_value(p));
-    json_array_foreach(r.removed, i, p)
-        printf("  removed  %s\n", json_string_value(p));
+    for (int k = 0; k < 3; k++)
+      json_array_foreach(lists[k], i, p) printf(
+          "  %-8s %s\n", kinds[k],
+          printable(json_string_value(p) ? json_string_value(p) : "", safe));
     printf("observation receipt %s (%s)\n", id, o.out_path);
   }
   tl_drift_report_free(&r);

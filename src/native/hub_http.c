@@ -8,8 +8,51 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "tool_msg.h"
+#include "utf8.h"
+
+/* A body that arrives slower than this on average (after the --timeout
+ * grace) is cut: with the byte ceiling, it bounds every request's time. */
+#define MIN_AVERAGE_RATE 4096.0
+/* What is read of a non-2xx answer's body (it is never used). */
+#define ERROR_BODY_MAX ((uint64_t)64 << 10)
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void tl_hub_printable(const char *s, size_t n, char *out, size_t cap) {
+  const uint8_t *b = (const uint8_t *)s;
+  size_t len = 0;
+  if (cap == 0) return;
+  for (size_t pos = 0; pos < n;) {
+    char esc[16];
+    uint32_t cp;
+    size_t k, m;
+    bool ok = tl_utf8_decode(b, n, pos, &cp, &k);
+    if (!ok)
+      m = (size_t)snprintf(esc, sizeof esc, "\\x%02x", b[pos]), k = 1;
+    else if (cp < 0x20 || cp == 0x7F)
+      m = (size_t)snprintf(esc, sizeof esc, "\\x%02x", (unsigned)cp);
+    else if ((cp >= 0x80 && cp <= 0x9F) || cp == 0x200E || cp == 0x200F ||
+             (cp >= 0x2028 && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069))
+      m = (size_t)snprintf(esc, sizeof esc, "\\u%04x", (unsigned)cp);
+    else
+      m = k, memcpy(esc, b + pos, k);
+    if (len + m + 4 > cap) { /* room for "..." and the NUL */
+      if (len + 4 <= cap) memcpy(out + len, "...", 3), len += 3;
+      break;
+    }
+    memcpy(out + len, esc, m);
+    len += m;
+    pos += k;
+  }
+  out[len] = '\0';
+}
 
 /* "scheme://host:port", lower-case, with the scheme's default port made
  * explicit; NULL for a URL curl does not parse. */
@@ -38,8 +81,9 @@ static char *origin_of(const char *url) {
  * carries credentials there). */
 static void shown_url(const char *url, char *out, size_t cap) {
   size_t n = strcspn(url, "?#");
-  snprintf(out, cap, "%.*s%s", (int)(n > 300 ? 300 : n), url,
-           url[n] ? "?..." : "");
+  char safe[380];
+  tl_hub_printable(url, n > 300 ? 300 : n, safe, sizeof safe);
+  snprintf(out, cap, "%s%s", safe, url[n] ? "?..." : "");
 }
 
 tl_status tl_hub_open(tl_hub *h, const char *endpoint, const char *token,
@@ -73,6 +117,8 @@ tl_status tl_hub_open(tl_hub *h, const char *endpoint, const char *token,
                    "endpoint '%s' is not a valid URL", endpoint);
   }
   h->token = token != NULL && token[0] != '\0' ? token : NULL;
+  h->ca_bundle = getenv("CURL_CA_BUNDLE");
+  if (h->ca_bundle != NULL && h->ca_bundle[0] == '\0') h->ca_bundle = NULL;
   h->timeout_s = timeout_s;
   h->max_redirects = max_redirects;
   return TL_OK;
@@ -99,16 +145,23 @@ typedef struct xfer {
   char *err;
   size_t cap;
   char error_text[256]; /* X-Error-Message, for non-2xx answers */
+  long timeout_s;
+  double deadline;     /* the hop is cut when it is not done by then */
+  double body_start;   /* when a 2xx body began; 0: not yet */
+  uint64_t received;   /* 2xx body bytes received, skipped ones too */
+  uint64_t error_body; /* bytes of a non-2xx body read (and dropped) */
+  bool cut_error_body; /* ERROR_BODY_MAX reached: the answer is complete */
+  bool late;           /* the deadline passed */
 } xfer;
 
+/* A header value, trimmed, without W/ and quotes, made printable (the
+ * server's bytes reach messages, receipts and conflict records). */
 static void copy_value(char *dst, size_t cap, const char *v, size_t n) {
   while (n > 0 && isspace((unsigned char)*v)) v++, n--;
   while (n > 0 && isspace((unsigned char)v[n - 1])) n--;
   if (n >= 2 && v[0] == 'W' && v[1] == '/') v += 2, n -= 2;
   if (n >= 2 && v[0] == '"' && v[n - 1] == '"') v++, n -= 2;
-  if (n >= cap) n = cap - 1;
-  memcpy(dst, v, n);
-  dst[n] = '\0';
+  tl_hub_printable(v, n, dst, cap);
 }
 
 static bool header_is(const char *line, size_t n, const char *name,
@@ -164,12 +217,40 @@ static size_t on_header(char *line, size_t size, size_t nitems, void *arg) {
   return n;
 }
 
+/* The overall deadline: the answer's status line and headers (and any
+ * non-2xx body) within --timeout of the hop's start; a 2xx body within
+ * --timeout of its start plus the time its bytes take at MIN_AVERAGE_RATE.
+ * With the byte ceiling this bounds every request. */
+static bool past_deadline(xfer *x) {
+  double now = now_s();
+  if (x->body_start > 0)
+    x->deadline = x->body_start + (double)x->timeout_s +
+                  (double)x->received / MIN_AVERAGE_RATE;
+  x->late = now > x->deadline;
+  return x->late;
+}
+
+static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow,
+                       curl_off_t ultotal, curl_off_t ulnow) {
+  (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+  return past_deadline(arg) ? 1 : 0;
+}
+
 static size_t on_body(char *p, size_t size, size_t nitems, void *arg) {
   xfer *x = arg;
   size_t n = size * nitems;
   const uint8_t *b = (const uint8_t *)p;
-  if (x->hop_status < 200 || x->hop_status > 299) return n; /* not the body */
+  if (x->hop_status < 200 || x->hop_status > 299) {
+    /* Not the body: an error page or a redirect's, read up to a bound
+     * within the hop's deadline, then dropped. */
+    x->error_body += n;
+    if (x->error_body <= ERROR_BODY_MAX) return n;
+    x->cut_error_body = true;
+    return 0;
+  }
+  x->received += n;
   if (!x->started) {
+    x->body_start = now_s();
     /* A server that ignores the Range answers 200 with the whole body:
      * the bytes this side already has are dropped. */
     x->started = true;
@@ -222,6 +303,8 @@ tl_status tl_hub_get(tl_hub *h, const char *url, uint64_t offset,
     x.arg = arg;
     x.err = err;
     x.cap = cap;
+    x.timeout_s = h->timeout_s;
+    x.deadline = now_s() + (double)h->timeout_s;
     free(origin);
     shown_url(cur, shown, sizeof shown);
     /* The token never leaves the endpoint's origin (a redirect to a CDN
@@ -242,6 +325,7 @@ tl_status tl_hub_get(tl_hub *h, const char *url, uint64_t offset,
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
     curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
+    if (h->ca_bundle != NULL) curl_easy_setopt(c, CURLOPT_CAINFO, h->ca_bundle);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, h->timeout_s);
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
@@ -252,12 +336,28 @@ tl_status tl_hub_get(tl_hub *h, const char *url, uint64_t offset,
     curl_easy_setopt(c, CURLOPT_HEADERDATA, &x);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &x);
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, &x);
     res = curl_easy_perform(c);
+    if (res == CURLE_WRITE_ERROR && x.cut_error_body)
+      res = CURLE_OK; /* enough of an answer that is an error anyway */
     curl_slist_free_all(headers);
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
     hd->status = code;
     if (res == CURLE_WRITE_ERROR && x.st != TL_OK) {
       st = x.st; /* the sink's or the ceiling's message is in err */
+      break;
+    }
+    if (res == CURLE_ABORTED_BY_CALLBACK && x.late) {
+      *transport = true;
+      st = tl_fail(err, cap, TL_ERR_IO,
+                   x.body_start > 0
+                       ? "%s: Timeout: the body came slower than 4 KiB/s on "
+                         "average after the first %ld s (--timeout)"
+                       : "%s: Timeout: no complete answer within %ld s "
+                         "(--timeout)",
+                   shown, h->timeout_s);
       break;
     }
     if (res != CURLE_OK) {
@@ -281,9 +381,11 @@ tl_status tl_hub_get(tl_hub *h, const char *url, uint64_t offset,
        * still never drops from TLS to plain text. */
       if (strncmp(h->origin, "https:", 6) == 0 &&
           strncasecmp(next, "https:", 6) != 0) {
-        st = tl_fail(err, cap, TL_ERR_IO,
-                     "%s: refusing a redirect from https to '%.8s...'", shown,
-                     next);
+        char to[40];
+        tl_hub_printable(next, strnlen(next, 8), to, sizeof to);
+        st =
+            tl_fail(err, cap, TL_ERR_IO,
+                    "%s: refusing a redirect from https to '%s...'", shown, to);
         break;
       }
       if (++hd->redirects > h->max_redirects) {

@@ -20,6 +20,8 @@ typedef struct tl_hub {
   const char *token; /* sent as a bearer token to the origin only; NULL: none */
   long timeout_s;    /* connect timeout, and no byte for this long aborts */
   int max_redirects;
+  const char *ca_bundle; /* $CURL_CA_BUNDLE: the CA certificates trusted
+                            instead of the system's; NULL: the system's */
 } tl_hub;
 
 /* The response headers the protocol reads, from the hops served by the
@@ -42,11 +44,14 @@ tl_status tl_hub_open(tl_hub *h, const char *endpoint, const char *token,
                       long timeout_s, int max_redirects, char *err, size_t cap);
 void tl_hub_close(tl_hub *h);
 
-/* GET url. When offset > 0 a Range request resumes there; a server that
- * answers 200 instead of 206 has its first offset bytes dropped. The body
- * (offset + bytes received) may not exceed max_bytes: TL_ERR_BOUNDS. A
- * non-2xx answer, a transport failure or a timeout: TL_ERR_IO, with
- * *transport set for failures a rerun may get past (dropped connection,
+/* GET url, each hop within an overall deadline: the status line and the
+ * headers (and a non-2xx body, of which at most 64 KiB is read) within
+ * timeout_s of the hop's start; a 2xx body within timeout_s of its first
+ * byte plus the time its bytes take at 4 KiB/s. When offset > 0 a Range request
+ * resumes there; a server that answers 200 instead of 206 has its first offset
+ * bytes dropped. The body (offset + bytes received) may not exceed max_bytes:
+ * TL_ERR_BOUNDS. A non-2xx answer, a transport failure or a timeout: TL_ERR_IO,
+ * with *transport set for failures a rerun may get past (dropped connection,
  * timeout, 429, 5xx). */
 tl_status tl_hub_get(tl_hub *h, const char *url, uint64_t offset,
                      uint64_t max_bytes, tl_hub_sink sink, void *arg,
@@ -58,6 +63,13 @@ tl_status tl_hub_get(tl_hub *h, const char *url, uint64_t offset,
 tl_status tl_hub_get_json(tl_hub *h, const char *url, json_t **out,
                           tl_hub_headers *hd, bool *transport, char *err,
                           size_t cap);
+
+/* s[0..n) made safe to print and to serialize as JSON: control
+ * characters (C0, DEL, C1), line/paragraph separators and bidirectional
+ * overrides are escaped (\xNN, \uNNNN), each byte that is not part of
+ * well-formed UTF-8 is written \xNN; the rest is kept. Truncated at a
+ * character boundary with "..." to fit cap (cap > 0). */
+void tl_hub_printable(const char *s, size_t n, char *out, size_t cap);
 
 /* Percent-encodes s into out (RFC 3986 unreserved characters kept; with
  * keep_slash, '/' too). False when out is too small. */

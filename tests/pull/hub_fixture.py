@@ -21,9 +21,15 @@ shows in the request log. Both bind 127.0.0.1 on ephemeral ports.
 Control (on the hub): GET /_fixture/fault/NAME selects one fault (see
 FAULTS) and clears the log; GET /_fixture/log returns the request log.
 
-Usage: hub_fixture.py SOURCE_DIR [--lifetime SECONDS]
-Prints one line "HUB <port> CDN <port>" when ready; exits after the
-lifetime (default 600 s) or on SIGTERM.
+With --tls CERT KEY the hub is also served over https on a third port
+(the same state; its LFS files still redirect to the plain-http CDN).
+
+Control (on the hub, either scheme): GET /_fixture/release lets a held
+answer (fault "hold") go on.
+
+Usage: hub_fixture.py SOURCE_DIR [--lifetime SECONDS] [--tls CERT KEY]
+Prints one line "HUB <port> CDN <port>" (with --tls: "... HTTPS <port>")
+when ready; exits after the lifetime (default 600 s) or on SIGTERM.
 
 Hashes are computed here with hashlib (the oracle for what pull verifies):
 a Git blob id is sha1(b"blob %d\\0" + content), an LFS oid is sha256.
@@ -31,6 +37,7 @@ a Git blob id is sha1(b"blob %d\\0" + content), an LFS oid is sha256.
 import hashlib
 import json
 import os
+import ssl
 import sys
 import threading
 import time
@@ -86,7 +93,21 @@ FAULTS = {
     "no_license": "neither the model card nor the model info declares a license",
     "conflict": "generation_config.json's EOS set disagrees with config.json's",
     "cdn_token_check": "the good path; the log shows which hosts saw a token",
+    "hold": "config.json is answered only after GET /_fixture/release",
+    "ignore_range": "the CDN answers a Range request with 200 and the whole file",
+    "slow_error": "model info answers 500 with an endless body, a byte every 0.2 s",
+    "endless_error": "model info answers 500 with an endless body, as fast as it goes",
+    "slow_json": "model info answers 200 with an endless JSON body, a byte every 0.2 s",
+    "hostile_error": "model info answers 404 with escape sequences and bytes that are not UTF-8 in X-Error-Message",
+    "hostile_name": "the tree holds a name with escape sequences and C1/bidi controls",
+    "moved_hostile": "main names a fourth commit that adds a file with that name",
 }
+
+# Server text made to attack a terminal: CSI, OSC (window title) ended by
+# BEL, a lone C1 CSI byte (not UTF-8), a C1 CSI in UTF-8 (C2 9B), and in
+# the tree name a right-to-left override.
+HOSTILE_HEADER = "\x1b[31mgone\x1b]0;pwned\x07 \x9b2J \xc2\x9b2J end"
+HOSTILE_NAME = "\x1b[2J\x1b]0;pwned\x07evil\u009b\u202etxt.json"
 
 
 def blob_id(data):
@@ -140,7 +161,9 @@ def build(source, fault):
     files_c = dict(files)
     files_c["modeling_qwen3.py"] = b"import os\n"
     del files_c["LICENSE"]
-    return a, b, Repo(files_c)
+    files_d = dict(files)
+    files_d[HOSTILE_NAME] = b"{}\n"
+    return a, b, Repo(files_c), Repo(files_d)
 
 
 class State:
@@ -148,17 +171,20 @@ class State:
         self.source = source
         self.lock = threading.Lock()
         self.log = []
+        self.release = threading.Event()
         self.set_fault("none")
 
     def set_fault(self, fault):
         with self.lock:
             self.fault = fault
-            self.a, self.b, self.c = build(self.source, fault)
+            self.a, self.b, self.c, self.d = build(self.source, fault)
             self.resolutions = 0
             self.log = []
+            self.release.set()  # whatever a former fault held goes on
+            self.release = threading.Event()
 
     def repo_at(self, commit):
-        for r in (self.a, self.b, self.c):
+        for r in (self.a, self.b, self.c, self.d):
             if r.commit == commit:
                 return r
         return None
@@ -175,9 +201,34 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
+    def base(self):
+        """This server's own origin (the hub is served over http and, with
+        --tls, over https too)."""
+        return "%s://127.0.0.1:%d" % (self.server.scheme, self.server.server_address[1])
+
+    def endless(self, code, headers, chunk, pause):
+        """Headers promising a huge body, then chunk after chunk until the
+        client hangs up (or a minute passes)."""
+        self.send_response(code)
+        for k, v in headers:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(1 << 40))
+        self.end_headers()
+        end = time.time() + 60
+        try:
+            while time.time() < end:
+                self.wfile.write(chunk)
+                self.wfile.flush()
+                if pause:
+                    time.sleep(pause)
+        except OSError:
+            pass
+        self.close_connection = True
+
     def record(self):
         with STATE.lock:
-            STATE.log.append({"server": self.server_name_, "path": self.path,
+            STATE.log.append({"server": self.server_name_, "scheme": self.server.scheme,
+                              "path": self.path,
                               "auth": self.headers.get("Authorization"),
                               "range": self.headers.get("Range")})
 
@@ -212,6 +263,9 @@ class Hub(Handler):
         if url.path == "/_fixture/log":
             with STATE.lock:
                 return self.json(STATE.log)
+        if url.path == "/_fixture/release":
+            STATE.release.set()
+            return self.json({"released": True})
         self.record()
         fault = STATE.fault
         repo_prefix = "/api/models/" + REPO + "/"
@@ -220,6 +274,14 @@ class Hub(Handler):
                 return self.error(int(fault[5:]), "injected " + fault)
             if fault == "non_json":
                 return self.send(200, b"<html>maintenance</html>", [("Content-Type", "text/html")])
+            if fault == "slow_error":
+                return self.endless(500, [("X-Error-Message", "overloaded")], b"x", 0.2)
+            if fault == "endless_error":
+                return self.endless(500, [("X-Error-Message", "overloaded")], b"x" * 65536, 0)
+            if fault == "slow_json":
+                return self.endless(200, [("Content-Type", "application/json")], b" ", 0.2)
+            if fault == "hostile_error":
+                return self.send(404, b"{}", [("X-Error-Message", HOSTILE_HEADER)])
             rev = unquote(url.path[len(repo_prefix + "revision/"):])
             with STATE.lock:
                 moved = (fault == "branch_moved" and STATE.resolutions > 0) or fault == "moved"
@@ -227,7 +289,8 @@ class Hub(Handler):
                     STATE.resolutions += 1
             a, b = STATE.a, STATE.b
             if rev == "main":
-                repo = STATE.c if fault == "moved_added" else b if moved else a
+                repo = (STATE.c if fault == "moved_added" else STATE.d if fault == "moved_hostile"
+                        else b if moved else a)
             elif rev in ("v1", a.commit, a.commit[:7]):
                 repo = a
             elif rev in ("v2", b.commit):
@@ -253,6 +316,7 @@ class Hub(Handler):
                 "absolute": {"type": "file", "oid": "0" * 40, "size": 10, "path": "/etc/passwd"},
                 "pct_path": {"type": "file", "oid": "0" * 40, "size": 10, "path": "%2e%2e/config.json"},
                 "nested": {"type": "file", "oid": "0" * 40, "size": 10, "path": "sub/dir/config.json"},
+                "hostile_name": {"type": "file", "oid": "0" * 40, "size": 10, "path": HOSTILE_NAME},
             }.get(fault)
             if extra is not None:
                 entries.insert(len(entries) // 2, extra)
@@ -264,7 +328,7 @@ class Hub(Handler):
             page = entries[start:start + PAGE]
             headers = []
             if start + PAGE < len(entries):
-                nxt = "http://127.0.0.1:%d%s?recursive=true&cursor=%d" % (PORTS["hub"], url.path, start + PAGE)
+                nxt = "%s%s?recursive=true&cursor=%d" % (self.base(), url.path, start + PAGE)
                 headers.append(("Link", '<%s>; rel="next"' % nxt))
             return self.json(page, headers)
         prefix = "/" + REPO + "/resolve/"
@@ -288,7 +352,7 @@ class Hub(Handler):
                             ("ETag", '"%s"' % entry["oid"])]
                 loc = "http://localhost:%d/cdn/%s?X-Amz-Signature=fixture" % (PORTS["cdn"], sha)
                 if fault == "redirect_loop" and path == "model.safetensors":
-                    loc = "http://127.0.0.1:%d%s" % (PORTS["hub"], self.path)
+                    loc = self.base() + self.path
                 headers.append(("Location", loc))
                 return self.send(302, b"", headers)
             etag = entry["oid"]
@@ -296,6 +360,8 @@ class Hub(Handler):
                 etag = blob_id(data + b" ")
             headers.append(("ETag", '"%s"' % etag))
             if path == "config.json":
+                if fault == "hold":
+                    STATE.release.wait(60)
                 if fault == "changed_content":
                     data = data.replace(b"{", b"{ ", 1)[:len(data)]
                 elif fault == "short_body":
@@ -336,6 +402,8 @@ class Cdn(Handler):
             data = pointer(data)
         start = 0
         rng = self.headers.get("Range")
+        if fault == "ignore_range":
+            rng = None  # as a server without range support: 200, everything
         if rng and rng.startswith("bytes=") and rng.endswith("-"):
             start = int(rng[6:-1])
         body = data[start:]
@@ -363,11 +431,24 @@ def main():
     hub = ThreadingHTTPServer(("127.0.0.1", 0), Hub)
     cdn = ThreadingHTTPServer(("127.0.0.1", 0), Cdn)
     hub.daemon_threads = cdn.daemon_threads = True
+    hub.scheme = cdn.scheme = "http"
     PORTS["hub"] = hub.server_address[1]
     PORTS["cdn"] = cdn.server_address[1]
-    for s in (hub, cdn):
+    servers = [hub, cdn]
+    line = "HUB %d CDN %d" % (PORTS["hub"], PORTS["cdn"])
+    if "--tls" in sys.argv:
+        i = sys.argv.index("--tls")
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(sys.argv[i + 1], sys.argv[i + 2])
+        tls = ThreadingHTTPServer(("127.0.0.1", 0), Hub)
+        tls.daemon_threads = True
+        tls.scheme = "https"
+        tls.socket = ctx.wrap_socket(tls.socket, server_side=True)
+        servers.append(tls)
+        line += " HTTPS %d" % tls.server_address[1]
+    for s in servers:
         threading.Thread(target=s.serve_forever, daemon=True).start()
-    print("HUB %d CDN %d" % (PORTS["hub"], PORTS["cdn"]), flush=True)
+    print(line, flush=True)
     time.sleep(lifetime)
 
 

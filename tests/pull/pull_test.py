@@ -18,11 +18,17 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
+import time
+import unicodedata
 import urllib.request
 
 import cbor2
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hub_fixture import HOSTILE_NAME  # noqa: E402  (the fixture's own name)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -468,6 +474,238 @@ def resume(work, commit):
     check("resume corrupt prefix: the file is right", ok)
 
 
+# --- DIR.partial is this user's own, or it is not touched ------------------
+
+
+def staging_listing(d):
+    return sorted((n, open(os.path.join(d, n), "rb").read()) for n in os.listdir(d))
+
+
+def hostile_staging(work):
+    """A DIR.partial someone else could have made is refused before any
+    request, even when it carries the mark, and nothing in it changes."""
+    fault("none")
+    cases = []
+    # Writable by group and others: anyone could have put files in it.
+    out = os.path.join(work, "open-staging")
+    os.makedirs(out + ".partial")
+    for name, data in ((".tinylm-pull", b""), ("notes.txt", b"the user's own file")):
+        with open(os.path.join(out + ".partial", name), "wb") as f:
+            f.write(data)
+    os.chmod(out + ".partial", 0o777)
+    cases.append(("group/other-writable", out, out + ".partial", "group or others may write"))
+    # A symbolic link to a victim's directory that even carries the mark.
+    victim = os.path.join(work, "victim-pre")
+    os.makedirs(victim)
+    for name, data in ((".tinylm-pull", b""), ("sentinel.txt", b"the victim's file")):
+        with open(os.path.join(victim, name), "wb") as f:
+            f.write(data)
+    out = os.path.join(work, "link-staging")
+    os.symlink(victim, out + ".partial")
+    cases.append(("symlink to a marked directory", out, victim, "symbolic link"))
+    # Another user's (made as that user would: the directory and the mark
+    # theirs, mode 0755). Only root can make one to test with.
+    if os.geteuid() == 0:
+        out = os.path.join(work, "other-user-staging")
+        os.makedirs(out + ".partial")
+        with open(os.path.join(out + ".partial", ".tinylm-pull"), "wb") as f:
+            f.write(b"")
+        with open(os.path.join(out + ".partial", "notes.txt"), "wb") as f:
+            f.write(b"the other user's file")
+        for p in (out + ".partial", os.path.join(out + ".partial", ".tinylm-pull"),
+                  os.path.join(out + ".partial", "notes.txt")):
+            os.chown(p, 65534, 65534)
+        os.chmod(out + ".partial", 0o755)
+        cases.append(("another user's", out, out + ".partial", "belongs to uid 65534"))
+    else:
+        print("  note: not root; the other-user DIR.partial case is skipped")
+    for label, out, inside, why in cases:
+        before = staging_listing(inside)
+        rc, j, se = pull(out)
+        check("staging %s: refused" % label, rc == 1 and j.get("error") == "invalid_argument"
+              and why in j.get("detail", ""), (rc, j, se))
+        check("staging %s: untouched, nothing requested" % label,
+              staging_listing(inside) == before and not hub_log(), staging_listing(inside))
+        check("staging %s: no DIR" % label, not os.path.lexists(out))
+
+
+def swapped_staging(work):
+    """DIR.partial swapped for a symbolic link to a victim's directory
+    while pull waits on the network: no write and no removal reaches the
+    victim, and DIR is not made from the link."""
+    fault("hold")
+    out = os.path.join(work, "swapped")
+    victim = os.path.join(work, "victim-swap")
+    os.makedirs(victim)
+    with open(os.path.join(victim, "sentinel.txt"), "wb") as f:
+        f.write(b"the victim's file")
+    before = staging_listing(victim)
+    p = subprocess.Popen([TINYLM, "pull", REPO, "-o", out, "--endpoint", "http://127.0.0.1:%d" % HUB,
+                          "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    held = False
+    end = time.time() + 60
+    while time.time() < end and p.poll() is None and not held:
+        held = any(r["path"].endswith("/config.json") for r in hub_log())
+        time.sleep(0.05)
+    check("swap: pull is waiting on config.json", held and os.path.isdir(out + ".partial"))
+    os.rename(out + ".partial", out + ".moved")
+    os.symlink(victim, out + ".partial")
+    get("/_fixture/release")
+    try:
+        so, se = p.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        so, se = p.communicate()
+    j = json.loads(so) if so.strip() else {}
+    check("swap: refused", p.returncode == 1 and j.get("error") == "io" and
+          "was moved or replaced during the pull" in j.get("detail", ""), (p.returncode, so, se))
+    check("swap: the victim's directory untouched", staging_listing(victim) == before,
+          staging_listing(victim))
+    check("swap: no DIR", not os.path.lexists(out))
+    check("swap: the link is left as it was", os.path.islink(out + ".partial") and
+          os.readlink(out + ".partial") == victim)
+    check("swap: pull's own files removed from its own directory", os.listdir(out + ".moved") == [],
+          os.listdir(out + ".moved"))
+
+
+# --- Every request ends; the server's text is made safe --------------------
+
+
+def run_raw(args, timeout):
+    """(rc, stdout bytes, stderr bytes, seconds); rc None when it had to be
+    killed at the timeout."""
+    e = dict(os.environ)
+    e.pop("HF_TOKEN", None)
+    e.pop("HF_ENDPOINT", None)
+    t0 = time.time()
+    p = subprocess.Popen([TINYLM] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=e)
+    try:
+        so, se = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        so, se = p.communicate()
+        return None, so, se, time.time() - t0
+    return p.returncode, so, se, time.time() - t0
+
+
+def deadlines(work):
+    """An answer that never ends (a slow or an endless error body, a JSON
+    body that trickles) is cut within --timeout, as a transient io error."""
+    for name, text in (("slow_error", "Timeout"), ("endless_error", "HTTP 500"),
+                       ("slow_json", "Timeout")):
+        fault(name)
+        out = os.path.join(work, "deadline-" + name)
+        rc, so, se, secs = run_raw(["pull", REPO, "-o", out, "--endpoint", "http://127.0.0.1:%d" % HUB,
+                                    "--timeout", "2", "--json"], timeout=40)
+        try:
+            j = json.loads(so)
+        except ValueError:
+            j = {}
+        check("deadline %s: ends" % name, rc is not None and secs < 20, "rc=%s after %.1f s" % (rc, secs))
+        check("deadline %s: transient io" % name, rc == 1 and j.get("error") == "io" and
+              j.get("transient") is True and text in j.get("detail", ""), (rc, so, se[-300:]))
+        check("deadline %s: no directory" % name, not os.path.exists(out) and
+              not os.path.exists(out + ".partial"))
+
+
+def terminal_safe(b):
+    """Valid UTF-8 without control or format characters (but newlines)."""
+    try:
+        t = b.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return all(ch == "\n" or unicodedata.category(ch) not in ("Cc", "Cf") for ch in t)
+
+
+def hostile_text(work, out_good):
+    """X-Error-Message and tree names carrying escape sequences, C1 and
+    bidi controls and bytes that are not UTF-8: escaped on the terminal,
+    valid JSON under --json."""
+    for name, code, text in (("hostile_error", "io", "gone"), ("hostile_name", "invalid_model", "evil")):
+        fault(name)
+        out = os.path.join(work, "text-" + name)
+        for mode in ("--json", "--progress"):
+            rc, so, se, _ = run_raw(["pull", REPO, "-o", out, "--endpoint", "http://127.0.0.1:%d" % HUB,
+                                     mode], timeout=60)
+            label = "%s %s" % (name, mode)
+            check(label + ": stderr escaped", terminal_safe(se) and text in se.decode("utf-8", "replace")
+                  and "\\x1b" in se.decode("utf-8", "replace"), se)
+            check(label + ": stdout escaped", terminal_safe(so), so)
+            if mode == "--json":
+                try:
+                    j = json.loads(so)
+                except ValueError:
+                    j = {}
+                check(label + ": valid JSON", j.get("error") == code and text in j.get("detail", "")
+                      and "\\x1b" in j.get("detail", ""), so)
+                check(label + ": no control characters in the detail",
+                      terminal_safe(j.get("detail", "").encode()), j)
+            check(label + ": exit 1, no directory", rc == 1 and not os.path.exists(out), rc)
+    # drift lists the names it observes as they are: escaped on the
+    # terminal, exact (JSON-escaped) under --json.
+    fault("moved_hostile")
+    for mode in ("--json", None):
+        obs = os.path.join(work, "drift-hostile%s.cbor" % (mode or ""))
+        rc, so, se, _ = run_raw(["drift", out_good, "-o", obs, "--endpoint", "http://127.0.0.1:%d" % HUB]
+                                + ([mode] if mode else []), timeout=60)
+        check("drift hostile name %s: exit 0, escaped" % mode, rc == 0 and terminal_safe(so)
+              and terminal_safe(se) and b"evil" in so, (rc, so, se))
+        if mode:
+            try:
+                j = json.loads(so)
+            except ValueError:
+                j = {}
+            check("drift hostile name --json: the exact name", j.get("added") == [HOSTILE_NAME], j)
+
+
+# --- The transport's safety rules, each shown to matter --------------------
+
+
+def https_downgrade(work, https_port, cert):
+    """From an https endpoint, a redirect to plain http is refused (the
+    fixture's LFS redirects go to the http CDN); TLS is verified."""
+    fault("none")
+    out = os.path.join(work, "https")
+    endpoint = "https://127.0.0.1:%d" % https_port
+    rc, so, se = run(["pull", REPO, "-o", out, "--endpoint", endpoint, "--json"])
+    j = json.loads(so) if so.strip() else {}
+    check("https: an unknown CA is refused", rc == 1 and j.get("error") == "io" and
+          not hub_log(), (rc, so, se))
+    rc, so, se = run(["pull", REPO, "-o", out, "--endpoint", endpoint, "--json"],
+                     env={"CURL_CA_BUNDLE": cert})
+    j = json.loads(so) if so.strip() else {}
+    log = hub_log()
+    check("https: the small files came over https",
+          any(r["scheme"] == "https" and r["path"].endswith("/config.json") for r in log), log)
+    check("https: the redirect to http is refused", rc == 1 and j.get("error") == "io" and
+          "refusing a redirect from https to 'http://l...'" in j.get("detail", ""), (rc, so, se))
+    check("https: the http CDN was never asked", not [r for r in log if r["server"] == "cdn"], log)
+    check("https: no directory", not os.path.exists(out) and not os.path.exists(out + ".partial"))
+
+
+def resume_whole_file(work, commit):
+    """A server that answers a resume with 200 and the whole file: the bytes
+    already held are dropped from the answer, in one request."""
+    fault("drop")
+    out = os.path.join(work, "resume-200")
+    rc, j, se = pull(out)
+    part = os.path.join(out + ".partial", "model.safetensors.part")
+    size = os.path.getsize(part) if os.path.exists(part) else 0
+    check("resume 200: the drop kept a partial file", rc == 1 and size > 0, se)
+    fault("ignore_range")
+    rc, j, se = pull(out)
+    asked = [r for r in hub_log() if r["server"] == "cdn" and r["path"].startswith("/cdn/" +
+             tree(commit)["model.safetensors"]["lfs"]["oid"])]
+    check("resume 200: succeeds", rc == 0 and j.get("commit") == commit, (rc, j, se))
+    check("resume 200: one request, a resume", [r["range"] for r in asked] == ["bytes=%d-" % size],
+          asked)
+    ok = False
+    if rc == 0:
+        with open(os.path.join(out, "model.safetensors"), "rb") as f:
+            ok = hashlib.sha256(f.read()).hexdigest() == tree(commit)["model.safetensors"]["lfs"]["oid"]
+    check("resume 200: the file is right", ok)
+
+
 def main():
     global TINYLM, HUB
     TINYLM = os.path.abspath(sys.argv[1])
@@ -480,11 +718,18 @@ def main():
     if rc != 0:
         print("synth failed: " + se)
         return 1
+    # A certificate for the fixture's https hub (trusted by pull only
+    # through CURL_CA_BUNDLE).
+    cert, key = os.path.join(work, "hub-cert.pem"), os.path.join(work, "hub-key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
+                    "-out", cert, "-days", "2", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
     fx = subprocess.Popen(["/usr/bin/python3", os.path.join(HERE, "hub_fixture.py"), source,
-                           "--lifetime", "900"], stdout=subprocess.PIPE, text=True)
+                           "--lifetime", "900", "--tls", cert, key], stdout=subprocess.PIPE, text=True)
     try:
         line = fx.stdout.readline().split()
         HUB = int(line[1])
+        https_port = int(line[5])
         info = fault("none")
         commit, moved_to = info["commit"], info["moved_to"]
         out, doc = good_path(work, commit)
@@ -500,6 +745,12 @@ def main():
         branch_moved(work, commit, moved_to)
         drift(work, out, doc, commit, moved_to)
         resume(work, commit)
+        hostile_staging(work)
+        swapped_staging(work)
+        deadlines(work)
+        hostile_text(work, out)
+        https_downgrade(work, https_port, cert)
+        resume_whole_file(work, commit)
     finally:
         fx.terminate()
         fx.wait(timeout=10)
