@@ -37,8 +37,11 @@ static const char pull_usage[] =
     "(recorded)\n"
     "  --max-files      tree entries (default 64)\n"
     "  --max-file-bytes / --max-total-bytes  (default 64 GiB / 256 GiB)\n"
-    "  --timeout        connect timeout, and the longest stall (default 30)\n"
-    "  --max-redirects  per request (default 5)\n";
+    "  --timeout        connect timeout, the longest stall, and the time\n"
+    "                   each answer has (a body: that plus 4 KiB/s; default "
+    "30)\n"
+    "  --max-redirects  per request (default 5)\n"
+    "  $CURL_CA_BUNDLE  CA certificates to trust instead of the system's\n";
 
 static const char drift_usage[] =
     "usage: tinylm drift DIR [-o RECEIPT] [--endpoint URL] [--timeout "

@@ -478,7 +478,23 @@ def resume(work, commit):
 
 
 def staging_listing(d):
-    return sorted((n, open(os.path.join(d, n), "rb").read()) for n in os.listdir(d))
+    """The names and bytes in d; None when d is gone."""
+    if not os.path.isdir(d):
+        return None
+    out = []
+    for n in sorted(os.listdir(d)):
+        with open(os.path.join(d, n), "rb") as f:
+            out.append((n, f.read()))
+    return out
+
+
+def guarded(fn, *args):
+    """Runs one group of checks; an exception (what a broken binary can
+    leave behind) counts as a failure instead of ending the run."""
+    try:
+        fn(*args)
+    except Exception as e:  # noqa: BLE001
+        check("%s: ran to the end" % fn.__name__, False, repr(e))
 
 
 def hostile_staging(work):
@@ -520,6 +536,7 @@ def hostile_staging(work):
     else:
         print("  note: not root; the other-user DIR.partial case is skipped")
     for label, out, inside, why in cases:
+        fault("none")  # clears the request log
         before = staging_listing(inside)
         rc, j, se = pull(out)
         check("staging %s: refused" % label, rc == 1 and j.get("error") == "invalid_argument"
@@ -564,8 +581,8 @@ def swapped_staging(work):
     check("swap: no DIR", not os.path.lexists(out))
     check("swap: the link is left as it was", os.path.islink(out + ".partial") and
           os.readlink(out + ".partial") == victim)
-    check("swap: pull's own files removed from its own directory", os.listdir(out + ".moved") == [],
-          os.listdir(out + ".moved"))
+    check("swap: pull's own files removed from its own directory",
+          staging_listing(out + ".moved") == [], staging_listing(out + ".moved"))
 
 
 # --- Every request ends; the server's text is made safe --------------------
@@ -745,12 +762,12 @@ def main():
         branch_moved(work, commit, moved_to)
         drift(work, out, doc, commit, moved_to)
         resume(work, commit)
-        hostile_staging(work)
-        swapped_staging(work)
-        deadlines(work)
-        hostile_text(work, out)
-        https_downgrade(work, https_port, cert)
-        resume_whole_file(work, commit)
+        guarded(hostile_staging, work)
+        guarded(swapped_staging, work)
+        guarded(deadlines, work)
+        guarded(hostile_text, work, out)
+        guarded(https_downgrade, work, https_port, cert)
+        guarded(resume_whole_file, work, commit)
     finally:
         fx.terminate()
         fx.wait(timeout=10)
