@@ -92,7 +92,30 @@ static void quoting(tl_test_ctx *t) {
   TL_EXPECT(t, tl_hub_quote("012345678", false, out, 10));
 }
 
+/* The server's text as it may be shown: controls (C0, DEL, C1), bidi
+ * overrides and line separators escaped, bytes outside well-formed UTF-8
+ * as \xNN, other text kept, cut only between characters. */
+static void printable(tl_test_ctx *t) {
+  char out[64];
+  static const char hostile[] =
+      "\x1b[31mA\x07\x7f\xc2\x9b\xe2\x80\xae"
+      "\xe2\x80\xa8\xff\xc3";
+  tl_hub_printable(hostile, sizeof hostile - 1, out, sizeof out);
+  TL_EXPECT_STR(t, out, "\\x1b[31mA\\x07\\x7f\\u009b\\u202e\\u2028\\xff\\xc3");
+  tl_hub_printable("caf\xc3\xa9 \xe4\xb8\xad", 9, out, sizeof out);
+  TL_EXPECT_STR(t, out, "caf\xc3\xa9 \xe4\xb8\xad"); /* kept as it is */
+  /* Cut to fit: the first U+00E9 fits with "..." and the NUL after it,
+   * the second would not; never half a character. What fits whole is not
+   * cut. */
+  tl_hub_printable("ab\xc3\xa9\xc3\xa9xyz", 9, out, 8);
+  TL_EXPECT_STR(t, out, "ab\xc3\xa9...");
+  tl_hub_printable("abcdefg", 7, out, 8);
+  TL_EXPECT_STR(t, out, "abcdefg");
+  tl_hub_printable("\x1b\x1b", 2, out, 6);
+  TL_EXPECT_STR(t, out, "...");
+}
+
 static const tl_test_case cases[] = {TL_CASE(repo_ids), TL_CASE(revisions),
-                                     TL_CASE(paths), TL_CASE(allowlist),
-                                     TL_CASE(quoting)};
+                                     TL_CASE(paths),    TL_CASE(allowlist),
+                                     TL_CASE(quoting),  TL_CASE(printable)};
 TL_SUITE(acquire, cases);

@@ -25,31 +25,40 @@ static double now_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* The character at b[pos] as shown (esc, returned length) and how many
+ * input bytes it covers (*k). */
+static size_t shown_char(const uint8_t *b, size_t n, size_t pos, char esc[16],
+                         size_t *k) {
+  uint32_t cp;
+  if (!tl_utf8_decode(b, n, pos, &cp, k)) {
+    *k = 1; /* each byte of an ill-formed sequence on its own */
+    return (size_t)snprintf(esc, 16, "\\x%02x", b[pos]);
+  }
+  if (cp < 0x20 || cp == 0x7F)
+    return (size_t)snprintf(esc, 16, "\\x%02x", (unsigned)cp);
+  if ((cp >= 0x80 && cp <= 0x9F) || cp == 0x200E || cp == 0x200F ||
+      (cp >= 0x2028 && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069))
+    return (size_t)snprintf(esc, 16, "\\u%04x", (unsigned)cp);
+  memcpy(esc, b + pos, *k);
+  return *k;
+}
+
 void tl_hub_printable(const char *s, size_t n, char *out, size_t cap) {
   const uint8_t *b = (const uint8_t *)s;
-  size_t len = 0;
+  size_t len = 0, total = 0, reserve, k;
+  char esc[16];
   if (cap == 0) return;
-  for (size_t pos = 0; pos < n;) {
-    char esc[16];
-    uint32_t cp;
-    size_t k, m;
-    bool ok = tl_utf8_decode(b, n, pos, &cp, &k);
-    if (!ok)
-      m = (size_t)snprintf(esc, sizeof esc, "\\x%02x", b[pos]), k = 1;
-    else if (cp < 0x20 || cp == 0x7F)
-      m = (size_t)snprintf(esc, sizeof esc, "\\x%02x", (unsigned)cp);
-    else if ((cp >= 0x80 && cp <= 0x9F) || cp == 0x200E || cp == 0x200F ||
-             (cp >= 0x2028 && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069))
-      m = (size_t)snprintf(esc, sizeof esc, "\\u%04x", (unsigned)cp);
-    else
-      m = k, memcpy(esc, b + pos, k);
-    if (len + m + 4 > cap) { /* room for "..." and the NUL */
+  for (size_t pos = 0; pos < n; pos += k)
+    total += shown_char(b, n, pos, esc, &k);
+  reserve = total < cap ? 1 : 4; /* the NUL, and "..." when it is cut */
+  for (size_t pos = 0; pos < n; pos += k) {
+    size_t m = shown_char(b, n, pos, esc, &k);
+    if (len + m + reserve > cap) {
       if (len + 4 <= cap) memcpy(out + len, "...", 3), len += 3;
       break;
     }
     memcpy(out + len, esc, m);
     len += m;
-    pos += k;
   }
   out[len] = '\0';
 }
