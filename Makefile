@@ -495,10 +495,11 @@ fuzz: setup
 	@$(MAKE) --no-print-directory fuzz-targets
 fuzz-targets: $(FUZZ_TARGETS)
 # Some targets include converter or host sources (src/tools, src/native)
-# directly, so every source is a prerequisite; those may use jansson.
+# directly, so every source is a prerequisite; those may use jansson (and
+# libcurl: fuzz_hub_text includes hub_http.c).
 $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(shell find src/core src/tools src/native tests/fuzz -name '*.[ch]')
 	@mkdir -p $(@D)
-	clang $(FUZZ_CFLAGS) $< $(CORE_PORTABLE) -ljansson -o $@
+	clang $(FUZZ_CFLAGS) $< $(CORE_PORTABLE) -ljansson -lcurl -o $@
 
 # --- the web page ----------------------------------------------------------
 # make web copies the chat page (web/index.html, app.js, app.css,

@@ -189,8 +189,14 @@ static size_t on_header(char *line, size_t size, size_t nitems, void *arg) {
   size_t vn;
   char tmp[2200];
   if (n >= 5 && strncmp(line, "HTTP/", 5) == 0) {
+    /* The status code: the three digits after the first space (the line
+     * is not NUL-terminated). */
     const char *sp = memchr(line, ' ', n);
-    x->hop_status = sp != NULL ? strtol(sp + 1, NULL, 10) : 0;
+    size_t at = sp != NULL ? (size_t)(sp - line) + 1 : n;
+    x->hop_status = 0;
+    for (size_t i = at; i < n && i < at + 3 && isdigit((unsigned char)line[i]);
+         i++)
+      x->hop_status = x->hop_status * 10 + (line[i] - '0');
     return n;
   }
   if (header_is(line, n, "X-Error-Message", &v, &vn))
