@@ -128,6 +128,22 @@ function nativeChecks() {
   bad('--compare with bytes that are not CBOR', ['observe', '--compare', junk, a], 'invalid_cbor');
   // The model file starts with a CBOR byte string (its magic), then more.
   bad('--compare with the model file', ['observe', '--compare', a, MODELS.q8], 'invalid_argument');
+  // A document's declared model layers size the comparison; its records must
+  // justify them (layers x positions <= records). The fuzz seed
+  // tests/fuzz/corpus/observe/layers-beyond-records.cbor (338 bytes: 4,000,000
+  // layers, 2 ids, 1 record) made --compare take 2.9 GB over 30 s and call it
+  // identical; refused at once under a 1 GB address-space cap (ulimit -v), which
+  // an allocation sized by the declared layers would exceed.
+  {
+    const crafted = path.join(ROOT, 'tests', 'fuzz', 'corpus', 'observe', 'layers-beyond-records.cbor');
+    const t0 = Date.now();
+    const r = spawnSync('bash', ['-c', 'ulimit -v 1000000 && exec "$@"', 'bash', TINYLM, 'observe', '--compare', crafted, crafted],
+      { encoding: 'utf8', timeout: 60000 });
+    const secs = (Date.now() - t0) / 1000;
+    check('native: --compare on a small document declaring millions of layers: exit 1, error: invalid_argument naming model layers, ' +
+      'within 10 s and 1 GB', r.status === 1 && r.stderr.startsWith('error: invalid_argument:') && r.stderr.includes('model layers') && secs < 10,
+    `${r.status} ${secs}s ${r.stderr}`);
+  }
   bad('--compare with a missing file', ['observe', '--compare', a, path.join(WORK, 'nope.cbor')], 'io');
   bad('--compare with one document', ['observe', '--compare', a], 'usage', 2);
   bad('an id outside the vocabulary', ['observe', MODELS.q8, '--ids', '1 99999', '-o', path.join(WORK, 'x.cbor')], 'invalid_argument');

@@ -450,6 +450,13 @@ tl_status tl_observe_read(const uint8_t *buf, size_t len, tl_observe_doc *doc, t
     }
   }
   if (st == TL_OK && seen != 63) st = bad(&rd, "the document: a field is missing");
+  /* The model's layers and the prompt's positions size the comparison
+   * (tl_observe_compare_bound): a document justifies them by its records.
+   * A whole pass holds 3 + 20 per layer at each position; one holding
+   * fewer than layers x positions (at least one position) is refused
+   * before anything is sized by what it declares. */
+  if (st == TL_OK && doc->meta.layers > doc->n_records / (doc->meta.n_ids ? doc->meta.n_ids : 1))
+    st = bad(&rd, "model layers: more than the records hold (layers x positions > records)");
   if (st == TL_OK) st = schema(&rd, tl_cbor_reader_finish(&rd.r), "the document");
   if (st == TL_ERR_INVALID_CBOR && rd.why == NULL) rd.why = tl_cbor_fault_name(rd.r.fault.kind);
   if (why != NULL) *why = rd.why;

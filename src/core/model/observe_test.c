@@ -328,6 +328,42 @@ static void reader_refuses_bad_documents(tl_test_ctx *t) {
   TL_EXPECT_STATUS(t, tl_observe_read(doc_b, len, &doc, &f.scratch, &why), TL_ERR_INVALID_ARGUMENT);
 }
 
+/* A document's declared layers size the comparison (16 stages x layers x
+ * positions); its records must justify them: layers x positions <= records
+ * (a whole pass holds 3 + 20 x layers per position). A few hundred bytes
+ * declaring millions of layers made `observe --compare` take 4 GB. */
+static void reader_bounds_what_a_document_declares(tl_test_ctx *t) {
+  fixture f;
+  tl_observe_meta m;
+  tl_observe_doc doc;
+  size_t n, len = 0;
+  const char *why = NULL;
+  if (!setup(t, &f, TL_QTYPE_F32)) return;
+  n = observe(t, &f, MAX_RECORDS);
+  m = meta_of(&f, "fast/4");
+  /* the boundary: layers x positions records are enough, one fewer is not */
+  TL_EXPECT(t, n >= (size_t)m.layers * N_TOKENS);
+  TL_EXPECT_OK(t, tl_observe_write(&m, records, (size_t)m.layers * N_TOKENS, doc_a, DOC_CAP, &len,
+                                   &f.scratch));
+  tl_arena_reset(&f.scratch);
+  TL_EXPECT_OK(t, tl_observe_read(doc_a, len, &doc, &f.scratch, &why));
+  TL_EXPECT(t, tl_observe_compare_bound(&doc) <= 64 * len + 65536); /* linear in the bytes */
+  TL_EXPECT_OK(t, tl_observe_write(&m, records, (size_t)m.layers * N_TOKENS - 1, doc_a, DOC_CAP,
+                                   &len, &f.scratch));
+  tl_arena_reset(&f.scratch);
+  TL_EXPECT_STATUS(t, tl_observe_read(doc_a, len, &doc, &f.scratch, &why), TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT(t, why != NULL && strncmp(why, "model layers", 12) == 0);
+  /* the shape that blew up: millions of layers, one record (the embedding) */
+  m.layers = 4000000;
+  TL_EXPECT(t, records[0].layer == -1);
+  TL_EXPECT_OK(t, tl_observe_write(&m, records, 1, doc_a, DOC_CAP, &len, &f.scratch));
+  TL_EXPECT(t, len < 512);
+  tl_arena_reset(&f.scratch);
+  why = NULL;
+  TL_EXPECT_STATUS(t, tl_observe_read(doc_a, len, &doc, &f.scratch, &why), TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT(t, why != NULL && strncmp(why, "model layers", 12) == 0);
+}
+
 /* ---- comparing ---------------------------------------------------------- */
 
 static size_t find(const tl_observe_doc *d, tl_qwen3_stage s, int32_t layer, uint32_t pos) {
@@ -455,6 +491,7 @@ static const tl_test_case cases[] = {
     TL_CASE(sink_stops_at_its_capacity),
     TL_CASE(document_round_trip),
     TL_CASE(reader_refuses_bad_documents),
+    TL_CASE(reader_bounds_what_a_document_declares),
     TL_CASE(compare_locates_a_planted_difference),
     TL_CASE(bisection_as_verify),
 };
