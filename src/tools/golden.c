@@ -20,6 +20,10 @@ static tl_status bad(char *err, size_t cap, const char *fmt, ...) {
   return TL_ERR_INVALID_MODEL;
 }
 
+/* The smallest record: a map head (1), "name" (5) and a stage name (2+),
+ * "shape" (6) [n] (2), "dtype" (6) "f32" (4), "data" (5) and 4+ bytes (5). */
+#define GOLDEN_MIN_RECORD_BYTES 36u
+
 static tl_status read_u32_array(tl_cbor_reader *r, uint32_t **out, size_t *n) {
   size_t count, bytes;
   if (tl_cbor_expect_array(r, &count) != TL_OK) return TL_ERR_INVALID_MODEL;
@@ -166,6 +170,10 @@ static tl_status read_doc(tl_cbor_reader *r, tl_golden *g, char *err,
         g->margins[j] = tl_bits_to_f64(tl_load_le64(m + 8 * j));
     } else if (tl_cbor_text_is(k, klen, "records")) {
       if (tl_cbor_expect_array(r, &n) != TL_OK) return bad(err, cap, "bad records");
+      /* name, shape, dtype and data take at least GOLDEN_MIN_RECORD_BYTES
+       * each: a declared count the bytes cannot hold sizes nothing */
+      if (n > (r->len - r->pos) / GOLDEN_MIN_RECORD_BYTES)
+        return bad(err, cap, "records: more than the document holds");
       g->records = calloc(n ? n : 1, sizeof *g->records);
       if (g->records == NULL) return TL_ERR_OUT_OF_MEMORY;
       for (size_t j = 0; j < n; j++) {

@@ -130,6 +130,26 @@ static void margins_must_match_the_ids(tl_test_ctx *t) {
   TL_EXPECT_STATUS(t, read_spec(t, &d, &g), TL_ERR_INVALID_MODEL);
 }
 
+/* A declared record count is checked against the bytes left before the
+ * records are allocated: {"records": [{}, {}, ...]} is refused as such. */
+static void record_count_past_the_document_is_refused(tl_test_ctx *t) {
+  static uint8_t doc[16 + 4000];
+  size_t len = 0;
+  char err[256] = "";
+  tl_golden g;
+  doc[len++] = 0xa1; /* {"records": [4000 x {}]} */
+  doc[len++] = 0x67;
+  memcpy(doc + len, "records", 7);
+  len += 7;
+  doc[len++] = 0x99; /* array, 2-byte count */
+  doc[len++] = 4000 >> 8;
+  doc[len++] = 4000 & 0xff;
+  memset(doc + len, 0xa0, 4000);
+  len += 4000;
+  TL_EXPECT_STATUS(t, tl_golden_read(doc, len, &g, err, sizeof err), TL_ERR_INVALID_MODEL);
+  TL_EXPECT(t, strstr(err, "records: more than the document holds") != NULL);
+}
+
 /* A run's capture names the lane that produced it (issue 12: the fast
  * lane's dumps were labelled tinylm-scalar), and reads back either way. */
 static void run_capture_names_its_lane(tl_test_ctx *t) {
@@ -178,5 +198,6 @@ static const tl_test_case cases[] = {
     TL_CASE(wrapping_f32_shape_is_refused),
     TL_CASE(element_count_overflow_is_refused),
     TL_CASE(margins_must_match_the_ids),
+    TL_CASE(record_count_past_the_document_is_refused),
 };
 TL_SUITE(golden, cases);
