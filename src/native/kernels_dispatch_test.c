@@ -4,6 +4,7 @@
  * block size, zero blocks, subnormal and wide-ranging values), each weight
  * tensor in a buffer of exactly its size so that an over-read shows under
  * ASan. A variant the CPU lacks is reported and skipped. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,21 +48,71 @@ static void release(prepared *p) {
   free(p->bias8);
 }
 
-/* Variants to check: compiled and supported, other than the twin. */
-static size_t variants(tl_test_ctx *t, const tl_kernels **out) {
+/* Variants to check: compiled and supported (by the CPU: supported), other
+ * than the twin. */
+static size_t variants_of(tl_test_ctx *t, const tl_kernels **out, bool (*supported)(tl_kern_isa)) {
   size_t n = 0;
   for (int i = TL_KERN_SCALAR + 1; i < TL_KERN_ISA_COUNT; i++) {
     const tl_kernels *k = tl_kernels_get((tl_kern_isa)i);
     if (k == NULL) continue;
-    if (!tl_native_kernels_supported((tl_kern_isa)i)) {
-      tl_test_print(t, "note: this CPU does not run kernel variant ");
-      tl_test_print(t, k->name);
-      tl_test_print(t, "; skipped\n");
+    if (!supported((tl_kern_isa)i)) {
+      char why[96];
+      snprintf(why, sizeof why, "this CPU does not run kernel variant %s", k->name);
+      tl_test_skip(t, why); /* counted as skipped, never as passed */
       continue;
     }
     out[n++] = k;
   }
   return n;
+}
+
+static size_t variants(tl_test_ctx *t, const tl_kernels **out) {
+  return variants_of(t, out, tl_native_kernels_supported);
+}
+
+/* ---- a variant the CPU lacks is a skip, never a pass --------------------- */
+
+static bool no_variant(tl_kern_isa isa) { return isa == TL_KERN_SCALAR; }
+
+/* A case as every case here starts, on a CPU that runs none of the variants
+ * this build compiles: it checks nothing. */
+static void on_a_cpu_lacking_every_variant(tl_test_ctx *t) {
+  const tl_kernels *ks[TL_KERN_ISA_COUNT];
+  size_t nk = variants_of(t, ks, no_variant);
+  for (size_t v = 0; v < nk; v++) TL_EXPECT(t, ks[v] != NULL);
+}
+
+static char inner_out[4096];
+static size_t inner_len;
+static void inner_write(const char *text, size_t len) {
+  if (len > sizeof inner_out - 1 - inner_len) len = sizeof inner_out - 1 - inner_len;
+  memcpy(inner_out + inner_len, text, len);
+  inner_len += len;
+  inner_out[inner_len] = 0;
+}
+
+/* Run through the harness, such a case is reported ("skip: ..." per
+ * variant) and counted as skipped in the closing line, not as passed. */
+static void a_variant_the_cpu_lacks_is_counted_as_skipped(tl_test_ctx *t) {
+  static const tl_test_case inner_cases[] = {TL_CASE(on_a_cpu_lacking_every_variant)};
+  static const tl_test_suite inner = {"inner", inner_cases, 1};
+  const tl_test_suite *const suites[] = {&inner};
+  static const char skip_line[] =
+      "skip: inner.on_a_cpu_lacking_every_variant: this CPU does not run kernel variant ";
+  char want[64];
+  size_t compiled = 0;
+  for (int i = TL_KERN_SCALAR + 1; i < TL_KERN_ISA_COUNT; i++)
+    compiled += tl_kernels_get((tl_kern_isa)i) != NULL;
+  if (compiled == 0) {
+    tl_test_skip(t, "this build compiles no kernel variant");
+    return;
+  }
+  inner_len = 0;
+  inner_out[0] = 0;
+  TL_EXPECT_EQ_U64(t, tl_test_run(suites, 1, NULL, inner_write), 0);
+  snprintf(want, sizeof want, "\n0 passed, 0 failed, %zu skipped\n", compiled);
+  if (!TL_EXPECT(t, strstr(inner_out, want) != NULL)) tl_test_print(t, inner_out);
+  TL_EXPECT(t, strncmp(inner_out, skip_line, strlen(skip_line)) == 0);
 }
 
 static void print_case(tl_test_ctx *t, const char *variant, const char *what,
@@ -525,5 +576,6 @@ static const tl_test_case cases[] = {
     TL_CASE(attention),
     TL_CASE(f16_rows),
     TL_CASE(f32_to_f16_rows),
+    TL_CASE(a_variant_the_cpu_lacks_is_counted_as_skipped),
 };
 TL_SUITE(kernels_dispatch, cases);

@@ -1,5 +1,6 @@
 /* The test harness: suites of cases, checks that print file:line and both
- * values, one closing line "N passed, N failed".
+ * values, one closing line "N passed, N failed" (", N skipped" appended when
+ * a case skipped part of its work: tl_test_skip).
  *
  * It is freestanding like the core (output goes through a writer callback),
  * so the same test files run natively and inside the wasm32 module. */
@@ -19,6 +20,8 @@ typedef struct tl_test_ctx {
   const char *suite;
   const char *name;
   unsigned failed_checks;
+  unsigned checks;  /* checks made by the running case */
+  unsigned skipped; /* tl_test_skip calls by the running case */
 } tl_test_ctx;
 
 typedef void (*tl_test_fn)(tl_test_ctx *t);
@@ -46,6 +49,12 @@ typedef struct tl_test_suite {
  * line. Returns the number of failed cases. */
 size_t tl_test_run(const tl_test_suite *const *suites, size_t n_suites,
                    const char *filter, tl_test_writer write);
+
+/* Records that the running case skipped part of its work (what it could
+ * not check here, e.g. a kernel variant this CPU lacks): prints
+ * "skip: suite.case: why" and counts one skip in the closing line. A case
+ * that skipped and made no check counts as skipped, not passed. */
+void tl_test_skip(tl_test_ctx *t, const char *why);
 
 /* Checks. Each evaluates to true when it held, so a test can stop early:
  *   if (!TL_EXPECT_OK(t, st)) return;                                   */

@@ -35,7 +35,7 @@ case ${1:-} in
     # the kernel and fast-forward suites again under ASan + UBSan: an
     # over-read by a NEON load shows here (leak checks need ptrace, which
     # qemu-user lacks; the native ASan stage checks leaks)
-    pass=0 fail=0
+    pass=0 fail=0 skip=0
     for filter in kernel fast_forward; do
       more=$(ASAN_OPTIONS=detect_leaks=0 "$qemu" -L /usr/aarch64-linux-gnu \
         build/aarch64/asan/unit_tests "$filter" 2>&1)
@@ -44,11 +44,11 @@ case ${1:-} in
       out+=$'\n'"$more"
     done
     # one count line for the stage: the sum of the three runs' lines
-    while read -r p _ f _; do
-      pass=$((pass + p)) fail=$((fail + f))
-    done < <(grep -E '^[0-9]+ passed, [0-9]+ failed$' <<<"$out")
+    while read -r p _ f _ k _; do
+      pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + ${k:-0}))
+    done < <(grep -E '^[0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$' <<<"$out")
     echo "neon: unit tests, then the kernel and fast_forward suites under ASan + UBSan"
-    echo "$pass passed, $fail failed"
+    echo "$pass passed, $fail failed, $skip skipped"
     exit "$rc"
     ;;
   identity)
