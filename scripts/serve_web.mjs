@@ -10,6 +10,14 @@
 // Chromium tests check that). The port is --port, else $PORT, else a free
 // one; the URL is printed on the first line. tests/web/chromium_test.mjs
 // imports serveWeb() to serve the same way in-process.
+//
+// Only what lies inside the root is served: a path is resolved through its
+// symlinks (realpath) and refused (404) unless it is still inside the
+// root's own realpath. Only requests naming this server in their Host
+// header are answered (127.0.0.1, localhost or [::1] with its port, or a
+// host given with --allow-host HOST[:PORT]); others are refused (403), so a
+// page on another name that resolves to 127.0.0.1 (DNS rebinding) cannot
+// read the site.
 import { createServer } from 'node:http';
 import { createReadStream, promises as fs } from 'node:fs';
 import path from 'node:path';
@@ -43,8 +51,33 @@ function resolve(root, urlPath) {
   return file === root || file.startsWith(root + path.sep) ? file : null;
 }
 
-export function serveWeb({ root = 'build/web', port = 0, isolation = true, log = null } = {}) {
+// file's realpath when it is inside realRoot, else null (absent, or a
+// symlink on its way that leads out of the root).
+async function inside(realRoot, file) {
+  let real;
+  try {
+    real = await fs.realpath(file);
+  } catch {
+    return null;
+  }
+  return real === realRoot || real.startsWith(realRoot + path.sep) ? real : null;
+}
+
+// The Host header values this server answers: its loopback names with its
+// port, and those allowed explicitly (a name without a port: any port).
+function hostAllowed(host, port, allowed) {
+  if (typeof host !== 'string') return false;
+  const h = host.toLowerCase();
+  if (['127.0.0.1', 'localhost', '[::1]'].some((n) => h === `${n}:${port}`)) return true;
+  return allowed.some((a) => {
+    const want = a.toLowerCase();
+    return h === want || (!/:\d+$/.test(want) && h === `${want}:${port}`);
+  });
+}
+
+export async function serveWeb({ root = 'build/web', port = 0, isolation = true, log = null, allowHosts = [] } = {}) {
   const base = path.resolve(root);
+  const realRoot = await fs.realpath(base);
   const server = createServer(async (req, res) => {
     const headers = {
       'Cache-Control': 'no-cache',
@@ -61,9 +94,13 @@ export function serveWeb({ root = 'build/web', port = 0, isolation = true, log =
       res.end(req.method === 'HEAD' ? undefined : text + '\n');
       if (log) log(`${code} ${req.method} ${req.url}`);
     };
+    if (!hostAllowed(req.headers.host, server.address().port, allowHosts))
+      return reply(403, 'host not allowed (serve_web.mjs --allow-host)');
     if (req.method !== 'GET' && req.method !== 'HEAD') return reply(405, 'method not allowed');
-    const file = resolve(base, req.url || '/');
-    if (!file) return reply(400, 'bad path');
+    const named = resolve(base, req.url || '/');
+    if (!named) return reply(400, 'bad path');
+    const file = await inside(realRoot, named);
+    if (!file) return reply(404, 'not found');
     let st;
     try {
       st = await fs.stat(file);
@@ -90,15 +127,19 @@ export function serveWeb({ root = 'build/web', port = 0, isolation = true, log =
 
 function usage(msg) {
   if (msg) console.error(`error: invalid_argument: ${msg}`);
-  console.error('usage: node scripts/serve_web.mjs [--root DIR] [--port N] [--no-isolation]');
+  console.error('usage: node scripts/serve_web.mjs [--root DIR] [--port N] [--no-isolation] [--allow-host HOST[:PORT]]...');
   process.exit(2);
 }
 
 async function main(argv) {
-  const opts = { root: 'build/web', port: process.env.PORT ?? '0', isolation: true };
+  const opts = { root: 'build/web', port: process.env.PORT ?? '0', isolation: true, allowHosts: [] };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--no-isolation') opts.isolation = false;
+    else if (a === '--allow-host') {
+      if (i + 1 >= argv.length || !/^[A-Za-z0-9.\-[\]:]+$/.test(argv[i + 1])) usage('--allow-host needs a HOST[:PORT]');
+      opts.allowHosts.push(argv[++i]);
+    }
     else if (a === '--root' || a === '--port') {
       if (i + 1 >= argv.length) usage(`${a} needs a value`);
       opts[a.slice(2)] = argv[++i];
@@ -115,7 +156,7 @@ async function main(argv) {
   }
   let served;
   try {
-    served = await serveWeb({ root: opts.root, port: Number(opts.port), isolation: opts.isolation });
+    served = await serveWeb({ root: opts.root, port: Number(opts.port), isolation: opts.isolation, allowHosts: opts.allowHosts });
   } catch (e) {
     console.error(`error: io: cannot listen on 127.0.0.1:${opts.port}: ${e.code || e.message}`);
     process.exit(1);

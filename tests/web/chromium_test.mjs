@@ -137,17 +137,29 @@ async function send(page, text, s) {
   await page.fill('#prompt', text);
   await page.click('#send');
   await idle(page);
-  return page.evaluate(() => ({
+  const got = await page.evaluate(() => ({
     reply: window.tinylmPage.state.lastReply,
     error: document.getElementById('error').hidden ? '' : document.getElementById('error').textContent,
   }));
+  return { ...got, typed: { text, settings: s } };
 }
 
-// The page's reply equals native's on the same conversation and settings.
+// The page's reply equals native's on the conversation and the settings the
+// test TYPED (not those the page says it used: a page that ignored its seed
+// field would report the seed it used and agree with itself).
 function compareNative(work, name, got, lane) {
   if (!check(`${name}: the page replied`, !!got.reply, got.error)) return;
   const r = got.reply;
-  const n = nativeRun(work, r.conversation, r.settings, lane);
+  const { text, settings: s } = got.typed;
+  const typed = { seed: s.seed, maxTokens: s.maxTokens };
+  if (s.temperature !== undefined && s.temperature !== '') typed.temperature = s.temperature;
+  if (s.topK !== undefined && s.topK !== '') typed.topK = s.topK;
+  const msgs = r.conversation?.messages ?? [];
+  const last = msgs[msgs.length - 1];
+  if (!check(`${name}: the conversation ends with the text typed, thinking as ticked`,
+    last?.role === 'user' && last.content === text && r.conversation.enable_thinking === !!s.enableThinking,
+    JSON.stringify(r.conversation))) return;
+  const n = nativeRun(work, r.conversation, typed, lane);
   check(`${name}: ids equal native tinylm run (${n.ids.length} tokens)`, same(r.ids, n.ids),
     `page ${JSON.stringify(r.ids)} native ${JSON.stringify(n.ids)}`);
   check(`${name}: receipt id equals native`, r.receiptId === n.receipt_id, `page ${r.receiptId} native ${n.receipt_id}`);
@@ -224,10 +236,10 @@ async function main() {
 
 // What `make serve-web` promises, over plain HTTP: the isolation headers
 // (or their absence), the MIME types, nothing outside the root.
-function get(url, { method = 'GET', rawPath = null } = {}) {
+function get(url, { method = 'GET', rawPath = null, headers = {} } = {}) {
   const u = new URL(url);
   return new Promise((ok, fail) => {
-    const req = http.request({ host: u.hostname, port: u.port, path: rawPath ?? u.pathname, method }, (res) => {
+    const req = http.request({ host: u.hostname, port: u.port, path: rawPath ?? u.pathname, method, headers }, (res) => {
       res.resume();
       res.on('end', () => ok({ status: res.statusCode, headers: res.headers }));
     });
@@ -256,6 +268,43 @@ async function serverChecks(work, url, plainUrl) {
   }
   const post = await get(url, { method: 'POST' });
   check('serve: POST is 405', post.status === 405, JSON.stringify(post));
+  // Symlinks are followed only within the root: one to a file outside it, or
+  // to a folder outside it, is not served; one to a file inside it is.
+  const site = path.join(work, 'site');
+  fs.symlinkSync(path.join(work, 'outside.txt'), path.join(site, 'link-out.txt'));
+  fs.symlinkSync(work, path.join(site, 'link-dir'));
+  fs.symlinkSync(path.join(site, 'app.js'), path.join(site, 'link-in.js'));
+  try {
+    for (const raw of ['/link-out.txt', '/link-dir/outside.txt']) {
+      const r = await get(url, { rawPath: raw });
+      check(`serve: ${raw} (a symlink out of the root) is refused (${r.status})`, r.status === 404 || r.status === 403, JSON.stringify(r));
+    }
+    const r = await get(new URL('link-in.js', url).href);
+    check('serve: a symlink to a file inside the root is served', r.status === 200, JSON.stringify(r));
+  } finally {
+    for (const f of ['link-out.txt', 'link-dir', 'link-in.js']) fs.rmSync(path.join(site, f), { force: true });
+  }
+  // DNS rebinding: only requests whose Host names this server (a loopback
+  // name with its port) are answered.
+  const port = new URL(url).port;
+  for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`]) {
+    const r = await get(url, { headers: { Host: host } });
+    check(`serve: Host ${host} is answered`, r.status === 200, JSON.stringify(r));
+  }
+  for (const host of [`attacker.example:${port}`, 'attacker.example', `127.0.0.1:${Number(port) === 1 ? 2 : 1}`, `localhost.attacker.example:${port}`]) {
+    const r = await get(url, { headers: { Host: host } });
+    check(`serve: Host '${host}' is refused (${r.status})`, r.status === 403, JSON.stringify(r));
+  }
+  const allowed = await serveWeb({ root: site, allowHosts: ['tinylm.test'] });
+  try {
+    const aport = new URL(allowed.url).port;
+    const ok = await get(allowed.url, { headers: { Host: `tinylm.test:${aport}` } });
+    const other = await get(allowed.url, { headers: { Host: `attacker.example:${aport}` } });
+    check('serve: a host given with --allow-host is answered, others still refused', ok.status === 200 && other.status === 403,
+      JSON.stringify([ok.status, other.status]));
+  } finally {
+    await allowed.close();
+  }
 }
 
 async function browserChecks(browser, work, manifest, isolated, plain, requests) {
@@ -365,6 +414,44 @@ async function browserChecks(browser, work, manifest, isolated, plain, requests)
     }
     check('cache: the reload fetched no model bytes', fetches('tiny.slm') === before[0] && fetches('q8.slm') === before[1],
       `${fetches('tiny.slm') - before[0]} + ${fetches('q8.slm') - before[1]} fetches`);
+  }
+
+  // 4a. A cached copy is checked against its id (the SHA-256 of its bytes)
+  // before use: an entry whose bytes were changed in the browser's cache
+  // (another valid artifact, one flipped byte) is never loaded as the
+  // artifact it is filed under; the page fetches the source again, loads
+  // the right artifact and repairs the entry.
+  {
+    const fetches = () => requests.filter((l) => l.endsWith(' /models/q8.slm')).length;
+    const q8 = fs.readFileSync(MODEL_Q8);
+    const q8Id = createHash('sha256').update(q8).digest('hex');
+    const flipped = Buffer.from(q8);
+    flipped[flipped.length - 100] ^= 0x01;
+    for (const [what, bytes] of [['another valid artifact (tiny-f32)', fs.readFileSync(MODEL)], ['q8 with one byte flipped', flipped]]) {
+      const planted = await page.evaluate(async ({ id, b64 }) => {
+        const c = await caches.open('tinylm-models-v1');
+        const key = (await c.keys()).find((k) => k.url.endsWith(`/${id}.slm`));
+        if (!key) return false;
+        const raw = Uint8Array.from(atob(b64), (ch) => ch.charCodeAt(0));
+        await c.put(key, new Response(raw));
+        return true;
+      }, { id: q8Id, b64: bytes.toString('base64') });
+      if (!check(`cache: q8.slm's entry holds ${what} (planted in the browser's cache)`, planted)) continue;
+      const before = fetches();
+      const got = await load(page, { url: 'models/q8.slm', lane: 'scalar' });
+      const loadedId = await page.evaluate(() => window.tinylmPage.state.model?.artifactId ?? null);
+      check(`cache: q8.slm's entry holding ${what} is not used: q8.slm is fetched again and loads as itself`,
+        got.loaded && got.status.startsWith('Loaded q8.slm from network') && fetches() === before + 1 && loadedId === q8Id,
+        `${got.status} ${got.error} fetches +${fetches() - before} id ${loadedId}`);
+      const repaired = await page.evaluate(async (id) => {
+        const c = await caches.open('tinylm-models-v1');
+        const key = (await c.keys()).find((k) => k.url.endsWith(`/${id}.slm`));
+        if (!key) return null;
+        const d = new Uint8Array(await crypto.subtle.digest('SHA-256', await (await c.match(key)).arrayBuffer()));
+        return Array.from(d, (x) => x.toString(16).padStart(2, '0')).join('');
+      }, q8Id);
+      check(`cache: after it, q8.slm's entry holds q8.slm again`, repaired === q8Id, String(repaired));
+    }
   }
 
   // 4b. The file picker: the file streamed into the module's memory (the
