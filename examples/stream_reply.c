@@ -8,7 +8,9 @@
  * stdout token by token, and prints the generated ids and the receipt id
  * on stderr (the same receipt id `tinylm run --messages` gives for the
  * same conversation and flags). --preflight prints the memory plan
- * instead. Exit status 0, or 1 with "error: <code>: <message>". */
+ * instead. Exit status 0, or 1 with "error: <code>: <message>" (also
+ * "error: io: ..." when stdout cannot be written). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,11 +25,33 @@ static int64_t read_file(void *ctx, uint64_t offset, void *buf, size_t len) {
   return ferror(f) ? -1 : (int64_t)got;
 }
 
+/* Streams the reply; a failed write (a full disk, EPIPE with SIGPIPE
+ * ignored) stops the generation: nobody reads the rest. */
+static int out_errno;
+
 static int on_text(void *ctx, const uint8_t *bytes, size_t len) {
   (void)ctx;
   fwrite(bytes, 1, len, stdout);
-  fflush(stdout);
+  if (fflush(stdout) != 0 || ferror(stdout)) {
+    if (out_errno == 0) out_errno = errno ? errno : EIO;
+    return 1;
+  }
   return 0;
+}
+
+/* Ends stdout: every write checked (fflush, ferror, fclose); a failure is
+ * "error: io: cannot write standard output: <reason>" and exit 1. */
+static int finish_stdout(int rc) {
+  int failed = fflush(stdout) != 0 || ferror(stdout);
+  if (failed && out_errno == 0) out_errno = errno ? errno : EIO;
+  if (fclose(stdout) != 0 && !failed) {
+    failed = 1;
+    out_errno = errno;
+  }
+  if (!failed) return rc;
+  fprintf(stderr, "error: io: cannot write standard output: %s\n",
+          strerror(out_errno ? out_errno : EIO));
+  return rc ? rc : 1;
 }
 
 /* Reports the last failure on handle h (TL_NO_HANDLE: this thread's). */
@@ -61,7 +85,7 @@ static void put_json_string(char *out, size_t cap, const char *s) {
   out[n < cap ? n : cap - 1] = '\0';
 }
 
-int main(int argc, char **argv) {
+static int run(int argc, char **argv) {
   tl_session_options so = {0};
   tl_generation_params gp = {0};
   tl_generation_result r;
@@ -144,7 +168,8 @@ int main(int argc, char **argv) {
   gp.messages_len = strlen(conv);
   gp.on_text = on_text;
   if (tl_generation_run(gen, &gp) != TL_OK) {
-    rc = fail(gen);
+    /* Stopped by a failed write: finish_stdout says why. */
+    rc = out_errno != 0 ? 1 : fail(gen);
   } else if (tl_generation_result_get(gen, &r) == TL_OK) {
     printf("\n");
     fprintf(stderr, "ids:");
@@ -157,3 +182,5 @@ int main(int argc, char **argv) {
   free(conv);
   return rc;
 }
+
+int main(int argc, char **argv) { return finish_stdout(run(argc, argv)); }

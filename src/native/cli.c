@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,6 +43,32 @@ int tl_cli_fail_with(bool json, tl_status status, json_t *extra,
   report(json, tl_status_name(status), extra, fmt, ap);
   va_end(ap);
   return TL_EXIT_FAILURE;
+}
+
+/* errno of the first failed write to stdout (0: none seen yet). */
+static int stdout_errno;
+
+bool tl_cli_flush(FILE *out) {
+  int e = 0;
+  if (fflush(out) != 0) e = errno;
+  if (e == 0 && !ferror(out)) return true;
+  if (out == stdout && stdout_errno == 0) stdout_errno = e ? e : EIO;
+  return false;
+}
+
+int tl_cli_finish(int rc) {
+  bool failed = !tl_cli_flush(stdout);
+  int e = stdout_errno;
+  /* fclose reports what the final close(2) said (a write the kernel
+   * deferred); EBADF there means stdout was closed and nothing was written
+   * to it (a write would have failed above). */
+  if (fclose(stdout) != 0 && !failed && errno != EBADF) {
+    failed = true;
+    e = errno;
+  }
+  if (!failed) return rc;
+  fprintf(stderr, "error: io: cannot write standard output: %s\n", strerror(e ? e : EIO));
+  return rc != TL_EXIT_OK ? rc : TL_EXIT_FAILURE;
 }
 
 int tl_cli_usage(bool json, const char *fmt, ...) {

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "tinylm.h"
 
@@ -28,6 +29,19 @@ int tl_cli_fail(bool json, tl_status status, const char *fmt, ...)
 int tl_cli_fail_with(bool json, tl_status status, struct json_t *extra,
                      const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* Standard output, checked (every command's output is): tl_cli_flush
+ * flushes out and returns false once a write to it has failed (the
+ * reason, errno, is kept), so streaming work stops early. tl_cli_finish
+ * ends the process's stdout (fflush, ferror, fclose) after a command
+ * returned rc: when any write failed it reports
+ * `error: io: cannot write standard output: <reason>` on stderr and
+ * returns TL_EXIT_FAILURE (rc when rc is already a failure), else rc.
+ * A closed pipe: SIGPIPE keeps its default action (the process ends
+ * quietly, as head(1) users expect); when SIGPIPE is ignored, EPIPE is
+ * this io error. */
+bool tl_cli_flush(FILE *out);
+int tl_cli_finish(int rc);
 
 /* Reports a usage error; returns TL_EXIT_USAGE. */
 int tl_cli_usage(bool json, const char *fmt, ...)

@@ -449,6 +449,8 @@ int tl_cmd_chat(int argc, char **argv) {
     if (len == 5 && memcmp(text, "/quit", 5) == 0) break;
     if (text[0] != '/') {
       turn(&c, text, len);
+      /* Replies nobody can read: stop (main reports the io error). */
+      if (ferror(stdout)) break;
       continue;
     }
     line = strndup(text, len); /* commands edit their copy */

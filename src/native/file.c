@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "hash/sha256.h"
@@ -315,8 +316,71 @@ static mode_t target_mode(const char *path) {
   return 0666 & ~mask;
 }
 
+static char *resolved(const char *path);
+
+/* Destinations --force (or /save!) allowed replacing, as resolved() names
+ * them (the path as given when its directory cannot be resolved). */
+#define MAX_REPLACEABLE 64
+static char *replaceable[MAX_REPLACEABLE];
+static size_t n_replaceable;
+
+static char *destination_name(const char *path) {
+  char *r = resolved(path);
+  return r != NULL ? r : strdup(path);
+}
+
+static void allow_replace(const char *path) {
+  char *name = destination_name(path);
+  if (name == NULL) return; /* out of memory: publishing will not replace */
+  free(replaceable[n_replaceable % MAX_REPLACEABLE]);
+  replaceable[n_replaceable++ % MAX_REPLACEABLE] = name;
+}
+
+/* Whether committing to path may replace what is there: --force allowed
+ * it, or it is a file this process wrote (chat's second /save). */
+static bool may_replace(const char *path) {
+  struct stat st;
+  char *name;
+  bool ok = false;
+  if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && wrote(&st)) return true;
+  name = destination_name(path);
+  if (name == NULL) return false;
+  for (size_t i = 0; i < n_replaceable && i < MAX_REPLACEABLE && !ok; i++)
+    ok = strcmp(replaceable[i], name) == 0;
+  free(name);
+  return ok;
+}
+
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE (1u << 0)
+#endif
+
+/* tmp moved to path only if path does not exist (EEXIST otherwise), in one
+ * step: renameat2(RENAME_NOREPLACE); where the kernel or file system lacks
+ * it, link + unlink; where hard links are not supported either, the name
+ * is claimed with O_EXCL and then replaced by rename. */
+static int publish_new(const char *tmp, const char *path) {
+  int fd;
+#ifdef SYS_renameat2
+  if (syscall(SYS_renameat2, AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0) return 0;
+  if (errno != ENOSYS && errno != EINVAL && errno != ENOTSUP) return -1;
+#endif
+  if (link(tmp, path) == 0) {
+    unlink(tmp);
+    return 0;
+  }
+  if (errno != EPERM && errno != ENOTSUP && errno != EOPNOTSUPP && errno != EMLINK &&
+      errno != ENOSYS)
+    return -1;
+  fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+  if (fd < 0) return -1;
+  close(fd);
+  return rename(tmp, path);
+}
+
 tl_status tl_file_atomic_commit(tl_file_atomic *f, char *err, size_t err_cap) {
   struct stat st;
+  bool replace;
   if (fchmod(f->fd, target_mode(f->path)) != 0 || fsync(f->fd) != 0 ||
       fstat(f->fd, &st) != 0) {
     snprintf(err, err_cap, "%s: write failed: %s", f->path, strerror(errno));
@@ -330,11 +394,20 @@ tl_status tl_file_atomic_commit(tl_file_atomic *f, char *err, size_t err_cap) {
     return TL_ERR_IO;
   }
   f->fd = -1;
-  if (rename(f->tmp, f->path) != 0) {
-    snprintf(err, err_cap, "%s: cannot move the temporary file into place: %s",
-             f->path, strerror(errno));
+  /* Without --force a new file never replaces one that appeared while
+   * this command ran (another writer's output, published first). */
+  replace = may_replace(f->path);
+  if ((replace ? rename(f->tmp, f->path) : publish_new(f->tmp, f->path)) != 0) {
+    tl_status code = errno == EEXIST ? TL_ERR_INVALID_ARGUMENT : TL_ERR_IO;
+    if (errno == EEXIST)
+      snprintf(err, err_cap,
+               "%s: exists (another writer created it while this command "
+               "ran); not replaced without --force", f->path);
+    else
+      snprintf(err, err_cap, "%s: cannot move the temporary file into place: %s",
+               f->path, strerror(errno));
     tl_file_atomic_abort(f);
-    return TL_ERR_IO;
+    return code;
   }
   written[n_written++ % MAX_WRITTEN] = st;
   unregister_tmp(f->tmp);
@@ -462,7 +535,10 @@ tl_status tl_file_output_check(const char *path, const char *const *inputs,
       return TL_ERR_INVALID_ARGUMENT;
     }
   }
-  if (!exists) return TL_OK;
+  if (!exists) {
+    if (force) allow_replace(path);
+    return TL_OK;
+  }
   if (link_ok && S_ISDIR(st.st_mode)) {
     snprintf(err, err_cap, "%s: is a directory", path);
     return TL_ERR_INVALID_ARGUMENT;
@@ -479,6 +555,7 @@ tl_status tl_file_output_check(const char *path, const char *const *inputs,
              force_hint != NULL ? force_hint : "--force");
     return TL_ERR_INVALID_ARGUMENT;
   }
+  if (force) allow_replace(path);
   return TL_OK;
 }
 

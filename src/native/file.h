@@ -56,7 +56,12 @@ tl_status tl_file_output_check(const char *path, const char *const *inputs,
                                size_t err_cap);
 
 /* Writes data to path atomically: a temporary file in the same directory,
- * fsync, then rename over path. On failure nothing is left behind and path
+ * fsync, then rename over path. Only where tl_file_output_check was given
+ * force for path, or path is a file this process wrote, is an existing
+ * file replaced; otherwise the file is published without replacing
+ * (renameat2 RENAME_NOREPLACE, else link + unlink): when path appeared
+ * meanwhile (two writers racing to one new name), the later one fails
+ * with TL_ERR_INVALID_ARGUMENT, "exists", and the first one's file stays. On failure nothing is left behind and path
  * is untouched (TL_ERR_IO with a reason in err). A replaced file keeps its
  * permission bits; a new one gets 0666 less the umask. The temporary file
  * is removed if the process dies of SIGINT, SIGTERM or SIGHUP while it

@@ -76,11 +76,7 @@ static int cmd_version(int argc, char **argv) {
   return TL_EXIT_OK;
 }
 
-int main(int argc, char **argv) {
-  /* Digests (artifact verification, conversion) use the fastest BLAKE3
-   * backend this CPU runs; all give the same bytes. */
-  (void)tl_blake3_set_default_backend(tl_native_blake3_backend());
-  (void)tl_sha256_set_default_backend(tl_native_sha256_backend());
+static int dispatch(int argc, char **argv) {
   if (argc < 2) {
     usage(stderr);
     return TL_EXIT_USAGE;
@@ -95,4 +91,15 @@ int main(int argc, char **argv) {
       return commands[i].run(argc - 1, argv + 1);
   usage(stderr);
   return tl_cli_usage(false, "unknown command '%s'", argv[1]);
+}
+
+int main(int argc, char **argv) {
+  /* Digests (artifact verification, conversion) use the fastest BLAKE3
+   * backend this CPU runs; all give the same bytes. */
+  (void)tl_blake3_set_default_backend(tl_native_blake3_backend());
+  (void)tl_sha256_set_default_backend(tl_native_sha256_backend());
+  /* Every command's output is checked here, once: a failed write to
+   * stdout (a full disk, /dev/full, EPIPE with SIGPIPE ignored) is
+   * `error: io` and exit 1, never a silent success (cli.h). */
+  return tl_cli_finish(dispatch(argc, argv));
 }

@@ -220,6 +220,7 @@ typedef struct streamer {
   uint32_t logprobs;
   json_t *logprob_rows; /* NULL unless --logprobs */
   tl_cli_progress progress;
+  bool out_failed; /* a write to out failed: the reply stopped there */
 } streamer;
 
 static void streamer_begin(streamer *sm, const tl_run_options *o, FILE *out) {
@@ -248,9 +249,10 @@ static int stream_text(void *ctx, const uint8_t *bytes, size_t n) {
   streamer *sm = ctx;
   if (!sm->json) {
     fwrite(bytes, 1, n, sm->out);
-    fflush(sm->out);
+    /* Nobody reads the rest: stop now (main reports the io error). */
+    if (!tl_cli_flush(sm->out)) sm->out_failed = true;
   }
-  return interrupted;
+  return interrupted || sm->out_failed;
 }
 
 static int stream_prefill(void *ctx, size_t done, size_t total) {
@@ -375,6 +377,9 @@ static int report(const tl_run_options *o, streamer *sm, const outcome *oc, FILE
   double prefill_tps = r->prefill_us ? r->prompt_tokens / (r->prefill_us / 1e6) : 0.0;
   double decode_tps =
       (r->decode_us && r->n_ids > 1) ? (r->n_ids - 1) / (r->decode_us / 1e6) : 0.0;
+  /* The reply could not be written: a failure (the io error is reported
+   * when stdout is closed, cli.h), no receipt for a reply nobody got. */
+  if (sm->out_failed) return TL_EXIT_FAILURE;
   if (!o->json && !oc->cancelled) fputc('\n', out);
   /* Checked again at the write: the file may have appeared meanwhile. */
   if (rs == TL_OK && o->receipt != NULL) rs = tl_run_receipt_check(o, err, sizeof err);

@@ -32,6 +32,7 @@ static void round_trip_exposes_the_sections(tl_test_ctx *t) {
   const tl_slm_section *s;
   char err[256];
   close(fd);
+  unlink(path); /* a new name: the writer replaces no file it was not told to */
   if (!write_sample(t, path, id)) return;
   if (!TL_EXPECT_OK(t, tl_file_open_view(path, &v, err, sizeof err))) return;
   TL_EXPECT_OK(t, tl_sha256(v.data, v.len, file_id));
@@ -52,7 +53,9 @@ static void writing_twice_gives_identical_bytes(tl_test_ctx *t) {
   char a[] = "/tmp/tl_slm_a_XXXXXX", b[] = "/tmp/tl_slm_b_XXXXXX";
   uint8_t ida[32], idb[32];
   close(mkstemp(a));
+  unlink(a); /* a fresh name for the writer */
   close(mkstemp(b));
+  unlink(b); /* a fresh name for the writer */
   if (write_sample(t, a, ida) && write_sample(t, b, idb))
     TL_EXPECT_MEM(t, ida, idb, 32);
   unlink(a);
@@ -68,6 +71,7 @@ static void every_single_byte_flip_is_refused(tl_test_ctx *t) {
   char err[256];
   size_t undetected = 0;
   close(mkstemp(path));
+  unlink(path); /* a fresh name for the writer */
   if (!write_sample(t, path, id)) return;
   if (!TL_EXPECT_OK(t, tl_file_open_view(path, &v, err, sizeof err))) return;
   copy = malloc(v.len);
@@ -106,6 +110,7 @@ static void truncation_at_every_length_is_refused(tl_test_ctx *t) {
   tl_file_view v;
   char err[256];
   close(mkstemp(path));
+  unlink(path); /* a fresh name for the writer */
   if (!write_sample(t, path, id)) return;
   if (!TL_EXPECT_OK(t, tl_file_open_view(path, &v, err, sizeof err))) return;
   for (size_t len = 0; len < v.len; len++) {

@@ -6,7 +6,9 @@ visible text and the same receipt id, on the scalar and the fast lane,
 greedy and sampled; --preflight gives the plan `run --preflight` prints;
 a changed byte is refused as hash_mismatch; a weight row that overflows
 (tests/model/fast_test.py's poisoned checkpoint) is numerical_failure with
-the same place `tinylm run` names, on both lanes.
+the same place `tinylm run` names, on both lanes; a reply or plan that
+cannot be written (stdout on /dev/full) is exit 1 with error: io, the
+reply stopped at the first failed write.
 
     example_test.py TINYLM STREAM_REPLY WORKDIR
 """
@@ -23,8 +25,9 @@ import fast_test  # noqa: E402  (its poisoned checkpoint)
 sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
 from checks import check, summary  # noqa: E402
 MODEL = os.path.join(ROOT, "tests", "golden", "slm", "tiny-f32.slm")
-def example(*args, model=MODEL):
-    return subprocess.run([EXAMPLE, model, *args], capture_output=True, timeout=300)
+def example(*args, model=MODEL, stdout=subprocess.PIPE):
+    return subprocess.run([EXAMPLE, model, *args], stdout=stdout, stderr=subprocess.PIPE,
+                          timeout=300)
 
 
 def parse_example(p):
@@ -102,6 +105,17 @@ def main():
         check(f"an overflowing weight ({lane}): numerical_failure at {where}",
               p.returncode == 1 and p.stderr.decode().startswith("error: numerical_failure:")
               and f"({where})" in p.stderr.decode(), p.stderr.decode())
+
+    # Output nobody can read is a failure, never a silent success.
+    with open("/dev/full", "wb") as full:
+        for name, flags in [("a streamed reply", ["--lane", "scalar", "-n", "8"]),
+                            ("the preflight plan", ["--preflight"])]:
+            p = example(message, *flags, stdout=full)
+            err = p.stderr.decode()
+            check(f"{name} to a full device: exit 1, error: io",
+                  p.returncode == 1 and err.startswith("error: io: cannot write standard output:"),
+                  f"exit {p.returncode}: {err}")
+            check(f"{name} to a full device: no success report", "receipt:" not in err, err)
 
     return summary()
 

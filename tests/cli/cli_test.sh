@@ -151,6 +151,70 @@ expect "verify: header and JSON counts agree (pass)" 0 '' '' \
 expect "verify: header and JSON counts agree (a mutation fails)" 0 '' '' \
   -- verify_counts_agree "$work/fwd.slm" tests/golden/forward/tiny-ids.cbor 1 --mutate rms_eps
 
+# Output that cannot be written is a failure, never a silent success:
+# every command that prints, with stdout on a full device (/dev/full) or
+# closed, exits 1 with `error: io: cannot write standard output` (main.c
+# checks the final flush and close once for all commands; streaming
+# replies stop at the first failed write).
+unwritable() { # NAME -- COMMAND... (run with stdout on /dev/full, then closed)
+  local name=$1 rc err how
+  shift 2
+  for how in full closed; do
+    if [[ $how == full ]]; then "$@" >/dev/full 2>"$work/stderr"; else "$@" >&- 2>"$work/stderr"; fi
+    rc=$?
+    err=$(cat "$work/stderr")
+    if [[ $rc -eq 1 && "$err" =~ error:\ io:\ cannot\ write\ standard\ output: ]]; then
+      passed=$((passed + 1))
+    else
+      failed=$((failed + 1))
+      echo "  FAIL $name, stdout $how: exit $rc (want 1 and error: io)"
+      echo "    stderr: ${err:0:300}"
+    fi
+  done
+}
+commands=$("$tinylm" help | awk '/^  [a-z]+ /{print $1}')
+expect "help names the commands" 0 '' '' -- test "$(echo $commands | wc -w)" -ge 17
+for c in $commands; do
+  unwritable "$c --help" -- "$tinylm" "$c" --help
+done
+unwritable "version" -- "$tinylm" version
+unwritable "--version" -- "$tinylm" --version
+unwritable "help" -- "$tinylm" help
+unwritable "help hash" -- "$tinylm" help hash
+unwritable "hash" -- "$tinylm" hash "$work/abc"
+unwritable "hash --json" -- "$tinylm" hash --json "$work/abc"
+if [[ $fwd_ok == 1 ]]; then
+  f=$work/fwd.slm
+  printf '{"messages": [{"role": "user", "content": "Hi"}], "add_generation_prompt": true}' >"$work/conv-io.json"
+  "$tinylm" run "$f" --prompt hi -n 2 --receipt "$work/io.receipt" >/dev/null 2>&1
+  "$tinylm" observe "$f" --prompt hi -o "$work/io-obs" >/dev/null 2>&1
+  id=$("$tinylm" encode "$f" --text hi | awk '{print $1}')
+  unwritable "inspect" -- "$tinylm" inspect "$f"
+  unwritable "inspect --verify --json" -- "$tinylm" inspect "$f" --verify --json
+  unwritable "encode" -- "$tinylm" encode "$f" --text hi
+  unwritable "decode" -- "$tinylm" decode "$f" --ids "$id"
+  unwritable "render" -- "$tinylm" render "$f" --messages "$work/conv-io.json"
+  unwritable "run (streamed reply)" -- "$tinylm" run "$f" --prompt hi -n 8
+  unwritable "run --json" -- "$tinylm" run "$f" --prompt hi -n 2 --json
+  unwritable "run --preflight" -- "$tinylm" run "$f" --prompt hi --preflight
+  unwritable "receipt show" -- "$tinylm" receipt show "$work/io.receipt"
+  unwritable "bench" -- "$tinylm" bench "$f" -p 2 -n 2 -r 1
+  unwritable "observe --compare" -- "$tinylm" observe --compare "$work/io-obs" "$work/io-obs"
+  unwritable "verify" -- "$tinylm" verify "$f" --golden tests/golden/forward/tiny-ids.cbor
+  chat_piped() { printf 'hi\nhello\n' | "$tinylm" chat "$f" -n 8; }
+  unwritable "piped chat" -- chat_piped
+  synth_fresh() {
+    rm -rf "$work/io-syn"
+    "$tinylm" synth --config tests/golden/forward/tiny.json --seed 7 --dtype bf16 \
+      -o "$work/io-syn" --tokenizer-dir tests/fixtures/tiny-tokenizer
+  }
+  unwritable "synth" -- synth_fresh
+  unwritable "convert" -- "$tinylm" convert "$work/fwd" -o "$work/io-conv.slm" --force
+else
+  echo "  FAIL unwritable stdout checks: no tiny model"
+  failed=$((failed + 1))
+fi
+
 
 
 # --- convert / encode / decode on the real Qwen3 tokenizer -----------------

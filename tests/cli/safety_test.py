@@ -19,7 +19,10 @@ issue 17 items 1, 4, 6), run against the ASan build:
     generation_config.json; stdin keeps working, and a stream (stdin, a
     pipe, /dev/zero) stops at 1 GiB;
   * a golden record whose element count times its element size wraps
-    ([2^30, 2^30, 2] f64 with no data) is refused, not a heap overflow.
+    ([2^30, 2^30, 2] f64 with no data) is refused, not a heap overflow;
+  * writers racing to one new output without --force (convert -o, observe
+    -o): exactly one succeeds, every other one fails with "exists", and
+    the file is the winner's complete output (issue 23 item 12).
 
     safety_test.py TINYLM WORKDIR
 """
@@ -411,6 +414,45 @@ def golden_overflow():
               and b"disagree" in p.stderr, describe(p))
 
 
+# --- writers racing to one new name -----------------------------------------
+
+def racing_writers():
+    hf = synth("race-hf", {"vocab_size": 346, "hidden_size": 256, "intermediate_size": 512})
+    ref = os.path.join(WORK, "race-ref.slm")
+    p = tinylm("convert", hf, "-o", ref)
+    if not check("race: the reference conversion", p.returncode == 0, describe(p)):
+        return
+    obs_ref = os.path.join(WORK, "race-ref.obs")
+    p = tinylm("observe", ref, "--prompt", "hi", "-o", obs_ref)
+    check("race: the reference observation", p.returncode == 0, describe(p))
+    writers = {
+        "convert": lambda out: ["convert", hf, "-o", out],
+        "observe": lambda out: ["observe", ref, "--prompt", "hi", "-o", out],
+    }
+    for name, argv in writers.items():
+        for attempt in range(3):
+            out = os.path.join(WORK, "race-%s-%d.out" % (name, attempt))
+            procs = [subprocess.Popen([TINYLM, *argv(out)], stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE) for _ in range(6)]
+            results = [(q.wait(timeout=300), q.stderr.read().decode(errors="replace"))
+                       for q in procs]
+            for q in procs:
+                q.stdout.close()
+                q.stderr.close()
+            winners = [err for rc, err in results if rc == 0]
+            losers = [err for rc, err in results if rc != 0]
+            label = "race %s #%d: 6 writers to one new name" % (name, attempt)
+            check(label + ": exactly one succeeds", len(winners) == 1,
+                  [rc for rc, _ in results])
+            check(label + ": every other one says exists",
+                  all(e.startswith("error: invalid_argument: ") and "exists" in e
+                      for e in losers), losers)
+            check(label + ": the file is a complete output, no temporary left",
+                  digest(out) == digest(ref if name == "convert" else obs_ref)
+                  and not [n for n in temps(WORK) if n.startswith("race-")],
+                  temps(WORK))
+
+
 def main():
     global TINYLM, WORK
     if len(sys.argv) != 3:
@@ -420,6 +462,7 @@ def main():
     shutil.rmtree(WORK, ignore_errors=True)
     os.makedirs(WORK)
     overwrites()
+    racing_writers()
     golden_overflow()
     permissions()
     special_inputs()
