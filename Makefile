@@ -4,6 +4,8 @@
 #   gcc   (default)  gcc -O2
 #   clang            clang -O2
 #   asan             clang -O1 with AddressSanitizer + UBSan, TL_DEBUG poisoning
+#   tsan             clang -O1 with ThreadSanitizer (`make CFG=tsan tsan-tests`:
+#                    the threaded suites alone, tests/run.sh's unit-tsan)
 # The wasm32 and libFuzzer builds have their own rules below.
 #
 #   make             native library + tinylm CLI (CFG=gcc)
@@ -32,8 +34,11 @@ else ifeq ($(CFG),asan)
 CC := clang
 CFG_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
              -fno-sanitize-recover=all -DTL_DEBUG
+else ifeq ($(CFG),tsan)
+CC := clang
+CFG_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=thread
 else
-$(error unknown CFG '$(CFG)': use gcc, clang or asan)
+$(error unknown CFG '$(CFG)': use gcc, clang, asan or tsan)
 endif
 
 WARN := -Wall -Wextra -Werror -Wpedantic -Wshadow -Wstrict-prototypes \
@@ -170,6 +175,22 @@ $(BUILD)/obj/gen/suites.o: $(BUILD)/gen/suites.c
 $(UNIT): $(call obj,$(CORE_TESTS) $(NATIVE_TESTS) $(HARNESS) \
                  tests/harness/main_native.c) $(BUILD)/obj/gen/suites.o $(LIB)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+# The suites that run threads (the pool, the public API's concurrent use,
+# the parallel fast forward), alone: what CFG=tsan builds and tests/run.sh's
+# unit-tsan runs under ThreadSanitizer.
+TSAN_SUITES := src/native/pool_test.c src/native/api_test.c src/native/fast_forward_test.c
+TSAN_UNIT := $(BUILD)/tsan_tests
+.PHONY: tsan-tests
+tsan-tests: $(TSAN_UNIT)
+$(BUILD)/gen/tsan_suites.c: Makefile
+	$(call gen_suites,$(TSAN_SUITES))
+$(TSAN_UNIT): $(call obj,$(TSAN_SUITES) $(HARNESS) tests/harness/main_native.c) \
+              $(BUILD)/obj/gen/tsan_suites.o $(LIB)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+$(BUILD)/obj/gen/tsan_suites.o: $(BUILD)/gen/tsan_suites.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c $< -o $@
 
 # The fast lane's mutation proof (tests/kernels/mutants.sh): the unit tests
 # with fault n of src/core/kernels/mutant.h compiled into the scalar twins

@@ -86,6 +86,7 @@ run_stage sampler-vectors /usr/bin/python3 tools/oracle/sampler_selftest_vectors
 run_stage build-gcc build CFG=gcc native
 run_stage build-clang build CFG=clang native
 run_stage build-asan build CFG=asan native
+run_stage build-tsan build CFG=tsan tsan-tests
 run_stage build-wasm build wasm
 run_stage build-web build web-modules web-page web-mutant web-pooltrap web-sampler-mutant
 run_stage build-neon build neon
@@ -94,6 +95,9 @@ run_stage kernel-mutants tests/kernels/mutants.sh gcc build/gcc
 run_stage unit-clang build/clang/unit_tests
 run_stage unit-asan env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
   UBSAN_OPTIONS=print_stacktrace=1 build/asan/unit_tests
+# The threaded suites (pool, API, fast forward) under ThreadSanitizer: any
+# report fails the stage.
+run_stage unit-tsan env TSAN_OPTIONS=halt_on_error=1:exitcode=66 build/tsan/tsan_tests
 run_stage unit-wasm node tests/wasm/run_unit.mjs build/wasm/unit_tests.wasm
 run_stage unit-wasm-simd128 node tests/wasm/run_unit.mjs build/wasm/unit_tests_simd128.wasm
 run_stage unit-neon tests/neon/qemu.sh unit

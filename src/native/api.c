@@ -882,6 +882,7 @@ done:
 
 tl_status tl_generation_run(tl_generation_handle gen, const tl_generation_params *params) {
   api_gen *g;
+  const char *refusal;
   tl_status st = acquire(TL_HANDLE_GENERATION, gen, (void **)&g);
   if (st != TL_OK) return st;
   if (params == NULL) {
@@ -889,16 +890,19 @@ tl_status tl_generation_run(tl_generation_handle gen, const tl_generation_params
     drop(&g->o);
     return st;
   }
+  /* Decided, and the reason chosen, under the lock: another thread's run
+   * of g writes g->state. */
   pthread_mutex_lock(&g_lock);
-  st = g->state != 0 || g->session->busy ? TL_ERR_INVALID_ARGUMENT : TL_OK;
-  if (st == TL_OK) {
+  refusal = g->state != 0        ? "a generation runs once"
+            : g->session->busy ? "another generation is running on this session"
+                               : NULL;
+  if (refusal == NULL) {
     g->state = 1;
     g->session->busy = true;
   }
   pthread_mutex_unlock(&g_lock);
-  if (st != TL_OK) {
-    st = FAIL(&g->o, st, g->state != 0 ? "a generation runs once"
-                                       : "another generation is running on this session");
+  if (refusal != NULL) {
+    st = FAIL(&g->o, TL_ERR_INVALID_ARGUMENT, "%s", refusal);
     drop(&g->o);
     return st;
   }

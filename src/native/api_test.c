@@ -1011,6 +1011,79 @@ done:
   TL_EXPECT_OK(t, tl_model_close(m));
 }
 
+typedef struct second_runner {
+  tl_generation_handle g;
+  atomic_int started, done; /* the first run has begun; it has returned */
+  size_t tries, refused;
+  char message[sizeof ((tl_error *)0)->message];
+} second_runner;
+
+static int signal_start(void *ctx, uint32_t id) {
+  second_runner *r = ctx;
+  (void)id;
+  atomic_store(&r->started, 1);
+  return 0;
+}
+
+/* Runs r->g again and again while the first run is under way and until it
+ * has returned: every try is refused. */
+static void *run_again(void *arg) {
+  second_runner *r = arg;
+  tl_generation_params p = {0};
+  tl_error e;
+  p.text = "Hi";
+  p.text_len = 2;
+  while (atomic_load(&r->started) == 0) sched_yield();
+  for (int last = 0; !last;) {
+    last = atomic_load(&r->done);
+    r->tries++;
+    if (tl_generation_run(r->g, &p) == TL_ERR_INVALID_ARGUMENT) r->refused++;
+    if (tl_error_detail(r->g, &e) == TL_OK) memcpy(r->message, e.message, sizeof r->message);
+  }
+  return NULL;
+}
+
+/* One generation run from two threads at once: the second is refused with
+ * a message that matches the state it saw (read under the lock: the
+ * ThreadSanitizer build, tests/run.sh's unit-tsan, reports the read of the
+ * generation's state after the lock was released that once was here). */
+#ifndef REPS
+#define REPS 64
+#endif
+static void a_generation_run_from_two_threads(tl_test_ctx *t) {
+  tl_model_handle m;
+  tl_session_handle s;
+  tl_generation_result res;
+  tl_generation_params p = {0};
+  pthread_t th;
+  if (!open_tiny(t, &m)) return;
+  TL_EXPECT_OK(t, tl_session_new(m, &scalar, &s));
+  for (int rep = 0; rep < REPS; rep++) {
+    second_runner r;
+    memset(&r, 0, sizeof r);
+    atomic_init(&r.started, 0);
+    atomic_init(&r.done, 0);
+    p.text = "Hello there";
+    p.text_len = strlen(p.text);
+    p.max_tokens = 2;
+    p.on_token = signal_start;
+    p.ctx = &r;
+    TL_EXPECT_OK(t, tl_generation_new(s, &r.g));
+    if (!TL_EXPECT(t, pthread_create(&th, NULL, run_again, &r) == 0)) break;
+    TL_EXPECT_OK(t, tl_generation_run(r.g, &p));
+    atomic_store(&r.done, 1);
+    pthread_join(th, NULL);
+    TL_EXPECT(t, r.tries > 0);
+    TL_EXPECT_EQ_U64(t, r.refused, r.tries);
+    TL_EXPECT_STR(t, r.message, "a generation runs once");
+    TL_EXPECT_OK(t, tl_generation_result_get(r.g, &res));
+    TL_EXPECT(t, res.n_ids > 0);
+    TL_EXPECT_OK(t, tl_generation_free(r.g));
+  }
+  TL_EXPECT_OK(t, tl_session_free(s));
+  TL_EXPECT_OK(t, tl_model_close(m));
+}
+
 static const tl_test_case cases[] = {
     TL_CASE(abi_mismatch_is_refused),
     TL_CASE(closed_handles_are_stale),
@@ -1021,6 +1094,7 @@ static const tl_test_case cases[] = {
     TL_CASE(cancel_from_the_callback_keeps_the_session),
     TL_CASE(cancel_from_another_thread),
     TL_CASE(one_generation_at_a_time_per_session),
+    TL_CASE(a_generation_run_from_two_threads),
     TL_CASE(prompts_by_text_ids_and_messages),
     TL_CASE(file_decode_errors_and_callbacks),
     TL_CASE(null_arguments_are_typed),
