@@ -22,6 +22,7 @@
 #include "file.h"
 #include "hash/sha256.h"
 #include "hub_http.h"
+#include "receipt.h"
 #include "receipt/node.h"
 #include "sha1.h"
 #include "tool_msg.h"
@@ -152,23 +153,10 @@ const char *tl_acq_allowlist_problem(const char *path) {
 }
 
 static bool is_hex(const char *s, size_t n) {
-  if (strlen(s) != n) return false;
+  if (s == NULL || strlen(s) != n) return false;
   for (size_t i = 0; i < n; i++)
     if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
       return false;
-  return true;
-}
-
-/* 64 lower-case hex digits into 32 bytes. */
-static bool hex32(const char *s, uint8_t out[32]) {
-  if (s == NULL || !is_hex(s, 64)) return false;
-  for (size_t i = 0; i < 32; i++) {
-    unsigned hi =
-        (unsigned)(s[2 * i] <= '9' ? s[2 * i] - '0' : s[2 * i] - 'a' + 10);
-    unsigned lo = (unsigned)(s[2 * i + 1] <= '9' ? s[2 * i + 1] - '0'
-                                                 : s[2 * i + 1] - 'a' + 10);
-    out[i] = (uint8_t)(hi << 4 | lo);
-  }
   return true;
 }
 
@@ -1408,62 +1396,13 @@ static json_t *node_meta(json_t *doc, const char *type) {
 tl_status tl_acq_graph_verify(const uint8_t *doc, size_t len,
                               const char *format, uint8_t root[32],
                               json_t **out, char *err, size_t cap) {
-  json_t *j = NULL, *nodes, *n;
-  const char *fmt, *root_hex;
-  char id_hex[65];
-  size_t i;
-  tl_status st = tl_cbor_to_json(doc, len, &j, err, cap);
+  /* The strict check first (receipt.c: every field of the format, typed,
+   * nothing else; every id recomputes; the graph exactly as written):
+   * whatever the JSON view is asked for afterwards is there, typed. */
+  tl_status st = tl_graph_receipt_check(doc, len, format, root, err, cap);
   *out = NULL;
   if (st != TL_OK) return st;
-  fmt = json_string_value(json_object_get(j, "format"));
-  root_hex = json_string_value(json_object_get(j, "root"));
-  nodes = json_object_get(j, "nodes");
-  if (fmt == NULL || strcmp(fmt, format) != 0 || root_hex == NULL ||
-      !json_is_array(nodes) || json_array_size(nodes) == 0 ||
-      json_array_size(nodes) > 64) {
-    json_decref(j);
-    return tl_fail(err, cap, TL_ERR_INVALID_MODEL, "not a %s document", format);
-  }
-  /* Children come first; each id recomputes from the node's type, its
-   * metadata (JSON values only: re-encoding it gives the bytes that were
-   * hashed) and its children's ids. */
-  json_array_foreach(nodes, i, n) {
-    const char *type = json_string_value(json_object_get(n, "type"));
-    const char *id = json_string_value(json_object_get(n, "id"));
-    json_t *kids = json_object_get(n, "children"), *kid,
-           *meta = json_object_get(n, "metadata");
-    uint8_t kid_ids[16 * 32], got[32], *enc = NULL;
-    size_t k, enc_len = 0;
-    bool ok = type != NULL && id != NULL && meta != NULL &&
-              json_is_array(kids) && json_array_size(kids) <= 16;
-    json_array_foreach(ok ? kids : NULL, k, kid) {
-      bool found = false;
-      for (size_t m = 0; m < i && !found; m++)
-        found =
-            json_equal(kid, json_object_get(json_array_get(nodes, m), "id"));
-      ok = ok && found && hex32(json_string_value(kid), kid_ids + 32 * k);
-    }
-    ok = ok && tl_cbor_encode_alloc(emit_json, meta, &enc, &enc_len) == TL_OK &&
-         tl_node_id(type, enc, enc_len, kid_ids, json_array_size(kids), got) ==
-             TL_OK;
-    free(enc);
-    if (ok) tl_cli_hex(got, 32, id_hex);
-    if (!ok || strcmp(id_hex, id) != 0) {
-      tl_fail(err, cap, TL_ERR_HASH_MISMATCH,
-              "node %zu (%.32s) does not hash to its id", i, type ? type : "?");
-      json_decref(j);
-      return TL_ERR_HASH_MISMATCH;
-    }
-  }
-  n = json_array_get(nodes, json_array_size(nodes) - 1);
-  if (strcmp(root_hex, json_string_value(json_object_get(n, "id"))) != 0 ||
-      !hex32(root_hex, root)) {
-    json_decref(j);
-    return tl_fail(err, cap, TL_ERR_INVALID_MODEL,
-                   "the root is not the last node");
-  }
-  *out = j;
-  return TL_OK;
+  return tl_cbor_to_json(doc, len, out, err, cap);
 }
 
 tl_status tl_acq_show(const uint8_t *doc, size_t len, bool json, FILE *out,
@@ -1498,6 +1437,8 @@ tl_status tl_acq_show(const uint8_t *doc, size_t len, bool json, FILE *out,
     fprintf(out, "%s\n", text ? text : "{}");
     free(text);
   } else {
+    /* Text the receipt carries (names the Hub chose) is shown escaped:
+     * non-ASCII as \\uXXXX, control characters as JSON escapes. */
     tl_cli_hex(root, 32, root_hex);
     fprintf(
         out, "%s receipt %s (every node id verified)\n",
@@ -1505,7 +1446,7 @@ tl_status tl_acq_show(const uint8_t *doc, size_t len, bool json, FILE *out,
         root_hex);
     json_array_foreach(json_object_get(j, "nodes"), i, n) {
       text = json_dumps(json_object_get(n, "metadata"),
-                        JSON_COMPACT | JSON_SORT_KEYS);
+                        JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
       fprintf(out, "  %-12s %.16s...  %s\n",
               json_string_value(json_object_get(n, "type")),
               json_string_value(json_object_get(n, "id")), text ? text : "");
@@ -1521,11 +1462,44 @@ tl_status tl_acq_show(const uint8_t *doc, size_t len, bool json, FILE *out,
   return TL_OK;
 }
 
+/* What is wrong with a schema-checked source node's values, or NULL. */
+static const char *source_problem(const json_t *source) {
+  const char *commit =
+      json_string_value(json_object_get(source, "resolved_commit"));
+  if (!tl_acq_valid_repo_id(
+          json_string_value(json_object_get(source, "repo_id"))))
+    return "source.repo_id is not a repository id";
+  if (!tl_acq_valid_revision(
+          json_string_value(json_object_get(source, "requested_revision"))))
+    return "source.requested_revision is not a revision";
+  if (commit == NULL || !is_hex(commit, 40))
+    return "source.resolved_commit is not a 40-digit commit";
+  return NULL;
+}
+
+/* The same for files[i] (paths pull would accept, each once; digests hex). */
+static const char *file_problem(const json_t *f, const json_t *files,
+                                size_t i) {
+  const char *p = json_string_value(json_object_get(f, "path"));
+  const char *sha = json_string_value(json_object_get(f, "sha256"));
+  const char *oid = json_string_value(json_object_get(f, "git_oid"));
+  const json_t *lfs = json_object_get(f, "lfs_oid");
+  if (p == NULL || tl_acq_path_problem(p) != NULL)
+    return "a file's path is not one pull would write";
+  for (size_t k = 0; k < i; k++)
+    if (strcmp(p, json_string_value(json_object_get(
+                      json_array_get(files, k), "path"))) == 0)
+      return "a file is listed twice";
+  if (sha == NULL || !is_hex(sha, 64) || oid == NULL || !is_hex(oid, 40) ||
+      !(json_is_null(lfs) || is_hex(json_string_value(lfs), 64)))
+    return "a file's sha256, git_oid or lfs_oid is not hex of its length";
+  return NULL;
+}
+
 tl_status tl_acq_receipt_read(const char *path, tl_acq_receipt *r, char *err,
                               size_t cap) {
   tl_file_view v;
   tl_status st;
-  json_t *nodes;
   memset(r, 0, sizeof *r);
   st = tl_file_open_view(path, &v, err, cap);
   if (st != TL_OK) return st;
@@ -1537,18 +1511,23 @@ tl_status tl_acq_receipt_read(const char *path, tl_acq_receipt *r, char *err,
     snprintf(err + len, cap - len, " (%s)", path);
     return st;
   }
-  nodes = json_object_get(r->doc, "nodes");
   r->source = node_meta(r->doc, "source");
   r->files = json_object_get(node_meta(r->doc, "files"), "files");
-  if (strcmp(json_string_value(json_object_get(
-                 json_array_get(nodes, json_array_size(nodes) - 1), "type")),
-             "acquisition") != 0 ||
-      !json_is_string(json_object_get(r->source, "resolved_commit")) ||
-      !json_is_string(json_object_get(r->source, "repo_id")) ||
-      !json_is_array(r->files)) {
-    tl_acq_receipt_free(r);
-    return tl_fail(err, cap, TL_ERR_INVALID_MODEL,
-                   "%s: not an acquisition receipt", path);
+  /* The schema has typed every field; the values are checked here as pull
+   * checks the Hub's (a receipt is read like any other input). */
+  {
+    const char *what = source_problem(r->source);
+    size_t i;
+    json_t *f;
+    json_array_foreach(r->files, i, f) {
+      if (what != NULL) break;
+      what = file_problem(f, r->files, i);
+    }
+    if (what != NULL) {
+      tl_acq_receipt_free(r);
+      return tl_fail(err, cap, TL_ERR_INVALID_ARGUMENT,
+                     "%s: not a valid acquisition receipt: %s", path, what);
+    }
   }
   return TL_OK;
 }
@@ -1599,9 +1578,10 @@ tl_status tl_drift(const tl_drift_options *o, tl_drift_report *r, char *err,
   snprintf(path, sizeof path, "%s/%s", o->dir, TL_ACQ_RECEIPT_NAME);
   st = tl_acq_receipt_read(path, &rec, err, cap);
   if (st != TL_OK) return st;
-  endpoint = o->net.endpoint
-                 ? o->net.endpoint
-                 : json_string_value(json_object_get(rec.source, "endpoint"));
+  /* Where to ask is the caller's choice (--endpoint, $HF_ENDPOINT or the
+   * default), never the receipt's: a directory someone hands over must not
+   * decide where the token goes. The receipt's endpoint is only compared. */
+  endpoint = json_string_value(json_object_get(rec.source, "endpoint"));
   revision =
       json_string_value(json_object_get(rec.source, "requested_revision"));
   commit = json_string_value(json_object_get(rec.source, "resolved_commit"));
@@ -1613,12 +1593,24 @@ tl_status tl_drift(const tl_drift_options *o, tl_drift_report *r, char *err,
     return tl_fail(err, cap, TL_ERR_INVALID_MODEL,
                    "%s: the source node is incomplete", path);
   }
-  snprintf(r->commit, sizeof r->commit, "%s", commit);
   r->changed = json_array();
   r->added = json_array();
   r->removed = json_array();
-  st = tl_hub_open(&c.hub, endpoint, o->net.token, o->net.timeout_s,
-                   o->net.max_redirects, err, cap);
+  snprintf(r->commit, sizeof r->commit, "%s", commit);
+  st = tl_hub_open(&c.hub, o->net.endpoint ? o->net.endpoint
+                                           : TL_ACQ_DEFAULT_ENDPOINT,
+                   o->net.token, o->net.timeout_s, o->net.max_redirects, err,
+                   cap);
+  if (st == TL_OK && strcmp(c.hub.endpoint, endpoint) != 0) {
+    char shown[600];
+    tl_hub_printable(endpoint, strlen(endpoint), shown, sizeof shown);
+    st = tl_fail(err, cap, TL_ERR_INVALID_ARGUMENT,
+                 "the acquisition receipt names the endpoint '%s', not '%s' "
+                 "(--endpoint, else $HF_ENDPOINT, else the default): nothing "
+                 "was sent; to ask the receipt's endpoint, name it with "
+                 "--endpoint",
+                 shown, c.hub.endpoint);
+  }
   if (st == TL_OK) st = resolve(&c, revision, r->now, NULL, 0, err, cap);
   if (st == TL_OK && strcmp(r->now, commit) != 0) {
     r->moved = true;
@@ -1638,7 +1630,7 @@ tl_status tl_drift(const tl_drift_options *o, tl_drift_report *r, char *err,
       const char *p = json_string_value(json_object_get(f, "path"));
       bool found = false;
       for (size_t k = 0; k < t.n && !found; k++)
-        found = strcmp(t.e[k].path, p) == 0;
+        found = p != NULL && strcmp(t.e[k].path, p) == 0;
       if (!found) json_array_append_new(r->removed, json_string(p));
     }
   }

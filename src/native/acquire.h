@@ -41,7 +41,9 @@ typedef struct tl_acq_limits {
 /* How pull and drift reach the Hub, and who they are. */
 typedef struct tl_acq_net {
   const char
-      *endpoint;     /* no trailing '/' needed; drift: NULL = the receipt's */
+      *endpoint;     /* no trailing '/' needed; NULL: the default. drift
+                        never asks the receipt's endpoint: it must equal
+                        this one */
   const char *token; /* NULL: anonymous; never printed or recorded */
   const char *build_id;
   long timeout_s;
@@ -103,9 +105,12 @@ typedef struct tl_acq_receipt {
 } tl_acq_receipt;
 
 /* Verifies a receipt file of the given format (TL_ACQ_FORMAT or
- * TL_DRIFT_FORMAT): every node id recomputes, children precede their
- * parents, the root is the last node. *out gets the document as JSON.
- * TL_ERR_INVALID_CBOR, TL_ERR_INVALID_MODEL (not that format),
+ * TL_DRIFT_FORMAT) with the strict check of run receipts
+ * (tl_graph_receipt_check: every field of the format present and typed,
+ * nothing else, every id recomputes, the graph exactly as the writer
+ * writes it). *out gets the document as JSON, every field the format
+ * defines there with its type. TL_ERR_INVALID_CBOR, TL_ERR_INVALID_ARGUMENT
+ * (a field unknown, missing, mistyped or out of place; not that format),
  * TL_ERR_HASH_MISMATCH (a node does not hash to its id). */
 tl_status tl_acq_graph_verify(const uint8_t *doc, size_t len,
                               const char *format, uint8_t root[32],

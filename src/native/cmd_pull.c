@@ -49,7 +49,12 @@ static const char drift_usage[] =
     "                    [--json]\n"
     "  Resolves the revision DIR was pulled at again and reports whether it\n"
     "  moved and which files differ, as a new observation receipt (default\n"
-    "  DIR.drift-<UTC time>.receipt.cbor beside DIR). DIR is only read.\n";
+    "  DIR.drift-<UTC time>.receipt.cbor beside DIR). DIR is only read.\n"
+    "  --endpoint       default $HF_ENDPOINT, else " TL_ACQ_DEFAULT_ENDPOINT
+    "\n"
+    "                   ($HF_TOKEN, when set, goes to this host only; the\n"
+    "                   endpoint named in DIR's receipt is never asked: it\n"
+    "                   must equal this one, else drift stops)\n";
 
 static const char *env_or(const char *name, const char *fallback) {
   const char *v = getenv(name);
@@ -236,6 +241,7 @@ int tl_cmd_drift(int argc, char **argv) {
   int rc;
   memset(&o, 0, sizeof o);
   begin(argc, argv, &o.net, &json);
+  o.net.endpoint = env_or("HF_ENDPOINT", TL_ACQ_DEFAULT_ENDPOINT);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     rc = net_flag(argc, argv, &i, json, &o.net);

@@ -30,6 +30,7 @@ typedef enum field_kind {
   K_BYTES,
   K_UINTS,      /* array of uints */
   K_BYTES_LIST, /* array of byte strings */
+  K_TEXTS,      /* array of text (each without U+0000) */
   K_MAP,        /* sub: its fields */
   K_MAPS        /* array of maps, sub: their fields */
 } field_kind;
@@ -139,12 +140,55 @@ SCHEMA(capability_meta, {"runtime", K_MAP, false, &capability_runtime},
        {"threads", K_UINT, false, NULL},
        {"artifact_id", K_DIGEST, false, NULL});
 
+/* tinylm pull's acquisition receipt (src/native/acquire.c:
+ * write_pull_receipt; docs/acquisition.md). Digests there are hex text. */
+SCHEMA(acq_builder, {"name", K_TEXT, false, NULL},
+       {"version", K_TEXT, false, NULL}, {"build_id", K_TEXT, false, NULL});
+SCHEMA(acq_source, {"endpoint", K_TEXT, false, NULL},
+       {"repo_id", K_TEXT, false, NULL},
+       {"requested_revision", K_TEXT, false, NULL},
+       {"resolved_commit", K_TEXT, false, NULL});
+SCHEMA(acq_file, {"path", K_TEXT, false, NULL}, {"size", K_UINT, false, NULL},
+       {"sha256", K_TEXT, false, NULL}, {"git_oid", K_TEXT, false, NULL},
+       {"lfs_oid", K_TEXT_OR_NULL, false, NULL});
+SCHEMA(acq_files, {"files", K_MAPS, false, &acq_file});
+SCHEMA(acq_limits, {"max_files", K_UINT, false, NULL},
+       {"max_file_bytes", K_UINT, false, NULL},
+       {"max_total_bytes", K_UINT, false, NULL},
+       {"max_depth", K_UINT, false, NULL});
+SCHEMA(acq_license, {"id", K_TEXT_OR_NULL, false, NULL},
+       {"source", K_TEXT_OR_NULL, false, NULL},
+       {"decision", K_TEXT, false, NULL},
+       {"license_file_sha256", K_TEXT_OR_NULL, false, NULL},
+       {"readme_sha256", K_TEXT_OR_NULL, false, NULL});
+SCHEMA(acq_policy, {"allowlist", K_TEXT, false, NULL},
+       {"profile", K_TEXT_OR_NULL, false, NULL},
+       {"limits", K_MAP, false, &acq_limits},
+       {"license", K_MAP, false, &acq_license});
+SCHEMA(acq_drift, {"re_resolved_commit", K_TEXT, false, NULL},
+       {"moved", K_BOOL, false, NULL});
+SCHEMA(acq_invocation, {"command", K_TEXT, false, NULL},
+       {"repo_id", K_TEXT, false, NULL}, {"revision", K_TEXT, false, NULL},
+       {"endpoint", K_TEXT, false, NULL},
+       {"accept_missing_license", K_BOOL, false, NULL});
+SCHEMA(acq_root, {"invocation", K_MAP, false, &acq_invocation});
+SCHEMA(acq_timings, {"download", K_UINT, false, NULL},
+       {"total", K_UINT, false, NULL}, {"bytes_fetched", K_UINT, false, NULL});
+/* tinylm drift's observation receipt (acquire.c: tl_drift). */
+SCHEMA(drift_observation, {"endpoint", K_TEXT, false, NULL},
+       {"re_resolved_commit", K_TEXT, false, NULL},
+       {"moved", K_BOOL, false, NULL}, {"changed", K_TEXTS, false, NULL},
+       {"added", K_TEXTS, false, NULL}, {"removed", K_TEXTS, false, NULL},
+       {"requested_revision", K_TEXT, false, NULL});
+SCHEMA(drift_root, {"acquisition_receipt_id", K_TEXT, false, NULL});
+SCHEMA(drift_timings, {"total", K_UINT, false, NULL});
+
 /* The node types of tinylm.receipt/1, their metadata and their children's
  * types (emit_meta and tl_run_receipt below write them). */
 typedef struct node_type {
   const char *name;
   const schema *meta;
-  int children[4]; /* indexes into node_types */
+  int children[8]; /* indexes into the format's node types */
   size_t n_children;
 } node_type;
 
@@ -169,6 +213,20 @@ static const node_type node_types[N_NODES] = {
      {T_ARTIFACT, T_RUNTIME, T_PROMPT, T_SAMPLER},
      4}};
 static const node_type capability_type = {"capability", &capability_meta, {0}, 0};
+
+/* tinylm.acquisition/1 and tinylm.drift/1, in their writers' order. */
+static const node_type acq_types[6] = {
+    {"builder", &acq_builder, {0}, 0},
+    {"source", &acq_source, {0}, 0},
+    {"files", &acq_files, {0}, 0},
+    {"policy", &acq_policy, {0}, 0},
+    {"drift", &acq_drift, {0}, 0},
+    {"acquisition", &acq_root, {0, 1, 2, 3, 4}, 5}};
+static const node_type drift_types[4] = {
+    {"builder", &acq_builder, {0}, 0},
+    {"source", &acq_source, {0}, 0},
+    {"observation", &drift_observation, {0}, 0},
+    {"drift", &drift_root, {0, 1, 2}, 3}};
 
 /* ------------------------------------------------------------------------ */
 /* The writer                                                               */
@@ -380,7 +438,7 @@ tl_status tl_run_receipt(const tl_run_facts *f, uint8_t **doc, size_t *len,
 typedef struct seen_node {
   const uint8_t *id;
   int type;
-  const uint8_t *children[4];
+  const uint8_t *children[8];
   size_t n_children;
   const uint8_t *meta;
   size_t meta_len;
@@ -471,6 +529,7 @@ static tl_status check_value(checker *c, const field *f, const char *path) {
                  : mistyped(c, path, "bytes");
     case K_UINTS:
     case K_BYTES_LIST:
+    case K_TEXTS:
     case K_MAPS:
       if (tl_cbor_expect_array(&c->r, &n) != TL_OK)
         return mistyped(c, path, "an array");
@@ -482,6 +541,8 @@ static tl_status check_value(checker *c, const field *f, const char *path) {
         else if (f->k == K_BYTES_LIST &&
                  tl_cbor_expect_bytes(&c->r, &b, &len) != TL_OK)
           st = mistyped(c, item, "bytes");
+        else if (f->k == K_TEXTS)
+          st = check_text(c, item);
         else if (f->k == K_MAPS)
           st = check_map(c, f->sub, item);
       }
@@ -557,7 +618,7 @@ static tl_status check_node(checker *c, size_t index, const node_type *types, in
   size_t kids_len = 0;
   bool has_type = false;
   char path[64];
-  uint8_t want[32], kids[4 * 32];
+  uint8_t want[32], kids[8 * 32];
   tl_status st;
   memset(out, 0, sizeof *out);
   snprintf(path, sizeof path, "nodes[%zu]", index);
@@ -609,7 +670,7 @@ static tl_status check_node(checker *c, size_t index, const node_type *types, in
     tl_cbor_reader_init(&kc.r, kids_at, kids_len, NULL);
     if (tl_cbor_expect_array(&kc.r, &n_kids) != TL_OK)
       return mistyped(&kc, sub, "an array");
-    if (n_kids != t->n_children) {
+    if (n_kids != t->n_children || n_kids > 8) {
       char what[64];
       snprintf(what, sizeof what, "expected %zu children", t->n_children);
       return bad(c, sub, what);
@@ -634,6 +695,7 @@ static tl_status check_node(checker *c, size_t index, const node_type *types, in
 }
 
 typedef struct graph {
+  const node_type *types; /* the format's */
   seen_node *nodes;
   size_t n;
   bool visited[MAX_NODES];
@@ -655,11 +717,11 @@ static tl_status walk(checker *c, graph *g, size_t i) {
                "nodes[%zu].children[%zu] is not a node of the file", i, k);
       return TL_ERR_INVALID_ARGUMENT;
     }
-    if (g->nodes[m].type != node_types[n->type].children[k]) {
+    if (g->nodes[m].type != g->types[n->type].children[k]) {
       snprintf(c->err, c->cap,
                "nodes[%zu].children[%zu] is a '%s' node, not '%s'", i, k,
-               node_types[g->nodes[m].type].name,
-               node_types[node_types[n->type].children[k]].name);
+               g->types[g->nodes[m].type].name,
+               g->types[g->types[n->type].children[k]].name);
       return TL_ERR_INVALID_ARGUMENT;
     }
     if (!g->visited[m]) {
@@ -768,7 +830,26 @@ static tl_status check_capability(checker *c, uint8_t root[32]) {
   return TL_OK;
 }
 
-static tl_status check_run(checker *c, uint8_t root[32]) {
+/* A graph format: its node types (the last is the root's), the schema of
+ * its timings and whether it is tinylm.receipt/1 (which has the optional
+ * execution record and token counts beside the timings). */
+typedef struct graph_format {
+  const char *format;
+  const node_type *types;
+  int n_types;
+  const schema *timings;
+  bool run;
+} graph_format;
+
+static const graph_format run_format = {RUN_FORMAT, node_types, N_NODES,
+                                        &timings, true};
+static const graph_format acq_format = {"tinylm.acquisition/1", acq_types, 6,
+                                        &acq_timings, false};
+static const graph_format drift_format = {"tinylm.drift/1", drift_types, 4,
+                                          &drift_timings, false};
+
+static tl_status check_graph(checker *c, const graph_format *gf,
+                             uint8_t root[32]) {
   static seen_node nodes[MAX_NODES];
   graph g;
   size_t n_pairs, n_nodes = 0;
@@ -776,25 +857,28 @@ static tl_status check_run(checker *c, uint8_t root[32]) {
   size_t times_len = 0, root_index;
   bool has_format = false, has_nodes = false;
   tl_status st;
-  tl_cbor_expect_map(&c->r, &n_pairs);
+  if (tl_cbor_expect_map(&c->r, &n_pairs) != TL_OK)
+    return mistyped(c, "receipt", "a map");
   for (size_t i = 0; i < n_pairs; i++) {
     const char *k;
     size_t klen;
-    if ((st = top_field(c, RUN_FORMAT, &k, &klen, &has_format, &root_id)) != TL_OK) return st;
+    if ((st = top_field(c, gf->format, &k, &klen, &has_format, &root_id)) != TL_OK)
+      return st;
     if (k == NULL) continue;
     if (tl_cbor_text_is(k, klen, "nodes")) {
       if (tl_cbor_expect_array(&c->r, &n_nodes) != TL_OK)
         return mistyped(c, "nodes", "an array");
       if (n_nodes > MAX_NODES) return bad(c, "nodes", "more than 64 nodes");
       for (size_t n = 0; n < n_nodes; n++)
-        if ((st = check_node(c, n, node_types, N_NODES, &nodes[n])) != TL_OK) return st;
+        if ((st = check_node(c, n, gf->types, gf->n_types, &nodes[n])) != TL_OK)
+          return st;
       has_nodes = true;
     } else if (tl_cbor_text_is(k, klen, "timings_us")) {
       if ((st = span(c, &times, &times_len)) != TL_OK) return st;
-      if ((st = check_span(c, times, times_len, &timings, "timings_us")) !=
+      if ((st = check_span(c, times, times_len, gf->timings, "timings_us")) !=
           TL_OK)
         return st;
-    } else if (tl_cbor_text_is(k, klen, "execution")) {
+    } else if (gf->run && tl_cbor_text_is(k, klen, "execution")) {
       if ((st = check_map(c, &execution, "execution")) != TL_OK) return st;
     } else {
       return unknown_top(c, k, klen);
@@ -807,9 +891,13 @@ static tl_status check_run(checker *c, uint8_t root[32]) {
        root_index++) {
   }
   if (root_index == n_nodes) return bad(c, "root", "not one of the nodes");
-  if (nodes[root_index].type != T_GENERATION)
-    return bad(c, "root", "not a generation node");
+  if (nodes[root_index].type != gf->n_types - 1) {
+    char what[96];
+    snprintf(what, sizeof what, "not a %s node", gf->types[gf->n_types - 1].name);
+    return bad(c, "root", what);
+  }
   memset(&g, 0, sizeof g);
+  g.types = gf->types;
   g.nodes = nodes;
   g.n = n_nodes;
   if ((st = walk(c, &g, root_index)) != TL_OK) return st;
@@ -818,7 +906,7 @@ static tl_status check_run(checker *c, uint8_t root[32]) {
     return TL_ERR_INVALID_ARGUMENT;
   }
   /* The token counts beside the timings are facts of the graph. */
-  for (size_t n = 0; n < n_nodes; n++) {
+  for (size_t n = 0; gf->run && n < n_nodes; n++) {
     const char *key = nodes[n].type == T_PROMPT       ? "prefill_tokens"
                       : nodes[n].type == T_GENERATION ? "decode_tokens"
                                                       : NULL;
@@ -834,6 +922,33 @@ static tl_status check_run(checker *c, uint8_t root[32]) {
   }
   memcpy(root, root_id, 32);
   return TL_OK;
+}
+
+static tl_status check_run(checker *c, uint8_t root[32]) {
+  return check_graph(c, &run_format, root);
+}
+
+tl_status tl_graph_receipt_check(const uint8_t *doc, size_t len,
+                                 const char *format, uint8_t root[32],
+                                 char *err, size_t err_cap) {
+  checker c = {.err = err, .cap = err_cap};
+  tl_cbor_fault fault;
+  const graph_format *gf = strcmp(format, acq_format.format) == 0 ? &acq_format
+                           : strcmp(format, drift_format.format) == 0
+                               ? &drift_format
+                               : NULL;
+  memset(root, 0, 32);
+  if (gf == NULL) {
+    snprintf(err, err_cap, "%s is not a graph receipt format", format);
+    return TL_ERR_INVALID_ARGUMENT;
+  }
+  if (tl_cbor_validate(doc, len, NULL, &fault) != TL_OK) {
+    snprintf(err, err_cap, "not deterministic CBOR: %s at byte %zu",
+             tl_cbor_fault_name(fault.kind), fault.offset);
+    return TL_ERR_INVALID_CBOR;
+  }
+  tl_cbor_reader_init(&c.r, doc, len, NULL);
+  return check_graph(&c, gf, root);
 }
 
 tl_status tl_receipt_check(const uint8_t *doc, size_t len,

@@ -82,6 +82,18 @@ typedef enum tl_receipt_kind {
 tl_status tl_receipt_check(const uint8_t *doc, size_t len, tl_receipt_kind *kind,
                            uint8_t root[32], char *err, size_t err_cap);
 
+/* The same strict check for the acquisition (tinylm.acquisition/1, tinylm
+ * pull) and drift observation (tinylm.drift/1, tinylm drift) receipts,
+ * whose format the reader names: every field of the file, of each node and
+ * of each node type's metadata is one the format defines, with its type;
+ * every node id recomputes; the nodes are exactly the graph under the
+ * root, each once, children first, the root of the format's root type;
+ * timings_us (outside the identity) strictly typed. Same errors as
+ * tl_receipt_check. */
+tl_status tl_graph_receipt_check(const uint8_t *doc, size_t len,
+                                 const char *format, uint8_t root[32],
+                                 char *err, size_t err_cap);
+
 /* `tinylm receipt show`: checks doc (tl_receipt_check) and prints it to
  * out, as JSON (the document with "verified" and, for a run receipt,
  * "unverified": the fields outside the root id) or as text (sampler

@@ -405,12 +405,12 @@ def drift(work, out, doc, commit, moved_to):
     before = dir_digest(out)
     fault("none")
     obs = os.path.join(work, "drift-none.cbor")
-    rc, so, se = run(["drift", out, "-o", obs, "--json"])
+    rc, so, se = run(["drift", out, "-o", obs, "--json", "--endpoint", "http://127.0.0.1:%d" % HUB])
     j = json.loads(so) if rc == 0 else {}
     check("drift (none): exit 0, not moved", rc == 0 and j.get("moved") is False and j.get("now") == commit, se)
     fault("moved")
     obs = os.path.join(work, "drift-moved.cbor")
-    rc, so, se = run(["drift", out, "-o", obs, "--json"])
+    rc, so, se = run(["drift", out, "-o", obs, "--json", "--endpoint", "http://127.0.0.1:%d" % HUB])
     j = json.loads(so) if rc == 0 else {}
     check("drift: moved", rc == 0 and j.get("moved") is True and j.get("now") == moved_to, se)
     check("drift: names the changed file", j.get("changed") == ["README.md"] and j.get("added") == []
@@ -428,7 +428,7 @@ def drift(work, out, doc, commit, moved_to):
         check("drift: receipt show verifies it", rc == 0 and json.loads(so).get("verified") is True, se)
     # A file the allowlist would refuse is observed, not refused.
     fault("moved_added")
-    rc, so, se = run(["drift", out, "-o", os.path.join(work, "drift-added.cbor"), "--json"])
+    rc, so, se = run(["drift", out, "-o", os.path.join(work, "drift-added.cbor"), "--json", "--endpoint", "http://127.0.0.1:%d" % HUB])
     j = json.loads(so) if rc == 0 else {}
     check("drift: added and removed files", rc == 0 and j.get("moved") is True and
           j.get("added") == ["modeling_qwen3.py"] and j.get("removed") == ["LICENSE"] and
@@ -486,6 +486,103 @@ def staging_listing(d):
         with open(os.path.join(d, n), "rb") as f:
             out.append((n, f.read()))
     return out
+
+
+def reseal(doc):
+    """Recomputes every node id, children first, and the root (what a
+    forger does after editing a receipt) and returns the file's bytes."""
+    ids = {}
+    for n in doc["nodes"]:
+        n["children"] = [ids.get(c, c) for c in n["children"]]
+        new = node_id(n)
+        ids[n["id"]] = new
+        if doc["root"] == n["id"]:
+            doc["root"] = new
+        n["id"] = new
+    return cbor2.dumps(doc, canonical=True)
+
+
+def handed_dir(work, out, name, change):
+    """A copy of the pulled directory out whose receipt was edited by
+    change(doc, nodes) and resealed: a directory someone hands over."""
+    d = os.path.join(work, name)
+    shutil.rmtree(d, ignore_errors=True)
+    shutil.copytree(out, d)
+    _, doc, nodes = read_receipt(os.path.join(d, "acquisition.receipt.cbor"))
+    change(doc, nodes)
+    with open(os.path.join(d, "acquisition.receipt.cbor"), "wb") as f:
+        f.write(reseal(doc))
+    return d
+
+
+def drift_endpoint(work, out, source):
+    """Issue 23.2: drift asks the endpoint the caller names (--endpoint,
+    else $HF_ENDPOINT, else the default), never the one written in DIR's
+    receipt, which is only compared: a second hub named by a handed-over
+    receipt receives no request (and so never sees $HF_TOKEN)."""
+    fault("none")
+    mine = "http://127.0.0.1:%d" % HUB
+    other = subprocess.Popen(["/usr/bin/python3", os.path.join(HERE, "hub_fixture.py"), source,
+                              "--lifetime", "300"], stdout=subprocess.PIPE, text=True)
+    try:
+        theirs = "http://127.0.0.1:%d" % int(other.stdout.readline().split()[1])
+
+        def their_log():
+            with urllib.request.urlopen(theirs + "/_fixture/log", timeout=10) as r:
+                return json.loads(r.read())
+
+        def point_at_theirs(doc, nodes):
+            nodes["source"]["metadata"]["endpoint"] = theirs
+            nodes["acquisition"]["metadata"]["invocation"]["endpoint"] = theirs
+        handed = handed_dir(work, out, "handed", point_at_theirs)
+        rc, so, se = run(["receipt", "show", os.path.join(handed, "acquisition.receipt.cbor")])
+        check("drift endpoint: the handed receipt verifies (ids recomputed)", rc == 0, se)
+        seen = len(hub_log())
+        for how, args, env in (("$HF_ENDPOINT", [], {"HF_ENDPOINT": mine}),
+                               ("--endpoint", ["--endpoint", mine], {})):
+            rc, so, se = run(["drift", handed, "-o", os.path.join(work, "handed-drift.cbor"),
+                              "--json"] + args, env=dict(env, HF_TOKEN=TOKEN))
+            j = json.loads(so) if so.strip() else {}
+            check("drift endpoint (%s): the receipt's hub receives no request" % how,
+                  their_log() == [], their_log())
+            check("drift endpoint (%s): refused, naming both endpoints, nothing sent" % how,
+                  rc == 1 and j.get("error") == "invalid_argument" and theirs in se and
+                  mine in se and "nothing was sent" in se and
+                  not os.path.exists(os.path.join(work, "handed-drift.cbor")), (rc, se))
+        check("drift endpoint: the caller's hub is not asked either (refused first)",
+              len(hub_log()) == seen, hub_log()[seen:])
+        # Named by the caller, the receipt's endpoint is asked.
+        rc, so, se = run(["drift", handed, "-o", os.path.join(work, "handed-drift.cbor"),
+                          "--json", "--endpoint", theirs])
+        check("drift endpoint: --endpoint naming the receipt's hub asks it",
+              rc == 0 and len(their_log()) > 0 and all(r["auth"] is None for r in their_log()),
+              (rc, se, their_log()))
+        # The environment alone is enough when it names the receipt's hub.
+        rc, so, se = run(["drift", out, "-o", os.path.join(work, "env-drift.cbor"), "--json"],
+                         env={"HF_ENDPOINT": mine + "/", "HF_TOKEN": TOKEN})
+        asked = hub_log()[seen:]
+        check("drift endpoint: $HF_ENDPOINT naming the receipt's hub is used, with the token",
+              rc == 0 and len(asked) > 0 and all(r["auth"] == "Bearer " + TOKEN for r in asked),
+              (rc, se, asked))
+    finally:
+        other.terminate()
+        other.wait(timeout=10)
+
+
+def drift_schema(work, out):
+    """Issue 23.6: a receipt's file entry without "path" (ids recomputed)
+    crashed drift (a NULL path compared) when the revision had moved; it is
+    refused as invalid_argument before any request."""
+    fault("moved")
+    bad = handed_dir(work, out, "no-path", lambda doc, nodes:
+                     nodes["files"]["metadata"]["files"][0].pop("path"))
+    rc, so, se = run(["drift", bad, "-o", os.path.join(work, "no-path-drift.cbor"), "--json",
+                      "--endpoint", "http://127.0.0.1:%d" % HUB])
+    j = json.loads(so) if so.strip() else {}
+    check("drift: a file entry without path is invalid_argument, no request",
+          rc == 1 and j.get("error") == "invalid_argument" and "missing field 'path'" in se and
+          hub_log() == [], (rc, se))
+    fault("none")
 
 
 def guarded(fn, *args):
@@ -768,6 +865,8 @@ def main():
         guarded(hostile_text, work, out)
         guarded(https_downgrade, work, https_port, cert)
         guarded(resume_whole_file, work, commit)
+        guarded(drift_endpoint, work, out, source)
+        guarded(drift_schema, work, out)
     finally:
         fx.terminate()
         fx.wait(timeout=10)

@@ -30,7 +30,15 @@ on the tiny golden artifact:
     unverified; it is strictly typed; a receipt written before it existed
     (before-execution.receipt.cbor, committed) still verifies;
   * the converter's receipt displays (not verified: a record), forged
-    ones are refused; `tinylm receipt` alone prints its usage once.
+    ones are refused; `tinylm receipt` alone prints its usage once;
+  * acquisition and drift receipts (tinylm pull, tinylm drift), written
+    here for a synthetic checkpoint, verify; forged ones with every id
+    recomputed (an unknown, missing or mistyped field in a node, a file
+    entry or at the top level, an unknown node type, an extra node, nodes
+    or children out of order, the root elsewhere) are invalid_argument
+    naming the field, from `receipt show` and from `convert`, which writes
+    no artifact (the same forgeries were accepted, or crashed convert,
+    before issue 23.3/23.6).
 
     forged_test.py TINYLM WORKDIR
 """
@@ -554,6 +562,217 @@ def test_convert_receipt():
                     "not tinylm.convert/1")
 
 
+# --- acquisition and drift receipts (tinylm pull, tinylm drift) -------------
+
+def blob_oid(data):
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def acquisition_receipt(hf):
+    """An acquisition receipt for the files of hf, in the layout `tinylm
+    pull` writes (docs/acquisition.md), every id computed here."""
+    files = []
+    for name in sorted(os.listdir(hf)):
+        with open(os.path.join(hf, name), "rb") as f:
+            data = f.read()
+        sha = hashlib.sha256(data).hexdigest()
+        files.append({"path": name, "size": len(data), "sha256": sha, "git_oid": blob_oid(data),
+                      "lfs_oid": sha if name.endswith(".safetensors") else None})
+    endpoint, repo, commit = "https://huggingface.co", "tinylm-test/qwen3-tiny", "a" * 40
+    metas = [
+        ("builder", {"name": "tinylm pull", "version": "0", "build_id": "forged-test"}),
+        ("source", {"endpoint": endpoint, "repo_id": repo, "requested_revision": "main",
+                    "resolved_commit": commit}),
+        ("files", {"files": files}),
+        ("policy", {"allowlist": "qwen3/1", "profile": None,
+                    "limits": {"max_files": 64, "max_file_bytes": 1 << 36,
+                               "max_total_bytes": 1 << 38, "max_depth": 1},
+                    "license": {"id": None, "source": None, "decision": "accepted-missing",
+                                "license_file_sha256": None, "readme_sha256": None}}),
+        ("drift", {"re_resolved_commit": commit, "moved": False}),
+    ]
+    nodes = [{"id": b"", "type": t, "children": [], "metadata": m} for t, m in metas]
+    for n in nodes:
+        n["id"] = node_id(n)
+    root = {"id": b"", "type": "acquisition", "children": [n["id"] for n in nodes],
+            "metadata": {"invocation": {"command": "tinylm pull", "repo_id": repo,
+                                        "revision": "main", "endpoint": endpoint,
+                                        "accept_missing_license": True}}}
+    root["id"] = node_id(root)
+    return {"format": "tinylm.acquisition/1", "root": root["id"], "nodes": nodes + [root],
+            "timings_us": {"download": 1, "total": 2, "bytes_fetched": 3}}
+
+
+def drift_receipt(acq):
+    """A drift observation receipt on acq, in the layout `tinylm drift` writes."""
+    src = next(n for n in acq["nodes"] if n["type"] == "source")
+    nodes = [{"id": b"", "type": "builder", "children": [],
+              "metadata": {"name": "tinylm drift", "version": "0", "build_id": "forged-test"}},
+             copy.deepcopy(src),
+             {"id": b"", "type": "observation", "children": [],
+              "metadata": {"endpoint": src["metadata"]["endpoint"], "re_resolved_commit": "b" * 40,
+                           "moved": True, "changed": ["README.md"], "added": [], "removed": [],
+                           "requested_revision": "main"}}]
+    for n in nodes:
+        n["id"] = node_id(n)
+    root = {"id": b"", "type": "drift", "children": [n["id"] for n in nodes],
+            "metadata": {"acquisition_receipt_id": acq["root"].hex()}}
+    root["id"] = node_id(root)
+    return {"format": "tinylm.drift/1", "root": root["id"], "nodes": nodes + [root],
+            "timings_us": {"total": 5}}
+
+
+def node_of(doc, t):
+    return next(n for n in doc["nodes"] if n["type"] == t)
+
+
+def graph_forgeries(kind, good):
+    """(name, forged document, the detail's needle): every id recomputed."""
+    out = []
+
+    def forged(name, change, needle):
+        d = copy.deepcopy(good)
+        change(d)
+        out.append((f"{kind} {name}", rehash(d), needle))
+
+    first_leaf = "endpoint" if kind == "acquisition" else "endpoint"
+    forged("source node with an unknown field",
+           lambda d: node_of(d, "source")["metadata"].__setitem__("mirror", "https://evil"),
+           "unknown field 'mirror'")
+    forged("source node without endpoint",
+           lambda d: node_of(d, "source")["metadata"].pop(first_leaf),
+           "missing field 'endpoint'")
+    forged("source repo_id of the wrong type",
+           lambda d: node_of(d, "source")["metadata"].__setitem__("repo_id", 7),
+           "source).metadata.repo_id: expected text")
+    forged("builder version as bytes",
+           lambda d: node_of(d, "builder")["metadata"].__setitem__("version", b"0"),
+           "metadata.version: expected text")
+    forged("an unknown top-level field",
+           lambda d: d.__setitem__("signed_by", "huggingface"),
+           "unknown top-level field 'signed_by'")
+    forged("timings_us with an extra field",
+           lambda d: d["timings_us"].__setitem__("fetched_from", "x"),
+           "unknown field 'fetched_from'")
+    forged("a node with a fifth field",
+           lambda d: node_of(d, "builder").__setitem__("signature", b"x"),
+           "unknown field 'signature'")
+
+    def extra_node(d):
+        n = copy.deepcopy(node_of(d, "builder"))
+        n["metadata"]["name"] = "someone else"
+        n["id"] = node_id(n)
+        d["nodes"].insert(0, n)
+    forged("an extra node outside the graph", extra_node, "out of place")
+
+    def unknown_type(d):
+        n = node_of(d, "builder")
+        n["type"] = "signature"
+    forged("a node of an unknown type", unknown_type, "unknown node type 'signature'")
+
+    def swapped(d):
+        d["nodes"][0], d["nodes"][1] = d["nodes"][1], d["nodes"][0]
+    forged("two nodes swapped", swapped, "out of place")
+
+    def children_swapped(d):
+        r = d["nodes"][-1]
+        r["children"][0], r["children"][1] = r["children"][1], r["children"][0]
+    forged("the root's children swapped", children_swapped, "children[0] is a 'source' node")
+
+    def root_elsewhere(d):
+        d["root"] = d["nodes"][0]["id"]
+    forged("root naming the builder node", root_elsewhere, "root: not a")
+
+    def fewer_children(d):
+        d["nodes"][-1]["children"].pop()
+    forged("the root without its last child", fewer_children, "expected")
+    if kind == "acquisition":
+        forged("a file without path",
+               lambda d: node_of(d, "files")["metadata"]["files"][0].pop("path"),
+               "missing field 'path'")
+        forged("a file size as text",
+               lambda d: node_of(d, "files")["metadata"]["files"][0].__setitem__("size", "12"),
+               "files[0].size: expected an unsigned integer")
+        forged("a file with an unknown field",
+               lambda d: node_of(d, "files")["metadata"]["files"][0].__setitem__("origin", "x"),
+               "unknown field 'origin'")
+    else:
+        forged("observation changed as text",
+               lambda d: node_of(d, "observation")["metadata"].__setitem__("changed", "README.md"),
+               "changed: expected an array")
+        forged("observation added holding a number",
+               lambda d: node_of(d, "observation")["metadata"].__setitem__("added", [1]),
+               "added[0]: expected text")
+    return out
+
+
+def test_acquisition_receipts():
+    """docs/acquisition.md: acquisition and drift receipts are checked like
+    run receipts; convert binds only a receipt that passes (a forged one
+    with recomputed ids would otherwise lend the artifact its provenance)."""
+    hf = os.path.join(WORK, "hf")
+    p = tinylm("synth", "--config", "tiny", "--seed", "7", "--tokenizer-dir", TOKENIZER_DIR,
+               "-o", hf)
+    if not check("synth a checkpoint for the acquisition receipts", p.returncode == 0,
+                 p.stderr.decode(errors="replace")):
+        return
+    # As in tests/convert: the synthetic generation_config.json's EOS
+    # disagreement would stop the conversion (the file is optional).
+    os.remove(os.path.join(hf, "generation_config.json"))
+    good = acquisition_receipt(hf)
+    pj, pt, out = show(good, "acquisition")
+    check("an acquisition receipt written here verifies (receipt show)",
+          pj.returncode == 0 and out is not None and out.get("verified") is True and
+          pt.returncode == 0, (pj.stderr + pt.stderr).decode(errors="replace"))
+    receipt = os.path.join(hf, "acquisition.receipt.cbor")
+
+    def convert(doc, name):
+        with open(receipt, "wb") as f:
+            f.write(enc(doc))
+        slm = os.path.join(WORK, name + ".slm")
+        p = tinylm("convert", hf, "-o", slm, "--force", "--json")
+        return p, slm
+
+    p, slm = convert(good, "acq-good")
+    check("convert binds the acquisition receipt written here",
+          p.returncode == 0, p.stderr.decode(errors="replace"))
+    if p.returncode == 0:
+        i = tinylm("inspect", slm, "--json")
+        acq = json.loads(i.stdout).get("acquisition") if i.returncode == 0 else None
+        check("inspect names the receipt convert bound",
+              acq is not None and acq.get("receipt_id") == good["root"].hex(), acq)
+    drift = drift_receipt(good)
+    pj, pt, out = show(drift, "drift")
+    check("a drift receipt written here verifies (receipt show)",
+          pj.returncode == 0 and out is not None and out.get("verified") is True,
+          (pj.stderr + pt.stderr).decode(errors="replace"))
+    for kind, doc in (("acquisition", good), ("drift", drift)):
+        for name, bad, needle in graph_forgeries(kind, doc):
+            expect_rejected(name, bad, "invalid_argument", needle)
+            if kind == "acquisition":
+                p, slm = convert(bad, "acq-forged")
+                err = p.stderr.decode(errors="replace")
+                check(f"convert refuses the {name}: invalid_argument naming {needle!r}, "
+                      "no artifact", p.returncode == 1 and
+                      "invalid_argument" in err and needle in err and not os.path.exists(slm),
+                      f"rc={p.returncode} {err}")
+    # Values the schema types but pull would never write.
+    for name, change, needle in (
+            ("a file path with '..'", lambda d: node_of(d, "files")["metadata"]["files"][0]
+             .__setitem__("path", "../config.json"), "path is not one pull would write"),
+            ("a commit that is not 40 hex digits", lambda d: node_of(d, "source")["metadata"]
+             .__setitem__("resolved_commit", "main"), "resolved_commit"),
+            ("a file listed twice", lambda d: node_of(d, "files")["metadata"]["files"]
+             .append(copy.deepcopy(node_of(d, "files")["metadata"]["files"][0])),
+             "listed twice")):
+        d = copy.deepcopy(good)
+        change(d)
+        p, slm = convert(rehash(d), "acq-value")
+        err = p.stderr.decode(errors="replace")
+        check(f"convert refuses {name}", p.returncode == 1 and "invalid_argument" in err and
+              needle in err and not os.path.exists(slm), f"rc={p.returncode} {err}")
+
+
 def test_usage():
     p = tinylm("receipt")
     err = p.stderr.decode()
@@ -579,7 +798,7 @@ def main():
                            "--temperature", "0.9", "--top-k", "40", "--top-p", "0.95",
                            "--min-p", "0.01", "--repeat-penalty", "1.1", "--stop", "zzz")
     tests = [test_big_seeds, test_policy_in_identity, test_generation_prompt_recorded,
-             test_convert_receipt, test_usage, test_old_receipt]
+             test_convert_receipt, test_usage, test_old_receipt, test_acquisition_receipts]
     if raw is not None:
         tests += [lambda: test_independent_ids(raw), lambda: test_display(raw, out),
                   lambda: test_execution(raw),
