@@ -29,6 +29,19 @@
 
 #define MAX_PATH 256
 #define MAX_TREE_PAGES 10000
+/* Bounds on the Hub's JSON answers (issue 23.5: 63 MB of [{},{},...] took
+ * 4.8 GB), by what each answer can justify. The revision's model info lists
+ * the repository's files, its card data and the spaces using it: 16 MiB
+ * and 2^18 values hold thousands of each. A tree page may hold only the
+ * entries the tree still may (pull: --max-files; drift, which observes
+ * without the allowlist: DRIFT_MAX_ENTRIES), each at most
+ * TREE_ENTRY_BYTES of JSON (a path of at most 255 bytes, three hex ids,
+ * sizes and keys take about 500) and TREE_ENTRY_VALUES values (about 20). */
+#define INFO_MAX_BYTES ((uint64_t)16 << 20)
+#define INFO_MAX_VALUES ((size_t)1 << 18)
+#define TREE_ENTRY_BYTES 2048
+#define TREE_ENTRY_VALUES 32
+#define DRIFT_MAX_ENTRIES 10000
 #define PROGRESS_BYTES ((uint64_t)8 << 20)
 #define LFS_POINTER_PREFIX "version https://git-lfs.github.com/spec/"
 
@@ -252,6 +265,9 @@ static tl_status tree_add(tree *t, const json_t *item, const tl_acq_limits *l,
   const json_t *size = json_object_get(item, "size");
   entry *e;
   tl_status st = l != NULL ? judge_entry(t, item, l, err, cap) : TL_OK;
+  if (l == NULL && ++t->n_entries > DRIFT_MAX_ENTRIES)
+    return tl_fail(err, cap, TL_ERR_BOUNDS,
+                   "the tree has more than %d entries", DRIFT_MAX_ENTRIES);
   if (st != TL_OK || path == NULL || type == NULL ||
       strcmp(type, "directory") == 0)
     return st;
@@ -326,7 +342,8 @@ static tl_status resolve(ctx *c, const char *rev, char commit[41],
     return tl_fail(err, cap, TL_ERR_INVALID_ARGUMENT, "revision too long");
   snprintf(url, sizeof url, "%s/api/models/%s/revision/%s", c->hub.endpoint,
            c->repo_id, qrev);
-  st = tl_hub_get_json(&c->hub, url, &info, &hd, &transport, err, cap);
+  st = tl_hub_get_json(&c->hub, url, INFO_MAX_BYTES, INFO_MAX_VALUES, &info,
+                       &hd, &transport, err, cap);
   if (st != TL_OK) {
     c->transient |= transport;
     return st;
@@ -372,7 +389,15 @@ static tl_status list_tree(ctx *c, const char *commit, const tl_acq_limits *l,
                    MAX_TREE_PAGES);
       break;
     }
-    st = tl_hub_get_json(&c->hub, url, &doc, &hd, &transport, err, cap);
+    /* One entry more than allowed gets its own message (tree_add). */
+    size_t room = (l != NULL ? l->max_files : DRIFT_MAX_ENTRIES) + 1 -
+                  (t->n_entries < (l != NULL ? l->max_files : DRIFT_MAX_ENTRIES)
+                       ? t->n_entries
+                       : (l != NULL ? l->max_files : DRIFT_MAX_ENTRIES));
+    st = tl_hub_get_json(&c->hub, url,
+                         (uint64_t)room * TREE_ENTRY_BYTES + 4096,
+                         room * TREE_ENTRY_VALUES + 16, &doc, &hd, &transport,
+                         err, cap);
     if (st != TL_OK) {
       c->transient |= transport;
       break;

@@ -58,11 +58,26 @@ tl_status tl_hub_get(tl_hub *h, const char *url, uint64_t offset,
                      tl_hub_headers *hd, bool *transport, char *err,
                      size_t cap);
 
-/* GET url as a JSON document (at most 64 MiB); an answer that is not JSON
- * is TL_ERR_IO. */
-tl_status tl_hub_get_json(tl_hub *h, const char *url, json_t **out,
-                          tl_hub_headers *hd, bool *transport, char *err,
-                          size_t cap);
+/* GET url as a JSON document of at most max_bytes (TL_ERR_BOUNDS beyond,
+ * as tl_hub_get) holding at most max_values values (tl_hub_parse_json); an
+ * answer that is not JSON is TL_ERR_IO. The caller sizes both by what the
+ * answer can justify. */
+tl_status tl_hub_get_json(tl_hub *h, const char *url, uint64_t max_bytes,
+                          size_t max_values, json_t **out, tl_hub_headers *hd,
+                          bool *transport, char *err, size_t cap);
+
+/* An upper bound on the values and keys in the JSON text p[0..n): one plus
+ * its '{', '[', ',' and ':' outside strings, counted without allocating;
+ * the count stops past limit. */
+size_t tl_hub_json_values(const uint8_t *p, size_t n, size_t limit);
+
+/* p[0..n) as JSON when it holds at most max_values values (else
+ * TL_ERR_BOUNDS, before anything is allocated): memory in proportion to
+ * what the caller allows, whatever the bytes. Not JSON: TL_ERR_IO. what
+ * names the answer in messages. */
+tl_status tl_hub_parse_json(const uint8_t *p, size_t n, size_t max_values,
+                            const char *what, json_t **out, char *err,
+                            size_t cap);
 
 /* s[0..n) made safe to print and to serialize as JSON: control
  * characters (C0, DEL, C1), line/paragraph separators and bidirectional

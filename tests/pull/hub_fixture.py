@@ -60,6 +60,13 @@ README_V2 = README + b"\nRevised model card.\n"
 LICENSE = b"Apache License\nVersion 2.0, January 2004\n(test fixture copy)\n"
 GITATTRIBUTES = b"*.safetensors filter=lfs diff=lfs merge=lfs -text\ntokenizer.json filter=lfs diff=lfs merge=lfs -text\n"
 
+
+def empty_objects(megabytes):
+    """[{},{},...] of about that many MB: the shape that drove pull to
+    4.8 GB (issue 23.5)."""
+    return b"[" + b"{}," * (megabytes * 1000 * 1000 // 3) + b"{}]"
+
+
 FAULTS = {
     "none": "the good path",
     "commit_header": "config.json answers with another X-Repo-Commit",
@@ -98,6 +105,8 @@ FAULTS = {
     "slow_error": "model info answers 500 with an endless body, a byte every 0.2 s",
     "endless_error": "model info answers 500 with an endless body, as fast as it goes",
     "slow_json": "model info answers 200 with an endless JSON body, a byte every 0.2 s",
+    "huge_tree": "the tree's first page is 63 MB of [{},{},...] (issue 23.5)",
+    "huge_info": "model info answers 200 with 12 MB of [{},{},...] (under the size cap, over the value cap)",
     "hostile_error": "model info answers 404 with escape sequences and bytes that are not UTF-8 in X-Error-Message",
     "hostile_name": "the tree holds a name with escape sequences and C1/bidi controls",
     "moved_hostile": "main names a fourth commit that adds a file with that name",
@@ -282,6 +291,11 @@ class Hub(Handler):
                 return self.endless(200, [("Content-Type", "application/json")], b" ", 0.2)
             if fault == "hostile_error":
                 return self.send(404, b"{}", [("X-Error-Message", HOSTILE_HEADER)])
+            if fault == "huge_info":
+                try:
+                    return self.send(200, empty_objects(12), [("Content-Type", "application/json")])
+                except OSError:
+                    return None
             rev = unquote(url.path[len(repo_prefix + "revision/"):])
             with STATE.lock:
                 moved = (fault == "branch_moved" and STATE.resolutions > 0) or fault == "moved"
@@ -320,6 +334,11 @@ class Hub(Handler):
             }.get(fault)
             if extra is not None:
                 entries.insert(len(entries) // 2, extra)
+            if fault == "huge_tree":
+                try:  # pull hangs up once it has read what it allows
+                    return self.send(200, empty_objects(63), [("Content-Type", "application/json")])
+                except OSError:
+                    return None
             if fault == "huge_size":
                 for e in entries:
                     if e["path"] == "model.safetensors":

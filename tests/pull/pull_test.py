@@ -585,6 +585,42 @@ def drift_schema(work, out):
     fault("none")
 
 
+def huge_json(work):
+    """Issue 23.5: 63 MB of [{},{},...] as the tree drove pull to 4.8 GB.
+    Every Hub JSON answer is bounded by what it can justify: the tree page
+    by the entries the tree may still hold (--max-files), the model info by
+    16 MiB and 2^18 values; pull refuses with bounds, its peak RSS (of a
+    child of its own, resource.getrusage) far below the answer's cost."""
+    for name, needle in (("huge_tree", "bounds"), ("huge_info", "JSON values")):
+        fault(name)
+        out = os.path.join(work, name)
+        probe = ("import resource, subprocess, sys\n"
+                 "p = subprocess.Popen(sys.argv[1:], stderr=subprocess.PIPE)\n"
+                 "try:\n"
+                 "    err = p.communicate(timeout=120)[1]\n"
+                 "except subprocess.TimeoutExpired:\n"
+                 "    p.kill()\n"
+                 "    err = p.communicate()[1] + b'(killed after 120 s)'\n"
+                 "sys.stdout.write('%d %d\\n' % (p.returncode, "
+                 "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))\n"
+                 "sys.stdout.write(err.decode(errors='replace'))\n")
+        e = dict(os.environ)
+        e.pop("HF_TOKEN", None)
+        e.pop("HF_ENDPOINT", None)
+        p = subprocess.run(["/usr/bin/python3", "-c", probe, TINYLM, "pull", REPO, "-o", out,
+                            "--endpoint", "http://127.0.0.1:%d" % HUB, "--timeout", "100"],
+                           capture_output=True, text=True, timeout=180, env=e)
+        first, _, err = p.stdout.partition("\n")
+        rc, rss_kb = (int(x) for x in first.split())
+        check("%s: refused (bounds), no directory" % name,
+              rc == 1 and "error: bounds: " in err and needle in err and
+              not os.path.exists(out), (rc, err))
+        print("  %s: pull's peak RSS %d MB" % (name, rss_kb // 1024))
+        # ASan's own baseline is ~100 MB; the old binary's peak was 4.8 GB.
+        check("%s: peak RSS under 400 MB (%d MB)" % (name, rss_kb // 1024), rss_kb < 400 * 1024)
+    fault("none")
+
+
 def guarded(fn, *args):
     """Runs one group of checks; an exception (what a broken binary can
     leave behind) counts as a failure instead of ending the run."""
@@ -867,6 +903,7 @@ def main():
         guarded(resume_whole_file, work, commit)
         guarded(drift_endpoint, work, out, source)
         guarded(drift_schema, work, out)
+        guarded(huge_json, work)
     finally:
         fx.terminate()
         fx.wait(timeout=10)
