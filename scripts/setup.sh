@@ -13,7 +13,7 @@ flock 9
 # Debian packages: compilers and wasm linker, the sanitizer/libFuzzer
 # runtime, wabt (wasm opcode check), the differential oracles (b3sum,
 # python3-cbor2, python3-jinja2), jansson (JSON in the native tools), libcurl (tinylm pull), openssl (a certificate for
-# the pull test's https hub) and unicode-data (UCD
+# the pull test's https hub), strace (the convert test counts input opens) and unicode-data (UCD
 # files for the generated Unicode tables), GNU time (peak RSS in make bench),
 # NumPy (the forward-pass oracle, tools/oracle/qwen3_ref.py) on the reference
 # BLAS libblas3 (tools/oracle/reference_blas.py), libedit (line
@@ -23,7 +23,7 @@ flock 9
 # playwright-core, which downloads no browser of its own).
 packages=(gcc make clang lld libclang-rt-14-dev wabt nodejs b3sum
           python3 python3-cbor2 python3-jinja2 python3-numpy libblas3 libjansson-dev
-          libcurl4-openssl-dev openssl
+          libcurl4-openssl-dev openssl strace
           libedit-dev unicode-data time
           gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static chromium)
 # `scripts/setup.sh --demo-train` (make demo-train only, never make test: CI

@@ -18,6 +18,8 @@
 #include "conflict.h"
 #include "file.h"
 #include "hash/blake3.h"
+#include "hash/sha256.h"
+#include "input_snapshot.h"
 #include "quant/quant.h"
 #include "qwen3_config.h"
 #include "slm_tensor_dir.h"
@@ -59,7 +61,8 @@ static tl_status hash_input(inputs *in, const char *dir, const char *name,
                             bool optional, bool *present, char *err,
                             size_t cap) {
   char path[4096];
-  tl_file_view v;
+  const uint8_t *data;
+  size_t len;
   input_file *f = &in->files[in->n];
   tl_status st;
   struct stat probe; /* not fopen: a FIFO would block */
@@ -68,13 +71,13 @@ static tl_status hash_input(inputs *in, const char *dir, const char *name,
     *present = stat(path, &probe) == 0;
     if (!*present) return TL_OK;
   }
-  /* Every input is hashed here before it is parsed: a regular file only. */
-  st = tl_file_open_regular(path, &v, err, cap);
+  /* Every input is hashed here before it is parsed (a regular file only),
+   * and its readers parse these same bytes (input_snapshot.h). */
+  st = tl_snapshot_take(path, &data, &len, err, cap);
   if (st != TL_OK) return st;
   snprintf(f->name, sizeof f->name, "%s", name);
-  f->size = v.len;
-  st = tl_file_sha256(&v, f->sha256);
-  tl_file_close_view(&v);
+  f->size = len;
+  st = tl_sha256(data, len, f->sha256);
   if (st == TL_OK) in->n++;
   return st;
 }
@@ -968,7 +971,7 @@ static tl_status read_gen_defaults(plan *p, const char *path, char *err,
                 {"top_k", 'u', 0, 4294967295.0}, {"top_p", 'f', 0, 1},
                 {"min_p", 'f', 0, 1},            {"repetition_penalty", 'f', 1e-6, 1e6}};
   json_error_t je;
-  json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je), *out;
+  json_t *doc = tl_snapshot_json(path, JSON_REJECT_DUPLICATES, &je), *out;
   if (doc == NULL || !json_is_object(doc)) {
     json_decref(doc);
     return failf(err, cap, TL_ERR_INVALID_MODEL, "%s: line %d: %s", path,
@@ -1161,6 +1164,7 @@ tl_status tl_convert(const tl_convert_options *opt, tl_convert_report *r,
   tl_tok_compiled_free(&p.tok);
   tl_tmpl_section_built_free(&p.tmpl);
   tl_acq_receipt_free(&p.acq);
+  tl_snapshot_release_all();
   return st;
 }
 

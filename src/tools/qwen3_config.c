@@ -13,6 +13,7 @@
 #include "cbor/cbor.h"
 #include "cbor_doc.h"
 #include "conflict.h"
+#include "input_snapshot.h"
 #include "json/json.h"
 #include "tool_msg.h"
 
@@ -829,7 +830,7 @@ static json_t *load(ctx *c, const char *path, tl_status *st) {
   json_error_t e;
   json_t *root;
   c->file = path;
-  root = json_load_file(path, JSON_REJECT_DUPLICATES, &e);
+  root = tl_snapshot_json(path, JSON_REJECT_DUPLICATES, &e);
   if (root == NULL) {
     *st = refuse(c, e.line < 0 ? TL_ERR_IO : TL_ERR_INVALID_MODEL,
                  "line %d, column %d: %s", e.line, e.column, e.text);

@@ -8,6 +8,7 @@
 #include "arena.h"
 #include "cbor/cbor.h"
 #include "hash/sha256.h"
+#include "input_snapshot.h"
 #include "tmpl/tmpl_compile.h"
 #include "tmpl/tmpl_section.h"
 
@@ -67,7 +68,8 @@ tl_status tl_tmpl_section_build(const char *config_path,
                                 tl_tmpl_section_built *out, char *err,
                                 size_t err_cap) {
   json_error_t jerr;
-  json_t *config = json_load_file(config_path, JSON_REJECT_DUPLICATES, &jerr);
+  json_t *config =
+      tl_snapshot_json(config_path, JSON_REJECT_DUPLICATES, &jerr);
   json_t *tmpl;
   uint8_t *ir = NULL;
   size_t ir_len = 0, cap;

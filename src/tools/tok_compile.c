@@ -10,6 +10,7 @@
 #include "bytes.h"
 #include "tok/tokenizer.h"
 #include "tool_msg.h"
+#include "input_snapshot.h"
 #include "utf8.h"
 
 /* The Qwen2 pre-tokenizer pattern, byte for byte as tokenizer.json holds
@@ -598,7 +599,7 @@ static tl_status pack(compiler *k, tl_tok_compiled *out) {
 
 static json_t *load_json(ctx *c, const char *path, tl_status *st) {
   json_error_t e;
-  json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &e);
+  json_t *root = tl_snapshot_json(path, JSON_REJECT_DUPLICATES, &e);
   if (root == NULL)
     *st = refuse(c, e.line < 0 ? TL_ERR_IO : TL_ERR_INVALID_MODEL,
                  "line %d, column %d: %s", e.line, e.column, e.text);

@@ -620,6 +620,28 @@ def case(tinylm, work, variant, hf, source, quant):
     return problems
 
 
+def inputs_read_once(tinylm, work, hf):
+    """Each JSON input is opened once: the bytes convert hashes into the
+    receipt are the bytes it parses (issue 23 item 4: a config.json swapped
+    between the hash and a second open gave an artifact whose config was
+    not the one its receipt records). Counted with strace: every successful
+    open or openat of the input's path."""
+    out = os.path.join(work, "read-once.slm")
+    log = os.path.join(work, "read-once.strace")
+    run(["strace", "-f", "-e", "trace=open,openat", "-o", log, tinylm,
+         "convert", hf, "-o", out, "--quant", "f32", "--profile", PROFILE])
+    with open(log) as f:
+        lines = [l for l in f if " = -1 " not in l]
+    problems = []
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+        path = os.path.join(hf, name)
+        opens = sum(1 for l in lines if f'"{path}"' in l)
+        if opens != 1:
+            problems.append(f"{name} opened {opens} times (hashed and parsed "
+                            f"must be one read)")
+    return problems
+
+
 def main(argv):
     if len(argv) != 3:
         print("usage: convert_test.py TINYLM_BINARY WORKDIR", file=sys.stderr)
@@ -646,6 +668,9 @@ def main(argv):
         for quant in QUANTS:
             run_check(f"{variant} --quant {quant}", case, tinylm, work,
                       variant, hf, source, quant)
+        if variant == VARIANTS[0][0]:
+            run_check(f"{variant}: each input read once", inputs_read_once,
+                      tinylm, work, hf)
 
     for dtype, ratio in MAX_ERR_RATIO.items():
         print(f"note: {dtype}: largest |decoded - source| / scale "
