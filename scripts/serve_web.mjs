@@ -19,7 +19,8 @@
 // page on another name that resolves to 127.0.0.1 (DNS rebinding) cannot
 // read the site.
 import { createServer } from 'node:http';
-import { createReadStream, promises as fs } from 'node:fs';
+import { promises as fs } from 'node:fs';
+import { pipeline } from 'node:stream';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -75,7 +76,33 @@ function hostAllowed(host, port, allowed) {
   });
 }
 
-export async function serveWeb({ root = 'build/web', port = 0, isolation = true, log = null, allowHosts = [] } = {}) {
+// The file opened, when the open file is inside realRoot: the path checked
+// by inside() could be swapped for a link out of the root before the open,
+// so where the descriptor really leads is checked again (Linux names it in
+// /proc/self/fd; elsewhere the realpath check before the open stands).
+async function openInside(realRoot, file) {
+  let handle;
+  try {
+    handle = await fs.open(file, 'r');
+  } catch {
+    return null;
+  }
+  let real = null;
+  try {
+    real = await fs.readlink(`/proc/self/fd/${handle.fd}`);
+  } catch {
+    real = file;
+  }
+  if (real !== realRoot && !real.startsWith(realRoot + path.sep)) {
+    await handle.close();
+    return null;
+  }
+  return handle;
+}
+
+// afterCheck (tests only): called with the file's path between the check
+// of its path and its open.
+export async function serveWeb({ root = 'build/web', port = 0, isolation = true, log = null, allowHosts = [], afterCheck = null } = {}) {
   const base = path.resolve(root);
   const realRoot = await fs.realpath(base);
   const server = createServer(async (req, res) => {
@@ -101,20 +128,30 @@ export async function serveWeb({ root = 'build/web', port = 0, isolation = true,
     if (!named) return reply(400, 'bad path');
     const file = await inside(realRoot, named);
     if (!file) return reply(404, 'not found');
-    let st;
+    if (afterCheck) await afterCheck(file);
+    const handle = await openInside(realRoot, file);
+    if (!handle) return reply(404, 'not found');
+    let st = null;
     try {
-      st = await fs.stat(file);
+      st = await handle.stat();
     } catch {
+      /* reported below */
+    }
+    if (!st || !st.isFile()) {
+      await handle.close();
       return reply(404, 'not found');
     }
-    if (!st.isFile()) return reply(404, 'not found');
     const type = MIME[path.extname(file).toLowerCase()] || 'application/octet-stream';
     res.writeHead(200, { ...headers, 'Content-Type': type, 'Content-Length': st.size });
     if (log) log(`200 ${req.method} ${req.url}`);
-    if (req.method === 'HEAD') return res.end();
-    createReadStream(file)
-      .on('error', () => res.destroy())
-      .pipe(res);
+    if (req.method === 'HEAD') {
+      await handle.close();
+      return res.end();
+    }
+    // The bytes of the descriptor checked, never the path again; pipeline
+    // ends both sides when either fails or the client goes away, and the
+    // stream then closes the descriptor.
+    pipeline(handle.createReadStream(), res, () => {});
   });
   return new Promise((ok, fail) => {
     server.once('error', fail);

@@ -223,6 +223,7 @@ async function main() {
   let browser = null;
   try {
     await serverChecks(work, isolated.url, plain.url);
+    await serverRaceChecks(work);
     browser = await launchChromium();
     if (browser) await browserChecks(browser, work, manifest, isolated, plain, requests);
   } finally {
@@ -240,8 +241,10 @@ function get(url, { method = 'GET', rawPath = null, headers = {} } = {}) {
   const u = new URL(url);
   return new Promise((ok, fail) => {
     const req = http.request({ host: u.hostname, port: u.port, path: rawPath ?? u.pathname, method, headers }, (res) => {
-      res.resume();
-      res.on('end', () => ok({ status: res.statusCode, headers: res.headers }));
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => { body += d; });
+      res.on('end', () => ok({ status: res.statusCode, headers: res.headers, body }));
     });
     req.on('error', fail);
     req.end();
@@ -304,6 +307,35 @@ async function serverChecks(work, url, plainUrl) {
       JSON.stringify([ok.status, other.status]));
   } finally {
     await allowed.close();
+  }
+}
+
+// A file in the site swapped for a link out of it after the server checked
+// its path and before it opened it (a local user racing the server; the
+// afterCheck hook makes the race happen every time): what the server opened
+// is checked again, and the file outside is not served.
+async function serverRaceChecks(work) {
+  const site = path.join(work, 'race-site');
+  fs.rmSync(site, { recursive: true, force: true });
+  fs.mkdirSync(site);
+  fs.writeFileSync(path.join(site, 'index.html'), '<p>site</p>\n');
+  fs.writeFileSync(path.join(site, 'page.txt'), 'inside the site\n');
+  const secret = path.join(work, 'race-secret.txt');
+  fs.writeFileSync(secret, 'not part of the site\n');
+  const swap = (file) => {
+    if (path.basename(file) !== 'page.txt') return;
+    fs.rmSync(file);
+    fs.symlinkSync(secret, file);
+  };
+  const served = await serveWeb({ root: site, afterCheck: swap });
+  try {
+    const r = await get(new URL('page.txt', served.url).href);
+    check(`serve: a file swapped for a link out of the root between check and open is refused (${r.status})`,
+      r.status === 404 && !r.body.includes('not part of the site'), JSON.stringify(r));
+    const idx = await get(served.url);
+    check('serve: the race hook leaves other files served', idx.status === 200 && idx.body.includes('site'), JSON.stringify(idx));
+  } finally {
+    await served.close();
   }
 }
 
