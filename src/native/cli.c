@@ -71,6 +71,21 @@ int tl_cli_finish(int rc) {
   return rc != TL_EXIT_OK ? rc : TL_EXIT_FAILURE;
 }
 
+static int exit_signal;
+
+void tl_cli_exit_by_signal(int sig) { exit_signal = sig; }
+
+int tl_cli_exit_signal(void) { return exit_signal; }
+
+int tl_cli_output_value(bool json, int argc, char **argv, int *i, const char **v) {
+  const char *flag = argv[*i];
+  int rc = tl_cli_value(json, argc, argv, i, v);
+  if (rc < 0 && strcmp(*v, "-") == 0)
+    return tl_cli_usage(json, "%s -: this option writes a file, not standard output "
+                        "(./- names a file called '-')", flag);
+  return rc;
+}
+
 int tl_cli_usage(bool json, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

@@ -43,6 +43,13 @@ int tl_cli_fail_with(bool json, tl_status status, struct json_t *extra,
 bool tl_cli_flush(FILE *out);
 int tl_cli_finish(int rc);
 
+/* The process ends by signal sig once the command has returned and its
+ * output is flushed (main.c): a command stopped by Ctrl-C reports what it
+ * did and then exits as killed by SIGINT (status 130 in a shell), as
+ * convert, synth and pull do. */
+void tl_cli_exit_by_signal(int sig);
+int tl_cli_exit_signal(void);
+
 /* Reports a usage error; returns TL_EXIT_USAGE. */
 int tl_cli_usage(bool json, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -69,6 +76,11 @@ int tl_cli_parse_ids(const char *s, uint32_t **ids, size_t *n);
  * reports "'FLAG' needs a value" and returns TL_EXIT_USAGE when the flag
  * is the last argument. */
 int tl_cli_value(bool json, int argc, char **argv, int *i, const char **v);
+
+/* tl_cli_value for a flag that names a file to write: "-" is refused as a
+ * usage error (it would make a file called "-"; stdout is written only
+ * where a command says so, e.g. observe -o -; ./- names such a file). */
+int tl_cli_output_value(bool json, int argc, char **argv, int *i, const char **v);
 
 /* The value v of a flag as an integer in [lo, hi] (or a double). Returns
  * -1 when it is one, else reports a usage error naming the flag, the

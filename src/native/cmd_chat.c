@@ -11,6 +11,7 @@
  * through libedit (editing, history with the arrow keys); from a pipe,
  * plainly. */
 #define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
 #include <errno.h>
 #include <histedit.h>
 #include <jansson.h>
@@ -55,7 +56,27 @@ typedef struct chat {
   json_t *extra;    /* a loaded file's other members (tools, ...) */
   bool think;
   unsigned receipts; /* replies attempted: numbers the receipt files */
+  bool receipt_missing; /* a turn under --receipt-dir got no receipt */
 } chat;
+
+/* The highest N of the turn-NNNN.cbor files already in dir (0: none), so a
+ * reused --receipt-dir continues the numbering instead of refusing every
+ * turn. */
+static unsigned last_receipt(const char *dir) {
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  unsigned last = 0;
+  if (d == NULL) return 0;
+  while ((e = readdir(d)) != NULL) {
+    unsigned n;
+    char tail[8];
+    if (sscanf(e->d_name, "turn-%u.%7s", &n, tail) == 2 && strcmp(tail, "cbor") == 0 &&
+        n > last && n < 100000000u)
+      last = n;
+  }
+  closedir(d);
+  return last;
+}
 
 /* The turn index of the draws (DESIGN.md §7): the number of assistant
  * replies the conversation holds, so a dropped turn, /reset and /load
@@ -154,7 +175,10 @@ static bool turn(chat *c, const char *text, size_t len) {
     goto drop;
   }
   if (o.receipt_dir != NULL) {
-    if (!receipt_path(c, receipt, sizeof receipt)) goto drop;
+    if (!receipt_path(c, receipt, sizeof receipt)) {
+      c->receipt_missing = true;
+      goto drop;
+    }
     o.receipt = receipt;
     c->receipts++;
   }
@@ -170,8 +194,11 @@ static bool turn(chat *c, const char *text, size_t len) {
   gp.turn = turn_index(c);
   gp.flags = TL_GENERATE_REUSE_PREFIX;
   if (tl_run_generation(&o, c->model, c->session, &gp, stdout, &gen) != TL_EXIT_OK ||
-      tl_generation_result_get(gen, &r) != TL_OK)
+      tl_generation_result_get(gen, &r) != TL_OK) {
+    /* exit status 1 at the end when a turn's receipt was not written */
+    if (o.receipt != NULL && access(o.receipt, F_OK) != 0) c->receipt_missing = true;
     goto drop;
+  }
   /* A cancelled reply is not kept; the session keeps what it computed. */
   if (strcmp(r.stop, "cancelled") == 0) {
     fprintf(stderr, "[cancelled: the turn is dropped]\n");
@@ -408,6 +435,9 @@ int tl_cmd_chat(int argc, char **argv) {
   if (c.o.receipt_dir != NULL && mkdir(c.o.receipt_dir, 0777) != 0 && errno != EEXIST)
     return tl_cli_fail(false, TL_ERR_IO, "--receipt-dir %s: cannot create: %s",
                        c.o.receipt_dir, strerror(errno));
+  /* A reused directory: numbering continues after its last receipt
+   * (--force starts again at turn-0001, replacing). */
+  if (c.o.receipt_dir != NULL && !c.o.force) c.receipts = last_receipt(c.o.receipt_dir);
   if (tl_api_init(TL_ABI_VERSION) != TL_OK || tl_model_open_file(c.o.model, &c.model) != TL_OK)
     return tl_run_api_fail(false, TL_NO_HANDLE);
   tl_run_session_options(&c.o, &so);
@@ -464,5 +494,8 @@ int tl_cmd_chat(int argc, char **argv) {
   json_decref(c.messages);
   tl_session_free(c.session);
   tl_model_close(c.model);
+  if (c.receipt_missing)
+    return tl_cli_fail(false, TL_ERR_IO, "--receipt-dir %s: some turns have no receipt "
+                       "(see the errors above)", c.o.receipt_dir);
   return TL_EXIT_OK;
 }

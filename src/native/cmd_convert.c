@@ -77,7 +77,7 @@ int tl_cmd_convert(int argc, char **argv) {
     } else if (strcmp(a, "--progress") == 0) {
       progress_forced = true;
     } else if (strcmp(a, "-o") == 0) {
-      int u = tl_cli_value(json, argc, argv, &i, &o.out_path);
+      int u = tl_cli_output_value(json, argc, argv, &i, &o.out_path);
       if (u >= 0) return u;
     } else if (strcmp(a, "--quant") == 0) {
       int u = tl_cli_value(json, argc, argv, &i, &o.quant);
@@ -86,7 +86,7 @@ int tl_cmd_convert(int argc, char **argv) {
       int u = tl_cli_value(json, argc, argv, &i, &o.profile);
       if (u >= 0) return u;
     } else if (strcmp(a, "--receipt") == 0) {
-      int u = tl_cli_value(json, argc, argv, &i, &o.receipt_path);
+      int u = tl_cli_output_value(json, argc, argv, &i, &o.receipt_path);
       if (u >= 0) return u;
     } else if (a[0] == '-') {
       return tl_cli_usage(json, "unknown option '%s'\n%s", a, usage_text);

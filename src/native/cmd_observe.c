@@ -24,7 +24,8 @@ static const char usage_text[] =
     "  capture point (stage, layer, position) as an observation record: the\n"
     "  BLAKE3 of the row and its min, max, L2, mean and variance\n"
     "  (tinylm.observe/1, docs/observe.md)\n"
-    "  -o FILE   where the document goes (--force: replace it)\n"
+    "  -o FILE   where the document goes (--force: replace it); -o - writes\n"
+    "            it to stdout (the summary line then goes to stderr)\n"
     "  --compare A B  'identical (N records)', or the first divergence\n"
     "            (stage, layer, position, both records) as verify bisects;\n"
     "            exit 1 when the records differ or the inputs do\n" TL_LANE_USAGE;
@@ -44,6 +45,7 @@ static int observe(int argc, char **argv) {
   char err[1024];
   tl_status st;
   int rc;
+  bool to_stdout;
   for (int i = 1; i < argc; i++) json |= strcmp(argv[i], "--json") == 0;
   for (int i = 1; i < argc; i++) {
     int lane_rc;
@@ -76,7 +78,12 @@ static int observe(int argc, char **argv) {
   if (ids_text != NULL && tl_cli_parse_ids(ids_text, &ids, &n_ids) != 0)
     return tl_cli_usage(json, "--ids: token ids are decimal numbers below 2^32, not '%s'",
                         ids_text);
-  {
+  to_stdout = strcmp(out_path, "-") == 0;
+  if (to_stdout && json) {
+    free(ids);
+    return tl_cli_usage(json, "-o - puts the document on stdout: not with --json");
+  }
+  if (!to_stdout) {
     const char *inputs[] = {model_path};
     st = tl_file_output_check(out_path, inputs, 1, force, NULL, err, sizeof err);
     if (st != TL_OK) {
@@ -107,7 +114,13 @@ static int observe(int argc, char **argv) {
     else rc = tl_run_api_fail(json, session);
     goto done;
   }
-  st = tl_file_write_atomic(out_path, doc, len, err, sizeof err);
+  if (to_stdout) {
+    fwrite(doc, 1, len, stdout);
+    st = tl_cli_flush(stdout) ? TL_OK : TL_ERR_IO;
+    snprintf(err, sizeof err, "cannot write standard output");
+  } else {
+    st = tl_file_write_atomic(out_path, doc, len, err, sizeof err);
+  }
   if (st != TL_OK) {
     rc = tl_cli_fail(json, st, "%s", err);
     goto done;
@@ -136,9 +149,10 @@ static int observe(int argc, char **argv) {
       free(text);
       json_decref(o);
     } else {
-      printf("%zu records of %zu positions (lane %s, profile %s, isa %s, %u threads) in %s\n",
-             d.n_records, d.meta.n_ids, d.meta.lane, d.meta.profile, d.meta.isa,
-             (unsigned)d.meta.threads, out_path);
+      fprintf(to_stdout ? stderr : stdout,
+              "%zu records of %zu positions (lane %s, profile %s, isa %s, %u threads) in %s\n",
+              d.n_records, d.meta.n_ids, d.meta.lane, d.meta.profile, d.meta.isa,
+              (unsigned)d.meta.threads, to_stdout ? "standard output" : out_path);
     }
     free(mem);
   }

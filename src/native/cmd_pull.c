@@ -155,7 +155,7 @@ int tl_cmd_pull(int argc, char **argv) {
     } else if (strcmp(a, "--progress") == 0) {
       o.progress = true;
     } else if (strcmp(a, "-o") == 0) {
-      if ((rc = tl_cli_value(json, argc, argv, &i, &o.out_dir)) >= 0) return rc;
+      if ((rc = tl_cli_output_value(json, argc, argv, &i, &o.out_dir)) >= 0) return rc;
     } else if (strcmp(a, "--revision") == 0) {
       if ((rc = tl_cli_value(json, argc, argv, &i, &o.revision)) >= 0)
         return rc;
@@ -252,7 +252,7 @@ int tl_cmd_drift(int argc, char **argv) {
       return TL_EXIT_OK;
     } else if (strcmp(a, "--json") == 0) {
     } else if (strcmp(a, "-o") == 0) {
-      if ((rc = tl_cli_value(json, argc, argv, &i, &o.out_path)) >= 0)
+      if ((rc = tl_cli_output_value(json, argc, argv, &i, &o.out_path)) >= 0)
         return rc;
     } else if (a[0] == '-') {
       return tl_cli_usage(json, "unknown option '%s'\n%s", a, drift_usage);

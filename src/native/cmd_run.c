@@ -4,6 +4,7 @@
  * --messages goes through the chat template with add_generation_prompt. */
 #define _POSIX_C_SOURCE 200809L
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,6 +156,9 @@ int tl_cmd_run(int argc, char **argv) {
   }
   tl_run_generation_params(&o, &gp);
   rc = tl_run_generation(&o, model, session, &gp, stdout, NULL);
+  /* Ctrl-C: the reply so far, its receipt and summary, then the process
+   * ends as killed by SIGINT (130), never a plain success. */
+  if (tl_run_interrupted()) tl_cli_exit_by_signal(SIGINT);
 done:
   if (session != TL_NO_HANDLE) tl_session_free(session);
   tl_model_close(model);

@@ -3,6 +3,7 @@
 #define _DEFAULT_SOURCE /* readlink, PATH_MAX */
 #include <jansson.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +80,10 @@ static bool ends_with(const char *s, const char *suffix) {
   return n >= k && strcmp(s + n - k, suffix) == 0;
 }
 
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig) { stop_signal = sig; }
+
 int tl_cmd_synth(int argc, char **argv) {
   bool json = false, have_seed = false;
   const char *config = NULL, *out = NULL, *v, *stray = NULL;
@@ -101,7 +106,7 @@ int tl_cmd_synth(int argc, char **argv) {
     } else if (strcmp(a, "--config") == 0) {
       rc = tl_cli_value(json, argc, argv, &i, &config);
     } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
-      rc = tl_cli_value(json, argc, argv, &i, &out);
+      rc = tl_cli_output_value(json, argc, argv, &i, &out);
     } else if (strcmp(a, "--tokenizer-dir") == 0) {
       rc = tl_cli_value(json, argc, argv, &i, &o.tokenizer_dir);
     } else if (strcmp(a, "--seed") == 0) {
@@ -143,7 +148,25 @@ int tl_cmd_synth(int argc, char **argv) {
   tl_status st = tl_synth_config_named(config, &o.config, err, sizeof err);
   if (st != TL_OK) return tl_cli_fail(json, st, "%s", err);
   tl_synth_report r;
-  st = tl_synth_write(out, &o, &r, err, sizeof err);
+  /* SIGINT, SIGTERM or SIGHUP stops the write, which removes what it
+   * wrote (a rerun is not blocked by a partial directory); the process
+   * then ends by that signal. */
+  {
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction sa, old[3];
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    stop_signal = 0;
+    o.stop = &stop_signal;
+    for (size_t i = 0; i < 3; i++) sigaction(sigs[i], &sa, &old[i]);
+    st = tl_synth_write(out, &o, &r, err, sizeof err);
+    for (size_t i = 0; i < 3; i++) sigaction(sigs[i], &old[i], NULL);
+  }
+  if (stop_signal != 0) {
+    tl_cli_exit_by_signal(stop_signal);
+    if (st == TL_OK) return TL_EXIT_FAILURE; /* finished as the signal came */
+  }
   if (st != TL_OK) return tl_cli_fail(json, st, "%s", err);
   if (json) {
     json_t *doc = json_pack(

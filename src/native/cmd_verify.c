@@ -266,7 +266,7 @@ int tl_cmd_verify(int argc, char **argv) {
       int u = tl_cli_value(json, argc, argv, &i, &golden_path);
       if (u >= 0) return u;
     } else if (strcmp(argv[i], "--dump") == 0) {
-      int u = tl_cli_value(json, argc, argv, &i, &dump_path);
+      int u = tl_cli_output_value(json, argc, argv, &i, &dump_path);
       if (u >= 0) return u;
     } else if (strcmp(argv[i], "--force") == 0) {
       force = true;

@@ -501,6 +501,34 @@ static tl_status check_against_dir(const char *out, const struct stat *so,
   return st;
 }
 
+/* Whether a new file can be created at path: its directory exists, is a
+ * directory, and this process may write and search it (EROFS too). */
+static tl_status check_dir_writable(const char *path, char *err, size_t err_cap) {
+  const char *slash = strrchr(path, '/');
+  size_t dir_len = slash == NULL ? 1 : slash == path ? 1 : (size_t)(slash - path);
+  char *dir = malloc(dir_len + 1);
+  struct stat sd;
+  tl_status st = TL_OK;
+  if (dir == NULL) {
+    snprintf(err, err_cap, "%s: out of memory", path);
+    return TL_ERR_OUT_OF_MEMORY;
+  }
+  memcpy(dir, slash == NULL ? "." : path, dir_len);
+  dir[dir_len] = '\0';
+  if (stat(dir, &sd) != 0) {
+    snprintf(err, err_cap, "%s: cannot create: directory %s: %s", path, dir, strerror(errno));
+    st = TL_ERR_IO;
+  } else if (!S_ISDIR(sd.st_mode)) {
+    snprintf(err, err_cap, "%s: cannot create: %s is not a directory", path, dir);
+    st = TL_ERR_IO;
+  } else if (access(dir, W_OK | X_OK) != 0) {
+    snprintf(err, err_cap, "%s: cannot create: directory %s: %s", path, dir, strerror(errno));
+    st = TL_ERR_IO;
+  }
+  free(dir);
+  return st;
+}
+
 tl_status tl_file_output_check(const char *path, const char *const *inputs,
                                size_t n_inputs, bool force,
                                const char *force_hint, char *err,
@@ -536,6 +564,10 @@ tl_status tl_file_output_check(const char *path, const char *const *inputs,
     }
   }
   if (!exists) {
+    /* A new file: its directory must take it, known now rather than after
+     * the work (a whole generation, a conversion). */
+    tl_status s = check_dir_writable(path, err, err_cap);
+    if (s != TL_OK) return s;
     if (force) allow_replace(path);
     return TL_OK;
   }

@@ -47,7 +47,11 @@ void tl_file_close_view(tl_file_view *view);
  *     force; an input that is a directory stands for every entry in it;
  *   - path exists and is a directory or not a regular file (or a link);
  *   - path exists, this process did not write it, and force is false
- *     (force_hint names the option in the message; NULL: "--force").
+ *     (force_hint names the option in the message; NULL: "--force");
+ *   - "-" (standard output is never a file name here; see
+ *     tl_cli_output_name).
+ * A path that does not exist yet must be creatable: its directory exists
+ * and this process may write it (else TL_ERR_IO, found before any work).
  * Inputs that are NULL or "-" are skipped. TL_ERR_IO when path cannot be
  * examined. */
 tl_status tl_file_output_check(const char *path, const char *const *inputs,

@@ -1,5 +1,6 @@
 /* tinylm: one binary, subcommands sharing flag names and output
  * conventions (DESIGN.md §11). */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -101,5 +102,11 @@ int main(int argc, char **argv) {
   /* Every command's output is checked here, once: a failed write to
    * stdout (a full disk, /dev/full, EPIPE with SIGPIPE ignored) is
    * `error: io` and exit 1, never a silent success (cli.h). */
-  return tl_cli_finish(dispatch(argc, argv));
+  int rc = tl_cli_finish(dispatch(argc, argv));
+  int sig = tl_cli_exit_signal();
+  if (sig != 0) {
+    signal(sig, SIG_DFL);
+    raise(sig);
+  }
+  return rc;
 }

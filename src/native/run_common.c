@@ -115,6 +115,11 @@ int tl_run_parse(int argc, char **argv, const char *usage, tl_run_options *o) {
       o->prompt_file = v;
     } else if (strcmp(a, "--messages") == 0) {
       o->messages = v;
+    } else if ((strcmp(a, "--receipt") == 0 || strcmp(a, "--receipt-dir") == 0) &&
+               strcmp(v, "-") == 0) {
+      /* The reply is on stdout: a receipt is always a file. */
+      return tl_cli_usage(o->json, "%s -: this option writes a file, not standard output "
+                          "(./- names a file called '-')", a);
     } else if (strcmp(a, "--receipt") == 0) {
       o->receipt = v;
     } else if (strcmp(a, "--system") == 0) {
@@ -285,6 +290,8 @@ static void catch_sigint(bool on) {
     sigaction(SIGINT, &old_sigint, NULL);
   }
 }
+
+bool tl_run_interrupted(void) { return interrupted != 0; }
 
 /* Bytes as a JSON string, each maximal ill-formed UTF-8 subpart replaced
  * by U+FFFD (the raw bytes are reported separately, in hex). */

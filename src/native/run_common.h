@@ -83,6 +83,9 @@ void tl_run_generation_params(const tl_run_options *o, tl_generation_params *p);
 int tl_run_generation(const tl_run_options *o, tl_model_handle model, tl_session_handle session,
                       tl_generation_params *p, FILE *out, tl_generation_handle *keep);
 
+/* Whether Ctrl-C stopped the last generation. */
+bool tl_run_interrupted(void);
+
 /* Bytes as a JSON string, each maximal ill-formed UTF-8 subpart replaced
  * by U+FFFD. */
 struct json_t;

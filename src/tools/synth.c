@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "bytes.h"
@@ -622,6 +623,10 @@ static tl_status write_shard(writer *w, const tl_synth_options *o,
         }
       }
       size_t bytes = (size_t)m * (o->f32 ? 4 : 2);
+      if (o->stop != NULL && *o->stop) {
+        st = fail(w->err, w->err_cap, TL_ERR_CANCELLED, "%s: stopped by a signal", path);
+        break;
+      }
       st = tl_file_atomic_pwrite(&f, at, buf, bytes, w->err, w->err_cap);
       at += bytes;
     }
@@ -635,6 +640,42 @@ out:
   free(path);
   free(buf);
   return st;
+}
+
+/* Free bytes for an unprivileged writer on the file system that holds dir
+ * (or, when dir does not exist yet, its parent); UINT64_MAX when unknown. */
+static uint64_t free_bytes(const char *dir) {
+  struct statvfs sv;
+  char *parent;
+  const char *slash;
+  size_t n;
+  uint64_t got = UINT64_MAX;
+  if (statvfs(dir, &sv) == 0) return (uint64_t)sv.f_bavail * sv.f_frsize;
+  slash = strrchr(dir, '/');
+  n = slash == NULL ? 1 : slash == dir ? 1 : (size_t)(slash - dir);
+  parent = malloc(n + 1);
+  if (parent == NULL) return got;
+  memcpy(parent, slash == NULL ? "." : dir, n);
+  parent[n] = '\0';
+  if (statvfs(parent, &sv) == 0) got = (uint64_t)sv.f_bavail * sv.f_frsize;
+  free(parent);
+  return got;
+}
+
+/* What the checkpoint will take: the tensor bytes, each shard's header
+ * (a bound: 256 bytes per tensor plus 64), the copied tokenizer files and
+ * the small JSON files (64 KiB). */
+static uint64_t estimate_bytes(const char *tok, uint64_t tensor_bytes, size_t n_tensors,
+                               unsigned shards) {
+  const char *names[] = {"tokenizer.json", "tokenizer_config.json"};
+  uint64_t est = tensor_bytes + (uint64_t)n_tensors * 256 + (uint64_t)shards * 64 + 65536;
+  for (size_t i = 0; i < 2; i++) {
+    char *p = join(tok, names[i]);
+    struct stat st;
+    if (p != NULL && stat(p, &st) == 0) est += (uint64_t)st.st_size;
+    free(p);
+  }
+  return est;
 }
 
 static tl_status prepare_dir(const char *dir, char *err, size_t cap,
@@ -736,6 +777,18 @@ tl_status tl_synth_write(const char *dir, const tl_synth_options *o,
     }
   }
 
+  {
+    uint64_t need = estimate_bytes(tok, total, n, k), have = free_bytes(dir);
+    if (have != UINT64_MAX && need > have) {
+      free(t);
+      return fail(err, err_cap, TL_ERR_IO,
+                  "%s: the checkpoint needs about %llu bytes (%.1f GB: %zu tensors, %llu "
+                  "parameters), and the file system has %llu bytes (%.1f GB) free; nothing "
+                  "was written",
+                  dir, (unsigned long long)need, need / 1e9, n,
+                  (unsigned long long)params, (unsigned long long)have, have / 1e9);
+    }
+  }
   bool created;
   st = prepare_dir(dir, err, err_cap, &created);
   if (st != TL_OK) {
@@ -758,6 +811,10 @@ tl_status tl_synth_write(const char *dir, const tl_synth_options *o,
   if (st == TL_OK) st = copy_file(&w, tok, "tokenizer_config.json");
   for (unsigned i = 0; st == TL_OK && i < k; i++) {
     char name[64];
+    if (o->stop != NULL && *o->stop) {
+      st = fail(err, err_cap, TL_ERR_CANCELLED, "%s: stopped by a signal", dir);
+      break;
+    }
     shard_name(name, sizeof name, i, k);
     st = write_shard(&w, o, t, n, i, name);
   }

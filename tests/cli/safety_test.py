@@ -284,10 +284,50 @@ def interrupted():
             time.sleep(0.002)
         proc.send_signal(sig)
         proc.wait(timeout=60)
-        left = sorted(set(os.listdir(sdir)) - final)
-        check("%s during synth: killed by it, no temporary file left" % signal.Signals(sig).name,
-              extra != [] and proc.returncode == -sig and left == [],
+        left = sorted(os.listdir(sdir)) if os.path.isdir(sdir) else []
+        # issue 23 item 13: the partial directory is removed (a rerun is
+        # not blocked), not only the temporary file.
+        check("%s during synth: killed by it, the directory it created removed"
+              % signal.Signals(sig).name,
+              extra != [] and proc.returncode == -sig and not os.path.exists(sdir),
               "seen %s, exit %s, left %s" % (extra, proc.returncode, left))
+
+    # A checkpoint the file system cannot hold (about 6.6 TB) is refused at
+    # once with the estimate, nothing written.
+    huge = os.path.join(WORK, "huge.json")
+    with open(huge, "w") as f:
+        json.dump({"vocab_size": 346, "hidden_size": 65536, "intermediate_size": 1048576,
+                   "num_hidden_layers": 16}, f)
+    hdir = os.path.join(WORK, "synth-huge")
+    proc = subprocess.Popen([TINYLM, "synth", "--config", huge, "--seed", "1", "-o", hdir,
+                             "--tokenizer-dir", TINY_TOKENIZER],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        err = proc.communicate(timeout=30)[1].decode(errors="replace")
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        err = "still writing after 30 s: " + proc.communicate()[1].decode(errors="replace")
+    check("synth of 6.6 TB: refused at once with the estimate, nothing written",
+          proc.returncode == 1 and err.startswith("error: io: ")
+          and "needs about 6597" in err and "free" in err and not os.path.exists(hdir),
+          "exit %s, %s" % (proc.returncode, err[-300:]))
+    shutil.rmtree(hdir, ignore_errors=True)
+
+    # Ctrl-C during run: the reply so far and its receipt, then the
+    # process ends as killed by SIGINT (a shell's 130), never exit 0.
+    receipt = os.path.join(WORK, "sigint.receipt")
+    proc = subprocess.Popen([TINYLM, "run", MODEL_SRC, "--prompt", "Once", "-n", "-1",
+                             "--receipt", receipt], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    first = proc.stdout.read(1)  # the reply has begun
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    err = err.decode(errors="replace")
+    check("SIGINT during run: killed by SIGINT (130), not exit 0",
+          first != b"" and proc.returncode == -signal.SIGINT, "exit %s, %s" % (proc.returncode, err[-300:]))
+    check("SIGINT during run: the cancelled reply's summary and receipt",
+          "[cancelled after" in err and os.path.exists(receipt), err[-300:])
 
     # A write that fails half way (the file size limit: EFBIG) is an io
     # error and removes its temporary file.
