@@ -24,6 +24,7 @@
 
 #include "cli.h"
 #include "file.h"
+#include "model.h"
 #include "run_common.h"
 #include "tinylm.h"
 #include "utf8.h"
@@ -55,6 +56,7 @@ typedef struct chat {
   json_t *extra;    /* a loaded file's other members (tools, ...) */
   bool think;
   unsigned receipts; /* replies attempted: numbers the receipt files */
+  bool model_lost; /* a reply failed with io: the model file changed */
 } chat;
 
 /* The turn index of the draws (DESIGN.md §7): the number of assistant
@@ -170,8 +172,12 @@ static bool turn(chat *c, const char *text, size_t len) {
   gp.turn = turn_index(c);
   gp.flags = TL_GENERATE_REUSE_PREFIX;
   if (tl_run_generation(&o, c->model, c->session, &gp, stdout, &gen) != TL_EXIT_OK ||
-      tl_generation_result_get(gen, &r) != TL_OK)
+      tl_generation_result_get(gen, &r) != TL_OK) {
+    /* the model's file changed under the session (the error named it):
+     * no later turn can run */
+    c->model_lost = tl_api_model_changed(c->model);
     goto drop;
+  }
   /* A cancelled reply is not kept; the session keeps what it computed. */
   if (strcmp(r.stop, "cancelled") == 0) {
     fprintf(stderr, "[cancelled: the turn is dropped]\n");
@@ -449,6 +455,7 @@ int tl_cmd_chat(int argc, char **argv) {
     if (len == 5 && memcmp(text, "/quit", 5) == 0) break;
     if (text[0] != '/') {
       turn(&c, text, len);
+      if (c.model_lost) break;
       continue;
     }
     line = strndup(text, len); /* commands edit their copy */
@@ -462,5 +469,5 @@ int tl_cmd_chat(int argc, char **argv) {
   json_decref(c.messages);
   tl_session_free(c.session);
   tl_model_close(c.model);
-  return TL_EXIT_OK;
+  return c.model_lost ? TL_EXIT_FAILURE : TL_EXIT_OK;
 }
