@@ -226,6 +226,13 @@ tl_status tl_error_detail(uint32_t handle, tl_error *out) {
 
 /* ---- models ---- */
 
+/* TL_ERR_IO, recorded on o, when the file m was opened from has changed
+ * since (model.h): nothing computed from it is reported. */
+static tl_status model_unchanged(api_obj *o, const api_model *m) {
+  if (!tl_native_model_changed(&m->m)) return TL_OK;
+  return FAIL(o, TL_ERR_IO, "%s changed while in use", m->name);
+}
+
 static void model_destroy(api_obj *o) {
   api_model *m = (api_model *)o;
   tl_native_model_close(&m->m);
@@ -325,12 +332,29 @@ tl_status tl_model_open_reader(tl_read_fn read, void *ctx, tl_model_handle *out)
 
 tl_status tl_model_close(tl_model_handle model) { return close_handle(TL_HANDLE_MODEL, model); }
 
+bool tl_api_model_changed(uint32_t model) {
+  api_model *m;
+  bool changed;
+  if (acquire(TL_HANDLE_MODEL, model, (void **)&m) != TL_OK) return false;
+  changed = tl_native_model_changed(&m->m);
+  drop(&m->o);
+  return changed;
+}
+
 tl_status tl_model_artifact_id(tl_model_handle model, uint8_t id[32]) {
   api_model *m;
   tl_status st = acquire(TL_HANDLE_MODEL, model, (void **)&m);
   if (st != TL_OK) return st;
-  st = id == NULL ? FAIL(&m->o, TL_ERR_INVALID_ARGUMENT, "NULL id")
-                  : tl_file_sha256(&m->m.view, id);
+  st = id == NULL ? FAIL(&m->o, TL_ERR_INVALID_ARGUMENT, "NULL id") : model_unchanged(&m->o, m);
+  if (st == TL_OK) {
+    /* on a shallow copy: the shared model is never written after its open
+     * (sessions cache the id in their own copies) */
+    tl_native_model copy = m->m;
+    st = tl_native_model_artifact_id(&copy, id);
+    if (st != TL_OK) st = FAIL(&m->o, st, "%s: cannot hash it, or it changed while in use",
+                               m->name);
+  }
+  if (st == TL_OK) st = model_unchanged(&m->o, m);
   drop(&m->o);
   return st;
 }
@@ -827,6 +851,7 @@ static tl_status run_turn(api_gen *g, const tl_generation_params *p) {
               g->n_prompt, start, s->context);
     goto done;
   }
+  if ((st = model_unchanged(&g->o, g->session->model)) != TL_OK) goto done;
   tp.gen = p;
   tp.stops = stops;
   tp.stop_lens = stop_lens;
@@ -834,6 +859,10 @@ static tl_status run_turn(api_gen *g, const tl_generation_params *p) {
   tp.cancel = &g->cancel;
   s->cache.len = start;
   st = tl_turn_run(s, &tp, enc.ids + skip, g->n_prompt, &g->t, &field, err, sizeof err);
+  if (st == TL_OK && (st = model_unchanged(&g->o, g->session->model)) != TL_OK) {
+    s->cache.len = before; /* computed from a changed file: dropped */
+    goto done;
+  }
   if (st != TL_OK) s->cache.len = before; /* refused: nothing ran */
   if (st == TL_ERR_INVALID_ARGUMENT || st == TL_ERR_INVALID_MODEL) {
     tl_error e = no_detail();
@@ -994,8 +1023,10 @@ static tl_status observe_run(api_session *as, const uint32_t *ids, size_t n, uin
   tl_observer_init(&ob, records, max);
   cap = tl_observer_capture(&ob);
   s->cache.len = 0;
+  if ((st = model_unchanged(&as->o, as->model)) != TL_OK) goto done;
   st = tl_qwen3_forward(&s->qwen, &s->cache, ids, n, NULL, &cap, &scratch, &fault);
   s->cache.len = 0; /* the cache's rows no longer match the ids it tracked */
+  if (st == TL_OK && (st = model_unchanged(&as->o, as->model)) != TL_OK) goto done;
   if (st == TL_ERR_NUMERICAL_FAILURE) {
     tl_error e = no_detail();
     snprintf(e.stage, sizeof e.stage, "%s", tl_qwen3_stage_name(fault.stage));
@@ -1016,6 +1047,7 @@ static tl_status observe_run(api_session *as, const uint32_t *ids, size_t n, uin
     st = FAIL(&as->o, st, "cannot hash the artifact");
     goto done;
   }
+  if ((st = model_unchanged(&as->o, as->model)) != TL_OK) goto done;
   memset(&meta, 0, sizeof meta);
   snprintf(meta.version, sizeof meta.version, "%s", TL_VERSION_STRING);
   snprintf(meta.lane, sizeof meta.lane, "%s", s->lane.fast ? "fast" : "scalar");

@@ -25,6 +25,7 @@
 
 #include "cli.h"
 #include "file.h"
+#include "model.h"
 #include "run_common.h"
 #include "tinylm.h"
 #include "utf8.h"
@@ -57,6 +58,7 @@ typedef struct chat {
   bool think;
   unsigned receipts; /* replies attempted: numbers the receipt files */
   bool receipt_missing; /* a turn under --receipt-dir got no receipt */
+  bool model_lost; /* a reply failed with io: the model file changed */
 } chat;
 
 /* The highest N of the turn-NNNN.cbor files already in dir (0: none), so a
@@ -197,6 +199,9 @@ static bool turn(chat *c, const char *text, size_t len) {
       tl_generation_result_get(gen, &r) != TL_OK) {
     /* exit status 1 at the end when a turn's receipt was not written */
     if (o.receipt != NULL && access(o.receipt, F_OK) != 0) c->receipt_missing = true;
+    /* the model's file changed under the session (the error named it):
+     * no later turn can run */
+    c->model_lost = tl_api_model_changed(c->model);
     goto drop;
   }
   /* A cancelled reply is not kept; the session keeps what it computed. */
@@ -481,6 +486,7 @@ int tl_cmd_chat(int argc, char **argv) {
       turn(&c, text, len);
       /* Replies nobody can read: stop (main reports the io error). */
       if (ferror(stdout)) break;
+      if (c.model_lost) break;
       continue;
     }
     line = strndup(text, len); /* commands edit their copy */
@@ -494,6 +500,7 @@ int tl_cmd_chat(int argc, char **argv) {
   json_decref(c.messages);
   tl_session_free(c.session);
   tl_model_close(c.model);
+  if (c.model_lost) return TL_EXIT_FAILURE; /* the error named the file */
   if (c.receipt_missing)
     return tl_cli_fail(false, TL_ERR_IO, "--receipt-dir %s: some turns have no receipt "
                        "(see the errors above)", c.o.receipt_dir);

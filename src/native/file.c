@@ -607,13 +607,14 @@ tl_status tl_file_write_atomic(const char *path, const void *data, size_t len,
 void tl_file_release(const tl_file_view *view, const void *data, size_t len) {
   /* The pages stay in the page cache; they only leave this process's
    * resident set, so a streamed pass over a large file keeps RSS flat.
-   * Rounding outward is harmless: a dropped page of a read-only private
-   * mapping is read again from the file when touched. */
+   * Only whole pages inside the range: a page it shares with bytes
+   * outside may be one the model made private (model.c), which dropping
+   * would read from the file again. */
   uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), start, end;
   if (view->mapping == NULL || len == 0) return;
-  start = (uintptr_t)data & ~(page - 1);
-  end = ((uintptr_t)data + len + page - 1) & ~(page - 1);
-  (void)madvise((void *)start, end - start, MADV_DONTNEED);
+  start = ((uintptr_t)data + page - 1) & ~(page - 1);
+  end = ((uintptr_t)data + len) & ~(page - 1);
+  if (end > start) (void)madvise((void *)start, end - start, MADV_DONTNEED);
 }
 
 tl_status tl_file_sha256(const tl_file_view *view, uint8_t digest[32]) {

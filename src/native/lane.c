@@ -114,12 +114,21 @@ static tl_status prepare_weights(tl_native_lane *l, tl_qwen3 *m,
     j.dst = l->weights;
     j.len = sec->len;
     j.at = (size_t)(sec->data - model->view.data);
-    j.fd = model->view.mapping != NULL ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-    tl_parallel_run(&l->par, copy_task, &j, l->par.threads);
-    if (j.fd >= 0) close(j.fd);
+    /* the file the model holds open (the one mapped), never path again */
+    j.fd = model->view.mapping != NULL ? model->fd : -1;
+    if (l->fast)
+      tl_parallel_run(&l->par, copy_task, &j, l->par.threads);
+    else
+      copy_task(&j, 0, 1);
     rebase(m, sec->data, sec->len, l->weights);
     from = l->weights;
+    /* copied from a file that changed since the open verified it */
+    if (tl_native_model_changed(model)) {
+      snprintf(err, err_cap, "%s changed while in use", path);
+      return TL_ERR_IO;
+    }
   }
+  if (!l->fast) return TL_OK; /* the strict lane computes on the copy as it is */
   st = tl_qwen3_pack(m, from, sec->len, l->weights, &l->par);
   if (st != TL_OK) snprintf(err, err_cap, "invalid quantized weights (%s)", tl_status_name(st));
   return st;
@@ -157,7 +166,13 @@ tl_status tl_native_lane_start(tl_native_lane *l, tl_qwen3 *m,
   memset(l, 0, sizeof *l);
   l->fast = o->fast;
   l->threads = o->threads ? o->threads : tl_pool_default_threads();
-  if (!o->fast) return tl_qwen3_set_lane(m, NULL, NULL);
+  if (!o->fast) {
+    /* the strict lane computes on a copy of the weights too (--mmap: on
+     * the mapping), so that nothing depends on the file after the open */
+    l->mmap = o->mmap;
+    l->copy_pending = !o->mmap;
+    return tl_qwen3_set_lane(m, NULL, NULL);
+  }
   if ((st = pick_kernels(&l->kernels, err, err_cap)) != TL_OK) {
     l->kernels = NULL;
     return st;

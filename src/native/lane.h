@@ -58,8 +58,8 @@ typedef struct tl_native_lane {
   const tl_kernels *kernels; /* NULL on the strict lane */
   tl_pool *pool;
   tl_parallel par;
-  /* The fast lane's weights (tl_native_lane_copy): anonymous memory the
-   * size of the tensor data section, or NULL */
+  /* The weights (tl_native_lane_copy): anonymous memory the size of the
+   * tensor data section (the strict lane's too, unless --mmap), or NULL */
   uint8_t *weights;
   size_t weights_len, weights_cap;
   bool mmap;         /* --mmap: float tensors stay in the file mapping */

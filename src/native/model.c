@@ -1,3 +1,4 @@
+#define _DEFAULT_SOURCE 1 /* sigaction, MAP_ANONYMOUS, st_mtim */
 /* Also built into the wasm32 API modules (docs/web.md, Modules): use only
  * the C library web/wasm/hosted provides (no jansson, files or threads). */
 #include "model.h"
@@ -5,6 +6,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifndef __wasm__
+#include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hash/sha256.h"
+#endif
 
 /* Room beyond the tokenizer's own bound, for the chat-template program. */
 #define TEMPLATE_ARENA_EXTRA (4u << 20)
@@ -23,6 +35,176 @@ void tl_native_slm_error(const char *path, const uint8_t *file, size_t len,
     snprintf(err, err_cap, "%s: not a valid .slm artifact (%s at byte %zu)",
              path, tl_status_name(st), at);
 }
+
+
+#ifndef __wasm__
+/* --- the SIGBUS guard ------------------------------------------------------
+ * A page of a file mapping whose file was truncated under it faults with
+ * SIGBUS when touched, in whichever thread touches it (the fast lane's
+ * workers included). The handler replaces the page by a page of zeros,
+ * marks the model's slot changed and returns: the access completes, the
+ * computation goes on over zeros, and the next tl_native_model_changed
+ * check refuses what it gave. A fault outside every registered mapping
+ * goes to the disposition that was there before (by default, death). */
+#define GUARD_SLOTS 64
+typedef struct guard_slot {
+  _Atomic uintptr_t start, end; /* [start, end): 0, 0 when free */
+  atomic_bool changed;
+} guard_slot;
+static guard_slot g_guard[GUARD_SLOTS];
+static struct sigaction g_old_bus;
+static atomic_bool g_bus_installed;
+
+static void on_sigbus(int sig, siginfo_t *info, void *uctx) {
+  uintptr_t a = (uintptr_t)info->si_addr, page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  (void)uctx;
+  for (int i = 0; i < GUARD_SLOTS; i++) {
+    uintptr_t s = atomic_load(&g_guard[i].start), e = atomic_load(&g_guard[i].end);
+    if (s != 0 && a >= s && a < e) {
+      void *p = (void *)(a & ~(page - 1));
+      if (mmap(p, page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == p) {
+        atomic_store(&g_guard[i].changed, true);
+        return;
+      }
+      break;
+    }
+  }
+  /* not ours (or no page to put there): what was there before */
+  sigaction(sig, &g_old_bus, NULL);
+}
+
+static int guard_add(const void *data, size_t len) {
+  bool expected = false;
+  if (atomic_compare_exchange_strong(&g_bus_installed, &expected, true)) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_sigbus;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, &g_old_bus);
+  }
+  for (int i = 0; i < GUARD_SLOTS; i++) {
+    uintptr_t zero = 0;
+    if (atomic_compare_exchange_strong(&g_guard[i].start, &zero, (uintptr_t)data)) {
+      atomic_store(&g_guard[i].changed, false);
+      atomic_store(&g_guard[i].end, (uintptr_t)data + len);
+      return i;
+    }
+  }
+  return -1; /* no slot: a truncation kills the process, as without the guard */
+}
+
+static void guard_remove(int i) {
+  if (i < 0) return;
+  atomic_store(&g_guard[i].end, 0);
+  atomic_store(&g_guard[i].start, 0);
+}
+
+/* What fstat says of m's file, into m's fields. */
+static bool file_stamp(int fd, long long *size, long long *ms, long long *mns,
+                       long long *cs, long long *cns) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) return false;
+  *size = (long long)st.st_size;
+  *ms = (long long)st.st_mtim.tv_sec;
+  *mns = (long long)st.st_mtim.tv_nsec;
+  *cs = (long long)st.st_ctim.tv_sec;
+  *cns = (long long)st.st_ctim.tv_nsec;
+  return true;
+}
+
+bool tl_native_model_changed(const tl_native_model *m) {
+  long long size, ms, mns, cs, cns;
+  if (m->fd < 0) return false;
+  if (m->guard >= 0 && atomic_load(&g_guard[m->guard].changed)) return true;
+  return !file_stamp(m->fd, &size, &ms, &mns, &cs, &cns) || size != m->size ||
+         ms != m->mtime_s || mns != m->mtime_ns || cs != m->ctime_s || cns != m->ctime_ns;
+}
+
+/* Moves every page of the mapping holding a byte outside [keep, keep +
+ * keep_len) into anonymous memory at the same address (its bytes copied
+ * out, an anonymous page mapped over it, the bytes copied back), so those
+ * bytes no longer come from the file: a private copy-on-write page would
+ * not do, truncation discards those too. */
+static tl_status privatize_range(uintptr_t from, uintptr_t to) {
+  uint8_t *save;
+  if (to <= from) return TL_OK;
+  save = malloc(to - from);
+  if (save == NULL) return TL_ERR_OUT_OF_MEMORY;
+  memcpy(save, (const void *)from, to - from);
+  if (mmap((void *)from, to - from, PROT_READ | PROT_WRITE,
+           MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != (void *)from) {
+    free(save);
+    return TL_ERR_IO;
+  }
+  memcpy((void *)from, save, to - from);
+  free(save);
+  return mprotect((void *)from, to - from, PROT_READ) == 0 ? TL_OK : TL_ERR_IO;
+}
+
+static tl_status privatize(tl_native_model *m, const uint8_t *keep, size_t keep_len) {
+  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  uintptr_t base = (uintptr_t)m->view.data;
+  uintptr_t end = (base + m->view.len + page - 1) & ~(page - 1);
+  uintptr_t ks = ((uintptr_t)keep + page - 1) & ~(page - 1);
+  uintptr_t ke = ((uintptr_t)keep + keep_len) & ~(page - 1);
+  tl_status st;
+  if (keep_len == 0 || ke <= ks) ks = ke = end;
+  st = privatize_range(base, ks);
+  return st == TL_OK ? privatize_range(ke, end) : st;
+}
+
+tl_status tl_native_model_artifact_id(tl_native_model *m, uint8_t id[32]) {
+  enum { SLICE = 64 << 20 };
+  const tl_slm_section *sec;
+  const uint8_t *d0 = NULL, *d1 = NULL;
+  tl_sha256_ctx ctx;
+  tl_status st = TL_OK;
+  if (m->has_artifact_id) {
+    memcpy(id, m->artifact_id, 32);
+    return TL_OK;
+  }
+  if (m->fd < 0) return tl_file_sha256(&m->view, id);
+  /* Slice by slice, releasing what was read of the tensor data (file
+   * pages; a truncated one reads as zeros and marks the model changed),
+   * never the pages privatize made anonymous (dropping those would lose
+   * them). */
+  if (tl_slm_find(&m->slm, TL_SLM_TENSOR_DATA, &sec) == TL_OK) {
+    d0 = sec->data;
+    d1 = sec->data + sec->len;
+  }
+  tl_sha256_init(&ctx);
+  for (size_t off = 0; st == TL_OK && off < m->view.len; off += SLICE) {
+    const uint8_t *a = m->view.data + off;
+    const uint8_t *b = a + (m->view.len - off < SLICE ? m->view.len - off : SLICE);
+    st = tl_sha256_update(&ctx, a, (size_t)(b - a));
+    if (a < d0) a = d0;
+    if (b > d1) b = d1;
+    if (a < b) tl_file_release(&m->view, a, (size_t)(b - a));
+  }
+  if (st == TL_OK) st = tl_sha256_final(&ctx, m->artifact_id);
+  if (st == TL_OK && tl_native_model_changed(m)) st = TL_ERR_IO;
+  if (st != TL_OK) return st;
+  m->has_artifact_id = true;
+  memcpy(id, m->artifact_id, 32);
+  return TL_OK;
+}
+#else
+bool tl_native_model_changed(const tl_native_model *m) {
+  (void)m;
+  return false;
+}
+
+tl_status tl_native_model_artifact_id(tl_native_model *m, uint8_t id[32]) {
+  if (!m->has_artifact_id) {
+    tl_status st = tl_file_sha256(&m->view, m->artifact_id);
+    if (st != TL_OK) return st;
+    m->has_artifact_id = true;
+  }
+  memcpy(id, m->artifact_id, 32);
+  return TL_OK;
+}
+#endif
 
 /* Validates and loads the bytes m->view holds (path names them in err);
  * on failure releases everything, the view included. */
@@ -99,15 +281,64 @@ tl_status tl_native_model_open(const char *path, tl_native_model *m, char *err,
                                size_t err_cap) {
   tl_status st;
   memset(m, 0, sizeof *m);
+  m->fd = m->guard = -1;
+#ifndef __wasm__
+  /* The file, held open from before the mapping: its stamp now, and
+   * again once the open is done, must agree with what was mapped. */
+  if (strcmp(path, "-") != 0) {
+    struct stat st0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd >= 0 && fstat(fd, &st0) == 0 && S_ISREG(st0.st_mode) &&
+        file_stamp(fd, &m->size, &m->mtime_s, &m->mtime_ns, &m->ctime_s, &m->ctime_ns))
+      m->fd = fd;
+    else if (fd >= 0)
+      close(fd);
+  }
+#endif
   st = tl_file_open_view(path, &m->view, err, err_cap);
-  if (st != TL_OK) return st;
-  return open_loaded(path, m, err, err_cap);
+  if (st != TL_OK) {
+    tl_native_model_close(m);
+    return st;
+  }
+#ifndef __wasm__
+  if (m->view.mapping == NULL && m->fd >= 0) { /* read into memory */
+    close(m->fd);
+    m->fd = -1;
+  }
+  if (m->fd >= 0) m->guard = guard_add(m->view.data, m->view.len);
+  if (m->fd >= 0 && (long long)m->view.len != m->size) {
+    snprintf(err, err_cap, "%s: changed while it was being opened", path);
+    tl_native_model_close(m);
+    return TL_ERR_IO;
+  }
+#endif
+  st = open_loaded(path, m, err, err_cap);
+#ifndef __wasm__
+  if (st == TL_OK && m->fd >= 0) {
+    const tl_slm_section *sec;
+    bool data = tl_slm_find(&m->slm, TL_SLM_TENSOR_DATA, &sec) == TL_OK;
+    st = privatize(m, data ? sec->data : NULL, data ? sec->len : 0);
+    /* the verified tensor data leaves the resident set until a lane reads
+     * it (a copy reads the file; --mmap faults the pages in again) */
+    if (st == TL_OK && data) tl_file_release(&m->view, sec->data, sec->len);
+    if (st != TL_OK)
+      snprintf(err, err_cap, "%s: cannot copy the artifact's sections (%s)", path,
+               tl_status_name(st));
+    else if (tl_native_model_changed(m)) {
+      st = TL_ERR_IO;
+      snprintf(err, err_cap, "%s: changed while it was being opened", path);
+    }
+    if (st != TL_OK) tl_native_model_close(m);
+  }
+#endif
+  return st;
 }
 
 tl_status tl_native_model_open_bytes(const uint8_t *data, size_t len, bool take,
                                      const char *name, tl_native_model *m,
                                      char *err, size_t err_cap) {
   memset(m, 0, sizeof *m);
+  m->fd = m->guard = -1;
   m->view.data = data;
   m->view.len = len;
   /* A view with a buffer frees it on close; one without borrows. */
@@ -116,7 +347,12 @@ tl_status tl_native_model_open_bytes(const uint8_t *data, size_t len, bool take,
 }
 
 void tl_native_model_close(tl_native_model *m) {
+#ifndef __wasm__
+  guard_remove(m->guard);
+  if (m->fd >= 0) close(m->fd);
+#endif
   tl_file_close_view(&m->view);
   free(m->arena_mem);
   memset(m, 0, sizeof *m);
+  m->fd = m->guard = -1;
 }

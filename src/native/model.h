@@ -22,6 +22,15 @@ typedef struct tl_native_model {
   tl_tmpl_section tmpl;
   bool has_tensors; /* a model artifact (not tokenizer-only) */
   tl_slm_tensors tensors;
+  /* A mapped file (tl_native_model_open of a regular file): kept open,
+   * with what fstat said at the open, so tl_native_model_changed can tell
+   * a file truncated or rewritten in place; guard: its slot in the SIGBUS
+   * registry (-1: none). */
+  int fd;
+  int guard;
+  bool has_artifact_id; /* the file's SHA-256, once computed */
+  uint8_t artifact_id[32];
+  long long size, mtime_s, mtime_ns, ctime_s, ctime_ns;
 } tl_native_model;
 
 /* Why tl_slm_open refused file (status st at byte at), for err: "PATH:
@@ -32,7 +41,14 @@ void tl_native_slm_error(const char *path, const uint8_t *file, size_t len,
                          tl_status st, size_t at, char *err, size_t err_cap);
 
 /* Opens path and loads its tokenizer and (when present) chat template. On
- * failure everything is released and err names the path and the reason. */
+ * failure everything is released and err names the path and the reason.
+ * A regular file is mapped: every page but those of the tensor data
+ * section is made private to the process (copied) once the open has
+ * verified it, so the tokenizer, template, metadata and tensor directory
+ * never depend on the file again; the tensor data is copied by the lane
+ * (tl_native_lane_copy) unless --mmap computes on the mapping, which
+ * tl_native_model_changed watches. A file that changes while it is being
+ * opened is refused (TL_ERR_IO). */
 tl_status tl_native_model_open(const char *path, tl_native_model *m, char *err,
                                size_t err_cap);
 /* The same over bytes already in memory (the public API's models): name
@@ -43,5 +59,21 @@ tl_status tl_native_model_open_bytes(const uint8_t *data, size_t len, bool take,
                                      const char *name, tl_native_model *m,
                                      char *err, size_t err_cap);
 void tl_native_model_close(tl_native_model *m);
+
+/* Whether the file of a mapped model changed since it was opened: a page
+ * of the mapping faulted because the file was truncated (SIGBUS: the page
+ * reads as zeros from then on and the model stays changed), or fstat
+ * gives another size, mtime or ctime (a rewrite in place). Always false
+ * for a model read into memory. Callers check it before and after every
+ * use of the model and refuse with TL_ERR_IO, "PATH changed while in
+ * use": what was computed from a changed mapping is never reported. */
+bool tl_native_model_changed(const tl_native_model *m);
+/* The artifact id: the SHA-256 of the file's bytes (of the bytes for a
+ * model opened from memory), computed once; TL_ERR_IO when the file
+ * changed meanwhile (tl_native_model_changed). */
+tl_status tl_native_model_artifact_id(tl_native_model *m, uint8_t id[32]);
+/* The same for the model behind a public API handle (api.c; false for a
+ * handle that is not a live model): chat stops when it is true. */
+bool tl_api_model_changed(uint32_t model);
 
 #endif

@@ -239,7 +239,7 @@ tl_status tl_session_allocate(tl_session *s, uint64_t mem_budget, char *err,
 
 tl_status tl_session_artifact_id(tl_session *s, const uint8_t **id) {
   if (!s->has_artifact_id) {
-    tl_status st = tl_file_sha256(&s->model.view, s->artifact_id);
+    tl_status st = tl_native_model_artifact_id(&s->model, s->artifact_id);
     if (st != TL_OK) return st;
     s->has_artifact_id = true;
   }

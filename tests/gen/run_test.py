@@ -18,7 +18,10 @@ tokenizer, the real Qwen3 chat template, EOS 322 = <|im_end|>):
     /think on, /reset (and prefix reuse after it), Ctrl-C during a long
     reply (a larger synthetic model, so the reply lasts) leaves the
     session usable and drops the turn, context overflow keeps the
-    conversation.
+    conversation; a model file truncated or rewritten in place under a
+    running chat (fast, scalar, --mmap) never kills it with SIGBUS nor is
+    read as a model: the same replies or `error: io: FILE changed while in
+    use`.
 
     run_test.py TINYLM WORKDIR
 """
@@ -859,6 +862,71 @@ def test_chat_options():
     p = tinylm("run", MODEL, "--prompt", "x", "--system", "s")
     check("run refuses chat's --system", p.returncode == 2)
 
+def chat_over_changing_file(model, change, *args):
+    """`tinylm chat COPY ARGS` from a pipe on a copy of model: one turn,
+    then change(COPY), then /reset, the same turn again and the end of
+    input. Returns
+    (exit status, stdout, stderr, the copy's path)."""
+    copy = os.path.join(WORK, "changing.slm")
+    shutil.copyfile(model, copy)
+    p = subprocess.Popen([TINYLM, "chat", copy, "-n", "8", *args], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    err = b""
+    p.stdin.write(b"Hello\n")
+    p.stdin.flush()
+    deadline = time.time() + 120
+    while not re.search(STOP_RX, err.decode("utf-8", "replace")) and time.time() < deadline:
+        ready, _, _ = select.select([p.stderr], [], [], 1)
+        if ready:
+            chunk = os.read(p.stderr.fileno(), 4096)
+            if not chunk:
+                break
+            err += chunk
+    change(copy)
+    try:
+        p.stdin.write(b"/reset\nHello\n")  # the same conversation again
+        p.stdin.close()
+    except BrokenPipeError:
+        pass
+    p.stdin = None
+    out, rest = p.communicate(timeout=300)
+    return p.returncode, out, (err + rest).decode("utf-8", "replace"), copy
+
+
+def test_chat_model_file_changes():
+    """A model file truncated or rewritten in place under a running chat
+    (fast lane, scalar lane, --mmap): the process never dies of a signal
+    (SIGBUS), and the second turn (after /reset, the same conversation)
+    either answers as it does on an untouched file or the chat stops with
+    `error: io: FILE changed while in use`. The bytes now in the file are
+    never read as a model (no template or tokenizer error from them)."""
+    other = os.path.join(ROOT, "tests", "golden", "slm", "tiny-q8.slm")
+
+    def truncate(path):
+        os.truncate(path, os.path.getsize(path) // 2)
+
+    def rewrite(path):
+        truncate(path)
+        with open(path, "r+b") as f:  # the same inode, other bytes
+            f.truncate(0)
+            f.write(open(other, "rb").read())
+
+    for lane in (["--lane", "fast"], ["--lane", "scalar"], ["--lane", "fast", "--mmap"],
+                 ["--lane", "scalar", "--mmap"]):
+        rc0, want, err0, _ = chat_over_changing_file(MODEL, lambda path: None, *lane)
+        check(f"chat {' '.join(lane)}: two turns on an untouched file", rc0 == 0, err0[-300:])
+        for name, change in (("truncated", truncate), ("rewritten in place", rewrite)):
+            rc, out, err, copy = chat_over_changing_file(MODEL, change, *lane)
+            what = f"chat {' '.join(lane)}, model {name} after turn 1"
+            check(f"{what}: no signal", rc >= 0, f"killed by signal {-rc}: {err[-300:]}")
+            typed = f"error: io: {copy} changed while in use" in err
+            check(f"{what}: the same replies, or a typed error naming the file and exit 1",
+                  (rc == 0 and out == want) or (typed and rc == 1),
+                  f"exit {rc}: {err[-400:]}")
+            check(f"{what}: nothing read from the changed file",
+                  "error:" not in err.replace(f"error: io: {copy} changed while in use", ""),
+                  err[-300:])
+
 
 def main():
     global TINYLM, WORK
@@ -876,7 +944,7 @@ def main():
                  test_chat_invalid_line_terminal, test_chat_line_editing,
                  test_chat_stdout_redirected,
                  test_run_messages_errors, test_run_messages_generation_prompt,
-                 test_chat_load, test_chat_options]:
+                 test_chat_load, test_chat_options, test_chat_model_file_changes]:
         try:
             test()
         except Exception as e:  # a crash in one test is one failure
