@@ -852,8 +852,11 @@ def test_chat_options():
               roots[files.index(f)] is not None and roots[files.index(f)] in err)
     before = open(os.path.join(rdir, "turn-0001.cbor"), "rb").read() if files else b""
     p, err, replies = chat_pipe(b"Other\n", "-n", "2", "--receipt-dir", rdir)
-    check("chat --receipt-dir: an existing receipt is not overwritten (no reply)",
-          replies == 0 and "turn-0001.cbor" in err and
+    # A reused directory continues the numbering (issue 23 item 13): the
+    # reply is given, its receipt is turn-0003.cbor, nothing is replaced.
+    check("chat --receipt-dir reused: numbering continues, nothing overwritten",
+          replies == 1 and p.returncode == 0 and "turn-0003.cbor" in err and
+          sorted(os.listdir(rdir)) == ["turn-0001.cbor", "turn-0002.cbor", "turn-0003.cbor"] and
           open(os.path.join(rdir, "turn-0001.cbor"), "rb").read() == before, err[-400:])
     p, err, replies = chat_pipe(b"Other\n", "-n", "2", "--receipt-dir", rdir, "--force")
     check("chat --receipt-dir --force: replaced",
