@@ -235,6 +235,15 @@ def overwrites():
 
 # --- signals and error paths ---------------------------------------------
 
+def default_signals():
+    """A terminal's dispositions for the signals these checks send: a shell
+    starts background jobs with SIGINT ignored (and nohup SIGHUP), and an
+    ignored signal stays ignored across exec, so a check run from such a
+    job would measure the inherited disposition, not tinylm."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def interrupted():
     # Big enough that q4 conversion under ASan writes its temporary file for
     # seconds (about 100 MB of bf16 weights).
@@ -250,7 +259,7 @@ def interrupted():
             f.write(b"previous artifact")
         proc = subprocess.Popen([TINYLM, "convert", hf, "-o", out, "--quant", "q4",
                                  "--force"], stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE)
+                                stderr=subprocess.PIPE, preexec_fn=default_signals)
         seen = []
         deadline = time.time() + 60
         while not seen and proc.poll() is None and time.time() < deadline:
@@ -276,7 +285,8 @@ def interrupted():
         sdir = os.path.join(WORK, "synth-" + signal.Signals(sig).name)
         proc = subprocess.Popen([TINYLM, "synth", "--config", cfg, "--seed", "2", "-o", sdir,
                                  "--tokenizer-dir", TINY_TOKENIZER],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                preexec_fn=default_signals)
         extra = []
         deadline = time.time() + 60
         while not extra and proc.poll() is None and time.time() < deadline:
@@ -318,7 +328,7 @@ def interrupted():
     receipt = os.path.join(WORK, "sigint.receipt")
     proc = subprocess.Popen([TINYLM, "run", MODEL_SRC, "--prompt", "Once", "-n", "-1",
                              "--receipt", receipt], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+                            stderr=subprocess.PIPE, preexec_fn=default_signals)
     first = proc.stdout.read(1)  # the reply has begun
     time.sleep(0.2)
     proc.send_signal(signal.SIGINT)
