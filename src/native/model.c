@@ -100,7 +100,7 @@ static void guard_remove(int i) {
   atomic_store(&g_guard[i].start, 0);
 }
 
-/* What fstat says of m's file, into m's fields. */
+/* What fstat says of fd: size, mtime and ctime (seconds, nanoseconds). */
 static bool file_stamp(int fd, long long *size, long long *ms, long long *mns,
                        long long *cs, long long *cns) {
   struct stat st;

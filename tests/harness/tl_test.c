@@ -42,12 +42,17 @@ void tl_test_print_hex(tl_test_ctx *t, const void *data, size_t len) {
   put_hex(t, data, len);
 }
 
-void tl_test_skip(tl_test_ctx *t, const char *why) {
-  t->skipped++;
-  put(t, "skip: ");
+/* "suite.case", as every report line names it. */
+static void put_case(tl_test_ctx *t) {
   put(t, t->suite);
   put(t, ".");
   put(t, t->name);
+}
+
+void tl_test_skip(tl_test_ctx *t, const char *why) {
+  t->skipped++;
+  put(t, "skip: ");
+  put_case(t);
   put(t, ": ");
   put(t, why);
   put(t, "\n");
@@ -58,9 +63,7 @@ static void fail_head(tl_test_ctx *t, const char *file, int line,
                       const char *expr) {
   t->failed_checks++;
   put(t, "  FAIL ");
-  put(t, t->suite);
-  put(t, ".");
-  put(t, t->name);
+  put_case(t);
   put(t, " ");
   put(t, file);
   put(t, ":");
