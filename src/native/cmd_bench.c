@@ -14,23 +14,21 @@
 #include <time.h>
 
 #include "cli.h"
+#include "clock.h"
 #include "cpu.h"
 #include "lane.h"
 #include "session.h"
 
 static const char usage_text[] =
-    "usage: tinylm bench MODEL.slm [-p N] [-n N] [-r N] [--lane scalar|fast]\n"
-    "                    [-t N] [--mmap] [--json]\n"
+    "usage: tinylm bench MODEL.slm [-p N] [-n N] [-d N] [-r N]\n"
+    "                    [--lane scalar|fast] [-t N] [--mmap] [--json]\n"
     "  -p N          prompt tokens of the prefill test (default 512; 0: skip)\n"
     "  -n N          tokens of the decode test (default 128; 0: skip)\n"
+    "  -d N          context the decode test starts from: N tokens prefilled\n"
+    "                first, untimed (default 0; llama-bench's -d)\n"
     "  -r N          repetitions; the median is reported (default 3)\n" TL_LANE_USAGE
     "  --json        one JSON object\n";
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -147,11 +145,26 @@ static double read_bandwidth(const tl_native_lane *l, const uint8_t *p, size_t l
   j.avx512 = tl_native_cpu_features().avx512f;
   read_task(&j, 0, 1); /* warm: fault in, as the model's runs did */
   for (size_t r = 0; r < reps; r++) {
-    double t0 = now_s();
+    double t0 = tl_now_s();
     tl_parallel_run(l->pool != NULL ? &l->par : NULL, read_task, &j, n);
-    t[r] = now_s() - t0;
+    t[r] = tl_now_s() - t0;
   }
   return (double)(len / 64 * 64) / median(t, reps);
+}
+
+/* The prompt of the first forward pass after the load (time to first
+ * token): a short chat turn's length. */
+#define FIRST_PROMPT 16
+
+/* ids[0, n) appended to s's cache in the session's prefill chunks, as run
+ * and chat compute a prompt. */
+static tl_status prefill(tl_session *s, const uint32_t *ids, uint32_t n) {
+  tl_status st = TL_OK;
+  for (uint32_t at = 0; st == TL_OK && at < n; at += (uint32_t)s->prefill_chunk) {
+    uint32_t k = n - at < s->prefill_chunk ? n - at : (uint32_t)s->prefill_chunk;
+    st = tl_qwen3_forward(&s->qwen, &s->cache, ids + at, k, s->logits, NULL, &s->arena, NULL);
+  }
+  return st;
 }
 
 static const char *type_name(tl_qtype q) {
@@ -161,13 +174,14 @@ static const char *type_name(tl_qtype q) {
 
 int tl_cmd_bench(int argc, char **argv) {
   const char *path = NULL;
-  uint32_t prompt = 512, decode = 128, reps = 3;
+  uint32_t prompt = 512, decode = 128, depth = 0, reps = 3, n_ids;
   bool json = false;
   tl_lane_options lo = tl_lane_defaults();
   const tl_native_lane *lane;
   tl_session s;
-  char err[1024];
-  double t_load, t_open, t_pp[16], t_tg[16], pp = 0, tg = 0, bw, bw_after;
+  char err[1024] = "";
+  double t_load, t_open, t_threads, t_alloc, t_first, t_pp[16], t_tg[16], pp = 0, tg = 0, bw,
+      bw_after;
   const uint8_t *wmem;
   size_t wlen;
   uint32_t *ids = NULL;
@@ -188,8 +202,9 @@ int tl_cmd_bench(int argc, char **argv) {
       if (rc > 0) return rc;
       continue;
     }
-    if (strcmp(a, "-p") == 0 || strcmp(a, "-n") == 0 || strcmp(a, "-r") == 0) {
-      uint32_t *dst = a[1] == 'p' ? &prompt : a[1] == 'n' ? &decode : &reps;
+    if (strcmp(a, "-p") == 0 || strcmp(a, "-n") == 0 || strcmp(a, "-d") == 0 ||
+        strcmp(a, "-r") == 0) {
+      uint32_t *dst = a[1] == 'p' ? &prompt : a[1] == 'n' ? &decode : a[1] == 'd' ? &depth : &reps;
       uint32_t lo_v = a[1] == 'r' ? 1 : 0, hi_v = a[1] == 'r' ? 15 : 1u << 20;
       if ((rc = tl_cli_value(json, argc, argv, &i, &v)) >= 0) return rc;
       if ((rc = tl_cli_flag_u32(json, a, v, lo_v, hi_v, dst)) >= 0) return rc;
@@ -202,11 +217,15 @@ int tl_cmd_bench(int argc, char **argv) {
   if (path == NULL) return tl_cli_usage(json, "no model given\n%s", usage_text);
   if (prompt == 0 && decode == 0) return tl_cli_usage(json, "-p and -n are both 0: nothing to measure");
 
-  t_load = now_s();
+  /* The load, phase by phase (open and verify; the lane's threads; the
+   * cache, the weights' copy and their packing), then the first forward
+   * pass: what a fresh `run` does before its first token. */
+  t_load = tl_now_s();
   st = tl_session_open(&s, path, err, sizeof err);
   if (st != TL_OK) return tl_cli_fail(json, st, "%s", err);
-  t_open = now_s() - t_load;
+  t_open = tl_now_s() - t_load;
   st = tl_session_lane(&s, &lo, err, sizeof err);
+  t_threads = tl_now_s() - t_load - t_open;
   lane = &s.lane;
   if (st != TL_OK) {
     tl_session_close(&s);
@@ -214,16 +233,28 @@ int tl_cmd_bench(int argc, char **argv) {
   }
   /* the prefill test runs `prompt` tokens in the session's prefill chunks,
    * as run and chat do */
-  st = tl_session_plan(&s, (prompt > decode ? prompt : decode) + 1, 0, err, sizeof err);
+  /* ids: the prefill test's prompt, the decode test's context and the
+   * first forward pass's prompt are all taken from one sequence */
+  n_ids = prompt > depth ? prompt : depth;
+  n_ids = n_ids > FIRST_PROMPT ? n_ids : FIRST_PROMPT;
+  st = tl_session_plan(&s, (n_ids > depth + decode ? n_ids : depth + decode) + 1, 0, err,
+                       sizeof err);
   if (st == TL_OK) st = tl_session_allocate(&s, 0, err, sizeof err);
-  t_load = now_s() - t_load; /* open, lane, and the copy of the weights */
-  ids = malloc((prompt ? prompt : 1) * sizeof *ids);
+  t_load = tl_now_s() - t_load; /* open, lane, and the copy of the weights */
+  t_alloc = t_load - t_open - t_threads;
+  ids = malloc(n_ids * sizeof *ids);
   if (st == TL_OK && ids == NULL) {
     st = TL_ERR_OUT_OF_MEMORY;
     snprintf(err, sizeof err, "out of memory");
   }
-  for (uint32_t i = 0; st == TL_OK && i < prompt; i++)
+  for (uint32_t i = 0; st == TL_OK && i < n_ids; i++)
     ids[i] = (uint32_t)((i * 7919u + 13u) % s.defined_ids);
+  t_first = tl_now_s();
+  if (st == TL_OK) st = prefill(&s, ids, FIRST_PROMPT);
+  if (st == TL_OK) (void)argmax(s.logits, s.qwen.cfg.vocab);
+  t_first = tl_now_s() - t_first;
+  if (st != TL_OK && err[0] == '\0')
+    snprintf(err, sizeof err, "forward pass: %s", tl_status_name(st));
   /* The bound: the weights' read bandwidth, measured before and after the
    * tests (the host's load varies; the larger is the conservative bound). */
   wmem = lane->weights;
@@ -240,22 +271,20 @@ int tl_cmd_bench(int argc, char **argv) {
     double t0;
     if (prompt > 0) {
       s.cache.len = 0;
-      t0 = now_s();
-      for (uint32_t at = 0; st == TL_OK && at < prompt; at += (uint32_t)s.prefill_chunk) {
-        uint32_t n = prompt - at < s.prefill_chunk ? prompt - at : (uint32_t)s.prefill_chunk;
-        st = tl_qwen3_forward(&s.qwen, &s.cache, ids + at, n, s.logits, NULL, &s.arena, NULL);
-      }
-      t_pp[r] = now_s() - t0;
+      t0 = tl_now_s();
+      st = prefill(&s, ids, prompt);
+      t_pp[r] = tl_now_s() - t0;
     }
     if (st == TL_OK && decode > 0) {
       uint32_t next = 13u % s.defined_ids;
       s.cache.len = 0;
-      t0 = now_s();
+      st = prefill(&s, ids, depth);
+      t0 = tl_now_s();
       for (uint32_t k = 0; k < decode && st == TL_OK; k++) {
         st = tl_qwen3_forward(&s.qwen, &s.cache, &next, 1, s.logits, NULL, &s.arena, NULL);
         next = argmax(s.logits, s.qwen.cfg.vocab);
       }
-      t_tg[r] = now_s() - t0;
+      t_tg[r] = tl_now_s() - t0;
     }
     if (st != TL_OK) snprintf(err, sizeof err, "forward pass: %s", tl_status_name(st));
   }
@@ -281,6 +310,7 @@ int tl_cmd_bench(int argc, char **argv) {
     json_object_set_new(o, "mmap", json_boolean(lane->weights == NULL));
     json_object_set_new(o, "prompt_tokens", json_integer(prompt));
     json_object_set_new(o, "decode_tokens", json_integer(decode));
+    json_object_set_new(o, "decode_depth", json_integer(depth));
     json_object_set_new(o, "repetitions", json_integer(reps));
     json_object_set_new(o, "prefill_tokens_per_s", prompt ? json_real(pp) : json_null());
     json_object_set_new(o, "decode_tokens_per_s", decode ? json_real(tg) : json_null());
@@ -290,6 +320,12 @@ int tl_cmd_bench(int argc, char **argv) {
                         decode ? json_real(tg * (double)wbytes / bw) : json_null());
     json_object_set_new(o, "load_seconds", json_real(t_load));
     json_object_set_new(o, "open_seconds", json_real(t_open));
+    json_object_set_new(o, "threads_seconds", json_real(t_threads));
+    json_object_set_new(o, "copy_seconds", json_real(lane->copy_seconds));
+    json_object_set_new(o, "pack_seconds", json_real(lane->pack_seconds));
+    json_object_set_new(o, "allocate_seconds", json_real(t_alloc));
+    json_object_set_new(o, "first_forward_seconds", json_real(t_first));
+    json_object_set_new(o, "first_token_seconds", json_real(t_load + t_first));
     json_object_set_new(o, "peak_rss_bytes", json_integer((json_int_t)ru.ru_maxrss * 1024));
     json_dumpf(o, stdout, JSON_SORT_KEYS);
     fputc('\n', stdout);
@@ -302,13 +338,16 @@ int tl_cmd_bench(int argc, char **argv) {
            lane->weights == NULL ? ", weights on the file mapping" : "");
     if (prompt) printf("  prefill %u tokens: %.2f tokens/s (median of %u)\n", prompt, pp, reps);
     if (decode)
-      printf("  decode %u tokens: %.2f tokens/s (median of %u), %.1f MB of weights per "
-             "token, %.0f%% of the %.1f GB/s read bandwidth bound\n",
-             decode, tg, reps, wbytes / 1e6, 100.0 * tg * (double)wbytes / bw, bw / 1e9);
+      printf("  decode %u tokens after %u: %.2f tokens/s (median of %u), %.1f MB of weights "
+             "per token, %.0f%% of the %.1f GB/s read bandwidth bound\n",
+             decode, depth, tg, reps, wbytes / 1e6, 100.0 * tg * (double)wbytes / bw, bw / 1e9);
     else
       printf("  read bandwidth %.1f GB/s\n", bw / 1e9);
-    printf("  load %.2f s (open and verify %.2f s; lane, validation, copy %.2f s), peak RSS %.1f MB\n", t_load,
-           t_open, t_load - t_open, ru.ru_maxrss / 1024.0);
+    printf("  first token %.2f s: open and verify %.2f s, threads %.2f s, weights %.2f s "
+           "(copy %.2f s, validate and pack %.2f s), first %u-token forward pass %.2f s\n",
+           t_load + t_first, t_open, t_threads, t_alloc, lane->copy_seconds,
+           lane->pack_seconds, FIRST_PROMPT, t_first);
+    printf("  peak RSS %.1f MB\n", ru.ru_maxrss / 1024.0);
   }
   free(ids);
   tl_session_close(&s);

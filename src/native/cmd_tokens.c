@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "clock.h"
 #include "encoder.h"
 #include "file.h"
 #include "model.h"
@@ -104,11 +105,6 @@ static int encode_jsonl(tl_encoder *e) {
   return TL_EXIT_OK;
 }
 
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 int tl_cmd_encode(int argc, char **argv) {
   const char *model = NULL, *text = NULL, *file = NULL;
@@ -170,11 +166,11 @@ int tl_cmd_encode(int argc, char **argv) {
     view.len = strlen(text);
   }
   {
-    double t0 = now_seconds();
+    double t0 = tl_now_s();
     st = tl_encoder_run(&e, view.data, view.len, &n, &bad);
     if (st == TL_OK && bench)
       printf("tokens %zu bytes %zu seconds %.6f\n", n, view.len,
-             now_seconds() - t0);
+             tl_now_s() - t0);
   }
   if (st == TL_ERR_INVALID_UTF8) {
     rc = tl_cli_fail_with(json, st,

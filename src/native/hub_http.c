@@ -10,6 +10,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "clock.h"
 #include "tool_msg.h"
 #include "utf8.h"
 
@@ -19,11 +20,6 @@
 /* What is read of a non-2xx answer's body (it is never used). */
 #define ERROR_BODY_MAX ((uint64_t)64 << 10)
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* The character at b[pos] as shown (esc, returned length) and how many
  * input bytes it covers (*k). */
@@ -237,7 +233,7 @@ static size_t on_header(char *line, size_t size, size_t nitems, void *arg) {
  * --timeout of its start plus the time its bytes take at MIN_AVERAGE_RATE.
  * With the byte ceiling this bounds every request. */
 static bool past_deadline(xfer *x) {
-  double now = now_s();
+  double now = tl_now_s();
   if (x->body_start > 0)
     x->deadline = x->body_start + (double)x->timeout_s +
                   (double)x->received / MIN_AVERAGE_RATE;
@@ -265,7 +261,7 @@ static size_t on_body(char *p, size_t size, size_t nitems, void *arg) {
   }
   x->received += n;
   if (!x->started) {
-    x->body_start = now_s();
+    x->body_start = tl_now_s();
     /* A server that ignores the Range answers 200 with the whole body:
      * the bytes this side already has are dropped. */
     x->started = true;
@@ -319,7 +315,7 @@ tl_status tl_hub_get(tl_hub *h, const char *url, uint64_t offset,
     x.err = err;
     x.cap = cap;
     x.timeout_s = h->timeout_s;
-    x.deadline = now_s() + (double)h->timeout_s;
+    x.deadline = tl_now_s() + (double)h->timeout_s;
     free(origin);
     shown_url(cur, shown, sizeof shown);
     /* The token never leaves the endpoint's origin (a redirect to a CDN

@@ -6,9 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "clock.h"
 #include "cpu.h"
 
 tl_lane_options tl_lane_defaults(void) {
@@ -34,6 +36,7 @@ int tl_lane_flag(bool json, int argc, char **argv, int *i, tl_lane_options *o) {
   }
   return tl_cli_flag_u32(json, a, v, 1, TL_PAR_MAX_TASKS, &o->threads);
 }
+
 
 /* Every weight of m whose bytes lie in [from, from + len) moves to the
  * same offset in to. */
@@ -94,6 +97,7 @@ static tl_status prepare_weights(tl_native_lane *l, tl_qwen3 *m,
   const tl_slm_section *sec;
   const uint8_t *from;
   tl_status st;
+  double t0 = tl_now_s();
   void *p;
   if (tl_slm_find(&model->slm, TL_SLM_TENSOR_DATA, &sec) != TL_OK || sec->len == 0)
     return TL_OK;
@@ -128,8 +132,11 @@ static tl_status prepare_weights(tl_native_lane *l, tl_qwen3 *m,
       return TL_ERR_IO;
     }
   }
+  l->copy_seconds = tl_now_s() - t0;
   if (!l->fast) return TL_OK; /* the strict lane computes on the copy as it is */
+  t0 = tl_now_s();
   st = tl_qwen3_pack(m, from, sec->len, l->weights, &l->par);
+  l->pack_seconds = tl_now_s() - t0;
   if (st != TL_OK) snprintf(err, err_cap, "invalid quantized weights (%s)", tl_status_name(st));
   return st;
 }

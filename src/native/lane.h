@@ -64,6 +64,9 @@ typedef struct tl_native_lane {
   size_t weights_len, weights_cap;
   bool mmap;         /* --mmap: float tensors stay in the file mapping */
   bool copy_pending; /* the weights are prepared by tl_native_lane_copy */
+  /* Seconds tl_native_lane_copy spent reading the weights into memory and
+   * validating + packing them (tinylm bench's load phases). */
+  double copy_seconds, pack_seconds;
 } tl_native_lane;
 
 /* Puts model m on the lane o asks for; the fast lane's weights wait for
