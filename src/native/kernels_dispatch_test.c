@@ -436,6 +436,72 @@ static void attention(tl_test_ctx *t) {
   }
 }
 
+/* A random finite binary16 pattern: any sign, exponent below 31
+ * (subnormals and +-0 included), any fraction. */
+static uint16_t random_finite_f16(tl_test_rng *rng) {
+  uint16_t h;
+  do h = (uint16_t)tl_test_rng_next(rng); while ((h & 0x7C00u) == 0x7C00u);
+  return h;
+}
+
+/* Attention reading the fast lane's binary16 cache where it lies (F-11)
+ * through the twins and each variant that has it: scores and
+ * probability-weighted values of 1 to 3 queries (heads sharing a KV
+ * head) equal the f32 twins' on the rows converted first, bit for bit;
+ * head sizes around the vector widths, strides wider than a row, the
+ * rows in exact-size buffers (an over-read shows under ASan) and nothing
+ * written past the outputs. */
+static void attention_f16_rows(tl_test_ctx *t) {
+  static const size_t dims[] = {1, 15, 16, 17, 63, 64, 65, 128, 130};
+  enum { NQ = 3 };
+  const tl_kernels *ks[TL_KERN_ISA_COUNT + 1];
+  size_t nk = variants(t, ks);
+  tl_test_rng rng = {20261204};
+  ks[nk++] = tl_kernels_get(TL_KERN_SCALAR); /* the twins, as the scalar variant's entries */
+  for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
+    size_t d = dims[di], count = 1 + tl_test_rng_next(&rng) % 40, stride = d + 3;
+    size_t rows_len = (count - 1) * stride + d; /* the last row ends the buffer */
+    uint16_t *h = malloc(rows_len * sizeof *h);
+    float *f = malloc(rows_len * sizeof *f), *q[NQ], *p[NQ], *got[NQ];
+    float *want = malloc((count > d ? count : d) * sizeof(float));
+    bool ok = h && f && want;
+    for (size_t i = 0; i < NQ; i++) {
+      q[i] = malloc(d * sizeof(float));
+      p[i] = malloc(count * sizeof(float));
+      got[i] = malloc(((count > d ? count : d) + 1) * sizeof(float));
+      ok = ok && q[i] && p[i] && got[i];
+    }
+    if (!TL_EXPECT(t, ok)) return;
+    for (size_t i = 0; i < rows_len; i++) h[i] = random_finite_f16(&rng);
+    tl_kern_f16_to_f32(h, rows_len, f);
+    for (size_t i = 0; i < NQ; i++) {
+      for (size_t e = 0; e < d; e++) q[i][e] = random_value(&rng, -6, 6);
+      for (size_t j = 0; j < count; j++) p[i][j] = random_value(&rng, -8, 0);
+    }
+    for (size_t k = 0; k < nk; k++)
+      for (size_t nq = 1; nq <= NQ; nq++) {
+        for (size_t i = 0; i < nq; i++) memset(got[i], 0xA5, (count + 1) * sizeof(float));
+        tl_kern_dots_h_k(ks[k], (const float *const *)q, nq, h, stride, count, d, got);
+        for (size_t i = 0; i < nq; i++) {
+          tl_kern_dots(q[i], f, stride, count, d, want);
+          if (!TL_EXPECT_MEM(t, got[i], want, count * sizeof(float)) ||
+              !TL_EXPECT_EQ_U64(t, tl_f32_to_bits(got[i][count]), 0xA5A5A5A5u))
+            print_case(t, ks[k]->name, "dots_h", nq, i, d);
+        }
+        for (size_t i = 0; i < nq; i++) memset(got[i], 0xA5, (d + 1) * sizeof(float));
+        tl_kern_weighted_h_k(ks[k], (const float *const *)p, nq, count, h, stride, d, got);
+        for (size_t i = 0; i < nq; i++) {
+          tl_kern_weighted(p[i], count, f, stride, d, want);
+          if (!TL_EXPECT_MEM(t, got[i], want, d * sizeof(float)) ||
+              !TL_EXPECT_EQ_U64(t, tl_f32_to_bits(got[i][d]), 0xA5A5A5A5u))
+            print_case(t, ks[k]->name, "weighted_h", nq, i, d);
+        }
+      }
+    for (size_t i = 0; i < NQ; i++) free(q[i]), free(p[i]), free(got[i]);
+    free(h), free(f), free(want);
+  }
+}
+
 /* The softmax's exponentials through each variant against tl_expf, bit
  * for bit: ordinary scores, the whole range down to underflow (subnormal
  * and zero results, 2^k subnormal), overflow, -inf, NaN, and tails of
@@ -574,6 +640,7 @@ static const tl_test_case cases[] = {
     TL_CASE(exponentials),
     TL_CASE(tiles),
     TL_CASE(attention),
+    TL_CASE(attention_f16_rows),
     TL_CASE(f16_rows),
     TL_CASE(f32_to_f16_rows),
     TL_CASE(a_variant_the_cpu_lacks_is_counted_as_skipped),

@@ -134,6 +134,40 @@ void tl_kern_f32_to_f16_k(const tl_kernels *k, const float *x, size_t n, uint16_
   else tl_kern_f32_to_f16(x, n, out);
 }
 
+void tl_kern_dots_h(const float *const *q, size_t nq, const uint16_t *k, size_t stride,
+                    size_t count, size_t n, float *const *out) {
+  for (size_t i = 0; i < nq; i++)
+    for (size_t j = 0; j < count; j++) {
+      float acc[TL_KERN_LANES] = {0};
+      for (size_t e = 0; e < n; e++)
+        acc[e % TL_KERN_LANES] += q[i][e] * tl_f16_to_f32(k[j * stride + e]);
+      out[i][j] = tl_kern_tree(acc);
+    }
+}
+
+void tl_kern_weighted_h(const float *const *p, size_t nq, size_t count, const uint16_t *v,
+                        size_t stride, size_t d, float *const *out) {
+  for (size_t i = 0; i < nq; i++)
+    for (size_t e = 0; e < d; e++) {
+      float acc = 0.0f;
+      for (size_t j = 0; j < count; j++) acc += p[i][j] * tl_f16_to_f32(v[j * stride + e]);
+      out[i][e] = acc;
+    }
+}
+
+void tl_kern_dots_h_k(const tl_kernels *k, const float *const *q, size_t nq,
+                      const uint16_t *keys, size_t stride, size_t count, size_t n,
+                      float *const *out) {
+  if (k->dots_h != NULL) k->dots_h(q, nq, keys, stride, count, n, out);
+  else tl_kern_dots_h(q, nq, keys, stride, count, n, out);
+}
+
+void tl_kern_weighted_h_k(const tl_kernels *k, const float *const *p, size_t nq, size_t count,
+                          const uint16_t *v, size_t stride, size_t d, float *const *out) {
+  if (k->weighted_h != NULL) k->weighted_h(p, nq, count, v, stride, d, out);
+  else tl_kern_weighted_h(p, nq, count, v, stride, d, out);
+}
+
 /* RNE of r, |r| <= 127 (F-3): the integer part by truncation, then the
  * half-way rule on the exact remainder. */
 static int8_t rne127(float r) {
@@ -319,7 +353,8 @@ TL_KERN_SCALAR_FN(scalar_q4, TL_QTYPE_Q4, rows_quant)
 static const tl_kernels scalar = {
     TL_KERN_SCALAR, "scalar", {scalar_f32, scalar_f16, scalar_bf16, scalar_q8, scalar_q4},
     {NULL, NULL, NULL, NULL, NULL},
-    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, tl_kern_dots_h,
+    tl_kern_weighted_h};
 
 #ifdef __wasm_simd128__
 static const tl_kernels wasm_simd = {
@@ -327,7 +362,7 @@ static const tl_kernels wasm_simd = {
     "wasm-simd128",
     {tl_wasm_rows_f32, tl_wasm_rows_f16, tl_wasm_rows_bf16, tl_wasm_rows_q8, tl_wasm_rows_q4},
     {NULL, NULL, NULL, tl_wasm_tile_q8, tl_wasm_tile_q4},
-    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, tl_wasm_f16_to_f32, NULL};
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, tl_wasm_f16_to_f32, NULL, NULL, NULL};
 #endif
 
 const tl_kernels *tl_kernels_get(tl_kern_isa isa) {

@@ -110,6 +110,14 @@ typedef struct tl_kernels {
    * scalar twins. */
   void (*f16_to_f32)(const uint16_t *h, size_t n, float *out);
   void (*f32_to_f16)(const float *x, size_t n, uint16_t *out);
+  /* tl_kern_dots_h's and tl_kern_weighted_h's contracts: attention reading
+   * the binary16 cache rows (F-11) where they lie; NULL: the caller
+   * converts the rows first (tl_kern_f16_to_f32_k) and uses the f32
+   * kernels, which gives the same bits. */
+  void (*dots_h)(const float *const *q, size_t nq, const uint16_t *k, size_t stride,
+                 size_t count, size_t n, float *const *out);
+  void (*weighted_h)(const float *const *p, size_t nq, size_t count, const uint16_t *v,
+                     size_t stride, size_t d, float *const *out);
 } tl_kernels;
 
 /* F-3 through k's quantizer when it has one, else the scalar twin. */
@@ -208,6 +216,27 @@ void tl_kern_dots_n(const tl_kernels *k, const float *const *q, size_t nq, const
  * each output element exactly the single kernel's. */
 void tl_kern_weighted_n(const tl_kernels *k, const float *const *p, const size_t *counts,
                         size_t nq, const float *v, size_t stride, size_t d, float *const *out);
+
+/* out[i][j] = tl_kern_dot(q[i], the f32 values of the binary16 row
+ * k + j * stride, n) for i < nq, j < count: the scores against the fast
+ * lane's cached keys (F-11) without converting them first, each exactly
+ * what tl_kern_f16_to_f32 then tl_kern_dots give (the conversion is
+ * exact). */
+void tl_kern_dots_h(const float *const *q, size_t nq, const uint16_t *k, size_t stride,
+                    size_t count, size_t n, float *const *out);
+
+/* out[i] = tl_kern_weighted(p[i], count, the f32 values of the binary16
+ * rows v (stride apart), d) for i < nq: the cached values (F-11) read as
+ * they lie, each output element exactly the f32 kernel's. */
+void tl_kern_weighted_h(const float *const *p, size_t nq, size_t count, const uint16_t *v,
+                        size_t stride, size_t d, float *const *out);
+
+/* Through k's variants when it has them, else the twins above. */
+void tl_kern_dots_h_k(const tl_kernels *k, const float *const *q, size_t nq,
+                      const uint16_t *keys, size_t stride, size_t count, size_t n,
+                      float *const *out);
+void tl_kern_weighted_h_k(const tl_kernels *k, const float *const *p, size_t nq, size_t count,
+                          const uint16_t *v, size_t stride, size_t d, float *const *out);
 
 void tl_kern_dots2_k(const tl_kernels *k, const float *q0, const float *q1, const float *keys,
                      size_t stride, size_t count, size_t n, float *out0, float *out1);

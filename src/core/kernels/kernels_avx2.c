@@ -166,6 +166,6 @@ TARGET static void f32_to_f16(const float *x, size_t n, uint16_t *out) {
 const tl_kernels tl_kernels_avx2 = {
     TL_KERN_AVX2, "avx2", {rows_f32, rows_f16, rows_bf16, rows_q8, rows_q4},
     {NULL, NULL, NULL, NULL, NULL},
-    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, f16_to_f32, f32_to_f16};
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, f16_to_f32, f32_to_f16, NULL, NULL};
 
 #endif

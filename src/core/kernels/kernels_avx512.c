@@ -260,13 +260,23 @@ TARGET static void quantize_x(const float *x, size_t n, int8_t *codes, float *sc
   }
 }
 
+/* 16 (masked) elements of a key or value row as floats: an f32 row, or
+ * the fast lane's binary16 cache row (F-11) converted exactly. */
+TARGET static inline __m512 load_f32(const float *p, __mmask16 m) {
+  return _mm512_maskz_loadu_ps(m, p);
+}
+TARGET static inline __m512 load_f16(const uint16_t *p, __mmask16 m) {
+  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+}
+
 /* The scores of queries q[0, Q) against keys j .. j + K - 1 (F-6 each:
  * one 512-bit accumulator per score, lane i mod 16, masked tail, tree T):
- * each key row and query loaded once per step for the whole tile, Q x K
- * independent chains of adds hiding their latency, the loops unrolled so
- * that the accumulators stay in registers. */
-#define SCORE_TILE(name, Q, K)                                                             \
-  TARGET static inline void name(const float *const *q, const float *k, size_t stride,     \
+ * each key row (elements of type T, loaded by LOAD) and query loaded once
+ * per step for the whole tile, Q x K independent chains of adds hiding
+ * their latency, the loops unrolled so that the accumulators stay in
+ * registers. */
+#define SCORE_TILE(name, Q, K, T, LOAD)                                                    \
+  TARGET static inline void name(const float *const *q, const T *k, size_t stride,         \
                                  size_t j, size_t n, float *const *out) {                  \
     __m512 acc[Q][K];                                                                      \
     _Pragma("GCC unroll 8") for (int a = 0; a < Q; a++)                                    \
@@ -275,7 +285,7 @@ TARGET static void quantize_x(const float *x, size_t n, int8_t *codes, float *sc
       __mmask16 m = first16(n - e);                                                        \
       __m512 kv[K];                                                                        \
       _Pragma("GCC unroll 8") for (int c = 0; c < K; c++)                                  \
-        kv[c] = _mm512_maskz_loadu_ps(m, k + (j + (size_t)c) * stride + e);                \
+        kv[c] = LOAD(k + (j + (size_t)c) * stride + e, m);                                 \
       _Pragma("GCC unroll 8") for (int a = 0; a < Q; a++) {                                \
         __m512 x = _mm512_maskz_loadu_ps(m, q[a] + e);                                     \
         _Pragma("GCC unroll 8") for (int c = 0; c < K; c++)                                \
@@ -286,28 +296,34 @@ TARGET static void quantize_x(const float *x, size_t n, int8_t *codes, float *sc
       _Pragma("GCC unroll 8") for (int c = 0; c < K; c++)                                  \
         out[a][j + (size_t)c] = tree16(acc[a][c]);                                         \
   }
-SCORE_TILE(scores_1x1, 1, 1)
-SCORE_TILE(scores_1x8, 1, 8)
-SCORE_TILE(scores_2x8, 2, 8)
-SCORE_TILE(scores_8x2, 8, 2)
-#undef SCORE_TILE
 
-/* tl_kern_dots_n (and so dots and dots2): eight queries at a time against
- * two keys at a time, two against eight, one against eight, then the
- * keys left one at a time. */
-TARGET static void dots_n(const float *const *q, size_t nq, const float *k, size_t stride,
-                          size_t count, size_t n, float *const *out) {
-  for (size_t i = 0; i < nq;) {
-    size_t w = nq - i >= 8 ? 8 : nq - i >= 2 ? 2 : 1, step = w == 8 ? 2 : 8, j = 0;
-    for (; j + step <= count; j += step)
-      if (w == 8) scores_8x2(q + i, k, stride, j, n, out + i);
-      else if (w == 2) scores_2x8(q + i, k, stride, j, n, out + i);
-      else scores_1x8(q + i, k, stride, j, n, out + i);
-    for (size_t a = i; a < i + w; a++)
-      for (size_t jj = j; jj < count; jj++) scores_1x1(q + a, k, stride, jj, n, out + a);
-    i += w;
+/* tl_kern_dots_n (and so dots and dots2) over keys of type T: eight
+ * queries at a time against two keys at a time, two against eight, one
+ * against eight, then the keys left one at a time. */
+#define DOTS_N(suffix, T, LOAD)                                                            \
+  SCORE_TILE(scores_1x1##suffix, 1, 1, T, LOAD)                                            \
+  SCORE_TILE(scores_1x8##suffix, 1, 8, T, LOAD)                                            \
+  SCORE_TILE(scores_2x8##suffix, 2, 8, T, LOAD)                                            \
+  SCORE_TILE(scores_8x2##suffix, 8, 2, T, LOAD)                                            \
+  TARGET static void dots_n##suffix(const float *const *q, size_t nq, const T *k,          \
+                                    size_t stride, size_t count, size_t n,                 \
+                                    float *const *out) {                                   \
+    for (size_t i = 0; i < nq;) {                                                          \
+      size_t w = nq - i >= 8 ? 8 : nq - i >= 2 ? 2 : 1, step = w == 8 ? 2 : 8, j = 0;      \
+      for (; j + step <= count; j += step)                                                 \
+        if (w == 8) scores_8x2##suffix(q + i, k, stride, j, n, out + i);                   \
+        else if (w == 2) scores_2x8##suffix(q + i, k, stride, j, n, out + i);              \
+        else scores_1x8##suffix(q + i, k, stride, j, n, out + i);                          \
+      for (size_t a = i; a < i + w; a++)                                                   \
+        for (size_t jj = j; jj < count; jj++)                                              \
+          scores_1x1##suffix(q + a, k, stride, jj, n, out + a);                            \
+      i += w;                                                                              \
+    }                                                                                      \
   }
-}
+DOTS_N(, float, load_f32)
+DOTS_N(_h, uint16_t, load_f16)
+#undef DOTS_N
+#undef SCORE_TILE
 
 TARGET static void dots(const float *q, const float *k, size_t stride, size_t count, size_t n,
                         float *out) {
@@ -321,56 +337,72 @@ TARGET static void dots2(const float *q0, const float *q1, const float *k, size_
   dots_n(q, 2, k, stride, count, n, out);
 }
 
-/* tl_kern_weighted: 128 elements at a time in eight accumulators (masked
- * at the end), each element's sum over j in order; unrolled, so that they
- * stay in registers. */
-TARGET static void weighted(const float *p, size_t count, const float *v, size_t stride,
-                            size_t d, float *out) {
-  for (size_t e0 = 0; e0 < d; e0 += 128) {
-    __m512 acc[8];
-    __mmask16 m[8];
-    _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) {
-      size_t lo = e0 + 16 * (size_t)c, left = lo < d ? d - lo : 0;
-      m[c] = first16(left);
-      acc[c] = _mm512_setzero_ps();
-    }
-    for (size_t j = 0; j < count; j++) {
-      __m512 pj = _mm512_set1_ps(p[j]);
-      const float *vj = v + j * stride + e0;
-      _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++)
-        acc[c] = _mm512_add_ps(acc[c], _mm512_mul_ps(pj, _mm512_maskz_loadu_ps(m[c], vj + 16 * c)));
-    }
-    _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++)
-      _mm512_mask_storeu_ps(out + e0 + 16 * c, m[c], acc[c]);
+/* tl_kern_weighted over value rows of type T: 128 elements at a time in
+ * eight accumulators (masked at the end), each element's sum over j in
+ * order; unrolled, so that they stay in registers. */
+#define WEIGHTED(name, T, LOAD)                                                            \
+  TARGET static void name(const float *p, size_t count, const T *v, size_t stride,         \
+                          size_t d, float *out) {                                          \
+    for (size_t e0 = 0; e0 < d; e0 += 128) {                                               \
+      __m512 acc[8];                                                                       \
+      __mmask16 m[8];                                                                      \
+      _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) {                                \
+        size_t lo = e0 + 16 * (size_t)c, left = lo < d ? d - lo : 0;                       \
+        m[c] = first16(left);                                                              \
+        acc[c] = _mm512_setzero_ps();                                                      \
+      }                                                                                    \
+      for (size_t j = 0; j < count; j++) {                                                 \
+        __m512 pj = _mm512_set1_ps(p[j]);                                                  \
+        const T *vj = v + j * stride + e0;                                                 \
+        _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++)                                \
+          acc[c] = _mm512_add_ps(acc[c], _mm512_mul_ps(pj, LOAD(vj + 16 * c, m[c])));      \
+      }                                                                                    \
+      _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++)                                  \
+        _mm512_mask_storeu_ps(out + e0 + 16 * c, m[c], acc[c]);                            \
+    }                                                                                      \
   }
-}
 
 /* weighted for two probability rows: 64 elements at a time, each value
  * row loaded once for both (8 accumulators each). */
-TARGET static void weighted2(const float *p0, const float *p1, size_t count, const float *v,
-                             size_t stride, size_t d, float *out0, float *out1) {
-  for (size_t e0 = 0; e0 < d; e0 += 64) {
-    __m512 a0[4], a1[4];
-    __mmask16 m[4];
-    _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
-      size_t lo = e0 + 16 * (size_t)c, left = lo < d ? d - lo : 0;
-      m[c] = first16(left);
-      a0[c] = a1[c] = _mm512_setzero_ps();
-    }
-    for (size_t j = 0; j < count; j++) {
-      __m512 b0 = _mm512_set1_ps(p0[j]), b1 = _mm512_set1_ps(p1[j]);
-      const float *vj = v + j * stride + e0;
-      _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
-        __m512 x = _mm512_maskz_loadu_ps(m[c], vj + 16 * c);
-        a0[c] = _mm512_add_ps(a0[c], _mm512_mul_ps(b0, x));
-        a1[c] = _mm512_add_ps(a1[c], _mm512_mul_ps(b1, x));
-      }
-    }
-    _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
-      _mm512_mask_storeu_ps(out0 + e0 + 16 * c, m[c], a0[c]);
-      _mm512_mask_storeu_ps(out1 + e0 + 16 * c, m[c], a1[c]);
-    }
+#define WEIGHTED2(name, T, LOAD)                                                           \
+  TARGET static void name(const float *p0, const float *p1, size_t count, const T *v,      \
+                          size_t stride, size_t d, float *out0, float *out1) {             \
+    for (size_t e0 = 0; e0 < d; e0 += 64) {                                                \
+      __m512 a0[4], a1[4];                                                                 \
+      __mmask16 m[4];                                                                      \
+      _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {                                \
+        size_t lo = e0 + 16 * (size_t)c, left = lo < d ? d - lo : 0;                       \
+        m[c] = first16(left);                                                              \
+        a0[c] = a1[c] = _mm512_setzero_ps();                                               \
+      }                                                                                    \
+      for (size_t j = 0; j < count; j++) {                                                 \
+        __m512 b0 = _mm512_set1_ps(p0[j]), b1 = _mm512_set1_ps(p1[j]);                     \
+        const T *vj = v + j * stride + e0;                                                 \
+        _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {                              \
+          __m512 x = LOAD(vj + 16 * c, m[c]);                                              \
+          a0[c] = _mm512_add_ps(a0[c], _mm512_mul_ps(b0, x));                              \
+          a1[c] = _mm512_add_ps(a1[c], _mm512_mul_ps(b1, x));                              \
+        }                                                                                  \
+      }                                                                                    \
+      _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {                                \
+        _mm512_mask_storeu_ps(out0 + e0 + 16 * c, m[c], a0[c]);                            \
+        _mm512_mask_storeu_ps(out1 + e0 + 16 * c, m[c], a1[c]);                            \
+      }                                                                                    \
+    }                                                                                      \
   }
+WEIGHTED(weighted, float, load_f32)
+WEIGHTED(weighted1_h, uint16_t, load_f16)
+WEIGHTED2(weighted2, float, load_f32)
+WEIGHTED2(weighted2_h, uint16_t, load_f16)
+#undef WEIGHTED
+#undef WEIGHTED2
+
+/* tl_kern_weighted_h: the rows two at a time, then one. */
+TARGET static void weighted_h(const float *const *p, size_t nq, size_t count,
+                              const uint16_t *v, size_t stride, size_t d, float *const *out) {
+  size_t i = 0;
+  for (; i + 2 <= nq; i += 2) weighted2_h(p[i], p[i + 1], count, v, stride, d, out[i], out[i + 1]);
+  if (i < nq) weighted1_h(p[i], count, v, stride, d, out[i]);
 }
 
 /* tl_kern_weighted_n: four probability rows at a time, 64 elements per
@@ -497,6 +529,8 @@ const tl_kernels tl_kernels_avx512 = {
     weighted_n,
     exps,
     f16_to_f32,
-    f32_to_f16};
+    f32_to_f16,
+    dots_n_h,
+    weighted_h};
 
 #endif

@@ -936,58 +936,64 @@ static void head_rows(const attend_job *j, size_t kvh, size_t rows, uint32_t tas
   *vh = kv + j->keys * d;
 }
 
-static void attend_head(const attend_job *j, size_t h, uint32_t task) {
-  const tl_qwen3 *m = j->m;
-  size_t d = m->cfg.head_dim, kvh = kv_head_of(m, h), scored = scored_keys(j);
-  float scale = (float)(1.0 / __builtin_sqrt((double)d));
-  const float *qh = j->q + h * d, *kh, *vh;
-  float *sr = j->raw + h * j->keys, *p = j->probs + h * j->keys;
-  head_rows(j, kvh, scored, task, &kh, &vh);
-  if (m->fast != NULL) {
-    tl_kern_dots_k(m->fast, qh, kh, d, scored, d, sr);
-    for (size_t k = 0; k < scored; k++) sr[k] = sr[k] * scale;
-  } else {
-    for (size_t k = 0; k < scored; k++) sr[k] = dot(qh, kh + k * d, d) * scale;
-  }
-  softmax_head(j, h);
-  if (m->fast != NULL)
-    tl_kern_weighted_k(m->fast, p, (size_t)j->last + 1, vh, d, d, j->attn + h * d);
-  else
-    tl_kern_weighted(p, (size_t)j->last + 1, vh, d, d, j->attn + h * d);
+/* Whether the fast lane's kernels read j's binary16 rows where they lie
+ * (decoding reads the whole cache once per token; converting it first
+ * was a second pass over it and a third through the f32 copy). */
+static bool reads_f16(const attend_job *j) {
+  return j->kh != NULL && j->m->fast->dots_h != NULL && j->m->fast->weighted_h != NULL;
 }
 
-/* The fast lane's heads h and h + 1 when they share a KV head: each key
- * and value row is read once for both; every score and output element is
- * computed as attend_head computes it. */
-static void attend_pair(const attend_job *j, size_t h, uint32_t task) {
+/* Heads h .. h + w - 1 (w = 2 only on the fast lane, for two heads that
+ * share a KV head: each key and value row is read once for both); every
+ * score and output element is the one-head computation's. */
+static void attend_heads(const attend_job *j, size_t h, size_t w, uint32_t task) {
   const tl_qwen3 *m = j->m;
   size_t d = m->cfg.head_dim, kvh = kv_head_of(m, h), scored = scored_keys(j);
+  size_t visible = (size_t)j->last + 1, at = kvh * j->head_stride;
   float scale = (float)(1.0 / __builtin_sqrt((double)d));
-  const float *kh, *vh;
-  float *sr0 = j->raw + h * j->keys, *sr1 = sr0 + j->keys;
-  head_rows(j, kvh, scored, task, &kh, &vh);
-  tl_kern_dots2_k(m->fast, j->q + h * d, j->q + (h + 1) * d, kh, d, scored, d, sr0, sr1);
-  for (size_t k = 0; k < scored; k++) {
-    sr0[k] = sr0[k] * scale;
-    sr1[k] = sr1[k] * scale;
+  const float *qs[2], *ps[2], *kh = NULL, *vh = NULL;
+  float *raw[2], *outs[2];
+  for (size_t i = 0; i < w; i++) {
+    qs[i] = j->q + (h + i) * d;
+    raw[i] = j->raw + (h + i) * j->keys;
+    ps[i] = j->probs + (h + i) * j->keys;
+    outs[i] = j->attn + (h + i) * d;
   }
-  softmax_head(j, h);
-  softmax_head(j, h + 1);
-  tl_kern_weighted2_k(m->fast, j->probs + h * j->keys, j->probs + (h + 1) * j->keys,
-                      (size_t)j->last + 1, vh, d, d, j->attn + h * d, j->attn + (h + 1) * d);
+  if (m->fast == NULL) {
+    head_rows(j, kvh, scored, task, &kh, &vh);
+    for (size_t k = 0; k < scored; k++) raw[0][k] = dot(qs[0], kh + k * d, d) * scale;
+    softmax_head(j, h);
+    tl_kern_weighted(ps[0], visible, vh, d, d, outs[0]);
+    return;
+  }
+  if (reads_f16(j)) {
+    tl_kern_dots_h_k(m->fast, qs, w, j->kh + at, d, scored, d, raw);
+  } else {
+    head_rows(j, kvh, scored, task, &kh, &vh);
+    if (w == 2) tl_kern_dots2_k(m->fast, qs[0], qs[1], kh, d, scored, d, raw[0], raw[1]);
+    else tl_kern_dots_k(m->fast, qs[0], kh, d, scored, d, raw[0]);
+  }
+  for (size_t i = 0; i < w; i++) {
+    for (size_t k = 0; k < scored; k++) raw[i][k] = raw[i][k] * scale;
+    softmax_head(j, h + i);
+  }
+  if (reads_f16(j))
+    tl_kern_weighted_h_k(m->fast, ps, w, visible, j->vh + at, d, d, outs);
+  else if (w == 2)
+    tl_kern_weighted2_k(m->fast, ps[0], ps[1], visible, vh, d, d, outs[0], outs[1]);
+  else
+    tl_kern_weighted_k(m->fast, ps[0], visible, vh, d, d, outs[0]);
 }
 
 static void attend_task(void *ctx, uint32_t task, uint32_t n_tasks) {
   const attend_job *j = ctx;
   size_t b, e;
   tl_par_range(j->m->cfg.heads, task, n_tasks, &b, &e);
-  for (size_t h = b; h < e;)
-    if (j->m->fast != NULL && h + 1 < e && kv_head_of(j->m, h) == kv_head_of(j->m, h + 1)) {
-      attend_pair(j, h, task);
-      h += 2;
-    } else {
-      attend_head(j, h++, task);
-    }
+  for (size_t h = b; h < e;) {
+    size_t w = h + 1 < e && kv_head_of(j->m, h) == kv_head_of(j->m, h + 1) ? 2 : 1;
+    attend_heads(j, h, w, task);
+    h += w;
+  }
 }
 
 /* j for layer l's keys [0, keys) of the cache, nothing captured. */
@@ -1035,7 +1041,7 @@ static tl_status attend(const run *r, bufs *b, const tl_qwen3_cache *cache,
   if (m->fast != NULL) {
     tl_parallel_run(m->par, attend_task, &j, fast_tasks(m, c->heads));
   } else {
-    for (size_t h = 0; h < c->heads; h++) attend_head(&j, h, 0);
+    for (size_t h = 0; h < c->heads; h++) attend_heads(&j, h, 1, 0);
   }
   st = j.want_raw ? emit(r, TL_QWEN3_STAGE_SCORES, li, pos, j.raw, row, false) : TL_OK;
   if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_SCORES_MASKED, li, pos, j.masked, row, true);
@@ -1094,7 +1100,7 @@ static void block_task(void *ctx, uint32_t task, uint32_t n_tasks) {
           counts[i * np + u] = (size_t)j[u].last + 1;
         }
       }
-      /* each head and position's scores as attend_head computes them (the
+      /* each head and position's scores as attend_heads computes them (the
        * keys past a position's last are scored but then zeroed) */
       tl_kern_dots_n(m->fast, qs, w * np, kh, d, scored, d, raw);
       for (size_t i = 0; i < w * np; i++)
