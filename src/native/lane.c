@@ -38,23 +38,6 @@ int tl_lane_flag(bool json, int argc, char **argv, int *i, tl_lane_options *o) {
 }
 
 
-/* len bytes (a multiple of 2 MB) of anonymous memory at a 2 MB boundary,
- * asking for transparent huge pages: on this project's VMs the first
- * touch of each 4 KB page costs about 5 us (a 670 MB copy took 3.3 s in
- * 4 KB pages, 0.4-1.1 s in 2 MB ones), and every later pass over the
- * weights missed the TLB less. NULL when out of memory. */
-static void *huge_alloc(size_t len) {
-  enum { HUGE = 2 << 20 };
-  uint8_t *p = mmap(NULL, len + HUGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  size_t head;
-  if (p == MAP_FAILED) return NULL;
-  head = (HUGE - (uintptr_t)p % HUGE) % HUGE;
-  if (head > 0) munmap(p, head);
-  if (HUGE - head > 0) munmap(p + head + len, HUGE - head);
-  (void)madvise(p + head, len, MADV_HUGEPAGE); /* a hint: without it, 4 KB pages */
-  return p + head;
-}
-
 /* Every weight of m whose bytes lie in [from, from + len) moves to the
  * same offset in to. */
 static void rebase(tl_qwen3 *m, const uint8_t *from, size_t len, const uint8_t *to) {
@@ -67,8 +50,11 @@ static void rebase(tl_qwen3 *m, const uint8_t *from, size_t len, const uint8_t *
  * by slice: pread copies from the page cache without faulting the file
  * mapping in, and each slice of the mapping (resident since the open
  * verified it) is released first, so the process never holds both. No
- * MADV_HUGEPAGE: with this VM's defrag=madvise, faulting huge pages in
- * compacts memory and made the copy three times slower.
+ * MADV_HUGEPAGE: on the Intel VM faulting huge pages in compacted memory
+ * and made the copy three times slower; on the AMD one it made the copy
+ * of 670 MB of q8 weights 1.8 s faster (the first touch of each 4 KB
+ * page costs about 12 us there) but decoding 15-25% slower, measured
+ * alternately (docs/fast-profile.md, time to first token).
  * Like the mapping (whose released pages fault in from the file again),
  * this reads the file after the open verified it: a file rewritten in
  * between is not re-verified. A view without a file (stdin) is copied. */
@@ -119,8 +105,8 @@ static tl_status prepare_weights(tl_native_lane *l, tl_qwen3 *m,
   if (tl_slm_find(&model->slm, TL_SLM_TENSOR_DATA, &sec) != TL_OK || sec->len == 0)
     return TL_OK;
   l->weights_cap = (sec->len + HUGE - 1) / HUGE * HUGE;
-  p = huge_alloc(l->weights_cap);
-  if (p == NULL) {
+  p = mmap(NULL, l->weights_cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
     snprintf(err, err_cap, "out of memory for %.1f MB of fast-lane weights", sec->len / 1e6);
     l->weights_cap = 0;
     return TL_ERR_OUT_OF_MEMORY;

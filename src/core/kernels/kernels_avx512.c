@@ -34,10 +34,16 @@ TARGET static inline float tree16(__m512 a) {
                              _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1))));
 }
 
-/* Bytes ahead of each row's reads to prefetch: the hardware prefetcher
- * alone streamed a row at 9-10 GB/s here, this at 12 (of the 13.5 GB/s a
- * plain 512-bit read reaches; kernel_bench's cold column, bench/llama.sh). */
-#define PREFETCH_AHEAD 2048
+/* Bytes ahead of each row's reads to prefetch, and how: for one token
+ * (decoding, which streams every weight once per token) 8 KB ahead and
+ * non-temporal, for a tile of tokens (prefill, which reads the rows again
+ * for the next tokens while they are in cache) into every level. With
+ * the hardware prefetcher alone a q8 row streamed at 9-10 GB/s on the
+ * Intel VM; on the AMD one, 2 KB ahead gave 18.7 GB/s, 8 KB 23-25, and
+ * non-temporal 8 KB 25-28 (of the 37-40 a plain 512-bit read reaches).
+ * bench/kernel_bench's cold column measures it. */
+#define PREFETCH_HINT(tokens) ((tokens) == 1 ? _MM_HINT_NTA : _MM_HINT_T0)
+#define PREFETCH_AHEAD 8192
 
 /* Rows [0, R) of a packed q8 (Q4 false) or q4 matrix times the
  * activations of tokens [0, T), a group of 16 blocks at a time: one i32
@@ -65,7 +71,7 @@ TARGET static inline float tree16(__m512 a) {
       _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {                                \
         const uint8_t *g = w + (size_t)i * row_bytes + b * bb;                             \
         _Pragma("GCC unroll 9") for (size_t o = 0; o < 16 * bb; o += 64)                   \
-          _mm_prefetch((const char *)g + o + PREFETCH_AHEAD, _MM_HINT_T0);                 \
+          _mm_prefetch((const char *)g + o + PREFETCH_AHEAD, PREFETCH_HINT(T));             \
         dw[i] = _mm512_maskz_loadu_ps(sm, g);                                              \
         c[i] = g + stride;                                                                 \
       }                                                                                    \
@@ -179,7 +185,7 @@ TARGET static inline __m512 load16(int type, const uint8_t *p, __mmask16 m) {
       __m512 wv[R];                                                                        \
       _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {                                \
         const uint8_t *wi = w + (size_t)i * row_bytes + k * es;                            \
-        _mm_prefetch((const char *)wi + PREFETCH_AHEAD, _MM_HINT_T0);                      \
+        _mm_prefetch((const char *)wi + PREFETCH_AHEAD, PREFETCH_HINT(T));                  \
         wv[i] = load16(TYPE, wi, m);                                                       \
       }                                                                                    \
       _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {                                \
@@ -260,6 +266,12 @@ TARGET static void quantize_x(const float *x, size_t n, int8_t *codes, float *sc
   }
 }
 
+/* Rows of the binary16 KV cache ahead of a decoding step's reads to
+ * prefetch: it streams from memory (the whole cache once per token), and
+ * the hardware prefetcher alone left the direct reads slower than a
+ * conversion pass. */
+#define CACHE_ROWS_AHEAD 16
+
 /* 16 (masked) elements of a key or value row as floats: an f32 row, or
  * the fast lane's binary16 cache row (F-11) converted exactly. */
 TARGET static inline __m512 load_f32(const float *p, __mmask16 m) {
@@ -275,7 +287,7 @@ TARGET static inline __m512 load_f16(const uint16_t *p, __mmask16 m) {
  * per step for the whole tile, Q x K independent chains of adds hiding
  * their latency, the loops unrolled so that the accumulators stay in
  * registers. */
-#define SCORE_TILE(name, Q, K, T, LOAD)                                                    \
+#define SCORE_TILE(name, Q, K, T, LOAD, PF)                                                \
   TARGET static inline void name(const float *const *q, const T *k, size_t stride,         \
                                  size_t j, size_t n, float *const *out) {                  \
     __m512 acc[Q][K];                                                                      \
@@ -284,6 +296,9 @@ TARGET static inline __m512 load_f16(const uint16_t *p, __mmask16 m) {
     for (size_t e = 0; e < n; e += 16) {                                                   \
       __mmask16 m = first16(n - e);                                                        \
       __m512 kv[K];                                                                        \
+      if (PF && e % (64 / sizeof(T)) == 0)                                                 \
+        _Pragma("GCC unroll 8") for (int c = 0; c < K; c++)                                \
+          _mm_prefetch((const char *)(k + (j + (size_t)c + PF) * stride + e), _MM_HINT_T0); \
       _Pragma("GCC unroll 8") for (int c = 0; c < K; c++)                                  \
         kv[c] = LOAD(k + (j + (size_t)c) * stride + e, m);                                 \
       _Pragma("GCC unroll 8") for (int a = 0; a < Q; a++) {                                \
@@ -300,11 +315,11 @@ TARGET static inline __m512 load_f16(const uint16_t *p, __mmask16 m) {
 /* tl_kern_dots_n (and so dots and dots2) over keys of type T: eight
  * queries at a time against two keys at a time, two against eight, one
  * against eight, then the keys left one at a time. */
-#define DOTS_N(suffix, T, LOAD)                                                            \
-  SCORE_TILE(scores_1x1##suffix, 1, 1, T, LOAD)                                            \
-  SCORE_TILE(scores_1x8##suffix, 1, 8, T, LOAD)                                            \
-  SCORE_TILE(scores_2x8##suffix, 2, 8, T, LOAD)                                            \
-  SCORE_TILE(scores_8x2##suffix, 8, 2, T, LOAD)                                            \
+#define DOTS_N(suffix, T, LOAD, PF)                                                        \
+  SCORE_TILE(scores_1x1##suffix, 1, 1, T, LOAD, 0)                                         \
+  SCORE_TILE(scores_1x8##suffix, 1, 8, T, LOAD, PF)                                        \
+  SCORE_TILE(scores_2x8##suffix, 2, 8, T, LOAD, PF)                                        \
+  SCORE_TILE(scores_8x2##suffix, 8, 2, T, LOAD, PF)                                        \
   TARGET static void dots_n##suffix(const float *const *q, size_t nq, const T *k,          \
                                     size_t stride, size_t count, size_t n,                 \
                                     float *const *out) {                                   \
@@ -320,8 +335,8 @@ TARGET static inline __m512 load_f16(const uint16_t *p, __mmask16 m) {
       i += w;                                                                              \
     }                                                                                      \
   }
-DOTS_N(, float, load_f32)
-DOTS_N(_h, uint16_t, load_f16)
+DOTS_N(, float, load_f32, 0)
+DOTS_N(_h, uint16_t, load_f16, CACHE_ROWS_AHEAD)
 #undef DOTS_N
 #undef SCORE_TILE
 
@@ -364,13 +379,13 @@ TARGET static void dots2(const float *q0, const float *q1, const float *k, size_
 
 /* weighted for two probability rows: 64 elements at a time, each value
  * row loaded once for both (8 accumulators each). */
-#define WEIGHTED2(name, T, LOAD)                                                           \
+#define WEIGHTED2(name, T, LOAD, W, PF)                                                   \
   TARGET static void name(const float *p0, const float *p1, size_t count, const T *v,      \
                           size_t stride, size_t d, float *out0, float *out1) {             \
-    for (size_t e0 = 0; e0 < d; e0 += 64) {                                                \
-      __m512 a0[4], a1[4];                                                                 \
-      __mmask16 m[4];                                                                      \
-      _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {                                \
+    for (size_t e0 = 0; e0 < d; e0 += 16 * W) {                                            \
+      __m512 a0[W], a1[W];                                                                 \
+      __mmask16 m[W];                                                                      \
+      _Pragma("GCC unroll 8") for (int c = 0; c < W; c++) {                                \
         size_t lo = e0 + 16 * (size_t)c, left = lo < d ? d - lo : 0;                       \
         m[c] = first16(left);                                                              \
         a0[c] = a1[c] = _mm512_setzero_ps();                                               \
@@ -378,13 +393,16 @@ TARGET static void dots2(const float *q0, const float *q1, const float *k, size_
       for (size_t j = 0; j < count; j++) {                                                 \
         __m512 b0 = _mm512_set1_ps(p0[j]), b1 = _mm512_set1_ps(p1[j]);                     \
         const T *vj = v + j * stride + e0;                                                 \
-        _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {                              \
+        if (PF)                                                                            \
+          for (size_t o = 0; o < 16 * W * sizeof(T); o += 64)                              \
+            _mm_prefetch((const char *)(vj + PF * stride) + o, _MM_HINT_T0);               \
+        _Pragma("GCC unroll 8") for (int c = 0; c < W; c++) {                              \
           __m512 x = LOAD(vj + 16 * c, m[c]);                                              \
           a0[c] = _mm512_add_ps(a0[c], _mm512_mul_ps(b0, x));                              \
           a1[c] = _mm512_add_ps(a1[c], _mm512_mul_ps(b1, x));                              \
         }                                                                                  \
       }                                                                                    \
-      _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {                                \
+      _Pragma("GCC unroll 8") for (int c = 0; c < W; c++) {                                \
         _mm512_mask_storeu_ps(out0 + e0 + 16 * c, m[c], a0[c]);                            \
         _mm512_mask_storeu_ps(out1 + e0 + 16 * c, m[c], a1[c]);                            \
       }                                                                                    \
@@ -392,8 +410,10 @@ TARGET static void dots2(const float *q0, const float *q1, const float *k, size_
   }
 WEIGHTED(weighted, float, load_f32)
 WEIGHTED(weighted1_h, uint16_t, load_f16)
-WEIGHTED2(weighted2, float, load_f32)
-WEIGHTED2(weighted2_h, uint16_t, load_f16)
+WEIGHTED2(weighted2, float, load_f32, 4, 0)
+/* the binary16 rows a whole row (128 elements) per pass, so each streams
+ * from memory once */
+WEIGHTED2(weighted2_h, uint16_t, load_f16, 8, CACHE_ROWS_AHEAD)
 #undef WEIGHTED
 #undef WEIGHTED2
 
