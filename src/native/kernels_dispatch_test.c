@@ -446,15 +446,17 @@ static uint16_t random_finite_f16(tl_test_rng *rng) {
 
 /* Attention reading the fast lane's binary16 cache where it lies (F-11)
  * through the twins and each variant that has it: scores and
- * probability-weighted values of 1 to 3 queries (heads sharing a KV
- * head) equal the f32 twins' on the rows converted first, bit for bit;
+ * probability-weighted values of 1 to 9 queries (heads sharing a KV
+ * head, a block of positions; each probability row over every value row,
+ * or staggered as causal positions are) equal the f32 twins' on the rows converted first, bit for bit;
  * head sizes around the vector widths, strides wider than a row, the
  * rows in exact-size buffers (an over-read shows under ASan) and nothing
  * written past the outputs. */
 static void attention_f16_rows(tl_test_ctx *t) {
   static const size_t dims[] = {1, 15, 16, 17, 63, 64, 65, 128, 130};
-  enum { NQ = 3 };
+  enum { NQ = 9 };
   const tl_kernels *ks[TL_KERN_ISA_COUNT + 1];
+  size_t counts[NQ];
   size_t nk = variants(t, ks);
   tl_test_rng rng = {20261204};
   ks[nk++] = tl_kernels_get(TL_KERN_SCALAR); /* the twins, as the scalar variant's entries */
@@ -489,9 +491,11 @@ static void attention_f16_rows(tl_test_ctx *t) {
             print_case(t, ks[k]->name, "dots_h", nq, i, d);
         }
         for (size_t i = 0; i < nq; i++) memset(got[i], 0xA5, (d + 1) * sizeof(float));
-        tl_kern_weighted_h_k(ks[k], (const float *const *)p, nq, count, h, stride, d, got);
+        for (size_t i = 0; i < nq; i++) /* equal, then staggered as causal positions */
+          counts[i] = nq % 2 ? count : count > i ? count - i : 1;
+        tl_kern_weighted_h_k(ks[k], (const float *const *)p, counts, nq, h, stride, d, got);
         for (size_t i = 0; i < nq; i++) {
-          tl_kern_weighted(p[i], count, f, stride, d, want);
+          tl_kern_weighted(p[i], counts[i], f, stride, d, want);
           if (!TL_EXPECT_MEM(t, got[i], want, d * sizeof(float)) ||
               !TL_EXPECT_EQ_U64(t, tl_f32_to_bits(got[i][d]), 0xA5A5A5A5u))
             print_case(t, ks[k]->name, "weighted_h", nq, i, d);

@@ -145,12 +145,12 @@ void tl_kern_dots_h(const float *const *q, size_t nq, const uint16_t *k, size_t 
     }
 }
 
-void tl_kern_weighted_h(const float *const *p, size_t nq, size_t count, const uint16_t *v,
-                        size_t stride, size_t d, float *const *out) {
+void tl_kern_weighted_h(const float *const *p, const size_t *counts, size_t nq,
+                        const uint16_t *v, size_t stride, size_t d, float *const *out) {
   for (size_t i = 0; i < nq; i++)
     for (size_t e = 0; e < d; e++) {
       float acc = 0.0f;
-      for (size_t j = 0; j < count; j++) acc += p[i][j] * tl_f16_to_f32(v[j * stride + e]);
+      for (size_t j = 0; j < counts[i]; j++) acc += p[i][j] * tl_f16_to_f32(v[j * stride + e]);
       out[i][e] = acc;
     }
 }
@@ -162,10 +162,11 @@ void tl_kern_dots_h_k(const tl_kernels *k, const float *const *q, size_t nq,
   else tl_kern_dots_h(q, nq, keys, stride, count, n, out);
 }
 
-void tl_kern_weighted_h_k(const tl_kernels *k, const float *const *p, size_t nq, size_t count,
-                          const uint16_t *v, size_t stride, size_t d, float *const *out) {
-  if (k->weighted_h != NULL) k->weighted_h(p, nq, count, v, stride, d, out);
-  else tl_kern_weighted_h(p, nq, count, v, stride, d, out);
+void tl_kern_weighted_h_k(const tl_kernels *k, const float *const *p, const size_t *counts,
+                          size_t nq, const uint16_t *v, size_t stride, size_t d,
+                          float *const *out) {
+  if (k->weighted_h != NULL) k->weighted_h(p, counts, nq, v, stride, d, out);
+  else tl_kern_weighted_h(p, counts, nq, v, stride, d, out);
 }
 
 /* RNE of r, |r| <= 127 (F-3): the integer part by truncation, then the

@@ -116,7 +116,7 @@ typedef struct tl_kernels {
    * kernels, which gives the same bits. */
   void (*dots_h)(const float *const *q, size_t nq, const uint16_t *k, size_t stride,
                  size_t count, size_t n, float *const *out);
-  void (*weighted_h)(const float *const *p, size_t nq, size_t count, const uint16_t *v,
+  void (*weighted_h)(const float *const *p, const size_t *counts, size_t nq, const uint16_t *v,
                      size_t stride, size_t d, float *const *out);
 } tl_kernels;
 
@@ -225,18 +225,19 @@ void tl_kern_weighted_n(const tl_kernels *k, const float *const *p, const size_t
 void tl_kern_dots_h(const float *const *q, size_t nq, const uint16_t *k, size_t stride,
                     size_t count, size_t n, float *const *out);
 
-/* out[i] = tl_kern_weighted(p[i], count, the f32 values of the binary16
- * rows v (stride apart), d) for i < nq: the cached values (F-11) read as
- * they lie, each output element exactly the f32 kernel's. */
-void tl_kern_weighted_h(const float *const *p, size_t nq, size_t count, const uint16_t *v,
-                        size_t stride, size_t d, float *const *out);
+/* out[i] = tl_kern_weighted(p[i], counts[i], the f32 values of the
+ * binary16 rows v (stride apart), d) for i < nq: the cached values (F-11)
+ * read as they lie, each output element exactly the f32 kernel's. */
+void tl_kern_weighted_h(const float *const *p, const size_t *counts, size_t nq,
+                        const uint16_t *v, size_t stride, size_t d, float *const *out);
 
 /* Through k's variants when it has them, else the twins above. */
 void tl_kern_dots_h_k(const tl_kernels *k, const float *const *q, size_t nq,
                       const uint16_t *keys, size_t stride, size_t count, size_t n,
                       float *const *out);
-void tl_kern_weighted_h_k(const tl_kernels *k, const float *const *p, size_t nq, size_t count,
-                          const uint16_t *v, size_t stride, size_t d, float *const *out);
+void tl_kern_weighted_h_k(const tl_kernels *k, const float *const *p, const size_t *counts,
+                          size_t nq, const uint16_t *v, size_t stride, size_t d,
+                          float *const *out);
 
 void tl_kern_dots2_k(const tl_kernels *k, const float *q0, const float *q1, const float *keys,
                      size_t stride, size_t count, size_t n, float *out0, float *out1);

@@ -417,62 +417,62 @@ WEIGHTED2(weighted2_h, uint16_t, load_f16, 8, CACHE_ROWS_AHEAD)
 #undef WEIGHTED
 #undef WEIGHTED2
 
-/* tl_kern_weighted_h: the rows two at a time, then one. */
-TARGET static void weighted_h(const float *const *p, size_t nq, size_t count,
-                              const uint16_t *v, size_t stride, size_t d, float *const *out) {
-  size_t i = 0;
-  for (; i + 2 <= nq; i += 2) weighted2_h(p[i], p[i + 1], count, v, stride, d, out[i], out[i + 1]);
-  if (i < nq) weighted1_h(p[i], count, v, stride, d, out[i]);
-}
-
-/* tl_kern_weighted_n: four probability rows at a time, 64 elements per
- * pass (16 accumulators), each value row loaded once for the rows that
- * reach it; every element's sum over the keys in order. */
-TARGET static void weighted_n(const float *const *p, const size_t *counts, size_t nq,
-                              const float *v, size_t stride, size_t d, float *const *out) {
-  size_t i = 0;
-  for (; i + 4 <= nq; i += 4) {
-    size_t lo = counts[i], hi = counts[i];
-    for (size_t c = 1; c < 4; c++) {
-      lo = counts[i + c] < lo ? counts[i + c] : lo;
-      hi = counts[i + c] > hi ? counts[i + c] : hi;
-    }
-    for (size_t e0 = 0; e0 < d; e0 += 64) {
-      __m512 acc[4][4];
-      __mmask16 m[4];
-      _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
-        size_t at = e0 + 16 * (size_t)c, left = at < d ? d - at : 0;
-        m[c] = first16(left);
-        _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) acc[r][c] = _mm512_setzero_ps();
-      }
-      for (size_t j = 0; j < lo; j++) {
-        const float *vj = v + j * stride + e0;
-        __m512 b[4];
-        _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) b[r] = _mm512_set1_ps(p[i + (size_t)r][j]);
-        _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
-          __m512 x = _mm512_maskz_loadu_ps(m[c], vj + 16 * c);
-          _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
-            acc[r][c] = _mm512_add_ps(acc[r][c], _mm512_mul_ps(b[r], x));
-        }
-      }
-      for (size_t j = lo; j < hi; j++) { /* the rows that reach further */
-        const float *vj = v + j * stride + e0;
-        _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) {
-          __m512 b;
-          if (counts[i + (size_t)r] <= j) continue;
-          b = _mm512_set1_ps(p[i + (size_t)r][j]);
-          _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
-            acc[r][c] = _mm512_add_ps(acc[r][c],
-                                      _mm512_mul_ps(b, _mm512_maskz_loadu_ps(m[c], vj + 16 * c)));
-        }
-      }
-      _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
-        _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
-          _mm512_mask_storeu_ps(out[i + (size_t)r] + e0 + 16 * c, m[c], acc[r][c]);
-    }
+/* tl_kern_weighted_n over value rows of type T: four probability rows at
+ * a time, 64 elements per pass (16 accumulators), each value row loaded
+ * once for the rows that reach it; every element's sum over the keys in
+ * order; the rows left two at a time where they reach as far (decoding's
+ * pair of heads: weighted2, a whole binary16 row per pass), then one. */
+#define WEIGHTED_N(name, T, LOAD, ONE, TWO)                                                \
+  TARGET static void name(const float *const *p, const size_t *counts, size_t nq, const T *v, \
+                          size_t stride, size_t d, float *const *out) {                    \
+    size_t i = 0;                                                                          \
+    for (; i + 4 <= nq; i += 4) {                                                          \
+      size_t lo = counts[i], hi = counts[i];                                               \
+      for (size_t c = 1; c < 4; c++) {                                                     \
+        lo = counts[i + c] < lo ? counts[i + c] : lo;                                      \
+        hi = counts[i + c] > hi ? counts[i + c] : hi;                                      \
+      }                                                                                    \
+      for (size_t e0 = 0; e0 < d; e0 += 64) {                                              \
+        __m512 acc[4][4];                                                                  \
+        __mmask16 m[4];                                                                    \
+        _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {                              \
+          size_t at = e0 + 16 * (size_t)c, left = at < d ? d - at : 0;                     \
+          m[c] = first16(left);                                                            \
+          _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) acc[r][c] = _mm512_setzero_ps(); \
+        }                                                                                  \
+        for (size_t j = 0; j < lo; j++) {                                                  \
+          const T *vj = v + j * stride + e0;                                               \
+          __m512 b[4];                                                                     \
+          _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) b[r] = _mm512_set1_ps(p[i + (size_t)r][j]); \
+          _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {                            \
+            __m512 x = LOAD(vj + 16 * c, m[c]);                                            \
+            _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)                            \
+              acc[r][c] = _mm512_add_ps(acc[r][c], _mm512_mul_ps(b[r], x));                \
+          }                                                                                \
+        }                                                                                  \
+        for (size_t j = lo; j < hi; j++) { /* the rows that reach further */               \
+          const T *vj = v + j * stride + e0;                                               \
+          _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) {                            \
+            __m512 b;                                                                      \
+            if (counts[i + (size_t)r] <= j) continue;                                      \
+            b = _mm512_set1_ps(p[i + (size_t)r][j]);                                       \
+            _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)                            \
+              acc[r][c] = _mm512_add_ps(acc[r][c],                                         \
+                                        _mm512_mul_ps(b, LOAD(vj + 16 * c, m[c])));        \
+          }                                                                                \
+        }                                                                                  \
+        _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)                                \
+          _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)                              \
+            _mm512_mask_storeu_ps(out[i + (size_t)r] + e0 + 16 * c, m[c], acc[r][c]);      \
+      }                                                                                    \
+    }                                                                                      \
+    for (; i + 2 <= nq && counts[i] == counts[i + 1]; i += 2)                              \
+      TWO(p[i], p[i + 1], counts[i], v, stride, d, out[i], out[i + 1]);                    \
+    for (; i < nq; i++) ONE(p[i], counts[i], v, stride, d, out[i]);                        \
   }
-  for (; i < nq; i++) weighted(p[i], counts[i], v, stride, d, out[i]);
-}
+WEIGHTED_N(weighted_n, float, load_f32, weighted, weighted2)
+WEIGHTED_N(weighted_h, uint16_t, load_f16, weighted1_h, weighted2_h)
+#undef WEIGHTED_N
 
 /* tl_kern_exps: tl_exp's own steps (math/detmath.c) on eight doubles at a
  * time — x - sub in f32, widened exactly; k = x/ln2 rounded half away from

@@ -977,8 +977,10 @@ static void attend_heads(const attend_job *j, size_t h, size_t w, uint32_t task)
     for (size_t k = 0; k < scored; k++) raw[i][k] = raw[i][k] * scale;
     softmax_head(j, h + i);
   }
-  if (reads_f16(j))
-    tl_kern_weighted_h_k(m->fast, ps, w, visible, j->vh + at, d, d, outs);
+  if (reads_f16(j)) {
+    size_t counts[2] = {visible, visible};
+    tl_kern_weighted_h_k(m->fast, ps, counts, w, j->vh + at, d, d, outs);
+  }
   else if (w == 2)
     tl_kern_weighted2_k(m->fast, ps[0], ps[1], visible, vh, d, d, outs[0], outs[1]);
   else
@@ -1077,10 +1079,11 @@ static void block_task(void *ctx, uint32_t task, uint32_t n_tasks) {
   bj->bad[task] = false;
   for (size_t h = b; h < e;) {
     size_t w = h + 1 < e && kv_head_of(m, h) == kv_head_of(m, h + 1) ? 2 : 1;
-    size_t kvh = kv_head_of(m, h);
-    const float *kh, *vh;
+    size_t kvh = kv_head_of(m, h), at = kvh * bj->base.head_stride;
+    const float *kh = NULL, *vh = NULL;
+    bool direct = reads_f16(&bj->base);
     /* every key of the call: the last position's scored keys */
-    head_rows(&bj->base, kvh, bj->base.keys, task, &kh, &vh);
+    if (!direct) head_rows(&bj->base, kvh, bj->base.keys, task, &kh, &vh);
     for (size_t t = 0; t < bj->n; t += BLOCK_POSITIONS) {
       size_t np = bj->n - t < BLOCK_POSITIONS ? bj->n - t : BLOCK_POSITIONS, scored = 0;
       attend_job j[BLOCK_POSITIONS];
@@ -1102,12 +1105,14 @@ static void block_task(void *ctx, uint32_t task, uint32_t n_tasks) {
       }
       /* each head and position's scores as attend_heads computes them (the
        * keys past a position's last are scored but then zeroed) */
-      tl_kern_dots_n(m->fast, qs, w * np, kh, d, scored, d, raw);
+      if (direct) tl_kern_dots_h_k(m->fast, qs, w * np, bj->base.kh + at, d, scored, d, raw);
+      else tl_kern_dots_n(m->fast, qs, w * np, kh, d, scored, d, raw);
       for (size_t i = 0; i < w * np; i++)
         for (size_t k = 0; k < scored; k++) raw[i][k] = raw[i][k] * scale;
       for (size_t u = 0; u < np; u++)
         for (size_t i = 0; i < w; i++) softmax_head(&j[u], h + i);
-      tl_kern_weighted_n(m->fast, ps, counts, w * np, vh, d, d, outs);
+      if (direct) tl_kern_weighted_h_k(m->fast, ps, counts, w * np, bj->base.vh + at, d, d, outs);
+      else tl_kern_weighted_n(m->fast, ps, counts, w * np, vh, d, d, outs);
       for (size_t u = 0; u < np; u++)
         for (size_t i = h; i < h + w; i++)
           bj->bad[task] |= !all_finite(j[u].masked + i * j[u].keys, j[u].keys, true) ||
