@@ -893,28 +893,76 @@ static size_t scored_keys(const attend_job *j) {
 }
 
 /* Head h's scores, in raw for the scored keys (times the scale): the
- * rest of raw, the mask, and the softmax into probs. */
-static void softmax_head(const attend_job *j, size_t h) {
+ * rest of raw, the mask, and the softmax's exponentials into probs (not
+ * yet divided by their sum: softmax_normalize). The maximum is taken in
+ * eight partial maxima side by side: the same value as in order (a
+ * maximum is exact; ties can only differ in the sign of a zero, whose
+ * x - max and exponential are the same), so the same bits. */
+static void softmax_exps(const attend_job *j, size_t h) {
   const tl_qwen3 *m = j->m;
   float *sr = j->raw + h * j->keys, *sm = j->masked + h * j->keys, *p = j->probs + h * j->keys;
-  float mx = -__builtin_inff(), sum = 0.0f;
-  size_t visible = (size_t)j->last + 1;
-  for (size_t k = scored_keys(j); k < j->keys; k++) sr[k] = 0.0f;
+  float mx = -__builtin_inff(), part[8];
+  size_t visible = (size_t)j->last + 1, k = 0;
+  for (size_t i = scored_keys(j); i < j->keys; i++) sr[i] = 0.0f;
   /* the masked keys: -inf scores and +0 probabilities, which add nothing
    * to the maximum or the sum */
-  for (size_t k = visible; k < j->keys; k++) {
-    sm[k] = -__builtin_inff();
-    p[k] = 0.0f;
+  for (size_t i = visible; i < j->keys; i++) {
+    sm[i] = -__builtin_inff();
+    p[i] = 0.0f;
   }
-  for (size_t k = 0; k < visible; k++) {
+  for (size_t i = 0; i < 8; i++) part[i] = -__builtin_inff();
+  for (; k + 8 <= visible; k += 8)
+    for (size_t i = 0; i < 8; i++) {
+      sm[k + i] = sr[k + i];
+      part[i] = sm[k + i] > part[i] ? sm[k + i] : part[i];
+    }
+  for (; k < visible; k++) {
     sm[k] = sr[k];
     if (sm[k] > mx) mx = sm[k];
   }
+  for (size_t i = 0; i < 8; i++)
+    if (part[i] > mx) mx = part[i];
   if (m->mutations & TL_QWEN3_MUT_SOFTMAX_NO_MAX) mx = 0.0f;
   if (m->fast != NULL) tl_kern_exps_k(m->fast, sm, mx, visible, p);
   else tl_kern_exps(sm, mx, visible, p);
-  for (size_t k = 0; k < visible; k++) sum += p[k];
-  for (size_t k = 0; k < visible; k++) p[k] = p[k] / sum;
+}
+
+/* The first R rows of p summed over their first `common` elements, each
+ * its own sequential sum, side by side so that the R chains of additions
+ * overlap (R a constant where it is inlined). */
+static inline void sum_rows(float *const *p, size_t common, size_t R, float *s) {
+  for (size_t k = 0; k < common; k++)
+    for (size_t r = 0; r < R; r++) s[r] += p[r][k];
+}
+
+/* Each of n rows of exponentials (row r: its first visible[r] values)
+ * divided by its sum: the sum over k = 0, 1, ... in order (the strict
+ * lane's), eight rows at a time side by side over the keys they all have,
+ * then each row's own rest; every quotient one IEEE division. */
+static void softmax_normalize(float *const *p, const size_t *visible, size_t n) {
+  for (size_t r0 = 0; r0 < n; r0 += 8) {
+    size_t rows = n - r0 < 8 ? n - r0 : 8, common = visible[r0];
+    float s[8] = {0};
+    for (size_t r = 1; r < rows; r++) common = visible[r0 + r] < common ? visible[r0 + r] : common;
+    if (rows == 8) sum_rows(p + r0, common, 8, s);
+    else if (rows >= 4) sum_rows(p + r0, common, 4, s), sum_rows(p + r0 + 4, common, rows - 4, s + 4);
+    else sum_rows(p + r0, common, rows, s);
+    for (size_t r = 0; r < rows; r++) {
+      float *row = p[r0 + r];
+      size_t k = 0;
+      for (size_t i = common; i < visible[r0 + r]; i++) s[r] += row[i];
+      for (; k + 8 <= visible[r0 + r]; k += 8)
+        for (size_t i = 0; i < 8; i++) row[k + i] = row[k + i] / s[r];
+      for (; k < visible[r0 + r]; k++) row[k] = row[k] / s[r];
+    }
+  }
+}
+
+static void softmax_head(const attend_job *j, size_t h) {
+  float *p = j->probs + h * j->keys;
+  size_t visible = (size_t)j->last + 1;
+  softmax_exps(j, h);
+  softmax_normalize(&p, &visible, 1);
 }
 
 /* KV head kvh's first rows keys and values as f32 into *kh and *vh: the
@@ -951,8 +999,8 @@ static void attend_heads(const attend_job *j, size_t h, size_t w, uint32_t task)
   size_t d = m->cfg.head_dim, kvh = kv_head_of(m, h), scored = scored_keys(j);
   size_t visible = (size_t)j->last + 1, at = kvh * j->head_stride;
   float scale = (float)(1.0 / __builtin_sqrt((double)d));
-  const float *qs[2], *ps[2], *kh = NULL, *vh = NULL;
-  float *raw[2], *outs[2];
+  const float *qs[2], *kh = NULL, *vh = NULL;
+  float *raw[2], *ps[2], *outs[2];
   for (size_t i = 0; i < w; i++) {
     qs[i] = j->q + (h + i) * d;
     raw[i] = j->raw + (h + i) * j->keys;
@@ -974,12 +1022,14 @@ static void attend_heads(const attend_job *j, size_t h, size_t w, uint32_t task)
     else tl_kern_dots_k(m->fast, qs[0], kh, d, scored, d, raw[0]);
   }
   for (size_t i = 0; i < w; i++) {
+    size_t counts[2] = {visible, visible};
     for (size_t k = 0; k < scored; k++) raw[i][k] = raw[i][k] * scale;
-    softmax_head(j, h + i);
+    softmax_exps(j, h + i);
+    if (i + 1 == w) softmax_normalize(ps, counts, w);
   }
   if (reads_f16(j)) {
     size_t counts[2] = {visible, visible};
-    tl_kern_weighted_h_k(m->fast, ps, counts, w, j->vh + at, d, d, outs);
+    tl_kern_weighted_h_k(m->fast, (const float *const *)ps, counts, w, j->vh + at, d, d, outs);
   }
   else if (w == 2)
     tl_kern_weighted2_k(m->fast, ps[0], ps[1], visible, vh, d, d, outs[0], outs[1]);
@@ -1087,8 +1137,8 @@ static void block_task(void *ctx, uint32_t task, uint32_t n_tasks) {
     for (size_t t = 0; t < bj->n; t += BLOCK_POSITIONS) {
       size_t np = bj->n - t < BLOCK_POSITIONS ? bj->n - t : BLOCK_POSITIONS, scored = 0;
       attend_job j[BLOCK_POSITIONS];
-      const float *qs[2 * BLOCK_POSITIONS], *ps[2 * BLOCK_POSITIONS];
-      float *raw[2 * BLOCK_POSITIONS], *outs[2 * BLOCK_POSITIONS];
+      const float *qs[2 * BLOCK_POSITIONS];
+      float *raw[2 * BLOCK_POSITIONS], *ps[2 * BLOCK_POSITIONS], *outs[2 * BLOCK_POSITIONS];
       size_t counts[2 * BLOCK_POSITIONS];
       for (size_t u = 0; u < np; u++) {
         uint32_t pos = bj->pos0 + (uint32_t)(t + u);
@@ -1110,9 +1160,13 @@ static void block_task(void *ctx, uint32_t task, uint32_t n_tasks) {
       for (size_t i = 0; i < w * np; i++)
         for (size_t k = 0; k < scored; k++) raw[i][k] = raw[i][k] * scale;
       for (size_t u = 0; u < np; u++)
-        for (size_t i = 0; i < w; i++) softmax_head(&j[u], h + i);
-      if (direct) tl_kern_weighted_h_k(m->fast, ps, counts, w * np, bj->base.vh + at, d, d, outs);
-      else tl_kern_weighted_n(m->fast, ps, counts, w * np, vh, d, d, outs);
+        for (size_t i = 0; i < w; i++) softmax_exps(&j[u], h + i);
+      softmax_normalize(ps, counts, w * np);
+      if (direct)
+        tl_kern_weighted_h_k(m->fast, (const float *const *)ps, counts, w * np, bj->base.vh + at,
+                             d, d, outs);
+      else
+        tl_kern_weighted_n(m->fast, (const float *const *)ps, counts, w * np, vh, d, d, outs);
       for (size_t u = 0; u < np; u++)
         for (size_t i = h; i < h + w; i++)
           bj->bad[task] |= !all_finite(j[u].masked + i * j[u].keys, j[u].keys, true) ||
