@@ -221,18 +221,44 @@ void tl_kern_quantize_x(const float *x, size_t n, int8_t *codes, float *scales,
   }
 }
 
-/* The stored code of element i of a q8/q4 block. */
-static int stored_code(tl_qtype type, const uint8_t *blk, size_t i) {
-  if (type == TL_QTYPE_Q8) return (int8_t)blk[4 + i];
-  return ((blk[4 + i / 2] >> (4 * (i & 1))) & 0xF) - 8;
-}
-
 /* The code of element i (< 32) of block j of a packed group of m blocks
  * whose codes start at c (tl_kern_pack's layout). */
 static int packed_code(tl_qtype type, const uint8_t *c, size_t m, size_t j, size_t i) {
   size_t s = i / 4, k = i % 4;
   if (type == TL_QTYPE_Q8) return (int8_t)(c[4 * m * s + 4 * j + k] ^ 0x80);
   return ((c[4 * m * (s / 2) + 4 * j + k] >> (4 * (s % 2))) & 0xF) - 8;
+}
+
+/* One group of m q8 blocks (in: stored, out: packed), four codes at a
+ * time: each step's 4 bytes of a block move as one word, offset to
+ * unsigned. */
+static void pack_group_q8(const uint8_t *in, size_t m, uint8_t *out) {
+  uint8_t *c = out + 4 * m;
+  for (size_t j = 0; j < m; j++) {
+    const uint8_t *blk = in + j * TL_QUANT_Q8_BLOCK_BYTES;
+    memcpy(out + 4 * j, blk, 4);
+    for (size_t s = 0; s < 8; s++)
+      tl_store_le32(c + 4 * m * s + 4 * j, tl_load_le32(blk + 4 + 4 * s) ^ 0x80808080u);
+  }
+}
+
+/* The same for q4: chunk c (elements 8c .. 8c+7, stored in bytes 4c ..
+ * 4c+3 as low/high nibble pairs) becomes 4 bytes, byte k holding element
+ * 8c + k's nibble low and 8c + 4 + k's high. */
+static void pack_group_q4(const uint8_t *in, size_t m, uint8_t *out) {
+  uint8_t *c = out + 4 * m;
+  for (size_t j = 0; j < m; j++) {
+    const uint8_t *blk = in + j * TL_QUANT_Q4_BLOCK_BYTES;
+    memcpy(out + 4 * j, blk, 4);
+    for (size_t k = 0; k < 4; k++) {
+      const uint8_t *b = blk + 4 + 4 * k;
+      uint8_t *o = c + 4 * m * k + 4 * j;
+      o[0] = (uint8_t)((b[0] & 0x0F) | (b[2] & 0x0F) << 4);
+      o[1] = (uint8_t)((b[0] >> 4) | (b[2] & 0xF0));
+      o[2] = (uint8_t)((b[1] & 0x0F) | (b[3] & 0x0F) << 4);
+      o[3] = (uint8_t)((b[1] >> 4) | (b[3] & 0xF0));
+    }
+  }
 }
 
 void tl_kern_pack(tl_qtype type, const uint8_t *src, uint8_t *dst, size_t row_bytes, size_t n,
@@ -243,20 +269,10 @@ void tl_kern_pack(tl_qtype type, const uint8_t *src, uint8_t *dst, size_t row_by
   for (size_t r = r0; r < r1; r++)
     for (size_t b = 0; b < nb; b += TL_KERN_GROUP) {
       size_t m = nb - b < TL_KERN_GROUP ? nb - b : TL_KERN_GROUP;
-      uint8_t in[TL_KERN_GROUP * TL_QUANT_Q8_BLOCK_BYTES], *out = dst + r * row_bytes + b * bb;
-      uint8_t *c = out + 4 * m;
+      uint8_t in[TL_KERN_GROUP * TL_QUANT_Q8_BLOCK_BYTES];
       memcpy(in, src + r * row_bytes + b * bb, m * bb); /* dst may be src */
-      for (size_t j = 0; j < m; j++) {
-        const uint8_t *blk = in + j * bb;
-        memcpy(out + 4 * j, blk, 4);
-        for (size_t s = 0; s < 8; s++)
-          for (size_t k = 0; k < 4; k++) {
-            int q = stored_code(type, blk, 4 * s + k);
-            if (type == TL_QTYPE_Q8) c[4 * m * s + 4 * j + k] = (uint8_t)(q ^ 0x80);
-            else if (s % 2 == 0) c[4 * m * (s / 2) + 4 * j + k] = (uint8_t)(q + 8);
-            else c[4 * m * (s / 2) + 4 * j + k] |= (uint8_t)((q + 8) << 4);
-          }
-      }
+      if (type == TL_QTYPE_Q8) pack_group_q8(in, m, dst + r * row_bytes + b * bb);
+      else pack_group_q4(in, m, dst + r * row_bytes + b * bb);
     }
 }
 
