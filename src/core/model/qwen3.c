@@ -1167,10 +1167,14 @@ static void block_task(void *ctx, uint32_t task, uint32_t n_tasks) {
                              d, d, outs);
       else
         tl_kern_weighted_n(m->fast, (const float *const *)ps, counts, w * np, vh, d, d, outs);
+      /* the rows as emit checks them; past a position's last key they
+       * hold the -inf and +0 softmax_exps wrote, which pass */
       for (size_t u = 0; u < np; u++)
-        for (size_t i = h; i < h + w; i++)
-          bj->bad[task] |= !all_finite(j[u].masked + i * j[u].keys, j[u].keys, true) ||
-                           !all_finite(j[u].probs + i * j[u].keys, j[u].keys, false);
+        for (size_t i = h; i < h + w; i++) {
+          size_t visible = (size_t)j[u].last + 1;
+          bj->bad[task] |= !all_finite(j[u].masked + i * j[u].keys, visible, true) ||
+                           !all_finite(j[u].probs + i * j[u].keys, visible, false);
+        }
     }
     h += w;
   }
