@@ -261,6 +261,32 @@ def kv_cache_plan(tinylm, model, hf):
                   "got %s (exit %d) %s" % (got, p.returncode, p.stderr.strip()))
 
 
+def bench_depth_and_phases(tinylm, model):
+    """bench -d N decodes after N prefilled tokens and says so; the load is
+    reported phase by phase (the copy and packing within the allocation's
+    time); a depth past the model's positions is refused as
+    context_exceeded."""
+    p = subprocess.run([tinylm, "bench", model, "-p", "0", "-n", "3", "-d", "6", "-r", "1",
+                        "--json"], capture_output=True, text=True)
+    try:
+        b = json.loads(p.stdout)
+    except ValueError:
+        b = {}
+    phases = ("open_seconds", "threads_seconds", "allocate_seconds")
+    parts = ("copy_seconds", "pack_seconds")
+    ok = p.returncode == 0 and b.get("decode_depth") == 6 and b.get("decode_tokens") == 3 and \
+        all(isinstance(b.get(k), float) and b[k] >= 0 for k in
+            phases + parts + ("load_seconds", "first_forward_seconds", "first_token_seconds"))
+    check(ok and sum(b[k] for k in parts) <= b["allocate_seconds"] + 1e-6,
+          "bench -d 6 -n 3: decode_depth 6, every phase of the load reported, the copy and "
+          "the packing within the allocation's time", p.stdout + p.stderr)
+    p = subprocess.run([tinylm, "bench", model, "-p", "0", "-n", "3", "-d", "1048576",
+                        "-r", "1"], capture_output=True, text=True)
+    check(p.returncode != 0 and p.stderr.startswith("error: context_exceeded"),
+          "bench -d past max_position_embeddings: context_exceeded",
+          "exit %d %s" % (p.returncode, p.stderr))
+
+
 def bad_thread_counts(tinylm, model):
     cmds = {"run": ["run", model, "--prompt", "x"], "chat": ["chat", model],
             "verify": ["verify", model, "--golden", TINY_IDS],
@@ -402,6 +428,7 @@ def main(tinylm, work):
           b.get("lane") == "fast" and b.get("profile") == "fast/4" and
           all(b[k] > 0 for k in keys if k not in ("lane", "isa")),
           "bench --json has %s" % ", ".join(keys), p.stdout + p.stderr)
+    bench_depth_and_phases(tinylm, models["bf16"]["q8"])
     execution_outside_identity(tinylm, work, models["bf16"]["q8"])
     dump_producers(tinylm, work, models["bf16"]["source"])
     numerical_failure_located(tinylm, work)

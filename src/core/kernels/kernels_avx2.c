@@ -1,7 +1,8 @@
 /* fast/4 kernels with AVX2 (+ F16C for f16 weights): two 256-bit
  * accumulators are the lanes A_0..7 and A_8..15 of docs/fast-profile.md;
  * q8/q4 block sums through maddubs/madd on packed weights, one block per
- * i32 lane. */
+ * i32 lane; attention's scores and weighted values over the binary16 KV
+ * cache. */
 #include <immintrin.h>
 #include <stdbool.h>
 #include <string.h>
@@ -163,9 +164,100 @@ TARGET static void f32_to_f16(const float *x, size_t n, uint16_t *out) {
   tl_kern_f32_to_f16(x + i, n - i, out + i);
 }
 
+/* Rows of the binary16 KV cache ahead of the attention's reads to
+ * prefetch (kernels_avx512.c's CACHE_ROWS_AHEAD: the cache streams from
+ * memory once per decoded token). */
+#define CACHE_ROWS_AHEAD 16
+
+/* Elements [e, e + 16) of an f32 or binary16 row as two vectors (lanes
+ * A_0..7 and A_8..15 of F-6), those at or past n as +0 (F-6: a +-0
+ * product changes no lane). */
+TARGET static inline void load16_f32(const float *row, size_t e, size_t n, __m256 *lo,
+                                     __m256 *hi) {
+  float t[16] = {0};
+  if (e + 16 <= n) {
+    *lo = _mm256_loadu_ps(row + e);
+    *hi = _mm256_loadu_ps(row + e + 8);
+    return;
+  }
+  memcpy(t, row + e, (n - e) * sizeof(float));
+  *lo = _mm256_loadu_ps(t);
+  *hi = _mm256_loadu_ps(t + 8);
+}
+
+TARGET static inline void load16_f16(const uint16_t *row, size_t e, size_t n, __m256 *lo,
+                                     __m256 *hi) {
+  uint16_t t[16] = {0};
+  const uint16_t *p = row + e;
+  if (e + 16 > n) {
+    memcpy(t, row + e, (n - e) * sizeof(uint16_t));
+    p = t;
+  }
+  *lo = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p));
+  *hi = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(p + 8)));
+}
+
+/* tl_kern_dots_h: two queries (or the last one) against each key row,
+ * whose 16-element steps are converted once for both (F-6 each: two
+ * 8-lane accumulators, tree T). */
+TARGET static void dots_h(const float *const *q, size_t nq, const uint16_t *k, size_t stride,
+                          size_t count, size_t n, float *const *out) {
+  for (size_t i = 0; i < nq; i += 2) {
+    bool two = i + 1 < nq;
+    for (size_t j = 0; j < count; j++) {
+      const uint16_t *kj = k + j * stride;
+      __m256 a0 = _mm256_setzero_ps(), a1 = a0, b0 = a0, b1 = a0, klo, khi, xlo, xhi;
+      for (size_t o = 0; o < n * sizeof(uint16_t); o += 64)
+        _mm_prefetch((const char *)(kj + CACHE_ROWS_AHEAD * stride) + o, _MM_HINT_T0);
+      for (size_t e = 0; e < n; e += 16) {
+        load16_f16(kj, e, n, &klo, &khi);
+        load16_f32(q[i], e, n, &xlo, &xhi);
+        a0 = _mm256_add_ps(a0, _mm256_mul_ps(xlo, klo));
+        a1 = _mm256_add_ps(a1, _mm256_mul_ps(xhi, khi));
+        if (two) {
+          load16_f32(q[i + 1], e, n, &xlo, &xhi);
+          b0 = _mm256_add_ps(b0, _mm256_mul_ps(xlo, klo));
+          b1 = _mm256_add_ps(b1, _mm256_mul_ps(xhi, khi));
+        }
+      }
+      out[i][j] = tree(a0, a1);
+      if (two) out[i + 1][j] = tree(b0, b1);
+    }
+  }
+}
+
+/* tl_kern_weighted_h: each row over its own keys, 64 elements per pass
+ * in eight accumulators, each element's sum over the keys in order; a
+ * tail through zero-filled copies. */
+TARGET static void weighted_h(const float *const *p, const size_t *counts, size_t nq,
+                              const uint16_t *v, size_t stride, size_t d, float *const *out) {
+  for (size_t i = 0; i < nq; i++)
+    for (size_t e0 = 0; e0 < d; e0 += 64) {
+      __m256 acc[8];
+      float t[64];
+      size_t m = d - e0 < 64 ? d - e0 : 64;
+      for (int c = 0; c < 8; c++) acc[c] = _mm256_setzero_ps();
+      for (size_t j = 0; j < counts[i]; j++) {
+        const uint16_t *vj = v + j * stride;
+        __m256 pj = _mm256_set1_ps(p[i][j]);
+        for (size_t o = 0; o < m * sizeof(uint16_t); o += 64)
+          _mm_prefetch((const char *)(vj + CACHE_ROWS_AHEAD * stride + e0) + o, _MM_HINT_T0);
+        for (int c = 0; c < 8; c += 2) {
+          __m256 lo, hi;
+          if (8 * (size_t)c >= m) break;
+          load16_f16(vj, e0 + 8 * (size_t)c, e0 + m, &lo, &hi);
+          acc[c] = _mm256_add_ps(acc[c], _mm256_mul_ps(pj, lo));
+          acc[c + 1] = _mm256_add_ps(acc[c + 1], _mm256_mul_ps(pj, hi));
+        }
+      }
+      for (int c = 0; c < 8; c++) _mm256_storeu_ps(t + 8 * c, acc[c]);
+      memcpy(out[i] + e0, t, m * sizeof(float));
+    }
+}
+
 const tl_kernels tl_kernels_avx2 = {
     TL_KERN_AVX2, "avx2", {rows_f32, rows_f16, rows_bf16, rows_q8, rows_q4},
     {NULL, NULL, NULL, NULL, NULL},
-    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, f16_to_f32, f32_to_f16, NULL, NULL};
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, f16_to_f32, f32_to_f16, dots_h, weighted_h};
 
 #endif
