@@ -944,9 +944,15 @@ static void softmax_normalize(float *const *p, const size_t *visible, size_t n) 
     size_t rows = n - r0 < 8 ? n - r0 : 8, common = visible[r0];
     float s[8] = {0};
     for (size_t r = 1; r < rows; r++) common = visible[r0 + r] < common ? visible[r0 + r] : common;
-    if (rows == 8) sum_rows(p + r0, common, 8, s);
-    else if (rows >= 4) sum_rows(p + r0, common, 4, s), sum_rows(p + r0 + 4, common, rows - 4, s + 4);
-    else sum_rows(p + r0, common, rows, s);
+    /* constant row counts, so that the sums stay in registers */
+    if (rows == 8) {
+      sum_rows(p + r0, common, 8, s);
+    } else if (rows >= 4) {
+      sum_rows(p + r0, common, 4, s);
+      sum_rows(p + r0 + 4, common, rows - 4, s + 4);
+    } else {
+      sum_rows(p + r0, common, rows, s);
+    }
     for (size_t r = 0; r < rows; r++) {
       float *row = p[r0 + r];
       size_t k = 0;
@@ -997,7 +1003,7 @@ static bool reads_f16(const attend_job *j) {
 static void attend_heads(const attend_job *j, size_t h, size_t w, uint32_t task) {
   const tl_qwen3 *m = j->m;
   size_t d = m->cfg.head_dim, kvh = kv_head_of(m, h), scored = scored_keys(j);
-  size_t visible = (size_t)j->last + 1, at = kvh * j->head_stride;
+  size_t visible = (size_t)j->last + 1, at = kvh * j->head_stride, counts[2] = {visible, visible};
   float scale = (float)(1.0 / __builtin_sqrt((double)d));
   const float *qs[2], *kh = NULL, *vh = NULL;
   float *raw[2], *ps[2], *outs[2];
@@ -1022,15 +1028,12 @@ static void attend_heads(const attend_job *j, size_t h, size_t w, uint32_t task)
     else tl_kern_dots_k(m->fast, qs[0], kh, d, scored, d, raw[0]);
   }
   for (size_t i = 0; i < w; i++) {
-    size_t counts[2] = {visible, visible};
     for (size_t k = 0; k < scored; k++) raw[i][k] = raw[i][k] * scale;
     softmax_exps(j, h + i);
-    if (i + 1 == w) softmax_normalize(ps, counts, w);
   }
-  if (reads_f16(j)) {
-    size_t counts[2] = {visible, visible};
+  softmax_normalize(ps, counts, w);
+  if (reads_f16(j))
     tl_kern_weighted_h_k(m->fast, (const float *const *)ps, counts, w, j->vh + at, d, d, outs);
-  }
   else if (w == 2)
     tl_kern_weighted2_k(m->fast, ps[0], ps[1], visible, vh, d, d, outs[0], outs[1]);
   else
