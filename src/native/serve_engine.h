@@ -1,0 +1,183 @@
+/* The engine behind `tinylm serve` (docs/server.md): one model on one
+ * lane, --parallel sequence slots each with its own KV cache, a bounded
+ * queue of jobs, and one forward thread that serves every slot: the
+ * active slots' next tokens in one batched pass over the weights
+ * (tl_qwen3_forward_rows), prefill chunks between those passes.
+ *
+ * A job is one choice of one request: its prompt ids, sampling values and
+ * stop rules. It runs the same generation turn as `tinylm run`
+ * (turn.h) in a slot, so its tokens, bytes and receipt id are the same
+ * whether it ran alone or beside others, in any slot, with or without a
+ * prefix taken from a slot's cache, at any thread count (the batched and
+ * chunked forward passes give the bits of the one-token pass: F-8,
+ * docs/fast-profile.md).
+ *
+ * Thread-safe: any thread may submit, wait, cancel and release. */
+#ifndef TL_NATIVE_SERVE_ENGINE_H
+#define TL_NATIVE_SERVE_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lane.h"
+#include "serve_request.h"
+#include "tinylm.h"
+
+typedef struct tl_srv_engine tl_srv_engine;
+typedef struct tl_srv_job tl_srv_job;
+
+typedef struct tl_srv_engine_options {
+  const char *model_path;
+  tl_lane_options lane;
+  uint32_t parallel;      /* slots, 1..64 */
+  uint32_t queue;         /* jobs waiting for a slot, 0..4096 */
+  uint32_t context;       /* per slot; 0: max_position_embeddings, at most 4096 */
+  uint64_t mem_budget;    /* bytes; 0: the machine's available memory */
+  const char *receipt_dir; /* NULL: receipts are not kept */
+} tl_srv_engine_options;
+
+/* Loads the model, preflights the memory of every slot (refused with
+ * TL_ERR_OUT_OF_MEMORY and every figure in err when it does not fit) and
+ * starts the forward and slot threads. */
+tl_status tl_srv_engine_open(const tl_srv_engine_options *o, tl_srv_engine **out, char *err,
+                             size_t err_cap);
+/* Cancels every job, joins the threads, frees everything. */
+void tl_srv_engine_close(tl_srv_engine *e);
+
+/* Facts for responses: the model's vocabulary (ids the tokenizer
+ * defines), the context per slot, the artifact id (hex), the lane profile
+ * ("fast/4"), kernel variant, threads, and the build id
+ * (system_fingerprint). Pointers live as long as e. */
+typedef struct tl_srv_facts {
+  uint32_t vocab, context, parallel, queue;
+  const char *artifact_id, *profile, *isa, *build_id, *model_name;
+  uint32_t threads;
+  uint64_t plan_bytes; /* the preflight's total for every slot */
+} tl_srv_facts;
+void tl_srv_engine_facts(const tl_srv_engine *e, tl_srv_facts *out);
+
+/* ---- text (no slot involved) ---- */
+
+/* A prompt ready to submit: its ids and the bytes the receipt names. */
+typedef struct tl_srv_prompt {
+  uint32_t *ids; /* malloc */
+  size_t n_ids;
+  uint8_t *bytes; /* malloc: the rendered conversation or the text */
+  size_t len;
+  bool messages;      /* rendered from a conversation */
+  bool add_generation_prompt;
+} tl_srv_prompt;
+
+/* A conversation (tl_srv_request.conversation) through the chat template
+ * for a reply, then tokenized; or text tokenized as given. Errors in
+ * OpenAI's shape (400 for a conversation the template refuses, naming
+ * the message). */
+tl_status tl_srv_prompt_chat(tl_srv_engine *e, const char *conversation, size_t len,
+                             tl_srv_prompt *out, tl_srv_error *err);
+tl_status tl_srv_prompt_text(tl_srv_engine *e, const char *text, size_t len,
+                             tl_srv_prompt *out, tl_srv_error *err);
+void tl_srv_prompt_free(tl_srv_prompt *p);
+
+/* A token's raw bytes (special tokens as their text); false for an id
+ * outside the vocabulary. */
+bool tl_srv_token_bytes(const tl_srv_engine *e, uint32_t id, const uint8_t **bytes,
+                        size_t *len);
+/* ids' bytes (TL_DECODE_RAW or TL_DECODE_VISIBLE) into a malloc'd buffer. */
+tl_status tl_srv_decode(const tl_srv_engine *e, const uint32_t *ids, size_t n, uint32_t mode,
+                        uint8_t **out, size_t *len);
+
+/* ---- jobs ---- */
+
+/* One choice of a generation request. The request's sampling values,
+ * stops, bans, logprobs and max_tokens apply; seed is the request's seed
+ * plus the choice index (so `tinylm run --seed` reproduces every choice),
+ * the request's seed 0 when it gave none. */
+typedef struct tl_srv_job_params {
+  const tl_srv_request *req;
+  const tl_srv_prompt *prompt;
+  uint32_t choice;
+} tl_srv_job_params;
+
+/* Queues a job. Refusals (err filled, *out NULL): 400 context_length_
+ * exceeded (the prompt, or prompt + max_tokens, past the context: both
+ * counts in the message), 503 queue full (err->code "queue_full"; the
+ * caller answers Retry-After), 503 while closing. */
+tl_status tl_srv_submit(tl_srv_engine *e, const tl_srv_job_params *p, tl_srv_job **out,
+                        tl_srv_error *err);
+
+typedef enum tl_srv_state {
+  TL_SRV_QUEUED,
+  TL_SRV_PREFILL,
+  TL_SRV_DECODING,
+  TL_SRV_DONE
+} tl_srv_state;
+
+/* One generated token with its log-probabilities: the model's
+ * distribution before any sampling transform (log-softmax of the raw
+ * logits), top the most likely (ties: lower id first). text_end: the
+ * visible length of the reply once this token's bytes are in (the
+ * token's text is [previous text_end, text_end)). */
+typedef struct tl_srv_token {
+  uint32_t id;
+  float logprob;
+  uint32_t n_top;
+  uint32_t top_ids[TL_SRV_MAX_TOP_LOGPROBS];
+  float top_logprobs[TL_SRV_MAX_TOP_LOGPROBS];
+  size_t text_end;
+} tl_srv_token;
+
+/* What a finished job tells. finish: "eos", "stop_string", "max_tokens",
+ * "context_full", "cancelled" or "error" (then status and error say
+ * what). */
+typedef struct tl_srv_result {
+  const char *finish;
+  tl_status status;
+  char error[256];
+  uint32_t prompt_tokens, cached_tokens, completion_tokens;
+  uint64_t seed;
+  uint32_t slot;
+  double queue_seconds, prefill_seconds, decode_seconds;
+  char receipt_id[65]; /* hex; "" if none */
+} tl_srv_result;
+
+/* What changed since the caller's offsets: the final visible bytes
+ * [text_from, text_len) (never bytes that could still become a stop
+ * string; UTF-8 sequences may be split: the caller joins them) and token
+ * entries [tokens_from, n_tokens). */
+typedef struct tl_srv_update {
+  tl_srv_state state;
+  size_t prompt_done, prompt_total; /* prefill progress (tokens computed) */
+  uint8_t *text;                    /* malloc: text_len - text_from bytes */
+  size_t text_from, text_len;
+  tl_srv_token *tokens;             /* malloc: n_tokens - tokens_from entries */
+  size_t tokens_from, n_tokens;
+  tl_srv_result result;             /* state TL_SRV_DONE */
+} tl_srv_update;
+
+/* Waits until the job has more than the caller has seen (text past
+ * text_from, tokens past tokens_from, a state change from *state_seen) or
+ * timeout_ms passed, then fills u. Returns TL_OK (also on a timeout with
+ * nothing new). */
+tl_status tl_srv_job_wait(tl_srv_job *job, int timeout_ms, size_t text_from,
+                          size_t tokens_from, tl_srv_state state_seen, tl_srv_update *u);
+void tl_srv_update_free(tl_srv_update *u);
+
+/* Asks the job to stop (a client went away): it stops before its next
+ * forward pass (within one decode step or prefill chunk) and frees its
+ * slot. Safe at any time. */
+void tl_srv_job_cancel(tl_srv_job *job);
+/* The caller's reference ends (after cancel or done). */
+void tl_srv_job_release(tl_srv_job *job);
+
+/* ---- counters (/metrics) ---- */
+typedef struct tl_srv_stats {
+  uint64_t prompt_tokens, cached_tokens, generated_tokens;
+  double prompt_seconds, decode_seconds;
+  uint64_t requests_done, requests_cancelled, requests_failed;
+  uint32_t processing, queued, slots_busy;
+  uint64_t forward_batches, batched_tokens; /* decode passes and tokens they served */
+} tl_srv_stats;
+void tl_srv_engine_stats(tl_srv_engine *e, tl_srv_stats *out);
+
+#endif

@@ -1,0 +1,106 @@
+/* The request bodies of `tinylm serve` (docs/server.md): untrusted JSON
+ * bytes in, a validated request (or an OpenAI-shaped error) out. Nothing
+ * here touches the model: ids are range-checked against the vocabulary
+ * the caller passes, and a chat's messages become the conversation JSON
+ * that the chat template renders (tl_native_render, TL_RENDER_FOR_REPLY).
+ * Fuzzed by tests/fuzz/fuzz_serve_request.c. */
+#ifndef TL_NATIVE_SERVE_REQUEST_H
+#define TL_NATIVE_SERVE_REQUEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tinylm.h"
+
+typedef enum tl_srv_kind {
+  TL_SRV_CHAT,          /* POST /v1/chat/completions */
+  TL_SRV_COMPLETION,    /* POST /v1/completions */
+  TL_SRV_TOKENIZE,      /* POST /tokenize */
+  TL_SRV_DETOKENIZE,    /* POST /detokenize */
+  TL_SRV_APPLY_TEMPLATE /* POST /apply-template */
+} tl_srv_kind;
+
+#define TL_SRV_MAX_STOPS 8      /* stop strings per request */
+#define TL_SRV_MAX_STOP_BYTES 256
+#define TL_SRV_MAX_N 16         /* choices per request */
+#define TL_SRV_MAX_TOP_LOGPROBS 20
+#define TL_SRV_MAX_BANS 1024    /* logit_bias entries */
+
+/* An error as OpenAI's {"error": {"message", "type", "param", "code"}}
+ * with its HTTP status. type: "invalid_request_error" (400, 413, 404,
+ * 405), "authentication_error" (401), "server_error" (500, 503). param
+ * the offending field's path ("messages[2].role", "temperature"), ""
+ * when none; code a short machine word ("invalid_json",
+ * "invalid_value", "unsupported_value", "context_length_exceeded", ...)
+ * or "" (JSON null). */
+typedef struct tl_srv_error {
+  int status;
+  const char *type;
+  char param[96];
+  char code[48];
+  char message[512];
+} tl_srv_error;
+
+/* A validated request. Strings are UTF-8 (checked), malloc'd and
+ * NUL-terminated (their length is given too, they may hold NUL). */
+typedef struct tl_srv_request {
+  tl_srv_kind kind;
+  char model[128]; /* echoed in responses; "" when not given */
+
+  /* chat, apply-template: the conversation as the template reads it:
+   * {"messages": [...], "tools": [...] (when given and tool_choice is not
+   * "none"), "enable_thinking": B (chat_template_kwargs.enable_thinking,
+   * when given)}. Messages keep role (developer becomes system), content
+   * (a string; an array of text parts joined), name, tool_calls and
+   * tool_call_id as given. */
+  char *conversation;
+  size_t conversation_len;
+  /* completion: the prompt; tokenize: the content */
+  char *prompt;
+  size_t prompt_len;
+  /* detokenize: the tokens (each < vocab) */
+  uint32_t *ids;
+  size_t n_ids;
+  /* tokenize: also each token's piece ("with_pieces") */
+  bool with_pieces;
+
+  /* generation (chat, completion) */
+  uint32_t max_tokens;     /* 0: until EOS or the context is full */
+  uint32_t given;          /* TL_GIVEN_* for the values below */
+  double temperature;      /* [0, 2] (OpenAI's range) */
+  double top_p, min_p;     /* [0, 1] */
+  uint32_t top_k;          /* [0, vocab] */
+  double repeat_penalty;   /* tinylm extension: (0, 2^64] */
+  bool has_seed;
+  uint64_t seed;
+  char *stops[TL_SRV_MAX_STOPS]; /* non-empty, at most TL_SRV_MAX_STOP_BYTES */
+  size_t stop_lens[TL_SRV_MAX_STOPS];
+  size_t n_stops;
+  uint32_t n;              /* choices, 1..TL_SRV_MAX_N */
+  uint32_t *ban;           /* logit_bias ids set to -100, ascending, unique */
+  size_t n_ban;
+  bool logprobs;           /* chat: logprobs true; completion: logprobs >= 0 given */
+  uint32_t top_logprobs;   /* 0..TL_SRV_MAX_TOP_LOGPROBS (completion: 0..5) */
+  bool stream, include_usage;
+  bool has_tools;          /* tools were passed to the template */
+} tl_srv_request;
+
+/* Parses and validates body (len bytes) as kind's request. vocab bounds
+ * token ids (detokenize, logit_bias keys) and top_k. TL_OK with *out
+ * filled (free it with tl_srv_request_free), or TL_ERR_INVALID_ARGUMENT
+ * with *err filled (status 400: not UTF-8, not JSON, not an object, an
+ * unknown or mistyped field, a value out of range, an unsupported value
+ * such as response_format json_schema or a nonzero presence_penalty,
+ * each naming its param) and *out holding nothing. Never more than
+ * O(len) memory and time; nesting deeper than 64 is refused. */
+tl_status tl_srv_request_parse(tl_srv_kind kind, const uint8_t *body, size_t len,
+                               uint32_t vocab, tl_srv_request *out, tl_srv_error *err);
+void tl_srv_request_free(tl_srv_request *r);
+
+/* Fills e (printf-style message). */
+void tl_srv_error_set(tl_srv_error *e, int status, const char *type, const char *param,
+                      const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+
+#endif
