@@ -12,18 +12,21 @@ flock 9
 
 # Debian packages: compilers and wasm linker, the sanitizer/libFuzzer
 # runtime, wabt (wasm opcode check), the differential oracles (b3sum,
-# python3-cbor2, python3-jinja2), jansson (JSON in the native tools), libcurl (tinylm pull), openssl (a certificate for
-# the pull test's https hub), strace (the convert test counts input opens) and unicode-data (UCD
-# files for the generated Unicode tables), GNU time (peak RSS in make bench),
+# python3-cbor2, python3-jinja2), jansson (JSON in the native tools), libcurl
+# (tinylm pull), openssl (a certificate for the pull test's https hub),
+# libmicrohttpd (the HTTP server under tinylm serve), strace (the convert test
+# counts input opens) and unicode-data (UCD files for the generated Unicode
+# tables), GNU time (peak RSS in make bench),
 # NumPy (the forward-pass oracle, tools/oracle/qwen3_ref.py) on the reference
 # BLAS libblas3 (tools/oracle/reference_blas.py), libedit (line
 # editing in tinylm chat), the aarch64 cross compiler and qemu-user (the
 # NEON kernels' stages: make neon, tests/neon/qemu.sh), and chromium (the
 # browser that tests/web/chromium_test.mjs drives headless through npm's
-# playwright-core, which downloads no browser of its own).
+# playwright-core, which downloads no browser of its own). npm's pinned
+# openai 6.x client (package-lock.json) drives tests/serve.
 packages=(gcc make clang lld libclang-rt-14-dev wabt nodejs b3sum
           python3 python3-cbor2 python3-jinja2 python3-numpy libblas3 libjansson-dev
-          libcurl4-openssl-dev openssl strace
+          libcurl4-openssl-dev libmicrohttpd-dev openssl strace
           libedit-dev unicode-data time
           gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static chromium)
 # `scripts/setup.sh --demo-train` (make demo-train only, never make test: CI
