@@ -17,7 +17,8 @@
 #   make bench       hash throughput (native, wasm, beside sha256sum/b3sum),
 #                    tokenizer beside HF tokenizers, 0.6B conversion, open,
 #                    scalar prefill/decode, fast-lane kernels (native and
-#                    wasm SIMD128), tinylm bench beside llama-bench
+#                    wasm SIMD128), tinylm bench beside llama-bench,
+#                    tinylm serve beside llama-server (bench/serve.sh)
 #   make clean
 
 CFG ?= gcc
@@ -570,6 +571,7 @@ bench: setup
 	@bench/model.sh
 	@bench/kernels.sh
 	@bench/llama.sh
+	@bench/serve.sh
 	@$(MAKE) --no-print-directory web
 	@bench/web.sh
 

@@ -140,6 +140,8 @@ run_stage forward-goldens-current /usr/bin/python3 tools/forward_goldens.py --ch
 run_stage forward /usr/bin/python3 tests/model/forward_test.py build/asan/tinylm \
   build/test-work/forward
 run_stage gen-run /usr/bin/python3 tests/gen/run_test.py build/asan/tinylm build/test-work/gen-run
+# tinylm serve on ephemeral loopback ports, driven by npm's openai client.
+run_stage serve node tests/serve/serve_test.mjs build/asan/tinylm build/test-work/serve
 run_stage api-example /usr/bin/python3 tests/api/example_test.py build/asan/tinylm \
   build/asan/stream_reply build/test-work/api-example
 run_stage receipt-forged /usr/bin/python3 tests/receipt/forged_test.py build/asan/tinylm \

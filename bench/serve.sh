@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# `make bench` (side by side, not a timed test): the same weights under
+# `tinylm serve --parallel 4` and `llama-server -np 4`, one after the other
+# in one run (the host is shared and noisy: only figures measured together
+# compare). Against each server, 1, 2, 4 and 8 concurrent streaming clients
+# (bench/serve_client.mjs: /v1/completions, greedy, EOS banned so every
+# reply is exactly TOKENS long, a fixed prompt per client that shares no
+# prefix with any other request): aggregate decode tokens/s, time to first
+# token p50/p95, and each server's peak RSS (VmHWM) over the whole run,
+# printed as one Markdown table; then `tinylm bench` decode at one stream,
+# the single-stream reference of the issue's goal.
+# Needs llama-server (llama.cpp built as ../shared/notes/perf-anchor.md
+# says, with -DLLAMA_BUILD_SERVER=ON); skipped with a message otherwise.
+#
+#   LLAMA_CPP_DIR   llama.cpp with build/bin (default ../shared/llama.cpp)
+#   TL_SXS_DIR      where bench/llama.sh keeps its synthetic Qwen3-0.6B
+#                   weights (default ../sxs): m-q8.slm and m-Q8_0.gguf
+#   TL_SERVE_SLM, TL_SERVE_GGUF  the two files instead
+#   TL_SERVE_CLIENTS  concurrency levels (default "1 2 4 8")
+#   TL_SERVE_TOKENS   tokens per reply (default 64)
+#   TL_SERVE_WORDS    prompt words per client (default 48, ~60 tokens)
+#   TL_SERVE_THREADS  threads of both servers (default: the CPUs online)
+#
+# A quick check of the script: TL_SERVE_CLIENTS="1 2" TL_SERVE_TOKENS=8 bench/serve.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tinylm=build/gcc/tinylm
+llama=${LLAMA_CPP_DIR:-../shared/llama.cpp}
+sxs=${TL_SXS_DIR:-../sxs}
+slm=${TL_SERVE_SLM:-$sxs/m-q8.slm}
+gguf=${TL_SERVE_GGUF:-$sxs/m-Q8_0.gguf}
+levels=${TL_SERVE_CLIENTS:-1 2 4 8}
+tokens=${TL_SERVE_TOKENS:-64}
+words=${TL_SERVE_WORDS:-48}
+threads=${TL_SERVE_THREADS:-$(nproc)}
+parallel=4
+ctx=2048
+for v in $levels "$tokens" "$words" "$threads"; do
+  [[ $v =~ ^[1-9][0-9]*$ ]] || { echo "bench/serve.sh: '$v' is not a positive number" >&2; exit 2; }
+done
+if [[ ! -x $llama/build/bin/llama-server ]]; then
+  echo "== tinylm serve beside llama-server: skipped (no llama-server under $llama/build/bin;"
+  echo "   build it as ../shared/notes/perf-anchor.md says with -DLLAMA_BUILD_SERVER=ON, or set LLAMA_CPP_DIR)"
+  exit 0
+fi
+if [[ ! -f $slm || ! -f $gguf ]]; then
+  echo "== tinylm serve beside llama-server: skipped (no $slm or $gguf; TL_SXS_DIR=DIR bench/llama.sh"
+  echo "   writes both into DIR, or set TL_SERVE_SLM and TL_SERVE_GGUF)"
+  exit 0
+fi
+if [[ ! -x $tinylm ]]; then
+  echo "bench/serve.sh: no $tinylm (run make first)" >&2
+  exit 1
+fi
+eos=$("$tinylm" inspect "$slm" --json | /usr/bin/python3 -c \
+  'import json, sys; print(",".join(map(str, json.load(sys.stdin)["config"]["eos_token_ids"])))')
+work=$(mktemp -d)
+pid=
+cleanup() {
+  [[ -n $pid ]] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+free_port() { /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# bench_server NAME COMMAND...: starts it, waits for /health 200, warms it
+# up, runs every level, records VmHWM; one JSON line per level in $work/NAME.
+bench_server() {
+  local name=$1 port=$2
+  shift 2
+  "$@" >"$work/$name.log" 2>&1 &
+  pid=$!
+  local url=http://127.0.0.1:$port t=0
+  until [[ $(curl -s -o /dev/null -w '%{http_code}' "$url/health" || true) == 200 ]]; do
+    if ! kill -0 "$pid" 2>/dev/null || ((t++ > 1200)); then
+      echo "bench/serve.sh: $name did not come up:" >&2
+      tail -n 20 "$work/$name.log" >&2
+      exit 1
+    fi
+    sleep 0.1
+  done
+  node bench/serve_client.mjs "$url" 1 8 8 warmup "$eos" >/dev/null
+  for c in $levels; do
+    node bench/serve_client.mjs "$url" "$c" "$tokens" "$words" "$c" "$eos" >>"$work/$name"
+  done
+  awk '/VmHWM/ {print $2}' "/proc/$pid/status" >"$work/$name.hwm"
+  kill "$pid"
+  wait "$pid" 2>/dev/null || true
+  pid=
+}
+
+echo "== tinylm serve beside llama-server ($(date -u +%FT%TZ))"
+echo "   CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) logical CPUs"
+echo "   tinylm $(git rev-parse --short HEAD 2>/dev/null || echo '?'), llama.cpp $(cat "$llama/COMMIT" 2>/dev/null ||
+  git -C "$llama" rev-parse --short HEAD 2>/dev/null || echo '?')"
+echo "   $slm / $gguf; $parallel slots x $ctx tokens, $threads threads; $tokens tokens per reply (EOS banned), greedy"
+port=$(free_port)
+bench_server tinylm "$port" "$tinylm" serve "$slm" --port "$port" --parallel "$parallel" --ctx "$ctx" -t "$threads"
+port=$(free_port)
+bench_server llama "$port" "$llama/build/bin/llama-server" -m "$gguf" --host 127.0.0.1 --port "$port" \
+  -np "$parallel" -c $((parallel * ctx)) -t "$threads" --no-mmap --no-webui
+single=$("$tinylm" bench "$slm" -p 0 -n "$tokens" -r 3 -t "$threads" --json)
+
+/usr/bin/python3 - "$work" "$single" <<'EOF'
+import json, sys
+work, single = sys.argv[1], json.loads(sys.argv[2])
+def load(name):
+    with open(f"{work}/{name}") as f:
+        return [json.loads(x) for x in f if x.strip()]
+ours, theirs = load("tinylm"), load("llama")
+hwm = {n: int(open(f"{work}/{n}.hwm").read() or 0) for n in ("tinylm", "llama")}
+f = lambda x: "–" if x is None else "%.1f" % x
+print()
+print("| clients | decode t/s tinylm | llama-server | ratio | TTFT p50 ms tinylm | llama-server | TTFT p95 ms tinylm | llama-server | errors |")
+print("|---|---|---|---|---|---|---|---|---|")
+for a, b in zip(ours, theirs):
+    r = a["decode_tps"] / b["decode_tps"] if a["decode_tps"] and b["decode_tps"] else None
+    errs = len(a["errors"]) + len(b["errors"])
+    print(f"| {a['clients']} | {f(a['decode_tps'])} | {f(b['decode_tps'])} | {'–' if r is None else '%.2f×' % r} | "
+          f"{f(a['ttft_ms']['p50'])} | {f(b['ttft_ms']['p50'])} | {f(a['ttft_ms']['p95'])} | {f(b['ttft_ms']['p95'])} | {errs} |")
+print(f"| peak RSS | {hwm['tinylm'] / 1024:.0f} MiB | {hwm['llama'] / 1024:.0f} MiB | | | | | | |")
+print()
+print("tinylm bench, one stream, no server: %.1f decode t/s (the issue's goal: serve at 1 client within 5%% of it)"
+      % single["decode_tokens_per_s"])
+EOF
