@@ -118,7 +118,7 @@ $(BUILD)/obj/%.o: %.c
 # The converter's receipt names the build (never the artifact: same inputs,
 # same bytes from any build of one version).
 BUILD_ID := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
-$(BUILD)/obj/src/native/cmd_convert.o $(BUILD)/obj/src/native/turn.o \
+$(BUILD)/obj/src/native/cmd_convert.o $(BUILD)/obj/src/native/turn.o $(BUILD)/obj/src/native/serve_engine.o \
   $(BUILD)/obj/src/native/cmd_pull.o: \
   CFLAGS += -DTL_BUILD_ID='"$(BUILD_ID)"'
 # The objects that embed it are rebuilt when it changes (a stamp holding
@@ -128,7 +128,7 @@ $(BUILD)/obj/src/native/cmd_convert.o $(BUILD)/obj/src/native/turn.o \
 	@mkdir -p $(@D)
 	@echo '$(BUILD_ID)' | cmp -s - $@ || echo '$(BUILD_ID)' >$@
 .PHONY: FORCE
-$(BUILD)/obj/src/native/cmd_convert.o $(BUILD)/obj/src/native/turn.o \
+$(BUILD)/obj/src/native/cmd_convert.o $(BUILD)/obj/src/native/turn.o $(BUILD)/obj/src/native/serve_engine.o \
   $(BUILD)/obj/src/native/cmd_pull.o: $(BUILD)/build-id
 
 $(BUILD)/obj/%_sse41.o: %_sse41.c
