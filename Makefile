@@ -53,7 +53,7 @@ INCLUDES := -Iinclude -Isrc/core -Itests/harness -Itests/support
 # core file that includes one fails there.
 CFLAGS := -std=c11 $(CFG_FLAGS) $(WARN) $(NUMERICS) $(INCLUDES) -Isrc/native -Isrc/tools -MMD -MP
 LDFLAGS := $(filter -fsanitize=%,$(CFG_FLAGS))
-LDLIBS := -ljansson -ledit -lcurl -lm
+LDLIBS := -ljansson -ledit -lcurl -lmicrohttpd -lm
 
 # --- sources -----------------------------------------------------------------
 # Kernels with ISA-specific twins are named *_<isa>.c and compiled with only
