@@ -54,7 +54,7 @@ INCLUDES := -Iinclude -Isrc/core -Itests/harness -Itests/support
 # core file that includes one fails there.
 CFLAGS := -std=c11 $(CFG_FLAGS) $(WARN) $(NUMERICS) $(INCLUDES) -Isrc/native -Isrc/tools -MMD -MP
 LDFLAGS := $(filter -fsanitize=%,$(CFG_FLAGS))
-LDLIBS := -ljansson -ledit -lcurl -lm
+LDLIBS := -ljansson -ledit -lcurl -lmicrohttpd -lm
 
 # --- sources -----------------------------------------------------------------
 # Kernels with ISA-specific twins are named *_<isa>.c and compiled with only
@@ -119,7 +119,7 @@ $(BUILD)/obj/%.o: %.c
 # The converter's receipt names the build (never the artifact: same inputs,
 # same bytes from any build of one version).
 BUILD_ID := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
-$(BUILD)/obj/src/native/cmd_convert.o $(BUILD)/obj/src/native/turn.o \
+$(BUILD)/obj/src/native/cmd_convert.o $(BUILD)/obj/src/native/turn.o $(BUILD)/obj/src/native/serve_engine.o \
   $(BUILD)/obj/src/native/cmd_pull.o: \
   CFLAGS += -DTL_BUILD_ID='"$(BUILD_ID)"'
 # The objects that embed it are rebuilt when it changes (a stamp holding
@@ -129,7 +129,7 @@ $(BUILD)/obj/src/native/cmd_convert.o $(BUILD)/obj/src/native/turn.o \
 	@mkdir -p $(@D)
 	@echo '$(BUILD_ID)' | cmp -s - $@ || echo '$(BUILD_ID)' >$@
 .PHONY: FORCE
-$(BUILD)/obj/src/native/cmd_convert.o $(BUILD)/obj/src/native/turn.o \
+$(BUILD)/obj/src/native/cmd_convert.o $(BUILD)/obj/src/native/turn.o $(BUILD)/obj/src/native/serve_engine.o \
   $(BUILD)/obj/src/native/cmd_pull.o: $(BUILD)/build-id
 
 $(BUILD)/obj/%_sse41.o: %_sse41.c

@@ -121,6 +121,7 @@ int tl_cmd_inspect(int argc, char **argv);
 int tl_cmd_verify(int argc, char **argv);
 int tl_cmd_observe(int argc, char **argv);
 int tl_cmd_run(int argc, char **argv);
+int tl_cmd_serve(int argc, char **argv);
 int tl_cmd_receipt(int argc, char **argv);
 int tl_cmd_chat(int argc, char **argv);
 int tl_cmd_synth(int argc, char **argv);

@@ -8,7 +8,9 @@
  * strict lane's values; an overflow inside a product is a
  * numerical_failure naming the stage, layer, position and row; a prefill
  * cancelled between chunks leaves only whole chunks in the cache, and
- * resuming or restarting it gives a fresh session's bits. */
+ * resuming or restarting it gives a fresh session's bits; one decode step
+ * of several sequences at once (tl_qwen3_forward_rows) gives each the bits
+ * of its step alone. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -510,6 +512,125 @@ static void packed_in_place(tl_test_ctx *t) {
     }
 }
 
+
+/* The K and V rows [0, len) of c as f32 (a fast cache's binary16 exactly)
+ * into out; returns the floats written. */
+static size_t cache_rows(const fixture *f, const tl_qwen3_cache *c, float *out) {
+  size_t d = f->m.cfg.head_dim, at = 0;
+  for (uint32_t l = 0; l < f->m.cfg.layers; l++)
+    for (uint32_t h = 0; h < f->m.cfg.kv_heads; h++)
+      for (int kv = 0; kv < 2; kv++, at += c->len * d) {
+        size_t row = tl_qwen3_cache_at(c, l, h, 0);
+        if (c->k16 != NULL)
+          tl_kern_f16_to_f32((kv ? c->v16 : c->k16) + row, c->len * d, out + at);
+        else
+          memcpy(out + at, (kv ? c->v : c->k) + row, c->len * d * sizeof(float));
+      }
+  return at;
+}
+
+#define SEQS 3
+#define STEPS 4
+
+/* Three sequences with prompts of 2, 5 and 1 tokens, then four decode
+ * steps in which a varying subset of them takes part (rows joining and
+ * leaving a batch, as a server's slots do): each step's logits and the
+ * final caches, computed with tl_qwen3_forward_rows, equal each sequence
+ * computed alone with tl_qwen3_forward, on every kernel variant at 1 and
+ * 3 threads and on the strict lane. */
+static bool rows_case(tl_test_ctx *t, fixture *f, const char *what) {
+  static const size_t prompt_len[SEQS] = {2, 5, 1};
+  static const bool takes_part[STEPS][SEQS] = {
+      {true, true, true}, {true, false, true}, {false, true, false}, {true, true, true}};
+  static float alone[SEQS][STEPS][512], batched[SEQS][STEPS][512];
+  tl_qwen3_cache ca[SEQS], cb[SEQS];
+  tl_arena_mark mark = tl_arena_mark_now(&f->arena);
+  size_t vocab = f->m.cfg.vocab;
+  bool ok = TL_EXPECT(t, vocab <= 512);
+  for (size_t s = 0; ok && s < SEQS; s++) {
+    uint32_t ids[5];
+    for (size_t i = 0; i < prompt_len[s]; i++) ids[i] = (uint32_t)((s * 41 + i * 13 + 3) % vocab);
+    ok = TL_EXPECT_OK(t, tl_qwen3_cache_init(&ca[s], &f->m, N_IDS, &f->arena)) &&
+         TL_EXPECT_OK(t, tl_qwen3_cache_init(&cb[s], &f->m, N_IDS, &f->arena)) &&
+         TL_EXPECT_OK(t, tl_qwen3_forward(&f->m, &ca[s], ids, prompt_len[s], alone[s][0], NULL,
+                                          &f->scratch, NULL)) &&
+         TL_EXPECT_OK(t, tl_qwen3_forward(&f->m, &cb[s], ids, prompt_len[s], batched[s][0],
+                                          NULL, &f->scratch, NULL));
+  }
+  for (size_t step = 0; ok && step < STEPS; step++) {
+    tl_qwen3_cache *rows[SEQS];
+    uint32_t ids[SEQS];
+    float *outs[SEQS];
+    size_t n = 0;
+    for (size_t s = 0; s < SEQS; s++) {
+      uint32_t id = (uint32_t)((step * 29 + s * 7 + 1) % vocab);
+      if (!takes_part[step][s]) continue;
+      ok = ok && TL_EXPECT_OK(t, tl_qwen3_forward(&f->m, &ca[s], &id, 1, alone[s][step], NULL,
+                                                  &f->scratch, NULL));
+      rows[n] = &cb[s];
+      ids[n] = id;
+      outs[n++] = batched[s][step];
+    }
+    ok = ok && TL_EXPECT_OK(t, tl_qwen3_forward_rows(&f->m, rows, ids, n, outs, &f->scratch,
+                                                     NULL));
+    for (size_t s = 0; ok && s < SEQS; s++)
+      if (takes_part[step][s] &&
+          !TL_EXPECT_MEM(t, batched[s][step], alone[s][step], vocab * sizeof(float)))
+        ok = false;
+  }
+  for (size_t s = 0; ok && s < SEQS; s++) {
+    size_t na, nb;
+    ok = TL_EXPECT_EQ_U64(t, cb[s].len, ca[s].len);
+    na = cache_rows(f, &ca[s], want);
+    nb = cache_rows(f, &cb[s], got);
+    ok = ok && TL_EXPECT_EQ_U64(t, nb, na) && TL_EXPECT_MEM(t, got, want, na * sizeof(float));
+  }
+  if (ok) {
+    /* a sequence given twice would write one row twice; a full cache has
+     * no row for the token */
+    tl_qwen3_cache *twice[2] = {&cb[0], &cb[0]};
+    uint32_t ids[2] = {1, 2};
+    float *outs[2] = {batched[0][0], batched[1][0]};
+    TL_EXPECT_STATUS(t, tl_qwen3_forward_rows(&f->m, twice, ids, 2, outs, &f->scratch, NULL),
+                     TL_ERR_INVALID_ARGUMENT);
+    cb[1].len = cb[1].capacity;
+    twice[1] = &cb[1];
+    TL_EXPECT_STATUS(t, tl_qwen3_forward_rows(&f->m, twice, ids, 2, outs, &f->scratch, NULL),
+                     TL_ERR_CONTEXT_EXCEEDED);
+    TL_EXPECT_EQ_U64(t, cb[0].len, ca[0].len); /* nothing grew */
+  }
+  if (!ok) {
+    tl_test_print(t, "  in ");
+    tl_test_print(t, what);
+    tl_test_print(t, "\n");
+  }
+  tl_arena_rewind(&f->arena, mark);
+  return ok;
+}
+
+static void rows_are_each_sequence_alone(tl_test_ctx *t) {
+  static const uint32_t threads[] = {1, 3};
+  for (int type = 0; type < 5; type++) {
+    fixture f;
+    if (!setup(t, &f, (tl_qtype)type, 70 + (uint64_t)type) || !rows_case(t, &f, "strict lane"))
+      return;
+    for (int isa = 0; isa < TL_KERN_ISA_COUNT; isa++) {
+      const tl_kernels *k = tl_kernels_get((tl_kern_isa)isa);
+      if (k == NULL || !tl_native_kernels_supported((tl_kern_isa)isa)) continue;
+      for (size_t ti = 0; ti < sizeof threads / sizeof threads[0]; ti++) {
+        tl_pool *pool;
+        tl_parallel par;
+        bool ok;
+        if (!TL_EXPECT_OK(t, tl_pool_create(threads[ti], &pool))) return;
+        par = tl_pool_parallel(pool);
+        ok = TL_EXPECT_OK(t, fast_lane(&f, k, &par)) && rows_case(t, &f, k->name);
+        tl_pool_destroy(pool);
+        if (!ok) return;
+      }
+    }
+  }
+}
+
 static const tl_test_case cases[] = {
     TL_CASE(every_variant_and_thread_count),
     TL_CASE(prefill_chunks_and_steps_agree),
@@ -522,5 +643,6 @@ static const tl_test_case cases[] = {
     TL_CASE(cancelled_prefill_leaves_whole_chunks),
     TL_CASE(bad_lane_arguments),
     TL_CASE(cache_of_other_lane_refused),
+    TL_CASE(rows_are_each_sequence_alone),
 };
 TL_SUITE(fast_forward, cases);

@@ -38,6 +38,8 @@ static const command commands[] = {
     {"render", tl_cmd_render,
      "a conversation through the artifact's chat template"},
     {"run", tl_cmd_run, "generate from a prompt or a conversation"},
+    {"serve", tl_cmd_serve,
+     "an OpenAI-compatible HTTP server (chat, completions, streaming)"},
     {"synth", tl_cmd_synth, "write a synthetic Qwen3 checkpoint directory"},
     {"verify", tl_cmd_verify,
      "compare a run with golden vectors; name the first divergence"},

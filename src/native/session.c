@@ -247,7 +247,44 @@ tl_status tl_session_artifact_id(tl_session *s, const uint8_t **id) {
   return TL_OK;
 }
 
+uint64_t tl_session_slot_bytes(const tl_session *master) {
+  return master->plan.kv_cache + 256 + master->plan.logits + master->plan.sampler;
+}
+
+tl_status tl_session_open_slot(tl_session *slot, const tl_session *master, char *err,
+                               size_t err_cap) {
+  uint64_t cache_bytes = master->plan.kv_cache + 256; /* aligned to 64 twice */
+  tl_status st;
+  *slot = *master; /* model, binding, lane: master's, never freed here */
+  slot->slot = true;
+  slot->arena_mem = cache_bytes <= SIZE_MAX ? malloc((size_t)cache_bytes) : NULL;
+  slot->sampler_mem = malloc(master->plan.sampler);
+  slot->logits = malloc(master->plan.logits);
+  if (slot->arena_mem == NULL || slot->sampler_mem == NULL || slot->logits == NULL) {
+    snprintf(err, err_cap, "out of memory for a slot of %.1f MB",
+             tl_session_slot_bytes(master) / 1e6);
+    tl_session_close(slot);
+    return TL_ERR_OUT_OF_MEMORY;
+  }
+  tl_arena_init(&slot->arena, slot->arena_mem, (size_t)cache_bytes);
+  tl_arena_init(&slot->sampler_scratch, slot->sampler_mem, master->plan.sampler);
+  st = tl_qwen3_cache_init(&slot->cache, &slot->qwen, slot->context, &slot->arena);
+  if (st != TL_OK) {
+    snprintf(err, err_cap, "%s: %s", slot->path, tl_status_name(st));
+    tl_session_close(slot);
+  }
+  return st;
+}
+
 void tl_session_close(tl_session *s) {
+  if (s->slot) {
+    free(s->arena_mem);
+    free(s->sampler_mem);
+    free(s->logits);
+    s->arena_mem = s->sampler_mem = NULL;
+    s->logits = NULL;
+    return;
+  }
   tl_native_lane_stop(&s->lane);
   if (!s->shared_model) tl_native_model_close(&s->model);
   free(s->bind_mem);

@@ -44,6 +44,7 @@ typedef struct tl_gen_defaults {
 typedef struct tl_session {
   tl_native_model model;
   bool shared_model; /* model is another owner's (tl_session_open_shared) */
+  bool slot;         /* a slot of another session (tl_session_open_slot) */
   char path[4096];
   bool has_artifact_id;
   uint8_t artifact_id[32]; /* SHA-256 of the file, once computed */
@@ -97,6 +98,16 @@ tl_status tl_session_allocate(tl_session *s, uint64_t mem_budget, char *err,
 
 /* The artifact id, computed on the first call (one pass over the file). */
 tl_status tl_session_artifact_id(tl_session *s, const uint8_t **id);
+
+/* A slot of tinylm serve's engine: a session that computes with master's
+ * model, lane and weights (master allocated, its artifact id computed)
+ * and has its own KV cache of master's context, logits and sampler
+ * scratch, and no forward scratch: its turns pass their forward calls to
+ * the engine (tl_turn_params.forward). Close every slot before master. */
+tl_status tl_session_open_slot(tl_session *slot, const tl_session *master, char *err,
+                               size_t err_cap);
+/* The bytes a slot takes beyond master's: cache, logits, sampler. */
+uint64_t tl_session_slot_bytes(const tl_session *master);
 
 void tl_session_close(tl_session *s);
 

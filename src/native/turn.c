@@ -102,6 +102,8 @@ static tl_status resolve_profile(const tl_session *s, const tl_turn_params *tp,
   profile->repeat_window = p->repeat_window;
   profile->eos = s->eos;
   profile->n_eos = s->n_eos;
+  profile->ban = tp->ban;
+  profile->n_ban = tp->n_ban;
   if (tl_sampler_profile_check(profile, field) == TL_OK) return TL_OK;
   /* What the caller gave is the caller's mistake; the rest the artifact's. */
   switch (*field) {
@@ -117,6 +119,7 @@ static tl_status resolve_profile(const tl_session *s, const tl_turn_params *tp,
     return p->given & TL_GIVEN_REPEAT_PENALTY ? TL_ERR_INVALID_ARGUMENT
                                                   : TL_ERR_INVALID_MODEL;
   case TL_SAMPLER_FIELD_REPEAT_WINDOW:
+  case TL_SAMPLER_FIELD_BAN:
     return TL_ERR_INVALID_ARGUMENT;
   default:
     return TL_ERR_INVALID_MODEL;
@@ -139,7 +142,12 @@ tl_status tl_turn_run(tl_session *s, const tl_turn_params *p, const uint32_t *id
   uint64_t t0, t1, t2;
   tl_status st;
   memset(t, 0, sizeof *t);
-  t->position = s->cache.len;
+  if (p->reused != 0 && (p->reused >= n || p->reused > s->cache.len)) {
+    snprintf(err, err_cap, "%zu reused prompt tokens of %zu with %u cached", p->reused, n,
+             s->cache.len);
+    return TL_ERR_INVALID_ARGUMENT;
+  }
+  t->position = s->cache.len - (uint32_t)p->reused;
   t->max_new = p->gen->max_tokens;
   st = resolve_profile(s, p, &t->profile, field);
   if (st != TL_OK) {
@@ -195,9 +203,11 @@ tl_status tl_turn_run(tl_session *s, const tl_turn_params *p, const uint32_t *id
   gp.on_prefill = on_prefill;
   gp.cancelled = cancelled;
   gp.cb_ctx = &ch;
+  gp.forward = p->forward;
+  gp.forward_ctx = p->forward_ctx;
   t0 = now_us();
-  t->status = tl_generate(&s->qwen, &s->cache, s->model.tok, ids, n, &gp, &s->arena,
-                          s->logits, &t->r);
+  t->status = tl_generate(&s->qwen, &s->cache, s->model.tok, ids + p->reused, n - p->reused,
+                          &gp, &s->arena, s->logits, &t->r);
   t2 = now_us();
   free(ch.history);
   /* Prefill ends when the last prompt chunk's forward pass completed. */

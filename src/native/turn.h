@@ -33,6 +33,21 @@ typedef struct tl_turn_params {
   const uint8_t *prompt_bytes;
   size_t prompt_len;
   atomic_int *cancel; /* polled before every forward call */
+  /* ids[0..reused) are the cache's last rows already (an earlier turn's,
+   * taken instead of computed: tinylm serve's prefix reuse, reused < n):
+   * the turn computes the rest, and its sampler history and receipt take
+   * all n ids as the prompt at position cache.len - reused, as if computed
+   * now (the same bits: F-8). */
+  size_t reused;
+  /* Ids the sampler never draws (S-2: ascending, unique; tinylm serve's
+   * logit_bias -100), recorded in the receipt's sampler profile. */
+  const uint32_t *ban;
+  size_t n_ban;
+  /* The generation loop's forward pass (tl_gen_params.forward); NULL:
+   * tl_qwen3_forward on the session. */
+  tl_status (*forward)(void *ctx, tl_qwen3_cache *cache, const uint32_t *ids, size_t n,
+                       float *logits, tl_qwen3_fault *fault);
+  void *forward_ctx;
 } tl_turn_params;
 
 typedef struct tl_turn {

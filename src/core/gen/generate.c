@@ -24,6 +24,13 @@ static bool cancelled(const tl_gen_params *p) {
   return p->cancelled != NULL && p->cancelled(p->cb_ctx);
 }
 
+static tl_status forward(const tl_qwen3 *m, tl_qwen3_cache *cache, const tl_gen_params *p,
+                         const uint32_t *ids, size_t n, tl_arena *scratch, float *logits,
+                         tl_gen_result *r) {
+  if (p->forward != NULL) return p->forward(p->forward_ctx, cache, ids, n, logits, &r->fault);
+  return tl_qwen3_forward(m, cache, ids, n, logits, NULL, scratch, &r->fault);
+}
+
 /* The earliest end of a stop-string match in raw[0..len) that ends after
  * from (the bytes before from were checked already); SIZE_MAX if none.
  * *start gets where the match begins (of matches with that end, the one
@@ -117,8 +124,7 @@ tl_status tl_generate(const tl_qwen3 *m, tl_qwen3_cache *cache,
       r->stop = TL_STOP_CANCELLED;
       return TL_OK;
     }
-    st = tl_qwen3_forward(m, cache, prompt + r->prompt_fed, n, logits, NULL,
-                          scratch, &r->fault);
+    st = forward(m, cache, p, prompt + r->prompt_fed, n, scratch, logits, r);
     if (st != TL_OK) return st;
     r->prompt_fed += n;
     if (p->on_prefill != NULL) p->on_prefill(p->cb_ctx, r->prompt_fed, n_prompt);
@@ -169,7 +175,7 @@ tl_status tl_generate(const tl_qwen3 *m, tl_qwen3_cache *cache,
       r->stop = TL_STOP_CANCELLED;
       break;
     }
-    st = tl_qwen3_forward(m, cache, &id, 1, logits, NULL, scratch, &r->fault);
+    st = forward(m, cache, p, &id, 1, scratch, logits, r);
     if (st != TL_OK) return st;
   }
   if (r->visible_len > streamed && p->on_visible != NULL)

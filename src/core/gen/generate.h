@@ -64,6 +64,13 @@ typedef struct tl_gen_params {
   void (*on_prefill)(void *ctx, size_t done, size_t total); /* per chunk */
   bool (*cancelled)(void *ctx);
   void *cb_ctx;
+  /* The forward pass; NULL: tl_qwen3_forward(m, cache, ..., scratch). A
+   * host that runs several generations' steps together (tinylm serve's
+   * batched decoding) passes its own, which must give tl_qwen3_forward's
+   * logits, cache contents and errors. */
+  tl_status (*forward)(void *ctx, tl_qwen3_cache *cache, const uint32_t *ids, size_t n,
+                       float *logits, tl_qwen3_fault *fault);
+  void *forward_ctx;
 } tl_gen_params;
 
 /* Caller-owned output buffers. */

@@ -772,9 +772,9 @@ static bool fast_ready(const tl_qwen3 *m) {
   return true;
 }
 
-static tl_status project_rest(const run *r, bufs *b, tl_qwen3_cache *cache,
-                              uint32_t l, uint32_t pos, float *q_out, float *k,
-                              const float *v, float *row);
+static tl_status project_rest(const run *r, tl_qwen3_cache *cache, uint32_t l, uint32_t pos,
+                              const float *cs, float *q_out, float *k, const float *v,
+                              float *row);
 
 /* F-11: one position's K (after rope) or V, x (kv_heads rows of D finite
  * floats), rounded to binary16 (RNE, subnormals kept) into the fast
@@ -814,15 +814,15 @@ static tl_status project(const run *r, bufs *b, tl_qwen3_cache *cache,
   if (st == TL_OK) st = matvec(&L->v, b->xn, v, b->row);
   if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_V, li, pos, v, kd, false);
   if (st != TL_OK) return st;
-  return project_rest(r, b, cache, l, pos, q_out, k, v, b->row);
+  return project_rest(r, cache, l, pos, b->rope + (pos - b->pos0) * d, q_out, k, v, b->row);
 }
 
 /* The rest of one position's projections once q, k and v are computed
- * and emitted: per-head norms, rope, and K and V into the cache row. row:
- * ROW_FLOATS of scratch. */
-static tl_status project_rest(const run *r, bufs *b, tl_qwen3_cache *cache,
-                              uint32_t l, uint32_t pos, float *q_out, float *k,
-                              const float *v, float *row) {
+ * and emitted: per-head norms, rope (cs: pos's rope_angles), and K and V
+ * into the cache row. row: ROW_FLOATS of scratch. */
+static tl_status project_rest(const run *r, tl_qwen3_cache *cache, uint32_t l, uint32_t pos,
+                              const float *cs, float *q_out, float *k, const float *v,
+                              float *row) {
   const tl_qwen3 *m = r->m;
   const tl_qwen3_config *c = &m->cfg;
   const tl_qwen3_layer *L = &m->layers[l];
@@ -846,8 +846,8 @@ static tl_status project_rest(const run *r, bufs *b, tl_qwen3_cache *cache,
   st = emit(r, TL_QWEN3_STAGE_Q_NORM, li, pos, q_out, qd, false);
   if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_K_NORM, li, pos, k, kd, false);
   if (st != TL_OK) return st;
-  for (size_t h = 0; h < c->heads; h++) rope(m, q_out + h * d, b->rope + (pos - b->pos0) * d);
-  for (size_t h = 0; h < c->kv_heads; h++) rope(m, k + h * d, b->rope + (pos - b->pos0) * d);
+  for (size_t h = 0; h < c->heads; h++) rope(m, q_out + h * d, cs);
+  for (size_t h = 0; h < c->kv_heads; h++) rope(m, k + h * d, cs);
   st = emit(r, TL_QWEN3_STAGE_Q_ROPE, li, pos, q_out, qd, false);
   if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_K_ROPE, li, pos, k, kd, false);
   if (st != TL_OK) return st;
@@ -1284,12 +1284,24 @@ static tl_status finish_layer(const run *r, bufs *b, uint32_t l, float *x,
   return st;
 }
 
-/* The state of one fast_layer call that its per-token steps share. */
+/* The state of one fast_layer call that its per-token steps share: the
+ * tokens of one sequence at pos0, pos0 + 1, ... in cache, or (rows) one
+ * token of each of several sequences, token t at pos[t] in caches[t]. */
 typedef struct layer_ctx {
   tl_qwen3_cache *cache;
+  tl_qwen3_cache *const *caches; /* rows: [n]; NULL: cache */
+  const uint32_t *pos;           /* rows: [n]; NULL: pos0 + t */
   uint32_t l, pos0;
   float *xn, *k, *v, *h, *gate, *up; /* [n][...] rows, as fast_layer lays them out */
 } layer_ctx;
+
+static tl_qwen3_cache *token_cache(const layer_ctx *lc, size_t t) {
+  return lc->caches != NULL ? lc->caches[t] : lc->cache;
+}
+
+static uint32_t token_pos(const layer_ctx *lc, size_t t) {
+  return lc->pos != NULL ? lc->pos[t] : lc->pos0 + (uint32_t)t;
+}
 
 /* One token's share of a per-token phase: token t of the call, row its
  * task's scratch. */
@@ -1347,7 +1359,7 @@ static tl_status step_attn_norm(const run *r, bufs *b, const layer_ctx *lc, size
   float eps = (r->m->mutations & TL_QWEN3_MUT_RMS_EPS) ? 1e-5f : c->rms_eps;
   size_t H = c->hidden;
   tl_status st = rmsnorm(&r->m->layers[lc->l].attn_norm, b->x + t * H, lc->xn + t * H, H, eps, row);
-  return st == TL_OK ? emit(r, TL_QWEN3_STAGE_ATTN_NORM, (int32_t)lc->l, lc->pos0 + (uint32_t)t,
+  return st == TL_OK ? emit(r, TL_QWEN3_STAGE_ATTN_NORM, (int32_t)lc->l, token_pos(lc, t),
                             lc->xn + t * H, H, false)
                      : st;
 }
@@ -1356,14 +1368,14 @@ static tl_status step_project(const run *r, bufs *b, const layer_ctx *lc, size_t
                               float *row) {
   const tl_qwen3_config *c = &r->m->cfg;
   size_t qd = (size_t)c->heads * c->head_dim, kd = (size_t)c->kv_heads * c->head_dim;
-  uint32_t pos = lc->pos0 + (uint32_t)t;
+  uint32_t pos = token_pos(lc, t);
   int32_t li = (int32_t)lc->l;
   tl_status st = emit(r, TL_QWEN3_STAGE_Q, li, pos, b->q + t * qd, qd, false);
   if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_K, li, pos, lc->k + t * kd, kd, false);
   if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_V, li, pos, lc->v + t * kd, kd, false);
   if (st == TL_OK)
-    st = project_rest(r, b, lc->cache, lc->l, pos, b->q + t * qd, lc->k + t * kd,
-                      lc->v + t * kd, row);
+    st = project_rest(r, token_cache(lc, t), lc->l, pos, b->rope + t * c->head_dim,
+                      b->q + t * qd, lc->k + t * kd, lc->v + t * kd, row);
   return st;
 }
 
@@ -1371,12 +1383,12 @@ static tl_status step_after_o(const run *r, bufs *b, const layer_ctx *lc, size_t
                               float *row) {
   size_t H = r->m->cfg.hidden;
   return after_o_proj(r, lc->l, b->x + t * H, lc->h + t * H, lc->xn + t * H, row,
-                      lc->pos0 + (uint32_t)t);
+                      token_pos(lc, t));
 }
 
 static tl_status step_act(const run *r, bufs *b, const layer_ctx *lc, size_t t, float *row) {
   size_t I = r->m->cfg.inter;
-  uint32_t pos = lc->pos0 + (uint32_t)t;
+  uint32_t pos = token_pos(lc, t);
   int32_t li = (int32_t)lc->l;
   tl_status st = emit(r, TL_QWEN3_STAGE_GATE, li, pos, lc->gate + t * I, I, false);
   (void)b;
@@ -1389,28 +1401,39 @@ static tl_status step_after_down(const run *r, bufs *b, const layer_ctx *lc, siz
                                  float *row) {
   size_t H = r->m->cfg.hidden;
   (void)row;
-  return after_down(r, lc->l, b->x + t * H, lc->h + t * H, lc->pos0 + (uint32_t)t);
+  return after_down(r, lc->l, b->x + t * H, lc->h + t * H, token_pos(lc, t));
 }
 
-/* One layer of the fast lane for the call's n tokens: the same per-token
- * operations as project/attend/finish_layer, but each group of products
- * that share inputs (q/k/v, o, gate/up, down) is one parallel call over
- * every token, so that each weight tile is read once per call (F-8), and
- * the per-token steps between them are split between the threads by
- * token. */
-static tl_status fast_layer(const run *r, bufs *b, tl_qwen3_cache *cache, uint32_t l,
-                            size_t n, uint32_t pos0, uint32_t keys) {
+/* Attention for the rows of a fast_layer call (one token of each of n
+ * sequences): each token's is the one-token decode's, over its own cache
+ * (attend with its keys). */
+static tl_status attend_rows(const run *r, bufs *b, const layer_ctx *lc, size_t n, float *at) {
+  size_t qd = (size_t)r->m->cfg.heads * r->m->cfg.head_dim;
+  tl_status st = TL_OK;
+  for (size_t t = 0; t < n && st == TL_OK; t++) {
+    st = attend(r, b, lc->caches[t], lc->l, b->q + t * qd, lc->pos[t], lc->pos[t] + 1);
+    memcpy(at + t * qd, b->attn, qd * sizeof(float));
+  }
+  return st;
+}
+
+/* One layer of the fast lane for the call's n tokens (base: their caches
+ * and positions): the same per-token operations as
+ * project/attend/finish_layer, but each group of products that share
+ * inputs (q/k/v, o, gate/up, down) is one parallel call over every token,
+ * so that each weight tile is read once per call (F-8), and the per-token
+ * steps between them are split between the threads by token. */
+static tl_status fast_layer(const run *r, bufs *b, const layer_ctx *base, uint32_t l, size_t n,
+                            uint32_t keys) {
   const tl_qwen3 *m = r->m;
   const tl_qwen3_config *c = &m->cfg;
   const tl_qwen3_layer *L = &m->layers[l];
   size_t H = c->hidden, I = c->inter, qd = (size_t)c->heads * c->head_dim;
   size_t kd = (size_t)c->kv_heads * c->head_dim;
-  layer_ctx lc;
+  layer_ctx lc = *base;
   float *at;
   tl_status st;
-  lc.cache = cache;
   lc.l = l;
-  lc.pos0 = pos0;
   lc.xn = b->fx;
   lc.k = lc.xn + n * H;
   lc.v = lc.k + n * kd;
@@ -1425,7 +1448,9 @@ static tl_status fast_layer(const run *r, bufs *b, tl_qwen3_cache *cache, uint32
     fast_matmul(r, b, ws, 3, lc.xn, n, ys);
     st = per_token(r, b, &lc, n, step_project);
   }
-  if (st == TL_OK) st = attend_all(r, b, cache, l, n, pos0, keys, at);
+  if (st == TL_OK)
+    st = lc.caches != NULL ? attend_rows(r, b, &lc, n, at)
+                           : attend_all(r, b, lc.cache, l, n, lc.pos0, keys, at);
   if (st == TL_OK) {
     const tl_qwen3_weight *w = &L->o;
     fast_matmul(r, b, &w, 1, at, n, &lc.h);
@@ -1453,6 +1478,7 @@ tl_status tl_qwen3_forward(const tl_qwen3 *m, tl_qwen3_cache *cache,
   tl_arena_mark mark;
   run r;
   bufs b;
+  layer_ctx lc;
   uint32_t pos0, keys;
   size_t qd;
   tl_status st = TL_OK;
@@ -1486,9 +1512,12 @@ tl_status tl_qwen3_forward(const tl_qwen3 *m, tl_qwen3_cache *cache,
       st = emit(&r, TL_QWEN3_STAGE_EMBEDDING, -1, pos0 + (uint32_t)t,
                 b.x + t * c->hidden, c->hidden, false);
   }
+  memset(&lc, 0, sizeof lc);
+  lc.cache = cache;
+  lc.pos0 = pos0;
   for (uint32_t l = 0; l < c->layers && st == TL_OK; l++) {
     if (m->fast != NULL) {
-      st = fast_layer(&r, &b, cache, l, n, pos0, keys);
+      st = fast_layer(&r, &b, &lc, l, n, keys);
       continue;
     }
     for (size_t t = 0; t < n && st == TL_OK; t++)
@@ -1519,6 +1548,98 @@ tl_status tl_qwen3_forward(const tl_qwen3 *m, tl_qwen3_cache *cache,
       memcpy(logits, b.logits, c->vocab * sizeof(float));
   }
   if (st == TL_OK) cache->len = keys;
+done:
+  tl_arena_rewind(scratch, mark);
+  return st;
+}
+
+size_t tl_qwen3_rows_scratch_bound(const tl_qwen3 *m, size_t n, uint32_t keys) {
+  size_t bound = tl_qwen3_scratch_bound(m, n, keys), logits;
+  if (bound == SIZE_MAX || tl_mul_size(n, (size_t)m->cfg.vocab * sizeof(float), &logits) != TL_OK ||
+      logits > SIZE_MAX - 64 - bound)
+    return SIZE_MAX;
+  return bound + logits + 64;
+}
+
+tl_status tl_qwen3_forward_rows(const tl_qwen3 *m, tl_qwen3_cache *const *caches,
+                                const uint32_t *ids, size_t n, float *const *logits,
+                                tl_arena *scratch, tl_qwen3_fault *fault) {
+  const tl_qwen3_config *c;
+  tl_arena_mark mark;
+  run r;
+  bufs b;
+  layer_ctx lc;
+  uint32_t *pos;
+  float *rows = NULL;
+  uint32_t keys = 0;
+  void *p;
+  tl_status st;
+  if (m == NULL || (n != 0 && (caches == NULL || ids == NULL || logits == NULL)) ||
+      scratch == NULL)
+    return TL_ERR_INVALID_ARGUMENT;
+  c = &m->cfg;
+  for (size_t t = 0; t < n; t++) {
+    const tl_qwen3_cache *ct = caches[t];
+    if (ct == NULL || logits[t] == NULL) return TL_ERR_INVALID_ARGUMENT;
+    for (size_t u = 0; u < t; u++) /* each sequence once: a row writes its cache */
+      if (caches[u] == ct) return TL_ERR_INVALID_ARGUMENT;
+    if (ct->len >= c->max_positions || ct->len >= ct->capacity) return TL_ERR_CONTEXT_EXCEEDED;
+    if (ids[t] >= c->vocab) return TL_ERR_INVALID_ARGUMENT;
+    if (ct->len + 1 > keys) keys = ct->len + 1;
+  }
+  /* The strict lane reads each weight row per token anyway: one call per
+   * sequence is its computation. */
+  if (m->fast == NULL || n <= 1) {
+    for (size_t t = 0; t < n; t++) {
+      st = tl_qwen3_forward(m, caches[t], &ids[t], 1, logits[t], NULL, scratch, fault);
+      if (st != TL_OK) return st;
+    }
+    return TL_OK;
+  }
+  if (!fast_ready(m)) return TL_ERR_INVALID_ARGUMENT;
+  for (size_t t = 0; t < n; t++)
+    if (caches[t]->k16 == NULL) return TL_ERR_INVALID_ARGUMENT; /* a strict lane's cache */
+  r.m = m;
+  r.cap = NULL;
+  r.fault = fault;
+  mark = tl_arena_mark_now(scratch);
+  st = alloc_bufs(m, n, keys, scratch, &b);
+  if (st == TL_OK) st = tl_arena_alloc_array(scratch, n, sizeof *pos, 64, &p);
+  pos = p;
+  if (st == TL_OK) st = tl_arena_alloc_array(scratch, n * c->vocab, sizeof(float), 64, &p);
+  rows = p;
+  if (st != TL_OK) goto done;
+  memset(&lc, 0, sizeof lc);
+  lc.caches = caches;
+  lc.pos = pos;
+  for (size_t t = 0; t < n; t++) {
+    pos[t] = caches[t]->len;
+    rope_angles(m, pos[t], b.rope + t * c->head_dim);
+  }
+  for (size_t t = 0; t < n && st == TL_OK; t++) {
+    st = weight_row(&m->embed, ids[t], b.x + t * c->hidden);
+    if (st == TL_OK)
+      st = emit(&r, TL_QWEN3_STAGE_EMBEDDING, -1, pos[t], b.x + t * c->hidden, c->hidden, false);
+  }
+  for (uint32_t l = 0; l < c->layers && st == TL_OK; l++) st = fast_layer(&r, &b, &lc, l, n, keys);
+  /* the final norm of every row, then lm_head over all of them at once */
+  for (size_t t = 0; t < n && st == TL_OK; t++) {
+    float *xn = b.fx + t * c->hidden;
+    st = rmsnorm(&m->final_norm, b.x + t * c->hidden, xn, c->hidden,
+                 (m->mutations & TL_QWEN3_MUT_RMS_EPS) ? 1e-5f : c->rms_eps, b.row);
+    if (st == TL_OK) st = emit(&r, TL_QWEN3_STAGE_FINAL_NORM, -1, pos[t], xn, c->hidden, false);
+  }
+  if (st == TL_OK) {
+    const tl_qwen3_weight *w = &m->lm_head;
+    fast_matmul(&r, &b, &w, 1, b.fx, n, &rows);
+  }
+  for (size_t t = 0; t < n && st == TL_OK; t++)
+    st = emit(&r, TL_QWEN3_STAGE_LOGITS, -1, pos[t], rows + t * c->vocab, c->vocab, false);
+  if (st == TL_OK)
+    for (size_t t = 0; t < n; t++) {
+      memcpy(logits[t], rows + t * c->vocab, c->vocab * sizeof(float));
+      caches[t]->len = pos[t] + 1;
+    }
 done:
   tl_arena_rewind(scratch, mark);
   return st;

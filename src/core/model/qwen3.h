@@ -189,4 +189,22 @@ tl_status tl_qwen3_forward(const tl_qwen3 *m, tl_qwen3_cache *cache,
 /* Scratch bytes a forward call of n tokens needs at most. */
 size_t tl_qwen3_scratch_bound(const tl_qwen3 *m, size_t n, uint32_t keys);
 
+/* One token of each of n sequences (a batched decode step): ids[t] at
+ * position caches[t]->len of caches[t] (n distinct caches), its logits
+ * (vocab floats) to logits[t]; each cache grows by one. On the fast lane
+ * the products of all n tokens read each weight tile once (F-8) and each
+ * token's attention is the one-token call's over its own cache, so every
+ * row's logits and K/V are the bits tl_qwen3_forward gives for that token
+ * alone; the strict lane runs the tokens one by one. No capture. Errors
+ * as tl_qwen3_forward (TL_ERR_INVALID_ARGUMENT also for a cache given
+ * twice); on any error no cache grows and the fault does not say which
+ * row failed (run the rows alone to find it). */
+tl_status tl_qwen3_forward_rows(const tl_qwen3 *m, tl_qwen3_cache *const *caches,
+                                const uint32_t *ids, size_t n, float *const *logits,
+                                tl_arena *scratch, tl_qwen3_fault *fault);
+
+/* Scratch bytes a tl_qwen3_forward_rows call of n rows over at most keys
+ * keys needs at most. */
+size_t tl_qwen3_rows_scratch_bound(const tl_qwen3 *m, size_t n, uint32_t keys);
+
 #endif

@@ -1,0 +1,824 @@
+/* The request bodies of `tinylm serve`: see serve_request.h and the wire
+ * contract in docs/server.md. Order of the checks: UTF-8 (with the byte
+ * offset), nesting depth (a pre-scan, before jansson allocates anything),
+ * JSON syntax and duplicate keys (jansson, with line:column), then the
+ * fields: unknown ones first, then each known one's type and range. */
+#include "serve_request.h"
+
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "utf8.h"
+
+#define MAX_DEPTH 64
+#define MAX_TOKENS_MAX 2147483647LL
+#define REPEAT_PENALTY_MAX 18446744073709551616.0 /* 2^64 */
+/* What an integer literal past int64 at the top level of the body reads
+ * as (jansson refuses such literals outright): below every field's range,
+ * so it is refused by its field's own check. seed, whose range is uint64,
+ * gets the literal's value from the pre-scan instead. */
+#define BIG_INT_TEXT "-999"
+#define BIG_INT_VALUE (-999)
+
+typedef struct ctx {
+  uint32_t vocab;
+  tl_srv_error *e;
+  bool big_seed; /* the top-level "seed" was a literal past int64 ... */
+  uint64_t big_seed_value; /* ... that fits in uint64: its value */
+} ctx;
+
+/* Cuts s at its first byte that is not well-formed UTF-8: truncation
+ * (snprintf, jansson's 160-byte error text) may split a character, and
+ * the error goes out as JSON. */
+static void utf8_cut(char *s) {
+  size_t bad;
+  if (tl_utf8_validate((const uint8_t *)s, strlen(s), &bad) != TL_OK) s[bad] = '\0';
+}
+
+void tl_srv_error_set(tl_srv_error *e, int status, const char *type, const char *param,
+                      const char *code, const char *fmt, ...) {
+  va_list ap;
+  e->status = status;
+  e->type = type != NULL        ? type
+            : status == 401     ? "authentication_error"
+            : status >= 500     ? "server_error"
+                                : "invalid_request_error";
+  snprintf(e->param, sizeof e->param, "%s", param != NULL ? param : "");
+  snprintf(e->code, sizeof e->code, "%s", code != NULL ? code : "");
+  va_start(ap, fmt);
+  vsnprintf(e->message, sizeof e->message, fmt, ap);
+  va_end(ap);
+  utf8_cut(e->param);
+  utf8_cut(e->code);
+  utf8_cut(e->message);
+}
+
+/* A 400 invalid_request_error. */
+static tl_status fail(ctx *c, const char *param, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static tl_status fail(ctx *c, const char *param, const char *code, const char *fmt, ...) {
+  char msg[sizeof c->e->message];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  tl_srv_error_set(c->e, 400, NULL, param, code, "%s", msg);
+  return TL_ERR_INVALID_ARGUMENT;
+}
+
+static tl_status oom(ctx *c) {
+  tl_srv_error_set(c->e, 500, NULL, NULL, "internal", "out of memory reading the request");
+  return TL_ERR_OUT_OF_MEMORY;
+}
+
+/* A parameter path ("messages[2].content[0].type"); va_list keeps the
+ * compiler from judging the (intended) truncation of long client keys. */
+typedef struct path {
+  char s[sizeof ((tl_srv_error *)0)->param];
+} path;
+static path at(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static path at(const char *fmt, ...) {
+  path p;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(p.s, sizeof p.s, fmt, ap);
+  va_end(ap);
+  return p;
+}
+
+/* The field, or NULL when absent or JSON null (OpenAI's "not given"). */
+static json_t *field(const json_t *obj, const char *key) {
+  json_t *v = json_object_get(obj, key);
+  return json_is_null(v) ? NULL : v;
+}
+
+/* Every key of obj must be one of names; prefix is obj's path ("" for the
+ * body). A key holding NUL is never a known one. */
+static tl_status only_keys(ctx *c, json_t *obj, const char *const *names, const char *prefix) {
+  const char *key;
+  size_t key_len;
+  json_t *v;
+  json_object_keylen_foreach(obj, key, key_len, v) {
+    size_t i = 0;
+    while (names[i] != NULL && !(strlen(names[i]) == key_len && memcmp(names[i], key, key_len) == 0))
+      i++;
+    if (names[i] == NULL) {
+      path p = *prefix ? at("%s.%s", prefix, key) : at("%s", key);
+      return fail(c, p.s, "unknown_parameter", "unknown field '%s'", p.s);
+    }
+  }
+  return TL_OK;
+}
+
+static tl_status missing(ctx *c, const char *param) {
+  return fail(c, param, "missing_required_parameter", "%s is required", param);
+}
+
+static tl_status want_type(ctx *c, const char *param, const char *what) {
+  return fail(c, param, "invalid_type", "%s must be %s", param, what);
+}
+
+/* An optional integer in lo..hi (JSON integers only: 1.0 is refused). */
+static tl_status get_int(ctx *c, const json_t *v, const char *param, long long lo, long long hi,
+                         long long *out) {
+  long long x;
+  if (!json_is_integer(v)) return want_type(c, param, "an integer");
+  x = json_integer_value(v);
+  if (x < lo || x > hi)
+    return fail(c, param, "invalid_value", "%s must be an integer in %lld..%lld", param, lo, hi);
+  *out = x;
+  return TL_OK;
+}
+
+/* A number (integer or real) in the range range names: [lo, hi], or
+ * (lo, hi] when lo_open. */
+static tl_status get_num(ctx *c, const json_t *v, const char *param, double lo, double hi,
+                         bool lo_open, const char *range, double *out) {
+  double x;
+  if (!json_is_number(v)) return want_type(c, param, "a number");
+  x = json_number_value(v);
+  if (x < lo || (lo_open && x == lo) || x > hi)
+    return fail(c, param, "invalid_value", "%s must be a number in %s", param, range);
+  *out = x;
+  return TL_OK;
+}
+
+static tl_status get_bool(ctx *c, const json_t *root, const char *key, bool *out) {
+  json_t *v = field(root, key);
+  if (v == NULL) return TL_OK;
+  if (!json_is_boolean(v)) return want_type(c, key, "a boolean");
+  *out = json_is_true(v);
+  return TL_OK;
+}
+
+/* Fields accepted for their type only (OpenAI's, harmless here). */
+static tl_status ignored(ctx *c, const json_t *root, const char *key, json_type type,
+                         const char *what) {
+  json_t *v = field(root, key);
+  if (v == NULL || json_typeof(v) == type ||
+      (type == JSON_TRUE && json_typeof(v) == JSON_FALSE))
+    return TL_OK;
+  return want_type(c, key, what);
+}
+
+static char *copy_bytes(const char *s, size_t len) {
+  char *d = malloc(len + 1);
+  if (d != NULL) {
+    memcpy(d, s, len);
+    d[len] = '\0';
+  }
+  return d;
+}
+
+/* ---- the pre-scan ---- */
+
+/* Whether t[0..n) is a JSON integer literal past int64; a positive one
+ * that fits in uint64 also gives *u. */
+static bool big_integer(const uint8_t *t, size_t n, bool *fits_u64, uint64_t *u) {
+  bool neg = n > 0 && t[0] == '-';
+  size_t i = neg;
+  uint64_t v = 0;
+  bool over = false;
+  if (i == n || (t[i] == '0' && n - i > 1)) return false; /* not one: jansson says why */
+  for (; i < n; i++) {
+    if (t[i] < '0' || t[i] > '9') return false;
+    if (v > (UINT64_MAX - (t[i] - '0')) / 10) over = true;
+    else v = v * 10 + (t[i] - '0');
+  }
+  *fits_u64 = !neg && !over;
+  *u = v;
+  if (over) return true;
+  return neg ? v > (uint64_t)INT64_MAX + 1 : v > (uint64_t)INT64_MAX;
+}
+
+/* Refuses nesting deeper than MAX_DEPTH (skipping strings, so brackets in
+ * text do not count) and rewrites top-level integer literals past int64
+ * (see BIG_INT_TEXT) in a copy (*copy, NULL when none was needed). The
+ * rewrite keeps every byte offset, so jansson's line:column still points
+ * into the client's body. */
+static tl_status prescan(ctx *c, const uint8_t *b, size_t len, uint8_t **copy) {
+  size_t depth = 0, key = 0, key_len = 0;
+  *copy = NULL;
+  for (size_t i = 0; i < len; i++) {
+    uint8_t ch = b[i];
+    if (ch == '"') {
+      size_t start = ++i;
+      while (i < len && b[i] != '"') i += b[i] == '\\' ? 2 : 1;
+      if (depth == 1 && i <= len) {
+        key = start; /* in a valid body, the last string before a top-level value is its key */
+        key_len = (i < len ? i : len) - start;
+      }
+    } else if (ch == '[' || ch == '{') {
+      if (++depth > MAX_DEPTH)
+        return fail(c, "", "invalid_json", "the JSON nests deeper than %d levels (byte offset %zu)",
+                    MAX_DEPTH, i);
+    } else if (ch == ']' || ch == '}') {
+      if (depth > 0) depth--;
+    } else if (ch == '-' || (ch >= '0' && ch <= '9')) {
+      size_t j = i;
+      bool fits;
+      uint64_t u;
+      while (j < len && strchr("+-.eE0123456789", b[j]) != NULL && b[j] != '\0') j++;
+      if (depth == 1 && big_integer(b + i, j - i, &fits, &u)) {
+        if (*copy == NULL) {
+          *copy = malloc(len);
+          if (*copy == NULL) return oom(c);
+          memcpy(*copy, b, len);
+        }
+        memset(*copy + i, ' ', j - i);
+        memcpy(*copy + i, BIG_INT_TEXT, strlen(BIG_INT_TEXT));
+        if (fits && key_len == 4 && memcmp(b + key, "seed", 4) == 0) {
+          c->big_seed = true;
+          c->big_seed_value = u;
+        }
+      }
+      i = j - 1;
+    }
+  }
+  return TL_OK;
+}
+
+/* ---- the conversation (chat, apply-template) ---- */
+
+static const char *const roles[] = {"system", "developer", "user", "assistant", "tool", NULL};
+enum { ROLE_SYSTEM, ROLE_DEVELOPER, ROLE_USER, ROLE_ASSISTANT, ROLE_TOOL };
+
+/* content: a string, or an array of {"type": "text", "text": ...} parts,
+ * joined in order. A new string. */
+static tl_status read_content(ctx *c, json_t *v, const char *param, json_t **out) {
+  static const char *const part_keys[] = {"type", "text", NULL};
+  size_t total = 0, i, n;
+  json_t *part;
+  char *buf;
+  if (json_is_string(v)) {
+    *out = json_stringn(json_string_value(v), json_string_length(v));
+    return *out != NULL ? TL_OK : oom(c);
+  }
+  if (!json_is_array(v))
+    return want_type(c, param, "a string, an array of text parts or null");
+  json_array_foreach(v, i, part) {
+    path p = at("%s[%zu]", param, i);
+    path pt = at("%s.type", p.s), px = at("%s.text", p.s);
+    json_t *type = json_object_get(part, "type"), *text = json_object_get(part, "text");
+    tl_status st;
+    if (!json_is_object(part)) return want_type(c, p.s, "an object {\"type\": \"text\", \"text\": ...}");
+    if (type == NULL) return missing(c, pt.s);
+    if (!json_is_string(type)) return want_type(c, pt.s, "a string");
+    if (strcmp(json_string_value(type), "text") != 0 || json_string_length(type) != 4)
+      return fail(c, pt.s, "unsupported_value", "%s: only \"text\" parts are supported", pt.s);
+    if ((st = only_keys(c, part, part_keys, p.s)) != TL_OK) return st;
+    if (text == NULL) return missing(c, px.s);
+    if (!json_is_string(text)) return want_type(c, px.s, "a string");
+    total += json_string_length(text);
+  }
+  buf = malloc(total + 1);
+  if (buf == NULL) return oom(c);
+  n = 0;
+  json_array_foreach(v, i, part) {
+    json_t *text = json_object_get(part, "text");
+    memcpy(buf + n, json_string_value(text), json_string_length(text));
+    n += json_string_length(text);
+  }
+  *out = json_stringn(buf, n);
+  free(buf);
+  return *out != NULL ? TL_OK : oom(c);
+}
+
+/* An assistant's tool_calls: [{"id"?, "type"?: "function", "function":
+ * {"name", "arguments" (a string, or an object)}}], kept as given. */
+static tl_status read_tool_calls(ctx *c, json_t *calls, const char *param) {
+  static const char *const call_keys[] = {"id", "type", "function", NULL};
+  static const char *const fn_keys[] = {"name", "arguments", NULL};
+  size_t i;
+  json_t *call;
+  if (!json_is_array(calls)) return want_type(c, param, "an array");
+  json_array_foreach(calls, i, call) {
+    path p = at("%s[%zu]", param, i);
+    path pid = at("%s.id", p.s), pt = at("%s.type", p.s), pf = at("%s.function", p.s);
+    path pn = at("%s.name", pf.s), pa = at("%s.arguments", pf.s);
+    json_t *fn, *v;
+    tl_status st;
+    if (!json_is_object(call)) return want_type(c, p.s, "an object");
+    if ((st = only_keys(c, call, call_keys, p.s)) != TL_OK) return st;
+    if ((v = field(call, "id")) != NULL && !json_is_string(v)) return want_type(c, pid.s, "a string");
+    if ((v = field(call, "type")) != NULL) {
+      if (!json_is_string(v)) return want_type(c, pt.s, "a string");
+      if (strcmp(json_string_value(v), "function") != 0 || json_string_length(v) != 8)
+        return fail(c, pt.s, "unsupported_value", "%s: only \"function\" tool calls are supported",
+                    pt.s);
+    }
+    if ((fn = field(call, "function")) == NULL) return missing(c, pf.s);
+    if (!json_is_object(fn)) return want_type(c, pf.s, "an object {\"name\", \"arguments\"}");
+    if ((st = only_keys(c, fn, fn_keys, pf.s)) != TL_OK) return st;
+    if ((v = field(fn, "name")) == NULL) return missing(c, pn.s);
+    if (!json_is_string(v)) return want_type(c, pn.s, "a string");
+    if ((v = field(fn, "arguments")) == NULL) return missing(c, pa.s);
+    if (!json_is_string(v) && !json_is_object(v))
+      return want_type(c, pa.s, "a string (JSON text) or an object");
+  }
+  return TL_OK;
+}
+
+/* One message, appended to msgs as the template reads it: role
+ * (developer becomes system), content (a string; an assistant's null
+ * beside tool_calls becomes ""), then name, tool_calls, tool_call_id. */
+static tl_status read_message(ctx *c, json_t *m, size_t i, json_t *msgs) {
+  static const char *const keys[] = {"role", "content", "name", "tool_calls", "tool_call_id", NULL};
+  path p = at("messages[%zu]", i);
+  path pr = at("%s.role", p.s), pc = at("%s.content", p.s), pn = at("%s.name", p.s);
+  path ptc = at("%s.tool_calls", p.s), pid = at("%s.tool_call_id", p.s);
+  json_t *role, *content, *name, *calls, *call_id, *msg, *text = NULL;
+  size_t r = 0;
+  tl_status st;
+  if (!json_is_object(m)) return want_type(c, p.s, "an object {\"role\", \"content\"}");
+  if ((st = only_keys(c, m, keys, p.s)) != TL_OK) return st;
+  if ((role = field(m, "role")) == NULL) return missing(c, pr.s);
+  if (!json_is_string(role)) return want_type(c, pr.s, "a string");
+  while (roles[r] != NULL && !(strcmp(roles[r], json_string_value(role)) == 0 &&
+                               strlen(roles[r]) == json_string_length(role)))
+    r++;
+  if (roles[r] == NULL)
+    return fail(c, pr.s, "invalid_value",
+                "%s must be one of system, developer, user, assistant, tool", pr.s);
+  if ((name = field(m, "name")) != NULL && !json_is_string(name))
+    return want_type(c, pn.s, "a string");
+  if ((call_id = field(m, "tool_call_id")) != NULL && !json_is_string(call_id))
+    return want_type(c, pid.s, "a string");
+  if ((calls = field(m, "tool_calls")) != NULL) {
+    if (r != ROLE_ASSISTANT)
+      return fail(c, ptc.s, "invalid_value", "%s: only an assistant message has tool_calls", ptc.s);
+    if ((st = read_tool_calls(c, calls, ptc.s)) != TL_OK) return st;
+  }
+  content = field(m, "content");
+  if (content == NULL) {
+    if (r != ROLE_ASSISTANT || calls == NULL || json_array_size(calls) == 0) {
+      if (json_object_get(m, "content") == NULL) return missing(c, pc.s);
+      return fail(c, pc.s, "invalid_value",
+                  "%s may be null only in an assistant message with tool_calls", pc.s);
+    }
+    text = json_string("");
+    if (text == NULL) return oom(c);
+  } else if ((st = read_content(c, content, pc.s, &text)) != TL_OK) {
+    return st;
+  }
+  msg = json_object();
+  if (msg == NULL || json_array_append_new(msgs, msg) != 0 ||
+      json_object_set_new(msg, "role", json_string(roles[r == ROLE_DEVELOPER ? ROLE_SYSTEM : r])) !=
+          0) {
+    json_decref(text);
+    return oom(c);
+  }
+  if (json_object_set_new(msg, "content", text) != 0 || /* takes text even when it fails */
+      (name != NULL && json_object_set(msg, "name", name) != 0) ||
+      (calls != NULL && json_object_set(msg, "tool_calls", calls) != 0) ||
+      (call_id != NULL && json_object_set(msg, "tool_call_id", call_id) != 0))
+    return oom(c);
+  return TL_OK;
+}
+
+/* tools: [{"type": "function", "function": {"name", "description"?,
+ * "parameters"?}}], kept as given (the template prints them). */
+static tl_status read_tools(ctx *c, json_t *tools) {
+  static const char *const tool_keys[] = {"type", "function", NULL};
+  static const char *const fn_keys[] = {"name", "description", "parameters", NULL};
+  size_t i;
+  json_t *tool;
+  if (!json_is_array(tools)) return want_type(c, "tools", "an array");
+  json_array_foreach(tools, i, tool) {
+    path p = at("tools[%zu]", i);
+    path pt = at("%s.type", p.s), pf = at("%s.function", p.s);
+    path pn = at("%s.name", pf.s), pd = at("%s.description", pf.s), pp = at("%s.parameters", pf.s);
+    json_t *type, *fn, *v;
+    tl_status st;
+    if (!json_is_object(tool)) return want_type(c, p.s, "an object");
+    if ((type = field(tool, "type")) == NULL) return missing(c, pt.s);
+    if (!json_is_string(type)) return want_type(c, pt.s, "a string");
+    if (strcmp(json_string_value(type), "function") != 0 || json_string_length(type) != 8)
+      return fail(c, pt.s, "unsupported_value", "%s: only \"function\" tools are supported", pt.s);
+    if ((st = only_keys(c, tool, tool_keys, p.s)) != TL_OK) return st;
+    if ((fn = field(tool, "function")) == NULL) return missing(c, pf.s);
+    if (!json_is_object(fn)) return want_type(c, pf.s, "an object {\"name\", ...}");
+    if ((st = only_keys(c, fn, fn_keys, pf.s)) != TL_OK) return st;
+    if ((v = field(fn, "name")) == NULL) return missing(c, pn.s);
+    if (!json_is_string(v)) return want_type(c, pn.s, "a string");
+    if (json_string_length(v) == 0) return fail(c, pn.s, "invalid_value", "%s is empty", pn.s);
+    if ((v = field(fn, "description")) != NULL && !json_is_string(v))
+      return want_type(c, pd.s, "a string");
+    if ((v = field(fn, "parameters")) != NULL && !json_is_object(v))
+      return want_type(c, pp.s, "an object (a JSON schema)");
+  }
+  return TL_OK;
+}
+
+/* messages, tools, tool_choice, chat_template_kwargs -> r->conversation. */
+static tl_status read_conversation(ctx *c, json_t *root, tl_srv_request *r) {
+  static const char *const kwargs_keys[] = {"enable_thinking", NULL};
+  json_t *msgs = field(root, "messages"), *tools = field(root, "tools");
+  json_t *choice = field(root, "tool_choice"), *kwargs = field(root, "chat_template_kwargs");
+  json_t *conv = NULL, *out_msgs, *m, *thinking = NULL;
+  bool tools_off = false;
+  size_t i;
+  tl_status st = TL_OK;
+  if (msgs == NULL) return missing(c, "messages");
+  if (!json_is_array(msgs)) return want_type(c, "messages", "an array");
+  if (json_array_size(msgs) == 0)
+    return fail(c, "messages", "invalid_value", "messages must hold at least one message");
+  if (tools != NULL && (st = read_tools(c, tools)) != TL_OK) return st;
+  if (choice != NULL) {
+    const char *s = json_string_value(choice);
+    if (json_is_object(choice) || (s != NULL && strcmp(s, "required") == 0))
+      return fail(c, "tool_choice", "unsupported_value",
+                  "tool_choice: only \"auto\" and \"none\" are supported");
+    if (s == NULL) return want_type(c, "tool_choice", "\"auto\" or \"none\"");
+    if (strcmp(s, "none") == 0 && json_string_length(choice) == 4) tools_off = true;
+    else if (!(strcmp(s, "auto") == 0 && json_string_length(choice) == 4))
+      return fail(c, "tool_choice", "invalid_value", "tool_choice must be \"auto\" or \"none\"");
+  }
+  if (kwargs != NULL) {
+    if (!json_is_object(kwargs)) return want_type(c, "chat_template_kwargs", "an object");
+    if ((st = only_keys(c, kwargs, kwargs_keys, "chat_template_kwargs")) != TL_OK) return st;
+    thinking = field(kwargs, "enable_thinking");
+    if (thinking != NULL && !json_is_boolean(thinking))
+      return want_type(c, "chat_template_kwargs.enable_thinking", "a boolean");
+  }
+  if ((conv = json_object()) == NULL || (out_msgs = json_array()) == NULL ||
+      json_object_set_new(conv, "messages", out_msgs) != 0) {
+    json_decref(conv);
+    return oom(c);
+  }
+  json_array_foreach(msgs, i, m) {
+    if ((st = read_message(c, m, i, out_msgs)) != TL_OK) break;
+  }
+  r->has_tools = tools != NULL && json_array_size(tools) > 0 && !tools_off;
+  if (st == TL_OK && ((r->has_tools && json_object_set(conv, "tools", tools) != 0) ||
+                      (thinking != NULL && json_object_set(conv, "enable_thinking", thinking) != 0)))
+    st = oom(c);
+  if (st == TL_OK) {
+    r->conversation = json_dumps(conv, JSON_COMPACT);
+    if (r->conversation == NULL) st = oom(c);
+    else r->conversation_len = strlen(r->conversation);
+  }
+  json_decref(conv);
+  return st;
+}
+
+/* ---- generation fields (chat, completion) ---- */
+
+static tl_status read_stop(ctx *c, json_t *v, tl_srv_request *r) {
+  size_t n = json_is_string(v) ? 1 : json_array_size(v);
+  if (!json_is_string(v) && !json_is_array(v))
+    return want_type(c, "stop", "a string or an array of strings");
+  if (n < 1 || n > TL_SRV_MAX_STOPS)
+    return fail(c, "stop", "invalid_value", "stop must hold 1..%d strings", TL_SRV_MAX_STOPS);
+  for (size_t i = 0; i < n; i++) {
+    json_t *s = json_is_string(v) ? v : json_array_get(v, i);
+    path p = json_is_string(v) ? at("stop") : at("stop[%zu]", i);
+    if (!json_is_string(s)) return want_type(c, p.s, "a string");
+    if (json_string_length(s) < 1 || json_string_length(s) > TL_SRV_MAX_STOP_BYTES)
+      return fail(c, p.s, "invalid_value", "%s must be a non-empty string of at most %d bytes", p.s,
+                  TL_SRV_MAX_STOP_BYTES);
+    r->stops[i] = copy_bytes(json_string_value(s), json_string_length(s));
+    if (r->stops[i] == NULL) return oom(c);
+    r->stop_lens[i] = json_string_length(s);
+    r->n_stops = i + 1;
+  }
+  return TL_OK;
+}
+
+static int cmp_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* logit_bias {"id": bias}: -100 bans the id, 0 does nothing; the sampler
+ * has no other bias. */
+static tl_status read_logit_bias(ctx *c, json_t *v, tl_srv_request *r) {
+  const char *key;
+  size_t key_len, n = 0;
+  json_t *bias;
+  if (!json_is_object(v)) return want_type(c, "logit_bias", "an object {\"token id\": bias}");
+  if (json_object_size(v) > TL_SRV_MAX_BANS)
+    return fail(c, "logit_bias", "invalid_value", "logit_bias holds at most %d entries",
+                TL_SRV_MAX_BANS);
+  r->ban = malloc((json_object_size(v) + 1) * sizeof *r->ban);
+  if (r->ban == NULL) return oom(c);
+  json_object_keylen_foreach(v, key, key_len, bias) {
+    uint64_t id = 0;
+    double x;
+    bool canonical = key_len >= 1 && key_len <= 10 && !(key[0] == '0' && key_len > 1);
+    for (size_t i = 0; canonical && i < key_len; i++) {
+      canonical = key[i] >= '0' && key[i] <= '9';
+      id = id * 10 + (uint64_t)(key[i] - '0');
+    }
+    if (!canonical || id >= c->vocab)
+      return fail(c, "logit_bias", "invalid_value",
+                  "logit_bias keys must be token ids in decimal below the vocabulary size %u "
+                  "(got \"%.40s\")",
+                  c->vocab, key);
+    if (!json_is_number(bias)) return want_type(c, "logit_bias", "an object of numbers");
+    x = json_number_value(bias);
+    if (x < -100 || x > 100)
+      return fail(c, "logit_bias", "invalid_value", "logit_bias values must be in [-100, 100]");
+    if (x == -100) r->ban[n++] = (uint32_t)id;
+    else if (x != 0)
+      return fail(c, "logit_bias", "unsupported_value",
+                  "logit_bias: only -100 (ban the token) and 0 are supported (token %s)", key);
+  }
+  qsort(r->ban, n, sizeof *r->ban, cmp_u32);
+  r->n_ban = 0;
+  for (size_t i = 0; i < n; i++)
+    if (r->n_ban == 0 || r->ban[r->n_ban - 1] != r->ban[i]) r->ban[r->n_ban++] = r->ban[i];
+  return TL_OK;
+}
+
+/* The sampling and stopping fields chat and completion share. */
+static tl_status read_generation(ctx *c, json_t *root, tl_srv_request *r) {
+  static const char *const stream_keys[] = {"include_usage", NULL};
+  static const char *const penalties[] = {"presence_penalty", "frequency_penalty"};
+  json_t *v;
+  long long x;
+  tl_status st = TL_OK;
+  if ((v = field(root, "temperature")) != NULL) {
+    if ((st = get_num(c, v, "temperature", 0, 2, false, "[0, 2]", &r->temperature)) != TL_OK) return st;
+    r->given |= TL_GIVEN_TEMPERATURE;
+  }
+  if ((v = field(root, "top_p")) != NULL) {
+    if ((st = get_num(c, v, "top_p", 0, 1, false, "[0, 1]", &r->top_p)) != TL_OK) return st;
+    r->given |= TL_GIVEN_TOP_P;
+  }
+  if ((v = field(root, "top_k")) != NULL) {
+    if ((st = get_int(c, v, "top_k", 0, c->vocab, &x)) != TL_OK) return st;
+    r->top_k = (uint32_t)x;
+    r->given |= TL_GIVEN_TOP_K;
+  }
+  if ((v = field(root, "min_p")) != NULL) {
+    if ((st = get_num(c, v, "min_p", 0, 1, false, "[0, 1]", &r->min_p)) != TL_OK) return st;
+    r->given |= TL_GIVEN_MIN_P;
+  }
+  if ((v = field(root, "repeat_penalty")) != NULL) {
+    if ((st = get_num(c, v, "repeat_penalty", 0, REPEAT_PENALTY_MAX, true, "(0, 2^64]",
+                      &r->repeat_penalty)) != TL_OK)
+      return st;
+    r->given |= TL_GIVEN_REPEAT_PENALTY;
+  }
+  if ((v = field(root, "seed")) != NULL) {
+    if (!json_is_integer(v)) return want_type(c, "seed", "an integer");
+    if (c->big_seed && json_integer_value(v) == BIG_INT_VALUE) {
+      r->seed = c->big_seed_value;
+    } else if (json_integer_value(v) < 0) {
+      return fail(c, "seed", "invalid_value", "seed must be an integer in 0..%llu",
+                  (unsigned long long)UINT64_MAX);
+    } else {
+      r->seed = (uint64_t)json_integer_value(v);
+    }
+    r->has_seed = true;
+  }
+  if ((v = field(root, "stop")) != NULL && (st = read_stop(c, v, r)) != TL_OK) return st;
+  r->n = 1;
+  if ((v = field(root, "n")) != NULL) {
+    if ((st = get_int(c, v, "n", 1, TL_SRV_MAX_N, &x)) != TL_OK) return st;
+    r->n = (uint32_t)x;
+  }
+  for (size_t i = 0; i < 2; i++) {
+    if ((v = field(root, penalties[i])) == NULL) continue;
+    if (!json_is_number(v)) return want_type(c, penalties[i], "a number");
+    if (json_number_value(v) != 0)
+      return fail(c, penalties[i], "unsupported_value",
+                  "%s: only 0 is supported; use repeat_penalty (a tinylm extension, > 0; 1 is "
+                  "none) instead",
+                  penalties[i]);
+  }
+  if ((v = field(root, "logit_bias")) != NULL && (st = read_logit_bias(c, v, r)) != TL_OK) return st;
+  if ((st = get_bool(c, root, "stream", &r->stream)) != TL_OK) return st;
+  if ((v = field(root, "stream_options")) != NULL) {
+    json_t *u;
+    if (!json_is_object(v)) return want_type(c, "stream_options", "an object");
+    if ((st = only_keys(c, v, stream_keys, "stream_options")) != TL_OK) return st;
+    if (!r->stream)
+      return fail(c, "stream_options", "invalid_value", "stream_options needs stream: true");
+    if ((u = field(v, "include_usage")) != NULL) {
+      if (!json_is_boolean(u)) return want_type(c, "stream_options.include_usage", "a boolean");
+      r->include_usage = json_is_true(u);
+    }
+  }
+  return TL_OK;
+}
+
+static tl_status read_max_tokens(ctx *c, json_t *v, const char *param, uint32_t *out) {
+  long long x;
+  tl_status st = get_int(c, v, param, 1, MAX_TOKENS_MAX, &x);
+  if (st == TL_OK) *out = (uint32_t)x;
+  return st;
+}
+
+/* ---- the kinds ---- */
+
+static const char *const chat_fields[] = {
+    "model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k",
+    "min_p", "repeat_penalty", "seed", "stop", "n", "presence_penalty", "frequency_penalty",
+    "logit_bias", "logprobs", "top_logprobs", "response_format", "stream", "stream_options",
+    "chat_template_kwargs", "tools", "tool_choice", "user", "store", "metadata", "service_tier",
+    "parallel_tool_calls", NULL};
+static const char *const completion_fields[] = {
+    "model", "prompt", "max_tokens", "temperature", "top_p", "top_k", "min_p", "repeat_penalty",
+    "seed", "stop", "n", "presence_penalty", "frequency_penalty", "logit_bias", "logprobs",
+    "stream", "stream_options", "echo", "best_of", "suffix", "user", NULL};
+static const char *const tokenize_fields[] = {"content", "with_pieces", NULL};
+static const char *const detokenize_fields[] = {"tokens", NULL};
+static const char *const template_fields[] = {"messages", "tools", "chat_template_kwargs", NULL};
+
+static tl_status read_model(ctx *c, json_t *root, tl_srv_request *r) {
+  json_t *v = field(root, "model");
+  if (v == NULL) return TL_OK;
+  if (!json_is_string(v)) return want_type(c, "model", "a string");
+  if (json_string_length(v) >= sizeof r->model || strlen(json_string_value(v)) != json_string_length(v))
+    return fail(c, "model", "invalid_value", "model must be at most %zu bytes, without NUL",
+                sizeof r->model - 1);
+  memcpy(r->model, json_string_value(v), json_string_length(v) + 1);
+  return TL_OK;
+}
+
+static tl_status read_chat(ctx *c, json_t *root, tl_srv_request *r) {
+  static const char *const format_keys[] = {"type", NULL};
+  json_t *v, *mt = field(root, "max_tokens"), *mct = field(root, "max_completion_tokens");
+  long long x;
+  tl_status st;
+  if ((st = read_model(c, root, r)) != TL_OK || (st = read_conversation(c, root, r)) != TL_OK)
+    return st;
+  if (mt != NULL && (st = read_max_tokens(c, mt, "max_tokens", &r->max_tokens)) != TL_OK) return st;
+  if (mct != NULL) {
+    uint32_t m;
+    if ((st = read_max_tokens(c, mct, "max_completion_tokens", &m)) != TL_OK) return st;
+    if (mt != NULL && m != r->max_tokens)
+      return fail(c, "max_completion_tokens", "invalid_value",
+                  "max_tokens and max_completion_tokens differ (give one)");
+    r->max_tokens = m;
+  }
+  if ((st = read_generation(c, root, r)) != TL_OK) return st;
+  if ((st = get_bool(c, root, "logprobs", &r->logprobs)) != TL_OK) return st;
+  if ((v = field(root, "top_logprobs")) != NULL) {
+    if ((st = get_int(c, v, "top_logprobs", 0, TL_SRV_MAX_TOP_LOGPROBS, &x)) != TL_OK) return st;
+    if (!r->logprobs)
+      return fail(c, "top_logprobs", "invalid_value", "top_logprobs needs logprobs: true");
+    r->top_logprobs = (uint32_t)x;
+  }
+  if ((v = field(root, "response_format")) != NULL) {
+    json_t *type = field(v, "type");
+    if (!json_is_object(v)) return want_type(c, "response_format", "an object {\"type\": \"text\"}");
+    if (type == NULL) return missing(c, "response_format.type");
+    if (!json_is_string(type)) return want_type(c, "response_format.type", "a string");
+    if (strcmp(json_string_value(type), "text") != 0 || json_string_length(type) != 4)
+      return fail(c, "response_format.type", "unsupported_value",
+                  "response_format: only {\"type\": \"text\"} is supported");
+    if ((st = only_keys(c, v, format_keys, "response_format")) != TL_OK) return st;
+  }
+  if ((st = ignored(c, root, "user", JSON_STRING, "a string")) != TL_OK ||
+      (st = ignored(c, root, "store", JSON_TRUE, "a boolean")) != TL_OK ||
+      (st = ignored(c, root, "metadata", JSON_OBJECT, "an object")) != TL_OK ||
+      (st = ignored(c, root, "service_tier", JSON_STRING, "a string")) != TL_OK ||
+      (st = ignored(c, root, "parallel_tool_calls", JSON_TRUE, "a boolean")) != TL_OK)
+    return st;
+  return TL_OK;
+}
+
+static tl_status read_completion(ctx *c, json_t *root, tl_srv_request *r) {
+  json_t *v, *prompt = field(root, "prompt");
+  long long x;
+  bool echo = false;
+  tl_status st;
+  if ((st = read_model(c, root, r)) != TL_OK) return st;
+  if (prompt == NULL) return missing(c, "prompt");
+  if (json_is_array(prompt)) {
+    if (json_array_size(prompt) != 1)
+      return fail(c, "prompt", "unsupported_value", "prompt: a list must hold exactly one string");
+    prompt = json_array_get(prompt, 0);
+    if (!json_is_string(prompt))
+      return fail(c, "prompt[0]", "unsupported_value", "prompt[0]: only a string is supported");
+  } else if (!json_is_string(prompt)) {
+    return want_type(c, "prompt", "a string or a list of one string");
+  }
+  if (json_string_length(prompt) == 0)
+    return fail(c, "prompt", "invalid_value", "prompt is empty");
+  r->prompt = copy_bytes(json_string_value(prompt), json_string_length(prompt));
+  if (r->prompt == NULL) return oom(c);
+  r->prompt_len = json_string_length(prompt);
+  r->max_tokens = 16; /* OpenAI's default for completions */
+  if ((v = field(root, "max_tokens")) != NULL &&
+      (st = read_max_tokens(c, v, "max_tokens", &r->max_tokens)) != TL_OK)
+    return st;
+  if ((st = read_generation(c, root, r)) != TL_OK) return st;
+  if ((v = field(root, "logprobs")) != NULL) {
+    if ((st = get_int(c, v, "logprobs", 0, 5, &x)) != TL_OK) return st;
+    r->logprobs = true;
+    r->top_logprobs = (uint32_t)x;
+  }
+  if ((st = get_bool(c, root, "echo", &echo)) != TL_OK) return st;
+  if (echo) return fail(c, "echo", "unsupported_value", "echo: only false is supported");
+  if ((v = field(root, "best_of")) != NULL) {
+    if (!json_is_integer(v)) return want_type(c, "best_of", "an integer");
+    if (json_integer_value(v) != 1)
+      return fail(c, "best_of", "unsupported_value", "best_of: only 1 is supported (use n)");
+  }
+  if ((v = field(root, "suffix")) != NULL)
+    return fail(c, "suffix", "unsupported_value", "suffix: only null is supported");
+  return ignored(c, root, "user", JSON_STRING, "a string");
+}
+
+static tl_status read_tokenize(ctx *c, json_t *root, tl_srv_request *r) {
+  json_t *v = field(root, "content");
+  tl_status st;
+  if (v == NULL) return missing(c, "content");
+  if (!json_is_string(v)) return want_type(c, "content", "a string");
+  if ((st = get_bool(c, root, "with_pieces", &r->with_pieces)) != TL_OK) return st;
+  r->prompt = copy_bytes(json_string_value(v), json_string_length(v));
+  if (r->prompt == NULL) return oom(c);
+  r->prompt_len = json_string_length(v);
+  return TL_OK;
+}
+
+static tl_status read_detokenize(ctx *c, json_t *root, tl_srv_request *r) {
+  json_t *v = field(root, "tokens"), *id;
+  size_t i;
+  if (v == NULL) return missing(c, "tokens");
+  if (!json_is_array(v)) return want_type(c, "tokens", "an array of token ids");
+  r->ids = malloc((json_array_size(v) + 1) * sizeof *r->ids);
+  if (r->ids == NULL) return oom(c);
+  json_array_foreach(v, i, id) {
+    path p = at("tokens[%zu]", i);
+    long long x;
+    tl_status st = get_int(c, id, p.s, 0, (long long)c->vocab - 1, &x);
+    if (st != TL_OK) return st;
+    r->ids[i] = (uint32_t)x;
+    r->n_ids = i + 1;
+  }
+  return TL_OK;
+}
+
+static tl_status read_request(ctx *c, tl_srv_kind kind, json_t *root, tl_srv_request *r) {
+  static const char *const *const fields[] = {chat_fields, completion_fields, tokenize_fields,
+                                              detokenize_fields, template_fields};
+  tl_status st;
+  if ((st = only_keys(c, root, fields[kind], "")) != TL_OK) return st;
+  switch (kind) {
+  case TL_SRV_CHAT: return read_chat(c, root, r);
+  case TL_SRV_COMPLETION: return read_completion(c, root, r);
+  case TL_SRV_TOKENIZE: return read_tokenize(c, root, r);
+  case TL_SRV_DETOKENIZE: return read_detokenize(c, root, r);
+  case TL_SRV_APPLY_TEMPLATE: return read_conversation(c, root, r);
+  }
+  return TL_ERR_INTERNAL_INVARIANT;
+}
+
+tl_status tl_srv_request_parse(tl_srv_kind kind, const uint8_t *body, size_t len,
+                               uint32_t vocab, tl_srv_request *out, tl_srv_error *err) {
+  ctx c = {vocab, err, false, 0};
+  tl_srv_request r;
+  uint8_t *copy = NULL;
+  json_t *root = NULL;
+  json_error_t je;
+  size_t bad;
+  tl_status st;
+  memset(out, 0, sizeof *out);
+  memset(err, 0, sizeof *err);
+  memset(&r, 0, sizeof r);
+  r.kind = kind;
+  if ((unsigned)kind > TL_SRV_APPLY_TEMPLATE || (body == NULL && len > 0)) {
+    tl_srv_error_set(err, 500, NULL, NULL, "internal", "tl_srv_request_parse: bad arguments");
+    return TL_ERR_INVALID_ARGUMENT;
+  }
+  if (body == NULL) body = (const uint8_t *)"";
+  if (tl_utf8_validate(body, len, &bad) != TL_OK)
+    return fail(&c, "", "invalid_utf8", "the body is not valid UTF-8 (byte offset %zu)", bad);
+  if ((st = prescan(&c, body, len, &copy)) != TL_OK) return st;
+  root = json_loadb((const char *)(copy != NULL ? copy : body), len,
+                    JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_ANY, &je);
+  free(copy);
+  if (root == NULL) {
+    if (json_error_code(&je) == json_error_out_of_memory) return oom(&c);
+    return fail(&c, "", "invalid_json", "invalid JSON at line %d, column %d: %s", je.line,
+                je.column, je.text);
+  }
+  if (!json_is_object(root))
+    st = fail(&c, "", "invalid_type", "the body must be a JSON object");
+  else
+    st = read_request(&c, kind, root, &r);
+  json_decref(root);
+  if (st != TL_OK) {
+    tl_srv_request_free(&r);
+    return st;
+  }
+  *out = r;
+  return TL_OK;
+}
+
+void tl_srv_request_free(tl_srv_request *r) {
+  free(r->conversation);
+  free(r->prompt);
+  free(r->ids);
+  free(r->ban);
+  for (size_t i = 0; i < r->n_stops; i++) free(r->stops[i]);
+  memset(r, 0, sizeof *r);
+}
