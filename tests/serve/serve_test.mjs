@@ -167,12 +167,12 @@ async function startServer(name, model, args) {
     /tinylm serve: ready \(.+, \d+ slots x \d+ tokens, lane .+, plan [\d.]+ MB\)/.test(s.stdout), short(s.stdout));
   return s;
 }
-async function stopServer(s, name = s.name) {
+async function stopServer(s, sig = 'SIGTERM', name = s.name) {
   if (s.exit !== null) return check(`${name}: still running at the end`, false, short(s.exit) + short(s.stderr, 2000));
-  s.proc.kill('SIGTERM');
+  s.proc.kill(sig);
   const r = await Promise.race([s.exited, sleep(15000).then(() => null)]);
   if (r === null) s.proc.kill('SIGKILL');
-  return check(`${name}: SIGTERM stops it cleanly (exit 0) within 15 s`, r?.code === 0, short(r) + short(s.stderr.slice(-2000), 2000));
+  return check(`${name}: ${sig} stops it cleanly (exit 0) within 15 s`, r?.code === 0, short(r) + short(s.stderr.slice(-2000), 2000));
 }
 
 // Raw HTTP on node:http (fetch forbids some headers and hides others):
@@ -355,8 +355,10 @@ async function basics(s, client, vocab, tokBytes) {
   check('chat logprobs: each token string is its bytes decoded (U+FFFD for a partial sequence)',
     lp.every((e) => e.token === lossy(e.bytes) && e.top_logprobs.every((t) => t.token === lossy(t.bytes))),
     short(lp.filter((e) => e.token !== lossy(e.bytes)).slice(0, 3)));
-  const joined = lp.flatMap((e) => e.bytes);
-  check('chat logprobs: the tokens\' bytes joined, decoded = the content (a length-limited reply)',
+  // The content is the visible text: control tokens (<|im_start|>, ...) are dropped as `tinylm decode --mode visible` drops them.
+  const dropped = new Set(run.ids.filter((id) => JSON.parse(cli('decode', TINY, '--ids', String(id), '--mode', 'visible', '--json')).text === ''));
+  const joined = lp.flatMap((e, i) => (dropped.has(run.ids[i]) ? [] : e.bytes));
+  check('chat logprobs: the tokens\' bytes joined (control tokens dropped), decoded = the content (a length-limited reply)',
     c.finish_reason !== 'length' || lossy(joined) === c.message.content, `${short(lossy(joined))} vs ${short(c.message.content)}`);
   check('chat usage: prompt_tokens = tinylm render\'s ids, completion_tokens = run\'s ids, total the sum',
     a.usage?.prompt_tokens === rend.ids.length && a.usage.completion_tokens === run.ids.length &&
@@ -505,11 +507,14 @@ async function stops(s, client) {
   const starts = [];
   let at = 0;
   for (const t of toks) { starts.push(at); at += t.length; }
+  // Not in a control token's text (<|im_start|>, ...): those are not content.
+  const control = new Set();
+  toks.forEach((t, k) => { if (/^<\|[a-z_]+\|>$/.test(lossy(t))) for (let j = 0; j < t.length; j++) control.add(starts[k] + j); });
   const printable = (b) => b >= 0x20 && b < 0x7f;
   const cands = [];
   const add = (from, len, why) => {
     const b = raw.slice(from, from + len);
-    if (from > 0 && strictUtf8(b) && !cands.some((c) => c.s === lossy(b))) cands.push({ s: lossy(b), why });
+    if (from > 0 && b.every((_, j) => !control.has(from + j)) && strictUtf8(b) && !cands.some((c) => c.s === lossy(b))) cands.push({ s: lossy(b), why });
   };
   for (let i = 1; i + 2 <= raw.length; i++) {
     const inTok = starts.find((st, k) => st <= i && i + 2 <= st + toks[k].length);
@@ -572,12 +577,13 @@ async function tools(s, client) {
   const round = [...msgs,
     { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city": "Paris"}' } }] },
     { role: 'tool', tool_call_id: 'call_1', content: '{"temp_c": 21}' }];
-  const rr = render(TINY, { messages: round, tools: tl });
+  // The server renders an assistant's null content beside tool_calls as "" (the template tests `'</think>' in content`).
+  const rr = render(TINY, { messages: round.map((m) => (m.content === null ? { ...m, content: '' } : m)), tools: tl });
   const ar = await post(s, '/apply-template', { messages: round, tools: tl });
   check('/apply-template of a tool round (assistant tool_calls, a tool message) = tinylm render',
     ar.json?.prompt === rr.text && rr.text.includes('<tool_call>') && rr.text.includes('<tool_response>'), short(ar.json ?? ar.text));
   const after = await client.chat.completions.create({ ...req, messages: round });
-  const afterRun = runChat(TINY, { ...req, messages: round });
+  const afterRun = runChat(TINY, { ...req, messages: round.map((m) => (m.content === null ? { ...m, content: '' } : m)) });
   check('chat after a tool round: content = tinylm run on the same conversation', after.choices[0].message.content === afterRun.text ||
     after.choices[0].finish_reason === 'tool_calls', short(after.choices[0]));
   // Streamed with tools: the same reply.
@@ -756,9 +762,14 @@ async function metricsAndReceipts(s, client, receiptDir) {
   const r = await client.chat.completions.create({ messages: [{ role: 'user', content: 'metrics please' }], max_tokens: 12, ...SAMPLING, seed: 77 });
   const m1 = await metrics(s);
   const u = r.usage;
-  check('/metrics after one request: requests_total +1, tokens_predicted_total + completion_tokens',
-    m1.tinylm_requests_total - m0.tinylm_requests_total === 1 &&
-    m1.tinylm_tokens_predicted_total - m0.tinylm_tokens_predicted_total === u.completion_tokens, `${short(u)}`);
+  // requests_total counts HTTP requests: the chat and the second /metrics.
+  check('/metrics after one request: requests_total +2 (the chat, this /metrics)',
+    m1.tinylm_requests_total - m0.tinylm_requests_total === 2, `${m1.tinylm_requests_total - m0.tinylm_requests_total}`);
+  check('/metrics after one request: tokens_predicted_total + completion_tokens',
+    m1.tinylm_tokens_predicted_total - m0.tinylm_tokens_predicted_total === u.completion_tokens,
+    `${m1.tinylm_tokens_predicted_total - m0.tinylm_tokens_predicted_total} vs ${short(u)}`);
+  check('/metrics after one request: prompt_cached_tokens_total + cached_tokens',
+    m1.tinylm_prompt_cached_tokens_total - m0.tinylm_prompt_cached_tokens_total === u.prompt_tokens_details.cached_tokens);
   check('/metrics after one request: prompt tokens + the computed ones, cached + the cached ones',
     m1.tinylm_prompt_tokens_total - m0.tinylm_prompt_tokens_total === u.prompt_tokens - u.prompt_tokens_details.cached_tokens ||
     m1.tinylm_prompt_tokens_total - m0.tinylm_prompt_tokens_total === u.prompt_tokens, `${m1.tinylm_prompt_tokens_total - m0.tinylm_prompt_tokens_total} vs ${short(u)}`);
@@ -836,9 +847,19 @@ async function cancellation(s, slowModel) {
     idle.m.tinylm_tokens_predicted_total - m0.tinylm_tokens_predicted_total < 1500, `${idle.m.tinylm_tokens_predicted_total - m0.tinylm_tokens_predicted_total}`);
   check('cancel mid-stream: tinylm_requests_cancelled_total +1', idle.m.tinylm_requests_cancelled_total - m0.tinylm_requests_cancelled_total === 1);
   // 2. Mid-prefill: a ~3000-token prompt; its solo prefill time first (another text of the same length).
-  const longMsg = (w) => [{ role: 'user', content: `${w} `.repeat(700) }];
-  const solo = (await post(s, '/v1/chat/completions', { messages: longMsg('wore'), max_tokens: 1, seed: 1 })).json;
-  const prefillMs = solo?.tinylm?.choices?.[0]?.prefill_ms;
+  const longMsg = (w) => [{ role: 'user', content: `${w} `.repeat(1000) }];
+  const soloSt = await sse(s, '/v1/chat/completions', { messages: longMsg('wore'), max_tokens: 1, seed: 1, stream: true });
+  const solo = { tinylm: { choices: [soloSt.chunks.find((ch) => ch.tinylm)?.tinylm] } };
+  const prefillMs = solo.tinylm.choices[0]?.prefill_ms;
+  if (prefillMs > 2500) {
+    const firstPing = soloSt.events.findIndex((e) => e.comment !== undefined);
+    const firstText = soloSt.events.findIndex((e) => e.data?.choices?.[0]?.delta?.content || e.data?.choices?.[0]?.finish_reason);
+    check(`a streamed prefill of ${Math.round(prefillMs)} ms: ": ping" comments before the first token's chunk`,
+      firstPing >= 0 && firstPing < firstText &&
+      soloSt.events.filter((e) => e.comment !== undefined).every((e) => e.comment === ': ping'), short(soloSt.events.slice(0, 3)));
+  } else {
+    console.log(`skip: the long prefill took ${Math.round(prefillMs)} ms, under 2.5 s: no ping expected`);
+  }
   if (check('cancel mid-prefill: the long prompt\'s solo prefill takes over 600 ms (else the test proves nothing)', prefillMs > 600, short(solo?.tinylm ?? solo))) {
     const m1 = await metrics(s);
     const ac2 = new AbortController();
@@ -920,6 +941,7 @@ async function main() {
   rmSync(WORK, { recursive: true, force: true });
   mkdirSync(WORK, { recursive: true });
   const receiptDir = join(WORK, 'receipts');
+  mkdirSync(receiptDir);
   const vocab = 346;
   const tokBytes = vocabBytes(TINY, vocab);
   const a = await startServer('tiny -t 1', TINY, ['-t', '1', '--parallel', '2', '--queue', '2', '--ctx', '1024', '--api-key', KEY,
@@ -935,7 +957,11 @@ async function main() {
   await section('errors', () => errors(a, client));
   await section('keys and CORS', () => keysAndCors(a));
   await section('metrics and receipts', () => metricsAndReceipts(a, client, receiptDir));
-  const b = await startServer('tiny -t 2', TINY, ['-t', '2', '--parallel', '2', '--queue', '2', '--ctx', '1024', '--api-key', KEY]);
+  const keyFile = join(WORK, 'key');
+  writeFileSync(keyFile, `${KEY}\n`);
+  const b = await startServer('tiny -t 2', TINY, ['-t', '2', '--parallel', '2', '--queue', '2', '--ctx', '1024', '--api-key-file', keyFile]);
+  check('--api-key-file: the key from the file (its newline dropped) is the key', (await raw(b, 'GET', '/v1/models', { headers: auth })).status === 200 &&
+    (await raw(b, 'GET', '/v1/models', { headers: { Authorization: 'Bearer wrong' } })).status === 401);
   await section('tiny determinism', () => determinism(a, b, TINY, 'tiny'));
   await stopServer(b);
   await section('overload', () => overload(a));
@@ -945,7 +971,7 @@ async function main() {
   const c = await startServer('slow -t 1', slow, ['-t', '1', '--parallel', '4', '--queue', '4', '--ctx', '4096', '--api-key', KEY]);
   const d = await startServer('slow -t 2', slow, ['-t', '2', '--parallel', '2', '--ctx', '4096', '--api-key', KEY]);
   await section('slow determinism', () => determinism(c, d, slow, 'slow'));
-  await stopServer(d);
+  await stopServer(d, 'SIGINT');
   await section('cancellation', () => cancellation(c, slow));
   await stopServer(c);
 }
