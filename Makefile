@@ -180,7 +180,8 @@ $(UNIT): $(call obj,$(CORE_TESTS) $(NATIVE_TESTS) $(HARNESS) \
 # The suites that run threads (the pool, the public API's concurrent use,
 # the parallel fast forward), alone: what CFG=tsan builds and tests/run.sh's
 # unit-tsan runs under ThreadSanitizer.
-TSAN_SUITES := src/native/pool_test.c src/native/api_test.c src/native/fast_forward_test.c
+TSAN_SUITES := src/native/pool_test.c src/native/api_test.c src/native/fast_forward_test.c \
+               src/native/serve_engine_test.c
 TSAN_UNIT := $(BUILD)/tsan_tests
 .PHONY: tsan-tests
 tsan-tests: $(TSAN_UNIT)

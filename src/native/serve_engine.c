@@ -875,7 +875,7 @@ static tl_srv_job *job_new(tl_srv_engine *e, const tl_srv_job_params *p, tl_srv_
   j->prompt_len = p->prompt->len;
   j->messages = p->prompt->messages;
   j->add_generation_prompt = p->prompt->add_generation_prompt;
-  memcpy(j->ban, q->ban, q->n_ban * sizeof *j->ban);
+  if (q->n_ban != 0) memcpy(j->ban, q->ban, q->n_ban * sizeof *j->ban);
   j->n_ban = q->n_ban;
   j->logprobs = q->logprobs;
   j->top_logprobs = q->top_logprobs;
@@ -977,8 +977,11 @@ tl_status tl_srv_job_wait(tl_srv_job *j, int timeout_ms, size_t text_from, size_
     tl_srv_update_free(u);
     return TL_ERR_OUT_OF_MEMORY;
   }
-  memcpy(u->text, j->text + u->text_from, u->text_len - u->text_from);
-  memcpy(u->tokens, j->tokens + u->tokens_from, (u->n_tokens - u->tokens_from) * sizeof *u->tokens);
+  if (u->text_len > u->text_from)
+    memcpy(u->text, j->text + u->text_from, u->text_len - u->text_from);
+  if (u->n_tokens > u->tokens_from)
+    memcpy(u->tokens, j->tokens + u->tokens_from,
+           (u->n_tokens - u->tokens_from) * sizeof *u->tokens);
   if (j->state == TL_SRV_DONE) u->result = j->result;
   pthread_mutex_unlock(&e->lock);
   return TL_OK;

@@ -1572,7 +1572,7 @@ tl_status tl_qwen3_forward_rows(const tl_qwen3 *m, tl_qwen3_cache *const *caches
   uint32_t *pos;
   float *rows = NULL;
   uint32_t keys = 0;
-  void *p;
+  void *p = NULL;
   tl_status st;
   if (m == NULL || (n != 0 && (caches == NULL || ids == NULL || logits == NULL)) ||
       scratch == NULL)

@@ -1,0 +1,325 @@
+/* tinylm serve's engine on the tiny golden artifacts (read from the
+ * repository root, where the unit tests run): a job's tokens, visible
+ * bytes and receipt id are those of the public API's generation (what
+ * `tinylm run` runs) on the same prompt and settings, whether the job ran
+ * alone, beside other jobs (batched decode steps), as a prefix-cache hit,
+ * in another slot or at another thread count, on the fast lane (q8) and
+ * the strict one; choices differ by seed; a queued job cancelled ends at
+ * once; a full queue refuses; a prompt past the context is refused with
+ * its counts. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "serve_engine.h"
+#include "tinylm.h"
+#include "tl_test.h"
+
+#define TINY_Q8 "tests/golden/slm/tiny-q8.slm"
+#define TINY_F32 "tests/golden/slm/tiny-f32.slm"
+#define CONTEXT 160
+#define MAX_NEW 24
+
+typedef struct outcome {
+  uint32_t ids[CONTEXT];
+  size_t n_ids;
+  uint8_t text[4096];
+  size_t len;
+  char receipt[65];
+  char finish[16];
+  uint32_t cached, slot;
+} outcome;
+
+static const char *const prompts[] = {
+    "The quick brown fox jumps over the lazy dog, and then",
+    "Once upon a time",
+    "1 2 3 4 5 6 7",
+    "Hello, world! How are you today?",
+};
+
+static const char conversation[] =
+    "{\"messages\": [{\"role\": \"system\", \"content\": \"Be brief.\"},"
+    " {\"role\": \"user\", \"content\": \"Say something about foxes.\"}]}";
+
+static tl_srv_request request(uint64_t seed) {
+  tl_srv_request q;
+  memset(&q, 0, sizeof q);
+  q.kind = TL_SRV_COMPLETION;
+  q.given = TL_GIVEN_TEMPERATURE | TL_GIVEN_TOP_K;
+  q.temperature = 0.8;
+  q.top_k = 20;
+  q.has_seed = true;
+  q.seed = seed;
+  q.max_tokens = MAX_NEW;
+  q.n = 1;
+  return q;
+}
+
+/* The public API's generation (tinylm run's path) on a fresh session. */
+static bool reference(tl_test_ctx *t, const char *path, uint32_t lane, const char *text,
+                      bool chat, uint64_t seed, outcome *o) {
+  tl_model_handle m;
+  tl_session_handle s;
+  tl_generation_handle g;
+  tl_generation_params p;
+  tl_generation_result r;
+  tl_session_options so = {lane, 1, CONTEXT, 0, 0};
+  bool ok;
+  memset(o, 0, sizeof *o);
+  memset(&p, 0, sizeof p);
+  if (chat) {
+    p.messages_json = conversation;
+    p.messages_len = strlen(conversation);
+  } else {
+    p.text = text;
+    p.text_len = strlen(text);
+  }
+  p.given = TL_GIVEN_TEMPERATURE | TL_GIVEN_TOP_K;
+  p.temperature = 0.8;
+  p.top_k = 20;
+  p.seed = seed;
+  p.max_tokens = MAX_NEW;
+  if (!TL_EXPECT_OK(t, tl_api_init(TL_ABI_VERSION)) ||
+      !TL_EXPECT_OK(t, tl_model_open_file(path, &m)))
+    return false;
+  ok = TL_EXPECT_OK(t, tl_session_new(m, &so, &s));
+  if (ok) {
+    ok = TL_EXPECT_OK(t, tl_generation_new(s, &g));
+    if (ok) {
+      ok = TL_EXPECT_OK(t, tl_generation_run(g, &p)) &&
+           TL_EXPECT_OK(t, tl_generation_result_get(g, &r)) &&
+           TL_EXPECT(t, r.n_ids <= CONTEXT && r.text_len <= sizeof o->text);
+      if (ok) {
+        memcpy(o->ids, r.ids, r.n_ids * sizeof *r.ids);
+        o->n_ids = r.n_ids;
+        memcpy(o->text, r.text, r.text_len);
+        o->len = r.text_len;
+        snprintf(o->receipt, sizeof o->receipt, "%s", r.receipt_id);
+        snprintf(o->finish, sizeof o->finish, "%s", r.stop);
+      }
+      tl_generation_free(g);
+    }
+    tl_session_free(s);
+  }
+  tl_model_close(m);
+  return ok;
+}
+
+static tl_srv_engine *engine(tl_test_ctx *t, const char *path, bool fast, uint32_t threads,
+                             uint32_t parallel, uint32_t queue) {
+  tl_srv_engine_options o;
+  tl_srv_engine *e = NULL;
+  char err[1024];
+  memset(&o, 0, sizeof o);
+  o.model_path = path;
+  o.lane = tl_lane_defaults();
+  o.lane.fast = fast;
+  o.lane.threads = threads;
+  o.parallel = parallel;
+  o.queue = queue;
+  o.context = CONTEXT;
+  if (!TL_EXPECT_OK(t, tl_srv_engine_open(&o, &e, err, sizeof err))) {
+    tl_test_print(t, err);
+    tl_test_print(t, "\n");
+  }
+  return e;
+}
+
+static tl_srv_job *submit(tl_test_ctx *t, tl_srv_engine *e, const char *text, bool chat,
+                          const tl_srv_request *q, uint32_t choice) {
+  tl_srv_prompt p;
+  tl_srv_error err;
+  tl_srv_job_params jp;
+  tl_srv_job *j = NULL;
+  tl_status st = chat ? tl_srv_prompt_chat(e, conversation, strlen(conversation), &p, &err)
+                      : tl_srv_prompt_text(e, text, strlen(text), &p, &err);
+  if (!TL_EXPECT_OK(t, st)) return NULL;
+  jp.req = q;
+  jp.prompt = &p;
+  jp.choice = choice;
+  if (!TL_EXPECT_OK(t, tl_srv_submit(e, &jp, &j, &err))) {
+    tl_test_print(t, err.message);
+    tl_test_print(t, "\n");
+  }
+  tl_srv_prompt_free(&p);
+  return j;
+}
+
+/* Waits for j's end as a streaming client does (text and tokens as they
+ * come), then releases it. */
+static bool collect(tl_test_ctx *t, tl_srv_job *j, outcome *o) {
+  size_t text_from = 0, tokens_from = 0;
+  tl_srv_state seen = TL_SRV_QUEUED;
+  memset(o, 0, sizeof *o);
+  for (;;) {
+    tl_srv_update u;
+    if (!TL_EXPECT_OK(t, tl_srv_job_wait(j, 200, text_from, tokens_from, seen, &u))) break;
+    if (!TL_EXPECT(t, u.text_len <= sizeof o->text && u.n_tokens <= CONTEXT)) {
+      tl_srv_update_free(&u);
+      break;
+    }
+    memcpy(o->text + u.text_from, u.text, u.text_len - u.text_from);
+    for (size_t i = u.tokens_from; i < u.n_tokens; i++) o->ids[i] = u.tokens[i - u.tokens_from].id;
+    text_from = o->len = u.text_len;
+    tokens_from = o->n_ids = u.n_tokens;
+    seen = u.state;
+    if (u.state == TL_SRV_DONE) {
+      snprintf(o->receipt, sizeof o->receipt, "%s", u.result.receipt_id);
+      snprintf(o->finish, sizeof o->finish, "%s", u.result.finish);
+      o->cached = u.result.cached_tokens;
+      o->slot = u.result.slot;
+      tl_srv_update_free(&u);
+      break;
+    }
+    tl_srv_update_free(&u);
+  }
+  tl_srv_job_release(j);
+  return TL_EXPECT(t, o->finish[0] != '\0');
+}
+
+static bool same(tl_test_ctx *t, const outcome *got, const outcome *want, const char *what) {
+  bool ok = TL_EXPECT_EQ_U64(t, got->n_ids, want->n_ids) &&
+            TL_EXPECT_MEM(t, got->ids, want->ids, want->n_ids * sizeof *want->ids) &&
+            TL_EXPECT_EQ_U64(t, got->len, want->len) &&
+            TL_EXPECT_MEM(t, got->text, want->text, want->len) &&
+            TL_EXPECT_STR(t, got->receipt, want->receipt) &&
+            TL_EXPECT_STR(t, got->finish, want->finish);
+  if (!ok) {
+    tl_test_print(t, "  in ");
+    tl_test_print(t, what);
+    tl_test_print(t, "\n");
+  }
+  return ok;
+}
+
+/* The target job (prompts[0], seed 7) alone, beside three others, again
+ * (a cache hit), and the chat conversation, against the references. */
+static void scenario(tl_test_ctx *t, const char *path, bool fast, uint32_t threads) {
+  tl_srv_request q = request(7);
+  outcome want, want_chat, got;
+  tl_srv_engine *e;
+  tl_srv_job *j[4];
+  if (!reference(t, path, fast ? TL_LANE_FAST : TL_LANE_SCALAR, prompts[0], false, 7, &want) ||
+      !reference(t, path, fast ? TL_LANE_FAST : TL_LANE_SCALAR, NULL, true, 7, &want_chat))
+    return;
+  TL_EXPECT(t, want.n_ids > 4); /* a reply long enough to compare */
+  e = engine(t, path, fast, threads, 3, 8);
+  if (e == NULL) return;
+  if ((j[0] = submit(t, e, prompts[0], false, &q, 0)) != NULL && collect(t, j[0], &got))
+    same(t, &got, &want, "alone");
+  /* beside others, submitted before and after it: their decode steps
+   * share passes with its steps */
+  for (int round = 0; round < 2; round++) {
+    tl_srv_request other[3];
+    outcome side;
+    for (int k = 0; k < 3; k++) other[k] = request(100 + (uint64_t)k);
+    if (round == 0) j[0] = submit(t, e, prompts[0], false, &q, 0);
+    for (int k = 0; k < 3; k++) j[k + 1] = submit(t, e, prompts[k + 1], false, &other[k], 0);
+    if (round == 1) j[0] = submit(t, e, prompts[0], false, &q, 0);
+    if (j[0] == NULL || j[1] == NULL || j[2] == NULL || j[3] == NULL) break;
+    if (collect(t, j[0], &got)) same(t, &got, &want, round ? "submitted last" : "submitted first");
+    for (int k = 1; k < 4; k++) collect(t, j[k], &side);
+  }
+  {
+    /* the decode steps of concurrent jobs shared passes */
+    tl_srv_stats st;
+    tl_srv_engine_stats(e, &st);
+    TL_EXPECT(t, st.batched_tokens > st.forward_batches);
+  }
+  /* a cache hit: the prompt again once every slot has run something */
+  if ((j[0] = submit(t, e, prompts[0], false, &q, 0)) != NULL && collect(t, j[0], &got)) {
+    TL_EXPECT(t, got.cached > 0);
+    same(t, &got, &want, "cache hit");
+  }
+  if ((j[0] = submit(t, e, NULL, true, &q, 0)) != NULL && collect(t, j[0], &got))
+    same(t, &got, &want_chat, "chat");
+  /* choice 1 draws with seed 8 */
+  if ((j[0] = submit(t, e, prompts[0], false, &q, 1)) != NULL && collect(t, j[0], &got)) {
+    outcome seed8;
+    TL_EXPECT(t, strcmp(got.receipt, want.receipt) != 0);
+    if (reference(t, path, fast ? TL_LANE_FAST : TL_LANE_SCALAR, prompts[0], false, 8, &seed8))
+      same(t, &got, &seed8, "choice 1");
+  }
+  tl_srv_engine_close(e);
+}
+
+static void fast_lane_one_thread(tl_test_ctx *t) { scenario(t, TINY_Q8, true, 1); }
+static void fast_lane_three_threads(tl_test_ctx *t) { scenario(t, TINY_Q8, true, 3); }
+static void strict_lane(tl_test_ctx *t) { scenario(t, TINY_F32, false, 1); }
+
+static void queue_cancel_and_refusals(tl_test_ctx *t) {
+  tl_srv_request endless = request(1), q = request(2);
+  tl_srv_engine *e = engine(t, TINY_Q8, true, 1, 1, 1);
+  tl_srv_job *a, *b, *c = NULL;
+  tl_srv_error err;
+  outcome got;
+  if (e == NULL) return;
+  endless.max_tokens = 0; /* until the context is full */
+  a = submit(t, e, prompts[1], false, &endless, 0);
+  b = submit(t, e, prompts[2], false, &q, 0);
+  {
+    /* the slot and the queue's one place are taken: refused */
+    tl_srv_prompt p;
+    tl_srv_job_params jp = {&q, &p, 0};
+    if (TL_EXPECT_OK(t, tl_srv_prompt_text(e, prompts[3], strlen(prompts[3]), &p, &err))) {
+      tl_status st = tl_srv_submit(e, &jp, &c, &err);
+      /* the first job may in principle have ended already; then the
+       * second holds the slot and the third waits */
+      if (st != TL_OK) {
+        TL_EXPECT_EQ_U64(t, err.status, 503);
+        TL_EXPECT_STR(t, err.code, "queue_full");
+      }
+      tl_srv_prompt_free(&p);
+    }
+  }
+  if (b != NULL) {
+    tl_srv_update u;
+    tl_srv_job_cancel(b);
+    if (TL_EXPECT_OK(t, tl_srv_job_wait(b, 5000, 0, 0, TL_SRV_QUEUED, &u))) {
+      TL_EXPECT(t, u.state == TL_SRV_DONE);
+      tl_srv_update_free(&u);
+    }
+    collect(t, b, &got);
+    TL_EXPECT(t, strcmp(got.finish, "cancelled") == 0 || got.n_ids > 0);
+  }
+  if (a != NULL) {
+    tl_srv_job_cancel(a);
+    collect(t, a, &got);
+    TL_EXPECT(t, strcmp(got.finish, "cancelled") == 0 || strcmp(got.finish, "context_full") == 0);
+  }
+  if (c != NULL) collect(t, c, &got);
+  {
+    /* a prompt plus max_tokens past the context: both counts named */
+    tl_srv_request big = request(3);
+    tl_srv_prompt p;
+    tl_srv_job_params jp = {&big, &p, 0};
+    tl_srv_job *d = NULL;
+    big.max_tokens = CONTEXT;
+    if (TL_EXPECT_OK(t, tl_srv_prompt_text(e, prompts[0], strlen(prompts[0]), &p, &err))) {
+      TL_EXPECT_STATUS(t, tl_srv_submit(e, &jp, &d, &err), TL_ERR_CONTEXT_EXCEEDED);
+      TL_EXPECT_EQ_U64(t, err.status, 400);
+      TL_EXPECT_STR(t, err.code, "context_length_exceeded");
+      TL_EXPECT(t, strstr(err.message, "160") != NULL);
+      TL_EXPECT(t, d == NULL);
+      tl_srv_prompt_free(&p);
+    }
+  }
+  /* the engine still answers as before */
+  {
+    outcome want;
+    tl_srv_job *j = submit(t, e, prompts[0], false, &q, 0);
+    if (j != NULL && collect(t, j, &got) &&
+        reference(t, TINY_Q8, TL_LANE_FAST, prompts[0], false, 2, &want))
+      same(t, &got, &want, "after cancellations");
+  }
+  tl_srv_engine_close(e);
+}
+
+static const tl_test_case cases[] = {
+    TL_CASE(fast_lane_one_thread),
+    TL_CASE(fast_lane_three_threads),
+    TL_CASE(strict_lane),
+    TL_CASE(queue_cancel_and_refusals),
+};
+TL_SUITE(serve_engine, cases);
