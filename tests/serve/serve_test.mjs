@@ -343,9 +343,12 @@ async function basics(s, client, vocab, tokBytes) {
   check('chat logprobs: one entry per generated token, each token\'s bytes = tinylm run\'s ids\' bytes',
     lp.length === run.ids.length && lp.every((e, i) => eqJSON(e.bytes, tokBytes[run.ids[i]])),
     `${lp.length} entries vs ${run.ids.length} ids`);
-  check('chat logprobs: the chosen logprob = tinylm run\'s (to float precision)',
-    lp.length === run.logprobs.length && lp.every((e, i) => Math.abs(e.logprob - run.logprobs[i].logprob) <= 1e-5 * Math.max(1, Math.abs(e.logprob))),
-    short(lp.map((e) => e.logprob)));
+  // Both print binary32 values (run as a double): the same float bits.
+  check('chat logprobs: the chosen logprobs and the top alternatives\' = tinylm run\'s, bit for bit as binary32',
+    lp.length === run.logprobs.length && lp.every((e, i) => Math.fround(e.logprob) === Math.fround(run.logprobs[i].logprob) &&
+      run.logprobs[i].top.every((t, k) => eqJSON(e.top_logprobs[k]?.bytes, tokBytes[t.id]) &&
+        Math.fround(e.top_logprobs[k].logprob) === Math.fround(t.logprob))),
+    short(lp.map((e, i) => [e.logprob, run.logprobs[i]?.logprob])));
   check('chat logprobs: logprob <= 0, 3 top_logprobs sorted descending, each with bytes',
     lp.length > 0 && lp.every((e) => e.logprob <= 0 && e.top_logprobs.length === 3 &&
       e.top_logprobs.every((t, i) => t.logprob <= 0 && Array.isArray(t.bytes) && typeof t.token === 'string' &&
@@ -847,7 +850,12 @@ async function cancellation(s, slowModel) {
     idle.m.tinylm_tokens_predicted_total - m0.tinylm_tokens_predicted_total < 1500, `${idle.m.tinylm_tokens_predicted_total - m0.tinylm_tokens_predicted_total}`);
   check('cancel mid-stream: tinylm_requests_cancelled_total +1', idle.m.tinylm_requests_cancelled_total - m0.tinylm_requests_cancelled_total === 1);
   // 2. Mid-prefill: a ~3000-token prompt; its solo prefill time first (another text of the same length).
-  const longMsg = (w) => [{ role: 'user', content: `${w} `.repeat(1000) }];
+  // A prompt whose prefill lasts about 4 s on this build (ASan is ~15x slower):
+  // 100 words (~300 tokens) timed first, then at most 1000 (~3000 tokens).
+  const prefillOf = async (w, n) => (await sse(s, '/v1/chat/completions', { messages: [{ role: 'user', content: `${w} `.repeat(n) }],
+    max_tokens: 1, seed: 1, stream: true })).chunks.find((ch) => ch.tinylm)?.tinylm?.prefill_ms;
+  const words = Math.max(100, Math.min(1000, Math.round((100 * 4000) / ((await prefillOf('ward', 100)) || 4000))));
+  const longMsg = (w) => [{ role: 'user', content: `${w} `.repeat(words) }];
   const soloSt = await sse(s, '/v1/chat/completions', { messages: longMsg('wore'), max_tokens: 1, seed: 1, stream: true });
   const solo = { tinylm: { choices: [soloSt.chunks.find((ch) => ch.tinylm)?.tinylm] } };
   const prefillMs = solo.tinylm.choices[0]?.prefill_ms;
