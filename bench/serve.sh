@@ -6,7 +6,8 @@
 # (bench/serve_client.mjs: /v1/completions, greedy, EOS banned so every
 # reply is exactly TOKENS long, a fixed prompt per client that shares no
 # prefix with any other request): aggregate decode tokens/s, time to first
-# token p50/p95, and each server's peak RSS (VmHWM) over the whole run,
+# token p50/p95, errors (failed requests, replies of another length), and
+# each server's peak RSS (VmHWM, touched pages) over the whole run,
 # printed as one Markdown table; then `tinylm bench` decode at one stream,
 # the single-stream reference of the goal.
 # Needs llama-server (llama.cpp built as ../shared/notes/perf-anchor.md
@@ -116,6 +117,9 @@ print("|---|---|---|---|---|---|---|---|---|")
 for a, b in zip(ours, theirs):
     r = a["decode_tps"] / b["decode_tps"] if a["decode_tps"] and b["decode_tps"] else None
     errs = len(a["errors"]) + len(b["errors"])
+    for name, x in (("tinylm", a), ("llama-server", b)):
+        for e in x["errors"][:3]:
+            print(f"   {name}, {x['clients']} clients: {e}", file=sys.stderr)
     print(f"| {a['clients']} | {f(a['decode_tps'])} | {f(b['decode_tps'])} | {'–' if r is None else '%.2f×' % r} | "
           f"{f(a['ttft_ms']['p50'])} | {f(b['ttft_ms']['p50'])} | {f(a['ttft_ms']['p95'])} | {f(b['ttft_ms']['p95'])} | {errs} |")
 print(f"| peak RSS | {hwm['tinylm'] / 1024:.0f} MiB | {hwm['llama'] / 1024:.0f} MiB | | | | | | |")

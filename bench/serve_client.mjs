@@ -3,7 +3,8 @@
 // /v1/completions request each, with EOS banned so every reply is exactly
 // max_tokens long. Prints one JSON line:
 //   {"clients", "tokens", "ttft_ms": {p50, p95, all}, "decode_tps",
-//    "per_stream_tps", "wall_s", "errors"}
+//    "per_stream_tps", "wall_s", "errors" (failed requests, replies of
+//    another length), "chunks" (content chunks per reply)}
 // decode_tps (aggregate): the tokens after each client's first, over the
 // time from the earliest first token to the last reply's end.
 //   node bench/serve_client.mjs URL CLIENTS MAX_TOKENS PROMPT_WORDS ROUND EOS_IDS
@@ -82,5 +83,7 @@ console.log(JSON.stringify({
   decode_tps: span > 0 ? decoded / span : null,
   per_stream_tps: ok.map((r) => (r.tokens - 1) / ((r.end - r.first) / 1000)),
   wall_s: (performance.now() - start) / 1000,
-  errors: rs.filter((r) => r.error).map((r) => r.error),
+  errors: [...rs.filter((r) => r.error).map((r) => r.error),
+    ...ok.filter((r) => r.tokens !== maxTokens).map((r) => `${r.tokens} tokens, not ${maxTokens}`)],
+  chunks: ok.map((r) => r.chunks),
 }));

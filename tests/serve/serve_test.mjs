@@ -996,6 +996,8 @@ try {
   check('the suite ran to the end', false, e?.stack ?? String(e));
 }
 for (const s of servers) if (s.exit === null) s.proc.kill('SIGKILL');
+// Each server's output, for the reader of a failure.
+servers.forEach((s, i) => writeFileSync(join(WORK, `server-${i}.log`), `${s.name}\n${s.stdout}\n${s.stderr}`));
 clearTimeout(watchdog);
 console.log(`${passed} passed, ${failed} failed`);
 process.exitCode = failed ? 1 : 0;
