@@ -37,6 +37,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
@@ -669,6 +670,35 @@ async function errors(s, client) {
   const tl = await post(s, '/v1/chat/completions', big);
   check('413 request_too_large for a body over --max-body-bytes 65536', errorShape(tl, 413, 'invalid_request_error', 'request_too_large'),
     `${tl.status} ${short(tl.text)}`);
+  const deep = await post(s, '/v1/chat/completions', `${'['.repeat(20000)}${']'.repeat(20000)}`);
+  check('400 for JSON nested 20000 deep (under the body cap)', errorShape(deep, 400, 'invalid_request_error'), `${deep.status} ${short(deep.text)}`);
+  // A chunked body (no Content-Length) over the cap: 413 too.
+  const chunked = await new Promise((res) => {
+    const rq = httpRequest({ host: '127.0.0.1', port: s.port, method: 'POST', path: '/v1/chat/completions',
+      headers: { ...auth, 'Content-Type': 'application/json' } }, (r) => {
+      const parts = [];
+      r.on('data', (d) => parts.push(d));
+      r.on('end', () => res({ status: r.statusCode, headers: r.headers, text: Buffer.concat(parts).toString(), json: JSON.parse(Buffer.concat(parts).toString() || 'null') }));
+    });
+    rq.on('error', (e) => res({ status: 0, headers: {}, text: String(e) }));
+    for (let i = 0; i < 80; i++) rq.write('x'.repeat(1000));
+    rq.end();
+  });
+  check('413 request_too_large for a chunked body over --max-body-bytes', errorShape(chunked, 413, 'invalid_request_error', 'request_too_large'),
+    `${chunked.status} ${short(chunked.text)}`);
+  // Clients that send half a request and stall do not hold up the others.
+  const stalled = await Promise.all(Array.from({ length: 20 }, () => new Promise((res) => {
+    const sock = connect(s.port, '127.0.0.1', () => {
+      sock.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nContent-Length: 1000\r\n\r\n{"mess`);
+      res(sock);
+    });
+    sock.on('error', () => {});
+  })));
+  const t0 = Date.now();
+  const beside = await post(s, '/v1/chat/completions', { messages: CONV1, max_tokens: 4 });
+  check('20 clients stalled mid-body: another request is still answered (200) within 5 s', beside.status === 200 && Date.now() - t0 < 5000,
+    `${beside.status} after ${Date.now() - t0} ms`);
+  for (const sock of stalled) sock.destroy();
   // Garbage after the errors: the server still answers correctly.
   const h = await raw(s, 'GET', '/health');
   check('after every error: /health 200, nothing busy', h.status === 200 && h.json.slots_processing === 0, short(h.json));
