@@ -155,7 +155,16 @@ async function startServer(name, model, args) {
   let health = null;
   while (Date.now() - t0 < 120000 && s.exit === null) {
     health = await raw(s, 'GET', '/health').catch((e) => ({ status: 0, error: String(e) }));
-    if (health.status === 503 && sawLoading === null) sawLoading = health;
+    if (health.status === 503 && sawLoading === null) {
+      sawLoading = health;
+      // A generation request meanwhile: 503 loading (unless the load ended in between).
+      const chat = await raw(s, 'POST', '/v1/chat/completions', { body: { messages: CONV1, max_tokens: 1 }, headers: auth });
+      if (chat.status === 503) {
+        check(`${name}: a chat request while loading is 503 server_error loading`, errorShape(chat, 503, 'server_error', 'loading'), short(chat.text));
+      } else {
+        console.log(`skip: ${name}: the load ended before the chat request while loading (${chat.status})`);
+      }
+    }
     if (health.status === 200) break;
     await sleep(10);
   }
