@@ -212,9 +212,12 @@ static tl_status prescan(ctx *c, const uint8_t *b, size_t len, uint8_t **copy) {
         key_len = (i < len ? i : len) - start;
       }
     } else if (ch == '[' || ch == '{') {
-      if (++depth > MAX_DEPTH)
+      if (++depth > MAX_DEPTH) {
+        free(*copy); /* a rewrite before the fault */
+        *copy = NULL;
         return fail(c, "", "invalid_json", "the JSON nests deeper than %d levels (byte offset %zu)",
                     MAX_DEPTH, i);
+      }
     } else if (ch == ']' || ch == '}') {
       if (depth > 0) depth--;
     } else if (ch == '-' || (ch >= '0' && ch <= '9')) {
