@@ -207,6 +207,40 @@ done:
   free(bad65);
 }
 
+/* At most 2^18 JSON values (keys count) in a body, refused as too large
+ * before jansson allocates them: {"tokens": [0, ...]} holds the object,
+ * the key, the array and the ids. */
+static void value_count_is_bounded(tl_test_ctx *t) {
+  const size_t cap = (size_t)1 << 18;
+  char *body = malloc(2 * cap + 64);
+  tl_srv_request r;
+  tl_srv_error e;
+  if (!TL_EXPECT(t, body != NULL)) return;
+  for (size_t ids = cap - 3; ids <= cap - 2; ids++) {
+    size_t n = (size_t)sprintf(body, "{\"tokens\":[");
+    tl_status st;
+    for (size_t i = 0; i < ids; i++) {
+      body[n++] = '0';
+      body[n++] = i + 1 < ids ? ',' : ']';
+    }
+    strcpy(body + n, "}");
+    st = parse_n(TL_SRV_DETOKENIZE, body, n + 1, &r, &e);
+    if (ids == cap - 3) {
+      if (TL_EXPECT_OK(t, st)) {
+        TL_EXPECT_EQ_U64(t, r.n_ids, ids);
+        tl_srv_request_free(&r);
+      }
+    } else {
+      TL_EXPECT_STATUS(t, st, TL_ERR_INVALID_ARGUMENT);
+      TL_EXPECT_EQ_U64(t, e.status, 413);
+      TL_EXPECT_STR(t, e.type, "invalid_request_error");
+      TL_EXPECT_STR(t, e.code, "request_too_large");
+      TL_EXPECT(t, all_zero(&r, sizeof r));
+    }
+  }
+  free(body);
+}
+
 static void unknown_fields_are_named(tl_test_ctx *t) {
   REFUSED(t, TL_SRV_CHAT, "{" USER_HI ",\"temprature\":1}", "temprature", "unknown_parameter");
   REFUSED(t, TL_SRV_CHAT, "{" USER_HI ",\"prompt\":\"x\"}", "prompt", "unknown_parameter");
@@ -863,6 +897,7 @@ static const tl_test_case cases[] = {
     TL_CASE(body_must_be_utf8_with_the_offset),
     TL_CASE(body_must_be_a_json_object),
     TL_CASE(nesting_deeper_than_64_is_refused),
+    TL_CASE(value_count_is_bounded),
     TL_CASE(unknown_fields_are_named),
     TL_CASE(chat_defaults),
     TL_CASE(chat_messages_become_the_conversation),

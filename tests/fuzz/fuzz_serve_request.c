@@ -12,8 +12,9 @@
  *    ids below it, top_k at most it, ...); a chat's conversation is JSON
  *    jansson reads back and the renderer's own check
  *    (tl_conversation_check) accepts, with tools exactly when has_tools.
- * 2. Refused: status 400, type invalid_request_error, a code the wire
- *    contract names, a non-empty message; param, code and message
+ * 2. Refused: status 400 (413 request_too_large past 2^18 values), type
+ *    invalid_request_error, a code the wire contract names, a non-empty
+ *    message; param, code and message
  *    NUL-terminated UTF-8 (they go out as JSON); the request all zero. */
 #include <jansson.h>
 #include <stdbool.h>
@@ -116,10 +117,11 @@ static void check_accepted(const tl_srv_request *r, tl_srv_kind kind, uint32_t v
 static void check_refused(const tl_srv_request *r, const tl_srv_error *e) {
   static const char *const codes[] = {"invalid_json", "invalid_utf8", "invalid_type",
                                       "invalid_value", "unsupported_value", "unknown_parameter",
-                                      "missing_required_parameter"};
+                                      "missing_required_parameter", "request_too_large"};
   size_t i = 0;
   CHECK(all_zero(r, sizeof *r));
-  CHECK(e->status == 400 && e->type != NULL && strcmp(e->type, "invalid_request_error") == 0);
+  CHECK(e->status == 400 || (e->status == 413 && strcmp(e->code, "request_too_large") == 0));
+  CHECK(e->type != NULL && strcmp(e->type, "invalid_request_error") == 0);
   CHECK(memchr(e->param, '\0', sizeof e->param) != NULL);
   CHECK(memchr(e->code, '\0', sizeof e->code) != NULL);
   CHECK(memchr(e->message, '\0', sizeof e->message) != NULL && e->message[0] != '\0');
