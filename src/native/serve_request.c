@@ -544,10 +544,10 @@ static tl_status read_logit_bias(ctx *c, json_t *v, tl_srv_request *r) {
       return fail(c, "logit_bias", "unsupported_value",
                   "logit_bias: only -100 (ban the token) and 0 are supported (token %s)", key);
   }
+  /* unique already: keys are canonical decimals and duplicate keys were
+   * refused, so one id has one key */
   qsort(r->ban, n, sizeof *r->ban, cmp_u32);
-  r->n_ban = 0;
-  for (size_t i = 0; i < n; i++)
-    if (r->n_ban == 0 || r->ban[r->n_ban - 1] != r->ban[i]) r->ban[r->n_ban++] = r->ban[i];
+  r->n_ban = n;
   return TL_OK;
 }
 

@@ -458,6 +458,26 @@ static void chat_message_refusals(tl_test_ctx *t) {
   REFUSED(t, TL_SRV_CHAT, "{" USER_HI ",\"model\":5}", "model", "invalid_type");
 }
 
+/* model: any string of at most 127 bytes (echoed; r.model holds it), no NUL. */
+static void model_names(tl_test_ctx *t) {
+  char name[130], body[256];
+  tl_srv_request r;
+  memset(name, 'm', sizeof name);
+  name[127] = '\0';
+  snprintf(body, sizeof body, "{\"model\":\"%s\",\"prompt\":\"x\"}", name);
+  if (ACCEPTED(t, TL_SRV_COMPLETION, body, &r)) {
+    TL_EXPECT_STR(t, r.model, name);
+    tl_srv_request_free(&r);
+  }
+  name[127] = 'm';
+  name[128] = '\0';
+  snprintf(body, sizeof body, "{\"model\":\"%s\",\"prompt\":\"x\"}", name);
+  REFUSED(t, TL_SRV_COMPLETION, body, "model", "invalid_value");
+  REFUSED(t, TL_SRV_CHAT, "{" USER_HI ",\"model\":\"a\\u0000b\"}", "model", "invalid_value");
+  OK(t, TL_SRV_CHAT, "{" USER_HI ",\"model\":null}");
+  OK(t, TL_SRV_CHAT, "{" USER_HI ",\"model\":\"\"}");
+}
+
 /* ---- generation fields ---- */
 
 /* A field's integer bounds: value lo and hi accepted, lo - 1 and hi + 1
@@ -903,6 +923,7 @@ static const tl_test_case cases[] = {
     TL_CASE(chat_messages_become_the_conversation),
     TL_CASE(chat_tools_tool_choice_and_thinking),
     TL_CASE(chat_message_refusals),
+    TL_CASE(model_names),
     TL_CASE(integer_fields_at_their_bounds),
     TL_CASE(detokenize_ids_below_the_vocabulary),
     TL_CASE(sampling_values_and_given),
