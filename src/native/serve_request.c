@@ -14,6 +14,11 @@
 #include "utf8.h"
 
 #define MAX_DEPTH 64
+/* Values (keys included) in one body: jansson spends up to ~250 bytes on
+ * each ({} is an object with its hash table), so an 8 MiB body of [{},...]
+ * would cost 700 MB; 2^18 values hold any real request (a detokenize list
+ * of 262,143 ids, thousands of messages) in at most ~65 MB. */
+#define MAX_VALUES (1 << 18)
 #define MAX_TOKENS_MAX 2147483647LL
 #define REPEAT_PENALTY_MAX 18446744073709551616.0 /* 2^64 */
 /* What an integer literal past int64 at the top level of the body reads
@@ -194,15 +199,16 @@ static bool big_integer(const uint8_t *t, size_t n, bool *fits_u64, uint64_t *u)
   return neg ? v > (uint64_t)INT64_MAX + 1 : v > (uint64_t)INT64_MAX;
 }
 
-/* Refuses nesting deeper than MAX_DEPTH (skipping strings, so brackets in
- * text do not count) and rewrites top-level integer literals past int64
+/* Refuses nesting deeper than MAX_DEPTH and more than MAX_VALUES values
+ * (skipping strings, so brackets in text do not count) before jansson
+ * allocates anything, and rewrites top-level integer literals past int64
  * (see BIG_INT_TEXT) in a copy (*copy, NULL when none was needed). The
  * rewrite keeps every byte offset, so jansson's line:column still points
  * into the client's body. */
 static tl_status prescan(ctx *c, const uint8_t *b, size_t len, uint8_t **copy) {
-  size_t depth = 0, key = 0, key_len = 0;
+  size_t depth = 0, values = 0, key = 0, key_len = 0, i;
   *copy = NULL;
-  for (size_t i = 0; i < len; i++) {
+  for (i = 0; i < len && depth <= MAX_DEPTH && values <= MAX_VALUES; i++) {
     uint8_t ch = b[i];
     if (ch == '"') {
       size_t start = ++i;
@@ -211,16 +217,19 @@ static tl_status prescan(ctx *c, const uint8_t *b, size_t len, uint8_t **copy) {
         key = start; /* in a valid body, the last string before a top-level value is its key */
         key_len = (i < len ? i : len) - start;
       }
+      values++; /* a key or a value: each costs jansson an allocation */
     } else if (ch == '[' || ch == '{') {
-      if (++depth > MAX_DEPTH)
-        return fail(c, "", "invalid_json", "the JSON nests deeper than %d levels (byte offset %zu)",
-                    MAX_DEPTH, i);
+      depth++;
+      values++;
     } else if (ch == ']' || ch == '}') {
       if (depth > 0) depth--;
+    } else if (ch == 't' || ch == 'f' || ch == 'n') { /* true, false, null */
+      values++;
     } else if (ch == '-' || (ch >= '0' && ch <= '9')) {
       size_t j = i;
       bool fits;
       uint64_t u;
+      values++;
       while (j < len && strchr("+-.eE0123456789", b[j]) != NULL && b[j] != '\0') j++;
       if (depth == 1 && big_integer(b + i, j - i, &fits, &u)) {
         if (*copy == NULL) {
@@ -238,7 +247,15 @@ static tl_status prescan(ctx *c, const uint8_t *b, size_t len, uint8_t **copy) {
       i = j - 1;
     }
   }
-  return TL_OK;
+  if (depth <= MAX_DEPTH && values <= MAX_VALUES) return TL_OK;
+  free(*copy); /* a rewrite before the fault */
+  *copy = NULL;
+  if (depth > MAX_DEPTH)
+    return fail(c, "", "invalid_json", "the JSON nests deeper than %d levels (byte offset %zu)",
+                MAX_DEPTH, i - 1);
+  tl_srv_error_set(c->e, 413, NULL, "", "request_too_large",
+                   "the body holds more than %d JSON values (byte offset %zu)", MAX_VALUES, i - 1);
+  return TL_ERR_INVALID_ARGUMENT;
 }
 
 /* ---- the conversation (chat, apply-template) ---- */
@@ -527,10 +544,10 @@ static tl_status read_logit_bias(ctx *c, json_t *v, tl_srv_request *r) {
       return fail(c, "logit_bias", "unsupported_value",
                   "logit_bias: only -100 (ban the token) and 0 are supported (token %s)", key);
   }
+  /* unique already: keys are canonical decimals and duplicate keys were
+   * refused, so one id has one key */
   qsort(r->ban, n, sizeof *r->ban, cmp_u32);
-  r->n_ban = 0;
-  for (size_t i = 0; i < n; i++)
-    if (r->n_ban == 0 || r->ban[r->n_ban - 1] != r->ban[i]) r->ban[r->n_ban++] = r->ban[i];
+  r->n_ban = n;
   return TL_OK;
 }
 

@@ -92,8 +92,11 @@ typedef struct tl_srv_request {
  * with *err filled (status 400: not UTF-8, not JSON, not an object, an
  * unknown or mistyped field, a value out of range, an unsupported value
  * such as response_format json_schema or a nonzero presence_penalty,
- * each naming its param) and *out holding nothing. Never more than
- * O(len) memory and time; nesting deeper than 64 is refused. */
+ * each naming its param; a missing required field is code
+ * missing_required_parameter) and *out holding nothing; a body of more
+ * than 2^18 JSON values is refused with status 413 before jansson
+ * allocates. Never more than O(len) memory and time; nesting deeper than
+ * 64 is refused. */
 tl_status tl_srv_request_parse(tl_srv_kind kind, const uint8_t *body, size_t len,
                                uint32_t vocab, tl_srv_request *out, tl_srv_error *err);
 void tl_srv_request_free(tl_srv_request *r);
