@@ -106,6 +106,7 @@ static const struct route {
 typedef struct conn_ctx {
   const struct route *route;
   tl_srv_buf body;
+  uint64_t seen; /* body bytes received */
   bool too_large, answered;
 } conn_ctx;
 
@@ -528,6 +529,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     return MHD_YES;
   }
   if (*upload_size > 0) { /* a piece of the body */
+    /* a chunked body past the cap is read and dropped (libmicrohttpd
+     * answers only once the body is in), up to twice the cap: then the
+     * connection is closed */
+    cc->seen += *upload_size;
+    if (cc->seen / 2 > S.max_body) return MHD_NO;
     if (!cc->answered && !cc->too_large) {
       if (cc->body.len + *upload_size > S.max_body) {
         cc->too_large = true; /* chunked past the cap: drop the rest */
@@ -741,7 +747,7 @@ int tl_cmd_serve(int argc, char **argv) {
   MHD_stop_daemon(S.daemon);
   pthread_join(loader, NULL);
   if (S.load_status != TL_OK)
-    return tl_cli_fail(false, S.load_status, "%s: %s", S.eo.model_path, S.load_error);
+    return tl_cli_fail(false, S.load_status, "%s", S.load_error);
   tl_srv_engine_close(atomic_load(&S.engine));
   fprintf(stderr, "tinylm serve: stopped (%s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
   return TL_EXIT_OK;

@@ -1,0 +1,242 @@
+/* What the server's responses promise about text (serve_http.h): a
+ * streamed chunk never splits a UTF-8 sequence, ill-formed bytes become
+ * U+FFFD by the maximal-subpart rule (Unicode §3.9, Table 3-8), Qwen3
+ * <tool_call> blocks become OpenAI tool_calls, and text that may start
+ * such a block is held back while streaming. The expected replacements
+ * are the Unicode standard's own examples. */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "serve_http.h"
+#include "tl_test.h"
+
+static void complete_sequences_only(tl_test_ctx *t) {
+  static const struct {
+    const char *s;
+    size_t want;
+  } cases[] = {
+      {"", 0},
+      {"ab", 2},
+      {"a\xE2\x82", 1},         /* € cut after two of its three bytes */
+      {"a\xE2\x82\xAC", 4},     /* € whole */
+      {"\xF0\x9F\x98", 0},      /* an emoji's first three bytes */
+      {"a\xC3", 1},             /* é's lead byte */
+      {"a\xFF", 2},             /* never UTF-8: no use waiting */
+      {"a\x80", 2},             /* a stray continuation byte */
+      {"a\xE2\x28", 3},         /* a lead byte already broken */
+      {"a\xF4\x90", 3},         /* past U+10FFFF already */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    TL_EXPECT_EQ_U64(t, tl_srv_utf8_complete((const uint8_t *)cases[i].s, strlen(cases[i].s)),
+                     cases[i].want);
+}
+
+static void ill_formed_bytes_become_u_fffd(tl_test_ctx *t) {
+  /* Table 3-8 of Unicode 15 §3.9: 61 F1 80 80 E1 80 C2 62 80 63 80 BF 64
+   * is a, FFFD, FFFD, FFFD, b, FFFD, c, FFFD, FFFD, d */
+  static const char in[] = "\x61\xF1\x80\x80\xE1\x80\xC2\x62\x80\x63\x80\xBF\x64";
+  static const char want[] = "a\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"
+                             "b\xEF\xBF\xBD"
+                             "c\xEF\xBF\xBD\xEF\xBF\xBD"
+                             "d";
+  size_t n = 0;
+  char *out = tl_srv_utf8_clean((const uint8_t *)in, sizeof in - 1, &n);
+  if (!TL_EXPECT(t, out != NULL)) return;
+  TL_EXPECT_EQ_U64(t, n, sizeof want - 1);
+  TL_EXPECT_STR(t, out, want);
+  free(out);
+  out = tl_srv_utf8_clean((const uint8_t *)"\xE2\x82\xAC", 3, &n);
+  TL_EXPECT_STR(t, out, "\xE2\x82\xAC");
+  free(out);
+}
+
+static void tool_call_blocks_become_tool_calls(tl_test_ctx *t) {
+  static const char text[] =
+      "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+      "\"Paris\", \"days\": 2}}\n</tool_call>\n<tool_call>\n{\"name\": \"now\", \"arguments\": "
+      "\"{}\"}\n</tool_call>";
+  size_t before = 0;
+  json_t *calls = tl_srv_tool_calls(text, sizeof text - 1, &before), *fn;
+  if (!TL_EXPECT(t, json_is_array(calls) && json_array_size(calls) == 2)) return;
+  TL_EXPECT_EQ_U64(t, before, strlen("Let me check.\n"));
+  fn = json_object_get(json_array_get(calls, 0), "function");
+  TL_EXPECT_STR(t, json_string_value(json_object_get(fn, "name")), "get_weather");
+  /* arguments: the object as compact JSON text, key order kept */
+  TL_EXPECT_STR(t, json_string_value(json_object_get(fn, "arguments")),
+                "{\"city\":\"Paris\",\"days\":2}");
+  TL_EXPECT_STR(t, json_string_value(json_object_get(json_array_get(calls, 0), "type")),
+                "function");
+  TL_EXPECT(t, strncmp(json_string_value(json_object_get(json_array_get(calls, 0), "id")),
+                       "call_", 5) == 0);
+  /* a string argument is passed on as given */
+  fn = json_object_get(json_array_get(calls, 1), "function");
+  TL_EXPECT_STR(t, json_string_value(json_object_get(fn, "arguments")), "{}");
+  json_decref(calls);
+}
+
+static void malformed_blocks_stay_content(tl_test_ctx *t) {
+  static const char *const texts[] = {
+      "no call here",
+      "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}", /* cut short */
+      "<tool_call>{\"name\": \"f\", \"arguments\": {</tool_call>",
+      "<tool_call>{\"arguments\": {}}</tool_call>",         /* no name */
+      "<tool_call>{\"name\": 3, \"arguments\": {}}</tool_call>",
+      "<tool_call>[1]</tool_call>",
+      "<tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call><tool_call>x</tool_call>",
+  };
+  for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+    size_t before = 99;
+    json_t *calls = tl_srv_tool_calls(texts[i], strlen(texts[i]), &before);
+    TL_EXPECT(t, calls == NULL && before == 99);
+    json_decref(calls);
+  }
+}
+
+static void text_that_may_open_a_tool_call_is_held(tl_test_ctx *t) {
+  static const struct {
+    const char *s;
+    size_t want;
+  } cases[] = {
+      {"abc", 3},       {"abc<", 3},          {"abc<tool_ca", 3},
+      {"abc<tool_call>{", 3}, {"abc<tool_cal>", 13}, {"<", 0},
+      {"a<b", 3},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    TL_EXPECT_EQ_U64(t, tl_srv_tool_hold((const uint8_t *)cases[i].s, strlen(cases[i].s)),
+                     cases[i].want);
+}
+
+/* ---- streaming a choice whose text arrives in pieces ---- */
+
+static void gen_init(tl_srv_gen *g, bool tools) {
+  memset(g, 0, sizeof *g);
+  g->chat = true;
+  g->n = 1;
+  g->req.has_tools = tools;
+  g->facts.model_name = "m";
+  g->facts.build_id = "b";
+  g->facts.artifact_id = "a";
+  g->facts.profile = "p";
+  snprintf(g->id, sizeof g->id, "chatcmpl-0");
+}
+
+/* Appends bytes to the choice's text as the engine would report them. */
+static void arrive(tl_srv_choice *c, const char *s, bool done) {
+  tl_srv_update u;
+  memset(&u, 0, sizeof u);
+  u.text = (uint8_t *)(uintptr_t)s;
+  u.text_from = c->raw_len;
+  u.text_len = c->raw_len + strlen(s);
+  u.state = done ? TL_SRV_DONE : TL_SRV_DECODING;
+  u.result.finish = "eos";
+  (void)tl_srv_choice_take(c, &u);
+}
+
+/* The events in out: the concatenated delta contents, the number of
+ * chunks, the last finish_reason and the tool_calls delta (if any). */
+typedef struct seen {
+  char content[256];
+  size_t chunks;
+  char finish[32];
+  json_t *calls;
+} seen;
+
+static bool read_events(const tl_srv_buf *out, seen *s) {
+  const char *p = out->p;
+  while (p != NULL && *p != '\0') {
+    const char *end = strstr(p, "\n\n");
+    json_t *doc, *choice, *delta, *content, *reason;
+    if (strncmp(p, "data: ", 6) != 0 || end == NULL) return false;
+    doc = json_loadb(p + 6, (size_t)(end - p - 6), 0, NULL);
+    choice = json_array_get(json_object_get(doc, "choices"), 0);
+    delta = json_object_get(choice, "delta");
+    content = json_object_get(delta, "content");
+    reason = json_object_get(choice, "finish_reason");
+    if (doc == NULL) return false;
+    if (json_is_string(content)) strcat(s->content, json_string_value(content));
+    if (json_is_string(reason)) snprintf(s->finish, sizeof s->finish, "%s", json_string_value(reason));
+    if (json_object_get(delta, "tool_calls") != NULL)
+      s->calls = json_incref(json_object_get(delta, "tool_calls"));
+    s->chunks++;
+    json_decref(doc);
+    p = end + 2;
+  }
+  return true;
+}
+
+static void free_choice(tl_srv_gen *g) {
+  free(g->choices[0].raw);
+  free(g->choices[0].tokens);
+}
+
+static void streamed_text_never_splits_a_character(tl_test_ctx *t) {
+  tl_srv_gen g;
+  tl_srv_buf out = {0};
+  seen s = {0};
+  gen_init(&g, false);
+  arrive(&g.choices[0], "pay 5 \xE2\x82", false);
+  TL_EXPECT(t, tl_srv_stream_choice(&g, 0, &out) && read_events(&out, &s));
+  TL_EXPECT_STR(t, s.content, "pay 5 "); /* the euro sign waits for its last byte */
+  TL_EXPECT_EQ_U64(t, s.chunks, 1);
+  out.len = 0;
+  memset(&s, 0, sizeof s);
+  arrive(&g.choices[0], "\xAC now\xE2\x82", true); /* the reply ends cut short */
+  TL_EXPECT(t, tl_srv_stream_choice(&g, 0, &out) && read_events(&out, &s));
+  TL_EXPECT_STR(t, s.content, "\xE2\x82\xAC now\xEF\xBF\xBD");
+  TL_EXPECT_STR(t, s.finish, "stop");
+  TL_EXPECT(t, g.choices[0].finished);
+  tl_srv_buf_free(&out);
+  free_choice(&g);
+}
+
+static void streamed_tool_calls_are_held_and_sent_whole(tl_test_ctx *t) {
+  tl_srv_gen g;
+  tl_srv_buf out = {0};
+  seen s = {0};
+  json_t *fn;
+  gen_init(&g, true);
+  arrive(&g.choices[0], "Checking.<tool_", false);
+  TL_EXPECT(t, tl_srv_stream_choice(&g, 0, &out));
+  arrive(&g.choices[0], "call>{\"name\": \"f\", \"arguments\": {\"x\": 1}}", false);
+  TL_EXPECT(t, tl_srv_stream_choice(&g, 0, &out));
+  arrive(&g.choices[0], "</tool_call>", true);
+  TL_EXPECT(t, tl_srv_stream_choice(&g, 0, &out) && read_events(&out, &s));
+  TL_EXPECT_STR(t, s.content, "Checking.");
+  TL_EXPECT_STR(t, s.finish, "tool_calls");
+  fn = json_object_get(json_array_get(s.calls, 0), "function");
+  TL_EXPECT_STR(t, json_string_value(json_object_get(fn, "name")), "f");
+  TL_EXPECT_STR(t, json_string_value(json_object_get(fn, "arguments")), "{\"x\":1}");
+  TL_EXPECT(t, json_integer_value(json_object_get(json_array_get(s.calls, 0), "index")) == 0);
+  json_decref(s.calls);
+  tl_srv_buf_free(&out);
+  free_choice(&g);
+}
+
+static void held_text_that_is_no_tool_call_is_sent(tl_test_ctx *t) {
+  tl_srv_gen g;
+  tl_srv_buf out = {0};
+  seen s = {0};
+  gen_init(&g, true);
+  arrive(&g.choices[0], "a <tool_call> without an end", false);
+  TL_EXPECT(t, tl_srv_stream_choice(&g, 0, &out));
+  arrive(&g.choices[0], "", true);
+  TL_EXPECT(t, tl_srv_stream_choice(&g, 0, &out) && read_events(&out, &s));
+  TL_EXPECT_STR(t, s.content, "a <tool_call> without an end");
+  TL_EXPECT_STR(t, s.finish, "stop");
+  TL_EXPECT(t, s.calls == NULL);
+  tl_srv_buf_free(&out);
+  free_choice(&g);
+}
+
+static const tl_test_case cases[] = {
+    TL_CASE(complete_sequences_only),
+    TL_CASE(ill_formed_bytes_become_u_fffd),
+    TL_CASE(tool_call_blocks_become_tool_calls),
+    TL_CASE(malformed_blocks_stay_content),
+    TL_CASE(text_that_may_open_a_tool_call_is_held),
+    TL_CASE(streamed_text_never_splits_a_character),
+    TL_CASE(streamed_tool_calls_are_held_and_sent_whole),
+    TL_CASE(held_text_that_is_no_tool_call_is_sent),
+};
+TL_SUITE(serve_http, cases);
