@@ -19,7 +19,7 @@
 //     out), and a reply without a <tool_call> block is plain content. The
 //     tiny random model cannot be made to write a well-formed <tool_call>
 //     block, so the block -> tool_calls conversion itself is NOT proven
-//     here (see serve_request/serve_reply unit tests);
+//     here (src/native/serve_http_test.c checks it on fixed texts);
 //   * every error class with its status and OpenAI's error shape; the API
 //     key (Bearer, X-Api-Key, wrong key, /health open); CORS; /metrics;
 //     /tokenize, /detokenize, /apply-template against the CLI; receipts
