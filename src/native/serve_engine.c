@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <time.h>
 
@@ -442,7 +443,7 @@ static void run_job(slot *s, tl_srv_job *j) {
   }
   pthread_mutex_lock(&e->lock);
   /* the final text (the stop cut may end before bytes already counted) */
-  if (t.status == TL_OK && t.r.visible_len >= j->text_len &&
+  if (t.status == TL_OK && t.r.visible_len >= j->text_len && t.r.visible_len != 0 &&
       grow((void **)&j->text, &j->text_cap, t.r.visible_len, 1)) {
     memcpy(j->text, t.r.visible, t.r.visible_len);
     j->text_len = t.r.visible_len;
@@ -594,10 +595,24 @@ tl_status tl_srv_engine_open(const tl_srv_engine_options *o, tl_srv_engine **out
   e->queue_cap = o->queue;
   for (uint32_t i = 0; i < MAX_SLOTS; i++) pthread_cond_init(&e->slots[i].wake, NULL);
   name_of(o->model_path, e->model_name, sizeof e->model_name);
-  if (o->receipt_dir != NULL && (e->receipt_dir = strdup(o->receipt_dir)) == NULL) {
-    st = TL_ERR_OUT_OF_MEMORY;
-    snprintf(err, err_cap, "out of memory");
-    goto fail;
+  if (o->receipt_dir != NULL) {
+    struct stat sb;
+    /* created as tinylm chat does; refused now rather than per receipt */
+    const char *why = NULL;
+    if (mkdir(o->receipt_dir, 0777) != 0 && errno != EEXIST) why = strerror(errno);
+    else if (stat(o->receipt_dir, &sb) != 0) why = strerror(errno);
+    else if (!S_ISDIR(sb.st_mode)) why = "not a directory";
+    else if (access(o->receipt_dir, W_OK | X_OK) != 0) why = strerror(errno);
+    if (why != NULL) {
+      st = TL_ERR_IO;
+      snprintf(err, err_cap, "--receipt-dir %s: %s", o->receipt_dir, why);
+      goto fail;
+    }
+    if ((e->receipt_dir = strdup(o->receipt_dir)) == NULL) {
+      st = TL_ERR_OUT_OF_MEMORY;
+      snprintf(err, err_cap, "out of memory");
+      goto fail;
+    }
   }
   st = tl_session_open(&e->master, o->model_path, err, err_cap);
   if (st != TL_OK) goto fail;

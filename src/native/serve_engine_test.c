@@ -316,7 +316,26 @@ static void queue_cancel_and_refusals(tl_test_ctx *t) {
   tl_srv_engine_close(e);
 }
 
+/* --receipt-dir: created when missing; a path under a missing directory
+ * or a file is refused when the engine opens, not at the first receipt. */
+static void receipt_dir_checked_at_open(tl_test_ctx *t) {
+  tl_srv_engine_options o;
+  tl_srv_engine *e = NULL;
+  char err[1024];
+  memset(&o, 0, sizeof o);
+  o.model_path = TINY_F32;
+  o.lane = tl_lane_defaults();
+  o.parallel = 1;
+  o.receipt_dir = "tests/golden/slm/no-such-dir/receipts";
+  TL_EXPECT_STATUS(t, tl_srv_engine_open(&o, &e, err, sizeof err), TL_ERR_IO);
+  TL_EXPECT(t, e == NULL && strstr(err, "no-such-dir") != NULL);
+  o.receipt_dir = TINY_F32; /* a file */
+  TL_EXPECT_STATUS(t, tl_srv_engine_open(&o, &e, err, sizeof err), TL_ERR_IO);
+  TL_EXPECT(t, strstr(err, "not a directory") != NULL);
+}
+
 static const tl_test_case cases[] = {
+    TL_CASE(receipt_dir_checked_at_open),
     TL_CASE(fast_lane_one_thread),
     TL_CASE(fast_lane_three_threads),
     TL_CASE(strict_lane),
