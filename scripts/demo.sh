@@ -81,4 +81,9 @@ directory (config.json, generation_config.json, tokenizer.json,
 tokenizer_config.json, model.safetensors) and:
   $tinylm convert Qwen3-0.6B -o qwen3-0.6b.slm --profile qwen3-0.6b-publisher
   $tinylm chat qwen3-0.6b.slm
+
+Any model, the demo's too, can be served to OpenAI clients (docs/server.md):
+  $tinylm serve $art --port 8080
+  curl -s http://127.0.0.1:8080/v1/chat/completions \\
+    -d '{"messages": [{"role": "user", "content": "What is 125 + 250?"}]}'
 EOF_NOTE
