@@ -106,11 +106,9 @@ static bool reference(tl_test_ctx *t, const char *path, uint32_t lane, const cha
   return ok;
 }
 
-static tl_srv_engine *engine(tl_test_ctx *t, const char *path, bool fast, uint32_t threads,
-                             uint32_t parallel, uint32_t queue) {
+static tl_srv_engine_options options(const char *path, bool fast, uint32_t threads,
+                                     uint32_t parallel, uint32_t queue) {
   tl_srv_engine_options o;
-  tl_srv_engine *e = NULL;
-  char err[1024];
   memset(&o, 0, sizeof o);
   o.model_path = path;
   o.lane = tl_lane_defaults();
@@ -119,6 +117,14 @@ static tl_srv_engine *engine(tl_test_ctx *t, const char *path, bool fast, uint32
   o.parallel = parallel;
   o.queue = queue;
   o.context = CONTEXT;
+  return o;
+}
+
+static tl_srv_engine *engine(tl_test_ctx *t, const char *path, bool fast, uint32_t threads,
+                             uint32_t parallel, uint32_t queue) {
+  tl_srv_engine_options o = options(path, fast, threads, parallel, queue);
+  tl_srv_engine *e = NULL;
+  char err[1024];
   if (!TL_EXPECT_OK(t, tl_srv_engine_open(&o, &e, err, sizeof err))) {
     tl_test_print(t, err);
     tl_test_print(t, "\n");
@@ -319,13 +325,9 @@ static void queue_cancel_and_refusals(tl_test_ctx *t) {
 /* --receipt-dir: created when missing; a path under a missing directory
  * or a file is refused when the engine opens, not at the first receipt. */
 static void receipt_dir_checked_at_open(tl_test_ctx *t) {
-  tl_srv_engine_options o;
+  tl_srv_engine_options o = options(TINY_F32, false, 1, 1, 0);
   tl_srv_engine *e = NULL;
   char err[1024];
-  memset(&o, 0, sizeof o);
-  o.model_path = TINY_F32;
-  o.lane = tl_lane_defaults();
-  o.parallel = 1;
   o.receipt_dir = "tests/golden/slm/no-such-dir/receipts";
   TL_EXPECT_STATUS(t, tl_srv_engine_open(&o, &e, err, sizeof err), TL_ERR_IO);
   TL_EXPECT(t, e == NULL && strstr(err, "no-such-dir") != NULL);
