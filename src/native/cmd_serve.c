@@ -733,7 +733,10 @@ int tl_cmd_serve(int argc, char **argv) {
   info = MHD_get_daemon_info(S.daemon, MHD_DAEMON_INFO_BIND_PORT);
   printf("tinylm serve: listening on http://%s%s%s:%u\n", addr.ss_family == AF_INET6 ? "[" : "",
          host, addr.ss_family == AF_INET6 ? "]" : "", info != NULL ? info->port : port);
-  fflush(stdout);
+  if (!tl_cli_flush(stdout)) { /* nobody can learn the port: main reports the io error */
+    MHD_stop_daemon(S.daemon);
+    return TL_EXIT_FAILURE;
+  }
 
   if (pthread_create(&loader, NULL, load, NULL) != 0) {
     MHD_stop_daemon(S.daemon);

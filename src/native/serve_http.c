@@ -498,13 +498,13 @@ bool tl_srv_stream_error(const tl_srv_error *e, tl_srv_buf *out) {
 
 char *tl_srv_metrics_text(const tl_srv_stats *s, const tl_srv_http_counts *c) {
   tl_srv_buf b = {0};
-  char line[256];
+  char line[512];
 #define METRIC(name, type, help, fmt, value)                                               \
   do {                                                                                     \
     int k = snprintf(line, sizeof line, "# HELP tinylm_" name " " help "\n# TYPE tinylm_" name \
                      " " type "\ntinylm_" name " " fmt "\n",                                \
                      value);                                                               \
-    tl_srv_buf_add(&b, line, (size_t)k);                                                   \
+    if (k > 0) tl_srv_buf_add(&b, line, (size_t)k < sizeof line ? (size_t)k : sizeof line - 1); \
   } while (0)
   METRIC("prompt_tokens_total", "counter", "Prompt tokens processed (cached ones included).",
          "%llu", (unsigned long long)s->prompt_tokens);
