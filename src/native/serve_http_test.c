@@ -229,6 +229,55 @@ static void held_text_that_is_no_tool_call_is_sent(tl_test_ctx *t) {
   free_choice(&g);
 }
 
+static void errors_have_openai_shape(tl_test_ctx *t) {
+  tl_srv_error e;
+  json_t *doc, *err;
+  char *body;
+  tl_srv_error_set(&e, 400, NULL, "messages[2].role", "invalid_value", "role %s", "x");
+  body = tl_srv_error_body(&e);
+  doc = body ? json_loads(body, 0, NULL) : NULL;
+  err = json_object_get(doc, "error");
+  TL_EXPECT_STR(t, json_string_value(json_object_get(err, "message")), "role x");
+  TL_EXPECT_STR(t, json_string_value(json_object_get(err, "type")), "invalid_request_error");
+  TL_EXPECT_STR(t, json_string_value(json_object_get(err, "param")), "messages[2].role");
+  TL_EXPECT_STR(t, json_string_value(json_object_get(err, "code")), "invalid_value");
+  json_decref(doc);
+  free(body);
+  /* no param, no code: JSON null, as OpenAI's */
+  tl_srv_error_set(&e, 503, NULL, "", "", "busy");
+  body = tl_srv_error_body(&e);
+  doc = body ? json_loads(body, 0, NULL) : NULL;
+  err = json_object_get(doc, "error");
+  TL_EXPECT(t, json_is_null(json_object_get(err, "param")) &&
+                   json_is_null(json_object_get(err, "code")));
+  TL_EXPECT_STR(t, json_string_value(json_object_get(err, "type")), "server_error");
+  json_decref(doc);
+  free(body);
+}
+
+static void metrics_name_every_counter(tl_test_ctx *t) {
+  /* the names and values the wire contract lists (docs/server.md) */
+  tl_srv_stats st = {.prompt_tokens = 11, .cached_tokens = 3, .generated_tokens = 40,
+                     .prompt_seconds = 0.5, .decode_seconds = 2.25, .requests_cancelled = 2,
+                     .processing = 1, .queued = 4, .slots_busy = 1, .forward_batches = 30,
+                     .batched_tokens = 45};
+  tl_srv_http_counts n = {.requests = 9, .rejected = 5};
+  static const char *const lines[] = {
+      "\ntinylm_prompt_tokens_total 11\n", "\ntinylm_prompt_cached_tokens_total 3\n",
+      "\ntinylm_tokens_predicted_total 40\n", "\ntinylm_prompt_seconds_total 0.500000\n",
+      "\ntinylm_tokens_predicted_seconds_total 2.250000\n", "\ntinylm_requests_processing 1\n",
+      "\ntinylm_requests_queued 4\n", "\ntinylm_requests_rejected_total 5\n",
+      "\ntinylm_requests_total 9\n", "\ntinylm_requests_cancelled_total 2\n",
+      "\ntinylm_slots_busy 1\n", "\ntinylm_decode_batches_total 30\n",
+      "\ntinylm_decode_batched_tokens_total 45\n",
+      "# TYPE tinylm_requests_queued gauge\n", "# TYPE tinylm_requests_total counter\n"};
+  char *text = tl_srv_metrics_text(&st, &n);
+  if (!TL_EXPECT(t, text != NULL)) return;
+  for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
+    if (!TL_EXPECT(t, strstr(text, lines[i]) != NULL)) break;
+  free(text);
+}
+
 static const tl_test_case cases[] = {
     TL_CASE(complete_sequences_only),
     TL_CASE(ill_formed_bytes_become_u_fffd),
@@ -238,5 +287,7 @@ static const tl_test_case cases[] = {
     TL_CASE(streamed_text_never_splits_a_character),
     TL_CASE(streamed_tool_calls_are_held_and_sent_whole),
     TL_CASE(held_text_that_is_no_tool_call_is_sent),
+    TL_CASE(errors_have_openai_shape),
+    TL_CASE(metrics_name_every_counter),
 };
 TL_SUITE(serve_http, cases);
