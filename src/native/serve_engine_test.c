@@ -6,8 +6,9 @@
  * in another slot or at another thread count, on the fast lane (q8) and
  * the strict one; choices differ by seed; a queued job cancelled ends at
  * once; a full queue refuses; a prompt past the context is refused with
- * its counts. */
+ * its counts; clients on threads of their own get the same. */
 #define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,6 +251,78 @@ static void scenario(tl_test_ctx *t, const char *path, bool fast, uint32_t threa
   tl_srv_engine_close(e);
 }
 
+/* Clients on their own threads, as the HTTP server's connections are:
+ * each renders its prompt, submits and follows its job at the same time
+ * as the others (TSan runs this suite). The test context is the main
+ * thread's: a client only records what happened. */
+typedef struct client {
+  tl_srv_engine *e;
+  bool chat;
+  tl_srv_request q;
+  outcome got;
+  tl_status st;
+} client;
+
+static void *client_main(void *arg) {
+  client *c = arg;
+  tl_srv_prompt p;
+  tl_srv_error err;
+  tl_srv_job *j = NULL;
+  tl_srv_state seen = TL_SRV_QUEUED;
+  memset(&c->got, 0, sizeof c->got);
+  c->st = c->chat ? tl_srv_prompt_chat(c->e, conversation, strlen(conversation), &p, &err)
+                  : tl_srv_prompt_text(c->e, prompts[0], strlen(prompts[0]), &p, &err);
+  if (c->st != TL_OK) return NULL;
+  {
+    tl_srv_job_params jp = {&c->q, &p, 0};
+    c->st = tl_srv_submit(c->e, &jp, &j, &err);
+  }
+  tl_srv_prompt_free(&p);
+  while (c->st == TL_OK && seen != TL_SRV_DONE) {
+    tl_srv_update u;
+    c->st = tl_srv_job_wait(j, 200, c->got.len, c->got.n_ids, seen, &u);
+    if (c->st != TL_OK) break;
+    if (u.text_len > sizeof c->got.text || u.n_tokens > CONTEXT) c->st = TL_ERR_BOUNDS;
+    else {
+      memcpy(c->got.text + u.text_from, u.text, u.text_len - u.text_from);
+      for (size_t i = u.tokens_from; i < u.n_tokens; i++)
+        c->got.ids[i] = u.tokens[i - u.tokens_from].id;
+      c->got.len = u.text_len;
+      c->got.n_ids = u.n_tokens;
+      seen = u.state;
+      snprintf(c->got.receipt, sizeof c->got.receipt, "%s", u.result.receipt_id);
+      snprintf(c->got.finish, sizeof c->got.finish, "%s",
+               u.result.finish != NULL ? u.result.finish : "");
+    }
+    tl_srv_update_free(&u);
+  }
+  if (j != NULL) tl_srv_job_release(j);
+  return NULL;
+}
+
+static void clients_on_threads(tl_test_ctx *t) {
+  client cs[4];
+  pthread_t th[4];
+  outcome want[2];
+  tl_srv_engine *e;
+  if (!reference(t, TINY_Q8, TL_LANE_FAST, prompts[0], false, 7, &want[0]) ||
+      !reference(t, TINY_Q8, TL_LANE_FAST, NULL, true, 7, &want[1]) ||
+      (e = engine(t, TINY_Q8, true, 2, 3, 8)) == NULL)
+    return;
+  for (int i = 0; i < 4; i++) {
+    cs[i].e = e;
+    cs[i].chat = i % 2 == 1;
+    cs[i].q = request(7);
+    if (pthread_create(&th[i], NULL, client_main, &cs[i]) != 0) cs[i].e = NULL;
+  }
+  for (int i = 0; i < 4; i++)
+    if (TL_EXPECT(t, cs[i].e != NULL)) {
+      pthread_join(th[i], NULL);
+      if (TL_EXPECT_OK(t, cs[i].st)) same(t, &cs[i].got, &want[i % 2], "a client thread");
+    }
+  tl_srv_engine_close(e);
+}
+
 static void fast_lane_one_thread(tl_test_ctx *t) { scenario(t, TINY_Q8, true, 1); }
 static void fast_lane_three_threads(tl_test_ctx *t) { scenario(t, TINY_Q8, true, 3); }
 static void strict_lane(tl_test_ctx *t) { scenario(t, TINY_F32, false, 1); }
@@ -342,5 +415,6 @@ static const tl_test_case cases[] = {
     TL_CASE(fast_lane_three_threads),
     TL_CASE(strict_lane),
     TL_CASE(queue_cancel_and_refusals),
+    TL_CASE(clients_on_threads),
 };
 TL_SUITE(serve_engine, cases);
