@@ -144,18 +144,15 @@ static void run_rows(tl_srv_engine *e, slot **rows, size_t n) {
     ids[i] = rows[i]->fwd_ids[0];
     logits[i] = rows[i]->fwd_logits;
   }
+  tl_status own[MAX_SLOTS];
   st = tl_qwen3_forward_rows(&e->master.qwen, caches, ids, n, logits, &e->scratch, &fault);
-  for (size_t i = 0; i < n; i++) {
-    slot *s = rows[i];
-    tl_status own = st == TL_OK ? TL_OK
-                                : tl_qwen3_forward(&e->master.qwen, s->fwd_cache, s->fwd_ids, 1,
-                                                   s->fwd_logits, NULL, &e->scratch,
-                                                   s->fwd_fault);
-    pthread_mutex_lock(&e->lock);
-    finish_call(s, own);
-    pthread_mutex_unlock(&e->lock);
-  }
+  for (size_t i = 0; i < n; i++)
+    own[i] = st == TL_OK ? TL_OK
+                         : tl_qwen3_forward(&e->master.qwen, rows[i]->fwd_cache,
+                                            rows[i]->fwd_ids, 1, rows[i]->fwd_logits, NULL,
+                                            &e->scratch, rows[i]->fwd_fault);
   pthread_mutex_lock(&e->lock);
+  for (size_t i = 0; i < n; i++) finish_call(rows[i], own[i]);
   e->stats.forward_batches++;
   e->stats.batched_tokens += n;
   pthread_mutex_unlock(&e->lock);
@@ -289,12 +286,17 @@ static int on_text(void *ctx, const uint8_t *bytes, size_t len) {
   return stop;
 }
 
+/* Prefill progress; once the prompt is done the slot is decoding, and
+ * the forward thread waits for its next token to batch it. */
 static int on_prefill(void *ctx, size_t done, size_t total) {
   tl_srv_job *j = ctx;
   pthread_mutex_lock(&j->e->lock);
   j->prompt_done = j->reused + done;
   j->prompt_total = j->reused + total;
-  if (done == total) j->state = TL_SRV_DECODING;
+  if (done == total) {
+    j->state = TL_SRV_DECODING;
+    j->e->slots[j->result.slot].decoding = true;
+  }
   pthread_cond_broadcast(&j->changed);
   pthread_mutex_unlock(&j->e->lock);
   return 0;
@@ -429,18 +431,12 @@ static void run_job(slot *s, tl_srv_job *j) {
   } else {
     j->result.finish = tl_stop_reason_name(t.r.stop);
   }
-  /* the cache's rows: the prompt, then the generated tokens that were fed */
-  s->cached_len = 0;
-  if (s->s.cache.len >= j->n_ids || t.status != TL_OK) {
-    size_t keep = s->s.cache.len;
-    for (size_t i = 0; i < keep; i++)
-      s->cached[i] = i < j->n_ids ? j->ids[i] : t.r.ids[i - j->n_ids];
-    s->cached_len = keep;
-  } else {
-    s->s.cache.len = (uint32_t)j->reused; /* cancelled in the prompt: keep what was reused */
-    memcpy(s->cached, j->ids, j->reused * sizeof *j->ids);
-    s->cached_len = j->reused;
-  }
+  /* the cache's rows: the prompt, then the generated tokens that were fed;
+   * a turn cancelled in its prompt keeps only what it reused */
+  if (s->s.cache.len < j->n_ids) s->s.cache.len = (uint32_t)j->reused;
+  for (size_t i = 0; i < s->s.cache.len; i++)
+    s->cached[i] = i < j->n_ids ? j->ids[i] : t.r.ids[i - j->n_ids];
+  s->cached_len = s->s.cache.len;
   pthread_mutex_lock(&e->lock);
   /* the final text (the stop cut may end before bytes already counted) */
   if (t.status == TL_OK && t.r.visible_len >= j->text_len && t.r.visible_len != 0 &&
@@ -535,19 +531,6 @@ static void *slot_main(void *arg) {
   }
   pthread_mutex_unlock(&e->lock);
   return NULL;
-}
-
-/* The forward hook marks a slot as decoding once its prompt is done: the
- * turn's on_prefill callback runs on the slot's thread right before. */
-static int on_prefill_slot(void *ctx, size_t done, size_t total) {
-  tl_srv_job *j = ctx;
-  if (done == total) {
-    tl_srv_engine *e = j->e;
-    pthread_mutex_lock(&e->lock);
-    e->slots[j->result.slot].decoding = true;
-    pthread_mutex_unlock(&e->lock);
-  }
-  return on_prefill(ctx, done, total);
 }
 
 /* ---- the public side ---- */
@@ -903,7 +886,7 @@ static tl_srv_job *job_new(tl_srv_engine *e, const tl_srv_job_params *p, tl_srv_
   j->gen.seed = (q->has_seed ? q->seed : 0) + p->choice;
   j->gen.max_tokens = q->max_tokens;
   j->gen.on_text = on_text;
-  j->gen.on_prefill = on_prefill_slot;
+  j->gen.on_prefill = on_prefill;
   j->gen.on_choice = on_choice;
   j->gen.ctx = j;
   j->result.seed = j->gen.seed;

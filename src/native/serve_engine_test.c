@@ -153,36 +153,41 @@ static tl_srv_job *submit(tl_test_ctx *t, tl_srv_engine *e, const char *text, bo
   return j;
 }
 
-/* Waits for j's end as a streaming client does (text and tokens as they
- * come), then releases it. */
-static bool collect(tl_test_ctx *t, tl_srv_job *j, outcome *o) {
-  size_t text_from = 0, tokens_from = 0;
+/* Follows j to its end as a streaming client does (text and tokens as
+ * they come), then releases it; TL_OK, or the first failure. Touches no
+ * test context: client threads call it too. */
+static tl_status follow(tl_srv_job *j, outcome *o) {
   tl_srv_state seen = TL_SRV_QUEUED;
+  tl_status st = TL_OK;
   memset(o, 0, sizeof *o);
-  for (;;) {
+  while (st == TL_OK && seen != TL_SRV_DONE) {
     tl_srv_update u;
-    if (!TL_EXPECT_OK(t, tl_srv_job_wait(j, 200, text_from, tokens_from, seen, &u))) break;
-    if (!TL_EXPECT(t, u.text_len <= sizeof o->text && u.n_tokens <= CONTEXT)) {
-      tl_srv_update_free(&u);
-      break;
-    }
-    memcpy(o->text + u.text_from, u.text, u.text_len - u.text_from);
-    for (size_t i = u.tokens_from; i < u.n_tokens; i++) o->ids[i] = u.tokens[i - u.tokens_from].id;
-    text_from = o->len = u.text_len;
-    tokens_from = o->n_ids = u.n_tokens;
-    seen = u.state;
-    if (u.state == TL_SRV_DONE) {
-      snprintf(o->receipt, sizeof o->receipt, "%s", u.result.receipt_id);
-      snprintf(o->finish, sizeof o->finish, "%s", u.result.finish);
-      o->cached = u.result.cached_tokens;
-      o->slot = u.result.slot;
-      tl_srv_update_free(&u);
-      break;
+    st = tl_srv_job_wait(j, 200, o->len, o->n_ids, seen, &u);
+    if (st != TL_OK) break;
+    if (u.text_len > sizeof o->text || u.n_tokens > CONTEXT) {
+      st = TL_ERR_BOUNDS;
+    } else {
+      memcpy(o->text + u.text_from, u.text, u.text_len - u.text_from);
+      for (size_t i = u.tokens_from; i < u.n_tokens; i++)
+        o->ids[i] = u.tokens[i - u.tokens_from].id;
+      o->len = u.text_len;
+      o->n_ids = u.n_tokens;
+      seen = u.state;
+      if (seen == TL_SRV_DONE) {
+        snprintf(o->receipt, sizeof o->receipt, "%s", u.result.receipt_id);
+        snprintf(o->finish, sizeof o->finish, "%s", u.result.finish);
+        o->cached = u.result.cached_tokens;
+        o->slot = u.result.slot;
+      }
     }
     tl_srv_update_free(&u);
   }
   tl_srv_job_release(j);
-  return TL_EXPECT(t, o->finish[0] != '\0');
+  return st;
+}
+
+static bool collect(tl_test_ctx *t, tl_srv_job *j, outcome *o) {
+  return TL_EXPECT_OK(t, follow(j, o)) && TL_EXPECT(t, o->finish[0] != '\0');
 }
 
 static bool same(tl_test_ctx *t, const outcome *got, const outcome *want, const char *what) {
@@ -268,7 +273,6 @@ static void *client_main(void *arg) {
   tl_srv_prompt p;
   tl_srv_error err;
   tl_srv_job *j = NULL;
-  tl_srv_state seen = TL_SRV_QUEUED;
   memset(&c->got, 0, sizeof c->got);
   c->st = c->chat ? tl_srv_prompt_chat(c->e, conversation, strlen(conversation), &p, &err)
                   : tl_srv_prompt_text(c->e, prompts[0], strlen(prompts[0]), &p, &err);
@@ -278,25 +282,7 @@ static void *client_main(void *arg) {
     c->st = tl_srv_submit(c->e, &jp, &j, &err);
   }
   tl_srv_prompt_free(&p);
-  while (c->st == TL_OK && seen != TL_SRV_DONE) {
-    tl_srv_update u;
-    c->st = tl_srv_job_wait(j, 200, c->got.len, c->got.n_ids, seen, &u);
-    if (c->st != TL_OK) break;
-    if (u.text_len > sizeof c->got.text || u.n_tokens > CONTEXT) c->st = TL_ERR_BOUNDS;
-    else {
-      memcpy(c->got.text + u.text_from, u.text, u.text_len - u.text_from);
-      for (size_t i = u.tokens_from; i < u.n_tokens; i++)
-        c->got.ids[i] = u.tokens[i - u.tokens_from].id;
-      c->got.len = u.text_len;
-      c->got.n_ids = u.n_tokens;
-      seen = u.state;
-      snprintf(c->got.receipt, sizeof c->got.receipt, "%s", u.result.receipt_id);
-      snprintf(c->got.finish, sizeof c->got.finish, "%s",
-               u.result.finish != NULL ? u.result.finish : "");
-    }
-    tl_srv_update_free(&u);
-  }
-  if (j != NULL) tl_srv_job_release(j);
+  if (c->st == TL_OK) c->st = follow(j, &c->got);
   return NULL;
 }
 
@@ -348,6 +334,9 @@ static void queue_cancel_and_refusals(tl_test_ctx *t) {
       if (st != TL_OK) {
         TL_EXPECT_EQ_U64(t, err.status, 503);
         TL_EXPECT_STR(t, err.code, "queue_full");
+      } else {
+        tl_test_skip(t, "the first job ended before the third was submitted: queue_full "
+                        "not reached (the serve suite checks it over HTTP)");
       }
       tl_srv_prompt_free(&p);
     }

@@ -339,6 +339,19 @@ static char *dump(json_t *doc) {
   return s;
 }
 
+/* A finished chat choice with tools: its tool calls (NULL: none, the
+ * whole text is content) and where its content ends in the raw bytes
+ * (the block markers are ASCII, so the cleaned text, which the calls are
+ * read from, and the raw bytes agree up to the first block). */
+static json_t *tool_split(const tl_srv_choice *c, size_t *content_end) {
+  char *all = tl_srv_utf8_clean(c->raw, c->raw_len, NULL);
+  size_t before = 0;
+  json_t *calls = all != NULL ? tl_srv_tool_calls(all, strlen(all), &before) : NULL;
+  free(all);
+  *content_end = calls != NULL ? tl_srv_tool_hold(c->raw, c->raw_len) : c->raw_len;
+  return calls;
+}
+
 char *tl_srv_response_body(const tl_srv_gen *g) {
   json_t *doc = head(g, g->chat ? "chat.completion" : "text_completion"), *choices = json_array(),
          *ext = json_array();
@@ -347,17 +360,8 @@ char *tl_srv_response_body(const tl_srv_gen *g) {
     size_t text_len = c->raw_len, ntok = tokens_within(c, 0, c->raw_len, true);
     json_t *calls = NULL, *choice, *text;
     const char *reason = finish_reason(&c->result);
-    if (g->chat && g->req.has_tools) {
-      char *all = tl_srv_utf8_clean(c->raw, c->raw_len, NULL);
-      size_t before = 0;
-      if (all != NULL && (calls = tl_srv_tool_calls(all, strlen(all), &before)) != NULL) {
-        /* the content before the first block, in raw bytes: the block
-         * markers are ASCII, so clean and raw texts agree up to there */
-        text_len = tl_srv_tool_hold(c->raw, c->raw_len);
-        reason = "tool_calls";
-      }
-      free(all);
-    }
+    if (g->chat && g->req.has_tools && (calls = tool_split(c, &text_len)) != NULL)
+      reason = "tool_calls";
     text = clean_string(c->raw, text_len);
     if (g->chat) {
       json_t *msg = json_pack("{s:s,s:o}", "role", "assistant", "content",
@@ -454,15 +458,7 @@ bool tl_srv_stream_choice(tl_srv_gen *g, uint32_t i, tl_srv_buf *out) {
     return tl_srv_stream_error(&e, out);
   }
   reason = finish_reason(&c->result);
-  if (tools) {
-    char *all = tl_srv_utf8_clean(c->raw, c->raw_len, NULL);
-    size_t before = 0;
-    if (all != NULL && (calls = tl_srv_tool_calls(all, strlen(all), &before)) != NULL) {
-      end = tl_srv_tool_hold(c->raw, c->raw_len);
-      reason = "tool_calls";
-    }
-    free(all);
-  }
+  if (tools && (calls = tool_split(c, &end)) != NULL) reason = "tool_calls";
   ok = send_text(g, i, out, end, true);
   if (calls != NULL) {
     size_t k;

@@ -1404,6 +1404,22 @@ static tl_status step_after_down(const run *r, bufs *b, const layer_ctx *lc, siz
   return after_down(r, lc->l, b->x + t * H, lc->h + t * H, token_pos(lc, t));
 }
 
+/* Each token's rope angles at its position and its embedding row into
+ * b->x (checked and captured). */
+static tl_status embed_tokens(const run *r, bufs *b, const layer_ctx *lc, const uint32_t *ids,
+                              size_t n) {
+  const tl_qwen3_config *c = &r->m->cfg;
+  tl_status st = TL_OK;
+  for (size_t t = 0; t < n; t++) rope_angles(r->m, token_pos(lc, t), b->rope + t * c->head_dim);
+  for (size_t t = 0; t < n && st == TL_OK; t++) {
+    st = weight_row(&r->m->embed, ids[t], b->x + t * c->hidden);
+    if (st == TL_OK)
+      st = emit(r, TL_QWEN3_STAGE_EMBEDDING, -1, token_pos(lc, t), b->x + t * c->hidden,
+                c->hidden, false);
+  }
+  return st;
+}
+
 /* Attention for the rows of a fast_layer call (one token of each of n
  * sequences): each token's is the one-token decode's, over its own cache
  * (attend with its keys). */
@@ -1505,16 +1521,10 @@ tl_status tl_qwen3_forward(const tl_qwen3 *m, tl_qwen3_cache *cache,
   st = alloc_bufs(m, n, keys, scratch, &b);
   if (st != TL_OK) goto done;
   b.pos0 = pos0;
-  for (size_t t = 0; t < n; t++) rope_angles(m, pos0 + (uint32_t)t, b.rope + t * c->head_dim);
-  for (size_t t = 0; t < n && st == TL_OK; t++) {
-    st = weight_row(&m->embed, ids[t], b.x + t * c->hidden);
-    if (st == TL_OK)
-      st = emit(&r, TL_QWEN3_STAGE_EMBEDDING, -1, pos0 + (uint32_t)t,
-                b.x + t * c->hidden, c->hidden, false);
-  }
   memset(&lc, 0, sizeof lc);
   lc.cache = cache;
   lc.pos0 = pos0;
+  st = embed_tokens(&r, &b, &lc, ids, n);
   for (uint32_t l = 0; l < c->layers && st == TL_OK; l++) {
     if (m->fast != NULL) {
       st = fast_layer(&r, &b, &lc, l, n, keys);
@@ -1612,15 +1622,8 @@ tl_status tl_qwen3_forward_rows(const tl_qwen3 *m, tl_qwen3_cache *const *caches
   memset(&lc, 0, sizeof lc);
   lc.caches = caches;
   lc.pos = pos;
-  for (size_t t = 0; t < n; t++) {
-    pos[t] = caches[t]->len;
-    rope_angles(m, pos[t], b.rope + t * c->head_dim);
-  }
-  for (size_t t = 0; t < n && st == TL_OK; t++) {
-    st = weight_row(&m->embed, ids[t], b.x + t * c->hidden);
-    if (st == TL_OK)
-      st = emit(&r, TL_QWEN3_STAGE_EMBEDDING, -1, pos[t], b.x + t * c->hidden, c->hidden, false);
-  }
+  for (size_t t = 0; t < n; t++) pos[t] = caches[t]->len;
+  st = embed_tokens(&r, &b, &lc, ids, n);
   for (uint32_t l = 0; l < c->layers && st == TL_OK; l++) st = fast_layer(&r, &b, &lc, l, n, keys);
   /* the final norm of every row, then lm_head over all of them at once */
   for (size_t t = 0; t < n && st == TL_OK; t++) {
