@@ -1,0 +1,101 @@
+/* tinylm promote (docs/promotion.md): what the plan reader, the claim
+ * runners, the evidence store and the receipts share. A runner takes one
+ * claim of the plan with its cases, runs them on the artifact and lane,
+ * puts its raw outputs into the store as one observation object and says
+ * per case whether it passed; cmd_promote turns that into the claim's
+ * comparison receipt and all claims into the promotion receipt. */
+#ifndef TL_NATIVE_PROMOTE_H
+#define TL_NATIVE_PROMOTE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "promote_store.h"
+#include "session.h"
+#include "tinylm.h"
+
+/* Stop rules, by the names receipts carry (docs/promotion.md §Stop rules). */
+#define TL_RULE_SOURCE_CONFLICT "unresolved_source_conflict"
+#define TL_RULE_UNKNOWN_FIELD "unknown_behaviour_field"
+#define TL_RULE_UNCONSUMED_TENSOR "unconsumed_tensor"
+#define TL_RULE_PACK_MISMATCH "pack_mismatch"
+#define TL_RULE_NON_FINITE "non_finite_value"
+#define TL_RULE_TOLERANCE "tolerance_breach"
+#define TL_RULE_MECHANICAL "mechanical_mismatch"
+#define TL_RULE_SAMPLER_TIE "unstable_sampler_tie"
+#define TL_RULE_MISSING_OUTPUT "missing_raw_output"
+#define TL_RULE_READER "independent_reader_failed"
+#define TL_RULE_STOCHASTIC "stochastic_difference"
+#define TL_RULE_FORGED "forged_evidence"
+
+/* One case's outcome: what the comparison receipt and the public view
+ * show of it. */
+typedef struct tl_case_outcome {
+  uint8_t id[32];        /* the case's content id (from the plan) */
+  const char *invariant; /* static text: "ids", "rendered_bytes", ... */
+  bool pass;
+  uint8_t output[32]; /* SHA-256 of the case's raw output bytes */
+} tl_case_outcome;
+
+/* A claim's verdict. Runners fill it; tl_claim_result_free releases it. */
+typedef struct tl_claim_result {
+  bool pass;
+  const char *stop_rule;       /* one of TL_RULE_*, NULL when it passed */
+  char first_divergence[1024]; /* "" when it passed; may hold case text */
+  char summary[512];           /* one line, no case text: "815 of 815 cases" */
+  tl_case_outcome *cases;      /* malloc'd, n_cases */
+  size_t n_cases;
+  uint8_t observation[32]; /* the store object holding the raw outputs */
+  bool has_observation;
+} tl_claim_result;
+
+void tl_claim_result_free(tl_claim_result *r);
+
+/* What a runner gets. The session is open on the plan's artifact and lane
+ * (allocated for `context` tokens); a runner that needs a second lane or a
+ * fresh cache opens its own from `slm_path`. */
+typedef struct tl_claim_ctx {
+  tl_store *store;
+  tl_session *session;
+  const char *slm_path;
+  const char *lane;  /* "scalar" or "fast" */
+  uint32_t threads;  /* fast lane */
+  const json_t *claim; /* the plan's claim object (name, kind, cases, ...) */
+  const char *plan_dir; /* relative paths in cases are relative to it */
+  char *err;            /* infrastructure errors (a non-TL_OK return) */
+  size_t err_cap;
+} tl_claim_ctx;
+
+/* A runner: TL_OK with *out filled (pass or fail), or an infrastructure
+ * failure (I/O, memory) that the caller retries once. */
+typedef tl_status (*tl_claim_runner)(tl_claim_ctx *c, tl_claim_result *out);
+
+/* The runners (promote_mechanical.c, promote_numeric.c, promote_stochastic.c). */
+tl_status tl_claim_artifact(tl_claim_ctx *c, tl_claim_result *out);
+tl_status tl_claim_independent_reader(tl_claim_ctx *c, tl_claim_result *out);
+tl_status tl_claim_tokenizer(tl_claim_ctx *c, tl_claim_result *out);
+tl_status tl_claim_template(tl_claim_ctx *c, tl_claim_result *out);
+tl_status tl_claim_eos(tl_claim_ctx *c, tl_claim_result *out);
+tl_status tl_claim_sampler(tl_claim_ctx *c, tl_claim_result *out);
+tl_status tl_claim_forward(tl_claim_ctx *c, tl_claim_result *out);
+tl_status tl_claim_greedy(tl_claim_ctx *c, tl_claim_result *out);
+tl_status tl_claim_multiturn(tl_claim_ctx *c, tl_claim_result *out);
+tl_status tl_claim_stochastic(tl_claim_ctx *c, tl_claim_result *out);
+
+/* The content id of a case: SHA-256 of json_dumps(case, JSON_COMPACT |
+ * JSON_SORT_KEYS | JSON_ENCODE_ANY). */
+tl_status tl_case_id(const json_t *c, uint8_t id[32]);
+
+/* plan init's case sets (promote_mechanical.c): append to `claims` the
+ * claims of each kind the artifact qualifies for, each case with its
+ * content id; `root` is the project's directory (shipped case files are
+ * found from the executable's location). A kind the artifact does not
+ * qualify for is left out and *why (static text) says why, for plan
+ * init's report. */
+tl_status tl_plan_mechanical_claims(const tl_native_model *m, const char *root,
+                                    const char *reader_json, json_t *claims,
+                                    char *err, size_t err_cap);
+
+#endif
