@@ -127,5 +127,7 @@ int tl_cmd_chat(int argc, char **argv);
 int tl_cmd_synth(int argc, char **argv);
 int tl_cmd_pull(int argc, char **argv);
 int tl_cmd_drift(int argc, char **argv);
+int tl_cmd_plan(int argc, char **argv);
+int tl_cmd_promote(int argc, char **argv);
 
 #endif

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "promote_stats.h"
 #include "promote_store.h"
 #include "session.h"
 #include "tinylm.h"
@@ -83,6 +84,23 @@ tl_status tl_claim_forward(tl_claim_ctx *c, tl_claim_result *out);
 tl_status tl_claim_greedy(tl_claim_ctx *c, tl_claim_result *out);
 tl_status tl_claim_multiturn(tl_claim_ctx *c, tl_claim_result *out);
 tl_status tl_claim_stochastic(tl_claim_ctx *c, tl_claim_result *out);
+
+/* A stochastic claim's design (docs/promotion.md §Stochastic comparison),
+ * checked by tl_stoch_design_parse (promote_sequences.c): lane a is the
+ * plan's, b the other native lane; seed_i = base + i for i < count. */
+typedef struct tl_stoch_design {
+  const char *a, *b;
+  uint64_t base;
+  uint32_t count, max_new;
+  tl_stats_design stats;
+} tl_stoch_design;
+tl_status tl_stoch_design_parse(const json_t *d, const char *lane, tl_stoch_design *o, char *err,
+                                size_t err_cap);
+
+/* Judges a numerical claim's stored observation again under the claim's
+ * tolerance (promote --reuse): no inference. */
+tl_status tl_claim_rejudge_numeric(tl_claim_ctx *c, const uint8_t observation[32],
+                                   const tl_qwen3_config *cfg, tl_claim_result *out);
 
 /* The build that runs (git describe, as run receipts name it). */
 const char *tl_promote_build_id(void);

@@ -1,0 +1,793 @@
+/* tinylm plan init / tinylm promote (docs/promotion.md): a registered
+ * plan run on an artifact and lane into the evidence store, one
+ * comparison receipt per claim and a promotion receipt whose decision is
+ * their conjunction. */
+#define _DEFAULT_SOURCE /* readlink, realpath, gmtime_r, PATH_MAX */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cbor_doc.h"
+#include "cli.h"
+#include "file.h"
+#include "hash/sha256.h"
+#include "promote.h"
+#include "promote_plan.h"
+#include "promote_receipt.h"
+#include "receipt.h"
+#include "promote_stats.h"
+#include "verify.h"
+
+#ifndef TL_BUILD_ID
+#define TL_BUILD_ID "unknown"
+#endif
+
+const char *tl_promote_build_id(void) { return TL_BUILD_ID; }
+
+static const char plan_usage[] =
+    "usage: tinylm plan init MODEL.slm [-o PLAN.json] [--lane scalar|fast]\n"
+    "                        [--golden FILE]... [--reader-json FILE] [--force] [--json]\n"
+    "  writes a conformance plan (tinylm.plan/1, docs/promotion.md) for MODEL:\n"
+    "  the artifact's checks, its EOS set, the shipped tokenizer and template\n"
+    "  goldens when the artifact's sources are theirs, the sampler's known\n"
+    "  answers, the transformers goldens of its checkpoint (tests/golden/\n"
+    "  transformers), each --golden FILE (a tinylm.golden/1 document, e.g. from\n"
+    "  tools/oracle/qwen3_ref.py --slm MODEL), the independent reader's view\n"
+    "  (--reader-json: tools/slm_inspect.py MODEL --json), multi-turn cases and a\n"
+    "  stochastic comparison of the lane with the other native lane\n"
+    "  -o PLAN.json   default MODEL.plan.json beside MODEL; --force replaces it\n"
+    "  --lane L       the lane the plan registers (default fast)\n";
+
+static const char promote_usage[] =
+    "usage: tinylm promote PLAN.json --store DIR [--lane scalar|fast] [-t N]\n"
+    "                      [--reuse] [--json]\n"
+    "       tinylm promote show RECEIPT [--store DIR] [--public] [--json]\n"
+    "       tinylm promote status --store DIR [--plan PLAN] [--artifact MODEL.slm] [--json]\n"
+    "  runs every claim of PLAN on its artifact and lane, keeps every raw output\n"
+    "  and one comparison receipt per claim in the append-only store DIR, and\n"
+    "  writes the promotion receipt: promoted when every claim passed\n"
+    "  --lane L   must be the plan's lane (a plan registers one)\n"
+    "  -t N       threads of the fast lane (not part of any identity)\n"
+    "  --reuse    judge numerical claims again from the store's raw outputs of\n"
+    "             the same artifact, build, lane and cases (no inference) when\n"
+    "             only their tolerance policy changed\n"
+    "  exit 0 promoted, 1 not promoted, 2 usage or an unusable plan or store\n";
+
+/* ------------------------------------------------------------------------ */
+/* Shared                                                                   */
+
+/* The project's directory, for the shipped case sets: the working
+ * directory when it holds them, else ../../ from build/<cfg>/tinylm. */
+static void project_root(char *buf, size_t cap) {
+  char exe[PATH_MAX];
+  ssize_t n;
+  if (access("tests/golden/transformers/manifest.json", R_OK) == 0) {
+    snprintf(buf, cap, ".");
+    return;
+  }
+  n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) {
+    snprintf(buf, cap, ".");
+    return;
+  }
+  exe[n] = '\0';
+  if (strrchr(exe, '/') != NULL) *strrchr(exe, '/') = '\0';
+  if ((size_t)snprintf(buf, cap, "%.4000s/../..", exe) >= cap) snprintf(buf, cap, ".");
+}
+
+static tl_status file_sha256(const char *path, uint8_t id[32], char *err, size_t cap) {
+  tl_file_view v;
+  tl_status st = tl_file_open_regular(path, &v, err, cap);
+  if (st != TL_OK) return st;
+  st = tl_file_sha256(&v, id);
+  tl_file_close_view(&v);
+  return st;
+}
+
+static json_t *hex32(const uint8_t id[32]) {
+  char h[65];
+  tl_cli_hex(id, 32, h);
+  return json_string(h);
+}
+
+/* The artifact's metadata as JSON (byte strings as hex). */
+static json_t *metadata_json(const tl_native_model *m, char *err, size_t cap) {
+  const tl_slm_section *meta;
+  json_t *out = NULL;
+  if (tl_slm_find(&m->slm, TL_SLM_METADATA, &meta) != TL_OK) {
+    snprintf(err, cap, "the artifact has no metadata section");
+    return NULL;
+  }
+  if (tl_cbor_to_json(meta->data, meta->len, &out, err, cap) != TL_OK) return NULL;
+  return out;
+}
+
+/* ------------------------------------------------------------------------ */
+/* plan init                                                                */
+
+/* The source checkpoint's model.safetensors digest, as the ledger names it. */
+static const char *source_weights_sha256(const json_t *meta) {
+  size_t i;
+  json_t *s;
+  json_array_foreach(json_object_get(meta, "sources"), i, s) {
+    const char *name = json_string_value(json_object_get(s, "name"));
+    if (name != NULL && strcmp(name, "model.safetensors") == 0)
+      return json_string_value(json_object_get(s, "sha256"));
+  }
+  return NULL;
+}
+
+/* forward/greedy claims: the transformers goldens of this checkpoint and
+ * every --golden given. A lossy quantisation is judged on continuations
+ * only against goldens of the source weights (the profiles bound
+ * arithmetic, not quantisation); --golden files are taken as goldens of
+ * the artifact's own weights. */
+static tl_status numeric_claims(const json_t *meta, const char *root, const char *const *extra,
+                                size_t n_extra, json_t *claims, char *note, size_t note_cap,
+                                char *err, size_t cap) {
+  char path[PATH_MAX];
+  json_error_t je;
+  json_t *manifest, *fwd = json_array(), *gr = json_array();
+  const char *weights = source_weights_sha256(meta);
+  const char *quant = json_string_value(
+      json_object_get(json_object_get(meta, "quantization"), "requested"));
+  bool lossy = quant != NULL && (strcmp(quant, "q8") == 0 || strcmp(quant, "q4") == 0);
+  size_t i;
+  json_t *g;
+  snprintf(path, sizeof path, "%.3900s/tests/golden/transformers/manifest.json", root);
+  manifest = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+  if (manifest == NULL) {
+    snprintf(note, note_cap, "no transformers goldens (%.120s: %.80s)", path, je.text);
+  } else {
+    size_t matched = 0;
+    json_array_foreach(json_object_get(manifest, "goldens"), i, g) {
+      const char *ck = json_string_value(
+          json_object_get(json_object_get(g, "checkpoint"), "model.safetensors"));
+      char file[PATH_MAX];
+      json_t *ref;
+      if (weights == NULL || ck == NULL || strcmp(ck, weights) != 0) continue;
+      matched++;
+      snprintf(file, sizeof file, "%.3800s/tests/golden/transformers/%.200s", root,
+               json_string_value(json_object_get(g, "file")));
+      {
+        char real[PATH_MAX];
+        if (realpath(file, real) != NULL) snprintf(file, sizeof file, "%s", real);
+      }
+      ref = json_pack("{s:{s:s,s:s},s:s}", "golden", "path", file, "sha256",
+                      json_string_value(json_object_get(g, "sha256")), "label",
+                      json_string_value(json_object_get(g, "label")));
+      if (!lossy) json_array_append_new(fwd, tl_plan_case(json_deep_copy(ref)));
+      json_array_append_new(gr, tl_plan_case(ref));
+    }
+    snprintf(note, note_cap,
+             "%zu transformers golden(s) of this checkpoint%s", matched,
+             matched && lossy ? " (continuations only: the artifact is quantised)" : "");
+    json_decref(manifest);
+  }
+  for (i = 0; i < n_extra; i++) {
+    uint8_t id[32];
+    char real[PATH_MAX], hex[65];
+    tl_status st = file_sha256(extra[i], id, err, cap);
+    if (st != TL_OK) return st;
+    if (realpath(extra[i], real) == NULL) snprintf(real, sizeof real, "%s", extra[i]);
+    tl_cli_hex(id, 32, hex);
+    json_array_append_new(fwd, tl_plan_case(json_pack("{s:{s:s,s:s},s:s}", "golden", "path",
+                                                      real, "sha256", hex, "label", real)));
+    json_array_append_new(gr, tl_plan_case(json_pack("{s:{s:s,s:s},s:s}", "golden", "path", real,
+                                                     "sha256", hex, "label", real)));
+  }
+  if (json_array_size(fwd) > 0)
+    json_array_append_new(claims, json_pack("{s:s,s:s,s:s,s:s,s:n,s:n,s:o}", "name", "forward",
+                                            "kind", "forward", "level", "numerical", "oracle",
+                                            "the goldens' producers (tinylm.golden/1 producer field)",
+                                            "tolerance", "design", "cases", fwd));
+  else
+    json_decref(fwd);
+  if (json_array_size(gr) > 0)
+    json_array_append_new(claims, json_pack("{s:s,s:s,s:s,s:s,s:n,s:n,s:o}", "name", "greedy",
+                                            "kind", "greedy", "level", "numerical", "oracle",
+                                            "the goldens' producers (tinylm.golden/1 producer field)",
+                                            "tolerance", "design", "cases", gr));
+  else
+    json_decref(gr);
+  return TL_OK;
+}
+
+/* The project's default conversations for the sequence claims. */
+static json_t *messages(const char *user) {
+  return json_pack("[{s:s,s:s}]", "role", "user", "content", user);
+}
+
+static void sequence_claims(const char *lane, json_t *claims) {
+  const char *other = strcmp(lane, "fast") == 0 ? "scalar" : "fast";
+  json_t *mt = json_array(), *st = json_array(), *design;
+  json_array_append_new(mt, tl_plan_case(json_pack(
+      "{s:o,s:s,s:i,s:b}", "messages", messages("What is 347 + 58?"), "next_user",
+      "And what is 12 + 30?", "max_new", 24, "enable_thinking", 0)));
+  json_array_append_new(mt, tl_plan_case(json_pack(
+      "{s:o,s:s,s:i,s:b}", "messages", messages("What is the capital of Japan?"), "next_user",
+      "And of Kenya?", "max_new", 24, "enable_thinking", 0)));
+  json_array_append_new(claims, json_pack(
+      "{s:s,s:s,s:s,s:s,s:n,s:n,s:o}", "name", "multiturn", "kind", "multiturn", "level",
+      "multiturn", "oracle", "the same lane recomputing the whole conversation", "tolerance",
+      "design", "cases", mt));
+  json_array_append_new(st, tl_plan_case(json_pack(
+      "{s:o,s:b}", "messages", messages("Tell me a number."), "enable_thinking", 0)));
+  json_array_append_new(st, tl_plan_case(json_pack(
+      "{s:o,s:b}", "messages", messages("What is the capital of France?"), "enable_thinking",
+      0)));
+  /* 200 paired seeds: a disagreement rate of 0.05 is the effect of
+   * concern; tl_stats_disagree_power gives the planned power below. */
+  {
+    const uint32_t seeds = 200;
+    const double delta = 0.05, confidence = 0.95, rate = 0.15;
+    double alpha_test = (1.0 - confidence) / (double)tl_stats_m(2);
+    design = json_pack(
+        "{s:{s:s,s:s},s:{s:i,s:i,s:s},s:i,s:i,s:{s:s},s:f,s:{s:f,s:f,s:f},s:s,s:{s:i,s:i},"
+        "s:{s:f,s:f}}",
+        "lanes", "a", lane, "b", other, "seeds", "base", 1000, "count", (int)seeds,
+        "derivation", "seed_i = base + i", "samples_per_seed", 1, "max_new", 4, "sampling",
+        "temperature", "1", "confidence", confidence, "min_effect", "tvd", 0.05,
+        "disagreement", delta, "logprob", 0.5, "correction", "bonferroni", "bootstrap",
+        "resamples", 1000, "seed", 7, "planned_power", "rate", rate, "power",
+        tl_stats_disagree_power(seeds, delta, alpha_test, rate));
+  }
+  json_array_append_new(claims, json_pack(
+      "{s:s,s:s,s:s,s:s,s:n,s:o,s:o}", "name", "stochastic", "kind", "stochastic", "level",
+      "stochastic", "oracle", "the other native lane, paired seeds", "tolerance", "design",
+      design, "cases", st));
+}
+
+int tl_cmd_plan(int argc, char **argv) {
+  const char *model_path = NULL, *out_path = NULL, *reader = NULL, *lane = "fast";
+  const char *goldens[64];
+  size_t n_goldens = 0;
+  bool json = false, force = false;
+  char err[1024], root[PATH_MAX], defpath[PATH_MAX], note[256] = "";
+  tl_native_model m;
+  uint8_t artifact[32];
+  json_t *meta = NULL, *plan = NULL, *claims;
+  tl_status st;
+  int rc;
+  for (int i = 1; i < argc; i++) json |= strcmp(argv[i], "--json") == 0;
+  if (argc < 2 || strcmp(argv[1], "init") != 0) {
+    if (argc >= 2 && strcmp(argv[1], "--help") == 0) {
+      fputs(plan_usage, stdout);
+      return TL_EXIT_OK;
+    }
+    return tl_cli_usage(json, "tinylm plan init MODEL.slm ...\n%s", plan_usage);
+  }
+  for (int i = 2; i < argc; i++) {
+    int u;
+    if (strcmp(argv[i], "--help") == 0) {
+      fputs(plan_usage, stdout);
+      return TL_EXIT_OK;
+    } else if (strcmp(argv[i], "--json") == 0) {
+    } else if (strcmp(argv[i], "--force") == 0) {
+      force = true;
+    } else if (strcmp(argv[i], "-o") == 0) {
+      if ((u = tl_cli_output_value(json, argc, argv, &i, &out_path)) >= 0) return u;
+    } else if (strcmp(argv[i], "--lane") == 0) {
+      if ((u = tl_cli_value(json, argc, argv, &i, &lane)) >= 0) return u;
+      if (strcmp(lane, "scalar") != 0 && strcmp(lane, "fast") != 0)
+        return tl_cli_usage(json, "--lane must be scalar or fast, got '%s'", lane);
+    } else if (strcmp(argv[i], "--golden") == 0) {
+      if (n_goldens == sizeof goldens / sizeof goldens[0])
+        return tl_cli_usage(json, "at most 64 --golden files");
+      if ((u = tl_cli_value(json, argc, argv, &i, &goldens[n_goldens])) >= 0) return u;
+      n_goldens++;
+    } else if (strcmp(argv[i], "--reader-json") == 0) {
+      if ((u = tl_cli_value(json, argc, argv, &i, &reader)) >= 0) return u;
+    } else if (argv[i][0] == '-') {
+      return tl_cli_usage(json, "unknown option '%s'\n%s", argv[i], plan_usage);
+    } else if (model_path == NULL) {
+      model_path = argv[i];
+    } else {
+      return tl_cli_usage(json, "one MODEL.slm only\n%s", plan_usage);
+    }
+  }
+  if (model_path == NULL) return tl_cli_usage(json, "MODEL.slm is required\n%s", plan_usage);
+  if (out_path == NULL) {
+    snprintf(defpath, sizeof defpath, "%s.plan.json", model_path);
+    out_path = defpath;
+  }
+  {
+    const char *inputs[] = {model_path, reader, goldens[0]};
+    st = tl_file_output_check(out_path, inputs, reader ? 2 : 1, force, NULL, err, sizeof err);
+    if (st != TL_OK) return tl_cli_fail(json, st, "%s", err);
+  }
+  if ((st = file_sha256(model_path, artifact, err, sizeof err)) != TL_OK)
+    return tl_cli_fail(json, st, "%s", err);
+  if ((st = tl_native_model_open(model_path, &m, err, sizeof err)) != TL_OK)
+    return tl_cli_fail(json, st, "%s", err);
+  project_root(root, sizeof root);
+  meta = metadata_json(&m, err, sizeof err);
+  claims = json_array();
+  st = meta == NULL ? TL_ERR_INVALID_MODEL : TL_OK;
+  if (st == TL_OK) st = tl_plan_mechanical_claims(&m, root, reader, claims, err, sizeof err);
+  if (st == TL_OK)
+    st = numeric_claims(meta, root, goldens, n_goldens, claims, note, sizeof note, err,
+                        sizeof err);
+  if (st == TL_OK && m.has_tensors) sequence_claims(lane, claims);
+  if (st == TL_OK) {
+    char real[PATH_MAX];
+    const json_t *acq = json_object_get(meta, "acquisition");
+    if (realpath(model_path, real) == NULL) snprintf(real, sizeof real, "%s", model_path);
+    plan = json_pack("{s:s,s:{s:o,s:s,s:o},s:s,s:O}", "format", TL_PLAN_FORMAT, "artifact", "id",
+                     hex32(artifact), "path", real, "acquisition_receipt",
+                     json_is_string(json_object_get(acq, "receipt_id"))
+                         ? json_copy(json_object_get(acq, "receipt_id"))
+                         : json_null(),
+                     "lane", lane, "claims", claims);
+    if (plan == NULL) st = TL_ERR_OUT_OF_MEMORY;
+  }
+  if (st == TL_OK) {
+    /* Written as the reader will check it, in a stable layout. */
+    char *text = json_dumps(plan, JSON_INDENT(1) | JSON_SORT_KEYS | JSON_REAL_PRECISION(15));
+    tl_plan check;
+    st = text ? tl_plan_parse((const uint8_t *)text, strlen(text), &check, err, sizeof err)
+              : TL_ERR_OUT_OF_MEMORY;
+    if (st == TL_OK) {
+      tl_plan_free(&check);
+      st = tl_file_write_atomic(out_path, text, strlen(text), err, sizeof err);
+    }
+    free(text);
+  }
+  if (st != TL_OK) {
+    rc = tl_cli_fail(json, st, "%s", err);
+  } else {
+    size_t i;
+    json_t *c;
+    if (json) {
+      json_t *o = json_pack("{s:s,s:[],s:s}", "plan", out_path, "claims", "note", note);
+      json_array_foreach(claims, i, c)
+        json_array_append_new(json_object_get(o, "claims"),
+                              json_pack("{s:O,s:O,s:I}", "name", json_object_get(c, "name"),
+                                        "level", json_object_get(c, "level"), "cases",
+                                        (json_int_t)json_array_size(json_object_get(c, "cases"))));
+      char *text = json_dumps(o, JSON_COMPACT);
+      puts(text);
+      free(text);
+      json_decref(o);
+    } else {
+      printf("wrote %s (lane %s): %zu claims\n", out_path, lane, json_array_size(claims));
+      json_array_foreach(claims, i, c)
+        printf("  %-20s %-11s %zu cases\n", json_string_value(json_object_get(c, "name")),
+               json_string_value(json_object_get(c, "level")),
+               json_array_size(json_object_get(c, "cases")));
+      if (note[0]) printf("  (%s)\n", note);
+    }
+    rc = TL_EXIT_OK;
+  }
+  json_decref(plan ? plan : claims);
+  json_decref(meta);
+  tl_native_model_close(&m);
+  return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* promote PLAN                                                             */
+
+/* A plan, artifact or store that cannot be used: reported like any
+ * failure, but exit 2, so that 1 always means "not promoted". */
+#define UNUSABLE(...) unusable(tl_cli_fail(json, __VA_ARGS__))
+static int unusable(int rc) {
+  (void)rc;
+  return TL_EXIT_USAGE;
+}
+
+static tl_claim_runner runner_for(const char *kind) {
+  static const struct {
+    const char *kind;
+    tl_claim_runner run;
+  } runners[] = {{"artifact", tl_claim_artifact},   {"independent_reader", tl_claim_independent_reader},
+                 {"tokenizer", tl_claim_tokenizer}, {"template", tl_claim_template},
+                 {"eos", tl_claim_eos},             {"sampler", tl_claim_sampler},
+                 {"forward", tl_claim_forward},     {"greedy", tl_claim_greedy},
+                 {"multiturn", tl_claim_multiturn}, {"stochastic", tl_claim_stochastic}};
+  for (size_t i = 0; i < sizeof runners / sizeof runners[0]; i++)
+    if (strcmp(runners[i].kind, kind) == 0) return runners[i].run;
+  return NULL;
+}
+
+/* A node of a receipt read back as JSON ({"nodes": [{"type", "metadata"}]}). */
+static const json_t *node_meta(const json_t *doc, const char *type) {
+  size_t i;
+  json_t *n;
+  json_array_foreach(json_object_get(doc, "nodes"), i, n) {
+    const char *t = json_string_value(json_object_get(n, "type"));
+    if (t != NULL && strcmp(t, type) == 0) return json_object_get(n, "metadata");
+  }
+  return NULL;
+}
+
+static bool text_is(const json_t *o, const char *key, const char *want) {
+  const char *v = json_string_value(json_object_get(o, key));
+  return v != NULL && want != NULL && strcmp(v, want) == 0;
+}
+
+/* --reuse: the observation of a stored comparison receipt of this claim
+ * with the same artifact, build, lane and cases (any policy). */
+static bool find_reusable(tl_store *store, const tl_promote_runtime *rt, const tl_plan_claim *cl,
+                          uint8_t observation[32]) {
+  uint8_t(*ids)[32] = NULL;
+  size_t n = 0;
+  char err[256], art[65];
+  bool found = false;
+  tl_cli_hex(rt->artifact_id, 32, art);
+  if (tl_store_list_receipts(store, &ids, &n, err, sizeof err) != TL_OK) return false;
+  for (size_t i = 0; i < n && !found; i++) {
+    uint8_t *doc = NULL, root[32];
+    size_t len = 0;
+    json_t *j = NULL;
+    const json_t *runtime, *plan, *evidence, *artifact, *cases;
+    if (tl_store_get_receipt(store, ids[i], &doc, &len, err, sizeof err) != TL_OK) continue;
+    if (tl_graph_receipt_check(doc, len, "tinylm.comparison/1", root, err, sizeof err) == TL_OK &&
+        memcmp(root, ids[i], 32) == 0 && tl_cbor_to_json(doc, len, &j, err, sizeof err) == TL_OK) {
+      runtime = node_meta(j, "runtime");
+      plan = node_meta(j, "plan");
+      evidence = node_meta(j, "evidence");
+      artifact = node_meta(j, "artifact");
+      cases = json_object_get(evidence, "cases");
+      found = text_is(artifact, "artifact_id", art) && text_is(runtime, "build_id", rt->build_id) &&
+              text_is(runtime, "backend", rt->backend) && text_is(plan, "claim", cl->name) &&
+              text_is(plan, "kind", cl->kind) && json_array_size(cases) == cl->n_cases &&
+              json_array_size(json_object_get(evidence, "observations")) == 1;
+      for (size_t k = 0; found && k < cl->n_cases; k++) {
+        char want[65];
+        tl_cli_hex(cl->case_ids[k], 32, want);
+        found = text_is(json_array_get(cases, k), "id", want);
+      }
+      if (found)
+        found = tl_hex32_parse(
+            json_string_value(json_array_get(json_object_get(evidence, "observations"), 0)),
+            observation);
+    }
+    json_decref(j);
+    free(doc);
+  }
+  free(ids);
+  return found;
+}
+
+/* One claim: run (or judge again), retried once after an infrastructure
+ * failure; both attempts go into the run record. */
+static tl_status run_claim(tl_claim_ctx *c, const tl_plan_claim *cl, bool reuse,
+                           const tl_promote_runtime *rt, tl_claim_result *res, uint32_t *attempt,
+                           json_t *attempts, bool *reused) {
+  tl_claim_runner run = runner_for(cl->kind);
+  uint8_t obs[32];
+  tl_status st = TL_ERR_INVALID_ARGUMENT;
+  *reused = false;
+  if (reuse && (strcmp(cl->kind, "forward") == 0 || strcmp(cl->kind, "greedy") == 0) &&
+      find_reusable(c->store, rt, cl, obs)) {
+    st = tl_claim_rejudge_numeric(c, obs, &c->session->qwen.cfg, res);
+    *attempt = 1;
+    *reused = st == TL_OK;
+    json_array_append_new(attempts, json_pack("{s:s,s:i,s:s,s:o,s:s}", "claim", cl->name,
+                                              "attempt", 1, "status",
+                                              st == TL_OK ? "judged_again" : "failed", "observation",
+                                              hex32(obs), "error", st == TL_OK ? "" : c->err));
+    if (st != TL_OK) {
+      /* The stored raw output is gone or damaged. */
+      char why[1024];
+      snprintf(why, sizeof why, "%s", c->err);
+      memset(res, 0, sizeof *res);
+      res->stop_rule = TL_RULE_MISSING_OUTPUT;
+      snprintf(res->first_divergence, sizeof res->first_divergence,
+               "the stored raw output cannot be judged again: %.900s", why);
+      snprintf(res->summary, sizeof res->summary, "stored raw output missing or damaged");
+      return TL_OK;
+    }
+    return TL_OK;
+  }
+  for (*attempt = 1; *attempt <= 2; (*attempt)++) {
+    c->err[0] = '\0';
+    st = run(c, res);
+    json_array_append_new(attempts, json_pack("{s:s,s:i,s:s,s:s}", "claim", cl->name, "attempt",
+                                              (int)*attempt, "status",
+                                              st == TL_OK ? "ran" : "infrastructure_failure",
+                                              "error", st == TL_OK ? "" : c->err));
+    if (st == TL_OK) return TL_OK;
+    /* A plan's case the runner cannot use is not an infrastructure
+     * failure: a retry would see the same. */
+    if (st == TL_ERR_INVALID_ARGUMENT || st == TL_ERR_HASH_MISMATCH) break;
+  }
+  if (*attempt > 2) *attempt = 2;
+  {
+    char why[1024];
+    snprintf(why, sizeof why, "%s: %s", tl_status_name(st), c->err);
+    memset(res, 0, sizeof *res);
+    res->stop_rule = TL_RULE_MISSING_OUTPUT;
+    snprintf(res->first_divergence, sizeof res->first_divergence, "no raw output: %.900s", why);
+    snprintf(res->summary, sizeof res->summary, "no raw output (%s)", tl_status_name(st));
+  }
+  return TL_OK;
+}
+
+/* Mechanical claims first (their failures cannot be excused), then the
+ * numerical and multi-turn ones, the stochastic comparison last and only
+ * when every mechanical claim passed. */
+static int claim_order(const tl_plan_claim *c) {
+  return strcmp(c->level, "mechanical") == 0   ? 0
+         : strcmp(c->level, "stochastic") == 0 ? 2
+                                               : 1;
+}
+
+int tl_cmd_promote(int argc, char **argv) {
+  const char *plan_path = NULL, *store_dir = NULL, *lane_flag = NULL;
+  uint32_t threads = 0;
+  bool json = false, reuse = false, mechanical_ok = true, promoted;
+  char err[2048], plan_dir[PATH_MAX], slm_path[PATH_MAX];
+  tl_file_view pv;
+  tl_plan plan;
+  tl_store *store = NULL;
+  tl_session s;
+  bool session_ok = false;
+  char session_err[1024] = "";
+  uint8_t artifact[32], run_id[32], promo_root[32];
+  tl_claim_result *results = NULL;
+  uint8_t(*receipt_ids)[32] = NULL;
+  bool *ran = NULL;
+  uint32_t *attempts_of = NULL;
+  tl_promotion_claim *pc = NULL;
+  json_t *attempts = json_array(), *out_claims = json_array();
+  tl_promote_runtime rt;
+  tl_status st;
+  int rc = TL_EXIT_USAGE;
+  for (int i = 1; i < argc; i++) json |= strcmp(argv[i], "--json") == 0;
+  if (argc >= 2 && strcmp(argv[1], "show") == 0) return tl_promote_show_main(argc - 1, argv + 1);
+  if (argc >= 2 && strcmp(argv[1], "status") == 0)
+    return tl_promote_status_main(argc - 1, argv + 1);
+  for (int i = 1; i < argc; i++) {
+    int u;
+    if (strcmp(argv[i], "--help") == 0) {
+      fputs(promote_usage, stdout);
+      return TL_EXIT_OK;
+    } else if (strcmp(argv[i], "--json") == 0) {
+    } else if (strcmp(argv[i], "--reuse") == 0) {
+      reuse = true;
+    } else if (strcmp(argv[i], "--store") == 0) {
+      if ((u = tl_cli_value(json, argc, argv, &i, &store_dir)) >= 0) return u;
+    } else if (strcmp(argv[i], "--lane") == 0) {
+      if ((u = tl_cli_value(json, argc, argv, &i, &lane_flag)) >= 0) return u;
+    } else if (strcmp(argv[i], "-t") == 0 || strcmp(argv[i], "--threads") == 0) {
+      const char *v;
+      if ((u = tl_cli_value(json, argc, argv, &i, &v)) >= 0) return u;
+      if ((u = tl_cli_flag_u32(json, argv[i - 1], v, 1, 256, &threads)) >= 0) return u;
+    } else if (argv[i][0] == '-') {
+      return tl_cli_usage(json, "unknown option '%s'\n%s", argv[i], promote_usage);
+    } else if (plan_path == NULL) {
+      plan_path = argv[i];
+    } else {
+      return tl_cli_usage(json, "one PLAN only\n%s", promote_usage);
+    }
+  }
+  if (plan_path == NULL || store_dir == NULL)
+    return tl_cli_usage(json, "PLAN and --store DIR are required\n%s", promote_usage);
+  if ((st = tl_file_open_regular(plan_path, &pv, err, sizeof err)) != TL_OK)
+    return UNUSABLE(st, "%s", err);
+  st = tl_plan_parse(pv.data, pv.len, &plan, err, sizeof err);
+  tl_file_close_view(&pv);
+  if (st != TL_OK) return UNUSABLE(st, "%s: %s", plan_path, err);
+  if (lane_flag != NULL && strcmp(lane_flag, plan.lane) != 0) {
+    rc = tl_cli_usage(json, "the plan registers lane %s, not %s (plan init --lane %s writes one)",
+                      plan.lane, lane_flag, lane_flag);
+    tl_plan_free(&plan);
+    return rc;
+  }
+  for (size_t i = 0; i < plan.n_claims; i++)
+    if (strcmp(plan.claims[i].kind, "stochastic") == 0) {
+      tl_stoch_design d;
+      if ((st = tl_stoch_design_parse(plan.claims[i].design, plan.lane, &d, err, sizeof err)) !=
+          TL_OK) {
+        rc = UNUSABLE(st, "%s: claims[%zu].%s", plan_path, i, err);
+        tl_plan_free(&plan);
+        return rc;
+      }
+    }
+  snprintf(plan_dir, sizeof plan_dir, "%s", plan_path);
+  if (strrchr(plan_dir, '/') != NULL) *strrchr(plan_dir, '/') = '\0';
+  else snprintf(plan_dir, sizeof plan_dir, ".");
+  if (plan.artifact_path[0] == '/') snprintf(slm_path, sizeof slm_path, "%s", plan.artifact_path);
+  else snprintf(slm_path, sizeof slm_path, "%.2000s/%.2000s", plan_dir, plan.artifact_path);
+  /* The plan names its artifact by content: another file is another plan. */
+  if ((st = file_sha256(slm_path, artifact, err, sizeof err)) != TL_OK) {
+    rc = UNUSABLE(st, "%s", err);
+    goto done;
+  }
+  if (memcmp(artifact, plan.artifact_id, 32) != 0) {
+    char want[65], got[65];
+    tl_cli_hex(plan.artifact_id, 32, want);
+    tl_cli_hex(artifact, 32, got);
+    rc = UNUSABLE(TL_ERR_HASH_MISMATCH,
+                     "%s is artifact %s, the plan registers %s (tinylm plan init %s writes a "
+                     "plan for it)",
+                     slm_path, got, want, slm_path);
+    goto done;
+  }
+  if ((st = tl_store_open(store_dir, true, &store, err, sizeof err)) != TL_OK) {
+    rc = UNUSABLE(st, "%s", err);
+    goto done;
+  }
+  {
+    uint8_t pid[32];
+    if ((st = tl_store_put(store, "plan", plan.bytes, plan.len, pid, err, sizeof err)) != TL_OK) {
+      rc = tl_cli_fail(json, st, "%s", err);
+      goto done;
+    }
+  }
+  /* The lane the claims run on; an artifact that does not open leaves
+   * only the artifact claim to say why. */
+  if ((st = tl_session_open(&s, slm_path, session_err, sizeof session_err)) == TL_OK) {
+    tl_lane_options o = tl_lane_defaults();
+    o.fast = strcmp(plan.lane, "fast") == 0;
+    if (threads) o.threads = threads;
+    st = tl_session_lane(&s, &o, session_err, sizeof session_err);
+    if (st == TL_OK) st = tl_session_plan(&s, 256, 0, session_err, sizeof session_err);
+    if (st == TL_OK) st = tl_session_allocate(&s, 0, session_err, sizeof session_err);
+    if (st != TL_OK) tl_session_close(&s);
+    else session_ok = true;
+  }
+  rt.artifact_id = artifact;
+  rt.build_id = tl_promote_build_id();
+  rt.backend = plan.lane;
+  rt.numerical_profile = session_ok ? tl_native_lane_profile(&s.lane)
+                         : strcmp(plan.lane, "fast") == 0 ? "fast/4"
+                                                           : "scalar-f32/1";
+  results = calloc(plan.n_claims, sizeof *results);
+  receipt_ids = calloc(plan.n_claims, 32);
+  ran = calloc(plan.n_claims, sizeof *ran);
+  attempts_of = calloc(plan.n_claims, sizeof *attempts_of);
+  pc = calloc(plan.n_claims, sizeof *pc);
+  if (!results || !receipt_ids || !ran || !attempts_of || !pc) {
+    rc = tl_cli_fail(json, TL_ERR_OUT_OF_MEMORY, "out of memory");
+    goto done;
+  }
+  for (int order = 0; order <= 2; order++) {
+    for (size_t i = 0; i < plan.n_claims; i++) {
+      const tl_plan_claim *cl = &plan.claims[i];
+      tl_claim_ctx c = {store, session_ok ? &s : NULL, slm_path, plan.lane, threads,
+                        cl->json, plan_dir, err, sizeof err};
+      bool reused = false;
+      if (claim_order(cl) != order) continue;
+      if (!session_ok && strcmp(cl->kind, "artifact") != 0) continue;
+      if (order == 2 && !mechanical_ok) continue;
+      st = run_claim(&c, cl, reuse, &rt, &results[i], &attempts_of[i], attempts, &reused);
+      ran[i] = true;
+      if (order == 0 && !results[i].pass) mechanical_ok = false;
+      if (!json)
+        fprintf(stderr, "  %s %-18s %s%s\n", results[i].pass ? "pass" : "FAIL", cl->name,
+                results[i].summary, reused ? " (judged again from the stored raw output)" : "");
+    }
+  }
+  /* The run record: what ran, each attempt, when. */
+  {
+    char when[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    char *text;
+    json_t *rec;
+    gmtime_r(&now, &tm);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    rec = json_pack("{s:s,s:o,s:o,s:s,s:s,s:i,s:s,s:O}", "format", "tinylm.promote-run/1", "plan",
+                    hex32(plan.id), "artifact", hex32(artifact), "lane", plan.lane, "build_id",
+                    rt.build_id, "threads", (int)threads, "started", when, "attempts", attempts);
+    text = tl_plan_canonical(rec);
+    st = text ? tl_store_put(store, "run", (const uint8_t *)text, strlen(text), run_id, err,
+                             sizeof err)
+              : TL_ERR_OUT_OF_MEMORY;
+    free(text);
+    json_decref(rec);
+    if (st != TL_OK) {
+      rc = tl_cli_fail(json, st, "%s", err);
+      goto done;
+    }
+  }
+  for (size_t i = 0; i < plan.n_claims; i++) {
+    const tl_plan_claim *cl = &plan.claims[i];
+    pc[i].claim = cl->name;
+    if (!ran[i]) {
+      pc[i].receipt_id = NULL;
+      pc[i].pass = false;
+      pc[i].stop_rule = NULL;
+      json_array_append_new(out_claims,
+                            json_pack("{s:s,s:s,s:n,s:s}", "claim", cl->name, "verdict", "not_run",
+                                      "stop_rule", "why",
+                                      session_ok ? "a mechanical claim failed"
+                                                 : "the artifact did not open"));
+      continue;
+    }
+    {
+      tl_comparison_facts f = {rt,        plan.id,
+                               cl->name,  cl->kind,
+                               cl->level, cl->oracle,
+                               strcmp(cl->level, "numerical") == 0
+                                   ? (cl->tolerance ? cl->tolerance
+                                                    : tl_verify_lane_profile(strcmp(plan.lane, "fast") == 0))
+                                   : NULL,
+                               strcmp(cl->kind, "stochastic") == 0 ? cl->design_sha256 : NULL,
+                               &results[i], attempts_of[i]};
+      uint8_t *doc = NULL;
+      size_t len = 0;
+      st = tl_comparison_receipt(&f, &doc, &len, receipt_ids[i], err, sizeof err);
+      if (st == TL_OK)
+        st = tl_store_put_receipt(store, "comparison", receipt_ids[i], doc, len, err, sizeof err);
+      free(doc);
+      if (st != TL_OK) {
+        rc = tl_cli_fail(json, st, "claim %s: %s", cl->name, err);
+        goto done;
+      }
+    }
+    pc[i].receipt_id = receipt_ids[i];
+    pc[i].pass = results[i].pass;
+    pc[i].stop_rule = results[i].stop_rule;
+    json_array_append_new(out_claims, json_pack(
+        "{s:s,s:s,s:o,s:s,s:s,s:o}", "claim", cl->name, "verdict",
+        results[i].pass ? "pass" : "fail", "stop_rule",
+        results[i].stop_rule ? json_string(results[i].stop_rule) : json_null(), "summary",
+        results[i].summary, "first_divergence", results[i].first_divergence, "receipt",
+        hex32(receipt_ids[i])));
+  }
+  {
+    tl_promotion_facts f = {rt, plan.id, plan.lane, pc, plan.n_claims, run_id};
+    uint8_t *doc = NULL;
+    size_t len = 0;
+    st = tl_promotion_receipt(&f, &doc, &len, promo_root, err, sizeof err);
+    if (st == TL_OK)
+      st = tl_store_put_receipt(store, "promotion", promo_root, doc, len, err, sizeof err);
+    free(doc);
+    if (st != TL_OK) {
+      rc = tl_cli_fail(json, st, "the promotion receipt: %s", err);
+      goto done;
+    }
+  }
+  promoted = true;
+  for (size_t i = 0; i < plan.n_claims; i++) promoted = promoted && ran[i] && results[i].pass;
+  {
+    char root_hex[65], path[PATH_MAX + 80];
+    size_t passed = 0;
+    tl_cli_hex(promo_root, 32, root_hex);
+    snprintf(path, sizeof path, "%s/receipts/%s.cbor", store_dir, root_hex);
+    for (size_t i = 0; i < plan.n_claims; i++) passed += ran[i] && results[i].pass;
+    if (json) {
+      json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:O}", "decision",
+                            promoted ? "promoted" : "not_promoted", "lane", plan.lane, "receipt",
+                            root_hex, "path", path, "claims", out_claims);
+      char *text = json_dumps(o, JSON_COMPACT);
+      puts(text);
+      free(text);
+      json_decref(o);
+    } else {
+      if (!session_ok) fprintf(stderr, "the artifact did not open: %s\n", session_err);
+      for (size_t i = 0; i < plan.n_claims; i++)
+        if (ran[i] && !results[i].pass)
+          fprintf(stderr, "claim %s failed (%s): %s\n", plan.claims[i].name,
+                  results[i].stop_rule ? results[i].stop_rule : "?",
+                  results[i].first_divergence);
+        else if (!ran[i])
+          fprintf(stderr, "claim %s did not run (%s)\n", plan.claims[i].name,
+                  session_ok ? "a mechanical claim failed" : "the artifact did not open");
+      printf("%s: %zu of %zu claims passed on lane %s\npromotion receipt %s\n",
+             promoted ? "promoted" : "not promoted", passed, plan.n_claims, plan.lane, path);
+    }
+    rc = promoted ? TL_EXIT_OK : TL_EXIT_FAILURE;
+  }
+done:
+  for (size_t i = 0; results && i < plan.n_claims; i++) tl_claim_result_free(&results[i]);
+  free(results);
+  free(receipt_ids);
+  free(ran);
+  free(attempts_of);
+  free(pc);
+  json_decref(attempts);
+  json_decref(out_claims);
+  if (session_ok) tl_session_close(&s);
+  if (store) tl_store_close(store);
+  tl_plan_free(&plan);
+  return rc;
+}

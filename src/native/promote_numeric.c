@@ -1,0 +1,321 @@
+/* The numerical claims of tinylm promote (docs/promotion.md): `forward`
+ * (every capture point of each golden within the tolerance profile) and
+ * `greedy` (each golden's continuation). The raw observation is the
+ * lane's capture (a tinylm.golden/1 document of its values, one store
+ * object per golden) and a side record per case (verify.h); judging reads
+ * only those, so tl_claim_rejudge_numeric can judge them again under
+ * another profile without running the model. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "compare.h"
+#include "file.h"
+#include "golden.h"
+#include "hash/sha256.h"
+#include "promote.h"
+#include "promote_plan.h"
+#include "verify.h"
+
+void tl_claim_result_free(tl_claim_result *r) {
+  free(r->cases);
+  memset(r, 0, sizeof *r);
+}
+
+/* The profile a claim is judged by: its own, else the lane's. */
+static const char *claim_profile(const tl_claim_ctx *c) {
+  const json_t *t = json_object_get(c->claim, "tolerance");
+  if (json_is_string(t)) return json_string_value(t);
+  return tl_verify_lane_profile(strcmp(c->lane, "fast") == 0);
+}
+
+/* A case's golden: read, checked against the plan's SHA-256, put into the
+ * store (so the evidence holds the reference it was judged by). */
+static tl_status load_golden(tl_claim_ctx *c, const json_t *cs, tl_golden *g, uint8_t gid[32]) {
+  const json_t *ref = json_object_get(cs, "golden");
+  const char *path = json_string_value(json_object_get(ref, "path"));
+  uint8_t want[32], got[32];
+  char full[4096];
+  tl_file_view v;
+  tl_status st;
+  if (path == NULL || !tl_hex32_parse(json_string_value(json_object_get(ref, "sha256")), want)) {
+    snprintf(c->err, c->err_cap, "a %s case needs golden.path and golden.sha256",
+             json_string_value(json_object_get(c->claim, "kind")));
+    return TL_ERR_INVALID_ARGUMENT;
+  }
+  if (path[0] == '/' || c->plan_dir == NULL) snprintf(full, sizeof full, "%s", path);
+  else snprintf(full, sizeof full, "%s/%s", c->plan_dir, path);
+  if ((st = tl_file_open_regular(full, &v, c->err, c->err_cap)) != TL_OK) return st;
+  st = tl_sha256(v.data, v.len, got);
+  if (st == TL_OK && memcmp(got, want, 32) != 0) {
+    snprintf(c->err, c->err_cap, "%s: its SHA-256 is not the one the plan registered", full);
+    st = TL_ERR_HASH_MISMATCH;
+  }
+  if (st == TL_OK) st = tl_store_put(c->store, "golden", v.data, v.len, gid, c->err, c->err_cap);
+  if (st == TL_OK) {
+    st = tl_golden_read(v.data, v.len, g, c->err, c->err_cap);
+    if (st != TL_OK) {
+      char why[512];
+      snprintf(why, sizeof why, "%s", c->err);
+      snprintf(c->err, c->err_cap, "%s: %s", full, why);
+    }
+  }
+  tl_file_close_view(&v);
+  return st;
+}
+
+/* A session of its own for one golden: the whole prompt in one forward
+ * call (every captured score row spans all of its keys). */
+static tl_status golden_session(tl_claim_ctx *c, const tl_golden *g, tl_session *s) {
+  tl_lane_options o = tl_lane_defaults();
+  tl_status st;
+  o.fast = strcmp(c->lane, "fast") == 0;
+  if (c->threads) o.threads = c->threads;
+  st = tl_session_open_shared(s, &c->session->model, c->slm_path, c->err, c->err_cap);
+  if (st != TL_OK) return st;
+  st = tl_session_lane(s, &o, c->err, c->err_cap);
+  if (st == TL_OK && g->n_ids + g->n_continuation > UINT32_MAX) st = TL_ERR_CONTEXT_EXCEEDED;
+  if (st == TL_OK)
+    st = tl_session_plan(s, (uint32_t)(g->n_ids + g->n_continuation), g->n_ids, c->err,
+                         c->err_cap);
+  if (st == TL_OK) st = tl_session_allocate(s, 0, c->err, c->err_cap);
+  if (st != TL_OK) tl_session_close(s);
+  return st;
+}
+
+/* Judges one case's observation; appends its outcome and the claim's
+ * first failure. */
+static void judge_case(const tl_claim_ctx *c, bool greedy, const tl_qwen3_config *cfg,
+                       const tl_golden *g, const tl_verify_obs *o, const json_t *entry,
+                       const char *label, tl_claim_result *out, size_t i, double *worst,
+                       size_t *failing_records) {
+  json_t *rep = tl_verify_judge(cfg, g, o, claim_profile(c), !greedy, greedy);
+  const char *rule = NULL;
+  char *canon = tl_plan_canonical(entry);
+  tl_case_outcome *oc = &out->cases[i];
+  oc->invariant = greedy ? "greedy_ids" : "records_within_tolerance";
+  if (canon != NULL) tl_sha256(canon, strlen(canon), oc->output);
+  free(canon);
+  if (rep == NULL) {
+    oc->pass = false;
+    rule = TL_RULE_MISSING_OUTPUT;
+    snprintf(out->first_divergence, sizeof out->first_divergence, "%s: cannot be judged", label);
+  } else {
+    const json_t *counts = json_object_get(rep, "counts"), *gr = json_object_get(rep, "greedy");
+    size_t i2;
+    json_t *rec;
+    oc->pass = json_is_true(json_object_get(rep, "pass"));
+    *failing_records += (size_t)json_integer_value(json_object_get(counts, "failing"));
+    json_array_foreach(json_object_get(rep, "records"), i2, rec) {
+      double nrmse = json_real_value(json_object_get(rec, "nrmse"));
+      if (nrmse > *worst) *worst = nrmse;
+    }
+    if (!oc->pass) {
+      const char *gv = json_string_value(json_object_get(gr, "verdict"));
+      char *d = json_dumps(greedy ? gr : json_object_get(rep, "first_divergence"),
+                           JSON_COMPACT | JSON_ENCODE_ANY);
+      rule = json_integer_value(json_object_get(counts, "missing")) > 0 ? TL_RULE_MISSING_OUTPUT
+             : gv != NULL && strcmp(gv, "unstable") == 0               ? TL_RULE_SAMPLER_TIE
+                                                                        : TL_RULE_TOLERANCE;
+      if (out->first_divergence[0] == '\0')
+        snprintf(out->first_divergence, sizeof out->first_divergence, "%s (%s): %s", label,
+                 json_string_value(json_object_get(rep, "profile")), d ? d : "");
+      free(d);
+    }
+  }
+  json_decref(rep);
+  if (rule != NULL && out->stop_rule == NULL) out->stop_rule = rule;
+  if (!oc->pass) out->pass = false;
+}
+
+static void summarize(tl_claim_ctx *c, bool greedy, tl_claim_result *out, double worst,
+                      size_t failing_records) {
+  size_t passed = 0;
+  for (size_t i = 0; i < out->n_cases; i++) passed += out->cases[i].pass;
+  if (greedy)
+    snprintf(out->summary, sizeof out->summary, "%zu of %zu continuations agree (profile %s)",
+             passed, out->n_cases, claim_profile(c));
+  else
+    snprintf(out->summary, sizeof out->summary,
+             "%zu of %zu goldens within profile %s; %zu failing records; worst NRMSE %.3g",
+             passed, out->n_cases, claim_profile(c), failing_records, worst);
+}
+
+static tl_status prepare(tl_claim_ctx *c, tl_claim_result *out, const json_t **cases) {
+  *cases = json_object_get(c->claim, "cases");
+  memset(out, 0, sizeof *out);
+  out->pass = true;
+  out->n_cases = json_array_size(*cases);
+  out->cases = calloc(out->n_cases ? out->n_cases : 1, sizeof *out->cases);
+  if (out->cases == NULL) return TL_ERR_OUT_OF_MEMORY;
+  for (size_t i = 0; i < out->n_cases; i++)
+    tl_hex32_parse(json_string_value(json_object_get(json_array_get(*cases, i), "id")),
+                   out->cases[i].id);
+  return TL_OK;
+}
+
+/* The observation object: {"claim", "kind", "lane", "profile", "cases":
+ * [{"case": id, "golden": object id, "capture": object id, "side": {..}}
+ * or {"case", "golden", "fault": {...}}]}. */
+static tl_status numeric(tl_claim_ctx *c, bool greedy, tl_claim_result *out) {
+  const json_t *cases;
+  json_t *obs = json_array();
+  tl_status st = prepare(c, out, &cases);
+  double worst = 0.0;
+  size_t failing = 0;
+  for (size_t i = 0; st == TL_OK && i < out->n_cases; i++) {
+    const json_t *cs = json_object_get(json_array_get(cases, i), "case");
+    const char *label = json_string_value(json_object_get(cs, "label"));
+    char gid_hex[65], cap_hex[65], case_hex[65];
+    uint8_t gid[32], cap_id[32];
+    tl_golden g;
+    tl_session s;
+    tl_verify_obs o;
+    tl_qwen3_fault fault;
+    json_t *entry;
+    if (label == NULL) label = "golden";
+    if ((st = load_golden(c, cs, &g, gid)) != TL_OK) break;
+    tl_cli_hex(gid, 32, gid_hex);
+    tl_cli_hex(out->cases[i].id, 32, case_hex);
+    if ((st = golden_session(c, &g, &s)) != TL_OK) {
+      tl_golden_free(&g);
+      break;
+    }
+    st = tl_verify_observe(&s, &g, !greedy, greedy, &o, &fault, c->err, c->err_cap);
+    if (st == TL_ERR_NUMERICAL_FAILURE) {
+      /* A non-finite value where the reference is finite: the raw output
+       * is where it happened. */
+      entry = json_pack("{s:s,s:s,s:{s:s,s:i,s:I,s:I}}", "case", case_hex, "golden", gid_hex,
+                        "fault", "stage", tl_qwen3_stage_name(fault.stage), "layer",
+                        (int)fault.layer, "position", (json_int_t)fault.pos, "index",
+                        (json_int_t)fault.index);
+      json_array_append_new(obs, entry);
+      out->pass = false;
+      out->cases[i].invariant = "finite";
+      if (out->stop_rule == NULL) out->stop_rule = TL_RULE_NON_FINITE;
+      if (out->first_divergence[0] == '\0')
+        snprintf(out->first_divergence, sizeof out->first_divergence,
+                 "%s: non-finite value at stage %s, layer %d, position %u, index %zu", label,
+                 tl_qwen3_stage_name(fault.stage), (int)fault.layer, fault.pos, fault.index);
+      st = TL_OK;
+    } else if (st == TL_OK) {
+      const tl_slm_section *meta;
+      uint8_t *doc = NULL;
+      size_t doc_len = 0;
+      json_t *side = NULL;
+      st = tl_slm_find(&s.model.slm, TL_SLM_METADATA, &meta);
+      if (st == TL_OK)
+        st = tl_verify_obs_encode(&o, &g, meta->data, meta->len, c->slm_path,
+                                  (tl_golden_producer){s.lane.fast ? "tinylm-fast"
+                                                                   : "tinylm-scalar",
+                                                       tl_native_lane_profile(&s.lane)},
+                                  &doc, &doc_len, &side);
+      if (st == TL_OK)
+        st = tl_store_put(c->store, "capture", doc, doc_len, cap_id, c->err, c->err_cap);
+      free(doc);
+      if (st == TL_OK) {
+        tl_cli_hex(cap_id, 32, cap_hex);
+        entry = json_pack("{s:s,s:s,s:s,s:O}", "case", case_hex, "golden", gid_hex, "capture",
+                          cap_hex, "side", side);
+        judge_case(c, greedy, &s.qwen.cfg, &g, &o, entry, label, out, i, &worst, &failing);
+        json_array_append_new(obs, entry);
+      }
+      json_decref(side);
+      tl_verify_obs_free(&o);
+    }
+    tl_session_close(&s);
+    tl_golden_free(&g);
+  }
+  if (st == TL_OK) {
+    json_t *doc = json_pack("{s:s,s:s,s:s,s:O}", "claim",
+                            json_string_value(json_object_get(c->claim, "name")), "kind",
+                            greedy ? "greedy" : "forward", "lane", c->lane, "cases", obs);
+    char *text = tl_plan_canonical(doc);
+    st = text ? tl_store_put(c->store, "observation", (const uint8_t *)text, strlen(text),
+                             out->observation, c->err, c->err_cap)
+              : TL_ERR_OUT_OF_MEMORY;
+    out->has_observation = st == TL_OK;
+    free(text);
+    json_decref(doc);
+    summarize(c, greedy, out, worst, failing);
+  }
+  json_decref(obs);
+  if (st != TL_OK) tl_claim_result_free(out);
+  return st;
+}
+
+tl_status tl_claim_forward(tl_claim_ctx *c, tl_claim_result *out) { return numeric(c, false, out); }
+tl_status tl_claim_greedy(tl_claim_ctx *c, tl_claim_result *out) { return numeric(c, true, out); }
+
+/* Judges a stored observation again under the claim's (new) profile:
+ * the cases must be the observation's, in order. */
+tl_status tl_claim_rejudge_numeric(tl_claim_ctx *c, const uint8_t observation[32],
+                                   const tl_qwen3_config *cfg, tl_claim_result *out) {
+  const json_t *cases;
+  uint8_t *bytes = NULL;
+  size_t len = 0;
+  json_t *doc = NULL, *entries;
+  bool greedy = strcmp(json_string_value(json_object_get(c->claim, "kind")), "greedy") == 0;
+  double worst = 0.0;
+  size_t failing = 0;
+  tl_status st = prepare(c, out, &cases);
+  if (st == TL_OK) st = tl_store_get(c->store, observation, &bytes, &len, c->err, c->err_cap);
+  if (st == TL_OK) {
+    doc = json_loadb((const char *)bytes, len, JSON_REJECT_DUPLICATES, NULL);
+    entries = json_object_get(doc, "cases");
+    if (json_array_size(entries) != out->n_cases) {
+      snprintf(c->err, c->err_cap, "the stored observation holds other cases");
+      st = TL_ERR_INVALID_ARGUMENT;
+    }
+  }
+  memcpy(out->observation, observation, 32);
+  out->has_observation = true;
+  for (size_t i = 0; st == TL_OK && i < out->n_cases; i++) {
+    const json_t *e = json_array_get(entries, i),
+                 *cs = json_object_get(json_array_get(cases, i), "case");
+    const char *label = json_string_value(json_object_get(cs, "label"));
+    uint8_t gid[32], cap_id[32], case_id[32];
+    uint8_t *gb = NULL, *cb = NULL;
+    size_t gl = 0, cl = 0;
+    tl_golden g;
+    tl_verify_obs o;
+    if (!tl_hex32_parse(json_string_value(json_object_get(e, "case")), case_id) ||
+        memcmp(case_id, out->cases[i].id, 32) != 0 ||
+        !tl_hex32_parse(json_string_value(json_object_get(e, "golden")), gid)) {
+      snprintf(c->err, c->err_cap, "the stored observation's case %zu is not the plan's", i);
+      st = TL_ERR_INVALID_ARGUMENT;
+      break;
+    }
+    if (json_object_get(e, "fault") != NULL) {
+      /* A non-finite value stays one under every profile. */
+      out->pass = false;
+      out->cases[i].invariant = "finite";
+      if (out->stop_rule == NULL) out->stop_rule = TL_RULE_NON_FINITE;
+      continue;
+    }
+    if (!tl_hex32_parse(json_string_value(json_object_get(e, "capture")), cap_id)) {
+      st = TL_ERR_INVALID_ARGUMENT;
+      break;
+    }
+    st = tl_store_get(c->store, gid, &gb, &gl, c->err, c->err_cap);
+    if (st == TL_OK) st = tl_store_get(c->store, cap_id, &cb, &cl, c->err, c->err_cap);
+    if (st == TL_OK) st = tl_golden_read(gb, gl, &g, c->err, c->err_cap);
+    if (st == TL_OK) {
+      st = tl_verify_obs_decode(&g, cb, cl, json_object_get(e, "side"), &o, c->err, c->err_cap);
+      if (st == TL_OK) {
+        judge_case(c, greedy, cfg, &g, &o, e, label ? label : "golden", out, i, &worst,
+                   &failing);
+        tl_verify_obs_free(&o);
+      }
+      tl_golden_free(&g);
+    }
+    free(gb);
+    free(cb);
+  }
+  free(bytes);
+  json_decref(doc);
+  if (st == TL_OK) summarize(c, greedy, out, worst, failing);
+  else tl_claim_result_free(out);
+  return st;
+}
