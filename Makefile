@@ -94,6 +94,7 @@ CLI := $(BUILD)/tinylm
 UNIT := $(BUILD)/unit_tests
 CBOR_TOOL := $(BUILD)/cbor_tool
 SAMPLER_TOOL := $(BUILD)/sampler_tool
+STATS_TOOL := $(BUILD)/stats_tool
 HASH_BENCH := $(BUILD)/hash_bench
 SLM_OPEN_BENCH := $(BUILD)/slm_open_bench
 FORWARD_BENCH := $(BUILD)/forward_bench
@@ -110,7 +111,7 @@ EXAMPLE := $(BUILD)/stream_reply
 # does nothing when everything is there), then builds.
 all: setup
 	@$(MAKE) --no-print-directory native
-native: $(LIB) $(CLI) $(UNIT) $(CBOR_TOOL) $(SAMPLER_TOOL) $(HASH_BENCH) $(SLM_OPEN_BENCH) $(FORWARD_BENCH) $(KERNEL_BENCH) $(TRANSCRIPT) $(EXAMPLE)
+native: $(LIB) $(CLI) $(UNIT) $(CBOR_TOOL) $(SAMPLER_TOOL) $(STATS_TOOL) $(HASH_BENCH) $(SLM_OPEN_BENCH) $(FORWARD_BENCH) $(KERNEL_BENCH) $(TRANSCRIPT) $(EXAMPLE)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
@@ -224,6 +225,10 @@ $(CBOR_TOOL): $(call obj,tests/diff/cbor_tool.c tests/support/cbor_gen.c) $(LIB)
 # tools/oracle/sampler_random.py drives the core sampler through this.
 $(SAMPLER_TOOL): $(call obj,tests/diff/sampler_tool.c) $(LIB)
 	$(CC) $(LDFLAGS) $^ -o $@
+
+# tests/promote/stats_scipy.py checks promote_stats.c against SciPy through this.
+$(STATS_TOOL): $(call obj,tests/diff/stats_tool.c) $(LIB)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 $(HASH_BENCH): $(call obj,bench/hash_bench.c) $(LIB)
 	$(CC) $(LDFLAGS) $^ -o $@
