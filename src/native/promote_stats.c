@@ -259,6 +259,17 @@ double tl_stats_disagree_power(uint32_t n, double delta, double alpha_test,
                            rate);
 }
 
+void tl_stats_planned_power(const tl_stats_design *d, size_t n_prompts,
+                            uint32_t n_seeds, double rate, double *per_prompt,
+                            double *pooled) {
+  double at = (1 - d->confidence) / (double)tl_stats_m(n_prompts);
+  *per_prompt = tl_stats_disagree_power(n_seeds, d->min_disagree, at, rate);
+  uint64_t total = (uint64_t)n_seeds * n_prompts;
+  *pooled = n_prompts >= 2 && total <= UINT32_MAX
+                ? tl_stats_disagree_power((uint32_t)total, d->min_disagree, at, rate)
+                : 0;
+}
+
 uint32_t tl_stats_seeds_for_power(double delta, double alpha_test, double rate,
                                   double power, uint32_t max_n) {
   /* Power is not monotone in n (the binomial's lattice), so the first n. */

@@ -15,6 +15,7 @@
 #include "promote_stats.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -374,13 +375,21 @@ static void disagreement_alarm_is_the_planned_critical_count(tl_test_ctx *t) {
   uint32_t need = tl_stats_seeds_for_power(0.05, 0.05, 0.15, 0.9, 10000);
   TL_EXPECT(t, need > 0 && tl_stats_disagree_power(need, 0.05, 0.05, 0.15) >= 0.9);
   TL_EXPECT(t, tl_stats_disagree_power(need - 1, 0.05, 0.05, 0.15) < 0.9);
+  /* The design's planned power: alpha / m for m of its prompts. */
+  double per_prompt, pooled;
+  tl_stats_planned_power(&d, 3, 64, 0.15, &per_prompt, &pooled);
+  TL_EXPECT(t, per_prompt == tl_stats_disagree_power(64, 0.05, (1 - 0.8) / 16, 0.15));
+  TL_EXPECT(t, pooled == tl_stats_disagree_power(192, 0.05, (1 - 0.8) / 16, 0.15));
+  tl_stats_planned_power(&d, 1, 64, 0.15, &per_prompt, &pooled);
+  TL_EXPECT(t, per_prompt == tl_stats_disagree_power(64, 0.05, (1 - 0.8) / 4, 0.15) &&
+                   pooled == 0);
 }
 
 /* ---- Calibration by simulation ---- */
 
 /* Alarms of one statistic in `runs` datasets drawn by fill(). */
 typedef void (*fill_fn)(sim_prompt *s, size_t n, tl_test_rng *rng, double param);
-typedef enum which { DISAGREE, LOGP, STOP, LENGTHS, POOLED_LOGP } which;
+typedef enum which { ANY, DISAGREE, LOGP, STOP, LENGTHS, POOLED_DISAGREE, POOLED_LOGP } which;
 
 static uint32_t count_alarms(tl_test_ctx *t, size_t np, size_t n, uint32_t runs,
                              double confidence, double min_logp, fill_fn fill,
@@ -400,9 +409,11 @@ static uint32_t count_alarms(tl_test_ctx *t, size_t np, size_t n, uint32_t runs,
     tl_stats_report r;
     char err[256];
     if (!TL_EXPECT_OK(t, tl_stats_compare(&d, q, np, &r, err, sizeof err))) return 0;
-    const tl_stats_result *p = w == POOLED_LOGP ? &r.pooled : &r.prompts[0];
+    const tl_stats_result *p = w >= POOLED_DISAGREE ? &r.pooled : &r.prompts[0];
     switch (w) {
-    case DISAGREE: alarms += p->disagree.alarm; break;
+    case ANY: alarms += r.alarm; break;
+    case DISAGREE:
+    case POOLED_DISAGREE: alarms += p->disagree.alarm; break;
     case LOGP:
     case POOLED_LOGP: alarms += p->logp_diff.alarm; break;
     case STOP: alarms += p->stop.alarm; break;
@@ -413,19 +424,17 @@ static uint32_t count_alarms(tl_test_ctx *t, size_t np, size_t n, uint32_t runs,
   return alarms;
 }
 
-/* |alarms - runs r| within 4 binomial sd; prints the figures. */
+/* |alarms - runs r| within 4 binomial sd (or at most runs r + 4 sd);
+ * prints the figures (docs/promotion-stats.md quotes them). */
 static void expect_rate(tl_test_ctx *t, const char *what, uint32_t alarms, uint32_t runs,
                         double r, bool at_most) {
   double sd = sqrt(runs * r * (1 - r)), dev = alarms - runs * r;
-  tl_test_print(t, "  calibration: ");
-  tl_test_print(t, what);
-  tl_test_print(t, ": ");
-  tl_test_print_u64(t, alarms);
-  tl_test_print(t, " of ");
-  tl_test_print_u64(t, runs);
-  tl_test_print(t, " alarms, planned per mille ");
-  tl_test_print_u64(t, (uint64_t)llround(1000 * r));
-  tl_test_print(t, "\n");
+  char line[256];
+  snprintf(line, sizeof line,
+           "  calibration: %s: %u of %u alarms (%.4f); planned %.4f, expected %.1f %s %.1f\n",
+           what, alarms, runs, (double)alarms / runs, r, runs * r, at_most ? "+" : "+-",
+           4 * sd);
+  tl_test_print(t, line);
   TL_EXPECT(t, at_most ? dev <= 4 * sd : fabs(dev) <= 4 * sd);
 }
 
@@ -483,6 +492,18 @@ static void calibration_disagreement(tl_test_ctx *t) {
   double power = tl_stats_disagree_power(n, 0.05, 0.05, 0.15);
   a = count_alarms(t, 1, n, runs, 0.8, 0.1, fill_disagree, 0.15, DISAGREE, 12);
   expect_rate(t, "disagreement at rate = delta + 0.10", a, runs, power, false);
+  /* The pooled test over 8 prompts of 32 seeds (m = 36) at the boundary
+   * and with a planted rate delta + 0.05 in every prompt: its power as
+   * tl_stats_planned_power states it. */
+  tl_stats_design d = design(0.8);
+  double per_prompt, pooled;
+  tl_stats_planned_power(&d, 8, 32, 0.05, &per_prompt, &pooled);
+  a = count_alarms(t, 8, 32, 1000, 0.8, 0.1, fill_disagree, 0.05, POOLED_DISAGREE, 13);
+  expect_rate(t, "pooled disagreement at rate = delta", a, 1000, pooled, false);
+  tl_stats_planned_power(&d, 8, 32, 0.10, &per_prompt, &pooled);
+  TL_EXPECT(t, per_prompt < pooled);
+  a = count_alarms(t, 8, 32, 1000, 0.8, 0.1, fill_disagree, 0.10, POOLED_DISAGREE, 14);
+  expect_rate(t, "pooled disagreement at rate = delta + 0.05", a, 1000, pooled, false);
 }
 
 static void calibration_logp(tl_test_ctx *t) {
@@ -530,6 +551,24 @@ static void calibration_lengths(tl_test_ctx *t) {
   expect_rate(t, "lengths with ties (at most)", a, runs, size, true);
 }
 
+/* Every null at once: the disagreement rate at delta, zero-mean log-prob
+ * differences (|mean| <= min_logp holds), one stop-reason and one length
+ * distribution, equal next-token distributions. */
+static void fill_null(sim_prompt *s, size_t n, tl_test_rng *rng, double unused) {
+  fill_disagree(s, n, rng, 0.05);
+  fill_logp(s, n, rng, 0);
+  fill_stop(s, n, rng, unused);
+  fill_lengths(s, n, rng, 1);
+}
+
+static void calibration_family(tl_test_ctx *t) {
+  /* Bonferroni bounds the chance of any alarm by alpha (0.2 here, four
+   * prompts of 64 seeds: m = 20); the tests are conservative or
+   * independent-ish, so the rate is at most alpha. */
+  uint32_t a = count_alarms(t, 4, 64, 1000, 0.8, 0.1, fill_null, 0, ANY, 51);
+  expect_rate(t, "any alarm, every null at once (at most)", a, 1000, 0.2, true);
+}
+
 static const tl_test_case cases[] = {
     TL_CASE(lgamma_matches_factorials),
     TL_CASE(betainc_closed_forms),
@@ -549,5 +588,6 @@ static const tl_test_case cases[] = {
     TL_CASE(calibration_logp),
     TL_CASE(calibration_stop_reasons),
     TL_CASE(calibration_lengths),
+    TL_CASE(calibration_family),
 };
 TL_SUITE(promote_stats, cases);
