@@ -25,6 +25,10 @@ Tolerances (relative unless said):
   1e-9   anything through a special function: the C functions are accurate
          to about 1e-13 at these sizes (docs/promotion-stats.md) and
          SciPy's (Cephes/Boost) to about 1e-14
+  4e-12  absolute, against binomtest's proportion_ci: SciPy finds that
+         bound with brentq at xtol 2e-12 (it errs by 1.6e-11 relative on
+         a bound of 9.4e-4 here); the same bound as beta.ppf (Boost's
+         inverse incomplete beta) is checked at 1e-12 relative
   1e-8   against scipy.stats.t.ppf: SciPy 1.10's t quantile itself errs by
          up to 7e-10 (at df 4, q 0.999 it gives 7.173182214917768; the
          closed form gives 7.173182219782307, as does ours), so ours is
@@ -50,6 +54,7 @@ from scipy import special, stats
 TOOL = sys.argv[1] if len(sys.argv) > 1 else "build/gcc/stats_tool"
 passed = 0
 failed = 0
+worst = {}  # tolerance -> (largest relative difference seen, check name)
 
 
 def check(name, ok, detail=""):
@@ -66,6 +71,10 @@ def close(name, got, want, rel, abs_tol=0.0):
         check(name, got is None and (want is None or math.isnan(want)), f"got {got!r}, want {want!r}")
         return
     ok = abs(got - want) <= max(rel * abs(want), abs_tol)
+    if want != 0 and abs(want) > abs_tol:
+        r = abs(got - want) / abs(want)
+        if r > worst.get(rel, (0.0, ""))[0]:
+            worst[rel] = (r, name)
     check(name, ok, f"got {got!r}, want {want!r}, rel {abs(got - want) / abs(want) if want else abs(got)}")
 
 
@@ -132,7 +141,12 @@ def check_result(tag, r, at, design, pa_list, pb_list, prompts, pooled):
     check(f"{tag}.disagree_count", r["disagree_count"] == x)
     close(f"{tag}.disagree.estimate", r["disagree"]["estimate"], x / n, 1e-15)
     close(f"{tag}.disagree.p", r["disagree"]["p"], bt.pvalue, 1e-9)
-    close(f"{tag}.disagree.lo", r["disagree"]["lo"], lo, 1e-9, 1e-300)
+    # binomtest finds the bound with brentq (xtol 2e-12, absolute): within
+    # that of it, and at 1e-12 of the Clopper-Pearson bound as the beta
+    # quantile (the definition; Boost's ibeta_inv under beta.ppf).
+    close(f"{tag}.disagree.lo", r["disagree"]["lo"], lo, 1e-9, 4e-12)
+    cp = float(stats.beta.ppf(at, x, n - x + 1)) if x > 0 else 0.0
+    close(f"{tag}.disagree.lo (beta quantile)", r["disagree"]["lo"], cp, 1e-12, 1e-300)
     check(f"{tag}.disagree.alarm", r["disagree"]["alarm"] == (lo > delta) == (bt.pvalue < at),
           f"alarm {r['disagree']['alarm']}, lo {lo}, p {bt.pvalue}")
 
@@ -364,6 +378,9 @@ def main():
     for c, r, w in zip(calls, res, want):
         close(f"special {c[0]}{tuple(c[1:])}", r, float(w), 1e-9, 1e-300)
 
+    for tol in sorted(worst):
+        r, name = worst[tol]
+        print(f"note: tolerance {tol:g}: largest relative difference {r:.2g} ({name})")
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 
