@@ -45,25 +45,18 @@ failure.
 """
 import json
 import math
+import os
 import subprocess
 import sys
 
 import numpy as np
 from scipy import special, stats
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from checks import check, summary  # noqa: E402
+
 TOOL = sys.argv[1] if len(sys.argv) > 1 else "build/gcc/stats_tool"
-passed = 0
-failed = 0
 worst = {}  # tolerance -> (largest relative difference seen, check name)
-
-
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL {name}: {detail}")
 
 
 def close(name, got, want, rel, abs_tol=0.0):
@@ -381,8 +374,7 @@ def main():
     for tol in sorted(worst):
         r, name = worst[tol]
         print(f"note: tolerance {tol:g}: largest relative difference {r:.2g} ({name})")
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return summary()
 
 
 if __name__ == "__main__":
