@@ -128,4 +128,12 @@ tl_status tl_qwen3_config_resolve(
 
 void tl_qwen3_config_free(tl_qwen3_config *c);
 
+/* What an artifact's effective config may hold (for checking one read
+ * back, tinylm promote's artifact claim): the names of the "config"
+ * map's fields, in the order they are written, and whether a name is a
+ * documentary field of config.json's schema. */
+#define TL_QWEN3_N_EFFECTIVE 20
+extern const char *const tl_qwen3_effective_fields[TL_QWEN3_N_EFFECTIVE];
+bool tl_qwen3_is_documentary(const char *name);
+
 #endif
