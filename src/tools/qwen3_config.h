@@ -17,9 +17,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "qwen3_schema.h"
 #include "tinylm.h"
 
-#define TL_QWEN3_SCHEMA "qwen3/1"
 #define TL_QWEN3_MAX_IDS 8        /* ids in one special-token set */
 #define TL_QWEN3_MAX_DEFAULTS 32  /* fields that can be defaulted */
 #define TL_QWEN3_MAX_DEVIATIONS 4 /* declared resolutions applied */
@@ -128,12 +128,5 @@ tl_status tl_qwen3_config_resolve(
 
 void tl_qwen3_config_free(tl_qwen3_config *c);
 
-/* What an artifact's effective config may hold (for checking one read
- * back, tinylm promote's artifact claim): the names of the "config"
- * map's fields, in the order they are written, and whether a name is a
- * documentary field of config.json's schema. */
-#define TL_QWEN3_N_EFFECTIVE 20
-extern const char *const tl_qwen3_effective_fields[TL_QWEN3_N_EFFECTIVE];
-bool tl_qwen3_is_documentary(const char *name);
 
 #endif
