@@ -94,6 +94,7 @@ CLI := $(BUILD)/tinylm
 UNIT := $(BUILD)/unit_tests
 CBOR_TOOL := $(BUILD)/cbor_tool
 SAMPLER_TOOL := $(BUILD)/sampler_tool
+STATS_TOOL := $(BUILD)/stats_tool
 HASH_BENCH := $(BUILD)/hash_bench
 SLM_OPEN_BENCH := $(BUILD)/slm_open_bench
 FORWARD_BENCH := $(BUILD)/forward_bench
@@ -110,7 +111,7 @@ EXAMPLE := $(BUILD)/stream_reply
 # does nothing when everything is there), then builds.
 all: setup
 	@$(MAKE) --no-print-directory native
-native: $(LIB) $(CLI) $(UNIT) $(CBOR_TOOL) $(SAMPLER_TOOL) $(HASH_BENCH) $(SLM_OPEN_BENCH) $(FORWARD_BENCH) $(KERNEL_BENCH) $(TRANSCRIPT) $(EXAMPLE)
+native: $(LIB) $(CLI) $(UNIT) $(CBOR_TOOL) $(SAMPLER_TOOL) $(STATS_TOOL) $(HASH_BENCH) $(SLM_OPEN_BENCH) $(FORWARD_BENCH) $(KERNEL_BENCH) $(TRANSCRIPT) $(EXAMPLE)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
@@ -152,6 +153,27 @@ $(LIB): $(call obj,$(CORE_NATIVE) $(NATIVE_LIB))
 
 $(CLI): $(call obj,$(NATIVE_MAIN)) $(LIB)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+# The sampler's tie rule reversed (equal scores: the higher id first), for
+# the planted-defect tests: the web sampler mutant below and a native CLI,
+# $(BUILD)/tinylm-tie-mutant (tinylm promote's sampler claim must refuse it
+# with unstable_sampler_tie; not part of `make native`). The fault is
+# planted in a copy of sampler.c; the build stops if the edit no longer
+# applies. The mutant object comes before the library, so the library's
+# sampler is never linked.
+SAMPLER_TIE_MUTATION := 's/a->s == b->s && a->id < b->id/a->s == b->s \&\& a->id > b->id/'
+TIE_MUTANT := $(BUILD)/tinylm-tie-mutant
+$(BUILD)/tie-mutant/sampler.c: src/core/sample/sampler.c
+	@mkdir -p $(@D)
+	sed $(SAMPLER_TIE_MUTATION) $< > $@.tmp
+	! cmp -s $< $@.tmp
+	mv $@.tmp $@
+$(BUILD)/tie-mutant/sampler.o: $(BUILD)/tie-mutant/sampler.c
+	$(CC) $(CFLAGS) -c $< -o $@
+$(TIE_MUTANT): $(call obj,$(NATIVE_MAIN)) $(BUILD)/tie-mutant/sampler.o $(LIB)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+.PHONY: tie-mutant
+tie-mutant: $(TIE_MUTANT)
 
 # The suite table: every *_test.c defines tl_suite_<basename without _test>.
 define gen_suites
@@ -224,6 +246,10 @@ $(CBOR_TOOL): $(call obj,tests/diff/cbor_tool.c tests/support/cbor_gen.c) $(LIB)
 # tools/oracle/sampler_random.py drives the core sampler through this.
 $(SAMPLER_TOOL): $(call obj,tests/diff/sampler_tool.c) $(LIB)
 	$(CC) $(LDFLAGS) $^ -o $@
+
+# tests/promote/stats_scipy.py checks promote_stats.c against SciPy through this.
+$(STATS_TOOL): $(call obj,tests/diff/stats_tool.c) $(LIB)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 $(HASH_BENCH): $(call obj,bench/hash_bench.c) $(LIB)
 	$(CC) $(LDFLAGS) $^ -o $@
@@ -412,13 +438,13 @@ $(WEB_POOLTRAP): $(WEB_API_DEPS) web/wasm/pool.c
 	$(WASM_CC) $(WEB_CFLAGS) $(WEB_LDFLAGS) $(WEB_THREADS_FLAGS) -DTL_WASM_POOL_TRAP=200 \
 	  $(WEB_API_SRC) web/wasm/pool.c -o $@
 # A test-only SIMD128 module (tests/web/loader_test.mjs, never build/web)
-# whose sampler breaks ties by the higher id: its `sampler` self-test must
-# fail, the lane be refused and the loader fall back. The fault is planted
-# in a copy of sampler.c; the build stops if the edit no longer applies.
+# whose sampler breaks ties by the higher id ($(SAMPLER_TIE_MUTATION)): its
+# `sampler` self-test must fail, the lane be refused and the loader fall
+# back.
 WEB_SAMPLER_MUTANT := build/web-sampler-mutant/tinylm-simd.wasm
 build/web-sampler-mutant/sampler.c: src/core/sample/sampler.c
 	@mkdir -p $(@D)
-	sed 's/a->s == b->s && a->id < b->id/a->s == b->s \&\& a->id > b->id/' $< > $@.tmp
+	sed $(SAMPLER_TIE_MUTATION) $< > $@.tmp
 	! cmp -s $< $@.tmp
 	mv $@.tmp $@
 $(WEB_SAMPLER_MUTANT): $(WEB_API_DEPS) build/web-sampler-mutant/sampler.c

@@ -18,14 +18,15 @@ flock 9
 # counts input opens) and unicode-data (UCD files for the generated Unicode
 # tables), GNU time (peak RSS in make bench),
 # NumPy (the forward-pass oracle, tools/oracle/qwen3_ref.py) on the reference
-# BLAS libblas3 (tools/oracle/reference_blas.py), libedit (line
+# BLAS libblas3 (tools/oracle/reference_blas.py), SciPy (the independent
+# check of promote's statistics, tests/promote/stats_scipy.py), libedit (line
 # editing in tinylm chat), the aarch64 cross compiler and qemu-user (the
 # NEON kernels' stages: make neon, tests/neon/qemu.sh), and chromium (the
 # browser that tests/web/chromium_test.mjs drives headless through npm's
 # playwright-core, which downloads no browser of its own). npm's pinned
 # openai 6.x client (package-lock.json) drives tests/serve.
 packages=(gcc make clang lld libclang-rt-14-dev wabt nodejs b3sum
-          python3 python3-cbor2 python3-jinja2 python3-numpy libblas3 libjansson-dev
+          python3 python3-cbor2 python3-jinja2 python3-numpy python3-scipy libblas3 libjansson-dev
           libcurl4-openssl-dev libmicrohttpd-dev openssl strace
           libedit-dev unicode-data time
           gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static chromium)

@@ -155,6 +155,8 @@ run_stage fast-lane /usr/bin/python3 tests/model/fast_test.py build/asan/tinylm 
 run_stage diff-hash tests/diff/hash_diff.sh build/gcc/tinylm
 run_stage diff-cbor /usr/bin/python3 tests/diff/cbor_diff.py build/asan/cbor_tool
 run_stage sampler-random /usr/bin/python3 tools/oracle/sampler_random.py build/asan/sampler_tool
+# promote's stochastic statistics against SciPy (Debian's python3-scipy).
+run_stage promote-stats /usr/bin/python3 tests/promote/stats_scipy.py build/gcc/stats_tool
 run_stage fuzz-build build fuzz
 run_stage fuzz-smoke tests/fuzz/run.sh "$FUZZ_SECONDS"
 

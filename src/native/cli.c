@@ -103,6 +103,31 @@ void tl_cli_hex(const uint8_t *p, size_t n, char *out) {
   out[2 * n] = '\0';
 }
 
+static int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+int tl_cli_unhex(const char *hex, uint8_t **out, size_t *len) {
+  size_t n = strlen(hex);
+  if (n % 2 != 0) return -1;
+  *out = malloc(n / 2 + 1);
+  if (*out == NULL) return -1;
+  for (size_t i = 0; i < n / 2; i++) {
+    int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0) {
+      free(*out);
+      *out = NULL;
+      return -1;
+    }
+    (*out)[i] = (uint8_t)(hi << 4 | lo);
+  }
+  *len = n / 2;
+  return 0;
+}
+
 bool tl_cli_parse_u64(const char *s, uint64_t *out) {
   uint64_t v = 0;
   if (*s == '\0') return false;

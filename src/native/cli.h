@@ -56,6 +56,9 @@ int tl_cli_usage(bool json, const char *fmt, ...)
 
 /* Lower-case hex of n bytes into out (2n + 1 bytes, NUL-terminated). */
 void tl_cli_hex(const uint8_t *p, size_t n, char *out);
+/* Hex text (either case) to a malloc'd byte string of *len bytes; -1 on
+ * odd length, a non-digit or no memory. */
+int tl_cli_unhex(const char *hex, uint8_t **out, size_t *len);
 
 /* Strict numbers for flag values, one parser per type, used by every
  * command: the whole string is the number (no spaces, no '+', no trailing

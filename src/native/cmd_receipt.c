@@ -15,8 +15,9 @@ static const char usage_text[] =
     "usage: tinylm receipt show FILE [--json]\n"
     "  (also acquisition and drift receipts: tinylm pull, tinylm drift)\n"
     "  FILE is a run receipt (run --receipt), a converter receipt\n"
-    "  (convert --receipt) or a browser capability receipt (web/tinylm.js);\n"
-    "  run and capability receipts' node ids are verified\n";
+    "  (convert --receipt), a browser capability receipt (web/tinylm.js)\n"
+    "  or a comparison or promotion receipt (tinylm promote); all but the\n"
+    "  converter's are hash graphs whose node ids are verified\n";
 
 int tl_cmd_receipt(int argc, char **argv) {
   const char *sub = NULL, *path = NULL;

@@ -46,31 +46,6 @@ static void print_json_line(json_t *obj) {
   json_decref(obj);
 }
 
-static int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-/* Hex text to a malloc'd byte string; -1 on odd length or a non-digit. */
-static int unhex(const char *hex, uint8_t **out, size_t *len) {
-  size_t n = strlen(hex);
-  if (n % 2 != 0) return -1;
-  *out = malloc(n / 2 + 1);
-  if (*out == NULL) return -1;
-  for (size_t i = 0; i < n / 2; i++) {
-    int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
-    if (hi < 0 || lo < 0) {
-      free(*out);
-      return -1;
-    }
-    (*out)[i] = (uint8_t)(hi << 4 | lo);
-  }
-  *len = n / 2;
-  return 0;
-}
-
 static int encode_jsonl(tl_encoder *e) {
   char *line = NULL;
   size_t line_cap = 0;
@@ -84,7 +59,7 @@ static int encode_jsonl(tl_encoder *e) {
     size_t len = 0, n = 0, bad = 0;
     tl_status st;
     lineno++;
-    if (hex == NULL || unhex(hex, &text, &len) != 0) {
+    if (hex == NULL || tl_cli_unhex(hex, &text, &len) != 0) {
       json_decref(in);
       free(line);
       return tl_cli_usage(true, "stdin line %ld: expected {\"hex\": \"...\"}",
@@ -237,23 +212,6 @@ int tl_cli_parse_ids(const char *s, uint32_t **ids, size_t *n) {
   return -1;
 }
 
-/* Decodes into a malloc'd buffer. */
-static tl_status decode_all(const tl_tokenizer *tok, const uint32_t *ids,
-                            size_t n, tl_tok_decode_mode mode, uint8_t **out,
-                            size_t *len, size_t *bad) {
-  size_t cap = 4 * n + 64;
-  tl_status st = TL_ERR_BOUNDS;
-  *out = NULL;
-  for (int attempt = 0; attempt < 2 && st == TL_ERR_BOUNDS; attempt++) {
-    free(*out);
-    *out = malloc(cap ? cap : 1);
-    if (*out == NULL) return TL_ERR_OUT_OF_MEMORY;
-    st = tl_tok_decode(tok, ids, n, mode, *out, cap, len, bad);
-    cap = *len;
-  }
-  return st;
-}
-
 static int decode_jsonl(const tl_tokenizer *tok) {
   char *line = NULL, *hex = NULL;
   size_t line_cap = 0;
@@ -285,7 +243,7 @@ static int decode_jsonl(const tl_tokenizer *tok) {
       ids[i] =
           id < 0 || id > (json_int_t)UINT32_MAX ? UINT32_MAX : (uint32_t)id;
     }
-    st = decode_all(tok, ids, n, mode, &out, &len, &bad);
+    st = tl_decoder_run(tok, ids, n, mode, &out, &len, &bad);
     if (st == TL_OK) {
       char *h = realloc(hex, 2 * len + 1);
       if (h == NULL)
@@ -366,7 +324,7 @@ int tl_cmd_decode(int argc, char **argv) {
   if (jsonl) {
     rc = decode_jsonl(m.tok);
   } else {
-    st = decode_all(m.tok, ids, n, mode, &out, &len, &bad);
+    st = tl_decoder_run(m.tok, ids, n, mode, &out, &len, &bad);
     if (st == TL_ERR_INVALID_ARGUMENT)
       rc = tl_cli_fail_with(json, st,
                             json_pack("{s:I}", "index", (json_int_t)bad),

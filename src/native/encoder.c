@@ -51,3 +51,19 @@ void tl_encoder_free(tl_encoder *e) {
   e->spans = NULL;
   e->scratch_cap = e->ids_cap = 0;
 }
+
+tl_status tl_decoder_run(const tl_tokenizer *tok, const uint32_t *ids,
+                         size_t n, tl_tok_decode_mode mode, uint8_t **out,
+                         size_t *len, size_t *bad) {
+  size_t cap = 4 * n + 64;
+  tl_status st = TL_ERR_BOUNDS;
+  *out = NULL;
+  for (int attempt = 0; attempt < 2 && st == TL_ERR_BOUNDS; attempt++) {
+    free(*out);
+    *out = malloc(cap ? cap : 1);
+    if (*out == NULL) return TL_ERR_OUT_OF_MEMORY;
+    st = tl_tok_decode(tok, ids, n, mode, *out, cap, len, bad);
+    cap = *len;
+  }
+  return st;
+}

@@ -20,4 +20,11 @@ tl_status tl_encoder_run(tl_encoder *e, const uint8_t *text, size_t len,
                          size_t *n, size_t *err_offset);
 void tl_encoder_free(tl_encoder *e);
 
+/* Decodes ids[0..n) in mode into a malloc'd buffer (*out, *len bytes;
+ * freed by the caller also on failure). An id outside the vocabulary:
+ * TL_ERR_INVALID_ARGUMENT with *bad its position. */
+tl_status tl_decoder_run(const tl_tokenizer *tok, const uint32_t *ids,
+                         size_t n, tl_tok_decode_mode mode, uint8_t **out,
+                         size_t *len, size_t *bad);
+
 #endif

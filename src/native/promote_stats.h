@@ -149,6 +149,14 @@ uint32_t tl_stats_disagree_critical(uint32_t n, double delta,
  * rate is `rate`: P(X >= critical | n, rate), the exact binomial sum. */
 double tl_stats_disagree_power(uint32_t n, double delta, double alpha_test,
                                double rate);
+/* The design's planned power for the disagreement test when every prompt's
+ * true rate is `rate` (plan init states it at min_disagree + a margin of
+ * its choosing): *per_prompt for one prompt of n_seeds, *pooled for the
+ * pooled test over n_prompts * n_seeds pairs (0 when n_prompts < 2), both
+ * at the design's alpha / tl_stats_m(n_prompts). */
+void tl_stats_planned_power(const tl_stats_design *d, size_t n_prompts,
+                            uint32_t n_seeds, double rate, double *per_prompt,
+                            double *pooled);
 /* The fewest seeds (<= max_n) whose power at `rate` reaches `power`, or 0
  * when none does. */
 uint32_t tl_stats_seeds_for_power(double delta, double alpha_test,

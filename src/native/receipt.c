@@ -31,6 +31,7 @@ typedef enum field_kind {
   K_UINTS,      /* array of uints */
   K_BYTES_LIST, /* array of byte strings */
   K_TEXTS,      /* array of text (each without U+0000) */
+  K_DIGESTS,    /* array of 32-byte strings */
   K_MAP,        /* sub: its fields */
   K_MAPS        /* array of maps, sub: their fields */
 } field_kind;
@@ -183,6 +184,36 @@ SCHEMA(drift_observation, {"endpoint", K_TEXT, false, NULL},
 SCHEMA(drift_root, {"acquisition_receipt_id", K_TEXT, false, NULL});
 SCHEMA(drift_timings, {"total", K_UINT, false, NULL});
 
+/* tinylm promote's comparison and promotion receipts (promote_receipt.c;
+ * docs/promotion.md). Their artifact and runtime nodes are a run
+ * receipt's (artifact_meta, runtime_meta): the same facts, the same ids. */
+SCHEMA(cmp_plan, {"plan_id", K_DIGEST, false, NULL},
+       {"claim", K_TEXT, false, NULL}, {"kind", K_TEXT, false, NULL},
+       {"level", K_TEXT, false, NULL}, {"oracle", K_TEXT, false, NULL});
+SCHEMA(cmp_policy, {"tolerance", K_TEXT_OR_NULL, false, NULL},
+       {"design_sha256", K_DIGEST_OR_NULL, false, NULL});
+SCHEMA(cmp_case, {"id", K_DIGEST, false, NULL},
+       {"invariant", K_TEXT, false, NULL}, {"pass", K_BOOL, false, NULL},
+       {"output", K_DIGEST, false, NULL});
+SCHEMA(cmp_evidence, {"cases", K_MAPS, false, &cmp_case},
+       {"observations", K_DIGESTS, false, NULL});
+SCHEMA(cmp_root, {"verdict", K_TEXT, false, NULL},
+       {"stop_rule", K_TEXT_OR_NULL, false, NULL},
+       {"first_divergence", K_TEXT_OR_NULL, false, NULL},
+       {"summary", K_TEXT, false, NULL}, {"attempt", K_UINT, false, NULL});
+SCHEMA(prom_plan, {"plan_id", K_DIGEST, false, NULL},
+       {"lane", K_TEXT, false, NULL}, {"claims", K_TEXTS, false, NULL});
+SCHEMA(prom_receipt, {"claim", K_TEXT, false, NULL},
+       {"receipt_id", K_DIGEST, false, NULL}, {"verdict", K_TEXT, false, NULL},
+       {"stop_rule", K_TEXT_OR_NULL, false, NULL});
+SCHEMA(prom_comparisons, {"receipts", K_MAPS, false, &prom_receipt});
+SCHEMA(prom_stop_rule, {"rule", K_TEXT, false, NULL},
+       {"claim", K_TEXT, false, NULL});
+SCHEMA(prom_root, {"decision", K_TEXT, false, NULL},
+       {"failing", K_TEXTS, false, NULL},
+       {"stop_rules", K_MAPS, false, &prom_stop_rule},
+       {"run_record", K_DIGEST, false, NULL});
+
 /* The node types of tinylm.receipt/1, their metadata and their children's
  * types (emit_meta and tl_run_receipt below write them). */
 typedef struct node_type {
@@ -227,6 +258,21 @@ static const node_type drift_types[4] = {
     {"source", &acq_source, {0}, 0},
     {"observation", &drift_observation, {0}, 0},
     {"drift", &drift_root, {0, 1, 2}, 3}};
+
+/* tinylm.comparison/1 and tinylm.promotion/1, in their writers' order. */
+static const node_type cmp_types[6] = {
+    {"artifact", &artifact_meta, {0}, 0},
+    {"runtime", &runtime_meta, {0}, 0},
+    {"plan", &cmp_plan, {0}, 0},
+    {"policy", &cmp_policy, {0}, 0},
+    {"evidence", &cmp_evidence, {0}, 0},
+    {"comparison", &cmp_root, {0, 1, 2, 3, 4}, 5}};
+static const node_type prom_types[5] = {
+    {"artifact", &artifact_meta, {0}, 0},
+    {"runtime", &runtime_meta, {0}, 0},
+    {"plan", &prom_plan, {0}, 0},
+    {"comparisons", &prom_comparisons, {0}, 0},
+    {"promotion", &prom_root, {0, 1, 2, 3}, 4}};
 
 /* ------------------------------------------------------------------------ */
 /* The writer                                                               */
@@ -425,6 +471,67 @@ tl_status tl_run_receipt(const tl_run_facts *f, uint8_t **doc, size_t *len,
   return st;
 }
 
+/* Any graph without timings: {"format", "root", "nodes"}. */
+typedef struct graph_doc {
+  const char *format;
+  const tl_graph_node *nodes;
+  size_t n;
+} graph_doc;
+
+static void emit_graph_doc(tl_cbor_writer *w, const void *arg) {
+  const graph_doc *g = arg;
+  tl_cbor_begin_map(w, 3);
+  tl_cbor_put_cstr(w, "format");
+  tl_cbor_put_cstr(w, g->format);
+  tl_cbor_put_cstr(w, "root");
+  tl_cbor_put_bytes(w, g->nodes[g->n - 1].id, 32);
+  tl_cbor_put_cstr(w, "nodes");
+  tl_cbor_begin_array(w, g->n);
+  for (size_t i = 0; i < g->n; i++) {
+    const tl_graph_node *n = &g->nodes[i];
+    tl_cbor_reader r;
+    tl_cbor_begin_map(w, 4);
+    tl_cbor_put_cstr(w, "id");
+    tl_cbor_put_bytes(w, n->id, 32);
+    tl_cbor_put_cstr(w, "type");
+    tl_cbor_put_cstr(w, n->type);
+    tl_cbor_put_cstr(w, "children");
+    tl_cbor_begin_array(w, n->n_kids);
+    for (size_t k = 0; k < n->n_kids; k++)
+      tl_cbor_put_bytes(w, g->nodes[n->kids[k]].id, 32);
+    tl_cbor_end_array(w);
+    tl_cbor_put_cstr(w, "metadata");
+    tl_cbor_reader_init(&r, n->meta, n->meta_len, NULL);
+    tl_cbor_copy_item(&r, w);
+    tl_cbor_end_map(w);
+  }
+  tl_cbor_end_array(w);
+  tl_cbor_end_map(w);
+}
+
+tl_status tl_graph_receipt_encode(const char *format, tl_graph_node *nodes, size_t n,
+                                  uint8_t **doc, size_t *len, uint8_t root[32]) {
+  tl_status st = n == 0 ? TL_ERR_INVALID_ARGUMENT : TL_OK;
+  *doc = NULL;
+  *len = 0;
+  for (size_t i = 0; i < n && st == TL_OK; i++) {
+    uint8_t kids[8 * 32];
+    if (nodes[i].n_kids > 8) return TL_ERR_INVALID_ARGUMENT;
+    for (size_t k = 0; k < nodes[i].n_kids; k++) {
+      if (nodes[i].kids[k] >= i) return TL_ERR_INVALID_ARGUMENT; /* children first */
+      memcpy(kids + 32 * k, nodes[nodes[i].kids[k]].id, 32);
+    }
+    st = tl_node_id(nodes[i].type, nodes[i].meta, nodes[i].meta_len, kids,
+                    nodes[i].n_kids, nodes[i].id);
+  }
+  if (st == TL_OK) {
+    graph_doc g = {format, nodes, n};
+    st = tl_cbor_encode_alloc(emit_graph_doc, &g, doc, len);
+    memcpy(root, nodes[n - 1].id, 32);
+  }
+  return st;
+}
+
 /* ------------------------------------------------------------------------ */
 /* The check: the verifier rejects every byte it does not hash. Each node's
  * fields are exactly id, type, children and metadata; node metadata, the
@@ -530,6 +637,7 @@ static tl_status check_value(checker *c, const field *f, const char *path) {
     case K_UINTS:
     case K_BYTES_LIST:
     case K_TEXTS:
+    case K_DIGESTS:
     case K_MAPS:
       if (tl_cbor_expect_array(&c->r, &n) != TL_OK)
         return mistyped(c, path, "an array");
@@ -543,6 +651,10 @@ static tl_status check_value(checker *c, const field *f, const char *path) {
           st = mistyped(c, item, "bytes");
         else if (f->k == K_TEXTS)
           st = check_text(c, item);
+        else if (f->k == K_DIGESTS &&
+                 (tl_cbor_expect_bytes(&c->r, &b, &len) != TL_OK || len != 32))
+          st = c->r.fault.kind == TL_CBOR_FAULT_NONE ? bad(c, item, "expected 32 bytes")
+                                                     : mistyped(c, item, "32 bytes");
         else if (f->k == K_MAPS)
           st = check_map(c, f->sub, item);
       }
@@ -830,23 +942,333 @@ static tl_status check_capability(checker *c, uint8_t root[32]) {
   return TL_OK;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Comparison and promotion receipts: what their values must say, beyond
+ * their types. A verdict is pass or fail, a stop rule one of the rules,
+ * a claim's level the one its kind has; a promotion's decision is the
+ * conjunction of its claims' verdicts, its failing claims and stop rules
+ * exactly those its comparisons name. A forger who recomputes every id
+ * still cannot show "promoted" over a failed claim. Called on a graph
+ * already checked: every node of its type, in the writer's order, every
+ * field present and typed. */
+
+/* A text field of a node's metadata; false when it is null. */
+static bool meta_text(const seen_node *n, const char *key, const char **s,
+                      size_t *len) {
+  tl_cbor_reader r;
+  tl_cbor_reader_init(&r, n->meta, n->meta_len, NULL);
+  return tl_cbor_map_find(&r, key) == TL_OK &&
+         tl_cbor_expect_text(&r, s, len) == TL_OK;
+}
+
+/* The items of the array under key in a node's metadata (or in a map
+ * item at p), one after another. */
+typedef struct items {
+  tl_cbor_reader r;
+  size_t n;
+} items;
+
+static size_t items_at(items *it, const uint8_t *p, size_t len, const char *key) {
+  tl_cbor_reader_init(&it->r, p, len, NULL);
+  if (tl_cbor_map_find(&it->r, key) != TL_OK ||
+      tl_cbor_expect_array(&it->r, &it->n) != TL_OK)
+    it->n = 0;
+  return it->n;
+}
+
+/* The next map item of it, as a span. */
+static void next_map(items *it, const uint8_t **p, size_t *len) {
+  size_t at = it->r.pos;
+  tl_cbor_skip(&it->r);
+  *p = it->r.buf + at;
+  *len = it->r.pos - at;
+}
+
+/* A text field of a map item; false when null. */
+static bool item_text(const uint8_t *p, size_t len, const char *key,
+                      const char **s, size_t *slen) {
+  tl_cbor_reader r;
+  tl_cbor_reader_init(&r, p, len, NULL);
+  return tl_cbor_map_find(&r, key) == TL_OK &&
+         tl_cbor_expect_text(&r, s, slen) == TL_OK;
+}
+
+static bool item_bool(const uint8_t *p, size_t len, const char *key) {
+  tl_cbor_reader r;
+  bool v = false;
+  tl_cbor_reader_init(&r, p, len, NULL);
+  return tl_cbor_map_find(&r, key) == TL_OK &&
+         tl_cbor_expect_bool(&r, &v) == TL_OK && v;
+}
+
+static bool text_eq(const char *a, size_t alen, const char *b, size_t blen) {
+  return alen == blen && memcmp(a, b, alen) == 0;
+}
+
+/* docs/promotion.md §Stop rules (promote.h TL_RULE_*). */
+static bool known_rule(const char *s, size_t len) {
+  static const char *const rules[] = {
+      "unresolved_source_conflict", "unknown_behaviour_field", "unconsumed_tensor",
+      "pack_mismatch", "non_finite_value", "tolerance_breach", "mechanical_mismatch",
+      "unstable_sampler_tie", "missing_raw_output", "independent_reader_failed",
+      "stochastic_difference", "forged_evidence"};
+  for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
+    if (tl_cbor_text_is(s, len, rules[i])) return true;
+  return false;
+}
+
+/* A claim kind's level (docs/promotion.md, the table of kinds); NULL for
+ * a kind outside it. */
+static const char *kind_level(const char *s, size_t len) {
+  static const char *const kinds[][2] = {
+      {"artifact", "mechanical"},   {"independent_reader", "mechanical"},
+      {"tokenizer", "mechanical"},  {"template", "mechanical"},
+      {"eos", "mechanical"},        {"sampler", "mechanical"},
+      {"forward", "numerical"},     {"greedy", "numerical"},
+      {"multiturn", "multiturn"},   {"stochastic", "stochastic"}};
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+    if (tl_cbor_text_is(s, len, kinds[i][0])) return kinds[i][1];
+  return NULL;
+}
+
+/* A verdict ("pass"/"fail") into *pass; stop_rule (present or not) must
+ * agree: null when it passed, a known rule when it failed. */
+static tl_status check_verdict(checker *c, const char *path, const char *v,
+                               size_t vlen, bool has_rule, const char *rule,
+                               size_t rule_len, bool *pass) {
+  char at[160], shown_v[64];
+  snprintf(at, sizeof at, "%s.verdict", path);
+  if (!tl_cbor_text_is(v, vlen, "pass") && !tl_cbor_text_is(v, vlen, "fail")) {
+    char what[96];
+    snprintf(what, sizeof what, "'%s' is neither pass nor fail", shown(v, vlen, shown_v));
+    return bad(c, at, what);
+  }
+  *pass = tl_cbor_text_is(v, vlen, "pass");
+  snprintf(at, sizeof at, "%s.stop_rule", path);
+  if (*pass && has_rule) return bad(c, at, "a passed claim names no stop rule");
+  if (!*pass && !has_rule) return bad(c, at, "a failed claim names its stop rule");
+  if (has_rule && !known_rule(rule, rule_len)) {
+    char what[96];
+    snprintf(what, sizeof what, "unknown stop rule '%s'", shown(rule, rule_len, shown_v));
+    return bad(c, at, what);
+  }
+  return TL_OK;
+}
+
+enum { C_PLAN = 2, C_POLICY = 3, C_EVIDENCE = 4, C_ROOT = 5 };
+
+static tl_status comparison_consistent(checker *c, const seen_node *nodes,
+                                       size_t n) {
+  const char *v, *rule = NULL, *kind, *level, *want_level, *t;
+  size_t vlen, rule_len = 0, kind_len, level_len, tlen;
+  bool pass, has_rule, stochastic;
+  uint64_t attempt = uint_at(nodes[C_ROOT].meta, nodes[C_ROOT].meta_len, "attempt");
+  tl_cbor_reader r;
+  items cases, obs;
+  tl_status st;
+  (void)n;
+  meta_text(&nodes[C_ROOT], "verdict", &v, &vlen);
+  has_rule = meta_text(&nodes[C_ROOT], "stop_rule", &rule, &rule_len);
+  if ((st = check_verdict(c, "nodes[5] (comparison).metadata", v, vlen, has_rule, rule,
+                          rule_len, &pass)) != TL_OK)
+    return st;
+  if (pass && meta_text(&nodes[C_ROOT], "first_divergence", &t, &tlen))
+    return bad(c, "nodes[5] (comparison).metadata.first_divergence",
+               "a passed claim has no first divergence");
+  if (attempt != 1 && attempt != 2)
+    return bad(c, "nodes[5] (comparison).metadata.attempt",
+               "1 or 2 (an infrastructure failure is retried once)");
+  meta_text(&nodes[C_PLAN], "kind", &kind, &kind_len);
+  meta_text(&nodes[C_PLAN], "level", &level, &level_len);
+  if ((want_level = kind_level(kind, kind_len)) == NULL) {
+    char what[96], sv[64];
+    snprintf(what, sizeof what, "unknown claim kind '%s'", shown(kind, kind_len, sv));
+    return bad(c, "nodes[2] (plan).metadata.kind", what);
+  }
+  if (!tl_cbor_text_is(level, level_len, want_level)) {
+    char what[128];
+    snprintf(what, sizeof what, "a %.*s claim is %s", (int)kind_len, kind, want_level);
+    return bad(c, "nodes[2] (plan).metadata.level", what);
+  }
+  stochastic = tl_cbor_text_is(kind, kind_len, "stochastic");
+  if (meta_text(&nodes[C_POLICY], "tolerance", &t, &tlen) &&
+      !tl_cbor_text_is(level, level_len, "numerical"))
+    return bad(c, "nodes[3] (policy).metadata.tolerance",
+               "only a numerical claim has a tolerance profile");
+  tl_cbor_reader_init(&r, nodes[C_POLICY].meta, nodes[C_POLICY].meta_len, NULL);
+  {
+    tl_cbor_item it;
+    bool has_design = tl_cbor_map_find(&r, "design_sha256") == TL_OK &&
+                      tl_cbor_peek(&r, &it) == TL_OK && it.type != TL_CBOR_NULL;
+    if (has_design != stochastic)
+      return bad(c, "nodes[3] (policy).metadata.design_sha256",
+                 stochastic ? "a stochastic claim names its design"
+                            : "only a stochastic claim has a design");
+  }
+  /* A passed claim has its raw outputs and every case passed. */
+  items_at(&cases, nodes[C_EVIDENCE].meta, nodes[C_EVIDENCE].meta_len, "cases");
+  items_at(&obs, nodes[C_EVIDENCE].meta, nodes[C_EVIDENCE].meta_len, "observations");
+  if (pass && cases.n == 0)
+    return bad(c, "nodes[4] (evidence).metadata.cases", "a passed claim has cases");
+  if (pass && obs.n == 0)
+    return bad(c, "nodes[4] (evidence).metadata.observations",
+               "a passed claim has its raw outputs");
+  for (size_t i = 0; pass && !stochastic && i < cases.n; i++) {
+    const uint8_t *p;
+    size_t len;
+    next_map(&cases, &p, &len);
+    if (!item_bool(p, len, "pass")) {
+      char at[96];
+      snprintf(at, sizeof at, "nodes[4] (evidence).metadata.cases[%zu].pass", i);
+      return bad(c, at, "a passed claim has no failed case");
+    }
+  }
+  return TL_OK;
+}
+
+/* Most claims a promotion names (a plan has about ten). */
+#define MAX_CLAIMS 64
+
+enum { P_RUNTIME = 1, P_PLAN = 2, P_COMPARISONS = 3, P_ROOT = 4 };
+
+static tl_status promotion_consistent(checker *c, const seen_node *nodes,
+                                      size_t n) {
+  const char *names[MAX_CLAIMS], *lane, *backend, *v;
+  size_t name_lens[MAX_CLAIMS], lane_len, backend_len, vlen;
+  bool passed[MAX_CLAIMS] = {false}, all = true;
+  items claims, receipts, list;
+  size_t n_claims, next = 0, n_failing = 0;
+  char at[128], sv[64], what[160];
+  (void)n;
+  meta_text(&nodes[P_PLAN], "lane", &lane, &lane_len);
+  meta_text(&nodes[P_RUNTIME], "backend", &backend, &backend_len);
+  if (!tl_cbor_text_is(lane, lane_len, "scalar") && !tl_cbor_text_is(lane, lane_len, "fast")) {
+    snprintf(what, sizeof what, "'%s' is neither scalar nor fast", shown(lane, lane_len, sv));
+    return bad(c, "nodes[2] (plan).metadata.lane", what);
+  }
+  if (!text_eq(lane, lane_len, backend, backend_len))
+    return bad(c, "nodes[1] (runtime).metadata.backend", "not the plan's lane");
+  n_claims = items_at(&claims, nodes[P_PLAN].meta, nodes[P_PLAN].meta_len, "claims");
+  if (n_claims == 0) return bad(c, "nodes[2] (plan).metadata.claims", "no claim");
+  if (n_claims > MAX_CLAIMS)
+    return bad(c, "nodes[2] (plan).metadata.claims", "more than 64 claims");
+  for (size_t i = 0; i < n_claims; i++) {
+    tl_cbor_expect_text(&claims.r, &names[i], &name_lens[i]);
+    for (size_t j = 0; j < i; j++)
+      if (text_eq(names[i], name_lens[i], names[j], name_lens[j])) {
+        snprintf(at, sizeof at, "nodes[2] (plan).metadata.claims[%zu]", i);
+        return bad(c, at, "a claim named twice");
+      }
+  }
+  /* One comparison per claim that ran, in the plan's order. */
+  items_at(&receipts, nodes[P_COMPARISONS].meta, nodes[P_COMPARISONS].meta_len,
+           "receipts");
+  for (size_t i = 0; i < receipts.n; i++) {
+    const uint8_t *p;
+    const char *claim, *rule = NULL;
+    size_t len, claim_len, rule_len = 0;
+    bool pass, has_rule;
+    tl_status st;
+    next_map(&receipts, &p, &len);
+    item_text(p, len, "claim", &claim, &claim_len);
+    item_text(p, len, "verdict", &v, &vlen);
+    has_rule = item_text(p, len, "stop_rule", &rule, &rule_len);
+    snprintf(at, sizeof at, "nodes[3] (comparisons).metadata.receipts[%zu]", i);
+    while (next < n_claims && !text_eq(names[next], name_lens[next], claim, claim_len))
+      next++;
+    if (next == n_claims) {
+      snprintf(what, sizeof what,
+               "claim '%s' is not a claim of the plan after the ones before it",
+               shown(claim, claim_len, sv));
+      return bad(c, at, what);
+    }
+    if ((st = check_verdict(c, at, v, vlen, has_rule, rule, rule_len, &pass)) != TL_OK)
+      return st;
+    passed[next++] = pass;
+  }
+  /* The decision: promoted exactly when every claim passed. */
+  for (size_t i = 0; i < n_claims; i++) all = all && passed[i];
+  meta_text(&nodes[P_ROOT], "decision", &v, &vlen);
+  if (!tl_cbor_text_is(v, vlen, all ? "promoted" : "not_promoted")) {
+    snprintf(what, sizeof what, "'%s': %s", shown(v, vlen, sv),
+             all ? "every claim passed: promoted"
+                 : "not every claim passed: not_promoted");
+    return bad(c, "nodes[4] (promotion).metadata.decision", what);
+  }
+  /* failing: the claims that did not pass, in plan order. */
+  items_at(&list, nodes[P_ROOT].meta, nodes[P_ROOT].meta_len, "failing");
+  for (size_t i = 0; i < n_claims; i++) {
+    if (passed[i]) continue;
+    if (n_failing == list.n || tl_cbor_expect_text(&list.r, &v, &vlen) != TL_OK ||
+        !text_eq(v, vlen, names[i], name_lens[i])) {
+      snprintf(what, sizeof what, "does not list '%s' (not passed) at [%zu]",
+               shown(names[i], name_lens[i], sv), n_failing);
+      return bad(c, "nodes[4] (promotion).metadata.failing", what);
+    }
+    n_failing++;
+  }
+  if (n_failing != list.n)
+    return bad(c, "nodes[4] (promotion).metadata.failing",
+               "lists a claim that passed, or one twice");
+  /* stop_rules: each comparison's rule, in order. */
+  items_at(&receipts, nodes[P_COMPARISONS].meta, nodes[P_COMPARISONS].meta_len,
+           "receipts");
+  items_at(&list, nodes[P_ROOT].meta, nodes[P_ROOT].meta_len, "stop_rules");
+  {
+    size_t k = 0;
+    for (size_t i = 0; i < receipts.n; i++) {
+      const uint8_t *p, *q;
+      const char *claim, *rule, *claim2, *rule2;
+      size_t len, qlen, claim_len, rule_len, claim2_len, rule2_len;
+      next_map(&receipts, &p, &len);
+      if (!item_text(p, len, "stop_rule", &rule, &rule_len)) continue;
+      item_text(p, len, "claim", &claim, &claim_len);
+      snprintf(at, sizeof at, "nodes[4] (promotion).metadata.stop_rules[%zu]", k);
+      if (k == list.n) return bad(c, at, "missing: a comparison names a stop rule");
+      next_map(&list, &q, &qlen);
+      item_text(q, qlen, "rule", &rule2, &rule2_len);
+      item_text(q, qlen, "claim", &claim2, &claim2_len);
+      if (!text_eq(rule, rule_len, rule2, rule2_len) ||
+          !text_eq(claim, claim_len, claim2, claim2_len)) {
+        char sc[64];
+        snprintf(what, sizeof what, "not the rule '%s' the comparison of '%s' names",
+                 shown(rule, rule_len, sv), shown(claim, claim_len, sc));
+        return bad(c, at, what);
+      }
+      k++;
+    }
+    if (k != list.n)
+      return bad(c, "nodes[4] (promotion).metadata.stop_rules",
+                 "names a rule no comparison names");
+  }
+  return TL_OK;
+}
+
 /* A graph format: its node types (the last is the root's), the schema of
- * its timings and whether it is tinylm.receipt/1 (which has the optional
- * execution record and token counts beside the timings). */
+ * its timings (NULL: the file has none), whether it is tinylm.receipt/1
+ * (which has the optional execution record and token counts beside the
+ * timings) and what its values must say beyond their types (or NULL). */
 typedef struct graph_format {
   const char *format;
   const node_type *types;
   int n_types;
   const schema *timings;
   bool run;
+  tl_status (*consistent)(checker *c, const seen_node *nodes, size_t n);
 } graph_format;
 
 static const graph_format run_format = {RUN_FORMAT, node_types, N_NODES,
-                                        &timings, true};
+                                        &timings, true, NULL};
 static const graph_format acq_format = {"tinylm.acquisition/1", acq_types, 6,
-                                        &acq_timings, false};
+                                        &acq_timings, false, NULL};
 static const graph_format drift_format = {"tinylm.drift/1", drift_types, 4,
-                                          &drift_timings, false};
+                                          &drift_timings, false, NULL};
+static const graph_format cmp_format = {TL_COMPARISON_FORMAT, cmp_types, 6, NULL,
+                                        false, comparison_consistent};
+static const graph_format prom_format = {TL_PROMOTION_FORMAT, prom_types, 5, NULL,
+                                         false, promotion_consistent};
+static const graph_format *const graph_formats[] = {
+    &acq_format, &drift_format, &cmp_format, &prom_format};
 
 static tl_status check_graph(checker *c, const graph_format *gf,
                              uint8_t root[32]) {
@@ -873,7 +1295,7 @@ static tl_status check_graph(checker *c, const graph_format *gf,
         if ((st = check_node(c, n, gf->types, gf->n_types, &nodes[n])) != TL_OK)
           return st;
       has_nodes = true;
-    } else if (tl_cbor_text_is(k, klen, "timings_us")) {
+    } else if (gf->timings != NULL && tl_cbor_text_is(k, klen, "timings_us")) {
       if ((st = span(c, &times, &times_len)) != TL_OK) return st;
       if ((st = check_span(c, times, times_len, gf->timings, "timings_us")) !=
           TL_OK)
@@ -884,8 +1306,12 @@ static tl_status check_graph(checker *c, const graph_format *gf,
       return unknown_top(c, k, klen);
     }
   }
-  if (!has_format || root_id == NULL || !has_nodes || times == NULL)
-    return bad(c, "receipt", "format, root, nodes and timings_us are required");
+  if (!has_format || root_id == NULL || !has_nodes ||
+      (times == NULL && gf->timings != NULL))
+    return bad(c, "receipt",
+               gf->timings != NULL
+                   ? "format, root, nodes and timings_us are required"
+                   : "format, root and nodes are required");
   for (root_index = 0;
        root_index < n_nodes && memcmp(nodes[root_index].id, root_id, 32) != 0;
        root_index++) {
@@ -920,6 +1346,8 @@ static tl_status check_graph(checker *c, const graph_format *gf,
       return bad(c, path, what);
     }
   }
+  if (gf->consistent != NULL && (st = gf->consistent(c, nodes, n_nodes)) != TL_OK)
+    return st;
   memcpy(root, root_id, 32);
   return TL_OK;
 }
@@ -933,10 +1361,9 @@ tl_status tl_graph_receipt_check(const uint8_t *doc, size_t len,
                                  char *err, size_t err_cap) {
   checker c = {.err = err, .cap = err_cap};
   tl_cbor_fault fault;
-  const graph_format *gf = strcmp(format, acq_format.format) == 0 ? &acq_format
-                           : strcmp(format, drift_format.format) == 0
-                               ? &drift_format
-                               : NULL;
+  const graph_format *gf = NULL;
+  for (size_t i = 0; i < sizeof graph_formats / sizeof graph_formats[0]; i++)
+    if (strcmp(format, graph_formats[i]->format) == 0) gf = graph_formats[i];
   memset(root, 0, 32);
   if (gf == NULL) {
     snprintf(err, err_cap, "%s is not a graph receipt format", format);
@@ -958,6 +1385,7 @@ tl_status tl_receipt_check(const uint8_t *doc, size_t len,
   tl_cbor_fault fault;
   size_t n_pairs;
   bool run = false, convert = false, capability = false;
+  const graph_format *promote = NULL;
   tl_status st;
   memset(root, 0, 32);
   snprintf(err, err_cap, "not a receipt");
@@ -982,8 +1410,12 @@ tl_status tl_receipt_check(const uint8_t *doc, size_t len,
       const char *v;
       size_t vlen;
       run = true;
-      capability = tl_cbor_expect_text(&peek, &v, &vlen) == TL_OK &&
-                   tl_cbor_text_is(v, vlen, CAPABILITY_FORMAT);
+      if (tl_cbor_expect_text(&peek, &v, &vlen) == TL_OK) {
+        capability = tl_cbor_text_is(v, vlen, CAPABILITY_FORMAT);
+        promote = tl_cbor_text_is(v, vlen, TL_COMPARISON_FORMAT)  ? &cmp_format
+                  : tl_cbor_text_is(v, vlen, TL_PROMOTION_FORMAT) ? &prom_format
+                                                                  : NULL;
+      }
     }
     tl_cbor_skip(&c.r);
   }
@@ -996,6 +1428,10 @@ tl_status tl_receipt_check(const uint8_t *doc, size_t len,
   if (capability) {
     *kind = TL_RECEIPT_CAPABILITY;
     return check_capability(&c, root);
+  }
+  if (promote != NULL) {
+    *kind = promote == &cmp_format ? TL_RECEIPT_COMPARISON : TL_RECEIPT_PROMOTION;
+    return check_graph(&c, promote, root);
   }
   if (run) {
     *kind = TL_RECEIPT_RUN;

@@ -57,11 +57,18 @@ typedef struct tl_run_facts {
 tl_status tl_run_receipt(const tl_run_facts *f, uint8_t **doc, size_t *len,
                          uint8_t root[32]);
 
+/* tinylm promote's receipts (docs/promotion.md; written by
+ * promote_receipt.c, checked here). */
+#define TL_COMPARISON_FORMAT "tinylm.comparison/1"
+#define TL_PROMOTION_FORMAT "tinylm.promotion/1"
+
 typedef enum tl_receipt_kind {
   TL_RECEIPT_RUN,        /* tinylm.receipt/1: a hash graph under root */
   TL_RECEIPT_CONVERT,    /* tinylm.convert/1: a record, nothing to verify */
-  TL_RECEIPT_CAPABILITY  /* tinylm.capability-receipt/1 (the browser loader's):
+  TL_RECEIPT_CAPABILITY, /* tinylm.capability-receipt/1 (the browser loader's):
                             one node, its id the root */
+  TL_RECEIPT_COMPARISON, /* tinylm.comparison/1: one claim's verdict */
+  TL_RECEIPT_PROMOTION   /* tinylm.promotion/1: the decision over the claims */
 } tl_receipt_kind;
 
 /* Checks a receipt file and says which kind it is. A run receipt is
@@ -83,16 +90,42 @@ tl_status tl_receipt_check(const uint8_t *doc, size_t len, tl_receipt_kind *kind
                            uint8_t root[32], char *err, size_t err_cap);
 
 /* The same strict check for the acquisition (tinylm.acquisition/1, tinylm
- * pull) and drift observation (tinylm.drift/1, tinylm drift) receipts,
- * whose format the reader names: every field of the file, of each node and
- * of each node type's metadata is one the format defines, with its type;
- * every node id recomputes; the nodes are exactly the graph under the
- * root, each once, children first, the root of the format's root type;
- * timings_us (outside the identity) strictly typed. Same errors as
- * tl_receipt_check. */
+ * pull), drift observation (tinylm.drift/1, tinylm drift), comparison and
+ * promotion (TL_COMPARISON_FORMAT, TL_PROMOTION_FORMAT: tinylm promote)
+ * receipts, whose format the reader names: every field of the file, of
+ * each node and of each node type's metadata is one the format defines,
+ * with its type; every node id recomputes; the nodes are exactly the graph
+ * under the root, each once, children first, the root of the format's
+ * root type; timings_us (outside the identity; acquisition and drift
+ * only) strictly typed. Comparison and promotion receipts must also say
+ * what is consistent (docs/promotion-receipts.md): a verdict pass or fail
+ * with a known stop rule exactly when it failed, a claim kind's own level,
+ * and a promotion's decision, failing claims and stop rules exactly those
+ * of its comparisons (invalid_argument naming the field otherwise). Same
+ * errors as tl_receipt_check, which also takes comparison and promotion
+ * receipts (by their format). */
 tl_status tl_graph_receipt_check(const uint8_t *doc, size_t len,
                                  const char *format, uint8_t root[32],
                                  char *err, size_t err_cap);
+
+/* A node of a graph receipt for tl_graph_receipt_encode. */
+typedef struct tl_graph_node {
+  const char *type;
+  const uint8_t *meta; /* one deterministic CBOR item */
+  size_t meta_len;
+  size_t kids[8]; /* indexes of earlier nodes (children come first) */
+  size_t n_kids;
+  uint8_t id[32]; /* set by tl_graph_receipt_encode */
+} tl_graph_node;
+
+/* Seals nodes[0..n) in order (each id from its type, metadata and
+ * children's ids) and encodes {"format", "root", "nodes"} (deterministic
+ * CBOR, malloc'd; a graph without timings), the last node the root. The
+ * caller checks the document against its format (tl_graph_receipt_check).
+ * TL_ERR_INVALID_ARGUMENT for a child that is not an earlier node, or the
+ * encoder's status. */
+tl_status tl_graph_receipt_encode(const char *format, tl_graph_node *nodes, size_t n,
+                                  uint8_t **doc, size_t *len, uint8_t root[32]);
 
 /* `tinylm receipt show`: checks doc (tl_receipt_check) and prints it to
  * out, as JSON (the document with "verified" and, for a run receipt,

@@ -95,6 +95,24 @@ static void show_run(FILE *out, const json_t *doc) {
   }
 }
 
+/* A comparison or promotion receipt (tinylm promote): a line per node,
+ * all of it in the root id. */
+static void show_promote(FILE *out, const json_t *doc, tl_receipt_kind kind) {
+  size_t i;
+  json_t *n;
+  fprintf(out, "%s receipt %s\n  (%s: every node id verified; everything below is part "
+               "of the root id)\n",
+          kind == TL_RECEIPT_COMPARISON ? "comparison" : "promotion",
+          json_string_value(json_object_get(doc, "root")),
+          json_string_value(json_object_get(doc, "format")));
+  json_array_foreach(json_object_get(doc, "nodes"), i, n) {
+    fprintf(out, "  %-11s %.16s...  ", json_string_value(json_object_get(n, "type")),
+            json_string_value(json_object_get(n, "id")));
+    print_fields(out, json_object_get(n, "metadata"), false);
+    fputc('\n', out);
+  }
+}
+
 /* A record's fields, a line each, keys in a column width wide; a list of
  * records one per line. */
 static void show_record(FILE *out, const json_t *rec, int width) {
@@ -176,6 +194,8 @@ tl_status tl_receipt_show(const uint8_t *doc, size_t len, bool json, FILE *out,
     show_run(out, v);
   } else if (kind == TL_RECEIPT_CAPABILITY) {
     show_capability(out, v);
+  } else if (kind == TL_RECEIPT_COMPARISON || kind == TL_RECEIPT_PROMOTION) {
+    show_promote(out, v, kind);
   } else {
     show_convert(out, v);
   }

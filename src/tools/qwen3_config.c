@@ -74,6 +74,21 @@ static const field_spec *schema_find(const char *name) {
   return NULL;
 }
 
+bool tl_qwen3_is_documentary(const char *name) {
+  const field_spec *f = schema_find(name);
+  return f != NULL && f->cls == DOCUMENTARY;
+}
+
+/* emit_effective writes exactly these (qwen3_config_test checks it). */
+const char *const tl_qwen3_effective_fields[TL_QWEN3_N_EFFECTIVE] = {
+    "vocab_size",          "hidden_size",         "intermediate_size",
+    "num_hidden_layers",   "num_attention_heads", "num_key_value_heads",
+    "head_dim",            "max_position_embeddings", "tie_word_embeddings",
+    "rms_norm_eps",        "rope_theta",          "rope_scaling",
+    "hidden_act",          "attention_bias",      "use_sliding_window",
+    "layer_types",         "source_dtype",        "bos_token_id",
+    "pad_token_id",        "eos_token_ids"};
+
 static const tl_qwen3_profile publisher_0_6b = {
     "qwen3-0.6b-publisher",
     true,

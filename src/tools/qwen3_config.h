@@ -17,9 +17,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "qwen3_schema.h"
 #include "tinylm.h"
 
-#define TL_QWEN3_SCHEMA "qwen3/1"
 #define TL_QWEN3_MAX_IDS 8        /* ids in one special-token set */
 #define TL_QWEN3_MAX_DEFAULTS 32  /* fields that can be defaulted */
 #define TL_QWEN3_MAX_DEVIATIONS 4 /* declared resolutions applied */
@@ -127,5 +127,6 @@ tl_status tl_qwen3_config_resolve(
     uint8_t **conflict_cbor, size_t *conflict_len, char *err, size_t err_cap);
 
 void tl_qwen3_config_free(tl_qwen3_config *c);
+
 
 #endif

@@ -477,7 +477,42 @@ static void defaults_are_materialised(tl_test_ctx *t) {
   done(&r);
 }
 
+/* tl_qwen3_effective_fields names the "config" map's keys in the order
+ * they are written, and tl_qwen3_is_documentary the documentary keys. */
+static void effective_field_list_matches_the_document(tl_test_ctx *t) {
+  result r;
+  tl_cbor_reader rd;
+  size_t n = 0;
+  run(t, real_config, real_generation, real_tokenizer_config,
+      tl_qwen3_profile_publisher_0_6b(), &r);
+  if (TL_EXPECT_OK(t, r.st) &&
+      TL_EXPECT(t, tl_cbor_reader_init(&rd, r.cfg.cbor, r.cfg.cbor_len,
+                                       NULL) == TL_OK &&
+                       find_key(&rd, "config") &&
+                       tl_cbor_expect_map(&rd, &n) == TL_OK) &&
+      TL_EXPECT_EQ_U64(t, n, TL_QWEN3_N_EFFECTIVE)) {
+    /* Deterministic CBOR sorts the keys: compare as sets. */
+    for (size_t i = 0; i < n; i++) {
+      const char *k;
+      size_t len;
+      bool known = false;
+      TL_EXPECT_OK(t, tl_cbor_expect_text(&rd, &k, &len));
+      for (size_t j = 0; j < TL_QWEN3_N_EFFECTIVE; j++)
+        known |= strlen(tl_qwen3_effective_fields[j]) == len &&
+                 memcmp(tl_qwen3_effective_fields[j], k, len) == 0;
+      TL_EXPECT(t, known);
+      TL_EXPECT_OK(t, tl_cbor_skip(&rd));
+    }
+  }
+  TL_EXPECT(t, tl_qwen3_is_documentary("use_cache"));
+  TL_EXPECT(t, tl_qwen3_is_documentary("transformers_version"));
+  TL_EXPECT(t, !tl_qwen3_is_documentary("hidden_size"));
+  TL_EXPECT(t, !tl_qwen3_is_documentary("output_hidden_states"));
+  done(&r);
+}
+
 static const tl_test_case cases[] = {
+    TL_CASE(effective_field_list_matches_the_document),
     TL_CASE(real_files_resolve_with_publisher_profile),
     TL_CASE(real_files_resolve_deterministically),
     TL_CASE(eos_disagreement_without_profile),

@@ -7,24 +7,23 @@
 #include "bytes.h"
 #include "sample/sampler.h"
 
-/* The generator's cases stay far below these. */
+/* The generator's cases stay far below this. */
 #define SV_MAX_N 64
-#define SV_MAX_SURVIVORS 16
 
-static bool one(const tl_sampler_vector *v) {
+tl_status tl_sampler_vector_draw(const tl_sampler_vector *v,
+                                 tl_sampler_draw *out) {
   _Alignas(16) uint8_t scratch[2048];
   float logits[SV_MAX_N];
-  uint32_t ids[SV_MAX_SURVIVORS];
-  double probs[SV_MAX_SURVIVORS], bounds[SV_MAX_SURVIVORS];
   tl_sampler_profile p;
   tl_sample_input in;
   tl_sample_trace tr = {0};
   tl_sample_result res;
   tl_arena a;
-  if (v->n > SV_MAX_N || v->n_survivors > SV_MAX_SURVIVORS ||
-      tl_sampler_scratch_bytes(v->n) > sizeof scratch ||
+  tl_status st;
+  *out = (tl_sampler_draw){0};
+  if (v->n > SV_MAX_N || tl_sampler_scratch_bytes(v->n) > sizeof scratch ||
       tl_arena_init(&a, scratch, sizeof scratch) != TL_OK)
-    return false;
+    return TL_ERR_BOUNDS;
   for (size_t i = 0; i < v->n; i++) logits[i] = tl_bits_to_f32(v->logits[i]);
   p = tl_sampler_profile_default(v->defined_ids);
   p.temperature = tl_bits_to_f64(v->temperature);
@@ -48,21 +47,43 @@ static bool one(const tl_sampler_vector *v) {
   in.pos.token = v->token;
   in.pos.turn = v->turn;
   in.pos.stream = v->stream;
-  tr.ids = ids;
-  tr.probs = probs;
-  tr.bounds = bounds;
-  tr.cap = SV_MAX_SURVIVORS;
-  if (tl_sample(&p, &in, &a, &tr, &res) != TL_OK || res.id != v->id || tr.chosen != v->id ||
-      res.draw_word != v->draw_word || tr.draw_word != v->draw_word ||
-      res.draws_used != 1 || res.n_candidates != v->n_candidates ||
-      res.n_survivors != v->n_survivors ||
-      tr.count != v->n_survivors || tr.truncated)
+  tr.ids = out->survivors;
+  tr.probs = out->q;
+  tr.bounds = out->bounds;
+  tr.cap = TL_SAMPLER_SELFTEST_MAX_SURVIVORS;
+  st = tl_sample(&p, &in, &a, &tr, &res);
+  if (st != TL_OK) return st;
+  out->draw_word = res.draw_word;
+  out->id = res.id;
+  out->draws_used = res.draws_used;
+  out->n_candidates = res.n_candidates;
+  out->n_survivors = res.n_survivors;
+  out->truncated = tr.truncated;
+  /* The trace must tell the same story as the result. */
+  if (tr.chosen != res.id || tr.draw_word != res.draw_word ||
+      tr.count != res.n_survivors)
+    return TL_ERR_INTERNAL_INVARIANT;
+  return TL_OK;
+}
+
+bool tl_sampler_vector_matches(const tl_sampler_vector *v,
+                               const tl_sampler_draw *d) {
+  if (d->id != v->id || d->draw_word != v->draw_word || d->draws_used != 1 ||
+      d->n_candidates != v->n_candidates || d->n_survivors != v->n_survivors ||
+      d->truncated || v->n_survivors > TL_SAMPLER_SELFTEST_MAX_SURVIVORS)
     return false;
   for (size_t j = 0; j < v->n_survivors; j++)
-    if (ids[j] != v->survivors[j] || tl_f64_to_bits(probs[j]) != v->q[j] ||
-        tl_f64_to_bits(bounds[j]) != v->bounds[j])
+    if (d->survivors[j] != v->survivors[j] ||
+        tl_f64_to_bits(d->q[j]) != v->q[j] ||
+        tl_f64_to_bits(d->bounds[j]) != v->bounds[j])
       return false;
   return true;
+}
+
+static bool one(const tl_sampler_vector *v) {
+  tl_sampler_draw d;
+  return tl_sampler_vector_draw(v, &d) == TL_OK &&
+         tl_sampler_vector_matches(v, &d);
 }
 
 tl_status tl_sampler_selftest(const tl_sampler_vector *v, size_t count,

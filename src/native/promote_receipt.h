@@ -1,0 +1,73 @@
+/* tinylm promote's receipts (docs/promotion.md §Comparison receipts,
+ * §Promotion receipts; docs/promotion-receipts.md): the writers of
+ * tinylm.comparison/1 (one claim's verdict over its evidence) and
+ * tinylm.promotion/1 (the decision over every claim), and the commands
+ * `tinylm promote show` and `tinylm promote status` (promote_show.c).
+ * receipt.c checks both formats wherever a receipt is read. */
+#ifndef TL_NATIVE_PROMOTE_RECEIPT_H
+#define TL_NATIVE_PROMOTE_RECEIPT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "promote.h"
+#include "tinylm.h"
+
+/* The runtime both receipts name: the same artifact and runtime nodes as
+ * a run receipt of the same binary on the same lane (docs/receipts.md). */
+typedef struct tl_promote_runtime {
+  const uint8_t *artifact_id; /* 32 bytes: SHA-256 of the .slm */
+  const char *build_id;       /* the binary's (git describe) */
+  const char *backend;        /* the lane: "scalar" or "fast" */
+  const char *numerical_profile; /* "scalar-f32/1" or "fast/4" */
+} tl_promote_runtime;
+
+/* One comparison receipt's facts. */
+typedef struct tl_comparison_facts {
+  tl_promote_runtime rt;
+  const uint8_t *plan_id; /* 32 bytes: SHA-256 of the plan file */
+  const char *claim;      /* the claim's name in the plan */
+  const char *kind, *level, *oracle;
+  const char *tolerance;        /* numerical: the profile's name; else NULL */
+  const uint8_t *design_sha256; /* stochastic: the design's; else NULL */
+  const tl_claim_result *result;
+  uint32_t attempt; /* 1, or 2 after an infrastructure failure */
+} tl_comparison_facts;
+
+/* A claim as the promotion names it. */
+typedef struct tl_promotion_claim {
+  const char *claim;
+  const uint8_t *receipt_id; /* its comparison receipt; NULL: it did not run */
+  bool pass;                 /* the comparison's verdict */
+  const char *stop_rule;     /* the comparison's; NULL when it passed */
+} tl_promotion_claim;
+
+typedef struct tl_promotion_facts {
+  tl_promote_runtime rt;
+  const uint8_t *plan_id;
+  const char *lane;                 /* the plan's lane */
+  const tl_promotion_claim *claims; /* every claim of the plan, in its order */
+  size_t n_claims;
+  const uint8_t *run_record; /* 32 bytes: the run record object */
+} tl_promotion_facts;
+
+/* The receipt file (deterministic CBOR, malloc'd) and its root id. The
+ * writer computes nothing it is not given except the promotion's
+ * decision (promoted exactly when every claim ran and passed), its
+ * failing claims and its stop rules. Every receipt written is checked as
+ * a reader checks it (tl_graph_receipt_check) before it is handed back:
+ * facts the format cannot hold (a failed claim without a stop rule, a
+ * tolerance on a mechanical claim, a kind outside the table, ...) are
+ * TL_ERR_INVALID_ARGUMENT with err naming the field. */
+tl_status tl_comparison_receipt(const tl_comparison_facts *f, uint8_t **doc, size_t *len,
+                                uint8_t root[32], char *err, size_t err_cap);
+tl_status tl_promotion_receipt(const tl_promotion_facts *f, uint8_t **doc, size_t *len,
+                               uint8_t root[32], char *err, size_t err_cap);
+
+/* tinylm promote show RECEIPT [--store DIR] [--public] [--json] */
+int tl_promote_show_main(int argc, char **argv);
+/* tinylm promote status --store DIR [--plan PLAN] [--artifact MODEL.slm] [--json] */
+int tl_promote_status_main(int argc, char **argv);
+
+#endif

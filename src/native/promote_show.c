@@ -1,0 +1,442 @@
+/* tinylm promote show and tinylm promote status (promote_receipt.h;
+ * docs/promotion-receipts.md). show verifies a promotion receipt and the
+ * evidence it names in the store: each comparison receipt recomputes to
+ * the id named and says what the promotion says of it (else
+ * forged_evidence), each observation object is there and hashes to its
+ * name (else missing_raw_output). status lists every receipt of a store
+ * as current or invalidated against the inputs given now. */
+#define _DEFAULT_SOURCE /* realpath */
+#include <jansson.h>
+#include <libgen.h>
+#include <stdarg.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cbor_doc.h"
+#include "cli.h"
+#include "file.h"
+#include "promote_receipt.h"
+#include "promote_store.h"
+#include "receipt.h"
+
+/* ------------------------------------------------------------------------ */
+/* Reading verified receipts                                                */
+
+/* The metadata of a verified receipt's node of type (NULL when none). */
+static json_t *node_meta(const json_t *doc, const char *type) {
+  size_t i;
+  json_t *n;
+  json_array_foreach(json_object_get(doc, "nodes"), i, n) {
+    if (strcmp(json_string_value(json_object_get(n, "type")), type) == 0)
+      return json_object_get(n, "metadata");
+  }
+  return NULL;
+}
+
+static json_t *node_of(const json_t *doc, const char *type) {
+  size_t i;
+  json_t *n;
+  json_array_foreach(json_object_get(doc, "nodes"), i, n) {
+    if (strcmp(json_string_value(json_object_get(n, "type")), type) == 0) return n;
+  }
+  return NULL;
+}
+
+static const char *meta_str(const json_t *doc, const char *type, const char *key) {
+  return json_string_value(json_object_get(node_meta(doc, type), key));
+}
+
+/* A receipt's bytes checked (tl_receipt_check) and as JSON; kind and root
+ * out. */
+static tl_status load_doc(const uint8_t *bytes, size_t len, tl_receipt_kind *kind,
+                          uint8_t root[32], json_t **doc, char *err, size_t cap) {
+  tl_status st = tl_receipt_check(bytes, len, kind, root, err, cap);
+  *doc = NULL;
+  if (st == TL_OK) st = tl_cbor_to_json(bytes, len, doc, err, cap);
+  return st;
+}
+
+/* A problem with the evidence: the stop rule it is (forged_evidence,
+ * missing_raw_output), the claim, the status the CLI reports and why. */
+typedef struct finding {
+  const char *rule;
+  char claim[128];
+  tl_status status;
+  char why[768];
+} finding;
+
+static bool found(finding *f, const char *rule, const char *claim, tl_status st,
+                  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static bool found(finding *f, const char *rule, const char *claim, tl_status st,
+                  const char *fmt, ...) {
+  va_list ap;
+  f->rule = rule;
+  snprintf(f->claim, sizeof f->claim, "%s", claim);
+  f->status = st;
+  va_start(ap, fmt);
+  vsnprintf(f->why, sizeof f->why, fmt, ap);
+  va_end(ap);
+  return false;
+}
+
+static bool same_json(const json_t *a, const json_t *b) { return json_equal(a, b) == 1; }
+
+/* Every observation a comparison names is in the store with its bytes. */
+static bool observations_there(tl_store *s, const json_t *cmp, const char *claim,
+                               finding *f) {
+  size_t i;
+  json_t *o;
+  json_array_foreach(json_object_get(node_meta(cmp, "evidence"), "observations"), i, o) {
+    uint8_t id[32], *bytes = NULL;
+    size_t len = 0;
+    char err[512];
+    tl_status st;
+    tl_store_parse_id(json_string_value(o), id);
+    st = tl_store_get(s, id, &bytes, &len, err, sizeof err);
+    free(bytes);
+    if (st != TL_OK)
+      return found(f, TL_RULE_MISSING_OUTPUT, claim, st, "observation %s: %s",
+                   json_string_value(o), err);
+  }
+  return true;
+}
+
+/* The comparison receipt the promotion's entry names: in the store,
+ * verified, its root the id named, saying the verdict and stop rule named
+ * about the same claim, artifact, runtime and plan. *cmp gets it. */
+static bool comparison_named(tl_store *s, const json_t *promo, const json_t *entry,
+                             json_t **cmp, finding *f) {
+  const char *claim = json_string_value(json_object_get(entry, "claim"));
+  const char *id_hex = json_string_value(json_object_get(entry, "receipt_id"));
+  uint8_t id[32], root[32], *bytes = NULL;
+  size_t len = 0;
+  char err[512], root_hex[65];
+  tl_receipt_kind kind;
+  tl_status st;
+  *cmp = NULL;
+  tl_store_parse_id(id_hex, id);
+  st = tl_store_get_receipt(s, id, &bytes, &len, err, sizeof err);
+  if (st != TL_OK)
+    return found(f, TL_RULE_FORGED, claim, st, "comparison receipt %s: %s", id_hex, err);
+  st = load_doc(bytes, len, &kind, root, cmp, err, sizeof err);
+  free(bytes);
+  if (st == TL_OK && kind != TL_RECEIPT_COMPARISON) {
+    st = TL_ERR_INVALID_ARGUMENT;
+    snprintf(err, sizeof err, "not a comparison receipt");
+  }
+  if (st != TL_OK)
+    return found(f, TL_RULE_FORGED, claim, st, "comparison receipt %s is refused: %s",
+                 id_hex, err);
+  tl_cli_hex(root, 32, root_hex);
+  if (strcmp(root_hex, id_hex) != 0)
+    return found(f, TL_RULE_FORGED, claim, TL_ERR_HASH_MISMATCH,
+                 "the store's receipts/%s.cbor recomputes to %s, not the id the promotion "
+                 "names",
+                 id_hex, root_hex);
+  if (strcmp(meta_str(*cmp, "plan", "claim"), claim) != 0)
+    return found(f, TL_RULE_FORGED, claim, TL_ERR_CONFLICT,
+                 "comparison receipt %s is the claim '%s'", id_hex,
+                 meta_str(*cmp, "plan", "claim"));
+  if (!same_json(json_object_get(node_meta(*cmp, "comparison"), "verdict"),
+                 json_object_get(entry, "verdict")) ||
+      !same_json(json_object_get(node_meta(*cmp, "comparison"), "stop_rule"),
+                 json_object_get(entry, "stop_rule")))
+    return found(f, TL_RULE_FORGED, claim, TL_ERR_CONFLICT,
+                 "comparison receipt %s says %s, the promotion says %s", id_hex,
+                 meta_str(*cmp, "comparison", "verdict"),
+                 json_string_value(json_object_get(entry, "verdict")));
+  /* One artifact, one runtime (same metadata: same node id), one plan. */
+  if (!same_json(json_object_get(node_of(*cmp, "artifact"), "id"),
+                 json_object_get(node_of(promo, "artifact"), "id")) ||
+      !same_json(json_object_get(node_of(*cmp, "runtime"), "id"),
+                 json_object_get(node_of(promo, "runtime"), "id")) ||
+      strcmp(meta_str(*cmp, "plan", "plan_id"), meta_str(promo, "plan", "plan_id")) != 0)
+    return found(f, TL_RULE_FORGED, claim, TL_ERR_CONFLICT,
+                 "comparison receipt %s names another artifact, runtime or plan than the "
+                 "promotion",
+                 id_hex);
+  return observations_there(s, *cmp, claim, f);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The view: one JSON object the text and --json forms both print.          */
+
+/* What `--public` keeps of a claim: names, ids, hashes, verdicts and
+ * rules; never free text a case may hold (the oracle's description, the
+ * summary, the first divergence). */
+static const char *const private_fields[] = {"oracle", "summary", "first_divergence"};
+
+static json_t *claim_view(const char *claim, const char *receipt_id, const json_t *cmp,
+                          bool public_view) {
+  json_t *v = json_pack("{s:s}", "claim", claim);
+  json_t *plan = node_meta(cmp, "plan"), *policy = node_meta(cmp, "policy");
+  json_t *ev = node_meta(cmp, "evidence"), *root = node_meta(cmp, "comparison");
+  if (v == NULL) return NULL;
+  json_object_set_new(v, "receipt_id", json_string(receipt_id));
+  json_object_update(v, root);
+  json_object_set(v, "kind", json_object_get(plan, "kind"));
+  json_object_set(v, "level", json_object_get(plan, "level"));
+  json_object_set(v, "oracle", json_object_get(plan, "oracle"));
+  json_object_update(v, policy);
+  json_object_update(v, ev);
+  if (public_view)
+    for (size_t i = 0; i < sizeof private_fields / sizeof private_fields[0]; i++)
+      json_object_del(v, private_fields[i]);
+  return v;
+}
+
+static json_t *header_view(const json_t *doc, const char *root_hex, const char *store) {
+  json_t *rt = node_meta(doc, "runtime");
+  return json_pack("{s:s,s:s,s:b,s:s?,s:O,s:O,s:O}", "receipt", root_hex, "format",
+                   json_string_value(json_object_get(doc, "format")), "verified", 1,
+                   "store", store, "artifact_id",
+                   json_object_get(node_meta(doc, "artifact"), "artifact_id"), "runtime",
+                   rt, "plan_id", json_object_get(node_meta(doc, "plan"), "plan_id"));
+}
+
+static void print_text_field(FILE *out, const json_t *v, const char *label,
+                             const char *key) {
+  const json_t *x = json_object_get(v, key);
+  if (x == NULL) return;
+  if (json_is_string(x)) {
+    /* Escaped: a case's text may hold anything. */
+    char *t = json_dumps(x, JSON_ENCODE_ANY | JSON_ENSURE_ASCII);
+    fprintf(out, "    %s: %s\n", label, t ? t : "?");
+    free(t);
+  }
+}
+
+static const char *or_dash(const json_t *v) {
+  return json_is_string(v) ? json_string_value(v) : "-";
+}
+
+static void print_claim(FILE *out, const json_t *c) {
+  size_t i;
+  json_t *x;
+  if (json_object_get(c, "receipt_id") == NULL) {
+    fprintf(out, "  %-12s did not run (not a pass)\n",
+            json_string_value(json_object_get(c, "claim")));
+    return;
+  }
+  fprintf(out, "  %-12s %s  stop rule %s  (%s, %s)\n",
+          json_string_value(json_object_get(c, "claim")),
+          json_string_value(json_object_get(c, "verdict")),
+          or_dash(json_object_get(c, "stop_rule")),
+          json_string_value(json_object_get(c, "kind")),
+          json_string_value(json_object_get(c, "level")));
+  fprintf(out, "    receipt %s  attempt %" JSON_INTEGER_FORMAT "  tolerance %s  design %s\n",
+          json_string_value(json_object_get(c, "receipt_id")),
+          json_integer_value(json_object_get(c, "attempt")),
+          or_dash(json_object_get(c, "tolerance")),
+          or_dash(json_object_get(c, "design_sha256")));
+  print_text_field(out, c, "oracle", "oracle");
+  print_text_field(out, c, "summary", "summary");
+  print_text_field(out, c, "first divergence", "first_divergence");
+  json_array_foreach(json_object_get(c, "observations"), i, x)
+      fprintf(out, "    observation %s (present, hashes to its name)\n",
+              json_string_value(x));
+  json_array_foreach(json_object_get(c, "cases"), i, x)
+      fprintf(out, "    case %s  %-16s %s  output %s\n",
+              json_string_value(json_object_get(x, "id")),
+              json_string_value(json_object_get(x, "invariant")),
+              json_is_true(json_object_get(x, "pass")) ? "pass" : "FAIL",
+              json_string_value(json_object_get(x, "output")));
+}
+
+static void print_view(FILE *out, const json_t *v, bool promotion) {
+  const json_t *rt = json_object_get(v, "runtime");
+  size_t i;
+  json_t *c;
+  fprintf(out, "%s receipt %s\n  (%s: verified, with the evidence it names in %s%s)\n",
+          promotion ? "promotion" : "comparison",
+          json_string_value(json_object_get(v, "receipt")),
+          json_string_value(json_object_get(v, "format")),
+          json_string_value(json_object_get(v, "store")),
+          json_is_true(json_object_get(v, "public")) ? "; public view" : "");
+  if (promotion) {
+    char *failing = json_dumps(json_object_get(v, "failing"), JSON_COMPACT);
+    fprintf(out, "  decision %s%s%s\n", json_string_value(json_object_get(v, "decision")),
+            json_array_size(json_object_get(v, "failing")) ? "; failing " : "",
+            json_array_size(json_object_get(v, "failing")) && failing ? failing : "");
+    free(failing);
+  }
+  fprintf(out, "  artifact %s\n  runtime  %s %s build %s lane %s (%s)\n  plan     %s\n",
+          json_string_value(json_object_get(v, "artifact_id")),
+          json_string_value(json_object_get(rt, "name")),
+          json_string_value(json_object_get(rt, "version")),
+          json_string_value(json_object_get(rt, "build_id")),
+          json_string_value(json_object_get(rt, "backend")),
+          json_string_value(json_object_get(rt, "numerical_profile")),
+          json_string_value(json_object_get(v, "plan_id")));
+  if (promotion)
+    fprintf(out, "  run record %s (present, hashes to its name)\n",
+            json_string_value(json_object_get(v, "run_record")));
+  json_array_foreach(json_object_get(v, "claims"), i, c) print_claim(out, c);
+}
+
+/* ------------------------------------------------------------------------ */
+/* tinylm promote show                                                      */
+
+static const char show_usage[] =
+    "usage: tinylm promote show RECEIPT [--store DIR] [--public] [--json]\n"
+    "  verifies a promotion (or comparison) receipt and the evidence it\n"
+    "  names in the store (default: the store RECEIPT sits in, DIR/receipts/):\n"
+    "  every comparison receipt recomputes to the id named and says the\n"
+    "  verdict named (else forged_evidence), every observation is present\n"
+    "  and hashes to its name (else missing_raw_output)\n"
+    "  --public  only ids, hashes, invariant names, verdicts and stop rules\n";
+
+/* STORE when path is STORE/receipts/FILE (buf holds it), else NULL. */
+static const char *store_of(const char *path, char *buf, size_t cap) {
+  char *real = realpath(path, NULL), *dir, *base;
+  const char *out = NULL;
+  if (real == NULL) return NULL;
+  dir = dirname(real);
+  base = strrchr(dir, '/');
+  if (base != NULL && strcmp(base + 1, "receipts") == 0 && base != dir) {
+    *base = '\0';
+    snprintf(buf, cap, "%s", dir);
+    out = buf;
+  }
+  free(real);
+  return out;
+}
+
+static int refuse(bool json, const finding *f) {
+  return tl_cli_fail_with(json, f->status,
+                          json_pack("{s:s,s:s}", "rule", f->rule, "claim", f->claim),
+                          "%s: claim '%s': %s", f->rule, f->claim, f->why);
+}
+
+/* A promotion's claims, each with its comparison verified (or the first
+ * finding). */
+static bool promotion_view(tl_store *s, const json_t *doc, json_t *view, bool public_view,
+                           finding *f) {
+  json_t *claims = json_array(), *plan = node_meta(doc, "plan");
+  json_t *receipts = json_object_get(node_meta(doc, "comparisons"), "receipts");
+  json_t *root = node_meta(doc, "promotion"), *name;
+  uint8_t run[32], *bytes = NULL;
+  size_t i, next = 0, len = 0;
+  char err[512];
+  tl_status st;
+  json_object_set_new(view, "claims", claims);
+  json_object_set(view, "lane", json_object_get(plan, "lane"));
+  json_object_update(view, root);
+  tl_store_parse_id(json_string_value(json_object_get(root, "run_record")), run);
+  st = tl_store_get(s, run, &bytes, &len, err, sizeof err);
+  free(bytes);
+  if (st != TL_OK) return found(f, TL_RULE_MISSING_OUTPUT, "(run record)", st, "%s", err);
+  /* The plan's claims in order; the comparisons name those that ran, in
+   * the same order (the check made sure). */
+  json_array_foreach(json_object_get(plan, "claims"), i, name) {
+    json_t *entry = json_array_get(receipts, next), *cmp = NULL, *c;
+    const char *claim = json_string_value(name);
+    if (entry == NULL ||
+        strcmp(json_string_value(json_object_get(entry, "claim")), claim) != 0) {
+      json_array_append_new(claims, json_pack("{s:s,s:s}", "claim", claim, "verdict",
+                                              "not_run"));
+      continue;
+    }
+    next++;
+    if (!comparison_named(s, doc, entry, &cmp, f)) {
+      json_decref(cmp);
+      return false;
+    }
+    c = claim_view(claim, json_string_value(json_object_get(entry, "receipt_id")), cmp,
+                   public_view);
+    json_decref(cmp);
+    if (c == NULL) return found(f, "out_of_memory", claim, TL_ERR_OUT_OF_MEMORY, "view");
+    json_array_append_new(claims, c);
+  }
+  return true;
+}
+
+int tl_promote_show_main(int argc, char **argv) {
+  const char *path = NULL, *store_dir = NULL;
+  bool json = false, public_view = false;
+  char store_buf[PATH_MAX], err[512], root_hex[65];
+  tl_file_view v;
+  tl_receipt_kind kind;
+  uint8_t root[32];
+  json_t *doc = NULL, *view = NULL;
+  tl_store *s = NULL;
+  finding f;
+  tl_status st;
+  int rc = TL_EXIT_OK;
+  for (int i = 1; i < argc; i++) json |= strcmp(argv[i], "--json") == 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    int r;
+    if (strcmp(a, "--help") == 0) {
+      fputs(show_usage, stdout);
+      return TL_EXIT_OK;
+    } else if (strcmp(a, "--json") == 0) {
+      continue;
+    } else if (strcmp(a, "--public") == 0) {
+      public_view = true;
+    } else if (strcmp(a, "--store") == 0) {
+      if ((r = tl_cli_value(json, argc, argv, &i, &store_dir)) >= 0) return r;
+    } else if (a[0] == '-' && a[1] != '\0') {
+      return tl_cli_usage(json, "unknown option '%s'\n%s", a, show_usage);
+    } else if (path == NULL) {
+      path = a;
+    } else {
+      return tl_cli_usage(json, "unexpected '%s'\n%s", a, show_usage);
+    }
+  }
+  if (path == NULL) return tl_cli_usage(json, "show needs a RECEIPT\n%s", show_usage);
+  if (store_dir == NULL && (store_dir = store_of(path, store_buf, sizeof store_buf)) == NULL)
+    return tl_cli_usage(json,
+                        "%s is not in a store's receipts/ directory: give --store DIR\n%s",
+                        path, show_usage);
+  st = tl_file_open_view(path, &v, err, sizeof err);
+  if (st != TL_OK) return tl_cli_fail(json, st, "%s", err);
+  st = load_doc(v.data, v.len, &kind, root, &doc, err, sizeof err);
+  tl_file_close_view(&v);
+  if (st == TL_OK && kind != TL_RECEIPT_PROMOTION && kind != TL_RECEIPT_COMPARISON) {
+    st = TL_ERR_INVALID_ARGUMENT;
+    snprintf(err, sizeof err, "not a promotion or comparison receipt (receipt show "
+                              "shows the others)");
+  }
+  if (st != TL_OK) {
+    json_decref(doc);
+    return tl_cli_fail(json, st, "%s: %s", path, err);
+  }
+  st = tl_store_open(store_dir, false, &s, err, sizeof err);
+  if (st != TL_OK) {
+    json_decref(doc);
+    return tl_cli_fail(json, st, "%s", err);
+  }
+  tl_cli_hex(root, 32, root_hex);
+  view = header_view(doc, root_hex, tl_store_dir(s));
+  if (view == NULL) {
+    rc = tl_cli_fail(json, TL_ERR_OUT_OF_MEMORY, "out of memory");
+  } else {
+    bool ok;
+    if (public_view) json_object_set_new(view, "public", json_true());
+    if (kind == TL_RECEIPT_PROMOTION) {
+      ok = promotion_view(s, doc, view, public_view, &f);
+    } else {
+      const char *claim = meta_str(doc, "plan", "claim");
+      ok = observations_there(s, doc, claim, &f);
+      if (ok)
+        json_object_set_new(view, "claims",
+                            json_pack("[o]", claim_view(claim, root_hex, doc, public_view)));
+    }
+    if (!ok) {
+      rc = refuse(json, &f);
+    } else if (json) {
+      char *text = json_dumps(view, JSON_COMPACT | JSON_SORT_KEYS);
+      if (text != NULL) printf("%s\n", text);
+      free(text);
+    } else {
+      print_view(stdout, view, kind == TL_RECEIPT_PROMOTION);
+    }
+  }
+  json_decref(view);
+  json_decref(doc);
+  tl_store_close(s);
+  return rc;
+}
