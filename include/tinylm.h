@@ -47,7 +47,8 @@
   X(TL_ERR_INVALID_CBOR, 33, "invalid_cbor")                                                  \
   X(TL_ERR_CONFLICT, 34, "conflict")                                                      \
   X(TL_ERR_IO, 35, "io")                                                  \
-  X(TL_ERR_TEMPLATE_RAISED, 36, "template_raised")
+  X(TL_ERR_TEMPLATE_RAISED, 36, "template_raised")                                                  \
+  X(TL_ERR_NOT_FOUND, 37, "not_found")
 
 typedef enum tl_status {
 #define TL_STATUS_ENUM_(name, value, code) name = value,
