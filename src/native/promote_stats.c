@@ -95,13 +95,23 @@ static double betacf(double a, double b, double x) {
   return h;
 }
 
+/* I_x(a, b) given x and y = 1 - x both: a caller that knows 1 - x to full
+ * precision (the t distribution's t^2 / (df + t^2)) passes it, so nothing
+ * here forms 1 - x where x rounds next to 1. */
+static double betainc_xy(double a, double b, double x, double y) {
+  if (x <= 0) return 0;
+  if (y <= 0) return 1;
+  double lx = x < 0.5 ? log(x) : log1p(-y), ly = y < 0.5 ? log(y) : log1p(-x);
+  double lf = a * lx + b * ly - lbeta(a, b);
+  if (x < (a + 1) / (a + b + 2)) return exp(lf) * betacf(a, b, x) / a;
+  return 1 - exp(lf) * betacf(b, a, y) / b;
+}
+
 double tl_stats_betainc(double a, double b, double x) {
   if (!(a > 0) || !(b > 0) || isnan(x)) return NAN;
   if (x <= 0) return 0;
   if (x >= 1) return 1;
-  double lf = a * log(x) + b * log1p(-x) - lbeta(a, b);
-  if (x < (a + 1) / (a + b + 2)) return exp(lf) * betacf(a, b, x) / a;
-  return 1 - exp(lf) * betacf(b, a, 1 - x) / b;
+  return betainc_xy(a, b, x, 1 - x);
 }
 
 /* The starting point of Numerical Recipes' invbetai (§6.14). */
@@ -187,11 +197,14 @@ double tl_stats_gammaq(double a, double x) {
   return exp(lpre) * h;
 }
 
-/* P(T > t) = I_{df/(df+t^2)}(df/2, 1/2) / 2 for t >= 0. */
+/* P(T > t) = I_x(df/2, 1/2) / 2 for t >= 0 with x = df / (df + t^2),
+ * and 1 - x = t^2 / (df + t^2) formed directly (it is all that is left of
+ * the tail where x rounds next to 1, t near 0). */
 double tl_stats_t_sf(double t, double df) {
   if (isnan(t) || !(df > 0)) return NAN;
   if (isinf(t)) return t > 0 ? 0 : 1;
-  double half = 0.5 * tl_stats_betainc(0.5 * df, 0.5, df / (df + t * t));
+  double t2 = t * t;
+  double half = 0.5 * betainc_xy(0.5 * df, 0.5, df / (df + t2), t2 / (df + t2));
   return t >= 0 ? half : 1 - half;
 }
 

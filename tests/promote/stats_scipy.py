@@ -355,7 +355,10 @@ def main():
     for x, df in [(3.84, 1), (12.0, 5), (100.0, 60), (0.2, 2)]:
         calls.append(["chi2_sf", x, df, 0])
         want.append(stats.chi2.sf(x, df))
-    for t, df in [(2.0, 5), (-1.0, 3), (10.0, 63), (0.1, 1), (4.5, 200)]:
+    # t near 0 with large df (x = df/(df+t^2) rounds next to 1) and a deep
+    # tail with t^2 < df (the tail is not a difference of two near-halves).
+    for t, df in [(2.0, 5), (-1.0, 3), (10.0, 63), (0.1, 1), (4.5, 200),
+                  (2.4e-4, 2649), (-1e-6, 100), (14.95, 365), (35.0, 3143)]:
         calls.append(["t_sf", t, df, 0])
         want.append(stats.t.sf(t, df))
     for x in (0.5, 3.0, 7.25, 100.0, 1e4):
