@@ -28,7 +28,8 @@ double tl_stats_lgamma(double x) {
   double a = c[0];
   double t = x + 7.5;
   for (int i = 1; i < 9; i++) a += c[i] / (x + i);
-  return 0.91893853320467274178 /* log(2 pi) / 2 */ + (x + 0.5) * log(t) - t + log(a);
+  return 0.91893853320467274178 /* log(2 pi) / 2 */ + (x + 0.5) * log(t) - t +
+         log(a);
 }
 
 /* lgamma(x) - Stirling's leading terms, for x >= 10: the asymptotic
@@ -40,7 +41,8 @@ static double lgamma_corr(double x) {
               r2 * (-1.0 / 360 +
                     r2 * (1.0 / 1260 +
                           r2 * (-1.0 / 1680 +
-                                r2 * (1.0 / 1188 + r2 * (-691.0 / 360360 + r2 / 156))))));
+                                r2 * (1.0 / 1188 +
+                                      r2 * (-691.0 / 360360 + r2 / 156))))));
 }
 
 /* log B(a, b). For large arguments the three log-gammas are large and
@@ -56,7 +58,8 @@ static double lbeta(double a, double b) {
   }
   if (q >= 10) {
     double corr = lgamma_corr(q) - lgamma_corr(p + q);
-    return tl_stats_lgamma(p) + corr + p - p * log(p + q) + (q - 0.5) * log1p(-p / (p + q));
+    return tl_stats_lgamma(p) + corr + p - p * log(p + q) +
+           (q - 0.5) * log1p(-p / (p + q));
   }
   return tl_stats_lgamma(a) + tl_stats_lgamma(b) - tl_stats_lgamma(a + b);
 }
@@ -92,13 +95,23 @@ static double betacf(double a, double b, double x) {
   return h;
 }
 
+/* I_x(a, b) given x and y = 1 - x both: a caller that knows 1 - x to full
+ * precision (the t distribution's t^2 / (df + t^2)) passes it, so nothing
+ * here forms 1 - x where x rounds next to 1. */
+static double betainc_xy(double a, double b, double x, double y) {
+  if (x <= 0) return 0;
+  if (y <= 0) return 1;
+  double lx = x < 0.5 ? log(x) : log1p(-y), ly = y < 0.5 ? log(y) : log1p(-x);
+  double lf = a * lx + b * ly - lbeta(a, b);
+  if (x < (a + 1) / (a + b + 2)) return exp(lf) * betacf(a, b, x) / a;
+  return 1 - exp(lf) * betacf(b, a, y) / b;
+}
+
 double tl_stats_betainc(double a, double b, double x) {
   if (!(a > 0) || !(b > 0) || isnan(x)) return NAN;
   if (x <= 0) return 0;
   if (x >= 1) return 1;
-  double lf = a * log(x) + b * log1p(-x) - lbeta(a, b);
-  if (x < (a + 1) / (a + b + 2)) return exp(lf) * betacf(a, b, x) / a;
-  return 1 - exp(lf) * betacf(b, a, 1 - x) / b;
+  return betainc_xy(a, b, x, 1 - x);
 }
 
 /* The starting point of Numerical Recipes' invbetai (§6.14). */
@@ -110,8 +123,8 @@ static double betainc_inv_guess(double a, double b, double y) {
     if (y < 0.5) x = -x;
     double al = (x * x - 3) / 6;
     double h = 2 / (1 / (2 * a - 1) + 1 / (2 * b - 1));
-    double w = x * sqrt(al + h) / h -
-               (1 / (2 * b - 1) - 1 / (2 * a - 1)) * (al + 5.0 / 6 - 2 / (3 * h));
+    double w = x * sqrt(al + h) / h - (1 / (2 * b - 1) - 1 / (2 * a - 1)) *
+                                          (al + 5.0 / 6 - 2 / (3 * h));
     return a / (a + b * exp(2 * w));
   }
   double lna = log(a / (a + b)), lnb = log(b / (a + b));
@@ -184,11 +197,14 @@ double tl_stats_gammaq(double a, double x) {
   return exp(lpre) * h;
 }
 
-/* P(T > t) = I_{df/(df+t^2)}(df/2, 1/2) / 2 for t >= 0. */
+/* P(T > t) = I_x(df/2, 1/2) / 2 for t >= 0 with x = df / (df + t^2),
+ * and 1 - x = t^2 / (df + t^2) formed directly (it is all that is left of
+ * the tail where x rounds next to 1, t near 0). */
 double tl_stats_t_sf(double t, double df) {
   if (isnan(t) || !(df > 0)) return NAN;
   if (isinf(t)) return t > 0 ? 0 : 1;
-  double half = 0.5 * tl_stats_betainc(0.5 * df, 0.5, df / (df + t * t));
+  double t2 = t * t;
+  double half = 0.5 * betainc_xy(0.5 * df, 0.5, df / (df + t2), t2 / (df + t2));
   return t >= 0 ? half : 1 - half;
 }
 
@@ -218,7 +234,8 @@ double tl_stats_ks2_sf_equal(uint32_t n, uint32_t h) {
   for (int64_t k = n / h; k >= 0; k--) {
     double p1 = 1;
     for (uint32_t j = 0; j < h; j++)
-      p1 = (double)((int64_t)n - k * h - j) * p1 / (double)((int64_t)n + k * h + j + 1);
+      p1 = (double)((int64_t)n - k * h - j) * p1 /
+           (double)((int64_t)n + k * h + j + 1);
     p = p1 * (1 - p);
   }
   p *= 2;
@@ -236,7 +253,8 @@ double tl_stats_binom_sf(uint32_t k, uint32_t n, double p) {
 void tl_stats_clopper_pearson(uint32_t x, uint32_t n, double tail, double *lo,
                               double *hi) {
   *lo = x == 0 ? 0 : tl_stats_betainc_inv(x, (double)(n - x) + 1, tail);
-  *hi = x >= n ? 1 : tl_stats_betainc_inv((double)x + 1, (double)(n - x), 1 - tail);
+  *hi = x >= n ? 1
+               : tl_stats_betainc_inv((double)x + 1, (double)(n - x), 1 - tail);
 }
 
 uint32_t tl_stats_disagree_critical(uint32_t n, double delta,
@@ -265,9 +283,10 @@ void tl_stats_planned_power(const tl_stats_design *d, size_t n_prompts,
   double at = (1 - d->confidence) / (double)tl_stats_m(n_prompts);
   *per_prompt = tl_stats_disagree_power(n_seeds, d->min_disagree, at, rate);
   uint64_t total = (uint64_t)n_seeds * n_prompts;
-  *pooled = n_prompts >= 2 && total <= UINT32_MAX
-                ? tl_stats_disagree_power((uint32_t)total, d->min_disagree, at, rate)
-                : 0;
+  *pooled =
+      n_prompts >= 2 && total <= UINT32_MAX
+          ? tl_stats_disagree_power((uint32_t)total, d->min_disagree, at, rate)
+          : 0;
 }
 
 uint32_t tl_stats_seeds_for_power(double delta, double alpha_test, double rate,
@@ -356,13 +375,16 @@ static tl_status fail(char *err, size_t cap, const char *fmt, ...) {
 
 static tl_status check_design(const tl_stats_design *d, char *err, size_t cap) {
   if (!(d->confidence > 0 && d->confidence < 1))
-    return fail(err, cap, "design.confidence: %g is not in (0, 1)", d->confidence);
+    return fail(err, cap, "design.confidence: %g is not in (0, 1)",
+                d->confidence);
   if (!(d->min_tvd >= 0 && d->min_tvd <= 1))
     return fail(err, cap, "design.min_tvd: %g is not in [0, 1]", d->min_tvd);
   if (!(d->min_disagree >= 0 && d->min_disagree < 1))
-    return fail(err, cap, "design.min_disagree: %g is not in [0, 1)", d->min_disagree);
+    return fail(err, cap, "design.min_disagree: %g is not in [0, 1)",
+                d->min_disagree);
   if (!(d->min_logp >= 0 && isfinite(d->min_logp)))
-    return fail(err, cap, "design.min_logp: %g is not a finite number >= 0", d->min_logp);
+    return fail(err, cap, "design.min_logp: %g is not a finite number >= 0",
+                d->min_logp);
   if (d->bootstrap_resamples < 100)
     return fail(err, cap, "design.bootstrap_resamples: %u is below 100",
                 d->bootstrap_resamples);
@@ -374,9 +396,11 @@ static tl_status check_prompt(const tl_stats_prompt *q, size_t i, size_t vocab,
   if (!q->pa || !q->pb || q->vocab == 0)
     return fail(err, cap, "prompts[%zu]: no next-token distributions", i);
   if (q->vocab != vocab)
-    return fail(err, cap, "prompts[%zu].vocab: %zu, prompts[0] has %zu", i, q->vocab, vocab);
+    return fail(err, cap, "prompts[%zu].vocab: %zu, prompts[0] has %zu", i,
+                q->vocab, vocab);
   if (q->n == 0) return fail(err, cap, "prompts[%zu].n: no seeds", i);
-  if (q->n > UINT32_MAX) return fail(err, cap, "prompts[%zu].n: too many seeds", i);
+  if (q->n > UINT32_MAX)
+    return fail(err, cap, "prompts[%zu].n: too many seeds", i);
   if (!q->differ || !q->lp_a || !q->lp_b || !q->len_a || !q->len_b ||
       !q->stop_a || !q->stop_b)
     return fail(err, cap, "prompts[%zu]: a per-seed array is missing", i);
@@ -386,12 +410,13 @@ static tl_status check_prompt(const tl_stats_prompt *q, size_t i, size_t vocab,
     for (size_t v = 0; v < q->vocab; v++) {
       double x = ps[s][v];
       if (!(x >= 0 && x <= 1))
-        return fail(err, cap, "prompts[%zu].p%c[%zu]: %g is not a probability", i,
-                    "ab"[s], v, x);
+        return fail(err, cap, "prompts[%zu].p%c[%zu]: %g is not a probability",
+                    i, "ab"[s], v, x);
       sum += x;
     }
     if (!(fabs(sum - 1) <= 1e-6))
-      return fail(err, cap, "prompts[%zu].p%c: sums to %.17g, not 1", i, "ab"[s], sum);
+      return fail(err, cap, "prompts[%zu].p%c: sums to %.17g, not 1", i,
+                  "ab"[s], sum);
   }
   for (size_t k = 0; k < q->n; k++) {
     if (q->differ[k] > 1)
@@ -400,11 +425,13 @@ static tl_status check_prompt(const tl_stats_prompt *q, size_t i, size_t vocab,
     if (!isfinite(q->lp_a[k]) || !isfinite(q->lp_b[k]))
       return fail(err, cap, "prompts[%zu].lp_%c[%zu]: not finite", i,
                   isfinite(q->lp_a[k]) ? 'b' : 'a', k);
-    if (q->stop_a[k] >= TL_STATS_STOP_CODES || q->stop_b[k] >= TL_STATS_STOP_CODES)
-      return fail(err, cap, "prompts[%zu].stop_%c[%zu]: %u is not below %d", i,
-                  q->stop_a[k] >= TL_STATS_STOP_CODES ? 'a' : 'b', k,
-                  q->stop_a[k] >= TL_STATS_STOP_CODES ? q->stop_a[k] : q->stop_b[k],
-                  TL_STATS_STOP_CODES);
+    if (q->stop_a[k] >= TL_STATS_STOP_CODES ||
+        q->stop_b[k] >= TL_STATS_STOP_CODES)
+      return fail(
+          err, cap, "prompts[%zu].stop_%c[%zu]: %u is not below %d", i,
+          q->stop_a[k] >= TL_STATS_STOP_CODES ? 'a' : 'b', k,
+          q->stop_a[k] >= TL_STATS_STOP_CODES ? q->stop_a[k] : q->stop_b[k],
+          TL_STATS_STOP_CODES);
   }
   return TL_OK;
 }
@@ -474,7 +501,8 @@ static void logp_t_test(const tl_stats_prompt *q, const tl_stats_design *d,
     double p = 2 * tl_stats_t_sf(excess / se, (double)(n - 1));
     r->logp_diff.p = p > 1 ? 1 : p;
   }
-  r->logp_diff.alarm = r->logp_diff.lo > d->min_logp || r->logp_diff.hi < -d->min_logp;
+  r->logp_diff.alarm =
+      r->logp_diff.lo > d->min_logp || r->logp_diff.hi < -d->min_logp;
 }
 
 static void stop_test(const uint32_t *ca, const uint32_t *cb, double alpha_test,
@@ -527,7 +555,8 @@ static tl_status logp_bootstrap(const tl_stats_prompt *prompts, size_t np,
   double *boot = sums + np, total = 0, count = 0;
   for (size_t i = 0; i < np; i++) {
     double s = 0;
-    for (size_t k = 0; k < prompts[i].n; k++) s += prompts[i].lp_a[k] - prompts[i].lp_b[k];
+    for (size_t k = 0; k < prompts[i].n; k++)
+      s += prompts[i].lp_a[k] - prompts[i].lp_b[k];
     sums[i] = s;
     total += s;
     count += (double)prompts[i].n;
@@ -560,20 +589,27 @@ static void count_stops(const uint8_t *codes, size_t n, uint32_t *counts) {
 static void describe_alarm(const tl_stats_result *r, const char *where,
                            char *out, size_t cap) {
   if (r->tvd.alarm)
-    snprintf(out, cap, "%s: next-token TVD %.6g > %.6g (largest difference %.6g at token %u)",
-             where, r->tvd.estimate, r->tvd.threshold, r->max_diff.estimate,
-             r->max_diff_token);
+    snprintf(
+        out, cap,
+        "%s: next-token TVD %.6g > %.6g (largest difference %.6g at token %u)",
+        where, r->tvd.estimate, r->tvd.threshold, r->max_diff.estimate,
+        r->max_diff_token);
   else if (r->disagree.alarm)
-    snprintf(out, cap, "%s: disagreement %u seeds (%.4g), lower bound %.4g > %.4g", where,
+    snprintf(out, cap,
+             "%s: disagreement %u seeds (%.4g), lower bound %.4g > %.4g", where,
              r->disagree_count, r->disagree.estimate, r->disagree.lo,
              r->disagree.threshold);
   else if (r->logp_diff.alarm)
-    snprintf(out, cap, "%s: mean log-prob difference %.6g nats, interval [%.6g, %.6g] outside +-%.6g",
+    snprintf(out, cap,
+             "%s: mean log-prob difference %.6g nats, interval [%.6g, %.6g] "
+             "outside +-%.6g",
              where, r->logp_diff.estimate, r->logp_diff.lo, r->logp_diff.hi,
              r->logp_diff.threshold);
   else if (r->stop.alarm)
-    snprintf(out, cap, "%s: stop reasons differ, chi-square %.6g (%u dof), p %.3g < %.3g",
-             where, r->stop.estimate, r->stop_dof, r->stop.p, r->stop.threshold);
+    snprintf(out, cap,
+             "%s: stop reasons differ, chi-square %.6g (%u dof), p %.3g < %.3g",
+             where, r->stop.estimate, r->stop_dof, r->stop.p,
+             r->stop.threshold);
   else if (r->lengths.alarm)
     snprintf(out, cap, "%s: lengths differ, KS D %.4g, p %.3g < %.3g", where,
              r->lengths.estimate, r->lengths.p, r->lengths.threshold);
@@ -598,7 +634,8 @@ tl_status tl_stats_compare(const tl_stats_design *d,
     if (st != TL_OK) return st;
     total += prompts[i].n;
   }
-  if (total > UINT32_MAX) return fail(err, cap, "prompts: too many seeds in all");
+  if (total > UINT32_MAX)
+    return fail(err, cap, "prompts: too many seeds in all");
 
   out->alpha = 1 - d->confidence;
   out->m = tl_stats_m(np);
@@ -642,7 +679,8 @@ tl_status tl_stats_compare(const tl_stats_design *d,
     r->max_diff = out->prompts[0].max_diff;
     r->max_diff_token = out->prompts[0].max_diff_token;
     for (size_t i = 1; i < np; i++) {
-      if (out->prompts[i].tvd.estimate > r->tvd.estimate) r->tvd = out->prompts[i].tvd;
+      if (out->prompts[i].tvd.estimate > r->tvd.estimate)
+        r->tvd = out->prompts[i].tvd;
       if (out->prompts[i].max_diff.estimate > r->max_diff.estimate) {
         r->max_diff = out->prompts[i].max_diff;
         r->max_diff_token = out->prompts[i].max_diff_token;
@@ -662,11 +700,13 @@ tl_status tl_stats_compare(const tl_stats_design *d,
     if (!any_alarm(&out->prompts[i])) continue;
     char where[32];
     snprintf(where, sizeof where, "prompt %zu", i);
-    describe_alarm(&out->prompts[i], where, out->first_alarm, sizeof out->first_alarm);
+    describe_alarm(&out->prompts[i], where, out->first_alarm,
+                   sizeof out->first_alarm);
     out->alarm = true;
   }
   if (!out->alarm && out->has_pooled && any_alarm(&out->pooled)) {
-    describe_alarm(&out->pooled, "pooled", out->first_alarm, sizeof out->first_alarm);
+    describe_alarm(&out->pooled, "pooled", out->first_alarm,
+                   sizeof out->first_alarm);
     out->alarm = true;
   }
   return TL_OK;
@@ -680,21 +720,24 @@ void tl_stats_report_free(tl_stats_report *r) {
 
 /* ---- JSON ---- */
 
-static json_t *num(double x) { return isfinite(x) ? json_real(x) : json_null(); }
+static json_t *num(double x) {
+  return isfinite(x) ? json_real(x) : json_null();
+}
 
 static json_t *stat_json(const tl_stat *s) {
-  return json_pack("{s:o,s:o,s:o,s:o,s:o,s:b}", "estimate", num(s->estimate), "lo",
-                   num(s->lo), "hi", num(s->hi), "p", num(s->p), "threshold",
-                   num(s->threshold), "alarm", s->alarm);
+  return json_pack("{s:o,s:o,s:o,s:o,s:o,s:b}", "estimate", num(s->estimate),
+                   "lo", num(s->lo), "hi", num(s->hi), "p", num(s->p),
+                   "threshold", num(s->threshold), "alarm", s->alarm);
 }
 
 static json_t *result_json(const tl_stats_result *r) {
-  return json_pack("{s:o,s:o,s:I,s:o,s:I,s:o,s:o,s:I,s:o}", "tvd", stat_json(&r->tvd),
-                   "max_diff", stat_json(&r->max_diff), "max_diff_token",
-                   (json_int_t)r->max_diff_token, "disagree", stat_json(&r->disagree),
-                   "disagree_count", (json_int_t)r->disagree_count, "logp_diff",
-                   stat_json(&r->logp_diff), "stop", stat_json(&r->stop), "stop_dof",
-                   (json_int_t)r->stop_dof, "lengths", stat_json(&r->lengths));
+  return json_pack(
+      "{s:o,s:o,s:I,s:o,s:I,s:o,s:o,s:I,s:o}", "tvd", stat_json(&r->tvd),
+      "max_diff", stat_json(&r->max_diff), "max_diff_token",
+      (json_int_t)r->max_diff_token, "disagree", stat_json(&r->disagree),
+      "disagree_count", (json_int_t)r->disagree_count, "logp_diff",
+      stat_json(&r->logp_diff), "stop", stat_json(&r->stop), "stop_dof",
+      (json_int_t)r->stop_dof, "lengths", stat_json(&r->lengths));
 }
 
 json_t *tl_stats_report_json(const tl_stats_report *r) {
@@ -706,7 +749,8 @@ json_t *tl_stats_report_json(const tl_stats_report *r) {
       return NULL;
     }
   return json_pack("{s:o,s:I,s:o,s:b,s:s,s:o,s:o}", "alpha", num(r->alpha), "m",
-                   (json_int_t)r->m, "alpha_test", num(r->alpha_test), "alarm", r->alarm,
-                   "first_alarm", r->first_alarm, "prompts", prompts, "pooled",
+                   (json_int_t)r->m, "alpha_test", num(r->alpha_test), "alarm",
+                   r->alarm, "first_alarm", r->first_alarm, "prompts", prompts,
+                   "pooled",
                    r->has_pooled ? result_json(&r->pooled) : json_null());
 }

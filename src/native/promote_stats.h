@@ -37,24 +37,25 @@
 
 /* What the plan registered (its `design`). */
 typedef struct tl_stats_design {
-  double confidence;      /* family-wise, in (0, 1): 0.95 */
-  double min_tvd;         /* TVD of concern of the next-token distributions */
-  double min_disagree;    /* delta: disagreement rate of concern, in [0, 1) */
-  double min_logp;        /* |mean log-prob difference| of concern, nats, >= 0 */
+  double confidence;   /* family-wise, in (0, 1): 0.95 */
+  double min_tvd;      /* TVD of concern of the next-token distributions */
+  double min_disagree; /* delta: disagreement rate of concern, in [0, 1) */
+  double min_logp;     /* |mean log-prob difference| of concern, nats, >= 0 */
   uint32_t bootstrap_resamples; /* B >= 100 (the pooled log-prob interval) */
   uint64_t bootstrap_seed;
 } tl_stats_design;
 
 /* One prompt (a cluster): n paired seeds. All arrays are the caller's. */
 typedef struct tl_stats_prompt {
-  const double *pa, *pb;   /* vocab: exact next-token probabilities, A and B */
+  const double *pa, *pb; /* vocab: exact next-token probabilities, A and B */
   size_t vocab;
-  size_t n;                /* seeds, >= 1 */
-  const uint8_t *differ;   /* n: 1 when A's and B's sequences differ, else 0 */
-  const double *lp_a;      /* n: log-prob of A's sequence under A (nats) */
-  const double *lp_b;      /* n: log-prob of B's sequence under B */
+  size_t n;              /* seeds, >= 1 */
+  const uint8_t *differ; /* n: 1 when A's and B's sequences differ, else 0 */
+  const double *lp_a;    /* n: log-prob of A's sequence under A (nats) */
+  const double *lp_b;    /* n: log-prob of B's sequence under B */
   const uint32_t *len_a, *len_b; /* n: generated lengths (tokens) */
-  const uint8_t *stop_a, *stop_b; /* n: stop-reason codes < TL_STATS_STOP_CODES */
+  /* n: stop-reason codes, each below TL_STATS_STOP_CODES */
+  const uint8_t *stop_a, *stop_b;
 } tl_stats_prompt;
 
 /* One statistic. Intervals are at confidence 1 - alpha/m; a field that
@@ -79,7 +80,8 @@ typedef struct tl_stats_result {
   uint32_t max_diff_token;
   /* Paired disagreement rate x/n. [lo, hi] = [one-sided Clopper-Pearson
    * lower bound at 1 - alpha/m, 1]; p = P(X >= x | rate = delta), exact
-   * binomial. Alarm: lo > delta (equivalently p < alpha/m): H0 rate <= delta. */
+   * binomial. Alarm: lo > delta (equivalently p < alpha/m), the test of
+   * H0 rate <= delta. */
   tl_stat disagree;
   uint32_t disagree_count;
   /* Mean of lp_a - lp_b. Per prompt: Student-t interval (n - 1 degrees of
@@ -159,8 +161,8 @@ void tl_stats_planned_power(const tl_stats_design *d, size_t n_prompts,
                             double *pooled);
 /* The fewest seeds (<= max_n) whose power at `rate` reaches `power`, or 0
  * when none does. */
-uint32_t tl_stats_seeds_for_power(double delta, double alpha_test,
-                                  double rate, double power, uint32_t max_n);
+uint32_t tl_stats_seeds_for_power(double delta, double alpha_test, double rate,
+                                  double power, uint32_t max_n);
 
 /* ---- The tests on their own (the runner's, the tool's, the tests') ---- */
 
@@ -180,13 +182,13 @@ tl_status tl_stats_ks2(const uint32_t *a, const uint32_t *b, size_t n,
 
 /* ---- Special functions (accuracy: docs/promotion-stats.md) ---- */
 
-double tl_stats_lgamma(double x);                 /* x > 0 */
-double tl_stats_betainc(double a, double b, double x); /* I_x(a, b) */
+double tl_stats_lgamma(double x);                          /* x > 0 */
+double tl_stats_betainc(double a, double b, double x);     /* I_x(a, b) */
 double tl_stats_betainc_inv(double a, double b, double y); /* I_x = y */
-double tl_stats_gammaq(double a, double x);       /* Q(a, x) = 1 - P(a, x) */
-double tl_stats_t_sf(double t, double df);        /* P(T > t) */
-double tl_stats_t_quantile(double q, double df);  /* P(T <= x) = q */
-double tl_stats_chi2_sf(double x, double df);     /* P(X > x) */
+double tl_stats_gammaq(double a, double x);      /* Q(a, x) = 1 - P(a, x) */
+double tl_stats_t_sf(double t, double df);       /* P(T > t) */
+double tl_stats_t_quantile(double q, double df); /* P(T <= x) = q */
+double tl_stats_chi2_sf(double x, double df);    /* P(X > x) */
 /* P(D_{n,n} >= h / n) for two samples of n (h in 0..n). */
 double tl_stats_ks2_sf_equal(uint32_t n, uint32_t h);
 

@@ -22,9 +22,11 @@
 #include "tl_test.h"
 
 static bool close_rel(double got, double want, double rel) {
-  return fabs(got - want) <= rel * fabs(want) || (want == 0 && fabs(got) <= rel);
+  return fabs(got - want) <= rel * fabs(want) ||
+         (want == 0 && fabs(got) <= rel);
 }
-#define EXPECT_CLOSE(t, got, want, rel) TL_EXPECT(t, close_rel((got), (want), (rel)))
+#define EXPECT_CLOSE(t, got, want, rel) \
+  TL_EXPECT(t, close_rel((got), (want), (rel)))
 
 static double unit(tl_test_rng *r) {
   return (double)(tl_test_rng_next(r) >> 11) * 0x1p-53;
@@ -43,13 +45,15 @@ static void lgamma_matches_factorials(tl_test_ctx *t) {
   }
   EXPECT_CLOSE(t, tl_stats_lgamma(0.5), 0.5 * log(acos(-1.0)), 1e-15);
   /* Gamma(x + 1) = x Gamma(x) below 0.5 too. */
-  EXPECT_CLOSE(t, tl_stats_lgamma(1.25) - tl_stats_lgamma(0.25), log(0.25), 1e-14);
+  EXPECT_CLOSE(t, tl_stats_lgamma(1.25) - tl_stats_lgamma(0.25), log(0.25),
+               1e-14);
   TL_EXPECT(t, isnan(tl_stats_lgamma(0)) && isnan(tl_stats_lgamma(-1)));
 }
 
 static void betainc_closed_forms(tl_test_ctx *t) {
   /* 1 - x exact for these, so the symmetry is checked at one point. */
-  const double xs[] = {0x1p-30, 0x1p-10, 0.125, 0.375, 0.5, 0.8125, 1 - 0x1p-10};
+  const double xs[] = {0x1p-30, 0x1p-10, 0.125,      0.375,
+                       0.5,     0.8125,  1 - 0x1p-10};
   const double ps[] = {0.5, 1, 2.5, 7, 40};
   for (size_t i = 0; i < sizeof xs / sizeof xs[0]; i++) {
     double x = xs[i];
@@ -59,14 +63,16 @@ static void betainc_closed_forms(tl_test_ctx *t) {
       EXPECT_CLOSE(t, tl_stats_betainc(1, a, x), -expm1(a * log1p(-x)), 1e-13);
       for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++) {
         double b = ps[k];
-        TL_EXPECT(t, fabs(tl_stats_betainc(a, b, x) + tl_stats_betainc(b, a, 1 - x) - 1) <=
-                         1e-13);
+        TL_EXPECT(t, fabs(tl_stats_betainc(a, b, x) +
+                          tl_stats_betainc(b, a, 1 - x) - 1) <= 1e-13);
       }
     }
     /* I_x(1/2, 1/2) = (2 / pi) asin(sqrt(x)): the arcsine law. */
-    EXPECT_CLOSE(t, tl_stats_betainc(0.5, 0.5, x), 2 / acos(-1.0) * asin(sqrt(x)), 1e-13);
+    EXPECT_CLOSE(t, tl_stats_betainc(0.5, 0.5, x),
+                 2 / acos(-1.0) * asin(sqrt(x)), 1e-13);
   }
-  TL_EXPECT(t, tl_stats_betainc(3, 4, 0) == 0 && tl_stats_betainc(3, 4, 1) == 1);
+  TL_EXPECT(t,
+            tl_stats_betainc(3, 4, 0) == 0 && tl_stats_betainc(3, 4, 1) == 1);
 }
 
 /* P(X >= k) as the plain sum of the binomial probabilities. */
@@ -92,7 +98,8 @@ static void binom_sf_is_the_binomial_sum(tl_test_ctx *t) {
 }
 
 static void betainc_inv_round_trips(tl_test_ctx *t) {
-  const double ab[][2] = {{1, 64}, {3, 62}, {0.5, 0.5}, {32, 33}, {1, 5000}, {0.5, 900}};
+  const double ab[][2] = {{1, 64},  {3, 62},   {0.5, 0.5},
+                          {32, 33}, {1, 5000}, {0.5, 900}};
   const double ys[] = {1e-12, 1e-5, 0.025, 0.5, 0.975, 0.999};
   for (size_t i = 0; i < sizeof ab / sizeof ab[0]; i++)
     for (size_t j = 0; j < sizeof ys / sizeof ys[0]; j++) {
@@ -111,7 +118,8 @@ static void t_distribution_closed_forms(tl_test_ctx *t) {
     double x = ts[i];
     /* df 1 is Cauchy, df 2 has F(t) = 1/2 + t / (2 sqrt(2 + t^2)). */
     EXPECT_CLOSE(t, tl_stats_t_sf(x, 1), 0.5 - atan(x) / pi, 1e-13);
-    EXPECT_CLOSE(t, tl_stats_t_sf(x, 2), 0.5 - x / (2 * sqrt(2 + x * x)), 1e-12);
+    EXPECT_CLOSE(t, tl_stats_t_sf(x, 2), 0.5 - x / (2 * sqrt(2 + x * x)),
+                 1e-12);
   }
   /* df 4: the quantile in closed form (a = 4 p (1 - p),
    * t = 2 sqrt(cos(acos(sqrt a) / 3) / sqrt a - 1)). */
@@ -125,8 +133,8 @@ static void t_distribution_closed_forms(tl_test_ctx *t) {
   const double dfs[] = {1, 3, 15, 63, 999};
   for (size_t i = 0; i < sizeof dfs / sizeof dfs[0]; i++)
     for (size_t j = 0; j < sizeof qs / sizeof qs[0]; j++)
-      EXPECT_CLOSE(t, tl_stats_t_sf(tl_stats_t_quantile(qs[j], dfs[i]), dfs[i]), 1 - qs[j],
-                   1e-10);
+      EXPECT_CLOSE(t, tl_stats_t_sf(tl_stats_t_quantile(qs[j], dfs[i]), dfs[i]),
+                   1 - qs[j], 1e-10);
 }
 
 static void chi2_closed_forms(tl_test_ctx *t) {
@@ -201,7 +209,8 @@ static void chi2_homogeneity_of_a_table(tl_test_ctx *t) {
   double s, p;
   uint32_t dof;
   tl_stats_chi2_homogeneity(a, b, 4, &s, &dof, &p);
-  double N = 80, want = N * pow(12.0 * 18 - 30.0 * 20, 2) / (42.0 * 38 * 32 * 48);
+  double N = 80,
+         want = N * pow(12.0 * 18 - 30.0 * 20, 2) / (42.0 * 38 * 32 * 48);
   EXPECT_CLOSE(t, s, want, 1e-14);
   TL_EXPECT_EQ_U64(t, dof, 1); /* the two empty categories are dropped */
   EXPECT_CLOSE(t, p, tl_stats_chi2_sf(want, 1), 1e-12);
@@ -222,13 +231,15 @@ static void clopper_pearson_bounds(tl_test_ctx *t) {
       TL_EXPECT(t, lo == 0);
       EXPECT_CLOSE(t, hi, 1 - pow(tail, 1.0 / n), 1e-12);
     } else {
-      EXPECT_CLOSE(t, tl_stats_binom_sf(x, n, lo), tail, 1e-10); /* P(X >= x | lo) */
+      EXPECT_CLOSE(t, tl_stats_binom_sf(x, n, lo), tail,
+                   1e-10); /* P(X >= x | lo) */
     }
     if (x == n) {
       TL_EXPECT(t, hi == 1);
       EXPECT_CLOSE(t, lo, pow(tail, 1.0 / n), 1e-12);
     } else {
-      EXPECT_CLOSE(t, 1 - tl_stats_binom_sf(x + 1, n, hi), tail, 1e-10); /* P(X <= x | hi) */
+      EXPECT_CLOSE(t, 1 - tl_stats_binom_sf(x + 1, n, hi), tail,
+                   1e-10); /* P(X <= x | hi) */
     }
   }
 }
@@ -250,8 +261,9 @@ static tl_stats_prompt quiet_prompt(sim_prompt *s, size_t n) {
     s->lp_a[k] = s->lp_b[k] = -3.5;
     s->len_a[k] = s->len_b[k] = 20;
   }
-  tl_stats_prompt q = {s->pa, s->pb, 4, n, s->differ, s->lp_a, s->lp_b,
-                       s->len_a, s->len_b, s->stop_a, s->stop_b};
+  tl_stats_prompt q = {s->pa,     s->pb,     4,        n,
+                       s->differ, s->lp_a,   s->lp_b,  s->len_a,
+                       s->len_b,  s->stop_a, s->stop_b};
   return q;
 }
 
@@ -315,7 +327,8 @@ static void identical_lanes_raise_no_alarm(tl_test_ctx *t) {
   TL_EXPECT_EQ_U64(t, r.m, 16); /* 4 tests x 3 prompts + 4 pooled */
   EXPECT_CLOSE(t, r.alpha_test, 0.05 / 16, 1e-15);
   TL_EXPECT(t, !r.alarm && r.first_alarm[0] == '\0' && r.has_pooled);
-  TL_EXPECT(t, r.prompts[1].tvd.estimate == 0 && r.prompts[1].disagree_count == 0);
+  TL_EXPECT(t,
+            r.prompts[1].tvd.estimate == 0 && r.prompts[1].disagree_count == 0);
   TL_EXPECT(t, r.prompts[1].disagree.p == 1 && r.prompts[1].logp_diff.p == 1);
   TL_EXPECT(t, r.pooled.logp_diff.lo == 0 && r.pooled.logp_diff.hi == 0);
   TL_EXPECT(t, r.pooled.stop.p == 1 && r.pooled.lengths.p == 1);
@@ -342,7 +355,8 @@ static void exact_quantities_and_their_alarm(tl_test_ctx *t) {
   TL_EXPECT(t, !r.prompts[0].tvd.alarm);
   TL_EXPECT(t, r.pooled.tvd.estimate == 0.125 && r.pooled.tvd.alarm);
   TL_EXPECT(t, r.alarm);
-  TL_EXPECT(t, strncmp(r.first_alarm, "prompt 1: next-token TVD 0.125", 30) == 0);
+  TL_EXPECT(t,
+            strncmp(r.first_alarm, "prompt 1: next-token TVD 0.125", 30) == 0);
   tl_stats_report_free(&r);
 }
 
@@ -359,37 +373,54 @@ static void disagreement_alarm_is_the_planned_critical_count(tl_test_ctx *t) {
     for (size_t k = 0; k < n; k++) s.differ[k] = k < x;
     tl_stats_report r;
     char err[256];
-    if (!TL_EXPECT_OK(t, tl_stats_compare(&d, &q, 1, &r, err, sizeof err))) return;
+    if (!TL_EXPECT_OK(t, tl_stats_compare(&d, &q, 1, &r, err, sizeof err)))
+      return;
     const tl_stats_result *p = &r.prompts[0];
     TL_EXPECT(t, p->disagree.alarm == (x >= crit));
     TL_EXPECT(t, p->disagree.alarm == (p->disagree.p < r.alpha_test));
-    TL_EXPECT(t, p->disagree.p == tl_stats_binom_sf((uint32_t)x, n, d.min_disagree));
+    TL_EXPECT(
+        t, p->disagree.p == tl_stats_binom_sf((uint32_t)x, n, d.min_disagree));
     tl_stats_report_free(&r);
   }
   /* The power at delta is the test's exact size, at most alpha_test. */
-  double size = tl_stats_disagree_power(n, d.min_disagree, 0.05, d.min_disagree);
-  TL_EXPECT(t, size <= 0.05 && size == tl_stats_binom_sf(crit, n, d.min_disagree));
+  double size =
+      tl_stats_disagree_power(n, d.min_disagree, 0.05, d.min_disagree);
+  TL_EXPECT(t,
+            size <= 0.05 && size == tl_stats_binom_sf(crit, n, d.min_disagree));
   /* Power rises with the rate; enough seeds reach a target. */
   TL_EXPECT(t, tl_stats_disagree_power(n, 0.05, 0.05, 0.10) <
                    tl_stats_disagree_power(n, 0.05, 0.05, 0.15));
   uint32_t need = tl_stats_seeds_for_power(0.05, 0.05, 0.15, 0.9, 10000);
-  TL_EXPECT(t, need > 0 && tl_stats_disagree_power(need, 0.05, 0.05, 0.15) >= 0.9);
+  TL_EXPECT(t,
+            need > 0 && tl_stats_disagree_power(need, 0.05, 0.05, 0.15) >= 0.9);
   TL_EXPECT(t, tl_stats_disagree_power(need - 1, 0.05, 0.05, 0.15) < 0.9);
   /* The design's planned power: alpha / m for m of its prompts. */
   double per_prompt, pooled;
   tl_stats_planned_power(&d, 3, 64, 0.15, &per_prompt, &pooled);
-  TL_EXPECT(t, per_prompt == tl_stats_disagree_power(64, 0.05, (1 - 0.8) / 16, 0.15));
-  TL_EXPECT(t, pooled == tl_stats_disagree_power(192, 0.05, (1 - 0.8) / 16, 0.15));
+  TL_EXPECT(
+      t, per_prompt == tl_stats_disagree_power(64, 0.05, (1 - 0.8) / 16, 0.15));
+  TL_EXPECT(t,
+            pooled == tl_stats_disagree_power(192, 0.05, (1 - 0.8) / 16, 0.15));
   tl_stats_planned_power(&d, 1, 64, 0.15, &per_prompt, &pooled);
-  TL_EXPECT(t, per_prompt == tl_stats_disagree_power(64, 0.05, (1 - 0.8) / 4, 0.15) &&
-                   pooled == 0);
+  TL_EXPECT(
+      t, per_prompt == tl_stats_disagree_power(64, 0.05, (1 - 0.8) / 4, 0.15) &&
+             pooled == 0);
 }
 
 /* ---- Calibration by simulation ---- */
 
 /* Alarms of one statistic in `runs` datasets drawn by fill(). */
-typedef void (*fill_fn)(sim_prompt *s, size_t n, tl_test_rng *rng, double param);
-typedef enum which { ANY, DISAGREE, LOGP, STOP, LENGTHS, POOLED_DISAGREE, POOLED_LOGP } which;
+typedef void (*fill_fn)(sim_prompt *s, size_t n, tl_test_rng *rng,
+                        double param);
+typedef enum which {
+  ANY,
+  DISAGREE,
+  LOGP,
+  STOP,
+  LENGTHS,
+  POOLED_DISAGREE,
+  POOLED_LOGP
+} which;
 
 static uint32_t count_alarms(tl_test_ctx *t, size_t np, size_t n, uint32_t runs,
                              double confidence, double min_logp, fill_fn fill,
@@ -408,16 +439,27 @@ static uint32_t count_alarms(tl_test_ctx *t, size_t np, size_t n, uint32_t runs,
     d.bootstrap_seed = run;
     tl_stats_report r;
     char err[256];
-    if (!TL_EXPECT_OK(t, tl_stats_compare(&d, q, np, &r, err, sizeof err))) return 0;
+    if (!TL_EXPECT_OK(t, tl_stats_compare(&d, q, np, &r, err, sizeof err)))
+      return 0;
     const tl_stats_result *p = w >= POOLED_DISAGREE ? &r.pooled : &r.prompts[0];
     switch (w) {
-    case ANY: alarms += r.alarm; break;
-    case DISAGREE:
-    case POOLED_DISAGREE: alarms += p->disagree.alarm; break;
-    case LOGP:
-    case POOLED_LOGP: alarms += p->logp_diff.alarm; break;
-    case STOP: alarms += p->stop.alarm; break;
-    case LENGTHS: alarms += p->lengths.alarm; break;
+      case ANY:
+        alarms += r.alarm;
+        break;
+      case DISAGREE:
+      case POOLED_DISAGREE:
+        alarms += p->disagree.alarm;
+        break;
+      case LOGP:
+      case POOLED_LOGP:
+        alarms += p->logp_diff.alarm;
+        break;
+      case STOP:
+        alarms += p->stop.alarm;
+        break;
+      case LENGTHS:
+        alarms += p->lengths.alarm;
+        break;
     }
     tl_stats_report_free(&r);
   }
@@ -426,26 +468,29 @@ static uint32_t count_alarms(tl_test_ctx *t, size_t np, size_t n, uint32_t runs,
 
 /* |alarms - runs r| within 4 binomial sd (or at most runs r + 4 sd);
  * prints the figures (docs/promotion-stats.md quotes them). */
-static void expect_rate(tl_test_ctx *t, const char *what, uint32_t alarms, uint32_t runs,
-                        double r, bool at_most) {
+static void expect_rate(tl_test_ctx *t, const char *what, uint32_t alarms,
+                        uint32_t runs, double r, bool at_most) {
   double sd = sqrt(runs * r * (1 - r)), dev = alarms - runs * r;
   char line[256];
   snprintf(line, sizeof line,
-           "  calibration: %s: %u of %u alarms (%.4f); planned %.4f, expected %.1f %s %.1f\n",
-           what, alarms, runs, (double)alarms / runs, r, runs * r, at_most ? "+" : "+-",
-           4 * sd);
+           "  calibration: %s: %u of %u alarms (%.4f); planned %.4f, expected "
+           "%.1f %s %.1f\n",
+           what, alarms, runs, (double)alarms / runs, r, runs * r,
+           at_most ? "+" : "+-", 4 * sd);
   tl_test_print(t, line);
   TL_EXPECT(t, at_most ? dev <= 4 * sd : fabs(dev) <= 4 * sd);
 }
 
-static void fill_disagree(sim_prompt *s, size_t n, tl_test_rng *rng, double rate) {
+static void fill_disagree(sim_prompt *s, size_t n, tl_test_rng *rng,
+                          double rate) {
   for (size_t k = 0; k < n; k++) s->differ[k] = unit(rng) < rate;
 }
 
 static void fill_logp(sim_prompt *s, size_t n, tl_test_rng *rng, double shift) {
   for (size_t k = 0; k < n; k++) {
     s->lp_a[k] = -20 + 3 * normal(rng);
-    s->lp_b[k] = s->lp_a[k] - shift - 0.5 * normal(rng); /* d ~ N(shift, 0.5^2) */
+    s->lp_b[k] =
+        s->lp_a[k] - shift - 0.5 * normal(rng); /* d ~ N(shift, 0.5^2) */
   }
 }
 
@@ -454,7 +499,8 @@ static uint8_t categorical(tl_test_rng *rng) {
   return u < 0.5 ? 0 : u < 0.8 ? 1 : 2;
 }
 
-static void fill_stop(sim_prompt *s, size_t n, tl_test_rng *rng, double unused) {
+static void fill_stop(sim_prompt *s, size_t n, tl_test_rng *rng,
+                      double unused) {
   (void)unused;
   for (size_t k = 0; k < n; k++) {
     s->stop_a[k] = categorical(rng);
@@ -464,7 +510,8 @@ static void fill_stop(sim_prompt *s, size_t n, tl_test_rng *rng, double unused) 
 
 /* Lengths from one distribution: with `ties` small geometric counts,
  * else 31-bit uniform (ties almost never, the exact KS case). */
-static void fill_lengths(sim_prompt *s, size_t n, tl_test_rng *rng, double ties) {
+static void fill_lengths(sim_prompt *s, size_t n, tl_test_rng *rng,
+                         double ties) {
   for (size_t k = 0; k < n; k++) {
     if (ties > 0) {
       uint32_t a = 1, b = 1;
@@ -486,7 +533,8 @@ static void calibration_disagreement(tl_test_ctx *t) {
    * exact size: the power function at delta, at most alpha_test. */
   double size = tl_stats_disagree_power(n, 0.05, 0.05, 0.05);
   TL_EXPECT(t, size <= 0.05);
-  uint32_t a = count_alarms(t, 1, n, runs, 0.8, 0.1, fill_disagree, 0.05, DISAGREE, 11);
+  uint32_t a =
+      count_alarms(t, 1, n, runs, 0.8, 0.1, fill_disagree, 0.05, DISAGREE, 11);
   expect_rate(t, "disagreement at rate = delta", a, runs, size, false);
   /* A planted bias: the true rate is delta + 0.10. */
   double power = tl_stats_disagree_power(n, 0.05, 0.05, 0.15);
@@ -498,12 +546,15 @@ static void calibration_disagreement(tl_test_ctx *t) {
   tl_stats_design d = design(0.8);
   double per_prompt, pooled;
   tl_stats_planned_power(&d, 8, 32, 0.05, &per_prompt, &pooled);
-  a = count_alarms(t, 8, 32, 1000, 0.8, 0.1, fill_disagree, 0.05, POOLED_DISAGREE, 13);
+  a = count_alarms(t, 8, 32, 1000, 0.8, 0.1, fill_disagree, 0.05,
+                   POOLED_DISAGREE, 13);
   expect_rate(t, "pooled disagreement at rate = delta", a, 1000, pooled, false);
   tl_stats_planned_power(&d, 8, 32, 0.10, &per_prompt, &pooled);
   TL_EXPECT(t, per_prompt < pooled);
-  a = count_alarms(t, 8, 32, 1000, 0.8, 0.1, fill_disagree, 0.10, POOLED_DISAGREE, 14);
-  expect_rate(t, "pooled disagreement at rate = delta + 0.05", a, 1000, pooled, false);
+  a = count_alarms(t, 8, 32, 1000, 0.8, 0.1, fill_disagree, 0.10,
+                   POOLED_DISAGREE, 14);
+  expect_rate(t, "pooled disagreement at rate = delta + 0.05", a, 1000, pooled,
+              false);
 }
 
 static void calibration_logp(tl_test_ctx *t) {
@@ -544,7 +595,8 @@ static void calibration_lengths(tl_test_ctx *t) {
   uint32_t h = 1;
   while (tl_stats_ks2_sf_equal(n, h) >= 0.05) h++;
   double size = tl_stats_ks2_sf_equal(n, h);
-  uint32_t a = count_alarms(t, 1, n, runs, 0.8, 0.1, fill_lengths, 0, LENGTHS, 41);
+  uint32_t a =
+      count_alarms(t, 1, n, runs, 0.8, 0.1, fill_lengths, 0, LENGTHS, 41);
   expect_rate(t, "lengths without ties", a, runs, size, false);
   /* With ties it is conservative: at most that size. */
   a = count_alarms(t, 1, n, runs, 0.8, 0.1, fill_lengths, 1, LENGTHS, 42);
@@ -554,7 +606,8 @@ static void calibration_lengths(tl_test_ctx *t) {
 /* Every null at once: the disagreement rate at delta, zero-mean log-prob
  * differences (|mean| <= min_logp holds), one stop-reason and one length
  * distribution, equal next-token distributions. */
-static void fill_null(sim_prompt *s, size_t n, tl_test_rng *rng, double unused) {
+static void fill_null(sim_prompt *s, size_t n, tl_test_rng *rng,
+                      double unused) {
   fill_disagree(s, n, rng, 0.05);
   fill_logp(s, n, rng, 0);
   fill_stop(s, n, rng, unused);

@@ -17,12 +17,11 @@
  *
  * Host code: stdio and malloc are fine here. Exit 0 with a document, 1 on
  * malformed input (the reason on stderr), 2 usage. */
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <jansson.h>
 
 #include "promote_stats.h"
 
@@ -82,8 +81,9 @@ static uint8_t *u8s(const json_t *a, size_t n) {
 }
 
 static int load_prompt(const json_t *o, tl_stats_prompt *q, prompt_buf *b) {
-  static const char *const keys[] = {"pa",    "pb",    "differ", "lp_a",  "lp_b",
-                                     "len_a", "len_b", "stop_a", "stop_b"};
+  static const char *const keys[] = {"pa",    "pb",     "differ",
+                                     "lp_a",  "lp_b",   "len_a",
+                                     "len_b", "stop_a", "stop_b"};
   for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
     if (!json_is_array(json_object_get(o, keys[k]))) return 0;
   size_t vb, n, n2;
@@ -127,7 +127,8 @@ static json_t *compare(const json_t *doc) {
   d.min_disagree = num_field(dj, "min_disagree", &ok);
   d.min_logp = num_field(dj, "min_logp", &ok);
   d.bootstrap_resamples = (uint32_t)num_field(dj, "bootstrap_resamples", &ok);
-  d.bootstrap_seed = (uint64_t)json_integer_value(json_object_get(dj, "bootstrap_seed"));
+  d.bootstrap_seed =
+      (uint64_t)json_integer_value(json_object_get(dj, "bootstrap_seed"));
   if (!ok) return NULL;
   size_t np = json_array_size(pj);
   tl_stats_prompt *qs = calloc(np ? np : 1, sizeof *qs);
@@ -160,7 +161,8 @@ static json_t *power(const json_t *doc) {
     const json_t *c = json_array_get(cases, i);
     int ok = 1;
     uint32_t n = (uint32_t)num_field(c, "n", &ok);
-    double delta = num_field(c, "delta", &ok), at = num_field(c, "alpha_test", &ok),
+    double delta = num_field(c, "delta", &ok),
+           at = num_field(c, "alpha_test", &ok),
            rate = num_field(c, "rate", &ok);
     if (!ok) {
       json_decref(res);
@@ -168,8 +170,8 @@ static json_t *power(const json_t *doc) {
     }
     json_array_append_new(
         res, json_pack("{s:I,s:f}", "critical",
-                       (json_int_t)tl_stats_disagree_critical(n, delta, at), "power",
-                       tl_stats_disagree_power(n, delta, at, rate)));
+                       (json_int_t)tl_stats_disagree_critical(n, delta, at),
+                       "power", tl_stats_disagree_power(n, delta, at, rate)));
   }
   return json_pack("{s:o}", "results", res);
 }
@@ -186,15 +188,24 @@ static json_t *special(const json_t *doc) {
       json_decref(res);
       return NULL;
     }
-    if (!strcmp(f, "lgamma")) v = tl_stats_lgamma(a);
-    else if (!strcmp(f, "betainc")) v = tl_stats_betainc(a, b, x);
-    else if (!strcmp(f, "betainc_inv")) v = tl_stats_betainc_inv(a, b, x);
-    else if (!strcmp(f, "gammaq")) v = tl_stats_gammaq(a, b);
-    else if (!strcmp(f, "t_sf")) v = tl_stats_t_sf(a, b);
-    else if (!strcmp(f, "t_quantile")) v = tl_stats_t_quantile(a, b);
-    else if (!strcmp(f, "chi2_sf")) v = tl_stats_chi2_sf(a, b);
-    else if (!strcmp(f, "ks2_sf_equal")) v = tl_stats_ks2_sf_equal((uint32_t)a, (uint32_t)b);
-    else if (!strcmp(f, "binom_sf")) v = tl_stats_binom_sf((uint32_t)a, (uint32_t)b, x);
+    if (!strcmp(f, "lgamma"))
+      v = tl_stats_lgamma(a);
+    else if (!strcmp(f, "betainc"))
+      v = tl_stats_betainc(a, b, x);
+    else if (!strcmp(f, "betainc_inv"))
+      v = tl_stats_betainc_inv(a, b, x);
+    else if (!strcmp(f, "gammaq"))
+      v = tl_stats_gammaq(a, b);
+    else if (!strcmp(f, "t_sf"))
+      v = tl_stats_t_sf(a, b);
+    else if (!strcmp(f, "t_quantile"))
+      v = tl_stats_t_quantile(a, b);
+    else if (!strcmp(f, "chi2_sf"))
+      v = tl_stats_chi2_sf(a, b);
+    else if (!strcmp(f, "ks2_sf_equal"))
+      v = tl_stats_ks2_sf_equal((uint32_t)a, (uint32_t)b);
+    else if (!strcmp(f, "binom_sf"))
+      v = tl_stats_binom_sf((uint32_t)a, (uint32_t)b, x);
     else {
       json_decref(res);
       return NULL;
@@ -215,11 +226,17 @@ int main(int argc, char **argv) {
   if (!doc) return bad(je.text);
   const char *op = json_string_value(json_object_get(doc, "op"));
   json_t *out = NULL;
-  if (op && !strcmp(op, "compare")) out = compare(doc);
-  else if (op && !strcmp(op, "power")) out = power(doc);
-  else if (op && !strcmp(op, "special")) out = special(doc);
+  if (op && !strcmp(op, "compare"))
+    out = compare(doc);
+  else if (op && !strcmp(op, "power"))
+    out = power(doc);
+  else if (op && !strcmp(op, "special"))
+    out = special(doc);
   json_decref(doc);
-  if (!out) return bad("malformed request (see the usage at the top of tests/diff/stats_tool.c)");
+  if (!out)
+    return bad(
+        "malformed request (see the usage at the top of "
+        "tests/diff/stats_tool.c)");
   char *text = json_dumps(out, JSON_COMPACT | JSON_REAL_PRECISION(17));
   json_decref(out);
   if (!text) return bad("out of memory");

@@ -22,6 +22,9 @@ own implementations:
 
 Tolerances (relative unless said):
   1e-12  sums and means (the same arithmetic, another summation order)
+  1e-11  the binomial tails (disagreement p-values, planned power) against
+         their plain sum in 60-digit decimals (ours: ~1e-16 (n + 1) from
+         the log-gammas and the continued fraction, n <= 2400 here)
   1e-9   anything through a special function: the C functions are accurate
          to about 1e-13 at these sizes (docs/promotion-stats.md) and
          SciPy's (Cephes/Boost) to about 1e-14
@@ -46,6 +49,7 @@ failure.
 import json
 import math
 import os
+from decimal import Decimal, getcontext
 import subprocess
 import sys
 
@@ -76,6 +80,31 @@ def run(doc):
     if p.returncode != 0:
         raise SystemExit(f"stats_tool failed ({p.returncode}): {p.stderr}")
     return json.loads(p.stdout)
+
+
+# ---- the binomial tail in 60-digit decimal arithmetic ----
+
+def binom_tail_exact(k, n, p):
+    """P(X >= k), X ~ Binomial(n, p) for the double p, as the plain sum
+    in 60-digit decimals (no special function at all)."""
+    if k <= 0:
+        return 1.0
+    if k > n:
+        return 0.0
+    getcontext().prec = 60
+    x = Decimal(p)  # the double's exact value
+    if x == 0:
+        return 0.0
+    q = 1 - x
+    if q == 0:
+        return 1.0
+    term = Decimal(math.comb(n, k)) * x ** k * q ** (n - k)
+    total = Decimal(0)
+    for j in range(k, n + 1):
+        total += term
+        if j < n:
+            term = term * (n - j) / (j + 1) * x / q
+    return float(total)
 
 
 # ---- splitmix64 and the cluster bootstrap, replayed ----
@@ -134,6 +163,8 @@ def check_result(tag, r, at, design, pa_list, pb_list, prompts, pooled):
     check(f"{tag}.disagree_count", r["disagree_count"] == x)
     close(f"{tag}.disagree.estimate", r["disagree"]["estimate"], x / n, 1e-15)
     close(f"{tag}.disagree.p", r["disagree"]["p"], bt.pvalue, 1e-9)
+    close(f"{tag}.disagree.p (exact sum)", r["disagree"]["p"], binom_tail_exact(x, n, delta),
+          1e-11, 1e-300)
     # binomtest finds the bound with brentq (xtol 2e-12, absolute): within
     # that of it, and at 1e-12 of the Clopper-Pearson bound as the beta
     # quantile (the definition; Boost's ibeta_inv under beta.ppf).
@@ -337,6 +368,8 @@ def main():
         tag = f"power n={n} delta={delta} alpha={at:.3g} rate={rate:.3g}"
         check(f"{tag}: critical", r["critical"] == crit, f"{r['critical']} vs {crit}")
         close(f"{tag}: power", r["power"], float(stats.binom.sf(crit - 1, n, rate)), 1e-9, 1e-300)
+        close(f"{tag}: power (exact sum)", r["power"], binom_tail_exact(crit, n, rate), 1e-11,
+              1e-300)
 
     # Special functions over wider ranges than the comparisons reach.
     calls, want = [], []
@@ -355,7 +388,10 @@ def main():
     for x, df in [(3.84, 1), (12.0, 5), (100.0, 60), (0.2, 2)]:
         calls.append(["chi2_sf", x, df, 0])
         want.append(stats.chi2.sf(x, df))
-    for t, df in [(2.0, 5), (-1.0, 3), (10.0, 63), (0.1, 1), (4.5, 200)]:
+    # t near 0 with large df (x = df/(df+t^2) rounds next to 1) and a deep
+    # tail with t^2 < df (the tail is not a difference of two near-halves).
+    for t, df in [(2.0, 5), (-1.0, 3), (10.0, 63), (0.1, 1), (4.5, 200),
+                  (2.4e-4, 2649), (-1e-6, 100), (14.95, 365), (35.0, 3143)]:
         calls.append(["t_sf", t, df, 0])
         want.append(stats.t.sf(t, df))
     for x in (0.5, 3.0, 7.25, 100.0, 1e4):
