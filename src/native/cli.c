@@ -103,6 +103,23 @@ void tl_cli_hex(const uint8_t *p, size_t n, char *out) {
   out[2 * n] = '\0';
 }
 
+json_t *tl_cli_json_hex(const uint8_t *p, size_t n) {
+  char *buf = malloc(2 * n + 1);
+  json_t *v;
+  if (buf == NULL) return json_null();
+  tl_cli_hex(p, n, buf);
+  v = json_string(buf);
+  free(buf);
+  return v;
+}
+
+json_t *tl_cli_json_ids(const uint32_t *ids, size_t n) {
+  json_t *a = json_array();
+  for (size_t i = 0; a != NULL && i < n; i++)
+    json_array_append_new(a, json_integer(ids[i]));
+  return a != NULL ? a : json_null();
+}
+
 static int hex_digit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;

@@ -56,6 +56,10 @@ int tl_cli_usage(bool json, const char *fmt, ...)
 
 /* Lower-case hex of n bytes into out (2n + 1 bytes, NUL-terminated). */
 void tl_cli_hex(const uint8_t *p, size_t n, char *out);
+/* Bytes as a JSON string of their lower-case hex, ids as a JSON array of
+ * integers (JSON null when memory runs out). */
+struct json_t *tl_cli_json_hex(const uint8_t *p, size_t n);
+struct json_t *tl_cli_json_ids(const uint32_t *ids, size_t n);
 /* Hex text (either case) to a malloc'd byte string of *len bytes; -1 on
  * odd length, a non-digit or no memory. */
 int tl_cli_unhex(const char *hex, uint8_t **out, size_t *len);

@@ -170,23 +170,6 @@ static tl_status finish(run *r, tl_status st) {
   return TL_OK;
 }
 
-static json_t *hex_json(const uint8_t *p, size_t n) {
-  char *buf = malloc(2 * n + 1);
-  json_t *j;
-  if (buf == NULL) return NULL;
-  tl_cli_hex(p, n, buf);
-  j = json_string(buf);
-  free(buf);
-  return j;
-}
-
-static json_t *ids_json(const uint32_t *ids, size_t n) {
-  json_t *a = json_array();
-  for (size_t i = 0; a != NULL && i < n; i++)
-    json_array_append_new(a, json_integer(ids[i]));
-  return a;
-}
-
 /* The session's model, or the artifact opened from slm_path (*opened:
  * the caller closes it). */
 static tl_status model_for(tl_claim_ctx *c, tl_native_model *own,
@@ -265,7 +248,7 @@ static tl_status tok_decode(run *r, const tl_tokenizer *tok, const json_t *c,
                name, field, tl_status_name(st), bad);
     *ok = false;
   } else {
-    json_object_set_new(line, field, hex_json(got, len));
+    json_object_set_new(line, field, tl_cli_json_hex(got, len));
     if (want_hex == NULL || tl_cli_unhex(want_hex, &want, &want_len) != 0) {
       free(got);
       return infra(r->c, TL_ERR_INVALID_ARGUMENT,
@@ -286,7 +269,8 @@ static tl_status tok_decode(run *r, const tl_tokenizer *tok, const json_t *c,
   return TL_OK;
 }
 
-static tl_status tok_case(run *r, tl_encoder *e, size_t i) {
+static tl_status tok_case(run *r, const tl_native_model *m, tl_encoder *e,
+                          size_t i) {
   const json_t *c = case_body(r, i), *inv = json_object_get(c, "invalid_utf8_offset");
   const char *name = json_string_value(json_object_get(c, "name"));
   const char *hex = json_string_value(json_object_get(c, "hex"));
@@ -295,6 +279,7 @@ static tl_status tok_case(run *r, tl_encoder *e, size_t i) {
   bool ok = true;
   json_t *line = json_object();
   tl_status st;
+  (void)m; /* e has its tokenizer */
   if (name == NULL) name = "?";
   if (hex == NULL || tl_cli_unhex(hex, &text, &len) != 0) {
     json_decref(line);
@@ -339,7 +324,7 @@ static tl_status tok_case(run *r, tl_encoder *e, size_t i) {
     for (size_t k = 0; k < n; k++)
       json_array_append_new(spans, json_pack("[I,I]", (json_int_t)e->spans[k].start,
                                              (json_int_t)e->spans[k].end));
-    json_object_set_new(line, "ids", ids_json(e->ids, n));
+    json_object_set_new(line, "ids", tl_cli_json_ids(e->ids, n));
     json_object_set_new(line, "offsets", spans);
     if (d >= 0) {
       ok = false;
@@ -380,7 +365,13 @@ static tl_status tok_case(run *r, tl_encoder *e, size_t i) {
   return record(r, i, "ids_offsets_decodes", ok, line);
 }
 
-tl_status tl_claim_tokenizer(tl_claim_ctx *c, tl_claim_result *out) {
+/* A claim whose cases run through the artifact's tokenizer (and
+ * template): each case by fn. */
+typedef tl_status (*model_case_fn)(run *r, const tl_native_model *m,
+                                   tl_encoder *e, size_t i);
+
+static tl_status model_claim(tl_claim_ctx *c, tl_claim_result *out,
+                             bool need_template, model_case_fn fn) {
   run r;
   tl_native_model own;
   const tl_native_model *m = NULL;
@@ -389,13 +380,20 @@ tl_status tl_claim_tokenizer(tl_claim_ctx *c, tl_claim_result *out) {
   tl_status st = begin(&r, c, out);
   if (st != TL_OK) return st;
   st = model_for(c, &own, &m, &opened);
+  if (st == TL_OK && need_template && !m->has_template)
+    st = infra(c, TL_ERR_INVALID_MODEL, "%s: has no chat template",
+               c->slm_path ? c->slm_path : "the artifact");
   if (st == TL_OK) {
     e.tok = m->tok;
-    for (size_t i = 0; st == TL_OK && i < r.n; i++) st = tok_case(&r, &e, i);
+    for (size_t i = 0; st == TL_OK && i < r.n; i++) st = fn(&r, m, &e, i);
   }
   tl_encoder_free(&e);
   if (opened) tl_native_model_close(&own);
   return finish(&r, st);
+}
+
+tl_status tl_claim_tokenizer(tl_claim_ctx *c, tl_claim_result *out) {
+  return model_claim(c, out, false, tok_case);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -505,9 +503,9 @@ static tl_status tmpl_case(run *r, const tl_native_model *m, tl_encoder *e,
     }
     return record(r, i, "rendered_bytes_ids", ok, line);
   }
-  json_object_set_new(line, "text_hex", hex_json(ro.text, ro.len));
+  json_object_set_new(line, "text_hex", tl_cli_json_hex(ro.text, ro.len));
   st = tl_encoder_run(e, ro.text, ro.len, &n, &bad);
-  if (st == TL_OK) json_object_set_new(line, "ids", ids_json(e->ids, n));
+  if (st == TL_OK) json_object_set_new(line, "ids", tl_cli_json_ids(e->ids, n));
   else json_object_set_new(line, "ids_error", json_string(tl_status_name(st)));
   if (dev != NULL || want_err != NULL) {
     ok = false;
@@ -550,25 +548,7 @@ static tl_status tmpl_case(run *r, const tl_native_model *m, tl_encoder *e,
 }
 
 tl_status tl_claim_template(tl_claim_ctx *c, tl_claim_result *out) {
-  run r;
-  tl_native_model own;
-  const tl_native_model *m = NULL;
-  bool opened = false;
-  tl_encoder e = {0};
-  tl_status st = begin(&r, c, out);
-  if (st != TL_OK) return st;
-  st = model_for(c, &own, &m, &opened);
-  if (st == TL_OK && !m->has_template)
-    st = infra(c, TL_ERR_INVALID_MODEL, "%s: has no chat template",
-               c->slm_path ? c->slm_path : "the artifact");
-  if (st == TL_OK) {
-    e.tok = m->tok;
-    for (size_t i = 0; st == TL_OK && i < r.n; i++)
-      st = tmpl_case(&r, m, &e, i);
-  }
-  tl_encoder_free(&e);
-  if (opened) tl_native_model_close(&own);
-  return finish(&r, st);
+  return model_claim(c, out, true, tmpl_case);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -588,7 +568,7 @@ static json_t *u64s_hex(const uint64_t *v, size_t n) {
 }
 
 static json_t *u32s(const uint32_t *v, size_t n) {
-  return ids_json(v, v != NULL ? n : 0);
+  return tl_cli_json_ids(v, v != NULL ? n : 0);
 }
 
 tl_status tl_sampler_vector_sha256(const tl_sampler_vector *v,
@@ -636,7 +616,7 @@ static json_t *draw_json(const tl_sampler_draw *d) {
                    "draws_used", (json_int_t)d->draws_used, "n_candidates",
                    (json_int_t)d->n_candidates, "n_survivors",
                    (json_int_t)d->n_survivors, "truncated", d->truncated,
-                   "survivors", ids_json(d->survivors, k), "q", q, "bounds", b);
+                   "survivors", tl_cli_json_ids(d->survivors, k), "q", q, "bounds", b);
 }
 
 static tl_status sampler_case(run *r, const tl_sampler_vector *table, size_t n,
@@ -789,7 +769,7 @@ static tl_status eos_case(run *r, tl_session *s, size_t i) {
       tl_template_turn_end(tok->data, tok->len, tmpl->data, tmpl->len,
                            &turn_end, err, sizeof err) != TL_OK)
     turn_end = UINT32_MAX;
-  line = json_pack("{s:o,s:I}", "eos", ids_json(s->eos, s->n_eos), "turn_end",
+  line = json_pack("{s:o,s:I}", "eos", tl_cli_json_ids(s->eos, s->n_eos), "turn_end",
                    turn_end == UINT32_MAX ? (json_int_t)-1 : (json_int_t)turn_end);
   if (!same_set(want, s->eos, s->n_eos)) {
     ok = false;
@@ -830,7 +810,7 @@ static tl_status eos_case(run *r, tl_session *s, size_t i) {
     }
     json_array_append_new(
         stops, json_pack("{s:I,s:o,s:s,s:s}", "id", (json_int_t)id, "ids",
-                         ids_json(t.r.ids, t.r.n_ids), "stop",
+                         tl_cli_json_ids(t.r.ids, t.r.n_ids), "stop",
                          tl_stop_reason_name(t.r.stop), "status",
                          tl_status_name(t.status)));
     if (t.status != TL_OK || t.r.stop != TL_STOP_EOS || t.r.n_ids != 1 ||

@@ -655,7 +655,47 @@ static void independent_reader_agrees_and_a_changed_field_fails(tl_test_ctx *t) 
   fx_close(&fx);
 }
 
+/* What plan init writes is a plan the strict reader takes: every claim of
+ * the schema, every case id recomputing, no floating-point number. */
+static void plan_init_claims_read_back(tl_test_ctx *t) {
+  const char *paths[] = {TINY_Q8, QWEN3_TOK};
+  for (size_t k = 0; k < 2; k++) {
+    tl_native_model m;
+    tl_plan p;
+    char err[512], *text;
+    json_t *claims = json_array(), *plan;
+    if (access(paths[k], R_OK) != 0) {
+      tl_test_skip(t, "build/tok/qwen3-tokenizer.slm is not made (make tok-slm)");
+      json_decref(claims);
+      continue;
+    }
+    if (!TL_EXPECT_OK(t, tl_native_model_open(paths[k], &m, err, sizeof err))) {
+      json_decref(claims);
+      continue;
+    }
+    TL_EXPECT_OK(t, tl_plan_mechanical_claims(&m, ".", NULL, claims, err, sizeof err));
+    /* artifact and sampler always; eos for a model artifact only; the
+     * golden sets for the real tokenizer only. */
+    TL_EXPECT_EQ_U64(t, json_array_size(claims), k == 0 ? 3 : 4);
+    tl_native_model_close(&m);
+    plan = json_pack("{s:s,s:{s:s,s:s,s:n},s:s,s:o}", "format", TL_PLAN_FORMAT,
+                     "artifact", "id",
+                     "0000000000000000000000000000000000000000000000000000000000000000",
+                     "path", paths[k], "acquisition_receipt", "lane", "scalar",
+                     "claims", claims);
+    text = json_dumps(plan, JSON_COMPACT);
+    if (TL_EXPECT(t, text != NULL)) {
+      TL_EXPECT_OK(t, tl_plan_parse((const uint8_t *)text, strlen(text), &p, err,
+                                    sizeof err));
+      tl_plan_free(&p);
+    }
+    free(text);
+    json_decref(plan);
+  }
+}
+
 static const tl_test_case cases[] = {
+    TL_CASE(plan_init_claims_read_back),
     TL_CASE(artifact_passes_on_real_artifacts),
     TL_CASE(artifact_corrupted_tensor_byte_is_pack_mismatch),
     TL_CASE(artifact_non_finite_and_bad_scales),

@@ -317,21 +317,6 @@ json_t *tl_json_lossy_string(const uint8_t *b, size_t n) {
   return v ? v : json_null();
 }
 
-static json_t *hex_json(const uint8_t *b, size_t n) {
-  char *buf = malloc(2 * n + 1);
-  json_t *v;
-  if (buf == NULL) return json_null();
-  tl_cli_hex(b, n, buf);
-  v = json_string(buf);
-  free(buf);
-  return v;
-}
-
-static json_t *ids_json(const uint32_t *ids, size_t n) {
-  json_t *a = json_array();
-  for (size_t i = 0; i < n; i++) json_array_append_new(a, json_integer(ids[i]));
-  return a;
-}
 
 /* A generation that ran, as the report reads it. */
 typedef struct outcome {
@@ -405,9 +390,9 @@ static int report(const tl_run_options *o, streamer *sm, const outcome *oc, FILE
   if (rs != TL_OK) return tl_cli_fail(o->json, rs, "cannot write the receipt: %s", err);
   if (o->json) {
     json_t *doc_json = json_pack(
-        "{s:o,s:o,s:o,s:s,s:I,s:I,s:s,s:{s:f,s:f}}", "ids", ids_json(r->ids, r->n_ids),
+        "{s:o,s:o,s:o,s:s,s:I,s:I,s:s,s:{s:f,s:f}}", "ids", tl_cli_json_ids(r->ids, r->n_ids),
         "text", tl_json_lossy_string(r->text, r->text_len), "raw_hex",
-        hex_json(r->raw, r->raw_len), "stop", r->stop, "prompt_tokens",
+        tl_cli_json_hex(r->raw, r->raw_len), "stop", r->stop, "prompt_tokens",
         (json_int_t)r->prompt_tokens, "position", (json_int_t)r->position, "receipt_id",
         r->receipt_id, "timings", "prefill_tokens_per_s", prefill_tps, "decode_tokens_per_s",
         decode_tps);

@@ -85,12 +85,6 @@ tl_status tl_slm_view_open(const uint8_t *file, size_t len, bool verify,
   return st;
 }
 
-static json_t *hex_json(const uint8_t *p, size_t n) {
-  char buf[129];
-  tl_cli_hex(p, n, buf);
-  return json_string(buf);
-}
-
 static json_t *sections_json(const tl_slm *slm) {
   json_t *a = json_array();
   for (size_t i = 0; i < slm->n_sections; i++) {
@@ -102,7 +96,7 @@ static json_t *sections_json(const tl_slm *slm) {
                      "offset", (json_int_t)(s->data - slm->file), "length",
                      (json_int_t)s->len, "required",
                      (s->flags & TL_SLM_SECTION_REQUIRED) != 0, "blake3",
-                     hex_json(s->digest, 32)));
+                     tl_cli_json_hex(s->digest, 32)));
   }
   return a;
 }
@@ -120,7 +114,7 @@ static json_t *tensors_json(const tl_slm_tensors *t, const uint8_t *file) {
                      "dtype", tl_slm_dtype_name(tl_slm_dtype_code(x.type)),
                      "shape", shape, "offset", (json_int_t)(x.data - file),
                      "length", (json_int_t)x.len, "blake3",
-                     hex_json(x.digest, 32)));
+                     tl_cli_json_hex(x.digest, 32)));
   }
   return a;
 }
@@ -159,7 +153,7 @@ json_t *tl_slm_view_json(const tl_slm *slm, const tl_slm_tensors *tensors,
   json_t *o;
   snprintf(version, sizeof version, "%u.%u", TL_SLM_VERSION_MAJOR,
            slm->version_minor);
-  o = json_pack("{s:o,s:I,s:s,s:b,s:o,s:o}", "artifact_id", hex_json(id, 32),
+  o = json_pack("{s:o,s:I,s:s,s:b,s:o,s:o}", "artifact_id", tl_cli_json_hex(id, 32),
                 "file_bytes", (json_int_t)file_len, "version", version,
                 "verified", verified, "sections", sections_json(slm),
                 "tensors", tensors_json(tensors, slm->file));
