@@ -13,6 +13,7 @@
 
 #include "cbor_doc.h"
 #include "cli.h"
+#include "clock.h"
 #include "file.h"
 #include "hash/sha256.h"
 #include "promote.h"
@@ -220,21 +221,26 @@ static void sequence_claims(const char *lane, json_t *claims) {
   json_array_append_new(st, tl_plan_case(json_pack(
       "{s:o,s:b}", "messages", messages("What is the capital of France?"), "enable_thinking",
       0)));
-  /* 200 paired seeds: a disagreement rate of 0.05 is the effect of
-   * concern; tl_stats_disagree_power gives the planned power below. */
+  /* 100 paired seeds per prompt of 3 tokens each: a disagreement rate of
+   * 0.05 is the effect of concern; the plan records the power the pooled
+   * test has against a rate of 0.15 (tl_stats_planned_power). Each seed
+   * costs max_new forward passes on each lane, the strict lane's the
+   * slowest: that is what bounds the design's size. */
   {
-    const uint32_t seeds = 200;
-    const double delta = 0.05, confidence = 0.95, rate = 0.15;
-    double alpha_test = (1.0 - confidence) / (double)tl_stats_m(2);
+    const uint32_t seeds = 100;
+    const double rate = 0.15;
+    tl_stats_design sd = {0.95, 0.05, 0.05, 0.5, 1000, 7};
+    double per_prompt = 0.0, pooled = 0.0;
+    tl_stats_planned_power(&sd, 2, seeds, rate, &per_prompt, &pooled);
     design = json_pack(
         "{s:{s:s,s:s},s:{s:i,s:i,s:s},s:i,s:i,s:{s:s},s:f,s:{s:f,s:f,s:f},s:s,s:{s:i,s:i},"
-        "s:{s:f,s:f}}",
+        "s:{s:f,s:f,s:f}}",
         "lanes", "a", lane, "b", other, "seeds", "base", 1000, "count", (int)seeds,
-        "derivation", "seed_i = base + i", "samples_per_seed", 1, "max_new", 4, "sampling",
-        "temperature", "1", "confidence", confidence, "min_effect", "tvd", 0.05,
-        "disagreement", delta, "logprob", 0.5, "correction", "bonferroni", "bootstrap",
-        "resamples", 1000, "seed", 7, "planned_power", "rate", rate, "power",
-        tl_stats_disagree_power(seeds, delta, alpha_test, rate));
+        "derivation", "seed_i = base + i", "samples_per_seed", 1, "max_new", 3, "sampling",
+        "temperature", "1", "confidence", sd.confidence, "min_effect", "tvd", sd.min_tvd,
+        "disagreement", sd.min_disagree, "logprob", sd.min_logp, "correction", "bonferroni",
+        "bootstrap", "resamples", (int)sd.bootstrap_resamples, "seed", (int)sd.bootstrap_seed,
+        "planned_power", "rate", rate, "per_prompt", per_prompt, "pooled", pooled);
   }
   json_array_append_new(claims, json_pack(
       "{s:s,s:s,s:s,s:s,s:n,s:o,s:o}", "name", "stochastic", "kind", "stochastic", "level",
@@ -486,12 +492,14 @@ static tl_status run_claim(tl_claim_ctx *c, const tl_plan_claim *cl, bool reuse,
     return TL_OK;
   }
   for (*attempt = 1; *attempt <= 2; (*attempt)++) {
+    double t0 = tl_now_s();
     c->err[0] = '\0';
     st = run(c, res);
-    json_array_append_new(attempts, json_pack("{s:s,s:i,s:s,s:s}", "claim", cl->name, "attempt",
+    json_array_append_new(attempts, json_pack("{s:s,s:i,s:s,s:s,s:I}", "claim", cl->name, "attempt",
                                               (int)*attempt, "status",
                                               st == TL_OK ? "ran" : "infrastructure_failure",
-                                              "error", st == TL_OK ? "" : c->err));
+                                              "error", st == TL_OK ? "" : c->err, "ms",
+                                              (json_int_t)((tl_now_s() - t0) * 1e3)));
     if (st == TL_OK) return TL_OK;
     /* A plan's case the runner cannot use is not an infrastructure
      * failure: a retry would see the same. */
@@ -654,15 +662,16 @@ int tl_cmd_promote(int argc, char **argv) {
       tl_claim_ctx c = {store, session_ok ? &s : NULL, slm_path, plan.lane, threads,
                         cl->json, plan_dir, err, sizeof err};
       bool reused = false;
+      double t0 = tl_now_s();
       if (claim_order(cl) != order) continue;
       if (!session_ok && strcmp(cl->kind, "artifact") != 0) continue;
       if (order == 2 && !mechanical_ok) continue;
       st = run_claim(&c, cl, reuse, &rt, &results[i], &attempts_of[i], attempts, &reused);
       ran[i] = true;
       if (order == 0 && !results[i].pass) mechanical_ok = false;
-      if (!json)
-        fprintf(stderr, "  %s %-18s %s%s\n", results[i].pass ? "pass" : "FAIL", cl->name,
-                results[i].summary, reused ? " (judged again from the stored raw output)" : "");
+      fprintf(stderr, "  %s %-18s %s%s (%.1f s)\n", results[i].pass ? "pass" : "FAIL",
+              cl->name, results[i].summary,
+              reused ? " (judged again from the stored raw output)" : "", tl_now_s() - t0);
     }
   }
   /* The run record: what ran, each attempt, when. */
