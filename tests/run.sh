@@ -147,6 +147,10 @@ run_stage api-example /usr/bin/python3 tests/api/example_test.py build/asan/tiny
 run_stage receipt-forged /usr/bin/python3 tests/receipt/forged_test.py build/asan/tinylm \
   build/test-work/receipt-forged
 run_stage forward-0.6b tests/model/forward_06b.sh build/gcc/tinylm build/test-work/forward-0.6b
+# transformers' own goldens (tests/golden/transformers): checkpoints rebuilt
+# and hash-checked, both lanes verified (1-2 min on 2 shared cores, mostly the 0.6B).
+run_stage transformers-goldens /usr/bin/python3 tests/model/transformers_goldens.py \
+  build/gcc/tinylm build/test-work/transformers-goldens
 run_stage fast-lane /usr/bin/python3 tests/model/fast_test.py build/asan/tinylm build/test-work/fast-lane
 run_stage diff-hash tests/diff/hash_diff.sh build/gcc/tinylm
 run_stage diff-cbor /usr/bin/python3 tests/diff/cbor_diff.py build/asan/cbor_tool

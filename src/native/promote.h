@@ -84,6 +84,9 @@ tl_status tl_claim_greedy(tl_claim_ctx *c, tl_claim_result *out);
 tl_status tl_claim_multiturn(tl_claim_ctx *c, tl_claim_result *out);
 tl_status tl_claim_stochastic(tl_claim_ctx *c, tl_claim_result *out);
 
+/* The build that runs (git describe, as run receipts name it). */
+const char *tl_promote_build_id(void);
+
 /* The content id of a case: SHA-256 of json_dumps(case, JSON_COMPACT |
  * JSON_SORT_KEYS | JSON_ENCODE_ANY). */
 tl_status tl_case_id(const json_t *c, uint8_t id[32]);

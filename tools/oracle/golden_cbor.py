@@ -172,6 +172,23 @@ def make_record(name, layer, array, precision):
             "data": a.tobytes(order="C")}
 
 
+def greedy_continuation(last_logits, ids, n):
+    """n greedy steps after the prompt ids, the oracles' shared rule:
+    last_logits(seq) is the logits row of seq's last position from a run of
+    the whole sequence (no cache); each step appends its argmax (lowest id
+    on ties). Returns (ids, margins): margins[i] = top-1 minus top-2 logit
+    at step i, in float64 (golden_document's "continuation")."""
+    seq, out, margins = list(ids), [], []
+    for _ in range(n):
+        logits = np.asarray(last_logits(seq)).astype(np.float64)
+        top = int(np.argmax(logits))
+        second = np.max(np.delete(logits, top))
+        out.append(top)
+        margins.append(float(logits[top] - second))
+        seq.append(top)
+    return out, margins
+
+
 def golden_document(producer, config_map, weights, ids, positions, records,
                     continuation=None):
     """producer: {"name","version","precision"}; continuation: None or

@@ -212,16 +212,10 @@ def greedy(st, c, ids, n, precision):
     """n greedy steps after the prompt: each step the whole sequence is run
     again and the last position's argmax (lowest id on ties) appended.
     Returns (ids, margins): margins[i] = top-1 minus top-2 logit at step i."""
-    seq, out, margins = list(ids), [], []
-    for _ in range(n):
+    def last_logits(seq):
         rec = forward(st, c, seq, [len(seq) - 1], {"logits"}, precision)[0]
-        logits = gc.record_array(rec)[0].astype(np.float64)
-        top = int(np.argmax(logits))
-        second = np.max(np.delete(logits, top))
-        out.append(top)
-        margins.append(float(logits[top] - second))
-        seq.append(top)
-    return out, margins
+        return gc.record_array(rec)[0]
+    return gc.greedy_continuation(last_logits, ids, n)
 
 
 # Config fields an --slm artifact's metadata must share with config.json.

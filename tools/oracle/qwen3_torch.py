@@ -3,13 +3,15 @@
 
     qwen3_torch.py HF_DIR --ids "1 2 3" [--precision f32]
                    [--positions all|0,5,7] [--stages all|name,name]
-                   [--weights TEXT] -o OUT.cbor
+                   [--weights TEXT] [--greedy N] -o OUT.cbor
 
 Same command line and same CBOR document (docs/golden.md) as
 tools/oracle/qwen3_ref.py, with producer {"name": "transformers",
-"version": "transformers-X torch-Y", "precision": "f32"}. Only f32: with a
-float64 model transformers still computes RMSNorm and the rope tables in
-float32, so an "f64" run would not be what its name says.
+"version": "transformers-X torch-Y", "precision": "f32"}. Only f32:
+transformers computes RMSNorm (hidden_states.to(float32)), the rotary
+cos/sin tables and the attention softmax (softmax(..., dtype=float32)) in
+float32 whatever the model dtype, so even a float64 model would not give
+what an "f64" run's name says.
 
 How the stages are obtained
 ---------------------------
@@ -42,6 +44,16 @@ probs are the attention weights transformers returns (output_attentions);
 they are checked against softmax(scores_masked) recomputed in float32 (a
 warning on stderr when they differ by more than 1e-6), and the recomputation
 is used when a transformers version returns none.
+
+--greedy N: after the capture, N greedy steps by the rule of
+tools/oracle/qwen3_ref.py (golden_cbor.greedy_continuation): each step runs
+the whole sequence again from position 0 without a KV cache (use_cache=
+False), appends the argmax of the last position's float32 logits (lowest
+id on ties) and records the margin top-1 minus top-2 in float64 (little-
+endian f64 bytes in "continuation"). Not run on the development machine
+(no torch there): written from qwen3_ref.py's continuation, with only the
+model call differing. The goldens in tests/golden/transformers/ got their
+continuations by this same rule from a separate script (their README).
 
 model.config is the effective config derived from config.json by the same
 code as qwen3_ref.py (tools/oracle/golden_cbor.py); the script checks that
@@ -220,6 +232,17 @@ def forward(torch, mq, model, c, ids, positions, stages):
     return records, worst, attentions is not None
 
 
+def greedy(torch, model, ids, n):
+    """n greedy steps after the prompt (see --greedy): (ids, margins)."""
+    def last_logits(seq):
+        with torch.no_grad():
+            out = model(input_ids=torch.tensor([seq], dtype=torch.long),
+                        position_ids=torch.arange(len(seq), dtype=torch.long)[None, :],
+                        use_cache=False)
+        return out.logits[0, -1].detach().to(torch.float32).cpu().numpy()
+    return gc.greedy_continuation(last_logits, ids, n)
+
+
 def run(argv):
     args = gc.parse_cli(argv, "qwen3_torch.py", __doc__.splitlines()[0],
                         precisions=("f32",), default_precision="f32")
@@ -251,10 +274,11 @@ def run(argv):
                              "differs from embed_tokens")
 
     records, worst, had_attn = forward(torch, mq, model, c, ids, positions, stages)
+    continuation = greedy(torch, model, ids, args.greedy) if args.greedy else None
     version = "transformers-%s torch-%s" % (transformers.__version__, torch.__version__)
     weights = args.weights or gc.default_weights_label(args.hf_dir, st)
     doc = gc.golden_document({"name": PRODUCER, "version": version, "precision": "f32"},
-                             cmap, weights, ids, positions, records)
+                             cmap, weights, ids, positions, records, continuation)
     gc.write_file(args.out, doc)
     print("qwen3_torch: %s, %d tokens, %d records, %.1f s; probs from %s "
           "(max |diff| to the recomputed softmax %.3g)"
