@@ -120,7 +120,7 @@ $(BUILD)/obj/%.o: %.c
 # same bytes from any build of one version).
 BUILD_ID := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 $(BUILD)/obj/src/native/cmd_convert.o $(BUILD)/obj/src/native/turn.o $(BUILD)/obj/src/native/serve_engine.o \
-  $(BUILD)/obj/src/native/cmd_pull.o: \
+  $(BUILD)/obj/src/native/cmd_pull.o $(BUILD)/obj/src/native/promote_show.o: \
   CFLAGS += -DTL_BUILD_ID='"$(BUILD_ID)"'
 # The objects that embed it are rebuilt when it changes (a stamp holding
 # it, rewritten only then): run receipts name the build, and the wasm
@@ -130,7 +130,7 @@ $(BUILD)/obj/src/native/cmd_convert.o $(BUILD)/obj/src/native/turn.o $(BUILD)/ob
 	@echo '$(BUILD_ID)' | cmp -s - $@ || echo '$(BUILD_ID)' >$@
 .PHONY: FORCE
 $(BUILD)/obj/src/native/cmd_convert.o $(BUILD)/obj/src/native/turn.o $(BUILD)/obj/src/native/serve_engine.o \
-  $(BUILD)/obj/src/native/cmd_pull.o: $(BUILD)/build-id
+  $(BUILD)/obj/src/native/cmd_pull.o $(BUILD)/obj/src/native/promote_show.o: $(BUILD)/build-id
 
 $(BUILD)/obj/%_sse41.o: %_sse41.c
 	@mkdir -p $(@D)
