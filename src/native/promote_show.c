@@ -94,7 +94,7 @@ static bool observations_there(tl_store *s, const json_t *cmp, const char *claim
     size_t len = 0;
     char err[512];
     tl_status st;
-    tl_store_parse_id(json_string_value(o), id);
+    tl_hex32_parse(json_string_value(o), id);
     st = tl_store_get(s, id, &bytes, &len, err, sizeof err);
     free(bytes);
     if (st != TL_OK)
@@ -117,7 +117,7 @@ static bool comparison_named(tl_store *s, const json_t *promo, const json_t *ent
   tl_receipt_kind kind;
   tl_status st;
   *cmp = NULL;
-  tl_store_parse_id(id_hex, id);
+  tl_hex32_parse(id_hex, id);
   st = tl_store_get_receipt(s, id, &bytes, &len, err, sizeof err);
   if (st != TL_OK)
     return found(f, TL_RULE_FORGED, claim, st, "comparison receipt %s: %s", id_hex, err);
@@ -325,7 +325,7 @@ static bool promotion_view(tl_store *s, const json_t *doc, json_t *view, bool pu
   json_object_set_new(view, "claims", claims);
   json_object_set(view, "lane", json_object_get(plan, "lane"));
   json_object_update(view, root);
-  tl_store_parse_id(json_string_value(json_object_get(root, "run_record")), run);
+  tl_hex32_parse(json_string_value(json_object_get(root, "run_record")), run);
   st = tl_store_get(s, run, &bytes, &len, err, sizeof err);
   free(bytes);
   if (st != TL_OK) return found(f, TL_RULE_MISSING_OUTPUT, "(run record)", st, "%s", err);

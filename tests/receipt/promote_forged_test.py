@@ -292,6 +292,19 @@ def test_show():
           p.returncode == 2 and b"--store" in p.stderr, p.stderr.decode(errors="replace"))
     p = tinylm("promote", "show", other, "--store", s.path)
     check("... and verifies with it", p.returncode == 0, p.stderr.decode(errors="replace"))
+    # A claim that did not run (stochastic, after a mechanical failure):
+    # no comparison names it, and it is not a pass.
+    names = promo["nodes"][2]["metadata"]["claims"]
+    entries = [e for e in promo["nodes"][3]["metadata"]["receipts"]
+               if e["claim"] != "stochastic"]
+    partial = promotion(names, entries, promo["nodes"][4]["metadata"]["run_record"])
+    p, out = show_json(s.put_receipt(partial))
+    check("a claim that did not run is shown as not_run and failing",
+          p.returncode == 0 and out is not None and
+          out["claims"][3] == {"claim": "stochastic", "verdict": "not_run"} and
+          out["failing"] == ["tokenizer", "stochastic"],
+          (p.stdout + p.stderr).decode(errors="replace")[:2000])
+    os.remove(s.receipt_path(partial["root"]))
     # A comparison receipt alone.
     p, out = show_json(s.receipt_path(cmps["forward"]["root"]))
     check("promote show verifies a comparison receipt and its observations",
