@@ -21,6 +21,7 @@
 #include "promote_receipt.h"
 #include "promote_store.h"
 #include "receipt.h"
+#include "verify.h"
 
 /* ------------------------------------------------------------------------ */
 /* Reading verified receipts                                                */
@@ -538,15 +539,14 @@ static void comparison_ancestors(const json_t *doc, const current *now, json_t *
     changed(why, "cases", ids, x);
   }
   /* The tolerance policy: the plan's profile, or (none named) the lane's
-   * own for a numerical claim. */
+   * default for a numerical claim, as promote resolves it. */
   tol = json_string_value(json_object_get(policy, "tolerance"));
   {
-    const char *want = c->tolerance;
-    const char *lane_profile =
-        json_string_value(json_object_get(node_meta(doc, "runtime"), "numerical_profile"));
-    bool same = want != NULL ? tol != NULL && strcmp(tol, want) == 0
-                             : tol == NULL || (strcmp(c->level, "numerical") == 0 &&
-                                               strcmp(tol, lane_profile) == 0);
+    const char *want = c->tolerance != NULL ? c->tolerance
+                       : strcmp(c->level, "numerical") == 0
+                           ? tl_verify_lane_profile(strcmp(now->plan->lane, "fast") == 0)
+                           : NULL;
+    bool same = want != NULL ? tol != NULL && strcmp(tol, want) == 0 : tol == NULL;
     if (!same)
       changed(why, "tolerance", tol ? json_string(tol) : NULL,
               want ? json_string(want) : NULL);

@@ -90,7 +90,7 @@ DESIGN = {"seeds": {"base": 1, "count": 4, "derivation": "seed_i = base + i"},
           "max_new": 8}
 CLAIMS = [("artifact", "artifact", "mechanical", None, [0]),
           ("tokenizer", "tokenizer", "mechanical", None, [1, 2, 3]),
-          ("forward", "forward", "numerical", "scalar-f32/1", [4, 5, 6]),
+          ("forward", "forward", "numerical", "scalar-f32-vs-f64/1", [4, 5, 6]),
           ("stochastic", "stochastic", "stochastic", None, [7, 8], DESIGN)]
 
 
@@ -183,7 +183,7 @@ def build(where):
                                 summary_text="2 of 3 cases " + SECRET),
         "forward": comparison("forward", "forward", "numerical", "pass",
                               [case(4), case(5), case(6)], obs["forward"],
-                              tolerance="scalar-f32/1"),
+                              tolerance="scalar-f32-vs-f64/1"),
         "stochastic": comparison("stochastic", "stochastic", "stochastic", "pass",
                                  [case(7), case(8, False)], obs["stochastic"],
                                  design=DESIGN, summary_text="no difference of concern")}
@@ -250,7 +250,7 @@ def test_show():
           out.get("decision") == "not_promoted" and out.get("failing") == ["tokenizer"] and
           claims.get("tokenizer", {}).get("verdict") == "fail" and
           claims["tokenizer"].get("stop_rule") == "mechanical_mismatch" and
-          claims.get("forward", {}).get("tolerance") == "scalar-f32/1" and
+          claims.get("forward", {}).get("tolerance") == "scalar-f32-vs-f64/1" and
           claims.get("artifact", {}).get("receipt_id") == cmps["artifact"]["root"].hex(),
           json.dumps(out)[:2000])
     check("the view: cases with ids, invariants, verdicts, output hashes; observations",
@@ -488,7 +488,8 @@ def test_status():
           out["plan_id"] == PLAN.hex() and out["artifact_id"] == ARTIFACT.hex(),
           (p.stdout + p.stderr).decode(errors="replace"))
     # A tolerance policy change: the forward comparison and the promotion.
-    claims = [c if c[0] != "forward" else c[:3] + ("fast/4",) + c[4:] for c in CLAIMS]
+    claims = [c if c[0] != "forward" else c[:3] + ("fast-f32-vs-f64/2",) + c[4:]
+              for c in CLAIMS]
     with open(plan, "wb") as f:
         f.write(plan_bytes(claims))
     p, out = status("--store", s.path, "--plan", plan)
@@ -497,15 +498,25 @@ def test_status():
     check("a tolerance change invalidates the forward comparison (was, now) and the "
           "promotion (plan, comparison); the others stay current with a note",
           p.returncode == 0 and ancestors(r.get("forward", {})) == ["tolerance"] and
-          fw[0].get("was") == "scalar-f32/1" and fw[0].get("now") == "fast/4" and
+          fw[0].get("was") == "scalar-f32-vs-f64/1" and fw[0].get("now") == "fast-f32-vs-f64/2" and
           ancestors(r.get("promotion", {})) == ["plan", "comparison"] and
           r.get("tokenizer", {}).get("status") == "current" and
           "note" in r.get("tokenizer", {}), json.dumps(out)[:3000])
     t = tinylm("promote", "status", "--store", s.path, "--plan", plan)
     check("text: the changed ancestor named with its values",
           t.returncode == 0 and
-          'invalidated: tolerance (was "scalar-f32/1", now "fast/4")' in t.stdout.decode(),
+          'invalidated: tolerance (was "scalar-f32-vs-f64/1", now "fast-f32-vs-f64/2")'
+          in t.stdout.decode(),
           t.stdout.decode() + t.stderr.decode())
+    # No tolerance named: a numerical claim's is the lane's default, as
+    # promote resolves it (the scalar lane's scalar-f32-vs-f64/1).
+    claims = [c if c[0] != "forward" else c[:3] + (None,) + c[4:] for c in CLAIMS]
+    with open(plan, "wb") as f:
+        f.write(plan_bytes(claims))
+    p, out = status("--store", s.path, "--plan", plan)
+    check("no tolerance named: the lane's default, the forward comparison current",
+          by_claim(out or {}).get("forward", {}).get("status") == "current",
+          json.dumps(out)[:3000])
     # Another case set.
     claims = [c if c[0] != "tokenizer" else c[:4] + ([1, 2, 3, 7],) for c in CLAIMS]
     with open(plan, "wb") as f:
