@@ -13,11 +13,11 @@
 #include "receipt.h"
 #include "tool_msg.h"
 
-typedef struct emit_arg {
+typedef struct facts_arg {
   const tl_comparison_facts *c;
   const tl_promotion_facts *p;
   int which;
-} emit_arg;
+} facts_arg;
 
 static void put_text_or_null(tl_cbor_writer *w, const char *s) {
   if (s != NULL)
@@ -50,7 +50,7 @@ static void emit_shared(tl_cbor_writer *w, const tl_promote_runtime *rt, int whi
 }
 
 static void emit_comparison(tl_cbor_writer *w, const void *arg) {
-  const emit_arg *a = arg;
+  const facts_arg *a = arg;
   const tl_comparison_facts *f = a->c;
   const tl_claim_result *r = f->result;
   switch (a->which) {
@@ -124,7 +124,7 @@ static void emit_comparison(tl_cbor_writer *w, const void *arg) {
 }
 
 static void emit_promotion(tl_cbor_writer *w, const void *arg) {
-  const emit_arg *a = arg;
+  const facts_arg *a = arg;
   const tl_promotion_facts *f = a->p;
   size_t ran = 0, failing = 0, rules = 0;
   for (size_t i = 0; i < f->n_claims; i++) {
@@ -202,7 +202,7 @@ static void emit_promotion(tl_cbor_writer *w, const void *arg) {
 
 /* The node types, children and emitters of one format. */
 static tl_status write_graph(const char *format, const char *const *types, size_t n,
-                             tl_cbor_emit_fn emit, emit_arg a, const char *what,
+                             tl_cbor_emit_fn emit, facts_arg a, const char *what,
                              uint8_t **doc, size_t *len, uint8_t root[32], char *err,
                              size_t cap) {
   tl_graph_node nodes[6];
@@ -257,7 +257,7 @@ tl_status tl_comparison_receipt(const tl_comparison_facts *f, uint8_t **doc, siz
                                       "policy",   "evidence", "comparison"};
   char what[160];
   tl_status st;
-  emit_arg a = {f, NULL, 0};
+  facts_arg a = {f, NULL, 0};
   *doc = NULL;
   *len = 0;
   if ((st = runtime_given(&f->rt, err, err_cap)) != TL_OK) return st;
@@ -278,7 +278,7 @@ tl_status tl_promotion_receipt(const tl_promotion_facts *f, uint8_t **doc, size_
   static const char *const types[] = {"artifact", "runtime", "plan", "comparisons",
                                       "promotion"};
   tl_status st;
-  emit_arg a = {NULL, f, 0};
+  facts_arg a = {NULL, f, 0};
   *doc = NULL;
   *len = 0;
   if ((st = runtime_given(&f->rt, err, err_cap)) != TL_OK) return st;

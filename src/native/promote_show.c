@@ -17,9 +17,11 @@
 #include "cbor_doc.h"
 #include "cli.h"
 #include "file.h"
+#include "promote_plan.h"
 #include "promote_receipt.h"
 #include "promote_store.h"
 #include "receipt.h"
+#include "verify.h"
 
 /* ------------------------------------------------------------------------ */
 /* Reading verified receipts                                                */
@@ -93,7 +95,7 @@ static bool observations_there(tl_store *s, const json_t *cmp, const char *claim
     size_t len = 0;
     char err[512];
     tl_status st;
-    tl_store_parse_id(json_string_value(o), id);
+    tl_hex32_parse(json_string_value(o), id);
     st = tl_store_get(s, id, &bytes, &len, err, sizeof err);
     free(bytes);
     if (st != TL_OK)
@@ -116,7 +118,7 @@ static bool comparison_named(tl_store *s, const json_t *promo, const json_t *ent
   tl_receipt_kind kind;
   tl_status st;
   *cmp = NULL;
-  tl_store_parse_id(id_hex, id);
+  tl_hex32_parse(id_hex, id);
   st = tl_store_get_receipt(s, id, &bytes, &len, err, sizeof err);
   if (st != TL_OK)
     return found(f, TL_RULE_FORGED, claim, st, "comparison receipt %s: %s", id_hex, err);
@@ -324,7 +326,7 @@ static bool promotion_view(tl_store *s, const json_t *doc, json_t *view, bool pu
   json_object_set_new(view, "claims", claims);
   json_object_set(view, "lane", json_object_get(plan, "lane"));
   json_object_update(view, root);
-  tl_store_parse_id(json_string_value(json_object_get(root, "run_record")), run);
+  tl_hex32_parse(json_string_value(json_object_get(root, "run_record")), run);
   st = tl_store_get(s, run, &bytes, &len, err, sizeof err);
   free(bytes);
   if (st != TL_OK) return found(f, TL_RULE_MISSING_OUTPUT, "(run record)", st, "%s", err);
@@ -438,5 +440,342 @@ int tl_promote_show_main(int argc, char **argv) {
   json_decref(view);
   json_decref(doc);
   tl_store_close(s);
+  return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* tinylm promote status                                                    */
+
+static const char status_usage[] =
+    "usage: tinylm promote status --store DIR [--plan PLAN] [--artifact MODEL.slm] "
+    "[--json]\n"
+    "  lists every receipt in the store as current or invalidated, naming the\n"
+    "  changed ancestor: another artifact (--artifact, else the plan's), another\n"
+    "  build (this binary's), and with --plan another lane, claim, case set,\n"
+    "  tolerance policy or stochastic design than the plan registers now.\n"
+    "  Exit 0 (a listing, also when receipts are invalidated), 1 when a\n"
+    "  receipt in the store is refused, 2 usage\n";
+
+
+/* What the receipts are judged against. */
+typedef struct current {
+  const char *build_id;
+  bool has_artifact;
+  char artifact[65];
+  const tl_plan *plan; /* NULL: none given */
+  char plan_id[65];
+} current;
+
+static void changed(json_t *why, const char *ancestor, json_t *was, json_t *now) {
+  json_array_append_new(why, json_pack("{s:s,s:o,s:o}", "ancestor", ancestor, "was",
+                                       was ? was : json_null(), "now",
+                                       now ? now : json_null()));
+}
+
+static json_t *hex_json(const uint8_t id[32]) {
+  char hex[65];
+  tl_cli_hex(id, 32, hex);
+  return json_string(hex);
+}
+
+static const tl_plan_claim *plan_claim(const tl_plan *p, const char *name) {
+  for (size_t i = 0; i < p->n_claims; i++)
+    if (strcmp(p->claims[i].name, name) == 0) return &p->claims[i];
+  return NULL;
+}
+
+/* The ancestors both kinds name: artifact, build, lane. */
+static void common_ancestors(const json_t *doc, const current *now, json_t *why) {
+  const json_t *rt = node_meta(doc, "runtime");
+  const char *artifact = meta_str(doc, "artifact", "artifact_id");
+  if (now->has_artifact && strcmp(artifact, now->artifact) != 0)
+    changed(why, "artifact", json_string(artifact), json_string(now->artifact));
+  if (strcmp(json_string_value(json_object_get(rt, "build_id")), now->build_id) != 0)
+    changed(why, "build", json_deep_copy(json_object_get(rt, "build_id")),
+            json_string(now->build_id));
+  if (now->plan != NULL &&
+      strcmp(json_string_value(json_object_get(rt, "backend")), now->plan->lane) != 0)
+    changed(why, "lane", json_deep_copy(json_object_get(rt, "backend")),
+            json_string(now->plan->lane));
+}
+
+/* A comparison against the plan's claim of the same name. */
+static void comparison_ancestors(const json_t *doc, const current *now, json_t *why,
+                                 json_t *entry) {
+  const char *name = meta_str(doc, "plan", "claim");
+  const tl_plan_claim *c;
+  json_t *policy = node_meta(doc, "policy"), *cases, *ids, *x;
+  const char *tol;
+  size_t i;
+  bool same_cases;
+  common_ancestors(doc, now, why);
+  if (now->plan == NULL) return;
+  if ((c = plan_claim(now->plan, name)) == NULL) {
+    changed(why, "claim", json_string(name), NULL);
+    return;
+  }
+  if (strcmp(c->kind, meta_str(doc, "plan", "kind")) != 0 ||
+      strcmp(c->level, meta_str(doc, "plan", "level")) != 0)
+    changed(why, "claim", json_pack("{s:s,s:s}", "kind", meta_str(doc, "plan", "kind"),
+                                    "level", meta_str(doc, "plan", "level")),
+            json_pack("{s:s,s:s}", "kind", c->kind, "level", c->level));
+  /* The cases: the same content ids in the same order. */
+  cases = json_object_get(node_meta(doc, "evidence"), "cases");
+  same_cases = json_array_size(cases) == c->n_cases;
+  for (i = 0; same_cases && i < c->n_cases; i++) {
+    char hex[65];
+    tl_cli_hex(c->case_ids[i], 32, hex);
+    same_cases = strcmp(json_string_value(json_object_get(json_array_get(cases, i), "id")),
+                        hex) == 0;
+  }
+  if (!same_cases) {
+    ids = json_array();
+    json_array_foreach(cases, i, x) json_array_append(ids, json_object_get(x, "id"));
+    x = json_array();
+    for (i = 0; i < c->n_cases; i++) json_array_append_new(x, hex_json(c->case_ids[i]));
+    changed(why, "cases", ids, x);
+  }
+  /* The tolerance policy: the plan's profile, or (none named) the lane's
+   * default for a numerical claim, as promote resolves it. */
+  tol = json_string_value(json_object_get(policy, "tolerance"));
+  {
+    const char *want = c->tolerance != NULL ? c->tolerance
+                       : strcmp(c->level, "numerical") == 0
+                           ? tl_verify_lane_profile(strcmp(now->plan->lane, "fast") == 0)
+                           : NULL;
+    bool same = want != NULL ? tol != NULL && strcmp(tol, want) == 0 : tol == NULL;
+    if (!same)
+      changed(why, "tolerance", tol ? json_string(tol) : NULL,
+              want ? json_string(want) : NULL);
+  }
+  if (strcmp(c->kind, "stochastic") == 0) {
+    json_t *had = json_object_get(policy, "design_sha256"), *want = hex_json(c->design_sha256);
+    if (!json_equal(had, want))
+      changed(why, "design", json_deep_copy(had), want);
+    else
+      json_decref(want);
+  }
+  /* Another plan id over unchanged inputs of this claim does not
+   * invalidate it; it is said beside. */
+  if (json_array_size(why) == 0 && strcmp(meta_str(doc, "plan", "plan_id"), now->plan_id) != 0)
+    json_object_set_new(entry, "note",
+                        json_string("another plan id; this claim's inputs are unchanged"));
+}
+
+/* A promotion: its plan and every comparison it names (statuses: the
+ * listing so far, by receipt id). */
+static void promotion_ancestors(const json_t *doc, const current *now, json_t *why,
+                                const json_t *statuses) {
+  size_t i;
+  json_t *e;
+  common_ancestors(doc, now, why);
+  if (now->plan != NULL && strcmp(meta_str(doc, "plan", "plan_id"), now->plan_id) != 0)
+    changed(why, "plan", json_string(meta_str(doc, "plan", "plan_id")),
+            json_string(now->plan_id));
+  json_array_foreach(json_object_get(node_meta(doc, "comparisons"), "receipts"), i, e) {
+    const char *id = json_string_value(json_object_get(e, "receipt_id"));
+    const json_t *st = json_object_get(statuses, id);
+    const char *s = json_string_value(json_object_get(st, "status"));
+    if (s == NULL || strcmp(s, "current") != 0)
+      changed(why, "comparison", json_pack("{s:O,s:s}", "claim", json_object_get(e, "claim"),
+                                           "receipt_id", id),
+              json_string(s == NULL ? "not in the store" : s));
+  }
+}
+
+/* Reads and checks every receipt of the store; comparisons first, so
+ * that a promotion can be judged by its comparisons. */
+static int status_listing(tl_store *s, const current *now, bool json) {
+  uint8_t (*ids)[32] = NULL, root[32];
+  size_t n = 0, n_current = 0, n_invalid = 0, n_refused = 0;
+  char err[512];
+  json_t *list = json_array(), *by_id = json_object(), *docs = json_object();
+  tl_status st = tl_store_list_receipts(s, &ids, &n, err, sizeof err);
+  if (st != TL_OK) {
+    json_decref(list);
+    json_decref(by_id);
+    json_decref(docs);
+    return tl_cli_fail(json, st, "%s", err);
+  }
+  for (int pass = 0; pass < 2; pass++) {
+    for (size_t i = 0; i < n; i++) {
+      char hex[65];
+      uint8_t *bytes = NULL;
+      size_t len = 0;
+      tl_receipt_kind kind;
+      json_t *doc = NULL, *entry, *why;
+      tl_cli_hex(ids[i], 32, hex);
+      if (pass == 0) {
+        st = tl_store_get_receipt(s, ids[i], &bytes, &len, err, sizeof err);
+        if (st == TL_OK) st = load_doc(bytes, len, &kind, root, &doc, err, sizeof err);
+        free(bytes);
+        if (st == TL_OK && kind != TL_RECEIPT_COMPARISON && kind != TL_RECEIPT_PROMOTION) {
+          st = TL_ERR_INVALID_ARGUMENT;
+          snprintf(err, sizeof err, "not a comparison or promotion receipt");
+        }
+        if (st == TL_OK && memcmp(root, ids[i], 32) != 0) {
+          st = TL_ERR_HASH_MISMATCH;
+          snprintf(err, sizeof err, "recomputes to another root than its name");
+        }
+        if (st != TL_OK) {
+          json_object_set_new(by_id, hex,
+                              json_pack("{s:s,s:s,s:s,s:s}", "id", hex, "status", "refused",
+                                        "error", tl_status_name(st), "detail", err));
+          json_decref(doc);
+          continue;
+        }
+        json_object_set_new(docs, hex, doc);
+        if (kind == TL_RECEIPT_PROMOTION) continue;
+      } else {
+        doc = json_object_get(docs, hex);
+        if (doc == NULL || json_object_get(by_id, hex) != NULL) continue;
+      }
+      why = json_array();
+      entry = json_pack("{s:s,s:s}", "id", hex, "kind",
+                        pass == 0 ? "comparison" : "promotion");
+      if (pass == 0) {
+        json_object_set(entry, "claim", json_object_get(node_meta(doc, "plan"), "claim"));
+        comparison_ancestors(doc, now, why, entry);
+      } else {
+        promotion_ancestors(doc, now, why, by_id);
+      }
+      json_object_set_new(entry, "status",
+                          json_string(json_array_size(why) ? "invalidated" : "current"));
+      json_object_set_new(entry, "invalidated_by", why);
+      json_object_set_new(by_id, hex, entry);
+    }
+  }
+  /* In the store's order (by id). */
+  for (size_t i = 0; i < n; i++) {
+    char hex[65];
+    json_t *e;
+    const char *stt;
+    tl_cli_hex(ids[i], 32, hex);
+    e = json_object_get(by_id, hex);
+    stt = json_string_value(json_object_get(e, "status"));
+    n_current += strcmp(stt, "current") == 0;
+    n_invalid += strcmp(stt, "invalidated") == 0;
+    n_refused += strcmp(stt, "refused") == 0;
+    json_array_append(list, e);
+  }
+  if (json) {
+    json_t *out = json_pack("{s:s,s:s,s:o,s:o,s:O,s:I,s:I,s:I}", "store", tl_store_dir(s),
+                            "build_id", now->build_id, "artifact_id",
+                            now->has_artifact ? json_string(now->artifact) : json_null(),
+                            "plan_id", now->plan ? json_string(now->plan_id) : json_null(),
+                            "receipts", list, "current", (json_int_t)n_current,
+                            "invalidated", (json_int_t)n_invalid, "refused",
+                            (json_int_t)n_refused);
+    char *text = out ? json_dumps(out, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    if (text != NULL) printf("%s\n", text);
+    free(text);
+    json_decref(out);
+  } else {
+    size_t i;
+    json_t *e;
+    printf("store %s: %zu receipts: %zu current, %zu invalidated, %zu refused\n",
+           tl_store_dir(s), n, n_current, n_invalid, n_refused);
+    printf("  against build %s, artifact %s, plan %s\n", now->build_id,
+           now->has_artifact ? now->artifact : "(not given)",
+           now->plan ? now->plan_id : "(not given)");
+    json_array_foreach(list, i, e) {
+      const char *stt = json_string_value(json_object_get(e, "status"));
+      size_t k;
+      json_t *w;
+      printf("  %s  %-10s %-12s %s", json_string_value(json_object_get(e, "id")),
+             or_dash(json_object_get(e, "kind")), or_dash(json_object_get(e, "claim")), stt);
+      if (strcmp(stt, "refused") == 0)
+        printf(": %s: %s", json_string_value(json_object_get(e, "error")),
+               json_string_value(json_object_get(e, "detail")));
+      json_array_foreach(json_object_get(e, "invalidated_by"), k, w) {
+        char *was = json_dumps(json_object_get(w, "was"), JSON_COMPACT | JSON_ENCODE_ANY);
+        char *to = json_dumps(json_object_get(w, "now"), JSON_COMPACT | JSON_ENCODE_ANY);
+        printf("%s%s (was %s, now %s)", k == 0 ? ": " : "; ",
+               json_string_value(json_object_get(w, "ancestor")), was ? was : "?",
+               to ? to : "?");
+        free(was);
+        free(to);
+      }
+      if (json_object_get(e, "note") != NULL)
+        printf(" (%s)", json_string_value(json_object_get(e, "note")));
+      putchar('\n');
+    }
+  }
+  json_decref(list);
+  json_decref(by_id);
+  json_decref(docs);
+  free(ids);
+  return n_refused > 0 ? TL_EXIT_FAILURE : TL_EXIT_OK;
+}
+
+int tl_promote_status_main(int argc, char **argv) {
+  const char *store_dir = NULL, *plan_path = NULL, *artifact_path = NULL;
+  bool json = false;
+  char err[512];
+  current now = {.build_id = tl_promote_build_id()};
+  tl_plan plan;
+  bool has_plan = false;
+  tl_store *s = NULL;
+  tl_status st;
+  int rc;
+  for (int i = 1; i < argc; i++) json |= strcmp(argv[i], "--json") == 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    int r = -1;
+    if (strcmp(a, "--help") == 0) {
+      fputs(status_usage, stdout);
+      return TL_EXIT_OK;
+    } else if (strcmp(a, "--json") == 0) {
+      continue;
+    } else if (strcmp(a, "--store") == 0) {
+      r = tl_cli_value(json, argc, argv, &i, &store_dir);
+    } else if (strcmp(a, "--plan") == 0) {
+      r = tl_cli_value(json, argc, argv, &i, &plan_path);
+    } else if (strcmp(a, "--artifact") == 0) {
+      r = tl_cli_value(json, argc, argv, &i, &artifact_path);
+    } else {
+      return tl_cli_usage(json, "unexpected '%s'\n%s", a, status_usage);
+    }
+    if (r >= 0) return r;
+  }
+  if (store_dir == NULL) return tl_cli_usage(json, "status needs --store DIR\n%s", status_usage);
+  if (artifact_path != NULL) {
+    tl_file_view v;
+    uint8_t id[32];
+    st = tl_file_open_regular(artifact_path, &v, err, sizeof err);
+    if (st == TL_OK) {
+      st = tl_file_sha256(&v, id);
+      tl_file_close_view(&v);
+      if (st != TL_OK) snprintf(err, sizeof err, "%s: hashing failed", artifact_path);
+    }
+    if (st != TL_OK) return tl_cli_fail(json, st, "%s", err);
+    tl_cli_hex(id, 32, now.artifact);
+    now.has_artifact = true;
+  }
+  if (plan_path != NULL) {
+    tl_file_view v;
+    st = tl_file_open_view(plan_path, &v, err, sizeof err);
+    if (st == TL_OK) {
+      st = tl_plan_parse(v.data, v.len, &plan, err, sizeof err);
+      tl_file_close_view(&v);
+      if (st != TL_OK) return tl_cli_fail(json, st, "%s: %s", plan_path, err);
+    }
+    if (st != TL_OK) return tl_cli_fail(json, st, "%s", err);
+    has_plan = true;
+    now.plan = &plan;
+    tl_cli_hex(plan.id, 32, now.plan_id);
+    if (!now.has_artifact) {
+      tl_cli_hex(plan.artifact_id, 32, now.artifact);
+      now.has_artifact = true;
+    }
+  }
+  st = tl_store_open(store_dir, false, &s, err, sizeof err);
+  if (st != TL_OK) {
+    rc = tl_cli_fail(json, st, "%s", err);
+  } else {
+    rc = status_listing(s, &now, json);
+    tl_store_close(s);
+  }
+  if (has_plan) tl_plan_free(&plan);
   return rc;
 }

@@ -19,21 +19,12 @@
 #include "cli.h"
 #include "file.h"
 #include "hash/sha256.h"
+#include "promote_plan.h" /* tl_hex32_parse */
 #include "tool_msg.h"
 
 struct tl_store {
   char *dir;
 };
-
-bool tl_store_parse_id(const char *hex, uint8_t id[32]) {
-  for (size_t i = 0; i < 64; i++) {
-    char c = hex[i];
-    int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-    if (v < 0) return false;
-    id[i / 2] = (uint8_t)(i % 2 == 0 ? v << 4 : (id[i / 2] | v));
-  }
-  return hex[64] == '\0';
-}
 
 /* dir, created 0700 when asked and absent; it must be a directory. */
 static tl_status need_dir(const char *dir, bool create, char *err, size_t cap) {
@@ -271,7 +262,7 @@ tl_status tl_store_list_receipts(tl_store *s, uint8_t (**ids)[32], size_t *n, ch
     if (strlen(e->d_name) != 69 || strcmp(e->d_name + 64, ".cbor") != 0) continue;
     memcpy(hex, e->d_name, 64);
     hex[64] = '\0';
-    if (!tl_store_parse_id(hex, id)) continue;
+    if (!tl_hex32_parse(hex, id)) continue;
     if (*n == cap) {
       size_t grow = cap ? 2 * cap : 16;
       void *p = realloc(*ids, grow * sizeof **ids);

@@ -37,9 +37,6 @@ tl_status tl_store_get(tl_store *s, const uint8_t id[32], uint8_t **bytes,
                        size_t *len, char *err, size_t err_cap);
 bool tl_store_has(tl_store *s, const uint8_t id[32]);
 
-/* An id as the store names it: 64 lower-case hex digits, nothing else. */
-bool tl_store_parse_id(const char *hex, uint8_t id[32]);
-
 /* Puts a receipt file under its root id (the caller has checked it). */
 tl_status tl_store_put_receipt(tl_store *s, const char *what,
                                const uint8_t root[32], const uint8_t *doc,

@@ -289,20 +289,6 @@ static void racing_writers(tl_test_ctx *t) {
   rm_dir(dir);
 }
 
-static void ids_parse(tl_test_ctx *t) {
-  uint8_t id[32], back[32];
-  char hex[65];
-  for (int i = 0; i < 32; i++) id[i] = (uint8_t)(i * 37 + 5);
-  tl_cli_hex(id, 32, hex);
-  TL_EXPECT(t, tl_store_parse_id(hex, back));
-  TL_EXPECT_MEM(t, back, id, 32);
-  hex[3] = 'A'; /* upper case is not the store's spelling */
-  TL_EXPECT(t, !tl_store_parse_id(hex, back));
-  hex[3] = '0';
-  TL_EXPECT(t, !tl_store_parse_id("00", back));
-}
-
 static const tl_test_case cases[] = {TL_CASE(put_get_round_trip), TL_CASE(never_rewritten),
-                                     TL_CASE(receipts), TL_CASE(racing_writers),
-                                     TL_CASE(ids_parse)};
+                                     TL_CASE(receipts), TL_CASE(racing_writers)};
 TL_SUITE(promote_store, cases);

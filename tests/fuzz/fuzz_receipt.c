@@ -11,7 +11,14 @@
  * 2. The input (one in eight) as the facts of a run (seed, turn, position, ids,
  * raw bytes, stop strings, token limit, sampler values, section digests,
  *    timings): the receipt tl_run_receipt writes must verify, with its
- *    root, as a run receipt, and display. */
+ *    root, as a run receipt, and display.
+ *
+ * 3. The same inputs as the facts of a claim and of a promotion
+ *    (tinylm promote, promote_receipt.c): each receipt is written and
+ *    verifies with its root and displays, or the facts are ones the
+ *    format cannot hold (a failed claim without a stop rule, a kind at
+ *    another level, ...) and the writer says invalid_argument, writing
+ *    nothing. The promotion's decision is the conjunction of its claims. */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -19,10 +26,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../src/native/promote_receipt.c"
 #include "../../src/native/receipt.c"
 #include "../../src/native/receipt_show.c"
 #include "../../src/tools/cbor_alloc.c"
 #include "../../src/tools/cbor_doc.c"
+#include "../../src/tools/tool_msg.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -153,8 +162,113 @@ static void writer_pass(const uint8_t *data, size_t size) {
   free(doc);
 }
 
+/* A few of each field's values, valid and not. */
+static const char *pick(prog *g, const char *const *from, size_t n) {
+  return from[take(g) % n];
+}
+
+#define PICK(g, arr) pick(g, arr, sizeof arr / sizeof arr[0])
+
+static void expect_written(tl_status st, uint8_t *doc, size_t len, const uint8_t root[32],
+                           tl_receipt_kind want, prog *g) {
+  tl_receipt_kind kind;
+  uint8_t checked[32];
+  char err[512];
+  CHECK(st == TL_OK || st == TL_ERR_INVALID_ARGUMENT);
+  CHECK((st == TL_OK) == (doc != NULL));
+  if (st != TL_OK) return;
+  CHECK(tl_receipt_check(doc, len, &kind, checked, err, sizeof err) == TL_OK);
+  CHECK(kind == want && memcmp(root, checked, 32) == 0);
+  show(doc, len, take(g) & 1, TL_OK);
+  free(doc);
+}
+
+static void promote_pass(const uint8_t *data, size_t size) {
+  static const char *const kinds[] = {"artifact", "tokenizer", "forward", "greedy",
+                                      "multiturn", "stochastic", "vibes"};
+  static const char *const levels[] = {"mechanical", "numerical", "multiturn",
+                                       "stochastic", "other"};
+  static const char *const rules[] = {TL_RULE_MECHANICAL, TL_RULE_TOLERANCE, TL_RULE_FORGED,
+                                      "bad_luck"};
+  static const char *const invariants[] = {"ids", "rendered_bytes", "logits"};
+  prog g = {data, size, 0};
+  uint8_t artifact[32], plan[32], design[32], run[32], ids[4][32], root[32];
+  uint8_t *doc = NULL;
+  size_t len = 0, n_claims;
+  tl_case_outcome cases[4];
+  tl_claim_result r;
+  tl_comparison_facts cf;
+  tl_promotion_claim claims[4];
+  tl_promotion_facts pf;
+  char err[512];
+  bool all = true;
+  memset(&r, 0, sizeof r);
+  memset(artifact, take(&g), 32);
+  memset(plan, take(&g), 32);
+  memset(design, take(&g), 32);
+  memset(run, take(&g), 32);
+  r.n_cases = take(&g) % 5;
+  for (size_t i = 0; i < r.n_cases; i++) {
+    memset(cases[i].id, take(&g), 32);
+    memset(cases[i].output, take(&g), 32);
+    cases[i].invariant = PICK(&g, invariants);
+    cases[i].pass = take(&g) % 4 != 0;
+  }
+  r.cases = cases;
+  r.pass = take(&g) & 1;
+  r.stop_rule = take(&g) % 3 == 0 ? NULL : PICK(&g, rules);
+  if (take(&g) & 1) snprintf(r.first_divergence, sizeof r.first_divergence, "case %u", take(&g));
+  snprintf(r.summary, sizeof r.summary, "%zu cases", r.n_cases);
+  r.has_observation = take(&g) % 4 != 0;
+  memset(r.observation, take(&g), 32);
+  cf = (tl_comparison_facts){.rt = {artifact, "fuzz", "scalar", "scalar-f32/1"},
+                             .plan_id = plan,
+                             .claim = "claim",
+                             .kind = PICK(&g, kinds),
+                             .level = PICK(&g, levels),
+                             .oracle = "oracle",
+                             .tolerance = take(&g) & 1 ? "scalar-f32/1" : NULL,
+                             .design_sha256 = take(&g) & 1 ? design : NULL,
+                             .result = &r,
+                             .attempt = take(&g) % 4};
+  expect_written(tl_comparison_receipt(&cf, &doc, &len, root, err, sizeof err), doc, len,
+                 root, TL_RECEIPT_COMPARISON, &g);
+  doc = NULL;
+  /* A promotion over up to four claims, some not run. */
+  n_claims = 1 + take(&g) % 4;
+  for (size_t i = 0; i < n_claims; i++) {
+    static const char *const names[] = {"a", "b", "c", "d"};
+    memset(ids[i], take(&g), 32);
+    claims[i] = (tl_promotion_claim){names[i], take(&g) % 5 ? ids[i] : NULL, take(&g) & 1,
+                                     NULL};
+    if (!claims[i].pass) claims[i].stop_rule = PICK(&g, rules);
+    all = all && claims[i].receipt_id != NULL && claims[i].pass;
+  }
+  pf = (tl_promotion_facts){.rt = {artifact, "fuzz", "fast", "fast/4"},
+                            .plan_id = plan,
+                            .lane = take(&g) % 8 ? "fast" : "scalar",
+                            .claims = claims,
+                            .n_claims = n_claims,
+                            .run_record = run};
+  {
+    tl_status st = tl_promotion_receipt(&pf, &doc, &len, root, err, sizeof err);
+    if (st == TL_OK) {
+      json_t *j = NULL;
+      CHECK(tl_cbor_to_json(doc, len, &j, err, sizeof err) == TL_OK);
+      CHECK(strcmp(json_string_value(json_object_get(
+                       json_object_get(json_array_get(json_object_get(j, "nodes"), 4),
+                                       "metadata"),
+                       "decision")),
+                   all ? "promoted" : "not_promoted") == 0);
+      json_decref(j);
+    }
+    expect_written(st, doc, len, root, TL_RECEIPT_PROMOTION, &g);
+  }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   file_pass(data, size);
+  if (size > 0 && data[0] % 8 == 1) promote_pass(data + 1, size - 1);
   /* A whole receipt written and verified costs ten times a typical file
    * pass: one input in eight keeps the executions per second up. */
   if (size > 0 && data[0] % 8 == 0) writer_pass(data + 1, size - 1);

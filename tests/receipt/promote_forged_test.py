@@ -22,7 +22,13 @@ laid out as the spec says, then read by the CLI:
     verdict its comparison does not say;
   * a missing or damaged observation, or run record, is
     missing_raw_output naming the claim; a missing comparison receipt is
-    forged_evidence.
+    forged_evidence;
+  * `promote status` against a plan written here (its case ids content
+    ids as docs/promotion.md defines them): receipts of this build under
+    that plan are current; a tolerance change, a case added, a claim
+    removed, another artifact (--artifact), another build each invalidate
+    exactly the receipts that evaluated the changed input, naming it with
+    its old and new value; a damaged receipt is refused (exit 1).
 
     promote_forged_test.py TINYLM WORKDIR
 """
@@ -66,19 +72,54 @@ def graph(fmt, nodes):
 
 
 ARTIFACT = sha(b"an artifact")
-PLAN = sha(b"a plan")
 RUNTIME = {"name": "tinylm", "version": "0.1.0", "build_id": "py-writer",
            "backend": "scalar", "numerical_profile": "scalar-f32/1"}
 
 
+def case_body(i):
+    return {"text": "case %d" % i}
+
+
+def content_id(c):
+    """docs/promotion.md: SHA-256 of the case as compact JSON, keys sorted."""
+    return sha(json.dumps(c, separators=(",", ":"), sort_keys=True,
+                          ensure_ascii=False).encode())
+
+
+DESIGN = {"seeds": {"base": 1, "count": 4, "derivation": "seed_i = base + i"},
+          "max_new": 8}
+CLAIMS = [("artifact", "artifact", "mechanical", None, [0]),
+          ("tokenizer", "tokenizer", "mechanical", None, [1, 2, 3]),
+          ("forward", "forward", "numerical", "scalar-f32-vs-f64/1", [4, 5, 6]),
+          ("stochastic", "stochastic", "stochastic", None, [7, 8], DESIGN)]
+
+
+def plan_bytes(claims=CLAIMS, artifact=ARTIFACT):
+    """A tinylm.plan/1 document registering the claims of build()."""
+    return json.dumps({
+        "format": "tinylm.plan/1",
+        "artifact": {"id": artifact.hex(), "path": "model.slm",
+                     "acquisition_receipt": None},
+        "lane": "scalar",
+        "claims": [{"name": n, "kind": k, "level": lv, "oracle": "oracle of " + n,
+                    "tolerance": tol, "design": design[0] if design else None,
+                    "cases": [{"id": content_id(case_body(i)).hex(), "case": case_body(i)}
+                              for i in cases]}
+                   for n, k, lv, tol, cases, *design in claims]}, indent=1).encode()
+
+
+PLAN = sha(plan_bytes())
+
+
 def comparison(claim, kind, level, verdict, cases, observation, tolerance=None,
-               rule=None, divergence=None, summary_text="3 of 3 cases"):
+               rule=None, divergence=None, summary_text="3 of 3 cases", design=None):
     return graph("tinylm.comparison/1", [
         ("artifact", {"artifact_id": ARTIFACT}),
         ("runtime", dict(RUNTIME)),
         ("plan", {"plan_id": PLAN, "claim": claim, "kind": kind, "level": level,
                   "oracle": "oracle of " + claim + " " + SECRET}),
-        ("policy", {"tolerance": tolerance, "design_sha256": None}),
+        ("policy", {"tolerance": tolerance,
+                    "design_sha256": content_id(design) if design else None}),
         ("evidence", {"cases": cases, "observations": [observation]}),
         ("comparison", {"verdict": verdict, "stop_rule": rule,
                         "first_divergence": divergence, "summary": summary_text,
@@ -122,16 +163,16 @@ class Store:
 
 
 def case(i, ok=True):
-    return {"id": sha(b"case %d" % i), "invariant": "ids", "pass": ok,
+    return {"id": content_id(case_body(i)), "invariant": "ids", "pass": ok,
             "output": sha(b"output %d" % i)}
 
 
 def build(where):
-    """A store with three claims (one failed) and the promotion over them."""
+    """A store with four claims (one failed) and the promotion over them."""
     shutil.rmtree(where, ignore_errors=True)
     s = Store(where)
     obs = {c: s.put(("raw outputs of " + c).encode()) for c in ("artifact", "tokenizer",
-                                                                "forward")}
+                                                                "forward", "stochastic")}
     cmps = {
         "artifact": comparison("artifact", "artifact", "mechanical", "pass",
                                [case(0)], obs["artifact"], summary_text="1 of 1 cases"),
@@ -142,7 +183,10 @@ def build(where):
                                 summary_text="2 of 3 cases " + SECRET),
         "forward": comparison("forward", "forward", "numerical", "pass",
                               [case(4), case(5), case(6)], obs["forward"],
-                              tolerance="scalar-f32/1")}
+                              tolerance="scalar-f32-vs-f64/1"),
+        "stochastic": comparison("stochastic", "stochastic", "stochastic", "pass",
+                                 [case(7), case(8, False)], obs["stochastic"],
+                                 design=DESIGN, summary_text="no difference of concern")}
     for doc in cmps.values():
         s.put_receipt(doc)
     run_record = s.put(b'{"attempts": "as the run recorded them"}')
@@ -206,7 +250,7 @@ def test_show():
           out.get("decision") == "not_promoted" and out.get("failing") == ["tokenizer"] and
           claims.get("tokenizer", {}).get("verdict") == "fail" and
           claims["tokenizer"].get("stop_rule") == "mechanical_mismatch" and
-          claims.get("forward", {}).get("tolerance") == "scalar-f32/1" and
+          claims.get("forward", {}).get("tolerance") == "scalar-f32-vs-f64/1" and
           claims.get("artifact", {}).get("receipt_id") == cmps["artifact"]["root"].hex(),
           json.dumps(out)[:2000])
     check("the view: cases with ids, invariants, verdicts, output hashes; observations",
@@ -238,7 +282,7 @@ def test_show():
     check("--public shows every case id, invariant, pass/fail and output hash",
           pub is not None and pub.get("public") is True and
           all(case(i)["id"].hex() in both and case(i)["output"].hex() in both
-              for i in range(7)) and
+              for i in range(9)) and
           [c["pass"] for c in pub["claims"][1]["cases"]] == [True, False, True], both[:3000])
     # Elsewhere than STORE/receipts/: --store is needed.
     other = os.path.join(WORK, "elsewhere.cbor")
@@ -248,6 +292,19 @@ def test_show():
           p.returncode == 2 and b"--store" in p.stderr, p.stderr.decode(errors="replace"))
     p = tinylm("promote", "show", other, "--store", s.path)
     check("... and verifies with it", p.returncode == 0, p.stderr.decode(errors="replace"))
+    # A claim that did not run (stochastic, after a mechanical failure):
+    # no comparison names it, and it is not a pass.
+    names = promo["nodes"][2]["metadata"]["claims"]
+    entries = [e for e in promo["nodes"][3]["metadata"]["receipts"]
+               if e["claim"] != "stochastic"]
+    partial = promotion(names, entries, promo["nodes"][4]["metadata"]["run_record"])
+    p, out = show_json(s.put_receipt(partial))
+    check("a claim that did not run is shown as not_run and failing",
+          p.returncode == 0 and out is not None and
+          out["claims"][3] == {"claim": "stochastic", "verdict": "not_run"} and
+          out["failing"] == ["tokenizer", "stochastic"],
+          (p.stdout + p.stderr).decode(errors="replace")[:2000])
+    os.remove(s.receipt_path(partial["root"]))
     # A comparison receipt alone.
     p, out = show_json(s.receipt_path(cmps["forward"]["root"]))
     check("promote show verifies a comparison receipt and its observations",
@@ -389,6 +446,134 @@ def test_forgeries():
           p.stderr.decode(errors="replace"))
 
 
+def status(*args):
+    p = tinylm("promote", "status", *args, "--json")
+    try:
+        return p, json.loads(p.stdout)
+    except ValueError:
+        return p, None
+
+
+def by_claim(out):
+    return {(r.get("claim") or r.get("kind") or r["id"]): r for r in out.get("receipts", [])}
+
+
+def ancestors(r):
+    return [w["ancestor"] for w in r.get("invalidated_by", [])]
+
+
+def test_status():
+    global RUNTIME
+    empty = os.path.join(WORK, "empty-store")
+    Store(empty)
+    p, out = status("--store", empty)
+    if not check("status of an empty store: a listing, exit 0",
+                 p.returncode == 0 and out is not None and out["receipts"] == [],
+                 (p.stdout + p.stderr).decode(errors="replace")):
+        return
+    # Receipts of this very build.
+    saved = RUNTIME
+    RUNTIME = dict(RUNTIME, build_id=out["build_id"])
+    try:
+        s, cmps, promo, path, _, _ = build(os.path.join(WORK, "status-store"))
+    finally:
+        RUNTIME = saved
+    plan = os.path.join(WORK, "plan.json")
+    with open(plan, "wb") as f:
+        f.write(plan_bytes())
+    p, out = status("--store", s.path, "--plan", plan)
+    ok = p.returncode == 0 and out is not None
+    check("against the plan they were made under, every receipt is current",
+          ok and out["current"] == 5 and out["invalidated"] == 0 and
+          out["plan_id"] == PLAN.hex() and out["artifact_id"] == ARTIFACT.hex(),
+          (p.stdout + p.stderr).decode(errors="replace"))
+    # A tolerance policy change: the forward comparison and the promotion.
+    claims = [c if c[0] != "forward" else c[:3] + ("fast-f32-vs-f64/2",) + c[4:]
+              for c in CLAIMS]
+    with open(plan, "wb") as f:
+        f.write(plan_bytes(claims))
+    p, out = status("--store", s.path, "--plan", plan)
+    r = by_claim(out or {})
+    fw = r.get("forward", {}).get("invalidated_by", [{}])
+    check("a tolerance change invalidates the forward comparison (was, now) and the "
+          "promotion (plan, comparison); the others stay current with a note",
+          p.returncode == 0 and ancestors(r.get("forward", {})) == ["tolerance"] and
+          fw[0].get("was") == "scalar-f32-vs-f64/1" and fw[0].get("now") == "fast-f32-vs-f64/2" and
+          ancestors(r.get("promotion", {})) == ["plan", "comparison"] and
+          r.get("tokenizer", {}).get("status") == "current" and
+          "note" in r.get("tokenizer", {}), json.dumps(out)[:3000])
+    t = tinylm("promote", "status", "--store", s.path, "--plan", plan)
+    check("text: the changed ancestor named with its values",
+          t.returncode == 0 and
+          'invalidated: tolerance (was "scalar-f32-vs-f64/1", now "fast-f32-vs-f64/2")'
+          in t.stdout.decode(),
+          t.stdout.decode() + t.stderr.decode())
+    # No tolerance named: a numerical claim's is the lane's default, as
+    # promote resolves it (the scalar lane's scalar-f32-vs-f64/1).
+    claims = [c if c[0] != "forward" else c[:3] + (None,) + c[4:] for c in CLAIMS]
+    with open(plan, "wb") as f:
+        f.write(plan_bytes(claims))
+    p, out = status("--store", s.path, "--plan", plan)
+    check("no tolerance named: the lane's default, the forward comparison current",
+          by_claim(out or {}).get("forward", {}).get("status") == "current",
+          json.dumps(out)[:3000])
+    # Another case set.
+    claims = [c if c[0] != "tokenizer" else c[:4] + ([1, 2, 3, 7],) for c in CLAIMS]
+    with open(plan, "wb") as f:
+        f.write(plan_bytes(claims))
+    p, out = status("--store", s.path, "--plan", plan)
+    r = by_claim(out or {})
+    check("a case added invalidates that claim's comparison (cases)",
+          ancestors(r.get("tokenizer", {})) == ["cases"] and
+          r.get("artifact", {}).get("status") == "current", json.dumps(out)[:3000])
+    # Another stochastic design (registered before anything ran).
+    claims = [c if c[0] != "stochastic" else c[:5] + (dict(DESIGN, max_new=16),)
+              for c in CLAIMS]
+    with open(plan, "wb") as f:
+        f.write(plan_bytes(claims))
+    p, out = status("--store", s.path, "--plan", plan)
+    r = by_claim(out or {})
+    check("another stochastic design invalidates the stochastic comparison (design)",
+          ancestors(r.get("stochastic", {})) == ["design"] and
+          r["stochastic"]["invalidated_by"][0]["was"] == content_id(DESIGN).hex(),
+          json.dumps(out)[:3000])
+    # A claim removed.
+    with open(plan, "wb") as f:
+        f.write(plan_bytes(CLAIMS[:2] + CLAIMS[3:]))
+    p, out = status("--store", s.path, "--plan", plan)
+    check("a claim no longer in the plan (claim)",
+          ancestors(by_claim(out or {}).get("forward", {})) == ["claim"],
+          json.dumps(out)[:3000])
+    # Another artifact, given as a file.
+    other = os.path.join(WORK, "other.slm")
+    with open(other, "wb") as f:
+        f.write(b"another artifact's bytes")
+    p, out = status("--store", s.path, "--artifact", other)
+    check("--artifact: another artifact invalidates every receipt (artifact; now its "
+          "SHA-256)", p.returncode == 0 and out is not None and
+          all(ancestors(x)[:1] == ["artifact"] for x in out["receipts"]) and
+          out["artifact_id"] == sha(b"another artifact's bytes").hex(),
+          json.dumps(out)[:3000])
+    # Without a plan: the build alone; receipts of another build.
+    p, out = status("--store", os.path.join(WORK, "store"))
+    check("receipts of another build are invalidated (build)",
+          p.returncode == 0 and out is not None and out["receipts"] and
+          all(ancestors(x)[0] == "build" for x in out["receipts"]), json.dumps(out)[:3000])
+    # A damaged receipt: refused, exit 1, the others still listed.
+    with open(s.receipt_path(cmps["tokenizer"]["root"]), "wb") as f:
+        f.write(enc(cmps["artifact"]))
+    p, out = status("--store", s.path)
+    r = by_claim(out or {})
+    refused = [x for x in (out or {}).get("receipts", []) if x["status"] == "refused"]
+    check("a receipt whose bytes are not its name: refused (exit 1), the rest listed",
+          p.returncode == 1 and len(refused) == 1 and
+          refused[0]["id"] == cmps["tokenizer"]["root"].hex() and
+          len(out["receipts"]) == 5, json.dumps(out)[:3000])
+    p = tinylm("promote", "status")
+    check("status without --store: usage (2)", p.returncode == 2,
+          p.stderr.decode(errors="replace"))
+
+
 def main():
     global TINYLM, WORK
     if len(sys.argv) != 3:
@@ -399,7 +584,7 @@ def main():
     shutil.rmtree(WORK, ignore_errors=True)
     os.makedirs(WORK)
     for test in (test_independent_writer, test_show, test_unhashed_changes,
-                 test_forgeries):
+                 test_forgeries, test_status):
         try:
             test()
         except Exception as e:  # a crash in one test is one failure
