@@ -442,7 +442,7 @@ static bool find_reusable(tl_store *store, const tl_promote_runtime *rt, const t
       found = text_is(artifact, "artifact_id", art) && text_is(runtime, "build_id", rt->build_id) &&
               text_is(runtime, "backend", rt->backend) && text_is(plan, "claim", cl->name) &&
               text_is(plan, "kind", cl->kind) && json_array_size(cases) == cl->n_cases &&
-              json_array_size(json_object_get(evidence, "observations")) == 1;
+              json_array_size(json_object_get(evidence, "observations")) >= 1;
       for (size_t k = 0; found && k < cl->n_cases; k++) {
         char want[65];
         tl_cli_hex(cl->case_ids[k], 32, want);

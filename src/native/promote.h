@@ -50,7 +50,15 @@ typedef struct tl_claim_result {
   size_t n_cases;
   uint8_t observation[32]; /* the store object holding the raw outputs */
   bool has_observation;
+  /* Other store objects the observation names (captures, goldens, logits),
+   * listed after it in the comparison receipt so that everything the
+   * verdict rests on is checked for presence (malloc'd, n_support). */
+  uint8_t (*support)[32];
+  size_t n_support;
 } tl_claim_result;
+
+/* Adds an object to r->support (TL_ERR_OUT_OF_MEMORY). */
+tl_status tl_claim_result_support(tl_claim_result *r, const uint8_t id[32]);
 
 void tl_claim_result_free(tl_claim_result *r);
 

@@ -20,7 +20,19 @@
 
 void tl_claim_result_free(tl_claim_result *r) {
   free(r->cases);
+  free(r->support);
   memset(r, 0, sizeof *r);
+}
+
+tl_status tl_claim_result_support(tl_claim_result *r, const uint8_t id[32]) {
+  uint8_t(*grown)[32];
+  for (size_t i = 0; i < r->n_support; i++)
+    if (memcmp(r->support[i], id, 32) == 0) return TL_OK;
+  grown = realloc(r->support, (r->n_support + 1) * sizeof *grown);
+  if (grown == NULL) return TL_ERR_OUT_OF_MEMORY;
+  r->support = grown;
+  memcpy(r->support[r->n_support++], id, 32);
+  return TL_OK;
 }
 
 /* The profile a claim is judged by: its own, else the lane's. */
@@ -176,6 +188,10 @@ static tl_status numeric(tl_claim_ctx *c, bool greedy, tl_claim_result *out) {
     json_t *entry;
     if (label == NULL) label = "golden";
     if ((st = load_golden(c, cs, &g, gid)) != TL_OK) break;
+    if ((st = tl_claim_result_support(out, gid)) != TL_OK) {
+      tl_golden_free(&g);
+      break;
+    }
     tl_cli_hex(gid, 32, gid_hex);
     tl_cli_hex(out->cases[i].id, 32, case_hex);
     if ((st = golden_session(c, &g, &s)) != TL_OK) {
@@ -213,6 +229,7 @@ static tl_status numeric(tl_claim_ctx *c, bool greedy, tl_claim_result *out) {
                                   &doc, &doc_len, &side);
       if (st == TL_OK)
         st = tl_store_put(c->store, "capture", doc, doc_len, cap_id, c->err, c->err_cap);
+      if (st == TL_OK) st = tl_claim_result_support(out, cap_id);
       free(doc);
       if (st == TL_OK) {
         tl_cli_hex(cap_id, 32, cap_hex);
@@ -300,6 +317,8 @@ tl_status tl_claim_rejudge_numeric(tl_claim_ctx *c, const uint8_t observation[32
     }
     st = tl_store_get(c->store, gid, &gb, &gl, c->err, c->err_cap);
     if (st == TL_OK) st = tl_store_get(c->store, cap_id, &cb, &cl, c->err, c->err_cap);
+    if (st == TL_OK) st = tl_claim_result_support(out, gid);
+    if (st == TL_OK) st = tl_claim_result_support(out, cap_id);
     if (st == TL_OK) st = tl_golden_read(gb, gl, &g, c->err, c->err_cap);
     if (st == TL_OK) {
       st = tl_verify_obs_decode(&g, cb, cl, json_object_get(e, "side"), &o, c->err, c->err_cap);

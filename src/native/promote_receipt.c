@@ -102,8 +102,10 @@ static void emit_comparison(tl_cbor_writer *w, const void *arg) {
       }
       tl_cbor_end_array(w);
       tl_cbor_put_cstr(w, "observations");
-      tl_cbor_begin_array(w, r->has_observation ? 1 : 0);
+      tl_cbor_begin_array(w, r->has_observation ? 1 + r->n_support : 0);
       if (r->has_observation) tl_cbor_put_bytes(w, r->observation, 32);
+      for (size_t i = 0; r->has_observation && i < r->n_support; i++)
+        tl_cbor_put_bytes(w, r->support[i], 32);
       tl_cbor_end_array(w);
       tl_cbor_end_map(w);
       break;

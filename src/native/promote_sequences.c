@@ -444,7 +444,7 @@ static tl_status sample_lane(tl_claim_ctx *c, tl_model_handle m, const char *lan
 }
 
 static json_t *lane_json(tl_claim_ctx *c, const lane_draws *d, uint32_t count, size_t vocab,
-                         tl_status *st) {
+                         tl_claim_result *out, tl_status *st) {
   json_t *seeds = json_array();
   uint8_t lid[32];
   uint8_t *bytes = malloc(vocab * 4);
@@ -454,6 +454,7 @@ static json_t *lane_json(tl_claim_ctx *c, const lane_draws *d, uint32_t count, s
   }
   for (size_t i = 0; i < vocab; i++) tl_store_le32(bytes + 4 * i, tl_f32_to_bits(d->first[i]));
   *st = tl_store_put(c->store, "logits", bytes, vocab * 4, lid, c->err, c->err_cap);
+  if (*st == TL_OK) *st = tl_claim_result_support(out, lid);
   free(bytes);
   for (uint32_t i = 0; i < count; i++) {
     char lp[24];
@@ -510,8 +511,8 @@ tl_status tl_claim_stochastic(tl_claim_ctx *c, tl_claim_result *out) {
                      memcmp(da[i].ids[s], db[i].ids[s], da[i].len[s] * sizeof(uint32_t)) != 0;
     sp[i] = (tl_stats_prompt){da[i].p, db[i].p, vocab,   d.count,     differ[i], da[i].lp,
                               db[i].lp, da[i].len, db[i].len, da[i].stop, db[i].stop};
-    ja = lane_json(c, &da[i], d.count, vocab, &st);
-    jb = st == TL_OK ? lane_json(c, &db[i], d.count, vocab, &st) : json_null();
+    ja = lane_json(c, &da[i], d.count, vocab, out, &st);
+    jb = st == TL_OK ? lane_json(c, &db[i], d.count, vocab, out, &st) : json_null();
     json_array_append_new(entries, json_pack("{s:o,s:o}", "a", ja, "b", jb));
     canon = tl_plan_canonical(json_array_get(entries, i));
     if (canon) tl_sha256(canon, strlen(canon), out->cases[i].output);

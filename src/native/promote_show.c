@@ -456,7 +456,6 @@ static const char status_usage[] =
     "  Exit 0 (a listing, also when receipts are invalidated), 1 when a\n"
     "  receipt in the store is refused, 2 usage\n";
 
-
 /* What the receipts are judged against. */
 typedef struct current {
   const char *build_id;
