@@ -83,7 +83,7 @@ run_stage py-format-vectors /usr/bin/python3 tools/oracle/py_format_vectors.py -
 run_stage quant-vectors /usr/bin/python3 tools/quant_ref.py --check
 run_stage fast-vectors /usr/bin/python3 tools/fast_ref.py --check
 run_stage sampler-vectors /usr/bin/python3 tools/oracle/sampler_selftest_vectors.py --check
-run_stage build-gcc build CFG=gcc native
+run_stage build-gcc build CFG=gcc native tie-mutant
 run_stage build-clang build CFG=clang native
 run_stage build-asan build CFG=asan native
 run_stage build-tsan build CFG=tsan tsan-tests
@@ -157,6 +157,13 @@ run_stage diff-cbor /usr/bin/python3 tests/diff/cbor_diff.py build/asan/cbor_too
 run_stage sampler-random /usr/bin/python3 tools/oracle/sampler_random.py build/asan/sampler_tool
 # promote's stochastic statistics against SciPy (Debian's python3-scipy).
 run_stage promote-stats /usr/bin/python3 tests/promote/stats_scipy.py build/gcc/stats_tool
+# promote's receipts: an independent writer's, forged ones refused, status.
+run_stage promote-receipts /usr/bin/python3 tests/receipt/promote_forged_test.py build/asan/tinylm \
+  build/test-work/promote-receipts
+# plan init + promote on the demo model (q8), both lanes, one planted
+# defect per stop rule (~3.5 min on 2 cores: the oracles' inputs take half).
+run_stage promote /usr/bin/python3 tests/promote/promote_test.py build/gcc/tinylm \
+  build/gcc/tinylm-tie-mutant build/test-work/promote
 run_stage fuzz-build build fuzz
 run_stage fuzz-smoke tests/fuzz/run.sh "$FUZZ_SECONDS"
 

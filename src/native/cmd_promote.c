@@ -369,7 +369,8 @@ int tl_cmd_plan(int argc, char **argv) {
     }
     rc = TL_EXIT_OK;
   }
-  json_decref(plan ? plan : claims);
+  json_decref(plan);
+  json_decref(claims);
   json_decref(meta);
   tl_native_model_close(&m);
   return rc;
@@ -543,7 +544,7 @@ int tl_cmd_promote(int argc, char **argv) {
   bool *ran = NULL;
   uint32_t *attempts_of = NULL;
   tl_promotion_claim *pc = NULL;
-  json_t *attempts = json_array(), *out_claims = json_array();
+  json_t *attempts = NULL, *out_claims = NULL;
   tl_promote_runtime rt;
   tl_status st;
   int rc = TL_EXIT_USAGE;
@@ -647,12 +648,14 @@ int tl_cmd_promote(int argc, char **argv) {
   rt.numerical_profile = session_ok ? tl_native_lane_profile(&s.lane)
                          : strcmp(plan.lane, "fast") == 0 ? "fast/4"
                                                            : "scalar-f32/1";
+  attempts = json_array();
+  out_claims = json_array();
   results = calloc(plan.n_claims, sizeof *results);
   receipt_ids = calloc(plan.n_claims, 32);
   ran = calloc(plan.n_claims, sizeof *ran);
   attempts_of = calloc(plan.n_claims, sizeof *attempts_of);
   pc = calloc(plan.n_claims, sizeof *pc);
-  if (!results || !receipt_ids || !ran || !attempts_of || !pc) {
+  if (!results || !receipt_ids || !ran || !attempts_of || !pc || !attempts || !out_claims) {
     rc = tl_cli_fail(json, TL_ERR_OUT_OF_MEMORY, "out of memory");
     goto done;
   }

@@ -168,7 +168,7 @@ static tl_status check_claim(checker *c, json_t *o, size_t ci, tl_plan_claim *cl
   if (level == NULL) return bad(c, path, "kind: not one of docs/promotion.md's claim kinds");
   if (strcmp(level, cl->level) != 0) {
     char what[128];
-    snprintf(what, sizeof what, "level: a %s claim is %s", cl->kind, level);
+    snprintf(what, sizeof what, "level: the kind %s is %s", cl->kind, level);
     return bad(c, path, what);
   }
   if (cl->tolerance != NULL && strcmp(level, "numerical") != 0)
