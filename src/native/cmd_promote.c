@@ -302,8 +302,10 @@ int tl_cmd_plan(int argc, char **argv) {
     out_path = defpath;
   }
   {
-    const char *inputs[] = {model_path, reader, goldens[0]};
-    st = tl_file_output_check(out_path, inputs, reader ? 2 : 1, force, NULL, err, sizeof err);
+    /* Never written over: the model, the reader's output, any golden. */
+    const char *inputs[2 + sizeof goldens / sizeof goldens[0]] = {model_path, reader};
+    for (size_t i = 0; i < n_goldens; i++) inputs[2 + i] = goldens[i];
+    st = tl_file_output_check(out_path, inputs, 2 + n_goldens, force, NULL, err, sizeof err);
     if (st != TL_OK) return tl_cli_fail(json, st, "%s", err);
   }
   if ((st = file_sha256(model_path, artifact, err, sizeof err)) != TL_OK)

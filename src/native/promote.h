@@ -57,10 +57,8 @@ typedef struct tl_claim_result {
   size_t n_support;
 } tl_claim_result;
 
-/* Adds an object to r->support (TL_ERR_OUT_OF_MEMORY). */
-tl_status tl_claim_result_support(tl_claim_result *r, const uint8_t id[32]);
 
-void tl_claim_result_free(tl_claim_result *r);
+
 
 /* What a runner gets. The session is open on the plan's artifact and lane
  * (allocated for `context` tokens); a runner that needs a second lane or a
@@ -76,6 +74,14 @@ typedef struct tl_claim_ctx {
   char *err;            /* infrastructure errors (a non-TL_OK return) */
   size_t err_cap;
 } tl_claim_ctx;
+
+/* promote_result.c. begin: *out zeroed and passing, one outcome per case
+ * of the claim with its id, *cases the plan's case array (an infrastructure
+ * error with c->err set when the claim has none or an id is not hex);
+ * support: adds an object the observation names (once); free: releases. */
+tl_status tl_claim_result_begin(tl_claim_ctx *c, tl_claim_result *out, const json_t **cases);
+tl_status tl_claim_result_support(tl_claim_result *r, const uint8_t id[32]);
+void tl_claim_result_free(tl_claim_result *r);
 
 /* A runner: TL_OK with *out filled (pass or fail), or an infrastructure
  * failure (I/O, memory) that the caller retries once. */

@@ -61,37 +61,17 @@ static const char *claim_name(const tl_claim_ctx *c) {
   return s != NULL ? s : "?";
 }
 
-static void release(tl_claim_result *out) {
-  free(out->cases);
-  memset(out, 0, sizeof *out);
-}
-
 /* Starts a claim: out zeroed, one outcome per case with its id. */
 static tl_status begin(run *r, tl_claim_ctx *c, tl_claim_result *out) {
   memset(r, 0, sizeof *r);
-  memset(out, 0, sizeof *out);
   r->c = c;
   r->out = out;
-  r->cases = json_object_get(c->claim, "cases");
-  r->n = json_array_size(r->cases);
-  if (!json_is_array(r->cases) || r->n == 0)
-    return infra(c, TL_ERR_INVALID_ARGUMENT, "claim %s: no cases",
-                 claim_name(c));
-  out->cases = calloc(r->n, sizeof *out->cases);
-  if (out->cases == NULL) return infra(c, TL_ERR_OUT_OF_MEMORY, "out of memory");
-  out->n_cases = r->n;
-  out->pass = true;
-  for (size_t i = 0; i < r->n; i++) {
-    const char *hex =
-        json_string_value(json_object_get(json_array_get(r->cases, i), "id"));
-    if (hex == NULL || !tl_hex32_parse(hex, out->cases[i].id)) {
-      release(out);
-      return infra(c, TL_ERR_INVALID_ARGUMENT,
-                   "claim %s: cases[%zu].id is not 64 hex digits",
-                   claim_name(c), i);
-    }
+  r->cases = NULL;
+  {
+    tl_status st = tl_claim_result_begin(c, out, &r->cases);
+    r->n = out->n_cases;
+    return st;
   }
-  return TL_OK;
 }
 
 static const json_t *case_body(const run *r, size_t i) {
@@ -162,7 +142,7 @@ static tl_status finish(run *r, tl_status st) {
   free(r->obs);
   r->obs = NULL;
   if (st != TL_OK) {
-    release(r->out);
+    tl_claim_result_free(r->out);
     return st;
   }
   snprintf(r->out->summary, sizeof r->out->summary,

@@ -18,23 +18,6 @@
 #include "promote_plan.h"
 #include "verify.h"
 
-void tl_claim_result_free(tl_claim_result *r) {
-  free(r->cases);
-  free(r->support);
-  memset(r, 0, sizeof *r);
-}
-
-tl_status tl_claim_result_support(tl_claim_result *r, const uint8_t id[32]) {
-  uint8_t(*grown)[32];
-  for (size_t i = 0; i < r->n_support; i++)
-    if (memcmp(r->support[i], id, 32) == 0) return TL_OK;
-  grown = realloc(r->support, (r->n_support + 1) * sizeof *grown);
-  if (grown == NULL) return TL_ERR_OUT_OF_MEMORY;
-  r->support = grown;
-  memcpy(r->support[r->n_support++], id, 32);
-  return TL_OK;
-}
-
 /* The profile a claim is judged by: its own, else the lane's. */
 static const char *claim_profile(const tl_claim_ctx *c) {
   const json_t *t = json_object_get(c->claim, "tolerance");
@@ -154,26 +137,13 @@ static void summarize(tl_claim_ctx *c, bool greedy, tl_claim_result *out, double
              passed, out->n_cases, claim_profile(c), failing_records, worst);
 }
 
-static tl_status prepare(tl_claim_ctx *c, tl_claim_result *out, const json_t **cases) {
-  *cases = json_object_get(c->claim, "cases");
-  memset(out, 0, sizeof *out);
-  out->pass = true;
-  out->n_cases = json_array_size(*cases);
-  out->cases = calloc(out->n_cases ? out->n_cases : 1, sizeof *out->cases);
-  if (out->cases == NULL) return TL_ERR_OUT_OF_MEMORY;
-  for (size_t i = 0; i < out->n_cases; i++)
-    tl_hex32_parse(json_string_value(json_object_get(json_array_get(*cases, i), "id")),
-                   out->cases[i].id);
-  return TL_OK;
-}
-
 /* The observation object: {"claim", "kind", "lane", "profile", "cases":
  * [{"case": id, "golden": object id, "capture": object id, "side": {..}}
  * or {"case", "golden", "fault": {...}}]}. */
 static tl_status numeric(tl_claim_ctx *c, bool greedy, tl_claim_result *out) {
   const json_t *cases;
   json_t *obs = json_array();
-  tl_status st = prepare(c, out, &cases);
+  tl_status st = tl_claim_result_begin(c, out, &cases);
   double worst = 0.0;
   size_t failing = 0;
   for (size_t i = 0; st == TL_OK && i < out->n_cases; i++) {
@@ -276,7 +246,7 @@ tl_status tl_claim_rejudge_numeric(tl_claim_ctx *c, const uint8_t observation[32
   bool greedy = strcmp(json_string_value(json_object_get(c->claim, "kind")), "greedy") == 0;
   double worst = 0.0;
   size_t failing = 0;
-  tl_status st = prepare(c, out, &cases);
+  tl_status st = tl_claim_result_begin(c, out, &cases);
   if (st == TL_OK) st = tl_store_get(c->store, observation, &bytes, &len, c->err, c->err_cap);
   if (st == TL_OK) {
     doc = json_loadb((const char *)bytes, len, JSON_REJECT_DUPLICATES, NULL);

@@ -28,25 +28,8 @@ static void put_text_or_null(tl_cbor_writer *w, const char *s) {
 
 /* The two nodes a run receipt has too, with the same metadata. */
 static void emit_shared(tl_cbor_writer *w, const tl_promote_runtime *rt, int which) {
-  if (which == 0) {
-    tl_cbor_begin_map(w, 1);
-    tl_cbor_put_cstr(w, "artifact_id");
-    tl_cbor_put_bytes(w, rt->artifact_id, 32);
-    tl_cbor_end_map(w);
-    return;
-  }
-  tl_cbor_begin_map(w, 5);
-  tl_cbor_put_cstr(w, "name");
-  tl_cbor_put_cstr(w, "tinylm");
-  tl_cbor_put_cstr(w, "version");
-  tl_cbor_put_cstr(w, TL_VERSION_STRING);
-  tl_cbor_put_cstr(w, "backend");
-  tl_cbor_put_cstr(w, rt->backend);
-  tl_cbor_put_cstr(w, "build_id");
-  tl_cbor_put_cstr(w, rt->build_id);
-  tl_cbor_put_cstr(w, "numerical_profile");
-  tl_cbor_put_cstr(w, rt->numerical_profile);
-  tl_cbor_end_map(w);
+  if (which == 0) tl_receipt_put_artifact(w, rt->artifact_id);
+  else tl_receipt_put_runtime(w, rt->backend, rt->build_id, rt->numerical_profile);
 }
 
 static void emit_comparison(tl_cbor_writer *w, const void *arg) {

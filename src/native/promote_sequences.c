@@ -22,19 +22,6 @@ static tl_status api_fail(tl_claim_ctx *c, uint32_t handle, tl_status st, const 
   return st;
 }
 
-static tl_status prepare(tl_claim_ctx *c, tl_claim_result *out, const json_t **cases) {
-  *cases = json_object_get(c->claim, "cases");
-  memset(out, 0, sizeof *out);
-  out->pass = true;
-  out->n_cases = json_array_size(*cases);
-  out->cases = calloc(out->n_cases ? out->n_cases : 1, sizeof *out->cases);
-  if (out->cases == NULL) return TL_ERR_OUT_OF_MEMORY;
-  for (size_t i = 0; i < out->n_cases; i++)
-    tl_hex32_parse(json_string_value(json_object_get(json_array_get(*cases, i), "id")),
-                   out->cases[i].id);
-  return TL_OK;
-}
-
 static tl_status put_observation(tl_claim_ctx *c, json_t *doc, tl_claim_result *out) {
   char *text = tl_plan_canonical(doc);
   tl_status st = text ? tl_store_put(c->store, "observation", (const uint8_t *)text,
@@ -254,7 +241,7 @@ tl_status tl_claim_multiturn(tl_claim_ctx *c, tl_claim_result *out) {
   json_t *entries = json_array();
   tl_model_handle m = 0;
   size_t passed = 0;
-  tl_status st = prepare(c, out, &cases);
+  tl_status st = tl_claim_result_begin(c, out, &cases);
   if (st == TL_OK) st = with_model(c, &m);
   for (size_t i = 0; st == TL_OK && i < out->n_cases; i++) {
     json_t *entry = NULL;
@@ -476,7 +463,7 @@ tl_status tl_claim_stochastic(tl_claim_ctx *c, tl_claim_result *out) {
   json_t *entries = json_array();
   tl_stats_report rep;
   bool have_report = false;
-  tl_status st = prepare(c, out, &cases);
+  tl_status st = tl_claim_result_begin(c, out, &cases);
   if (st == TL_OK)
     st = tl_stoch_design_parse(json_object_get(c->claim, "design"), c->lane, &d, c->err,
                                c->err_cap);

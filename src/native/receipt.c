@@ -301,6 +301,29 @@ static void put_section_digest(tl_cbor_writer *w, const tl_slm *slm,
   tl_cbor_end_map(w);
 }
 
+void tl_receipt_put_artifact(tl_cbor_writer *w, const uint8_t artifact_id[32]) {
+  tl_cbor_begin_map(w, 1);
+  tl_cbor_put_cstr(w, "artifact_id");
+  tl_cbor_put_bytes(w, artifact_id, 32);
+  tl_cbor_end_map(w);
+}
+
+void tl_receipt_put_runtime(tl_cbor_writer *w, const char *backend, const char *build_id,
+                            const char *numerical_profile) {
+  tl_cbor_begin_map(w, 5);
+  tl_cbor_put_cstr(w, "name");
+  tl_cbor_put_cstr(w, "tinylm");
+  tl_cbor_put_cstr(w, "version");
+  tl_cbor_put_cstr(w, TL_VERSION_STRING);
+  tl_cbor_put_cstr(w, "backend");
+  tl_cbor_put_cstr(w, backend);
+  tl_cbor_put_cstr(w, "build_id");
+  tl_cbor_put_cstr(w, build_id);
+  tl_cbor_put_cstr(w, "numerical_profile");
+  tl_cbor_put_cstr(w, numerical_profile);
+  tl_cbor_end_map(w);
+}
+
 typedef struct emit_arg {
   const tl_run_facts *f;
   int which;
@@ -312,24 +335,11 @@ static void emit_meta(tl_cbor_writer *w, const void *arg) {
   uint8_t digest[32];
   switch (a->which) {
     case 0: /* artifact */
-      tl_cbor_begin_map(w, 1);
-      tl_cbor_put_cstr(w, "artifact_id");
-      tl_cbor_put_bytes(w, f->artifact_id, 32);
-      tl_cbor_end_map(w);
+      tl_receipt_put_artifact(w, f->artifact_id);
       break;
     case 1: /* runtime */
-      tl_cbor_begin_map(w, 5);
-      tl_cbor_put_cstr(w, "name");
-      tl_cbor_put_cstr(w, "tinylm");
-      tl_cbor_put_cstr(w, "version");
-      tl_cbor_put_cstr(w, TL_VERSION_STRING);
-      tl_cbor_put_cstr(w, "backend");
-      tl_cbor_put_cstr(w, f->backend ? f->backend : "scalar");
-      tl_cbor_put_cstr(w, "build_id");
-      tl_cbor_put_cstr(w, f->build_id);
-      tl_cbor_put_cstr(w, "numerical_profile");
-      tl_cbor_put_cstr(w, f->numerical_profile ? f->numerical_profile : "scalar-f32/1");
-      tl_cbor_end_map(w);
+      tl_receipt_put_runtime(w, f->backend ? f->backend : "scalar", f->build_id,
+                             f->numerical_profile ? f->numerical_profile : "scalar-f32/1");
       break;
     case 2:
       put_section_digest(w, f->slm, TL_SLM_TOKENIZER);

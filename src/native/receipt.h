@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cbor/cbor.h"
 #include "sample/sampler.h"
 #include "slm/slm.h"
 #include "tinylm.h"
@@ -52,6 +53,13 @@ typedef struct tl_run_facts {
    * "scalar-f32/1". */
   const char *backend, *numerical_profile;
 } tl_run_facts;
+
+/* The artifact and runtime nodes' metadata, shared by every receipt that
+ * names them (run, comparison, promotion), so one artifact on one build
+ * and lane has one node id everywhere. */
+void tl_receipt_put_artifact(tl_cbor_writer *w, const uint8_t artifact_id[32]);
+void tl_receipt_put_runtime(tl_cbor_writer *w, const char *backend, const char *build_id,
+                            const char *numerical_profile);
 
 /* The receipt file (deterministic CBOR, malloc'd) and its root id. */
 tl_status tl_run_receipt(const tl_run_facts *f, uint8_t **doc, size_t *len,

@@ -19,9 +19,12 @@
     inference into a new comparison receipt, the old one untouched;
   * one planted defect per stop rule refuses promotion naming the rule and
     the claim: a tokenizer case changed, a template byte changed, a q8
-    block scale flipped in a copy of the artifact, a non-finite weight, a
-    sampler that breaks ties the other way (a mutant build), a stored raw
-    output deleted, a forged comparison receipt;
+    block scale flipped in a copy of the artifact, a non-finite weight, the
+    independent reader's view changed, a sampler that breaks ties the other
+    way (a mutant build), a stored raw output deleted, a forged comparison
+    receipt (the rules a converted artifact cannot carry, unresolved
+    source conflicts, unknown fields, unconsumed tensors, are planted in
+    rewritten artifacts by promote_mechanical_test.c);
   * `promote show --public` holds no case text and no expected answer.
 
     promote_test.py TINYLM TIE_MUTANT WORKDIR
@@ -146,7 +149,7 @@ def setup():
           p.stderr.decode()[-400:])
     golden = os.path.join(WORK, "q8-sum.cbor")
     p = run(PY, os.path.join(ROOT, "tools", "oracle", "qwen3_ref.py"), hf, "--slm", art, "--ids",
-            SUM_IDS, "--positions", "0,11,22", "--greedy", "14", "-o", golden)
+            SUM_IDS, "--positions", "0,11,22", "--greedy", "4", "-o", golden)
     check("the NumPy oracle writes a golden on the artifact's own weights", p.returncode == 0,
           p.stderr.decode()[-400:])
     return art, reader, golden
@@ -320,6 +323,17 @@ def main():
         bad["artifact"]["path"] = nonfinite
         p, out = promote(save(bad, os.path.join(WORK, "bad-nan.plan.json")), store)
         refused("a non-finite weight", p, out, "artifact", "non_finite_value")
+
+    # The independent reader's registered view differs from the artifact
+    # (one tensor digest changed, its case id recomputed).
+    bad = only(plan, "artifact", "independent_reader")
+    victim = claim(bad, "independent_reader")["cases"][0]
+    tensors = victim["case"]["output"]["tensors"]
+    tensors[0]["blake3"] = "0" * 64
+    victim["id"] = case_id(victim["case"])
+    p, out = promote(save(bad, os.path.join(WORK, "bad-reader.plan.json")), store)
+    refused("the independent reader's view differs", p, out, "independent_reader",
+            "independent_reader_failed")
 
     # A sampler that breaks ties by the higher id.
     bad = only(plan, "artifact", "sampler")
