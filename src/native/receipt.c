@@ -277,12 +277,6 @@ static const node_type prom_types[5] = {
 /* ------------------------------------------------------------------------ */
 /* The writer                                                               */
 
-typedef struct node {
-  uint8_t *meta;
-  size_t meta_len;
-  uint8_t id[32];
-} node;
-
 static void put_ids(tl_cbor_writer *w, const uint32_t *ids, size_t n) {
   tl_cbor_begin_array(w, n);
   for (size_t i = 0; i < n; i++) tl_cbor_put_uint(w, ids[i]);
@@ -397,38 +391,58 @@ static void emit_meta(tl_cbor_writer *w, const void *arg) {
   }
 }
 
+/* Seals nodes[0..n) in order: each id from its type, metadata and its
+ * children's ids (children come first). */
+static tl_status seal_nodes(tl_graph_node *nodes, size_t n) {
+  tl_status st = n == 0 ? TL_ERR_INVALID_ARGUMENT : TL_OK;
+  for (size_t i = 0; i < n && st == TL_OK; i++) {
+    uint8_t kids[8 * 32];
+    if (nodes[i].n_kids > 8) return TL_ERR_INVALID_ARGUMENT;
+    for (size_t k = 0; k < nodes[i].n_kids; k++) {
+      if (nodes[i].kids[k] >= i) return TL_ERR_INVALID_ARGUMENT; /* children first */
+      memcpy(kids + 32 * k, nodes[nodes[i].kids[k]].id, 32);
+    }
+    st = tl_node_id(nodes[i].type, nodes[i].meta, nodes[i].meta_len, kids, nodes[i].n_kids,
+                    nodes[i].id);
+  }
+  return st;
+}
+
+/* "root" and "nodes" of a graph document: the last node is the root. */
+static void put_root_and_nodes(tl_cbor_writer *w, const tl_graph_node *nodes, size_t n) {
+  tl_cbor_put_cstr(w, "root");
+  tl_cbor_put_bytes(w, nodes[n - 1].id, 32);
+  tl_cbor_put_cstr(w, "nodes");
+  tl_cbor_begin_array(w, n);
+  for (size_t i = 0; i < n; i++) {
+    const tl_graph_node *g = &nodes[i];
+    tl_cbor_reader r;
+    tl_cbor_begin_map(w, 4);
+    tl_cbor_put_cstr(w, "id");
+    tl_cbor_put_bytes(w, g->id, 32);
+    tl_cbor_put_cstr(w, "type");
+    tl_cbor_put_cstr(w, g->type);
+    tl_cbor_put_cstr(w, "children");
+    tl_cbor_begin_array(w, g->n_kids);
+    for (size_t k = 0; k < g->n_kids; k++) tl_cbor_put_bytes(w, nodes[g->kids[k]].id, 32);
+    tl_cbor_end_array(w);
+    tl_cbor_put_cstr(w, "metadata");
+    tl_cbor_reader_init(&r, g->meta, g->meta_len, NULL);
+    tl_cbor_copy_item(&r, w);
+    tl_cbor_end_map(w);
+  }
+  tl_cbor_end_array(w);
+}
+
 typedef struct file_arg {
   const tl_run_facts *f;
-  node *nodes;
+  const tl_graph_node *nodes;
 } file_arg;
 
 static void emit_file(tl_cbor_writer *w, const void *arg) {
   const file_arg *a = arg;
   tl_cbor_begin_map(w, a->f->isa != NULL ? 5 : 4);
-  tl_cbor_put_cstr(w, "root");
-  tl_cbor_put_bytes(w, a->nodes[N_NODES - 1].id, 32);
-  tl_cbor_put_cstr(w, "nodes");
-  tl_cbor_begin_array(w, N_NODES);
-  for (size_t i = 0; i < N_NODES; i++) {
-    const node *n = &a->nodes[i];
-    const node_type *t = &node_types[i];
-    tl_cbor_reader r;
-    tl_cbor_begin_map(w, 4);
-    tl_cbor_put_cstr(w, "id");
-    tl_cbor_put_bytes(w, n->id, 32);
-    tl_cbor_put_cstr(w, "type");
-    tl_cbor_put_cstr(w, t->name);
-    tl_cbor_put_cstr(w, "children");
-    tl_cbor_begin_array(w, t->n_children);
-    for (size_t c = 0; c < t->n_children; c++)
-      tl_cbor_put_bytes(w, a->nodes[t->children[c]].id, 32);
-    tl_cbor_end_array(w);
-    tl_cbor_put_cstr(w, "metadata");
-    tl_cbor_reader_init(&r, n->meta, n->meta_len, NULL);
-    tl_cbor_copy_item(&r, w);
-    tl_cbor_end_map(w);
-  }
-  tl_cbor_end_array(w);
+  put_root_and_nodes(w, a->nodes, N_NODES);
   tl_cbor_put_cstr(w, "format");
   tl_cbor_put_cstr(w, "tinylm.receipt/1");
   if (a->f->isa != NULL) {
@@ -457,31 +471,29 @@ static void emit_file(tl_cbor_writer *w, const void *arg) {
 tl_status tl_run_receipt(const tl_run_facts *f, uint8_t **doc, size_t *len,
                          uint8_t root[32]) {
   /* In node_types order, which is post-order: children before parents. */
-  node nodes[N_NODES];
+  tl_graph_node nodes[N_NODES];
   tl_status st = TL_OK;
   memset(nodes, 0, sizeof nodes);
   for (int i = 0; i < N_NODES && st == TL_OK; i++) {
     const node_type *t = &node_types[i];
     emit_arg a = {f, i};
-    uint8_t kids[4 * 32];
-    st =
-        tl_cbor_encode_alloc(emit_meta, &a, &nodes[i].meta, &nodes[i].meta_len);
-    for (size_t c = 0; st == TL_OK && c < t->n_children; c++)
-      memcpy(kids + 32 * c, nodes[t->children[c]].id, 32);
-    if (st == TL_OK)
-      st = tl_node_id(t->name, nodes[i].meta, nodes[i].meta_len, kids,
-                      t->n_children, nodes[i].id);
+    uint8_t *meta = NULL;
+    st = tl_cbor_encode_alloc(emit_meta, &a, &meta, &nodes[i].meta_len);
+    nodes[i].meta = meta;
+    nodes[i].type = t->name;
+    nodes[i].n_kids = t->n_children;
+    for (size_t c = 0; c < t->n_children; c++) nodes[i].kids[c] = (size_t)t->children[c];
   }
+  if (st == TL_OK) st = seal_nodes(nodes, N_NODES);
   if (st == TL_OK) {
     file_arg fa = {f, nodes};
     st = tl_cbor_encode_alloc(emit_file, &fa, doc, len);
     memcpy(root, nodes[N_NODES - 1].id, 32);
   }
-  for (int i = 0; i < N_NODES; i++) free(nodes[i].meta);
+  for (int i = 0; i < N_NODES; i++) free((void *)nodes[i].meta);
   return st;
 }
 
-/* Any graph without timings: {"format", "root", "nodes"}. */
 typedef struct graph_doc {
   const char *format;
   const tl_graph_node *nodes;
@@ -491,49 +503,17 @@ typedef struct graph_doc {
 static void emit_graph_doc(tl_cbor_writer *w, const void *arg) {
   const graph_doc *g = arg;
   tl_cbor_begin_map(w, 3);
+  put_root_and_nodes(w, g->nodes, g->n);
   tl_cbor_put_cstr(w, "format");
   tl_cbor_put_cstr(w, g->format);
-  tl_cbor_put_cstr(w, "root");
-  tl_cbor_put_bytes(w, g->nodes[g->n - 1].id, 32);
-  tl_cbor_put_cstr(w, "nodes");
-  tl_cbor_begin_array(w, g->n);
-  for (size_t i = 0; i < g->n; i++) {
-    const tl_graph_node *n = &g->nodes[i];
-    tl_cbor_reader r;
-    tl_cbor_begin_map(w, 4);
-    tl_cbor_put_cstr(w, "id");
-    tl_cbor_put_bytes(w, n->id, 32);
-    tl_cbor_put_cstr(w, "type");
-    tl_cbor_put_cstr(w, n->type);
-    tl_cbor_put_cstr(w, "children");
-    tl_cbor_begin_array(w, n->n_kids);
-    for (size_t k = 0; k < n->n_kids; k++)
-      tl_cbor_put_bytes(w, g->nodes[n->kids[k]].id, 32);
-    tl_cbor_end_array(w);
-    tl_cbor_put_cstr(w, "metadata");
-    tl_cbor_reader_init(&r, n->meta, n->meta_len, NULL);
-    tl_cbor_copy_item(&r, w);
-    tl_cbor_end_map(w);
-  }
-  tl_cbor_end_array(w);
   tl_cbor_end_map(w);
 }
 
 tl_status tl_graph_receipt_encode(const char *format, tl_graph_node *nodes, size_t n,
                                   uint8_t **doc, size_t *len, uint8_t root[32]) {
-  tl_status st = n == 0 ? TL_ERR_INVALID_ARGUMENT : TL_OK;
+  tl_status st = seal_nodes(nodes, n);
   *doc = NULL;
   *len = 0;
-  for (size_t i = 0; i < n && st == TL_OK; i++) {
-    uint8_t kids[8 * 32];
-    if (nodes[i].n_kids > 8) return TL_ERR_INVALID_ARGUMENT;
-    for (size_t k = 0; k < nodes[i].n_kids; k++) {
-      if (nodes[i].kids[k] >= i) return TL_ERR_INVALID_ARGUMENT; /* children first */
-      memcpy(kids + 32 * k, nodes[nodes[i].kids[k]].id, 32);
-    }
-    st = tl_node_id(nodes[i].type, nodes[i].meta, nodes[i].meta_len, kids,
-                    nodes[i].n_kids, nodes[i].id);
-  }
   if (st == TL_OK) {
     graph_doc g = {format, nodes, n};
     st = tl_cbor_encode_alloc(emit_graph_doc, &g, doc, len);
