@@ -84,6 +84,9 @@ run_stage quant-vectors /usr/bin/python3 tools/quant_ref.py --check
 run_stage fast-vectors /usr/bin/python3 tools/fast_ref.py --check
 run_stage sampler-vectors /usr/bin/python3 tools/oracle/sampler_selftest_vectors.py --check
 run_stage build-gcc build CFG=gcc native tie-mutant
+# Before the unit suites: promote_mechanical runs its tokenizer and
+# template claims on the real tokenizer artifact.
+run_stage tok-artifact build tok-slm
 run_stage build-clang build CFG=clang native
 run_stage build-asan build CFG=asan native
 run_stage build-tsan build CFG=tsan tsan-tests
@@ -108,7 +111,6 @@ run_stage web-observe node tests/web/observe_test.mjs build/gcc/tinylm build/tes
   build/web build/web-mutant
 run_stage neon-identity tests/neon/qemu.sh identity build/gcc/transcript
 run_stage cli tests/cli/cli_test.sh build/asan/tinylm
-run_stage tok-artifact build tok-slm
 run_stage tok-goldens-current node tools/oracle/tok_golden.mjs --check
 run_stage tok-unit-cases node tools/oracle/tok_unit_cases.mjs --check
 run_stage tok-golden node tests/tok/check_golden.mjs build/gcc/tinylm "$TOK_SLM"
