@@ -14,6 +14,7 @@
 #include "promote.h"
 #include "promote_plan.h"
 #include "promote_stats.h"
+#include "utf8.h"
 
 static tl_status api_fail(tl_claim_ctx *c, uint32_t handle, tl_status st, const char *what) {
   tl_error e;
@@ -178,8 +179,12 @@ static tl_status multiturn_case(tl_claim_ctx *c, tl_model_handle m, const json_t
      * the end-of-turn token the template writes itself. */
     size_t keep = t1.raw_len;
     const char *eot = "<|im_end|>";
+    size_t bad;
     if (keep >= strlen(eot) && memcmp(t1.raw + keep - strlen(eot), eot, strlen(eot)) == 0)
       keep -= strlen(eot);
+    /* A reply cut by max_new inside a character: the whole characters, as
+     * a chat would show it. */
+    if (tl_utf8_validate(t1.raw, keep, &bad) != TL_OK) keep = bad;
     messages2 = json_deep_copy(messages);
     json_array_append_new(messages2, json_pack("{s:s,s:s%}", "role", "assistant", "content",
                                                (const char *)t1.raw, keep));
