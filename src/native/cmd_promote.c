@@ -122,6 +122,9 @@ static const char *source_weights_sha256(const json_t *meta) {
   return NULL;
 }
 
+/* Who produced a golden's values: its own producer field says. */
+#define GOLDEN_ORACLE "the goldens' producers (tinylm.golden/1 producer field)"
+
 /* forward/greedy claims: the transformers goldens of this checkpoint and
  * every --golden given. A lossy quantisation is judged on continuations
  * only against goldens of the source weights (the profiles bound
@@ -184,15 +187,13 @@ static tl_status numeric_claims(const json_t *meta, const char *root, const char
   if (json_array_size(fwd) > 0)
     json_array_append_new(claims, json_pack("{s:s,s:s,s:s,s:s,s:n,s:n,s:o}", "name", "forward",
                                             "kind", "forward", "level", "numerical", "oracle",
-                                            "the goldens' producers (tinylm.golden/1 producer field)",
-                                            "tolerance", "design", "cases", fwd));
+                                            GOLDEN_ORACLE, "tolerance", "design", "cases", fwd));
   else
     json_decref(fwd);
   if (json_array_size(gr) > 0)
     json_array_append_new(claims, json_pack("{s:s,s:s,s:s,s:s,s:n,s:n,s:o}", "name", "greedy",
                                             "kind", "greedy", "level", "numerical", "oracle",
-                                            "the goldens' producers (tinylm.golden/1 producer field)",
-                                            "tolerance", "design", "cases", gr));
+                                            GOLDEN_ORACLE, "tolerance", "design", "cases", gr));
   else
     json_decref(gr);
   return TL_OK;
@@ -393,11 +394,16 @@ static tl_claim_runner runner_for(const char *kind) {
   static const struct {
     const char *kind;
     tl_claim_runner run;
-  } runners[] = {{"artifact", tl_claim_artifact},   {"independent_reader", tl_claim_independent_reader},
-                 {"tokenizer", tl_claim_tokenizer}, {"template", tl_claim_template},
-                 {"eos", tl_claim_eos},             {"sampler", tl_claim_sampler},
-                 {"forward", tl_claim_forward},     {"greedy", tl_claim_greedy},
-                 {"multiturn", tl_claim_multiturn}, {"stochastic", tl_claim_stochastic}};
+  } runners[] = {{"artifact", tl_claim_artifact},
+                 {"independent_reader", tl_claim_independent_reader},
+                 {"tokenizer", tl_claim_tokenizer},
+                 {"template", tl_claim_template},
+                 {"eos", tl_claim_eos},
+                 {"sampler", tl_claim_sampler},
+                 {"forward", tl_claim_forward},
+                 {"greedy", tl_claim_greedy},
+                 {"multiturn", tl_claim_multiturn},
+                 {"stochastic", tl_claim_stochastic}};
   for (size_t i = 0; i < sizeof runners / sizeof runners[0]; i++)
     if (strcmp(runners[i].kind, kind) == 0) return runners[i].run;
   return NULL;
@@ -477,10 +483,10 @@ static tl_status run_claim(tl_claim_ctx *c, const tl_plan_claim *cl, bool reuse,
     st = tl_claim_rejudge_numeric(c, obs, &c->session->qwen.cfg, res);
     *attempt = 1;
     *reused = st == TL_OK;
-    json_array_append_new(attempts, json_pack("{s:s,s:i,s:s,s:o,s:s}", "claim", cl->name,
-                                              "attempt", 1, "status",
-                                              st == TL_OK ? "judged_again" : "failed", "observation",
-                                              hex32(obs), "error", st == TL_OK ? "" : c->err));
+    json_array_append_new(
+        attempts, json_pack("{s:s,s:i,s:s,s:o,s:s}", "claim", cl->name, "attempt", 1, "status",
+                            st == TL_OK ? "judged_again" : "stored_output_unusable",
+                            "observation", hex32(obs), "error", st == TL_OK ? "" : c->err));
     if (st != TL_OK) {
       /* The stored raw output is gone or damaged. */
       char why[1024];
@@ -717,13 +723,16 @@ int tl_cmd_promote(int argc, char **argv) {
       continue;
     }
     {
+      /* A numerical claim names the profile it was judged by: its own, or
+       * the lane's. */
+      const char *tolerance =
+          strcmp(cl->level, "numerical") != 0 ? NULL
+          : cl->tolerance != NULL             ? cl->tolerance
+                                              : tl_verify_lane_profile(strcmp(plan.lane, "fast") == 0);
       tl_comparison_facts f = {rt,        plan.id,
                                cl->name,  cl->kind,
                                cl->level, cl->oracle,
-                               strcmp(cl->level, "numerical") == 0
-                                   ? (cl->tolerance ? cl->tolerance
-                                                    : tl_verify_lane_profile(strcmp(plan.lane, "fast") == 0))
-                                   : NULL,
+                               tolerance,
                                strcmp(cl->kind, "stochastic") == 0 ? cl->design_sha256 : NULL,
                                &results[i], attempts_of[i]};
       uint8_t *doc = NULL;

@@ -123,7 +123,8 @@ static tl_status text_field(checker *c, const json_t *o, const char *key, const 
 static tl_status exact_value(checker *c, const json_t *v, const char *path, int depth) {
   if (depth > 64) return bad(c, path, "nested deeper than 64");
   if (json_is_real(v)) return bad(c, path, "a floating-point number (write it as text or bits)");
-  if (json_is_string(v) && !is_text(v)) return bad(c, path, "text that is not UTF-8 or holds U+0000");
+  if (json_is_string(v) && !is_text(v))
+    return bad(c, path, "text that is not UTF-8 or holds U+0000");
   if (json_is_array(v)) {
     size_t i;
     json_t *e;

@@ -140,8 +140,8 @@ static void bytes_that_are_not_one_plan(tl_test_ctx *t) {
   for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
     tl_plan p;
     char err[512];
-    TL_EXPECT_STATUS(t, tl_plan_parse((const uint8_t *)docs[i], strlen(docs[i]), &p, err, sizeof err),
-                     TL_ERR_INVALID_ARGUMENT);
+    tl_status st = tl_plan_parse((const uint8_t *)docs[i], strlen(docs[i]), &p, err, sizeof err);
+    TL_EXPECT_STATUS(t, st, TL_ERR_INVALID_ARGUMENT);
   }
 }
 

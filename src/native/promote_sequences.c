@@ -336,19 +336,20 @@ tl_status tl_stoch_design_parse(const json_t *d, const char *lane, tl_stoch_desi
              "max_new 1..4096");
     return TL_ERR_INVALID_ARGUMENT;
   }
-  if (strcmp(json_string_value(json_object_get(d, "correction")) ? json_string_value(json_object_get(d, "correction")) : "", "bonferroni") != 0) {
-    snprintf(err, err_cap, "design.correction: only \"bonferroni\"");
-    return TL_ERR_INVALID_ARGUMENT;
-  }
-  if (strcmp(json_string_value(json_object_get(json_object_get(d, "sampling"), "temperature"))
-                 ? json_string_value(json_object_get(json_object_get(d, "sampling"), "temperature"))
-                 : "",
-             "1") != 0 ||
-      json_object_size(json_object_get(d, "sampling")) != 1) {
-    snprintf(err, err_cap,
-             "design.sampling: {\"temperature\": \"1\"} (plain softmax, the distribution the "
-             "statistics describe)");
-    return TL_ERR_INVALID_ARGUMENT;
+  {
+    const char *corr = json_string_value(json_object_get(d, "correction"));
+    const json_t *sampling = json_object_get(d, "sampling");
+    const char *temp = json_string_value(json_object_get(sampling, "temperature"));
+    if (corr == NULL || strcmp(corr, "bonferroni") != 0) {
+      snprintf(err, err_cap, "design.correction: only \"bonferroni\"");
+      return TL_ERR_INVALID_ARGUMENT;
+    }
+    if (temp == NULL || strcmp(temp, "1") != 0 || json_object_size(sampling) != 1) {
+      snprintf(err, err_cap,
+               "design.sampling: {\"temperature\": \"1\"} (plain softmax, the distribution the "
+               "statistics describe)");
+      return TL_ERR_INVALID_ARGUMENT;
+    }
   }
   return TL_OK;
 }
