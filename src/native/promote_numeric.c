@@ -176,6 +176,11 @@ static tl_status numeric(tl_claim_ctx *c, bool greedy, tl_claim_result *out) {
                         "fault", "stage", tl_qwen3_stage_name(fault.stage), "layer",
                         (int)fault.layer, "position", (json_int_t)fault.pos, "index",
                         (json_int_t)fault.index);
+      {
+        char *canon = tl_plan_canonical(entry);
+        if (canon != NULL) tl_sha256(canon, strlen(canon), out->cases[i].output);
+        free(canon);
+      }
       json_array_append_new(obs, entry);
       out->pass = false;
       out->cases[i].invariant = "finite";
