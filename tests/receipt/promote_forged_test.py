@@ -46,7 +46,7 @@ ROOT = os.path.join(HERE, "..", "..")
 sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
 sys.path.insert(0, HERE)
 from checks import check, summary  # noqa: E402
-from forged_test import enc, node_id, rehash  # noqa: E402
+from forged_test import enc, leaf_paths, node_id, rehash  # noqa: E402
 
 SECRET = "SECRET-CASE-TEXT: the user's own prompt"
 
@@ -312,14 +312,6 @@ def test_show():
           (p.stdout + p.stderr).decode(errors="replace"))
 
 
-def leaves(meta, prefix=()):
-    for k, v in meta.items():
-        if isinstance(v, dict):
-            yield from leaves(v, prefix + (k,))
-        else:
-            yield prefix + (k,)
-
-
 def changed(v, key):
     if v is None:  # of its type: a digest or a text
         return sha(b"x") if key.endswith("sha256") else "x"
@@ -352,7 +344,7 @@ def test_unhashed_changes():
     for fmt, doc in (("comparison", cmps["tokenizer"]), ("promotion", promo)):
         bad = []
         for i, n in enumerate(doc["nodes"]):
-            for path in leaves(n["metadata"]):
+            for path in leaf_paths(n["metadata"]):
                 d = copy.deepcopy(doc)
                 m = d["nodes"][i]["metadata"]
                 for k in path[:-1]:
