@@ -118,7 +118,7 @@ static tl_status put_custody(tl_store *store, const tl_session *s, const char *s
   char *text;
   tl_status st;
   if (meta == NULL) return TL_ERR_INVALID_MODEL;
-  doc = json_pack("{s:s,s:{s:o,s:s,s:I,s:O*,s:O*,s:O*,s:O*,s:O*,s:O*},s:{s:s,s:s,s:s,s:i}}",
+  doc = json_pack("{s:s,s:{s:o,s:s,s:I,s:O*,s:O*,s:O*,s:O*,s:O*,s:O*},s:{s:s,s:s,s:s,s:s,s:i}}",
                   "format", "tinylm.custody/1", "artifact", "id", hex32(artifact), "path",
                   slm_path, "bytes", (json_int_t)s->model.slm.len, "sources",
                   json_object_get(meta, "sources"), "acquisition",
