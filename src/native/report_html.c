@@ -313,10 +313,22 @@ static void forward_chart(FILE *f, const char *claim, const json_t *j) {
   const json_t *rep = json_object_get(j, "report"), *recs = json_object_get(rep, "records");
   const json_t *div = json_object_get(rep, "first_divergence"), *r;
   const box b = {64, 16, 900, 220};
-  const axis ya = {1e-8, 10.0, true};
+  axis ya;
   size_t n = json_array_size(recs), i;
   long prev_layer = -2;
+  int e_lo = -1, e_hi = 1, step;
   if (n == 0) return;
+  /* whole decades around every finite non-zero ratio: 1e-12 .. 1e12 at most */
+  json_array_foreach(recs, i, r) {
+    double v = num(r, "bound_ratio");
+    if (!(v > 0.0) || !isfinite(v)) continue;
+    if ((int)floor(log10(v)) < e_lo) e_lo = (int)floor(log10(v));
+    if ((int)ceil(log10(v)) > e_hi) e_hi = (int)ceil(log10(v));
+  }
+  e_lo = e_lo < -12 ? -12 : e_lo;
+  e_hi = e_hi > 12 ? 12 : e_hi;
+  ya = (axis){pow(10.0, e_lo), pow(10.0, e_hi), true};
+  step = e_hi - e_lo > 12 ? 2 : 1;
   fputs("<figure class=\"chart forward\"", f);
   attr(f, "data-claim", claim);
   attr(f, "data-case", str(j, "case"));
@@ -324,7 +336,7 @@ static void forward_chart(FILE *f, const char *claim, const json_t *j) {
   fprintf(f, "><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"980\" height=\"276\" "
              "viewBox=\"0 0 980 276\" role=\"img\">");
   frame(f, &b);
-  for (int e = -8; e <= 1; e++) {
+  for (int e = e_lo; e <= e_hi; e += step) {
     double y = sy(&b, &ya, pow(10.0, e));
     fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#eef0f4\"/>"
                "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">1e%d</text>",
@@ -376,7 +388,7 @@ static void forward_chart(FILE *f, const char *claim, const json_t *j) {
       fprintf(f, "><line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#b3261e\" "
                  "stroke-width=\"2\"/><text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" "
                  "fill=\"#b3261e\">first divergence: ",
-              x, x, b.y, b.y + b.h, x + (i < n / 2 ? 4 : -4), b.y + 12,
+              x, x, b.y, b.y + b.h, x + (i < n / 2 ? 4 : -4), b.y + b.h - 6,
               i < n / 2 ? "start" : "end");
       esc(f, str(r, "stage"));
       if (l >= 0) fprintf(f, " L%ld", l);
@@ -392,7 +404,8 @@ static void forward_chart(FILE *f, const char *claim, const json_t *j) {
   fprintf(f, ": %zu capture points, profile <code>", n);
   esc(f, str(j, "profile"));
   fprintf(f, "</code>; %lld failing. Each point is a record's largest element error as a "
-             "fraction of its preregistered bound (docs/tolerance.md); 0 is drawn at 1e-8.",
+             "fraction of its preregistered bound (docs/tolerance.md); 0 is drawn on the "
+             "bottom line, a non-finite error on the top one.",
           (long long)json_integer_value(json_object_get(json_object_get(rep, "counts"), "failing")));
   fputs("</figcaption>\n<details><summary>every capture point</summary><table><tr><th>stage"
         "</th><th>layer</th><th>error / bound</th><th>NRMSE</th><th>failing elements</th>"
