@@ -560,8 +560,9 @@ int tl_cmd_promote(int argc, char **argv) {
   tl_plan plan;
   tl_store *store = NULL;
   tl_session s;
-  bool session_ok = false;
-  char session_err[1024] = "";
+  bool session_ok = false, bench_ran = false;
+  char session_err[1024] = "", bench_err[1024] = "";
+  uint8_t bench_id[32];
   uint8_t artifact[32], run_id[32], promo_root[32];
   tl_claim_result *results = NULL;
   uint8_t(*receipt_ids)[32] = NULL;
@@ -704,13 +705,12 @@ int tl_cmd_promote(int argc, char **argv) {
     }
   }
   /* The benchmark step: after the claims, named by the run record; its
-   * failure is recorded there and changes no verdict. */
-  uint8_t bench_id[32];
-  char bench_err[1024] = "";
-  bool bench_ran = false;
+   * failure is recorded there and changes no verdict. Each point's
+   * process loads the model itself: this one's copy goes first. */
   if (benchmark && plan.has_benchmark && session_ok) {
     tl_bench_step b = {&plan, slm_path, artifact, rt.build_id, threads, NULL};
     bench_ran = true;
+    tl_session_close(&s);
     if ((st = tl_promote_benchmark(&b, store, bench_id, bench_err, sizeof bench_err)) != TL_OK) {
       if (bench_err[0] == '\0') snprintf(bench_err, sizeof bench_err, "%s", tl_status_name(st));
       fprintf(stderr, "  benchmark not recorded: %s\n", bench_err);
@@ -845,7 +845,7 @@ done:
   free(pc);
   json_decref(attempts);
   json_decref(out_claims);
-  if (session_ok) tl_session_close(&s);
+  if (session_ok && !bench_ran) tl_session_close(&s);
   if (store) tl_store_close(store);
   tl_plan_free(&plan);
   return rc;
