@@ -55,7 +55,8 @@ static void num_cell(FILE *f, const json_t *v, const char *unit) {
 }
 
 static void bytes_cell(FILE *f, double b) {
-  fprintf(f, "<td class=\"n\">%.1f MB</td>", b / 1e6);
+  if (fabs(b) < 1e6) fprintf(f, "<td class=\"n\">%.1f kB</td>", b / 1e3);
+  else fprintf(f, "<td class=\"n\">%.1f MB</td>", b / 1e6);
 }
 
 /* The first 12 hex digits, the whole id in the title. */
@@ -540,7 +541,7 @@ static const struct {
     {"activations", "activations + scratch", "#d97706"},
     {"worker_stacks", "worker stacks (resident)", "#db2777"},
     {"runtime_image", "runtime image (binary, libraries)", "#6b7280"},
-    {"allocator_other", "allocator and other (peak RSS minus the rest)", "#d1d5db"},
+    {"allocator_other", "allocator and other", "#d1d5db"},
 };
 #define N_MEMORY_PARTS (sizeof memory_parts / sizeof memory_parts[0])
 
@@ -617,8 +618,8 @@ static void memory(FILE *f, const json_t *bm) {
   }
   fputs("</svg><figcaption>Weights, tokenizer/template, KV cache and activations are the "
         "preflight plan's; worker stacks, the runtime image and peak RSS are measured in the "
-        "same process. A negative remainder means the plan counts memory that was never made "
-        "resident.</figcaption>\n<table><tr><th>context</th>",
+        "same process; allocator and other is the peak RSS minus every other part. A negative "
+        "remainder means the plan counts memory that was never made resident.</figcaption>\n<table><tr><th>context</th>",
         f);
   for (size_t k = 0; k < N_MEMORY_PARTS; k++) {
     fputs("<th>", f);
