@@ -107,6 +107,39 @@ static json_t *metadata_json(const tl_native_model *m, char *err, size_t cap) {
   return out;
 }
 
+/* The chain of custody the report shows (tinylm.custody/1, docs/report.md):
+ * where the artifact came from (its sources with their SHA-256, the
+ * acquisition when it was pulled), how it was made, and what ran it. Put
+ * into the store; the run record names it. */
+static tl_status put_custody(tl_store *store, const tl_session *s, const char *slm_path,
+                             const uint8_t artifact[32], const char *build_id, uint8_t id[32],
+                             char *err, size_t cap) {
+  json_t *meta = metadata_json(&s->model, err, cap), *doc;
+  char *text;
+  tl_status st;
+  if (meta == NULL) return TL_ERR_INVALID_MODEL;
+  doc = json_pack("{s:s,s:{s:o,s:s,s:I,s:O*,s:O*,s:O*,s:O*,s:O*,s:O*},s:{s:s,s:s,s:s,s:s,s:i}}",
+                  "format", "tinylm.custody/1", "artifact", "id", hex32(artifact), "path",
+                  slm_path, "bytes", (json_int_t)s->model.slm.len, "sources",
+                  json_object_get(meta, "sources"), "acquisition",
+                  json_object_get(meta, "acquisition"), "converter",
+                  json_object_get(meta, "converter"), "quantization",
+                  json_object_get(meta, "quantization"), "config_sha256",
+                  json_object_get(meta, "config_sha256"), "chat_template",
+                  json_object_get(meta, "chat_template"), "runtime", "build_id", build_id,
+                  "lane", s->lane.fast ? "fast" : "scalar", "profile",
+                  tl_native_lane_profile(&s->lane), "isa", tl_native_lane_isa(&s->lane),
+                  "threads", (int)tl_native_lane_threads(&s->lane));
+  json_decref(meta);
+  text = doc ? tl_plan_canonical(doc) : NULL;
+  st = text ? tl_store_put(store, "custody", (const uint8_t *)text, strlen(text), id, err, cap)
+            : TL_ERR_OUT_OF_MEMORY;
+  if (text == NULL) snprintf(err, cap, "out of memory");
+  free(text);
+  json_decref(doc);
+  return st;
+}
+
 /* ------------------------------------------------------------------------ */
 /* plan init                                                                */
 
@@ -546,7 +579,7 @@ int tl_cmd_promote(int argc, char **argv) {
   tl_session s;
   bool session_ok = false;
   char session_err[1024] = "";
-  uint8_t artifact[32], run_id[32], promo_root[32];
+  uint8_t artifact[32], run_id[32], promo_root[32], custody_id[32];
   tl_claim_result *results = NULL;
   uint8_t(*receipt_ids)[32] = NULL;
   bool *ran = NULL;
@@ -652,6 +685,11 @@ int tl_cmd_promote(int argc, char **argv) {
   }
   rt.artifact_id = artifact;
   rt.build_id = tl_promote_build_id();
+  if (session_ok && (st = put_custody(store, &s, slm_path, artifact, rt.build_id, custody_id, err,
+                                      sizeof err)) != TL_OK) {
+    rc = tl_cli_fail(json, st, "%s", err);
+    goto done;
+  }
   rt.backend = plan.lane;
   rt.numerical_profile = session_ok ? tl_native_lane_profile(&s.lane)
                          : strcmp(plan.lane, "fast") == 0 ? "fast/4"
@@ -697,6 +735,7 @@ int tl_cmd_promote(int argc, char **argv) {
     rec = json_pack("{s:s,s:o,s:o,s:s,s:s,s:i,s:s,s:O}", "format", "tinylm.promote-run/1", "plan",
                     hex32(plan.id), "artifact", hex32(artifact), "lane", plan.lane, "build_id",
                     rt.build_id, "threads", (int)threads, "started", when, "attempts", attempts);
+    if (rec != NULL && session_ok) json_object_set_new(rec, "custody", hex32(custody_id));
     text = tl_plan_canonical(rec);
     st = text ? tl_store_put(store, "run", (const uint8_t *)text, strlen(text), run_id, err,
                              sizeof err)

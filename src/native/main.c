@@ -41,6 +41,7 @@ static const command commands[] = {
     {"receipt", tl_cmd_receipt, "check and print a run receipt (show FILE)"},
     {"render", tl_cmd_render,
      "a conversation through the artifact's chat template"},
+    {"report", tl_cmd_report, "one HTML page of a promotion: claims, custody, charts"},
     {"run", tl_cmd_run, "generate from a prompt or a conversation"},
     {"serve", tl_cmd_serve,
      "an OpenAI-compatible HTTP server (chat, completions, streaming)"},

@@ -79,14 +79,37 @@ static tl_status golden_session(tl_claim_ctx *c, const tl_golden *g, tl_session 
   return st;
 }
 
-/* Judges one case's observation; appends its outcome and the claim's
- * first failure. */
-static void judge_case(const tl_claim_ctx *c, bool greedy, const tl_qwen3_config *cfg,
-                       const tl_golden *g, const tl_verify_obs *o, const json_t *entry,
-                       const char *label, tl_claim_result *out, size_t i, double *worst,
-                       size_t *failing_records) {
+/* The judgement object of a case: the verdict's figures per record
+ * (tinylm.judgement/1: verify --json's report under the profile, beside
+ * the case, golden and capture it judged), named by the comparison so
+ * that the report plots only stored numbers (docs/report.md). */
+static tl_status put_judgement(const tl_claim_ctx *c, const json_t *entry, const json_t *rep,
+                               tl_claim_result *out) {
+  json_t *doc = json_pack("{s:s,s:O,s:O,s:O,s:s,s:O}", "format", "tinylm.judgement/1", "case",
+                          json_object_get(entry, "case"), "golden",
+                          json_object_get(entry, "golden"), "capture",
+                          json_object_get(entry, "capture"), "profile", claim_profile(c),
+                          "report", rep);
+  char *text = doc ? tl_plan_canonical(doc) : NULL;
+  uint8_t id[32];
+  tl_status st = text ? tl_store_put(c->store, "judgement", (const uint8_t *)text, strlen(text),
+                                     id, c->err, c->err_cap)
+                      : TL_ERR_OUT_OF_MEMORY;
+  if (st == TL_OK) st = tl_claim_result_support(out, id);
+  free(text);
+  json_decref(doc);
+  return st;
+}
+
+/* Judges one case's observation; appends its outcome, its judgement
+ * object and the claim's first failure. */
+static tl_status judge_case(const tl_claim_ctx *c, bool greedy, const tl_qwen3_config *cfg,
+                            const tl_golden *g, const tl_verify_obs *o, const json_t *entry,
+                            const char *label, tl_claim_result *out, size_t i, double *worst,
+                            size_t *failing_records) {
   json_t *rep = tl_verify_judge(cfg, g, o, claim_profile(c), !greedy, greedy);
   const char *rule = NULL;
+  tl_status st = TL_OK;
   char *canon = tl_plan_canonical(entry);
   tl_case_outcome *oc = &out->cases[i];
   oc->invariant = greedy ? "greedy_ids" : "records_within_tolerance";
@@ -119,9 +142,11 @@ static void judge_case(const tl_claim_ctx *c, bool greedy, const tl_qwen3_config
       free(d);
     }
   }
+  if (rep != NULL) st = put_judgement(c, entry, rep, out);
   json_decref(rep);
   if (rule != NULL && out->stop_rule == NULL) out->stop_rule = rule;
   if (!oc->pass) out->pass = false;
+  return st;
 }
 
 static void summarize(tl_claim_ctx *c, bool greedy, tl_claim_result *out, double worst,
@@ -210,7 +235,7 @@ static tl_status numeric(tl_claim_ctx *c, bool greedy, tl_claim_result *out) {
         tl_cli_hex(cap_id, 32, cap_hex);
         entry = json_pack("{s:s,s:s,s:s,s:O}", "case", case_hex, "golden", gid_hex, "capture",
                           cap_hex, "side", side);
-        judge_case(c, greedy, &s.qwen.cfg, &g, &o, entry, label, out, i, &worst, &failing);
+        st = judge_case(c, greedy, &s.qwen.cfg, &g, &o, entry, label, out, i, &worst, &failing);
         json_array_append_new(obs, entry);
       }
       json_decref(side);
@@ -298,8 +323,8 @@ tl_status tl_claim_rejudge_numeric(tl_claim_ctx *c, const uint8_t observation[32
     if (st == TL_OK) {
       st = tl_verify_obs_decode(&g, cb, cl, json_object_get(e, "side"), &o, c->err, c->err_cap);
       if (st == TL_OK) {
-        judge_case(c, greedy, cfg, &g, &o, e, label ? label : "golden", out, i, &worst,
-                   &failing);
+        st = judge_case(c, greedy, cfg, &g, &o, e, label ? label : "golden", out, i, &worst,
+                        &failing);
         tl_verify_obs_free(&o);
       }
       tl_golden_free(&g);

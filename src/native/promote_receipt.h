@@ -67,6 +67,14 @@ tl_status tl_promotion_receipt(const tl_promotion_facts *f, uint8_t **doc, size_
 
 /* tinylm promote show RECEIPT [--store DIR] [--public] [--json] */
 int tl_promote_show_main(int argc, char **argv);
+/* What `promote show` verifies, for show and for `tinylm report`: the
+ * receipt at path (a promotion or a comparison; its store is store_dir, or
+ * the one it sits in) and the evidence it names. 0 with *view (show's
+ * --json object, the caller's) and *store (open, the caller's); else the
+ * refusal was printed as show prints it and its exit code is returned. */
+int tl_promote_verified_view(const char *path, const char *store_dir, bool json,
+                             bool public_view, struct json_t **view, tl_store **store);
+
 /* tinylm promote status --store DIR [--plan PLAN] [--artifact MODEL.slm] [--json] */
 int tl_promote_status_main(int argc, char **argv);
 

@@ -355,9 +355,8 @@ static bool promotion_view(tl_store *s, const json_t *doc, json_t *view, bool pu
   return true;
 }
 
-int tl_promote_show_main(int argc, char **argv) {
-  const char *path = NULL, *store_dir = NULL;
-  bool json = false, public_view = false;
+int tl_promote_verified_view(const char *path, const char *store_dir, bool json,
+                             bool public_view, json_t **view_out, tl_store **store_out) {
   char store_buf[PATH_MAX], err[512], root_hex[65];
   tl_file_view v;
   tl_receipt_kind kind;
@@ -367,32 +366,11 @@ int tl_promote_show_main(int argc, char **argv) {
   finding f;
   tl_status st;
   int rc = TL_EXIT_OK;
-  for (int i = 1; i < argc; i++) json |= strcmp(argv[i], "--json") == 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    int r;
-    if (strcmp(a, "--help") == 0) {
-      fputs(show_usage, stdout);
-      return TL_EXIT_OK;
-    } else if (strcmp(a, "--json") == 0) {
-      continue;
-    } else if (strcmp(a, "--public") == 0) {
-      public_view = true;
-    } else if (strcmp(a, "--store") == 0) {
-      if ((r = tl_cli_value(json, argc, argv, &i, &store_dir)) >= 0) return r;
-    } else if (a[0] == '-' && a[1] != '\0') {
-      return tl_cli_usage(json, "unknown option '%s'\n%s", a, show_usage);
-    } else if (path == NULL) {
-      path = a;
-    } else {
-      return tl_cli_usage(json, "unexpected '%s'\n%s", a, show_usage);
-    }
-  }
-  if (path == NULL) return tl_cli_usage(json, "show needs a RECEIPT\n%s", show_usage);
+  *view_out = NULL;
+  *store_out = NULL;
   if (store_dir == NULL && (store_dir = store_of(path, store_buf, sizeof store_buf)) == NULL)
-    return tl_cli_usage(json,
-                        "%s is not in a store's receipts/ directory: give --store DIR\n%s",
-                        path, show_usage);
+    return tl_cli_usage(json, "%s is not in a store's receipts/ directory: give --store DIR",
+                        path);
   st = tl_file_open_view(path, &v, err, sizeof err);
   if (st != TL_OK) return tl_cli_fail(json, st, "%s", err);
   st = load_doc(v.data, v.len, &kind, root, &doc, err, sizeof err);
@@ -427,20 +405,60 @@ int tl_promote_show_main(int argc, char **argv) {
         json_object_set_new(view, "claims",
                             json_pack("[o]", claim_view(claim, root_hex, doc, public_view)));
     }
-    if (!ok) {
-      rc = refuse(json, &f);
-    } else if (json) {
-      char *text = json_dumps(view, JSON_COMPACT | JSON_SORT_KEYS);
-      if (text != NULL) printf("%s\n", text);
-      free(text);
+    if (!ok) rc = refuse(json, &f);
+  }
+  json_decref(doc);
+  if (rc != TL_EXIT_OK) {
+    json_decref(view);
+    tl_store_close(s);
+    return rc;
+  }
+  *view_out = view;
+  *store_out = s;
+  return TL_EXIT_OK;
+}
+
+int tl_promote_show_main(int argc, char **argv) {
+  const char *path = NULL, *store_dir = NULL;
+  bool json = false, public_view = false;
+  json_t *view = NULL;
+  tl_store *s = NULL;
+  int rc;
+  for (int i = 1; i < argc; i++) json |= strcmp(argv[i], "--json") == 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    int r;
+    if (strcmp(a, "--help") == 0) {
+      fputs(show_usage, stdout);
+      return TL_EXIT_OK;
+    } else if (strcmp(a, "--json") == 0) {
+      continue;
+    } else if (strcmp(a, "--public") == 0) {
+      public_view = true;
+    } else if (strcmp(a, "--store") == 0) {
+      if ((r = tl_cli_value(json, argc, argv, &i, &store_dir)) >= 0) return r;
+    } else if (a[0] == '-' && a[1] != '\0') {
+      return tl_cli_usage(json, "unknown option '%s'\n%s", a, show_usage);
+    } else if (path == NULL) {
+      path = a;
     } else {
-      print_view(stdout, view, kind == TL_RECEIPT_PROMOTION);
+      return tl_cli_usage(json, "unexpected '%s'\n%s", a, show_usage);
     }
   }
+  if (path == NULL) return tl_cli_usage(json, "show needs a RECEIPT\n%s", show_usage);
+  if ((rc = tl_promote_verified_view(path, store_dir, json, public_view, &view, &s)) != 0)
+    return rc;
+  if (json) {
+    char *text = json_dumps(view, JSON_COMPACT | JSON_SORT_KEYS);
+    if (text != NULL) printf("%s\n", text);
+    free(text);
+  } else {
+    print_view(stdout, view, strcmp(json_string_value(json_object_get(view, "format")),
+                                    "tinylm.promotion/1") == 0);
+  }
   json_decref(view);
-  json_decref(doc);
   tl_store_close(s);
-  return rc;
+  return TL_EXIT_OK;
 }
 
 /* ------------------------------------------------------------------------ */

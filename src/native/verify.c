@@ -304,13 +304,14 @@ json_t *tl_verify_judge(const tl_qwen3_config *cfg, const tl_golden *g,
     res[r].failed = res[r].s.n_fail > 0;
     n_failed += res[r].failed;
     json_array_append_new(records, json_pack(
-        "{s:s,s:o,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:I,s:f,s:b}", "stage",
+        "{s:s,s:o,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:I,s:f,s:b,s:o}", "stage",
         tl_qwen3_stage_name(rec->stage), "layer",
         rec->layer < 0 ? json_null() : json_integer(rec->layer), "elements",
         (json_int_t)rec->count, "failing", (json_int_t)res[r].s.n_fail, "max_abs",
         res[r].s.max_abs, "max_rel", res[r].s.max_rel, "rms_err", res[r].s.rms_err, "nrmse",
         res[r].s.nrmse, "cosine", res[r].s.cosine, "max_ulp", (json_int_t)res[r].s.max_ulp,
-        "rtol", res[r].tol.rtol, "pass", !res[r].failed));
+        "rtol", res[r].tol.rtol, "pass", !res[r].failed, "bound_ratio",
+        isfinite(res[r].s.max_bound_ratio) ? json_real(res[r].s.max_bound_ratio) : json_null()));
     if (rec->stage == TL_QWEN3_STAGE_LOGITS) {
       size_t v = rec->count / g->n_positions;
       for (size_t t = 0; t < g->n_positions; t++) {

@@ -120,15 +120,20 @@ void tl_compare(const double *ref, const float *cand, size_t n,
   s->first_fail = SIZE_MAX;
   s->ref_rms = tl_rms(ref, n);
   for (size_t i = 0; i < n; i++) {
-    double r = ref[i], c = cand[i], diff, mag;
+    double r = ref[i], c = cand[i], diff, mag, ratio;
     bool ok;
     if (isinf(r) || isinf(c)) {
       ok = r == c;
       diff = ok ? 0.0 : INFINITY;
+      ratio = ok ? 0.0 : INFINITY;
     } else {
+      double bound;
       diff = fabs(c - r);
       mag = fabs(c) > fabs(r) ? fabs(c) : fabs(r);
-      ok = diff <= tol.atol + tol.rtol * mag;
+      bound = tol.atol + tol.rtol * mag;
+      ok = diff <= bound;
+      /* NaN compares false: a NaN candidate is an infinite ratio. */
+      ratio = diff == 0.0 ? 0.0 : diff < INFINITY && bound > 0.0 ? diff / bound : INFINITY;
       se += diff * diff;
       sr += r * r;
       sc += c * c;
@@ -141,6 +146,7 @@ void tl_compare(const double *ref, const float *cand, size_t n,
       }
     }
     if (diff > s->max_abs) s->max_abs = diff;
+    if (ratio > s->max_bound_ratio) s->max_bound_ratio = ratio;
     if (!ok) {
       if (s->n_fail == 0) s->first_fail = i;
       s->n_fail++;

@@ -50,6 +50,10 @@ typedef struct tl_compare_stats {
   size_t count, n_fail, first_fail; /* first_fail: SIZE_MAX when none */
   double max_abs, max_rel;          /* max_rel over |ref| above the floor */
   double rms_err, nrmse, cosine;
+  /* max over elements of |c - r| / (atol + rtol max(|c|, |r|)): how close
+   * the record comes to its bound (above 1 fails); INFINITY for a
+   * non-finite mismatch */
+  double max_bound_ratio;
   uint64_t max_ulp; /* candidate vs reference rounded to f32 */
   double ref_rms;
 } tl_compare_stats;
