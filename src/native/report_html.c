@@ -60,9 +60,13 @@ static void bytes_cell(FILE *f, double b) {
 
 /* The first 12 hex digits, the whole id in the title. */
 static void short_id(FILE *f, const char *hex) {
+  char head[13];
+  snprintf(head, sizeof head, "%s", hex);
   fputs("<code", f);
   attr(f, "title", hex);
-  fprintf(f, ">%.12s</code>", hex);
+  fputc('>', f);
+  esc(f, head);
+  fputs("</code>", f);
 }
 
 static const char style[] =
@@ -201,7 +205,9 @@ static void claims_table(FILE *f, const json_t *view, bool public_view) {
     esc(f, str(c, "kind"));
     fputs("</td><td>", f);
     esc(f, str(c, "level"));
-    fprintf(f, "</td><td class=\"%s\">", verdict);
+    fprintf(f, "</td><td class=\"%s\">", strcmp(verdict, "pass") == 0       ? "pass"
+                                           : strcmp(verdict, "not_run") == 0 ? "not_run"
+                                                                             : "fail");
     esc(f, strcmp(verdict, "not_run") == 0 ? "not run" : verdict);
     fputs("</td><td>", f);
     if (str(c, "stop_rule")[0]) {

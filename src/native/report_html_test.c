@@ -40,10 +40,10 @@ static void a_bare_promotion_still_makes_a_page(tl_test_ctx *t) {
 
 static void text_from_receipts_is_escaped(tl_test_ctx *t) {
   json_t *view = json_pack(
-      "{s:s,s:s,s:s,s:[{s:s,s:s,s:s,s:s,s:s}],s:[]}", "decision", "not_promoted", "receipt",
-      "ab", "lane", "fast", "claims", "claim", "x\"><script>alert(1)</script>", "verdict", "fail",
-      "stop_rule", "tolerance_breach", "summary", "<img src=x onerror=alert(1)>",
-      "first_divergence", "a & b", "stop_rules");
+      "{s:s,s:s,s:s,s:[{s:s,s:s,s:s,s:s,s:s,s:s}],s:[]}", "decision", "not_promoted", "receipt",
+      "ab", "lane", "fast", "claims", "claim", "x\"><script>alert(1)</script>", "verdict",
+      "\"><script>", "stop_rule", "tolerance_breach", "summary", "<img src=x onerror=alert(1)>",
+      "first_divergence", "a & b", "receipt_id", "<script>alert(2)</script>", "stop_rules");
   json_t *empty = json_object();
   tl_report_inputs in = {view, empty, NULL, NULL, empty, empty, empty, false};
   char *html = page(t, &in);
