@@ -697,9 +697,9 @@ def main():
         f.writelines(lines)
     out = os.path.join(WORK, "none.html")
     p = report(empty, out)
-    check("a store whose index names no promotion: an error naming the code, nothing written",
-          p.returncode in (1, 2) and re.search(rb"error: [a-z_]+:", p.stderr) and
-          not os.path.exists(out), err(p))
+    check("a store whose index names no promotion: exit 1 with a typed error, nothing written",
+          p.returncode == 1 and re.match(rb"error: [a-z_]+: ", p.stderr) and
+          b"promotion" in p.stderr and not os.path.exists(out), err(p))
     damaged = os.path.join(WORK, "store-damaged")
     shutil.copytree(store, damaged)
     victim = os.path.join(damaged, "objects", pr.promotion["run_record"])
