@@ -386,8 +386,15 @@ def check_benchmark(label, doc, pr):
               not doc.find("figure", cls="latency") and not doc.find("figure", cls="memory"))
         return None
     bench = obj_json(pr.store, rr["benchmark"])
-    check(f"{label}: the run record's benchmark is a tinylm.benchmark/1 object",
-          bench.get("format") == "tinylm.benchmark/1", bench.get("format"))
+    check(f"{label}: the run record's benchmark is a tinylm.benchmark/1 object of the "
+          "promotion's artifact, build and lane, at the plan's prompt lengths",
+          bench.get("format") == "tinylm.benchmark/1" and
+          bench.get("artifact") == pr.artifact_id and
+          bench.get("build_id") == pr.runtime["build_id"] and
+          bench.get("lane") == pr.plan_node["lane"] and
+          [p["prompt_tokens"] for p in bench.get("points", [])] ==
+          (pr.plan.get("benchmark") or {}).get("prompt_tokens"),
+          {k: bench.get(k) for k in ("format", "artifact", "build_id", "lane")})
     fig = doc.find("figure", cls="latency")
     shown = {g.attrs["data-prompt-tokens"]: g for g in
              (fig.find_all("g", attr="data-prompt-tokens") if fig else [])}
