@@ -4,7 +4,10 @@
  * measures tg. Each is repeated and the median reported, beside the read
  * bandwidth of this machine measured in the same run over the weights
  * themselves (so decode is also a fraction of the bandwidth bound: weight
- * bytes per token / bandwidth), the load time and the peak RSS. */
+ * bytes per token / bandwidth), the load time, the session's memory plan
+ * and the memory measured beside it: the runtime image, the worker
+ * threads' stacks and the peak RSS (tinylm promote's benchmark step,
+ * docs/promotion.md §Benchmark, runs one bench per prompt length). */
 #define _POSIX_C_SOURCE 200809L
 #include <jansson.h>
 #include <stdio.h>
@@ -12,6 +15,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "clock.h"
@@ -167,6 +171,40 @@ static tl_status prefill(tl_session *s, const uint32_t *ids, uint32_t n) {
   return st;
 }
 
+/* Resident bytes of this process now (/proc/self/statm's second field,
+ * in pages); 0 where there is no /proc. */
+static uint64_t resident_now(void) {
+  FILE *f = fopen("/proc/self/statm", "r");
+  unsigned long long size = 0, resident = 0;
+  long page = sysconf(_SC_PAGESIZE);
+  if (f == NULL) return 0;
+  if (fscanf(f, "%llu %llu", &size, &resident) != 2) resident = 0;
+  fclose(f);
+  return page > 0 ? resident * (uint64_t)page : 0;
+}
+
+/* The peak resident bytes of this process image: /proc/self/status's
+ * VmHWM, the high-water mark of this image's own address space. Not
+ * getrusage's ru_maxrss where VmHWM exists: Linux carries the parent's
+ * peak into a spawned child's ru_maxrss across exec (tinylm promote's
+ * benchmark step spawns bench from a process holding a model), so it
+ * would not be this run's. */
+static uint64_t peak_resident(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  unsigned long long kb = 0;
+  bool found = false;
+  while (f != NULL && !found && fgets(line, sizeof line, f) != NULL)
+    found = sscanf(line, "VmHWM: %llu kB", &kb) == 1;
+  if (f != NULL) fclose(f);
+  if (!found) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    kb = (unsigned long long)ru.ru_maxrss;
+  }
+  return (uint64_t)kb * 1024;
+}
+
 static const char *type_name(tl_qtype q) {
   static const char *const names[] = {"f32", "f16", "bf16", "q8", "q4"};
   return (unsigned)q < 5 ? names[q] : "?";
@@ -185,9 +223,10 @@ int tl_cmd_bench(int argc, char **argv) {
   const uint8_t *wmem;
   size_t wlen;
   uint32_t *ids = NULL;
-  struct rusage ru;
   tl_status st;
-  uint64_t wbytes;
+  uint64_t wbytes, peak, stacks;
+  /* the binary and its libraries, before the model is opened */
+  const uint64_t image = resident_now();
   int rc;
   for (int i = 1; i < argc; i++)
     if (strcmp(argv[i], "--json") == 0) json = true;
@@ -298,8 +337,13 @@ int tl_cmd_bench(int argc, char **argv) {
   wbytes = weight_bytes_per_token(&s.qwen);
   bw_after = read_bandwidth(lane, wmem, wlen, 5);
   if (bw_after > bw) bw = bw_after;
-  getrusage(RUSAGE_SELF, &ru);
+  peak = peak_resident();
+  /* Measured, not planned: a worker's stack is reserved at its full size
+   * (8 MiB by default) but only the pages the kernels touched are
+   * resident, and those are what the process's RSS holds. */
+  stacks = tl_pool_stack_resident(lane->pool);
   if (json) {
+    const tl_memory_plan *mp = &s.plan;
     json_t *o = json_object();
     json_object_set_new(o, "model", json_string(path));
     json_object_set_new(o, "weights", json_string(type_name(s.qwen.layers[0].q.type)));
@@ -326,7 +370,16 @@ int tl_cmd_bench(int argc, char **argv) {
     json_object_set_new(o, "allocate_seconds", json_real(t_alloc));
     json_object_set_new(o, "first_forward_seconds", json_real(t_first));
     json_object_set_new(o, "first_token_seconds", json_real(t_load + t_first));
-    json_object_set_new(o, "peak_rss_bytes", json_integer((json_int_t)ru.ru_maxrss * 1024));
+    json_object_set_new(o, "peak_rss_bytes", json_integer((json_int_t)peak));
+    json_object_set_new(o, "context", json_integer(s.context));
+    json_object_set_new(
+        o, "memory_plan",
+        json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "weights", (json_int_t)mp->weights,
+                  "tokenizer", (json_int_t)mp->tokenizer, "kv_cache", (json_int_t)mp->kv_cache,
+                  "scratch", (json_int_t)mp->scratch, "logits", (json_int_t)mp->logits,
+                  "sampler", (json_int_t)mp->sampler, "total", (json_int_t)mp->total));
+    json_object_set_new(o, "runtime_image_rss_bytes", json_integer((json_int_t)image));
+    json_object_set_new(o, "worker_stacks_rss_bytes", json_integer((json_int_t)stacks));
     json_dumpf(o, stdout, JSON_SORT_KEYS);
     fputc('\n', stdout);
     json_decref(o);
@@ -347,7 +400,13 @@ int tl_cmd_bench(int argc, char **argv) {
            "(copy %.2f s, validate and pack %.2f s), first %u-token forward pass %.2f s\n",
            t_load + t_first, t_open, t_threads, t_alloc, lane->copy_seconds,
            lane->pack_seconds, FIRST_PROMPT, t_first);
-    printf("  peak RSS %.1f MB\n", ru.ru_maxrss / 1024.0);
+    {
+      char text[512];
+      tl_memory_plan_text(&s.plan, text, sizeof text);
+      printf("  memory plan for %u tokens of context: %s\n", s.context, text);
+    }
+    printf("  peak RSS %.1f MB (runtime image %.1f MB, worker stacks %.1f MB resident)\n",
+           peak / 1e6, image / 1e6, stacks / 1e6);
   }
   free(ids);
   tl_session_close(&s);

@@ -17,6 +17,7 @@
 #include "file.h"
 #include "hash/sha256.h"
 #include "promote.h"
+#include "promote_bench.h"
 #include "promote_plan.h"
 #include "promote_receipt.h"
 #include "receipt.h"
@@ -31,7 +32,8 @@ const char *tl_promote_build_id(void) { return TL_BUILD_ID; }
 
 static const char plan_usage[] =
     "usage: tinylm plan init MODEL.slm [-o PLAN.json] [--lane scalar|fast]\n"
-    "                        [--golden FILE]... [--reader-json FILE] [--force] [--json]\n"
+    "                        [--golden FILE]... [--reader-json FILE] [--no-benchmark]\n"
+    "                        [--force] [--json]\n"
     "  writes a conformance plan (tinylm.plan/1, docs/promotion.md) for MODEL:\n"
     "  the artifact's checks, its EOS set, the shipped tokenizer and template\n"
     "  goldens when the artifact's sources are theirs, the sampler's known\n"
@@ -41,11 +43,13 @@ static const char plan_usage[] =
     "  (--reader-json: tools/slm_inspect.py MODEL --json), multi-turn cases and a\n"
     "  stochastic comparison of the lane with the other native lane\n"
     "  -o PLAN.json   default MODEL.plan.json beside MODEL; --force replaces it\n"
-    "  --lane L       the lane the plan registers (default fast)\n";
+    "  --lane L       the lane the plan registers (default fast)\n"
+    "  --no-benchmark no benchmark step (by default prompts of 16 to 4096 tokens,\n"
+    "                 1024 on the scalar lane, as the model's context allows)\n";
 
 static const char promote_usage[] =
     "usage: tinylm promote PLAN.json --store DIR [--lane scalar|fast] [-t N]\n"
-    "                      [--reuse] [--json]\n"
+    "                      [--reuse] [--no-benchmark] [--json]\n"
     "       tinylm promote show RECEIPT [--store DIR] [--public] [--json]\n"
     "       tinylm promote status --store DIR [--plan PLAN] [--artifact MODEL.slm] [--json]\n"
     "  runs every claim of PLAN on its artifact and lane, keeps every raw output\n"
@@ -56,6 +60,7 @@ static const char promote_usage[] =
     "  --reuse    judge numerical claims again from the store's raw outputs of\n"
     "             the same artifact, build, lane and cases (no inference) when\n"
     "             only their tolerance policy changed\n"
+    "  --no-benchmark  skip the plan's benchmark step (no claim depends on it)\n"
     "  exit 0 promoted, 1 not promoted, 2 usage or an unusable plan or store\n";
 
 /* ------------------------------------------------------------------------ */
@@ -286,7 +291,7 @@ int tl_cmd_plan(int argc, char **argv) {
   const char *model_path = NULL, *out_path = NULL, *reader = NULL, *lane = "fast";
   const char *goldens[64];
   size_t n_goldens = 0;
-  bool json = false, force = false;
+  bool json = false, force = false, benchmark = true;
   char err[1024], root[PATH_MAX], defpath[PATH_MAX], note[256] = "";
   tl_native_model m;
   uint8_t artifact[32];
@@ -309,6 +314,8 @@ int tl_cmd_plan(int argc, char **argv) {
     } else if (strcmp(argv[i], "--json") == 0) {
     } else if (strcmp(argv[i], "--force") == 0) {
       force = true;
+    } else if (strcmp(argv[i], "--no-benchmark") == 0) {
+      benchmark = false;
     } else if (strcmp(argv[i], "-o") == 0) {
       if ((u = tl_cli_output_value(json, argc, argv, &i, &out_path)) >= 0) return u;
     } else if (strcmp(argv[i], "--lane") == 0) {
@@ -366,6 +373,15 @@ int tl_cmd_plan(int argc, char **argv) {
                          : json_null(),
                      "lane", lane, "claims", claims);
     if (plan == NULL) st = TL_ERR_OUT_OF_MEMORY;
+  }
+  if (st == TL_OK && benchmark && m.has_tensors) {
+    json_int_t max_pos = json_integer_value(
+        json_object_get(json_object_get(json_object_get(meta, "config"), "config"),
+                        "max_position_embeddings"));
+    json_t *b = max_pos > 0 && max_pos <= UINT32_MAX
+                    ? tl_bench_plan_default(lane, (uint32_t)max_pos)
+                    : NULL;
+    if (b != NULL) json_object_set_new(plan, "benchmark", b);
   }
   if (st == TL_OK) {
     /* Written as the reader will check it, in a stable layout. */
@@ -571,15 +587,15 @@ static int claim_order(const tl_plan_claim *c) {
 int tl_cmd_promote(int argc, char **argv) {
   const char *plan_path = NULL, *store_dir = NULL, *lane_flag = NULL;
   uint32_t threads = 0;
-  bool json = false, reuse = false, mechanical_ok = true, promoted;
+  bool json = false, reuse = false, mechanical_ok = true, promoted, benchmark = true;
   char err[2048], plan_dir[PATH_MAX], slm_path[PATH_MAX];
   tl_file_view pv;
   tl_plan plan;
   tl_store *store = NULL;
   tl_session s;
-  bool session_ok = false;
-  char session_err[1024] = "";
-  uint8_t artifact[32], run_id[32], promo_root[32], custody_id[32];
+  bool session_ok = false, bench_ran = false;
+  char session_err[1024] = "", bench_err[1024] = "";
+  uint8_t artifact[32], run_id[32], promo_root[32], custody_id[32], bench_id[32];
   tl_claim_result *results = NULL;
   uint8_t(*receipt_ids)[32] = NULL;
   bool *ran = NULL;
@@ -601,6 +617,8 @@ int tl_cmd_promote(int argc, char **argv) {
     } else if (strcmp(argv[i], "--json") == 0) {
     } else if (strcmp(argv[i], "--reuse") == 0) {
       reuse = true;
+    } else if (strcmp(argv[i], "--no-benchmark") == 0) {
+      benchmark = false;
     } else if (strcmp(argv[i], "--store") == 0) {
       if ((u = tl_cli_value(json, argc, argv, &i, &store_dir)) >= 0) return u;
     } else if (strcmp(argv[i], "--lane") == 0) {
@@ -723,6 +741,20 @@ int tl_cmd_promote(int argc, char **argv) {
               reused ? " (judged again from the stored raw output)" : "", tl_now_s() - t0);
     }
   }
+  /* The benchmark step: after the claims, named by the run record; its
+   * failure is recorded there and changes no verdict. Each point's
+   * process loads the model itself: this one's copy goes first. */
+  if (benchmark && plan.has_benchmark && session_ok) {
+    tl_bench_step b = {&plan, slm_path, artifact, rt.build_id, threads, NULL};
+    bench_ran = true;
+    tl_session_close(&s);
+    if ((st = tl_promote_benchmark(&b, store, bench_id, bench_err, sizeof bench_err)) != TL_OK) {
+      if (bench_err[0] == '\0') snprintf(bench_err, sizeof bench_err, "%s", tl_status_name(st));
+      fprintf(stderr, "  benchmark not recorded: %s\n", bench_err);
+    } else {
+      bench_err[0] = '\0';
+    }
+  }
   /* The run record: what ran, each attempt, when. */
   {
     char when[32];
@@ -736,6 +768,9 @@ int tl_cmd_promote(int argc, char **argv) {
                     hex32(plan.id), "artifact", hex32(artifact), "lane", plan.lane, "build_id",
                     rt.build_id, "threads", (int)threads, "started", when, "attempts", attempts);
     if (rec != NULL && session_ok) json_object_set_new(rec, "custody", hex32(custody_id));
+    if (rec != NULL && bench_ran)
+      json_object_set_new(rec, bench_err[0] ? "benchmark_error" : "benchmark",
+                          bench_err[0] ? json_string(bench_err) : hex32(bench_id));
     text = tl_plan_canonical(rec);
     st = text ? tl_store_put(store, "run", (const uint8_t *)text, strlen(text), run_id, err,
                              sizeof err)
@@ -848,7 +883,7 @@ done:
   free(pc);
   json_decref(attempts);
   json_decref(out_claims);
-  if (session_ok) tl_session_close(&s);
+  if (session_ok && !bench_ran) tl_session_close(&s);
   if (store) tl_store_close(store);
   tl_plan_free(&plan);
   return rc;

@@ -1,10 +1,11 @@
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* pthread_getattr_np, mincore */
 #include "pool.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 /* A worker spins this many rounds on the generation word before sleeping:
@@ -150,6 +151,34 @@ void tl_pool_destroy(tl_pool *p) {
 tl_parallel tl_pool_parallel(tl_pool *p) {
   tl_parallel par = {pool_run, p, p->n_workers + 1};
   return par;
+}
+
+uint64_t tl_pool_stack_resident(const tl_pool *p) {
+  uint64_t bytes = 0;
+#if defined(__linux__)
+  long page = sysconf(_SC_PAGESIZE);
+  for (uint32_t i = 0; p != NULL && page > 0 && i < p->started; i++) {
+    pthread_attr_t a;
+    void *lo;
+    size_t size;
+    uintptr_t b, e;
+    unsigned char *vec;
+    if (pthread_getattr_np(p->workers[i], &a) != 0) continue;
+    if (pthread_attr_getstack(&a, &lo, &size) == 0) {
+      b = (uintptr_t)lo / (uintptr_t)page * (uintptr_t)page;
+      e = ((uintptr_t)lo + size + (uintptr_t)page - 1) / (uintptr_t)page * (uintptr_t)page;
+      vec = malloc((e - b) / (uintptr_t)page);
+      if (vec != NULL && mincore((void *)b, e - b, vec) == 0)
+        for (uintptr_t k = 0; k < (e - b) / (uintptr_t)page; k++)
+          bytes += (vec[k] & 1) ? (uint64_t)page : 0;
+      free(vec);
+    }
+    pthread_attr_destroy(&a);
+  }
+#else
+  (void)p;
+#endif
+  return bytes;
 }
 
 uint32_t tl_pool_default_threads(void) {

@@ -22,6 +22,12 @@ void tl_pool_destroy(tl_pool *p);
 /* The parallel-for of p (valid while p lives). */
 tl_parallel tl_pool_parallel(tl_pool *p);
 
+/* The resident bytes of the workers' stacks now (what they touched, not
+ * what was reserved for them): each live worker's stack range
+ * (pthread_getattr_np) and its resident pages (mincore). 0 for a pool of
+ * one thread, for NULL, and where that cannot be measured (not Linux). */
+uint64_t tl_pool_stack_resident(const tl_pool *p);
+
 /* The number of CPUs online (at least 1, at most TL_PAR_MAX_TASKS). */
 uint32_t tl_pool_default_threads(void);
 

@@ -1,7 +1,7 @@
 /* The pthread pool: every task of every call runs exactly once, calls do
  * not bleed into each other (many short calls back to back, task counts
  * changing between calls), at 1, 2, 3 and 7 threads; bad thread counts are
- * refused. */
+ * refused; the workers' resident stack is what their tasks touched. */
 #include <stdatomic.h>
 #include <string.h>
 
@@ -94,10 +94,45 @@ static void partition(tl_test_ctx *t) {
     }
 }
 
+/* Each task waits until all have started (so each of the pool's threads
+ * runs exactly one), then touches STACK_TOUCH bytes of its own stack. */
+#define STACK_TOUCH (256u << 10)
+static void touch_stack(void *ctx, uint32_t i, uint32_t n) {
+  volatile unsigned char buf[STACK_TOUCH];
+  (void)i;
+  atomic_fetch_add((atomic_uint *)ctx, 1);
+  while (atomic_load((atomic_uint *)ctx) < n) {
+  }
+  for (size_t k = 0; k < sizeof buf; k += 1024) buf[k] = (unsigned char)k;
+}
+
+static void worker_stacks_resident(tl_test_ctx *t) {
+  tl_pool *p = NULL;
+  tl_parallel par;
+  atomic_uint started;
+  TL_EXPECT_EQ_U64(t, tl_pool_stack_resident(NULL), 0);
+  if (!TL_EXPECT_OK(t, tl_pool_create(1, &p))) return;
+  TL_EXPECT_EQ_U64(t, tl_pool_stack_resident(p), 0); /* no workers */
+  tl_pool_destroy(p);
+#if defined(__linux__)
+  if (!TL_EXPECT_OK(t, tl_pool_create(4, &p))) return;
+  par = tl_pool_parallel(p);
+  atomic_init(&started, 0);
+  tl_parallel_run(&par, touch_stack, &started, 4);
+  /* three workers, each with at least the bytes its task touched */
+  TL_EXPECT(t, tl_pool_stack_resident(p) >= 3ull * STACK_TOUCH);
+  tl_pool_destroy(p);
+#else
+  (void)par;
+  (void)started;
+#endif
+}
+
 static const tl_test_case cases[] = {
     TL_CASE(each_task_once),
     TL_CASE(destroyed_before_workers_start),
     TL_CASE(bad_counts),
     TL_CASE(partition),
+    TL_CASE(worker_stacks_resident),
 };
 TL_SUITE(pool, cases);

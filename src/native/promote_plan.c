@@ -72,9 +72,9 @@ static tl_status bad(checker *c, const char *path, const char *what) {
   return TL_ERR_INVALID_ARGUMENT;
 }
 
-/* Exactly these keys (required unless listed in optional). */
+/* Only these keys; the first n_required of them required. */
 static tl_status only_keys(checker *c, const json_t *o, const char *path,
-                           const char *const *keys, size_t n) {
+                           const char *const *keys, size_t n, size_t n_required) {
   const char *k;
   json_t *v;
   if (!json_is_object(o)) return bad(c, path, "not an object");
@@ -87,7 +87,7 @@ static tl_status only_keys(checker *c, const json_t *o, const char *path,
       return bad(c, path, what);
     }
   }
-  for (size_t i = 0; i < n; i++)
+  for (size_t i = 0; i < n_required; i++)
     if (json_object_get(o, keys[i]) == NULL) {
       char what[160];
       snprintf(what, sizeof what, "missing field '%s'", keys[i]);
@@ -155,7 +155,7 @@ static tl_status check_claim(checker *c, json_t *o, size_t ci, tl_plan_claim *cl
   const json_t *design, *cases;
   tl_status st;
   snprintf(path, sizeof path, "claims[%zu]", ci);
-  if ((st = only_keys(c, o, path, keys, 7)) != TL_OK) return st;
+  if ((st = only_keys(c, o, path, keys, 7, 7)) != TL_OK) return st;
   if ((st = text_field(c, o, "name", path, false, &cl->name)) != TL_OK ||
       (st = text_field(c, o, "kind", path, false, &cl->kind)) != TL_OK ||
       (st = text_field(c, o, "level", path, false, &cl->level)) != TL_OK ||
@@ -203,7 +203,7 @@ static tl_status check_claim(checker *c, json_t *o, size_t ci, tl_plan_claim *cl
     char where[128];
     uint8_t want[32];
     snprintf(where, sizeof where, "%s.cases[%zu]", path, i);
-    if ((st = only_keys(c, e, where, case_keys, 2)) != TL_OK) return st;
+    if ((st = only_keys(c, e, where, case_keys, 2, 2)) != TL_OK) return st;
     if (!tl_hex32_parse(json_string_value(json_object_get(e, "id")), cl->case_ids[i]))
       return bad(c, where, "id: not 64 lower-case hex digits");
     body = json_object_get(e, "case");
@@ -225,17 +225,60 @@ static tl_status check_claim(checker *c, json_t *o, size_t ci, tl_plan_claim *cl
   return TL_OK;
 }
 
+/* An integer in [lo, hi]. */
+static tl_status int_field(checker *c, const json_t *v, const char *path, uint32_t lo,
+                           uint32_t hi, uint32_t *out) {
+  char what[96];
+  if (json_is_integer(v) && json_integer_value(v) >= lo && json_integer_value(v) <= hi) {
+    *out = (uint32_t)json_integer_value(v);
+    return TL_OK;
+  }
+  snprintf(what, sizeof what, "not an integer in [%u, %u]", lo, hi);
+  return bad(c, path, what);
+}
+
+/* The benchmark step (docs/promotion.md §Benchmark): absent or null is
+ * none. The ranges are tinylm bench's (-p, -n, -r). */
+static tl_status check_benchmark(checker *c, const json_t *b, tl_plan *p) {
+  static const char *const keys[] = {"prompt_tokens", "decode_tokens", "repetitions"};
+  const json_t *lengths;
+  tl_status st;
+  if (b == NULL || json_is_null(b)) return TL_OK;
+  if ((st = only_keys(c, b, "benchmark", keys, 3, 3)) != TL_OK) return st;
+  lengths = json_object_get(b, "prompt_tokens");
+  if (!json_is_array(lengths) || json_array_size(lengths) == 0 ||
+      json_array_size(lengths) > TL_PLAN_BENCH_MAX_LENGTHS)
+    return bad(c, "benchmark.prompt_tokens",
+               "not an array of 1 to " TL_PLAN_BENCH_MAX_LENGTHS_TEXT " lengths");
+  p->benchmark.n_prompts = json_array_size(lengths);
+  for (size_t i = 0; i < p->benchmark.n_prompts; i++) {
+    char where[64];
+    uint32_t *len = &p->benchmark.prompt_tokens[i];
+    snprintf(where, sizeof where, "benchmark.prompt_tokens[%zu]", i);
+    if ((st = int_field(c, json_array_get(lengths, i), where, 1, 1u << 20, len)) != TL_OK)
+      return st;
+    if (i > 0 && *len <= len[-1]) return bad(c, where, "not greater than the length before it");
+  }
+  if ((st = int_field(c, json_object_get(b, "decode_tokens"), "benchmark.decode_tokens", 1,
+                      4096, &p->benchmark.decode_tokens)) != TL_OK ||
+      (st = int_field(c, json_object_get(b, "repetitions"), "benchmark.repetitions", 1, 15,
+                      &p->benchmark.repetitions)) != TL_OK)
+    return st;
+  p->has_benchmark = true;
+  return TL_OK;
+}
+
 static tl_status check_plan(checker *c, tl_plan *p) {
-  static const char *const keys[] = {"format", "artifact", "lane", "claims"};
+  static const char *const keys[] = {"format", "artifact", "lane", "claims", "benchmark"};
   static const char *const art_keys[] = {"id", "path", "acquisition_receipt"};
   const json_t *art, *claims, *v;
   tl_status st;
-  if ((st = only_keys(c, p->root, "plan", keys, 4)) != TL_OK) return st;
+  if ((st = only_keys(c, p->root, "plan", keys, 5, 4)) != TL_OK) return st;
   v = json_object_get(p->root, "format");
   if (!json_is_string(v) || strcmp(json_string_value(v), TL_PLAN_FORMAT) != 0)
     return bad(c, "format", "not " TL_PLAN_FORMAT);
   art = json_object_get(p->root, "artifact");
-  if ((st = only_keys(c, art, "artifact", art_keys, 3)) != TL_OK) return st;
+  if ((st = only_keys(c, art, "artifact", art_keys, 3, 3)) != TL_OK) return st;
   if (!tl_hex32_parse(json_string_value(json_object_get(art, "id")), p->artifact_id))
     return bad(c, "artifact.id", "not 64 lower-case hex digits");
   if ((st = text_field(c, art, "path", "artifact", false, &p->artifact_path)) != TL_OK) return st;
@@ -246,6 +289,7 @@ static tl_status check_plan(checker *c, tl_plan *p) {
   if ((st = text_field(c, p->root, "lane", "plan", false, &p->lane)) != TL_OK) return st;
   if (strcmp(p->lane, "scalar") != 0 && strcmp(p->lane, "fast") != 0)
     return bad(c, "lane", "not 'scalar' or 'fast'");
+  if ((st = check_benchmark(c, json_object_get(p->root, "benchmark"), p)) != TL_OK) return st;
   claims = json_object_get(p->root, "claims");
   if (!json_is_array(claims) || json_array_size(claims) == 0)
     return bad(c, "claims", "not a non-empty array");

@@ -26,6 +26,16 @@ typedef struct tl_plan_claim {
   uint8_t design_sha256[32]; /* of the design's canonical JSON (stochastic) */
 } tl_plan_claim;
 
+/* The benchmark step's points (docs/promotion.md §Benchmark): one tinylm
+ * bench run per prompt length, ascending. */
+#define TL_PLAN_BENCH_MAX_LENGTHS 12
+#define TL_PLAN_BENCH_MAX_LENGTHS_TEXT "12"
+typedef struct tl_plan_benchmark {
+  uint32_t prompt_tokens[TL_PLAN_BENCH_MAX_LENGTHS];
+  size_t n_prompts;
+  uint32_t decode_tokens, repetitions;
+} tl_plan_benchmark;
+
 typedef struct tl_plan {
   json_t *root;
   uint8_t id[32]; /* SHA-256 of the plan's bytes */
@@ -36,6 +46,8 @@ typedef struct tl_plan {
   const char *lane;
   tl_plan_claim *claims;
   size_t n_claims;
+  bool has_benchmark; /* "benchmark" present and not null */
+  tl_plan_benchmark benchmark;
   const uint8_t *bytes; /* the plan as read (malloc'd) */
   size_t len;
 } tl_plan;

@@ -111,6 +111,43 @@ static void every_departure_is_refused_naming_the_field(tl_test_ctx *t) {
        "floating-point"},
       {"unknown case field", "claims/0/cases/0", "note", "\"n\"", TL_ERR_INVALID_ARGUMENT,
        "unknown field 'note'"},
+      /* the benchmark step (docs/promotion.md §Benchmark) */
+      {"benchmark not an object", "", "benchmark", "[16]", TL_ERR_INVALID_ARGUMENT,
+       "benchmark: not an object"},
+      {"benchmark unknown field", "", "benchmark",
+       "{\"prompt_tokens\": [16], \"decode_tokens\": 4, \"repetitions\": 1, \"warmup\": 1}",
+       TL_ERR_INVALID_ARGUMENT, "unknown field 'warmup'"},
+      {"benchmark without decode_tokens", "", "benchmark",
+       "{\"prompt_tokens\": [16], \"repetitions\": 1}", TL_ERR_INVALID_ARGUMENT,
+       "missing field 'decode_tokens'"},
+      {"benchmark without lengths", "", "benchmark",
+       "{\"prompt_tokens\": [], \"decode_tokens\": 4, \"repetitions\": 1}",
+       TL_ERR_INVALID_ARGUMENT, "benchmark.prompt_tokens: not an array of 1 to 12"},
+      {"benchmark with 13 lengths", "", "benchmark",
+       "{\"prompt_tokens\": [1,2,3,4,5,6,7,8,9,10,11,12,13], \"decode_tokens\": 4, "
+       "\"repetitions\": 1}",
+       TL_ERR_INVALID_ARGUMENT, "benchmark.prompt_tokens: not an array of 1 to 12"},
+      {"benchmark lengths descending", "", "benchmark",
+       "{\"prompt_tokens\": [64, 16], \"decode_tokens\": 4, \"repetitions\": 1}",
+       TL_ERR_INVALID_ARGUMENT, "prompt_tokens[1]: not greater"},
+      {"benchmark length twice", "", "benchmark",
+       "{\"prompt_tokens\": [16, 16], \"decode_tokens\": 4, \"repetitions\": 1}",
+       TL_ERR_INVALID_ARGUMENT, "prompt_tokens[1]: not greater"},
+      {"benchmark length 0", "", "benchmark",
+       "{\"prompt_tokens\": [0], \"decode_tokens\": 4, \"repetitions\": 1}",
+       TL_ERR_INVALID_ARGUMENT, "prompt_tokens[0]: not an integer in [1, 1048576]"},
+      {"benchmark length as a real", "", "benchmark",
+       "{\"prompt_tokens\": [16.0], \"decode_tokens\": 4, \"repetitions\": 1}",
+       TL_ERR_INVALID_ARGUMENT, "prompt_tokens[0]: not an integer"},
+      {"benchmark length as text", "", "benchmark",
+       "{\"prompt_tokens\": [\"16\"], \"decode_tokens\": 4, \"repetitions\": 1}",
+       TL_ERR_INVALID_ARGUMENT, "prompt_tokens[0]: not an integer"},
+      {"benchmark decode 0", "", "benchmark",
+       "{\"prompt_tokens\": [16], \"decode_tokens\": 0, \"repetitions\": 1}",
+       TL_ERR_INVALID_ARGUMENT, "benchmark.decode_tokens: not an integer in [1, 4096]"},
+      {"benchmark 16 repetitions", "", "benchmark",
+       "{\"prompt_tokens\": [16], \"decode_tokens\": 4, \"repetitions\": 16}",
+       TL_ERR_INVALID_ARGUMENT, "benchmark.repetitions: not an integer in [1, 15]"},
   };
   for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++) {
     json_t *plan = valid_plan(), *at = plan;
@@ -130,6 +167,42 @@ static void every_departure_is_refused_naming_the_field(tl_test_ctx *t) {
       fprintf(stderr, "  %s: %s (%s)\n", edits[i].what, err, tl_status_name(st));
     TL_EXPECT(t, strstr(err, edits[i].fragment) != NULL);
     if (st == TL_OK) tl_plan_free(&p);
+    json_decref(plan);
+  }
+}
+
+/* The benchmark is optional: absent and null are no step, a valid one
+ * reads back as written (and is part of the plan's bytes, so its id). */
+static void the_benchmark_field_reads_back(tl_test_ctx *t) {
+  static const char *const values[] = {NULL, "null",
+                                       "{\"prompt_tokens\": [16, 64, 4079], "
+                                       "\"decode_tokens\": 16, \"repetitions\": 3}",
+                                       "{\"prompt_tokens\": [1048576], "
+                                       "\"decode_tokens\": 4096, \"repetitions\": 15}"};
+  for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+    json_t *plan = valid_plan();
+    tl_plan p;
+    char err[512] = "";
+    if (values[i] != NULL)
+      json_object_set_new(plan, "benchmark", json_loads(values[i], JSON_DECODE_ANY, NULL));
+    if (!TL_EXPECT_OK(t, parse_json(plan, &p, err, sizeof err))) {
+      fprintf(stderr, "  %s: %s\n", values[i] ? values[i] : "(absent)", err);
+      json_decref(plan);
+      continue;
+    }
+    TL_EXPECT(t, p.has_benchmark == (i >= 2));
+    if (i == 2) {
+      TL_EXPECT_EQ_U64(t, p.benchmark.n_prompts, 3);
+      TL_EXPECT_EQ_U64(t, p.benchmark.prompt_tokens[0], 16);
+      TL_EXPECT_EQ_U64(t, p.benchmark.prompt_tokens[2], 4079);
+      TL_EXPECT_EQ_U64(t, p.benchmark.decode_tokens, 16);
+      TL_EXPECT_EQ_U64(t, p.benchmark.repetitions, 3);
+    }
+    if (i == 3) {
+      TL_EXPECT_EQ_U64(t, p.benchmark.n_prompts, 1);
+      TL_EXPECT_EQ_U64(t, p.benchmark.prompt_tokens[0], 1u << 20);
+    }
+    tl_plan_free(&p);
     json_decref(plan);
   }
 }
@@ -164,6 +237,7 @@ static void plan_init_claims_read_back(tl_test_ctx *t) {
 static const tl_test_case cases[] = {TL_CASE(case_ids_are_sha256_of_compact_sorted_json),
                                      TL_CASE(a_valid_plan_reads_back),
                                      TL_CASE(every_departure_is_refused_naming_the_field),
+                                     TL_CASE(the_benchmark_field_reads_back),
                                      TL_CASE(bytes_that_are_not_one_plan),
                                      TL_CASE(plan_init_claims_read_back)};
 TL_SUITE(promote_plan, cases);

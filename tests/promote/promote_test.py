@@ -25,7 +25,15 @@
     receipt (the rules a converted artifact cannot carry, unresolved
     source conflicts, unknown fields, unconsumed tensors, are planted in
     rewritten artifacts by promote_mechanical_test.c);
-  * `promote show --public` holds no case text and no expected answer.
+  * `promote show --public` holds no case text and no expected answer;
+  * plan init registers a benchmark (prompt lengths the model's context
+    holds); the fast lane's promotion runs it and its run record names a
+    tinylm.benchmark/1 object whose points are the plan's lengths, with
+    positive figures and memory parts that agree with each other and, for
+    the plan's parts, with an independent `tinylm bench --json`; a
+    benchmark that fails is recorded and changes no decision;
+    --no-benchmark runs none. Every other promotion here has no benchmark
+    (only() drops it): each point is a model load and its prompts.
 
     promote_test.py TINYLM TIE_MUTANT WORKDIR
 """
@@ -90,10 +98,112 @@ def claim(plan, name):
 
 
 def only(plan, *names):
-    """The plan with just these claims (a plan is what its author registers)."""
+    """The plan with just these claims and no benchmark step (a plan is
+    what its author registers)."""
     p = json.loads(json.dumps(plan))
     p["claims"] = [c for c in p["claims"] if c["name"] in names]
+    p.pop("benchmark", None)
     return p
+
+
+# The fast lane's promotion benchmarks these (plan init's lengths go to
+# 4079 on the demo model; three short points keep the stage short).
+BENCHMARK = {"prompt_tokens": [16, 64, 256], "decode_tokens": 4, "repetitions": 1}
+
+
+def default_lengths(lane, max_positions):
+    """plan init's prompt lengths as docs/promotion.md §Benchmark states
+    the rule: 16, 64, 256, 1024, 4096 (1024 at most on the scalar lane),
+    those over max_positions - 16 - 1 replaced by that longest length."""
+    limit = max_positions - 16 - 1
+    wanted = [n for n in (16, 64, 256, 1024, 4096) if lane == "fast" or n <= 1024]
+    kept = [n for n in wanted if n <= limit]
+    return kept + [limit] if len(kept) < len(wanted) else kept
+
+
+def run_record(store, promotion_path):
+    p = tinylm("promote", "show", promotion_path, "--store", store, "--json")
+    if p.returncode != 0:
+        return {}
+    return load(os.path.join(store, "objects", json.loads(p.stdout)["run_record"]))
+
+
+POINT_KEYS = {"prompt_tokens", "context", "prefill_tokens_per_s", "decode_ms_per_token",
+              "decode_tokens_per_s", "first_token_seconds", "memory"}
+MEMORY_KEYS = {"weights", "tokenizer_template", "kv_cache", "activations", "worker_stacks",
+               "runtime_image", "peak_rss"}
+BENCH_KEYS = {"format", "artifact", "build_id", "lane", "profile", "isa", "threads",
+              "decode_tokens", "repetitions", "cpu", "points"}
+
+
+def check_benchmark(store, out, plan, art, stderr):
+    """The benchmark object the fast promotion's run record names."""
+    record = run_record(store, out["path"])
+    bid = record.get("benchmark")
+    if not check("fast: the run record names a benchmark object (no benchmark_error)",
+                 isinstance(bid, str) and "benchmark_error" not in record and
+                 os.path.exists(os.path.join(store, "objects", bid)), record):
+        return
+    bench = load(os.path.join(store, "objects", bid))
+    check("... of the tinylm.benchmark/1 shape, on the plan's artifact, lane and the run's build",
+          set(bench) == BENCH_KEYS and bench["format"] == "tinylm.benchmark/1" and
+          bench["artifact"] == plan["artifact"]["id"] and bench["lane"] == "fast" and
+          bench["build_id"] == record["build_id"] and
+          bench["decode_tokens"] == BENCHMARK["decode_tokens"] and
+          bench["repetitions"] == BENCHMARK["repetitions"] and
+          isinstance(bench["cpu"], str) and bench["cpu"] and
+          isinstance(bench["threads"], int) and bench["threads"] >= 1,
+          {k: v for k, v in bench.items() if k != "points"})
+    points = bench["points"]
+    check("... one point per prompt length of the plan, in its order",
+          [p.get("prompt_tokens") for p in points] == BENCHMARK["prompt_tokens"] and
+          all(set(p) == POINT_KEYS and set(p["memory"]) == MEMORY_KEYS for p in points), points)
+    figures = ("prefill_tokens_per_s", "decode_ms_per_token", "decode_tokens_per_s",
+               "first_token_seconds")
+    check("... every figure positive, decode ms/token the inverse of its tokens/s",
+          all(isinstance(p[f], (int, float)) and p[f] > 0 for p in points for f in figures) and
+          all(abs(p["decode_ms_per_token"] * p["decode_tokens_per_s"] - 1000) < 1e-9 * 1000
+              for p in points), points)
+    mem = [p["memory"] for p in points]
+    check("... memory parts in bytes, weights, tokenizer and activations positive",
+          all(isinstance(v, int) and v >= 0 for m in mem for v in m.values()) and
+          all(m["weights"] > 0 and m["tokenizer_template"] > 0 and m["activations"] > 0
+              for m in mem), mem)
+    check("... each context holds its prompt and the decoded tokens; the KV cache grows with it",
+          all(p["context"] >= p["prompt_tokens"] + bench["decode_tokens"] for p in points) and
+          all(a["context"] < b["context"] and a["memory"]["kv_cache"] < b["memory"]["kv_cache"]
+              for a, b in zip(points, points[1:])), [(p["context"], p["memory"]) for p in points])
+    check("... the weights and tokenizer the same at every context",
+          len({(m["weights"], m["tokenizer_template"]) for m in mem}) == 1, mem)
+    check("... the peak RSS at least the runtime image; worker stacks measured when threaded",
+          all(m["peak_rss"] >= m["runtime_image"] > 0 for m in mem) and
+          all((m["worker_stacks"] > 0) == (bench["threads"] > 1) for m in mem), mem)
+    lines = [ln for ln in stderr.decode().splitlines() if re.match(r"\s+bench\s+\d+ tokens", ln)]
+    check("... one stderr line per point while it runs", len(lines) == len(points), lines)
+    # An independent bench of the first point: the same shape, the same
+    # planned memory (times and measured bytes differ run to run).
+    p0 = points[0]
+    ind = tinylm("bench", art, "-p", str(p0["prompt_tokens"]), "-n", str(bench["decode_tokens"]),
+                 "-d", str(p0["prompt_tokens"]), "-r", "1", "--lane", "fast", "-t",
+                 str(bench["threads"]), "--json")
+    b = json.loads(ind.stdout) if ind.returncode == 0 else {}
+    mp = b.get("memory_plan", {})
+    check("tinylm bench --json: its context and memory plan are the point's",
+          b.get("context") == p0["context"] and b.get("prompt_tokens") == p0["prompt_tokens"] and
+          set(mp) == {"weights", "tokenizer", "kv_cache", "scratch", "logits", "sampler",
+                      "total"} and
+          mp["total"] == sum(v for k, v in mp.items() if k != "total") and
+          (mp["weights"], mp["tokenizer"], mp["kv_cache"],
+           mp["scratch"] + mp["logits"] + mp["sampler"]) ==
+          (p0["memory"]["weights"], p0["memory"]["tokenizer_template"],
+           p0["memory"]["kv_cache"], p0["memory"]["activations"]),
+          (b, ind.stderr.decode()[-400:]))
+    check("... and its measured figures of the same kinds",
+          all(isinstance(b.get(k), int) and b[k] >= 0 for k in
+              ("runtime_image_rss_bytes", "worker_stacks_rss_bytes", "peak_rss_bytes")) and
+          all(isinstance(b.get(k), float) and b[k] > 0 for k in
+              ("prefill_tokens_per_s", "decode_tokens_per_s", "first_token_seconds")) and
+          b["threads"] == bench["threads"] and b["profile"] == bench["profile"], b)
 
 
 def promote(plan_path, store, *extra, binary=None):
@@ -168,6 +278,17 @@ def main():
         if not check(f"plan init --lane {lane}", p.returncode == 0, p.stderr.decode()[-400:]):
             return summary()
         plans[lane] = load(path)
+        shown = json.loads(tinylm("inspect", art, "--json").stdout)
+        want = default_lengths(lane, shown["config"]["max_position_embeddings"])
+        check(f"plan init --lane {lane} registers the benchmark the model's context holds",
+              plans[lane].get("benchmark") == {"prompt_tokens": want, "decode_tokens": 16,
+                                               "repetitions": 1}, plans[lane].get("benchmark"))
+        # The fast lane's promotion benchmarks three short prompts; the
+        # scalar plan has none (a plan without one still reads).
+        if lane == "fast":
+            plans[lane]["benchmark"] = BENCHMARK
+        else:
+            del plans[lane]["benchmark"]
         # A smaller stochastic design than plan init's (100 seeds x 3 tokens
         # per prompt on both lanes) keeps the stage short: its statistics'
         # calibration is the promote-stats stage's; here it must run and
@@ -216,6 +337,32 @@ def main():
         check(f"{lane}: receipt show verifies every comparison receipt", not bad, bad)
         r = tinylm("promote", "show", out["path"], "--store", store)
         check(f"{lane}: promote show checks the chain", r.returncode == 0, r.stderr.decode())
+        if lane == "fast":
+            check_benchmark(store, out, plans[lane], art, p.stderr)
+        else:
+            check("scalar: no benchmark in the plan, none in the run record",
+                  not {"benchmark", "benchmark_error"} & set(run_record(store, out["path"])))
+
+    # --- the benchmark step is no claim -------------------------------------
+    failing = only(plan, "artifact")
+    failing["benchmark"] = {"prompt_tokens": [16, 8192], "decode_tokens": 4, "repetitions": 1}
+    failing_path = save(failing, os.path.join(WORK, "bench-too-long.plan.json"))
+    p, out = promote(failing_path, store)
+    record = run_record(store, out["path"]) if out else {}
+    check("a benchmark past the model's context: recorded as benchmark_error, still promoted",
+          p.returncode == 0 and out["decision"] == "promoted" and "benchmark" not in record and
+          "8192 prompt tokens" in record.get("benchmark_error", "") and
+          "context" in record.get("benchmark_error", ""), (record, p.stderr.decode()[-600:]))
+    p, out = promote(failing_path, store, "--no-benchmark")
+    check("promote --no-benchmark runs no benchmark step",
+          p.returncode == 0 and b"bench " not in p.stderr and
+          not {"benchmark", "benchmark_error"} & set(run_record(store, out["path"]) if out else {}),
+          p.stderr.decode()[-400:])
+    p = tinylm("plan", "init", art, "-o", os.path.join(WORK, "nobench.plan.json"),
+               "--no-benchmark")
+    check("plan init --no-benchmark registers none",
+          p.returncode == 0 and "benchmark" not in load(os.path.join(WORK, "nobench.plan.json")),
+          p.stderr.decode()[-400:])
 
     # --- the store is append-only ------------------------------------------
     before = objects(store)
