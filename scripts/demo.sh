@@ -81,8 +81,9 @@ echo "== 7. promotion: plan, evidence, report"
 rm -rf "$demo/hf"
 /usr/bin/python3 tools/demo/expand.py --weights "$weights/demo.safetensors.xz" \
   --idmap "$weights/idmap.json" --tokenizer-dir "$tok" -o "$demo/hf" >/dev/null
-/usr/bin/python3 tools/oracle/qwen3_ref.py "$demo/hf" --slm "$art" --no-slm-digests \
-  --ids "151644 872 198 3838 374 220 18 19 22 488 220 20 23 30 151645 198 151644 77091 198 151667 271 151668 271" \
+ids="151644 872 198 3838 374 220 18 19 22 488 220 20 23 30 151645 198"
+ids+=" 151644 77091 198 151667 271 151668 271"
+/usr/bin/python3 tools/oracle/qwen3_ref.py "$demo/hf" --slm "$art" --no-slm-digests --ids "$ids" \
   --positions 0,11,22 --greedy 4 -o "$demo/golden-sum.cbor" >/dev/null
 rm -rf "$demo/hf"
 "$tinylm" plan init "$art" -o "$demo/demo.plan.json" --golden "$demo/golden-sum.cbor" --force \
