@@ -166,6 +166,9 @@ run_stage promote-receipts /usr/bin/python3 tests/receipt/promote_forged_test.py
 # defect per stop rule (~3.5 min on 2 cores: the oracles' inputs take half).
 run_stage promote /usr/bin/python3 tests/promote/promote_test.py build/gcc/tinylm \
   build/gcc/tinylm-tie-mutant build/test-work/promote
+# tinylm report: pages of real promotions of the demo model checked number
+# by number against their receipts, then in headless Chromium (~1 min).
+run_stage report tests/report/run.sh build/gcc/tinylm build/test-work/report
 run_stage fuzz-build build fuzz
 run_stage fuzz-smoke tests/fuzz/run.sh "$FUZZ_SECONDS"
 
