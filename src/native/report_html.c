@@ -179,7 +179,16 @@ static void decision(FILE *f, const json_t *view) {
   fputs("</span></section>\n", f);
 }
 
-static void claims_table(FILE *f, const json_t *view, bool public_view) {
+/* The plan's claim of that name (a claim that did not run has no
+ * comparison: its kind and level are the plan's). */
+static const json_t *plan_claim(const json_t *plan, const char *name) {
+  const json_t *c;
+  size_t i;
+  json_array_foreach(json_object_get(plan, "claims"), i, c) if (strcmp(str(c, "name"), name) == 0) return c;
+  return NULL;
+}
+
+static void claims_table(FILE *f, const json_t *view, const json_t *plan, bool public_view) {
   const json_t *c;
   size_t i;
   fputs("<h2>Claims</h2>\n<table id=\"claims\"><tr><th>claim</th><th>kind</th><th>level</th>"
@@ -190,6 +199,7 @@ static void claims_table(FILE *f, const json_t *view, bool public_view) {
   fputs("</tr>\n", f);
   json_array_foreach(json_object_get(view, "claims"), i, c) {
     const json_t *cases = json_object_get(c, "cases"), *k;
+    const json_t *kinds = json_object_get(c, "kind") ? c : plan_claim(plan, str(c, "claim"));
     const char *verdict = str(c, "verdict");
     size_t j, passed = 0;
     json_array_foreach(cases, j, k) passed += json_is_true(json_object_get(k, "pass"));
@@ -197,15 +207,15 @@ static void claims_table(FILE *f, const json_t *view, bool public_view) {
     attr(f, "data-claim", str(c, "claim"));
     attr(f, "data-verdict", verdict);
     attr(f, "data-stop-rule", str(c, "stop_rule"));
-    attr(f, "data-kind", str(c, "kind"));
-    attr(f, "data-level", str(c, "level"));
+    attr(f, "data-kind", str(kinds, "kind"));
+    attr(f, "data-level", str(kinds, "level"));
     attr(f, "data-receipt", str(c, "receipt_id"));
     fprintf(f, " data-cases=\"%zu\" data-passed=\"%zu\"><td>", json_array_size(cases), passed);
     esc(f, str(c, "claim"));
     fputs("</td><td>", f);
-    esc(f, str(c, "kind"));
+    esc(f, str(kinds, "kind"));
     fputs("</td><td>", f);
-    esc(f, str(c, "level"));
+    esc(f, str(kinds, "level"));
     fprintf(f, "</td><td class=\"%s\">", strcmp(verdict, "pass") == 0       ? "pass"
                                            : strcmp(verdict, "not_run") == 0 ? "not_run"
                                                                              : "fail");
@@ -860,7 +870,7 @@ tl_status tl_report_html(const tl_report_inputs *in, char **html, size_t *len) {
   if (in->public_view) fputs("; public view: no case text, no expected answers", f);
   fputs(".</p>\n", f);
   decision(f, in->view);
-  claims_table(f, in->view, in->public_view);
+  claims_table(f, in->view, in->plan, in->public_view);
   custody(f, in);
   forward(f, in);
   benchmark(f, in);

@@ -24,17 +24,22 @@ static void a_bare_promotion_still_makes_a_page(tl_test_ctx *t) {
                            "receipt", "ab", "lane", "fast", "claims", "claim", "forward",
                            "verdict", "not_run", "stop_rules");
   json_t *empty = json_object();
-  tl_report_inputs in = {view, empty, NULL, NULL, empty, empty, empty, false};
+  json_t *plan = json_pack("{s:[{s:s,s:s,s:s}]}", "claims", "name", "forward", "kind", "forward",
+                           "level", "numerical");
+  tl_report_inputs in = {view, empty, NULL, NULL, plan, empty, empty, false};
   char *html = page(t, &in);
   if (html != NULL) {
     TL_EXPECT(t, strstr(html, "data-decision=\"not_promoted\"") != NULL);
     TL_EXPECT(t, strstr(html, "data-verdict=\"not_run\"") != NULL);
+    /* a claim that did not run has no comparison: kind and level are the plan's */
+    TL_EXPECT(t, strstr(html, "data-kind=\"forward\" data-level=\"numerical\"") != NULL);
     TL_EXPECT(t, strstr(html, "names no custody object") != NULL);
     TL_EXPECT(t, strstr(html, "No benchmark step ran") != NULL);
     TL_EXPECT(t, strstr(html, "<script") == NULL);
   }
   free(html);
   json_decref(view);
+  json_decref(plan);
   json_decref(empty);
 }
 
