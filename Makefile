@@ -45,7 +45,7 @@ endif
 WARN := -Wall -Wextra -Werror -Wpedantic -Wshadow -Wstrict-prototypes \
         -Wmissing-prototypes -Wvla
 # The strict numerical lane: no contraction into FMA, no fast-math
-# (DESIGN.md §6; shared/notes/wasm-toolchain.md §6). No errno from math
+# (docs/architecture.md §6; docs/wasm-toolchain.md §6). No errno from math
 # builtins, so sqrt is the IEEE instruction (sqrtss, f32.sqrt), never a
 # libm call: the core has no libm.
 NUMERICS := -ffp-contract=off -fno-fast-math -fno-math-errno
@@ -284,7 +284,7 @@ $(TRANSCRIPT): $(call obj,tests/wasm/transcript.c tests/wasm/transcript_native.c
 
 # --- wasm32 ------------------------------------------------------------------
 # Freestanding: no WASI, no emscripten, our own memcpy & co (web/wasm/libc.c).
-# Flags as measured in shared/notes/wasm-toolchain.md §1.
+# Flags as measured in docs/wasm-toolchain.md §1.
 WASM_CC := clang --target=wasm32
 WASM_CFLAGS := -mcpu=mvp -std=c11 -O2 -ffreestanding -nostdlib $(WARN) \
                $(NUMERICS) -isystem web/wasm/include $(INCLUDES)
@@ -390,7 +390,7 @@ WEB_CFLAGS := $(WASM_CFLAGS) -isystem web/wasm/hosted -Isrc/native -Isrc/tools \
 WEB_LDFLAGS := $(WASM_LDFLAGS) -Wl,--max-memory=4294967296
 # The threads module imports its shared memory (the loader makes it with
 # these pages) and exports what each worker instance needs to set up its
-# stack and thread-local storage (shared/notes/wasm-toolchain.md §3).
+# stack and thread-local storage (docs/wasm-toolchain.md §3).
 WEB_THREADS_PAGES := 64
 WEB_THREADS_FLAGS := -msimd128 -matomics -mbulk-memory -mmutable-globals -ftls-model=local-exec \
                      -Wl,--shared-memory -Wl,--import-memory \

@@ -14,7 +14,7 @@
 # phase by phase (`tinylm bench -p 0 -n 1 -r 1 --json`) and the time to
 # first token of a fresh `tinylm run`. Needs a llama.cpp build
 # (llama-bench, llama-quantize; recipe and pinned commit in
-# ../shared/notes/perf-anchor.md) and its GGUF writer; skipped with a
+# docs/perf-anchor.md) and its GGUF writer; skipped with a
 # message otherwise.
 #
 #   LLAMA_CPP_DIR     llama.cpp source with build/bin (default ../shared/llama.cpp);
@@ -68,7 +68,7 @@ for v in "${tests[@]#*:}" "$decode" "$reps" "$long_reps" $threads; do
 done
 if [[ ! -x $llama/build/bin/llama-bench || ! -x $llama/build/bin/llama-quantize ]]; then
   echo "== side by side with llama.cpp: skipped (no llama-bench/llama-quantize under"
-  echo "   $llama/build/bin; build it as ../shared/notes/perf-anchor.md says, or set LLAMA_CPP_DIR)"
+  echo "   $llama/build/bin; build it as docs/perf-anchor.md says, or set LLAMA_CPP_DIR)"
   exit 0
 fi
 if [[ ! -f $to_gguf ]]; then

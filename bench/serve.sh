@@ -10,7 +10,7 @@
 # each server's peak RSS (VmHWM, touched pages) over the whole run,
 # printed as one Markdown table; then `tinylm bench` decode at one stream,
 # the single-stream reference of the goal.
-# Needs llama-server (llama.cpp built as ../shared/notes/perf-anchor.md
+# Needs llama-server (llama.cpp built as docs/perf-anchor.md
 # says, with -DLLAMA_BUILD_SERVER=ON); skipped with a message otherwise.
 #
 #   LLAMA_CPP_DIR   llama.cpp with build/bin (default ../shared/llama.cpp)
@@ -41,7 +41,7 @@ for v in $levels "$tokens" "$words" "$threads"; do
 done
 if [[ ! -x $llama/build/bin/llama-server ]]; then
   echo "== tinylm serve beside llama-server: skipped (no llama-server under $llama/build/bin;"
-  echo "   build it as ../shared/notes/perf-anchor.md says with -DLLAMA_BUILD_SERVER=ON, or set LLAMA_CPP_DIR)"
+  echo "   build it as docs/perf-anchor.md says with -DLLAMA_BUILD_SERVER=ON, or set LLAMA_CPP_DIR)"
   exit 0
 fi
 if [[ ! -f $slm || ! -f $gguf ]]; then

@@ -16,7 +16,7 @@
 #define TL_VERSION_NUMBER \
   ((TL_VERSION_MAJOR << 16) | (TL_VERSION_MINOR << 8) | TL_VERSION_PATCH)
 
-/* Every expected failure is one of these (DESIGN.md §3). The list is the
+/* Every expected failure is one of these (docs/architecture.md §3). The list is the
  * single source for the enum and for tl_status_name(); the numeric values
  * are part of the ABI (the wasm host sees them) and never change meaning.
  * The short name is the machine-readable error code the CLI prints
@@ -272,7 +272,7 @@ typedef struct tl_generation_params {
   size_t messages_len;
   const uint32_t *ids;
   size_t n_ids;
-  /* Sampling (DESIGN.md §7). */
+  /* Sampling (docs/architecture.md §7). */
   uint32_t given; /* TL_GIVEN_* */
   double temperature, top_p, min_p, repeat_penalty;
   uint32_t top_k, repeat_window;

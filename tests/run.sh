@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make test`: every stage DESIGN.md §10 and the foundation issue ask for.
+# `make test`: every stage docs/architecture.md §10 and the foundation issue ask for.
 # Each stage is one or more checks; a stage that prints its own
 # "N passed, N failed[, N skipped][, N declared deviations]" line
 # contributes those counts, any other stage counts as one check judged by
@@ -83,10 +83,12 @@ run_stage py-format-vectors /usr/bin/python3 tools/oracle/py_format_vectors.py -
 run_stage quant-vectors /usr/bin/python3 tools/quant_ref.py --check
 run_stage fast-vectors /usr/bin/python3 tools/fast_ref.py --check
 run_stage sampler-vectors /usr/bin/python3 tools/oracle/sampler_selftest_vectors.py --check
+run_stage docs-links /usr/bin/python3 tests/docs/links_test.py
 run_stage build-gcc build CFG=gcc native tie-mutant
 # Before the unit suites: promote_mechanical runs its tokenizer and
 # template claims on the real tokenizer artifact.
 run_stage tok-artifact build tok-slm
+run_stage readme /usr/bin/python3 tests/docs/readme_test.py build/gcc/tinylm
 run_stage build-clang build CFG=clang native
 run_stage build-asan build CFG=asan native
 run_stage build-tsan build CFG=tsan tsan-tests

@@ -1,4 +1,4 @@
-/* Arenas: the core's only source of memory (DESIGN.md §2).
+/* Arenas: the core's only source of memory (docs/architecture.md §2).
  *
  * The host hands in one region; the core carves it with bump allocation.
  * Memory is released all at once (reset) or back to a mark (rewind). A

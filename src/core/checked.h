@@ -1,6 +1,6 @@
 /* Checked size arithmetic. Every product or sum derived from untrusted
  * bytes goes through these before it becomes an offset or a length
- * (DESIGN.md §3). On overflow *out is left untouched. */
+ * (docs/architecture.md §3). On overflow *out is left untouched. */
 #ifndef TL_CORE_CHECKED_H
 #define TL_CORE_CHECKED_H
 

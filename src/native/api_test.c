@@ -2,7 +2,7 @@
  * tests/golden/slm/tiny-f32.slm (read from the repository root, where the
  * unit tests run): ABI check, handle lifecycle, verification, preflight,
  * streaming, cancellation, prompts, errors. That its ids and receipt ids
- * equal `tinylm run`'s is checked by tests/api/api_test.sh. */
+ * equal `tinylm run`'s is checked by tests/api/example_test.py. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <sched.h>

@@ -1,4 +1,4 @@
-/* Shared conventions of the tinylm command line (DESIGN.md §3, §11):
+/* Shared conventions of the tinylm command line (docs/architecture.md §3, §11):
  * human text by default, --json for machines, errors as
  * `error: <code>: <detail>` on stderr (or {"error": ...} with --json) and a
  * non-zero exit status. */

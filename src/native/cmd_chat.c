@@ -80,7 +80,7 @@ static unsigned last_receipt(const char *dir) {
   return last;
 }
 
-/* The turn index of the draws (DESIGN.md §7): the number of assistant
+/* The turn index of the draws (docs/architecture.md §7): the number of assistant
  * replies the conversation holds, so a dropped turn, /reset and /load
  * leave the sequence as if the dropped turns never happened. */
 static uint32_t turn_index(const chat *c) {

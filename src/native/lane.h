@@ -3,7 +3,7 @@
  * with the fastest kernel variant this CPU runs, its thread pool, and the
  * weights copied from the file mapping into anonymous, aligned memory
  * (reading a mapping was measured erratically slow on this project's
- * machines: shared/notes/perf-anchor.md) unless --mmap is given.
+ * machines: docs/perf-anchor.md) unless --mmap is given.
  *
  * Flags shared by run, chat and bench: --lane scalar|fast, -t/--threads N,
  * --mmap. */

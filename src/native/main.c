@@ -1,5 +1,5 @@
 /* tinylm: one binary, subcommands sharing flag names and output
- * conventions (DESIGN.md §11). */
+ * conventions (docs/architecture.md §11). */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>

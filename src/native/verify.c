@@ -245,7 +245,7 @@ static long first_divergence(const tl_golden *g, const result *res, uint32_t lay
 
 /* The continuation's verdict: a different token is a failure when the
  * reference's margin exceeds twice the error bound of the logits,
- * "unstable" otherwise (DESIGN.md §6). */
+ * "unstable" otherwise (docs/architecture.md §6). */
 static json_t *greedy_verdict(const tl_qwen3_config *cfg, const tl_golden *g,
                               const tl_verify_obs *o, bool fast, size_t *n_failed) {
   const char *verdict = "same";

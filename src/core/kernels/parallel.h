@@ -1,4 +1,4 @@
-/* The parallel-for the core asks its host for (DESIGN.md §6): the core stays
+/* The parallel-for the core asks its host for (docs/architecture.md §6): the core stays
  * freestanding, and the host runs tasks on whatever it has (native: a
  * persistent pthread pool, src/native/pool.h; the browser: Web Workers over
  * shared memory). Work is split by output ownership with the fixed

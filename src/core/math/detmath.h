@@ -1,4 +1,4 @@
-/* Deterministic elementary functions for the scalar lane (DESIGN.md §6):
+/* Deterministic elementary functions for the scalar lane (docs/architecture.md §6):
  * the same bits on every host and in wasm32, because they use only IEEE
  * +, -, *, / and conversions in binary64 with a fixed evaluation order (no
  * libm, no FMA: the build has -ffp-contract=off).

@@ -1,4 +1,4 @@
-/* Observation records of a forward pass (DESIGN.md §8, docs/observe.md):
+/* Observation records of a forward pass (docs/architecture.md §8, docs/observe.md):
  * instead of whole tensors, each capture point's row (stage, layer,
  * position) becomes a record of its element count, the BLAKE3-256 of the
  * row canonicalised (f32 little-endian, every NaN one pattern) and bounded

@@ -1,4 +1,4 @@
-/* The Qwen3 forward pass, scalar strict lane (DESIGN.md §6, docs/forward.md):
+/* The Qwen3 forward pass, scalar strict lane (docs/architecture.md §6, docs/forward.md):
  * f32 storage and accumulation in a fixed left-to-right order, weights of
  * any .slm dtype decoded row by row, own deterministic exp/sin/cos, so
  * native and wasm32 give identical bits.

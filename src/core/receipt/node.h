@@ -1,4 +1,4 @@
-/* Receipt nodes (DESIGN.md §8, docs/receipts.md): content-addressed
+/* Receipt nodes (docs/architecture.md §8, docs/receipts.md): content-addressed
  * records whose id binds their type, their metadata (deterministic CBOR)
  * and their children's ids, so a receipt is a hash graph: changing any
  * input anywhere changes the root id.

@@ -1,6 +1,6 @@
 /* Philox-4x32-10, the counter-based generator of Random123 (Salmon, Moraes,
  * Dror, Shaw, "Parallel random numbers: as easy as 1, 2, 3", SC'11), and
- * the sampler's draw built on it (DESIGN.md §7, docs/sampler.md §Draws).
+ * the sampler's draw built on it (docs/architecture.md §7, docs/sampler.md §Draws).
  *
  * A bijection of a 128-bit counter under a 64-bit key: no state, so the
  * draw for any (seed, position) is computed directly and the same on every

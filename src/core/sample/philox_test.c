@@ -1,5 +1,5 @@
 /* Philox-4x32-10 against Random123's published known answers, and the
- * draw layout of DESIGN.md §7 (key = seed little-endian, counter = (draw,
+ * draw layout of docs/architecture.md §7 (key = seed little-endian, counter = (draw,
  * token, turn, stream)). */
 #include "sample/philox.h"
 #include "sample/philox_kat.h"

@@ -1,4 +1,4 @@
-/* The sampler (docs/sampler.md; DESIGN.md §7). Every float operation below
+/* The sampler (docs/sampler.md; docs/architecture.md §7). Every float operation below
  * is one IEEE binary64 operation in the order written (-ffp-contract=off),
  * so tools/oracle/sampler_ref.py, which performs the same operations in
  * Python floats, reproduces each value; only exp differs when the oracle

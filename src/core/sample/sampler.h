@@ -1,5 +1,5 @@
 /* The sampler: one token id from one logits vector, in the twelve steps of
- * DESIGN.md §7. docs/sampler.md is the normative text; requirement ids
+ * docs/architecture.md §7. docs/sampler.md is the normative text; requirement ids
  * S-n below refer to it.
  *
  * Pure: the outcome is a function of (logits, profile, history, number
@@ -94,7 +94,7 @@ tl_status tl_sampler_profile_text(const tl_sampler_profile *p, char *buf,
                                   size_t cap, size_t *len);
 
 /* The same fields as one deterministic CBOR map (text keys; floats as the
- * uint of their binary64 bits, DESIGN.md §8), put into w as one item. The
+ * uint of their binary64 bits, docs/architecture.md §8), put into w as one item. The
  * writer needs its scratch arena (a map of many pairs). */
 tl_status tl_sampler_profile_cbor(const tl_sampler_profile *p,
                                   tl_cbor_writer *w);

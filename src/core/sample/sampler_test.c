@@ -11,7 +11,7 @@
 #include "bytes.h"
 #include "tl_test.h"
 
-/* Qwen3's embedding rows and its tokenizer's defined ids (DESIGN.md §7,
+/* Qwen3's embedding rows and its tokenizer's defined ids (docs/architecture.md §7,
  * docs/sampler.md §Padded vocabulary). */
 #define QWEN3_ROWS 151936u
 #define QWEN3_DEFINED 151669u
