@@ -88,7 +88,7 @@ run_stage build-gcc build CFG=gcc native tie-mutant
 # Before the unit suites: promote_mechanical runs its tokenizer and
 # template claims on the real tokenizer artifact.
 run_stage tok-artifact build tok-slm
-run_stage readme /usr/bin/python3 tests/docs/readme_test.py build/gcc/tinylm
+run_stage readme /usr/bin/python3 tests/docs/readme_test.py build/gcc/tinylm "$TOK_SLM"
 run_stage build-clang build CFG=clang native
 run_stage build-asan build CFG=asan native
 run_stage build-tsan build CFG=tsan tsan-tests

@@ -6,10 +6,15 @@ the tree itself rather than kept in step by hand:
     setup.sh's list (the --demo-train extras aside);
   * its command block ("## The command line") names every command
     `tinylm help` lists, and for each command every flag that command's own
-    usage (`tinylm help COMMAND`) names.
+    usage (`tinylm help COMMAND`) names;
+  * each tokenizer example it shows (`tinylm encode|decode tok.slm ...`
+    with the output in a comment) prints exactly that output, run on the
+    tokenizer artifact of the real Qwen3 tokenizer (TOK_SLM).
 
-    readme_test.py TINYLM
+    readme_test.py TINYLM TOK_SLM
 """
+
+import shlex
 
 import os
 import re
@@ -98,11 +103,37 @@ def commands_check(tinylm, readme):
               u.returncode == 0 and groups and not missing, f"missing {missing}")
 
 
+def examples_check(tinylm, tok, readme):
+    """`build/gcc/tinylm encode|decode tok.slm ARGS` lines of the README with
+    their output after `# `, on the same line or the next (a trailing
+    "   (note)" is the README's, not the output's)."""
+    lines = readme.split("\n")
+    seen = 0
+    for i, line in enumerate(lines):
+        m = re.match(r"build/gcc/tinylm (encode|decode) tok\.slm (.*?)(?:\s+# (.*))?$", line)
+        if not m:
+            continue
+        want = m.group(3)
+        if want is None and i + 1 < len(lines) and lines[i + 1].startswith("# "):
+            want = lines[i + 1][2:]
+        if want is None:
+            continue
+        want = re.sub(r"\s{2,}\(.*\)$", "", want)
+        p = subprocess.run([tinylm, m.group(1), tok] + shlex.split(m.group(2)),
+                           capture_output=True, text=True)
+        check(f"README example `tinylm {m.group(1)} tok.slm {m.group(2)}` prints what it shows",
+              p.returncode == 0 and p.stdout.rstrip("\n") == want,
+              f"prints {p.stdout!r}, the README shows {want!r}")
+        seen += 1
+    check("the README's tokenizer examples were found", seen >= 2, str(seen))
+
+
 def main():
-    tinylm = sys.argv[1]
+    tinylm, tok = sys.argv[1], sys.argv[2]
     readme = read("README.md")
     packages_check(readme)
     commands_check(tinylm, readme)
+    examples_check(tinylm, tok, readme)
     return summary()
 
 
