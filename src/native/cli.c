@@ -274,3 +274,9 @@ void tl_cli_progress_end(tl_cli_progress *p) {
   if (p->on && p->tty) fputs("\r\033[K", stderr);
   fflush(stderr);
 }
+
+bool tl_cli_wants_json(int argc, char **argv) {
+  for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+    if (strcmp(argv[i], "--json") == 0) return true;
+  return false;
+}

@@ -50,6 +50,11 @@ int tl_cli_finish(int rc);
 void tl_cli_exit_by_signal(int sig);
 int tl_cli_exit_signal(void);
 
+/* Whether the command line asks for JSON output: a `--json` anywhere
+ * before `--`, so that errors found before the flag is reached (a bad
+ * value earlier on the line) are already reported as JSON. */
+bool tl_cli_wants_json(int argc, char **argv);
+
 /* Reports a usage error; returns TL_EXIT_USAGE. */
 int tl_cli_usage(bool json, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -62,7 +62,20 @@ static void doubles_are_finite_decimals(tl_test_ctx *t) {
   }
 }
 
+/* Every command's one --json pre-scan: anywhere before "--", so that an
+ * error found before the flag is reached is already JSON; after "--" it is
+ * an operand (a file named --json). */
+static void json_is_asked_anywhere_before_the_end_of_options(tl_test_ctx *t) {
+  char *last[] = {"hash", "--algo", "x", "--json"}, *none[] = {"hash", "--algo", "x"};
+  char *operand[] = {"hash", "--", "--json"}, *first[] = {"run", "--json", "m.slm"};
+  TL_EXPECT(t, tl_cli_wants_json(4, last));
+  TL_EXPECT(t, tl_cli_wants_json(3, first));
+  TL_EXPECT(t, !tl_cli_wants_json(3, none));
+  TL_EXPECT(t, !tl_cli_wants_json(3, operand));
+}
+
 static const tl_test_case cases[] = {
+    TL_CASE(json_is_asked_anywhere_before_the_end_of_options),
     TL_CASE(unsigned_range_and_form),
     TL_CASE(signed_range_and_form),
     TL_CASE(doubles_are_finite_decimals),

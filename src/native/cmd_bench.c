@@ -228,8 +228,7 @@ int tl_cmd_bench(int argc, char **argv) {
   /* the binary and its libraries, before the model is opened */
   const uint64_t image = resident_now();
   int rc;
-  for (int i = 1; i < argc; i++)
-    if (strcmp(argv[i], "--json") == 0) json = true;
+  json = tl_cli_wants_json(argc, argv);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v;
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {

@@ -62,7 +62,7 @@ int tl_cmd_convert(int argc, char **argv) {
   int rc;
 
   /* --json anywhere makes every usage error JSON. */
-  for (int i = 1; i < argc; i++) json |= strcmp(argv[i], "--json") == 0;
+  json = tl_cli_wants_json(argc, argv);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (strcmp(a, "--help") == 0) {

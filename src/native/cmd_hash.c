@@ -56,7 +56,7 @@ int tl_cmd_hash(int argc, char **argv) {
   if (paths == NULL)
     return tl_cli_fail(false, TL_ERR_OUT_OF_MEMORY, "out of memory");
   /* Options may stand anywhere before "--" (as sha256sum's do). */
-  for (int i = 1; i < argc; i++) json |= strcmp(argv[i], "--json") == 0;
+  json = tl_cli_wants_json(argc, argv);
   for (int i = 1; i < argc && rc == TL_EXIT_OK; i++) {
     const char *arg = argv[i], *v;
     if (!options || arg[0] != '-' || arg[1] == '\0') {

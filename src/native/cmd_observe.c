@@ -46,7 +46,7 @@ static int observe(int argc, char **argv) {
   tl_status st;
   int rc;
   bool to_stdout;
-  for (int i = 1; i < argc; i++) json |= strcmp(argv[i], "--json") == 0;
+  json = tl_cli_wants_json(argc, argv);
   for (int i = 1; i < argc; i++) {
     int lane_rc;
     if (strcmp(argv[i], "--json") == 0) {
@@ -248,7 +248,7 @@ static int compare(int argc, char **argv) {
   int rc;
   const tl_observe_doc *a, *b;
   const tl_observe_record *ra = NULL, *rb = NULL;
-  for (int i = 1; i < argc; i++) json |= strcmp(argv[i], "--json") == 0;
+  json = tl_cli_wants_json(argc, argv);
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--json") == 0 || strcmp(argv[i], "--compare") == 0) continue;
     if (argv[i][0] == '-')

@@ -298,7 +298,7 @@ int tl_cmd_plan(int argc, char **argv) {
   json_t *meta = NULL, *plan = NULL, *claims;
   tl_status st;
   int rc;
-  for (int i = 1; i < argc; i++) json |= strcmp(argv[i], "--json") == 0;
+  json = tl_cli_wants_json(argc, argv);
   if (argc < 2 || strcmp(argv[1], "init") != 0) {
     if (argc >= 2 && strcmp(argv[1], "--help") == 0) {
       fputs(plan_usage, stdout);
@@ -605,7 +605,7 @@ int tl_cmd_promote(int argc, char **argv) {
   tl_promote_runtime rt;
   tl_status st;
   int rc = TL_EXIT_USAGE;
-  for (int i = 1; i < argc; i++) json |= strcmp(argv[i], "--json") == 0;
+  json = tl_cli_wants_json(argc, argv);
   if (argc >= 2 && strcmp(argv[1], "show") == 0) return tl_promote_show_main(argc - 1, argv + 1);
   if (argc >= 2 && strcmp(argv[1], "status") == 0)
     return tl_promote_status_main(argc - 1, argv + 1);

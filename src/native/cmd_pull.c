@@ -70,8 +70,7 @@ static void begin(int argc, char **argv, tl_acq_net *n, bool *json) {
   n->timeout_s = 30;
   n->max_redirects = 5;
   *json = false;
-  for (int i = 1; i < argc; i++)
-    if (strcmp(argv[i], "--json") == 0) *json = true;
+  *json = tl_cli_wants_json(argc, argv);
 }
 
 /* The flags both commands share; returns -1 when argv[*i] was one of them

@@ -27,7 +27,7 @@ int tl_cmd_receipt(int argc, char **argv) {
   tl_status st;
   bool shown;
   /* --json anywhere makes usage errors JSON too. */
-  for (int i = 1; i < argc; i++) json |= strcmp(argv[i], "--json") == 0;
+  json = tl_cli_wants_json(argc, argv);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (strcmp(a, "--help") == 0) {

@@ -65,7 +65,7 @@ int tl_cmd_render(int argc, char **argv) {
   tl_status st;
   int rc = TL_EXIT_OK;
   /* --json anywhere makes every usage error JSON. */
-  for (int i = 1; i < argc; i++) json |= strcmp(argv[i], "--json") == 0;
+  json = tl_cli_wants_json(argc, argv);
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--help") == 0) {
       fputs(usage_text, stdout);

@@ -138,7 +138,7 @@ int tl_cmd_report(int argc, char **argv) {
   char *html = NULL;
   size_t len = 0;
   int rc;
-  for (int i = 1; i < argc; i++) json |= strcmp(argv[i], "--json") == 0;
+  json = tl_cli_wants_json(argc, argv);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {

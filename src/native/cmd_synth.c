@@ -92,8 +92,7 @@ int tl_cmd_synth(int argc, char **argv) {
   int rc;
   tl_synth_options o;
   memset(&o, 0, sizeof o);
-  for (int i = 1; i < argc; i++)
-    if (strcmp(argv[i], "--json") == 0) json = true;
+  json = tl_cli_wants_json(argc, argv);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     rc = -1;

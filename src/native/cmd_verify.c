@@ -59,7 +59,7 @@ int tl_cmd_verify(int argc, char **argv) {
   int rc = TL_EXIT_OK;
   json_t *out = NULL;
   /* --json anywhere makes every usage error JSON. */
-  for (int i = 1; i < argc; i++) json |= strcmp(argv[i], "--json") == 0;
+  json = tl_cli_wants_json(argc, argv);
   lane.fast = false; /* the strict lane is verify's reference */
   for (int i = 1; i < argc; i++) {
     int lane_rc;

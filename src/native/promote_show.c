@@ -424,7 +424,7 @@ int tl_promote_show_main(int argc, char **argv) {
   json_t *view = NULL;
   tl_store *s = NULL;
   int rc;
-  for (int i = 1; i < argc; i++) json |= strcmp(argv[i], "--json") == 0;
+  json = tl_cli_wants_json(argc, argv);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     int r;
@@ -735,7 +735,7 @@ int tl_promote_status_main(int argc, char **argv) {
   tl_store *s = NULL;
   tl_status st;
   int rc;
-  for (int i = 1; i < argc; i++) json |= strcmp(argv[i], "--json") == 0;
+  json = tl_cli_wants_json(argc, argv);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     int r = -1;

@@ -82,7 +82,7 @@ int tl_run_parse(int argc, char **argv, const char *usage, tl_run_options *o) {
   int rc;
   memset(o, 0, sizeof *o);
   /* --json anywhere makes every usage error JSON, whatever the order. */
-  for (int i = 1; i < argc; i++) o->json |= strcmp(argv[i], "--json") == 0;
+  o->json = tl_cli_wants_json(argc, argv);
   o->max_new = 64;
   o->lane = tl_lane_defaults();
   o->top_p = 1.0;
