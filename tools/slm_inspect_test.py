@@ -28,6 +28,8 @@ TOOLS = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(TOOLS)
 sys.path.insert(0, TOOLS)
 from blake3_ref import blake3, blake3_hex  # noqa: E402
+sys.path.insert(0, os.path.join(TOOLS, "..", "tests", "support"))
+from checks import check, skip, summary  # noqa: E402
 from slm_inspect import SlmError, inspect_bytes  # noqa: E402
 
 INSPECT = os.path.join(TOOLS, "slm_inspect.py")
@@ -218,17 +220,6 @@ def patch(data, pos, fmt, *values, seal=True):
 
 # --------------------------------------------------------------- harness
 
-RESULTS = {"passed": 0, "failed": 0, "skipped": 0}
-
-
-def check(name, condition, detail=""):
-    if condition:
-        RESULTS["passed"] += 1
-    else:
-        RESULTS["failed"] += 1
-        print(f"FAIL {name} {detail}")
-
-
 def error_code(data):
     """The error code the inspector gives data, or None when it accepts."""
     try:
@@ -276,8 +267,7 @@ def test_blake3_vectors():
 
 def test_blake3_b3sum():
     if shutil.which("b3sum") is None:
-        print("skip: b3sum not installed")
-        RESULTS["skipped"] += 1
+        skip("b3sum not installed")
         return
     for n in (0, 64, 65, 1000, 1024 * 7 + 3, 70001):
         data = os.urandom(n)
@@ -356,8 +346,7 @@ def test_valid_variants():
 
 def test_tokenizer_artifact():
     if not os.path.exists(TOKENIZER_SLM):
-        print(f"skip: {TOKENIZER_SLM} not built (make tok-slm)")
-        RESULTS["skipped"] += 1
+        skip(f"{TOKENIZER_SLM} not built (make tok-slm)")
         return
     proc = subprocess.run([sys.executable, INSPECT, TOKENIZER_SLM, "--json"],
                           capture_output=True, text=True)
@@ -531,9 +520,7 @@ def main():
                  test_directory_corruptions, test_padding_and_tensor_digest,
                  test_metadata_corruptions, test_cli_errors):
         test()
-    print(f"{RESULTS['passed']} passed, {RESULTS['failed']} failed, "
-          f"{RESULTS['skipped']} skipped")
-    return 1 if RESULTS["failed"] else 0
+    return summary()
 
 
 if __name__ == "__main__":

@@ -39,7 +39,15 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 
 import forward_specs as fs  # noqa: E402
 
+sys.path.insert(0, os.path.join(fs.ROOT, "tests", "support"))
+from checks import check, summary  # noqa: E402
+
 ORACLE = os.path.join(fs.ROOT, "tools", "oracle", "qwen3_ref.py")
+
+
+def expect(ok, what, detail=""):
+    """checks.check with this file's argument order (the condition first)."""
+    return check(what, ok, detail)
 
 # Lossy artifacts checked against an --slm golden: (checkpoint, --quant,
 # the case whose prompt is used; every position and stage). The scaled-norms
@@ -59,17 +67,6 @@ MUTATIONS = {
     "rms_eps": ("tiny-ids", "attn_norm"),
 }
 
-passed = failed = 0
-
-
-def check(ok, what, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print("ok", what)
-    else:
-        failed += 1
-        print("  FAIL", what + (": " + detail if detail else ""))
 
 
 def verify(tinylm, model, golden, *extra):
@@ -95,18 +92,18 @@ def lossy(tinylm, work):
                             "--ids", " ".join(map(str, ids)), "--precision", "f64",
                             "--greedy", str(LOSSY_STEPS), "-o", golden],
                            capture_output=True, text=True)
-        check(p.returncode == 0, what + ": qwen3_ref.py --slm writes a golden",
+        expect(p.returncode == 0, what + ": qwen3_ref.py --slm writes a golden",
               p.stderr.strip())
         if p.returncode:
             continue
         rc, doc, err = verify(tinylm, model, golden)
         worst = max((r["nrmse"] for r in doc.get("records", [])), default=None)
         gr = doc.get("greedy") or {}
-        check(rc == 0 and (gr.get("agreed") == LOSSY_STEPS or gr.get("verdict") == "unstable"),
+        expect(rc == 0 and (gr.get("agreed") == LOSSY_STEPS or gr.get("verdict") == "unstable"),
               "%s: greedy continuation of %d tokens agrees with the --slm golden "
               "(or is reported unstable)" % (what, LOSSY_STEPS), "exit %d %s" % (rc, json.dumps(gr)))
         d = doc.get("first_divergence") or {}
-        check(rc == 0 and doc.get("pass") is True,
+        expect(rc == 0 and doc.get("pass") is True,
               "%s: every capture within %s of the --slm golden (worst NRMSE %s)"
               % (what, doc.get("profile"), worst),
               err.strip() or "first divergence: stage %s, layer %s, position %s, "
@@ -116,11 +113,11 @@ def lossy(tinylm, work):
         with open(golden, "rb") as f:
             import cbor2
             label = cbor2.loads(f.read())["model"]["weights"]
-        check(label.startswith("slm %s " % os.path.basename(model)),
+        expect(label.startswith("slm %s " % os.path.basename(model)),
               what + ": the golden's model.weights names the artifact", label)
         rc, doc, err = verify(tinylm, model, os.path.join(fs.GOLDEN_DIR, case + ".cbor"))
         d = doc.get("first_divergence") or {}
-        check(rc == 1 and d.get("stage") == "embedding",
+        expect(rc == 1 and d.get("stage") == "embedding",
               "%s: the committed (source weights) %s golden diverges at the "
               "embedding" % (what, case), "exit %d %s" % (rc, json.dumps(d)))
 
@@ -146,24 +143,24 @@ def main(tinylm, work):
             with open(golden, "rb") as f:
                 import cbor2
                 want = cbor2.loads(f.read())["prompt"]["ids"]
-            check(ids == want, name + ": text prompt ids equal the golden's",
+            expect(ids == want, name + ": text prompt ids equal the golden's",
                   "%s vs %s" % (ids, want))
         for quant, model in sorted(models[kind].items()):
             rc, doc, err = verify(tinylm, model, golden)
             if quant == "f16" and kind != "bf16":
                 d = doc.get("first_divergence") or {}
-                check(rc == 1 and d.get("stage") == "embedding",
+                expect(rc == 1 and d.get("stage") == "embedding",
                       "%s --quant f16 (lossy from f32) diverges at the embedding"
                       % name, "exit %d %s" % (rc, json.dumps(d)))
                 continue
             worst = max((r["nrmse"] for r in doc.get("records", [])), default=None)
             if steps:
                 gr = doc.get("greedy") or {}
-                check(rc == 0 and (gr.get("agreed") == steps or gr.get("verdict") == "unstable"),
+                expect(rc == 0 and (gr.get("agreed") == steps or gr.get("verdict") == "unstable"),
                       "%s --quant %s: greedy continuation of %d tokens agrees "
                       "(or is reported unstable)" % (name, quant, steps),
                       "exit %d %s" % (rc, json.dumps(gr)))
-            check(rc == 0 and doc.get("pass") is True,
+            expect(rc == 0 and doc.get("pass") is True,
                   "%s --quant %s: every capture within %s (worst NRMSE %s)"
                   % (name, quant, doc.get("profile"), worst),
                   err.strip() or json.dumps(doc.get("first_divergence")))
@@ -174,7 +171,7 @@ def main(tinylm, work):
                               os.path.join(fs.GOLDEN_DIR, case + ".cbor"),
                               "--mutate", mutation)
         d = doc.get("first_divergence") or {}
-        check(rc == 1 and d.get("stage") == stage and d.get("layer") == 0,
+        expect(rc == 1 and d.get("stage") == stage and d.get("layer") == 0,
               "mutation %s localised to %s, layer 0" % (mutation, stage),
               "got %s (exit %d) %s" % (json.dumps(d), rc, err.strip()))
     # A run's own capture (--dump) verified against itself is bit-exact: the
@@ -183,18 +180,17 @@ def main(tinylm, work):
     rc, doc, err = verify(tinylm, models["bf16"]["source"],
                           os.path.join(fs.GOLDEN_DIR, "tiny-ids.cbor"), "--dump", mine)
     rc2, doc2, err2 = verify(tinylm, models["bf16"]["source"], mine)
-    check(rc == 0 and rc2 == 0 and doc2.get("reference", {}).get("producer") == "tinylm-scalar"
+    expect(rc == 0 and rc2 == 0 and doc2.get("reference", {}).get("producer") == "tinylm-scalar"
           and all(r["max_abs"] == 0 for r in doc2.get("records", [])),
           "verify --dump: the run's own capture matches a rerun bit for bit",
           err + err2)
     rc, doc, err = verify(tinylm, models["f32-scaled-norms"]["source"],
                           os.path.join(fs.GOLDEN_DIR, "tiny-large-scores.cbor"),
                           "--mutate", "softmax_no_max")
-    check(rc == 1 and "numerical_failure" in err and "stage probs, layer 0" in err,
+    expect(rc == 1 and "numerical_failure" in err and "stage probs, layer 0" in err,
           "mutation softmax_no_max stops at probs, layer 0 on large scores",
           err.strip())
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return summary()
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ import hashlib
 import json
 import os
 import shutil
-import stat
 import subprocess
 import sys
 import time
@@ -28,6 +27,8 @@ import urllib.request
 import cbor2
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from checks import check, summary  # noqa: E402
 from hub_fixture import HOSTILE_NAME  # noqa: E402  (the fixture's own name)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -35,16 +36,6 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 REPO = "tinylm-test/qwen3-tiny"
 TOKEN = "hf_fixture_secret_token_42"
 
-passed = failed = 0
-
-
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print("  FAIL %s %s" % (name, detail))
 
 
 def run(args, env=None, timeout=120):
@@ -907,8 +898,7 @@ def main():
     finally:
         fx.terminate()
         fx.wait(timeout=10)
-    print("pull: %d passed, %d failed" % (passed, failed))
-    return 0 if failed == 0 else 1
+    return summary()
 
 
 if __name__ == "__main__":

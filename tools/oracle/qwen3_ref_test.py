@@ -36,8 +36,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.dont_write_bytecode = True  # no __pycache__ in the tree
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
 
 import reference_blas  # noqa: E402
+from checks import check, summary  # noqa: E402
 
 reference_blas.ensure()  # before numpy loads its BLAS
 
@@ -57,15 +59,6 @@ ONE = {"vocab_size": 346, "hidden_size": 24, "intermediate_size": 40,
        "num_key_value_heads": 2, "head_dim": 8,
        "rope_theta": 10000.0, "rms_norm_eps": 1e-5}
 
-PASSED, FAILED = [], []
-
-
-def check(name, cond, detail=""):
-    if cond:
-        PASSED.append(name)
-    else:
-        FAILED.append(name)
-        print("FAIL %s %s" % (name, detail))
 
 
 # --------------------------------------------------------------------------
@@ -526,8 +519,7 @@ def main(argv):
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
-    print("%d passed, %d failed" % (len(PASSED), len(FAILED)))
-    return 1 if FAILED else 0
+    return summary()
 
 
 def run_tests(tinylm, tmp):
