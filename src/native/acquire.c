@@ -1601,6 +1601,13 @@ tl_status tl_drift(const tl_drift_options *o, tl_drift_report *r, char *err,
   memset(&c, 0, sizeof c);
   memset(&t, 0, sizeof t);
   snprintf(path, sizeof path, "%s/%s", o->dir, TL_ACQ_RECEIPT_NAME);
+  if (access(path, F_OK) != 0 && errno == ENOENT) {
+    /* Not a directory tinylm pull wrote (or its receipt was removed). */
+    snprintf(err, cap, "%s has no %s: drift checks a directory that tinylm pull wrote "
+             "(tinylm pull REPO_ID -o DIR), against the Hub",
+             o->dir, TL_ACQ_RECEIPT_NAME);
+    return TL_ERR_NOT_FOUND;
+  }
   st = tl_acq_receipt_read(path, &rec, err, cap);
   if (st != TL_OK) return st;
   /* Where to ask is the caller's choice (--endpoint, $HF_ENDPOINT or the

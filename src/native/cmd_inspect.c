@@ -117,6 +117,7 @@ int tl_cmd_inspect(int argc, char **argv) {
   if (path == NULL)
     return tl_cli_usage(json, "MODEL.slm is required\n%s", usage_text);
   st = tl_file_open_view(path, &view, err, sizeof err);
+  if (st != TL_OK) tl_native_open_hint(path, err, sizeof err);
   if (st != TL_OK) return tl_cli_fail(json, st, "%s", err);
   tl_cli_progress_begin(&progress, "verify", progress_forced);
   st = tl_slm_view_open(view.data, view.len, verify, &progress, &slm, &tensors,

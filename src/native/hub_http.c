@@ -412,8 +412,20 @@ tl_status tl_hub_get(tl_hub *h, const char *url, uint64_t offset,
     }
     if (code < 200 || code > 299) {
       *transport = code == 429 || code >= 500;
-      st = tl_fail(err, cap, TL_ERR_IO, "%s: HTTP %ld%s%s", shown, code,
-                   x.error_text[0] ? ": " : "", x.error_text);
+      /* 401/403/404 from the Hub: a private or gated repository, a wrong
+       * name or revision; say what a user can do about each. */
+      const char *hint =
+          code == 401 || code == 403
+              ? (h->token == NULL ? " (a private or gated repository: set HF_TOKEN to a token "
+                                    "that may read it, after accepting its terms on the Hub)"
+                                  : " (HF_TOKEN was sent: the token may not read this "
+                                    "repository; gated ones need their terms accepted)")
+          : code == 404 ? (h->token == NULL ? " (no such repository, revision or file; a private "
+                                              "repository also answers 404 without HF_TOKEN)"
+                                            : " (no such repository, revision or file)")
+                        : "";
+      st = tl_fail(err, cap, TL_ERR_IO, "%s: HTTP %ld%s%s%s", shown, code,
+                   x.error_text[0] ? ": " : "", x.error_text, hint);
       break;
     }
     break;

@@ -21,6 +21,30 @@
 /* Room beyond the tokenizer's own bound, for the chat-template program. */
 #define TEMPLATE_ARENA_EXTRA (4u << 20)
 
+/* A safetensors file: a little-endian u64 header length, a JSON header
+ * within the file. */
+static bool safetensors_header_fits(const uint8_t *file, size_t len) {
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; i--) n = n << 8 | file[i];
+  return n <= len - 8;
+}
+
+void tl_native_open_hint(const char *path, char *err, size_t err_cap) {
+#ifndef __wasm__
+  char cfg[4096];
+  struct stat sd;
+  snprintf(cfg, sizeof cfg, "%s/config.json", path);
+  if (stat(path, &sd) == 0 && S_ISDIR(sd.st_mode) && access(cfg, F_OK) == 0)
+    snprintf(err, err_cap, "%s: is a directory: a Hugging Face checkpoint, not a .slm "
+             "artifact; convert it first: tinylm convert %s -o model.slm (docs/convert.md)",
+             path, path);
+#else
+  (void)path;
+  (void)err;
+  (void)err_cap;
+#endif
+}
+
 void tl_native_slm_error(const char *path, const uint8_t *file, size_t len,
                          tl_status st, size_t at, char *err, size_t err_cap) {
   uint64_t declared;
@@ -31,6 +55,18 @@ void tl_native_slm_error(const char *path, const uint8_t *file, size_t len,
            memcmp(file, TL_SLM_MAGIC, len < 8 ? len : 8) == 0)
     snprintf(err, err_cap, "%s: truncated: %zu bytes, inside the %d-byte header",
              path, len, TL_SLM_HEADER_LEN);
+  else if (len >= 4 && memcmp(file, "GGUF", 4) == 0)
+    /* Where llama.cpp users come from: say why, and what to do instead. */
+    snprintf(err, err_cap, "%s: a GGUF file, not a .slm artifact: tinylm does not read GGUF (its "
+             "tokenizer and template are a re-encoding of the publisher's, which tinylm "
+             "checks byte for byte); convert the Hugging Face checkpoint instead: tinylm "
+             "convert HF_DIR -o model.slm (docs/convert.md)",
+             path);
+  else if (len >= 9 && file[8] == '{' && safetensors_header_fits(file, len))
+    snprintf(err, err_cap, "%s: a safetensors file, not a .slm artifact: convert the "
+             "checkpoint directory it belongs to first: tinylm convert HF_DIR -o model.slm "
+             "(docs/convert.md)",
+             path);
   else
     snprintf(err, err_cap, "%s: not a valid .slm artifact (%s at byte %zu)",
              path, tl_status_name(st), at);
@@ -297,6 +333,7 @@ tl_status tl_native_model_open(const char *path, tl_native_model *m, char *err,
 #endif
   st = tl_file_open_view(path, &m->view, err, err_cap);
   if (st != TL_OK) {
+    tl_native_open_hint(path, err, err_cap);
     tl_native_model_close(m);
     return st;
   }

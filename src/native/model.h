@@ -40,6 +40,10 @@ typedef struct tl_native_model {
 void tl_native_slm_error(const char *path, const uint8_t *file, size_t len,
                          tl_status st, size_t at, char *err, size_t err_cap);
 
+/* When path, which did not open as a file, is a Hugging Face checkpoint
+ * directory (it holds config.json): err says to convert it first. */
+void tl_native_open_hint(const char *path, char *err, size_t err_cap);
+
 /* Opens path and loads its tokenizer and (when present) chat template. On
  * failure everything is released and err names the path and the reason.
  * A regular file is mapped: every page but those of the tensor data

@@ -120,6 +120,23 @@ fwd_ok=0
   --tokenizer-dir tests/fixtures/tiny-tokenizer >/dev/null && rm "$work/fwd/generation_config.json" &&
   "$tinylm" convert "$work/fwd" -o "$work/fwd.slm" >/dev/null && fwd_ok=1
 expect "the forward golden's checkpoint converts" 0 '' '' -- test $fwd_ok = 1
+# Where a user is stuck (issue 28 item 4): a checkpoint where an artifact
+# goes says what to run; a GGUF file, that it is not read and why.
+expect "run on a checkpoint directory: convert it first" 1 '^$' \
+  "error: io: .*/fwd: is a directory: a Hugging Face checkpoint, not a .slm artifact; convert it first: tinylm convert .*/fwd -o model.slm" \
+  -- "$tinylm" run "$work/fwd" --prompt hi
+expect "inspect on a checkpoint directory: convert it first" 1 '^$' "convert it first: tinylm convert" \
+  -- "$tinylm" inspect "$work/fwd"
+expect "run on a safetensors file: convert its directory" 1 '^$' \
+  "error: invalid_model: .*model.safetensors: a safetensors file, not a .slm artifact: convert the checkpoint directory" \
+  -- "$tinylm" run "$work/fwd/model.safetensors" --prompt hi
+printf 'GGUF\003\000\000\000%064d' 0 >"$work/model.gguf"
+expect "run on a GGUF file: not read, and why" 1 '^$' \
+  "error: invalid_model: .*model.gguf: a GGUF file, not a .slm artifact: tinylm does not read GGUF" \
+  -- "$tinylm" run "$work/model.gguf" --prompt hi
+expect "drift on a directory tinylm pull did not write" 1 '^$' \
+  "error: not_found: .*/fwd has no acquisition.receipt.cbor: drift checks a directory that tinylm pull wrote" \
+  -- "$tinylm" drift "$work/fwd"
 verify_counts_agree() { # MODEL GOLDEN WANT_EXIT [--mutate NAME]
   local model=$1 golden=$2 want=$3
   shift 3

@@ -253,6 +253,9 @@ FAULT_CASES = [
     ("slow", ["--timeout", "1"], "io", "Timeout", True),
     ("http_401", [], "io", "HTTP 401", False),
     ("http_404", [], "io", "HTTP 404", False),
+    # what to do about them (issue 28 item 4): HF_TOKEN is unset here
+    ("http_401", [], "io", "a private or gated repository: set HF_TOKEN", False),
+    ("http_404", [], "io", "a private repository also answers 404 without HF_TOKEN", False),
     ("http_429", [], "io", "HTTP 429", False),
     ("http_500", [], "io", "HTTP 500", False),
     ("non_json", [], "io", "the answer is not JSON", False),
