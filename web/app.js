@@ -437,11 +437,20 @@ function setText(div, text) {
   body.textContent = m ? text.slice(m[0].length) : text;
   $('transcript').scrollTop = $('transcript').scrollHeight;
 }
-function number(id, { min = 0, integer = true } = {}) {
+// A settings field as a number: not one (or a fraction where an integer is
+// wanted) is "not an integer ≥ min"; one only too large for the parameter it
+// sets says so with the largest it takes (max: a count's uint32, the seed's
+// largest integer a JavaScript number holds exactly).
+const U32_MAX = 2 ** 32 - 1;
+function number(id, { min = 0, integer = true, max = integer ? Number.MAX_SAFE_INTEGER : Infinity } = {}) {
   const el = $(id);
+  const label = el.labels[0]?.textContent.trim() || id;
   const v = Number(el.value);
-  if (el.value.trim() === '' || !Number.isFinite(v) || v < min || (integer && !Number.isSafeInteger(v)))
-    throw new PageError('invalid_argument', `${el.labels[0]?.textContent.trim() || id}: '${el.value}' is not ${integer ? 'an integer' : 'a number'} ≥ ${min}`);
+  const tooLarge = v > max; // '1e999' too: a number in form, only too large
+  if (!tooLarge && (el.value.trim() === '' || !Number.isFinite(v) || v < min || (integer && !Number.isInteger(v))))
+    throw new PageError('invalid_argument', `${label}: '${el.value}' is not ${integer ? 'an integer' : 'a number'} ≥ ${min}`);
+  if (tooLarge)
+    throw new PageError('invalid_argument', `${label}: '${el.value}' is too large: at most ${max}`);
   return v;
 }
 
@@ -459,9 +468,9 @@ async function onSend(ev) {
     // defaults in force (as tinylm run without the flag); 0 is greedy / off.
     settings = {
       ...optional('temperature', 'temperature', { integer: false }),
-      ...optional('topK', 'top-k'),
+      ...optional('topK', 'top-k', { max: U32_MAX }),
       seed: number('seed'),
-      maxTokens: number('max-tokens', { min: 1 }),
+      maxTokens: number('max-tokens', { min: 1, max: U32_MAX }),
       enableThinking: $('thinking').checked,
     };
   } catch (e) {

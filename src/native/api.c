@@ -432,6 +432,25 @@ tl_status tl_model_preflight(tl_model_handle model, const tl_session_options *op
   return st;
 }
 
+tl_status tl_api_model_max_context(uint32_t model, uint32_t *out) {
+  api_model *m;
+  tl_session *s;
+  tl_session_options o = {0};
+  tl_status st = acquire(TL_HANDLE_MODEL, model, (void **)&m);
+  if (st != TL_OK) return st;
+  o.lane = TL_LANE_SCALAR; /* no thread pool for a number */
+  s = malloc(sizeof *s);
+  if (s == NULL) {
+    st = FAIL(&m->o, TL_ERR_OUT_OF_MEMORY, "out of memory");
+  } else if ((st = session_prepare(m, &o, s)) == TL_OK) {
+    *out = s->qwen.cfg.max_positions;
+    tl_session_close(s);
+  }
+  free(s);
+  drop(&m->o);
+  return st;
+}
+
 tl_status tl_session_new(tl_model_handle model, const tl_session_options *opts,
                          tl_session_handle *out) {
   api_model *m;

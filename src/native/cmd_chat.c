@@ -168,12 +168,17 @@ static bool turn(chat *c, const char *text, size_t len) {
     goto drop;
   }
   if (o.max_new != 0 ? (uint64_t)n_ids + o.max_new > c->context : n_ids >= c->context) {
-    char cap[32] = "";
+    char cap[32] = "", limit[96];
     if (o.max_new != 0) snprintf(cap, sizeof cap, " plus -n %u", o.max_new);
+    /* The limit as it came: --ctx, or the default when none was given. */
+    if (c->o.context != 0) snprintf(limit, sizeof limit, "--ctx %u", c->context);
+    else
+      snprintf(limit, sizeof limit, "the context of %u tokens (no --ctx given: the "
+               "model's, capped at 4096)", c->context);
     fprintf(stderr,
             "error: context_exceeded: the conversation (%zu tokens)%s "
-            "does not fit --ctx %u; /reset or /save and start over (nothing is "
-            "truncated)\n", n_ids, cap, c->context);
+            "does not fit %s; /reset or /save and start over (nothing is "
+            "truncated)\n", n_ids, cap, limit);
     goto drop;
   }
   if (o.receipt_dir != NULL) {

@@ -124,16 +124,36 @@ int tl_cmd_run(int argc, char **argv) {
     snprintf(err, sizeof err, "the prompt is empty");
   }
   if (st == TL_OK) {
-    /* The context: --ctx, else the prompt plus -n, else (-n -1) the
-     * session's default (the model's, capped). */
+    /* The context: --ctx, else the prompt plus -n (at most the model's
+     * max_position_embeddings), else (-n -1) the session's default (the
+     * model's, capped). */
     uint64_t want = (uint64_t)n_prompt + o.max_new;
-    so.context = o.context ? o.context
-                 : o.max_new ? (uint32_t)(want < UINT32_MAX ? want : UINT32_MAX)
-                             : 0;
-    if (so.context != 0 && want > so.context) {
-      st = TL_ERR_CONTEXT_EXCEEDED;
-      snprintf(err, sizeof err, "prompt (%zu tokens) + -n %u exceed --ctx %u (refused: no truncation)",
-               n_prompt, o.max_new, so.context);
+    uint32_t max = 0;
+    so.context = o.context;
+    if (o.context != 0) {
+      if (o.max_new != 0 && want > o.context) {
+        st = TL_ERR_CONTEXT_EXCEEDED;
+        snprintf(err, sizeof err,
+                 "prompt (%zu tokens) + -n %u = %llu tokens exceed --ctx %u "
+                 "(refused: no truncation)",
+                 n_prompt, o.max_new, (unsigned long long)want, o.context);
+      }
+    } else if (o.max_new != 0) {
+      st = tl_api_model_max_context(model, &max);
+      if (st != TL_OK) {
+        rc = tl_run_api_fail(o.json, model);
+        goto done;
+      }
+      if (want > max) {
+        st = TL_ERR_CONTEXT_EXCEEDED;
+        snprintf(err, sizeof err,
+                 "prompt (%zu tokens) + -n %u = %llu tokens exceed the model's "
+                 "context of %u tokens (max_position_embeddings; no --ctx given, "
+                 "so the context is the prompt plus -n; refused: no truncation)",
+                 n_prompt, o.max_new, (unsigned long long)want, max);
+      } else {
+        so.context = (uint32_t)want;
+      }
     }
   }
   if (st != TL_OK) {

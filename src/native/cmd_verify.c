@@ -109,7 +109,14 @@ int tl_cmd_verify(int argc, char **argv) {
   if (st != TL_OK) return tl_cli_fail(json, st, "%s", err);
   st = tl_golden_read(gv.data, gv.len, &g, err, sizeof err);
   tl_file_close_view(&gv);
-  if (st != TL_OK) return tl_cli_fail(json, st, "%s: %s", golden_path, err);
+  /* A golden that does not read is the argument's fault, never the
+   * model's: the reader's invalid_model (its shape) is invalid_argument
+   * here; malformed CBOR stays invalid_cbor. Both name --golden. */
+  if (st == TL_ERR_INVALID_MODEL) st = TL_ERR_INVALID_ARGUMENT;
+  if (st != TL_OK)
+    return tl_cli_fail(json, st, "--golden %s: %s%s", golden_path,
+                       st == TL_ERR_OUT_OF_MEMORY ? "" : "not a tinylm.golden/1 document: ",
+                       err);
   /* The whole prompt goes in as one call, so that every captured score row
    * spans all of its keys (docs/golden.md): plan for a chunk that long. */
   st = tl_session_open(&s, model_path, err, sizeof err);

@@ -79,5 +79,9 @@ tl_status tl_native_model_artifact_id(tl_native_model *m, uint8_t id[32]);
 /* The same for the model behind a public API handle (api.c; false for a
  * handle that is not a live model): chat stops when it is true. */
 bool tl_api_model_changed(uint32_t model);
+/* The longest context a session of the model behind a public API handle
+ * may plan (max_position_embeddings); the error is recorded on the handle
+ * (tl_error_detail) as for tl_model_preflight. */
+tl_status tl_api_model_max_context(uint32_t model, uint32_t *out);
 
 #endif

@@ -1,6 +1,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "run_common.h"
 
+#include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
 #include <signal.h>
@@ -132,8 +133,13 @@ int tl_run_parse(int argc, char **argv, const char *usage, tl_run_options *o) {
     } else if (strcmp(a, "-n") == 0) {
       o->given |= TL_RUN_GIVEN_MAX_NEW;
       /* -1: no cap (until EOS, a stop rule or the context is full). */
+      uint64_t n = 0;
       if (strcmp(v, "-1") == 0) o->max_new = 0;
-      else if (!missing) rc = tl_cli_flag_u32(o->json, a, v, 1, UINT32_MAX, &o->max_new);
+      else if (!missing && (!tl_cli_parse_u64(v, &n) || n < 1 || n > UINT32_MAX))
+        rc = tl_cli_usage(o->json, "-n must be -1 (no cap: until EOS, a stop string or "
+                          "the context is full) or an integer in 1..%" PRIu32 ", got '%s'",
+                          UINT32_MAX, v);
+      else if (!missing) o->max_new = (uint32_t)n;
     } else if (strcmp(a, "--top-k") == 0) {
       if (!missing) rc = tl_cli_flag_u32(o->json, a, v, 0, UINT32_MAX, &o->top_k);
       o->given |= TL_RUN_GIVEN_TOP_K;

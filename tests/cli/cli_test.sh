@@ -167,6 +167,20 @@ expect "verify: header and JSON counts agree (pass)" 0 '' '' \
   -- verify_counts_agree "$work/fwd.slm" tests/golden/forward/tiny-ids.cbor 0
 expect "verify: header and JSON counts agree (a mutation fails)" 0 '' '' \
   -- verify_counts_agree "$work/fwd.slm" tests/golden/forward/tiny-ids.cbor 1 --mutate rms_eps
+# A --golden that is not a golden is the argument's fault, named as
+# --golden, never invalid_model (the model is fine).
+expect "verify --golden with a file that is not a golden" 1 '^$' \
+  "^error: invalid_argument: --golden $work/abc: not a tinylm.golden/1 document: " \
+  -- "$tinylm" verify "$work/fwd.slm" --golden "$work/abc"
+expect "... the same with --json" 1 \
+  "^\\{\"error\": ?\"invalid_argument\", ?\"detail\": ?\"--golden $work/abc: not a tinylm.golden/1 document: " '' \
+  -- "$tinylm" verify "$work/fwd.slm" --golden "$work/abc" --json
+expect "verify --golden with the model itself" 1 '^$' \
+  "^error: invalid_argument: --golden $work/fwd.slm: not a tinylm.golden/1 document: " \
+  -- "$tinylm" verify "$work/fwd.slm" --golden "$work/fwd.slm"
+expect "verify --golden that does not exist is io naming it" 1 '^$' \
+  "^error: io: $work/nope: cannot open: No such file or directory\$" \
+  -- "$tinylm" verify "$work/fwd.slm" --golden "$work/nope"
 
 # Output that cannot be written is a failure, never a silent success:
 # every command that prints, with stdout on a full device (/dev/full) or
@@ -393,8 +407,32 @@ if [[ -f $qwen/tokenizer.json ]]; then
     -- "$tinylm" run "$m" --prompt hi --ctx 0
   expect "run --mem-budget 0" 2 '^$' "error: usage: --mem-budget must be an integer in 1\.\." \
     -- "$tinylm" run "$m" --prompt hi --mem-budget 0
-  expect "run -n 0" 2 '^$' "error: usage: -n must be an integer in 1\.\.4294967295, got '0'" \
-    -- "$tinylm" run "$m" --prompt hi -n 0
+  # -n names every value it takes: -1 (no cap) as well as the range.
+  for bad in 0 -2 4294967296 x; do
+    expect "run -n $bad names -1 and the range" 2 '^$' \
+      "error: usage: -n must be -1 \(no cap: until EOS, a stop string or the context is full\) or an integer in 1\.\.4294967295, got '$bad'\$" \
+      -- "$tinylm" run "$m" --prompt hi -n "$bad"
+  done
+  # A context too small names the limit that was really in force: --ctx
+  # when given, else the model's (the prompt plus -n must fit it), with the
+  # numbers, never a --ctx that was not given.
+  expect "run -n 2^32-1 without --ctx names the model's context" 1 '^$' \
+    "^error: context_exceeded: prompt \(1 tokens\) \+ -n 4294967295 = 4294967296 tokens exceed the model's context of 40960 tokens \(max_position_embeddings; no --ctx given, so the context is the prompt plus -n; refused: no truncation\)\$" \
+    -- "$tinylm" run "$m" --prompt hi -n 4294967295
+  expect "run -n just past the model's context" 1 '^$' \
+    "prompt \(1 tokens\) \+ -n 40960 = 40961 tokens exceed the model's context of 40960 tokens" \
+    -- "$tinylm" run "$m" --prompt hi -n 40960
+  expect "run -n filling the model's context exactly is planned" 0 '^memory plan for 40960 tokens of context' '^$' \
+    -- "$tinylm" run "$m" --prompt hi -n 40959 --preflight
+  expect "run -n past a given --ctx names --ctx" 1 '^$' \
+    "^error: context_exceeded: prompt \(1 tokens\) \+ -n 5 = 6 tokens exceed --ctx 3 \(refused: no truncation\)\$" \
+    -- "$tinylm" run "$m" --prompt hi -n 5 --ctx 3
+  expect "chat: a turn past the default context does not name --ctx" 0 '' \
+    "the conversation \([0-9]+ tokens\) plus -n 4294967295 does not fit the context of 4096 tokens \(no --ctx given: the model's, capped at 4096\)" \
+    -- bash -c "printf 'hi\\n' | '$tinylm' chat '$m' -n 4294967295"
+  expect "chat: ... and past a given --ctx names it" 0 '' \
+    "the conversation \([0-9]+ tokens\) plus -n 4 does not fit --ctx 3;" \
+    -- bash -c "printf 'hi\\n' | '$tinylm' chat '$m' -n 4 --ctx 3"
   expect "run --logprobs 21" 2 '^$' "error: usage: --logprobs must be an integer in 0\.\.20, got '21'" \
     -- "$tinylm" run "$m" --prompt hi --logprobs 21
   expect "run -n -1 runs until the context is full" 0 '' '\[context_full after 7 tokens' \

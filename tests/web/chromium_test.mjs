@@ -516,6 +516,18 @@ async function browserChecks(browser, work, manifest, isolated, plain, requests)
     return send(page, 'Hello there', { ...GREEDY, maxTokens: -3 });
   })();
   check('a max tokens of -3 is refused with error: invalid_argument', badSetting.error.startsWith('error: invalid_argument:'), badSetting.error);
+  // A number only too large says so with the largest the field takes; one
+  // that is not an integer says that (issue 28.6).
+  for (const [s, want] of [
+    [{ maxTokens: 2 ** 32 }, "Max tokens: '4294967296' is too large: at most 4294967295"],
+    [{ maxTokens: '1e20' }, "Max tokens: '1e20' is too large: at most 4294967295"],
+    [{ topK: 2 ** 32 }, "Top-k: '4294967296' is too large: at most 4294967295"],
+    [{ seed: 2 ** 53 }, "Seed: '9007199254740992' is too large: at most 9007199254740991"],
+    [{ maxTokens: 1.5 }, "Max tokens: '1.5' is not an integer ≥ 1"],
+  ]) {
+    const got = await send(page, 'Hello there', { ...GREEDY, ...s });
+    check(`page settings ${JSON.stringify(s)}: ${want}`, got.error.split('\n')[0] === `error: invalid_argument: ${want}`, got.error);
+  }
   {
     // Text JavaScript holds but UTF-8 cannot (a lone surrogate): the page
     // shows the error native run gives for the same conversation.
