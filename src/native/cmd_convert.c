@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "acquire.h"
 #include "cbor_doc.h"
 #include "cli.h"
 #include "convert.h"
@@ -50,6 +52,30 @@ static int report_conflict(bool json, const tl_convert_report *r,
     }
   }
   return tl_cli_fail_with(json, TL_ERR_CONFLICT, extra, "%s", err);
+}
+
+static const json_t *acquired_file(const void *ctx, const char *name) {
+  return tl_acq_receipt_file(ctx, name);
+}
+
+/* HF_DIR's acquisition receipt, when tinylm pull wrote the directory: read
+ * and verified here, bound to the inputs by the converter. 0 with *a set
+ * (a->path NULL: there is none), else the failure was reported. */
+static tl_status read_acquisition(const char *hf_dir, tl_acq_receipt *r,
+                                  tl_convert_acquisition *a, char *path, size_t path_cap,
+                                  char *err, size_t cap) {
+  struct stat sb;
+  tl_status st;
+  memset(a, 0, sizeof *a);
+  snprintf(path, path_cap, "%s/" TL_ACQ_RECEIPT_NAME, hf_dir);
+  if (stat(path, &sb) != 0) return TL_OK;
+  if ((st = tl_acq_receipt_read(path, r, err, cap)) != TL_OK) return st;
+  memcpy(a->receipt_id, r->id, 32);
+  a->source = r->source;
+  a->file = acquired_file;
+  a->ctx = r;
+  a->path = path;
+  return TL_OK;
 }
 
 int tl_cmd_convert(int argc, char **argv) {
@@ -124,7 +150,20 @@ int tl_cmd_convert(int argc, char **argv) {
     o.on_tensor = on_tensor;
     o.progress_ctx = &progress;
   }
-  st = tl_convert(&o, &r, err, sizeof err);
+  {
+    tl_acq_receipt acq;
+    tl_convert_acquisition bound = {{0}, NULL, NULL, NULL, NULL};
+    char acq_path[4096];
+    memset(&acq, 0, sizeof acq);
+    st = o.tokenizer_only ? TL_OK
+                          : read_acquisition(o.hf_dir, &acq, &bound, acq_path, sizeof acq_path,
+                                             err, sizeof err);
+    if (st == TL_OK) {
+      o.acquisition = !o.tokenizer_only && bound.path != NULL ? &bound : NULL;
+      st = tl_convert(&o, &r, err, sizeof err);
+    }
+    tl_acq_receipt_free(&acq);
+  }
   tl_cli_progress_end(&progress);
   if (st == TL_ERR_CONFLICT) {
     rc = report_conflict(json, &r, err);

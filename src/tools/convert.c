@@ -10,9 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "acquire.h"
 #include "bytes.h"
-#include "cli.h"
 #include "cbor/cbor.h"
 #include "cbor_doc.h"
 #include "conflict.h"
@@ -221,7 +219,7 @@ typedef struct plan {
   const char *quant; /* "source", "f32", ... */
   uint32_t turn_end; /* the chat template's turn terminator (model) */
   json_t *gen_defaults; /* generation_config.json's sampling fields, or NULL */
-  tl_acq_receipt acq;   /* the directory's acquisition receipt, when it has one */
+  const tl_convert_acquisition *acq; /* the directory's acquisition receipt, bound */
 } plan;
 
 static const char *qtype_name(tl_qtype t) {
@@ -649,13 +647,13 @@ static void put_gen_defaults(tl_cbor_writer *w, const json_t *d) {
 }
 
 /* Where the source files came from (an acquisition receipt's source). */
-static void put_acquisition(tl_cbor_writer *w, const tl_acq_receipt *a) {
+static void put_acquisition(tl_cbor_writer *w, const tl_convert_acquisition *a) {
   static const char *const keys[] = {"endpoint", "repo_id", "requested_revision",
                                      "resolved_commit"};
   tl_cbor_put_cstr(w, "acquisition");
   tl_cbor_begin_map(w, 5);
   tl_cbor_put_cstr(w, "receipt_id");
-  tl_cbor_put_bytes(w, a->id, 32);
+  tl_cbor_put_bytes(w, a->receipt_id, 32);
   for (size_t i = 0; i < 4; i++) {
     tl_cbor_put_cstr(w, keys[i]);
     tl_cbor_put_json(w, json_object_get(a->source, keys[i]));
@@ -666,17 +664,17 @@ static void put_acquisition(tl_cbor_writer *w, const tl_acq_receipt *a) {
 /* A directory tinylm pull wrote carries its receipt: every input must be
  * one of its files, byte for byte (sizes and SHA-256 as hashed here). */
 static tl_status bind_acquisition(plan *p, char *err, size_t cap) {
-  char path[4096], sha[65];
-  struct stat sb;
-  tl_status st;
-  snprintf(path, sizeof path, "%s/" TL_ACQ_RECEIPT_NAME, p->opt->hf_dir);
-  if (stat(path, &sb) != 0) return TL_OK;
-  st = tl_acq_receipt_read(path, &p->acq, err, cap);
+  const tl_convert_acquisition *a = p->opt->acquisition;
+  const char *path = a != NULL ? a->path : "";
+  char sha[65];
+  tl_status st = TL_OK;
+  if (a == NULL) return TL_OK;
+  p->acq = a;
   for (size_t i = 0; i < p->in.n && st == TL_OK; i++) {
     const input_file *f = &p->in.files[i];
-    const json_t *want = tl_acq_receipt_file(&p->acq, f->name);
+    const json_t *want = a->file(a->ctx, f->name);
     const char *want_sha = json_string_value(json_object_get(want, "sha256"));
-    tl_cli_hex(f->sha256, 32, sha);
+    for (size_t k = 0; k < 32; k++) snprintf(sha + 2 * k, 3, "%02x", f->sha256[k]);
     if (want == NULL)
       st = failf(err, cap, TL_ERR_HASH_MISMATCH,
                  "%s is not among the files of the acquisition receipt %s",
@@ -701,8 +699,8 @@ static void emit_metadata(tl_cbor_writer *w, const void *arg) {
   const plan *p = arg;
   uint8_t config_sha[32];
   tl_sha256(p->cfg.cbor, p->cfg.cbor_len, config_sha);
-  tl_cbor_begin_map(w, p->acq.doc != NULL ? 12 : 11);
-  if (p->acq.doc != NULL) put_acquisition(w, &p->acq);
+  tl_cbor_begin_map(w, p->acq != NULL ? 12 : 11);
+  if (p->acq != NULL) put_acquisition(w, p->acq);
   tl_cbor_put_cstr(w, "format");
   tl_cbor_put_cstr(w, "tinylm.slm");
   tl_cbor_put_cstr(w, "artifact_kind");
@@ -1163,7 +1161,6 @@ tl_status tl_convert(const tl_convert_options *opt, tl_convert_report *r,
   json_decref(p.gen_defaults);
   tl_tok_compiled_free(&p.tok);
   tl_tmpl_section_built_free(&p.tmpl);
-  tl_acq_receipt_free(&p.acq);
   tl_snapshot_release_all();
   return st;
 }

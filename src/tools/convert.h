@@ -11,11 +11,27 @@
 #ifndef TL_TOOLS_CONVERT_H
 #define TL_TOOLS_CONVERT_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "tinylm.h"
+
+/* The checkpoint directory's acquisition receipt (docs/acquisition.md), read
+ * and verified by the host (tinylm convert reads HF_DIR's
+ * acquisition.receipt.cbor when there is one): the converter binds every
+ * input to its files, byte for byte, and records the source in the
+ * artifact. The converter layer never reads receipts itself: the host is
+ * above it (core <- tools <- native). */
+typedef struct tl_convert_acquisition {
+  uint8_t receipt_id[32];
+  const json_t *source; /* endpoint, repo_id, requested_revision, resolved_commit */
+  /* The receipt's entry for a file name ({"size", "sha256" as hex}), or NULL. */
+  const json_t *(*file)(const void *ctx, const char *name);
+  const void *ctx;
+  const char *path; /* the receipt's file, for messages */
+} tl_convert_acquisition;
 
 typedef struct tl_convert_options {
   const char *hf_dir;
@@ -36,6 +52,7 @@ typedef struct tl_convert_options {
   void (*on_tensor)(void *ctx, size_t done, size_t total, uint64_t bytes,
                     uint64_t bytes_total);
   void *progress_ctx;
+  const tl_convert_acquisition *acquisition; /* NULL: the directory has none */
 } tl_convert_options;
 
 typedef struct tl_convert_report {
