@@ -62,7 +62,7 @@ STEPS = 32
 MUTATIONS = {"rope_pairing": "q_rope", "no_q_norm": "q_norm", "gqa_map": "scores",
              "mask_off_by_one": "scores_masked", "rms_eps": "attn_norm"}
 
-check = ft.check
+check = ft.expect  # forward_test's argument order: the condition first
 # The x86-64 variants, fastest last (tl_native_kernels' order); any other
 # name is refused like a variant the CPU lacks.
 VARIANTS = ("scalar", "avx2", "avx512")
@@ -439,8 +439,7 @@ def main(tinylm, work):
                            capture_output=True, text=True)
         check(p.returncode == 2 and p.stderr.startswith("error: usage:"),
               "run %s: usage error" % " ".join(flags), "exit %d %s" % (p.returncode, p.stderr))
-    print("%d passed, %d failed" % (ft.passed, ft.failed))
-    return 1 if ft.failed else 0
+    return ft.summary()
 
 
 if __name__ == "__main__":
