@@ -125,6 +125,19 @@ async function load(page, { url = 'models/tiny.slm', pick = null, lane = '', thr
   }));
 }
 
+// Clicks a download button of the page, saves the file as WORKDIR/name and
+// reads it with native `tinylm receipt show --json`: { p (the process),
+// doc (its JSON, null when it printed none) }.
+async function showDownloaded(page, button, work, name) {
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.click(button)]);
+  const file = path.join(work, name);
+  await dl.saveAs(file);
+  const p = spawnSync(TINYLM, ['receipt', 'show', '--json', file], { encoding: 'utf8' });
+  let doc = null;
+  try { doc = JSON.parse(p.stdout); } catch { /* the caller reports p */ }
+  return { p, doc };
+}
+
 const pageError = (page) => page.$eval('#error', (e) => (e.hidden ? '' : e.textContent));
 
 async function send(page, text, s) {
@@ -416,12 +429,7 @@ async function browserChecks(browser, work, manifest, isolated, plain, requests)
       // The capability receipt file, downloaded from the panel: native
       // `tinylm receipt show` recomputes its node id, which is the page's.
       const id = await page.evaluate(() => window.tinylmPage.state.shownReceiptCbor?.id ?? null);
-      const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#download-caps-cbor')]);
-      const file = path.join(work, `capability-${lane}.cbor`);
-      await dl.saveAs(file);
-      const p = spawnSync(TINYLM, ['receipt', 'show', '--json', file], { encoding: 'utf8' });
-      let doc = null;
-      try { doc = JSON.parse(p.stdout); } catch { /* reported below */ }
+      const { p, doc } = await showDownloaded(page, '#download-caps-cbor', work, `capability-${lane}.cbor`);
       const meta = doc?.nodes?.[0]?.metadata ?? {};
       const modelId = createHash('sha256').update(fs.readFileSync(MODEL)).digest('hex');
       check(`${lane}: the downloaded capability receipt verifies natively, with the page's id, lane, module hash and artifact`,
@@ -469,12 +477,7 @@ async function browserChecks(browser, work, manifest, isolated, plain, requests)
         shown.includes(`receipt ${r.receiptId.slice(0, 16)}`), shown);
       const button = await page.$eval('#download-reply', (b) => ({ disabled: b.disabled, text: b.textContent }));
       check(`${lane} stop: the receipt download is offered, marked cancelled`, !button.disabled && button.text.includes('cancelled'), JSON.stringify(button));
-      const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#download-reply')]);
-      const file = path.join(work, `stopped-${lane}.cbor`);
-      await dl.saveAs(file);
-      const p = spawnSync(TINYLM, ['receipt', 'show', '--json', file], { encoding: 'utf8' });
-      let doc = null;
-      try { doc = JSON.parse(p.stdout); } catch { /* reported below */ }
+      const { p, doc } = await showDownloaded(page, '#download-reply', work, `stopped-${lane}.cbor`);
       const gen = doc?.nodes?.find((n) => n.metadata?.stop !== undefined)?.metadata ?? {};
       check(`${lane} stop: the downloaded receipt verifies natively, says cancelled, with the page's id and ids`,
         p.status === 0 && doc?.verified === true && doc.root === r.receiptId && gen.stop === 'cancelled' && same(gen.ids, r.ids),
