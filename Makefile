@@ -49,7 +49,7 @@ WARN := -Wall -Wextra -Werror -Wpedantic -Wshadow -Wstrict-prototypes \
 # builtins, so sqrt is the IEEE instruction (sqrtss, f32.sqrt), never a
 # libm call: the core has no libm.
 NUMERICS := -ffp-contract=off -fno-fast-math -fno-math-errno
-INCLUDES := -Iinclude -Isrc/core -Itests/harness -Itests/support
+INCLUDES := -Iinclude -Isrc/core -Itests/harness -Itests/support -Itests/vectors
 # The layers (docs/architecture.md, "Layout"): core <- host <- lib, tools
 # <- native. Each layer's sources see only the headers of the layers below
 # it, so an include that points upward fails to compile: core has no host
