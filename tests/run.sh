@@ -84,6 +84,9 @@ run_stage quant-vectors /usr/bin/python3 tools/quant_ref.py --check
 run_stage fast-vectors /usr/bin/python3 tools/fast_ref.py --check
 run_stage sampler-vectors /usr/bin/python3 tools/oracle/sampler_selftest_vectors.py --check
 run_stage docs-links /usr/bin/python3 tests/docs/links_test.py
+# The layers include downward only: a header of a layer above does not
+# compile in src/host, src/lib, src/tools (docs/architecture.md §2).
+run_stage layers /usr/bin/python3 tests/layers/layers_test.py build/test-work/layers
 run_stage build-gcc build CFG=gcc native tie-mutant
 # Before the unit suites: promote_mechanical runs its tokenizer and
 # template claims on the real tokenizer artifact.
