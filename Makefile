@@ -50,11 +50,25 @@ WARN := -Wall -Wextra -Werror -Wpedantic -Wshadow -Wstrict-prototypes \
 # libm call: the core has no libm.
 NUMERICS := -ffp-contract=off -fno-fast-math -fno-math-errno
 INCLUDES := -Iinclude -Isrc/core -Itests/harness -Itests/support -Itests/vectors
-# Native objects also see the host headers; the wasm build does not, so a
-# core file that includes one fails there.
-CFLAGS := -std=c11 $(CFG_FLAGS) $(WARN) $(NUMERICS) $(INCLUDES) -Isrc/native -Isrc/tools -MMD -MP
+# The layers (docs/architecture.md, "Layout"): core <- host <- lib, tools
+# <- native. Each layer's sources see only the headers of the layers below
+# it, so an include that points upward fails to compile: core has no host
+# headers (the wasm build compiles it without them), src/host sees core,
+# src/lib (the embeddable library behind include/tinylm.h) and src/tools
+# (the converter side) see core and host, src/native (the CLI) sees all.
+# Tests (*_test.c) and everything outside src/ see all of them.
+HOST_INC := $(INCLUDES) -Isrc/host
+LIB_INC := $(HOST_INC) -Isrc/lib
+TOOLS_INC := $(HOST_INC) -Isrc/tools
+ALL_INC := $(LIB_INC) -Isrc/tools -Isrc/native
+# Target- and pattern-specific values below narrow LAYER_INC per layer.
+LAYER_INC = $(ALL_INC)
+CFLAGS = -std=c11 $(CFG_FLAGS) $(WARN) $(NUMERICS) $(LAYER_INC) -MMD -MP
 LDFLAGS := $(filter -fsanitize=%,$(CFG_FLAGS))
-LDLIBS := -ljansson -ledit -lcurl -lmicrohttpd -lm
+# What the CLI and the tools link beside the library (which needs only
+# libc, libm and pthreads: LIB_LDLIBS).
+LIB_LDLIBS := -lm -lpthread
+LDLIBS := -ljansson -ledit -lcurl -lmicrohttpd $(LIB_LDLIBS)
 
 # --- sources -----------------------------------------------------------------
 # Kernels with ISA-specific twins are named *_<isa>.c and compiled with only
@@ -78,18 +92,45 @@ else
 CORE_NATIVE := $(CORE_PORTABLE)
 endif
 
-# The native host (src/native) and the converter-side tools (src/tools) are
-# one library; only src/native/main.c is the CLI's entry.
+# The embeddable library, libtinylm (include/tinylm.h): the core, the host
+# facilities (src/host: files, threads, CPU features, the encoder) and the
+# API's own parts (src/lib). The CLI's archive (libtinylm_cli.a, internal:
+# the CLI, the tests and the tools link it before libtinylm.a) holds the
+# converter side (src/tools) and the CLI (src/native, JSON, line editing,
+# HTTP); only src/native/main.c is the CLI's entry.
+ALL_HOST := $(shell find src/host src/lib -name '*.c' | sort)
 ALL_NATIVE := $(shell find src/native src/tools -name '*.c' | sort)
-NATIVE_TESTS := $(filter %_test.c,$(ALL_NATIVE))
+NATIVE_TESTS := $(filter %_test.c,$(ALL_HOST) $(ALL_NATIVE))
 NATIVE_MAIN := src/native/main.c
+LIB_HOST := $(filter-out %_test.c,$(ALL_HOST))
 NATIVE_LIB := $(filter-out %_test.c $(NATIVE_MAIN),$(ALL_NATIVE))
 
 HARNESS := tests/harness/tl_test.c
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+# The shared library's objects: position-independent, and hidden unless
+# include/tinylm.h declares them (its visibility pragma), so libtinylm.so
+# exports the public API and nothing else.
+pic = $(patsubst %.c,$(BUILD)/pic/%.o,$(1))
+PIC_FLAGS := -fPIC -fvisibility=hidden -ffunction-sections -fdata-sections
+
+# The version is include/tinylm.h's; the soname carries its major number,
+# raised with every incompatible change of the ABI (docs/api.md).
+version_part = $(shell sed -n 's/^\#define TL_VERSION_$(1) \([0-9]*\)$$/\1/p' include/tinylm.h)
+VERSION := $(call version_part,MAJOR).$(call version_part,MINOR).$(call version_part,PATCH)
+SONAME := libtinylm.so.$(call version_part,MAJOR)
 
 LIB := $(BUILD)/libtinylm.a
+SHLIB := $(BUILD)/libtinylm.so.$(VERSION)
+CLI_LIB := $(BUILD)/libtinylm_cli.a
+# What the CLI, the tests and the tools link: both archives, the CLI's first.
+ARCHIVES := $(CLI_LIB) $(LIB)
+PC := $(BUILD)/tinylm.pc
+# The shared library is not built under the sanitizers (their runtime is
+# the executable's, so --no-undefined cannot hold).
+ifeq ($(filter $(CFG),asan tsan),)
+SHARED := $(BUILD)/libtinylm.so
+endif
 CLI := $(BUILD)/tinylm
 UNIT := $(BUILD)/unit_tests
 CBOR_TOOL := $(BUILD)/cbor_tool
@@ -111,18 +152,42 @@ EXAMPLE := $(BUILD)/stream_reply
 # does nothing when everything is there), then builds.
 all: setup
 	@$(MAKE) --no-print-directory native
-native: $(LIB) $(CLI) $(UNIT) $(CBOR_TOOL) $(SAMPLER_TOOL) $(STATS_TOOL) $(HASH_BENCH) $(SLM_OPEN_BENCH) $(FORWARD_BENCH) $(KERNEL_BENCH) $(TRANSCRIPT) $(EXAMPLE)
+native: $(LIB) $(CLI_LIB) $(SHARED) $(CLI) $(UNIT) $(CBOR_TOOL) $(SAMPLER_TOOL) $(STATS_TOOL) $(HASH_BENCH) $(SLM_OPEN_BENCH) $(FORWARD_BENCH) $(KERNEL_BENCH) $(TRANSCRIPT) $(EXAMPLE)
 
-$(BUILD)/obj/%.o: %.c
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -c $< -o $@
+# The compile rules, once for the static objects (obj/) and once for the
+# shared library's (pic/).
+define compile_rules
+$(BUILD)/$(1)/%.o: %.c
+	@mkdir -p $$(@D)
+	$$(CC) $$(CFLAGS) $(2) -c $$< -o $$@
+$(BUILD)/$(1)/%_sse41.o: %_sse41.c
+	@mkdir -p $$(@D)
+	$$(CC) $$(CFLAGS) $(2) -msse4.1 -c $$< -o $$@
+$(BUILD)/$(1)/%_avx2.o: %_avx2.c
+	@mkdir -p $$(@D)
+	$$(CC) $$(CFLAGS) $(2) -mavx2 -c $$< -o $$@
+$(BUILD)/$(1)/%_avx512.o: %_avx512.c
+	@mkdir -p $$(@D)
+	$$(CC) $$(CFLAGS) $(2) -mavx512f -mavx512vl -c $$< -o $$@
+$(BUILD)/$(1)/%_dotprod.o: %_dotprod.c
+	@mkdir -p $$(@D)
+	$$(CC) $$(CFLAGS) $(2) $(ARM_DOTPROD) -c $$< -o $$@
+# Each layer's sources see only the layers below (LAYER_INC above).
+$(BUILD)/$(1)/src/host/%.o: LAYER_INC = $(HOST_INC)
+$(BUILD)/$(1)/src/lib/%.o: LAYER_INC = $(LIB_INC)
+$(BUILD)/$(1)/src/tools/%.o: LAYER_INC = $(TOOLS_INC)
+$(BUILD)/$(1)/src/host/%_test.o $(BUILD)/$(1)/src/lib/%_test.o \
+  $(BUILD)/$(1)/src/tools/%_test.o: LAYER_INC = $(ALL_INC)
+endef
+$(eval $(call compile_rules,obj,))
+$(eval $(call compile_rules,pic,$(PIC_FLAGS)))
 
 # The converter's receipt names the build (never the artifact: same inputs,
 # same bytes from any build of one version).
 BUILD_ID := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
-$(BUILD)/obj/src/native/cmd_convert.o $(BUILD)/obj/src/native/turn.o $(BUILD)/obj/src/native/serve_engine.o \
-  $(BUILD)/obj/src/native/cmd_pull.o $(BUILD)/obj/src/native/cmd_promote.o: \
-  CFLAGS += -DTL_BUILD_ID='"$(BUILD_ID)"'
+BUILD_ID_OBJS := $(call obj,src/native/cmd_convert.c src/lib/turn.c src/native/serve_engine.c \
+                   src/native/cmd_pull.c src/native/cmd_promote.c) $(call pic,src/lib/turn.c)
+$(BUILD_ID_OBJS): CFLAGS += -DTL_BUILD_ID='"$(BUILD_ID)"'
 # The objects that embed it are rebuilt when it changes (a stamp holding
 # it, rewritten only then): run receipts name the build, and the wasm
 # modules' receipts must name the same one as the native build's.
@@ -130,29 +195,53 @@ $(BUILD)/obj/src/native/cmd_convert.o $(BUILD)/obj/src/native/turn.o $(BUILD)/ob
 	@mkdir -p $(@D)
 	@echo '$(BUILD_ID)' | cmp -s - $@ || echo '$(BUILD_ID)' >$@
 .PHONY: FORCE
-$(BUILD)/obj/src/native/cmd_convert.o $(BUILD)/obj/src/native/turn.o $(BUILD)/obj/src/native/serve_engine.o \
-  $(BUILD)/obj/src/native/cmd_pull.o $(BUILD)/obj/src/native/cmd_promote.o: $(BUILD)/build-id
+$(BUILD_ID_OBJS): $(BUILD)/build-id
 
-$(BUILD)/obj/%_sse41.o: %_sse41.c
+$(LIB): $(call obj,$(CORE_NATIVE) $(LIB_HOST))
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -msse4.1 -c $< -o $@
-$(BUILD)/obj/%_avx2.o: %_avx2.c
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -mavx2 -c $< -o $@
-$(BUILD)/obj/%_avx512.o: %_avx512.c
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -mavx512f -mavx512vl -c $< -o $@
-$(BUILD)/obj/%_dotprod.o: %_dotprod.c
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(ARM_DOTPROD) -c $< -o $@
-
-$(LIB): $(call obj,$(CORE_NATIVE) $(NATIVE_LIB))
+	rm -f $@
+	ar rcs $@ $^
+$(CLI_LIB): $(call obj,$(NATIVE_LIB))
 	@mkdir -p $(@D)
 	rm -f $@
 	ar rcs $@ $^
 
-$(CLI): $(call obj,$(NATIVE_MAIN)) $(LIB)
+# The shared library: linked with --no-undefined against libc, libm and
+# pthreads alone, so a reference to anything else (JSON, line editing,
+# HTTP) fails here.
+$(SHLIB): $(call pic,$(CORE_NATIVE) $(LIB_HOST))
+	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--no-undefined -Wl,--gc-sections $^ \
+	  $(LIB_LDLIBS) -o $@
+$(BUILD)/libtinylm.so: $(SHLIB)
+	ln -sf $(notdir $<) $(BUILD)/$(SONAME)
+	ln -sf $(SONAME) $@
+
+$(CLI): $(call obj,$(NATIVE_MAIN)) $(ARCHIVES)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+# make install PREFIX=DIR [DESTDIR=STAGE]: the library (libtinylm.a,
+# libtinylm.so.VERSION with its soname and development links), its header,
+# its pkg-config file (tinylm.pc, which names PREFIX) and the tinylm CLI,
+# under $(DESTDIR)$(PREFIX); docs/api.md. make uninstall removes them.
+PREFIX ?= /usr/local
+INSTALL_ROOT = $(DESTDIR)$(PREFIX)
+INSTALLED := include/tinylm.h lib/libtinylm.a lib/$(notdir $(SHLIB)) lib/$(SONAME) \
+             lib/libtinylm.so lib/pkgconfig/tinylm.pc bin/tinylm
+.PHONY: install uninstall
+install: $(LIB) $(SHARED) $(CLI) src/lib/tinylm.pc.in
+	$(if $(SHARED),,$(error make install: CFG=$(CFG) builds no shared library; use CFG=gcc or clang))
+	@case '$(PREFIX)' in /*) ;; *) echo "make install: PREFIX must be an absolute path, not '$(PREFIX)'" >&2; exit 2;; esac
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' src/lib/tinylm.pc.in >$(PC)
+	install -d $(INSTALL_ROOT)/bin $(INSTALL_ROOT)/include $(INSTALL_ROOT)/lib/pkgconfig
+	install -m 644 include/tinylm.h $(INSTALL_ROOT)/include/
+	install -m 644 $(LIB) $(INSTALL_ROOT)/lib/
+	install -m 644 $(PC) $(INSTALL_ROOT)/lib/pkgconfig/
+	install -m 755 $(SHLIB) $(INSTALL_ROOT)/lib/
+	ln -sfn $(notdir $(SHLIB)) $(INSTALL_ROOT)/lib/$(SONAME)
+	ln -sfn $(SONAME) $(INSTALL_ROOT)/lib/libtinylm.so
+	install -m 755 $(CLI) $(INSTALL_ROOT)/bin/
+uninstall:
+	rm -f $(addprefix $(INSTALL_ROOT)/,$(INSTALLED))
 
 # The sampler's tie rule reversed (equal scores: the higher id first), for
 # the planted-defect tests: the web sampler mutant below and a native CLI,
@@ -170,7 +259,7 @@ $(BUILD)/tie-mutant/sampler.c: src/core/sample/sampler.c
 	mv $@.tmp $@
 $(BUILD)/tie-mutant/sampler.o: $(BUILD)/tie-mutant/sampler.c
 	$(CC) $(CFLAGS) -c $< -o $@
-$(TIE_MUTANT): $(call obj,$(NATIVE_MAIN)) $(BUILD)/tie-mutant/sampler.o $(LIB)
+$(TIE_MUTANT): $(call obj,$(NATIVE_MAIN)) $(BUILD)/tie-mutant/sampler.o $(ARCHIVES)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 .PHONY: tie-mutant
 tie-mutant: $(TIE_MUTANT)
@@ -196,13 +285,13 @@ $(BUILD)/obj/gen/suites.o: $(BUILD)/gen/suites.c
 	$(CC) $(CFLAGS) -c $< -o $@
 
 $(UNIT): $(call obj,$(CORE_TESTS) $(NATIVE_TESTS) $(HARNESS) \
-                 tests/harness/main_native.c) $(BUILD)/obj/gen/suites.o $(LIB)
+                 tests/harness/main_native.c) $(BUILD)/obj/gen/suites.o $(ARCHIVES)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 # The suites that run threads (the pool, the public API's concurrent use,
 # the parallel fast forward), alone: what CFG=tsan builds and tests/run.sh's
 # unit-tsan runs under ThreadSanitizer.
-TSAN_SUITES := src/native/pool_test.c src/native/api_test.c src/native/fast_forward_test.c \
+TSAN_SUITES := src/host/pool_test.c src/lib/api_test.c src/native/fast_forward_test.c \
                src/native/serve_engine_test.c
 TSAN_UNIT := $(BUILD)/tsan_tests
 .PHONY: tsan-tests
@@ -210,7 +299,7 @@ tsan-tests: $(TSAN_UNIT)
 $(BUILD)/gen/tsan_suites.c: Makefile
 	$(call gen_suites,$(TSAN_SUITES))
 $(TSAN_UNIT): $(call obj,$(TSAN_SUITES) $(HARNESS) tests/harness/main_native.c) \
-              $(BUILD)/obj/gen/tsan_suites.o $(LIB)
+              $(BUILD)/obj/gen/tsan_suites.o $(ARCHIVES)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 $(BUILD)/obj/gen/tsan_suites.o: $(BUILD)/gen/tsan_suites.c
 	@mkdir -p $(@D)
@@ -231,36 +320,36 @@ $(BUILD)/mutant%/parallel.o: src/core/kernels/parallel.c
 	$(CC) $(CFLAGS) -DTL_KERN_MUTANT=$* -c $< -o $@
 $(BUILD)/mutant%/unit_tests: $(BUILD)/mutant%/kernels.o $(BUILD)/mutant%/parallel.o \
                            $(call obj,$(CORE_TESTS) $(NATIVE_TESTS) $(HARNESS) \
-                             tests/harness/main_native.c) $(BUILD)/obj/gen/suites.o $(LIB)
+                             tests/harness/main_native.c) $(BUILD)/obj/gen/suites.o $(ARCHIVES)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 # The public API's example (docs/api.md): compiled against include/ alone,
 # so it can use nothing but tinylm.h, and linked with the static library.
 $(EXAMPLE): examples/stream_reply.c include/tinylm.h $(LIB)
 	$(CC) -std=c11 $(CFG_FLAGS) $(WARN) -Iinclude examples/stream_reply.c $(LDFLAGS) $(LIB) \
-	  $(LDLIBS) -o $@
+	  $(LIB_LDLIBS) -o $@
 
-$(CBOR_TOOL): $(call obj,tests/diff/cbor_tool.c tests/support/cbor_gen.c) $(LIB)
+$(CBOR_TOOL): $(call obj,tests/diff/cbor_tool.c tests/support/cbor_gen.c) $(ARCHIVES)
 	$(CC) $(LDFLAGS) $^ -o $@
 
 # tools/oracle/sampler_random.py drives the core sampler through this.
-$(SAMPLER_TOOL): $(call obj,tests/diff/sampler_tool.c) $(LIB)
+$(SAMPLER_TOOL): $(call obj,tests/diff/sampler_tool.c) $(ARCHIVES)
 	$(CC) $(LDFLAGS) $^ -o $@
 
 # tests/promote/stats_scipy.py checks promote_stats.c against SciPy through this.
-$(STATS_TOOL): $(call obj,tests/diff/stats_tool.c) $(LIB)
+$(STATS_TOOL): $(call obj,tests/diff/stats_tool.c) $(ARCHIVES)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-$(HASH_BENCH): $(call obj,bench/hash_bench.c) $(LIB)
+$(HASH_BENCH): $(call obj,bench/hash_bench.c) $(ARCHIVES)
 	$(CC) $(LDFLAGS) $^ -o $@
 
-$(SLM_OPEN_BENCH): $(call obj,bench/slm_open_bench.c) $(LIB)
+$(SLM_OPEN_BENCH): $(call obj,bench/slm_open_bench.c) $(ARCHIVES)
 	$(CC) $(LDFLAGS) $^ -o $@
 
 # The self-test's golden digests (src/core/model/selftest_model.h) from the
 # native lanes: make selftest-golden rewrites src/core/model/selftest_golden.h.
 SELFTEST_GOLDEN := $(BUILD)/selftest_golden
-$(SELFTEST_GOLDEN): $(call obj,tools/selftest_golden.c) $(LIB)
+$(SELFTEST_GOLDEN): $(call obj,tools/selftest_golden.c) $(ARCHIVES)
 	$(CC) $(LDFLAGS) $^ -o $@
 selftest-golden: $(SELFTEST_GOLDEN)
 	$(SELFTEST_GOLDEN) > src/core/model/selftest_golden.h.tmp
@@ -272,14 +361,14 @@ selftest-golden: $(SELFTEST_GOLDEN)
 sampler-selftest-vectors:
 	/usr/bin/python3 tools/oracle/sampler_selftest_vectors.py
 
-$(FORWARD_BENCH): $(call obj,bench/forward_bench.c) $(LIB)
+$(FORWARD_BENCH): $(call obj,bench/forward_bench.c) $(ARCHIVES)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-$(KERNEL_BENCH): $(call obj,bench/kernel_bench.c) $(LIB)
+$(KERNEL_BENCH): $(call obj,bench/kernel_bench.c) $(ARCHIVES)
 	$(CC) $(LDFLAGS) $^ -o $@
 
 $(TRANSCRIPT): $(call obj,tests/wasm/transcript.c tests/wasm/transcript_native.c \
-                 tests/support/cbor_gen.c $(HARNESS)) $(LIB)
+                 tests/support/cbor_gen.c $(HARNESS)) $(ARCHIVES)
 	$(CC) $(LDFLAGS) $^ -o $@
 
 # --- wasm32 ------------------------------------------------------------------
@@ -363,9 +452,10 @@ $(WASM_KERNEL_BENCH): $(WASM_SRC_DEPS) bench/kernel_bench_wasm.c
 
 # --- the browser runtime: wasm32 API modules and the JS loader ----------------
 # Three modules from the same sources (docs/web.md), exporting the public
-# API (include/tinylm.h) with range-checked pointers: the core, the host
-# glue of src/native that needs only a small libc (the API, session, turn,
-# model, encoder, chat rendering, the receipt writer) over web/wasm's heap,
+# API (include/tinylm.h) with range-checked pointers: the core, the
+# library's own parts that need only a small libc (src/lib, src/host: the
+# API, session, turn, model, encoder, chat rendering, the receipt writer)
+# over web/wasm's heap,
 # printf and hosted headers (web/wasm/hosted), and the self-test.
 #   tinylm-scalar.wasm   MVP opcodes only
 #   tinylm-simd.wasm     + SIMD128 (the fast lane's wasm SIMD128 kernels)
@@ -377,15 +467,15 @@ $(WASM_KERNEL_BENCH): $(WASM_SRC_DEPS) bench/kernel_bench_wasm.c
 # sizes, SHA-256, features, ABI version) into build/web/ and checks each
 # module's opcodes (tests/web/opcodes.sh).
 WEB_OUT := build/web
-WEB_API_HOST := src/native/api.c src/native/session.c src/native/turn.c src/native/model.c \
-                src/native/encoder.c src/native/chat_render.c src/native/receipt.c \
-                src/tools/cbor_alloc.c
+WEB_API_HOST := src/lib/api.c src/lib/session.c src/lib/turn.c src/lib/model.c \
+                src/host/encoder.c src/lib/chat_render.c src/lib/receipt.c \
+                src/host/cbor_alloc.c
 WEB_WASM_SRC := web/wasm/libc.c web/wasm/malloc.c web/wasm/printf.c web/wasm/host.c \
                 web/wasm/api_exports.c web/wasm/self_test.c
 WEB_API_SRC := $(CORE_PORTABLE) $(WEB_API_HOST) $(WEB_WASM_SRC)
-WEB_API_DEPS := $(WEB_API_SRC) $(shell find src/core src/native src/tools web/wasm include -name '*.h') \
+WEB_API_DEPS := $(WEB_API_SRC) $(shell find src/core src/host src/lib web/wasm include -name '*.h') \
                 $(WASM_BUILD)/build-id
-WEB_CFLAGS := $(WASM_CFLAGS) -isystem web/wasm/hosted -Isrc/native -Isrc/tools \
+WEB_CFLAGS := $(WASM_CFLAGS) -isystem web/wasm/hosted -Isrc/host -Isrc/lib \
               -DTL_BUILD_ID='"$(BUILD_ID)"'
 WEB_LDFLAGS := $(WASM_LDFLAGS) -Wl,--max-memory=4294967296
 # The threads module imports its shared memory (the loader makes it with
@@ -472,10 +562,10 @@ web: setup
 # compares with the x86-64 one.
 AARCH64_CC := aarch64-linux-gnu-gcc
 AARCH64_BUILD := build/aarch64
-AARCH64_CFLAGS := -std=c11 -O2 $(WARN) $(NUMERICS) $(INCLUDES) -Isrc/native -MMD -MP
-AARCH64_HOST := src/native/cpu.c src/native/pool.c
+AARCH64_CFLAGS := -std=c11 -O2 $(WARN) $(NUMERICS) $(ALL_INC) -MMD -MP
+AARCH64_HOST := src/host/cpu.c src/host/pool.c
 AARCH64_NATIVE_TESTS := src/native/kernels_dispatch_test.c src/native/fast_forward_test.c \
-                        src/native/pool_test.c src/native/selftest_lanes_test.c
+                        src/host/pool_test.c src/native/selftest_lanes_test.c
 aarch64_obj = $(patsubst %.c,$(AARCH64_BUILD)/obj/%.o,$(1))
 AARCH64_LIB := $(call aarch64_obj,$(CORE_PORTABLE) $(CORE_ARM) $(AARCH64_HOST))
 
@@ -536,7 +626,7 @@ FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,$(FUZZ_BUILD)/%,$(wildcard tests/fuzz/
 # Fuzz builds link only the portable core (TL_NO_X86_SIMD keeps blake3.c
 # from referring to the x86 twins, which need their own -m flags;
 # TL_NO_NEON keeps kernels.c from referring to the NEON ones).
-FUZZ_CFLAGS := -std=c11 -O1 -g $(WARN) $(NUMERICS) $(INCLUDES) -Isrc/native -Isrc/tools \
+FUZZ_CFLAGS := -std=c11 -O1 -g $(WARN) $(NUMERICS) $(ALL_INC) \
                -DTL_DEBUG -DTL_NO_X86_SIMD -DTL_NO_NEON -fsanitize=fuzzer,address,undefined \
                -fno-sanitize-recover=all
 
@@ -546,7 +636,7 @@ fuzz-targets: $(FUZZ_TARGETS)
 # Some targets include converter or host sources (src/tools, src/native)
 # directly, so every source is a prerequisite; those may use jansson (and
 # libcurl: fuzz_hub_text includes hub_http.c).
-$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(shell find src/core src/tools src/native tests/fuzz -name '*.[ch]')
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(shell find src/core src/host src/lib src/tools src/native tests/fuzz -name '*.[ch]')
 	@mkdir -p $(@D)
 	clang $(FUZZ_CFLAGS) $< $(CORE_PORTABLE) -ljansson -lcurl -o $@
 

@@ -60,6 +60,13 @@ typedef enum tl_status {
 extern "C" {
 #endif
 
+/* libtinylm.so exports what this header declares and nothing else: the
+ * library is compiled with hidden visibility (docs/api.md, "Installing and
+ * linking"), and these declarations are the exceptions. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 /* The status's error code: "ok", "bounds", "invalid_utf8", ... (the
  * identifier without TL_ERR_, lower case); "unknown" for a value that is
  * not in the list. Never NULL. */
@@ -358,6 +365,10 @@ tl_status tl_generation_free(tl_generation_handle gen);
 tl_status tl_session_observe(tl_session_handle session, const void *text, size_t text_len,
                              const uint32_t *ids, size_t n_ids, void *out, size_t cap,
                              size_t *len);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

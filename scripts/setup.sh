@@ -20,7 +20,8 @@ flock 9
 # NumPy (the forward-pass oracle, tools/oracle/qwen3_ref.py) on the reference
 # BLAS libblas3 (tools/oracle/reference_blas.py), SciPy (the independent
 # check of promote's statistics, tests/promote/stats_scipy.py), libedit (line
-# editing in tinylm chat), the aarch64 cross compiler and qemu-user (the
+# editing in tinylm chat), pkgconf (pkg-config: the install stage links
+# examples/ against the installed library), the aarch64 cross compiler and qemu-user (the
 # NEON kernels' stages: make neon, tests/neon/qemu.sh), and chromium (the
 # browser that tests/web/chromium_test.mjs drives headless through npm's
 # playwright-core, which downloads no browser of its own). npm's pinned
@@ -28,7 +29,7 @@ flock 9
 packages=(gcc make clang lld libclang-rt-14-dev wabt nodejs b3sum
           python3 python3-cbor2 python3-jinja2 python3-numpy python3-scipy libblas3 libjansson-dev
           libcurl4-openssl-dev libmicrohttpd-dev openssl strace
-          libedit-dev unicode-data time
+          libedit-dev unicode-data time pkgconf
           gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static chromium)
 # `scripts/setup.sh --demo-train` (make demo-train only, never make test: CI
 # must not download torch) adds Debian's CPU torch for the demo model's

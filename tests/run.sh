@@ -84,6 +84,9 @@ run_stage quant-vectors /usr/bin/python3 tools/quant_ref.py --check
 run_stage fast-vectors /usr/bin/python3 tools/fast_ref.py --check
 run_stage sampler-vectors /usr/bin/python3 tools/oracle/sampler_selftest_vectors.py --check
 run_stage docs-links /usr/bin/python3 tests/docs/links_test.py
+# The layers include downward only: a header of a layer above does not
+# compile in src/host, src/lib, src/tools (docs/architecture.md §2).
+run_stage layers /usr/bin/python3 tests/layers/layers_test.py build/test-work/layers
 run_stage build-gcc build CFG=gcc native tie-mutant
 # Before the unit suites: promote_mechanical runs its tokenizer and
 # template claims on the real tokenizer artifact.
@@ -150,6 +153,11 @@ run_stage gen-run /usr/bin/python3 tests/gen/run_test.py build/asan/tinylm build
 run_stage serve node tests/serve/serve_test.mjs build/asan/tinylm build/test-work/serve
 run_stage api-example /usr/bin/python3 tests/api/example_test.py build/asan/tinylm \
   build/asan/stream_reply build/test-work/api-example
+# make install into a scratch prefix, then examples/ built against the
+# installed copy with pkg-config alone (shared and static) and judged as
+# api-example judges them.
+run_stage install /usr/bin/python3 tests/install/install_test.py build/gcc/tinylm \
+  build/test-work/install
 run_stage receipt-forged /usr/bin/python3 tests/receipt/forged_test.py build/asan/tinylm \
   build/test-work/receipt-forged
 run_stage forward-0.6b tests/model/forward_06b.sh build/gcc/tinylm build/test-work/forward-0.6b

@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lane.h"
+
 static void report(bool json, const char *code, json_t *extra, const char *fmt,
                    va_list ap) {
   char detail[1024];
@@ -223,6 +225,25 @@ int tl_cli_flag_u32(bool json, const char *flag, const char *v, uint32_t lo,
   int rc = tl_cli_flag_u64(json, flag, v, lo, hi, &x);
   if (rc < 0) *out = (uint32_t)x;
   return rc;
+}
+
+int tl_lane_flag(bool json, int argc, char **argv, int *i, tl_lane_options *o) {
+  const char *a = argv[*i], *v = NULL;
+  int rc;
+  if (strcmp(a, "--mmap") == 0) {
+    o->mmap = true;
+    return -1;
+  }
+  if (strcmp(a, "--lane") != 0 && strcmp(a, "-t") != 0 && strcmp(a, "--threads") != 0)
+    return 0;
+  if ((rc = tl_cli_value(json, argc, argv, i, &v)) >= 0) return rc;
+  if (strcmp(a, "--lane") == 0) {
+    if (strcmp(v, "fast") != 0 && strcmp(v, "scalar") != 0)
+      return tl_cli_usage(json, "--lane must be scalar or fast, not '%s'", v);
+    o->fast = strcmp(v, "fast") == 0;
+    return -1;
+  }
+  return tl_cli_flag_u32(json, a, v, 1, TL_PAR_MAX_TASKS, &o->threads);
 }
 
 int tl_cli_flag_f64(bool json, const char *flag, const char *v, double *out) {

@@ -103,6 +103,25 @@ int tl_cli_flag_u32(bool json, const char *flag, const char *v, uint32_t lo,
                     uint32_t hi, uint32_t *out);
 int tl_cli_flag_f64(bool json, const char *flag, const char *v, double *out);
 
+/* The lane flags shared by run, chat, bench, serve, observe and verify
+ * (src/lib/lane.h chooses the lane from them). */
+#define TL_LANE_USAGE                                                        \
+  "  --lane L      scalar (the strict reference lane) or fast (default):\n"  \
+  "                docs/fast-profile.md\n"                                   \
+  "  -t, --threads N  threads of the fast lane (default: the CPUs online,\n" \
+  "                at most 256)\n"                                           \
+  "  --mmap        compute on the file mapping instead of a copy of the\n"   \
+  "                weights in memory (the fast lane still packs its q8/q4\n" \
+  "                weights into memory)\n"                                   \
+  "  (environment TINYLM_KERNELS=scalar|avx2|avx512: the fast lane's\n"      \
+  "                kernel variant instead of the fastest; same bits)\n"
+
+struct tl_lane_options;
+/* If argv[*i] is one of the lane flags, consumes it (and its value) and
+ * returns -1, or reports a usage error and returns TL_EXIT_USAGE; returns
+ * 0 when argv[*i] is not a lane flag. */
+int tl_lane_flag(bool json, int argc, char **argv, int *i, struct tl_lane_options *o);
+
 /* Progress of long work on stderr (convert, prefill, inspect --verify):
  * shown when stderr is a terminal, or always when forced (--progress),
  * at most ten updates a second; on a terminal one line rewritten in

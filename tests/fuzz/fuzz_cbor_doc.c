@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "../../src/tools/cbor_doc.c"
-#include "../../src/tools/cbor_alloc.c"
+#include "../../src/host/cbor_alloc.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

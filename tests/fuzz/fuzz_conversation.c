@@ -1,5 +1,5 @@
 /* libFuzzer target for conversation files: the JSON that `run --messages`,
- * `render --messages` and chat's /load accept (src/native/chat_render.c),
+ * `render --messages` and chat's /load accept (src/lib/chat_render.c),
  * rendered through the real Qwen3 template's IR (tmpl_qwen3_ir.h). Per
  * input:
  *
@@ -24,7 +24,7 @@
  * input cost tens of milliseconds; 4 MB still renders every seed (an
  * input that needs more stops with the "memory" limit, which is allowed). */
 #define RENDER_ARENA_EXTRA (4u << 20)
-#include "../../src/native/chat_render.c"
+#include "../../src/lib/chat_render.c"
 #include "tmpl_qwen3_ir.h"
 #include "utf8.h"
 

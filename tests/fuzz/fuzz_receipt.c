@@ -1,5 +1,5 @@
 /* libFuzzer target for receipt verification and display
- * (src/native/receipt.c, receipt_show.c: tl_receipt_check and tl_receipt_show, the whole
+ * (src/lib/receipt.c, receipt_show.c: tl_receipt_check and tl_receipt_show, the whole
  * of `tinylm receipt show` after the file is read). Two passes:
  *
  * 1. The input as a receipt file: the check returns a typed status
@@ -27,9 +27,9 @@
 #include <string.h>
 
 #include "../../src/native/promote_receipt.c"
-#include "../../src/native/receipt.c"
+#include "../../src/lib/receipt.c"
 #include "../../src/native/receipt_show.c"
-#include "../../src/tools/cbor_alloc.c"
+#include "../../src/host/cbor_alloc.c"
 #include "../../src/tools/cbor_doc.c"
 #include "../../src/tools/tool_msg.c"
 

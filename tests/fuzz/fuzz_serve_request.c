@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/native/chat_render.c"
+#include "../../src/lib/chat_render.c"
 #include "../../src/native/serve_request.c"
 #include "utf8.h"
 

@@ -1,5 +1,5 @@
 /* libFuzzer target for a sharded safetensors checkpoint on disk
- * (src/tools/st_checkpoint.c over src/native/file.c): the index JSON, the
+ * (src/tools/st_checkpoint.c over src/host/file.c): the index JSON, the
  * shard files it names, and the cross-checks between them (ST-20..ST-27).
  *
  * The input is the index, then files, each introduced by SEP, a name and a
@@ -25,7 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../src/native/file.c"
+#include "../../src/host/file.c"
 #include "../../src/tools/st_checkpoint.c"
 #include "../../src/tools/tool_msg.c"
 

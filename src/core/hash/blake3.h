@@ -5,7 +5,7 @@
  * One portable reference backend is always present. On x86-64 native builds
  * SIMD backends that hash several chunks side by side may be compiled in as
  * well; they give the same bytes as the portable one. The core cannot see
- * the CPU: a host picks a backend it has checked (src/native/cpu.h) and
+ * the CPU: a host picks a backend it has checked (src/host/cpu.h) and
  * hands it to tl_blake3_hasher_init_backend or tl_blake3_hasher_set_backend.
  *
  * The hasher is a plain value: it may be copied (a copy continues the same

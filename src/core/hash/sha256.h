@@ -30,7 +30,7 @@ tl_status tl_sha256(const void *data, size_t len,
 
 /* Compression backends: the portable one, and on x86-64 native builds the
  * SHA extensions (SHA-NI). All give the same digests; the host picks one
- * its CPU runs (src/native/cpu.h) at start-up, as for BLAKE3. */
+ * its CPU runs (src/host/cpu.h) at start-up, as for BLAKE3. */
 typedef enum tl_sha256_backend {
   TL_SHA256_PORTABLE,
   TL_SHA256_SHANI

@@ -9,7 +9,7 @@
  * them (kernels_avx2.c, kernels_avx512.c, kernels_neon.c,
  * kernels_wasm_simd.c) and are tested against them. The
  * core never looks at the CPU: a host picks a variant it has checked
- * (src/native/cpu.h) and hands it to the model. */
+ * (src/host/cpu.h) and hands it to the model. */
 #ifndef TL_CORE_KERNELS_H
 #define TL_CORE_KERNELS_H
 

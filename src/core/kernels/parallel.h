@@ -1,6 +1,6 @@
 /* The parallel-for the core asks its host for (docs/architecture.md §6): the core stays
  * freestanding, and the host runs tasks on whatever it has (native: a
- * persistent pthread pool, src/native/pool.h; the browser: Web Workers over
+ * persistent pthread pool, src/host/pool.h; the browser: Web Workers over
  * shared memory). Work is split by output ownership with the fixed
  * partition of tl_par_range, so no two tasks write the same element and
  * no result depends on which thread ran a task, or on how many there are. */

@@ -1,5 +1,5 @@
 /* The <pthread.h> of the wasm32 API modules: the one mutex the public API
- * keeps (src/native/api.c). The modules run every API call on one thread
+ * keeps (src/lib/api.c). The modules run every API call on one thread
  * (the JS loader's; the threads module's workers run only kernel tasks),
  * so the mutex has nothing to exclude and its calls do nothing. */
 #ifndef TL_WASM_PTHREAD_H

@@ -1,6 +1,6 @@
 /* CBOR documents into a malloc'd buffer that grows as needed, and the
  * small writers documents share. Needs malloc, not jansson: the run
- * receipt's writer (src/native/receipt.c) uses it in the wasm32 API
+ * receipt's writer (src/lib/receipt.c) uses it in the wasm32 API
  * modules too (web/wasm/). */
 #ifndef TL_TOOLS_CBOR_ALLOC_H
 #define TL_TOOLS_CBOR_ALLOC_H

@@ -9,7 +9,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
 #include "clock.h"
 #include "cpu.h"
 
@@ -17,26 +16,6 @@ tl_lane_options tl_lane_defaults(void) {
   tl_lane_options o = {true, 0, false};
   return o;
 }
-
-int tl_lane_flag(bool json, int argc, char **argv, int *i, tl_lane_options *o) {
-  const char *a = argv[*i], *v;
-  int rc;
-  if (strcmp(a, "--mmap") == 0) {
-    o->mmap = true;
-    return -1;
-  }
-  if (strcmp(a, "--lane") != 0 && strcmp(a, "-t") != 0 && strcmp(a, "--threads") != 0)
-    return 0;
-  if ((rc = tl_cli_value(json, argc, argv, i, &v)) >= 0) return rc;
-  if (strcmp(a, "--lane") == 0) {
-    if (strcmp(v, "fast") != 0 && strcmp(v, "scalar") != 0)
-      return tl_cli_usage(json, "--lane must be scalar or fast, not '%s'", v);
-    o->fast = strcmp(v, "fast") == 0;
-    return -1;
-  }
-  return tl_cli_flag_u32(json, a, v, 1, TL_PAR_MAX_TASKS, &o->threads);
-}
-
 
 /* Every weight of m whose bytes lie in [from, from + len) moves to the
  * same offset in to. */

@@ -5,8 +5,8 @@
  * (reading a mapping was measured erratically slow on this project's
  * machines: docs/perf-anchor.md) unless --mmap is given.
  *
- * Flags shared by run, chat and bench: --lane scalar|fast, -t/--threads N,
- * --mmap. */
+ * The flags that choose it (--lane, -t/--threads, --mmap) are the CLI's:
+ * tl_lane_flag in src/native/cli.h. */
 #ifndef TL_NATIVE_LANE_H
 #define TL_NATIVE_LANE_H
 
@@ -26,17 +26,6 @@ typedef struct tl_lane_options {
   bool mmap;        /* --mmap: compute on the file mapping */
 } tl_lane_options;
 
-#define TL_LANE_USAGE                                                        \
-  "  --lane L      scalar (the strict reference lane) or fast (default):\n"  \
-  "                docs/fast-profile.md\n"                                   \
-  "  -t, --threads N  threads of the fast lane (default: the CPUs online,\n" \
-  "                at most 256)\n"                                           \
-  "  --mmap        compute on the file mapping instead of a copy of the\n"   \
-  "                weights in memory (the fast lane still packs its q8/q4\n" \
-  "                weights into memory)\n"                                   \
-  "  (environment TINYLM_KERNELS=scalar|avx2|avx512: the fast lane's\n"      \
-  "                kernel variant instead of the fastest; same bits)\n"
-
 /* The defaults: fast lane, threads 0, no mmap. */
 tl_lane_options tl_lane_defaults(void);
 
@@ -46,11 +35,6 @@ tl_lane_options tl_lane_defaults(void);
  * comparisons. A name this build or CPU cannot run is
  * TL_ERR_UNSUPPORTED_FEATURE when the lane starts. */
 #define TL_KERNELS_ENV "TINYLM_KERNELS"
-
-/* If argv[*i] is one of the lane flags, consumes it (and its value) and
- * returns -1, or reports a usage error and returns TL_EXIT_USAGE; returns
- * 0 when argv[*i] is not a lane flag. */
-int tl_lane_flag(bool json, int argc, char **argv, int *i, tl_lane_options *o);
 
 typedef struct tl_native_lane {
   bool fast;
