@@ -498,24 +498,33 @@ typedef struct graph_doc {
   const char *format;
   const tl_graph_node *nodes;
   size_t n;
+  const uint8_t *timings; /* NULL: none */
+  size_t timings_len;
 } graph_doc;
 
 static void emit_graph_doc(tl_cbor_writer *w, const void *arg) {
   const graph_doc *g = arg;
-  tl_cbor_begin_map(w, 3);
+  tl_cbor_begin_map(w, g->timings != NULL ? 4 : 3);
   put_root_and_nodes(w, g->nodes, g->n);
   tl_cbor_put_cstr(w, "format");
   tl_cbor_put_cstr(w, g->format);
+  if (g->timings != NULL) {
+    tl_cbor_reader r;
+    tl_cbor_put_cstr(w, "timings_us");
+    tl_cbor_reader_init(&r, g->timings, g->timings_len, NULL);
+    tl_cbor_copy_item(&r, w);
+  }
   tl_cbor_end_map(w);
 }
 
 tl_status tl_graph_receipt_encode(const char *format, tl_graph_node *nodes, size_t n,
+                                  const uint8_t *timings_us, size_t timings_len,
                                   uint8_t **doc, size_t *len, uint8_t root[32]) {
   tl_status st = seal_nodes(nodes, n);
   *doc = NULL;
   *len = 0;
   if (st == TL_OK) {
-    graph_doc g = {format, nodes, n};
+    graph_doc g = {format, nodes, n, timings_us, timings_len};
     st = tl_cbor_encode_alloc(emit_graph_doc, &g, doc, len);
     memcpy(root, nodes[n - 1].id, 32);
   }

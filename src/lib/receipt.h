@@ -127,12 +127,15 @@ typedef struct tl_graph_node {
 } tl_graph_node;
 
 /* Seals nodes[0..n) in order (each id from its type, metadata and
- * children's ids) and encodes {"format", "root", "nodes"} (deterministic
- * CBOR, malloc'd; a graph without timings), the last node the root. The
- * caller checks the document against its format (tl_graph_receipt_check).
- * TL_ERR_INVALID_ARGUMENT for a child that is not an earlier node, or the
- * encoder's status. */
+ * children's ids) and encodes {"root", "nodes", "format"} and, when
+ * timings_us is not NULL, "timings_us": that one CBOR item, outside the
+ * nodes (deterministic CBOR, malloc'd), the last node the root. Every
+ * graph receipt is written here (run receipts through tl_run_receipt).
+ * The caller checks the document against its format
+ * (tl_graph_receipt_check). TL_ERR_INVALID_ARGUMENT for a child that is
+ * not an earlier node, or the encoder's status. */
 tl_status tl_graph_receipt_encode(const char *format, tl_graph_node *nodes, size_t n,
+                                  const uint8_t *timings_us, size_t timings_len,
                                   uint8_t **doc, size_t *len, uint8_t root[32]);
 
 /* `tinylm receipt show`: checks doc (tl_receipt_check) and prints it to

@@ -1033,86 +1033,51 @@ static void card_license(int dfd, char *out, size_t cap) {
 /* ------------------------------------------------------------------------ */
 /* Receipts: node graphs in the layout of run receipts (docs/receipts.md)   */
 
+/* A node as pull and drift build it: its metadata as JSON, sealed and
+ * written by the one graph writer (tl_graph_receipt_encode). */
 typedef struct rnode {
   const char *type;
   json_t *meta; /* owned */
   size_t kids[6];
   size_t n_kids;
-  uint8_t id[32];
 } rnode;
 
 static void emit_json(tl_cbor_writer *w, const void *arg) {
   tl_cbor_put_json(w, (const json_t *)arg);
 }
 
-static tl_status seal(rnode *nodes, size_t i) {
-  uint8_t *meta = NULL, kids[6 * 32];
-  size_t len = 0;
-  tl_status st =
-      nodes[i].meta == NULL
-          ? TL_ERR_OUT_OF_MEMORY
-          : tl_cbor_encode_alloc(emit_json, nodes[i].meta, &meta, &len);
-  for (size_t k = 0; k < nodes[i].n_kids; k++)
-    memcpy(kids + 32 * k, nodes[nodes[i].kids[k]].id, 32);
-  if (st == TL_OK)
-    st = tl_node_id(nodes[i].type, meta, len, kids, nodes[i].n_kids,
-                    nodes[i].id);
-  free(meta);
-  return st;
-}
-
-typedef struct graph {
-  const char *format;
-  rnode *nodes;
-  size_t n; /* the last is the root */
-  json_t *timings;
-} graph;
-
-static void emit_graph(tl_cbor_writer *w, const void *arg) {
-  const graph *g = arg;
-  tl_cbor_begin_map(w, 4);
-  tl_cbor_put_cstr(w, "format");
-  tl_cbor_put_cstr(w, g->format);
-  tl_cbor_put_cstr(w, "root");
-  tl_cbor_put_bytes(w, g->nodes[g->n - 1].id, 32);
-  tl_cbor_put_cstr(w, "nodes");
-  tl_cbor_begin_array(w, g->n);
-  for (size_t i = 0; i < g->n; i++) {
-    const rnode *r = &g->nodes[i];
-    tl_cbor_begin_map(w, 4);
-    tl_cbor_put_cstr(w, "id");
-    tl_cbor_put_bytes(w, r->id, 32);
-    tl_cbor_put_cstr(w, "type");
-    tl_cbor_put_cstr(w, r->type);
-    tl_cbor_put_cstr(w, "children");
-    tl_cbor_begin_array(w, r->n_kids);
-    for (size_t k = 0; k < r->n_kids; k++)
-      tl_cbor_put_bytes(w, g->nodes[r->kids[k]].id, 32);
-    tl_cbor_end_array(w);
-    tl_cbor_put_cstr(w, "metadata");
-    tl_cbor_put_json(w, r->meta);
-    tl_cbor_end_map(w);
-  }
-  tl_cbor_end_array(w);
-  tl_cbor_put_cstr(w, "timings_us");
-  tl_cbor_put_json(w, g->timings);
-  tl_cbor_end_map(w);
-}
-
-/* Seals the nodes in order and encodes the document (*doc: malloc). */
-static tl_status encode_graph(const char *format, rnode *nodes, size_t n,
-                              json_t *timings, uint8_t **doc, size_t *len,
+/* The nodes (the last is the root) and the timings, encoded
+ * (*doc: malloc). */
+static tl_status encode_graph(const char *format, const rnode *nodes, size_t n,
+                              const json_t *timings, uint8_t **doc, size_t *len,
                               uint8_t root[32], char *err, size_t cap) {
-  graph g = {format, nodes, n, timings};
-  tl_status st = TL_OK;
+  tl_graph_node g[6];
+  uint8_t *meta[6] = {NULL}, *times = NULL;
+  size_t times_len = 0;
+  tl_status st = n <= 6 ? TL_OK : TL_ERR_INTERNAL_INVARIANT;
+  memset(g, 0, sizeof g);
   *doc = NULL;
   *len = 0;
-  for (size_t i = 0; i < n && st == TL_OK; i++) st = seal(nodes, i);
-  if (st == TL_OK) st = tl_cbor_encode_alloc(emit_graph, &g, doc, len);
+  for (size_t i = 0; i < n && st == TL_OK; i++) {
+    st = nodes[i].meta == NULL ? TL_ERR_OUT_OF_MEMORY
+                               : tl_cbor_encode_alloc(emit_json, nodes[i].meta,
+                                                      &meta[i], &g[i].meta_len);
+    g[i].type = nodes[i].type;
+    g[i].meta = meta[i];
+    g[i].n_kids = nodes[i].n_kids;
+    memcpy(g[i].kids, nodes[i].kids, sizeof nodes[i].kids);
+  }
+  if (st == TL_OK)
+    st = timings == NULL ? TL_ERR_OUT_OF_MEMORY
+                         : tl_cbor_encode_alloc(emit_json, timings, &times,
+                                                &times_len);
+  if (st == TL_OK)
+    st = tl_graph_receipt_encode(format, g, n, times, times_len, doc, len, root);
+  for (size_t i = 0; i < n && i < 6; i++) free(meta[i]);
+  free(times);
   if (st != TL_OK)
     return tl_fail(err, cap, TL_ERR_INTERNAL_INVARIANT,
                    "receipt encoding failed (%s)", tl_status_name(st));
-  memcpy(root, nodes[n - 1].id, 32);
   return TL_OK;
 }
 
@@ -1173,15 +1138,14 @@ static tl_status write_pull_receipt(const tl_pull_options *o, ctx *c,
   }
   memset(nodes, 0, sizeof nodes);
   nodes[0] = (rnode){
-      "builder", builder_json("tinylm pull", o->net.build_id), {0}, 0, {0}};
+      "builder", builder_json("tinylm pull", o->net.build_id), {0}, 0};
   nodes[1] = (rnode){"source",
                      json_pack("{s:s,s:s,s:s,s:s}", "endpoint", c->hub.endpoint,
                                "repo_id", o->repo_id, "requested_revision",
                                o->revision, "resolved_commit", c->commit),
                      {0},
-                     0,
-                     {0}};
-  nodes[2] = (rnode){"files", json_pack("{s:o}", "files", files), {0}, 0, {0}};
+                     0};
+  nodes[2] = (rnode){"files", json_pack("{s:o}", "files", files), {0}, 0};
   nodes[3] = (rnode){
       "policy",
       json_pack("{s:s,s:o,s:{s:I,s:I,s:I,s:I},s:{s:o,s:o,s:s,s:o,s:o}}",
@@ -1198,14 +1162,12 @@ static tl_status write_pull_receipt(const tl_pull_options *o, ctx *c,
                 opt_hex(lic ? lic->sha256 : NULL, lic != NULL), "readme_sha256",
                 opt_hex(readme ? readme->sha256 : NULL, readme != NULL)),
       {0},
-      0,
-      {0}};
+      0};
   nodes[4] = (rnode){"drift",
                      json_pack("{s:s,s:b}", "re_resolved_commit",
                                r->final_commit, "moved", r->drifted),
                      {0},
-                     0,
-                     {0}};
+                     0};
   nodes[5] =
       (rnode){"acquisition",
               json_pack("{s:{s:s,s:s,s:s,s:s,s:b}}", "invocation", "command",
@@ -1213,8 +1175,7 @@ static tl_status write_pull_receipt(const tl_pull_options *o, ctx *c,
                         o->revision, "endpoint", c->hub.endpoint,
                         "accept_missing_license", o->accept_missing_license),
               {0, 1, 2, 3, 4},
-              5,
-              {0}};
+              5};
   timings =
       json_pack("{s:I,s:I,s:I}", "download", (json_int_t)t_download, "total",
                 (json_int_t)t_total, "bytes_fetched", (json_int_t)c->fetched);
@@ -1879,9 +1840,9 @@ tl_status tl_drift(const tl_drift_options *o, tl_drift_report *r, char *err,
     tl_cli_hex(rec.id, 32, rec_hex);
     memset(nodes, 0, sizeof nodes);
     nodes[0] = (rnode){
-        "builder", builder_json("tinylm drift", o->net.build_id), {0}, 0, {0}};
+        "builder", builder_json("tinylm drift", o->net.build_id), {0}, 0};
     /* The acquisition's own source node: the same metadata, the same id. */
-    nodes[1] = (rnode){"source", json_deep_copy(rec.source), {0}, 0, {0}};
+    nodes[1] = (rnode){"source", json_deep_copy(rec.source), {0}, 0};
     nodes[2] = (rnode){
         "observation",
         json_pack("{s:s,s:s,s:b,s:O,s:O,s:O,s:s}", "endpoint", c.hub.endpoint,
@@ -1889,13 +1850,11 @@ tl_status tl_drift(const tl_drift_options *o, tl_drift_report *r, char *err,
                   r->changed, "added", r->added, "removed", r->removed,
                   "requested_revision", revision),
         {0},
-        0,
-        {0}};
+        0};
     nodes[3] = (rnode){"drift",
                        json_pack("{s:s}", "acquisition_receipt_id", rec_hex),
                        {0, 1, 2},
-                       3,
-                       {0}};
+                       3};
     timings = json_pack("{s:I}", "total", (json_int_t)(now_us() - t0));
     st = write_graph(TL_DRIFT_FORMAT, nodes, 4, timings, o->out_path,
                      r->receipt_id, err, cap);

@@ -206,7 +206,7 @@ static tl_status write_graph(const char *format, const char *const *types, size_
   /* The root's children: every other node, in order. */
   nodes[n - 1].n_kids = n - 1;
   for (size_t k = 0; k + 1 < n; k++) nodes[n - 1].kids[k] = k;
-  if (st == TL_OK) st = tl_graph_receipt_encode(format, nodes, n, doc, len, root);
+  if (st == TL_OK) st = tl_graph_receipt_encode(format, nodes, n, NULL, 0, doc, len, root);
   for (size_t i = 0; i < n; i++) free(meta[i]);
   if (st != TL_OK)
     return tl_fail(err, cap, st, "%s: encoding failed (%s; text must be UTF-8)", what,

@@ -480,7 +480,7 @@ static tl_status forge(const uint8_t *doc, size_t len, const char *format, size_
   }
   nodes[n - 1].n_kids = n - 1;
   for (size_t k = 0; k + 1 < n; k++) nodes[n - 1].kids[k] = k;
-  if (st == TL_OK) st = tl_graph_receipt_encode(format, nodes, n, out, out_len, root);
+  if (st == TL_OK) st = tl_graph_receipt_encode(format, nodes, n, NULL, 0, out, out_len, root);
   for (size_t i = 0; i < n; i++) free((void *)nodes[i].type);
   free(metas[which]);
   return st;
