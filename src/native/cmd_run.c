@@ -82,8 +82,8 @@ static int messages_thinking(const tl_run_options *o, const uint8_t *conv, size_
   json_decref(doc);
   *out = NULL;
   if (!is_object) /* the renderer read it: not expected */
-    return tl_cli_fail(o->json, TL_ERR_INVALID_ARGUMENT, "%s: not a JSON object (%s)",
-                       o->messages, je.text);
+    return tl_cli_fail(o->json, TL_ERR_INVALID_ARGUMENT,
+                       "%s: cannot read it to set enable_thinking (%s)", o->messages, je.text);
   if (has) {
     if (file_on == on) return -1;
     return tl_cli_usage(o->json, "%s, but %s sets \"enable_thinking\": %s; the flag does not "
