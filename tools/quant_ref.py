@@ -7,7 +7,7 @@ one rounding to binary32 (struct 'f', i.e. RNE), which docs/quant.md Q-4
 states is exact for a single division or multiplication. f16 uses struct
 'e' (CPython's own binary16 packer); bf16 uses exact rational rounding.
 
-    /usr/bin/python3 tools/quant_ref.py          write src/core/quant/quant_vectors.h
+    /usr/bin/python3 tools/quant_ref.py          write tests/vectors/quant/quant_vectors.h
     /usr/bin/python3 tools/quant_ref.py --check  exit 1 if the committed file differs
 """
 import math
@@ -16,8 +16,8 @@ import struct
 import sys
 from fractions import Fraction
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src",
-                   "core", "quant", "quant_vectors.h")
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                   "vectors", "quant", "quant_vectors.h")
 INF = float("inf")
 BLOCK = 32
 

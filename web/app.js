@@ -11,8 +11,10 @@ const state = {
   messages: [],        // the conversation so far: { role, content }
   busy: false,
   generating: false,
-  lastReply: null,     // what the last reply's record holds (no receipt bytes)
-  lastReceipt: null,   // the last reply's receipt (CBOR bytes)
+  lastReply: null,     // what the last reply's record holds (no receipt bytes); a stopped one's too
+  lastReceipt: null,   // the last reply's receipt (CBOR bytes), stop 'cancelled' for a stopped one
+  listed: false,       // whether the model list (models.json, the cache) is there
+  listReady: null,     // a promise that settles once it is
 };
 // For the Chromium tests and the curious: the page's state and a promise
 // that settles once start-up (probe, model list) is done.
@@ -154,7 +156,7 @@ class ModelWorker {
       if (data.op === 'token') return call.onToken?.(data.text);
       this.pending.delete(data.id);
       if (data.op === 'done') call.ok(data.value);
-      else call.fail(Object.assign(new PageError(data.error.code, data.error.message), { capabilityReceipt: data.error.capabilityReceipt }));
+      else call.fail(Object.assign(new PageError(data.error.code, data.error.message), { capabilityReceipt: data.error.capabilityReceipt, result: data.error.result }));
     };
     this.worker.onerror = (ev) => {
       ev.preventDefault();
@@ -263,12 +265,10 @@ function loadOptions() {
   return opts;
 }
 
-// Loads bytes into a (new) worker: the model, its receipt, the panel.
+// Loads bytes into the worker: the model, its receipt, the panel. The
+// model loaded before stays until the new one has loaded (the worker
+// swaps them then): a load that fails leaves it loaded and working.
 async function start(got, name, opts) {
-  if (state.model) {
-    state.model = null;
-    await worker().call('dispose');
-  }
   // The worker takes the bytes over (no copy; a File is passed as it is)
   // and, once the model has loaded, puts them in the cache under the
   // artifact id: no second copy on this side.
@@ -288,20 +288,27 @@ async function onLoad(ev) {
   ev.preventDefault();
   if (state.busy) return;
   showError(null);
-  let choice;
   let opts;
   try {
-    choice = chosenSource();
-    if (!choice) throw new PageError('invalid_argument', 'choose a bundled or cached model, a URL or a file');
     opts = loadOptions();
   } catch (e) {
     return showError(e);
   }
   setBusy(true);
   const bar = $('load-progress');
-  bar.hidden = false;
-  bar.removeAttribute('value');
+  let choice = null;
   try {
+    choice = chosenSource();
+    // Load pressed before the model list is there, with no URL or file
+    // given: the list's default is what is meant, so wait for it.
+    if (!choice && !state.listed) {
+      status('Waiting for the model list …');
+      await state.listReady;
+      choice = chosenSource();
+    }
+    if (!choice) throw new PageError('invalid_argument', 'choose a bundled or cached model, a URL or a file');
+    bar.hidden = false;
+    bar.removeAttribute('value');
     status(`Reading ${choice.name} …`);
     const got = await acquire(choice, (n, total) => {
       if (total) bar.value = n / total;
@@ -318,14 +325,26 @@ async function onLoad(ev) {
     $('transcript').replaceChildren();
     if (got.from !== 'cache') await fillModelList();
   } catch (e) {
-    state.model = null;
-    status('No model loaded.');
-    if (e.capabilityReceipt) showCapabilities(e.capabilityReceipt);
+    // A worker that failed took the model with it; otherwise the model
+    // loaded before (if any) is still loaded and answers as before.
+    if (!state.worker) state.model = null;
+    if (state.model) {
+      status(`Loading ${choice?.name ?? 'the model'} failed (${e.code ?? 'error'}): ${modelLine()} is still loaded.`);
+    } else {
+      status(choice ? `Loading ${choice.name} failed (${e.code ?? 'error'}): no model loaded.` : modelLine());
+      if (e.capabilityReceipt) showCapabilities(e.capabilityReceipt);
+    }
     showError(e);
   } finally {
     bar.hidden = true;
     setBusy(false);
   }
+}
+// The loaded model and the settings that shape its replies, for the status line.
+function modelLine() {
+  const m = state.model;
+  if (!m) return 'No model loaded.';
+  return `${m.name} (${m.capabilityReceipt?.lane ?? '?'} lane, artifact ${m.artifactId.slice(0, 16)}…)`;
 }
 
 // --- the capability panel --------------------------------------------------
@@ -492,31 +511,19 @@ async function onSend(ev) {
       },
     });
     setText(reply, out.text);
-    const t = out.timings || {};
-    note(reply, `${out.ids.length} tokens · stop: ${out.stop} · receipt ${out.receiptId.slice(0, 16)}…`);
-    $('speed').textContent = `Prefill ${fmt(t.prefillTokensPerS)} tokens/s · decode ${fmt(t.decodeTokensPerS)} tokens/s ` +
-      `(${out.promptTokens} prompt tokens, ${out.ids.length} generated)`;
+    note(reply, replyNote(out, settings));
     state.messages = [...messages, { role: 'assistant', content: out.text }];
-    state.lastReceipt = out.receipt;
-    state.lastReply = {
-      artifactId: state.model.artifactId,
-      lane: state.model.capabilityReceipt.lane,
-      numerics: state.model.capabilityReceipt.numerics,
-      conversation: { messages, enable_thinking: settings.enableThinking },
-      settings,
-      ids: out.ids,
-      text: out.text,
-      stop: out.stop,
-      receiptId: out.receiptId,
-      timings: t,
-    };
+    record(out, messages, settings);
   } catch (e) {
     // A stopped or failed turn is not part of the conversation.
     reply.remove();
     $('prompt').value = text;
     if (e.code === 'cancelled') {
       const b = bubble('assistant', streamed);
-      note(b, 'stopped (not kept in the conversation)');
+      // Its receipt (stop 'cancelled') is offered as a finished reply's:
+      // tinylm run writes one for a reply stopped at Ctrl-C too.
+      note(b, `stopped (not kept in the conversation)${e.result ? ` · ${replyNote(e.result, settings)}` : ''}`);
+      if (e.result) record(e.result, messages, settings);
       if (!state.worker) await restartAfterStop(b);
     } else {
       // A worker that failed took the model with it.
@@ -533,6 +540,30 @@ async function onSend(ev) {
   }
 }
 const fmt = (x) => (Number.isFinite(x) ? x.toFixed(x < 100 ? 1 : 0) : '—');
+const replyNote = (out, settings) =>
+  `${out.ids.length} tokens · stop: ${out.stop} · thinking ${settings.enableThinking ? 'on' : 'off'} · receipt ${out.receiptId.slice(0, 16)}…`;
+// A reply's record (finished or stopped): the speed line, the receipt the
+// panel's button downloads, and what the page shows in tinylmPage.state.
+function record(out, messages, settings) {
+  const t = out.timings || {};
+  $('speed').textContent = `Prefill ${fmt(t.prefillTokensPerS)} tokens/s · decode ${fmt(t.decodeTokensPerS)} tokens/s ` +
+    `(${out.promptTokens} prompt tokens, ${out.ids.length} generated)`;
+  state.lastReceipt = out.receipt;
+  state.lastReply = {
+    artifactId: state.model.artifactId,
+    lane: state.model.capabilityReceipt.lane,
+    numerics: state.model.capabilityReceipt.numerics,
+    conversation: { messages, enable_thinking: settings.enableThinking },
+    settings,
+    ids: out.ids,
+    text: out.text,
+    stop: out.stop,
+    promptTokens: out.promptTokens,
+    receiptId: out.receiptId,
+    timings: t,
+  };
+  $('download-reply').textContent = out.stop === 'cancelled' ? 'Download last reply\'s receipt (stopped: cancelled)' : 'Download last reply\'s receipt';
+}
 
 // Stop: through the shared flag the worker's generation polls, or, without
 // cross-origin isolation (no shared memory), by ending the worker.
@@ -564,11 +595,23 @@ async function restartAfterStop(b) {
   }
 }
 
+// What the next reply is sent with, in words, beside the settings: thinking
+// first (the chat template's enable_thinking; on unless unticked).
+function showSettings() {
+  const v = (id, none) => $(id).value.trim() || none;
+  $('settings-state').textContent = `Next reply: thinking ${$('thinking').checked ? 'on' : 'off'} · ` +
+    `temperature ${v('temperature', 'model\'s')} · top-k ${v('top-k', 'model\'s')} · seed ${v('seed', '0')} · ` +
+    `at most ${v('max-tokens', '?')} tokens`;
+}
+
 // --- start-up ---------------------------------------------------------------
 async function init() {
   $('model-form').addEventListener('submit', onLoad);
   $('chat-form').addEventListener('submit', onSend);
   $('stop').addEventListener('click', onStop);
+  $('settings').addEventListener('input', showSettings);
+  $('settings').addEventListener('change', showSettings);
+  showSettings();
   $('clear').addEventListener('click', () => {
     if (state.busy) return;
     state.messages = [];
@@ -595,6 +638,10 @@ async function init() {
   });
   // Offline once loaded (sw.js); the page works without it.
   navigator.serviceWorker?.register('sw.js').catch((e) => console.warn('service worker:', e));
+  // Load works from now on (index.html has it disabled until this script
+  // handles it): one pressed before the list is there waits for it.
+  state.listReady = fillModelList().finally(() => { state.listed = true; });
+  $('load').disabled = false;
   try {
     state.caps = await worker().call('probe');
     showProbe(state.caps);
@@ -603,7 +650,7 @@ async function init() {
   } catch (e) {
     showError(e);
   }
-  await fillModelList();
-  setBusy(false);
+  await state.listReady;
+  if (!state.busy) setBusy(false);
 }
 window.tinylmPage.ready = init();

@@ -15,7 +15,8 @@
 // | { id, op: 'generate', args }
 // | { id, op: 'dispose' } | { op: 'cancel' }. Out: { id, op: 'token', text }
 // while generating, then { id, op: 'done', value } or { id, op: 'error',
-// error: { code, message, capabilityReceipt } }.
+// error: { code, message, capabilityReceipt, result } } (result: a stopped
+// reply's, receipt included).
 import { probe, loadModel } from './tinylm.js';
 
 let model = null;
@@ -49,9 +50,11 @@ async function run(id, data) {
     case 'probe':
       return probe();
     case 'load': {
+      // The model loaded before stays until this one has loaded: a load
+      // that fails (a budget too small, a damaged file) leaves it working.
+      const next = await loadModel(data.bytes, data.opts);
       if (model) await model.dispose();
-      model = null;
-      model = await loadModel(data.bytes, data.opts);
+      model = next;
       // The bytes the model loaded from (a file: streamed into the module,
       // and read again for the cache), kept for the next load, keyed by
       // the artifact id the module computed.
@@ -89,6 +92,6 @@ self.onmessage = async ({ data }) => {
     // TinylmError's message starts with its code; the page prints it once.
     let message = String(e?.message ?? e);
     if (message.startsWith(`${code}: `)) message = message.slice(code.length + 2);
-    postMessage({ id: data.id, op: 'error', error: { code, message, capabilityReceipt: e?.capabilityReceipt ?? null } });
+    postMessage({ id: data.id, op: 'error', error: { code, message, capabilityReceipt: e?.capabilityReceipt ?? null, result: e?.result ?? null } });
   }
 };

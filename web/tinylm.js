@@ -633,6 +633,8 @@ class Model {
    * onText(text), signal (AbortSignal, polled at every token).
    * Returns { ids, text, stop, receiptId, receipt (CBOR bytes), promptTokens,
    * position, timings: { prefillUs, decodeUs, prefillTokensPerS, decodeTokensPerS } }.
+   * A reply stopped through signal throws TinylmError 'cancelled' whose
+   * `result` is that object for what was generated (stop 'cancelled').
    */
   async generate(args = {}) {
     const rt = this.rt;
@@ -728,7 +730,14 @@ class Model {
         rt.streams.delete(gen);
       }
       if (poolFailed()) throw workerFailure(poolFailed(), 'during this reply');
-      rt.check(st, gen);
+      try {
+        rt.check(st, gen);
+      } catch (e) {
+        // A cancelled reply has its result too, receipt included (stop
+        // 'cancelled', as tinylm run writes one at Ctrl-C): e.result.
+        if (e.code === 'cancelled') e.result = this.#result(gen);
+        throw e;
+      }
       const out = this.#result(gen);
       if (before) out.poolTasks = tasks().map((n, w) => n - before[w]);
       return out;
@@ -870,7 +879,7 @@ export async function spawn(url, { detached = false } = {}) {
 // What crosses postMessage: a TinylmError as plain data, and back.
 export function errorData(e) {
   const out = { code: e?.code ?? 'internal_invariant', detail: e?.detail ?? String(e?.message ?? e) };
-  for (const k of ['status', 'stage', 'layer', 'position', 'index', 'kind', 'line', 'column', 'plan', 'capabilityReceipt'])
+  for (const k of ['status', 'stage', 'layer', 'position', 'index', 'kind', 'line', 'column', 'plan', 'capabilityReceipt', 'result'])
     if (e?.[k] !== undefined) out[k] = e[k];
   return out;
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -915,25 +916,50 @@ static void remove_staging(ctx *c) {
     unlinkat(c->parent_fd, c->staging_name, AT_REMOVEDIR);
 }
 
-/* Moves DIR.partial to DIR: the mark goes first (a DIR never carries it),
- * and comes back when the rename fails (a concurrent writer filled DIR;
- * rename refuses a non-empty directory). The rename reaches the disk with
- * the parent directory. */
-static tl_status land_staging(ctx *c, const char *out, char *err, size_t cap) {
+#ifndef RENAME_EXCHANGE
+#define RENAME_EXCHANGE (1u << 1)
+#endif
+
+/* DIR.partial and DIR trade names in one step (renameat2 RENAME_EXCHANGE),
+ * so that a reader of DIR sees the old pull or the new one, never a mix. */
+static int exchange_names(const ctx *c) {
+#ifdef SYS_renameat2
+  return (int)syscall(SYS_renameat2, c->parent_fd, c->staging_name,
+                      c->parent_fd, c->out_name, RENAME_EXCHANGE);
+#else
+  errno = ENOSYS;
+  return -1;
+#endif
+}
+
+/* Moves DIR.partial to DIR (exchange: swaps the two, DIR being an earlier
+ * pull): the mark goes first (a DIR never carries it), and comes back when
+ * the rename fails (a concurrent writer filled DIR; rename refuses a
+ * non-empty directory). The rename reaches the disk with the parent
+ * directory. */
+static tl_status land_staging(ctx *c, const char *out, bool exchange,
+                              char *err, size_t cap) {
   int fd;
   if (fsync(c->staging_fd) != 0)
     return tl_fail(err, cap, TL_ERR_IO, "%s: fsync failed: %s", c->staging,
                    strerror(errno));
   if (!staging_in_place(c)) return staging_moved(c, err, cap);
   if (unlinkat(c->staging_fd, STAGING_MARK, 0) == 0 &&
-      renameat(c->parent_fd, c->staging_name, c->parent_fd, c->out_name) == 0) {
+      (exchange ? exchange_names(c)
+                : renameat(c->parent_fd, c->staging_name, c->parent_fd,
+                           c->out_name)) == 0) {
     if (fsync(c->parent_fd) != 0)
       return tl_fail(err, cap, TL_ERR_IO, "%s: fsync of its parent failed: %s",
                      out, strerror(errno));
     return TL_OK;
   }
-  tl_fail(err, cap, TL_ERR_IO, "cannot move %s to %s: %s", c->staging, out,
-          strerror(errno));
+  tl_fail(err, cap, TL_ERR_IO, "cannot %s %s %s %s: %s%s",
+          exchange ? "swap" : "move", c->staging, exchange ? "with" : "to", out,
+          strerror(errno),
+          exchange && (errno == ENOSYS || errno == EINVAL)
+              ? " (this file system cannot swap directories in one step: "
+                "pull into a new directory instead)"
+              : "");
   fd = openat(c->staging_fd, STAGING_MARK,
               O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd >= 0) close(fd); /* still ours */
@@ -1223,6 +1249,153 @@ static tl_status write_pull_receipt(const tl_pull_options *o, ctx *c,
 }
 
 /* ------------------------------------------------------------------------ */
+/* pull --update                                                            */
+
+static bool same_file(const json_t *f, const entry *e) {
+  const json_t *lfs = json_object_get(f, "lfs_oid");
+  const char *oid = json_string_value(json_object_get(f, "git_oid"));
+  return json_integer_value(json_object_get(f, "size")) ==
+             (json_int_t)e->size &&
+         oid != NULL && strcmp(oid, e->oid) == 0 &&
+         (e->lfs ? json_is_string(lfs) &&
+                       strcmp(json_string_value(lfs), e->lfs_oid) == 0
+                 : json_is_null(lfs));
+}
+
+/* DIR as an earlier pull left it. */
+typedef struct previous {
+  int fd; /* DIR, opened without following links; -1: no DIR */
+  dev_t dev;
+  ino_t ino;
+  tl_acq_receipt rec;
+  char commit[41], revision[256];
+} previous;
+
+/* Opens DIR for --update: this user's directory, not a link, holding a
+ * receipt that verifies, of repo_id, and nothing else than the files that
+ * receipt names (the swap replaces DIR whole: anything else would be
+ * lost). Nothing is changed; no request is made. */
+static tl_status open_previous(ctx *c, const char *dir, const char *repo_id,
+                               previous *p, char *err, size_t cap) {
+  char path[4400];
+  struct stat sb;
+  const char *why, *commit, *revision, *repo;
+  tl_status st = TL_OK;
+  DIR *d;
+  struct dirent *de;
+  int fd;
+  p->fd = openat(c->parent_fd, c->out_name,
+                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (p->fd < 0)
+    return tl_fail(err, cap,
+                   errno == ELOOP || errno == ENOTDIR ? TL_ERR_INVALID_ARGUMENT
+                                                      : TL_ERR_IO,
+                   "%s: cannot open for --update: %s%s", dir, strerror(errno),
+                   errno == ELOOP ? " (a symbolic link is not followed)" : "");
+  if ((why = foreign_dir(p->fd, &sb)) != NULL)
+    return tl_fail(err, cap, TL_ERR_INVALID_ARGUMENT,
+                   "%s is not yours to update: %s (nothing was changed)", dir,
+                   why);
+  p->dev = sb.st_dev;
+  p->ino = sb.st_ino;
+  snprintf(path, sizeof path, "%s/%s", dir, TL_ACQ_RECEIPT_NAME);
+  if (fstatat(p->fd, TL_ACQ_RECEIPT_NAME, &sb, AT_SYMLINK_NOFOLLOW) != 0)
+    return tl_fail(err, cap, TL_ERR_NOT_FOUND,
+                   "%s has no %s: --update replaces a directory tinylm pull "
+                   "wrote (nothing was changed)",
+                   dir, TL_ACQ_RECEIPT_NAME);
+  st = tl_acq_receipt_read(path, &p->rec, err, cap);
+  if (st != TL_OK) return st;
+  repo = json_string_value(json_object_get(p->rec.source, "repo_id"));
+  commit = json_string_value(json_object_get(p->rec.source, "resolved_commit"));
+  revision =
+      json_string_value(json_object_get(p->rec.source, "requested_revision"));
+  if (repo == NULL || commit == NULL || revision == NULL || !is_hex(commit, 40) ||
+      !tl_acq_valid_revision(revision) || strlen(revision) >= sizeof p->revision)
+    return tl_fail(err, cap, TL_ERR_INVALID_MODEL,
+                   "%s: the source node is incomplete", path);
+  if (strcmp(repo, repo_id) != 0)
+    return tl_fail(err, cap, TL_ERR_INVALID_ARGUMENT,
+                   "%s holds a pull of %s, not of %s (nothing was changed)",
+                   dir, repo, repo_id);
+  snprintf(p->commit, sizeof p->commit, "%s", commit);
+  snprintf(p->revision, sizeof p->revision, "%s", revision);
+  fd = fcntl(p->fd, F_DUPFD_CLOEXEC, 0);
+  d = fd >= 0 ? fdopendir(fd) : NULL;
+  if (d == NULL) {
+    if (fd >= 0) close(fd);
+    return tl_fail(err, cap, TL_ERR_IO, "%s: cannot list: %s", dir,
+                   strerror(errno));
+  }
+  while (st == TL_OK && (de = readdir(d)) != NULL) {
+    if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+      continue;
+    if ((strcmp(de->d_name, TL_ACQ_RECEIPT_NAME) != 0 &&
+         tl_acq_receipt_file(&p->rec, de->d_name) == NULL) ||
+        fstatat(p->fd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 ||
+        !S_ISREG(sb.st_mode))
+      st = tl_fail(err, cap, TL_ERR_INVALID_ARGUMENT,
+                   "%s/%s is not a file that pull wrote there; --update "
+                   "replaces %s whole, so move it away first (nothing was "
+                   "changed)",
+                   dir, de->d_name, dir);
+  }
+  closedir(d);
+  return st;
+}
+
+/* The files the new tree shares with DIR (same size and object ids) are
+ * linked into the staging directory, so that only what changed is
+ * fetched: fetch_file verifies each again, and a link that does not
+ * verify is only unlinked (the old file is never written). A failed link
+ * (another file system) means the file is fetched. */
+static void link_unchanged(ctx *c, const previous *p, const tree *t) {
+  for (size_t i = 0; i < t->n; i++) {
+    const json_t *f = tl_acq_receipt_file(&p->rec, t->e[i].path);
+    if (f != NULL && same_file(f, &t->e[i]))
+      (void)linkat(p->fd, t->e[i].path, c->staging_fd, t->e[i].path, 0);
+  }
+}
+
+/* After the swap the earlier pull is named DIR.partial: its files (those
+ * its receipt names) and the receipt are removed through its descriptor,
+ * then the directory. Anything else that appeared in it during the pull
+ * keeps it, renamed DIR.previous-COMMIT, and the note says so. */
+static void retire_previous(ctx *c, const previous *p, char *note,
+                            size_t note_cap) {
+  const char *out = c->out_name;
+  char kept[300];
+  struct stat sb;
+  size_t i;
+  json_t *f;
+  if (fstatat(c->parent_fd, c->staging_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 ||
+      sb.st_dev != p->dev || sb.st_ino != p->ino) {
+    snprintf(note, note_cap,
+             "%s was replaced during the update; what is now named %s.partial "
+             "was left alone",
+             out, out);
+    return;
+  }
+  json_array_foreach(p->rec.files, i, f) {
+    const char *name = json_string_value(json_object_get(f, "path"));
+    if (name != NULL && strchr(name, '/') == NULL) unlinkat(p->fd, name, 0);
+  }
+  unlinkat(p->fd, TL_ACQ_RECEIPT_NAME, 0);
+  if (unlinkat(c->parent_fd, c->staging_name, AT_REMOVEDIR) == 0) return;
+  snprintf(kept, sizeof kept, "%.200s.previous-%.12s", c->out_name, p->commit);
+  if (renameat(c->parent_fd, c->staging_name, c->parent_fd, kept) == 0)
+    snprintf(note, note_cap,
+             "files that pull did not write appeared in %s during the "
+             "update: the previous directory is kept as %s beside it",
+             out, kept);
+  else
+    snprintf(note, note_cap,
+             "files that pull did not write appeared in %s during the "
+             "update: the previous directory is left as %s.partial",
+             out, out);
+}
+
+/* ------------------------------------------------------------------------ */
 /* pull                                                                     */
 
 /* DIR may not exist yet, or be an empty directory (rename replaces it). */
@@ -1251,7 +1424,8 @@ static tl_status check_out_dir(const char *dir, char *err, size_t cap) {
   if (!empty)
     return tl_fail(err, cap, TL_ERR_INVALID_ARGUMENT,
                    "%s exists and is not empty; pull writes a new directory "
-                   "(nothing was changed)",
+                   "(nothing was changed); to bring a directory pull wrote to "
+                   "a new revision, add --update",
                    dir);
   return TL_OK;
 }
@@ -1311,25 +1485,28 @@ tl_status tl_pull(const tl_pull_options *o, tl_pull_report *r, char *err,
                   size_t cap) {
   ctx c;
   tree t;
+  previous prev;
   char license[72] = "";
-  const char *license_source = NULL;
+  const char *license_source = NULL, *revision;
   size_t dir_len;
   uint64_t t0 = now_us(), t_dl = 0;
   tl_status st;
   memset(r, 0, sizeof *r);
   memset(&c, 0, sizeof c);
   memset(&t, 0, sizeof t);
+  memset(&prev, 0, sizeof prev);
+  prev.fd = -1;
   if (o->repo_id == NULL || !tl_acq_valid_repo_id(o->repo_id))
     return tl_fail(
         err, cap, TL_ERR_INVALID_ARGUMENT,
         "'%s' is not a repository id (owner/name of [A-Za-z0-9._-], no "
         "'..', '/' only between the two)",
         o->repo_id ? o->repo_id : "");
-  if (o->revision == NULL || !tl_acq_valid_revision(o->revision))
+  if (o->revision != NULL && !tl_acq_valid_revision(o->revision))
     return tl_fail(err, cap, TL_ERR_INVALID_ARGUMENT,
                    "'%s' is not a revision (a branch, tag or commit of "
                    "[A-Za-z0-9._-/], no '..', no '%%')",
-                   o->revision ? o->revision : "");
+                   o->revision);
   dir_len = strlen(o->out_dir);
   while (dir_len > 1 && o->out_dir[dir_len - 1] == '/') dir_len--;
   if (dir_len == 0 || dir_len > 4000)
@@ -1337,8 +1514,16 @@ tl_status tl_pull(const tl_pull_options *o, tl_pull_report *r, char *err,
   snprintf(c.staging, sizeof c.staging, "%.*s.partial", (int)dir_len,
            o->out_dir);
   c.parent_fd = c.staging_fd = -1;
-  st = check_out_dir(o->out_dir, err, cap);
-  if (st == TL_OK) st = open_parent(&c, o->out_dir, dir_len, err, cap);
+  st = open_parent(&c, o->out_dir, dir_len, err, cap);
+  if (st == TL_OK && o->update && faccessat(c.parent_fd, c.out_name, F_OK,
+                                            AT_SYMLINK_NOFOLLOW) == 0)
+    st = open_previous(&c, o->out_dir, o->repo_id, &prev, err, cap);
+  else if (st == TL_OK)
+    st = check_out_dir(o->out_dir, err, cap);
+  /* The revision: the one asked for, else (updating) the one DIR was
+   * pulled at, else main. */
+  revision = o->revision ? o->revision : prev.fd >= 0 ? prev.revision : "main";
+  snprintf(r->revision, sizeof r->revision, "%s", revision);
   if (st == TL_OK) st = adopt_staging(&c, err, cap);
   if (st == TL_OK)
     st = tl_hub_open(&c.hub, o->net.endpoint, o->net.token, o->net.timeout_s,
@@ -1346,34 +1531,67 @@ tl_status tl_pull(const tl_pull_options *o, tl_pull_report *r, char *err,
   if (st != TL_OK) {
     if (c.staging_fd >= 0) close(c.staging_fd);
     if (c.parent_fd >= 0) close(c.parent_fd);
+    if (prev.fd >= 0) close(prev.fd);
+    tl_acq_receipt_free(&prev.rec);
     return st;
   }
   c.repo_id = o->repo_id;
   c.progress = o->progress;
-  st = resolve(&c, o->revision, c.commit, license, sizeof license, err, cap);
+  if (prev.fd >= 0) memcpy(r->previous_commit, prev.commit, 41);
+  st = resolve(&c, revision, c.commit, license, sizeof license, err, cap);
+  if (st == TL_OK && prev.fd >= 0 && strcmp(c.commit, prev.commit) == 0) {
+    /* Nothing to do: DIR already holds that commit. */
+    r->up_to_date = true;
+    memcpy(r->commit, c.commit, 41);
+    memcpy(r->final_commit, c.commit, 41);
+    tl_hub_close(&c.hub);
+    if (c.staging_fd >= 0) close(c.staging_fd);
+    close(c.parent_fd);
+    close(prev.fd);
+    tl_acq_receipt_free(&prev.rec);
+    return TL_OK;
+  }
   if (st == TL_OK) st = list_tree(&c, c.commit, &o->limits, &t, err, cap);
   if (st == TL_OK) {
     qsort(t.e, t.n, sizeof *t.e, entry_order);
     if (!c.staging_ours) st = make_staging(&c, err, cap);
   }
   if (st == TL_OK) st = clean_dir(&c, &t, err, cap);
+  if (st == TL_OK && prev.fd >= 0) link_unchanged(&c, &prev, &t);
   if (st == TL_OK) {
     uint64_t t1 = now_us();
     st = pull_files(o, &c, &t, license, &license_source, err, cap);
     t_dl = now_us() - t1;
   }
   if (st == TL_OK)
-    st = resolve(&c, o->revision, r->final_commit, NULL, 0, err, cap);
+    st = resolve(&c, revision, r->final_commit, NULL, 0, err, cap);
   if (st == TL_OK) {
     memcpy(r->commit, c.commit, 41);
     r->drifted = strcmp(r->final_commit, c.commit) != 0;
-    st = write_pull_receipt(o, &c, &t, license, license_source, r, t_dl,
+    tl_pull_options asked = *o; /* the receipt names the revision used */
+    asked.revision = revision;
+    st = write_pull_receipt(&asked, &c, &t, license, license_source, r, t_dl,
                             now_us() - t0, err, cap);
   }
   if (st == TL_OK) {
     char out[4100];
     snprintf(out, sizeof out, "%.*s", (int)dir_len, o->out_dir);
-    st = land_staging(&c, out, err, cap);
+    if (prev.fd >= 0) {
+      struct stat sb;
+      /* DIR must still be the directory that was checked. */
+      if (fstatat(c.parent_fd, c.out_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 ||
+          sb.st_dev != prev.dev || sb.st_ino != prev.ino)
+        st = tl_fail(err, cap, TL_ERR_IO,
+                     "%s was moved or replaced during the update (not by "
+                     "this program)",
+                     out);
+    }
+    if (st == TL_OK) st = land_staging(&c, out, prev.fd >= 0, err, cap);
+    if (st == TL_OK && prev.fd >= 0) {
+      /* The earlier pull is DIR.partial now, and no longer staging. */
+      c.staging_ours = false;
+      retire_previous(&c, &prev, r->note, sizeof r->note);
+    }
   }
   r->n_files = t.n;
   r->n_reused = c.reused;
@@ -1395,6 +1613,8 @@ tl_status tl_pull(const tl_pull_options *o, tl_pull_report *r, char *err,
   tl_hub_close(&c.hub);
   if (c.staging_fd >= 0) close(c.staging_fd);
   close(c.parent_fd);
+  if (prev.fd >= 0) close(prev.fd);
+  tl_acq_receipt_free(&prev.rec);
   return st;
 }
 
@@ -1574,17 +1794,6 @@ void tl_acq_receipt_free(tl_acq_receipt *r) {
 
 /* ------------------------------------------------------------------------ */
 /* drift                                                                    */
-
-static bool same_file(const json_t *f, const entry *e) {
-  const json_t *lfs = json_object_get(f, "lfs_oid");
-  const char *oid = json_string_value(json_object_get(f, "git_oid"));
-  return json_integer_value(json_object_get(f, "size")) ==
-             (json_int_t)e->size &&
-         oid != NULL && strcmp(oid, e->oid) == 0 &&
-         (e->lfs ? json_is_string(lfs) &&
-                       strcmp(json_string_value(lfs), e->lfs_oid) == 0
-                 : json_is_null(lfs));
-}
 
 tl_status tl_drift(const tl_drift_options *o, tl_drift_report *r, char *err,
                    size_t cap) {

@@ -59,6 +59,12 @@ typedef struct tl_pull_options {
   tl_acq_limits limits;
   bool accept_missing_license;
   bool progress; /* a progress line even when stderr is not a terminal */
+  /* DIR may hold an earlier pull of repo_id (its verified receipt and
+   * nothing else): the new revision (default: the one that pull asked
+   * for) is staged as always and swapped with DIR in one step; files both
+   * revisions share are taken from DIR (verified again), not fetched. A
+   * DIR that does not exist is a plain pull. */
+  bool update;
 } tl_pull_options;
 
 typedef struct tl_pull_report {
@@ -69,6 +75,14 @@ typedef struct tl_pull_report {
   size_t n_files, n_reused; /* reused: verified files a rerun kept */
   uint64_t bytes_total, bytes_fetched;
   char license[72]; /* "" when none was declared */
+  /* --update: the commit DIR held ("" when DIR did not exist); up_to_date:
+   * the revision still resolves to it, and nothing was changed. */
+  char previous_commit[41];
+  char revision[256]; /* the revision pulled (asked, DIR's, or main) */
+  bool up_to_date;
+  /* --update: a note for the user when the replaced directory could not
+   * be removed whole ("" otherwise). */
+  char note[1100];
   /* A failure a rerun may get past (a dropped connection, a timeout, 429,
    * 5xx); kept_partial: and DIR.partial was kept (it existed by then), its
    * files to be re-verified on the rerun. */
@@ -82,7 +96,8 @@ typedef struct tl_pull_report {
 void tl_acq_default_limits(tl_acq_limits *l);
 
 /* TL_ERR_INVALID_ARGUMENT: a bad repository id, revision, endpoint or an
- * existing non-empty DIR; TL_ERR_IO: HTTP and transport failures (HTTP
+ * existing non-empty DIR (with update: a DIR holding another repository or
+ * files its receipt does not name; TL_ERR_NOT_FOUND: no receipt in it); TL_ERR_IO: HTTP and transport failures (HTTP
  * status, timeout, dropped connection, redirect loop, a non-JSON answer);
  * TL_ERR_INVALID_MODEL: the tree or a file is refused (allowlist, symlink,
  * unsafe path, LFS pointer as content, missing license);

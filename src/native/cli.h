@@ -121,6 +121,22 @@ void tl_cli_progress_update(tl_cli_progress *p, const char *unit,
                             uint64_t done, uint64_t total, uint64_t bytes,
                             uint64_t bytes_total);
 void tl_cli_progress_end(tl_cli_progress *p);
+/* The next step of the same work: what its lines are called from now on,
+ * its rate and ETA counted from now (nothing when what is already it). */
+void tl_cli_progress_step(tl_cli_progress *p, const char *what);
+
+/* The two silent seconds-long steps before chat's and run's first output,
+ * said on stderr when it is a terminal (nothing otherwise): "[MODEL:
+ * verifying the digests (N MB) …]" while tl_model_open_file checks
+ * every section and tensor digest, then "[MODEL: verified N MB in S s,
+ * X MB/s]" in its place; the same for tl_session_new loading the weights
+ * into the lane ("[fast lane: loading the weights (N MB) …]", then
+ * "[fast lane: loaded the weights, N MB in S s, X MB/s]").
+ * A failure erases the line: the error follows on its own. Same results
+ * as the calls they wrap. */
+tl_status tl_cli_model_open(const char *path, tl_model_handle *out);
+tl_status tl_cli_session_new(tl_model_handle model, const tl_session_options *opts,
+                             tl_session_handle *out);
 
 /* Subcommands: argv[0] is the subcommand's name. */
 int tl_cmd_bench(int argc, char **argv);

@@ -452,13 +452,13 @@ int tl_cmd_chat(int argc, char **argv) {
   /* A reused directory: numbering continues after its last receipt
    * (--force starts again at turn-0001, replacing). */
   if (c.o.receipt_dir != NULL && !c.o.force) c.receipts = last_receipt(c.o.receipt_dir);
-  if (tl_api_init(TL_ABI_VERSION) != TL_OK || tl_model_open_file(c.o.model, &c.model) != TL_OK)
+  if (tl_api_init(TL_ABI_VERSION) != TL_OK || tl_cli_model_open(c.o.model, &c.model) != TL_OK)
     return tl_run_api_fail(false, TL_NO_HANDLE);
   tl_run_session_options(&c.o, &so);
   so.context = c.o.context;
   /* The plan names the context the session gets. */
   if (tl_model_preflight(c.model, &so, &plan) != TL_OK ||
-      tl_session_new(c.model, &so, &c.session) != TL_OK) {
+      tl_cli_session_new(c.model, &so, &c.session) != TL_OK) {
     rc = tl_run_api_fail(false, c.model);
     tl_model_close(c.model);
     return rc;

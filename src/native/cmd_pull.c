@@ -21,13 +21,18 @@ static const char pull_usage[] =
     "[--max-files N]\n"
     "                   [--max-file-bytes N] [--max-total-bytes N]\n"
     "                   [--timeout SECONDS] [--max-redirects N] [--progress]\n"
-    "                   [--json]\n"
+    "                   [--update] [--json]\n"
     "  Fetches a Hugging Face model at the commit REV resolves to (default\n"
     "  main) into the new directory DIR, verifying every file against the\n"
     "  repository tree, and writes DIR/" TL_ACQ_RECEIPT_NAME
     ".\n"
     "  DIR appears complete or not at all; after a dropped connection or a\n"
     "  timeout DIR.partial is kept and a rerun resumes (verifying again).\n"
+    "  --update         DIR may hold an earlier pull of REPO_ID: the revision\n"
+    "                   (default: the one DIR was pulled at) is pulled into\n"
+    "                   DIR.partial, reusing DIR's unchanged files, and\n"
+    "                   swapped with DIR in one step; nothing happens when DIR\n"
+    "                   is already at that commit\n"
     "  --endpoint       default $HF_ENDPOINT, else " TL_ACQ_DEFAULT_ENDPOINT
     "\n"
     "                   ($HF_TOKEN, when set, goes to this host only)\n"
@@ -106,6 +111,15 @@ static const char *printable(const char *text, char out[1000]) {
   return out;
 }
 
+/* One JSON line, ASCII only: names from the server may hold C1 or bidi
+ * controls, which JSON allows raw. Takes the reference. */
+static void print_json(json_t *out) {
+  char *text = json_dumps(out, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
+  puts(text);
+  free(text);
+  json_decref(out);
+}
+
 static int fail_pull(bool json, tl_status st, const tl_pull_report *r,
                      const char *dir, const char *err) {
   json_t *extra = json_object();
@@ -153,6 +167,8 @@ int tl_cmd_pull(int argc, char **argv) {
       o.accept_missing_license = true;
     } else if (strcmp(a, "--progress") == 0) {
       o.progress = true;
+    } else if (strcmp(a, "--update") == 0) {
+      o.update = true;
     } else if (strcmp(a, "-o") == 0) {
       if ((rc = tl_cli_output_value(json, argc, argv, &i, &o.out_dir)) >= 0) return rc;
     } else if (strcmp(a, "--revision") == 0) {
@@ -185,34 +201,42 @@ int tl_cmd_pull(int argc, char **argv) {
   if (o.repo_id == NULL || o.out_dir == NULL)
     return tl_cli_usage(json, "REPO_ID and -o DIR are required\n%s",
                         pull_usage);
-  if (o.revision == NULL) o.revision = "main";
-
   st = tl_pull(&o, &r, err, sizeof err);
   if (st != TL_OK) {
     rc = fail_pull(json, st, &r, o.out_dir, err);
     tl_pull_report_free(&r);
     return rc;
   }
+  if (r.up_to_date) {
+    if (json)
+      print_json(json_pack("{s:s,s:s,s:b,s:s}", "repo_id", o.repo_id, "commit",
+                           r.commit, "up_to_date", true, "dir", o.out_dir));
+    else
+      printf("%s is up to date: %s@%s (nothing was changed)\n", o.out_dir,
+             o.repo_id, r.commit);
+    tl_pull_report_free(&r);
+    return TL_EXIT_OK;
+  }
   tl_cli_hex(r.receipt_id, 32, id);
   if (json) {
-    json_t *out = json_pack(
-        "{s:s,s:s,s:s,s:s,s:b,s:s,s:I,s:I,s:I,s:I,s:o,s:s}", "repo_id",
-        o.repo_id, "revision", o.revision, "commit", r.commit, "final_commit",
-        r.final_commit, "drifted", r.drifted, "dir", o.out_dir, "files",
-        (json_int_t)r.n_files, "bytes", (json_int_t)r.bytes_total,
-        "bytes_fetched", (json_int_t)r.bytes_fetched, "reused",
-        (json_int_t)r.n_reused, "license",
-        r.license[0] ? json_string(r.license) : json_null(), "receipt_id", id);
-    /* ASCII only: names from the server may hold C1 or bidi controls,
-     * which JSON allows raw. */
-    char *text =
-        json_dumps(out, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
-    puts(text);
-    free(text);
-    json_decref(out);
+    print_json(json_pack(
+        "{s:s,s:s,s:s,s:s,s:b,s:s,s:I,s:I,s:I,s:I,s:o,s:s,s:b,s:o,s:o}",
+        "repo_id", o.repo_id, "revision", r.revision, "commit", r.commit,
+        "final_commit", r.final_commit,
+        "drifted", r.drifted, "dir", o.out_dir, "files", (json_int_t)r.n_files,
+        "bytes", (json_int_t)r.bytes_total, "bytes_fetched",
+        (json_int_t)r.bytes_fetched, "reused", (json_int_t)r.n_reused,
+        "license", r.license[0] ? json_string(r.license) : json_null(),
+        "receipt_id", id, "up_to_date", false, "previous_commit",
+        r.previous_commit[0] ? json_string(r.previous_commit) : json_null(),
+        "note", r.note[0] ? json_string(r.note) : json_null()));
   } else {
-    printf("pulled %s@%s (revision %s) into %s\n", o.repo_id, r.commit,
-           o.revision, o.out_dir);
+    if (r.previous_commit[0])
+      printf("updated %s from %s@%s to %s (revision %s)\n", o.out_dir,
+             o.repo_id, r.previous_commit, r.commit, r.revision);
+    else
+      printf("pulled %s@%s (revision %s) into %s\n", o.repo_id, r.commit,
+             r.revision, o.out_dir);
     printf(
         "%zu files, %llu bytes verified (%llu fetched, %zu kept from an "
         "earlier run)\n",
@@ -224,7 +248,8 @@ int tl_cmd_pull(int argc, char **argv) {
       printf(
           "note: %s moved to %s during the pull (recorded; the files are "
           "those of %s)\n",
-          o.revision, r.final_commit, r.commit);
+          r.revision, r.final_commit, r.commit);
+    if (r.note[0]) printf("note: %s\n", r.note);
     printf("acquisition receipt %s\n", id);
   }
   tl_pull_report_free(&r);
@@ -283,17 +308,10 @@ int tl_cmd_drift(int argc, char **argv) {
   }
   tl_cli_hex(r.receipt_id, 32, id);
   if (json) {
-    json_t *out = json_pack("{s:s,s:s,s:b,s:O,s:O,s:O,s:s,s:s}", "commit",
-                            r.commit, "now", r.now, "moved", r.moved, "changed",
-                            r.changed, "added", r.added, "removed", r.removed,
-                            "receipt", o.out_path, "receipt_id", id);
-    /* ASCII only: names from the server may hold C1 or bidi controls,
-     * which JSON allows raw. */
-    char *text =
-        json_dumps(out, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
-    puts(text);
-    free(text);
-    json_decref(out);
+    print_json(json_pack("{s:s,s:s,s:b,s:O,s:O,s:O,s:s,s:s}", "commit",
+                         r.commit, "now", r.now, "moved", r.moved, "changed",
+                         r.changed, "added", r.added, "removed", r.removed,
+                         "receipt", o.out_path, "receipt_id", id));
   } else {
     /* Tree names are the server's: printed escaped (--json has them as
      * JSON strings, escaped by the serializer). */

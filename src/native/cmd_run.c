@@ -153,7 +153,7 @@ int tl_cmd_run(int argc, char **argv) {
   /* Before any work: a refused --receipt must not cost a generation. */
   st = tl_run_receipt_check(&o, err, sizeof err);
   if (st != TL_OK) return tl_cli_fail(o.json, st, "%s", err);
-  if (tl_api_init(TL_ABI_VERSION) != TL_OK || tl_model_open_file(o.model, &model) != TL_OK)
+  if (tl_api_init(TL_ABI_VERSION) != TL_OK || tl_cli_model_open(o.model, &model) != TL_OK)
     return tl_run_api_fail(o.json, TL_NO_HANDLE);
   tl_run_session_options(&o, &so);
   /* The prompt first: its length sizes the context. */
@@ -284,7 +284,7 @@ int tl_cmd_run(int argc, char **argv) {
     }
     goto done;
   }
-  if (tl_session_new(model, &so, &session) != TL_OK) {
+  if (tl_cli_session_new(model, &so, &session) != TL_OK) {
     rc = tl_run_api_fail(o.json, model);
     goto done;
   }

@@ -18,7 +18,7 @@
 static const char usage_text[] =
     "usage: tinylm synth --config tiny|qwen3-0.6b|FILE.json --seed N -o DIR\n"
     "                    [--dtype bf16|f32] [--shards K] [--separate-lm-head]\n"
-    "                    [--tokenizer-dir DIR] [--json]\n"
+    "                    [--publisher-eos] [--tokenizer-dir DIR] [--json]\n"
     "  --config            a preset, or a JSON object overriding tiny's "
     "fields\n"
     "  --seed              0..2^64-1; the same seed and options give the "
@@ -30,6 +30,13 @@ static const char usage_text[] =
     "model.safetensors.index.json\n"
     "  --separate-lm-head  also store lm_head.weight (a byte copy of "
     "embed_tokens)\n"
+    "  --publisher-eos     generation_config.json's EOS as the published "
+    "Qwen3\n"
+    "                      files have it ([<|im_end|>, <|endoftext|>] against\n"
+    "                      config.json's <|im_end|>): tinylm convert then "
+    "needs\n"
+    "                      --profile qwen3-0.6b-publisher; default "
+    "[<|im_end|>]\n"
     "  --tokenizer-dir     source of tokenizer.json and "
     "tokenizer_config.json; default\n"
     "                      " TL_SYNTH_TOKENIZER_DIR " (installed by\n"
@@ -102,6 +109,8 @@ int tl_cmd_synth(int argc, char **argv) {
     } else if (strcmp(a, "--json") == 0) {
     } else if (strcmp(a, "--separate-lm-head") == 0) {
       o.separate_lm_head = true;
+    } else if (strcmp(a, "--publisher-eos") == 0) {
+      o.publisher_eos = true;
     } else if (strcmp(a, "--config") == 0) {
       rc = tl_cli_value(json, argc, argv, &i, &config);
     } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
@@ -169,10 +178,11 @@ int tl_cmd_synth(int argc, char **argv) {
   if (st != TL_OK) return tl_cli_fail(json, st, "%s", err);
   if (json) {
     json_t *doc = json_pack(
-        "{s:s, s:s, s:I, s:s, s:i, s:b, s:I, s:I, s:I, s:I, s:I}", "dir", out,
+        "{s:s, s:s, s:I, s:s, s:i, s:b, s:b, s:I, s:I, s:I, s:I, s:I}", "dir", out,
         "config", config, "seed", (json_int_t)o.seed, "dtype",
         o.f32 ? "f32" : "bf16", "shards", o.shards == 0 ? 1 : (int)o.shards,
-        "separate_lm_head", o.separate_lm_head, "tensors",
+        "separate_lm_head", o.separate_lm_head, "publisher_eos",
+        o.publisher_eos, "tensors",
         (json_int_t)r.n_tensors, "parameters", (json_int_t)r.n_parameters,
         "tensor_bytes", (json_int_t)r.tensor_bytes, "files",
         (json_int_t)r.n_files, "file_bytes", (json_int_t)r.file_bytes);

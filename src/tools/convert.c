@@ -1080,6 +1080,7 @@ static tl_status prepare_model(plan *p, tl_convert_report *r, char *err,
              p->turn_end);
     return stop(r, &c, err, cap);
   }
+  if (o->on_step != NULL && !o->check_only) o->on_step(o->progress_ctx, "hashing", 0, 0);
   st = tl_st_open_dir(o->hf_dir, &p->ck, err, cap);
   if (st != TL_OK) return st;
   for (size_t i = 0; i < p->ck.n_sources; i++) {
@@ -1092,8 +1093,18 @@ static tl_status prepare_model(plan *p, tl_convert_report *r, char *err,
   st = bind(p, r, err, cap);
   if (st == TL_OK) st = tie(p, r, err, cap);
   if (st != TL_OK || o->check_only) return st;
-  for (size_t i = 0; i < p->n_tensors && st == TL_OK; i++)
-    if (!p->tensors[i].alias) st = scan(p, &p->tensors[i], err, cap);
+  {
+    uint64_t total = 0, done = 0;
+    for (size_t i = 0; i < p->n_tensors; i++)
+      if (!p->tensors[i].alias) total += p->tensors[i].src->len;
+    if (o->on_step != NULL) o->on_step(o->progress_ctx, "checking", 0, total);
+    for (size_t i = 0; i < p->n_tensors && st == TL_OK; i++) {
+      if (p->tensors[i].alias) continue;
+      st = scan(p, &p->tensors[i], err, cap);
+      done += p->tensors[i].src->len;
+      if (st == TL_OK && o->on_step != NULL) o->on_step(o->progress_ctx, "checking", done, total);
+    }
+  }
   /* An alias's digest is its twin's. */
   for (size_t i = 0; i < p->n_tensors && st == TL_OK; i++) {
     planned *t = &p->tensors[i], key, *twin;
@@ -1128,6 +1139,7 @@ tl_status tl_convert(const tl_convert_options *opt, tl_convert_report *r,
   snprintf(tok_path, sizeof tok_path, "%s/tokenizer.json", opt->hf_dir);
   snprintf(tokcfg_path, sizeof tokcfg_path, "%s/tokenizer_config.json",
            opt->hf_dir);
+  if (opt->on_step != NULL && !opt->check_only) opt->on_step(opt->progress_ctx, "tokenizer", 0, 0);
   st = hash_input(&p.in, opt->hf_dir, "tokenizer.json", false, &present, err,
                   cap);
   if (st == TL_OK)
@@ -1140,6 +1152,7 @@ tl_status tl_convert(const tl_convert_options *opt, tl_convert_report *r,
     st = bind_acquisition(&p, err, cap);
   if (st == TL_OK && !opt->check_only) {
     qsort(p.in.files, p.in.n, sizeof *p.in.files, input_cmp);
+    if (opt->on_step != NULL) opt->on_step(opt->progress_ctx, "writing", 0, 0);
     st = write_artifact(&p, r, err, cap);
   }
   if (st == TL_OK && !opt->check_only) {

@@ -51,6 +51,14 @@ typedef struct tl_convert_options {
    * (a CLI shows it; the bytes written do not depend on it). */
   void (*on_tensor)(void *ctx, size_t done, size_t total, uint64_t bytes,
                     uint64_t bytes_total);
+  /* The steps before the first tensor is written (seconds on a 0.6B
+   * checkpoint), when not NULL (not with check_only): each step once as
+   * it starts, bytes 0 — "tokenizer" (the tokenizer's and chat template's
+   * files read, hashed and compiled), "hashing" (the SHA-256 of the
+   * safetensors files), "checking" (each source tensor's BLAKE3 and
+   * finiteness: bytes_total the tensors' bytes, then after each tensor
+   * with the bytes read so far), "writing" (on_tensor follows). */
+  void (*on_step)(void *ctx, const char *step, uint64_t bytes, uint64_t bytes_total);
   void *progress_ctx;
   const tl_convert_acquisition *acquisition; /* NULL: the directory has none */
 } tl_convert_options;

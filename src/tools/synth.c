@@ -486,14 +486,22 @@ static void config_json(sbuf *s, const tl_synth_config *c,
             (unsigned long long)c->vocab_size);
 }
 
-static void generation_config_json(sbuf *s, const synth_tokens *k) {
+/* The published file lists <|endoftext|> as a second EOS, which config.json
+ * and tokenizer_config.json do not: written only when asked
+ * (publisher_eos), so that a default checkpoint converts without a
+ * profile. */
+static void generation_config_json(sbuf *s, const synth_tokens *k,
+                                   bool publisher_eos) {
+  char second[40] = "";
+  if (publisher_eos)
+    snprintf(second, sizeof second, ",\n    %llu",
+             (unsigned long long)k->endoftext);
   sb_printf(s,
             "{\n"
             "  \"bos_token_id\": %llu,\n"
             "  \"do_sample\": true,\n"
             "  \"eos_token_id\": [\n"
-            "    %llu,\n"
-            "    %llu\n"
+            "    %llu%s\n"
             "  ],\n"
             "  \"pad_token_id\": %llu,\n"
             "  \"temperature\": 0.6,\n"
@@ -502,7 +510,7 @@ static void generation_config_json(sbuf *s, const synth_tokens *k) {
             "  \"transformers_version\": \"4.51.0\"\n"
             "}\n",
             (unsigned long long)k->endoftext, (unsigned long long)k->im_end,
-            (unsigned long long)k->endoftext, (unsigned long long)k->endoftext);
+            second, (unsigned long long)k->endoftext);
 }
 
 static void shard_name(char *out, size_t cap, unsigned i, unsigned k) {
@@ -802,7 +810,7 @@ tl_status tl_synth_write(const char *dir, const tl_synth_options *o,
       s.oom ? TL_ERR_OUT_OF_MEMORY : write_small(&w, "config.json", s.p, s.len);
   if (st == TL_OK) {
     s.len = 0;
-    generation_config_json(&s, &ids);
+    generation_config_json(&s, &ids, o->publisher_eos);
     st = s.oom ? TL_ERR_OUT_OF_MEMORY
                : write_small(&w, "generation_config.json", s.p, s.len);
   }

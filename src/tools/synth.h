@@ -48,6 +48,11 @@ typedef struct tl_synth_options {
   bool f32;                  /* F32 tensors; default BF16 */
   unsigned shards;           /* 0 or 1: model.safetensors; K > 1: K shards */
   bool separate_lm_head;     /* lm_head.weight, a byte copy of embed_tokens */
+  /* generation_config.json's EOS as the publisher's Qwen3 files have it,
+   * [<|im_end|>, <|endoftext|>] against config.json's <|im_end|> (a
+   * conflict for the converter without --profile qwen3-0.6b-publisher);
+   * default: [<|im_end|>], which agrees. */
+  bool publisher_eos;
   const char *tokenizer_dir; /* holds tokenizer.json, tokenizer_config.json */
   /* Set (by a signal handler) to stop: the write ends with
    * TL_ERR_CANCELLED and removes what it wrote. NULL: never. */

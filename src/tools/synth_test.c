@@ -52,13 +52,14 @@ static tl_status synth(const char *dir, uint64_t seed, bool f32,
 
 /* The tiny preset with another vocabulary size and tokenizer directory. */
 static tl_status synth_tok(const char *dir, const char *tok_dir, uint64_t vocab,
-                           char *err, size_t err_cap) {
+                           bool publisher_eos, char *err, size_t err_cap) {
   tl_synth_options o;
   memset(&o, 0, sizeof o);
   tl_synth_config_tiny(&o.config);
   o.config.vocab_size = vocab;
   o.seed = 1;
   o.tokenizer_dir = tok_dir;
+  o.publisher_eos = publisher_eos;
   return tl_synth_write(dir, &o, NULL, err, err_cap);
 }
 
@@ -69,9 +70,11 @@ static json_int_t int_at(json_t *root, const char *key, size_t i) {
 }
 
 /* config.json: bos = endoftext, eos = im_end; generation_config.json: bos
- * and pad = endoftext, eos = [im_end, endoftext]. */
+ * and pad = endoftext, eos = [im_end] (agreeing), or with publisher_eos
+ * [im_end, endoftext] as the published file has it. */
 static void expect_special_ids(tl_test_ctx *t, const char *dir,
-                               json_int_t endoftext, json_int_t im_end) {
+                               json_int_t endoftext, json_int_t im_end,
+                               bool publisher_eos) {
   char *c = sub(dir, "config.json"), *g = sub(dir, "generation_config.json");
   json_error_t je;
   json_t *cfg = c != NULL ? json_load_file(c, 0, &je) : NULL;
@@ -82,9 +85,10 @@ static void expect_special_ids(tl_test_ctx *t, const char *dir,
     TL_EXPECT_EQ_I64(t, int_at(gen, "bos_token_id", 0), endoftext);
     TL_EXPECT_EQ_I64(t, int_at(gen, "pad_token_id", 0), endoftext);
     TL_EXPECT_EQ_U64(t, json_array_size(json_object_get(gen, "eos_token_id")),
-                     2);
+                     publisher_eos ? 2 : 1);
     TL_EXPECT_EQ_I64(t, int_at(gen, "eos_token_id", 0), im_end);
-    TL_EXPECT_EQ_I64(t, int_at(gen, "eos_token_id", 1), endoftext);
+    if (publisher_eos)
+      TL_EXPECT_EQ_I64(t, int_at(gen, "eos_token_id", 1), endoftext);
   }
   json_decref(cfg);
   json_decref(gen);
@@ -200,7 +204,7 @@ static void tiny_reads_back(tl_test_ctx *t) {
       free(p);
     }
     /* The real tokenizer yields the published ids. */
-    expect_special_ids(t, out, 151643, 151645);
+    expect_special_ids(t, out, 151643, 151645, false);
     /* An existing non-empty directory is refused and left as it was. */
     TL_EXPECT_STATUS(t, synth(out, 7, false, 1, false), TL_ERR_IO);
   }
@@ -386,8 +390,8 @@ static void tiny_tokenizer_ids(tl_test_ctx *t) {
   char *out = sub(d, "m"), *tok = sub(out, "tokenizer.json");
   char err[512] = "";
   /* 346 = the largest id + 1: the smallest vocabulary that covers it. */
-  if (TL_EXPECT_OK(t, synth_tok(out, TINY_TOKENIZER, 346, err, sizeof err))) {
-    expect_special_ids(t, out, 320, 322);
+  if (TL_EXPECT_OK(t, synth_tok(out, TINY_TOKENIZER, 346, true, err, sizeof err))) {
+    expect_special_ids(t, out, 320, 322, true);
     tl_st_checkpoint ck;
     memset(&ck, 0, sizeof ck);
     if (TL_EXPECT_OK(t, tl_st_open_dir(out, &ck, err, sizeof err)))
@@ -412,7 +416,7 @@ static void missing_special_token(tl_test_ctx *t) {
   write_text(tj,
              "{\"model\": {\"vocab\": {\"a\": 0}}, \"added_tokens\": "
              "[{\"id\": 1, \"content\": \"<|endoftext|>\"}]}");
-  TL_EXPECT_STATUS(t, synth_tok(out, d, 1000, err, sizeof err),
+  TL_EXPECT_STATUS(t, synth_tok(out, d, 1000, false, err, sizeof err),
                    TL_ERR_INVALID_MODEL);
   TL_EXPECT(t, strstr(err, tj) != NULL);
   TL_EXPECT(t, strstr(err, "<|im_end|>") != NULL);
@@ -420,7 +424,7 @@ static void missing_special_token(tl_test_ctx *t) {
   write_text(tj,
              "{\"model\": {\"vocab\": {\"a\": 0}}, \"added_tokens\": "
              "[{\"id\": 1, \"content\": \"<|im_end|>\"}]}");
-  TL_EXPECT_STATUS(t, synth_tok(out, d, 1000, err, sizeof err),
+  TL_EXPECT_STATUS(t, synth_tok(out, d, 1000, false, err, sizeof err),
                    TL_ERR_INVALID_MODEL);
   TL_EXPECT(t, strstr(err, "<|endoftext|>") != NULL);
   free(tj);
@@ -434,7 +438,7 @@ static void vocab_too_small(tl_test_ctx *t) {
   if (!TL_EXPECT(t, d != NULL)) return;
   char *out = sub(d, "m");
   char err[512] = "";
-  TL_EXPECT_STATUS(t, synth_tok(out, TINY_TOKENIZER, 345, err, sizeof err),
+  TL_EXPECT_STATUS(t, synth_tok(out, TINY_TOKENIZER, 345, false, err, sizeof err),
                    TL_ERR_INVALID_ARGUMENT);
   TL_EXPECT(t, strstr(err, "vocab_size 345") != NULL);
   TL_EXPECT(t, strstr(err, "345 (vocab_size must be at least 346)") != NULL);

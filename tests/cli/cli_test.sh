@@ -339,12 +339,18 @@ if [[ -f $qwen/tokenizer.json ]]; then
   printf '{"messages": [{"role": "user"}]}' >"$work/nocontent.json"
   expect "a template error is typed" 1 '"kind": ?"undefined"' 'error: invalid_argument: undefined' \
     -- "$tinylm" render "$work/tok.slm" --messages "$work/nocontent.json" --json
-  expect "synth a tiny checkpoint" 0 '24 tensors, 9798016 parameters' '^$' \
-    -- "$tinylm" synth --config tiny --seed 3 -o "$work/syn1"
+  expect "synth a tiny checkpoint (the publisher's EOS files)" 0 '24 tensors, 9798016 parameters' '^$' \
+    -- "$tinylm" synth --config tiny --seed 3 --publisher-eos -o "$work/syn1"
   expect "synth again with the same seed" 0 '' '^$' -- "$tinylm" synth --config tiny --seed 3 -o "$work/syn2"
   expect "synth is deterministic" 0 '' '^$' -- cmp "$work/syn1/model.safetensors" "$work/syn2/model.safetensors"
   expect "synth refuses a non-empty directory" 1 '^$' 'error: ' \
     -- "$tinylm" synth --config tiny --seed 3 -o "$work/syn1"
+  # By default synth's side files agree on EOS, so its checkpoint converts
+  # without a profile; --publisher-eos (syn1) mimics the published conflict.
+  expect "a default synthetic checkpoint converts without --profile" 0 '^wrote .*syn2.slm' '^$' \
+    -- "$tinylm" convert "$work/syn2" -o "$work/syn2.slm" --quant q8
+  expect "... its EOS is <|im_end|> alone" 0 '"eos_token_ids": ?\[151645\]' '^$' \
+    -- "$tinylm" inspect "$work/syn2.slm" --json
   expect "a synthetic checkpoint's tokenizer converts" 0 'tokenizer and chat template only' '^$' \
     -- "$tinylm" convert --tokenizer-only "$work/syn1" -o "$work/syn.slm"
   expect "the published EOS disagreement stops without a profile" 1 '^$' \

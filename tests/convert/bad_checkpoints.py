@@ -13,12 +13,11 @@ file / tensor / field, and nothing left behind (no CASE.slm, no
 CASE.slm.receipt.cbor, no CASE.slm.tmp.*). Positive controls check that the
 unmodified checkpoints convert, reproducibly.
 
-Note on EOS: synth writes the published Qwen3-0.6B EOS disagreement
-(config.json eos = <|im_end|>, generation_config.json eos = [<|im_end|>,
-<|endoftext|>]). The qwen3-0.6b-publisher profile resolves it only for the
-published ids (151645 / 151643, docs/qwen3-config.md), not for the tiny
-tokenizer's ids (322 / 320), so the base checkpoints here get a
-generation_config.json whose eos_token_id agrees with config.json ([322]).
+Note on EOS: the base checkpoints get a generation_config.json whose
+eos_token_id agrees with config.json ([322]), whatever synth wrote (its
+--publisher-eos writes the published disagreement, which the
+qwen3-0.6b-publisher profile resolves only for the published ids 151645 /
+151643, docs/qwen3-config.md, not for the tiny tokenizer's 322 / 320).
 
 stdlib only; prints `ok <case>` / `FAIL <case>: why` and `N passed, N failed`;
 exit status 1 on any failure.

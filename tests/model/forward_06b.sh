@@ -11,7 +11,7 @@ set -euo pipefail
 tinylm=$1
 work=$2
 rm -rf "$work" && mkdir -p "$work"
-"$tinylm" synth --config qwen3-0.6b --seed 3 --separate-lm-head -o "$work/hf" >/dev/null
+"$tinylm" synth --config qwen3-0.6b --seed 3 --separate-lm-head --publisher-eos -o "$work/hf" >/dev/null
 "$tinylm" convert "$work/hf" -o "$work/model.slm" --profile qwen3-0.6b-publisher >/dev/null
 ids="151644 872 198 9707 11 1879 0 3555 374 279 6722 315 9625 30 151645 198"
 /usr/bin/python3 tools/oracle/qwen3_ref.py "$work/hf" --ids "$ids" --precision f64 \

@@ -429,6 +429,77 @@ def drift(work, out, doc, commit, moved_to):
           j.get("changed") == [], (so, se))
 
 
+def update(work, commit, moved_to):
+    """pull --update (issue 28 item 4): DIR holding an earlier pull is
+    brought to the revision's new commit in one swap, fetching only what
+    changed; refused, untouched and without a request, when DIR is not a
+    pull of that repository or holds anything its receipt does not name."""
+    fault("none")
+    out = os.path.join(work, "update")
+    rc, j, se = pull(out)
+    check("update: the first pull", rc == 0 and j.get("commit") == commit, se)
+    first_receipt = read_receipt(os.path.join(out, "acquisition.receipt.cbor"))[1]
+    before = dir_digest(out)
+    rc, j, se = pull(out)
+    check("update: without --update an existing DIR is refused, naming --update",
+          rc == 1 and j.get("error") == "invalid_argument" and "--update" in j.get("detail", ""), se)
+    fault("none")
+    rc, j, se = pull(out, "--update")
+    check("update: same commit: up to date, exit 0", rc == 0 and j.get("up_to_date") is True
+          and j.get("commit") == commit, (j, se))
+    check("update: up to date: DIR unchanged, only the revision asked",
+          dir_digest(out) == before and [e["path"].split("?")[0] for e in hub_log()]
+          == ["/api/models/%s/revision/main" % REPO], hub_log())
+    fault("moved")
+    rc, j, se = pull(out, "--update")
+    t = tree(moved_to)
+    check("update: moved: exit 0, the new commit, the old one named",
+          rc == 0 and j.get("commit") == moved_to and j.get("previous_commit") == commit
+          and j.get("up_to_date") is False and j.get("revision") == "main", (j, se))
+    check("update: only the changed file is fetched, the rest kept from DIR",
+          j.get("reused") == len(t) - 1 and
+          [e["path"] for e in hub_log() if "/resolve/" in e["path"]] ==
+          ["/%s/resolve/%s/README.md" % (REPO, moved_to)], (j, hub_log()))
+    check("update: DIR holds the new tree and its receipt, no staging or old copy left",
+          sorted(os.listdir(out)) == sorted(list(t) + ["acquisition.receipt.cbor"]) and
+          not os.path.exists(out + ".partial") and
+          not [n for n in os.listdir(work) if n.startswith("update.previous")], os.listdir(work))
+    with open(os.path.join(out, "README.md"), "rb") as f:
+        check("update: README.md is the new commit's", blob_id(f.read()) == t["README.md"]["oid"])
+    _, doc, nodes = read_receipt(os.path.join(out, "acquisition.receipt.cbor"))
+    check("update: the new receipt names the new commit and verifies",
+          nodes["source"]["metadata"]["resolved_commit"] == moved_to and
+          doc["root"] != first_receipt["root"] and all(node_id(n) == n["id"] for n in doc["nodes"]))
+    # Refusals: nothing changed, nothing requested.
+    stray = os.path.join(out, "notes.txt")
+    with open(stray, "w") as f:
+        f.write("the user's own file")
+    before = dir_digest(out)
+    fault("none")
+    rc, j, se = pull(out, "--update")
+    check("update: a file the receipt does not name: refused, named, untouched, no request",
+          rc == 1 and j.get("error") == "invalid_argument" and "notes.txt" in j.get("detail", "")
+          and dir_digest(out) == before and not hub_log(), (j, se))
+    os.remove(stray)
+    plain = os.path.join(work, "update-plain")
+    os.makedirs(plain)
+    with open(os.path.join(plain, "config.json"), "w") as f:
+        f.write("{}")
+    rc, j, se = pull(plain, "--update")
+    check("update: a directory pull did not write: not_found, no request",
+          rc == 1 and j.get("error") == "not_found" and not hub_log(), (j, se))
+    rc, so, se = run(["pull", "other/repo", "-o", out, "--update", "--endpoint",
+                      "http://127.0.0.1:%d" % HUB, "--json"])
+    j = json.loads(so) if so.strip() else {}
+    check("update: a pull of another repository: refused, no request",
+          rc == 1 and j.get("error") == "invalid_argument" and REPO in j.get("detail", "")
+          and not hub_log(), (so, se))
+    fresh = os.path.join(work, "update-fresh")
+    rc, j, se = pull(fresh, "--update")
+    check("update: DIR absent: a plain pull", rc == 0 and j.get("previous_commit") is None
+          and os.path.exists(os.path.join(fresh, "acquisition.receipt.cbor")), (j, se))
+
+
 def resume(work, commit):
     fault("drop")
     out = os.path.join(work, "resume")
@@ -857,7 +928,9 @@ def main():
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     source = os.path.join(work, "synth")
-    rc, so, se = run(["synth", "--config", "tiny", "--seed", "7", "--tokenizer-dir",
+    # --publisher-eos: the fixture's "conflict" fault serves synth's files
+    # unchanged, the published EOS disagreement (the good path fixes it).
+    rc, so, se = run(["synth", "--config", "tiny", "--seed", "7", "--publisher-eos", "--tokenizer-dir",
                       os.path.join(ROOT, "tests/fixtures/tiny-tokenizer"), "-o", source])
     if rc != 0:
         print("synth failed: " + se)
@@ -888,6 +961,7 @@ def main():
         license_accept(work)
         branch_moved(work, commit, moved_to)
         drift(work, out, doc, commit, moved_to)
+        guarded(update, work, commit, moved_to)
         resume(work, commit)
         guarded(hostile_staging, work)
         guarded(swapped_staging, work)

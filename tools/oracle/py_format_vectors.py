@@ -3,7 +3,7 @@
 
 Outputs (both committed, deterministic: fixed seed, no time, no network):
 
-  src/core/json/py_format_vectors.h  float repr / float() parse / json.dumps /
+  tests/vectors/json/py_format_vectors.h  float repr / float() parse / json.dumps /
                                      str() / repr(str) vectors for the
                                      json_parse and py_format suites
   src/core/json/py_printable.h       the code points >= U+0080 for which
@@ -36,7 +36,7 @@ import unicodedata
 from decimal import Decimal, getcontext
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
-OUT_VECTORS = ROOT / "src/core/json/py_format_vectors.h"
+OUT_VECTORS = ROOT / "tests/vectors/json/py_format_vectors.h"
 OUT_PRINTABLE = ROOT / "src/core/json/py_printable.h"
 
 getcontext().prec = 2000

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Writes src/core/tok/tokenizer_test_hf.h: the expected values of the
+// Writes tests/vectors/tok/tokenizer_test_hf.h: the expected values of the
 // tokenizer unit tests (src/core/tok/tokenizer_test.c) that concern HF
 // semantics, from the oracle itself (Hugging Face `tokenizers` through
 // @anush008/tokenizers), so that every one of them can be reproduced.
@@ -30,7 +30,7 @@ import {
 import { checkTokenizerFiles, oracleVersions } from './tok_oracle.mjs';
 
 const opts = parseArgs(process.argv.slice(2), { check: false, keep: '' });
-const HEADER = 'src/core/tok/tokenizer_test_hf.h';
+const HEADER = 'tests/vectors/tok/tokenizer_test_hf.h';
 
 // ---------------------------------------------------------------------------
 // The vocabularies, in tokenizer.json's byte-level notation for merges.

@@ -106,29 +106,35 @@ TARGET static inline void load16(int type, const uint8_t *p, __m256 *lo, __m256 
   }
 }
 
-/* type: 0 f32, 1 f16, 2 bf16 (element sizes 4, 2, 2). */
+/* Elements [e, e + 16) of a row of the given type (0 f32, 1 f16, 2 bf16:
+ * element sizes 4, 2, 2) as two vectors (lanes A_0..7 and A_8..15 of
+ * F-6), those at or past n read from a zero-filled copy as +0 (F-6: a +-0
+ * product changes no lane). Every AVX2 kernel's tail goes through here. */
+TARGET static inline void load16_tail(int type, const void *row, size_t e, size_t n,
+                                      __m256 *lo, __m256 *hi) {
+  size_t es = type == 0 ? 4 : 2;
+  const uint8_t *p = (const uint8_t *)row + e * es;
+  uint8_t t[64] = {0};
+  if (e + 16 > n) {
+    memcpy(t, p, (n - e) * es);
+    p = t;
+  }
+  load16(type, p, lo, hi);
+}
+
 TARGET static inline void rows_float(int type, const uint8_t *w, size_t row_bytes,
                                      size_t n, const tl_kern_x *x, size_t rows,
                                      float *y) {
-  size_t es = type == 0 ? 4 : 2, full = n / 16 * 16;
+  size_t es = type == 0 ? 4 : 2;
   for (size_t r = 0; r < rows; r++) {
     const uint8_t *row = w + r * row_bytes;
-    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), lo, hi;
-    for (size_t i = 0; i < full; i += 16) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), lo, hi, xlo, xhi;
+    for (size_t i = 0; i < n; i += 16) {
       _mm_prefetch((const char *)row + i * es + PREFETCH_AHEAD, _MM_HINT_T0);
-      load16(type, row + i * es, &lo, &hi);
-      a0 = _mm256_add_ps(a0, _mm256_mul_ps(lo, _mm256_loadu_ps(x->f + i)));
-      a1 = _mm256_add_ps(a1, _mm256_mul_ps(hi, _mm256_loadu_ps(x->f + i + 8)));
-    }
-    if (full < n) {
-      /* zero-filled copies of the tail (F-6: a ±0 product changes no lane) */
-      uint8_t wt[64] = {0};
-      float xt[16] = {0};
-      memcpy(wt, row + full * es, (n - full) * es);
-      memcpy(xt, x->f + full, (n - full) * sizeof(float));
-      load16(type, wt, &lo, &hi);
-      a0 = _mm256_add_ps(a0, _mm256_mul_ps(lo, _mm256_loadu_ps(xt)));
-      a1 = _mm256_add_ps(a1, _mm256_mul_ps(hi, _mm256_loadu_ps(xt + 8)));
+      load16_tail(type, row, i, n, &lo, &hi);
+      load16_tail(0, x->f, i, n, &xlo, &xhi);
+      a0 = _mm256_add_ps(a0, _mm256_mul_ps(lo, xlo));
+      a1 = _mm256_add_ps(a1, _mm256_mul_ps(hi, xhi));
     }
     y[r] = tree(a0, a1);
   }
@@ -169,33 +175,6 @@ TARGET static void f32_to_f16(const float *x, size_t n, uint16_t *out) {
  * memory once per decoded token). */
 #define CACHE_ROWS_AHEAD 16
 
-/* Elements [e, e + 16) of an f32 or binary16 row as two vectors (lanes
- * A_0..7 and A_8..15 of F-6), those at or past n as +0 (F-6: a +-0
- * product changes no lane). */
-TARGET static inline void load16_f32(const float *row, size_t e, size_t n, __m256 *lo,
-                                     __m256 *hi) {
-  float t[16] = {0};
-  if (e + 16 <= n) {
-    *lo = _mm256_loadu_ps(row + e);
-    *hi = _mm256_loadu_ps(row + e + 8);
-    return;
-  }
-  memcpy(t, row + e, (n - e) * sizeof(float));
-  *lo = _mm256_loadu_ps(t);
-  *hi = _mm256_loadu_ps(t + 8);
-}
-
-TARGET static inline void load16_f16(const uint16_t *row, size_t e, size_t n, __m256 *lo,
-                                     __m256 *hi) {
-  uint16_t t[16] = {0};
-  const uint16_t *p = row + e;
-  if (e + 16 > n) {
-    memcpy(t, row + e, (n - e) * sizeof(uint16_t));
-    p = t;
-  }
-  *lo = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p));
-  *hi = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(p + 8)));
-}
 
 /* tl_kern_dots_h: two queries (or the last one) against each key row,
  * whose 16-element steps are converted once for both (F-6 each: two
@@ -210,12 +189,12 @@ TARGET static void dots_h(const float *const *q, size_t nq, const uint16_t *k, s
       for (size_t o = 0; o < n * sizeof(uint16_t); o += 64)
         _mm_prefetch((const char *)(kj + CACHE_ROWS_AHEAD * stride) + o, _MM_HINT_T0);
       for (size_t e = 0; e < n; e += 16) {
-        load16_f16(kj, e, n, &klo, &khi);
-        load16_f32(q[i], e, n, &xlo, &xhi);
+        load16_tail(1, kj, e, n, &klo, &khi);
+        load16_tail(0, q[i], e, n, &xlo, &xhi);
         a0 = _mm256_add_ps(a0, _mm256_mul_ps(xlo, klo));
         a1 = _mm256_add_ps(a1, _mm256_mul_ps(xhi, khi));
         if (two) {
-          load16_f32(q[i + 1], e, n, &xlo, &xhi);
+          load16_tail(0, q[i + 1], e, n, &xlo, &xhi);
           b0 = _mm256_add_ps(b0, _mm256_mul_ps(xlo, klo));
           b1 = _mm256_add_ps(b1, _mm256_mul_ps(xhi, khi));
         }
@@ -245,7 +224,7 @@ TARGET static void weighted_h(const float *const *p, const size_t *counts, size_
         for (int c = 0; c < 8; c += 2) {
           __m256 lo, hi;
           if (8 * (size_t)c >= m) break;
-          load16_f16(vj, e0 + 8 * (size_t)c, e0 + m, &lo, &hi);
+          load16_tail(1, vj, e0 + 8 * (size_t)c, e0 + m, &lo, &hi);
           acc[c] = _mm256_add_ps(acc[c], _mm256_mul_ps(pj, lo));
           acc[c + 1] = _mm256_add_ps(acc[c + 1], _mm256_mul_ps(pj, hi));
         }

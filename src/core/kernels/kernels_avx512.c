@@ -29,6 +29,12 @@ static inline __mmask16 first16(size_t left) {
   return left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
 }
 
+/* The mask of the lanes of elements [at, at + 16) below n: every masked
+ * tail (a window at or past n has none). */
+static inline __mmask16 lanes_below(size_t at, size_t n) {
+  return first16(at < n ? n - at : 0);
+}
+
 TARGET static inline float tree16(__m512 a) {
   return tree8(_mm256_add_ps(_mm512_castps512_ps256(a),
                              _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1))));
@@ -64,7 +70,7 @@ TARGET static inline float tree16(__m512 a) {
     for (size_t b = 0; b < nb; b += 16) {                                                  \
       size_t m = nb - b < 16 ? nb - b : 16, stride = 4 * m;                                \
       __mmask64 cm = m == 16 ? ~(__mmask64)0 : ((__mmask64)1 << stride) - 1;               \
-      __mmask16 sm = (__mmask16)((1u << m) - 1);                                           \
+      __mmask16 sm = first16(m);                                                           \
       const uint8_t *c[R];                                                                 \
       __m512 dw[R];                                                                        \
       __m512i s[R][T];                                                                     \
@@ -243,9 +249,8 @@ TARGET static void quantize_x(const float *x, size_t n, int8_t *codes, float *sc
   const __m256i steps = _mm256_set_epi32(112, 96, 80, 64, 48, 32, 16, 0); /* x 4 bytes */
   size_t total = tl_kern_groups(n) * 16;
   for (size_t b = 0; b < total; b++) {
-    size_t lo = 32 * b, m = lo >= n ? 0 : n - lo < 32 ? n - lo : 32;
-    __mmask16 m0 = (__mmask16)(m >= 16 ? 0xFFFF : (1u << m) - 1);
-    __mmask16 m1 = (__mmask16)(m >= 32 ? 0xFFFF : m > 16 ? (1u << (m - 16)) - 1 : 0);
+    size_t lo = 32 * b;
+    __mmask16 m0 = lanes_below(lo, n), m1 = lanes_below(lo + 16, n);
     __m512 v0 = _mm512_maskz_loadu_ps(m0, x + lo), v1 = _mm512_maskz_loadu_ps(m1, x + lo + 16);
     float a = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
     float d = a == 0.0f ? 0.0f : a / 127.0f;
@@ -362,8 +367,7 @@ TARGET static void dots2(const float *q0, const float *q1, const float *k, size_
       __m512 acc[8];                                                                       \
       __mmask16 m[8];                                                                      \
       _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) {                                \
-        size_t lo = e0 + 16 * (size_t)c, left = lo < d ? d - lo : 0;                       \
-        m[c] = first16(left);                                                              \
+        m[c] = lanes_below(e0 + 16 * (size_t)c, d);                                        \
         acc[c] = _mm512_setzero_ps();                                                      \
       }                                                                                    \
       for (size_t j = 0; j < count; j++) {                                                 \
@@ -386,8 +390,7 @@ TARGET static void dots2(const float *q0, const float *q1, const float *k, size_
       __m512 a0[W], a1[W];                                                                 \
       __mmask16 m[W];                                                                      \
       _Pragma("GCC unroll 8") for (int c = 0; c < W; c++) {                                \
-        size_t lo = e0 + 16 * (size_t)c, left = lo < d ? d - lo : 0;                       \
-        m[c] = first16(left);                                                              \
+        m[c] = lanes_below(e0 + 16 * (size_t)c, d);                                        \
         a0[c] = a1[c] = _mm512_setzero_ps();                                               \
       }                                                                                    \
       for (size_t j = 0; j < count; j++) {                                                 \
@@ -436,8 +439,7 @@ WEIGHTED2(weighted2_h, uint16_t, load_f16, 8, CACHE_ROWS_AHEAD)
         __m512 acc[4][4];                                                                  \
         __mmask16 m[4];                                                                    \
         _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {                              \
-          size_t at = e0 + 16 * (size_t)c, left = at < d ? d - at : 0;                     \
-          m[c] = first16(left);                                                            \
+          m[c] = lanes_below(e0 + 16 * (size_t)c, d);                                      \
           _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) acc[r][c] = _mm512_setzero_ps(); \
         }                                                                                  \
         for (size_t j = 0; j < lo; j++) {                                                  \

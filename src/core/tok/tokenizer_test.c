@@ -17,7 +17,7 @@
 #include "tl_test.h"
 #include "tok/tok_internal.h"
 #include "tok_build.h"
-#include "tokenizer_test_hf.h"
+#include "tok/tokenizer_test_hf.h"
 
 static tok_builder builder;
 static _Alignas(64) uint8_t section[1 << 16];
