@@ -32,7 +32,7 @@ const VOCAB = ['one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', '
 const prompt = (n) => Array.from({ length: n }, (_, i) => VOCAB[i % VOCAB.length]).join(' ');
 
 function native(text, maxTokens, t, numerics) {
-  const p = spawnSync(tinylm, ['run', model, '--prompt', text, '-n', String(maxTokens),
+  const p = spawnSync(tinylm, ['run', model, '--raw', '--prompt', text, '-n', String(maxTokens),
     '--temperature', '0', '-t', String(t), '--lane', numerics === 'strict' ? 'scalar' : 'fast',
     '--json'], { encoding: 'utf8' });
   if (p.status !== 0) throw new Error(`native run failed: ${p.stderr}`);

@@ -4,12 +4,15 @@
  *                [--lane scalar|fast] [-t THREADS] [--preflight]
  *
  * Reads the artifact through the reader callback, renders MESSAGE as one
- * user message with the model's chat template, streams the reply to
- * stdout token by token, and prints the generated ids and the receipt id
- * on stderr (the same receipt id `tinylm run --messages` gives for the
- * same conversation and flags). --preflight prints the memory plan
- * instead. Exit status 0, or 1 with "error: <code>: <message>" (also
- * "error: io: ..." when stdout cannot be written). */
+ * user message with the model's chat template (thinking as the template
+ * has it by default: no enable_thinking is given), streams the reply to
+ * stdout token by token until EOS or the context is full (-n N: at most N
+ * tokens), and prints the generated ids and the receipt id on stderr (the
+ * same receipt id `tinylm run --prompt MESSAGE` and `tinylm run
+ * --messages` give for the same conversation and flags). --preflight
+ * prints the memory plan instead. Exit status 0, or 1 with "error:
+ * <code>: <message>" (also "error: io: ..." when stdout cannot be
+ * written). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,7 +104,7 @@ static int run(int argc, char **argv) {
                     "[--temperature T] [--lane scalar|fast] [-t THREADS] [--preflight]\n");
     return 2;
   }
-  gp.max_tokens = 64;
+  gp.max_tokens = 0; /* no cap: until EOS or the context is full, as tinylm run */
   for (int i = 3; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(a, "--preflight") == 0) {

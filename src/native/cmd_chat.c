@@ -31,12 +31,14 @@
 #include "utf8.h"
 
 static const char usage_text[] =
-    "usage: tinylm chat MODEL.slm [-n N] [--system TEXT] [--temperature T]\n"
-    "           [--top-k K] [--top-p P] [--min-p M] [--repeat-penalty R]\n"
+    "usage: tinylm chat MODEL.slm [-n N] [--think | --no-think] [--system TEXT]\n"
+    "           [--temperature T] [--top-k K] [--top-p P] [--min-p M] [--repeat-penalty R]\n"
     "           [--seed S] [--stop STR]... [--ctx N] [--mem-budget MB]\n"
     "           [--receipt-dir DIR] [--force]\n"
     "  -n N             at most N new tokens a reply (default and -1: until\n"
     "                   EOS, a stop string or the context is full)\n"
+    "  --think, --no-think  the template's enable_thinking at the start\n"
+    "                   (default on, Qwen3's own default; /think on|off changes it)\n"
     "  --system TEXT    the system message\n"
     "  --receipt-dir DIR  a receipt per reply, DIR/turn-0001.cbor, ...\n"
     "  --force          replace existing receipt files in DIR\n" TL_LANE_USAGE
@@ -436,12 +438,14 @@ int tl_cmd_chat(int argc, char **argv) {
   memset(&c, 0, sizeof c);
   rc = tl_run_parse(argc, argv, usage_text, &c.o);
   if (rc >= 0) return rc;
-  if (c.o.prompt || c.o.prompt_file || c.o.messages || c.o.receipt || c.o.logprobs || c.o.json)
+  if (c.o.prompt || c.o.prompt_file || c.o.messages || c.o.receipt || c.o.logprobs ||
+      c.o.json || c.o.raw)
     return tl_cli_usage(false, "chat takes no --prompt/--prompt-file/--messages/--receipt/"
-                        "--logprobs/--json\n%s", usage_text);
+                        "--logprobs/--json/--raw\n%s", usage_text);
   if (c.o.system != NULL && !line_ok(c.o.system, strlen(c.o.system))) return TL_EXIT_USAGE;
-  /* Replies run until EOS or the context unless -n caps them. */
-  if (!(c.o.given & TL_RUN_GIVEN_MAX_NEW)) c.o.max_new = 0;
+  /* Thinking as the template does by default (Qwen3: on) unless a flag
+   * says; /think and /load change it. */
+  c.think = c.o.think != TL_RUN_THINK_OFF;
   if (c.o.receipt_dir != NULL && mkdir(c.o.receipt_dir, 0777) != 0 && errno != EEXIST)
     return tl_cli_fail(false, TL_ERR_IO, "--receipt-dir %s: cannot create: %s",
                        c.o.receipt_dir, strerror(errno));
@@ -462,7 +466,11 @@ int tl_cmd_chat(int argc, char **argv) {
   c.context = plan.context;
   c.messages = json_array();
   if (c.o.system != NULL) c.system = json_string(c.o.system);
-  fprintf(stderr, "tinylm chat: %s (%u tokens of context). /quit to leave.\n", c.o.model, c.context);
+  fprintf(stderr,
+          "tinylm chat: %s (%u tokens of context). thinking %s (/think %s or --%sthink "
+          "to change). /quit to leave.\n",
+          c.o.model, c.context, c.think ? "on" : "off", c.think ? "off" : "on",
+          c.think ? "no-" : "");
   /* Ctrl-C at the prompt discards the line being typed (a reply installs
    * its own handler, which stops the reply). */
   memset(&sa, 0, sizeof sa);

@@ -84,7 +84,8 @@ int tl_run_parse(int argc, char **argv, const char *usage, tl_run_options *o) {
   memset(o, 0, sizeof *o);
   /* --json anywhere makes every usage error JSON, whatever the order. */
   o->json = tl_cli_wants_json(argc, argv);
-  o->max_new = 64;
+  o->max_new = 0; /* until EOS, a stop string or the context is full */
+  o->think = TL_RUN_THINK_DEFAULT;
   o->lane = tl_lane_defaults();
   o->top_p = 1.0;
   o->repeat_penalty = 1.0;
@@ -109,6 +110,15 @@ int tl_run_parse(int argc, char **argv, const char *usage, tl_run_options *o) {
       takes = false;
     } else if (strcmp(a, "--progress") == 0) {
       o->progress = true;
+      takes = false;
+    } else if (strcmp(a, "--raw") == 0) {
+      o->raw = true;
+      takes = false;
+    } else if (strcmp(a, "--think") == 0 || strcmp(a, "--no-think") == 0) {
+      int want = a[2] == 't' ? TL_RUN_THINK_ON : TL_RUN_THINK_OFF;
+      if (o->think != TL_RUN_THINK_DEFAULT && o->think != want)
+        return tl_cli_usage(o->json, "--think and --no-think together: give one\n%s", usage);
+      o->think = want;
       takes = false;
     } else if (strcmp(a, "--prompt") == 0) {
       o->prompt = v;

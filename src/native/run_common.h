@@ -18,7 +18,8 @@
 
 typedef struct tl_run_options {
   const char *model, *prompt, *prompt_file, *messages, *receipt;
-  uint32_t max_new; /* 0: no cap (-n -1): until the context is full */
+  uint32_t max_new; /* 0: no cap (the default, -n -1): until EOS, a stop
+                     * string or the context is full */
   uint32_t top_k, repeat_window, logprobs, context;
   double temperature, top_p, min_p, repeat_penalty;
   uint64_t seed, mem_budget; /* mem_budget in bytes; 0: none */
@@ -27,6 +28,8 @@ typedef struct tl_run_options {
   const char *system, *receipt_dir; /* chat only */
   tl_lane_options lane; /* --lane, -t/--threads, --mmap (lane.h) */
   bool json, preflight, progress, force;
+  bool raw;  /* run --raw: --prompt/--prompt-file as plain text, no template */
+  int think; /* TL_RUN_THINK_*: --think / --no-think */
   uint32_t given; /* TL_RUN_GIVEN_*: flags set on the command line */
 } tl_run_options;
 
@@ -41,6 +44,11 @@ enum {
                           TL_RUN_GIVEN_MIN_P | TL_RUN_GIVEN_REPEAT_PENALTY,
   TL_RUN_GIVEN_MAX_NEW = 1u << 5
 };
+
+/* The chat template's thinking switch (enable_thinking): the template's
+ * own default unless a flag asks (Qwen3's template thinks unless
+ * enable_thinking is false). */
+enum { TL_RUN_THINK_DEFAULT = -1, TL_RUN_THINK_OFF = 0, TL_RUN_THINK_ON = 1 };
 
 /* Parses argv into o (defaults first); every number strictly (cli.h) and
  * the sampling flags against the sampler's ranges. Returns -1 to go on, or

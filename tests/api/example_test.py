@@ -3,7 +3,9 @@
 through include/tinylm.h alone) against `tinylm run` on the tiny golden
 artifact: the same conversation and flags give the same ids, the same
 visible text and the same receipt id, on the scalar and the fast lane,
-greedy and sampled; --preflight gives the plan `run --preflight` prints;
+greedy and sampled; with no flags, what `run --prompt MESSAGE` gives with
+none (the template's thinking default, no token cap: EOS); --preflight
+gives the plan `run --preflight` prints;
 a changed byte is refused as hash_mismatch; a weight row that overflows
 (tests/model/fast_test.py's poisoned checkpoint) is numerical_failure with
 the same place `tinylm run` names, on both lanes; a reply or plan that
@@ -75,6 +77,22 @@ def main():
               f"{receipt} vs {doc['receipt_id']}")
         check(f"{name}: the same visible text",
               text.decode("utf-8", "replace") == doc["text"], f"{text!r} vs {doc['text']!r}")
+
+    # The defaults, as tinylm run's (issue 28 items 1-3): the template's own
+    # thinking switch, no token cap. "Yes" ends at EOS after 503 tokens on
+    # the scalar lane, past the old cap of 64.
+    p = example("Yes", "--lane", "scalar")
+    r = subprocess.run([TINYLM, "run", MODEL, "--prompt", "Yes", "--lane", "scalar", "--json"],
+                       capture_output=True, timeout=300)
+    if check("defaults: stream_reply and tinylm run --prompt exit 0",
+             p.returncode == 0 and r.returncode == 0, p.stderr.decode() + r.stderr.decode()):
+        ids, receipt, _ = parse_example(p)
+        doc = json.loads(r.stdout)
+        check("defaults: the same ids and receipt id as tinylm run --prompt (no -n)",
+              ids == doc["ids"] and receipt == doc["receipt_id"], f"{receipt} vs {doc['receipt_id']}")
+        check("defaults: no token cap, the reply ends at EOS past 64 tokens",
+              doc["stop"] == "eos" and len(ids) > 64 and "stop: eos" in p.stderr.decode(),
+              f"{doc['stop']} after {len(ids)}")
 
     for lane in ["scalar", "fast"]:
         p = example("x", "--preflight", "--lane", lane, "-t", "2")

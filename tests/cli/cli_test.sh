@@ -424,15 +424,15 @@ if [[ -f $qwen/tokenizer.json ]]; then
   # numbers, never a --ctx that was not given.
   expect "run -n 2^32-1 without --ctx names the model's context" 1 '^$' \
     "^error: context_exceeded: prompt \(1 tokens\) \+ -n 4294967295 = 4294967296 tokens exceed the model's context of 40960 tokens \(max_position_embeddings; no --ctx given, so the context is the prompt plus -n; refused: no truncation\)\$" \
-    -- "$tinylm" run "$m" --prompt hi -n 4294967295
+    -- "$tinylm" run "$m" --raw --prompt hi -n 4294967295
   expect "run -n just past the model's context" 1 '^$' \
     "prompt \(1 tokens\) \+ -n 40960 = 40961 tokens exceed the model's context of 40960 tokens" \
-    -- "$tinylm" run "$m" --prompt hi -n 40960
+    -- "$tinylm" run "$m" --raw --prompt hi -n 40960
   expect "run -n filling the model's context exactly is planned" 0 '^memory plan for 40960 tokens of context' '^$' \
-    -- "$tinylm" run "$m" --prompt hi -n 40959 --preflight
+    -- "$tinylm" run "$m" --raw --prompt hi -n 40959 --preflight
   expect "run -n past a given --ctx names --ctx" 1 '^$' \
     "^error: context_exceeded: prompt \(1 tokens\) \+ -n 5 = 6 tokens exceed --ctx 3 \(refused: no truncation\)\$" \
-    -- "$tinylm" run "$m" --prompt hi -n 5 --ctx 3
+    -- "$tinylm" run "$m" --raw --prompt hi -n 5 --ctx 3
   expect "chat: a turn past the default context does not name --ctx" 0 '' \
     "the conversation \([0-9]+ tokens\) plus -n 4294967295 does not fit the context of 4096 tokens \(no --ctx given: the model's, capped at 4096\)" \
     -- bash -c "printf 'hi\\n' | '$tinylm' chat '$m' -n 4294967295"
@@ -442,7 +442,34 @@ if [[ -f $qwen/tokenizer.json ]]; then
   expect "run --logprobs 21" 2 '^$' "error: usage: --logprobs must be an integer in 0\.\.20, got '21'" \
     -- "$tinylm" run "$m" --prompt hi --logprobs 21
   expect "run -n -1 runs until the context is full" 0 '' '\[context_full after 7 tokens' \
-    -- "$tinylm" run "$m" --prompt "Hello world" -n -1 --ctx 8
+    -- "$tinylm" run "$m" --raw --prompt "Hello world" -n -1 --ctx 8
+  # Without -n the run is uncapped too: the default context (the model's,
+  # capped at 4096) must hold the prompt, refused before the weights load.
+  { printf a; printf ' a%.0s' $(seq 4099); } >"$work/long.txt" # 4100 tokens
+  expect "run without -n: a prompt that fills the default context names it and --ctx" 1 '^$' \
+    "^error: context_exceeded: the prompt \(4100 tokens\) leaves no room in the context of 4096 tokens \(no --ctx or -n given: the model's, capped at 4096\); give --ctx N \(refused: no truncation\)\$" \
+    -- "$tinylm" run "$m" --raw --prompt-file "$work/long.txt"
+  # --raw and --think/--no-think (issue 28 items 1-2): what cannot be
+  # combined is a usage error naming why, before the model loads.
+  printf '{"messages": [{"role": "user", "content": "hi"}]}' >"$work/hi.json"
+  expect "run --raw with --messages is a usage error" 2 '^$' \
+    '^error: usage: --raw is for --prompt and --prompt-file \(a --messages conversation is always rendered by the chat template\)$' \
+    -- "$tinylm" run "$m" --messages "$work/hi.json" --raw
+  expect "run --raw with --no-think is a usage error" 2 '^$' \
+    '^error: usage: --think and --no-think set the chat template.s enable_thinking; --raw uses no template$' \
+    -- "$tinylm" run "$m" --prompt hi --raw --no-think
+  expect "run --think with --no-think is a usage error" 2 '^$' '^error: usage: --think and --no-think together: give one' \
+    -- "$tinylm" run "$m" --prompt hi --think --no-think
+  expect "chat --raw is a usage error" 2 '^$' 'error: usage: chat takes no .*--raw' \
+    -- "$tinylm" chat "$m" --raw
+  # chat's banner says whether thinking is on and how to change it; the
+  # default is the template's (on), and /think shows the state in force.
+  expect "chat: thinking on by default, said in the banner" 0 '' \
+    "thinking on \(/think off or --no-think to change\)\. /quit to leave\..*\[enable_thinking on\]" \
+    -- bash -c "printf '/think\\n' | '$tinylm' chat '$m'"
+  expect "chat --no-think: off, said in the banner" 0 '' \
+    "thinking off \(/think on or --think to change\)\. /quit to leave\..*\[enable_thinking off\]" \
+    -- bash -c "printf '/think\\n' | '$tinylm' chat '$m' --no-think"
   # --prompt-file: the same bytes as --prompt give the same reply.
   printf 'Once upon a time' >"$work/prompt.txt"
   # The reply and the receipt id (prompt bytes, ids, seed...) must agree.

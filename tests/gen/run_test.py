@@ -84,15 +84,15 @@ PROMPT = "Hello world, tell me a story"
 
 
 def test_run_determinism():
-    rc1, a, _ = run_json("--prompt", PROMPT, "-n", "16", "--seed", "42", *SAMPLING)
-    rc2, b, _ = run_json("--prompt", PROMPT, "-n", "16", "--seed", "42", *SAMPLING)
+    rc1, a, _ = run_json("--raw", "--prompt", PROMPT, "-n", "16", "--seed", "42", *SAMPLING)
+    rc2, b, _ = run_json("--raw", "--prompt", PROMPT, "-n", "16", "--seed", "42", *SAMPLING)
     if not check("run --json succeeds", rc1 == 0 and rc2 == 0 and a and b):
         return None
     check("same seed: same ids", a["ids"] == b["ids"], f"{a['ids']} vs {b['ids']}")
     check("same seed: same text", a["text"] == b["text"])
     check("same seed: same receipt_id", a["receipt_id"] == b["receipt_id"])
     check("run ids non-empty, at most -n", 0 < len(a["ids"]) <= 16)
-    rc3, c, _ = run_json("--prompt", PROMPT, "-n", "16", "--seed", "43", *SAMPLING)
+    rc3, c, _ = run_json("--raw", "--prompt", PROMPT, "-n", "16", "--seed", "43", *SAMPLING)
     check("another seed: another receipt id",
           rc3 == 0 and c["receipt_id"] != a["receipt_id"])
     check("another seed: other ids (sampled, 16 tokens)", rc3 == 0 and c["ids"] != a["ids"])
@@ -114,7 +114,7 @@ def nodes_by_type(doc):
 
 def test_receipts():
     rpath = os.path.join(WORK, "run.receipt.cbor")
-    rc, out, _ = run_json("--prompt", PROMPT, "-n", "12", "--seed", "9", *SAMPLING,
+    rc, out, _ = run_json("--raw", "--prompt", PROMPT, "-n", "12", "--seed", "9", *SAMPLING,
                           "--receipt", rpath)
     if not check("run --receipt succeeds", rc == 0 and out and os.path.exists(rpath)):
         return
@@ -195,7 +195,7 @@ def test_receipts():
 
 
 def test_stop_string():
-    rc, full, _ = run_json("--prompt", PROMPT, "-n", "48", "--seed", "11", *SAMPLING)
+    rc, full, _ = run_json("--raw", "--prompt", PROMPT, "-n", "48", "--seed", "11", *SAMPLING)
     if not check("unconstrained run for --stop", rc == 0 and full):
         return
     raw = bytes.fromhex(full["raw_hex"])
@@ -211,7 +211,7 @@ def test_stop_string():
             break
     if not check("an ASCII stop candidate in the output", stop is not None, text):
         return
-    rc, cut, _ = run_json("--prompt", PROMPT, "-n", "48", "--seed", "11", *SAMPLING,
+    rc, cut, _ = run_json("--raw", "--prompt", PROMPT, "-n", "48", "--seed", "11", *SAMPLING,
                           "--stop", stop)
     if not check("run --stop succeeds", rc == 0 and cut):
         return
@@ -228,7 +228,7 @@ def test_stop_string():
 
 
 def test_logprobs_and_limits():
-    rc, out, _ = run_json("--prompt", PROMPT, "-n", "10", "--seed", "5", *SAMPLING,
+    rc, out, _ = run_json("--raw", "--prompt", PROMPT, "-n", "10", "--seed", "5", *SAMPLING,
                           "--logprobs", "3")
     if check("run --logprobs 3", rc == 0 and out and "logprobs" in out):
         lp = out["logprobs"]
@@ -245,9 +245,9 @@ def test_logprobs_and_limits():
         check("logprobs: chosen in the top 3 has the same logprob",
               all(a["logprob"] == e["logprob"] for e in lp for a in e["top"]
                   if a["id"] == e["id"]))
-    rc, out, _ = run_json("--prompt", PROMPT, "-n", "4", "--seed", "5", *SAMPLING)
+    rc, out, _ = run_json("--raw", "--prompt", PROMPT, "-n", "4", "--seed", "5", *SAMPLING)
     check("-n 4: at most 4 ids", rc == 0 and out and len(out["ids"]) <= 4)
-    p = tinylm("run", MODEL, "--prompt", PROMPT, "-n", "4", "--preflight",
+    p = tinylm("run", MODEL, "--raw", "--prompt", PROMPT, "-n", "4", "--preflight",
                "--receipt", os.path.join(WORK, "preflight.cbor"))
     outs = p.stdout.decode(errors="replace")
     check("--preflight prints a memory plan and exits 0",
@@ -255,21 +255,115 @@ def test_logprobs_and_limits():
     check("--preflight does not generate (no receipt written)",
           not os.path.exists(os.path.join(WORK, "preflight.cbor")) and "receipt" not in
           p.stderr.decode(errors="replace"))
-    rc, _, p = run_json("--prompt", PROMPT, "--mem-budget", "1")
+    rc, _, p = run_json("--raw", "--prompt", PROMPT, "--mem-budget", "1")
     check("--mem-budget 1: out_of_memory", rc == 1 and error_of(p) == "out_of_memory",
           p.stdout.decode(errors="replace"))
     n_prompt = len(json.loads(tinylm("encode", MODEL, "--text", PROMPT, "--json").stdout)["ids"])
-    rc, _, p = run_json("--prompt", PROMPT, "-n", "8", "--ctx", str(n_prompt + 7))
+    rc, _, p = run_json("--raw", "--prompt", PROMPT, "-n", "8", "--ctx", str(n_prompt + 7))
     check("--ctx < prompt + n: context_exceeded",
           rc == 1 and error_of(p) == "context_exceeded", p.stdout.decode(errors="replace"))
-    rc, out, _ = run_json("--prompt", PROMPT, "-n", "8", "--ctx", str(n_prompt + 8))
+    rc, out, _ = run_json("--raw", "--prompt", PROMPT, "-n", "8", "--ctx", str(n_prompt + 8))
     check("--ctx == prompt + n: runs", rc == 0 and out and len(out["ids"]) <= 8)
     for flag, value in [("--top-p", "2"), ("--temperature", "-1"), ("--min-p", "1.5"),
                         ("--repeat-penalty", "0"), ("--top-p", "nan"), ("-n", "0")]:
-        p = tinylm("run", MODEL, "--json", "--prompt", PROMPT, flag, value)
+        p = tinylm("run", MODEL, "--json", "--raw", "--prompt", PROMPT, flag, value)
         check(f"{flag} {value}: usage or invalid_argument",
               (p.returncode, error_of(p)) in ((2, "usage"), (1, "invalid_argument")),
               p.stdout.decode(errors="replace") + p.stderr.decode(errors="replace"))
+
+
+def test_run_prompt_defaults():
+    """What `run --prompt` does by default (issue 28 items 1-3): on a model
+    with a chat template (every model artifact has one, docs/slm.md
+    SLM-4a) the text is one user message through it, exactly as --messages
+    with that message gives; --raw is plain completion; thinking is the
+    template's own default (Qwen3's: on) unless --think/--no-think, which
+    set enable_thinking as a conversation file would (a file's own switch
+    must agree); without -n a run ends at EOS or the context."""
+    text = "Hello there"
+    user = [{"role": "user", "content": text}]
+
+    def conv(name, **extra):  # render's default is transformers' (no generation prompt)
+        path = os.path.join(WORK, name)
+        with open(path, "w") as f:
+            json.dump({"messages": user, "add_generation_prompt": True, **extra}, f)
+        return path
+
+    def rendered(path):
+        return json.loads(tinylm("render", MODEL, "--messages", path, "--json").stdout)
+
+    plain, off, on = conv("pd-plain.json"), conv("pd-off.json", enable_thinking=False), \
+        conv("pd-on.json", enable_thinking=True)
+    r1 = os.path.join(WORK, "pd-prompt.cbor")
+    rc1, a, _ = run_json("--prompt", text, "-n", "8", "--receipt", r1)
+    rc2, m, _ = run_json("--messages", plain, "-n", "8")
+    if not check("run --prompt and run --messages succeed", rc1 == 0 and rc2 == 0 and a and m):
+        return
+    want = rendered(plain)
+    check("run --prompt == --messages with one user message (ids, receipt id)",
+          (a["ids"], a["receipt_id"]) == (m["ids"], m["receipt_id"]),
+          f"{a['receipt_id']} vs {m['receipt_id']}")
+    check("run --prompt: prompt_tokens == tinylm render's ids",
+          a["prompt_tokens"] == len(want["ids"]), f"{a['prompt_tokens']} vs {len(want['ids'])}")
+    rc, doc, p = receipt_show(r1)
+    prompt = nodes_by_type(doc)["prompt"]["metadata"] if rc == 0 and doc else {}
+    check("run --prompt: the receipt verifies; its prompt node is the rendering (mode "
+          "messages, the generation prompt, render's ids and bytes)",
+          doc is not None and doc.get("verified") is True and prompt.get("mode") == "messages"
+          and prompt.get("add_generation_prompt") is True and prompt.get("ids") == want["ids"]
+          and prompt.get("bytes_sha256") == hashlib.sha256(want["text"].encode()).hexdigest(),
+          p.stderr.decode(errors="replace") + repr(prompt))
+    rc, raw, _ = run_json("--raw", "--prompt", text, "-n", "8")
+    enc = json.loads(tinylm("encode", MODEL, "--text", text, "--json").stdout)
+    check("run --raw --prompt: plain completion, the text's own ids",
+          rc == 0 and raw and raw["prompt_tokens"] == len(enc["ids"]) and
+          raw["receipt_id"] != a["receipt_id"])
+
+    # Thinking: the flags render as the template's enable_thinking does.
+    for flag, path in (("--think", on), ("--no-think", off)):
+        rc, out, _ = run_json("--prompt", text, flag, "-n", "8")
+        rc2, ref, _ = run_json("--messages", path, "-n", "8")
+        check(f"run --prompt {flag} == --messages with enable_thinking "
+              f"{flag == '--think'} (ids, receipt id, prompt tokens = render's)",
+              rc == 0 and rc2 == 0 and out and ref and
+              (out["ids"], out["receipt_id"]) == (ref["ids"], ref["receipt_id"]) and
+              out["prompt_tokens"] == len(rendered(path)["ids"]))
+        rc3, viaflag, _ = run_json("--messages", plain, flag, "-n", "8")
+        check(f"run --messages (no enable_thinking) {flag} == the file with it",
+              rc3 == 0 and viaflag and ref and viaflag["receipt_id"] == ref["receipt_id"])
+        rc4, agree, _ = run_json("--messages", path, flag, "-n", "8")
+        check(f"run --messages {flag} on a file that agrees runs as the file",
+              rc4 == 0 and agree and ref and agree["receipt_id"] == ref["receipt_id"])
+        other = off if path == on else on
+        rc5, _, p5 = run_json("--messages", other, flag, "-n", "8")
+        check(f"run --messages {flag} on a file that says otherwise: usage error naming "
+              "enable_thinking", rc5 == 2 and error_of(p5) == "usage" and
+              "enable_thinking" in p5.stderr.decode(errors="replace"),
+              p5.stderr.decode(errors="replace"))
+    check("thinking is on by default: --prompt renders as enable_thinking true",
+          rendered(plain)["text"] == rendered(on)["text"] != rendered(off)["text"])
+
+    # Bytes that are not UTF-8 are named by offset, through the template or not.
+    bad = os.path.join(WORK, "pd-bad.txt")
+    with open(bad, "wb") as f:
+        f.write(b"ab\xffc")
+    for flags in ([], ["--raw"]):
+        p = tinylm("run", MODEL, "--prompt-file", bad, *flags)
+        check(f"run --prompt-file {' '.join(flags)}: invalid UTF-8 named by its offset",
+              p.returncode == 1 and b"error: invalid_utf8: the prompt is not valid UTF-8 at "
+              b"byte 2" in p.stderr, p.stderr.decode(errors="replace"))
+
+    # Without -n: until EOS (the raw prompt "Hi" ends after 82 tokens, past
+    # the old default of 64) or the context.
+    rc, out, _ = run_json("--raw", "--prompt", "Hi")
+    check("run without -n runs until EOS, past 64 tokens",
+          rc == 0 and out and out["stop"] == "eos" and len(out["ids"]) > 64,
+          out and f"{out['stop']} after {len(out['ids'])}")
+    rc, out, _ = run_json("--raw", "--prompt", PROMPT, "--ctx", "40")
+    check("run without -n runs until the context is full",
+          rc == 0 and out and out["stop"] == "context_full" and
+          out["prompt_tokens"] + len(out["ids"]) == 41,
+          out and f"{out['stop']} after {len(out['ids'])}")
 
 
 # --- chat through a pseudo-terminal -----------------------------------------
@@ -388,7 +482,7 @@ def roles(conv):
 def test_chat_greedy():
     """Greedy (the default): the replies equal `run --messages` on the same
     conversation prefix, whatever the turn index of the draws."""
-    chat = Chat(MODEL, "-n", "6", "--seed", "1")
+    chat = Chat(MODEL, "-n", "6", "--seed", "1", "--no-think")
     t1 = chat.turn("Hello there")
     t2 = chat.turn("And then?")
     conv = chat.save(os.path.join(WORK, "greedy.json"))
@@ -445,7 +539,7 @@ def test_chat_greedy():
 
 
 def test_chat_think_prompt():
-    chat = Chat(MODEL, "-n", "4")
+    chat = Chat(MODEL, "-n", "4", "--no-think")
     off = chat.turn("Hi")
     chat.command("/reset", r"\[conversation cleared\]")
     chat.command("/think on", r"\[enable_thinking on\]")
@@ -462,7 +556,7 @@ def test_chat_sampled_reproducible():
     args = ["-n", "6", "--seed", "17", "--temperature", "0.9", "--top-k", "50"]
     convs, quits = [], []
     for k in range(2):
-        chat = Chat(MODEL, *args)
+        chat = Chat(MODEL, *args, "--no-think")
         chat.turn("Hello there")
         chat.turn("And then?")
         convs.append(chat.save(os.path.join(WORK, f"sampled-{k}.json")))
@@ -505,7 +599,7 @@ def test_chat_ctrl_c():
     model = make_slow_model()
     if not check("slow model for Ctrl-C", model is not None):
         return
-    chat = Chat(model, "-n", "200", "--ctx", "1024")
+    chat = Chat(model, "-n", "200", "--ctx", "1024", "--no-think")
     stop_rx = r"\[(eos|stop_string|max_tokens|context_full|cancelled) after (\d+) tokens"
     # 1. During the reply: a short prompt (no prefill progress line), ^C
     #    once the reply streams (SIGINT outside a turn would end chat).
@@ -553,7 +647,7 @@ def test_chat_ctrl_c():
 
 
 def test_chat_context_overflow():
-    chat = Chat(MODEL, "-n", "6", "--ctx", "48")
+    chat = Chat(MODEL, "-n", "6", "--ctx", "48", "--no-think")
     results = []
     overflow = None
     for k in range(6):
@@ -796,14 +890,16 @@ def test_chat_load():
         "tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}],
         "enable_thinking": True}))
     saved = os.path.join(WORK, "load-good-saved.json")
-    p, err, _ = chat_pipe(f"/load {good}\n/think\n/save {saved}\n".encode())
+    # started with --no-think: the file's own switch is what /load gives
+    p, err, _ = chat_pipe(f"/load {good}\n/think\n/save {saved}\n".encode(), "--no-think")
     doc = load_json(saved)
     check("chat /load: the system message, U+0000 and tools survive /save",
           "[loaded 3 messages" in err and doc is not None and
           doc["messages"] == load_json(good)["messages"] and
           doc.get("tools") == load_json(good)["tools"], f"{err[-500:]}\n{doc}")
-    check("chat /load: enable_thinking is taken from the file; /think shows it",
-          "[enable_thinking on]" in err and doc is not None and doc["enable_thinking"] is True,
+    check("chat /load: enable_thinking is taken from the file (over --no-think); /think shows it",
+          "thinking off" in err and "[enable_thinking on]" in err and doc is not None and
+          doc["enable_thinking"] is True,
           err[-500:])
 
 
@@ -825,16 +921,17 @@ def test_chat_options():
           err3[-500:])
 
     saved = os.path.join(WORK, "system-flag.json")
-    p, err, replies = chat_pipe(f"Hi\n/think\n/think on\n/think\n/save {saved}\n".encode(),
+    p, err, replies = chat_pipe(f"Hi\n/think\n/think off\n/think\n/save {saved}\n".encode(),
                                 "-n", "2", "--system", "You are terse.")
     doc = load_json(saved)
     check("chat --system: the conversation starts with it",
           p.returncode == 0 and doc is not None and
           doc["messages"][0] == {"role": "system", "content": "You are terse."} and
           roles(doc)[1:] == ["user", "assistant"], err[-500:])
-    check("chat /think without an argument shows the setting",
-          re.search(r"\[enable_thinking off\]\n\[enable_thinking on\]\n\[enable_thinking on\]",
-                    err) is not None, err[-500:])
+    check("chat /think without an argument shows the setting (on by default, the template's)",
+          re.search(r"\[enable_thinking on\]\n\[enable_thinking off\]\n\[enable_thinking off\]",
+                    err) is not None and doc is not None and doc["enable_thinking"] is False,
+          err[-500:])
 
     rdir = os.path.join(WORK, "turn-receipts")
     shutil.rmtree(rdir, ignore_errors=True)
@@ -941,7 +1038,7 @@ def main():
     shutil.rmtree(WORK, ignore_errors=True)
     os.makedirs(WORK)
     for test in [test_run_determinism, test_receipts, test_stop_string,
-                 test_logprobs_and_limits, test_chat_greedy, test_chat_think_prompt,
+                 test_logprobs_and_limits, test_run_prompt_defaults, test_chat_greedy, test_chat_think_prompt,
                  test_chat_sampled_reproducible, test_chat_ctrl_c,
                  test_chat_context_overflow, test_chat_invalid_lines,
                  test_chat_invalid_line_terminal, test_chat_line_editing,

@@ -515,7 +515,17 @@ def test_generation_prompt_recorded():
     raw_default, _ = run_receipt("conv-default", "--messages", conv("default", {}), *args)
     raw_off, _ = run_receipt("conv-off", "--messages",
                              conv("off", {"add_generation_prompt": False}), *args)
-    raw_text, _ = run_receipt("text-prompt", "--prompt", "Hi", *args)
+    raw_text, _ = run_receipt("text-prompt", "--raw", "--prompt", "Hi", *args)
+    raw_asked, _ = run_receipt("asked-prompt", "--prompt", "Hi", *args)
+    if raw_asked:
+        pj, _, shown = show(raw_asked, "asked")
+        check("run --prompt (through the template): receipt show verifies it",
+              pj.returncode == 0 and shown is not None and shown.get("verified") is True,
+              (pj.stdout + pj.stderr).decode(errors="replace")[-400:])
+    if raw_default and raw_asked:
+        check("run --prompt records the template's rendering, as --messages with that one "
+              "user message", prompt_meta(raw_asked) == prompt_meta(raw_default),
+              repr(prompt_meta(raw_asked)))
     if raw_default and raw_off and raw_text:
         d, o, t = prompt_meta(raw_default), prompt_meta(raw_off), prompt_meta(raw_text)
         check("run --messages records add_generation_prompt true by default",
@@ -524,7 +534,7 @@ def test_generation_prompt_recorded():
               o["mode"] == "messages" and o["add_generation_prompt"] is False, repr(o))
         check("the generation prompt shows in the rendered ids (default longer)",
               len(d["ids"]) > len(o["ids"]) and d["ids"][:len(o["ids"])] == o["ids"])
-        check("a plain prompt records add_generation_prompt false",
+        check("a raw prompt (--raw) records mode text, add_generation_prompt false",
               t["mode"] == "text" and t["add_generation_prompt"] is False, repr(t))
 
 

@@ -117,8 +117,9 @@ function runChat(model, req, extra = []) {
   if (req.chat_template_kwargs?.enable_thinking !== undefined) conv.enable_thinking = req.chat_template_kwargs.enable_thinking;
   return JSON.parse(cli('run', model, '--messages', convFile(conv), ...runFlags(req), '--json', '--logprobs', '2', ...extra));
 }
+// `tinylm run --raw --prompt` on a completions request (raw text, no template).
 function runPrompt(model, req, extra = []) {
-  return JSON.parse(cli('run', model, '--prompt', req.prompt, ...runFlags(req), '--json', '--logprobs', '2', ...extra));
+  return JSON.parse(cli('run', model, '--raw', '--prompt', req.prompt, ...runFlags(req), '--json', '--logprobs', '2', ...extra));
 }
 function render(model, conv) {
   return JSON.parse(cli('render', model, '--messages', convFile({ add_generation_prompt: true, ...conv }), '--json'));
@@ -788,6 +789,11 @@ async function textEndpoints(s, vocab, tokBytes) {
   const at = await post(s, '/apply-template', { ...conv, chat_template_kwargs: { enable_thinking: false } });
   const wt = render(TINY, { messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'What is a cat?' }], enable_thinking: false });
   check('/apply-template with enable_thinking false = tinylm render with it', at.json?.prompt === wt.text && wt.text !== want.text, short(at.json));
+  // No chat_template_kwargs: the template's own default, thinking on (as
+  // tinylm run and chat), the same prompt as enable_thinking true.
+  const on = render(TINY, { messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'What is a cat?' }], enable_thinking: true });
+  check('/apply-template without chat_template_kwargs = render with enable_thinking true (thinking on by default)',
+    a.json?.prompt === on.text, `${short(a.json)} vs ${short(on.text)}`);
 }
 
 async function metricsAndReceipts(s, client, receiptDir) {

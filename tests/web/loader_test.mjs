@@ -55,7 +55,7 @@ async function code(promise) {
 // Native `tinylm run --json` with the same prompt and sampling.
 function native(model, lane, args) {
   const flags = ['run', model, '--json', '--lane', lane, '-n', String(args.maxTokens)];
-  if (args.prompt !== undefined) flags.push('--prompt', args.prompt);
+  if (args.prompt !== undefined) flags.push('--raw', '--prompt', args.prompt); // the API's text: raw
   else {
     const conv = join(tmp, 'conv.json');
     writeFileSync(conv, JSON.stringify({ messages: args.messages }));
