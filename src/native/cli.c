@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -302,58 +301,6 @@ void tl_cli_progress_step(tl_cli_progress *p, const char *what) {
   p->what = what;
   p->start_us = now_us();
   p->last_us = 0;
-}
-
-/* One step with no count of its own: "[what …]" now; at the end,
- * "[done N MB in S s, X MB/s]" in its place (ok) or nothing (failed).
- * Terminal only. */
-static void step_begin(tl_cli_progress *p, const char *what, uint64_t bytes) {
-  tl_cli_progress_begin(p, what, false);
-  if (!p->on) return;
-  fprintf(stderr, "[%s (%.0f MB) …]", what, (double)bytes / 1e6);
-  fflush(stderr);
-}
-
-static void step_end(tl_cli_progress *p, bool ok, const char *done, uint64_t bytes) {
-  double secs = (double)(now_us() - p->start_us) / 1e6;
-  if (!p->on) return;
-  fputs("\r\033[K", stderr);
-  if (ok) {
-    fprintf(stderr, "[%s %.0f MB in %.1f s", done, (double)bytes / 1e6, secs);
-    if (secs > 0) fprintf(stderr, ", %.0f MB/s", (double)bytes / 1e6 / secs);
-    fputs("]\n", stderr);
-  }
-  fflush(stderr);
-}
-
-tl_status tl_cli_model_open(const char *path, tl_model_handle *out) {
-  struct stat sb;
-  uint64_t bytes = stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
-  char what[512], done[512];
-  tl_cli_progress p;
-  tl_status st;
-  snprintf(what, sizeof what, "%s: verifying the digests", path);
-  snprintf(done, sizeof done, "%s: verified", path);
-  step_begin(&p, what, bytes);
-  st = tl_model_open_file(path, out);
-  step_end(&p, st == TL_OK, done, bytes);
-  return st;
-}
-
-tl_status tl_cli_session_new(tl_model_handle model, const tl_session_options *opts,
-                             tl_session_handle *out) {
-  tl_preflight_plan plan;
-  const char *lane = opts->lane == TL_LANE_SCALAR ? "strict" : "fast";
-  char what[128], done[128];
-  tl_cli_progress p;
-  tl_status st;
-  if (tl_model_preflight(model, opts, &plan) != TL_OK) plan.weights = 0;
-  snprintf(what, sizeof what, "%s lane: loading the weights", lane);
-  snprintf(done, sizeof done, "%s lane: loaded the weights,", lane);
-  step_begin(&p, what, plan.weights);
-  st = tl_session_new(model, opts, out);
-  step_end(&p, st == TL_OK, done, plan.weights);
-  return st;
 }
 
 bool tl_cli_wants_json(int argc, char **argv) {
