@@ -91,4 +91,15 @@ tl_status tl_reader_skip(tl_reader *r, size_t n);
 /* Moves to an absolute offset within [0, len]. */
 tl_status tl_reader_seek(tl_reader *r, size_t pos);
 
+/* Lower-case hex of n bytes into out (2n + 1 bytes, NUL-terminated): the
+ * one spelling of digests and ids in messages, JSON and file names. */
+static inline void tl_hex_encode(const uint8_t *p, size_t n, char *out) {
+  static const char digits[] = "0123456789abcdef";
+  for (size_t i = 0; i < n; i++) {
+    out[2 * i] = digits[p[i] >> 4];
+    out[2 * i + 1] = digits[p[i] & 15];
+  }
+  out[2 * n] = '\0';
+}
+
 #endif

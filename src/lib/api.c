@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "api/handle.h"
+#include "bytes.h"
 #include "chat_render.h"
 #include "encoder.h"
 #include "json/json.h"
@@ -897,7 +898,7 @@ static tl_status run_turn(api_gen *g, const tl_generation_params *p) {
   g->ran = true;
   track(g->session, start, enc.ids + skip, g->n_prompt, &g->t);
   if (g->t.receipt_status == TL_OK)
-    for (int i = 0; i < 32; i++) snprintf(g->receipt_hex + 2 * i, 3, "%02x", g->t.receipt_id[i]);
+    tl_hex_encode(g->t.receipt_id, 32, g->receipt_hex);
   st = g->t.status;
   /* The loop reports a cancellation as a stop reason; the API as a status. */
   if (st == TL_OK && g->t.r.stop == TL_STOP_CANCELLED) st = TL_ERR_CANCELLED;

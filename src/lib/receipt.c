@@ -416,7 +416,6 @@ static void put_root_and_nodes(tl_cbor_writer *w, const tl_graph_node *nodes, si
   tl_cbor_begin_array(w, n);
   for (size_t i = 0; i < n; i++) {
     const tl_graph_node *g = &nodes[i];
-    tl_cbor_reader r;
     tl_cbor_begin_map(w, 4);
     tl_cbor_put_cstr(w, "id");
     tl_cbor_put_bytes(w, g->id, 32);
@@ -427,8 +426,7 @@ static void put_root_and_nodes(tl_cbor_writer *w, const tl_graph_node *nodes, si
     for (size_t k = 0; k < g->n_kids; k++) tl_cbor_put_bytes(w, nodes[g->kids[k]].id, 32);
     tl_cbor_end_array(w);
     tl_cbor_put_cstr(w, "metadata");
-    tl_cbor_reader_init(&r, g->meta, g->meta_len, NULL);
-    tl_cbor_copy_item(&r, w);
+    tl_cbor_put_item(w, g->meta, g->meta_len);
     tl_cbor_end_map(w);
   }
   tl_cbor_end_array(w);
@@ -509,10 +507,8 @@ static void emit_graph_doc(tl_cbor_writer *w, const void *arg) {
   tl_cbor_put_cstr(w, "format");
   tl_cbor_put_cstr(w, g->format);
   if (g->timings != NULL) {
-    tl_cbor_reader r;
     tl_cbor_put_cstr(w, "timings_us");
-    tl_cbor_reader_init(&r, g->timings, g->timings_len, NULL);
-    tl_cbor_copy_item(&r, w);
+    tl_cbor_put_item(w, g->timings, g->timings_len);
   }
   tl_cbor_end_map(w);
 }

@@ -511,8 +511,8 @@ static void digest_hex(tl_sha256_ctx *sha, tl_sha1_ctx *blob,
   uint8_t b[20];
   (void)tl_sha256_final(sha, sha256);
   tl_sha1_final(blob, b);
-  tl_cli_hex(sha256, 32, sha_hex);
-  tl_cli_hex(b, 20, blob_hex);
+  tl_hex_encode(sha256, 32, sha_hex);
+  tl_hex_encode(b, 20, blob_hex);
 }
 
 /* The bytes in s are the entry's: size, then the LFS oid or the blob id. */
@@ -1108,7 +1108,7 @@ static uint64_t now_us(void) {
 static json_t *opt_hex(const uint8_t *p, bool present) {
   char hex[65];
   if (!present) return json_null();
-  tl_cli_hex(p, 32, hex);
+  tl_hex_encode(p, 32, hex);
   return json_string(hex);
 }
 
@@ -1127,7 +1127,7 @@ static tl_status write_pull_receipt(const tl_pull_options *o, ctx *c,
   for (size_t i = 0; i < t->n; i++) {
     const entry *e = &t->e[i];
     char sha[65];
-    tl_cli_hex(e->sha256, 32, sha);
+    tl_hex_encode(e->sha256, 32, sha);
     json_array_append_new(
         files,
         json_pack("{s:s,s:I,s:s,s:s,s:o}", "path", e->path, "size",
@@ -1505,12 +1505,7 @@ tl_status tl_pull(const tl_pull_options *o, tl_pull_report *r, char *err,
     r->up_to_date = true;
     memcpy(r->commit, c.commit, 41);
     memcpy(r->final_commit, c.commit, 41);
-    tl_hub_close(&c.hub);
-    if (c.staging_fd >= 0) close(c.staging_fd);
-    close(c.parent_fd);
-    close(prev.fd);
-    tl_acq_receipt_free(&prev.rec);
-    return TL_OK;
+    goto done;
   }
   if (st == TL_OK) st = list_tree(&c, c.commit, &o->limits, &t, err, cap);
   if (st == TL_OK) {
@@ -1554,6 +1549,7 @@ tl_status tl_pull(const tl_pull_options *o, tl_pull_report *r, char *err,
       retire_previous(&c, &prev, r->note, sizeof r->note);
     }
   }
+done:
   r->n_files = t.n;
   r->n_reused = c.reused;
   r->bytes_total = t.total;
@@ -1645,7 +1641,7 @@ tl_status tl_acq_show(const uint8_t *doc, size_t len, bool json, FILE *out,
   } else {
     /* Text the receipt carries (names the Hub chose) is shown escaped:
      * non-ASCII as \\uXXXX, control characters as JSON escapes. */
-    tl_cli_hex(root, 32, root_hex);
+    tl_hex_encode(root, 32, root_hex);
     fprintf(
         out, "%s receipt %s (every node id verified)\n",
         strcmp(fmt, TL_ACQ_FORMAT) == 0 ? "acquisition" : "drift observation",
@@ -1837,7 +1833,7 @@ tl_status tl_drift(const tl_drift_options *o, tl_drift_report *r, char *err,
     }
   }
   if (st == TL_OK) {
-    tl_cli_hex(rec.id, 32, rec_hex);
+    tl_hex_encode(rec.id, 32, rec_hex);
     memset(nodes, 0, sizeof nodes);
     nodes[0] = (rnode){
         "builder", builder_json("tinylm drift", o->net.build_id), {0}, 0};

@@ -96,20 +96,11 @@ int tl_cli_usage(bool json, const char *fmt, ...) {
   return TL_EXIT_USAGE;
 }
 
-void tl_cli_hex(const uint8_t *p, size_t n, char *out) {
-  static const char digits[] = "0123456789abcdef";
-  for (size_t i = 0; i < n; i++) {
-    out[2 * i] = digits[p[i] >> 4];
-    out[2 * i + 1] = digits[p[i] & 15];
-  }
-  out[2 * n] = '\0';
-}
-
 json_t *tl_cli_json_hex(const uint8_t *p, size_t n) {
   char *buf = malloc(2 * n + 1);
   json_t *v;
   if (buf == NULL) return json_null();
-  tl_cli_hex(p, n, buf);
+  tl_hex_encode(p, n, buf);
   v = json_string(buf);
   free(buf);
   return v;

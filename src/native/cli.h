@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "bytes.h" /* tl_hex_encode */
 #include "tinylm.h"
 
 struct json_t;
@@ -59,8 +60,6 @@ bool tl_cli_wants_json(int argc, char **argv);
 int tl_cli_usage(bool json, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* Lower-case hex of n bytes into out (2n + 1 bytes, NUL-terminated). */
-void tl_cli_hex(const uint8_t *p, size_t n, char *out);
 /* Bytes as a JSON string of their lower-case hex, ids as a JSON array of
  * integers (JSON null when memory runs out). */
 struct json_t *tl_cli_json_hex(const uint8_t *p, size_t n);

@@ -196,7 +196,7 @@ int tl_cmd_convert(int argc, char **argv) {
   } else if (st != TL_OK) {
     rc = tl_cli_fail(json, st, "%s", err);
   } else {
-    tl_cli_hex(r.artifact_id, 32, id_hex);
+    tl_hex_encode(r.artifact_id, 32, id_hex);
     if (json && o.tokenizer_only)
       printf("{\"artifact_id\":\"%s\",\"bytes\":%llu,\"tokens\":%u,"
              "\"merges\":%u,\"added_tokens\":%u}\n",

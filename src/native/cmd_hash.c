@@ -119,7 +119,7 @@ int tl_cmd_hash(int argc, char **argv) {
       rc = TL_EXIT_FAILURE;
       continue;
     }
-    tl_cli_hex(digest, out_len, hex);
+    tl_hex_encode(digest, out_len, hex);
     if (json)
       json_array_append_new(
           files, json_pack("{s:s, s:s}", "path", paths[i], "digest", hex));

@@ -204,7 +204,7 @@ static json_t *number_json(double v) {
 
 static json_t *record_json(const tl_observe_record *r, size_t index) {
   char hex[65];
-  tl_cli_hex(r->blake3, sizeof r->blake3, hex);
+  tl_hex_encode(r->blake3, sizeof r->blake3, hex);
   return json_pack("{s:I,s:I,s:I,s:s,s:o,s:o,s:o,s:o,s:o}", "record", (json_int_t)index, "count",
                    (json_int_t)r->count, "nonfinite", (json_int_t)r->nonfinite, "blake3", hex,
                    "min", number_json(r->min), "max", number_json(r->max), "l2",
@@ -224,7 +224,7 @@ static void print_record(const char *label, const tl_observe_record *r, size_t i
     printf("  %s: no record\n", label);
     return;
   }
-  tl_cli_hex(r->blake3, 8, hex);
+  tl_hex_encode(r->blake3, 8, hex);
   printf("  %s: record %zu, %llu elements, blake3 %s..., min %.9g max %.9g l2 %.9g mean %.9g "
          "variance %.9g\n",
          label, index, (unsigned long long)r->count, hex, r->min, r->max, r->l2, r->mean,

@@ -96,7 +96,7 @@ static tl_status file_sha256(const char *path, uint8_t id[32], char *err, size_t
 
 static json_t *hex32(const uint8_t id[32]) {
   char h[65];
-  tl_cli_hex(id, 32, h);
+  tl_hex_encode(id, 32, h);
   return json_string(h);
 }
 
@@ -216,7 +216,7 @@ static tl_status numeric_claims(const json_t *meta, const char *root, const char
     tl_status st = file_sha256(extra[i], id, err, cap);
     if (st != TL_OK) return st;
     if (realpath(extra[i], real) == NULL) snprintf(real, sizeof real, "%s", extra[i]);
-    tl_cli_hex(id, 32, hex);
+    tl_hex_encode(id, 32, hex);
     json_array_append_new(fwd, tl_plan_case(json_pack("{s:{s:s,s:s},s:s}", "golden", "path",
                                                       real, "sha256", hex, "label", real)));
     json_array_append_new(gr, tl_plan_case(json_pack("{s:{s:s,s:s},s:s}", "golden", "path", real,
@@ -482,7 +482,7 @@ static bool find_reusable(tl_store *store, const tl_promote_runtime *rt, const t
   size_t n = 0;
   char err[256], art[65];
   bool found = false;
-  tl_cli_hex(rt->artifact_id, 32, art);
+  tl_hex_encode(rt->artifact_id, 32, art);
   if (tl_store_list_receipts(store, &ids, &n, err, sizeof err) != TL_OK) return false;
   for (size_t i = 0; i < n && !found; i++) {
     uint8_t *doc = NULL, root[32];
@@ -503,7 +503,7 @@ static bool find_reusable(tl_store *store, const tl_promote_runtime *rt, const t
               json_array_size(json_object_get(evidence, "observations")) >= 1;
       for (size_t k = 0; found && k < cl->n_cases; k++) {
         char want[65];
-        tl_cli_hex(cl->case_ids[k], 32, want);
+        tl_hex_encode(cl->case_ids[k], 32, want);
         found = text_is(json_array_get(cases, k), "id", want);
       }
       if (found)
@@ -670,8 +670,8 @@ int tl_cmd_promote(int argc, char **argv) {
   }
   if (memcmp(artifact, plan.artifact_id, 32) != 0) {
     char want[65], got[65];
-    tl_cli_hex(plan.artifact_id, 32, want);
-    tl_cli_hex(artifact, 32, got);
+    tl_hex_encode(plan.artifact_id, 32, want);
+    tl_hex_encode(artifact, 32, got);
     rc = UNUSABLE(TL_ERR_HASH_MISMATCH,
                      "%s is artifact %s, the plan registers %s (tinylm plan init %s writes a "
                      "plan for it)",
@@ -848,7 +848,7 @@ int tl_cmd_promote(int argc, char **argv) {
   {
     char root_hex[65], path[PATH_MAX + 80];
     size_t passed = 0;
-    tl_cli_hex(promo_root, 32, root_hex);
+    tl_hex_encode(promo_root, 32, root_hex);
     snprintf(path, sizeof path, "%s/receipts/%s.cbor", store_dir, root_hex);
     for (size_t i = 0; i < plan.n_claims; i++) passed += ran[i] && results[i].pass;
     if (json) {

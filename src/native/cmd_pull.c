@@ -217,7 +217,7 @@ int tl_cmd_pull(int argc, char **argv) {
     tl_pull_report_free(&r);
     return TL_EXIT_OK;
   }
-  tl_cli_hex(r.receipt_id, 32, id);
+  tl_hex_encode(r.receipt_id, 32, id);
   if (json) {
     print_json(json_pack(
         "{s:s,s:s,s:s,s:s,s:b,s:s,s:I,s:I,s:I,s:I,s:o,s:s,s:b,s:o,s:o}",
@@ -306,7 +306,7 @@ int tl_cmd_drift(int argc, char **argv) {
     tl_drift_report_free(&r);
     return tl_cli_fail(json, st, "%s", printable(err, safe));
   }
-  tl_cli_hex(r.receipt_id, 32, id);
+  tl_hex_encode(r.receipt_id, 32, id);
   if (json) {
     print_json(json_pack("{s:s,s:s,s:b,s:O,s:O,s:O,s:s,s:s}", "commit",
                          r.commit, "now", r.now, "moved", r.moved, "changed",

@@ -250,7 +250,7 @@ static int decode_jsonl(const tl_tokenizer *tok) {
         st = TL_ERR_OUT_OF_MEMORY;
       else {
         hex = h;
-        tl_cli_hex(out, len, hex);
+        tl_hex_encode(out, len, hex);
         print_json_line(json_pack("{s:s}", "hex", hex));
       }
     }
@@ -337,7 +337,7 @@ int tl_cmd_decode(int argc, char **argv) {
       json_t *obj = json_pack("{s:s%}", "text", (const char *)out, len);
       if (obj == NULL) { /* not valid UTF-8: give the bytes as hex */
         char *h = malloc(2 * len + 1);
-        if (h != NULL) tl_cli_hex(out, len, h);
+        if (h != NULL) tl_hex_encode(out, len, h);
         obj = json_pack("{s:s}", "hex", h ? h : "");
         free(h);
       }

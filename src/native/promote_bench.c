@@ -267,7 +267,7 @@ tl_status tl_promote_benchmark(const tl_bench_step *b, tl_store *store, uint8_t 
   }
   if (st == TL_OK) {
     tl_bench_cpu_name(cpu, sizeof cpu);
-    tl_cli_hex(b->artifact_id, 32, hex);
+    tl_hex_encode(b->artifact_id, 32, hex);
     obj = json_pack("{s:s,s:s,s:s,s:O,s:O,s:O,s:O,s:i,s:i,s:s,s:O}", "format",
                     TL_BENCHMARK_FORMAT, "artifact", hex, "build_id", b->build_id, "lane",
                     json_object_get(first, "lane"), "profile", json_object_get(first, "profile"),

@@ -164,7 +164,7 @@ static void the_step_on_a_stand_in_bench(tl_test_ctx *t) {
     else if (TL_EXPECT_OK(t, tl_store_get(store, id, &bytes, &len, err, sizeof err)))
       o = json_loadb((const char *)bytes, len, 0, NULL);
     free(bytes);
-    tl_cli_hex(artifact, 32, hex);
+    tl_hex_encode(artifact, 32, hex);
     TL_EXPECT_STR(t, json_string_value(json_object_get(o, "format")), TL_BENCHMARK_FORMAT);
     TL_EXPECT_STR(t, json_string_value(json_object_get(o, "artifact")), hex);
     TL_EXPECT_STR(t, json_string_value(json_object_get(o, "build_id")), "build-x");

@@ -85,7 +85,7 @@ static tl_status record(run *r, size_t i, const char *invariant, bool pass,
   char hex[65], *text;
   size_t len;
   tl_case_outcome *o = &r->out->cases[i];
-  tl_cli_hex(o->id, 32, hex);
+  tl_hex_encode(o->id, 32, hex);
   if (line == NULL || json_object_set_new(line, "case", json_string(hex)) != 0) {
     json_decref(line);
     return infra(r->c, TL_ERR_OUT_OF_MEMORY, "out of memory");
@@ -625,7 +625,7 @@ static tl_status sampler_case(run *r, const tl_sampler_vector *table, size_t n,
     return infra(r->c, st, "out of memory");
   if (memcmp(have, want_id, 32) != 0) {
     char hex[65];
-    tl_cli_hex(have, 32, hex);
+    tl_hex_encode(have, 32, hex);
     diverged(r, TL_RULE_MECHANICAL,
              "sampler case %s: this build's known answer has content hash "
              "%s, the plan registered %s",
@@ -1454,7 +1454,7 @@ tl_status tl_plan_mechanical_claims(const tl_native_model *m, const char *root,
       uint8_t h[32];
       char hex[65];
       st = tl_sampler_vector_sha256(&tl_sampler_vectors[i], h);
-      tl_cli_hex(h, 32, hex);
+      tl_hex_encode(h, 32, hex);
       if (st == TL_OK)
         st = add_case(cases, json_pack("{s:s,s:s}", "vector",
                                        tl_sampler_vectors[i].name, "sha256",

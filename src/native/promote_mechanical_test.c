@@ -570,7 +570,7 @@ static void sampler_reversed_tie_is_unstable_tie(tl_test_ctx *t) {
     uint8_t h[32];
     char hex[65];
     TL_EXPECT_OK(t, tl_sampler_vector_sha256(&table[i], h));
-    tl_cli_hex(h, 32, hex);
+    tl_hex_encode(h, 32, hex);
     json_array_append_new(cases, tl_plan_case(json_pack(
                                      "{s:s,s:s}", "vector", table[i].name,
                                      "sha256", hex)));

@@ -187,8 +187,8 @@ static tl_status numeric(tl_claim_ctx *c, bool greedy, tl_claim_result *out) {
       tl_golden_free(&g);
       break;
     }
-    tl_cli_hex(gid, 32, gid_hex);
-    tl_cli_hex(out->cases[i].id, 32, case_hex);
+    tl_hex_encode(gid, 32, gid_hex);
+    tl_hex_encode(out->cases[i].id, 32, case_hex);
     if ((st = golden_session(c, &g, &s)) != TL_OK) {
       tl_golden_free(&g);
       break;
@@ -232,7 +232,7 @@ static tl_status numeric(tl_claim_ctx *c, bool greedy, tl_claim_result *out) {
       if (st == TL_OK) st = tl_claim_result_support(out, cap_id);
       free(doc);
       if (st == TL_OK) {
-        tl_cli_hex(cap_id, 32, cap_hex);
+        tl_hex_encode(cap_id, 32, cap_hex);
         entry = json_pack("{s:s,s:s,s:s,s:O}", "case", case_hex, "golden", gid_hex, "capture",
                           cap_hex, "side", side);
         st = judge_case(c, greedy, &s.qwen.cfg, &g, &o, entry, label, out, i, &worst, &failing);

@@ -44,7 +44,7 @@ json_t *tl_plan_case(json_t *c) {
     json_decref(c);
     return NULL;
   }
-  tl_cli_hex(id, 32, hex);
+  tl_hex_encode(id, 32, hex);
   return json_pack("{s:s, s:o}", "id", hex, "case", c);
 }
 

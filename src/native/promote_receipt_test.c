@@ -86,7 +86,7 @@ static const char *type_of(json_t *doc, size_t i) {
 
 static void hex_is(tl_test_ctx *t, const json_t *v, const uint8_t id[32]) {
   char hex[65];
-  tl_cli_hex(id, 32, hex);
+  tl_hex_encode(id, 32, hex);
   TL_EXPECT_STR(t, json_string_value(v), hex);
 }
 

@@ -123,7 +123,7 @@ static json_t *hex_json(const uint8_t *p, size_t n) {
   char *h = malloc(2 * n + 1);
   json_t *v;
   if (h == NULL) return NULL;
-  tl_cli_hex(p, n, h);
+  tl_hex_encode(p, n, h);
   v = json_string(h);
   free(h);
   return v;

@@ -131,7 +131,7 @@ static bool comparison_named(tl_store *s, const json_t *promo, const json_t *ent
   if (st != TL_OK)
     return found(f, TL_RULE_FORGED, claim, st, "comparison receipt %s is refused: %s",
                  id_hex, err);
-  tl_cli_hex(root, 32, root_hex);
+  tl_hex_encode(root, 32, root_hex);
   if (strcmp(root_hex, id_hex) != 0)
     return found(f, TL_RULE_FORGED, claim, TL_ERR_HASH_MISMATCH,
                  "the store's receipts/%s.cbor recomputes to %s, not the id the promotion "
@@ -389,7 +389,7 @@ int tl_promote_verified_view(const char *path, const char *store_dir, bool json,
     json_decref(doc);
     return tl_cli_fail(json, st, "%s", err);
   }
-  tl_cli_hex(root, 32, root_hex);
+  tl_hex_encode(root, 32, root_hex);
   view = header_view(doc, root_hex, tl_store_dir(s));
   if (view == NULL) {
     rc = tl_cli_fail(json, TL_ERR_OUT_OF_MEMORY, "out of memory");
@@ -491,7 +491,7 @@ static void changed(json_t *why, const char *ancestor, json_t *was, json_t *now)
 
 static json_t *hex_json(const uint8_t id[32]) {
   char hex[65];
-  tl_cli_hex(id, 32, hex);
+  tl_hex_encode(id, 32, hex);
   return json_string(hex);
 }
 
@@ -541,7 +541,7 @@ static void comparison_ancestors(const json_t *doc, const current *now, json_t *
   same_cases = json_array_size(cases) == c->n_cases;
   for (i = 0; same_cases && i < c->n_cases; i++) {
     char hex[65];
-    tl_cli_hex(c->case_ids[i], 32, hex);
+    tl_hex_encode(c->case_ids[i], 32, hex);
     same_cases = strcmp(json_string_value(json_object_get(json_array_get(cases, i), "id")),
                         hex) == 0;
   }
@@ -621,7 +621,7 @@ static int status_listing(tl_store *s, const current *now, bool json) {
       size_t len = 0;
       tl_receipt_kind kind;
       json_t *doc = NULL, *entry, *why;
-      tl_cli_hex(ids[i], 32, hex);
+      tl_hex_encode(ids[i], 32, hex);
       if (pass == 0) {
         st = tl_store_get_receipt(s, ids[i], &bytes, &len, err, sizeof err);
         if (st == TL_OK) st = load_doc(bytes, len, &kind, root, &doc, err, sizeof err);
@@ -667,7 +667,7 @@ static int status_listing(tl_store *s, const current *now, bool json) {
     char hex[65];
     json_t *e;
     const char *stt;
-    tl_cli_hex(ids[i], 32, hex);
+    tl_hex_encode(ids[i], 32, hex);
     e = json_object_get(by_id, hex);
     stt = json_string_value(json_object_get(e, "status"));
     n_current += strcmp(stt, "current") == 0;
@@ -766,7 +766,7 @@ int tl_promote_status_main(int argc, char **argv) {
       if (st != TL_OK) snprintf(err, sizeof err, "%s: hashing failed", artifact_path);
     }
     if (st != TL_OK) return tl_cli_fail(json, st, "%s", err);
-    tl_cli_hex(id, 32, now.artifact);
+    tl_hex_encode(id, 32, now.artifact);
     now.has_artifact = true;
   }
   if (plan_path != NULL) {
@@ -780,9 +780,9 @@ int tl_promote_status_main(int argc, char **argv) {
     if (st != TL_OK) return tl_cli_fail(json, st, "%s", err);
     has_plan = true;
     now.plan = &plan;
-    tl_cli_hex(plan.id, 32, now.plan_id);
+    tl_hex_encode(plan.id, 32, now.plan_id);
     if (!now.has_artifact) {
-      tl_cli_hex(plan.artifact_id, 32, now.artifact);
+      tl_hex_encode(plan.artifact_id, 32, now.artifact);
       now.has_artifact = true;
     }
   }

@@ -76,7 +76,7 @@ const char *tl_store_dir(const tl_store *s) { return s->dir; }
 static void entry_path(const tl_store *s, bool receipt, const uint8_t id[32],
                        char out[4200]) {
   char hex[65];
-  tl_cli_hex(id, 32, hex);
+  tl_hex_encode(id, 32, hex);
   snprintf(out, 4200, "%s/%s/%s%s", s->dir, receipt ? "receipts" : "objects", hex,
            receipt ? ".cbor" : "");
 }
@@ -113,7 +113,7 @@ static tl_status index_line(tl_store *s, const char *kind, const char *what,
   int fd;
   size_t n, done = 0;
   tl_status st = TL_OK;
-  tl_cli_hex(id, 32, hex);
+  tl_hex_encode(id, 32, hex);
   line = json_pack("{s:s,s:s,s:s,s:I}", "kind", kind, "what", what, "id", hex, "size",
                    (json_int_t)len);
   text = line != NULL ? json_dumps(line, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
@@ -210,8 +210,8 @@ tl_status tl_store_get(tl_store *s, const uint8_t id[32], uint8_t **bytes, size_
   entry_path(s, false, id, path);
   if ((st = read_all(path, bytes, len, err, err_cap)) != TL_OK) return st;
   if (tl_sha256(*bytes, *len, digest) != TL_OK || memcmp(digest, id, 32) != 0) {
-    tl_cli_hex(id, 32, want);
-    tl_cli_hex(digest, 32, got);
+    tl_hex_encode(id, 32, want);
+    tl_hex_encode(digest, 32, got);
     free(*bytes);
     *bytes = NULL;
     *len = 0;

@@ -34,7 +34,7 @@ static void rm_dir(char *dir) {
 static void path_of(const char *dir, const char *sub, const uint8_t id[32],
                     const char *ext, char out[512]) {
   char hex[65];
-  tl_cli_hex(id, 32, hex);
+  tl_hex_encode(id, 32, hex);
   snprintf(out, 512, "%s/%s/%s%s", dir, sub, hex, ext);
 }
 
@@ -46,7 +46,7 @@ static size_t index_lines(tl_test_ctx *t, const char *dir, const uint8_t *id) {
   FILE *f;
   snprintf(path, sizeof path, "%s/index.jsonl", dir);
   if ((f = fopen(path, "r")) == NULL) return 0;
-  if (id != NULL) tl_cli_hex(id, 32, hex);
+  if (id != NULL) tl_hex_encode(id, 32, hex);
   while (fgets(line, sizeof line, f) != NULL) {
     json_error_t e;
     json_t *j = json_loads(line, 0, &e);

@@ -141,7 +141,6 @@ int tl_run_parse(int argc, char **argv, const char *usage, tl_run_options *o) {
       o->force = true;
       takes = false;
     } else if (strcmp(a, "-n") == 0) {
-      o->given |= TL_RUN_GIVEN_MAX_NEW;
       /* -1: no cap (until EOS, a stop rule or the context is full). */
       uint64_t n = 0;
       if (strcmp(v, "-1") == 0) o->max_new = 0;

@@ -41,8 +41,7 @@ enum {
   TL_RUN_GIVEN_MIN_P = TL_GIVEN_MIN_P,
   TL_RUN_GIVEN_REPEAT_PENALTY = TL_GIVEN_REPEAT_PENALTY,
   TL_RUN_GIVEN_SAMPLING = TL_RUN_GIVEN_TEMPERATURE | TL_RUN_GIVEN_TOP_K | TL_RUN_GIVEN_TOP_P |
-                          TL_RUN_GIVEN_MIN_P | TL_RUN_GIVEN_REPEAT_PENALTY,
-  TL_RUN_GIVEN_MAX_NEW = 1u << 5
+                          TL_RUN_GIVEN_MIN_P | TL_RUN_GIVEN_REPEAT_PENALTY
 };
 
 /* The chat template's thinking switch (enable_thinking): the template's

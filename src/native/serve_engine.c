@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <time.h>
 
+#include "bytes.h"
 #include "chat_render.h"
 #include "clock.h"
 #include "encoder.h"
@@ -410,8 +411,7 @@ static void run_job(slot *s, tl_srv_job *j) {
     return;
   }
   if (t.receipt_status == TL_OK)
-    for (int i = 0; i < 32; i++)
-      snprintf(j->result.receipt_id + 2 * i, 3, "%02x", t.receipt_id[i]);
+    tl_hex_encode(t.receipt_id, 32, j->result.receipt_id);
   keep_receipt(e, &t, j);
   j->result.prompt_tokens = (uint32_t)j->n_ids;
   j->result.cached_tokens = (uint32_t)j->reused;
@@ -635,7 +635,7 @@ tl_status tl_srv_engine_open(const tl_srv_engine_options *o, tl_srv_engine **out
     if (err[0] == '\0') snprintf(err, err_cap, "%s: %s", o->model_path, tl_status_name(st));
     goto fail;
   }
-  for (int i = 0; i < 32; i++) snprintf(e->artifact_hex + 2 * i, 3, "%02x", id[i]);
+  tl_hex_encode(id, 32, e->artifact_hex);
   e->scratch_mem = malloc((size_t)scratch_bytes);
   if (e->scratch_mem == NULL) {
     st = TL_ERR_OUT_OF_MEMORY;

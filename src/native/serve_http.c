@@ -11,6 +11,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "bytes.h"
 #include "utf8.h"
 
 bool tl_srv_buf_add(tl_srv_buf *b, const void *s, size_t n) {
@@ -85,8 +86,7 @@ void tl_srv_random_hex(char *out, size_t n) {
   }
   /* no entropy (never on Linux >= 3.17): the clock still tells ids apart */
   for (size_t i = got; i < n; i++) b[i] = (uint8_t)(clock() >> (i % 8));
-  for (size_t i = 0; i < n; i++) sprintf(out + 2 * i, "%02x", b[i]);
-  out[2 * n] = '\0';
+  tl_hex_encode(b, n, out);
 }
 
 static const char tool_open[] = "<tool_call>", tool_close[] = "</tool_call>";

@@ -674,7 +674,7 @@ static tl_status bind_acquisition(plan *p, char *err, size_t cap) {
     const input_file *f = &p->in.files[i];
     const json_t *want = a->file(a->ctx, f->name);
     const char *want_sha = json_string_value(json_object_get(want, "sha256"));
-    for (size_t k = 0; k < 32; k++) snprintf(sha + 2 * k, 3, "%02x", f->sha256[k]);
+    tl_hex_encode(f->sha256, 32, sha);
     if (want == NULL)
       st = failf(err, cap, TL_ERR_HASH_MISMATCH,
                  "%s is not among the files of the acquisition receipt %s",
@@ -712,11 +712,7 @@ static void emit_metadata(tl_cbor_writer *w, const void *arg) {
   tl_cbor_put_cstr(w, "chat_template");
   put_template(w, p);
   tl_cbor_put_cstr(w, "config");
-  {
-    tl_cbor_reader r;
-    tl_cbor_reader_init(&r, p->cfg.cbor, p->cfg.cbor_len, NULL);
-    tl_cbor_copy_item(&r, w);
-  }
+  tl_cbor_put_item(w, p->cfg.cbor, p->cfg.cbor_len);
   tl_cbor_put_cstr(w, "config_sha256");
   tl_cbor_put_bytes(w, config_sha, 32);
   tl_cbor_put_cstr(w, "quantization");

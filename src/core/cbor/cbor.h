@@ -254,6 +254,10 @@ tl_status tl_cbor_reader_finish(tl_cbor_reader *r);
  * writer's (sticky in w). */
 tl_status tl_cbor_copy_item(tl_cbor_reader *r, tl_cbor_writer *w);
 
+/* The one encoded item p[0..len) written to w (tl_cbor_copy_item from a
+ * reader over it): embedding a sub-document encoded earlier. */
+tl_status tl_cbor_put_item(tl_cbor_writer *w, const uint8_t *p, size_t len);
+
 /* Walks a whole document under limits (NULL: defaults). TL_OK, or
  * TL_ERR_INVALID_CBOR with *fault set (fault may be NULL; on TL_OK it is
  * {TL_CBOR_FAULT_NONE, 0}), or TL_ERR_INVALID_ARGUMENT. */

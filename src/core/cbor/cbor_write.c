@@ -417,3 +417,9 @@ tl_status tl_cbor_copy_item(tl_cbor_reader *r, tl_cbor_writer *w) {
   } while (depth > 0);
   return TL_OK;
 }
+
+tl_status tl_cbor_put_item(tl_cbor_writer *w, const uint8_t *p, size_t len) {
+  tl_cbor_reader r;
+  tl_status st = tl_cbor_reader_init(&r, p, len, NULL);
+  return st != TL_OK ? st : tl_cbor_copy_item(&r, w);
+}
