@@ -13,7 +13,8 @@
 // one token each; default 48); DECODE: tokens to generate (16); THREADS:
 // the threads lane's and native's thread count (2). The scalar lane (the
 // MVP module, the strict lane by default) is slow on a 0.6B-shape model:
-// it gets a quarter of the prompt and decode.
+// it gets a quarter of the prompt and decode. TL_WEB_BENCH_LANES (a comma
+// list) runs only the lanes it names.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -28,6 +29,9 @@ if (!tinylm || !site || !model) {
   process.exit(2);
 }
 const threads = Number(threadsArg);
+// TL_WEB_BENCH_LANES=simd,threads: only those lanes (the scalar lane takes
+// minutes on a 0.6B-shape model).
+const only = process.env.TL_WEB_BENCH_LANES ? process.env.TL_WEB_BENCH_LANES.split(',') : null;
 const VOCAB = ['one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten'];
 const prompt = (n) => Array.from({ length: n }, (_, i) => VOCAB[i % VOCAB.length]).join(' ');
 
@@ -70,7 +74,7 @@ async function main() {
     page.setDefaultTimeout(30 * 60 * 1000);
     await page.goto(`${server.url}/index.html`);
     const lanes = [['scalar', 1], ['simd', 1], ['threads', threads]];
-    for (const [lane, t] of lanes) {
+    for (const [lane, t] of lanes.filter(([l]) => !only || only.includes(l))) {
       const n = lane === 'scalar' ? Math.max(4, Math.floor(Number(words) / 4)) : Number(words);
       const m = lane === 'scalar' ? Math.max(2, Math.floor(Number(decode) / 4)) : Number(decode);
       const text = prompt(n);

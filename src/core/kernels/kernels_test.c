@@ -208,9 +208,9 @@ static void wasm_simd_equals_twin(tl_test_ctx *t) {
   }
 }
 
-/* The SIMD128 tile kernels (q8, q4: 4 tokens per pass, the rest one by
- * one) against the twin's rows token by token: 1, 4 and 9 tokens, 3 and 35
- * rows (tiles of 32), lengths with tails and short groups, ordinary and
+/* The SIMD128 tile kernels (q8, q4: 4 tokens per pass, q4 rows in pairs,
+ * the rest one by one) against the twin's rows token by token: 1, 4 and 9
+ * tokens, 3 and 35 rows (tiles of 32, an odd row left), lengths with tails and short groups, ordinary and
  * wide-range values; the gaps of a y_stride wider than the rows are left
  * alone. */
 static void wasm_simd_tiles_equal_twin(tl_test_ctx *t) {

@@ -7,11 +7,13 @@
  * - f16/bf16 rows in pairs share each activation load; q8/q4 activations
  *   are split once per group of blocks and tile of rows (rows_quant);
  * - integer sums through i32x4.dot_i16x8_s (pmaddwd) on codes split
- *   into their even and odd bytes by 16-bit shifts: the dot of the even
+ *   into their even and odd bytes as i16 lanes: the dot of the even
  *   halves gives lane j = w[4j]x[4j] + w[4j+2]x[4j+2], the odd halves the
  *   other two products, so one add makes the sum of four consecutive
- *   products — one step of packed block j — with no shuffles or sign
- *   extensions (all exact: |sum| < 2^24);
+ *   products — one step of packed block j — with no shuffles (all exact:
+ *   |sum| < 2^24); the weights stay unsigned (q8's offset codes w + 128,
+ *   q4's nibbles q + 8: a mask and a shift each), the activation's bias
+ *   (tl_kern_x) taking the offset back out;
  * - f16 decoded exactly with bit operations and one multiply by 2^112
  *   (wasm has no half-precision conversion).
  * Each row's lanes see the same additions in the same order as the scalar
@@ -59,44 +61,82 @@ INLINE void split_x(const int8_t *xc, v128_t (*xs)[4][2]) {
     for (int q = 0; q < 4; q++) split8(wasm_v128_load(xc + 64 * st + 16 * q), &xs[st][q][0], &xs[st][q][1]);
 }
 
-/* Blocks 4q .. 4q+3 of a whole packed group (codes at c) times the split
- * activations xs[0 .. nt) of nt tokens, the weights split once for all:
- * s[t] (holding the bias) += each lane one block's exact sum over its 8
- * steps. q8: the codes back from the offset (XOR 0x80); q4: the nibbles u
- * as i16 lanes (bits 0..3 and 8..11 of a 16-bit lane are the low nibbles of
- * its even and odd bytes, bits 4..7 and 12..15 the high ones), u = q + 8
- * corrected by the bias. */
-INLINE void quarter(bool q4, int nt, const uint8_t *c, int q, v128_t (*xs)[8][4][2],
-                    v128_t *s) {
+/* Tokens per pass of the tile kernel: each weight vector loaded and split
+ * once for all of them (4 sums + the weight's halves + the activation's
+ * fit V8's registers). q4 rows go in pairs through a pass (their split
+ * takes 4 operations per vector against q8's 2): measured under node 20,
+ * q8 tiles of 4 tokens x 1 row ran at 29 G multiply-adds per second, of
+ * 4 x 2 rows 27, of 8 x 1 21, of 2 x 2 27; q4 4 x 2 at 26.5, 4 x 1 17,
+ * 8 x 1 16 (bench/wasm_kernel_bench.mjs's tile, 2026-12-05). */
+#define TOKENS 4
+#define PAIR_ROWS(q4) ((q4) ? 2 : 1)
+
+/* Blocks 4q .. 4q+3 of whole packed groups (the codes of row i at c[i],
+ * i < nr) times the split activations xs[0 .. nt) of nt tokens, each
+ * weight vector split once for all: s[i][t] (holding the bias) += each
+ * lane one block's exact sum over its 8 steps. q8: the offset codes
+ * u = w + 128 as i16 lanes (even bytes masked, odd ones shifted down);
+ * q4: the nibbles u = q + 8 as i16 lanes (bits 0..3 and 8..11 of a 16-bit
+ * lane are the low nibbles of its even and odd bytes, bits 4..7 and 12..15
+ * the high ones); both corrected by the bias. */
+INLINE void quarter(bool q4, int nr, int nt, const uint8_t *const *c, int q,
+                    v128_t (*xs)[8][4][2], v128_t (*s)[TOKENS]) {
   if (q4) {
     v128_t m = wasm_i16x8_splat(0x0F);
     for (int st = 0; st < 8; st += 2) {
-      v128_t v = wasm_v128_load(c + 32 * st + 16 * q);
-      v128_t e0 = wasm_v128_and(v, m), o0 = wasm_v128_and(wasm_u16x8_shr(v, 8), m);
-      v128_t e1 = wasm_v128_and(wasm_u16x8_shr(v, 4), m), o1 = wasm_u16x8_shr(v, 12);
-      for (int t = 0; t < nt; t++) {
-        s[t] = wasm_i32x4_add(s[t], groups(e0, o0, xs[t][st][q][0], xs[t][st][q][1]));
-        s[t] = wasm_i32x4_add(s[t], groups(e1, o1, xs[t][st + 1][q][0], xs[t][st + 1][q][1]));
+      v128_t e0[2], o0[2], e1[2], o1[2];
+      for (int i = 0; i < nr; i++) {
+        v128_t v = wasm_v128_load(c[i] + 32 * st + 16 * q);
+        e0[i] = wasm_v128_and(v, m), o0[i] = wasm_v128_and(wasm_u16x8_shr(v, 8), m);
+        e1[i] = wasm_v128_and(wasm_u16x8_shr(v, 4), m), o1[i] = wasm_u16x8_shr(v, 12);
       }
+      for (int t = 0; t < nt; t++)
+        for (int i = 0; i < nr; i++) {
+          s[i][t] = wasm_i32x4_add(s[i][t], groups(e0[i], o0[i], xs[t][st][q][0], xs[t][st][q][1]));
+          s[i][t] = wasm_i32x4_add(s[i][t], groups(e1[i], o1[i], xs[t][st + 1][q][0], xs[t][st + 1][q][1]));
+        }
     }
     return;
   }
   for (int st = 0; st < 8; st++) {
-    v128_t we, wo;
-    split8(wasm_v128_xor(wasm_v128_load(c + 64 * st + 16 * q), wasm_i8x16_splat((int8_t)0x80)),
-           &we, &wo);
+    v128_t we[2], wo[2];
+    for (int i = 0; i < nr; i++) {
+      v128_t v = wasm_v128_load(c[i] + 64 * st + 16 * q);
+      we[i] = wasm_v128_and(v, wasm_i16x8_splat(0xFF)), wo[i] = wasm_u16x8_shr(v, 8);
+    }
     for (int t = 0; t < nt; t++)
-      s[t] = wasm_i32x4_add(s[t], groups(we, wo, xs[t][st][q][0], xs[t][st][q][1]));
+      for (int i = 0; i < nr; i++)
+        s[i][t] = wasm_i32x4_add(s[i][t], groups(we[i], wo[i], xs[t][st][q][0], xs[t][st][q][1]));
   }
 }
 
 /* Tiles of rows keep their accumulators in memory between groups, so the
  * activation is split once per group and tile, not once per row. */
 #define TILE 32
-/* Tokens per pass of the tile kernel: each weight vector loaded and split
- * once for all of them (4 x 2 activation halves + 4 sums + the weight's
- * halves fit V8's registers). */
-#define TOKENS 4
+
+/* Group b of nr rows (whole packed groups at g[i]) for nt tokens onto
+ * their accumulators acc[i nt + t]. */
+INLINE void group_rows(bool q4, int nr, int nt, const uint8_t *const *g, size_t b,
+                       const tl_kern_x *x, v128_t (*xs)[8][4][2], v128_t (*acc)[4]) {
+  const uint8_t *c[2];
+  for (int i = 0; i < nr; i++) c[i] = g[i] + 64;
+  for (int q = 0; q < 4; q++) {
+    v128_t s[2][TOKENS];
+    for (int t = 0; t < nt; t++) {
+      v128_t bias = wasm_v128_load((q4 ? x[t].q4_bias : x[t].q8_bias) + b + 4 * (size_t)q);
+      for (int i = 0; i < nr; i++) s[i][t] = bias;
+    }
+    quarter(q4, nr, nt, c, q, xs, s);
+    for (int i = 0; i < nr; i++) {
+      v128_t dw = wasm_v128_load(g[i] + 16 * q);
+      for (int t = 0; t < nt; t++) {
+        v128_t p = wasm_f32x4_mul(dw, wasm_v128_load(x[t].scales + b + 4 * (size_t)q));
+        acc[i * nt + t][q] =
+            wasm_f32x4_add(acc[i * nt + t][q], wasm_f32x4_mul(wasm_f32x4_convert_i32x4(s[i][t]), p));
+      }
+    }
+  }
+}
 
 /* F-4 / F-5 on packed rows for nt <= TOKENS tokens (x, results y + t ys),
  * with the caller's room for the split activations (xs[nt]) and the
@@ -116,22 +156,18 @@ INLINE void rows_quant(bool q4, int nt, const uint8_t *w, size_t row_bytes, size
     for (size_t b = 0; b < nb; b += TL_KERN_GROUP) {
       size_t m = nb - b < TL_KERN_GROUP ? nb - b : TL_KERN_GROUP;
       for (int t = 0; t < nt; t++) split_x(x[t].codes + 32 * b, xs[t]);
-      for (size_t r = 0; r < nr; r++) {
-        uint8_t padded[TL_KERN_GROUP * 36];
-        const uint8_t *g = w + (r0 + r) * row_bytes + b * bb;
-        if (m < TL_KERN_GROUP)
-          g = tl_kern_pad_group(q4 ? TL_QTYPE_Q4 : TL_QTYPE_Q8, g, m, padded);
-        for (int q = 0; q < 4; q++) {
-          v128_t s[TOKENS], dw = wasm_v128_load(g + 16 * q);
-          for (int t = 0; t < nt; t++)
-            s[t] = q4 ? wasm_v128_load(x[t].q4_bias + b + 4 * (size_t)q) : wasm_i32x4_splat(0);
-          quarter(q4, nt, g + 64, q, xs, s);
-          for (int t = 0; t < nt; t++) {
-            v128_t p = wasm_f32x4_mul(dw, wasm_v128_load(x[t].scales + b + 4 * (size_t)q));
-            acc[r * nt + t][q] =
-                wasm_f32x4_add(acc[r * nt + t][q], wasm_f32x4_mul(wasm_f32x4_convert_i32x4(s[t]), p));
-          }
+      for (size_t r = 0; r < nr;) {
+        int np = nt > 1 && nr - r >= (size_t)PAIR_ROWS(q4) ? PAIR_ROWS(q4) : 1;
+        uint8_t padded[2][TL_KERN_GROUP * 36];
+        const uint8_t *g[2];
+        for (int i = 0; i < np; i++) {
+          g[i] = w + (r0 + r + i) * row_bytes + b * bb;
+          if (m < TL_KERN_GROUP)
+            g[i] = tl_kern_pad_group(q4 ? TL_QTYPE_Q4 : TL_QTYPE_Q8, g[i], m, padded[i]);
         }
+        if (np == 2) group_rows(q4, 2, nt, g, b, x, xs, acc + r * nt);
+        else group_rows(q4, 1, nt, g, b, x, xs, acc + r * nt);
+        r += (size_t)np;
       }
     }
     for (size_t r = 0; r < nr; r++)
