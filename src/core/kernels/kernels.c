@@ -379,7 +379,7 @@ static const tl_kernels wasm_simd = {
     "wasm-simd128",
     {tl_wasm_rows_f32, tl_wasm_rows_f16, tl_wasm_rows_bf16, tl_wasm_rows_q8, tl_wasm_rows_q4},
     {NULL, NULL, NULL, tl_wasm_tile_q8, tl_wasm_tile_q4},
-    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, tl_wasm_f16_to_f32, NULL, NULL, NULL};
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, tl_wasm_exps, tl_wasm_f16_to_f32, NULL, NULL, NULL};
 #endif
 
 const tl_kernels *tl_kernels_get(tl_kern_isa isa) {

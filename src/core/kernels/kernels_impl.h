@@ -48,6 +48,7 @@ void tl_wasm_tile_q8(const uint8_t *w, size_t row_bytes, size_t n, const tl_kern
 void tl_wasm_tile_q4(const uint8_t *w, size_t row_bytes, size_t n, const tl_kern_x *xs,
                      size_t tokens, size_t rows, float *y, size_t y_stride);
 void tl_wasm_f16_to_f32(const uint16_t *h, size_t n, float *out);
+void tl_wasm_exps(const float *x, float sub, size_t n, float *out);
 #endif
 
 #endif

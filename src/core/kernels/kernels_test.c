@@ -332,6 +332,47 @@ static void wasm_simd_f16_rows_equal_twin(tl_test_ctx *t) {
   }
 }
 
+/* The softmax's and SiLU's exponentials through the SIMD128 variant
+ * against the twin (tl_expf), bit for bit: x = j/64 from -800 to 96
+ * (zero, subnormal and overflowing results, subnormal 2^k in the
+ * doubles) with sub 0 and 3.5, +-0, +-inf and NaN in every lane (offsets
+ * 0..3), then lengths 0..9 with nothing written past them. */
+static void wasm_simd_exps_equal_twin(tl_test_ctx *t) {
+  enum { N = 57344 + 8 };
+  static float x[N], want[N], got[N + 1];
+  const tl_kernels *v = tl_kernels_get(TL_KERN_WASM_SIMD128);
+  if (v == NULL) {
+    tl_test_print(t, "note: no wasm SIMD128 variant in this build\n");
+    return;
+  }
+  TL_EXPECT(t, v->exps != NULL);
+  for (size_t i = 0; i < N - 8; i++) x[i] = (float)((int32_t)i - 51200) / 64.0f;
+  for (size_t i = 0; i < 8; i += 4)
+    x[N - 8 + i] = -0.0f, x[N - 7 + i] = __builtin_inff(), x[N - 6 + i] = -__builtin_inff(),
+              x[N - 5 + i] = __builtin_nanf("");
+  for (int s = 0; s < 2; s++)
+    for (size_t off = 0; off <= 3; off++) {
+      float sub = s ? 3.5f : 0.0f;
+      tl_kern_exps(x + off, sub, N - off, want);
+      tl_kern_exps_k(v, x + off, sub, N - off, got);
+      for (size_t i = 0; i < N - off; i++)
+        if (!(want[i] != want[i] && got[i] != got[i]) &&
+            !TL_EXPECT_EQ_U64(t, tl_f32_to_bits(got[i]), tl_f32_to_bits(want[i]))) {
+          tl_test_print(t, "  exp of the float with bits ");
+          tl_test_print_u64(t, tl_f32_to_bits(x[off + i] - sub));
+          tl_test_print(t, "\n");
+          return;
+        }
+    }
+  for (size_t n = 0; n <= 9; n++) {
+    memset(got, 0xA5, (n + 1) * sizeof(float));
+    tl_kern_exps(x + 5000 * n, 1.0f, n, want);
+    tl_kern_exps_k(v, x + 5000 * n, 1.0f, n, got);
+    for (size_t i = 0; i < n; i++) TL_EXPECT_EQ_U64(t, tl_f32_to_bits(got[i]), tl_f32_to_bits(want[i]));
+    TL_EXPECT_EQ_U64(t, tl_f32_to_bits(got[n]), 0xA5A5A5A5u); /* nothing past n */
+  }
+}
+
 /* One valid block per type, broken one way at a time. */
 static void validate_rejects(tl_test_ctx *t) {
   uint8_t b8[36], b4[20];
@@ -396,5 +437,6 @@ static const tl_test_case cases[] = {
     TL_CASE(wasm_simd_tiles_equal_twin),
     TL_CASE(wasm_simd_f16_every_value),
     TL_CASE(wasm_simd_f16_rows_equal_twin),
+    TL_CASE(wasm_simd_exps_equal_twin),
 };
 TL_SUITE(kernels, cases);

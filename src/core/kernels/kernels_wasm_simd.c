@@ -22,6 +22,7 @@
 
 #ifdef __wasm_simd128__
 #include <stdbool.h>
+#include "math/detmath.h"
 #include <string.h>
 #include <wasm_simd128.h>
 
@@ -490,6 +491,50 @@ void tl_wasm_f16_to_f32(const uint16_t *h, size_t n, float *out) {
     wasm_v128_store(out + i + 4, hi);
   }
   tl_kern_f16_to_f32(h + i, n - i, out + i);
+}
+
+/* tl_exp's own steps (math/detmath.c) on two doubles xd: k = xd/ln2
+ * rounded half away from zero by truncating t +- 0.5; r = (xd - k ln2_hi)
+ * - k ln2_lo; the same Horner polynomial with the same constants; times 2^k
+ * built from its bits — each one IEEE operation with the scalar's
+ * rounding (wasm has no fused multiply-add), so the same bits. *special:
+ * all ones in the lanes outside that path (NaN, overflow, underflow, a
+ * subnormal 2^k), which the caller gives to the scalar function. */
+INLINE v128_t exp2d(v128_t xd, v128_t *special) {
+  static const double coef[15] = {
+      1.0 / 87178291200.0, 1.0 / 6227020800.0, 1.0 / 479001600.0, 1.0 / 39916800.0,
+      1.0 / 3628800.0,     1.0 / 362880.0,     1.0 / 40320.0,      1.0 / 5040.0,
+      1.0 / 720.0,         1.0 / 120.0,        1.0 / 24.0,         1.0 / 6.0,
+      0.5,                 1.0,                1.0};
+  v128_t t = wasm_f64x2_mul(xd, wasm_f64x2_splat(1.44269504088896338700e+00)), half = wasm_f64x2_splat(0.5);
+  v128_t k = wasm_i32x4_trunc_sat_f64x2_zero(wasm_v128_bitselect(
+      wasm_f64x2_sub(t, half), wasm_f64x2_add(t, half), wasm_f64x2_lt(t, wasm_f64x2_splat(0.0))));
+  v128_t kd = wasm_f64x2_convert_low_i32x4(k), p = wasm_f64x2_splat(coef[0]);
+  v128_t r = wasm_f64x2_sub(wasm_f64x2_sub(xd, wasm_f64x2_mul(kd, wasm_f64x2_splat(6.93147180369123816490e-01))),
+                            wasm_f64x2_mul(kd, wasm_f64x2_splat(1.90821492927058770002e-10)));
+  for (int c = 1; c < 15; c++) p = wasm_f64x2_add(wasm_f64x2_mul(p, r), wasm_f64x2_splat(coef[c]));
+  *special = wasm_v128_or(
+      wasm_v128_or(wasm_v128_not(wasm_f64x2_le(xd, wasm_f64x2_splat(709.782712893384))),
+                   wasm_f64x2_lt(xd, wasm_f64x2_splat(-745.1332191019412))),
+      wasm_v128_or(wasm_f64x2_lt(kd, wasm_f64x2_splat(-1022.0)), wasm_f64x2_gt(kd, wasm_f64x2_splat(1023.0))));
+  return wasm_f64x2_mul(
+      p, wasm_i64x2_shl(wasm_i64x2_add(wasm_i64x2_extend_low_i32x4(k), wasm_i64x2_splat(1023)), 52));
+}
+
+/* tl_kern_exps, 4 at a time: x - sub in f32, each half widened exactly
+ * to doubles through exp2d and narrowed with RNE as the scalar cast; the
+ * special lanes and the tail through the twin. */
+void tl_wasm_exps(const float *x, float sub, size_t n, float *out) {
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128_t xf = wasm_f32x4_sub(wasm_v128_load(x + i), wasm_f32x4_splat(sub)), s0, s1;
+    v128_t lo = exp2d(wasm_f64x2_promote_low_f32x4(xf), &s0);
+    v128_t hi = exp2d(wasm_f64x2_promote_low_f32x4(wasm_i32x4_shuffle(xf, xf, 2, 3, 2, 3)), &s1);
+    wasm_v128_store(out + i, wasm_i32x4_shuffle(wasm_f32x4_demote_f64x2_zero(lo),
+                                                wasm_f32x4_demote_f64x2_zero(hi), 0, 1, 4, 5));
+    if (wasm_v128_any_true(wasm_v128_or(s0, s1))) tl_kern_exps(x + i, sub, 4, out + i);
+  }
+  tl_kern_exps(x + i, sub, n - i, out + i);
 }
 
 #else
