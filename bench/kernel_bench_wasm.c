@@ -3,6 +3,10 @@
  * with -msimd128). JS times the calls (bench/wasm_kernel_bench.mjs). */
 #include "kernels/kernels.h"
 
+#ifdef __wasm_simd128__
+#include <wasm_simd128.h>
+#endif
+
 #define WIDTH 1024
 #define TL_WASM_EXPORT(name) __attribute__((export_name(#name)))
 
@@ -67,4 +71,28 @@ int tl_kbench_tile(int type, const uint8_t *w, size_t rows, size_t reps) {
   for (size_t r = 0; r < reps; r++)
     tl_kern_tile(k, (tl_qtype)type, w, tl_kbench_row_bytes(type), WIDTH, xs, 16, rows, ys, 256);
   return 0;
+}
+
+/* The ceiling of the integer products: reps rounds of 8
+ * i32x4.dot_i16x8_s (2 weight vectors times 4 activation vectors) each
+ * added into one of 4 sums, every operand in a register (the q8 tile's
+ * work per weight vector for its 4 tokens, less every load and split; 10
+ * live vectors, as V8 on x86-64 spills past 15): 8 multiply-adds per dot.
+ * Returns a lane of the sums so the work is kept. */
+int tl_kbench_dot_peak(int seed, size_t reps);
+TL_WASM_EXPORT(tl_kbench_dot_peak) int tl_kbench_dot_peak(int seed, size_t reps) {
+#ifdef __wasm_simd128__
+  v128_t w0 = wasm_i16x8_splat((int16_t)seed), w1 = wasm_i16x8_splat((int16_t)(seed + 1)), a[4], s[4];
+  for (int i = 0; i < 4; i++) a[i] = wasm_i16x8_splat((int16_t)(seed + 2 + i)), s[i] = a[i];
+  for (size_t r = 0; r < reps; r++) {
+    for (int i = 0; i < 4; i++)
+      s[i] = wasm_i32x4_add(wasm_i32x4_add(s[i], wasm_i32x4_dot_i16x8(w0, a[i])),
+                            wasm_i32x4_dot_i16x8(w1, a[i]));
+    __asm__("" : "+r"(w0), "+r"(w1)); /* new weights each round, as far as clang knows */
+  }
+  return wasm_i32x4_extract_lane(wasm_i32x4_add(wasm_i32x4_add(s[0], s[1]), wasm_i32x4_add(s[2], s[3])), 0);
+#else
+  (void)seed, (void)reps;
+  return -1;
+#endif
 }

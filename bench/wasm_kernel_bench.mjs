@@ -2,7 +2,8 @@
 // SIMD128 variant in wasm32, with the same shapes and
 // method as build/gcc/kernel_bench (one thread, width 1024, hot = 256 rows
 // 2000 times, cold = COLD_MB of rows 3 times, tile = the hot rows times 16
-// tokens 200 times; best of 3 trials, per second of CPU time). Given
+// tokens 200 times; best of 3 trials, per second of CPU time), and the
+// ceiling of the tiles' integer products (tl_kbench_dot_peak). Given
 // kernel_bench's output, also prints SIMD128 beside AVX2 with the ratios.
 //   node bench/wasm_kernel_bench.mjs MODULE.wasm [COLD_MB] [NATIVE_OUTPUT]
 import { readFileSync } from 'node:fs';
@@ -57,6 +58,21 @@ for (const isa of ['wasm-simd128']) {
     const f = row.map((v) => v.toFixed(1).padStart(7));
     console.log(`${isa.padEnd(13)} ${names[type].padEnd(5)} ${f[0]} ${f[1]}  ${f[2]} ${f[3]}  ${f[4]} GMAC/s`);
   }
+}
+
+{
+  // the ceiling of the q8/q4 tiles' integer products: dots and adds with
+  // every operand in a register (bench/kernel_bench_wasm.c)
+  const reps = 4e7;
+  let best = Infinity;
+  e.tl_kbench_dot_peak(1, 1000);
+  for (let trial = 0; trial < 3; trial++) {
+    const t0 = cpu();
+    e.tl_kbench_dot_peak(trial, reps);
+    best = Math.min(best, cpu() - t0);
+  }
+  console.log(`i32x4.dot_i16x8_s + i32x4.add, operands in registers: ${(8 * reps / best / 1e9).toFixed(2)} G dots/s = ` +
+    `${(8 * 8 * reps / best / 1e9).toFixed(1)} G multiply-adds/s (the tiles' ceiling)`);
 }
 
 if (nativePath) {
