@@ -1,7 +1,8 @@
 // The browser lanes beside native (issue 13, item 11): one artifact's
 // prefill and decode tokens/s in headless Chromium through the loader
 // (web/tinylm.js), for each lane (scalar, simd, threads), and native
-// `tinylm run` on the same prompt at the same thread count, in one run.
+// `tinylm run` on the same prompt at the same thread count, in one run
+// (each lane's reply timed after a 4-token warm-up reply and a reset).
 // Every reply is greedy, so each lane's ids and receipt id must equal
 // native's on the same numerics (the scalar lane's default is the strict
 // lane: native `--lane scalar`), or the run fails: a figure from a wrong
@@ -83,6 +84,11 @@ async function main() {
         const t0 = performance.now();
         const model = await loadModel('bench-model.slm', { lane, threads: t });
         const loadMs = performance.now() - t0;
+        // A short reply first, then a fresh session: V8 compiles a wasm
+        // function with its optimizing tier only once it has run a while
+        // (dynamic tiering), so a first reply times baseline code too.
+        await model.generate({ prompt: text, maxTokens: 4, temperature: 0 });
+        await model.reset();
         const out = await model.generate({ prompt: text, maxTokens: m, temperature: 0 });
         const used = model.capabilityReceipt.lane, numerics = model.numerics;
         await model.dispose();
