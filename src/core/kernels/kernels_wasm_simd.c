@@ -7,13 +7,11 @@
  * - f16/bf16 rows in pairs share each activation load; q8/q4 activations
  *   are split once per group of blocks and tile of rows (rows_quant);
  * - integer sums through i32x4.dot_i16x8_s (pmaddwd) on codes split
- *   into their even and odd bytes as i16 lanes: the dot of the even
+ *   into their even and odd bytes by 16-bit shifts: the dot of the even
  *   halves gives lane j = w[4j]x[4j] + w[4j+2]x[4j+2], the odd halves the
  *   other two products, so one add makes the sum of four consecutive
- *   products — one step of packed block j — with no shuffles (all exact:
- *   |sum| < 2^24); the weights stay unsigned (q8's offset codes w + 128,
- *   q4's nibbles q + 8: a mask and a shift each), the activation's bias
- *   (tl_kern_x) taking the offset back out;
+ *   products — one step of packed block j — with no shuffles or sign
+ *   extensions (all exact: |sum| < 2^24);
  * - f16 decoded exactly with bit operations and one multiply by 2^112
  *   (wasm has no half-precision conversion).
  * Each row's lanes see the same additions in the same order as the scalar
@@ -65,21 +63,23 @@ INLINE void split_x(const int8_t *xc, v128_t (*xs)[4][2]) {
 /* Tokens per pass of the tile kernel: each weight vector loaded and split
  * once for all of them (4 sums + the weight's halves + the activation's
  * fit V8's registers). q4 rows go in pairs through a pass (their split
- * takes 4 operations per vector against q8's 2): measured under node 20,
- * q8 tiles of 4 tokens x 1 row ran at 29 G multiply-adds per second, of
- * 4 x 2 rows 27, of 8 x 1 21, of 2 x 2 27; q4 4 x 2 at 26.5, 4 x 1 17,
- * 8 x 1 16 (bench/wasm_kernel_bench.mjs's tile, 2026-12-05). */
+ * takes 4 operations per vector, shared by 8 products): the q4 tile of
+ * bench/wasm_kernel_bench.mjs went from 22 to 26.5-27 G multiply-adds per
+ * second under node 20 and from 19-24 to 19.5-26 in Chromium 156; q8 rows
+ * in pairs, or 8 or 2 tokens a pass, were slower (2026-12-05). */
 #define TOKENS 4
 #define PAIR_ROWS(q4) ((q4) ? 2 : 1)
 
 /* Blocks 4q .. 4q+3 of whole packed groups (the codes of row i at c[i],
  * i < nr) times the split activations xs[0 .. nt) of nt tokens, each
  * weight vector split once for all: s[i][t] (holding the bias) += each
- * lane one block's exact sum over its 8 steps. q8: the offset codes
- * u = w + 128 as i16 lanes (even bytes masked, odd ones shifted down);
- * q4: the nibbles u = q + 8 as i16 lanes (bits 0..3 and 8..11 of a 16-bit
- * lane are the low nibbles of its even and odd bytes, bits 4..7 and 12..15
- * the high ones); both corrected by the bias. */
+ * lane one block's exact sum over its 8 steps. q8: the codes back from
+ * the offset (XOR 0x80; kept signed: the offset codes masked and shifted,
+ * corrected by q8_bias, were faster under node 20 but decoded ~40% slower
+ * in Chromium 156, bench/web.sh); q4: the nibbles u as i16 lanes (bits
+ * 0..3 and 8..11 of a 16-bit lane are the low nibbles of its even and odd
+ * bytes, bits 4..7 and 12..15 the high ones), u = q + 8 corrected by the
+ * bias. */
 INLINE void quarter(bool q4, int nr, int nt, const uint8_t *const *c, int q,
                     v128_t (*xs)[8][4][2], v128_t (*s)[TOKENS]) {
   if (q4) {
@@ -103,7 +103,7 @@ INLINE void quarter(bool q4, int nr, int nt, const uint8_t *const *c, int q,
     v128_t we[2], wo[2];
     for (int i = 0; i < nr; i++) {
       v128_t v = wasm_v128_load(c[i] + 64 * st + 16 * q);
-      we[i] = wasm_v128_and(v, wasm_i16x8_splat(0xFF)), wo[i] = wasm_u16x8_shr(v, 8);
+      split8(wasm_v128_xor(v, wasm_i8x16_splat((int8_t)0x80)), &we[i], &wo[i]);
     }
     for (int t = 0; t < nt; t++)
       for (int i = 0; i < nr; i++)
@@ -124,7 +124,7 @@ INLINE void group_rows(bool q4, int nr, int nt, const uint8_t *const *g, size_t 
   for (int q = 0; q < 4; q++) {
     v128_t s[2][TOKENS];
     for (int t = 0; t < nt; t++) {
-      v128_t bias = wasm_v128_load((q4 ? x[t].q4_bias : x[t].q8_bias) + b + 4 * (size_t)q);
+      v128_t bias = q4 ? wasm_v128_load(x[t].q4_bias + b + 4 * (size_t)q) : wasm_i32x4_splat(0);
       for (int i = 0; i < nr; i++) s[i][t] = bias;
     }
     quarter(q4, nr, nt, c, q, xs, s);
@@ -176,11 +176,16 @@ INLINE void rows_quant(bool q4, int nt, const uint8_t *w, size_t row_bytes, size
   }
 }
 
-/* One token's rows. */
-INLINE void rows_quant1(bool q4, const uint8_t *w, size_t row_bytes, size_t n,
-                        const tl_kern_x *x, size_t rows, float *y) {
+/* One token's rows (decode calls the tile kernel with one token), out of
+ * line: V8 compiles them apart from the tile kernel's 4-token body (one
+ * bench/web.sh run of the 0.6B-shape q8 model in Chromium 156 decoded at
+ * 9.4 tokens/s against 7.7-8.3 inlined, with the q8 split then used). */
+__attribute__((noinline)) static void rows_quant1(bool q4, const uint8_t *w, size_t row_bytes,
+                                                  size_t n, const tl_kern_x *x, size_t rows,
+                                                  float *y) {
   v128_t xs[1][8][4][2], acc[TILE][4];
-  rows_quant(q4, 1, w, row_bytes, n, x, rows, y, 0, xs, acc);
+  if (q4) rows_quant(true, 1, w, row_bytes, n, x, rows, y, 0, xs, acc);
+  else rows_quant(false, 1, w, row_bytes, n, x, rows, y, 0, xs, acc);
 }
 
 /* The tile kernel: TOKENS tokens at a time, the rest one by one. */
