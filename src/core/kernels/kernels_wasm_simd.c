@@ -20,9 +20,10 @@
 
 #ifdef __wasm_simd128__
 #include <stdbool.h>
-#include "math/detmath.h"
 #include <string.h>
 #include <wasm_simd128.h>
+
+#include "math/detmath.h"
 
 #define ROWS 2 /* rows per pass: 2 x 4 accumulators + operands fit 15 xmm */
 #define INLINE static inline __attribute__((always_inline))
@@ -93,8 +94,9 @@ INLINE void quarter(bool q4, int nr, int nt, const uint8_t *const *c, int q,
       }
       for (int t = 0; t < nt; t++)
         for (int i = 0; i < nr; i++) {
-          s[i][t] = wasm_i32x4_add(s[i][t], groups(e0[i], o0[i], xs[t][st][q][0], xs[t][st][q][1]));
-          s[i][t] = wasm_i32x4_add(s[i][t], groups(e1[i], o1[i], xs[t][st + 1][q][0], xs[t][st + 1][q][1]));
+          v128_t *a = xs[t][st][q], *b = xs[t][st + 1][q];
+          s[i][t] = wasm_i32x4_add(s[i][t], groups(e0[i], o0[i], a[0], a[1]));
+          s[i][t] = wasm_i32x4_add(s[i][t], groups(e1[i], o1[i], b[0], b[1]));
         }
     }
     return;
@@ -107,7 +109,8 @@ INLINE void quarter(bool q4, int nr, int nt, const uint8_t *const *c, int q,
     }
     for (int t = 0; t < nt; t++)
       for (int i = 0; i < nr; i++)
-        s[i][t] = wasm_i32x4_add(s[i][t], groups(we[i], wo[i], xs[t][st][q][0], xs[t][st][q][1]));
+        s[i][t] =
+            wasm_i32x4_add(s[i][t], groups(we[i], wo[i], xs[t][st][q][0], xs[t][st][q][1]));
   }
 }
 
@@ -124,7 +127,8 @@ INLINE void group_rows(bool q4, int nr, int nt, const uint8_t *const *g, size_t 
   for (int q = 0; q < 4; q++) {
     v128_t s[2][TOKENS];
     for (int t = 0; t < nt; t++) {
-      v128_t bias = q4 ? wasm_v128_load(x[t].q4_bias + b + 4 * (size_t)q) : wasm_i32x4_splat(0);
+      v128_t bias =
+          q4 ? wasm_v128_load(x[t].q4_bias + b + 4 * (size_t)q) : wasm_i32x4_splat(0);
       for (int i = 0; i < nr; i++) s[i][t] = bias;
     }
     quarter(q4, nr, nt, c, q, xs, s);
@@ -132,8 +136,8 @@ INLINE void group_rows(bool q4, int nr, int nt, const uint8_t *const *g, size_t 
       v128_t dw = wasm_v128_load(g[i] + 16 * q);
       for (int t = 0; t < nt; t++) {
         v128_t p = wasm_f32x4_mul(dw, wasm_v128_load(x[t].scales + b + 4 * (size_t)q));
-        acc[i * nt + t][q] =
-            wasm_f32x4_add(acc[i * nt + t][q], wasm_f32x4_mul(wasm_f32x4_convert_i32x4(s[i][t]), p));
+        v128_t *a = &acc[i * nt + t][q];
+        *a = wasm_f32x4_add(*a, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(s[i][t]), p));
       }
     }
   }
@@ -511,19 +515,25 @@ INLINE v128_t exp2d(v128_t xd, v128_t *special) {
       1.0 / 3628800.0,     1.0 / 362880.0,     1.0 / 40320.0,      1.0 / 5040.0,
       1.0 / 720.0,         1.0 / 120.0,        1.0 / 24.0,         1.0 / 6.0,
       0.5,                 1.0,                1.0};
-  v128_t t = wasm_f64x2_mul(xd, wasm_f64x2_splat(1.44269504088896338700e+00)), half = wasm_f64x2_splat(0.5);
-  v128_t k = wasm_i32x4_trunc_sat_f64x2_zero(wasm_v128_bitselect(
-      wasm_f64x2_sub(t, half), wasm_f64x2_add(t, half), wasm_f64x2_lt(t, wasm_f64x2_splat(0.0))));
+  const v128_t ln2_hi = wasm_f64x2_splat(6.93147180369123816490e-01);
+  const v128_t ln2_lo = wasm_f64x2_splat(1.90821492927058770002e-10);
+  v128_t t = wasm_f64x2_mul(xd, wasm_f64x2_splat(1.44269504088896338700e+00));
+  v128_t half = wasm_f64x2_splat(0.5);
+  v128_t k = wasm_i32x4_trunc_sat_f64x2_zero(
+      wasm_v128_bitselect(wasm_f64x2_sub(t, half), wasm_f64x2_add(t, half),
+                          wasm_f64x2_lt(t, wasm_f64x2_splat(0.0))));
   v128_t kd = wasm_f64x2_convert_low_i32x4(k), p = wasm_f64x2_splat(coef[0]);
-  v128_t r = wasm_f64x2_sub(wasm_f64x2_sub(xd, wasm_f64x2_mul(kd, wasm_f64x2_splat(6.93147180369123816490e-01))),
-                            wasm_f64x2_mul(kd, wasm_f64x2_splat(1.90821492927058770002e-10)));
-  for (int c = 1; c < 15; c++) p = wasm_f64x2_add(wasm_f64x2_mul(p, r), wasm_f64x2_splat(coef[c]));
+  v128_t r = wasm_f64x2_sub(wasm_f64x2_sub(xd, wasm_f64x2_mul(kd, ln2_hi)),
+                            wasm_f64x2_mul(kd, ln2_lo));
+  for (int c = 1; c < 15; c++)
+    p = wasm_f64x2_add(wasm_f64x2_mul(p, r), wasm_f64x2_splat(coef[c]));
   *special = wasm_v128_or(
       wasm_v128_or(wasm_v128_not(wasm_f64x2_le(xd, wasm_f64x2_splat(709.782712893384))),
                    wasm_f64x2_lt(xd, wasm_f64x2_splat(-745.1332191019412))),
-      wasm_v128_or(wasm_f64x2_lt(kd, wasm_f64x2_splat(-1022.0)), wasm_f64x2_gt(kd, wasm_f64x2_splat(1023.0))));
-  return wasm_f64x2_mul(
-      p, wasm_i64x2_shl(wasm_i64x2_add(wasm_i64x2_extend_low_i32x4(k), wasm_i64x2_splat(1023)), 52));
+      wasm_v128_or(wasm_f64x2_lt(kd, wasm_f64x2_splat(-1022.0)),
+                   wasm_f64x2_gt(kd, wasm_f64x2_splat(1023.0))));
+  v128_t e = wasm_i64x2_add(wasm_i64x2_extend_low_i32x4(k), wasm_i64x2_splat(1023));
+  return wasm_f64x2_mul(p, wasm_i64x2_shl(e, 52));
 }
 
 /* tl_kern_exps, 4 at a time: x - sub in f32, each half widened exactly
