@@ -463,7 +463,7 @@ $(WASM_KERNEL_BENCH): $(WASM_SRC_DEPS) bench/kernel_bench_wasm.c
 #                        worker with a pool of Web Workers (web/wasm/pool.c,
 #                        web/tinylm-worker.js)
 # make web-modules writes them, the loader (web/tinylm.js,
-# tinylm-worker.js) and manifest.json (names,
+# tinylm-worker.js, webgpu.js) and manifest.json (names,
 # sizes, SHA-256, features, ABI version) into build/web/ and checks each
 # module's opcodes (tests/web/opcodes.sh).
 WEB_OUT := build/web
@@ -501,7 +501,7 @@ $(WEB_OUT)/tinylm-threads.wasm: $(WEB_API_DEPS) web/wasm/pool.c
 	@mkdir -p $(@D)
 	$(WASM_CC) $(WEB_CFLAGS) $(WEB_LDFLAGS) $(WEB_THREADS_FLAGS) $(WEB_API_SRC) web/wasm/pool.c -o $@
 # package.json ({"type": "module"}) lets node load the copies as ES modules.
-$(WEB_OUT)/tinylm.js $(WEB_OUT)/tinylm-worker.js $(WEB_OUT)/package.json: $(WEB_OUT)/%: web/%
+$(WEB_OUT)/tinylm.js $(WEB_OUT)/tinylm-worker.js $(WEB_OUT)/webgpu.js $(WEB_OUT)/package.json: $(WEB_OUT)/%: web/%
 	@mkdir -p $(@D)
 	cp $< $@
 $(WEB_OUT)/manifest.json: $(WEB_MODULES) scripts/web_manifest.mjs
@@ -546,7 +546,7 @@ web-mutant: $(WEB_MUTANT_OUT)/manifest.json
 web-pooltrap: $(WEB_POOLTRAP)
 web-sampler-mutant: $(WEB_SAMPLER_MUTANT)
 web-modules: $(WEB_MODULES) $(WEB_OUT)/manifest.json $(WEB_OUT)/tinylm.js $(WEB_OUT)/tinylm-worker.js \
-             $(WEB_OUT)/package.json
+             $(WEB_OUT)/webgpu.js $(WEB_OUT)/package.json
 	@tests/web/opcodes.sh $(WEB_MODULES)
 # The static site: the modules, the loader and the page.
 web: setup
