@@ -872,6 +872,23 @@ class Model {
     }
   }
 
+  /** The webgpu lane's device products since load (tl_wasm_gpu_stats):
+   *  { products, elements, notBitEqual (elements not bit-equal to the fast
+   *  lane's, counted in check mode), maxBoundRatio, failures }; null on
+   *  other lanes. */
+  gpuStats() {
+    const rt = this.rt;
+    if (!rt.gpu || typeof rt.x.tl_wasm_gpu_stats !== 'function') return null;
+    const p = rt.alloc(48);
+    try {
+      rt.x.tl_wasm_gpu_stats(p);
+      const [products, elements, notBitEqual, maxBoundRatio, failures] = Array.from({ length: 5 }, (_, i) => rt.dv().getFloat64(p + 8 * i, true));
+      return { products, elements, notBitEqual, maxBoundRatio, failures };
+    } finally {
+      rt.x.free(p);
+    }
+  }
+
   /** Empties the session's KV cache (the next reply starts afresh). */
   reset() {
     this.rt.check(this.rt.x.tl_session_reset(this.session), this.session);
