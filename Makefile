@@ -471,7 +471,7 @@ WEB_API_HOST := src/lib/api.c src/lib/session.c src/lib/turn.c src/lib/model.c \
                 src/host/encoder.c src/lib/chat_render.c src/lib/receipt.c \
                 src/host/cbor_alloc.c
 WEB_WASM_SRC := web/wasm/libc.c web/wasm/malloc.c web/wasm/printf.c web/wasm/host.c \
-                web/wasm/api_exports.c web/wasm/self_test.c
+                web/wasm/api_exports.c web/wasm/self_test.c web/wasm/gpu.c
 WEB_API_SRC := $(CORE_PORTABLE) $(WEB_API_HOST) $(WEB_WASM_SRC)
 WEB_API_DEPS := $(WEB_API_SRC) $(shell find src/core src/host src/lib web/wasm include -name '*.h') \
                 $(WASM_BUILD)/build-id

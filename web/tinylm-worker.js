@@ -24,7 +24,8 @@ let ctrl = null;
 // ---- pool role --------------------------------------------------------------
 async function poolWorker({ module, memory, w, stackTop, tls }) {
   const stub = () => 0;
-  const env = { memory, tl_host_now_ms: () => 0, tl_host_token: stub, tl_host_text: stub, tl_host_prefill: stub };
+  const env = { memory, tl_host_now_ms: () => 0, tl_host_token: stub, tl_host_text: stub, tl_host_prefill: stub,
+                tl_host_gpu_upload: () => 16, tl_host_gpu_release: stub, tl_host_gpu_products: () => 16 };
   const instance = await WebAssembly.instantiate(module, { env });
   const x = instance.exports;
   x.__stack_pointer.value = stackTop;

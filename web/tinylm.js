@@ -229,6 +229,11 @@ class Runtime {
       tl_host_token: (gen, id) => this.streams.get(gen >>> 0)?.token(id >>> 0) ?? 0,
       tl_host_text: (gen, ptr, len) => this.streams.get(gen >>> 0)?.text(ptr >>> 0, len >>> 0) ?? 0,
       tl_host_prefill: (gen, done, total) => this.streams.get(gen >>> 0)?.prefill(done >>> 0, total >>> 0) ?? 0,
+      // The WebGPU lane's device (web/wasm/gpu.h); a module without one
+      // never calls these: worker_failure (16) if it did.
+      tl_host_gpu_upload: () => 16,
+      tl_host_gpu_release: () => {},
+      tl_host_gpu_products: () => 16,
     };
     if (this.entry.shared) {
       env.memory = new WebAssembly.Memory({
