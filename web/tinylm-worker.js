@@ -77,6 +77,7 @@ port.on(async (msg) => {
     else if (!model) throw new TinylmError('invalid_argument', 'no model in this worker');
     else if (msg.op === 'generate') value = await generate(msg.id, msg.args);
     else if (msg.op === 'reset') value = model.reset();
+    else if (msg.op === 'gpuStats') value = model.gpuStats();
     else if (msg.op === 'observe') value = await model.observe(msg.args);
     else if (msg.op === 'dispose') value = await dispose();
     else throw new TinylmError('invalid_argument', `unknown call ${msg.op}`);

@@ -260,6 +260,8 @@ class Runtime {
       tl_host_token: (gen, id) => this.streams.get(gen >>> 0)?.token(id >>> 0) ?? 0,
       tl_host_text: (gen, ptr, len) => this.streams.get(gen >>> 0)?.text(ptr >>> 0, len >>> 0) ?? 0,
       tl_host_prefill: (gen, done, total) => this.streams.get(gen >>> 0)?.prefill(done >>> 0, total >>> 0) ?? 0,
+      // The WebGPU lane's device (web/webgpu.js, web/wasm/gpu.h); a module
+      // on another lane never calls these: worker_failure (16) if it did.
       ...(this.gpu ? this.gpu.imports(() => this.memory) : NO_GPU_IMPORTS),
     };
     if (this.entry.shared) {
@@ -881,7 +883,7 @@ class Model {
     if (!rt.gpu || typeof rt.x.tl_wasm_gpu_stats !== 'function') return null;
     const p = rt.alloc(48);
     try {
-      rt.x.tl_wasm_gpu_stats(p);
+      rt.check(rt.x.tl_wasm_gpu_stats(p, 0), 0);
       const [products, elements, notBitEqual, maxBoundRatio, failures] = Array.from({ length: 5 }, (_, i) => rt.dv().getFloat64(p + 8 * i, true));
       return { products, elements, notBitEqual, maxBoundRatio, failures };
     } finally {
@@ -1093,6 +1095,7 @@ class RemoteModel {
 
   preflight() { return this.plan; }
   async reset() { return this.call({ op: 'reset' }); }
+  async gpuStats() { return this.call({ op: 'gpuStats' }); }
   async observe(args = {}) {
     if (this.disposed) throw new TinylmError('stale_handle', 'the model was disposed');
     return this.call({ op: 'observe', args });

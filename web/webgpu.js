@@ -3,6 +3,7 @@
 // the module's fast lane hands over (tl_host_gpu_* imports, web/wasm/host.c),
 // the start-up probes, and what the capability receipt says about them.
 // Everything else of the forward pass stays in the module.
+import { rowProduct } from './products_ref.js';
 
 // tinylm.h status numbers the imports return.
 const ST = { ok: 0, invalid_argument: 1, out_of_memory: 9, unsupported_shape: 13, worker_failure: 16 };
@@ -335,7 +336,11 @@ class Gpu {
         w >>>= 0;
         return this.upload(w, type, u8().subarray(w, w + (rows >>> 0) * (rowBytes >>> 0)), rowBytes >>> 0, n >>> 0, rows >>> 0);
       },
-      tl_host_gpu_release: (w) => this.release(w >>> 0),
+      // Every matrix inside [w, w + len): the session's lane stopped.
+      tl_host_gpu_release: (w, len) => {
+        w >>>= 0;
+        for (const k of [...this.mats.keys()]) if (k >= w && k < w + (len >>> 0)) this.release(k);
+      },
       tl_host_gpu_products: new WebAssembly.Suspending(async (mats, nMats, xs, tokens) => {
         try {
           let d = dv();
@@ -427,18 +432,25 @@ class Gpu {
     return this.probed;
   }
 
-  // Products of generated matrices against f4Reference, bit for bit (until
-  // docs/webgpu-profile.md's per-product bound is the criterion).
+  // Products of generated matrices against F-4/F-5 in JS (products_ref.js,
+  // written from docs/fast-profile.md), bit for bit: the adapters measured
+  // here neither contract nor flush normal values (docs/web.md).
   async check(type, rowsCodes, rowScales, xCodes, xScales, n) {
     const key = `probe-${type}`;
     const bytes = packRows(type, rowsCodes, rowScales, n);
-    const st = this.upload(key, type, bytes, bytes.length / rowsCodes.length, n, rowsCodes.length);
+    const rowBytes = bytes.length / rowsCodes.length;
+    const st = this.upload(key, type, bytes, rowBytes, n, rowsCodes.length);
     if (st !== ST.ok) throw new GpuError('self_test_failed', `uploading the probe matrix: status ${st}`);
     try {
-      const [y] = await this.run([key], packActivations(xCodes, xScales, n), xCodes.length);
+      const tokens = xCodes.length;
+      const x = packActivations(xCodes, xScales, n);
+      const ng = groups(n);
+      const [y] = await this.run([key], x, tokens);
       const bad = [];
-      rowsCodes.forEach((w, r) => xCodes.forEach((x, t) => {
-        const want = f4Reference(w, rowScales[r], x, xScales[t]);
+      rowsCodes.forEach((w, r) => xCodes.forEach((_, t) => {
+        const codes = new Int8Array(x.buffer, 512 * ng * t, 512 * ng);
+        const scales = new Float32Array(x.buffer, 4 * (128 * ng * tokens + 16 * ng * t), 16 * ng);
+        const want = rowProduct(type, bytes, r * rowBytes, n, codes, scales);
         if (!Object.is(y[t * rowsCodes.length + r], want)) bad.push(`row ${r} token ${t}: ${y[t * rowsCodes.length + r]} != ${want}`);
       }));
       if (bad.length) throw new GpuError('self_test_failed', `${bad.length} products differ from the F-4 reference: ${bad.slice(0, 3).join('; ')}`);
@@ -487,22 +499,6 @@ class Gpu {
     this.bufs = {};
     this.device.destroy();
   }
-}
-
-/** F-4/F-5 (docs/fast-profile.md) of one row and one activation from their
- *  codes (w: q8 or q4 codes, nb * 32 of them, zero past n) and block scales,
- *  in binary32 through Math.fround: the JS oracle of the WGSL products. */
-export function f4Reference(w, dw, x, dx) {
-  const A = new Array(16).fill(0);
-  for (let b = 0; b < dw.length; b++) {
-    let s = 0;
-    for (let i = 0; i < 32; i++) s += w[32 * b + i] * x[32 * b + i];
-    const p = Math.fround(dw[b] * dx[b]);
-    A[b % 16] = Math.fround(A[b % 16] + Math.fround(s * p));
-  }
-  const B = Array.from({ length: 8 }, (_, j) => Math.fround(A[j] + A[j + 8]));
-  const C = Array.from({ length: 4 }, (_, j) => Math.fround(B[j] + B[j + 4]));
-  return Math.fround(Math.fround(C[0] + C[2]) + Math.fround(C[1] + C[3]));
 }
 
 /** Rows of codes and block scales in tl_kern_pack's layout (kernels.h). */
