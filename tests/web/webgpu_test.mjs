@@ -24,7 +24,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { serveWeb } from '../../scripts/serve_web.mjs';
-import { launchChromium } from './chromium.mjs';
+import { checker, launchChromium } from './chromium.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const Q4 = path.join(ROOT, 'tests', 'golden', 'slm', 'tiny-q4.slm');
@@ -37,14 +37,7 @@ const MAX_TOKENS = 8;
 const OBSERVE_PROMPT = 'What is 3 + 4?';
 
 let TINYLM, WORK;
-let passed = 0, failed = 0;
-function check(name, ok, detail = '') {
-  if (ok) passed++;
-  else failed++;
-  if (detail.length > 800) detail = `${detail.slice(0, 800)} …`;
-  console.log(`${ok ? 'ok  ' : 'FAIL'} ${name}${ok || !detail ? '' : `: ${detail}`}`);
-  return ok;
-}
+const { check, counts } = checker();
 const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
 const t0 = Date.now();
 const took = (since) => `${((Date.now() - since) / 1000).toFixed(1)} s`;
@@ -77,13 +70,12 @@ function demoModel() {
   return art;
 }
 
+// The built site without its bundled models, with these ones.
 function makeSite(dir, site, models) {
   fs.rmSync(dir, { recursive: true, force: true });
+  const bundled = new Set([path.join(site, 'models'), path.join(site, 'models.json')]);
+  fs.cpSync(site, dir, { recursive: true, filter: (from) => !bundled.has(from) });
   fs.mkdirSync(path.join(dir, 'models'), { recursive: true });
-  for (const f of fs.readdirSync(site)) {
-    if (f === 'models' || f === 'models.json') continue;
-    fs.copyFileSync(path.join(site, f), path.join(dir, f));
-  }
   for (const [name, file] of Object.entries(models)) {
     try {
       fs.linkSync(file, path.join(dir, 'models', name));
@@ -299,8 +291,8 @@ async function main() {
   }
   await server.close();
   console.log(`note: stage time ${took(t0)}`);
-  console.log(`${passed} passed, ${failed} failed`);
-  return failed === 0 ? 0 : 1;
+  console.log(`${counts.passed} passed, ${counts.failed} failed`);
+  return counts.failed === 0 ? 0 : 1;
 }
 
 // The page's Load with the WebGPU lane: the lane it got and its panel.
@@ -319,6 +311,6 @@ async function loadOnPage(ui) {
 
 main().then((rc) => process.exit(rc), (e) => {
   console.log(`FAIL ${e.stack || e}`);
-  console.log(`${passed} passed, ${failed + 1} failed`);
+  console.log(`${counts.passed} passed, ${counts.failed + 1} failed`);
   process.exit(1);
 });
