@@ -292,7 +292,7 @@ class Runtime {
     if (!this.gpu || !SUSPENDING.includes(name)) return this.x[name](...args);
     this.promising ??= {};
     const st = await (this.promising[name] ??= WebAssembly.promising(this.x[name]))(...args);
-    if (st !== 0 && this.gpu.failure) throw new TinylmError('worker_failure', `${this.gpu.failure}; load the model again`);
+    if (st !== 0 && this.gpu.failure) throw new TinylmError(this.gpu.failureCode, `${this.gpu.failure}; load the model again`);
     return st;
   }
 

@@ -189,10 +189,16 @@ class Gpu {
     this.source = source;
     this.info = info;
     this.failure = null; // why the device is unusable (lost, an uncaptured error)
+    this.failureCode = 'worker_failure'; // out_of_memory when the device ran out of it
     this.mats = new Map(); // key -> { type, n, rows, rowBytes, nb, chunks: [{ buf, r0, rows }] }
     this.bufs = {}; // reused: x, y, staging, params
     device.lost.then((l) => { if (!this.destroyed) this.failure ??= `the WebGPU device was lost (${l.reason}: ${l.message})`; });
-    device.addEventListener('uncapturederror', (e) => { this.failure ??= `WebGPU error: ${e.error.message}`; });
+    // A buffer the device cannot hold shows here, after upload() returned.
+    device.addEventListener('uncapturederror', (e) => {
+      if (this.failure) return;
+      this.failure = `WebGPU error: ${e.error.message}`;
+      if (e.error instanceof GPUOutOfMemoryError) this.failureCode = 'out_of_memory';
+    });
     const lim = device.limits;
     this.chunkBytes = Math.min(lim.maxStorageBufferBindingSize, lim.maxBufferSize - 4096, CHUNK_CAP);
   }
@@ -235,7 +241,7 @@ class Gpu {
   /** Keeps a packed q8/q4 matrix (bytes: rows rows of rowBytes) under key,
    *  split by rows into buffers within the device's limits. A status. */
   upload(key, type, bytes, rowBytes, n, rows) {
-    if (this.failure) return ST.worker_failure;
+    if (this.failure) return ST[this.failureCode];
     if (!(type in BLOCK_WORDS) || rowBytes % 4 || rowBytes !== BLOCK_WORDS[type] * 4 * Math.ceil(n / 32))
       return ST.unsupported_shape;
     const per = Math.floor(this.chunkBytes / rowBytes);
@@ -254,7 +260,7 @@ class Gpu {
       return e instanceof RangeError ? ST.out_of_memory : ST.worker_failure;
     }
     this.mats.set(key, m);
-    return this.failure ? ST.worker_failure : ST.ok;
+    return this.failure ? ST[this.failureCode] : ST.ok;
   }
 
   release(key) {
@@ -269,7 +275,7 @@ class Gpu {
    *  as words: tokens * ng * 128 + tokens * ng * 16); resolves to one
    *  Float32Array per matrix, y[t * rows + r]. Throws GpuError. */
   async run(keys, x, tokens) {
-    if (this.failure) throw new GpuError('worker_failure', this.failure);
+    if (this.failure) throw new GpuError(this.failureCode, this.failure);
     const ms = keys.map((k) => this.mats.get(k));
     if (ms.some((m) => !m)) throw new GpuError('invalid_argument', 'a product names a matrix that was not uploaded');
     const ng = groups(ms[0].n);
@@ -312,11 +318,11 @@ class Gpu {
     try {
       await staging.mapAsync(GPUMapMode.READ, 0, 4 * total);
     } catch (e) {
-      throw new GpuError('worker_failure', this.failure ?? `reading the products back failed: ${e.message}`);
+      throw new GpuError(this.failure ? this.failureCode : 'worker_failure', this.failure ?? `reading the products back failed: ${e.message}`);
     }
     const all = new Float32Array(staging.getMappedRange(0, 4 * total).slice(0));
     staging.unmap();
-    if (this.failure) throw new GpuError('worker_failure', this.failure);
+    if (this.failure) throw new GpuError(this.failureCode, this.failure);
     off = 0;
     return ms.map((m) => all.subarray(off, (off += m.rows * tokens)));
   }
@@ -326,10 +332,12 @@ class Gpu {
   imports(memory) {
     const u8 = () => new Uint8Array(memory().buffer);
     const dv = () => new DataView(memory().buffer);
+    // A failure's status; one not foreseen marks the device failed (the
+    // loader's call() then throws it with its reason).
     const status = (e) => {
-      if (!(e instanceof GpuError)) this.failure ??= `the products failed: ${e?.message ?? e}`;
-      this.lastError = e instanceof GpuError ? e.message : this.failure;
-      return e instanceof GpuError ? ST[e.code] ?? ST.worker_failure : ST.worker_failure;
+      if (e instanceof GpuError) return ST[e.code] ?? ST.worker_failure;
+      this.failure ??= `the products failed: ${e?.message ?? e}`;
+      return ST.worker_failure;
     };
     return {
       tl_host_gpu_upload: (type, w, rowBytes, n, rows) => {

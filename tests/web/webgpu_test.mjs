@@ -112,6 +112,16 @@ async function inPage(page, url, opts, calls) {
       }
       if (calls.observe) out.observe = Array.from(await m.observe(calls.observe));
       if (calls.stats) out.stats = await m.gpuStats();
+      if (calls.loseDevice) {
+        // As a GPU reset or a driver crash would: the next reply must fail typed.
+        m.rt.gpu.device.destroy();
+        try {
+          await m.generate(calls.generate);
+          out.afterLoss = 'no error';
+        } catch (e) {
+          out.afterLoss = `${e.code}: ${e.detail ?? e.message}`;
+        }
+      }
     } catch (e) {
       out.error = `${e.code}: ${e.detail ?? e.message}`;
     } finally {
@@ -193,10 +203,12 @@ async function adapterChecks(page, label, opts, expectFallback) {
   const q4native = nativeRun(path.join(WORK, 'site', 'models', 'q4.slm'), q4conv, MAX_TOKENS);
   // On the page's own thread this time (JSPI there too), not the loader's worker.
   const q4 = await inPage(page, 'models/q4.slm', { lane: 'webgpu', worker: false, ...opts },
-    { generate: { messages: q4conv.messages, enableThinking: false, maxTokens: MAX_TOKENS, temperature: 0 } });
+    { generate: { messages: q4conv.messages, enableThinking: false, maxTokens: MAX_TOKENS, temperature: 0 }, loseDevice: true });
   check(`${label}: q4 artifact on the page's thread: greedy ids equal native fast (${took(since)})`,
     q4.receipt?.lane === 'webgpu' && q4.inWorker === false && same(q4.reply?.ids, q4native.ids),
     q4.error ?? `webgpu ${JSON.stringify(q4.reply?.ids)} native ${JSON.stringify(q4native.ids)}`);
+  check(`${label}: the device lost, the next reply is worker_failure naming the loss (${q4.afterLoss})`,
+    /^worker_failure: .*WebGPU device was lost/.test(q4.afterLoss ?? ''), String(q4.afterLoss));
 }
 
 async function main() {
