@@ -179,7 +179,12 @@ export async function openGpu(opts = {}, info = {}) {
   info.limits = Object.fromEntries([...want, 'maxComputeWorkgroupsPerDimension', 'maxComputeInvocationsPerWorkgroup']
     .map((k) => [k, device.limits[k]]));
   const g = new Gpu(device, wgslSource(opts.fault), info);
-  await g.compile();
+  try {
+    await g.compile();
+  } catch (e) {
+    g.destroy(); // the lane is refused: its device goes with it
+    throw e;
+  }
   return g;
 }
 
