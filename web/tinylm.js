@@ -381,7 +381,7 @@ async function startLane(lane, manifest, base, record, opts = {}) {
   if (!entry) throw new TinylmError('unsupported_feature', `the manifest lists no ${lane} module`);
   const gpu = lane === 'webgpu' ? await startGpu(opts.webgpu, record) : null;
   try {
-    return await startModule(lane, entry, base, record, gpu);
+    return await startModule(lane, entry, base, record, gpu, !!opts.webgpu?.check);
   } catch (e) {
     gpu?.destroy();
     throw e;
@@ -399,7 +399,7 @@ async function startGpu(options, record) {
   }
 }
 
-async function startModule(lane, entry, base, record, gpu) {
+async function startModule(lane, entry, base, record, gpu, checkAll = false) {
   const url = new URL(entry.file, base);
   const bytes = await readUrl(url);
   const got = await sha256Hex(bytes);
@@ -420,7 +420,7 @@ async function startModule(lane, entry, base, record, gpu) {
   rt.x.free(out);
   tests.push({ name: 'sha256-vs-webcrypto', ok: st === 0 && mine === expect, status: rt.statusName(st) });
   record.selfTests[lane] = tests;
-  if (gpu && tests.every((t) => t.ok)) await gpuSelfTests(rt, tests);
+  if (gpu && tests.every((t) => t.ok)) await gpuSelfTests(rt, tests, checkAll);
   const failed = tests.filter((t) => !t.ok);
   if (failed.length)
     throw new TinylmError('self_test_failed', `${lane}: ${failed.map((t) => (t.why ? `${t.name} (${t.why})` : t.name)).join(', ')} failed`);
@@ -432,8 +432,20 @@ async function startModule(lane, entry, base, record, gpu) {
 // The webgpu lane's probes in WGSL, then (all passing) the device on and
 // the tiny forward pass through it in check mode (self-test 6). Appends to
 // tests; a failure's reason is its why.
-async function gpuSelfTests(rt, tests) {
-  tests.push(...await rt.gpu.selfTests());
+async function gpuSelfTests(rt, tests, checkAll) {
+  // W-3's bound from the module (tl_wasm_gpu_bound: the one implementation,
+  // docs/webgpu-profile.md) for the product probes' results that are not
+  // the reference's bits.
+  const bound = (type, row, n, codes, scales) => {
+    const ps = [row, new Uint8Array(codes.buffer, codes.byteOffset, codes.byteLength),
+      new Uint8Array(scales.buffer, scales.byteOffset, scales.byteLength)].map((b) => rt.put(b));
+    try {
+      return rt.x.tl_wasm_gpu_bound(type, ps[0], n, ps[1], ps[2]);
+    } finally {
+      for (const p of ps) rt.x.free(p);
+    }
+  };
+  tests.push(...await rt.gpu.selfTests(bound));
   if (!tests.every((t) => t.ok)) return;
   const test = { name: 'forward-webgpu', ok: false, status: 'unsupported_feature' };
   tests.push(test);
@@ -445,6 +457,8 @@ async function gpuSelfTests(rt, tests) {
   try {
     const st = await rt.call('tl_wasm_self_test', SELF_TEST_WEBGPU);
     Object.assign(test, { ok: st === 0, status: rt.statusName(st) });
+    // webgpu.check: every product of the model's passes held to W-3 too
+    if (st === 0 && checkAll) rt.check(rt.x.tl_wasm_gpu_check(1), 0);
   } catch (e) {
     Object.assign(test, { status: e.code ?? 'worker_failure', why: e.detail ?? e.message });
   }

@@ -87,7 +87,7 @@ fn product(id: vec3u, q4: bool) {
   let t = i % P.tokens;
   let bw = select(9u, 5u, q4);
   var a: array<f32, 16>;
-  let nb = P.nb/*FAULT*/;
+  let nb = P.nb/*NB*/;
   for (var b = 0u; b < nb; b++) {
     let g = b / 16u;
     let j = b % 16u;
@@ -99,7 +99,8 @@ fn product(id: vec3u, q4: bool) {
     let p = bitcast<f32>(W[gw + j]) * bitcast<f32>(X[P.x_scales + t * P.ng * 16u + b]);
     a[j] = a[j] + f32(s) * p;
   }
-  Y[P.y_off + t * P.y_stride + r] = tree(a);
+  let y = tree(a);
+  Y[P.y_off + t * P.y_stride + r] = /*Y*/y;
 }
 
 @compute @workgroup_size(${WG}) fn q8(@builtin(global_invocation_id) id: vec3u) { product(id, false); }
@@ -123,12 +124,18 @@ fn product(id: vec3u, q4: bool) {
 `;
 
 // Test-only variants (the loader's webgpu.fault option): a planted fault
-// the product probes must catch.
-const FAULTS = { 'drop-last-block': ' - 1u' };
+// the product probes must catch (the last block of each row dropped), and
+// a deviation webgpu/1 allows (every product one ulp further from zero, as
+// an adapter that rounds differently might give) that they must accept.
+const FAULTS = {
+  'drop-last-block': ['/*NB*/', ' - 1u'],
+  'one-ulp': ['/*Y*/y', 'bitcast<f32>(bitcast<u32>(y) + 1u)'],
+};
 
 export function wgslSource(fault) {
   if (fault !== undefined && !(fault in FAULTS)) throw new Error(`unknown WGSL fault '${fault}'`);
-  return SOURCE.replace('/*FAULT*/', fault ? FAULTS[fault] : '');
+  const src = fault ? SOURCE.replace(...FAULTS[fault]) : SOURCE;
+  return src.replace('/*NB*/', '').replace('/*Y*/', '');
 }
 
 const groups = (n) => Math.ceil(Math.ceil(n / 32) / 16);
@@ -383,8 +390,10 @@ class Gpu {
   }
 
   /** The WGSL probes (docs/web.md): [{ name, ok, status }] for the
-   *  capability receipt's selfTests; their outcomes go to info.probes. */
-  async selfTests() {
+   *  capability receipt's selfTests; their outcomes go to info.probes.
+   *  bound(type, row, n, codes, scales): W-3's bound of docs/webgpu-profile.md
+   *  for one packed row and activation (the module's tl_wasm_gpu_bound). */
+  async selfTests(bound) {
     const probes = (this.info.probes = {});
     const hex = (v) => `0x${v.toString(16)}`;
     const tests = [
@@ -403,9 +412,15 @@ class Gpu {
         probes['negative-zero'] = ok ? 'preserved' : `lost (load/store ${hex(o[2])}, times one ${hex(o[3])})`;
         return ok;
       }],
-      ['wgsl-i32-block-sums', () => this.extremes()],
-      ['wgsl-q8-product', () => this.seeded(QTYPE.q8)],
-      ['wgsl-q4-product', () => this.seeded(QTYPE.q4)],
+      ['wgsl-i32-block-sums', () => this.extremes(bound)],
+      ['wgsl-q8-product', async () => {
+        probes['q8-product'] = await this.seeded(QTYPE.q8, bound);
+        return true;
+      }],
+      ['wgsl-q4-product', async () => {
+        probes['q4-product'] = await this.seeded(QTYPE.q4, bound);
+        return true;
+      }],
     ];
     const results = [];
     for (const [name, fn] of tests) {
@@ -446,9 +461,11 @@ class Gpu {
   }
 
   // Products of generated matrices against F-4/F-5 in JS (products_ref.js,
-  // written from docs/fast-profile.md), bit for bit: the adapters measured
-  // here neither contract nor flush normal values (docs/web.md).
-  async check(type, rowsCodes, rowScales, xCodes, xScales, n) {
+  // written from docs/fast-profile.md). Without bound every product must be
+  // the reference's bits; with it each may lie within W-3 of them (webgpu/1 lets the
+  // adapter contract and flush). Returns the outcome for info.probes:
+  // 'bit-equal' or 'within W-3 (k of N differ, largest ratio R)'.
+  async check(type, rowsCodes, rowScales, xCodes, xScales, n, bound = null) {
     const key = `probe-${type}`;
     const bytes = packRows(type, rowsCodes, rowScales, n);
     const rowBytes = bytes.length / rowsCodes.length;
@@ -460,34 +477,45 @@ class Gpu {
       const ng = groups(n);
       const [y] = await this.run([key], x, tokens);
       const bad = [];
+      let differ = 0, worst = 0;
       rowsCodes.forEach((w, r) => xCodes.forEach((_, t) => {
         const codes = new Int8Array(x.buffer, 512 * ng * t, 512 * ng);
         const scales = new Float32Array(x.buffer, 4 * (128 * ng * tokens + 16 * ng * t), 16 * ng);
+        const got = y[t * rowsCodes.length + r];
         const want = rowProduct(type, bytes, r * rowBytes, n, codes, scales);
-        if (!Object.is(y[t * rowsCodes.length + r], want)) bad.push(`row ${r} token ${t}: ${y[t * rowsCodes.length + r]} != ${want}`);
+        if (Object.is(got, want)) return;
+        differ++;
+        const b = bound ? bound(type, bytes.subarray(r * rowBytes, (r + 1) * rowBytes), n, codes, scales) : 0;
+        const ratio = b > 0 ? Math.abs(got - want) / b : Infinity; // NaN: never within
+        if (ratio > worst || Number.isNaN(ratio)) worst = Number.isNaN(ratio) ? Infinity : ratio;
+        if (!(ratio <= 1)) bad.push(`row ${r} token ${t}: ${got} != ${want}${bound ? ` (bound ${b})` : ''}`);
       }));
-      if (bad.length) throw new GpuError('self_test_failed', `${bad.length} products differ from the F-4 reference: ${bad.slice(0, 3).join('; ')}`);
-      return true;
+      const total = rowsCodes.length * tokens;
+      if (bad.length)
+        throw new GpuError('self_test_failed', `${bad.length} of ${total} products ${bound ? 'outside W-3 of' : 'differ from'} the F-4 reference: ${bad.slice(0, 3).join('; ')}`);
+      return differ ? `within W-3 (${differ} of ${total} differ, largest ratio ${worst.toPrecision(3)})` : 'bit-equal';
     } finally {
       this.release(key);
     }
   }
 
   // The i32 block sums at their extremes: one block, unit scales, so each
-  // output is the exact sum (q8: 32 * 127 * 127; q4: 32 * 8 * 127).
-  async extremes() {
+  // output is the exact sum (q8: 32 * 127 * 127; q4: 32 * 8 * 127). W-3's
+  // bound there is below 1 (0.43 and 0.03), so an integer sum off by one
+  // is outside it.
+  async extremes(bound) {
     const fill = (v) => new Int8Array(32).fill(v);
     const ones = (k) => Array.from({ length: k }, () => Float32Array.of(1));
     const xs = [fill(127), fill(-127)];
-    await this.check(QTYPE.q8, [fill(127), fill(-127)], ones(2), xs, ones(2), 32);
-    await this.check(QTYPE.q4, [fill(-8), fill(7)], ones(2), xs, ones(2), 32);
+    await this.check(QTYPE.q8, [fill(127), fill(-127)], ones(2), xs, ones(2), 32, bound);
+    await this.check(QTYPE.q4, [fill(-8), fill(7)], ones(2), xs, ones(2), 32, bound);
     return true;
   }
 
   // Seeded rows of 1287 elements (41 blocks: a short last block and a short
   // last group), 7 rows, 3 tokens, scales kept normal (a flushing adapter
   // and IEEE agree on them).
-  async seeded(type) {
+  async seeded(type, bound) {
     const n = 1287, rows = 7, tokens = 3;
     const rnd = mulberry32(type * 7919 + n);
     const nb = Math.ceil(n / 32);
@@ -502,7 +530,7 @@ class Gpu {
     const ws = Array.from({ length: rows }, () => scales(8));
     const x = Array.from({ length: tokens }, () => codes(-127, 127));
     const xsc = Array.from({ length: tokens }, () => scales(4));
-    return this.check(type, w, ws, x, xsc, n);
+    return this.check(type, w, ws, x, xsc, n, bound);
   }
 
   destroy() {

@@ -158,7 +158,8 @@ async function adapterChecks(page, label, opts, expectFallback) {
   const demo = 'models/demo.slm';
   const native = nativeRun(path.join(WORK, 'site', demo), CONVERSATION, MAX_TOKENS);
   let since = Date.now();
-  const got = await inPage(page, demo, { lane: 'webgpu', ...opts },
+  // check: every product of the demo passes also held to W-3 (check mode)
+  const got = await inPage(page, demo, { lane: 'webgpu', ...opts, webgpu: { ...opts.webgpu, check: true } },
     { generate: { messages: CONVERSATION.messages, enableThinking: false, maxTokens: MAX_TOKENS, temperature: 0 },
       observe: { prompt: OBSERVE_PROMPT }, stats: true });
   console.log(`note: ${label}: load ${((got.loadMs ?? 0) / 1000).toFixed(1)} s, the whole demo check ${took(since)}`);
@@ -183,8 +184,9 @@ async function adapterChecks(page, label, opts, expectFallback) {
   check(`${label}: the run receipt verifies and names the profile webgpu/1`,
     run.p.status === 0 && run.p.stdout.includes('"webgpu/1"'), run.p.stderr || run.p.stdout.slice(0, 400));
   check(`${label}: so its id is not the fast/4 run's`, got.reply.receiptId !== native.receipt_id);
-  check(`${label}: the products ran on the device${got.inWorker ? ' (the loader\'s worker: the page is isolated)' : ''}: ${JSON.stringify(got.stats)}`,
-    got.stats?.products > 0 && got.stats.failures === 0, JSON.stringify(got.stats));
+  check(`${label}: the products ran on the device${got.inWorker ? ' (the loader\'s worker: the page is isolated)' : ''}, each within W-3 of fast/4's in check mode: ${JSON.stringify(got.stats)}`,
+    got.stats?.products > 0 && got.stats.elements > 10112 && got.stats.failures === 0 && got.stats.maxBoundRatio <= 1,
+    JSON.stringify(got.stats));
   // The observation records against native fast's, judged by the profile.
   if (check(`${label}: observe() gave a document`, Array.isArray(got.observe), got.error)) {
     const mine = path.join(WORK, `${label}-observe.cbor`), theirs = path.join(WORK, 'native-fast.cbor');
@@ -257,6 +259,18 @@ async function main() {
       const cap = receiptShow(bad.capabilityCbor, 'fault-capability.cbor');
       check('planted WGSL fault: the capability receipt (webgpu refused, its probes recorded) verifies', cap.p.status === 0 && !!r.webgpu, cap.p.stderr);
     }
+
+    // --- a deviation the profile allows: every product one ulp off ----------
+    since = Date.now();
+    const ulp = await inPage(page, 'models/q4.slm', { lane: 'webgpu', worker: false, webgpu: { fault: 'one-ulp' } },
+      { generate: { prompt: 'hello', maxTokens: 4, temperature: 0 }, stats: true });
+    const up = ulp.receipt?.webgpu?.probes ?? {};
+    check(`one ulp off: the lane loads, its product probes within W-3 not bit-equal (${took(since)})`,
+      ulp.receipt?.lane === 'webgpu' && /^within W-3 \(/.test(up['q8-product'] ?? '') && /^within W-3 \(/.test(up['q4-product'] ?? ''),
+      ulp.error ?? JSON.stringify({ refused: ulp.receipt?.refused, probes: up }));
+    check('one ulp off: a reply, every product differing from fast/4 by a bound ratio below 1, no failure',
+      !!ulp.reply && ulp.stats?.notBitEqual === ulp.stats?.elements && ulp.stats.elements > 0 && ulp.stats.maxBoundRatio > 0 &&
+      ulp.stats.maxBoundRatio < 1 && ulp.stats.failures === 0, ulp.error ?? JSON.stringify(ulp.stats));
 
     // --- the page: its lane option ------------------------------------------
     since = Date.now();

@@ -188,3 +188,34 @@ EXPORT(tl_wasm_gpu_stats) tl_status tl_wasm_gpu_stats(double *out, uint32_t rese
   if (reset) memset(gpu.stats, 0, sizeof gpu.stats);
   return TL_OK;
 }
+
+/* W-3's bound (tl_kern_device_bound) for one packed q8/q4 row of n
+ * elements (tl_kern_pack's layout) and one activation (codes: 512 per
+ * group, scales: 16 per group, tl_kern_x's layout): the loader's product
+ * probes hold an adapter's results to it. Negative for a type other than
+ * q8/q4, a width past 2^24 or an argument outside the memory. */
+double tl_wasm_gpu_bound(uint32_t type, const uint8_t *row, size_t n, const int8_t *codes,
+                         const float *scales);
+EXPORT(tl_wasm_gpu_bound)
+double tl_wasm_gpu_bound(uint32_t type, const uint8_t *row, size_t n, const int8_t *codes,
+                         const float *scales) {
+  uintptr_t mem = (uintptr_t)__builtin_wasm_memory_size(0) * 65536u;
+  size_t rb, ng = tl_kern_groups(n);
+  tl_kern_x x;
+  const struct {
+    uintptr_t at;
+    size_t len;
+  } spans[3] = {{(uintptr_t)row, 0}, {(uintptr_t)codes, TL_KERN_GROUP_CODES * ng},
+                {(uintptr_t)scales, sizeof(float) * TL_KERN_GROUP * ng}};
+  if ((type != TL_QTYPE_Q8 && type != TL_QTYPE_Q4) || n == 0 || n > (1u << 24) ||
+      tl_quant_row_bytes((tl_qtype)type, n, &rb) != TL_OK)
+    return -1.0;
+  for (size_t i = 0; i < 3; i++) {
+    size_t len = i == 0 ? rb : spans[i].len;
+    if (spans[i].at > mem || len > mem - spans[i].at) return -1.0;
+  }
+  memset(&x, 0, sizeof x);
+  x.codes = codes;
+  x.scales = scales;
+  return tl_kern_device_bound((tl_qtype)type, row, n, &x);
+}
