@@ -463,7 +463,7 @@ $(WASM_KERNEL_BENCH): $(WASM_SRC_DEPS) bench/kernel_bench_wasm.c
 #                        worker with a pool of Web Workers (web/wasm/pool.c,
 #                        web/tinylm-worker.js)
 # make web-modules writes them, the loader (web/tinylm.js,
-# tinylm-worker.js) and manifest.json (names,
+# tinylm-worker.js, webgpu.js, products_ref.js) and manifest.json (names,
 # sizes, SHA-256, features, ABI version) into build/web/ and checks each
 # module's opcodes (tests/web/opcodes.sh).
 WEB_OUT := build/web
@@ -471,7 +471,7 @@ WEB_API_HOST := src/lib/api.c src/lib/session.c src/lib/turn.c src/lib/model.c \
                 src/host/encoder.c src/lib/chat_render.c src/lib/receipt.c \
                 src/host/cbor_alloc.c
 WEB_WASM_SRC := web/wasm/libc.c web/wasm/malloc.c web/wasm/printf.c web/wasm/host.c \
-                web/wasm/api_exports.c web/wasm/self_test.c
+                web/wasm/api_exports.c web/wasm/self_test.c web/wasm/gpu.c
 WEB_API_SRC := $(CORE_PORTABLE) $(WEB_API_HOST) $(WEB_WASM_SRC)
 WEB_API_DEPS := $(WEB_API_SRC) $(shell find src/core src/host src/lib web/wasm include -name '*.h') \
                 $(WASM_BUILD)/build-id
@@ -501,7 +501,8 @@ $(WEB_OUT)/tinylm-threads.wasm: $(WEB_API_DEPS) web/wasm/pool.c
 	@mkdir -p $(@D)
 	$(WASM_CC) $(WEB_CFLAGS) $(WEB_LDFLAGS) $(WEB_THREADS_FLAGS) $(WEB_API_SRC) web/wasm/pool.c -o $@
 # package.json ({"type": "module"}) lets node load the copies as ES modules.
-$(WEB_OUT)/tinylm.js $(WEB_OUT)/tinylm-worker.js $(WEB_OUT)/package.json: $(WEB_OUT)/%: web/%
+$(WEB_OUT)/tinylm.js $(WEB_OUT)/tinylm-worker.js $(WEB_OUT)/webgpu.js $(WEB_OUT)/products_ref.js \
+  $(WEB_OUT)/package.json: $(WEB_OUT)/%: web/%
 	@mkdir -p $(@D)
 	cp $< $@
 $(WEB_OUT)/manifest.json: $(WEB_MODULES) scripts/web_manifest.mjs
@@ -546,7 +547,7 @@ web-mutant: $(WEB_MUTANT_OUT)/manifest.json
 web-pooltrap: $(WEB_POOLTRAP)
 web-sampler-mutant: $(WEB_SAMPLER_MUTANT)
 web-modules: $(WEB_MODULES) $(WEB_OUT)/manifest.json $(WEB_OUT)/tinylm.js $(WEB_OUT)/tinylm-worker.js \
-             $(WEB_OUT)/package.json
+             $(WEB_OUT)/webgpu.js $(WEB_OUT)/products_ref.js $(WEB_OUT)/package.json
 	@tests/web/opcodes.sh $(WEB_MODULES)
 # The static site: the modules, the loader and the page.
 web: setup

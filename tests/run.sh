@@ -111,9 +111,16 @@ run_stage unit-wasm-simd128 node tests/wasm/run_unit.mjs build/wasm/unit_tests_s
 run_stage unit-neon tests/neon/qemu.sh unit
 run_stage wasm-identity tests/wasm/identity.sh
 run_stage web-loader node tests/web/loader_test.mjs build/gcc/tinylm build/web
+# the WebGPU lane's glue in the modules, the device played by the CPU
+run_stage web-gpu-glue node tests/web/gpu_glue_test.mjs build/web
 run_stage web-chromium node tests/web/chromium_test.mjs build/gcc/tinylm build/web-test
 run_stage web-observe node tests/web/observe_test.mjs build/gcc/tinylm build/test-work/web-observe \
   build/web build/web-mutant
+# observe --compare --model: webgpu/1 records judged against fast/4's (W-5)
+run_stage observe-within /usr/bin/python3 tests/web/observe_within_test.py build/gcc/tinylm \
+  build/test-work/observe-within
+# the WebGPU lane in headless Chromium on SwiftShader (and llvmpipe when installed)
+run_stage web-webgpu node tests/web/webgpu_test.mjs build/gcc/tinylm build/test-work/web-webgpu
 run_stage neon-identity tests/neon/qemu.sh identity build/gcc/transcript
 run_stage cli tests/cli/cli_test.sh build/asan/tinylm
 run_stage tok-goldens-current node tools/oracle/tok_golden.mjs --check

@@ -376,9 +376,17 @@ function showProbe(caps) {
     'SIMD128': caps.simd128 ? 'yes' : 'no',
     'threads': caps.threads ? 'yes' : 'no',
     'cross-origin isolated': caps.crossOriginIsolated ? 'yes' : 'no',
+    'WebGPU': caps.webgpu ? 'yes (the adapter is asked for at load)' : 'no',
     'lanes available': lanes,
     ...(missing ? { 'unavailable': missing } : {}),
   }).childNodes);
+}
+// The webgpu lane's adapter and what its probes found.
+function webgpuSummary(g) {
+  const a = g.adapter;
+  const name = [a.vendor, a.architecture, a.device].filter(Boolean).join(' ') || 'unnamed';
+  const probes = Object.entries(g.probes ?? {}).map(([k, v]) => `${k} ${v}`).join(', ');
+  return `${name}${a.isFallback ? ' (fallback adapter: CPU emulation, not a GPU)' : ''}; ${probes}`;
 }
 // The receipt's essentials on top; the whole receipt below, folded.
 // r: the capability receipt's JSON view; cbor and id: the receipt file
@@ -396,6 +404,7 @@ function showCapabilities(r, cbor = null, id = null) {
     for (const t of r.selfTests?.[r.lane] ?? []) tests.append(span(`${t.name} ${t.ok ? '✓' : '✗'}`, t.ok ? 'pass' : 'fail'), ' ');
     summary['self-tests'] = tests;
     summary.module = `${r.modules?.[r.lane]?.file ?? '?'} sha256 ${r.modules?.[r.lane]?.sha256 ?? '?'}`;
+    if (r.lane === 'webgpu' && r.webgpu) summary.adapter = webgpuSummary(r.webgpu);
     if (r.memory) summary.memory = `model ${mib(r.memory.modelBytes)}, session plan ${mib(r.memory.plan.total)}, wasm memory ${mib(r.memory.wasmMemoryBytes)}`;
   } else {
     summary.lane = 'none: no lane passed its checks';

@@ -3,7 +3,7 @@
 // is never older than the server's. Model artifacts are not handled here:
 // the page keeps them in its own cache, keyed by artifact id (app.js).
 const CACHE = 'tinylm-site-v1';
-const SHELL = ['./', 'index.html', 'app.js', 'app.css', 'model_worker.js', 'tinylm.js', 'tinylm-worker.js',
+const SHELL = ['./', 'index.html', 'app.js', 'app.css', 'model_worker.js', 'tinylm.js', 'tinylm-worker.js', 'webgpu.js', 'products_ref.js',
   'manifest.json', 'models.json'];
 
 self.addEventListener('install', (ev) => {

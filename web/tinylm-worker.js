@@ -7,6 +7,7 @@
 //         with its own stack and thread-local storage, running its share
 //         of every parallel call (web/wasm/pool.c) until terminated.
 import { _internal, errorData } from './tinylm.js';
+import { NO_GPU_IMPORTS } from './webgpu.js';
 
 const { Model, TinylmError, manifestOf, startLane, startPool, chosen, isNode } = _internal;
 
@@ -24,7 +25,7 @@ let ctrl = null;
 // ---- pool role --------------------------------------------------------------
 async function poolWorker({ module, memory, w, stackTop, tls }) {
   const stub = () => 0;
-  const env = { memory, tl_host_now_ms: () => 0, tl_host_token: stub, tl_host_text: stub, tl_host_prefill: stub };
+  const env = { memory, tl_host_now_ms: () => 0, tl_host_token: stub, tl_host_text: stub, tl_host_prefill: stub, ...NO_GPU_IMPORTS };
   const instance = await WebAssembly.instantiate(module, { env });
   const x = instance.exports;
   x.__stack_pointer.value = stackTop;
@@ -46,7 +47,7 @@ async function open({ lane, base, bytes, opts, record, caps, ctrl: c }) {
   const manifest = await manifestOf(url);
   let rt;
   try {
-    rt = await startLane(lane, manifest, url, record);
+    rt = await startLane(lane, manifest, url, record, opts);
   } catch (e) {
     record.refused.push({ lane, code: e.code ?? 'error', why: e.message });
     return { refused: true, record };
@@ -76,7 +77,8 @@ port.on(async (msg) => {
     else if (!model) throw new TinylmError('invalid_argument', 'no model in this worker');
     else if (msg.op === 'generate') value = await generate(msg.id, msg.args);
     else if (msg.op === 'reset') value = model.reset();
-    else if (msg.op === 'observe') value = model.observe(msg.args);
+    else if (msg.op === 'gpuStats') value = model.gpuStats();
+    else if (msg.op === 'observe') value = await model.observe(msg.args);
     else if (msg.op === 'dispose') value = await dispose();
     else throw new TinylmError('invalid_argument', `unknown call ${msg.op}`);
     port.post({ id: msg.id, value });

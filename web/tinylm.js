@@ -3,16 +3,23 @@
 // per-lane self-tests, a capability receipt, memory preflight, and models
 // with generate()/dispose() over the public C API the modules export.
 // Plain ES module; runs in browsers and in node >= 20 (tests/web/).
+import { openGpu, NO_GPU_IMPORTS } from './webgpu.js';
 
 export const ABI_VERSION = 1; // include/tinylm.h TL_ABI_VERSION
 const WASM32_BYTES = 4294967296; // the wasm32 address space
 const LANES = ['threads', 'simd', 'scalar']; // best first
+// Asked for only (its own numerical profile, webgpu/1): then the simd lane, then scalar.
+const WEBGPU_ORDER = ['webgpu', 'simd', 'scalar'];
 const LANE_CODE = { scalar: 1, fast: 2 }; // tinylm.h TL_LANE_*
 const OPEN_BORROW = 1;
 const GENERATE_CONTINUE = 1;
 const GIVEN = { temperature: 1, topK: 2, topP: 4, minP: 8, repeatPenalty: 16 };
 const STATUS_BOUNDS = 6; // tinylm.h TL_ERR_BOUNDS
 const SELF_TESTS = ['blake3', 'philox', 'fast-f32-dot', 'forward-strict', 'forward-fast', 'sampler']; // tl_wasm_self_test(0..5)
+const SELF_TEST_WEBGPU = 6; // forward-webgpu: the tiny models with the device, in check mode
+// The exports that can reach the device's products (a JSPI suspending
+// import): awaited through WebAssembly.promising on the webgpu lane.
+const SUSPENDING = ['tl_generation_run', 'tl_session_observe', 'tl_wasm_self_test'];
 
 /** A typed failure: code is tinylm's error code (tl_status_name), status
  *  its number; the other fields come from tl_error where the C side set them. */
@@ -46,8 +53,10 @@ function validates(bytes) {
 }
 
 /** What this runtime offers: { simd128, bulkMemory, atomics, sharedArrayBuffer,
- *  crossOriginIsolated, threads, lanes (best first), why (per missing lane),
- *  userAgent, hardwareConcurrency }. */
+ *  crossOriginIsolated, threads, webgpu, lanes (best first; webgpu, which
+ *  is only used when asked for, is not among them), why (per missing
+ *  lane), userAgent, hardwareConcurrency }. webgpu: navigator.gpu and
+ *  WebAssembly JSPI exist (whether an adapter comes is known at load). */
 export async function probe() {
   const simd128 = validates(PROBE_SIMD);
   const bulkMemory = validates(PROBE_BULK);
@@ -63,9 +72,14 @@ export async function probe() {
       : !crossOriginIsolated ? 'the page is not cross-origin isolated (COOP/COEP headers)'
       : !sharedArrayBuffer ? 'no SharedArrayBuffer'
       : !atomics ? 'WebAssembly atomics do not validate here' : 'no bulk memory';
+  const jspi = typeof WebAssembly.Suspending === 'function' && typeof WebAssembly.promising === 'function';
+  const webgpu = simd128 && jspi && !!globalThis.navigator?.gpu;
+  if (!webgpu)
+    why.webgpu = !simd128 ? 'needs SIMD128' : !globalThis.navigator?.gpu ? 'no WebGPU here (navigator.gpu is missing)'
+      : 'no WebAssembly JSPI (WebAssembly.Suspending) to wait for the device';
   const lanes = LANES.filter((l) => l === 'scalar' || (l === 'simd' ? simd128 : threads));
   return {
-    simd128, bulkMemory, atomics, sharedArrayBuffer, crossOriginIsolated, threads, lanes, why,
+    simd128, bulkMemory, atomics, sharedArrayBuffer, crossOriginIsolated, threads, webgpu, lanes, why,
     userAgent: globalThis.navigator?.userAgent ?? (isNode ? `node/${process.versions.node}` : 'unknown'),
     hardwareConcurrency: globalThis.navigator?.hardwareConcurrency ?? 1,
   };
@@ -167,6 +181,22 @@ export function capabilityMetadata(r) {
     threads_requested: r.threadsRequested,
     threads: r.threads,
     artifact_id: unhex(r.artifactId),
+    ...(r.webgpu ? { webgpu: webgpuMetadata(r.webgpu) } : {}),
+  };
+}
+
+// The webgpu lane's adapter, device and probes (docs/web.md), present when
+// that lane was tried and an adapter came.
+function webgpuMetadata(g) {
+  const a = g.adapter;
+  return {
+    adapter: { vendor: a.vendor, architecture: a.architecture, device: a.device, description: a.description,
+      is_fallback: a.isFallback, feature_level: a.featureLevel },
+    features: g.features ?? [],
+    limits: Object.entries(g.limits ?? {}).map(([name, value]) => ({ name, value })),
+    wgsl_sha256: unhex(g.wgslSha256 ?? '00'.repeat(32)),
+    compilation: g.compilation ?? [],
+    probes: Object.entries(g.probes ?? {}).map(([name, outcome]) => ({ name, outcome })),
   };
 }
 
@@ -214,10 +244,11 @@ async function manifestOf(base) {
 
 // ---- one module instance ----------------------------------------------------
 class Runtime {
-  constructor(lane, entry, bytes) {
+  constructor(lane, entry, bytes, gpu = null) {
     this.lane = lane;
     this.entry = entry;
     this.bytes = bytes;
+    this.gpu = gpu; // the webgpu lane's device (web/webgpu.js)
     this.streams = new Map(); // generation handle -> its callbacks
   }
 
@@ -229,6 +260,9 @@ class Runtime {
       tl_host_token: (gen, id) => this.streams.get(gen >>> 0)?.token(id >>> 0) ?? 0,
       tl_host_text: (gen, ptr, len) => this.streams.get(gen >>> 0)?.text(ptr >>> 0, len >>> 0) ?? 0,
       tl_host_prefill: (gen, done, total) => this.streams.get(gen >>> 0)?.prefill(done >>> 0, total >>> 0) ?? 0,
+      // The WebGPU lane's device (web/webgpu.js, web/wasm/gpu.h); a module
+      // on another lane never calls these: worker_failure (16) if it did.
+      ...(this.gpu ? this.gpu.imports(() => this.memory) : NO_GPU_IMPORTS),
     };
     if (this.entry.shared) {
       env.memory = new WebAssembly.Memory({
@@ -249,6 +283,17 @@ class Runtime {
     if (abi !== ABI_VERSION)
       throw new TinylmError('unsupported_abi', `module ABI ${abi}, loader ${ABI_VERSION}`);
     this.check(this.x.tl_api_init(ABI_VERSION), 0);
+  }
+
+  /** Export name called with args; a promise on the webgpu lane, where
+   *  the exports that reach the device suspend while it computes. A
+   *  device that failed meanwhile is worker_failure with its reason. */
+  async call(name, ...args) {
+    if (!this.gpu || !SUSPENDING.includes(name)) return this.x[name](...args);
+    this.promising ??= {};
+    const st = await (this.promising[name] ??= WebAssembly.promising(this.x[name]))(...args);
+    if (st !== 0 && this.gpu.failure) throw new TinylmError(this.gpu.failureCode, `${this.gpu.failure}; load the model again`);
+    return st;
   }
 
   u8() { return new Uint8Array(this.memory.buffer); }
@@ -330,16 +375,38 @@ class Runtime {
   }
 }
 
-async function startLane(lane, manifest, base, record) {
-  const entry = manifest.modules[lane];
+async function startLane(lane, manifest, base, record, opts = {}) {
+  // The webgpu lane runs the simd module with its products on the device.
+  const entry = manifest.modules[lane === 'webgpu' ? 'simd' : lane];
   if (!entry) throw new TinylmError('unsupported_feature', `the manifest lists no ${lane} module`);
+  const gpu = lane === 'webgpu' ? await startGpu(opts.webgpu, record) : null;
+  try {
+    return await startModule(lane, entry, base, record, gpu, !!opts.webgpu?.check);
+  } catch (e) {
+    gpu?.destroy();
+    throw e;
+  }
+}
+
+async function startGpu(options, record) {
+  const info = {};
+  try {
+    return await openGpu(options, info);
+  } catch (e) {
+    throw new TinylmError(e.code ?? 'worker_failure', e.message);
+  } finally {
+    if (info.adapter) record.webgpu = info;
+  }
+}
+
+async function startModule(lane, entry, base, record, gpu, checkAll = false) {
   const url = new URL(entry.file, base);
   const bytes = await readUrl(url);
   const got = await sha256Hex(bytes);
   if (bytes.length !== entry.size || got !== entry.sha256)
     throw new TinylmError('hash_mismatch', `${entry.file}: SHA-256 ${got} (${bytes.length} bytes), the manifest says ${entry.sha256} (${entry.size} bytes)`);
   record.modules[lane] = { file: entry.file, sha256: got, size: bytes.length };
-  const rt = new Runtime(lane, entry, bytes);
+  const rt = new Runtime(lane, entry, bytes, gpu);
   await rt.start();
   const tests = rt.selfTests();
   // SHA-256 through the module against WebCrypto (an independent oracle).
@@ -353,10 +420,48 @@ async function startLane(lane, manifest, base, record) {
   rt.x.free(out);
   tests.push({ name: 'sha256-vs-webcrypto', ok: st === 0 && mine === expect, status: rt.statusName(st) });
   record.selfTests[lane] = tests;
-  const failed = tests.filter((t) => !t.ok).map((t) => t.name);
-  if (failed.length) throw new TinylmError('self_test_failed', `${lane}: ${failed.join(', ')} failed`);
+  if (gpu && tests.every((t) => t.ok)) await gpuSelfTests(rt, tests, checkAll);
+  const failed = tests.filter((t) => !t.ok);
+  if (failed.length)
+    throw new TinylmError('self_test_failed', `${lane}: ${failed.map((t) => (t.why ? `${t.name} (${t.why})` : t.name)).join(', ')} failed`);
   rt.kernels = rt.cstr(rt.x.tl_wasm_kernels());
+  if (gpu) rt.kernels += `; q8/q4 products: WGSL on ${record.webgpu.adapter.architecture || record.webgpu.adapter.vendor || 'the WebGPU adapter'}`;
   return rt;
+}
+
+// The webgpu lane's probes in WGSL, then (all passing) the device on and
+// the tiny forward pass through it in check mode (self-test 6). Appends to
+// tests; a failure's reason is its why.
+async function gpuSelfTests(rt, tests, checkAll) {
+  // W-3's bound from the module (tl_wasm_gpu_bound: the one implementation,
+  // docs/webgpu-profile.md) for the product probes' results that are not
+  // the reference's bits.
+  const bound = (type, row, n, codes, scales) => {
+    const ps = [row, new Uint8Array(codes.buffer, codes.byteOffset, codes.byteLength),
+      new Uint8Array(scales.buffer, scales.byteOffset, scales.byteLength)].map((b) => rt.put(b));
+    try {
+      return rt.x.tl_wasm_gpu_bound(type, ps[0], n, ps[1], ps[2]);
+    } finally {
+      for (const p of ps) rt.x.free(p);
+    }
+  };
+  tests.push(...await rt.gpu.selfTests(bound));
+  if (!tests.every((t) => t.ok)) return;
+  const test = { name: 'forward-webgpu', ok: false, status: 'unsupported_feature' };
+  tests.push(test);
+  if (typeof rt.x.tl_wasm_gpu_enable !== 'function') {
+    test.why = 'this module has no device hook (tl_wasm_gpu_enable)';
+    return;
+  }
+  rt.check(rt.x.tl_wasm_gpu_enable(1), 0);
+  try {
+    const st = await rt.call('tl_wasm_self_test', SELF_TEST_WEBGPU);
+    Object.assign(test, { ok: st === 0, status: rt.statusName(st) });
+    // webgpu.check: every product of the model's passes held to W-3 too
+    if (st === 0 && checkAll) rt.check(rt.x.tl_wasm_gpu_check(1), 0);
+  } catch (e) {
+    Object.assign(test, { status: e.code ?? 'worker_failure', why: e.detail ?? e.message });
+  }
 }
 
 // ---- the threads lane's pool ------------------------------------------------
@@ -437,14 +542,18 @@ export async function loadModel(source, opts = {}) {
     },
     requested: opts.lane ?? null, lane: null, laneReason: '', refused: [], modules: {}, selfTests: {},
   };
-  if (opts.lane !== undefined && !LANES.includes(opts.lane))
-    throw new TinylmError('invalid_argument', `lane must be one of ${LANES.join(', ')}, not '${opts.lane}'`);
+  if (opts.lane !== undefined && !LANES.includes(opts.lane) && opts.lane !== 'webgpu')
+    throw new TinylmError('invalid_argument', `lane must be one of webgpu, ${LANES.join(', ')}, not '${opts.lane}'`);
   const manifest = await manifestOf(base);
   record.build = { version: manifest.version, buildId: manifest.build_id };
   record.threadsRequested = opts.threads ?? 1;
   // The requested lane first (if this runtime has it), then the lanes below it.
   let order = caps.lanes;
-  if (opts.lane) {
+  if (opts.lane === 'webgpu') {
+    // Refused here without a try when the runtime lacks what it needs.
+    if (!caps.webgpu) record.refused.push({ lane: 'webgpu', code: 'unsupported_feature', why: caps.why.webgpu });
+    order = WEBGPU_ORDER.filter((l) => (l === 'webgpu' ? caps.webgpu : caps.lanes.includes(l)));
+  } else if (opts.lane) {
     if (!caps.lanes.includes(opts.lane)) record.refused.push({ lane: opts.lane, code: 'unsupported_feature', why: caps.why[opts.lane] });
     order = LANES.slice(LANES.indexOf(opts.lane)).filter((l) => caps.lanes.includes(l));
   }
@@ -462,7 +571,7 @@ export async function loadModel(source, opts = {}) {
         if (m) return m;
         continue;
       }
-      rt = await startLane(lane, manifest, base, record);
+      rt = await startLane(lane, manifest, base, record, opts);
     } catch (e) {
       if (inWorker(lane, opts, caps) && e.code !== 'worker_failure') throw e;
       record.refused.push({ lane, code: e.code ?? 'error', why: e.message });
@@ -536,6 +645,9 @@ class Model {
       const numerics = opts.numerics ?? (rt.lane === 'scalar' ? 'strict' : 'fast');
       if (numerics !== 'strict' && numerics !== 'fast')
         throw new TinylmError('invalid_argument', `numerics must be strict or fast, not '${numerics}'`);
+      // The device takes the fast lane's products (profile webgpu/1).
+      if (rt.gpu && numerics !== 'fast')
+        throw new TinylmError('invalid_argument', 'the webgpu lane computes with the fast numerics (profile webgpu/1), not strict');
       m.numerics = numerics;
       m.options = { lane: numerics === 'strict' ? LANE_CODE.scalar : LANE_CODE.fast, threads: opts.threads ?? 0, context: opts.context ?? 0, budget: opts.memoryBudget ?? 0 };
       m.plan = m.preflight();
@@ -724,7 +836,7 @@ class Model {
       const before = rt.x.tl_wasm_pool_tasks ? tasks() : null;
       let st;
       try {
-        st = rt.x.tl_generation_run(gen, p);
+        st = await rt.call('tl_generation_run', gen, p);
       } finally {
         flush();
         rt.streams.delete(gen);
@@ -776,6 +888,23 @@ class Model {
     }
   }
 
+  /** The webgpu lane's device products since load (tl_wasm_gpu_stats):
+   *  { products, elements, notBitEqual (elements not bit-equal to the fast
+   *  lane's, counted in check mode), maxBoundRatio, failures }; null on
+   *  other lanes. */
+  gpuStats() {
+    const rt = this.rt;
+    if (!rt.gpu || typeof rt.x.tl_wasm_gpu_stats !== 'function') return null;
+    const p = rt.alloc(48);
+    try {
+      rt.check(rt.x.tl_wasm_gpu_stats(p, 0), 0);
+      const [products, elements, notBitEqual, maxBoundRatio, failures] = Array.from({ length: 5 }, (_, i) => rt.dv().getFloat64(p + 8 * i, true));
+      return { products, elements, notBitEqual, maxBoundRatio, failures };
+    } finally {
+      rt.x.free(p);
+    }
+  }
+
   /** Empties the session's KV cache (the next reply starts afresh). */
   reset() {
     this.rt.check(this.rt.x.tl_session_reset(this.session), this.session);
@@ -788,7 +917,7 @@ class Model {
    * `tinylm observe --compare` compares with another lane's. The session's
    * cache is empty afterwards.
    */
-  observe(args = {}) {
+  async observe(args = {}) {
     const rt = this.rt;
     const frees = [];
     const keep = (p) => (frees.push(p), p);
@@ -808,11 +937,11 @@ class Model {
       }
       const len = keep(rt.alloc(4));
       // The length first (TL_ERR_BOUNDS says it), then the document.
-      const st = rt.x.tl_session_observe(this.session, text, textLen, ids, nIds, 0, 0, len);
+      const st = await rt.call('tl_session_observe', this.session, text, textLen, ids, nIds, 0, 0, len);
       if (st !== STATUS_BOUNDS) rt.check(st, this.session);
       const n = rt.dv().getUint32(len, true);
       const out = keep(rt.alloc(n));
-      rt.check(rt.x.tl_session_observe(this.session, text, textLen, ids, nIds, out, n, len), this.session);
+      rt.check(await rt.call('tl_session_observe', this.session, text, textLen, ids, nIds, out, n, len), this.session);
       return rt.u8().slice(out, out + rt.dv().getUint32(len, true));
     } finally {
       for (const q of frees) rt.x.free(q);
@@ -828,6 +957,8 @@ class Model {
     this.data = 0;
     for (const w of rt.pool ?? []) w.terminate();
     rt.pool = [];
+    rt.gpu?.destroy();
+    rt.gpu = null;
   }
 
   /** Closes the session and the model. Their handles stay stale afterwards:
@@ -903,11 +1034,11 @@ class RemoteModel {
     // the worker reads it between tokens while it computes).
     const ctrl = new Int32Array(new SharedArrayBuffer(4));
     const m = new RemoteModel(w, ctrl, record);
-    const { threads, memoryBudget, memoryLimit, numerics, context } = opts;
+    const { threads, memoryBudget, memoryLimit, numerics, context, webgpu } = opts;
     let got;
     try {
       got = await m.call({ op: 'open', lane, base: String(base), bytes, ctrl, record, caps,
-        opts: { lane: opts.lane, threads, memoryBudget, memoryLimit, numerics, context } });
+        opts: { lane: opts.lane, threads, memoryBudget, memoryLimit, numerics, context, webgpu } });
     } catch (e) {
       w.terminate(); // the model was refused: nothing is left to run there
       throw e;
@@ -978,6 +1109,7 @@ class RemoteModel {
 
   preflight() { return this.plan; }
   async reset() { return this.call({ op: 'reset' }); }
+  async gpuStats() { return this.call({ op: 'gpuStats' }); }
   async observe(args = {}) {
     if (this.disposed) throw new TinylmError('stale_handle', 'the model was disposed');
     return this.call({ op: 'observe', args });

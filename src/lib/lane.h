@@ -40,6 +40,9 @@ typedef struct tl_native_lane {
   bool fast;
   uint32_t threads;
   const tl_kernels *kernels; /* NULL on the strict lane */
+  /* The browser's WebGPU lane (web/wasm/gpu.h): the device that computes
+   * the fast lane's q8/q4 products; NULL natively. */
+  const tl_kern_device *device;
   tl_pool *pool;
   tl_parallel par;
   /* The weights (tl_native_lane_copy): anonymous memory the size of the
@@ -75,7 +78,8 @@ tl_status tl_native_lane_copy(tl_native_lane *l, tl_qwen3 *m,
 /* Releases what start took; m must not run afterwards. Zeroed l: nothing. */
 void tl_native_lane_stop(tl_native_lane *l);
 
-/* "fast/4" or "scalar-f32/1" (the strict lane's name in receipts), the
+/* "fast/4", "webgpu/1" (the device's) or "scalar-f32/1" (the strict
+ * lane's name in receipts), the
  * kernel variant ("avx512", ...; "scalar" on the strict lane) and the
  * threads that compute (1 on the strict lane). */
 const char *tl_native_lane_profile(const tl_native_lane *l);

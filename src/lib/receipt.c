@@ -127,6 +127,24 @@ SCHEMA(capability_refusal, {"lane", K_TEXT, false, NULL},
 SCHEMA(capability_self_test, {"lane", K_TEXT, false, NULL},
        {"name", K_TEXT, false, NULL}, {"ok", K_BOOL, false, NULL},
        {"status", K_TEXT, false, NULL});
+/* The WebGPU lane's adapter, as the loader found it (docs/web.md): present
+ * when the loader tried that lane and got an adapter. */
+SCHEMA(capability_webgpu_adapter, {"vendor", K_TEXT, false, NULL},
+       {"architecture", K_TEXT, false, NULL}, {"device", K_TEXT, false, NULL},
+       {"description", K_TEXT, false, NULL}, {"is_fallback", K_BOOL, false, NULL},
+       {"feature_level", K_TEXT, false, NULL});
+SCHEMA(capability_webgpu_limit, {"name", K_TEXT, false, NULL}, {"value", K_UINT, false, NULL});
+SCHEMA(capability_webgpu_message, {"module", K_TEXT, false, NULL},
+       {"type", K_TEXT, false, NULL}, {"line", K_UINT, false, NULL},
+       {"column", K_UINT, false, NULL}, {"message", K_TEXT, false, NULL});
+SCHEMA(capability_webgpu_probe, {"name", K_TEXT, false, NULL},
+       {"outcome", K_TEXT, false, NULL});
+SCHEMA(capability_webgpu, {"adapter", K_MAP, false, &capability_webgpu_adapter},
+       {"features", K_TEXTS, false, NULL},
+       {"limits", K_MAPS, false, &capability_webgpu_limit},
+       {"wgsl_sha256", K_DIGEST, false, NULL},
+       {"compilation", K_MAPS, false, &capability_webgpu_message},
+       {"probes", K_MAPS, false, &capability_webgpu_probe});
 SCHEMA(capability_meta, {"runtime", K_MAP, false, &capability_runtime},
        {"user_agent", K_TEXT, false, NULL},
        {"hardware_concurrency", K_UINT, false, NULL},
@@ -139,7 +157,8 @@ SCHEMA(capability_meta, {"runtime", K_MAP, false, &capability_runtime},
        {"kernels", K_TEXT, false, NULL}, {"numerics", K_TEXT, false, NULL},
        {"threads_requested", K_UINT, false, NULL},
        {"threads", K_UINT, false, NULL},
-       {"artifact_id", K_DIGEST, false, NULL});
+       {"artifact_id", K_DIGEST, false, NULL},
+       {"webgpu", K_MAP, true, &capability_webgpu});
 
 /* tinylm pull's acquisition receipt (src/native/acquire.c:
  * write_pull_receipt; docs/acquisition.md). Digests there are hex text. */

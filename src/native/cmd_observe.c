@@ -14,12 +14,15 @@
 #include "file.h"
 #include "lane.h"
 #include "model/observe.h"
+#include "observe_bounds.h"
+#include "compare.h"
+#include "session.h"
 #include "run_common.h"
 
 static const char usage_text[] =
     "usage: tinylm observe MODEL.slm (--prompt S | --ids \"1 2 3\") -o FILE\n"
     "                      [--force] [--json] [--lane scalar|fast] [-t N] [--mmap]\n"
-    "       tinylm observe --compare A B [--json]\n"
+    "       tinylm observe --compare A B [--model MODEL.slm] [--json]\n"
     "  the prompt's forward pass (from position 0, in one call) with every\n"
     "  capture point (stage, layer, position) as an observation record: the\n"
     "  BLAKE3 of the row and its min, max, L2, mean and variance\n"
@@ -28,7 +31,11 @@ static const char usage_text[] =
     "            it to stdout (the summary line then goes to stderr)\n"
     "  --compare A B  'identical (N records)', or the first divergence\n"
     "            (stage, layer, position, both records) as verify bisects;\n"
-    "            exit 1 when the records differ or the inputs do\n" TL_LANE_USAGE;
+    "            exit 1 when the records differ or the inputs do\n"
+    "  --model MODEL.slm  with --compare of a fast/4 and a webgpu/1 document of\n"
+    "            this artifact: 'within_profile' when every record lies within\n"
+    "            webgpu-vs-fast/1 (docs/webgpu-profile.md), else 'outside_profile'\n"
+    "            naming the first record outside (exit 1)\n" TL_LANE_USAGE;
 
 /* ---- observe -------------------------------------------------------------- */
 
@@ -234,8 +241,87 @@ static void print_record(const char *label, const tl_observe_record *r, size_t i
 static const char *const verdicts[] = {"identical", "diverged", "different_profile",
                                        "different_input"};
 
+/* W-5 of docs/webgpu-profile.md: the webgpu/1 document judged against the
+ * fast/4 one through model_path's norm weights and shape. Returns an exit
+ * code. */
+static int within(bool json, const char *model_path, const char *const *paths,
+                  const tl_observe_doc *a, const tl_observe_doc *b) {
+  bool a_ref = strcmp(a->meta.profile, TL_FAST_PROFILE) == 0;
+  const tl_observe_doc *ref = a_ref ? a : b, *cand = a_ref ? b : a;
+  const char *ref_path = a_ref ? paths[0] : paths[1], *cand_path = a_ref ? paths[1] : paths[0];
+  tl_session s;
+  tl_observe_within_result w;
+  char err[512];
+  uint8_t id[32];
+  double *es = NULL;
+  tl_qtype q;
+  tl_status st;
+  int rc;
+  memset(&s, 0, sizeof s);
+  st = tl_session_open(&s, model_path, err, sizeof err);
+  if (st != TL_OK) return tl_cli_fail(json, st, "%s", err);
+  st = tl_native_model_artifact_id(&s.model, id);
+  if (st == TL_OK && memcmp(id, a->meta.artifact, sizeof id) != 0) {
+    rc = tl_cli_fail(json, TL_ERR_INVALID_ARGUMENT,
+                     "%s is not the artifact %s and %s observe (its SHA-256 differs)", model_path,
+                     paths[0], paths[1]);
+    goto done;
+  }
+  es = calloc(s.qwen.cfg.layers ? s.qwen.cfg.layers : 1, sizeof *es);
+  if (st == TL_OK) st = es != NULL ? tl_kv_score_errors(&s.qwen, es) : TL_ERR_OUT_OF_MEMORY;
+  q = s.qwen.layers[0].q.type;
+  if (st == TL_OK)
+    st = tl_observe_within(ref, cand, &s.qwen.cfg, q == TL_QTYPE_Q8 || q == TL_QTYPE_Q4, es, &w);
+  if (st != TL_OK) {
+    rc = tl_cli_fail(json, st, "cannot judge %s against %s: %s", cand_path, ref_path,
+                     tl_status_name(st));
+    goto done;
+  }
+  if (json) {
+    json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:o}", "verdict",
+                          w.outside ? "outside_profile" : "within_profile", "tolerance",
+                          TL_TOLERANCE_PROFILE_WEBGPU, "reference", ref_path, "candidate",
+                          cand_path, "compared", (json_int_t)w.compared, "identical",
+                          (json_int_t)w.identical, "outside", (json_int_t)w.outside,
+                          "max_bound_ratio", number_json(w.max_ratio));
+    char *text;
+    if (w.outside) {
+      const tl_observe_record *r = &ref->records[w.first_ref];
+      json_object_set_new(
+          o, "first_outside",
+          json_pack("{s:s,s:o,s:I,s:s,s:o,s:o,s:o}", "stage", tl_qwen3_stage_name(r->stage),
+                    "layer", r->layer < 0 ? json_null() : json_integer(r->layer), "position",
+                    (json_int_t)r->pos, "summary", w.field, "bound_ratio", number_json(w.ratio),
+                    "reference", record_json(r, w.first_ref), "candidate",
+                    record_json(&cand->records[w.first_cand], w.first_cand)));
+    }
+    text = json_dumps(o, JSON_COMPACT);
+    puts(text);
+    free(text);
+    json_decref(o);
+  } else if (!w.outside) {
+    printf("within_profile (%s): %zu records, %zu identical, largest bound ratio %.3g\n",
+           TL_TOLERANCE_PROFILE_WEBGPU, w.compared, w.identical, w.max_ratio);
+  } else {
+    const tl_observe_record *r = &ref->records[w.first_ref];
+    char layer[16] = "-";
+    if (r->layer >= 0) snprintf(layer, sizeof layer, "%d", (int)r->layer);
+    printf("outside_profile (%s): %zu of %zu records outside, the first at stage %s, layer %s, "
+           "position %u (its %s at %.3g times the bound)\n",
+           TL_TOLERANCE_PROFILE_WEBGPU, w.outside, w.compared, tl_qwen3_stage_name(r->stage),
+           layer, r->pos, w.field, w.ratio);
+    print_record(ref_path, r, w.first_ref);
+    print_record(cand_path, &cand->records[w.first_cand], w.first_cand);
+  }
+  rc = w.outside ? TL_EXIT_FAILURE : TL_EXIT_OK;
+done:
+  free(es);
+  tl_session_close(&s);
+  return rc;
+}
+
 static int compare(int argc, char **argv) {
-  const char *paths[2] = {NULL, NULL};
+  const char *paths[2] = {NULL, NULL}, *model_path = NULL;
   bool json = false;
   size_t n_paths = 0;
   loaded l[2];
@@ -251,6 +337,11 @@ static int compare(int argc, char **argv) {
   json = tl_cli_wants_json(argc, argv);
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--json") == 0 || strcmp(argv[i], "--compare") == 0) continue;
+    if (strcmp(argv[i], "--model") == 0) {
+      if (i + 1 >= argc) return tl_cli_usage(json, "--model needs a MODEL.slm");
+      model_path = argv[++i];
+      continue;
+    }
     if (argv[i][0] == '-')
       return tl_cli_usage(json, "unknown option '%s' with --compare (tinylm observe --help)",
                           argv[i]);
@@ -270,6 +361,15 @@ static int compare(int argc, char **argv) {
   if (st != TL_OK) {
     rc = tl_cli_fail(json, st, "cannot compare %s and %s: %s", paths[0], paths[1],
                      why ? why : tl_status_name(st));
+    goto done;
+  }
+  if (model_path != NULL && d.verdict != TL_OBSERVE_DIFFERENT_INPUT) {
+    if (!tl_observe_within_applies(a->meta.profile, b->meta.profile)) {
+      rc = tl_cli_usage(json, "--model judges a %s document against a %s one; these are %s and %s",
+                        TL_WEBGPU_PROFILE, TL_FAST_PROFILE, a->meta.profile, b->meta.profile);
+      goto done;
+    }
+    rc = within(json, model_path, paths, a, b);
     goto done;
   }
   if (d.index_a != SIZE_MAX) ra = &a->records[d.index_a];

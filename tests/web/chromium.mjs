@@ -8,9 +8,9 @@ import fs from 'node:fs';
 
 export const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 
-// A launched headless browser, or null after printing why there is none.
-// Throws under CI when there is none.
-export async function launchChromium() {
+// A launched headless browser (args: extra command-line flags), or null
+// after printing why there is none. Throws under CI when there is none.
+export async function launchChromium(args = []) {
   let why = null, chromium = null;
   try {
     ({ chromium } = await import('playwright-core'));
@@ -24,5 +24,18 @@ export async function launchChromium() {
     console.log(`skip: ${why}`);
     return null;
   }
-  return chromium.launch({ executablePath: CHROMIUM, headless: true });
+  return chromium.launch({ executablePath: CHROMIUM, headless: true, args });
+}
+
+// A suite's check lines ('ok  NAME', or 'FAIL NAME: detail' cut at 800
+// characters) and their counts, for its closing 'N passed, M failed'.
+export function checker() {
+  const counts = { passed: 0, failed: 0 };
+  const check = (name, ok, detail = '') => {
+    counts[ok ? 'passed' : 'failed']++;
+    if (detail.length > 800) detail = `${detail.slice(0, 800)} …`;
+    console.log(`${ok ? 'ok  ' : 'FAIL'} ${name}${ok || !detail ? '' : `: ${detail}`}`);
+    return ok;
+  };
+  return { check, counts };
 }

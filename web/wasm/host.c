@@ -11,6 +11,7 @@
 
 #include "arena.h"
 #include "file.h"
+#include "gpu.h"
 #include "hash/sha256.h"
 #include "json/json.h"
 #include "lane.h"
@@ -101,6 +102,7 @@ tl_status tl_native_lane_start(tl_native_lane *l, tl_qwen3 *m, const tl_lane_opt
     memset(l, 0, sizeof *l);
     return st;
   }
+  if (tl_wasm_gpu_on()) l->device = tl_wasm_gpu_device(); /* set on m once uploaded */
   l->copy_pending = true;
   return TL_OK;
 }
@@ -126,6 +128,10 @@ tl_status tl_native_lane_copy(tl_native_lane *l, tl_qwen3 *m, const tl_native_mo
     if (st != TL_OK) {
       snprintf(err, err_cap, "%s: invalid quantized weights (%s)", path, tl_status_name(st));
       return st;
+    }    if (l->device != NULL) {
+      st = tl_wasm_gpu_upload(m, l->weights, l->weights_len, err, err_cap);
+      if (st != TL_OK) return st;
+      tl_qwen3_set_device(m, l->device);
     }
   }
   l->copy_pending = false;
@@ -133,16 +139,19 @@ tl_status tl_native_lane_copy(tl_native_lane *l, tl_qwen3 *m, const tl_native_mo
 }
 
 void tl_native_lane_stop(tl_native_lane *l) {
+  if (l->device != NULL && l->weights != NULL) tl_wasm_gpu_release(l->weights, l->weights_len);
   free(l->weights);
   memset(l, 0, sizeof *l);
 }
 
 const char *tl_native_lane_profile(const tl_native_lane *l) {
-  return l->kernels != NULL ? TL_FAST_PROFILE : "scalar-f32/1";
+  if (l->kernels == NULL) return "scalar-f32/1";
+  return l->device != NULL ? TL_WEBGPU_PROFILE : TL_FAST_PROFILE;
 }
 
 const char *tl_native_lane_isa(const tl_native_lane *l) {
-  return l->kernels != NULL ? l->kernels->name : "scalar";
+  if (l->kernels == NULL) return "scalar";
+  return l->device != NULL ? "webgpu" : l->kernels->name;
 }
 
 uint32_t tl_native_lane_threads(const tl_native_lane *l) { return l->fast ? l->threads : 1; }

@@ -19,7 +19,10 @@
  *      top-k, top-p, min-p, a windowed penalty, one forced candidate, draws
  *      at several seeds and counter positions) against the Python
  *      reference's ids, draw words and probability bits
- *      (sample/sampler_vectors.h). */
+ *      (sample/sampler_vectors.h);
+ *   6  on the WebGPU lane only (gpu.h): the tiny forward pass's q8 and q4
+ *      models with their products on the device, each product within
+ *      webgpu/1's bound of this module's kernels (docs/webgpu-profile.md). */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,6 +30,7 @@
 #include <string.h>
 
 #include "bytes.h"
+#include "gpu.h"
 #include "hash/blake3.h"
 #include "hash/blake3_vectors.h"
 #include "hash/sha256.h"
@@ -119,6 +123,8 @@ __attribute__((export_name("tl_wasm_self_test"))) tl_status tl_wasm_self_test(ui
       return forward(lane_kernels(), tl_selftest_golden_fast);
     case 5:
       return tl_sampler_selftest(tl_sampler_vectors, TL_SAMPLER_VECTOR_COUNT, NULL);
+    case 6:
+      return tl_wasm_gpu_self_test(lane_kernels());
     default:
       return TL_ERR_INVALID_ARGUMENT;
   }

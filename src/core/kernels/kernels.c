@@ -303,6 +303,16 @@ void tl_kern_unpack_row(tl_qtype type, const uint8_t *row, size_t n, float *out)
   }
 }
 
+/* The exact integer sum of block j of a packed group of m blocks (codes
+ * at c, tl_kern_pack's layout) with its activation codes (xc: the
+ * group's, tl_kern_x's layout): F-4's s_b. */
+static int32_t block_sum(tl_qtype type, const uint8_t *c, size_t m, size_t j, const int8_t *xc) {
+  int32_t s = 0;
+  for (size_t st = 0; st < 8; st++)
+    for (size_t k = 0; k < 4; k++) s += packed_code(type, c, m, j, 4 * st + k) * xc[64 * st + 4 * j + k];
+  return s;
+}
+
 /* F-4 / F-5 on packed rows: each block's exact integer sum (its 8 steps
  * of 4 codes, read where tl_kern_pack put them), scaled once. */
 static void rows_quant(tl_qtype type, const uint8_t *w, size_t row_bytes,
@@ -318,19 +328,40 @@ static void rows_quant(tl_qtype type, const uint8_t *w, size_t row_bytes,
       for (size_t j = 0; j < m; j++) {
         size_t b = g0 + j;
         float p = tl_bits_to_f32(tl_load_le32(g + 4 * j)) * x->scales[TL_MUTANT_BLOCK(b)];
-        int32_t s = 0;
-        for (size_t st = 0; st < 8; st++)
-          for (size_t k = 0; k < 4; k++) {
-            int q = type == TL_QTYPE_Q8
-                        ? (int8_t)(c[4 * m * st + 4 * j + k] ^ 0x80)
-                        : ((c[4 * m * (st / 2) + 4 * j + k] >> (4 * (st % 2))) & 0xF) - 8;
-            s += q * xc[64 * st + 4 * j + k];
-          }
-        acc[b % TL_KERN_LANES] += (float)s * p;
+        acc[b % TL_KERN_LANES] += (float)block_sum(type, c, m, j, xc) * p;
       }
     }
     y[r] = tl_kern_tree(acc);
   }
+}
+
+static double magnitude(float v) { return v < 0 ? -(double)v : (double)v; }
+
+/* W-3 (docs/webgpu-profile.md): with S = the sum over blocks of
+ * |s_b dw_b dx_b| (exact magnitudes), F = 2^-126 (the sum over blocks of
+ * |s_b| (max(|dw_b|, |dx_b|) + 2) + 4 nb + 45) (what flushing subnormal
+ * operands and results can move) and k = 6 + ceil(nb / 16) (the longest
+ * chain of rounded operations: two products, a lane's additions, the
+ * tree's four), the bound is 2 gamma_k (S + F) + 2 F. */
+double tl_kern_device_bound(tl_qtype type, const uint8_t *row, size_t n, const tl_kern_x *x) {
+  size_t nb = (n + TL_QUANT_BLOCK - 1) / TL_QUANT_BLOCK;
+  size_t bb = type == TL_QTYPE_Q8 ? TL_QUANT_Q8_BLOCK_BYTES : TL_QUANT_Q4_BLOCK_BYTES;
+  double mag = 0.0, flush = 0.0, k = 6.0 + (double)((nb + TL_KERN_GROUP - 1) / TL_KERN_GROUP);
+  double u = 0x1p-24, gamma = k * u / (1.0 - k * u), tiny = 0x1p-126;
+  for (size_t g0 = 0; g0 < nb; g0 += TL_KERN_GROUP) {
+    size_t m = nb - g0 < TL_KERN_GROUP ? nb - g0 : TL_KERN_GROUP;
+    const uint8_t *g = row + g0 * bb, *c = g + 4 * m;
+    const int8_t *xc = x->codes + g0 / TL_KERN_GROUP * TL_KERN_GROUP_CODES;
+    for (size_t j = 0; j < m; j++) {
+      double dw = magnitude(tl_bits_to_f32(tl_load_le32(g + 4 * j)));
+      double dx = magnitude(x->scales[g0 + j]);
+      double s = magnitude((float)block_sum(type, c, m, j, xc)); /* |s| < 2^24: exact */
+      mag += s * dw * dx;
+      flush += s * ((dw > dx ? dw : dx) + 2.0);
+    }
+  }
+  flush = tiny * (flush + 4.0 * (double)nb + 45.0);
+  return 2.0 * gamma * (mag + flush) + 2.0 * flush;
 }
 
 static float elem(tl_qtype type, const uint8_t *row, size_t i) {

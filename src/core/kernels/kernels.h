@@ -23,6 +23,9 @@
 
 /* The name of the numerical profile these kernels implement. */
 #define TL_FAST_PROFILE "fast/4"
+/* The profile of fast/4 with its q8/q4 products computed by a device
+ * (tl_kern_device: the browser's WebGPU lane, docs/webgpu-profile.md). */
+#define TL_WEBGPU_PROFILE "webgpu/1"
 
 /* q8/q4 blocks per group (F-4: block b feeds lane b mod 16). The fast
  * lane reads q8/q4 weights packed group by group (tl_kern_pack) and
@@ -64,6 +67,34 @@ typedef void (*tl_kern_rows_fn)(const uint8_t *w, size_t row_bytes, size_t n,
 typedef void (*tl_kern_tile_fn)(const uint8_t *w, size_t row_bytes, size_t n,
                                 const tl_kern_x *xs, size_t tokens, size_t rows,
                                 float *y, size_t y_stride);
+
+/* One matrix of a device call: rows packed q8/q4 rows (tl_kern_pack) of n
+ * elements, row_bytes apart, at w; y[t * rows + r] receives row r times
+ * token t's activation. The layout is fixed (wasm32: six 32-bit fields)
+ * because the browser's device reads it from the module's memory. */
+typedef struct tl_kern_mat {
+  uint32_t type; /* tl_qtype: q8 or q4 */
+  const uint8_t *w;
+  size_t row_bytes, n, rows;
+  float *y;
+} tl_kern_mat;
+
+/* A device that computes the q8/q4 products of the fast lane itself (the
+ * WebGPU lane, docs/webgpu-profile.md): for n_mats matrices sharing the
+ * activations xs of tokens tokens (quantized, F-3), every y of mats; its
+ * own numerical profile says how far from F-4/F-5 a result may be.
+ * TL_OK, or the status of the device's failure. */
+typedef struct tl_kern_device {
+  void *ctx;
+  tl_status (*products)(void *ctx, const tl_kern_mat *mats, size_t n_mats, const tl_kern_x *xs,
+                        size_t tokens);
+} tl_kern_device;
+
+/* webgpu/1's per-product bound (docs/webgpu-profile.md, W-3) for one
+ * packed q8/q4 row of n elements and the quantized activation x: how far
+ * a device's product may lie from F-4/F-5's value (rows_quant's), in
+ * double. */
+double tl_kern_device_bound(tl_qtype type, const uint8_t *row, size_t n, const tl_kern_x *x);
 
 typedef enum tl_kern_isa {
   TL_KERN_SCALAR, /* the scalar twins: every build */

@@ -618,11 +618,17 @@ static void act_task(void *ctx, uint32_t task, uint32_t n_tasks) {
   }
 }
 
+static bool is_quant(const tl_qwen3_weight *w) {
+  return w->type == TL_QTYPE_Q8 || w->type == TL_QTYPE_Q4;
+}
+
 /* y[i] = w[i] x_t for the n tokens x_t (rows of x, the matrices' common
  * width apart) and n_mats matrices; each activation is quantized once
- * (F-3), in the layouts the matrices' types read. */
-static void fast_matmul(const run *r, bufs *b, const tl_qwen3_weight *const *w,
-                        size_t n_mats, const float *x, size_t n, float *const *y) {
+ * (F-3), in the layouts the matrices' types read. When the model has a
+ * device and every matrix is q8/q4, the device computes the products
+ * (docs/webgpu-profile.md); a device's failure is the call's. */
+static tl_status fast_matmul(const run *r, bufs *b, const tl_qwen3_weight *const *w,
+                             size_t n_mats, const float *x, size_t n, float *const *y) {
   const tl_qwen3 *m = r->m;
   size_t width = w[0]->n, ng = tl_kern_groups(width), act = fast_act_floats(&m->cfg);
   bool quantize = false;
@@ -636,7 +642,7 @@ static void fast_matmul(const run *r, bufs *b, const tl_qwen3_weight *const *w,
     j.w[i] = w[i];
     j.y[i] = y[i];
     j.total += w[i]->rows;
-    quantize |= w[i]->type == TL_QTYPE_Q8 || w[i]->type == TL_QTYPE_Q4;
+    quantize |= is_quant(w[i]);
   }
   for (size_t t = 0; t < n; t++) {
     tl_kern_x *xt = &b->xs[t];
@@ -658,15 +664,29 @@ static void fast_matmul(const run *r, bufs *b, const tl_qwen3_weight *const *w,
     act_job a = {m->fast, b->xs, width, n};
     tl_parallel_run(m->par, act_task, &a, fast_tasks(m, n));
   }
+  if (m->device != NULL && quantize) {
+    tl_kern_mat mats[FAST_MAX_MATS];
+    bool all = true;
+    for (size_t i = 0; i < n_mats; i++) {
+      all &= is_quant(w[i]);
+      mats[i].type = (uint32_t)w[i]->type;
+      mats[i].w = w[i]->packed;
+      (void)tl_quant_row_bytes(w[i]->type, w[i]->n, &mats[i].row_bytes); /* bound at load */
+      mats[i].n = w[i]->n;
+      mats[i].rows = w[i]->rows;
+      mats[i].y = y[i];
+    }
+    if (all) return m->device->products(m->device->ctx, mats, n_mats, b->xs, n);
+  }
   tl_parallel_run(m->par, fast_task, &j, fast_tasks(m, j.total));
+  return TL_OK;
 }
 
 /* y = W x on the model's lane. */
 static tl_status mv(const run *r, bufs *b, const tl_qwen3_weight *w,
                     const float *x, float *y) {
   if (r->m->fast == NULL) return matvec(w, x, y, b->row);
-  fast_matmul(r, b, &w, 1, x, 1, &y);
-  return TL_OK;
+  return fast_matmul(r, b, &w, 1, x, 1, &y);
 }
 
 static const tl_qwen3_weight *weight_at(const tl_qwen3 *m, size_t i) {
@@ -722,10 +742,6 @@ static tl_status weight_run(const tl_qwen3_weight *w, uint8_t *to, const tl_para
   return TL_OK;
 }
 
-static bool is_quant(const tl_qwen3_weight *w) {
-  return w->type == TL_QTYPE_Q8 || w->type == TL_QTYPE_Q4;
-}
-
 tl_status tl_qwen3_pack(tl_qwen3 *m, const uint8_t *from, size_t len, uint8_t *to,
                         const tl_parallel *par) {
   weight_job j;
@@ -754,6 +770,8 @@ tl_status tl_qwen3_pack(tl_qwen3 *m, const uint8_t *from, size_t len, uint8_t *t
   }
   return TL_OK;
 }
+
+void tl_qwen3_set_device(tl_qwen3 *m, const tl_kern_device *dev) { m->device = dev; }
 
 tl_status tl_qwen3_set_lane(tl_qwen3 *m, const tl_kernels *k,
                             const tl_parallel *par) {
@@ -1461,27 +1479,27 @@ static tl_status fast_layer(const run *r, bufs *b, const layer_ctx *base, uint32
   if (st == TL_OK) {
     const tl_qwen3_weight *ws[3] = {&L->q, &L->k, &L->v};
     float *ys[3] = {b->q, lc.k, lc.v};
-    fast_matmul(r, b, ws, 3, lc.xn, n, ys);
-    st = per_token(r, b, &lc, n, step_project);
+    st = fast_matmul(r, b, ws, 3, lc.xn, n, ys);
+    if (st == TL_OK) st = per_token(r, b, &lc, n, step_project);
   }
   if (st == TL_OK)
     st = lc.caches != NULL ? attend_rows(r, b, &lc, n, at)
                            : attend_all(r, b, lc.cache, l, n, lc.pos0, keys, at);
   if (st == TL_OK) {
     const tl_qwen3_weight *w = &L->o;
-    fast_matmul(r, b, &w, 1, at, n, &lc.h);
-    st = per_token(r, b, &lc, n, step_after_o);
+    st = fast_matmul(r, b, &w, 1, at, n, &lc.h);
+    if (st == TL_OK) st = per_token(r, b, &lc, n, step_after_o);
   }
   if (st == TL_OK) {
     const tl_qwen3_weight *ws[2] = {&L->gate, &L->up};
     float *ys[2] = {lc.gate, lc.up};
-    fast_matmul(r, b, ws, 2, lc.xn, n, ys);
-    st = per_token(r, b, &lc, n, step_act);
+    st = fast_matmul(r, b, ws, 2, lc.xn, n, ys);
+    if (st == TL_OK) st = per_token(r, b, &lc, n, step_act);
   }
   if (st == TL_OK) {
     const tl_qwen3_weight *w = &L->down;
-    fast_matmul(r, b, &w, 1, lc.gate, n, &lc.h);
-    st = per_token(r, b, &lc, n, step_after_down);
+    st = fast_matmul(r, b, &w, 1, lc.gate, n, &lc.h);
+    if (st == TL_OK) st = per_token(r, b, &lc, n, step_after_down);
   }
   return st;
 }
@@ -1634,7 +1652,7 @@ tl_status tl_qwen3_forward_rows(const tl_qwen3 *m, tl_qwen3_cache *const *caches
   }
   if (st == TL_OK) {
     const tl_qwen3_weight *w = &m->lm_head;
-    fast_matmul(&r, &b, &w, 1, b.fx, n, &rows);
+    st = fast_matmul(&r, &b, &w, 1, b.fx, n, &rows);
   }
   for (size_t t = 0; t < n && st == TL_OK; t++)
     st = emit(&r, TL_QWEN3_STAGE_LOGITS, -1, pos[t], rows + t * c->vocab, c->vocab, false);

@@ -70,6 +70,10 @@ typedef struct tl_qwen3 {
    * tl_qwen3_set_lane. */
   const tl_kernels *fast;
   const tl_parallel *par;
+  /* A device that computes the fast lane's q8/q4 products instead of the
+   * kernels (the browser's WebGPU lane: docs/webgpu-profile.md), or NULL.
+   * Set with tl_qwen3_set_device. */
+  const tl_kern_device *device;
 } tl_qwen3;
 
 /* Reads the effective config from the metadata (the "config" map of
@@ -120,6 +124,12 @@ tl_status tl_qwen3_pack(tl_qwen3 *m, const uint8_t *from, size_t len, uint8_t *t
  * after. */
 tl_status tl_qwen3_set_lane(tl_qwen3 *m, const tl_kernels *k,
                             const tl_parallel *par);
+
+/* Hands the fast lane's q8/q4 products to dev (NULL: the kernels): every
+ * call whose matrices are all q8/q4 goes to dev in one piece, after its
+ * activations were quantized (F-3); the rest of the pass is unchanged.
+ * dev must hold every packed weight it will be asked for. */
+void tl_qwen3_set_device(tl_qwen3 *m, const tl_kern_device *dev);
 
 /* A cache of capacity positions for m's lane as it is now (choose the
  * lane first): f32 rows on the strict lane, binary16 on the fast lane; a
