@@ -194,7 +194,7 @@ function webgpuMetadata(g) {
       is_fallback: a.isFallback, feature_level: a.featureLevel },
     features: g.features ?? [],
     limits: Object.entries(g.limits ?? {}).map(([name, value]) => ({ name, value })),
-    wgsl_sha256: unhex(g.wgslSha256 ?? '00'.repeat(32)),
+    wgsl_sha256: unhex(g.wgslSha256),
     compilation: g.compilation ?? [],
     probes: Object.entries(g.probes ?? {}).map(([name, outcome]) => ({ name, outcome })),
   };

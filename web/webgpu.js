@@ -175,6 +175,10 @@ export async function openGpu(opts = {}, info = {}) {
     isFallback: !!(a.isFallbackAdapter ?? adapter.isFallbackAdapter), featureLevel,
   };
   info.features = Array.from(adapter.features).sort();
+  // The shader's identity, known before any device call can fail.
+  const source = wgslSource(opts.fault);
+  info.wgslSha256 = Array.from(new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(source))),
+    (b) => b.toString(16).padStart(2, '0')).join('');
   const want = ['maxStorageBufferBindingSize', 'maxBufferSize'];
   const requiredLimits = Object.fromEntries(want.map((k) => [k, adapter.limits[k]]));
   let device;
@@ -185,7 +189,7 @@ export async function openGpu(opts = {}, info = {}) {
   }
   info.limits = Object.fromEntries([...want, 'maxComputeWorkgroupsPerDimension', 'maxComputeInvocationsPerWorkgroup']
     .map((k) => [k, device.limits[k]]));
-  const g = new Gpu(device, wgslSource(opts.fault), info);
+  const g = new Gpu(device, source, info);
   try {
     await g.compile();
   } catch (e) {
@@ -217,9 +221,6 @@ class Gpu {
 
   async compile() {
     const d = this.device;
-    const bytes = new TextEncoder().encode(this.source);
-    this.info.wgslSha256 = Array.from(new Uint8Array(await crypto.subtle.digest('SHA-256', bytes)),
-      (b) => b.toString(16).padStart(2, '0')).join('');
     d.pushErrorScope('validation');
     const module = d.createShaderModule({ code: this.source, label: 'tinylm' });
     const ci = await module.getCompilationInfo();

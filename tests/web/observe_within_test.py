@@ -16,6 +16,7 @@ The verdicts and the record named must follow; --model must be the
 artifact both observe, and only the fast/4 and webgpu/1 pair is judged.
 """
 import json
+import os
 import struct
 import subprocess
 import sys
@@ -25,20 +26,12 @@ import cbor2
 
 TINYLM, WORK = sys.argv[1], Path(sys.argv[2])
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
+from checks import check, summary  # noqa: E402
+
 MODEL = ROOT / "tests/golden/slm/tiny-q8.slm"
 OTHER = ROOT / "tests/golden/slm/tiny-f32.slm"
 WORK.mkdir(parents=True, exist_ok=True)
-passed = failed = 0
-
-
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok   {name}")
-    else:
-        failed += 1
-        print(f"FAIL {name}{': ' + detail if detail else ''}")
 
 
 def run(*args):
@@ -152,5 +145,4 @@ check("--model with two fast/4 documents: usage error naming the pair", r.return
 r = run("observe", "--compare", fast, same, "--model")
 check("--model without a path: usage error", r.returncode == 2, r.stderr)
 
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+sys.exit(summary())
