@@ -5,6 +5,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { basename, dirname, join } from 'node:path';
+import { NO_GPU_IMPORTS } from '../web/webgpu.js';
 
 const [out, version, buildId, ...specs] = process.argv.slice(2);
 const FEATURES = { scalar: ['mvp'], simd: ['mvp', 'simd128'], threads: ['mvp', 'simd128', 'atomics', 'bulk-memory', 'shared-memory'] };
@@ -14,8 +15,7 @@ for (const spec of specs) {
   const [lane, rest] = spec.split('=');
   const [file, shared, initial] = rest.split(':');
   const bytes = readFileSync(file);
-  const env = { tl_host_now_ms: () => 0, tl_host_token: () => 0, tl_host_text: () => 0, tl_host_prefill: () => 0,
-                tl_host_gpu_upload: () => 16, tl_host_gpu_release: () => {}, tl_host_gpu_products: () => 16 };
+  const env = { tl_host_now_ms: () => 0, tl_host_token: () => 0, tl_host_text: () => 0, tl_host_prefill: () => 0, ...NO_GPU_IMPORTS };
   const entry = { file: basename(file), size: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex'), features: FEATURES[lane] };
   if (shared) {
     entry.shared = true;

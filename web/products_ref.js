@@ -46,6 +46,23 @@ export function rowProduct(type, bytes, at, n, codes, scales) {
   return tree(acc);
 }
 
+// One tl_host_gpu_products call's arguments read from the module's memory
+// (dv: a DataView of it), in the wasm32 layouts web/wasm/gpu.c asserts:
+// mats, nMats records of six u32 (tl_kern_mat: type, w, row_bytes, n, rows,
+// y) and xs, tokens records of five u32 (tl_kern_x: f, codes, scales, ...).
+// Returns { mats: [{ type, w, rowBytes, n, rows, y }], acts: [{ codes,
+// scales }] } (byte offsets into the memory).
+export function productsCall(dv, mats, nMats, xs, tokens) {
+  const u = (at) => dv.getUint32(at, true);
+  return {
+    mats: Array.from({ length: nMats }, (_, i) => {
+      const at = (mats >>> 0) + 24 * i;
+      return { type: u(at), w: u(at + 4), rowBytes: u(at + 8), n: u(at + 12), rows: u(at + 16), y: u(at + 20) };
+    }),
+    acts: Array.from({ length: tokens }, (_, t) => ({ codes: u((xs >>> 0) + 20 * t + 4), scales: u((xs >>> 0) + 20 * t + 8) })),
+  };
+}
+
 // The device imports of a wasm32 module (web/wasm/gpu.h) computed here on
 // the CPU, synchronously: memory() returns the module's memory. mutate
 // (tests only) changes each result after it is computed.
@@ -63,22 +80,19 @@ export function cpuDevice(memory, mutate = null) {
       for (const k of [...held.keys()]) if (k >= w && k < w + len) held.delete(k);
     },
     tl_host_gpu_products(mats, nMats, xs, tokens) {
-      const dv = new DataView(memory().buffer);
-      for (let i = 0; i < nMats; i++) {
-        const at = (mats >>> 0) + 24 * i, u = (o) => dv.getUint32(at + o, true);
-        const mat = held.get(u(4));
+      const buf = memory().buffer, dv = new DataView(buf), call = productsCall(dv, mats, nMats, xs, tokens);
+      for (const [i, { w, n, rows, y }] of call.mats.entries()) {
+        const mat = held.get(w);
         if (mat === undefined) return 19; // internal_invariant: never uploaded
-        const n = u(12), rows = u(16), y = u(20), ng = Math.ceil(Math.ceil(n / 32) / 16);
-        for (let t = 0; t < tokens; t++) {
-          const x = (xs >>> 0) + 20 * t;
-          const codes = new Int8Array(memory().buffer, dv.getUint32(x + 4, true), 512 * ng);
-          const scales = new Float32Array(memory().buffer.slice(dv.getUint32(x + 8, true), dv.getUint32(x + 8, true) + 64 * ng));
+        const ng = Math.ceil(Math.ceil(n / 32) / 16);
+        call.acts.forEach(({ codes, scales }, t) => {
+          const c = new Int8Array(buf, codes, 512 * ng), sc = new Float32Array(buf.slice(scales, scales + 64 * ng));
           for (let r = 0; r < rows; r++) {
-            let v = rowProduct(mat.type, mat.bytes, r * mat.rowBytes, n, codes, scales);
+            let v = rowProduct(mat.type, mat.bytes, r * mat.rowBytes, n, c, sc);
             if (mutate) v = mutate(v, { i, t, r });
             dv.setFloat32(y + 4 * (t * rows + r), v, true);
           }
-        }
+        });
       }
       return 0;
     },

@@ -3,7 +3,7 @@
 // the module's fast lane hands over (tl_host_gpu_* imports, web/wasm/host.c),
 // the start-up probes, and what the capability receipt says about them.
 // Everything else of the forward pass stays in the module.
-import { rowProduct } from './products_ref.js';
+import { productsCall, rowProduct } from './products_ref.js';
 
 // tinylm.h status numbers the imports return.
 const ST = { ok: 0, invalid_argument: 1, out_of_memory: 9, unsupported_shape: 13, worker_failure: 16 };
@@ -364,21 +364,16 @@ class Gpu {
       },
       tl_host_gpu_products: new WebAssembly.Suspending(async (mats, nMats, xs, tokens) => {
         try {
-          let d = dv();
-          const recs = Array.from({ length: nMats }, (_, i) => {
-            const u = (k) => d.getUint32((mats >>> 0) + 24 * i + 4 * k, true);
-            return { w: u(1), n: u(3), rows: u(4), y: u(5) };
-          });
+          const { mats: recs, acts } = productsCall(dv(), mats, nMats, xs, tokens);
           if (!recs.length) return ST.ok;
           const ng = groups(recs[0].n);
           const x = new Uint32Array(tokens * ng * 144);
           const xb = new Uint8Array(x.buffer);
           const m8 = u8();
-          for (let t = 0; t < tokens; t++) {
-            const codes = d.getUint32((xs >>> 0) + 20 * t + 4, true), scales = d.getUint32((xs >>> 0) + 20 * t + 8, true);
+          acts.forEach(({ codes, scales }, t) => {
             xb.set(m8.subarray(codes, codes + 512 * ng), 512 * ng * t);
             xb.set(m8.subarray(scales, scales + 64 * ng), 512 * ng * tokens + 64 * ng * t);
-          }
+          });
           const ys = await this.run(recs.map((r) => r.w), x, tokens);
           const out = u8();
           ys.forEach((y, i) => out.set(new Uint8Array(y.buffer, y.byteOffset, y.byteLength), recs[i].y));

@@ -16,12 +16,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "abi.h"
 #include "tinylm.h"
 
-#define EXPORT(name) __attribute__((export_name(#name)))
-#define IMPORT(name) __attribute__((import_module("env"), import_name(#name)))
-
-extern unsigned char __heap_base;
 
 /* Streaming: the generation's handle with each id, visible bytes, prefill
  * progress; a nonzero return cancels (as the C callbacks). */
@@ -31,7 +28,6 @@ IMPORT(tl_host_prefill) int tl_host_prefill(uint32_t gen, size_t done, size_t to
 
 /* The layouts the JS loader reads and writes (web/tinylm.js; wasm32:
  * pointers and size_t are 4 bytes, uint64_t and double 8-aligned). */
-#define AT(type, field, off) _Static_assert(offsetof(type, field) == (off), #type "." #field)
 AT(tl_error, status, 0);
 AT(tl_error, stage, 4);
 AT(tl_error, layer, 28);
@@ -91,19 +87,10 @@ AT(tl_generation_result, receipt_len, 60);
 AT(tl_generation_result, receipt_id, 64);
 _Static_assert(sizeof(tl_generation_result) == 136, "tl_generation_result");
 
-static uintptr_t memory_bytes(void) {
-  return (uintptr_t)__builtin_wasm_memory_size(0) * 65536u;
-}
-
-/* [p, p + n) lies inside the memory; outputs also past __heap_base, so
- * that no caller's pointer reaches the module's own stack or data. NULL
- * (offset 0) passes: the API refuses a NULL it cannot take with its own
- * typed error (invalid_argument). */
+/* tl_wasm_span_ok, where NULL (offset 0) passes: the API refuses a NULL
+ * it cannot take with its own typed error (invalid_argument). */
 static bool span_ok(const void *p, size_t n, bool output) {
-  uintptr_t a = (uintptr_t)p, mem = memory_bytes();
-  if (p == NULL) return true;
-  if (output && a < (uintptr_t)&__heap_base) return false;
-  return a <= mem && n <= mem - a;
+  return p == NULL || tl_wasm_span_ok(p, n, output);
 }
 
 /* n elements of size bytes. */
@@ -113,7 +100,7 @@ static bool array_ok(const void *p, size_t n, size_t size, bool output) {
 
 /* A NUL-terminated string inside the memory. */
 static bool cstr_ok(const char *s) {
-  uintptr_t a = (uintptr_t)s, mem = memory_bytes();
+  uintptr_t a = (uintptr_t)s, mem = tl_wasm_memory_bytes();
   if (s == NULL || a >= mem) return false;
   return memchr(s, 0, mem - a) != NULL;
 }

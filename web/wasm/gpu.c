@@ -7,12 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "abi.h"
 #include "bytes.h"
 #include "model/selftest_model.h"
 #include "quant/quant.h"
 
-#define EXPORT(name) __attribute__((export_name(#name)))
-#define IMPORT(name) __attribute__((import_module("env"), import_name(#name)))
 
 /* The loader's device (web/tinylm.js). upload: rows * row_bytes packed
  * bytes at w, once per matrix; release: every matrix inside [w, w + len);
@@ -27,7 +26,6 @@ int tl_host_gpu_products(const tl_kern_mat *mats, size_t n_mats, const tl_kern_x
                          size_t tokens);
 
 /* The layouts the loader reads (wasm32: six and five 32-bit fields). */
-#define AT(type, field, off) _Static_assert(offsetof(type, field) == (off), #type "." #field)
 AT(tl_kern_mat, type, 0);
 AT(tl_kern_mat, w, 4);
 AT(tl_kern_mat, row_bytes, 8);
@@ -54,9 +52,8 @@ bool tl_wasm_gpu_on(void) { return gpu.on; }
  * bits the native fast lane gives) within W-3's bound. */
 static tl_status check(const tl_kern_mat *mats, size_t n_mats, const tl_kern_x *xs,
                        size_t tokens) {
-  const tl_kernels *k = tl_kernels_get(TL_KERN_WASM_SIMD128);
+  const tl_kernels *k = tl_wasm_lane_kernels();
   tl_status st = TL_OK;
-  if (k == NULL) k = tl_kernels_get(TL_KERN_SCALAR);
   for (size_t i = 0; i < n_mats; i++) {
     const tl_kern_mat *mt = &mats[i];
     float *ref = malloc(mt->rows * sizeof(float));
@@ -65,16 +62,16 @@ static tl_status check(const tl_kern_mat *mats, size_t n_mats, const tl_kern_x *
       const float *y = mt->y + t * mt->rows;
       k->rows[mt->type](mt->w, mt->row_bytes, mt->n, &xs[t], mt->rows, ref);
       for (size_t r = 0; r < mt->rows; r++) {
-        double bound = tl_kern_device_bound((tl_qtype)mt->type, mt->w + r * mt->row_bytes, mt->n,
-                                            &xs[t]);
-        double d = (double)y[r] - (double)ref[r], ratio = 0;
-        bool same = tl_f32_to_bits(y[r]) == tl_f32_to_bits(ref[r]);
-        if (d < 0) d = -d;
-        /* a NaN is never within a bound; a difference where none is
-         * allowed (bound 0) is infinitely far */
-        if (!same) ratio = bound > 0 && d == d ? d / bound : __builtin_inf();
+        double d = (double)y[r] - (double)ref[r], bound, ratio;
         gpu.stats[ST_ELEMENTS] += 1;
-        if (!same) gpu.stats[ST_DIFFERENT] += 1;
+        if (tl_f32_to_bits(y[r]) == tl_f32_to_bits(ref[r])) continue;
+        /* the bound only where the bits differ; a NaN is never within it,
+         * and a difference where none is allowed (bound 0) is infinitely
+         * far */
+        gpu.stats[ST_DIFFERENT] += 1;
+        bound = tl_kern_device_bound((tl_qtype)mt->type, mt->w + r * mt->row_bytes, mt->n, &xs[t]);
+        if (d < 0) d = -d;
+        ratio = bound > 0 && d == d ? d / bound : __builtin_inf();
         if (ratio > gpu.stats[ST_MAX_RATIO]) gpu.stats[ST_MAX_RATIO] = ratio;
         if (!(ratio <= 1.0)) {
           gpu.stats[ST_FAILURES] += 1;
@@ -124,7 +121,7 @@ tl_status tl_wasm_gpu_upload(tl_qwen3 *m, const uint8_t *base, size_t len, char 
 
 void tl_wasm_gpu_release(const uint8_t *base, size_t len) { tl_host_gpu_release(base, len); }
 
-tl_status tl_wasm_gpu_self_test(const tl_kernels *k) {
+tl_status tl_wasm_gpu_self_test(void) {
   static const size_t quantized[] = {3, 4}; /* tl_selftest_gen: q8, then q4 (tied) */
   uint8_t *work;
   bool was = gpu.check;
@@ -147,7 +144,7 @@ tl_status tl_wasm_gpu_self_test(const tl_kernels *k) {
     if (st == TL_OK) st = tl_wasm_gpu_upload(&s.m, s.pack, s.len, err, sizeof err);
     if (st == TL_OK) {
       tl_qwen3_set_device(&s.m, &device);
-      st = tl_selftest_run(&s, k, NULL, &arena, &h);
+      st = tl_selftest_run(&s, tl_wasm_lane_kernels(), NULL, &arena, &h);
       tl_wasm_gpu_release(s.pack, s.len);
     }
   }
@@ -180,9 +177,7 @@ EXPORT(tl_wasm_gpu_check) tl_status tl_wasm_gpu_check(uint32_t on) {
  * heap. */
 tl_status tl_wasm_gpu_stats(double *out, uint32_t reset);
 EXPORT(tl_wasm_gpu_stats) tl_status tl_wasm_gpu_stats(double *out, uint32_t reset) {
-  extern unsigned char __heap_base;
-  uintptr_t mem = (uintptr_t)__builtin_wasm_memory_size(0) * 65536u, a = (uintptr_t)out;
-  if (a < (uintptr_t)&__heap_base || a % 8 != 0 || a > mem || mem - a < sizeof gpu.stats)
+  if ((uintptr_t)out % 8 != 0 || !tl_wasm_span_ok(out, sizeof gpu.stats, true))
     return TL_ERR_BOUNDS;
   memcpy(out, gpu.stats, sizeof gpu.stats);
   if (reset) memset(gpu.stats, 0, sizeof gpu.stats);
@@ -199,21 +194,13 @@ double tl_wasm_gpu_bound(uint32_t type, const uint8_t *row, size_t n, const int8
 EXPORT(tl_wasm_gpu_bound)
 double tl_wasm_gpu_bound(uint32_t type, const uint8_t *row, size_t n, const int8_t *codes,
                          const float *scales) {
-  uintptr_t mem = (uintptr_t)__builtin_wasm_memory_size(0) * 65536u;
   size_t rb, ng = tl_kern_groups(n);
   tl_kern_x x;
-  const struct {
-    uintptr_t at;
-    size_t len;
-  } spans[3] = {{(uintptr_t)row, 0}, {(uintptr_t)codes, TL_KERN_GROUP_CODES * ng},
-                {(uintptr_t)scales, sizeof(float) * TL_KERN_GROUP * ng}};
   if ((type != TL_QTYPE_Q8 && type != TL_QTYPE_Q4) || n == 0 || n > (1u << 24) ||
-      tl_quant_row_bytes((tl_qtype)type, n, &rb) != TL_OK)
+      tl_quant_row_bytes((tl_qtype)type, n, &rb) != TL_OK || !tl_wasm_span_ok(row, rb, false) ||
+      !tl_wasm_span_ok(codes, TL_KERN_GROUP_CODES * ng, false) ||
+      !tl_wasm_span_ok(scales, sizeof(float) * TL_KERN_GROUP * ng, false))
     return -1.0;
-  for (size_t i = 0; i < 3; i++) {
-    size_t len = i == 0 ? rb : spans[i].len;
-    if (spans[i].at > mem || len > mem - spans[i].at) return -1.0;
-  }
   memset(&x, 0, sizeof x);
   x.codes = codes;
   x.scales = scales;

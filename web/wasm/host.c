@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "abi.h"
 #include "arena.h"
 #include "file.h"
 #include "gpu.h"
@@ -89,8 +90,7 @@ tl_status tl_native_lane_start(tl_native_lane *l, tl_qwen3 *m, const tl_lane_opt
   l->fast = o->fast;
   l->threads = 1;
   if (!o->fast) return tl_qwen3_set_lane(m, NULL, NULL);
-  l->kernels = tl_kernels_get(TL_KERN_WASM_SIMD128);
-  if (l->kernels == NULL) l->kernels = tl_kernels_get(TL_KERN_SCALAR);
+  l->kernels = tl_wasm_lane_kernels();
 #ifdef __wasm_atomics__
   l->par = tl_wasm_pool_parallel(o->threads, &l->threads);
 #else

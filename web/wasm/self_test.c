@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "abi.h"
 #include "bytes.h"
 #include "gpu.h"
 #include "hash/blake3.h"
@@ -73,15 +74,8 @@ static tl_status philox_vectors(void) {
   return TL_OK;
 }
 
-/* The kernels the fast lane runs in this module (as host.c's lane): SIMD128
- * where built with it, else the scalar twins. */
-static const tl_kernels *lane_kernels(void) {
-  const tl_kernels *k = tl_kernels_get(TL_KERN_WASM_SIMD128);
-  return k != NULL ? k : tl_kernels_get(TL_KERN_SCALAR);
-}
-
 static tl_status f32_dots(void) {
-  const tl_kernels *k = lane_kernels();
+  const tl_kernels *k = tl_wasm_lane_kernels();
   static float x[512], y[8];
   size_t checked = 0;
   for (size_t c = 0; c < sizeof fv_dots / sizeof fv_dots[0]; c++) {
@@ -120,11 +114,11 @@ __attribute__((export_name("tl_wasm_self_test"))) tl_status tl_wasm_self_test(ui
     case 3:
       return forward(NULL, tl_selftest_golden_strict);
     case 4:
-      return forward(lane_kernels(), tl_selftest_golden_fast);
+      return forward(tl_wasm_lane_kernels(), tl_selftest_golden_fast);
     case 5:
       return tl_sampler_selftest(tl_sampler_vectors, TL_SAMPLER_VECTOR_COUNT, NULL);
     case 6:
-      return tl_wasm_gpu_self_test(lane_kernels());
+      return tl_wasm_gpu_self_test();
     default:
       return TL_ERR_INVALID_ARGUMENT;
   }
@@ -133,16 +127,7 @@ __attribute__((export_name("tl_wasm_self_test"))) tl_status tl_wasm_self_test(ui
 /* The kernel variant the fast lane runs here ("wasm_simd128", "scalar"). */
 const char *tl_wasm_kernels(void);
 __attribute__((export_name("tl_wasm_kernels"))) const char *tl_wasm_kernels(void) {
-  return lane_kernels()->name;
-}
-
-extern unsigned char __heap_base;
-
-/* [p, p + len) inside the memory; an output also past the module's stack
- * and data (as api_exports.c checks its arguments). */
-static bool span_ok(const void *p, size_t len, bool output) {
-  uintptr_t mem = (uintptr_t)__builtin_wasm_memory_size(0) * 65536u, a = (uintptr_t)p;
-  return a <= mem && len <= mem - a && (!output || a >= (uintptr_t)&__heap_base);
+  return tl_wasm_lane_kernels()->name;
 }
 
 /* SHA-256 through this module, which the loader compares with WebCrypto
@@ -151,7 +136,7 @@ tl_status tl_wasm_sha256(const uint8_t *data, size_t len, uint8_t *out);
 __attribute__((export_name("tl_wasm_sha256"))) tl_status tl_wasm_sha256(const uint8_t *data,
                                                                           size_t len,
                                                                           uint8_t *out) {
-  if (!span_ok(data, len, false) || !span_ok(out, 32, true)) return TL_ERR_BOUNDS;
+  if (!tl_wasm_span_ok(data, len, false) || !tl_wasm_span_ok(out, 32, true)) return TL_ERR_BOUNDS;
   return tl_sha256(data, len, out);
 }
 
@@ -172,14 +157,14 @@ tl_status tl_wasm_sha256_add(const uint8_t *data, size_t len);
 __attribute__((export_name("tl_wasm_sha256_add"))) tl_status tl_wasm_sha256_add(const uint8_t *data,
                                                                                   size_t len) {
   if (!streaming) return TL_ERR_INVALID_ARGUMENT;
-  if (!span_ok(data, len, false)) return TL_ERR_BOUNDS;
+  if (!tl_wasm_span_ok(data, len, false)) return TL_ERR_BOUNDS;
   return tl_sha256_update(&stream, data, len);
 }
 
 tl_status tl_wasm_sha256_end(uint8_t *out);
 __attribute__((export_name("tl_wasm_sha256_end"))) tl_status tl_wasm_sha256_end(uint8_t *out) {
   if (!streaming) return TL_ERR_INVALID_ARGUMENT;
-  if (!span_ok(out, 32, true)) return TL_ERR_BOUNDS;
+  if (!tl_wasm_span_ok(out, 32, true)) return TL_ERR_BOUNDS;
   streaming = false;
   return tl_sha256_final(&stream, out);
 }
@@ -194,9 +179,9 @@ __attribute__((export_name("tl_wasm_node_id"))) tl_status tl_wasm_node_id(
     const char *type, size_t type_len, const uint8_t *meta, size_t meta_len,
     const uint8_t *children, size_t n_children, uint8_t *out) {
   char t[64];
-  if (!span_ok(type, type_len, false) || !span_ok(meta, meta_len, false) ||
+  if (!tl_wasm_span_ok(type, type_len, false) || !tl_wasm_span_ok(meta, meta_len, false) ||
       n_children > SIZE_MAX / TL_NODE_ID_LEN ||
-      !span_ok(children, TL_NODE_ID_LEN * n_children, false) || !span_ok(out, TL_NODE_ID_LEN, true))
+      !tl_wasm_span_ok(children, TL_NODE_ID_LEN * n_children, false) || !tl_wasm_span_ok(out, TL_NODE_ID_LEN, true))
     return TL_ERR_BOUNDS;
   if (type_len >= sizeof t || memchr(type, 0, type_len) != NULL) return TL_ERR_INVALID_ARGUMENT;
   memcpy(t, type, type_len);

@@ -631,7 +631,7 @@ static tl_status fast_matmul(const run *r, bufs *b, const tl_qwen3_weight *const
                              size_t n_mats, const float *x, size_t n, float *const *y) {
   const tl_qwen3 *m = r->m;
   size_t width = w[0]->n, ng = tl_kern_groups(width), act = fast_act_floats(&m->cfg);
-  bool quantize = false;
+  bool quantize = false, all_quant = true;
   fast_job j;
   memset(&j, 0, sizeof j);
   j.k = m->fast;
@@ -643,6 +643,7 @@ static tl_status fast_matmul(const run *r, bufs *b, const tl_qwen3_weight *const
     j.y[i] = y[i];
     j.total += w[i]->rows;
     quantize |= is_quant(w[i]);
+    all_quant &= is_quant(w[i]);
   }
   for (size_t t = 0; t < n; t++) {
     tl_kern_x *xt = &b->xs[t];
@@ -664,11 +665,9 @@ static tl_status fast_matmul(const run *r, bufs *b, const tl_qwen3_weight *const
     act_job a = {m->fast, b->xs, width, n};
     tl_parallel_run(m->par, act_task, &a, fast_tasks(m, n));
   }
-  if (m->device != NULL && quantize) {
+  if (m->device != NULL && all_quant) {
     tl_kern_mat mats[FAST_MAX_MATS];
-    bool all = true;
     for (size_t i = 0; i < n_mats; i++) {
-      all &= is_quant(w[i]);
       mats[i].type = (uint32_t)w[i]->type;
       mats[i].w = w[i]->packed;
       (void)tl_quant_row_bytes(w[i]->type, w[i]->n, &mats[i].row_bytes); /* bound at load */
@@ -676,7 +675,7 @@ static tl_status fast_matmul(const run *r, bufs *b, const tl_qwen3_weight *const
       mats[i].rows = w[i]->rows;
       mats[i].y = y[i];
     }
-    if (all) return m->device->products(m->device->ctx, mats, n_mats, b->xs, n);
+    return m->device->products(m->device->ctx, mats, n_mats, b->xs, n);
   }
   tl_parallel_run(m->par, fast_task, &j, fast_tasks(m, j.total));
   return TL_OK;
