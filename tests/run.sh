@@ -87,7 +87,7 @@ run_stage docs-links /usr/bin/python3 tests/docs/links_test.py
 # The layers include downward only: a header of a layer above does not
 # compile in src/host, src/lib, src/tools (docs/architecture.md §2).
 run_stage layers /usr/bin/python3 tests/layers/layers_test.py build/test-work/layers
-run_stage build-gcc build CFG=gcc native tie-mutant
+run_stage build-gcc build CFG=gcc native tie-mutant lane-mutant
 # Before the unit suites: promote_mechanical runs its tokenizer and
 # template claims on the real tokenizer artifact.
 run_stage tok-artifact build tok-slm
