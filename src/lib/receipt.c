@@ -1039,7 +1039,8 @@ static const char *kind_level(const char *s, size_t len) {
       {"tokenizer", "mechanical"},  {"template", "mechanical"},
       {"eos", "mechanical"},        {"sampler", "mechanical"},
       {"forward", "numerical"},     {"greedy", "numerical"},
-      {"multiturn", "multiturn"},   {"stochastic", "stochastic"}};
+      {"replay", "numerical"},      {"multiturn", "multiturn"},
+      {"stochastic", "stochastic"}};
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
     if (tl_cbor_text_is(s, len, kinds[i][0])) return kinds[i][1];
   return NULL;

@@ -237,6 +237,26 @@ static tl_status numeric_claims(const json_t *meta, const char *root, const char
   return TL_OK;
 }
 
+/* The replay of every capture point (docs/promotion.md, `replay`): one
+ * prompt as long as the model's context allows, up to 1024 positions, so
+ * that RoPE and the cache are exercised where long prompts put them. */
+static tl_status replay_claim(const tl_native_model *m, const json_t *meta, json_t *claims,
+                              char *err, size_t err_cap) {
+  json_int_t max_pos = json_integer_value(json_object_get(
+      json_object_get(json_object_get(meta, "config"), "config"), "max_position_embeddings"));
+  uint32_t tokens = max_pos > 1025 ? 1024 : max_pos > 2 ? (uint32_t)max_pos - 1 : 2;
+  json_t *c = NULL, *cases;
+  tl_status st = tl_plan_replay_case(m, tokens, &c, err, err_cap);
+  if (st != TL_OK) return st;
+  cases = json_array();
+  json_array_append_new(cases, c);
+  json_array_append_new(claims, json_pack(
+      "{s:s,s:s,s:s,s:s,s:n,s:n,s:o}", "name", "replay", "kind", "replay", "level", "numerical",
+      "oracle", "each stage recomputed in float64 from the lane's own captured inputs",
+      "tolerance", "design", "cases", cases));
+  return TL_OK;
+}
+
 /* The project's default conversations for the sequence claims. */
 static json_t *messages(const char *user) {
   return json_pack("[{s:s,s:s}]", "role", "user", "content", user);
@@ -361,6 +381,7 @@ int tl_cmd_plan(int argc, char **argv) {
   if (st == TL_OK)
     st = numeric_claims(meta, root, goldens, n_goldens, claims, note, sizeof note, err,
                         sizeof err);
+  if (st == TL_OK && m.has_tensors) st = replay_claim(&m, meta, claims, err, sizeof err);
   if (st == TL_OK && m.has_tensors) sequence_claims(lane, claims);
   if (st == TL_OK) {
     char real[PATH_MAX];
@@ -451,6 +472,7 @@ static tl_claim_runner runner_for(const char *kind) {
                  {"sampler", tl_claim_sampler},
                  {"forward", tl_claim_forward},
                  {"greedy", tl_claim_greedy},
+                 {"replay", tl_claim_replay},
                  {"multiturn", tl_claim_multiturn},
                  {"stochastic", tl_claim_stochastic}};
   for (size_t i = 0; i < sizeof runners / sizeof runners[0]; i++)

@@ -96,6 +96,7 @@ tl_status tl_claim_eos(tl_claim_ctx *c, tl_claim_result *out);
 tl_status tl_claim_sampler(tl_claim_ctx *c, tl_claim_result *out);
 tl_status tl_claim_forward(tl_claim_ctx *c, tl_claim_result *out);
 tl_status tl_claim_greedy(tl_claim_ctx *c, tl_claim_result *out);
+tl_status tl_claim_replay(tl_claim_ctx *c, tl_claim_result *out);
 tl_status tl_claim_multiturn(tl_claim_ctx *c, tl_claim_result *out);
 tl_status tl_claim_stochastic(tl_claim_ctx *c, tl_claim_result *out);
 
@@ -115,6 +116,13 @@ tl_status tl_stoch_design_parse(const json_t *d, const char *lane, tl_stoch_desi
  * tolerance (promote --reuse): no inference. */
 tl_status tl_claim_rejudge_numeric(tl_claim_ctx *c, const uint8_t observation[32],
                                    const tl_qwen3_config *cfg, tl_claim_result *out);
+
+/* promote_replay.c: the replay claim's judge (from its stored observation)
+ * and plan init's case: `tokens` ids of the project's prose encoded by
+ * the artifact's tokenizer. */
+tl_status tl_judge_replay(tl_claim_ctx *c, const uint8_t observation[32], tl_claim_result *out);
+tl_status tl_plan_replay_case(const tl_native_model *m, uint32_t tokens, json_t **out, char *err,
+                              size_t err_cap);
 
 /* The build that runs (git describe, as run receipts name it). */
 const char *tl_promote_build_id(void);

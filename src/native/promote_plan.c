@@ -16,7 +16,8 @@ static const struct {
              {"tokenizer", "mechanical"},  {"template", "mechanical"},
              {"eos", "mechanical"},        {"sampler", "mechanical"},
              {"forward", "numerical"},     {"greedy", "numerical"},
-             {"multiturn", "multiturn"},   {"stochastic", "stochastic"}};
+             {"replay", "numerical"},      {"multiturn", "multiturn"},
+             {"stochastic", "stochastic"}};
 
 const char *tl_plan_kind_level(const char *kind) {
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)

@@ -307,6 +307,11 @@ static tl_status weight_row(const tl_qwen3_weight *w, size_t r, float *out) {
   return TL_ERR_INVALID_MODEL;
 }
 
+tl_status tl_qwen3_weight_row(const tl_qwen3_weight *w, size_t r, float *out) {
+  if (r >= w->rows) return TL_ERR_BOUNDS;
+  return weight_row(w, r, out);
+}
+
 /* Left-to-right f32 dot product: the lane's one reduction order. */
 static float dot(const float *a, const float *b, size_t n) {
   float s = 0.0f;
