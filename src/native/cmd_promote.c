@@ -32,8 +32,8 @@ const char *tl_promote_build_id(void) { return TL_BUILD_ID; }
 
 static const char plan_usage[] =
     "usage: tinylm plan init MODEL.slm [-o PLAN.json] [--lane scalar|fast]\n"
-    "                        [--golden FILE]... [--reader-json FILE] [--no-benchmark]\n"
-    "                        [--force] [--json]\n"
+    "                        [--source HF_DIR] [--golden FILE]... [--reader-json FILE]\n"
+    "                        [--no-benchmark] [--force] [--json]\n"
     "  writes a conformance plan (tinylm.plan/1, docs/promotion.md) for MODEL:\n"
     "  the artifact's checks, its EOS set, the shipped tokenizer and template\n"
     "  goldens when the artifact's sources are theirs, the sampler's known\n"
@@ -41,7 +41,10 @@ static const char plan_usage[] =
     "  transformers), each --golden FILE (a tinylm.golden/1 document, e.g. from\n"
     "  tools/oracle/qwen3_ref.py --slm MODEL), the independent reader's view\n"
     "  (--reader-json: tools/slm_inspect.py MODEL --json), multi-turn cases and a\n"
-    "  stochastic comparison of the lane with the other native lane\n"
+    "  stochastic comparison of the lane with the other native lane, the replay\n"
+    "  of every capture point of a long prompt, and the weights bound to their\n"
+    "  source: --source HF_DIR re-converted must give every tensor bit for bit\n"
+    "  (without it that claim is not run and the plan does not promote)\n"
     "  -o PLAN.json   default MODEL.plan.json beside MODEL; --force replaces it\n"
     "  --lane L       the lane the plan registers (default fast)\n"
     "  --no-benchmark no benchmark step (by default prompts of 16 to 4096 tokens,\n"
@@ -237,6 +240,32 @@ static tl_status numeric_claims(const json_t *meta, const char *root, const char
   return TL_OK;
 }
 
+/* The weights bound to their source (docs/promotion.md, `source_binding`):
+ * the checkpoint directory --source names, re-converted with the
+ * artifact's quantisation; without one the claim is registered and fails
+ * as not run, so that the decision says what is missing. */
+static tl_status source_claim(const json_t *meta, const char *source, json_t *claims, char *err,
+                              size_t err_cap) {
+  const char *quant = json_string_value(
+      json_object_get(json_object_get(meta, "quantization"), "requested"));
+  char real[PATH_MAX];
+  json_t *cases = json_array(), *c;
+  if (quant == NULL) quant = "source";
+  if (source != NULL && realpath(source, real) == NULL) {
+    snprintf(err, err_cap, "--source %s: %s", source, strerror(errno));
+    json_decref(cases);
+    return TL_ERR_IO;
+  }
+  c = source ? json_pack("{s:s,s:s}", "source", real, "quant", quant)
+             : json_pack("{s:n,s:s}", "source", "quant", quant);
+  json_array_append_new(cases, tl_plan_case(c));
+  json_array_append_new(claims, json_pack(
+      "{s:s,s:s,s:s,s:s,s:n,s:n,s:o}", "name", "source_binding", "kind", "source_binding",
+      "level", "mechanical", "oracle", "the converter run again on the source checkpoint",
+      "tolerance", "design", "cases", cases));
+  return TL_OK;
+}
+
 /* The replay of every capture point (docs/promotion.md, `replay`): one
  * prompt as long as the model's context allows, up to 1024 positions, so
  * that RoPE and the cache are exercised where long prompts put them. */
@@ -309,6 +338,7 @@ static void sequence_claims(const char *lane, json_t *claims) {
 
 int tl_cmd_plan(int argc, char **argv) {
   const char *model_path = NULL, *out_path = NULL, *reader = NULL, *lane = "fast";
+  const char *source = NULL;
   const char *goldens[64];
   size_t n_goldens = 0;
   bool json = false, force = false, benchmark = true;
@@ -349,6 +379,8 @@ int tl_cmd_plan(int argc, char **argv) {
       n_goldens++;
     } else if (strcmp(argv[i], "--reader-json") == 0) {
       if ((u = tl_cli_value(json, argc, argv, &i, &reader)) >= 0) return u;
+    } else if (strcmp(argv[i], "--source") == 0) {
+      if ((u = tl_cli_value(json, argc, argv, &i, &source)) >= 0) return u;
     } else if (argv[i][0] == '-') {
       return tl_cli_usage(json, "unknown option '%s'\n%s", argv[i], plan_usage);
     } else if (model_path == NULL) {
@@ -381,6 +413,7 @@ int tl_cmd_plan(int argc, char **argv) {
   if (st == TL_OK)
     st = numeric_claims(meta, root, goldens, n_goldens, claims, note, sizeof note, err,
                         sizeof err);
+  if (st == TL_OK && m.has_tensors) st = source_claim(meta, source, claims, err, sizeof err);
   if (st == TL_OK && m.has_tensors) st = replay_claim(&m, meta, claims, err, sizeof err);
   if (st == TL_OK && m.has_tensors) sequence_claims(lane, claims);
   if (st == TL_OK) {
@@ -465,6 +498,7 @@ static tl_claim_runner runner_for(const char *kind) {
     const char *kind;
     tl_claim_runner run;
   } runners[] = {{"artifact", tl_claim_artifact},
+                 {"source_binding", tl_claim_source_binding},
                  {"independent_reader", tl_claim_independent_reader},
                  {"tokenizer", tl_claim_tokenizer},
                  {"template", tl_claim_template},

@@ -30,6 +30,7 @@
 #define TL_RULE_READER "independent_reader_failed"
 #define TL_RULE_STOCHASTIC "stochastic_difference"
 #define TL_RULE_FORGED "forged_evidence"
+#define TL_RULE_REQUANT "requantization_mismatch"
 
 /* One case's outcome: what the comparison receipt and the public view
  * show of it. */
@@ -89,6 +90,7 @@ typedef tl_status (*tl_claim_runner)(tl_claim_ctx *c, tl_claim_result *out);
 
 /* The runners (promote_mechanical.c, promote_numeric.c, promote_stochastic.c). */
 tl_status tl_claim_artifact(tl_claim_ctx *c, tl_claim_result *out);
+tl_status tl_claim_source_binding(tl_claim_ctx *c, tl_claim_result *out);
 tl_status tl_claim_independent_reader(tl_claim_ctx *c, tl_claim_result *out);
 tl_status tl_claim_tokenizer(tl_claim_ctx *c, tl_claim_result *out);
 tl_status tl_claim_template(tl_claim_ctx *c, tl_claim_result *out);

@@ -12,7 +12,8 @@
 /* The kinds of docs/promotion.md's table and the level each belongs to. */
 static const struct {
   const char *kind, *level;
-} kinds[] = {{"artifact", "mechanical"},   {"independent_reader", "mechanical"},
+} kinds[] = {{"artifact", "mechanical"},   {"source_binding", "mechanical"},
+             {"independent_reader", "mechanical"},
              {"tokenizer", "mechanical"},  {"template", "mechanical"},
              {"eos", "mechanical"},        {"sampler", "mechanical"},
              {"forward", "numerical"},     {"greedy", "numerical"},
