@@ -116,8 +116,14 @@ tl_status tl_stoch_design_parse(const json_t *d, const char *lane, tl_stoch_desi
 tl_status tl_claim_rejudge_numeric(tl_claim_ctx *c, const uint8_t observation[32],
                                    const tl_qwen3_config *cfg, tl_claim_result *out);
 
-/* The build that runs (git describe, as run receipts name it). */
-const char *tl_promote_build_id(void);
+/* The build that runs, as promotion receipts, the run record and the
+ * benchmark object name it: "sha256:" and the SHA-256 of the running
+ * executable's bytes (/proc/self/exe), computed once per process; NULL
+ * (err says why) when the executable cannot be read. */
+const char *tl_promote_build_id(char *err, size_t err_cap);
+/* The git description baked in at build time (git describe --dirty, as
+ * run receipts name the build), kept beside it for people. */
+const char *tl_promote_build_describe(void);
 
 /* The content id of a case: SHA-256 of json_dumps(case, JSON_COMPACT |
  * JSON_SORT_KEYS | JSON_ENCODE_ANY). */
