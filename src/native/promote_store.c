@@ -69,6 +69,9 @@ static tl_status open_private(int at, const char *name, const char *shown, bool 
   return TL_OK;
 }
 
+static tl_status scan_index(tl_store *s, bool receipt, const char *what, uint8_t id[32],
+                            bool *found, char *err, size_t err_cap);
+
 tl_status tl_store_open(const char *dir, bool create, tl_store **out, char *err,
                         size_t err_cap) {
   tl_store *s;
@@ -93,6 +96,12 @@ tl_status tl_store_open(const char *dir, bool create, tl_store **out, char *err,
   snprintf(sub, sizeof sub, "%s/receipts", s->dir);
   if (st == TL_OK)
     st = open_private(s->fd, "receipts", sub, create, &s->receipts_fd, err, err_cap);
+  /* A log that names anything but ids is a store not to be trusted. */
+  if (st == TL_OK) {
+    uint8_t unused[32];
+    bool found;
+    st = scan_index(s, false, NULL, unused, &found, err, err_cap);
+  }
   if (st != TL_OK) {
     tl_store_close(s);
     return st;
@@ -328,16 +337,20 @@ static const char *bad_index_line(const json_t *e) {
   return NULL;
 }
 
-tl_status tl_store_last_entry(tl_store *s, bool receipt, const char *what, uint8_t id[32],
-                              char *err, size_t err_cap) {
+/* Reads index.jsonl, every line of it checked (bad_index_line); with
+ * `what`, *found and id say the last entry of that kind and label. An
+ * absent index is an empty one. */
+static tl_status scan_index(tl_store *s, bool receipt, const char *what, uint8_t id[32],
+                            bool *found, char *err, size_t err_cap) {
   char shown[4200];
   tl_file_view v;
   size_t at = 0, line_no = 0;
-  bool found = false;
   tl_status st;
+  *found = false;
   snprintf(shown, sizeof shown, "%s/index.jsonl", s->dir);
-  if ((st = tl_file_open_regular_at(s->fd, "index.jsonl", shown, &v, err, err_cap)) != TL_OK)
-    return st;
+  st = tl_file_open_regular_at(s->fd, "index.jsonl", shown, &v, err, err_cap);
+  if (st == TL_ERR_NOT_FOUND) return TL_OK;
+  if (st != TL_OK) return st;
   while (at < v.len && st == TL_OK) {
     const uint8_t *nl = memchr(v.data + at, '\n', v.len - at);
     size_t end = nl != NULL ? (size_t)(nl - v.data) : v.len;
@@ -347,17 +360,25 @@ tl_status tl_store_last_entry(tl_store *s, bool receipt, const char *what, uint8
     if (why != NULL) {
       st = tl_fail(err, err_cap, TL_ERR_INVALID_ARGUMENT,
                    "%s: line %zu: %s; refusing (the store is damaged)", shown, line_no, why);
-    } else if (strcmp(json_string_value(json_object_get(e, "kind")),
+    } else if (what != NULL &&
+               strcmp(json_string_value(json_object_get(e, "kind")),
                       receipt ? "receipt" : "object") == 0 &&
                strcmp(json_string_value(json_object_get(e, "what")), what) == 0) {
-      found = tl_hex32_parse(json_string_value(json_object_get(e, "id")), id);
+      *found = tl_hex32_parse(json_string_value(json_object_get(e, "id")), id);
     }
     json_decref(e);
     at = end + 1;
   }
   tl_file_close_view(&v);
+  return st;
+}
+
+tl_status tl_store_last_entry(tl_store *s, bool receipt, const char *what, uint8_t id[32],
+                              char *err, size_t err_cap) {
+  bool found;
+  tl_status st = scan_index(s, receipt, what, id, &found, err, err_cap);
   if (st == TL_OK && !found)
-    st = tl_fail(err, err_cap, TL_ERR_NOT_FOUND, "%s: no %s entry", shown, what);
+    st = tl_fail(err, err_cap, TL_ERR_NOT_FOUND, "%s/index.jsonl: no %s entry", s->dir, what);
   return st;
 }
 

@@ -29,7 +29,9 @@ typedef struct tl_store tl_store;
 
 /* Opens DIR (creating it and its subdirectories, 0700, when create is
  * true). TL_ERR_IO (absent, or refused: see Custody above) /
- * TL_ERR_INVALID_ARGUMENT (not a directory) with err naming the path. */
+ * TL_ERR_INVALID_ARGUMENT (not a directory, or an index.jsonl line that is
+ * not exactly what the store writes: see tl_store_last_entry) with err
+ * naming the path. */
 tl_status tl_store_open(const char *dir, bool create, tl_store **out,
                         char *err, size_t err_cap);
 void tl_store_close(tl_store *s);
@@ -56,9 +58,10 @@ tl_status tl_store_get_receipt(tl_store *s, const uint8_t root[32],
                                size_t err_cap);
 /* The id of the last index.jsonl line of kind (receipt or object) and
  * label `what` (the store's most recent promotion: true, "promotion").
- * Every line must be exactly what the store writes, its id 64 lower-case
- * hex digits: anything else (a path, "../") is TL_ERR_INVALID_ARGUMENT
- * naming the line, never followed. TL_ERR_NOT_FOUND when none. */
+ * Every line must be exactly what the store writes, {"id", "kind",
+ * "size", "what"}, its id 64 lower-case hex digits: anything else (a
+ * path, "../") is TL_ERR_INVALID_ARGUMENT naming the line, never
+ * followed. TL_ERR_NOT_FOUND when none. */
 tl_status tl_store_last_entry(tl_store *s, bool receipt, const char *what, uint8_t id[32],
                               char *err, size_t err_cap);
 /* Every receipt's root id in the store, sorted (malloc'd array of n). */
