@@ -181,6 +181,10 @@ run_stage promote-stats /usr/bin/python3 tests/promote/stats_scipy.py build/gcc/
 # promote's receipts: an independent writer's, forged ones refused, status.
 run_stage promote-receipts /usr/bin/python3 tests/receipt/promote_forged_test.py build/asan/tinylm \
   build/test-work/promote-receipts
+# The store's custody (links, owners, modes, index lines naming paths)
+# and the build id (the executable's SHA-256), on a tiny model (~10 s).
+run_stage promote-custody /usr/bin/python3 tests/receipt/promote_custody_test.py build/gcc/tinylm \
+  build/test-work/promote-custody
 # plan init + promote on the demo model (q8), both lanes, one planted
 # defect per stop rule (~3.5 min on 2 cores: the oracles' inputs take half).
 run_stage promote /usr/bin/python3 tests/promote/promote_test.py build/gcc/tinylm \

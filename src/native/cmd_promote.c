@@ -28,7 +28,29 @@
 #define TL_BUILD_ID "unknown"
 #endif
 
-const char *tl_promote_build_id(void) { return TL_BUILD_ID; }
+/* The executable's own bytes name the build: two binaries of one commit
+ * that differ anywhere (a patch, another compiler) have other ids, so
+ * one's receipts never read as current for the other. Hashed once per
+ * process. */
+const char *tl_promote_build_id(char *err, size_t err_cap) {
+  static char id[sizeof "sha256:" + 64];
+  tl_file_view v;
+  uint8_t digest[32];
+  tl_status st;
+  if (id[0] != '\0') return id;
+  if (tl_file_open_regular("/proc/self/exe", &v, err, err_cap) != TL_OK) return NULL;
+  st = tl_file_sha256(&v, digest);
+  tl_file_close_view(&v);
+  if (st != TL_OK) {
+    snprintf(err, err_cap, "/proc/self/exe: hashing the executable failed");
+    return NULL;
+  }
+  memcpy(id, "sha256:", 7);
+  tl_hex_encode(digest, 32, id + 7);
+  return id;
+}
+
+const char *tl_promote_build_describe(void) { return TL_BUILD_ID; }
 
 static const char plan_usage[] =
     "usage: tinylm plan init MODEL.slm [-o PLAN.json] [--lane scalar|fast]\n"
@@ -97,6 +119,14 @@ static tl_status file_sha256(const char *path, uint8_t id[32], char *err, size_t
   return st;
 }
 
+/* Now, UTC, to the second (the run record's times). */
+static void utc_now(char *out, size_t cap) {
+  time_t now = time(NULL);
+  struct tm tm;
+  gmtime_r(&now, &tm);
+  strftime(out, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
 static json_t *hex32(const uint8_t id[32]) {
   char h[65];
   tl_hex_encode(id, 32, h);
@@ -126,7 +156,7 @@ static tl_status put_custody(tl_store *store, const tl_session *s, const char *s
   char *text;
   tl_status st;
   if (meta == NULL) return TL_ERR_INVALID_MODEL;
-  doc = json_pack("{s:s,s:{s:o,s:s,s:I,s:O*,s:O*,s:O*,s:O*,s:O*,s:O*},s:{s:s,s:s,s:s,s:s,s:i}}",
+  doc = json_pack("{s:s,s:{s:o,s:s,s:I,s:O*,s:O*,s:O*,s:O*,s:O*,s:O*},s:{s:s,s:s,s:s,s:s,s:s,s:i}}",
                   "format", "tinylm.custody/1", "artifact", "id", hex32(artifact), "path",
                   slm_path, "bytes", (json_int_t)s->model.slm.len, "sources",
                   json_object_get(meta, "sources"), "acquisition",
@@ -135,9 +165,10 @@ static tl_status put_custody(tl_store *store, const tl_session *s, const char *s
                   json_object_get(meta, "quantization"), "config_sha256",
                   json_object_get(meta, "config_sha256"), "chat_template",
                   json_object_get(meta, "chat_template"), "runtime", "build_id", build_id,
-                  "lane", s->lane.fast ? "fast" : "scalar", "profile",
-                  tl_native_lane_profile(&s->lane), "isa", tl_native_lane_isa(&s->lane),
-                  "threads", (int)tl_native_lane_threads(&s->lane));
+                  "build_describe", tl_promote_build_describe(), "lane",
+                  s->lane.fast ? "fast" : "scalar", "profile", tl_native_lane_profile(&s->lane),
+                  "isa", tl_native_lane_isa(&s->lane), "threads",
+                  (int)tl_native_lane_threads(&s->lane));
   json_decref(meta);
   text = doc ? tl_plan_canonical(doc) : NULL;
   st = text ? tl_store_put(store, "custody", (const uint8_t *)text, strlen(text), id, err, cap)
@@ -644,7 +675,7 @@ int tl_cmd_promote(int argc, char **argv) {
   const char *plan_path = NULL, *store_dir = NULL, *lane_flag = NULL;
   uint32_t threads = 0;
   bool json = false, reuse = false, mechanical_ok = true, promoted, benchmark = true;
-  char err[2048], plan_dir[PATH_MAX], slm_path[PATH_MAX];
+  char err[2048], plan_dir[PATH_MAX], slm_path[PATH_MAX], started[32];
   tl_file_view pv;
   tl_plan plan;
   tl_store *store = NULL;
@@ -734,6 +765,10 @@ int tl_cmd_promote(int argc, char **argv) {
                      slm_path, got, want, slm_path);
     goto done;
   }
+  if ((rt.build_id = tl_promote_build_id(err, sizeof err)) == NULL) {
+    rc = tl_cli_fail(json, TL_ERR_IO, "the build id: %s", err);
+    goto done;
+  }
   if ((st = tl_store_open(store_dir, true, &store, err, sizeof err)) != TL_OK) {
     rc = UNUSABLE(st, "%s", err);
     goto done;
@@ -758,7 +793,6 @@ int tl_cmd_promote(int argc, char **argv) {
     else session_ok = true;
   }
   rt.artifact_id = artifact;
-  rt.build_id = tl_promote_build_id();
   if (session_ok && (st = put_custody(store, &s, slm_path, artifact, rt.build_id, custody_id, err,
                                       sizeof err)) != TL_OK) {
     rc = tl_cli_fail(json, st, "%s", err);
@@ -779,6 +813,7 @@ int tl_cmd_promote(int argc, char **argv) {
     rc = tl_cli_fail(json, TL_ERR_OUT_OF_MEMORY, "out of memory");
     goto done;
   }
+  utc_now(started, sizeof started);
   for (int order = 0; order <= 2; order++) {
     for (size_t i = 0; i < plan.n_claims; i++) {
       const tl_plan_claim *cl = &plan.claims[i];
@@ -811,18 +846,18 @@ int tl_cmd_promote(int argc, char **argv) {
       bench_err[0] = '\0';
     }
   }
-  /* The run record: what ran, each attempt, when. */
+  /* The run record: what ran, each attempt, when it started (before the
+   * first claim) and finished (after the benchmark step). */
   {
-    char when[32];
-    time_t now = time(NULL);
-    struct tm tm;
+    char finished[32];
     char *text;
     json_t *rec;
-    gmtime_r(&now, &tm);
-    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    rec = json_pack("{s:s,s:o,s:o,s:s,s:s,s:i,s:s,s:O}", "format", "tinylm.promote-run/1", "plan",
-                    hex32(plan.id), "artifact", hex32(artifact), "lane", plan.lane, "build_id",
-                    rt.build_id, "threads", (int)threads, "started", when, "attempts", attempts);
+    utc_now(finished, sizeof finished);
+    rec = json_pack("{s:s,s:o,s:o,s:s,s:s,s:s,s:i,s:s,s:s,s:O}", "format",
+                    "tinylm.promote-run/1", "plan", hex32(plan.id), "artifact", hex32(artifact),
+                    "lane", plan.lane, "build_id", rt.build_id, "build_describe",
+                    tl_promote_build_describe(), "threads", (int)threads, "started", started,
+                    "finished", finished, "attempts", attempts);
     if (rec != NULL && session_ok) json_object_set_new(rec, "custody", hex32(custody_id));
     if (rec != NULL && bench_ran)
       json_object_set_new(rec, bench_err[0] ? "benchmark_error" : "benchmark",

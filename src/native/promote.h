@@ -126,8 +126,14 @@ tl_status tl_judge_replay(tl_claim_ctx *c, const uint8_t observation[32], tl_cla
 tl_status tl_plan_replay_case(const tl_native_model *m, uint32_t tokens, json_t **out, char *err,
                               size_t err_cap);
 
-/* The build that runs (git describe, as run receipts name it). */
-const char *tl_promote_build_id(void);
+/* The build that runs, as promotion receipts, the run record and the
+ * benchmark object name it: "sha256:" and the SHA-256 of the running
+ * executable's bytes (/proc/self/exe), computed once per process; NULL
+ * (err says why) when the executable cannot be read. */
+const char *tl_promote_build_id(char *err, size_t err_cap);
+/* The git description baked in at build time (git describe --dirty, as
+ * run receipts name the build), kept beside it for people. */
+const char *tl_promote_build_describe(void);
 
 /* The content id of a case: SHA-256 of json_dumps(case, JSON_COMPACT |
  * JSON_SORT_KEYS | JSON_ENCODE_ANY). */
