@@ -189,6 +189,10 @@ run_stage promote-custody /usr/bin/python3 tests/receipt/promote_custody_test.py
 # defect per stop rule (~3.5 min on 2 cores: the oracles' inputs take half).
 run_stage promote /usr/bin/python3 tests/promote/promote_test.py build/gcc/tinylm \
   build/gcc/tinylm-tie-mutant build/test-work/promote
+# the mutation table: each planted lane or artifact defect refused by the
+# default plan, naming its claim and rule; the clean lanes promoted.
+run_stage promote-mutations /usr/bin/python3 tests/promote/mutation_test.py build/gcc/tinylm \
+  build/gcc/tinylm-lane-mutant build/test-work/promote-mutations
 # tinylm report: pages of real promotions of the demo model checked number
 # by number against their receipts, then in headless Chromium (~1 min).
 run_stage report tests/report/run.sh build/gcc/tinylm build/test-work/report
