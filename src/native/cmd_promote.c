@@ -54,7 +54,8 @@ const char *tl_promote_build_describe(void) { return TL_BUILD_ID; }
 
 static const char plan_usage[] =
     "usage: tinylm plan init MODEL.slm [-o PLAN.json] [--lane scalar|fast]\n"
-    "                        [--source HF_DIR] [--golden FILE]... [--reader-json FILE]\n"
+    "                        [--source HF_DIR] [--oracle auto|numpy|none]\n"
+    "                        [--golden FILE]... [--reader-json FILE]\n"
     "                        [--no-benchmark] [--force] [--json]\n"
     "  writes a conformance plan (tinylm.plan/1, docs/promotion.md) for MODEL:\n"
     "  the artifact's checks, its EOS set, the shipped tokenizer and template\n"
@@ -67,6 +68,11 @@ static const char plan_usage[] =
     "  of every capture point of a long prompt, and the weights bound to their\n"
     "  source: --source HF_DIR re-converted must give every tensor bit for bit\n"
     "  (without it that claim is not run and the plan does not promote)\n"
+    "  --oracle O     numpy: the forward golden of MODEL's own weights from the\n"
+    "                 NumPy float64 oracle (tools/oracle/qwen3_ref.py, with\n"
+    "                 --source's config.json), written to MODEL.numpy-golden.cbor\n"
+    "                 and registered as --golden is; auto (default): numpy when\n"
+    "                 --source is given and /usr/bin/python3 has numpy; none\n"
     "  -o PLAN.json   default MODEL.plan.json beside MODEL; --force replaces it\n"
     "  --lane L       the lane the plan registers (default fast)\n"
     "  --no-benchmark no benchmark step (by default prompts of 16 to 4096 tokens,\n"
@@ -369,7 +375,8 @@ static void sequence_claims(const char *lane, json_t *claims) {
 
 int tl_cmd_plan(int argc, char **argv) {
   const char *model_path = NULL, *out_path = NULL, *reader = NULL, *lane = "fast";
-  const char *source = NULL;
+  const char *source = NULL, *oracle = "auto";
+  char oracle_golden[PATH_MAX], oracle_note[PATH_MAX + 128] = "";
   const char *goldens[64];
   size_t n_goldens = 0;
   bool json = false, force = false, benchmark = true;
@@ -412,6 +419,11 @@ int tl_cmd_plan(int argc, char **argv) {
       if ((u = tl_cli_value(json, argc, argv, &i, &reader)) >= 0) return u;
     } else if (strcmp(argv[i], "--source") == 0) {
       if ((u = tl_cli_value(json, argc, argv, &i, &source)) >= 0) return u;
+    } else if (strcmp(argv[i], "--oracle") == 0) {
+      if ((u = tl_cli_value(json, argc, argv, &i, &oracle)) >= 0) return u;
+      if (strcmp(oracle, "auto") != 0 && strcmp(oracle, "numpy") != 0 &&
+          strcmp(oracle, "none") != 0)
+        return tl_cli_usage(json, "--oracle must be auto, numpy or none, got '%s'", oracle);
     } else if (argv[i][0] == '-') {
       return tl_cli_usage(json, "unknown option '%s'\n%s", argv[i], plan_usage);
     } else if (model_path == NULL) {
@@ -431,6 +443,11 @@ int tl_cmd_plan(int argc, char **argv) {
     for (size_t i = 0; i < n_goldens; i++) inputs[2 + i] = goldens[i];
     st = tl_file_output_check(out_path, inputs, 2 + n_goldens, force, NULL, err, sizeof err);
     if (st != TL_OK) return tl_cli_fail(json, st, "%s", err);
+    snprintf(oracle_golden, sizeof oracle_golden, "%.4000s.numpy-golden.cbor", model_path);
+    if (strcmp(oracle, "none") != 0 &&
+        (st = tl_file_output_check(oracle_golden, inputs, 2 + n_goldens, force, NULL, err,
+                                   sizeof err)) != TL_OK)
+      return tl_cli_fail(json, st, "%s", err);
   }
   if ((st = file_sha256(model_path, artifact, err, sizeof err)) != TL_OK)
     return tl_cli_fail(json, st, "%s", err);
@@ -441,6 +458,20 @@ int tl_cmd_plan(int argc, char **argv) {
   claims = json_array();
   st = meta == NULL ? TL_ERR_INVALID_MODEL : TL_OK;
   if (st == TL_OK) st = tl_plan_mechanical_claims(&m, root, reader, claims, err, sizeof err);
+  if (st == TL_OK && m.has_tensors && strcmp(oracle, "none") != 0) {
+    bool made = false;
+    st = tl_plan_numpy_golden(&m, root, source, model_path, oracle_golden,
+                              strcmp(oracle, "numpy") == 0, &made, oracle_note,
+                              sizeof oracle_note, err, sizeof err);
+    if (st == TL_OK && made) {
+      if (n_goldens == sizeof goldens / sizeof goldens[0]) {
+        snprintf(err, sizeof err, "at most 63 --golden files beside the oracle's");
+        st = TL_ERR_INVALID_ARGUMENT;
+      } else {
+        goldens[n_goldens++] = oracle_golden;
+      }
+    }
+  }
   if (st == TL_OK)
     st = numeric_claims(meta, root, goldens, n_goldens, claims, note, sizeof note, err,
                         sizeof err);
@@ -486,7 +517,8 @@ int tl_cmd_plan(int argc, char **argv) {
     size_t i;
     json_t *c;
     if (json) {
-      json_t *o = json_pack("{s:s,s:[],s:s}", "plan", out_path, "claims", "note", note);
+      json_t *o = json_pack("{s:s,s:[],s:s,s:s}", "plan", out_path, "claims", "note", note,
+                            "oracle", oracle_note);
       json_array_foreach(claims, i, c)
         json_array_append_new(json_object_get(o, "claims"),
                               json_pack("{s:O,s:O,s:I}", "name", json_object_get(c, "name"),
@@ -503,6 +535,7 @@ int tl_cmd_plan(int argc, char **argv) {
                json_string_value(json_object_get(c, "level")),
                json_array_size(json_object_get(c, "cases")));
       if (note[0]) printf("  (%s)\n", note);
+      if (oracle_note[0]) printf("  (%s)\n", oracle_note);
     }
     rc = TL_EXIT_OK;
   }

@@ -125,6 +125,20 @@ tl_status tl_claim_rejudge_numeric(tl_claim_ctx *c, const uint8_t observation[32
 tl_status tl_judge_replay(tl_claim_ctx *c, const uint8_t observation[32], tl_claim_result *out);
 tl_status tl_plan_replay_case(const tl_native_model *m, uint32_t tokens, json_t **out, char *err,
                               size_t err_cap);
+/* The first `tokens` ids of the project's prose (natural text, so that
+ * attention is as peaked as in use) by the artifact's tokenizer
+ * (malloc'd). */
+tl_status tl_plan_prose_ids(const tl_native_model *m, uint32_t tokens, uint32_t **out,
+                            char *err, size_t err_cap);
+
+/* promote_oracle.c: plan init's forward golden from the NumPy float64
+ * oracle (tools/oracle/qwen3_ref.py, found under root) on the artifact's
+ * own weights with source's config, written to out: a prompt of the
+ * project's prose and its greedy continuation. *made false (note says
+ * why) when the oracle cannot run here and it was not required. */
+tl_status tl_plan_numpy_golden(const tl_native_model *m, const char *root, const char *source,
+                               const char *slm_path, const char *out, bool required, bool *made,
+                               char *note, size_t note_cap, char *err, size_t err_cap);
 
 /* The build that runs, as promotion receipts, the run record and the
  * benchmark object name it: "sha256:" and the SHA-256 of the running

@@ -909,7 +909,7 @@ tl_status tl_judge_replay(tl_claim_ctx *c, const uint8_t observation[32],
 }
 
 /* ------------------------------------------------------------------------ */
-/* plan init's case. */
+/* plan init's prompts. */
 
 /* Plain prose of the project's, repeated with a counter until the
  * artifact's tokenizer gives enough ids: natural text, so attention is as
@@ -937,17 +937,16 @@ static const char *const prose[] = {
     "Ask three questions before you answer one: who is asking, why now, and "
     "what would change."};
 
-tl_status tl_plan_replay_case(const tl_native_model *m, uint32_t tokens,
-                              json_t **out, char *err, size_t err_cap) {
+tl_status tl_plan_prose_ids(const tl_native_model *m, uint32_t tokens, uint32_t **out,
+                            char *err, size_t err_cap) {
   size_t cap = 0, len = 0, n_ids = 0, scratch_bytes = 0, bound = 0, off = 0;
   char *text = NULL;
   uint32_t *ids = NULL;
   void *mem = NULL;
   tl_arena arena;
   tl_status st = TL_OK;
-  json_t *arr;
   *out = NULL;
-  /* about four bytes a token: build four times what is needed, then cut */
+  /* about four bytes a token: build eight times what is needed, then cut */
   for (uint32_t k = 0; len < (size_t)tokens * 8; k++) {
     const char *s = prose[k % (sizeof prose / sizeof prose[0])];
     size_t need = strlen(s) + 32;
@@ -959,8 +958,7 @@ tl_status tl_plan_replay_case(const tl_native_model *m, uint32_t tokens,
       }
       text = t;
     }
-    len += (size_t)snprintf(text + len, cap - len, "%s(%u) %s", k ? " " : "",
-                            k + 1, s);
+    len += (size_t)snprintf(text + len, cap - len, "%s(%u) %s", k ? " " : "", k + 1, s);
   }
   if ((st = tl_tok_encode_scratch_bound(len, &scratch_bytes)) == TL_OK) {
     bound = len + 1;
@@ -970,25 +968,32 @@ tl_status tl_plan_replay_case(const tl_native_model *m, uint32_t tokens,
   }
   if (st == TL_OK) st = tl_arena_init(&arena, mem, scratch_bytes);
   if (st == TL_OK)
-    st = tl_tok_encode(m->tok, (const uint8_t *)text, len, &arena, ids, NULL,
-                       bound, &n_ids, &off);
+    st = tl_tok_encode(m->tok, (const uint8_t *)text, len, &arena, ids, NULL, bound, &n_ids,
+                       &off);
   if (st == TL_OK && n_ids < tokens) {
-    snprintf(err, err_cap, "the replay prompt gave %zu ids, fewer than %u",
-             n_ids, tokens);
+    snprintf(err, err_cap, "the project's prose gave %zu ids, fewer than %u", n_ids, tokens);
     st = TL_ERR_INTERNAL_INVARIANT;
   } else if (st != TL_OK) {
-    snprintf(err, err_cap, "the replay prompt does not encode: %s",
-             tl_status_name(st));
-  }
-  if (st == TL_OK) {
-    arr = json_array();
-    for (uint32_t i = 0; arr != NULL && i < tokens; i++)
-      json_array_append_new(arr, json_integer(ids[i]));
-    *out = tl_plan_case(json_pack("{s:s,s:o}", "label", "prose", "ids", arr));
-    if (*out == NULL) st = TL_ERR_OUT_OF_MEMORY;
+    snprintf(err, err_cap, "the project's prose does not encode: %s", tl_status_name(st));
   }
   free(text);
-  free(ids);
   free(mem);
+  if (st == TL_OK) *out = ids;
+  else free(ids);
   return st;
+}
+
+tl_status tl_plan_replay_case(const tl_native_model *m, uint32_t tokens, json_t **out, char *err,
+                              size_t err_cap) {
+  uint32_t *ids = NULL;
+  json_t *arr;
+  tl_status st = tl_plan_prose_ids(m, tokens, &ids, err, err_cap);
+  *out = NULL;
+  if (st != TL_OK) return st;
+  arr = json_array();
+  for (uint32_t i = 0; arr != NULL && i < tokens; i++)
+    json_array_append_new(arr, json_integer(ids[i]));
+  free(ids);
+  *out = tl_plan_case(json_pack("{s:s,s:o}", "label", "prose", "ids", arr));
+  return *out == NULL ? TL_ERR_OUT_OF_MEMORY : TL_OK;
 }
