@@ -89,12 +89,78 @@ static tl_status sort_candidates(const tl_replay_cfg *c, const uint32_t *ids, co
   return TL_OK;
 }
 
+/* The candidates S-7 to S-11 can see: with every candidate given, those
+ * within 40 of the largest working value. Below that e_j < 2^-54, and
+ * adding it to a running sum of at least e_0 = 1 (S) or P_0 (R: the terms
+ * are e_j / S) leaves the sum's bits as they are: the order of the rest
+ * changes nothing, so it is not sorted. A stored prefix is taken whole.
+ * *order then lists the head (nh entries) first, in candidate order. */
+static tl_status sort_head(const tl_replay_cfg *c, const tl_replay_step *in, size_t **order,
+                           double **s, size_t *nh) {
+  uint32_t *hid;
+  float *hz;
+  size_t *sub = NULL, n = 0, k = 0;
+  double mx = -INFINITY;
+  tl_status st;
+  if (!in->full) {
+    *nh = in->n;
+    return sort_candidates(c, in->ids, in->z, in->n, in->history, in->n_history, order, s);
+  }
+  for (size_t i = 0; i < in->n; i++) {
+    double v = working(c, in->history, in->n_history, in->ids[i], in->z[i]);
+    if (v > mx) mx = v;
+  }
+  hid = malloc(in->n * sizeof *hid);
+  hz = malloc(in->n * sizeof *hz);
+  *order = malloc(in->n * sizeof **order);
+  if (!hid || !hz || !*order) {
+    free(hid);
+    free(hz);
+    free(*order);
+    *order = NULL;
+    return TL_ERR_OUT_OF_MEMORY;
+  }
+  for (size_t i = 0; i < in->n; i++)
+    if (working(c, in->history, in->n_history, in->ids[i], in->z[i]) >= mx - 40.0) {
+      (*order)[n] = i;
+      hid[n] = in->ids[i];
+      hz[n++] = in->z[i];
+    }
+  st = sort_candidates(c, hid, hz, n, in->history, in->n_history, &sub, s);
+  if (st == TL_OK) {
+    size_t *head = malloc(n * sizeof *head);
+    bool *taken = calloc(in->n, sizeof *taken);
+    if (!head || !taken) st = TL_ERR_OUT_OF_MEMORY;
+    for (size_t j = 0; st == TL_OK && j < n; j++) head[j] = (*order)[sub[j]];
+    for (size_t j = 0; st == TL_OK && j < n; j++) {
+      (*order)[j] = head[j];
+      taken[head[j]] = true;
+    }
+    for (size_t i = 0, at = n; st == TL_OK && i < in->n; i++)
+      if (!taken[i]) (*order)[at++] = i;
+    k = n;
+    free(head);
+    free(taken);
+  }
+  free(sub);
+  free(hid);
+  free(hz);
+  if (st != TL_OK) {
+    free(*order);
+    free(*s);
+    *order = NULL;
+    *s = NULL;
+  }
+  *nh = k;
+  return st;
+}
+
 static bool near(double a, double b) { return fabs(a - b) < TL_REPLAY_MARGIN; }
 
 tl_status tl_replay(const tl_replay_cfg *cfg, const tl_replay_step *in, tl_replay_out *out,
                     char *err, size_t err_cap) {
   double *s = NULL, *P = NULL, S, R, u, b, theta;
-  size_t kept, cut, *surv = NULL, ns = 0;
+  size_t kept, cut, *surv = NULL, ns = 0, nh = 0;
   tl_status st;
   memset(out, 0, sizeof *out);
   for (size_t i = 0; i < in->n; i++)
@@ -106,17 +172,17 @@ tl_status tl_replay(const tl_replay_cfg *cfg, const tl_replay_step *in, tl_repla
     snprintf(err, err_cap, "%zu listed of %zu candidates", in->n, in->n_all);
     return TL_ERR_INVALID_ARGUMENT;
   }
-  st = sort_candidates(cfg, in->ids, in->z, in->n, in->history, in->n_history, &out->order, &s);
+  st = sort_head(cfg, in, &out->order, &s, &nh);
   if (st != TL_OK) return st;
-  P = malloc(in->n * sizeof *P);
-  surv = malloc(in->n * sizeof *surv);
+  P = malloc(nh * sizeof *P);
+  surv = malloc(nh * sizeof *surv);
   if (!P || !surv) {
     st = TL_ERR_OUT_OF_MEMORY;
     goto done;
   }
   /* S-6: top-k over every candidate. */
   kept = cfg->top_k > 0 && cfg->top_k < in->n_all ? cfg->top_k : in->n_all;
-  if (kept > in->n) kept = in->n; /* a prefix: the rest lies beyond it */
+  if (kept > nh) kept = nh; /* the rest lies beyond the prefix, or adds nothing */
   /* S-7 */
   S = 0.0;
   for (size_t j = 0; j < kept; j++) {
@@ -179,6 +245,7 @@ tl_status tl_replay(const tl_replay_cfg *cfg, const tl_replay_step *in, tl_repla
   out->S = S;
   out->R = R;
   out->survivors = ns;
+  out->head = nh;
 done:
   free(s);
   free(P);

@@ -50,7 +50,8 @@ typedef struct tl_replay_out {
   bool undecidable;   /* a decision within TL_REPLAY_MARGIN */
   double S, R;        /* the sums used */
   size_t survivors;   /* after S-9 */
-  size_t *order;      /* n indices into ids, candidate order (malloc'd) */
+  size_t *order;      /* n indices into ids (malloc'd): the first `head` in candidate order */
+  size_t head;        /* the candidates within 40 of the largest (sampler_replay.c) */
 } tl_replay_out;
 
 /* TL_OK with *out (free out->order); TL_ERR_INVALID_ARGUMENT when the
