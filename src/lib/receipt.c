@@ -1025,7 +1025,8 @@ static bool known_rule(const char *s, size_t len) {
       "unresolved_source_conflict", "unknown_behaviour_field", "unconsumed_tensor",
       "pack_mismatch", "non_finite_value", "tolerance_breach", "mechanical_mismatch",
       "unstable_sampler_tie", "missing_raw_output", "independent_reader_failed",
-      "stochastic_difference", "forged_evidence", "requantization_mismatch"};
+      "stochastic_difference", "sampler_replay_mismatch", "degenerate_design", "forged_evidence",
+      "requantization_mismatch"};
   for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
     if (tl_cbor_text_is(s, len, rules[i])) return true;
   return false;

@@ -21,7 +21,6 @@
 #include "promote_plan.h"
 #include "promote_receipt.h"
 #include "receipt.h"
-#include "promote_stats.h"
 #include "verify.h"
 
 #ifndef TL_BUILD_ID
@@ -64,7 +63,9 @@ static const char plan_usage[] =
     "  transformers), each --golden FILE (a tinylm.golden/1 document, e.g. from\n"
     "  tools/oracle/qwen3_ref.py --slm MODEL), the independent reader's view\n"
     "  (--reader-json: tools/slm_inspect.py MODEL --json), multi-turn cases and a\n"
-    "  stochastic comparison of the lane with the other native lane, the replay\n"
+    "  stochastic claim: the lane's draws replayed by a reference sampler and its\n"
+    "  distributions against the other native lane's, on the 8 prompts of the\n"
+    "  shipped pool where the model's next-token entropy is highest, the replay\n"
     "  of every capture point of a long prompt, and the weights bound to their\n"
     "  source: --source HF_DIR re-converted must give every tensor bit for bit\n"
     "  (without it that claim is not run and the plan does not promote)\n"
@@ -80,7 +81,7 @@ static const char plan_usage[] =
 
 static const char promote_usage[] =
     "usage: tinylm promote PLAN.json --store DIR [--lane scalar|fast] [-t N]\n"
-    "                      [--reuse] [--no-benchmark] [--json]\n"
+    "                      [--reuse] [--no-benchmark] [--progress] [--json]\n"
     "       tinylm promote show RECEIPT [--store DIR] [--public] [--json]\n"
     "       tinylm promote status --store DIR [--plan PLAN] [--artifact MODEL.slm] [--json]\n"
     "  runs every claim of PLAN on its artifact and lane, keeps every raw output\n"
@@ -92,6 +93,8 @@ static const char promote_usage[] =
     "             the same artifact, build, lane and cases (no inference) when\n"
     "             only their tolerance policy changed\n"
     "  --no-benchmark  skip the plan's benchmark step (no claim depends on it)\n"
+    "  --progress the stochastic claim's progress and ETA also when stderr is\n"
+    "             not a terminal\n"
     "  exit 0 promoted, 1 not promoted, 2 usage or an unusable plan or store\n";
 
 /* ------------------------------------------------------------------------ */
@@ -328,9 +331,8 @@ static json_t *messages(const char *user) {
   return json_pack("[{s:s,s:s}]", "role", "user", "content", user);
 }
 
-static void sequence_claims(const char *lane, json_t *claims) {
-  const char *other = strcmp(lane, "fast") == 0 ? "scalar" : "fast";
-  json_t *mt = json_array(), *st = json_array(), *design;
+static void sequence_claims(json_t *claims) {
+  json_t *mt = json_array();
   json_array_append_new(mt, tl_plan_case(json_pack(
       "{s:o,s:s,s:i,s:b}", "messages", messages("What is 347 + 58?"), "next_user",
       "And what is 12 + 30?", "max_new", 24, "enable_thinking", 0)));
@@ -341,36 +343,12 @@ static void sequence_claims(const char *lane, json_t *claims) {
       "{s:s,s:s,s:s,s:s,s:n,s:n,s:o}", "name", "multiturn", "kind", "multiturn", "level",
       "multiturn", "oracle", "the same lane recomputing the whole conversation", "tolerance",
       "design", "cases", mt));
-  json_array_append_new(st, tl_plan_case(json_pack(
-      "{s:o,s:b}", "messages", messages("Tell me a number."), "enable_thinking", 0)));
-  json_array_append_new(st, tl_plan_case(json_pack(
-      "{s:o,s:b}", "messages", messages("What is the capital of France?"), "enable_thinking",
-      0)));
-  /* 100 paired seeds per prompt of 3 tokens each: a disagreement rate of
-   * 0.05 is the effect of concern; the plan records the power the pooled
-   * test has against a rate of 0.15 (tl_stats_planned_power). Each seed
-   * costs max_new forward passes on each lane, the strict lane's the
-   * slowest: that is what bounds the design's size. */
-  {
-    const uint32_t seeds = 100;
-    const double rate = 0.15;
-    tl_stats_design sd = {0.95, 0.05, 0.05, 0.5, 1000, 7};
-    double per_prompt = 0.0, pooled = 0.0;
-    tl_stats_planned_power(&sd, 2, seeds, rate, &per_prompt, &pooled);
-    design = json_pack(
-        "{s:{s:s,s:s},s:{s:i,s:i,s:s},s:i,s:i,s:{s:s},s:f,s:{s:f,s:f,s:f},s:s,s:{s:i,s:i},"
-        "s:{s:f,s:f,s:f}}",
-        "lanes", "a", lane, "b", other, "seeds", "base", 1000, "count", (int)seeds,
-        "derivation", "seed_i = base + i", "samples_per_seed", 1, "max_new", 3, "sampling",
-        "temperature", "1", "confidence", sd.confidence, "min_effect", "tvd", sd.min_tvd,
-        "disagreement", sd.min_disagree, "logprob", sd.min_logp, "correction", "bonferroni",
-        "bootstrap", "resamples", (int)sd.bootstrap_resamples, "seed", (int)sd.bootstrap_seed,
-        "planned_power", "rate", rate, "per_prompt", per_prompt, "pooled", pooled);
-  }
-  json_array_append_new(claims, json_pack(
-      "{s:s,s:s,s:s,s:s,s:n,s:o,s:o}", "name", "stochastic", "kind", "stochastic", "level",
-      "stochastic", "oracle", "the other native lane, paired seeds", "tolerance", "design",
-      design, "cases", st));
+}
+
+/* plan init's notes, one after another. */
+static void printf_note(char *note, size_t cap, const char *more) {
+  size_t len = strlen(note);
+  snprintf(note + len, cap - len, "%s%s", len ? "; " : "", more);
 }
 
 int tl_cmd_plan(int argc, char **argv) {
@@ -380,7 +358,7 @@ int tl_cmd_plan(int argc, char **argv) {
   const char *goldens[64];
   size_t n_goldens = 0;
   bool json = false, force = false, benchmark = true;
-  char err[1024], root[PATH_MAX], defpath[PATH_MAX], note[256] = "";
+  char err[1024], root[PATH_MAX], defpath[PATH_MAX], note[640] = "";
   tl_native_model m;
   uint8_t artifact[32];
   json_t *meta = NULL, *plan = NULL, *claims;
@@ -477,7 +455,13 @@ int tl_cmd_plan(int argc, char **argv) {
                         sizeof err);
   if (st == TL_OK && m.has_tensors) st = source_claim(meta, source, claims, err, sizeof err);
   if (st == TL_OK && m.has_tensors) st = replay_claim(&m, meta, claims, err, sizeof err);
-  if (st == TL_OK && m.has_tensors) sequence_claims(lane, claims);
+  if (st == TL_OK && m.has_tensors) {
+    char snote[256] = "";
+    sequence_claims(claims);
+    st = tl_plan_stochastic_claim(model_path, lane, root, claims, snote, sizeof snote, err,
+                                  sizeof err);
+    if (st == TL_OK) printf_note(note, sizeof note, snote);
+  }
   if (st == TL_OK) {
     char real[PATH_MAX];
     const json_t *acq = json_object_get(meta, "acquisition");
@@ -708,6 +692,7 @@ int tl_cmd_promote(int argc, char **argv) {
   const char *plan_path = NULL, *store_dir = NULL, *lane_flag = NULL;
   uint32_t threads = 0;
   bool json = false, reuse = false, mechanical_ok = true, promoted, benchmark = true;
+  bool progress = false;
   char err[2048], plan_dir[PATH_MAX], slm_path[PATH_MAX], started[32];
   tl_file_view pv;
   tl_plan plan;
@@ -739,6 +724,8 @@ int tl_cmd_promote(int argc, char **argv) {
       reuse = true;
     } else if (strcmp(argv[i], "--no-benchmark") == 0) {
       benchmark = false;
+    } else if (strcmp(argv[i], "--progress") == 0) {
+      progress = true;
     } else if (strcmp(argv[i], "--store") == 0) {
       if ((u = tl_cli_value(json, argc, argv, &i, &store_dir)) >= 0) return u;
     } else if (strcmp(argv[i], "--lane") == 0) {
@@ -851,7 +838,7 @@ int tl_cmd_promote(int argc, char **argv) {
     for (size_t i = 0; i < plan.n_claims; i++) {
       const tl_plan_claim *cl = &plan.claims[i];
       tl_claim_ctx c = {store, session_ok ? &s : NULL, slm_path, plan.lane, threads,
-                        cl->json, plan_dir, err, sizeof err};
+                        cl->json, plan_dir, err, sizeof err, progress};
       bool reused = false;
       double t0 = tl_now_s();
       if (claim_order(cl) != order) continue;

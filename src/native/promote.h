@@ -14,6 +14,7 @@
 
 #include "promote_stats.h"
 #include "promote_store.h"
+#include "sampler_replay.h"
 #include "session.h"
 #include "tinylm.h"
 
@@ -29,6 +30,8 @@
 #define TL_RULE_MISSING_OUTPUT "missing_raw_output"
 #define TL_RULE_READER "independent_reader_failed"
 #define TL_RULE_STOCHASTIC "stochastic_difference"
+#define TL_RULE_REPLAY "sampler_replay_mismatch"
+#define TL_RULE_DEGENERATE "degenerate_design"
 #define TL_RULE_FORGED "forged_evidence"
 #define TL_RULE_REQUANT "requantization_mismatch"
 
@@ -74,6 +77,7 @@ typedef struct tl_claim_ctx {
   const char *plan_dir; /* relative paths in cases are relative to it */
   char *err;            /* infrastructure errors (a non-TL_OK return) */
   size_t err_cap;
+  bool progress; /* case n of N and an ETA on stderr (a terminal, or --progress) */
 } tl_claim_ctx;
 
 /* promote_result.c. begin: *out zeroed and passing, one outcome per case
@@ -102,17 +106,42 @@ tl_status tl_claim_replay(tl_claim_ctx *c, tl_claim_result *out);
 tl_status tl_claim_multiturn(tl_claim_ctx *c, tl_claim_result *out);
 tl_status tl_claim_stochastic(tl_claim_ctx *c, tl_claim_result *out);
 
-/* A stochastic claim's design (docs/promotion.md §Stochastic comparison),
- * checked by tl_stoch_design_parse (promote_sequences.c): lane a is the
- * plan's, b the other native lane; seed_i = base + i for i < count. */
+/* A pure judge: from the plan's claim (c->claim) and its raw observation
+ * object in the store to the verdict, without running the model; promote
+ * calls it after observing, and every reader may call it again. */
+typedef tl_status (*tl_claim_judge)(tl_claim_ctx *c, const uint8_t observation[32],
+                                    tl_claim_result *out);
+tl_status tl_judge_stochastic(tl_claim_ctx *c, const uint8_t observation[32],
+                              tl_claim_result *out);
+
+/* A stochastic claim's design (tinylm.stochastic/2, docs/promotion.md
+ * §Stochastic comparison), checked by tl_stoch_design_parse
+ * (promote_stochastic.c): lane a is the plan's, b the other native lane;
+ * seed_i = base + i for i < count, sampled under every configuration. */
+#define TL_STOCH_FORMAT "tinylm.stochastic/2"
+#define TL_STOCH_MAX_CONFIGS 8
 typedef struct tl_stoch_design {
   const char *a, *b;
   uint64_t base;
   uint32_t count, max_new;
-  tl_stats_design stats;
+  size_t n_configs;
+  tl_replay_cfg configs[TL_STOCH_MAX_CONFIGS];
+  const char *config_names[TL_STOCH_MAX_CONFIGS];
+  uint32_t trajectories; /* per prompt, teacher-forced on lane b */
+  double min_tvd;        /* the largest post-sampler TVD allowed per step */
+  double mass;           /* a stored top view leaves out at most this mass */
+  uint32_t min_varied;   /* non-degenerate prompts each configuration needs */
 } tl_stoch_design;
 tl_status tl_stoch_design_parse(const json_t *d, const char *lane, tl_stoch_design *o, char *err,
                                 size_t err_cap);
+
+/* plan init's stochastic claim (promote_stochastic.c): the prompts of the
+ * shipped pool (tests/promote/stochastic_prompts.json under root) where
+ * the artifact's next-token entropy is highest on the lane, and the
+ * default design; note says what was chosen. */
+tl_status tl_plan_stochastic_claim(const char *slm_path, const char *lane, const char *root,
+                                   json_t *claims, char *note, size_t note_cap, char *err,
+                                   size_t err_cap);
 
 /* Judges a numerical claim's stored observation again under the claim's
  * tolerance (promote --reuse): no inference. */

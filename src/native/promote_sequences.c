@@ -1,9 +1,7 @@
 /* The claims of tinylm promote that generate through the public API
  * (docs/api.md), as an embedder would: `multiturn` (a next turn that
- * reuses the cached prefix equals recomputing the whole conversation) and
- * `stochastic` (two lanes sampled with the same seeds, compared by the
- * statistics of promote_stats.h). */
-#include <math.h>
+ * reuses the cached prefix equals recomputing the whole conversation);
+ * the stochastic claim is promote_stochastic.c's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +11,6 @@
 #include "hash/sha256.h"
 #include "promote.h"
 #include "promote_plan.h"
-#include "promote_stats.h"
 #include "utf8.h"
 
 static tl_status api_fail(tl_claim_ctx *c, uint32_t handle, tl_status st, const char *what) {
@@ -52,24 +49,13 @@ typedef struct run_rec {
   char stop[16];
   tl_sha256_ctx logits_hash; /* every step's logits, in order (multiturn) */
   uint8_t logits_digest[32];
-  double lp;          /* log-prob of the sampled ids (stochastic) */
-  float *first;       /* the first step's logits (stochastic: seed 0) */
-  size_t vocab;
   uint32_t reused, position;
 } run_rec;
 
 static void on_choice(void *ctx, const float *logits, size_t vocab, uint32_t id) {
   run_rec *r = ctx;
-  double max = -INFINITY, sum = 0.0;
+  (void)id;
   tl_sha256_update(&r->logits_hash, logits, vocab * sizeof *logits);
-  for (size_t i = 0; i < vocab; i++)
-    if (logits[i] > max) max = logits[i];
-  for (size_t i = 0; i < vocab; i++) sum += exp((double)logits[i] - max);
-  r->lp += (double)logits[id] - max - log(sum);
-  if (r->first != NULL && r->vocab == 0) {
-    memcpy(r->first, logits, vocab * sizeof *logits);
-    r->vocab = vocab;
-  }
 }
 
 static void run_free(run_rec *r) {
@@ -87,7 +73,6 @@ static tl_status generate(tl_claim_ctx *c, tl_session_handle s, tl_generation_pa
   tl_status st = tl_generation_new(s, &g);
   if (st != TL_OK) return api_fail(c, s, st, "a generation");
   tl_sha256_init(&r->logits_hash);
-  r->lp = 0.0;
   p->on_choice = on_choice;
   p->ctx = r;
   st = tl_generation_run(g, p);
@@ -282,282 +267,6 @@ tl_status tl_claim_multiturn(tl_claim_ctx *c, tl_claim_result *out) {
              out->n_cases);
   }
   json_decref(entries);
-  if (st != TL_OK) tl_claim_result_free(out);
-  return st;
-}
-
-/* ------------------------------------------------------------------------ */
-/* stochastic                                                               */
-
-static double real_of(const json_t *v) {
-  return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
-tl_status tl_stoch_design_parse(const json_t *d, const char *lane, tl_stoch_design *o, char *err,
-                                size_t err_cap) {
-  static const char *const keys[] = {"lanes",      "seeds",      "samples_per_seed",
-                                     "max_new",    "sampling",   "confidence",
-                                     "min_effect", "correction", "bootstrap",
-                                     "planned_power"};
-  const json_t *lanes = json_object_get(d, "lanes"), *seeds = json_object_get(d, "seeds"),
-               *eff = json_object_get(d, "min_effect"), *boot = json_object_get(d, "bootstrap");
-  const char *k;
-  json_t *v;
-  memset(o, 0, sizeof *o);
-  json_object_foreach((json_t *)d, k, v) {
-    size_t i = 0;
-    while (i < sizeof keys / sizeof keys[0] && strcmp(keys[i], k) != 0) i++;
-    if (i == sizeof keys / sizeof keys[0]) {
-      snprintf(err, err_cap, "design: unknown field '%.80s'", k);
-      return TL_ERR_INVALID_ARGUMENT;
-    }
-  }
-  o->a = json_string_value(json_object_get(lanes, "a"));
-  o->b = json_string_value(json_object_get(lanes, "b"));
-  o->base = (uint64_t)json_integer_value(json_object_get(seeds, "base"));
-  o->count = (uint32_t)json_integer_value(json_object_get(seeds, "count"));
-  o->max_new = (uint32_t)json_integer_value(json_object_get(d, "max_new"));
-  o->stats.confidence = real_of(json_object_get(d, "confidence"));
-  o->stats.min_tvd = real_of(json_object_get(eff, "tvd"));
-  o->stats.min_disagree = real_of(json_object_get(eff, "disagreement"));
-  o->stats.min_logp = real_of(json_object_get(eff, "logprob"));
-  o->stats.bootstrap_resamples = (uint32_t)json_integer_value(json_object_get(boot, "resamples"));
-  o->stats.bootstrap_seed = (uint64_t)json_integer_value(json_object_get(boot, "seed"));
-  if (o->a == NULL || o->b == NULL || strcmp(o->a, lane) != 0 ||
-      (strcmp(o->b, "scalar") != 0 && strcmp(o->b, "fast") != 0)) {
-    snprintf(err, err_cap, "design.lanes: a must be the plan's lane (%s), b scalar or fast", lane);
-    return TL_ERR_INVALID_ARGUMENT;
-  }
-  if (!json_is_integer(json_object_get(seeds, "base")) || o->count < 2 || o->count > 100000 ||
-      json_integer_value(json_object_get(d, "samples_per_seed")) != 1 || o->max_new < 1 ||
-      o->max_new > 4096) {
-    snprintf(err, err_cap,
-             "design: seeds.base an integer, seeds.count 2..100000, samples_per_seed 1, "
-             "max_new 1..4096");
-    return TL_ERR_INVALID_ARGUMENT;
-  }
-  {
-    const char *corr = json_string_value(json_object_get(d, "correction"));
-    const json_t *sampling = json_object_get(d, "sampling");
-    const char *temp = json_string_value(json_object_get(sampling, "temperature"));
-    if (corr == NULL || strcmp(corr, "bonferroni") != 0) {
-      snprintf(err, err_cap, "design.correction: only \"bonferroni\"");
-      return TL_ERR_INVALID_ARGUMENT;
-    }
-    if (temp == NULL || strcmp(temp, "1") != 0 || json_object_size(sampling) != 1) {
-      snprintf(err, err_cap,
-               "design.sampling: {\"temperature\": \"1\"} (plain softmax, the distribution the "
-               "statistics describe)");
-      return TL_ERR_INVALID_ARGUMENT;
-    }
-  }
-  return TL_OK;
-}
-
-/* Stop reasons as the statistics' codes. */
-static uint8_t stop_code(const char *stop) {
-  static const char *const names[] = {"eos", "max_tokens", "stop_string", "context_full"};
-  for (uint8_t i = 0; i < 4; i++)
-    if (strcmp(stop, names[i]) == 0) return i;
-  return 4;
-}
-
-/* Per prompt and lane: every seed's draw. */
-typedef struct lane_draws {
-  float *first; /* the first step's logits (vocab) */
-  double *p;    /* their softmax */
-  uint8_t *stop;
-  uint32_t *len;
-  double *lp;
-  uint32_t **ids;
-} lane_draws;
-
-static void draws_free(lane_draws *d, uint32_t n) {
-  for (uint32_t i = 0; d->ids && i < n; i++) free(d->ids[i]);
-  free(d->ids);
-  free(d->first);
-  free(d->p);
-  free(d->stop);
-  free(d->len);
-  free(d->lp);
-}
-
-static tl_status sample_lane(tl_claim_ctx *c, tl_model_handle m, const char *lane,
-                             const char *conv, const tl_stoch_design *d, lane_draws *out,
-                             size_t vocab) {
-  tl_session_handle s;
-  tl_generation_params p;
-  tl_status st = open_session(c, m, lane, &s);
-  if (st != TL_OK) return st;
-  out->first = calloc(vocab, sizeof *out->first);
-  out->p = calloc(vocab, sizeof *out->p);
-  out->stop = calloc(d->count, 1);
-  out->len = calloc(d->count, sizeof *out->len);
-  out->lp = calloc(d->count, sizeof *out->lp);
-  out->ids = calloc(d->count, sizeof *out->ids);
-  if (!out->first || !out->p || !out->stop || !out->len || !out->lp || !out->ids)
-    st = TL_ERR_OUT_OF_MEMORY;
-  memset(&p, 0, sizeof p);
-  p.messages_json = conv;
-  p.messages_len = strlen(conv);
-  p.given = TL_GIVEN_TEMPERATURE | TL_GIVEN_TOP_K | TL_GIVEN_TOP_P | TL_GIVEN_MIN_P |
-            TL_GIVEN_REPEAT_PENALTY;
-  p.temperature = 1.0;
-  p.top_p = 1.0;
-  p.repeat_penalty = 1.0;
-  p.max_tokens = d->max_new;
-  /* Every seed after the first reuses the prompt's cached prefix. */
-  p.flags = TL_GENERATE_REUSE_PREFIX;
-  for (uint32_t i = 0; st == TL_OK && i < d->count; i++) {
-    run_rec r = {0};
-    r.first = i == 0 ? out->first : NULL;
-    p.seed = d->base + i;
-    st = generate(c, s, &p, &r);
-    if (st != TL_OK) break;
-    out->stop[i] = stop_code(r.stop);
-    out->len[i] = (uint32_t)r.n_ids;
-    out->lp[i] = r.lp;
-    out->ids[i] = r.ids;
-    r.ids = NULL;
-    run_free(&r);
-    if (i == 0 && r.vocab != vocab) {
-      snprintf(c->err, c->err_cap, "the first step's logits are missing");
-      st = TL_ERR_INTERNAL_INVARIANT;
-    }
-  }
-  if (st == TL_OK) {
-    double max = -INFINITY, sum = 0.0;
-    for (size_t i = 0; i < vocab; i++)
-      if (out->first[i] > max) max = out->first[i];
-    for (size_t i = 0; i < vocab; i++) sum += (out->p[i] = exp((double)out->first[i] - max));
-    for (size_t i = 0; i < vocab; i++) out->p[i] /= sum;
-  }
-  tl_session_free(s);
-  return st;
-}
-
-static json_t *lane_json(tl_claim_ctx *c, const lane_draws *d, uint32_t count, size_t vocab,
-                         tl_claim_result *out, tl_status *st) {
-  json_t *seeds = json_array();
-  uint8_t lid[32];
-  uint8_t *bytes = malloc(vocab * 4);
-  if (bytes == NULL) {
-    *st = TL_ERR_OUT_OF_MEMORY;
-    return seeds;
-  }
-  for (size_t i = 0; i < vocab; i++) tl_store_le32(bytes + 4 * i, tl_f32_to_bits(d->first[i]));
-  *st = tl_store_put(c->store, "logits", bytes, vocab * 4, lid, c->err, c->err_cap);
-  if (*st == TL_OK) *st = tl_claim_result_support(out, lid);
-  free(bytes);
-  for (uint32_t i = 0; i < count; i++) {
-    char lp[24];
-    snprintf(lp, sizeof lp, "%016llx", (unsigned long long)tl_f64_to_bits(d->lp[i]));
-    json_array_append_new(seeds, json_pack("{s:o,s:i,s:s}", "ids", ids_json(d->ids[i], d->len[i]),
-                                           "stop", d->stop[i], "logprob_f64", lp));
-  }
-  return json_pack("{s:o,s:o}", "first_logits_f32le", hex_json(lid, 32), "seeds", seeds);
-}
-
-tl_status tl_claim_stochastic(tl_claim_ctx *c, tl_claim_result *out) {
-  const json_t *cases;
-  tl_stoch_design d;
-  tl_model_handle m = 0;
-  size_t n = 0, vocab = 0;
-  lane_draws *da = NULL, *db = NULL;
-  tl_stats_prompt *sp = NULL;
-  uint8_t **differ = NULL;
-  json_t *entries = json_array();
-  tl_stats_report rep;
-  bool have_report = false;
-  tl_status st = tl_claim_result_begin(c, out, &cases);
-  if (st == TL_OK)
-    st = tl_stoch_design_parse(json_object_get(c->claim, "design"), c->lane, &d, c->err,
-                               c->err_cap);
-  if (st == TL_OK) st = with_model(c, &m);
-  n = out->n_cases;
-  vocab = c->session->qwen.cfg.vocab;
-  if (st == TL_OK) {
-    da = calloc(n, sizeof *da);
-    db = calloc(n, sizeof *db);
-    sp = calloc(n, sizeof *sp);
-    differ = calloc(n, sizeof *differ);
-    if (!da || !db || !sp || !differ) st = TL_ERR_OUT_OF_MEMORY;
-  }
-  for (size_t i = 0; st == TL_OK && i < n; i++) {
-    const json_t *cs = json_object_get(json_array_get(cases, i), "case");
-    char *conv = conversation(json_object_get(cs, "messages"),
-                              json_is_true(json_object_get(cs, "enable_thinking")));
-    json_t *ja, *jb;
-    char *canon;
-    if (conv == NULL) st = TL_ERR_OUT_OF_MEMORY;
-    if (st == TL_OK) st = sample_lane(c, m, d.a, conv, &d, &da[i], vocab);
-    if (st == TL_OK) st = sample_lane(c, m, d.b, conv, &d, &db[i], vocab);
-    free(conv);
-    if (st != TL_OK) break;
-    differ[i] = calloc(d.count, 1);
-    if (differ[i] == NULL) {
-      st = TL_ERR_OUT_OF_MEMORY;
-      break;
-    }
-    for (uint32_t s = 0; s < d.count; s++)
-      differ[i][s] = da[i].len[s] != db[i].len[s] ||
-                     memcmp(da[i].ids[s], db[i].ids[s], da[i].len[s] * sizeof(uint32_t)) != 0;
-    sp[i] = (tl_stats_prompt){da[i].p, db[i].p, vocab,   d.count,     differ[i], da[i].lp,
-                              db[i].lp, da[i].len, db[i].len, da[i].stop, db[i].stop};
-    ja = lane_json(c, &da[i], d.count, vocab, out, &st);
-    jb = st == TL_OK ? lane_json(c, &db[i], d.count, vocab, out, &st) : json_null();
-    json_array_append_new(entries, json_pack("{s:o,s:o}", "a", ja, "b", jb));
-    canon = tl_plan_canonical(json_array_get(entries, i));
-    if (canon) tl_sha256(canon, strlen(canon), out->cases[i].output);
-    free(canon);
-    out->cases[i].invariant = "same_distribution";
-  }
-  if (st == TL_OK) {
-    st = tl_stats_compare(&d.stats, sp, n, &rep, c->err, c->err_cap);
-    have_report = st == TL_OK;
-  }
-  if (st == TL_OK) {
-    json_t *seeds = json_pack("{s:I,s:I,s:s}", "base", (json_int_t)d.base, "count",
-                              (json_int_t)d.count, "derivation", "seed_i = base + i");
-    json_t *doc = json_pack("{s:s,s:s,s:s,s:s,s:o,s:O,s:o}", "claim",
-                            json_string_value(json_object_get(c->claim, "name")), "kind",
-                            "stochastic", "a", d.a, "b", d.b, "seeds", seeds, "cases", entries,
-                            "statistics", tl_stats_report_json(&rep));
-    st = put_observation(c, doc, out);
-    json_decref(doc);
-    for (size_t i = 0; i < n; i++) {
-      const tl_stats_result *r = &rep.prompts[i];
-      out->cases[i].pass = !(r->tvd.alarm || r->max_diff.alarm || r->disagree.alarm ||
-                             r->logp_diff.alarm || r->stop.alarm || r->lengths.alarm);
-    }
-    out->pass = !rep.alarm;
-    if (rep.alarm) {
-      out->stop_rule = TL_RULE_STOCHASTIC;
-      snprintf(out->first_divergence, sizeof out->first_divergence, "%s", rep.first_alarm);
-    }
-    {
-      const tl_stats_result *w = rep.has_pooled ? &rep.pooled : &rep.prompts[0];
-      snprintf(out->summary, sizeof out->summary,
-               "%s vs %s, %zu prompts x %u seeds (every one reported): TVD max %.3g, "
-               "disagreement %u of %u, mean log-prob difference %.3g [%.3g, %.3g]; m = %zu, "
-               "alpha/m = %.3g",
-               d.a, d.b, n, d.count, w->tvd.estimate, w->disagree_count,
-               (unsigned)(d.count * (rep.has_pooled ? n : 1)), w->logp_diff.estimate,
-               w->logp_diff.lo, w->logp_diff.hi, rep.m, rep.alpha_test);
-    }
-  }
-  if (have_report) tl_stats_report_free(&rep);
-  for (size_t i = 0; i < n; i++) {
-    if (da) draws_free(&da[i], d.count);
-    if (db) draws_free(&db[i], d.count);
-    if (differ) free(differ[i]);
-  }
-  free(da);
-  free(db);
-  free(sp);
-  free(differ);
-  json_decref(entries);
-  if (m) tl_model_close(m);
   if (st != TL_OK) tl_claim_result_free(out);
   return st;
 }
