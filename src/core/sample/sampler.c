@@ -221,8 +221,9 @@ size_t tl_sampler_scratch_bytes(size_t n) {
       tl_mul_size(n, sizeof(double), &c) != TL_OK)
     return SIZE_MAX;
   a = n;
-  if (tl_add_size(a, b, &t) != TL_OK || tl_add_size(t, c, &t) != TL_OK ||
-      tl_add_size(t, 3 * TL_ARENA_MIN_ALIGN, &t) != TL_OK)
+  /* flags, the candidates and as many more for the sort, probabilities */
+  if (tl_add_size(a, b, &t) != TL_OK || tl_add_size(t, b, &t) != TL_OK ||
+      tl_add_size(t, c, &t) != TL_OK || tl_add_size(t, 4 * TL_ARENA_MIN_ALIGN, &t) != TL_OK)
     return SIZE_MAX;
   return t;
 }
@@ -270,6 +271,44 @@ static cand *order_first_k(cand *h, size_t m, size_t k) {
   return h + (m - k);
 }
 
+/* The key of a working logit whose ascending unsigned order is the
+ * descending order of the values, -0 and +0 one key (they tie: S-6). */
+static uint64_t descending_key(double s) {
+  uint64_t b;
+  if (s == 0) s = 0.0;
+  memcpy(&b, &s, sizeof b);
+  b = (b >> 63) ? ~b : b | 0x8000000000000000u;
+  return ~b;
+}
+
+/* All of h[0..m) in candidate order, by an LSD radix sort of the keys,
+ * eight bits at a time (tmp: m more entries). Each pass is stable and h
+ * starts in ascending id order (the candidates are made in id order), so
+ * equal values stay in ascending id: the order order_first_k gives, in
+ * O(m) instead of O(m log m) when every candidate is kept (temperature
+ * sampling without top_k sorts the whole vocabulary each token). Passes
+ * where every key has the same byte are skipped. Returns where the
+ * ordered entries are (h or tmp). */
+static cand *order_all(cand *h, cand *tmp, size_t m) {
+  for (unsigned shift = 0; shift < 64; shift += 8) {
+    size_t count[256] = {0}, at = 0;
+    for (size_t i = 0; i < m; i++) count[(descending_key(h[i].s) >> shift) & 0xff]++;
+    if (count[(descending_key(h[0].s) >> shift) & 0xff] == m) continue;
+    for (size_t d = 0; d < 256; d++) {
+      size_t c = count[d];
+      count[d] = at;
+      at += c;
+    }
+    for (size_t i = 0; i < m; i++) tmp[count[(descending_key(h[i].s) >> shift) & 0xff]++] = h[i];
+    {
+      cand *t = h;
+      h = tmp;
+      tmp = t;
+    }
+  }
+  return h;
+}
+
 static bool f32_finite(float x) {
   return (tl_f32_to_bits(x) & 0x7f800000u) != 0x7f800000u;
 }
@@ -307,7 +346,7 @@ static tl_status sample_steps(const tl_sampler_profile *p,
   const size_t n = in->n;
   const double u = tl_draw_to_unit(draw_word);
   uint8_t *flags;
-  cand *cands, *ord;
+  cand *cands, *spare, *ord;
   double *q;
   size_t m = 0, k, cut;
   tl_sampler_field field;
@@ -334,6 +373,8 @@ static tl_status sample_steps(const tl_sampler_profile *p,
   if (tl_arena_alloc(scratch, n, 1, (void **)&flags) != TL_OK ||
       tl_arena_alloc_array(scratch, n, sizeof(cand), _Alignof(cand),
                            (void **)&cands) != TL_OK ||
+      tl_arena_alloc_array(scratch, n, sizeof(cand), _Alignof(cand),
+                           (void **)&spare) != TL_OK ||
       tl_arena_alloc_array(scratch, n, sizeof(double), _Alignof(double),
                            (void **)&q) != TL_OK)
     return fail(res, TL_ERR_OUT_OF_MEMORY, TL_SAMPLE_FAULT_SCRATCH, 0);
@@ -389,7 +430,8 @@ static tl_status sample_steps(const tl_sampler_profile *p,
 
   /* S-6: order, keep the first top_k. */
   k = (p->top_k == 0 || p->top_k >= m) ? m : p->top_k;
-  ord = order_first_k(cands, m, k);
+  /* a few first ones: the heap; most or all of them: the radix sort */
+  ord = k <= m / 64 ? order_first_k(cands, m, k) : order_all(cands, spare, m);
 
   /* S-7: softmax from the first (largest) value, summed in order. */
   {

@@ -12,7 +12,7 @@
 
 tl_status tl_sampler_vector_draw(const tl_sampler_vector *v,
                                  tl_sampler_draw *out) {
-  _Alignas(16) uint8_t scratch[2048];
+  _Alignas(16) uint8_t scratch[4096];
   float logits[SV_MAX_N];
   tl_sampler_profile p;
   tl_sample_input in;

@@ -16,7 +16,7 @@
 #define QWEN3_ROWS 151936u
 #define QWEN3_DEFINED 151669u
 
-static _Alignas(16) uint8_t scratch_mem[QWEN3_ROWS * 25 + 64];
+static _Alignas(16) uint8_t scratch_mem[QWEN3_ROWS * 41 + 128];
 static float big_logits[QWEN3_ROWS];
 
 #define U_HALF 0x80000000u    /* u = 0.5 */
@@ -634,6 +634,51 @@ static void test_identity(tl_test_ctx *t) {
   TL_EXPECT_EQ_U64(t, cb[0], 0xae); /* a map of 14 pairs */
 }
 
+/* The candidate order of S-6 over 300 logits drawn from few values (ties
+ * everywhere, both zeros, extremes): every candidate kept (the radix
+ * sort) and top_k = 4 (the heap) each give the order of a plain
+ * insertion sort by (value descending, id ascending). */
+static void test_order_paths(tl_test_ctx *t) {
+  static const float vals[8] = {0.0f, -0.0f, 1.5f, -1.5f, 3.0e38f, -3.0e38f, 1e-45f, 2.0f};
+  enum { N = 300 };
+  static float l[N];
+  static uint32_t want[N], got[N];
+  uint32_t x = 12345;
+  tl_sampler_profile p = tl_sampler_profile_default(N);
+  for (size_t i = 0; i < N; i++) {
+    x = x * 1103515245u + 12345u;
+    l[i] = vals[(x >> 16) % 8];
+    want[i] = (uint32_t)i;
+  }
+  for (size_t i = 1; i < N; i++) /* (value desc, id asc); -0 == +0 */
+    for (size_t j = i; j > 0; j--) {
+      double a = l[want[j - 1]], b = l[want[j]];
+      if (a > b || (a == b && want[j - 1] < want[j])) break;
+      uint32_t tmp = want[j];
+      want[j] = want[j - 1];
+      want[j - 1] = tmp;
+    }
+  for (int heap = 0; heap < 2; heap++) {
+    tl_sample_input in;
+    tl_sample_result res;
+    tl_sample_trace tr;
+    tl_arena a;
+    size_t k = heap ? 4 : N;
+    memset(&in, 0, sizeof in);
+    memset(&tr, 0, sizeof tr);
+    memset(got, 0xff, sizeof got);
+    in.logits = l;
+    in.n = N;
+    tr.ids = got;
+    tr.cap = N;
+    p.top_k = heap ? 4 : 0;
+    tl_arena_init(&a, scratch_mem, sizeof scratch_mem);
+    TL_EXPECT_OK(t, tl_sample_with_draw(&p, &in, U_HALF, &a, &tr, &res));
+    TL_EXPECT_EQ_U64(t, tr.count, k);
+    TL_EXPECT(t, memcmp(got, want, k * sizeof *got) == 0);
+  }
+}
+
 static const tl_test_case cases[] = {
     TL_CASE(test_all_ties),         TL_CASE(test_one_survivor),
     TL_CASE(test_top_p_boundary),   TL_CASE(test_negative_zero),
@@ -644,6 +689,6 @@ static const tl_test_case cases[] = {
     TL_CASE(test_non_finite),       TL_CASE(test_padded_vocabulary),
     TL_CASE(test_bans),             TL_CASE(test_profile_check),
     TL_CASE(test_scratch),          TL_CASE(test_trace_truncated),
-    TL_CASE(test_identity),
+    TL_CASE(test_identity),         TL_CASE(test_order_paths),
 };
 TL_SUITE(sampler, cases);
