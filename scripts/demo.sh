@@ -58,40 +58,22 @@ echo "== 5. evaluation on held-out arithmetic (never in training) and every capi
 echo "== 6. the last turn's receipt: every input, the sampler, the output, hashed"
 "$tinylm" receipt show "$demo/receipt.cbor" | cut -c1-160
 echo "== 7. promotion: plan, evidence, report"
-# The forward golden: the NumPy oracle on the artifact's own weights (the
-# config from the expanded checkpoint; --no-slm-digests: the artifact claim
-# checks every digest, the oracle's pure-Python BLAKE3 would take minutes)
-# on the demo goldens' "sum" prompt (tests/golden/transformers/README.md).
+# The default plan, as a user gets it: --source names the checkpoint the
+# artifact was converted from (expanded again here), which the
+# source_binding claim re-converts and the NumPy oracle reads the config
+# of (plan init's forward golden on the artifact's own weights).
 rm -rf "$demo/hf"
 /usr/bin/python3 tools/demo/expand.py --weights "$weights/demo.safetensors.xz" \
   --idmap "$weights/idmap.json" --tokenizer-dir "$tok" -o "$demo/hf" >/dev/null
-ids="151644 872 198 3838 374 220 18 19 22 488 220 20 23 30 151645 198"
-ids+=" 151644 77091 198 151667 271 151668 271"
-/usr/bin/python3 tools/oracle/qwen3_ref.py "$demo/hf" --slm "$art" --no-slm-digests --ids "$ids" \
-  --positions 0,11,22 --greedy 4 -o "$demo/golden-sum.cbor" >/dev/null
-rm -rf "$demo/hf"
-"$tinylm" plan init "$art" -o "$demo/demo.plan.json" --golden "$demo/golden-sum.cbor" --force \
-  | sed -n 1p | sed 's/^/   /'
-# A smaller stochastic design than plan init's 100 seeds x 3 tokens keeps
-# this step near a minute; the benchmark keeps plan init's lengths.
-/usr/bin/python3 -c 'import json, sys
-p = json.load(open(sys.argv[1]))
-d = next(c for c in p["claims"] if c["kind"] == "stochastic")["design"]
-d["seeds"]["count"], d["max_new"] = 32, 2
-print("   stochastic design: %d prompts x %d seeds x %d tokens per lane (plan init: 100 x 3)"
-      % (len(next(c for c in p["claims"] if c["kind"] == "stochastic")["cases"]),
-         d["seeds"]["count"], d["max_new"]))
-b = p.get("benchmark")
-if b:
-    print("   benchmark: prompts of %s tokens, %d decoded after each, %d repetition(s)"
-          % (", ".join(map(str, b["prompt_tokens"])), b["decode_tokens"], b["repetitions"]))
-json.dump(p, open(sys.argv[1], "w"), indent=1, sort_keys=True)' "$demo/demo.plan.json"
+"$tinylm" plan init "$art" -o "$demo/demo.plan.json" --source "$demo/hf" --force \
+  | sed 's/^/   /'
 set +e
 "$tinylm" promote "$demo/demo.plan.json" --store "$demo/evidence" 2>&1 | sed 's/^/   /'
 promoted=${PIPESTATUS[0]}
 set -e
 # 0 promoted, 1 not promoted (the report says why), 2 no promotion to report.
 ((promoted <= 1)) || exit "$promoted"
+rm -rf "$demo/hf"
 "$tinylm" report "$demo/evidence" -o "$demo/report.html" --force
 
 cat <<EOF_NOTE

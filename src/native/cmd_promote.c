@@ -71,7 +71,8 @@ static const char plan_usage[] =
     "  (without it that claim is not run and the plan does not promote)\n"
     "  --oracle O     numpy: the forward golden of MODEL's own weights from the\n"
     "                 NumPy float64 oracle (tools/oracle/qwen3_ref.py, with\n"
-    "                 --source's config.json), written to MODEL.numpy-golden.cbor\n"
+    "                 --source's config.json), written beside the plan\n"
+    "                 (PLAN.numpy-golden.cbor)\n"
     "                 and registered as --golden is; auto (default): numpy when\n"
     "                 --source is given and /usr/bin/python3 has numpy; none\n"
     "  -o PLAN.json   default MODEL.plan.json beside MODEL; --force replaces it\n"
@@ -421,7 +422,13 @@ int tl_cmd_plan(int argc, char **argv) {
     for (size_t i = 0; i < n_goldens; i++) inputs[2 + i] = goldens[i];
     st = tl_file_output_check(out_path, inputs, 2 + n_goldens, force, NULL, err, sizeof err);
     if (st != TL_OK) return tl_cli_fail(json, st, "%s", err);
-    snprintf(oracle_golden, sizeof oracle_golden, "%.4000s.numpy-golden.cbor", model_path);
+    {
+      /* beside the plan: PLAN.json -> PLAN.numpy-golden.cbor */
+      size_t n = strlen(out_path);
+      if (n > 5 && strcmp(out_path + n - 5, ".json") == 0) n -= 5;
+      snprintf(oracle_golden, sizeof oracle_golden, "%.*s.numpy-golden.cbor",
+               (int)(n < 4000 ? n : 4000), out_path);
+    }
     if (strcmp(oracle, "none") != 0 &&
         (st = tl_file_output_check(oracle_golden, inputs, 2 + n_goldens, force, NULL, err,
                                    sizeof err)) != TL_OK)
