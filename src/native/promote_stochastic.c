@@ -261,9 +261,18 @@ static json_t *ids_json(const uint32_t *ids, size_t n) {
 /* ------------------------------------------------------------------------ */
 /* Observe                                                                  */
 
+/* The longest candidate-order prefix a step stores. A near-uniform
+ * distribution (the synthetic checkpoints': next-token entropy near its
+ * maximum) puts a draw's rank in the tens of thousands, and every step's
+ * prefix kept would take gigabytes; such a step is replayed when observed
+ * and stored as its outcome (the reference's id, rank and the sums) with
+ * the SHA-256 of the logits it was replayed from. */
+#define REPLAY_VIEW_MAX 256
+
 /* What one sampled step stores for its replay: the prefix of the
  * candidate order up to the reference's choice and the lane's token, and
- * the sums over every candidate (sampler_replay.h). */
+ * the sums over every candidate (sampler_replay.h); past REPLAY_VIEW_MAX
+ * the outcome instead. */
 static tl_status replay_view(const tl_replay_cfg *cfg, const float *logits, uint32_t defined,
                              const uint32_t *hist, size_t n_hist, uint64_t seed, uint32_t step,
                              uint32_t drawn, const uint32_t *all_ids, json_t **out, char *err,
@@ -282,6 +291,17 @@ static tl_status replay_view(const tl_replay_cfg *cfg, const float *logits, uint
       if (k + 1 > L) L = k + 1;
       break;
     }
+  if (L > REPLAY_VIEW_MAX) {
+    uint8_t digest[32];
+    char hex[65];
+    free(r.order);
+    if ((st = tl_sha256(logits, (size_t)defined * sizeof *logits, digest)) != TL_OK) return st;
+    tl_hex_encode(digest, 32, hex);
+    *out = json_pack("{s:I,s:o,s:o,s:I,s:I,s:b,s:s}", "n", (json_int_t)defined, "S",
+                     hex_f64(r.S), "R", hex_f64(r.R), "rank", (json_int_t)r.rank, "expected",
+                     (json_int_t)r.id, "undecidable", r.undecidable, "logits_sha256", hex);
+    return *out ? TL_OK : TL_ERR_OUT_OF_MEMORY;
+  }
   z = json_array();
   for (size_t k = 0; k < L; k++) {
     size_t i = r.order[k];
@@ -633,7 +653,7 @@ static bool pairs_of(const json_t *list, uint32_t **ids, float **z, size_t *n) {
 }
 
 typedef struct verdict {
-  size_t replayed, undecidable, mismatches, forced, degenerate, pairs;
+  size_t replayed, undecidable, mismatches, forced, degenerate, pairs, summarised;
   double tvd_max;
   char first_mismatch[600], first_tvd[300];
   size_t *varied; /* per configuration: prompts where the seeds drew differently */
@@ -642,7 +662,7 @@ typedef struct verdict {
 /* One sampled step replayed from its stored view. */
 static tl_status judge_step(tl_claim_ctx *c, const tl_replay_cfg *cfg, const json_t *view,
                             const uint32_t *hist, size_t n_hist, uint64_t seed, uint32_t step,
-                            uint32_t *expected, bool *undecidable) {
+                            uint32_t *expected, bool *undecidable, bool *summarised) {
   uint32_t *ids = NULL;
   float *z = NULL;
   size_t n = 0;
@@ -651,6 +671,14 @@ static tl_status judge_step(tl_claim_ctx *c, const tl_replay_cfg *cfg, const jso
   tl_replay_out r = {0};
   tl_status st = TL_ERR_INVALID_ARGUMENT;
   json_int_t n_all = json_integer_value(json_object_get(view, "n"));
+  if (json_is_integer(json_object_get(view, "expected"))) {
+    /* replayed when observed (a prefix past REPLAY_VIEW_MAX): its outcome */
+    *expected = (uint32_t)json_integer_value(json_object_get(view, "expected"));
+    *undecidable = json_is_true(json_object_get(view, "undecidable"));
+    *summarised = true;
+    return TL_OK;
+  }
+  *summarised = false;
   if (pairs_of(json_object_get(view, "z"), &ids, &z, &n) && f64_of(json_object_get(view, "S"), &S) &&
       f64_of(json_object_get(view, "R"), &R) && n_all >= (json_int_t)n) {
     tl_replay_step in = {ids, z, n, (size_t)n_all, false, S, R, hist, n_hist, tl_draw_word(&pos)};
@@ -756,9 +784,10 @@ static tl_status judge_prompt(tl_claim_ctx *c, const tl_stoch_design *d, size_t 
       for (size_t t = 0; st == TL_OK && t < json_array_size(ids); t++) {
         uint32_t drawn = (uint32_t)json_integer_value(json_array_get(ids, t));
         uint32_t expected = 0;
-        bool undecidable = false;
+        bool undecidable = false, summarised = false;
         st = judge_step(c, &d->configs[k], json_array_get(steps, t), hist, n_prompt + t,
-                        d->base + i, (uint32_t)t, &expected, &undecidable);
+                        d->base + i, (uint32_t)t, &expected, &undecidable, &summarised);
+        v->summarised += summarised;
         hist[n_prompt + t] = drawn;
         if (st != TL_OK) break;
         if (undecidable) {
@@ -914,11 +943,13 @@ tl_status tl_judge_stochastic(tl_claim_ctx *c, const uint8_t observation[32], tl
                d.config_names[least_k], least, out->n_cases, d.min_varied);
     }
     snprintf(out->summary, sizeof out->summary,
-             "%s vs %s, %zu prompts x %zu configurations x %u seeds: %zu draws replayed, %zu "
-             "mismatched, %zu undecidable; post-sampler TVD at most %.3g over %zu teacher-forced "
-             "steps (min_tvd %.3g); %zu of %zu prompt x configuration degenerate",
-             d.a, d.b, out->n_cases, d.n_configs, d.count, v.replayed, v.mismatches,
-             v.undecidable, v.tvd_max, v.forced, d.min_tvd, v.degenerate, v.pairs);
+             "%s vs %s, %zu prompts x %zu configurations x %u seeds: %zu draws replayed (%zu "
+             "as observed), %zu mismatched, %zu undecidable; post-sampler TVD at most %.3g over "
+             "%zu teacher-forced steps (min_tvd %.3g); %zu of %zu prompt x configuration "
+             "degenerate",
+             d.a, d.b, out->n_cases, d.n_configs, d.count, v.replayed, v.summarised,
+             v.mismatches, v.undecidable, v.tvd_max, v.forced, d.min_tvd, v.degenerate,
+             v.pairs);
   }
   free(v.varied);
   json_decref(doc);
