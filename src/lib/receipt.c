@@ -1034,12 +1034,9 @@ static bool known_rule(const char *s, size_t len) {
 /* A claim kind's level (docs/promotion.md, the table of kinds); NULL for
  * a kind outside it. */
 static const char *kind_level(const char *s, size_t len) {
-  static const char *const kinds[][2] = {
-      {"artifact", "mechanical"},   {"independent_reader", "mechanical"},
-      {"tokenizer", "mechanical"},  {"template", "mechanical"},
-      {"eos", "mechanical"},        {"sampler", "mechanical"},
-      {"forward", "numerical"},     {"greedy", "numerical"},
-      {"multiturn", "multiturn"},   {"stochastic", "stochastic"}};
+#define KIND_LEVEL(kind, level) {#kind, #level},
+  static const char *const kinds[][2] = {TL_CLAIM_KINDS(KIND_LEVEL)};
+#undef KIND_LEVEL
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
     if (tl_cbor_text_is(s, len, kinds[i][0])) return kinds[i][1];
   return NULL;

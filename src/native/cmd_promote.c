@@ -439,25 +439,6 @@ static int unusable(int rc) {
   return TL_EXIT_USAGE;
 }
 
-static tl_claim_runner runner_for(const char *kind) {
-  static const struct {
-    const char *kind;
-    tl_claim_runner run;
-  } runners[] = {{"artifact", tl_claim_artifact},
-                 {"independent_reader", tl_claim_independent_reader},
-                 {"tokenizer", tl_claim_tokenizer},
-                 {"template", tl_claim_template},
-                 {"eos", tl_claim_eos},
-                 {"sampler", tl_claim_sampler},
-                 {"forward", tl_claim_forward},
-                 {"greedy", tl_claim_greedy},
-                 {"multiturn", tl_claim_multiturn},
-                 {"stochastic", tl_claim_stochastic}};
-  for (size_t i = 0; i < sizeof runners / sizeof runners[0]; i++)
-    if (strcmp(runners[i].kind, kind) == 0) return runners[i].run;
-  return NULL;
-}
-
 /* A node of a receipt read back as JSON ({"nodes": [{"type", "metadata"}]}). */
 static const json_t *node_meta(const json_t *doc, const char *type) {
   size_t i;
@@ -523,13 +504,13 @@ static bool find_reusable(tl_store *store, const tl_promote_runtime *rt, const t
 static tl_status run_claim(tl_claim_ctx *c, const tl_plan_claim *cl, bool reuse,
                            const tl_promote_runtime *rt, tl_claim_result *res, uint32_t *attempt,
                            json_t *attempts, bool *reused) {
-  tl_claim_runner run = runner_for(cl->kind);
+  const tl_claim_kind *kind = tl_claim_kind_find(cl->kind);
   uint8_t obs[32];
   tl_status st = TL_ERR_INVALID_ARGUMENT;
   *reused = false;
   if (reuse && (strcmp(cl->kind, "forward") == 0 || strcmp(cl->kind, "greedy") == 0) &&
       find_reusable(c->store, rt, cl, obs)) {
-    st = tl_claim_rejudge_numeric(c, obs, &c->session->qwen.cfg, res);
+    st = kind->judge(c, obs, res);
     *attempt = 1;
     *reused = st == TL_OK;
     json_array_append_new(
@@ -552,7 +533,7 @@ static tl_status run_claim(tl_claim_ctx *c, const tl_plan_claim *cl, bool reuse,
   for (*attempt = 1; *attempt <= 2; (*attempt)++) {
     double t0 = tl_now_s();
     c->err[0] = '\0';
-    st = run(c, res);
+    st = tl_claim_observe_judge(kind, c, res);
     json_array_append_new(attempts, json_pack("{s:s,s:i,s:s,s:s,s:I}", "claim", cl->name, "attempt",
                                               (int)*attempt, "status",
                                               st == TL_OK ? "ran" : "infrastructure_failure",
@@ -727,7 +708,7 @@ int tl_cmd_promote(int argc, char **argv) {
     for (size_t i = 0; i < plan.n_claims; i++) {
       const tl_plan_claim *cl = &plan.claims[i];
       tl_claim_ctx c = {store, session_ok ? &s : NULL, slm_path, plan.lane, threads,
-                        cl->json, plan_dir, err, sizeof err};
+                        cl->json, plan_dir, err, sizeof err, false};
       bool reused = false;
       double t0 = tl_now_s();
       if (claim_order(cl) != order) continue;

@@ -142,12 +142,11 @@ static char *conversation(const json_t *messages, bool thinking) {
 /* ------------------------------------------------------------------------ */
 /* multiturn                                                                */
 
-/* One case: turn 1 greedy on session A; turn 2 (the conversation with the
- * reply and the next user message) on A reusing its cache, and on a fresh
- * session B computing everything. Same ids, raw bytes and logits bits, or
- * mechanical_mismatch. */
+/* OBSERVE one case: turn 1 greedy on session A; turn 2 (the conversation
+ * with the reply and the next user message) on A reusing its cache, and
+ * on a fresh session B computing everything. */
 static tl_status multiturn_case(tl_claim_ctx *c, tl_model_handle m, const json_t *cs,
-                                json_t **entry, bool *pass, char *why, size_t why_cap) {
+                                json_t **entry) {
   const json_t *messages = json_object_get(cs, "messages");
   const char *next = json_string_value(json_object_get(cs, "next_user"));
   json_int_t max_new = json_integer_value(json_object_get(cs, "max_new"));
@@ -202,18 +201,6 @@ static tl_status multiturn_case(tl_claim_ctx *c, tl_model_handle m, const json_t
     st = generate(c, b, &p, &fresh);
   }
   if (st == TL_OK) {
-    bool same_ids = reuse.n_ids == fresh.n_ids &&
-                    memcmp(reuse.ids, fresh.ids, reuse.n_ids * sizeof *reuse.ids) == 0;
-    bool same_raw = reuse.raw_len == fresh.raw_len &&
-                    memcmp(reuse.raw, fresh.raw, reuse.raw_len) == 0;
-    bool same_logits = memcmp(reuse.logits_digest, fresh.logits_digest, 32) == 0;
-    *pass = same_ids && same_raw && same_logits && reuse.position > 0;
-    if (!*pass)
-      snprintf(why, why_cap,
-               "next turn with the cached prefix (%u tokens reused) vs recomputed: ids %s, raw "
-               "bytes %s, logits %s",
-               reuse.position, same_ids ? "equal" : "differ", same_raw ? "equal" : "differ",
-               same_logits ? "equal" : "differ");
     *entry = json_pack("{s:{s:o,s:o,s:s},s:{s:o,s:o,s:s,s:o,s:I},s:{s:o,s:o,s:s,s:o}}", "turn1",
                        "ids", ids_json(t1.ids, t1.n_ids), "raw", hex_json(t1.raw, t1.raw_len),
                        "stop", t1.stop, "reused", "ids", ids_json(reuse.ids, reuse.n_ids), "raw",
@@ -245,30 +232,12 @@ tl_status tl_claim_multiturn(tl_claim_ctx *c, tl_claim_result *out) {
   const json_t *cases;
   json_t *entries = json_array();
   tl_model_handle m = 0;
-  size_t passed = 0;
   tl_status st = tl_claim_result_begin(c, out, &cases);
   if (st == TL_OK) st = with_model(c, &m);
   for (size_t i = 0; st == TL_OK && i < out->n_cases; i++) {
     json_t *entry = NULL;
-    bool pass = false;
-    char why[512] = "";
-    char *canon;
-    st = multiturn_case(c, m, json_object_get(json_array_get(cases, i), "case"), &entry, &pass,
-                        why, sizeof why);
-    if (st != TL_OK) break;
-    canon = tl_plan_canonical(entry);
-    if (canon) tl_sha256(canon, strlen(canon), out->cases[i].output);
-    free(canon);
-    out->cases[i].invariant = "reuse_equals_recompute";
-    out->cases[i].pass = pass;
-    passed += pass;
-    if (!pass) {
-      out->pass = false;
-      out->stop_rule = TL_RULE_MECHANICAL;
-      if (out->first_divergence[0] == '\0')
-        snprintf(out->first_divergence, sizeof out->first_divergence, "case %zu: %s", i, why);
-    }
-    json_array_append_new(entries, entry);
+    st = multiturn_case(c, m, json_object_get(json_array_get(cases, i), "case"), &entry);
+    if (st == TL_OK) json_array_append_new(entries, entry);
   }
   if (m) tl_model_close(m);
   if (st == TL_OK) {
@@ -277,13 +246,82 @@ tl_status tl_claim_multiturn(tl_claim_ctx *c, tl_claim_result *out) {
                             "multiturn", "lane", c->lane, "cases", entries);
     st = put_observation(c, doc, out);
     json_decref(doc);
-    snprintf(out->summary, sizeof out->summary,
-             "%zu of %zu next turns equal with the cached prefix reused and recomputed", passed,
-             out->n_cases);
   }
   json_decref(entries);
   if (st != TL_OK) tl_claim_result_free(out);
   return st;
+}
+
+/* A stored observation document of a claim: the object, its "cases"
+ * array as many as the plan's. */
+static tl_status load_observation(tl_claim_ctx *c, const uint8_t observation[32],
+                                  tl_claim_result *out, json_t **doc) {
+  uint8_t *bytes = NULL;
+  size_t len = 0;
+  tl_status st = tl_store_get(c->store, observation, &bytes, &len, c->err, c->err_cap);
+  *doc = NULL;
+  if (st != TL_OK) return st;
+  *doc = json_loadb((const char *)bytes, len, JSON_REJECT_DUPLICATES, NULL);
+  free(bytes);
+  if (json_array_size(json_object_get(*doc, "cases")) != out->n_cases) {
+    snprintf(c->err, c->err_cap, "the stored observation holds other cases than the plan's");
+    return TL_ERR_INVALID_ARGUMENT;
+  }
+  memcpy(out->observation, observation, 32);
+  out->has_observation = true;
+  return TL_OK;
+}
+
+/* A case's output hash: SHA-256 of its entry's canonical JSON. */
+static tl_status entry_output(const json_t *entry, uint8_t out[32]) {
+  char *canon = tl_plan_canonical(entry);
+  if (canon == NULL) return TL_ERR_OUT_OF_MEMORY;
+  tl_sha256(canon, strlen(canon), out);
+  free(canon);
+  return TL_OK;
+}
+
+/* JUDGE: per case the next turn with the cached prefix reused equals the
+ * recomputed one (ids, raw bytes, logits digest) and reused a prefix. */
+tl_status tl_judge_multiturn(tl_claim_ctx *c, const uint8_t observation[32],
+                             tl_claim_result *out) {
+  const json_t *cases;
+  json_t *doc = NULL;
+  size_t passed = 0;
+  tl_status st = tl_claim_result_begin(c, out, &cases);
+  if (st == TL_OK) st = load_observation(c, observation, out, &doc);
+  for (size_t i = 0; st == TL_OK && i < out->n_cases; i++) {
+    const json_t *e = json_array_get(json_object_get(doc, "cases"), i);
+    const json_t *reuse = json_object_get(e, "reused"), *fresh = json_object_get(e, "recomputed");
+    bool same_ids = json_equal(json_object_get(reuse, "ids"), json_object_get(fresh, "ids"));
+    bool same_raw = json_equal(json_object_get(reuse, "raw"), json_object_get(fresh, "raw"));
+    bool same_logits = json_equal(json_object_get(reuse, "logits_sha256"),
+                                  json_object_get(fresh, "logits_sha256"));
+    json_int_t reused = json_integer_value(json_object_get(reuse, "reused_tokens"));
+    bool pass = same_ids && same_raw && same_logits && reused > 0;
+    st = entry_output(e, out->cases[i].output);
+    out->cases[i].invariant = "reuse_equals_recompute";
+    out->cases[i].pass = pass;
+    passed += pass;
+    if (!pass && out->pass) {
+      out->pass = false;
+      out->stop_rule = TL_RULE_MECHANICAL;
+      snprintf(out->first_divergence, sizeof out->first_divergence,
+               "case %zu: next turn with the cached prefix (%lld tokens reused) vs recomputed: "
+               "ids %s, raw bytes %s, logits %s",
+               i, (long long)reused, same_ids ? "equal" : "differ",
+               same_raw ? "equal" : "differ", same_logits ? "equal" : "differ");
+    }
+  }
+  json_decref(doc);
+  if (st != TL_OK) {
+    tl_claim_result_free(out);
+    return st;
+  }
+  snprintf(out->summary, sizeof out->summary,
+           "%zu of %zu next turns equal with the cached prefix reused and recomputed", passed,
+           out->n_cases);
+  return TL_OK;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -364,8 +402,8 @@ static uint8_t stop_code(const char *stop) {
 
 /* Per prompt and lane: every seed's draw. */
 typedef struct lane_draws {
-  float *first; /* the first step's logits (vocab) */
-  double *p;    /* their softmax */
+  float *first; /* the first step's logits (vocab; sampling only) */
+  double *p;    /* their softmax (judging only) */
   uint8_t *stop;
   uint32_t *len;
   double *lp;
@@ -380,6 +418,15 @@ static void draws_free(lane_draws *d, uint32_t n) {
   free(d->stop);
   free(d->len);
   free(d->lp);
+  memset(d, 0, sizeof *d);
+}
+
+static tl_status draws_alloc(lane_draws *d, uint32_t count) {
+  d->stop = calloc(count, 1);
+  d->len = calloc(count, sizeof *d->len);
+  d->lp = calloc(count, sizeof *d->lp);
+  d->ids = calloc(count, sizeof *d->ids);
+  return d->stop && d->len && d->lp && d->ids ? TL_OK : TL_ERR_OUT_OF_MEMORY;
 }
 
 static tl_status sample_lane(tl_claim_ctx *c, tl_model_handle m, const char *lane,
@@ -390,13 +437,7 @@ static tl_status sample_lane(tl_claim_ctx *c, tl_model_handle m, const char *lan
   tl_status st = open_session(c, m, lane, &s);
   if (st != TL_OK) return st;
   out->first = calloc(vocab, sizeof *out->first);
-  out->p = calloc(vocab, sizeof *out->p);
-  out->stop = calloc(d->count, 1);
-  out->len = calloc(d->count, sizeof *out->len);
-  out->lp = calloc(d->count, sizeof *out->lp);
-  out->ids = calloc(d->count, sizeof *out->ids);
-  if (!out->first || !out->p || !out->stop || !out->len || !out->lp || !out->ids)
-    st = TL_ERR_OUT_OF_MEMORY;
+  st = out->first != NULL ? draws_alloc(out, d->count) : TL_ERR_OUT_OF_MEMORY;
   memset(&p, 0, sizeof p);
   p.messages_json = conv;
   p.messages_len = strlen(conv);
@@ -425,19 +466,14 @@ static tl_status sample_lane(tl_claim_ctx *c, tl_model_handle m, const char *lan
       st = TL_ERR_INTERNAL_INVARIANT;
     }
   }
-  if (st == TL_OK) {
-    double max = -INFINITY, sum = 0.0;
-    for (size_t i = 0; i < vocab; i++)
-      if (out->first[i] > max) max = out->first[i];
-    for (size_t i = 0; i < vocab; i++) sum += (out->p[i] = exp((double)out->first[i] - max));
-    for (size_t i = 0; i < vocab; i++) out->p[i] /= sum;
-  }
   tl_session_free(s);
   return st;
 }
 
+/* One lane's raw output: the first step's logits as a store object (f32
+ * LE), every seed's ids, stop code and log-probability (bits). */
 static json_t *lane_json(tl_claim_ctx *c, const lane_draws *d, uint32_t count, size_t vocab,
-                         tl_claim_result *out, tl_status *st) {
+                         tl_status *st) {
   json_t *seeds = json_array();
   uint8_t lid[32];
   uint8_t *bytes = malloc(vocab * 4);
@@ -447,7 +483,6 @@ static json_t *lane_json(tl_claim_ctx *c, const lane_draws *d, uint32_t count, s
   }
   for (size_t i = 0; i < vocab; i++) tl_store_le32(bytes + 4 * i, tl_f32_to_bits(d->first[i]));
   *st = tl_store_put(c->store, "logits", bytes, vocab * 4, lid, c->err, c->err_cap);
-  if (*st == TL_OK) *st = tl_claim_result_support(out, lid);
   free(bytes);
   for (uint32_t i = 0; i < count; i++) {
     char lp[24];
@@ -458,65 +493,134 @@ static json_t *lane_json(tl_claim_ctx *c, const lane_draws *d, uint32_t count, s
   return json_pack("{s:o,s:o}", "first_logits_f32le", hex_json(lid, 32), "seeds", seeds);
 }
 
+/* One stored lane read back: its logits object (into out's support when
+ * out is not NULL) as a softmax over *vocab tokens (the same for every
+ * lane), every seed as sampled. */
+static tl_status lane_read(tl_claim_ctx *c, const json_t *j, uint32_t count, lane_draws *d,
+                           size_t *vocab, tl_claim_result *out) {
+  const json_t *seeds = json_object_get(j, "seeds");
+  uint8_t lid[32], *bytes = NULL;
+  size_t len = 0;
+  double max = -INFINITY, sum = 0.0;
+  tl_status st;
+  if (!tl_hex32_parse(json_string_value(json_object_get(j, "first_logits_f32le")), lid) ||
+      json_array_size(seeds) != count) {
+    snprintf(c->err, c->err_cap, "a stored lane names no logits or other seeds than the design");
+    return TL_ERR_INVALID_ARGUMENT;
+  }
+  if ((st = tl_store_get(c->store, lid, &bytes, &len, c->err, c->err_cap)) != TL_OK) return st;
+  if (out != NULL) st = tl_claim_result_support(out, lid);
+  if (st == TL_OK && (len == 0 || len % 4 != 0 || (*vocab != 0 && *vocab != len / 4))) {
+    snprintf(c->err, c->err_cap, "stored logits of %zu bytes do not fit the vocabulary", len);
+    st = TL_ERR_INVALID_ARGUMENT;
+  }
+  if (st == TL_OK) {
+    *vocab = len / 4;
+    d->p = malloc(*vocab * sizeof *d->p);
+    st = d->p != NULL ? draws_alloc(d, count) : TL_ERR_OUT_OF_MEMORY;
+  }
+  for (size_t i = 0; st == TL_OK && i < *vocab; i++) {
+    d->p[i] = tl_bits_to_f32(tl_load_le32(bytes + 4 * i));
+    if (d->p[i] > max) max = d->p[i];
+  }
+  for (size_t i = 0; st == TL_OK && i < *vocab; i++) sum += (d->p[i] = exp(d->p[i] - max));
+  for (size_t i = 0; st == TL_OK && i < *vocab; i++) d->p[i] /= sum;
+  free(bytes);
+  for (uint32_t i = 0; st == TL_OK && i < count; i++) {
+    const json_t *sd = json_array_get(seeds, i), *ids = json_object_get(sd, "ids");
+    const char *lp = json_string_value(json_object_get(sd, "logprob_f64"));
+    json_int_t stop = json_integer_value(json_object_get(sd, "stop"));
+    unsigned long long bits;
+    d->len[i] = (uint32_t)json_array_size(ids);
+    d->ids[i] = calloc(d->len[i] + 1, sizeof **d->ids);
+    if (d->ids[i] == NULL) {
+      st = TL_ERR_OUT_OF_MEMORY;
+      break;
+    }
+    for (uint32_t k = 0; k < d->len[i]; k++)
+      d->ids[i][k] = (uint32_t)json_integer_value(json_array_get(ids, k));
+    if (lp == NULL || strlen(lp) != 16 || sscanf(lp, "%16llx", &bits) != 1 || stop < 0 ||
+        stop > 4) {
+      snprintf(c->err, c->err_cap, "a stored seed's stop or log-probability is unreadable");
+      st = TL_ERR_INVALID_ARGUMENT;
+      break;
+    }
+    d->stop[i] = (uint8_t)stop;
+    d->lp[i] = tl_bits_to_f64((uint64_t)bits);
+  }
+  return st;
+}
+
+/* The statistics of stored samples (cases: [{"a": lane, "b": lane}]): the
+ * one computation the runner records and the judge repeats. */
+static tl_status stoch_stats(tl_claim_ctx *c, const tl_stoch_design *d, const json_t *cases,
+                             tl_claim_result *out, tl_stats_report *rep) {
+  size_t n = json_array_size(cases), vocab = 0;
+  lane_draws *da = calloc(n ? n : 1, sizeof *da), *db = calloc(n ? n : 1, sizeof *db);
+  tl_stats_prompt *sp = calloc(n ? n : 1, sizeof *sp);
+  uint8_t **differ = calloc(n ? n : 1, sizeof *differ);
+  tl_status st = da && db && sp && differ ? TL_OK : TL_ERR_OUT_OF_MEMORY;
+  for (size_t i = 0; st == TL_OK && i < n; i++) {
+    const json_t *e = json_array_get(cases, i);
+    st = lane_read(c, json_object_get(e, "a"), d->count, &da[i], &vocab, out);
+    if (st == TL_OK) st = lane_read(c, json_object_get(e, "b"), d->count, &db[i], &vocab, out);
+    if (st == TL_OK && (differ[i] = calloc(d->count, 1)) == NULL) st = TL_ERR_OUT_OF_MEMORY;
+    for (uint32_t s = 0; st == TL_OK && s < d->count; s++)
+      differ[i][s] = da[i].len[s] != db[i].len[s] ||
+                     memcmp(da[i].ids[s], db[i].ids[s], da[i].len[s] * sizeof(uint32_t)) != 0;
+    if (st == TL_OK)
+      sp[i] = (tl_stats_prompt){da[i].p, db[i].p, vocab,   d->count,   differ[i], da[i].lp,
+                                db[i].lp, da[i].len, db[i].len, da[i].stop, db[i].stop};
+  }
+  if (st == TL_OK) st = tl_stats_compare(&d->stats, sp, n, rep, c->err, c->err_cap);
+  else if (st == TL_ERR_OUT_OF_MEMORY) snprintf(c->err, c->err_cap, "out of memory");
+  for (size_t i = 0; i < n; i++) {
+    if (da) draws_free(&da[i], d->count);
+    if (db) draws_free(&db[i], d->count);
+    if (differ) free(differ[i]);
+  }
+  free(da);
+  free(db);
+  free(sp);
+  free(differ);
+  return st;
+}
+
+/* OBSERVE: both lanes sample every prompt with every seed; the
+ * observation holds every draw and (for the report) the statistics. */
 tl_status tl_claim_stochastic(tl_claim_ctx *c, tl_claim_result *out) {
   const json_t *cases;
   tl_stoch_design d;
   tl_model_handle m = 0;
-  size_t n = 0, vocab = 0;
-  lane_draws *da = NULL, *db = NULL;
-  tl_stats_prompt *sp = NULL;
-  uint8_t **differ = NULL;
+  size_t vocab = 0;
   json_t *entries = json_array();
   tl_stats_report rep;
-  bool have_report = false;
   tl_status st = tl_claim_result_begin(c, out, &cases);
   if (st == TL_OK)
     st = tl_stoch_design_parse(json_object_get(c->claim, "design"), c->lane, &d, c->err,
                                c->err_cap);
   if (st == TL_OK) st = with_model(c, &m);
-  n = out->n_cases;
-  vocab = c->session->qwen.cfg.vocab;
-  if (st == TL_OK) {
-    da = calloc(n, sizeof *da);
-    db = calloc(n, sizeof *db);
-    sp = calloc(n, sizeof *sp);
-    differ = calloc(n, sizeof *differ);
-    if (!da || !db || !sp || !differ) st = TL_ERR_OUT_OF_MEMORY;
-  }
-  for (size_t i = 0; st == TL_OK && i < n; i++) {
+  if (st == TL_OK) vocab = c->session->qwen.cfg.vocab;
+  for (size_t i = 0; st == TL_OK && i < out->n_cases; i++) {
     const json_t *cs = json_object_get(json_array_get(cases, i), "case");
     char *conv = conversation(json_object_get(cs, "messages"),
                               json_is_true(json_object_get(cs, "enable_thinking")));
+    lane_draws da = {0}, db = {0};
     json_t *ja, *jb;
-    char *canon;
     if (conv == NULL) st = TL_ERR_OUT_OF_MEMORY;
-    if (st == TL_OK) st = sample_lane(c, m, d.a, conv, &d, &da[i], vocab);
-    if (st == TL_OK) st = sample_lane(c, m, d.b, conv, &d, &db[i], vocab);
+    if (st == TL_OK) st = sample_lane(c, m, d.a, conv, &d, &da, vocab);
+    if (st == TL_OK) st = sample_lane(c, m, d.b, conv, &d, &db, vocab);
     free(conv);
-    if (st != TL_OK) break;
-    differ[i] = calloc(d.count, 1);
-    if (differ[i] == NULL) {
-      st = TL_ERR_OUT_OF_MEMORY;
-      break;
+    if (st == TL_OK) {
+      ja = lane_json(c, &da, d.count, vocab, &st);
+      jb = st == TL_OK ? lane_json(c, &db, d.count, vocab, &st) : json_null();
+      json_array_append_new(entries, json_pack("{s:o,s:o}", "a", ja, "b", jb));
     }
-    for (uint32_t s = 0; s < d.count; s++)
-      differ[i][s] = da[i].len[s] != db[i].len[s] ||
-                     memcmp(da[i].ids[s], db[i].ids[s], da[i].len[s] * sizeof(uint32_t)) != 0;
-    sp[i] = (tl_stats_prompt){da[i].p, db[i].p, vocab,   d.count,     differ[i], da[i].lp,
-                              db[i].lp, da[i].len, db[i].len, da[i].stop, db[i].stop};
-    ja = lane_json(c, &da[i], d.count, vocab, out, &st);
-    jb = st == TL_OK ? lane_json(c, &db[i], d.count, vocab, out, &st) : json_null();
-    json_array_append_new(entries, json_pack("{s:o,s:o}", "a", ja, "b", jb));
-    canon = tl_plan_canonical(json_array_get(entries, i));
-    if (canon) tl_sha256(canon, strlen(canon), out->cases[i].output);
-    free(canon);
-    out->cases[i].invariant = "same_distribution";
+    draws_free(&da, d.count);
+    draws_free(&db, d.count);
   }
-  if (st == TL_OK) {
-    st = tl_stats_compare(&d.stats, sp, n, &rep, c->err, c->err_cap);
-    have_report = st == TL_OK;
-  }
-  if (st == TL_OK) {
+  if (m) tl_model_close(m);
+  if (st == TL_OK && (st = stoch_stats(c, &d, entries, NULL, &rep)) == TL_OK) {
     json_t *seeds = json_pack("{s:I,s:I,s:s}", "base", (json_int_t)d.base, "count",
                               (json_int_t)d.count, "derivation", "seed_i = base + i");
     json_t *doc = json_pack("{s:s,s:s,s:s,s:s,s:o,s:O,s:o}", "claim",
@@ -525,6 +629,49 @@ tl_status tl_claim_stochastic(tl_claim_ctx *c, tl_claim_result *out) {
                             "statistics", tl_stats_report_json(&rep));
     st = put_observation(c, doc, out);
     json_decref(doc);
+    tl_stats_report_free(&rep);
+  }
+  json_decref(entries);
+  if (st != TL_OK) tl_claim_result_free(out);
+  return st;
+}
+
+/* JUDGE (self-contained, so that another design can replace it): the
+ * statistics computed again from the stored samples and logits under the
+ * plan's design, which must be the statistics the observation holds; a
+ * case passes when none of its statistics alarms, the claim when no test
+ * (pooled included) does. */
+tl_status tl_judge_stochastic(tl_claim_ctx *c, const uint8_t observation[32],
+                              tl_claim_result *out) {
+  const json_t *cases;
+  json_t *doc = NULL, *stats = NULL;
+  tl_stoch_design d;
+  tl_stats_report rep;
+  bool have_report = false;
+  size_t n = 0;
+  tl_status st = tl_claim_result_begin(c, out, &cases);
+  if (st == TL_OK)
+    st = tl_stoch_design_parse(json_object_get(c->claim, "design"), c->lane, &d, c->err,
+                               c->err_cap);
+  if (st == TL_OK) st = load_observation(c, observation, out, &doc);
+  n = out->n_cases;
+  for (size_t i = 0; st == TL_OK && i < n; i++) {
+    st = entry_output(json_array_get(json_object_get(doc, "cases"), i), out->cases[i].output);
+    out->cases[i].invariant = "same_distribution";
+  }
+  if (st == TL_OK) {
+    st = stoch_stats(c, &d, json_object_get(doc, "cases"), out, &rep);
+    have_report = st == TL_OK;
+  }
+  if (st == TL_OK) {
+    stats = tl_stats_report_json(&rep);
+    if (!json_equal(stats, json_object_get(doc, "statistics"))) {
+      snprintf(c->err, c->err_cap, "the stored statistics are not those of the stored samples");
+      st = TL_ERR_CONFLICT;
+    }
+    json_decref(stats);
+  }
+  if (st == TL_OK) {
     for (size_t i = 0; i < n; i++) {
       const tl_stats_result *r = &rep.prompts[i];
       out->cases[i].pass = !(r->tvd.alarm || r->max_diff.alarm || r->disagree.alarm ||
@@ -547,17 +694,7 @@ tl_status tl_claim_stochastic(tl_claim_ctx *c, tl_claim_result *out) {
     }
   }
   if (have_report) tl_stats_report_free(&rep);
-  for (size_t i = 0; i < n; i++) {
-    if (da) draws_free(&da[i], d.count);
-    if (db) draws_free(&db[i], d.count);
-    if (differ) free(differ[i]);
-  }
-  free(da);
-  free(db);
-  free(sp);
-  free(differ);
-  json_decref(entries);
-  if (m) tl_model_close(m);
+  json_decref(doc);
   if (st != TL_OK) tl_claim_result_free(out);
   return st;
 }

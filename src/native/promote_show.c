@@ -105,6 +105,16 @@ static bool observations_there(tl_store *s, const json_t *cmp, const char *claim
   return true;
 }
 
+/* The comparison's verdict judged again from its raw observations, the
+ * plan and the tolerance profile (tl_claim_rejudge): what it says, or
+ * forged_evidence (missing_raw_output when an object is gone). */
+static bool judged_again(tl_store *s, const json_t *cmp, const char *claim, finding *f) {
+  const char *rule;
+  char why[768];
+  tl_status st = tl_claim_rejudge(s, cmp, &rule, why, sizeof why);
+  return st == TL_OK || found(f, rule, claim, st, "%s", why);
+}
+
 /* The comparison receipt the promotion's entry names: in the store,
  * verified, its root the id named, saying the verdict and stop rule named
  * about the same claim, artifact, runtime and plan. *cmp gets it. */
@@ -159,7 +169,7 @@ static bool comparison_named(tl_store *s, const json_t *promo, const json_t *ent
                  "comparison receipt %s names another artifact, runtime or plan than the "
                  "promotion",
                  id_hex);
-  return observations_there(s, *cmp, claim, f);
+  return observations_there(s, *cmp, claim, f) && judged_again(s, *cmp, claim, f);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -400,7 +410,7 @@ int tl_promote_verified_view(const char *path, const char *store_dir, bool json,
       ok = promotion_view(s, doc, view, public_view, &f);
     } else {
       const char *claim = meta_str(doc, "plan", "claim");
-      ok = observations_there(s, doc, claim, &f);
+      ok = observations_there(s, doc, claim, &f) && judged_again(s, doc, claim, &f);
       if (ok)
         json_object_set_new(view, "claims",
                             json_pack("[o]", claim_view(claim, root_hex, doc, public_view)));
@@ -633,6 +643,15 @@ static int status_listing(tl_store *s, const current *now, bool json) {
         if (st == TL_OK && memcmp(root, ids[i], 32) != 0) {
           st = TL_ERR_HASH_MISMATCH;
           snprintf(err, sizeof err, "recomputes to another root than its name");
+        }
+        if (st == TL_OK && kind == TL_RECEIPT_COMPARISON) {
+          /* Its verdict must be its raw observations' (tl_claim_rejudge). */
+          const char *rule;
+          char reason[400];
+          if ((st = tl_claim_rejudge(s, doc, &rule, reason, sizeof reason)) != TL_OK)
+            snprintf(err, sizeof err, "%s: claim '%s': %s", rule,
+                     json_string_value(json_object_get(node_meta(doc, "plan"), "claim")),
+                     reason);
         }
         if (st != TL_OK) {
           json_object_set_new(by_id, hex,
