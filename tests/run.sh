@@ -181,6 +181,11 @@ run_stage promote-stats /usr/bin/python3 tests/promote/stats_scipy.py build/gcc/
 # promote's receipts: an independent writer's, forged ones refused, status.
 run_stage promote-receipts /usr/bin/python3 tests/receipt/promote_forged_test.py build/asan/tinylm \
   build/test-work/promote-receipts
+# Verdicts judged again from the raw evidence: a real promotion, forged
+# three ways with every id recomputed (~1 min with build/gcc; longer
+# under ASan).
+run_stage promote-rejudge /usr/bin/python3 tests/receipt/promote_rejudge_test.py \
+  build/asan/tinylm build/test-work/promote-rejudge
 # plan init + promote on the demo model (q8), both lanes, one planted
 # defect per stop rule (~3.5 min on 2 cores: the oracles' inputs take half).
 run_stage promote /usr/bin/python3 tests/promote/promote_test.py build/gcc/tinylm \
