@@ -264,6 +264,22 @@ $(TIE_MUTANT): $(call obj,$(NATIVE_MAIN)) $(BUILD)/tie-mutant/sampler.o $(ARCHIV
 .PHONY: tie-mutant
 tie-mutant: $(TIE_MUTANT)
 
+# The fast lane's planted defects for promotion's mutation table
+# (src/core/model/lane_mutant.h, tests/promote/mutation_test.py): the CLI
+# with the forward pass and the turn's sampler call compiled with
+# -DTL_LANE_MUTANTS, TL_LANE_MUTANT choosing the defect at run time. A
+# test binary: never installed.
+LANE_MUTANT := $(BUILD)/tinylm-lane-mutant
+LANE_MUTANT_SRC := src/core/model/qwen3.c src/lib/turn.c
+LANE_MUTANT_OBJ := $(patsubst %.c,$(BUILD)/lane-mutant/%.o,$(LANE_MUTANT_SRC))
+$(BUILD)/lane-mutant/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -DTL_LANE_MUTANTS -c $< -o $@
+$(LANE_MUTANT): $(call obj,$(NATIVE_MAIN) tests/promote/lane_mutant.c) $(LANE_MUTANT_OBJ) $(ARCHIVES)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+.PHONY: lane-mutant
+lane-mutant: $(LANE_MUTANT)
+
 # The suite table: every *_test.c defines tl_suite_<basename without _test>.
 define gen_suites
 	@mkdir -p $(@D)

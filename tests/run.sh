@@ -87,7 +87,7 @@ run_stage docs-links /usr/bin/python3 tests/docs/links_test.py
 # The layers include downward only: a header of a layer above does not
 # compile in src/host, src/lib, src/tools (docs/architecture.md §2).
 run_stage layers /usr/bin/python3 tests/layers/layers_test.py build/test-work/layers
-run_stage build-gcc build CFG=gcc native tie-mutant
+run_stage build-gcc build CFG=gcc native tie-mutant lane-mutant
 # Before the unit suites: promote_mechanical runs its tokenizer and
 # template claims on the real tokenizer artifact.
 run_stage tok-artifact build tok-slm
@@ -186,10 +186,18 @@ run_stage promote-receipts /usr/bin/python3 tests/receipt/promote_forged_test.py
 # under ASan).
 run_stage promote-rejudge /usr/bin/python3 tests/receipt/promote_rejudge_test.py \
   build/asan/tinylm build/test-work/promote-rejudge
+# The store's custody (links, owners, modes, index lines naming paths)
+# and the build id (the executable's SHA-256), on a tiny model (~10 s).
+run_stage promote-custody /usr/bin/python3 tests/receipt/promote_custody_test.py build/gcc/tinylm \
+  build/test-work/promote-custody
 # plan init + promote on the demo model (q8), both lanes, one planted
 # defect per stop rule (~3.5 min on 2 cores: the oracles' inputs take half).
 run_stage promote /usr/bin/python3 tests/promote/promote_test.py build/gcc/tinylm \
   build/gcc/tinylm-tie-mutant build/test-work/promote
+# the mutation table: each planted lane or artifact defect refused by the
+# default plan, naming its claim and rule; the clean lanes promoted.
+run_stage promote-mutations /usr/bin/python3 tests/promote/mutation_test.py build/gcc/tinylm \
+  build/gcc/tinylm-lane-mutant build/test-work/promote-mutations
 # tinylm report: pages of real promotions of the demo model checked number
 # by number against their receipts, then in headless Chromium (~1 min).
 run_stage report tests/report/run.sh build/gcc/tinylm build/test-work/report

@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hash/sha256.h"
@@ -73,24 +74,12 @@ static const char *kind_of(mode_t m) {
                        : "not a regular file";
 }
 
-static tl_status open_view(const char *path, bool regular_only,
-                           tl_file_view *view, char *err, size_t err_cap) {
+/* The view of fd (opened O_NONBLOCK), which it closes; path names it in
+ * messages. */
+static tl_status view_of(int fd, const char *path, bool regular_only,
+                         tl_file_view *view, char *err, size_t err_cap) {
   struct stat st;
-  int fd;
   tl_status status = TL_OK;
-  memset(view, 0, sizeof *view);
-  if (strcmp(path, "-") == 0) {
-    if (!regular_only)
-      return read_stream(STDIN_FILENO, "(stdin)", view, err, err_cap);
-    snprintf(err, err_cap, "-: stdin is not accepted here (a regular file is)");
-    return TL_ERR_IO;
-  }
-  /* O_NONBLOCK: opening a FIFO that has no writer must not hang. */
-  fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) {
-    snprintf(err, err_cap, "%s: cannot open: %s", path, strerror(errno));
-    return TL_ERR_IO;
-  }
   if (fstat(fd, &st) != 0) {
     snprintf(err, err_cap, "%s: cannot stat: %s", path, strerror(errno));
     close(fd);
@@ -132,6 +121,38 @@ static tl_status open_view(const char *path, bool regular_only,
   return status;
 }
 
+static tl_status open_view(const char *path, bool regular_only,
+                           tl_file_view *view, char *err, size_t err_cap) {
+  int fd;
+  memset(view, 0, sizeof *view);
+  if (strcmp(path, "-") == 0) {
+    if (!regular_only)
+      return read_stream(STDIN_FILENO, "(stdin)", view, err, err_cap);
+    snprintf(err, err_cap, "-: stdin is not accepted here (a regular file is)");
+    return TL_ERR_IO;
+  }
+  /* O_NONBLOCK: opening a FIFO that has no writer must not hang. */
+  fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    snprintf(err, err_cap, "%s: cannot open: %s", path, strerror(errno));
+    return TL_ERR_IO;
+  }
+  return view_of(fd, path, regular_only, view, err, err_cap);
+}
+
+tl_status tl_file_open_regular_at(int dirfd, const char *name, const char *shown,
+                                  tl_file_view *view, char *err, size_t err_cap) {
+  int fd;
+  memset(view, 0, sizeof *view);
+  fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+  if (fd < 0) {
+    snprintf(err, err_cap, "%s: cannot open: %s", shown,
+             errno == ELOOP ? "a symbolic link (not followed)" : strerror(errno));
+    return errno == ENOENT ? TL_ERR_NOT_FOUND : TL_ERR_IO;
+  }
+  return view_of(fd, shown, true, view, err, err_cap);
+}
+
 tl_status tl_file_open_view(const char *path, tl_file_view *view, char *err,
                             size_t err_cap) {
   return open_view(path, false, view, err, err_cap);
@@ -161,6 +182,7 @@ void tl_file_close_view(tl_file_view *view) {
 
 #define MAX_LIVE 16
 static char *volatile live[MAX_LIVE];
+static volatile int live_dir[MAX_LIVE]; /* what live[i] is relative to */
 static size_t n_live;
 static const int fatal_signals[] = {SIGINT, SIGTERM, SIGHUP};
 #define N_FATAL (sizeof fatal_signals / sizeof fatal_signals[0])
@@ -171,7 +193,7 @@ static void on_fatal_signal(int sig) {
   int saved_errno = errno;
   struct sigaction dfl;
   for (size_t i = 0; i < MAX_LIVE; i++)
-    if (live[i] != NULL) unlink(live[i]);
+    if (live[i] != NULL) unlinkat(live_dir[i], live[i], 0);
   memset(&dfl, 0, sizeof dfl);
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);
@@ -189,12 +211,13 @@ static void block_fatal(sigset_t *old) {
   pthread_sigmask(SIG_BLOCK, &set, old);
 }
 
-static bool register_tmp(char *tmp) {
+static bool register_tmp(int dirfd, char *tmp) {
   sigset_t old;
   bool ok = false;
   block_fatal(&old);
   for (size_t i = 0; i < MAX_LIVE && !ok; i++)
     if (live[i] == NULL) {
+      live_dir[i] = dirfd;
       live[i] = tmp;
       ok = true;
     }
@@ -256,6 +279,7 @@ tl_status tl_file_atomic_begin(tl_file_atomic *f, const char *path, char *err,
   sigset_t old;
   memset(f, 0, sizeof *f);
   f->fd = -1;
+  f->dirfd = AT_FDCWD;
   f->tmp = malloc(path_len + sizeof ".tmp.XXXXXX");
   if (f->tmp == NULL) {
     snprintf(err, err_cap, "%s: out of memory", path);
@@ -267,7 +291,7 @@ tl_status tl_file_atomic_begin(tl_file_atomic *f, const char *path, char *err,
    * would leave a file no handler knows about. */
   block_fatal(&old);
   f->fd = mkstemp(f->tmp);
-  if (f->fd >= 0 && !register_tmp(f->tmp)) {
+  if (f->fd >= 0 && !register_tmp(AT_FDCWD, f->tmp)) {
     close(f->fd);
     unlink(f->tmp);
     f->fd = -1;
@@ -283,6 +307,50 @@ tl_status tl_file_atomic_begin(tl_file_atomic *f, const char *path, char *err,
   }
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   f->path = path;
+  return TL_OK;
+}
+
+tl_status tl_file_atomic_begin_at(tl_file_atomic *f, int dirfd, const char *name,
+                                  const char *shown, char *err, size_t err_cap) {
+  static unsigned counter;
+  size_t name_len = strlen(name);
+  sigset_t old;
+  memset(f, 0, sizeof *f);
+  f->fd = -1;
+  f->dirfd = dirfd;
+  f->path = shown;
+  f->tmp = malloc(name_len + sizeof ".tmp.XXXXXXXXXXXX");
+  if (f->tmp == NULL) {
+    snprintf(err, err_cap, "%s: out of memory", shown);
+    return TL_ERR_OUT_OF_MEMORY;
+  }
+  block_fatal(&old);
+  /* mkstemp has no *at form: a name unlikely to exist, created with
+   * O_EXCL (never an existing file, never through a link), tried again
+   * when taken. */
+  for (int tries = 0; tries < 64 && f->fd < 0; tries++) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    snprintf(f->tmp, name_len + sizeof ".tmp.XXXXXXXXXXXX", "%s.tmp.%06x%06x", name,
+             (unsigned)getpid() & 0xffffffu,
+             ((unsigned)ts.tv_nsec ^ (++counter * 2654435761u)) & 0xffffffu);
+    f->fd = openat(dirfd, f->tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (f->fd < 0 && errno != EEXIST) break;
+  }
+  if (f->fd >= 0 && !register_tmp(dirfd, f->tmp)) {
+    close(f->fd);
+    unlinkat(dirfd, f->tmp, 0);
+    f->fd = -1;
+    errno = EMFILE;
+  }
+  if (f->fd < 0) {
+    snprintf(err, err_cap, "%s: cannot create a temporary file: %s", shown, strerror(errno));
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    free(f->tmp);
+    f->tmp = NULL;
+    return TL_ERR_IO;
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
   return TL_OK;
 }
 
@@ -420,11 +488,24 @@ void tl_file_atomic_abort(tl_file_atomic *f) {
   if (f->fd >= 0) close(f->fd);
   f->fd = -1;
   if (f->tmp != NULL) {
-    unlink(f->tmp);
+    unlinkat(f->dirfd, f->tmp, 0);
     unregister_tmp(f->tmp);
     free(f->tmp);
     f->tmp = NULL;
   }
+}
+
+/* --- directories only this user can change ------------------------------ */
+
+const char *tl_file_private_dir(int fd, struct stat *sb, char *why, size_t why_cap) {
+  if (fstat(fd, sb) != 0) return "it cannot be examined";
+  if (!S_ISDIR(sb->st_mode)) return "it is not a directory";
+  if (sb->st_uid != geteuid()) {
+    snprintf(why, why_cap, "it belongs to uid %lu, not to you", (unsigned long)sb->st_uid);
+    return why;
+  }
+  if ((sb->st_mode & (S_IWGRP | S_IWOTH)) != 0) return "group or others may write in it";
+  return NULL;
 }
 
 /* --- where outputs may go ----------------------------------------------- */

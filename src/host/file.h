@@ -37,6 +37,11 @@ tl_status tl_file_open_view(const char *path, tl_file_view *view, char *err,
  * (symlinks followed), stdin included, is TL_ERR_IO. */
 tl_status tl_file_open_regular(const char *path, tl_file_view *view, char *err,
                                size_t err_cap);
+/* The regular file `name` in the directory open as dirfd, never through a
+ * symbolic link (O_NOFOLLOW); shown names it in messages. TL_ERR_NOT_FOUND
+ * when it does not exist, else as tl_file_open_regular. */
+tl_status tl_file_open_regular_at(int dirfd, const char *name, const char *shown,
+                                  tl_file_view *view, char *err, size_t err_cap);
 void tl_file_close_view(tl_file_view *view);
 
 /* Whether a command may write path (call it before doing the work).
@@ -81,8 +86,8 @@ tl_status tl_file_write_atomic(const char *path, const void *data, size_t len,
  * by itself). */
 typedef struct tl_file_atomic {
   const char *path; /* destination (the caller's string) */
-  char *tmp;        /* temporary path (malloc) */
-  int fd;
+  char *tmp;        /* temporary path (malloc), relative to dirfd */
+  int fd, dirfd;    /* dirfd: AT_FDCWD, or begin_at's directory */
 } tl_file_atomic;
 
 tl_status tl_file_atomic_begin(tl_file_atomic *f, const char *path, char *err,
@@ -92,6 +97,19 @@ tl_status tl_file_atomic_pwrite(tl_file_atomic *f, uint64_t offset,
                                 size_t err_cap);
 tl_status tl_file_atomic_commit(tl_file_atomic *f, char *err, size_t err_cap);
 void tl_file_atomic_abort(tl_file_atomic *f);
+/* A temporary file NAME.tmp.XXXXXXXXXXXX in the directory open as dirfd
+ * (created O_EXCL | O_NOFOLLOW, removed by abort or a fatal signal as
+ * above; shown names it in messages), for a caller that publishes it
+ * itself (linkat) and then calls abort: commit takes begin's files only. */
+tl_status tl_file_atomic_begin_at(tl_file_atomic *f, int dirfd, const char *name,
+                                  const char *shown, char *err, size_t err_cap);
+
+/* Whether the directory open as fd (O_DIRECTORY | O_NOFOLLOW: not a link)
+ * is one only this user can change: a directory owned by the effective
+ * user that neither group nor others may write. NULL when it is, else why
+ * not (a constant, or why[] filled in). sb gets its fstat. */
+struct stat;
+const char *tl_file_private_dir(int fd, struct stat *sb, char *why, size_t why_cap);
 
 /* Drops the pages under data[0..len) of a mapped view from the resident
  * set once a pass over them is done (no-op for a buffered view). */

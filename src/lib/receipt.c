@@ -1025,7 +1025,7 @@ static bool known_rule(const char *s, size_t len) {
       "unresolved_source_conflict", "unknown_behaviour_field", "unconsumed_tensor",
       "pack_mismatch", "non_finite_value", "tolerance_breach", "mechanical_mismatch",
       "unstable_sampler_tie", "missing_raw_output", "independent_reader_failed",
-      "stochastic_difference", "forged_evidence"};
+      "stochastic_difference", "forged_evidence", "requantization_mismatch"};
   for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
     if (tl_cbor_text_is(s, len, rules[i])) return true;
   return false;
@@ -1066,7 +1066,22 @@ static tl_status check_verdict(checker *c, const char *path, const char *v,
   return TL_OK;
 }
 
-enum { C_PLAN = 2, C_POLICY = 3, C_EVIDENCE = 4, C_ROOT = 5 };
+/* Both formats' runtime (nodes[1]) names its build by the executable's
+ * digest, "sha256:" and 64 lower-case hex digits (docs/promotion.md): a
+ * git description names every patched binary of one commit alike. */
+static tl_status build_digest(checker *c, const seen_node *runtime) {
+  const char *v;
+  size_t len;
+  bool ok = meta_text(runtime, "build_id", &v, &len) && len == 7 + 64 &&
+            memcmp(v, "sha256:", 7) == 0;
+  for (size_t i = 7; ok && i < len; i++)
+    ok = (v[i] >= '0' && v[i] <= '9') || (v[i] >= 'a' && v[i] <= 'f');
+  return ok ? TL_OK
+            : bad(c, "nodes[1] (runtime).metadata.build_id",
+                  "not sha256: and the executable's 64 lower-case hex digits");
+}
+
+enum { C_RUNTIME = 1, C_PLAN = 2, C_POLICY = 3, C_EVIDENCE = 4, C_ROOT = 5 };
 
 static tl_status comparison_consistent(checker *c, const seen_node *nodes,
                                        size_t n) {
@@ -1078,6 +1093,7 @@ static tl_status comparison_consistent(checker *c, const seen_node *nodes,
   items cases, obs;
   tl_status st;
   (void)n;
+  if ((st = build_digest(c, &nodes[C_RUNTIME])) != TL_OK) return st;
   meta_text(&nodes[C_ROOT], "verdict", &v, &vlen);
   has_rule = meta_text(&nodes[C_ROOT], "stop_rule", &rule, &rule_len);
   if ((st = check_verdict(c, "nodes[5] (comparison).metadata", v, vlen, has_rule, rule,
@@ -1150,7 +1166,9 @@ static tl_status promotion_consistent(checker *c, const seen_node *nodes,
   items claims, receipts, list;
   size_t n_claims, next = 0, n_failing = 0;
   char at[128], sv[64], what[160];
+  tl_status st;
   (void)n;
+  if ((st = build_digest(c, &nodes[P_RUNTIME])) != TL_OK) return st;
   meta_text(&nodes[P_PLAN], "lane", &lane, &lane_len);
   meta_text(&nodes[P_RUNTIME], "backend", &backend, &backend_len);
   if (!tl_cbor_text_is(lane, lane_len, "scalar") && !tl_cbor_text_is(lane, lane_len, "fast")) {
@@ -1179,7 +1197,6 @@ static tl_status promotion_consistent(checker *c, const seen_node *nodes,
     const char *claim, *rule = NULL;
     size_t len, claim_len, rule_len = 0;
     bool pass, has_rule;
-    tl_status st;
     next_map(&receipts, &p, &len);
     item_text(p, len, "claim", &claim, &claim_len);
     item_text(p, len, "verdict", &v, &vlen);

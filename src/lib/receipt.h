@@ -79,6 +79,7 @@ tl_status tl_run_receipt(const tl_run_facts *f, uint8_t **doc, size_t *len,
  * tl_judge_KIND in src/native. */
 #define TL_CLAIM_KINDS(X)                                                        \
   X(artifact, mechanical)                                                        \
+  X(source_binding, mechanical)                                                  \
   X(independent_reader, mechanical)                                              \
   X(tokenizer, mechanical)                                                       \
   X(template, mechanical)                                                        \
@@ -86,6 +87,7 @@ tl_status tl_run_receipt(const tl_run_facts *f, uint8_t **doc, size_t *len,
   X(sampler, mechanical)                                                         \
   X(forward, numerical)                                                          \
   X(greedy, numerical)                                                           \
+  X(replay, numerical)                                                           \
   X(multiturn, multiturn)                                                        \
   X(stochastic, stochastic)
 

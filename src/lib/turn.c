@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "model/lane_mutant.h"
 #include "receipt.h"
 
 #ifndef TL_BUILD_ID
@@ -30,12 +31,41 @@ typedef struct chooser {
   uint64_t prefill_done_us; /* when the last prompt chunk completed */
 } chooser;
 
+#ifdef TL_LANE_MUTANTS
+/* Test builds only (model/lane_mutant.h): the fast lane's sampler defects,
+ * planted in a copy of the profile; the penalty's second application in a
+ * copy of the logits (S-4's rule: positive / p, negative x p). */
+static const float *planted_sampler(const chooser *c, const float *logits, size_t vocab,
+                                    size_t n, tl_sampler_profile *p, float **owned) {
+  *p = *c->profile;
+  *owned = NULL;
+  if (!c->s->lane.fast) return logits;
+  if (TL_LANE_MUT(TL_LANE_MUT_TEMP_1_05)) p->temperature *= 1.05;
+  if (TL_LANE_MUT(TL_LANE_MUT_TEMP_0_95)) p->temperature *= 0.95;
+  if (TL_LANE_MUT(TL_LANE_MUT_TOP_P_0_95) && p->top_p == 1.0) p->top_p = 0.95;
+  if (TL_LANE_MUT(TL_LANE_MUT_TOP_K_PLUS_1) && p->top_k > 0) p->top_k++;
+  if (TL_LANE_MUT(TL_LANE_MUT_MIN_P_0_05) && p->min_p == 0.0) p->min_p = 0.05;
+  if (TL_LANE_MUT(TL_LANE_MUT_PENALTY_TWICE) && p->repeat_window > 0 &&
+      (*owned = malloc(vocab * sizeof **owned)) != NULL) {
+    size_t from = n > p->repeat_window ? n - p->repeat_window : 0;
+    memcpy(*owned, logits, vocab * sizeof **owned);
+    for (size_t i = from; i < n; i++) {
+      float *x = &(*owned)[c->history[i] < vocab ? c->history[i] : 0];
+      *x = *x > 0 ? (float)(*x / p->repeat_penalty) : (float)(*x * p->repeat_penalty);
+    }
+    return *owned;
+  }
+  return logits;
+}
+#endif
+
 static tl_status choose(void *ctx, const float *logits, size_t vocab,
                         const uint32_t *generated, size_t step, uint32_t *id) {
   chooser *c = ctx;
   tl_sample_input in;
   tl_sample_result res;
   tl_status st;
+
   memcpy(c->history + c->n_prompt, generated, step * sizeof *generated);
   in.logits = logits;
   in.n = vocab;
@@ -47,7 +77,15 @@ static tl_status choose(void *ctx, const float *logits, size_t vocab,
   in.pos.token = (uint32_t)step;
   in.pos.turn = c->p->gen->turn;
   in.pos.stream = 0;
+#ifdef TL_LANE_MUTANTS
+  tl_sampler_profile planted;
+  float *owned;
+  in.logits = planted_sampler(c, logits, vocab, in.n_history, &planted, &owned);
+  st = tl_sample(&planted, &in, &c->s->sampler_scratch, NULL, &res);
+  free(owned);
+#else
   st = tl_sample(c->profile, &in, &c->s->sampler_scratch, NULL, &res);
+#endif
   if (st != TL_OK) return st;
   *id = res.id;
   if (c->p->gen->on_choice != NULL) c->p->gen->on_choice(c->p->gen->ctx, logits, vocab, *id);

@@ -759,23 +759,6 @@ static tl_status clean_dir(ctx *c, const tree *t, char *err, size_t cap) {
   return st;
 }
 
-/* Whether the directory opened as fd may hold this user's staging: a
- * directory (fd was opened with O_NOFOLLOW | O_DIRECTORY) owned by the
- * effective user, writable by nobody else. NULL when it may, else why not. */
-static const char *foreign_dir(int fd, struct stat *sb) {
-  static char why[96];
-  if (fstat(fd, sb) != 0) return "it cannot be examined";
-  if (!S_ISDIR(sb->st_mode)) return "it is not a directory";
-  if (sb->st_uid != geteuid()) {
-    snprintf(why, sizeof why, "it belongs to uid %lu, not to you",
-             (unsigned long)sb->st_uid);
-    return why;
-  }
-  if ((sb->st_mode & (S_IWGRP | S_IWOTH)) != 0)
-    return "group or others may write in it";
-  return NULL;
-}
-
 /* Splits DIR into its parent (opened as c->parent_fd) and its last
  * component; DIR.partial is named relative to the parent from then on. */
 static tl_status open_parent(ctx *c, const char *dir, size_t dir_len, char *err,
@@ -806,11 +789,12 @@ static tl_status open_parent(ctx *c, const char *dir, size_t dir_len, char *err,
 }
 
 /* Adopts an existing DIR.partial from an earlier run, only when it is this
- * user's (foreign_dir), not a link, and carries the mark (a regular file,
- * this user's); anything else is refused, untouched. */
+ * user's (tl_file_private_dir), not a link, and carries the mark (a
+ * regular file, this user's); anything else is refused, untouched. */
 static tl_status adopt_staging(ctx *c, char *err, size_t cap) {
   struct stat sb;
   const char *why;
+  char why_buf[96];
   int fd = openat(c->parent_fd, c->staging_name,
                   O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
@@ -823,7 +807,7 @@ static tl_status adopt_staging(ctx *c, char *err, size_t cap) {
     return tl_fail(err, cap, TL_ERR_IO, "%s: cannot open: %s", c->staging,
                    strerror(errno));
   }
-  if ((why = foreign_dir(fd, &sb)) != NULL) {
+  if ((why = tl_file_private_dir(fd, &sb, why_buf, sizeof why_buf)) != NULL) {
     close(fd);
     return tl_fail(err, cap, TL_ERR_INVALID_ARGUMENT,
                    "%s exists and is not yours to resume: %s; move it away "
@@ -867,6 +851,7 @@ static tl_status staging_moved(const ctx *c, char *err, size_t cap) {
 static tl_status make_staging(ctx *c, char *err, size_t cap) {
   struct stat sb;
   const char *why;
+  char why_buf[96];
   int fd;
   if (mkdirat(c->parent_fd, c->staging_name, 0755) != 0)
     return tl_fail(err, cap,
@@ -881,7 +866,7 @@ static tl_status make_staging(ctx *c, char *err, size_t cap) {
     return tl_fail(err, cap, TL_ERR_IO,
                    "%s: cannot open what was just created: %s", c->staging,
                    strerror(errno));
-  if ((why = foreign_dir(fd, &sb)) != NULL) {
+  if ((why = tl_file_private_dir(fd, &sb, why_buf, sizeof why_buf)) != NULL) {
     close(fd);
     return tl_fail(err, cap, TL_ERR_IO,
                    "%s was replaced right after its creation: %s", c->staging,
@@ -1241,6 +1226,7 @@ static tl_status open_previous(ctx *c, const char *dir, const char *repo_id,
   char path[4400];
   struct stat sb;
   const char *why, *commit, *revision, *repo;
+  char why_buf[96];
   tl_status st = TL_OK;
   DIR *d;
   struct dirent *de;
@@ -1253,7 +1239,7 @@ static tl_status open_previous(ctx *c, const char *dir, const char *repo_id,
                                                       : TL_ERR_IO,
                    "%s: cannot open for --update: %s%s", dir, strerror(errno),
                    errno == ELOOP ? " (a symbolic link is not followed)" : "");
-  if ((why = foreign_dir(p->fd, &sb)) != NULL)
+  if ((why = tl_file_private_dir(p->fd, &sb, why_buf, sizeof why_buf)) != NULL)
     return tl_fail(err, cap, TL_ERR_INVALID_ARGUMENT,
                    "%s is not yours to update: %s (nothing was changed)", dir,
                    why);

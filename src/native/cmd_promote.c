@@ -28,12 +28,34 @@
 #define TL_BUILD_ID "unknown"
 #endif
 
-const char *tl_promote_build_id(void) { return TL_BUILD_ID; }
+/* The executable's own bytes name the build: two binaries of one commit
+ * that differ anywhere (a patch, another compiler) have other ids, so
+ * one's receipts never read as current for the other. Hashed once per
+ * process. */
+const char *tl_promote_build_id(char *err, size_t err_cap) {
+  static char id[sizeof "sha256:" + 64];
+  tl_file_view v;
+  uint8_t digest[32];
+  tl_status st;
+  if (id[0] != '\0') return id;
+  if (tl_file_open_regular("/proc/self/exe", &v, err, err_cap) != TL_OK) return NULL;
+  st = tl_file_sha256(&v, digest);
+  tl_file_close_view(&v);
+  if (st != TL_OK) {
+    snprintf(err, err_cap, "/proc/self/exe: hashing the executable failed");
+    return NULL;
+  }
+  memcpy(id, "sha256:", 7);
+  tl_hex_encode(digest, 32, id + 7);
+  return id;
+}
+
+const char *tl_promote_build_describe(void) { return TL_BUILD_ID; }
 
 static const char plan_usage[] =
     "usage: tinylm plan init MODEL.slm [-o PLAN.json] [--lane scalar|fast]\n"
-    "                        [--golden FILE]... [--reader-json FILE] [--no-benchmark]\n"
-    "                        [--force] [--json]\n"
+    "                        [--source HF_DIR] [--golden FILE]... [--reader-json FILE]\n"
+    "                        [--no-benchmark] [--force] [--json]\n"
     "  writes a conformance plan (tinylm.plan/1, docs/promotion.md) for MODEL:\n"
     "  the artifact's checks, its EOS set, the shipped tokenizer and template\n"
     "  goldens when the artifact's sources are theirs, the sampler's known\n"
@@ -41,7 +63,10 @@ static const char plan_usage[] =
     "  transformers), each --golden FILE (a tinylm.golden/1 document, e.g. from\n"
     "  tools/oracle/qwen3_ref.py --slm MODEL), the independent reader's view\n"
     "  (--reader-json: tools/slm_inspect.py MODEL --json), multi-turn cases and a\n"
-    "  stochastic comparison of the lane with the other native lane\n"
+    "  stochastic comparison of the lane with the other native lane, the replay\n"
+    "  of every capture point of a long prompt, and the weights bound to their\n"
+    "  source: --source HF_DIR re-converted must give every tensor bit for bit\n"
+    "  (without it that claim is not run and the plan does not promote)\n"
     "  -o PLAN.json   default MODEL.plan.json beside MODEL; --force replaces it\n"
     "  --lane L       the lane the plan registers (default fast)\n"
     "  --no-benchmark no benchmark step (by default prompts of 16 to 4096 tokens,\n"
@@ -94,6 +119,14 @@ static tl_status file_sha256(const char *path, uint8_t id[32], char *err, size_t
   return st;
 }
 
+/* Now, UTC, to the second (the run record's times). */
+static void utc_now(char *out, size_t cap) {
+  time_t now = time(NULL);
+  struct tm tm;
+  gmtime_r(&now, &tm);
+  strftime(out, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
 static json_t *hex32(const uint8_t id[32]) {
   char h[65];
   tl_hex_encode(id, 32, h);
@@ -123,7 +156,7 @@ static tl_status put_custody(tl_store *store, const tl_session *s, const char *s
   char *text;
   tl_status st;
   if (meta == NULL) return TL_ERR_INVALID_MODEL;
-  doc = json_pack("{s:s,s:{s:o,s:s,s:I,s:O*,s:O*,s:O*,s:O*,s:O*,s:O*},s:{s:s,s:s,s:s,s:s,s:i}}",
+  doc = json_pack("{s:s,s:{s:o,s:s,s:I,s:O*,s:O*,s:O*,s:O*,s:O*,s:O*},s:{s:s,s:s,s:s,s:s,s:s,s:i}}",
                   "format", "tinylm.custody/1", "artifact", "id", hex32(artifact), "path",
                   slm_path, "bytes", (json_int_t)s->model.slm.len, "sources",
                   json_object_get(meta, "sources"), "acquisition",
@@ -132,9 +165,10 @@ static tl_status put_custody(tl_store *store, const tl_session *s, const char *s
                   json_object_get(meta, "quantization"), "config_sha256",
                   json_object_get(meta, "config_sha256"), "chat_template",
                   json_object_get(meta, "chat_template"), "runtime", "build_id", build_id,
-                  "lane", s->lane.fast ? "fast" : "scalar", "profile",
-                  tl_native_lane_profile(&s->lane), "isa", tl_native_lane_isa(&s->lane),
-                  "threads", (int)tl_native_lane_threads(&s->lane));
+                  "build_describe", tl_promote_build_describe(), "lane",
+                  s->lane.fast ? "fast" : "scalar", "profile", tl_native_lane_profile(&s->lane),
+                  "isa", tl_native_lane_isa(&s->lane), "threads",
+                  (int)tl_native_lane_threads(&s->lane));
   json_decref(meta);
   text = doc ? tl_plan_canonical(doc) : NULL;
   st = text ? tl_store_put(store, "custody", (const uint8_t *)text, strlen(text), id, err, cap)
@@ -237,6 +271,52 @@ static tl_status numeric_claims(const json_t *meta, const char *root, const char
   return TL_OK;
 }
 
+/* The weights bound to their source (docs/promotion.md, `source_binding`):
+ * the checkpoint directory --source names, re-converted with the
+ * artifact's quantisation; without one the claim is registered and fails
+ * as not run, so that the decision says what is missing. */
+static tl_status source_claim(const json_t *meta, const char *source, json_t *claims, char *err,
+                              size_t err_cap) {
+  const char *quant = json_string_value(
+      json_object_get(json_object_get(meta, "quantization"), "requested"));
+  char real[PATH_MAX];
+  json_t *cases = json_array(), *c;
+  if (quant == NULL) quant = "source";
+  if (source != NULL && realpath(source, real) == NULL) {
+    snprintf(err, err_cap, "--source %s: %s", source, strerror(errno));
+    json_decref(cases);
+    return TL_ERR_IO;
+  }
+  c = source ? json_pack("{s:s,s:s}", "source", real, "quant", quant)
+             : json_pack("{s:n,s:s}", "source", "quant", quant);
+  json_array_append_new(cases, tl_plan_case(c));
+  json_array_append_new(claims, json_pack(
+      "{s:s,s:s,s:s,s:s,s:n,s:n,s:o}", "name", "source_binding", "kind", "source_binding",
+      "level", "mechanical", "oracle", "the converter run again on the source checkpoint",
+      "tolerance", "design", "cases", cases));
+  return TL_OK;
+}
+
+/* The replay of every capture point (docs/promotion.md, `replay`): one
+ * prompt as long as the model's context allows, up to 1024 positions, so
+ * that RoPE and the cache are exercised where long prompts put them. */
+static tl_status replay_claim(const tl_native_model *m, const json_t *meta, json_t *claims,
+                              char *err, size_t err_cap) {
+  json_int_t max_pos = json_integer_value(json_object_get(
+      json_object_get(json_object_get(meta, "config"), "config"), "max_position_embeddings"));
+  uint32_t tokens = max_pos > 1025 ? 1024 : max_pos > 2 ? (uint32_t)max_pos - 1 : 2;
+  json_t *c = NULL, *cases;
+  tl_status st = tl_plan_replay_case(m, tokens, &c, err, err_cap);
+  if (st != TL_OK) return st;
+  cases = json_array();
+  json_array_append_new(cases, c);
+  json_array_append_new(claims, json_pack(
+      "{s:s,s:s,s:s,s:s,s:n,s:n,s:o}", "name", "replay", "kind", "replay", "level", "numerical",
+      "oracle", "each stage recomputed in float64 from the lane's own captured inputs",
+      "tolerance", "design", "cases", cases));
+  return TL_OK;
+}
+
 /* The project's default conversations for the sequence claims. */
 static json_t *messages(const char *user) {
   return json_pack("[{s:s,s:s}]", "role", "user", "content", user);
@@ -289,6 +369,7 @@ static void sequence_claims(const char *lane, json_t *claims) {
 
 int tl_cmd_plan(int argc, char **argv) {
   const char *model_path = NULL, *out_path = NULL, *reader = NULL, *lane = "fast";
+  const char *source = NULL;
   const char *goldens[64];
   size_t n_goldens = 0;
   bool json = false, force = false, benchmark = true;
@@ -329,6 +410,8 @@ int tl_cmd_plan(int argc, char **argv) {
       n_goldens++;
     } else if (strcmp(argv[i], "--reader-json") == 0) {
       if ((u = tl_cli_value(json, argc, argv, &i, &reader)) >= 0) return u;
+    } else if (strcmp(argv[i], "--source") == 0) {
+      if ((u = tl_cli_value(json, argc, argv, &i, &source)) >= 0) return u;
     } else if (argv[i][0] == '-') {
       return tl_cli_usage(json, "unknown option '%s'\n%s", argv[i], plan_usage);
     } else if (model_path == NULL) {
@@ -361,6 +444,8 @@ int tl_cmd_plan(int argc, char **argv) {
   if (st == TL_OK)
     st = numeric_claims(meta, root, goldens, n_goldens, claims, note, sizeof note, err,
                         sizeof err);
+  if (st == TL_OK && m.has_tensors) st = source_claim(meta, source, claims, err, sizeof err);
+  if (st == TL_OK && m.has_tensors) st = replay_claim(&m, meta, claims, err, sizeof err);
   if (st == TL_OK && m.has_tensors) sequence_claims(lane, claims);
   if (st == TL_OK) {
     char real[PATH_MAX];
@@ -569,7 +654,7 @@ int tl_cmd_promote(int argc, char **argv) {
   const char *plan_path = NULL, *store_dir = NULL, *lane_flag = NULL;
   uint32_t threads = 0;
   bool json = false, reuse = false, mechanical_ok = true, promoted, benchmark = true;
-  char err[2048], plan_dir[PATH_MAX], slm_path[PATH_MAX];
+  char err[2048], plan_dir[PATH_MAX], slm_path[PATH_MAX], started[32];
   tl_file_view pv;
   tl_plan plan;
   tl_store *store = NULL;
@@ -659,6 +744,10 @@ int tl_cmd_promote(int argc, char **argv) {
                      slm_path, got, want, slm_path);
     goto done;
   }
+  if ((rt.build_id = tl_promote_build_id(err, sizeof err)) == NULL) {
+    rc = tl_cli_fail(json, TL_ERR_IO, "the build id: %s", err);
+    goto done;
+  }
   if ((st = tl_store_open(store_dir, true, &store, err, sizeof err)) != TL_OK) {
     rc = UNUSABLE(st, "%s", err);
     goto done;
@@ -683,7 +772,6 @@ int tl_cmd_promote(int argc, char **argv) {
     else session_ok = true;
   }
   rt.artifact_id = artifact;
-  rt.build_id = tl_promote_build_id();
   if (session_ok && (st = put_custody(store, &s, slm_path, artifact, rt.build_id, custody_id, err,
                                       sizeof err)) != TL_OK) {
     rc = tl_cli_fail(json, st, "%s", err);
@@ -704,11 +792,12 @@ int tl_cmd_promote(int argc, char **argv) {
     rc = tl_cli_fail(json, TL_ERR_OUT_OF_MEMORY, "out of memory");
     goto done;
   }
+  utc_now(started, sizeof started);
   for (int order = 0; order <= 2; order++) {
     for (size_t i = 0; i < plan.n_claims; i++) {
       const tl_plan_claim *cl = &plan.claims[i];
       tl_claim_ctx c = {store, session_ok ? &s : NULL, slm_path, plan.lane, threads,
-                        cl->json, plan_dir, err, sizeof err, false};
+                        cl->json, plan_dir, err, sizeof err, false, plan.artifact_id};
       bool reused = false;
       double t0 = tl_now_s();
       if (claim_order(cl) != order) continue;
@@ -736,18 +825,18 @@ int tl_cmd_promote(int argc, char **argv) {
       bench_err[0] = '\0';
     }
   }
-  /* The run record: what ran, each attempt, when. */
+  /* The run record: what ran, each attempt, when it started (before the
+   * first claim) and finished (after the benchmark step). */
   {
-    char when[32];
-    time_t now = time(NULL);
-    struct tm tm;
+    char finished[32];
     char *text;
     json_t *rec;
-    gmtime_r(&now, &tm);
-    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    rec = json_pack("{s:s,s:o,s:o,s:s,s:s,s:i,s:s,s:O}", "format", "tinylm.promote-run/1", "plan",
-                    hex32(plan.id), "artifact", hex32(artifact), "lane", plan.lane, "build_id",
-                    rt.build_id, "threads", (int)threads, "started", when, "attempts", attempts);
+    utc_now(finished, sizeof finished);
+    rec = json_pack("{s:s,s:o,s:o,s:s,s:s,s:s,s:i,s:s,s:s,s:O}", "format",
+                    "tinylm.promote-run/1", "plan", hex32(plan.id), "artifact", hex32(artifact),
+                    "lane", plan.lane, "build_id", rt.build_id, "build_describe",
+                    tl_promote_build_describe(), "threads", (int)threads, "started", started,
+                    "finished", finished, "attempts", attempts);
     if (rec != NULL && session_ok) json_object_set_new(rec, "custody", hex32(custody_id));
     if (rec != NULL && bench_ran)
       json_object_set_new(rec, bench_err[0] ? "benchmark_error" : "benchmark",

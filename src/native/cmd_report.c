@@ -30,33 +30,26 @@ static const char usage_text[] =
     "  --force       replace an existing FILE\n"
     "  --json        errors and the result as JSON\n";
 
-/* The store's most recent promotion: the last one its index names. */
+/* The store's most recent promotion: the last one its index names, by
+ * id (tl_store_last_entry refuses a line that names anything else). */
 static tl_status last_promotion(const char *store, char *path, size_t cap, char *err,
                                 size_t err_cap) {
-  char index[PATH_MAX + 16], line[1024], last[65] = "";
-  FILE *f;
-  snprintf(index, sizeof index, "%s/index.jsonl", store);
-  if ((f = fopen(index, "r")) == NULL) {
-    snprintf(err, err_cap, "%s: not an evidence store (no index.jsonl)", store);
-    return TL_ERR_NOT_FOUND;
-  }
-  while (fgets(line, sizeof line, f) != NULL) {
-    json_t *e = json_loads(line, 0, NULL);
-    const char *id = json_string_value(json_object_get(e, "id"));
-    const char *what = json_string_value(json_object_get(e, "what"));
-    if (id != NULL && what != NULL && strcmp(what, "promotion") == 0 && strlen(id) == 64)
-      snprintf(last, sizeof last, "%s", id);
-    json_decref(e);
-  }
-  fclose(f);
-  if (last[0] == '\0') {
+  tl_store *s;
+  uint8_t id[32];
+  char hex[65];
+  tl_status st = tl_store_open(store, false, &s, err, err_cap);
+  if (st != TL_OK) return st;
+  st = tl_store_last_entry(s, true, "promotion", id, err, err_cap);
+  if (st == TL_ERR_NOT_FOUND)
     snprintf(err, err_cap, "%s: the store holds no promotion (tinylm promote PLAN --store %s "
                            "makes one)",
              store, store);
-    return TL_ERR_NOT_FOUND;
+  if (st == TL_OK) {
+    tl_hex_encode(id, 32, hex);
+    snprintf(path, cap, "%s/receipts/%s.cbor", tl_store_dir(s), hex);
   }
-  snprintf(path, cap, "%s/receipts/%s.cbor", store, last);
-  return TL_OK;
+  tl_store_close(s);
+  return st;
 }
 
 /* A JSON store object by its hex id (its bytes checked by the store). */

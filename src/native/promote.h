@@ -35,6 +35,7 @@
 #define TL_RULE_READER "independent_reader_failed"
 #define TL_RULE_STOCHASTIC "stochastic_difference"
 #define TL_RULE_FORGED "forged_evidence"
+#define TL_RULE_REQUANT "requantization_mismatch"
 
 /* One case's outcome: what the comparison receipt and the public view
  * show of it. */
@@ -62,12 +63,12 @@ typedef struct tl_claim_result {
   size_t n_support;
 } tl_claim_result;
 
-
-
-
-/* What a runner gets. The session is open on the plan's artifact and lane
- * (allocated for `context` tokens); a runner that needs a second lane or a
- * fresh cache opens its own from `slm_path`. */
+/* What a runner or judge gets. For a runner the session is open on the
+ * plan's artifact and lane; a runner that needs a second lane or a fresh
+ * cache opens its own from `slm_path`. A reader's judge gets no session:
+ * slm_path is the stored plan's artifact path, and a judge that reads the
+ * artifact's weights (replay) opens it there and refuses a file whose
+ * SHA-256 is not artifact_id (hash_mismatch; not_found when it is gone). */
 typedef struct tl_claim_ctx {
   tl_store *store;
   tl_session *session;
@@ -81,6 +82,7 @@ typedef struct tl_claim_ctx {
   /* A reader's judge: the objects a judge derives (the numerical claims'
    * judgements) are named by their SHA-256, never written. */
   bool reading;
+  const uint8_t *artifact_id; /* 32 bytes: the plan's artifact.id */
 } tl_claim_ctx;
 
 /* promote_result.c. begin: *out zeroed and passing, one outcome per case
@@ -156,8 +158,19 @@ typedef struct tl_stoch_design {
 tl_status tl_stoch_design_parse(const json_t *d, const char *lane, tl_stoch_design *o, char *err,
                                 size_t err_cap);
 
-/* The build that runs (git describe, as run receipts name it). */
-const char *tl_promote_build_id(void);
+/* promote_replay.c: plan init's replay case: `tokens` ids of the
+ * project's prose encoded by the artifact's tokenizer. */
+tl_status tl_plan_replay_case(const tl_native_model *m, uint32_t tokens, json_t **out, char *err,
+                              size_t err_cap);
+
+/* The build that runs, as promotion receipts, the run record and the
+ * benchmark object name it: "sha256:" and the SHA-256 of the running
+ * executable's bytes (/proc/self/exe), computed once per process; NULL
+ * (err says why) when the executable cannot be read. */
+const char *tl_promote_build_id(char *err, size_t err_cap);
+/* The git description baked in at build time (git describe --dirty, as
+ * run receipts name the build), kept beside it for people. */
+const char *tl_promote_build_describe(void);
 
 /* The content id of a case: SHA-256 of json_dumps(case, JSON_COMPACT |
  * JSON_SORT_KEYS | JSON_ENCODE_ANY). */

@@ -55,11 +55,8 @@ json_t *tl_bench_plan_default(const char *lane, uint32_t max_positions) {
                    "repetitions", 1);
 }
 
-/* argv run as a child with its stdout read through a pipe into *out
- * (malloc'd, NUL-terminated) and its stderr discarded (the error it
- * prints is also in its --json output); *status its wait status. */
-static tl_status spawn_read(const char *exe, char *const argv[], char **out, int *status,
-                            char *err, size_t cap) {
+tl_status tl_spawn_read(const char *exe, char *const argv[], char **out, int *status,
+                        char *err, size_t cap) {
   int fds[2];
   pid_t pid;
   posix_spawn_file_actions_t fa;
@@ -185,7 +182,7 @@ static tl_status run_point(const tl_bench_step *b, uint32_t p, json_t **out, cha
   snprintf(ts, sizeof ts, "%u", b->threads);
   if (b->threads == 0) argv[14] = NULL; /* the lane's default */
   *out = NULL;
-  if ((st = spawn_read(exe, argv, &text, &status, err, cap)) != TL_OK) return st;
+  if ((st = tl_spawn_read(exe, argv, &text, &status, err, cap)) != TL_OK) return st;
   *out = json_loads(text, 0, &je);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     const char *detail = json_string_value(json_object_get(*out, "detail"));

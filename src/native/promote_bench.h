@@ -51,4 +51,10 @@ json_t *tl_bench_point(const json_t *bench, uint32_t prompt_tokens, char *err, s
  * "unknown" when there is none. */
 void tl_bench_cpu_name(char *buf, size_t cap);
 
+/* argv run as a child with its stdout read through a pipe into *out
+ * (malloc'd, NUL-terminated) and its stderr discarded (the error it
+ * prints is also in its --json output); *status its wait status. */
+tl_status tl_spawn_read(const char *exe, char *const argv[], char **out, int *status,
+                        char *err, size_t cap);
+
 #endif

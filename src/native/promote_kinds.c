@@ -155,7 +155,12 @@ tl_status tl_claim_rejudge(tl_store *store, const json_t *cmp, const char **rule
       return TL_ERR_CONFLICT;
     }
     {
-      tl_claim_ctx c = {store, NULL, NULL, plan.lane, 0, cl->json, NULL, why, sizeof why, true};
+      /* No session: a judge that reads the weights opens the artifact the
+       * plan names, by its absolute path (plan init writes one), and
+       * checks it is the plan's by its SHA-256. */
+      tl_claim_ctx c = {store, NULL, plan.artifact_path[0] == '/' ? plan.artifact_path : NULL,
+                        plan.lane, 0, cl->json, NULL, why, sizeof why, true,
+                        plan.artifact_id};
       why[0] = '\0';
       st = kind->judge(&c, observation, &r);
     }

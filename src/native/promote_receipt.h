@@ -18,7 +18,7 @@
  * a run receipt of the same binary on the same lane (docs/receipts.md). */
 typedef struct tl_promote_runtime {
   const uint8_t *artifact_id; /* 32 bytes: SHA-256 of the .slm */
-  const char *build_id;       /* the binary's (git describe) */
+  const char *build_id;       /* the executable's digest (tl_promote_build_id) */
   const char *backend;        /* the lane: "scalar" or "fast" */
   const char *numerical_profile; /* "scalar-f32/1" or "fast/4" */
 } tl_promote_runtime;

@@ -21,6 +21,10 @@
 #include "receipt.h"
 #include "tl_test.h"
 
+/* Build ids as promote writes them: the executable's SHA-256. */
+#define TEST_BUILD "sha256:" "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+#define OTHER_BUILD "sha256:" "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
+
 /* A claim that ran three cases. */
 typedef struct fixture {
   uint8_t artifact[32], plan[32], design[32], run_record[32];
@@ -51,7 +55,7 @@ static void fixture_init(fixture *x, bool pass) {
   x->result.n_cases = 3;
   memset(x->result.observation, 0x0b, 32);
   x->result.has_observation = true;
-  x->f = (tl_comparison_facts){.rt = {x->artifact, "test-build", "scalar", "scalar-f32/1"},
+  x->f = (tl_comparison_facts){.rt = {x->artifact, TEST_BUILD, "scalar", "scalar-f32/1"},
                                .plan_id = x->plan,
                                .claim = "tokenizer",
                                .kind = "tokenizer",
@@ -106,7 +110,7 @@ static void comparison_nodes(tl_test_ctx *t) {
   hex_is(t, json_object_get(meta_of(doc, 0), "artifact_id"), x.artifact);
   TL_EXPECT_STR(t, type_of(doc, 1), "runtime");
   m = meta_of(doc, 1);
-  TL_EXPECT_STR(t, json_string_value(json_object_get(m, "build_id")), "test-build");
+  TL_EXPECT_STR(t, json_string_value(json_object_get(m, "build_id")), TEST_BUILD);
   TL_EXPECT_STR(t, json_string_value(json_object_get(m, "backend")), "scalar");
   TL_EXPECT_STR(t, json_string_value(json_object_get(m, "numerical_profile")),
                 "scalar-f32/1");
@@ -155,7 +159,7 @@ static void shares_run_receipt_nodes(tl_test_ctx *t) {
   memset(&slm, 0, sizeof slm);
   rf = (tl_run_facts){.artifact_id = x.artifact,
                       .slm = &slm,
-                      .build_id = "test-build",
+                      .build_id = TEST_BUILD,
                       .prompt_mode = "text",
                       .prompt_bytes = (const uint8_t *)"hi",
                       .prompt_len = 2,
@@ -199,7 +203,7 @@ static void every_input_in_the_id(tl_test_ctx *t) {
     undo;                                                                  \
   } while (0)
   CHANGED("artifact", x.artifact[31] ^= 1, x.artifact[31] ^= 1);
-  CHANGED("build", x.f.rt.build_id = "other-build", x.f.rt.build_id = "test-build");
+  CHANGED("build", x.f.rt.build_id = OTHER_BUILD, x.f.rt.build_id = TEST_BUILD);
   CHANGED("lane", (x.f.rt.backend = "fast", x.f.rt.numerical_profile = "fast/4"),
           (x.f.rt.backend = "scalar", x.f.rt.numerical_profile = "scalar-f32/1"));
   CHANGED("plan", x.plan[0] ^= 1, x.plan[0] ^= 1);
@@ -310,7 +314,7 @@ static void promotion_conjunction(tl_test_ctx *t) {
   tl_promotion_claim claims[3] = {{"artifact", ids[0], true, NULL},
                                   {"tokenizer", ids[1], true, NULL},
                                   {"stochastic", ids[2], true, NULL}};
-  tl_promotion_facts f = {.rt = {artifact, "test-build", "fast", "fast/4"},
+  tl_promotion_facts f = {.rt = {artifact, TEST_BUILD, "fast", "fast/4"},
                           .plan_id = plan,
                           .lane = "fast",
                           .claims = claims,
@@ -548,7 +552,7 @@ static void forged_with_ids_recomputed(tl_test_ctx *t) {
   }
   free(doc);
   /* A promotion that says promoted over a failed claim. */
-  pf = (tl_promotion_facts){.rt = {x.artifact, "b", "scalar", "scalar-f32/1"},
+  pf = (tl_promotion_facts){.rt = {x.artifact, TEST_BUILD, "scalar", "scalar-f32/1"},
                             .plan_id = x.plan,
                             .lane = "scalar",
                             .claims = claims,
@@ -557,6 +561,14 @@ static void forged_with_ids_recomputed(tl_test_ctx *t) {
   TL_EXPECT_OK(t, tl_promotion_receipt(&pf, &doc, &len, root, err, sizeof err));
   expect_forgery_refused(t, doc, len, TL_PROMOTION_FORMAT, 4, "decision",
                          (forged_value){.text = "promoted"}, "decision");
+  /* A build named by its git description, which every patched binary of
+   * one commit shares, not by the executable's digest. */
+  expect_forgery_refused(t, doc, len, TL_PROMOTION_FORMAT, 1, "build_id",
+                         (forged_value){.text = "4dbdb1d-dirty"}, "build_id");
+  expect_forgery_refused(t, doc, len, TL_PROMOTION_FORMAT, 1, "build_id",
+                         (forged_value){.text = "sha256:0123456789ABCDEF0123456789abcdef0123456789"
+                                                "abcdef0123456789abcdef"},
+                         "build_id");
   expect_forgery_refused(t, doc, len, TL_PROMOTION_FORMAT, 4, "failing",
                          (forged_value){.texts = none, .n_texts = 0}, "failing");
   expect_forgery_refused(t, doc, len, TL_PROMOTION_FORMAT, 4, "failing",

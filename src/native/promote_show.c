@@ -21,6 +21,7 @@
 #include "promote_receipt.h"
 #include "promote_store.h"
 #include "receipt.h"
+#include "tool_msg.h"
 #include "verify.h"
 
 /* ------------------------------------------------------------------------ */
@@ -300,11 +301,26 @@ static const char show_usage[] =
     "  and hashes to its name (else missing_raw_output)\n"
     "  --public  only ids, hashes, invariant names, verdicts and stop rules\n";
 
-/* STORE when path is STORE/receipts/FILE (buf holds it), else NULL. */
+/* STORE when path is STORE/receipts/FILE (buf holds it), else NULL. The
+ * path as written when it names a directory: a link in STORE is then the
+ * store's to refuse, not resolved away; a bare FILE by the real path of
+ * the directory it is in. */
 static const char *store_of(const char *path, char *buf, size_t cap) {
-  char *real = realpath(path, NULL), *dir, *base;
+  const char *slash = strrchr(path, '/');
+  char *real, *dir, *base;
   const char *out = NULL;
-  if (real == NULL) return NULL;
+  if (slash != NULL) {
+    size_t n = (size_t)(slash - path);
+    while (n > 0 && path[n - 1] == '/') n--;
+    if (n >= 8 && strncmp(path + n - 8, "receipts", 8) == 0 &&
+        (n == 8 || path[n - 9] == '/')) {
+      n = n == 8 ? 0 : n - 9;
+      while (n > 1 && path[n - 1] == '/') n--;
+      if ((size_t)snprintf(buf, cap, "%.*s", (int)n, n > 0 ? path : ".") >= cap) return NULL;
+      return buf;
+    }
+  }
+  if ((real = realpath(path, NULL)) == NULL) return NULL;
   dir = dirname(real);
   base = strrchr(dir, '/');
   if (base != NULL && strcmp(base + 1, "receipts") == 0 && base != dir) {
@@ -314,6 +330,38 @@ static const char *store_of(const char *path, char *buf, size_t cap) {
   }
   free(real);
   return out;
+}
+
+/* The receipt at path, read through the store when path is
+ * STORE/receipts/HEX64.cbor of this store as written (never through a
+ * link swapped in since the store was checked), else from the file. */
+static tl_status read_receipt(tl_store *s, const char *path, uint8_t **doc, size_t *len,
+                              char *err, size_t cap) {
+  const char *dir = tl_store_dir(s), *name;
+  size_t n = strlen(dir);
+  tl_file_view v;
+  uint8_t id[32];
+  char hex[65];
+  tl_status st;
+  if (strcmp(dir, ".") == 0) n = 0;
+  name = path + n + (n > 0);
+  if ((n == 0 || (strncmp(path, dir, n) == 0 && path[n] == '/')) &&
+      strncmp(name, "receipts/", 9) == 0 && strlen(name + 9) == 69 &&
+      strcmp(name + 9 + 64, ".cbor") == 0) {
+    memcpy(hex, name + 9, 64);
+    hex[64] = '\0';
+    if (tl_hex32_parse(hex, id)) return tl_store_get_receipt(s, id, doc, len, err, cap);
+  }
+  if ((st = tl_file_open_view(path, &v, err, cap)) != TL_OK) return st;
+  *doc = malloc(v.len > 0 ? v.len : 1);
+  if (*doc == NULL) {
+    tl_file_close_view(&v);
+    return tl_fail(err, cap, TL_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+  }
+  memcpy(*doc, v.data, v.len);
+  *len = v.len;
+  tl_file_close_view(&v);
+  return TL_OK;
 }
 
 static int refuse(bool json, const finding *f) {
@@ -368,7 +416,8 @@ static bool promotion_view(tl_store *s, const json_t *doc, json_t *view, bool pu
 int tl_promote_verified_view(const char *path, const char *store_dir, bool json,
                              bool public_view, json_t **view_out, tl_store **store_out) {
   char store_buf[PATH_MAX], err[512], root_hex[65];
-  tl_file_view v;
+  uint8_t *bytes = NULL;
+  size_t len = 0;
   tl_receipt_kind kind;
   uint8_t root[32];
   json_t *doc = NULL, *view = NULL;
@@ -381,10 +430,15 @@ int tl_promote_verified_view(const char *path, const char *store_dir, bool json,
   if (store_dir == NULL && (store_dir = store_of(path, store_buf, sizeof store_buf)) == NULL)
     return tl_cli_usage(json, "%s is not in a store's receipts/ directory: give --store DIR",
                         path);
-  st = tl_file_open_view(path, &v, err, sizeof err);
+  /* The store first: one that is refused is not read from. */
+  st = tl_store_open(store_dir, false, &s, err, sizeof err);
   if (st != TL_OK) return tl_cli_fail(json, st, "%s", err);
-  st = load_doc(v.data, v.len, &kind, root, &doc, err, sizeof err);
-  tl_file_close_view(&v);
+  if ((st = read_receipt(s, path, &bytes, &len, err, sizeof err)) != TL_OK) {
+    tl_store_close(s);
+    return tl_cli_fail(json, st, "%s", err);
+  }
+  st = load_doc(bytes, len, &kind, root, &doc, err, sizeof err);
+  free(bytes);
   if (st == TL_OK && kind != TL_RECEIPT_PROMOTION && kind != TL_RECEIPT_COMPARISON) {
     st = TL_ERR_INVALID_ARGUMENT;
     snprintf(err, sizeof err, "not a promotion or comparison receipt (receipt show "
@@ -392,12 +446,8 @@ int tl_promote_verified_view(const char *path, const char *store_dir, bool json,
   }
   if (st != TL_OK) {
     json_decref(doc);
+    tl_store_close(s);
     return tl_cli_fail(json, st, "%s: %s", path, err);
-  }
-  st = tl_store_open(store_dir, false, &s, err, sizeof err);
-  if (st != TL_OK) {
-    json_decref(doc);
-    return tl_cli_fail(json, st, "%s", err);
   }
   tl_hex_encode(root, 32, root_hex);
   view = header_view(doc, root_hex, tl_store_dir(s));
@@ -748,7 +798,7 @@ int tl_promote_status_main(int argc, char **argv) {
   const char *store_dir = NULL, *plan_path = NULL, *artifact_path = NULL;
   bool json = false;
   char err[512];
-  current now = {.build_id = tl_promote_build_id()};
+  current now = {.build_id = NULL};
   tl_plan plan;
   bool has_plan = false;
   tl_store *s = NULL;
@@ -775,6 +825,8 @@ int tl_promote_status_main(int argc, char **argv) {
     if (r >= 0) return r;
   }
   if (store_dir == NULL) return tl_cli_usage(json, "status needs --store DIR\n%s", status_usage);
+  if ((now.build_id = tl_promote_build_id(err, sizeof err)) == NULL)
+    return tl_cli_fail(json, TL_ERR_IO, "the build id: %s", err);
   if (artifact_path != NULL) {
     tl_file_view v;
     uint8_t id[32];

@@ -8,7 +8,14 @@
  * Nothing is ever rewritten: a write goes to a temporary file that is
  * linked into place; when the name exists, its bytes must equal the new
  * ones (same content: nothing to do) or the store is damaged
- * (TL_ERR_HASH_MISMATCH). Every read checks the name against the bytes. */
+ * (TL_ERR_HASH_MISMATCH). Every read checks the name against the bytes.
+ *
+ * Custody: DIR, objects/ and receipts/ must each be a real directory (not
+ * a symbolic link) owned by the effective user and not group- or
+ * other-writable; tl_store_open refuses anything else (TL_ERR_IO naming
+ * the directory and why) and from then on names every entry relative to
+ * the directories it checked, so nothing outside them is read or
+ * written. */
 #ifndef TL_NATIVE_PROMOTE_STORE_H
 #define TL_NATIVE_PROMOTE_STORE_H
 
@@ -20,8 +27,11 @@
 
 typedef struct tl_store tl_store;
 
-/* Opens DIR (creating it and its subdirectories when create is true).
- * TL_ERR_IO / TL_ERR_INVALID_ARGUMENT with err naming the path. */
+/* Opens DIR (creating it and its subdirectories, 0700, when create is
+ * true). TL_ERR_IO (absent, or refused: see Custody above) /
+ * TL_ERR_INVALID_ARGUMENT (not a directory, or an index.jsonl line that is
+ * not exactly what the store writes: see tl_store_last_entry) with err
+ * naming the path. */
 tl_status tl_store_open(const char *dir, bool create, tl_store **out,
                         char *err, size_t err_cap);
 void tl_store_close(tl_store *s);
@@ -46,6 +56,14 @@ tl_status tl_store_put_receipt(tl_store *s, const char *what,
 tl_status tl_store_get_receipt(tl_store *s, const uint8_t root[32],
                                uint8_t **doc, size_t *len, char *err,
                                size_t err_cap);
+/* The id of the last index.jsonl line of kind (receipt or object) and
+ * label `what` (the store's most recent promotion: true, "promotion").
+ * Every line must be exactly what the store writes, {"id", "kind",
+ * "size", "what"}, its id 64 lower-case hex digits: anything else (a
+ * path, "../") is TL_ERR_INVALID_ARGUMENT naming the line, never
+ * followed. TL_ERR_NOT_FOUND when none. */
+tl_status tl_store_last_entry(tl_store *s, bool receipt, const char *what, uint8_t id[32],
+                              char *err, size_t err_cap);
 /* Every receipt's root id in the store, sorted (malloc'd array of n). */
 tl_status tl_store_list_receipts(tl_store *s, uint8_t (**ids)[32], size_t *n,
                                  char *err, size_t err_cap);

@@ -289,6 +289,161 @@ static void racing_writers(tl_test_ctx *t) {
   rm_dir(dir);
 }
 
+/* What custody refuses: tl_store_open, with and without create, fails
+ * with TL_ERR_IO naming the directory and why, and nothing is written
+ * where the link points. */
+static void expect_refused(tl_test_ctx *t, const char *store, const char *named,
+                           const char *why) {
+  char err[1024] = "";
+  tl_store *s = NULL;
+  for (int create = 0; create <= 1; create++) {
+    TL_EXPECT_STATUS(t, tl_store_open(store, create, &s, err, sizeof err), TL_ERR_IO);
+    TL_EXPECT(t, s == NULL);
+    if (strstr(err, named) == NULL || strstr(err, why) == NULL ||
+        strstr(err, "refusing") == NULL) {
+      tl_test_print(t, err);
+      TL_EXPECT(t, !"the message names the directory and why");
+    }
+    tl_store_close(s);
+    s = NULL;
+  }
+}
+
+static void make_store(tl_test_ctx *t, const char *dir) {
+  char err[512] = "";
+  tl_store *s = NULL;
+  uint8_t id[32];
+  TL_EXPECT_OK(t, tl_store_open(dir, true, &s, err, sizeof err));
+  if (s != NULL)
+    TL_EXPECT_OK(t, tl_store_put(s, "plan", (const uint8_t *)"plan", 4, id, err, sizeof err));
+  tl_store_close(s);
+}
+
+static void custody(tl_test_ctx *t) {
+  char *dir = make_dir(), store[300], other[300], sub[400], named[400];
+  if (dir == NULL) {
+    tl_test_skip(t, "no temporary directory");
+    return;
+  }
+  snprintf(store, sizeof store, "%s/store", dir);
+  snprintf(other, sizeof other, "%s/elsewhere", dir);
+  make_store(t, other);
+  /* The store itself a link (also written DIR/, which would follow it). */
+  TL_EXPECT(t, symlink(other, store) == 0);
+  expect_refused(t, store, store, "a symbolic link");
+  snprintf(sub, sizeof sub, "%s/", store);
+  expect_refused(t, sub, store, "a symbolic link");
+  TL_EXPECT(t, unlink(store) == 0);
+  /* objects/ or receipts/ a link to another store's. */
+  make_store(t, store);
+  for (int k = 0; k < 2; k++) {
+    const char *name = k == 0 ? "objects" : "receipts";
+    char target[400];
+    snprintf(sub, sizeof sub, "%s/%s", store, name);
+    snprintf(target, sizeof target, "%s/%s", other, name);
+    snprintf(named, sizeof named, "%s/%s.real", store, name);
+    TL_EXPECT(t, rename(sub, named) == 0);
+    TL_EXPECT(t, symlink(target, sub) == 0);
+    expect_refused(t, store, sub, "a symbolic link");
+    TL_EXPECT(t, unlink(sub) == 0 && rename(named, sub) == 0);
+  }
+  TL_EXPECT_EQ_U64(t, count_entries(other, "objects"), 1);
+  /* Writable by others: the store, or one of its directories. */
+  TL_EXPECT(t, chmod(store, 0777) == 0);
+  expect_refused(t, store, store, "group or others may write");
+  TL_EXPECT(t, chmod(store, 0700) == 0);
+  snprintf(sub, sizeof sub, "%s/objects", store);
+  TL_EXPECT(t, chmod(sub, 0770) == 0);
+  expect_refused(t, store, sub, "group or others may write");
+  TL_EXPECT(t, chmod(sub, 0700) == 0);
+  /* Another user's (chown needs root). */
+  if (geteuid() != 0) {
+    tl_test_skip(t, "not root: a store owned by another uid cannot be made here");
+  } else {
+    snprintf(sub, sizeof sub, "%s/receipts", store);
+    TL_EXPECT(t, chown(sub, 12345, 12345) == 0);
+    expect_refused(t, store, sub, "belongs to uid 12345");
+    TL_EXPECT(t, chown(sub, 0, 0) == 0 && chown(store, 12345, 12345) == 0);
+    expect_refused(t, store, store, "belongs to uid 12345");
+    TL_EXPECT(t, chown(store, 0, 0) == 0);
+  }
+  {
+    char err[512] = "";
+    tl_store *s = NULL;
+    TL_EXPECT_OK(t, tl_store_open(store, false, &s, err, sizeof err));
+    tl_store_close(s);
+  }
+  rm_dir(dir);
+}
+
+/* index.jsonl names ids: a line naming a path (relative with ../ or
+ * absolute), or anything else than the store writes, refuses the store,
+ * naming the line. */
+static void index_names_ids(tl_test_ctx *t) {
+  static const char *const bad[] = {
+      "{\"id\":\"../../../../../../../../../../../../../../../../../../tmp/evil\","
+      "\"kind\":\"receipt\",\"size\":1,\"what\":\"promotion\"}\n",
+      "{\"id\":\"/tmp/./././././././././././././././././././././././././././evil\","
+      "\"kind\":\"receipt\",\"size\":1,\"what\":\"promotion\"}\n",
+      "{\"id\":\"BA7816BF8F01CFEA414140DE5DAE2223B00361A396177A9CB410FF61F20015AD\","
+      "\"kind\":\"object\",\"size\":3,\"what\":\"plan\"}\n",
+      "{\"id\":\"ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad\","
+      "\"kind\":\"link\",\"size\":3,\"what\":\"plan\"}\n",
+      "{\"id\":\"ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad\","
+      "\"kind\":\"object\",\"size\":3,\"what\":\"plan\",\"path\":\"/etc/passwd\"}\n",
+      "not json\n"};
+  char *dir = make_dir(), index[400], err[1024] = "", good[1024] = "";
+  size_t good_len = 0;
+  tl_store *s = NULL;
+  FILE *f;
+  uint8_t id[32], want[32];
+  if (dir == NULL) {
+    tl_test_skip(t, "no temporary directory");
+    return;
+  }
+  make_store(t, dir);
+  snprintf(index, sizeof index, "%s/index.jsonl", dir);
+  /* The last entry of a kind and label, by id. */
+  TL_EXPECT_OK(t, tl_store_open(dir, false, &s, err, sizeof err));
+  if (s != NULL) {
+    TL_EXPECT_OK(t, tl_store_put_receipt(s, "promotion", (const uint8_t[32]){1},
+                                         (const uint8_t *)"P", 1, err, sizeof err));
+    memset(want, 0, 32);
+    want[0] = 1;
+    TL_EXPECT_OK(t, tl_store_last_entry(s, true, "promotion", id, err, sizeof err));
+    TL_EXPECT_MEM(t, id, want, 32);
+    TL_EXPECT_STATUS(t, tl_store_last_entry(s, false, "promotion", id, err, sizeof err),
+                     TL_ERR_NOT_FOUND);
+  }
+  tl_store_close(s);
+  if ((f = fopen(index, "r")) != NULL) {
+    good_len = fread(good, 1, sizeof good, f);
+    fclose(f);
+  }
+  TL_EXPECT_EQ_U64(t, index_lines(t, dir, NULL), 2);
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    f = fopen(index, "a");
+    TL_EXPECT(t, f != NULL && fputs(bad[i], f) >= 0);
+    if (f != NULL) fclose(f);
+    s = NULL;
+    TL_EXPECT_STATUS(t, tl_store_open(dir, false, &s, err, sizeof err),
+                     TL_ERR_INVALID_ARGUMENT);
+    TL_EXPECT(t, s == NULL);
+    if (strstr(err, "index.jsonl: line 3") == NULL || strstr(err, "refusing") == NULL) {
+      tl_test_print(t, err);
+      TL_EXPECT(t, !"the message names the line");
+    }
+    /* The line taken out again: the store opens. */
+    f = fopen(index, "w");
+    TL_EXPECT(t, f != NULL && fwrite(good, 1, good_len, f) == good_len);
+    if (f != NULL) fclose(f);
+    TL_EXPECT_OK(t, tl_store_open(dir, false, &s, err, sizeof err));
+    tl_store_close(s);
+  }
+  rm_dir(dir);
+}
+
 static const tl_test_case cases[] = {TL_CASE(put_get_round_trip), TL_CASE(never_rewritten),
-                                     TL_CASE(receipts), TL_CASE(racing_writers)};
+                                     TL_CASE(receipts),           TL_CASE(racing_writers),
+                                     TL_CASE(custody),            TL_CASE(index_names_ids)};
 TL_SUITE(promote_store, cases);

@@ -22,32 +22,47 @@ def blake3(data):
     return p.stdout
 
 
-def main(src, dst):
-    buf = bytearray(open(src, "rb").read())
+def layout(buf):
+    """The section table and the tensor directory's entries (entry offset,
+    dtype, data offset, length, BLAKE3 digest)."""
     n_sections, table_off = struct.unpack_from("<II", buf, 24)
     sections = {}
     for i in range(n_sections):
         e = table_off + 64 * i
         kind, _flags, off, length = struct.unpack_from("<IIQQ", buf, e)
         sections[kind] = (e, off, length)
-    dir_entry, dir_off, _ = sections[4]
-    data_entry, data_off, data_len = sections[5]
+    dir_off = sections[4][1]
     n_tensors = struct.unpack_from("<I", buf, dir_off + 8)[0]
     entries = []
     for i in range(n_tensors):
         e = dir_off + 32 + 96 * i
         dtype = struct.unpack_from("<I", buf, e + 8)[0]
         t_off, t_len = struct.unpack_from("<QQ", buf, e + 48)
-        entries.append((e, dtype, t_off, t_len))
-    # f32 first (an element), else a q8 (1 above 4) / q4 block's f32 scale.
-    e, dtype, t_off, t_len = next((x for x in entries if x[1] == 1), None) or \
-        next(x for x in entries if x[1] in (4, 5))
-    at = data_off + t_off
-    struct.pack_into("<I", buf, at, 0x7FC00000)
+        entries.append((e, dtype, t_off, t_len, bytes(buf[e + 64:e + 96])))
+    return {"n_sections": n_sections, "table_off": table_off, "sections": sections,
+            "data_off": sections[5][1], "entries": entries}
+
+
+def reseal(buf, lay, entry):
+    """Recomputes every digest that covers the tensor of `entry`."""
+    e, _dtype, t_off, t_len, _digest = entry
+    at = lay["data_off"] + t_off
     buf[e + 64:e + 96] = blake3(bytes(buf[at:at + t_len]))
-    for entry, off, length in (sections[4], sections[5]):
-        buf[entry + 24:entry + 56] = blake3(bytes(buf[off:off + length]))
-    buf[32:64] = blake3(bytes(buf[0:32]) + bytes(buf[table_off:table_off + 64 * n_sections]))
+    for ent, off, length in (lay["sections"][4], lay["sections"][5]):
+        buf[ent + 24:ent + 56] = blake3(bytes(buf[off:off + length]))
+    table_off, n = lay["table_off"], lay["n_sections"]
+    buf[32:64] = blake3(bytes(buf[0:32]) + bytes(buf[table_off:table_off + 64 * n]))
+
+
+def main(src, dst):
+    buf = bytearray(open(src, "rb").read())
+    lay = layout(buf)
+    # f32 first (an element), else a q8 (1 above 4) / q4 block's f32 scale.
+    entry = next((x for x in lay["entries"] if x[1] == 1), None) or \
+        next(x for x in lay["entries"] if x[1] in (4, 5))
+    _e, dtype, t_off, _t_len, _digest = entry
+    struct.pack_into("<I", buf, lay["data_off"] + t_off, 0x7FC00000)
+    reseal(buf, lay, entry)
     with open(dst, "wb") as f:
         f.write(buf)
     print(f"{dst}: tensor at data offset {t_off} (dtype {dtype}), first value NaN")

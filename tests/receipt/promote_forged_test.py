@@ -72,7 +72,9 @@ def graph(fmt, nodes):
 
 
 ARTIFACT = sha(b"an artifact")
-RUNTIME = {"name": "tinylm", "version": "0.1.0", "build_id": "py-writer",
+# A build is named by its executable's SHA-256 (docs/promotion.md).
+RUNTIME = {"name": "tinylm", "version": "0.1.0",
+           "build_id": "sha256:" + hashlib.sha256(b"py-writer").hexdigest(),
            "backend": "scalar", "numerical_profile": "scalar-f32/1"}
 
 
@@ -145,7 +147,8 @@ class Store:
     def __init__(self, path):
         self.path = path
         for sub in ("objects", "receipts"):
-            os.makedirs(os.path.join(path, sub), exist_ok=True)
+            os.makedirs(os.path.join(path, sub), mode=0o700, exist_ok=True)
+        os.chmod(path, 0o700)  # the store is its owner's alone (custody)
 
     def put(self, data):
         name = sha(data)

@@ -7,6 +7,7 @@
 #include "checked.h"
 #include "json/json.h"
 #include "math/detmath.h"
+#include "model/lane_mutant.h"
 
 static const char *const stage_names[] = {
 #define TL_QWEN3_STAGE_NAME_(id, name) name,
@@ -306,6 +307,11 @@ static tl_status weight_row(const tl_qwen3_weight *w, size_t r, float *out) {
   return TL_ERR_INVALID_MODEL;
 }
 
+tl_status tl_qwen3_weight_row(const tl_qwen3_weight *w, size_t r, float *out) {
+  if (r >= w->rows) return TL_ERR_BOUNDS;
+  return weight_row(w, r, out);
+}
+
 /* Left-to-right f32 dot product: the lane's one reduction order. */
 static float dot(const float *a, const float *b, size_t n) {
   float s = 0.0f;
@@ -337,13 +343,28 @@ static tl_status rmsnorm(const tl_qwen3_weight *w, const float *x, float *y,
   return TL_OK;
 }
 
+/* Layer l's attn_norm epsilon (eps, unless a test build plants a defect). */
+static float attn_norm_eps(const tl_qwen3 *m, uint32_t l, float eps) {
+  return m->fast != NULL && l == 1 && TL_LANE_MUT(TL_LANE_MUT_RMS_EPS_X10) ? eps * 10.0f : eps;
+}
+
 /* The rotation of position pos: cs[i] and cs[d/2 + i] are the cosine and
  * sine of frequency i's angle, computed once per position and call and
  * shared by every head and layer. */
 static void rope_angles(const tl_qwen3 *m, uint32_t pos, float *cs) {
   size_t half = m->cfg.head_dim / 2;
+  bool fast = m->fast != NULL;
+  if (fast && ((TL_LANE_MUT(TL_LANE_MUT_POS_SHIFT_20) && pos >= 20) ||
+               (TL_LANE_MUT(TL_LANE_MUT_POS_SHIFT_200) && pos >= 200)))
+    pos++;
   for (size_t i = 0; i < half; i++) {
-    float angle = (float)pos * m->inv_freq[i];
+    float inv = m->inv_freq[i];
+    /* theta x c: inv_freq_i = theta^(-2i/d) times c^(-2i/d) */
+    if (fast && TL_LANE_MUT(TL_LANE_MUT_ROPE_THETA_1_1))
+      inv *= (float)tl_exp(-(double)i / (double)half * 0.09531017980432486);
+    if (fast && TL_LANE_MUT(TL_LANE_MUT_ROPE_THETA_3))
+      inv *= (float)tl_exp(-(double)i / (double)half * 1.0986122886681098);
+    float angle = (float)pos * inv;
     cs[i] = (float)tl_cos((double)angle);
     cs[half + i] = (float)tl_sin((double)angle);
   }
@@ -801,6 +822,13 @@ static tl_status project_rest(const run *r, tl_qwen3_cache *cache, uint32_t l, u
 static tl_status store_f16(const run *r, tl_qwen3_stage stage, const tl_qwen3_cache *cache,
                            uint32_t l, uint32_t pos, const float *x, uint16_t *rows) {
   size_t d = cache->head_dim;
+  /* planted: each row holds the previous position's values (row 0 its own) */
+  if (TL_LANE_MUT(TL_LANE_MUT_KV_ROW_LATE) && pos + 1 < cache->capacity) {
+    for (uint32_t h = 0; h < cache->kv_heads; h++)
+      tl_kern_f32_to_f16_k(r->m->fast, x + h * d, d,
+                           rows + tl_qwen3_cache_at(cache, l, h, pos + 1));
+    if (pos > 0) return TL_OK;
+  }
   for (uint32_t h = 0; h < cache->kv_heads; h++) {
     uint16_t *dst = rows + tl_qwen3_cache_at(cache, l, h, pos);
     tl_kern_f32_to_f16_k(r->m->fast, x + h * d, d, dst);
@@ -822,7 +850,7 @@ static tl_status project(const run *r, bufs *b, tl_qwen3_cache *cache,
   float eps = (m->mutations & TL_QWEN3_MUT_RMS_EPS) ? 1e-5f : c->rms_eps;
   float *k = b->kv, *v = b->kv + kd;
   int32_t li = (int32_t)l;
-  tl_status st = rmsnorm(&L->attn_norm, x, b->xn, c->hidden, eps, b->row);
+  tl_status st = rmsnorm(&L->attn_norm, x, b->xn, c->hidden, attn_norm_eps(m, l, eps), b->row);
   if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_ATTN_NORM, li, pos, b->xn, c->hidden, false);
   if (st == TL_OK) st = matvec(&L->q, b->xn, q_out, b->row);
   if (st == TL_OK) st = emit(r, TL_QWEN3_STAGE_Q, li, pos, q_out, qd, false);
@@ -897,6 +925,12 @@ typedef struct attend_job {
   uint32_t last;
   bool want_raw;
 } attend_job;
+
+/* D^-0.5 (times 1.01 where a test build plants that on the fast lane). */
+static float attn_scale(const tl_qwen3 *m, size_t d) {
+  float scale = (float)(1.0 / __builtin_sqrt((double)d));
+  return m->fast != NULL && TL_LANE_MUT(TL_LANE_MUT_ATTN_SCALE_1_01) ? scale * 1.01f : scale;
+}
 
 static size_t kv_head_of(const tl_qwen3 *m, size_t h) {
   const tl_qwen3_config *c = &m->cfg;
@@ -1021,7 +1055,7 @@ static void attend_heads(const attend_job *j, size_t h, size_t w, uint32_t task)
   const tl_qwen3 *m = j->m;
   size_t d = m->cfg.head_dim, kvh = kv_head_of(m, h), scored = scored_keys(j);
   size_t visible = (size_t)j->last + 1, at = kvh * j->head_stride, counts[2] = {visible, visible};
-  float scale = (float)(1.0 / __builtin_sqrt((double)d));
+  float scale = attn_scale(m, d);
   const float *qs[2], *kh = NULL, *vh = NULL;
   float *raw[2], *ps[2], *outs[2];
   for (size_t i = 0; i < w; i++) {
@@ -1144,7 +1178,7 @@ static void block_task(void *ctx, uint32_t task, uint32_t n_tasks) {
   const tl_qwen3 *m = bj->base.m;
   size_t b, e, d = m->cfg.head_dim, qd = (size_t)m->cfg.heads * d;
   size_t slot = 3 * (size_t)m->cfg.heads * bj->base.keys; /* one position's scores */
-  float scale = (float)(1.0 / __builtin_sqrt((double)d));
+  float scale = attn_scale(m, d);
   tl_par_range(m->cfg.heads, task, n_tasks, &b, &e);
   bj->bad[task] = false;
   for (size_t h = b; h < e;) {
@@ -1261,6 +1295,12 @@ static tl_status silu_up(const run *r, uint32_t l, float *gate, const float *up,
   if (r->m->fast != NULL) {
     for (size_t i = 0; i < inter; i++) row[i] = -gate[i];
     tl_kern_exps_k(r->m->fast, row, 0.0f, inter, row);
+    /* planted: e^x as (1 + x/256)^256, relative error near x^2/512 */
+    for (size_t i = 0; TL_LANE_MUT(TL_LANE_MUT_SILU_APPROX) && i < inter; i++) {
+      float t = 1.0f - gate[i] / 256.0f;
+      for (int k = 0; k < 8; k++) t *= t;
+      row[i] = t;
+    }
     for (size_t i = 0; i < inter; i++) gate[i] = gate[i] / (1.0f + row[i]) * up[i];
   } else {
     for (size_t i = 0; i < inter; i++) {
@@ -1375,7 +1415,8 @@ static tl_status step_attn_norm(const run *r, bufs *b, const layer_ctx *lc, size
   const tl_qwen3_config *c = &r->m->cfg;
   float eps = (r->m->mutations & TL_QWEN3_MUT_RMS_EPS) ? 1e-5f : c->rms_eps;
   size_t H = c->hidden;
-  tl_status st = rmsnorm(&r->m->layers[lc->l].attn_norm, b->x + t * H, lc->xn + t * H, H, eps, row);
+  tl_status st = rmsnorm(&r->m->layers[lc->l].attn_norm, b->x + t * H, lc->xn + t * H, H,
+                         attn_norm_eps(r->m, lc->l, eps), row);
   return st == TL_OK ? emit(r, TL_QWEN3_STAGE_ATTN_NORM, (int32_t)lc->l, token_pos(lc, t),
                             lc->xn + t * H, H, false)
                      : st;

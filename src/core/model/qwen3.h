@@ -76,6 +76,11 @@ typedef struct tl_qwen3 {
   const tl_kern_device *device;
 } tl_qwen3;
 
+/* Row r of w decoded to f32 (w->n values, exact for every type: q8/q4 are
+ * code x scale), from the stored or the packed bytes. TL_ERR_BOUNDS past
+ * the last row, TL_ERR_INVALID_MODEL for bytes that do not decode. */
+tl_status tl_qwen3_weight_row(const tl_qwen3_weight *w, size_t r, float *out);
+
 /* Reads the effective config from the metadata (the "config" map of
  * docs/slm.md) and binds every tensor, checking its shape against the
  * config. TL_ERR_INVALID_MODEL (missing or misshapen tensor, bad config),
