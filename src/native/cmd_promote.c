@@ -20,6 +20,7 @@
 #include "promote_bench.h"
 #include "promote_plan.h"
 #include "promote_receipt.h"
+#include "promote_sign.h"
 #include "receipt.h"
 #include "promote_stats.h"
 #include "verify.h"
@@ -74,9 +75,10 @@ static const char plan_usage[] =
 
 static const char promote_usage[] =
     "usage: tinylm promote PLAN.json --store DIR [--lane scalar|fast] [-t N]\n"
-    "                      [--reuse] [--no-benchmark] [--json]\n"
-    "       tinylm promote show RECEIPT [--store DIR] [--public] [--json]\n"
+    "                      [--reuse] [--no-benchmark] [--sign KEY] [--json]\n"
+    "       tinylm promote show RECEIPT [--store DIR] [--public] [--trust KEY.pub] [--json]\n"
     "       tinylm promote status --store DIR [--plan PLAN] [--artifact MODEL.slm] [--json]\n"
+    "       tinylm promote keygen -o KEY [--force] [--json]\n"
     "  runs every claim of PLAN on its artifact and lane, keeps every raw output\n"
     "  and one comparison receipt per claim in the append-only store DIR, and\n"
     "  writes the promotion receipt: promoted when every claim passed\n"
@@ -86,6 +88,8 @@ static const char promote_usage[] =
     "             the same artifact, build, lane and cases (no inference) when\n"
     "             only their tolerance policy changed\n"
     "  --no-benchmark  skip the plan's benchmark step (no claim depends on it)\n"
+    "  --sign KEY  sign the promotion receipt with KEY (promote keygen): a\n"
+    "             tinylm.signature/1 receipt in the store\n"
     "  exit 0 promoted, 1 not promoted, 2 usage or an unusable plan or store\n";
 
 /* ------------------------------------------------------------------------ */
@@ -651,7 +655,8 @@ static int claim_order(const tl_plan_claim *c) {
 }
 
 int tl_cmd_promote(int argc, char **argv) {
-  const char *plan_path = NULL, *store_dir = NULL, *lane_flag = NULL;
+  const char *plan_path = NULL, *store_dir = NULL, *lane_flag = NULL, *key_path = NULL;
+  tl_sign_key key;
   uint32_t threads = 0;
   bool json = false, reuse = false, mechanical_ok = true, promoted, benchmark = true;
   char err[2048], plan_dir[PATH_MAX], slm_path[PATH_MAX], started[32];
@@ -661,7 +666,7 @@ int tl_cmd_promote(int argc, char **argv) {
   tl_session s;
   bool session_ok = false, bench_ran = false;
   char session_err[1024] = "", bench_err[1024] = "";
-  uint8_t artifact[32], run_id[32], promo_root[32], custody_id[32], bench_id[32];
+  uint8_t artifact[32], run_id[32], promo_root[32], custody_id[32], bench_id[32], sig_root[32];
   tl_claim_result *results = NULL;
   uint8_t(*receipt_ids)[32] = NULL;
   bool *ran = NULL;
@@ -675,6 +680,8 @@ int tl_cmd_promote(int argc, char **argv) {
   if (argc >= 2 && strcmp(argv[1], "show") == 0) return tl_promote_show_main(argc - 1, argv + 1);
   if (argc >= 2 && strcmp(argv[1], "status") == 0)
     return tl_promote_status_main(argc - 1, argv + 1);
+  if (argc >= 2 && strcmp(argv[1], "keygen") == 0)
+    return tl_promote_keygen_main(argc - 1, argv + 1);
   for (int i = 1; i < argc; i++) {
     int u;
     if (strcmp(argv[i], "--help") == 0) {
@@ -687,6 +694,8 @@ int tl_cmd_promote(int argc, char **argv) {
       benchmark = false;
     } else if (strcmp(argv[i], "--store") == 0) {
       if ((u = tl_cli_value(json, argc, argv, &i, &store_dir)) >= 0) return u;
+    } else if (strcmp(argv[i], "--sign") == 0) {
+      if ((u = tl_cli_value(json, argc, argv, &i, &key_path)) >= 0) return u;
     } else if (strcmp(argv[i], "--lane") == 0) {
       if ((u = tl_cli_value(json, argc, argv, &i, &lane_flag)) >= 0) return u;
     } else if (strcmp(argv[i], "-t") == 0 || strcmp(argv[i], "--threads") == 0) {
@@ -703,6 +712,10 @@ int tl_cmd_promote(int argc, char **argv) {
   }
   if (plan_path == NULL || store_dir == NULL)
     return tl_cli_usage(json, "PLAN and --store DIR are required\n%s", promote_usage);
+  /* The key before anything runs: a promotion asked to be signed is not
+   * run only to fail at the end. */
+  if (key_path != NULL && (st = tl_sign_key_read(key_path, &key, err, sizeof err)) != TL_OK)
+    return UNUSABLE(st, "--sign: %s", err);
   if ((st = tl_file_open_regular(plan_path, &pv, err, sizeof err)) != TL_OK)
     return UNUSABLE(st, "%s", err);
   st = tl_plan_parse(pv.data, pv.len, &plan, err, sizeof err);
@@ -912,19 +925,29 @@ int tl_cmd_promote(int argc, char **argv) {
       rc = tl_cli_fail(json, st, "the promotion receipt: %s", err);
       goto done;
     }
+    if (key_path != NULL &&
+        (st = tl_sign_promotion(store, &key, promo_root, sig_root, err, sizeof err)) != TL_OK) {
+      rc = tl_cli_fail(json, st, "signing the promotion: %s", err);
+      goto done;
+    }
   }
   promoted = true;
   for (size_t i = 0; i < plan.n_claims; i++) promoted = promoted && ran[i] && results[i].pass;
   {
-    char root_hex[65], path[PATH_MAX + 80];
+    char root_hex[65], path[PATH_MAX + 80], sig_hex[65], sig_path[PATH_MAX + 80] = "";
     size_t passed = 0;
     tl_hex_encode(promo_root, 32, root_hex);
     snprintf(path, sizeof path, "%s/receipts/%s.cbor", store_dir, root_hex);
+    if (key_path != NULL) {
+      tl_hex_encode(sig_root, 32, sig_hex);
+      snprintf(sig_path, sizeof sig_path, "%s/receipts/%s.cbor", store_dir, sig_hex);
+    }
     for (size_t i = 0; i < plan.n_claims; i++) passed += ran[i] && results[i].pass;
     if (json) {
       json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:O}", "decision",
                             promoted ? "promoted" : "not_promoted", "lane", plan.lane, "receipt",
                             root_hex, "path", path, "claims", out_claims);
+      if (key_path != NULL) json_object_set_new(o, "signature", json_string(sig_path));
       char *text = json_dumps(o, JSON_COMPACT);
       puts(text);
       free(text);
@@ -941,6 +964,7 @@ int tl_cmd_promote(int argc, char **argv) {
                   session_ok ? "a mechanical claim failed" : "the artifact did not open");
       printf("%s: %zu of %zu claims passed on lane %s\npromotion receipt %s\n",
              promoted ? "promoted" : "not promoted", passed, plan.n_claims, plan.lane, path);
+      if (key_path != NULL) printf("signature receipt %s\n", sig_path);
     }
     rc = promoted ? TL_EXIT_OK : TL_EXIT_FAILURE;
   }
@@ -956,5 +980,6 @@ done:
   if (session_ok && !bench_ran) tl_session_close(&s);
   if (store) tl_store_close(store);
   tl_plan_free(&plan);
+  tl_sign_key_clear(&key);
   return rc;
 }

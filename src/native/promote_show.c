@@ -19,6 +19,7 @@
 #include "file.h"
 #include "promote_plan.h"
 #include "promote_receipt.h"
+#include "promote_sign.h"
 #include "promote_store.h"
 #include "receipt.h"
 #include "tool_msg.h"
@@ -286,6 +287,10 @@ static void print_view(FILE *out, const json_t *v, bool promotion) {
   if (promotion)
     fprintf(out, "  run record %s (present, hashes to its name)\n",
             json_string_value(json_object_get(v, "run_record")));
+  if (json_object_get(v, "signature") != NULL)
+    fprintf(out, "  signed by ed25519:%s, the trusted key (signature receipt %s verifies)\n",
+            json_string_value(json_object_get(json_object_get(v, "signature"), "public_key")),
+            json_string_value(json_object_get(json_object_get(v, "signature"), "receipt")));
   json_array_foreach(json_object_get(v, "claims"), i, c) print_claim(out, c);
 }
 
@@ -293,13 +298,16 @@ static void print_view(FILE *out, const json_t *v, bool promotion) {
 /* tinylm promote show                                                      */
 
 static const char show_usage[] =
-    "usage: tinylm promote show RECEIPT [--store DIR] [--public] [--json]\n"
+    "usage: tinylm promote show RECEIPT [--store DIR] [--public] [--trust KEY.pub] [--json]\n"
     "  verifies a promotion (or comparison) receipt and the evidence it\n"
     "  names in the store (default: the store RECEIPT sits in, DIR/receipts/):\n"
     "  every comparison receipt recomputes to the id named and says the\n"
     "  verdict named (else forged_evidence), every observation is present\n"
     "  and hashes to its name (else missing_raw_output)\n"
-    "  --public  only ids, hashes, invariant names, verdicts and stop rules\n";
+    "  --public  only ids, hashes, invariant names, verdicts and stop rules\n"
+    "  --trust KEY.pub  also require a signature over the promotion by that\n"
+    "            key (tinylm promote --sign) that verifies (else\n"
+    "            missing_signature, untrusted_key or bad_signature)\n";
 
 /* STORE when path is STORE/receipts/FILE (buf holds it), else NULL. The
  * path as written when it names a directory: a link in STORE is then the
@@ -364,6 +372,14 @@ static tl_status read_receipt(tl_store *s, const char *path, uint8_t **doc, size
   return TL_OK;
 }
 
+int tl_promote_trust_key(bool json, const char *path, uint8_t pub[32]) {
+  char err[512];
+  tl_status st;
+  if (path == NULL) return 0;
+  st = tl_sign_public_read(path, pub, err, sizeof err);
+  return st == TL_OK ? 0 : tl_cli_usage(json, "--trust: %s", err);
+}
+
 static int refuse(bool json, const finding *f) {
   return tl_cli_fail_with(json, f->status,
                           json_pack("{s:s,s:s}", "rule", f->rule, "claim", f->claim),
@@ -413,8 +429,26 @@ static bool promotion_view(tl_store *s, const json_t *doc, json_t *view, bool pu
   return true;
 }
 
+/* The signature over the promotion (root) by the trusted key: the view
+ * names it, or the finding says why not (promote_sign.h's rules). */
+static bool signed_by(tl_store *s, const uint8_t root[32], const uint8_t trust[32],
+                      json_t *view, finding *f) {
+  const char *rule;
+  uint8_t sig[32];
+  char why[640], sig_hex[65], key_hex[65];
+  tl_status st = tl_sign_trust(s, root, trust, &rule, sig, why, sizeof why);
+  if (st != TL_OK) return found(f, rule, "(signature)", st, "%s", why);
+  tl_hex_encode(sig, 32, sig_hex);
+  tl_hex_encode(trust, 32, key_hex);
+  json_object_set_new(view, "signature", json_pack("{s:s,s:s,s:s}", "receipt", sig_hex,
+                                                   "algorithm", "ed25519", "public_key",
+                                                   key_hex));
+  return true;
+}
+
 int tl_promote_verified_view(const char *path, const char *store_dir, bool json,
-                             bool public_view, json_t **view_out, tl_store **store_out) {
+                             bool public_view, const uint8_t *trust, json_t **view_out,
+                             tl_store **store_out) {
   char store_buf[PATH_MAX], err[512], root_hex[65];
   uint8_t *bytes = NULL;
   size_t len = 0;
@@ -457,7 +491,12 @@ int tl_promote_verified_view(const char *path, const char *store_dir, bool json,
     bool ok;
     if (public_view) json_object_set_new(view, "public", json_true());
     if (kind == TL_RECEIPT_PROMOTION) {
-      ok = promotion_view(s, doc, view, public_view, &f);
+      ok = promotion_view(s, doc, view, public_view, &f) &&
+           (trust == NULL || signed_by(s, root, trust, view, &f));
+    } else if (trust != NULL) {
+      ok = found(&f, TL_TRUST_MISSING, "(signature)", TL_ERR_INVALID_ARGUMENT,
+                 "a comparison receipt is never signed: --trust verifies a promotion's "
+                 "signature");
     } else {
       const char *claim = meta_str(doc, "plan", "claim");
       ok = observations_there(s, doc, claim, &f) && judged_again(s, doc, claim, &f);
@@ -479,8 +518,9 @@ int tl_promote_verified_view(const char *path, const char *store_dir, bool json,
 }
 
 int tl_promote_show_main(int argc, char **argv) {
-  const char *path = NULL, *store_dir = NULL;
+  const char *path = NULL, *store_dir = NULL, *trust_path = NULL;
   bool json = false, public_view = false;
+  uint8_t trust[32];
   json_t *view = NULL;
   tl_store *s = NULL;
   int rc;
@@ -497,6 +537,8 @@ int tl_promote_show_main(int argc, char **argv) {
       public_view = true;
     } else if (strcmp(a, "--store") == 0) {
       if ((r = tl_cli_value(json, argc, argv, &i, &store_dir)) >= 0) return r;
+    } else if (strcmp(a, "--trust") == 0) {
+      if ((r = tl_cli_value(json, argc, argv, &i, &trust_path)) >= 0) return r;
     } else if (a[0] == '-' && a[1] != '\0') {
       return tl_cli_usage(json, "unknown option '%s'\n%s", a, show_usage);
     } else if (path == NULL) {
@@ -506,7 +548,9 @@ int tl_promote_show_main(int argc, char **argv) {
     }
   }
   if (path == NULL) return tl_cli_usage(json, "show needs a RECEIPT\n%s", show_usage);
-  if ((rc = tl_promote_verified_view(path, store_dir, json, public_view, &view, &s)) != 0)
+  if ((rc = tl_promote_trust_key(json, trust_path, trust)) != 0) return rc;
+  if ((rc = tl_promote_verified_view(path, store_dir, json, public_view,
+                                     trust_path ? trust : NULL, &view, &s)) != 0)
     return rc;
   if (json) {
     char *text = json_dumps(view, JSON_COMPACT | JSON_SORT_KEYS);
@@ -660,8 +704,20 @@ static void promotion_ancestors(const json_t *doc, const current *now, json_t *w
   }
 }
 
+/* A signature stands with the promotion it signs: invalidated when that
+ * one is not current (whether it verifies is promote show --trust's). */
+static void signature_ancestors(const json_t *doc, json_t *why, const json_t *by_id) {
+  const json_t *meta = json_object_get(json_array_get(json_object_get(doc, "nodes"), 0),
+                                       "metadata");
+  const char *id = json_string_value(json_object_get(meta, "signed"));
+  const char *s = json_string_value(json_object_get(json_object_get(by_id, id), "status"));
+  if (s == NULL || strcmp(s, "current") != 0)
+    changed(why, "promotion", json_string(id), json_string(s == NULL ? "not in the store" : s));
+}
+
 /* Reads and checks every receipt of the store; comparisons first, so
- * that a promotion can be judged by its comparisons. */
+ * that a promotion can be judged by its comparisons, and signatures
+ * last, by their promotions. */
 static int status_listing(tl_store *s, const current *now, bool json) {
   uint8_t (*ids)[32] = NULL, root[32];
   size_t n = 0, n_current = 0, n_invalid = 0, n_refused = 0;
@@ -674,7 +730,7 @@ static int status_listing(tl_store *s, const current *now, bool json) {
     json_decref(docs);
     return tl_cli_fail(json, st, "%s", err);
   }
-  for (int pass = 0; pass < 2; pass++) {
+  for (int pass = 0; pass < 3; pass++) {
     for (size_t i = 0; i < n; i++) {
       char hex[65];
       uint8_t *bytes = NULL;
@@ -686,9 +742,10 @@ static int status_listing(tl_store *s, const current *now, bool json) {
         st = tl_store_get_receipt(s, ids[i], &bytes, &len, err, sizeof err);
         if (st == TL_OK) st = load_doc(bytes, len, &kind, root, &doc, err, sizeof err);
         free(bytes);
-        if (st == TL_OK && kind != TL_RECEIPT_COMPARISON && kind != TL_RECEIPT_PROMOTION) {
+        if (st == TL_OK && kind != TL_RECEIPT_COMPARISON && kind != TL_RECEIPT_PROMOTION &&
+            kind != TL_RECEIPT_SIGNATURE) {
           st = TL_ERR_INVALID_ARGUMENT;
-          snprintf(err, sizeof err, "not a comparison or promotion receipt");
+          snprintf(err, sizeof err, "not a comparison, promotion or signature receipt");
         }
         if (st == TL_OK && memcmp(root, ids[i], 32) != 0) {
           st = TL_ERR_HASH_MISMATCH;
@@ -711,19 +768,24 @@ static int status_listing(tl_store *s, const current *now, bool json) {
           continue;
         }
         json_object_set_new(docs, hex, doc);
-        if (kind == TL_RECEIPT_PROMOTION) continue;
+        if (kind != TL_RECEIPT_COMPARISON) continue;
       } else {
+        const char *format;
         doc = json_object_get(docs, hex);
         if (doc == NULL || json_object_get(by_id, hex) != NULL) continue;
+        format = json_string_value(json_object_get(doc, "format"));
+        if ((strcmp(format, TL_SIGNATURE_FORMAT) == 0) != (pass == 2)) continue;
       }
       why = json_array();
       entry = json_pack("{s:s,s:s}", "id", hex, "kind",
-                        pass == 0 ? "comparison" : "promotion");
+                        pass == 0 ? "comparison" : pass == 1 ? "promotion" : "signature");
       if (pass == 0) {
         json_object_set(entry, "claim", json_object_get(node_meta(doc, "plan"), "claim"));
         comparison_ancestors(doc, now, why, entry);
-      } else {
+      } else if (pass == 1) {
         promotion_ancestors(doc, now, why, by_id);
+      } else {
+        signature_ancestors(doc, why, by_id);
       }
       json_object_set_new(entry, "status",
                           json_string(json_array_size(why) ? "invalidated" : "current"));
