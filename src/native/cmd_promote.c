@@ -528,17 +528,6 @@ static int unusable(int rc) {
   return TL_EXIT_USAGE;
 }
 
-/* A node of a receipt read back as JSON ({"nodes": [{"type", "metadata"}]}). */
-static const json_t *node_meta(const json_t *doc, const char *type) {
-  size_t i;
-  json_t *n;
-  json_array_foreach(json_object_get(doc, "nodes"), i, n) {
-    const char *t = json_string_value(json_object_get(n, "type"));
-    if (t != NULL && strcmp(t, type) == 0) return json_object_get(n, "metadata");
-  }
-  return NULL;
-}
-
 static bool text_is(const json_t *o, const char *key, const char *want) {
   const char *v = json_string_value(json_object_get(o, key));
   return v != NULL && want != NULL && strcmp(v, want) == 0;
@@ -562,10 +551,10 @@ static bool find_reusable(tl_store *store, const tl_promote_runtime *rt, const t
     if (tl_store_get_receipt(store, ids[i], &doc, &len, err, sizeof err) != TL_OK) continue;
     if (tl_graph_receipt_check(doc, len, "tinylm.comparison/1", root, err, sizeof err) == TL_OK &&
         memcmp(root, ids[i], 32) == 0 && tl_cbor_to_json(doc, len, &j, err, sizeof err) == TL_OK) {
-      runtime = node_meta(j, "runtime");
-      plan = node_meta(j, "plan");
-      evidence = node_meta(j, "evidence");
-      artifact = node_meta(j, "artifact");
+      runtime = tl_json_node_meta(j, "runtime");
+      plan = tl_json_node_meta(j, "plan");
+      evidence = tl_json_node_meta(j, "evidence");
+      artifact = tl_json_node_meta(j, "artifact");
       cases = json_object_get(evidence, "cases");
       found = text_is(artifact, "artifact_id", art) && text_is(runtime, "build_id", rt->build_id) &&
               text_is(runtime, "backend", rt->backend) && text_is(plan, "claim", cl->name) &&

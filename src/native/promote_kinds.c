@@ -39,16 +39,6 @@ tl_status tl_claim_observe_judge(const tl_claim_kind *k, tl_claim_ctx *c, tl_cla
 /* ------------------------------------------------------------------------ */
 /* A reader's judgement                                                     */
 
-static const json_t *node_meta(const json_t *doc, const char *type) {
-  size_t i;
-  json_t *n;
-  json_array_foreach(json_object_get(doc, "nodes"), i, n) {
-    const char *t = json_string_value(json_object_get(n, "type"));
-    if (t != NULL && strcmp(t, type) == 0) return json_object_get(n, "metadata");
-  }
-  return NULL;
-}
-
 static const char *hex_of(const uint8_t id[32], char hex[65]) {
   tl_hex_encode(id, 32, hex);
   return hex;
@@ -56,7 +46,7 @@ static const char *hex_of(const uint8_t id[32], char hex[65]) {
 
 /* Where the judgement and the receipt differ ("" when they agree). */
 static void compare(const tl_claim_result *r, const json_t *cmp, char *why, size_t cap) {
-  const json_t *root = node_meta(cmp, "comparison"), *ev = node_meta(cmp, "evidence");
+  const json_t *root = tl_json_node_meta(cmp, "comparison"), *ev = tl_json_node_meta(cmp, "evidence");
   const json_t *cases = json_object_get(ev, "cases"), *obs = json_object_get(ev, "observations");
   const char *verdict = json_string_value(json_object_get(root, "verdict"));
   const char *rule = json_string_value(json_object_get(root, "stop_rule"));
@@ -106,8 +96,8 @@ static void compare(const tl_claim_result *r, const json_t *cmp, char *why, size
 
 tl_status tl_claim_rejudge(tl_store *store, const json_t *cmp, const char **rule, char *err,
                            size_t err_cap) {
-  const json_t *plan_meta = node_meta(cmp, "plan"), *root = node_meta(cmp, "comparison");
-  const json_t *obs = json_object_get(node_meta(cmp, "evidence"), "observations");
+  const json_t *plan_meta = tl_json_node_meta(cmp, "plan"), *root = tl_json_node_meta(cmp, "comparison");
+  const json_t *obs = json_object_get(tl_json_node_meta(cmp, "evidence"), "observations");
   const char *name = json_string_value(json_object_get(plan_meta, "claim"));
   const char *kind_name = json_string_value(json_object_get(plan_meta, "kind"));
   const tl_claim_kind *kind = tl_claim_kind_find(kind_name);

@@ -28,17 +28,6 @@
 /* ------------------------------------------------------------------------ */
 /* Reading verified receipts                                                */
 
-/* The metadata of a verified receipt's node of type (NULL when none). */
-static json_t *node_meta(const json_t *doc, const char *type) {
-  size_t i;
-  json_t *n;
-  json_array_foreach(json_object_get(doc, "nodes"), i, n) {
-    if (strcmp(json_string_value(json_object_get(n, "type")), type) == 0)
-      return json_object_get(n, "metadata");
-  }
-  return NULL;
-}
-
 static json_t *node_of(const json_t *doc, const char *type) {
   size_t i;
   json_t *n;
@@ -49,7 +38,7 @@ static json_t *node_of(const json_t *doc, const char *type) {
 }
 
 static const char *meta_str(const json_t *doc, const char *type, const char *key) {
-  return json_string_value(json_object_get(node_meta(doc, type), key));
+  return json_string_value(json_object_get(tl_json_node_meta(doc, type), key));
 }
 
 /* A receipt's bytes checked (tl_receipt_check) and as JSON; kind and root
@@ -92,7 +81,7 @@ static bool observations_there(tl_store *s, const json_t *cmp, const char *claim
                                finding *f) {
   size_t i;
   json_t *o;
-  json_array_foreach(json_object_get(node_meta(cmp, "evidence"), "observations"), i, o) {
+  json_array_foreach(json_object_get(tl_json_node_meta(cmp, "evidence"), "observations"), i, o) {
     uint8_t id[32], *bytes = NULL;
     size_t len = 0;
     char err[512];
@@ -153,9 +142,9 @@ static bool comparison_named(tl_store *s, const json_t *promo, const json_t *ent
     return found(f, TL_RULE_FORGED, claim, TL_ERR_CONFLICT,
                  "comparison receipt %s is the claim '%s'", id_hex,
                  meta_str(*cmp, "plan", "claim"));
-  if (!same_json(json_object_get(node_meta(*cmp, "comparison"), "verdict"),
+  if (!same_json(json_object_get(tl_json_node_meta(*cmp, "comparison"), "verdict"),
                  json_object_get(entry, "verdict")) ||
-      !same_json(json_object_get(node_meta(*cmp, "comparison"), "stop_rule"),
+      !same_json(json_object_get(tl_json_node_meta(*cmp, "comparison"), "stop_rule"),
                  json_object_get(entry, "stop_rule")))
     return found(f, TL_RULE_FORGED, claim, TL_ERR_CONFLICT,
                  "comparison receipt %s says %s, the promotion says %s", id_hex,
@@ -185,8 +174,8 @@ static const char *const private_fields[] = {"oracle", "summary", "first_diverge
 static json_t *claim_view(const char *claim, const char *receipt_id, const json_t *cmp,
                           bool public_view) {
   json_t *v = json_pack("{s:s}", "claim", claim);
-  json_t *plan = node_meta(cmp, "plan"), *policy = node_meta(cmp, "policy");
-  json_t *ev = node_meta(cmp, "evidence"), *root = node_meta(cmp, "comparison");
+  json_t *plan = tl_json_node_meta(cmp, "plan"), *policy = tl_json_node_meta(cmp, "policy");
+  json_t *ev = tl_json_node_meta(cmp, "evidence"), *root = tl_json_node_meta(cmp, "comparison");
   if (v == NULL) return NULL;
   json_object_set_new(v, "receipt_id", json_string(receipt_id));
   json_object_update(v, root);
@@ -202,12 +191,12 @@ static json_t *claim_view(const char *claim, const char *receipt_id, const json_
 }
 
 static json_t *header_view(const json_t *doc, const char *root_hex, const char *store) {
-  json_t *rt = node_meta(doc, "runtime");
+  json_t *rt = tl_json_node_meta(doc, "runtime");
   return json_pack("{s:s,s:s,s:b,s:s?,s:O,s:O,s:O}", "receipt", root_hex, "format",
                    json_string_value(json_object_get(doc, "format")), "verified", 1,
                    "store", store, "artifact_id",
-                   json_object_get(node_meta(doc, "artifact"), "artifact_id"), "runtime",
-                   rt, "plan_id", json_object_get(node_meta(doc, "plan"), "plan_id"));
+                   json_object_get(tl_json_node_meta(doc, "artifact"), "artifact_id"), "runtime",
+                   rt, "plan_id", json_object_get(tl_json_node_meta(doc, "plan"), "plan_id"));
 }
 
 static void print_text_field(FILE *out, const json_t *v, const char *label,
@@ -390,9 +379,9 @@ static int refuse(bool json, const finding *f) {
  * finding). */
 static bool promotion_view(tl_store *s, const json_t *doc, json_t *view, bool public_view,
                            finding *f) {
-  json_t *claims = json_array(), *plan = node_meta(doc, "plan");
-  json_t *receipts = json_object_get(node_meta(doc, "comparisons"), "receipts");
-  json_t *root = node_meta(doc, "promotion"), *name;
+  json_t *claims = json_array(), *plan = tl_json_node_meta(doc, "plan");
+  json_t *receipts = json_object_get(tl_json_node_meta(doc, "comparisons"), "receipts");
+  json_t *root = tl_json_node_meta(doc, "promotion"), *name;
   uint8_t run[32], *bytes = NULL;
   size_t i, next = 0, len = 0;
   char err[512];
@@ -607,7 +596,7 @@ static const tl_plan_claim *plan_claim(const tl_plan *p, const char *name) {
 
 /* The ancestors both kinds name: artifact, build, lane. */
 static void common_ancestors(const json_t *doc, const current *now, json_t *why) {
-  const json_t *rt = node_meta(doc, "runtime");
+  const json_t *rt = tl_json_node_meta(doc, "runtime");
   const char *artifact = meta_str(doc, "artifact", "artifact_id");
   if (now->has_artifact && strcmp(artifact, now->artifact) != 0)
     changed(why, "artifact", json_string(artifact), json_string(now->artifact));
@@ -625,7 +614,7 @@ static void comparison_ancestors(const json_t *doc, const current *now, json_t *
                                  json_t *entry) {
   const char *name = meta_str(doc, "plan", "claim");
   const tl_plan_claim *c;
-  json_t *policy = node_meta(doc, "policy"), *cases, *ids, *x;
+  json_t *policy = tl_json_node_meta(doc, "policy"), *cases, *ids, *x;
   const char *tol;
   size_t i;
   bool same_cases;
@@ -641,7 +630,7 @@ static void comparison_ancestors(const json_t *doc, const current *now, json_t *
                                     "level", meta_str(doc, "plan", "level")),
             json_pack("{s:s,s:s}", "kind", c->kind, "level", c->level));
   /* The cases: the same content ids in the same order. */
-  cases = json_object_get(node_meta(doc, "evidence"), "cases");
+  cases = json_object_get(tl_json_node_meta(doc, "evidence"), "cases");
   same_cases = json_array_size(cases) == c->n_cases;
   for (i = 0; same_cases && i < c->n_cases; i++) {
     char hex[65];
@@ -693,7 +682,7 @@ static void promotion_ancestors(const json_t *doc, const current *now, json_t *w
   if (now->plan != NULL && strcmp(meta_str(doc, "plan", "plan_id"), now->plan_id) != 0)
     changed(why, "plan", json_string(meta_str(doc, "plan", "plan_id")),
             json_string(now->plan_id));
-  json_array_foreach(json_object_get(node_meta(doc, "comparisons"), "receipts"), i, e) {
+  json_array_foreach(json_object_get(tl_json_node_meta(doc, "comparisons"), "receipts"), i, e) {
     const char *id = json_string_value(json_object_get(e, "receipt_id"));
     const json_t *st = json_object_get(statuses, id);
     const char *s = json_string_value(json_object_get(st, "status"));
@@ -707,8 +696,7 @@ static void promotion_ancestors(const json_t *doc, const current *now, json_t *w
 /* A signature stands with the promotion it signs: invalidated when that
  * one is not current (whether it verifies is promote show --trust's). */
 static void signature_ancestors(const json_t *doc, json_t *why, const json_t *by_id) {
-  const json_t *meta = json_object_get(json_array_get(json_object_get(doc, "nodes"), 0),
-                                       "metadata");
+  const json_t *meta = tl_json_node_meta(doc, "signature");
   const char *id = json_string_value(json_object_get(meta, "signed"));
   const char *s = json_string_value(json_object_get(json_object_get(by_id, id), "status"));
   if (s == NULL || strcmp(s, "current") != 0)
@@ -757,7 +745,7 @@ static int status_listing(tl_store *s, const current *now, bool json) {
           char reason[400];
           if ((st = tl_claim_rejudge(s, doc, &rule, reason, sizeof reason)) != TL_OK)
             snprintf(err, sizeof err, "%s: claim '%s': %s", rule,
-                     json_string_value(json_object_get(node_meta(doc, "plan"), "claim")),
+                     json_string_value(json_object_get(tl_json_node_meta(doc, "plan"), "claim")),
                      reason);
         }
         if (st != TL_OK) {
@@ -780,7 +768,7 @@ static int status_listing(tl_store *s, const current *now, bool json) {
       entry = json_pack("{s:s,s:s}", "id", hex, "kind",
                         pass == 0 ? "comparison" : pass == 1 ? "promotion" : "signature");
       if (pass == 0) {
-        json_object_set(entry, "claim", json_object_get(node_meta(doc, "plan"), "claim"));
+        json_object_set(entry, "claim", json_object_get(tl_json_node_meta(doc, "plan"), "claim"));
         comparison_ancestors(doc, now, why, entry);
       } else if (pass == 1) {
         promotion_ancestors(doc, now, why, by_id);

@@ -209,7 +209,7 @@ tl_status tl_sign_promotion(tl_store *s, const tl_sign_key *k, const uint8_t roo
 static const json_t *signature_meta(const json_t *doc) {
   const char *format = json_string_value(json_object_get(doc, "format"));
   if (format == NULL || strcmp(format, TL_SIGNATURE_FORMAT) != 0) return NULL;
-  return json_object_get(json_array_get(json_object_get(doc, "nodes"), 0), "metadata");
+  return tl_json_node_meta(doc, "signature");
 }
 
 /* One receipt of the store over root: 1 verified by pub, 0 another key's,

@@ -53,6 +53,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
 sys.path.insert(0, HERE)
 from checks import check, summary  # noqa: E402
 from forged_test import enc, leaf_paths, node_id, rehash  # noqa: E402
+from tiny_plan import tiny_plan  # noqa: E402
 
 SECRET = "SECRET-CASE-TEXT: the user's own prompt"
 
@@ -518,21 +519,10 @@ def ancestors(r):
 def tiny_promotion():
     """A plan of the synthetic tiny model (artifact, eos, replay and a
     10-seed stochastic claim) and the store tinylm promote made of it."""
-    hf, slm = os.path.join(WORK, "hf"), os.path.join(WORK, "tiny.slm")
-    full = os.path.join(WORK, "full.plan.json")
-    for args in (("synth", "--config", "tiny", "--seed", "1", "-o", hf),
-                 ("convert", hf, "-o", slm),
-                 ("plan", "init", slm, "-o", full, "--no-benchmark")):
-        p = tinylm(*args)
-        if not check(f"tinylm {args[0]} {args[1]}", p.returncode == 0, p.stderr[-2000:]):
-            return None
-    with open(full) as f:
-        doc = json.load(f)
-    doc["claims"] = [c for c in doc["claims"]
-                     if c["kind"] in ("artifact", "eos", "replay", "stochastic")]
-    for c in doc["claims"]:
-        if c["kind"] == "stochastic":
-            c["design"]["seeds"]["count"] = 10
+    made = tiny_plan(tinylm, WORK, ("artifact", "eos", "replay", "stochastic"), seeds=10)
+    if made is None:
+        return None
+    doc = made[1]
     store = os.path.join(WORK, "status-store")
     plan = write_plan(doc)
     p = subprocess.run([TINYLM, "promote", plan, "--store", store, "--json"],

@@ -37,6 +37,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
 sys.path.insert(0, HERE)
 from checks import check, summary  # noqa: E402
 from forged_test import enc, rehash  # noqa: E402
+from tiny_plan import tiny_plan  # noqa: E402
 
 
 def tinylm(*args):
@@ -101,23 +102,6 @@ def test_keygen():
           p.returncode == 0 and forced != secret and
           stat.S_IMODE(os.stat(k).st_mode) == 0o600, text(p))
     keygen(os.path.join(WORK, "k2"))
-
-
-def tiny_plan():
-    hf, slm = os.path.join(WORK, "hf"), os.path.join(WORK, "tiny.slm")
-    full, plan = os.path.join(WORK, "full.plan.json"), os.path.join(WORK, "plan.json")
-    for args in (("synth", "--config", "tiny", "--seed", "1", "-o", hf),
-                 ("convert", hf, "-o", slm),
-                 ("plan", "init", slm, "-o", full, "--no-benchmark")):
-        p = tinylm(*args)
-        if not check(f"tinylm {args[0]} {args[1]}", p.returncode == 0, text(p)[-2000:]):
-            return None
-    with open(full) as f:
-        doc = json.load(f)
-    doc["claims"] = [c for c in doc["claims"] if c["kind"] in ("artifact", "eos")]
-    with open(plan, "w") as f:
-        json.dump(doc, f, indent=1)
-    return plan
 
 
 def node(doc, t):
@@ -260,8 +244,9 @@ def main():
     shutil.rmtree(WORK, ignore_errors=True)
     os.makedirs(WORK)
     test_keygen()
-    plan = tiny_plan()
-    if plan is not None:
+    made = tiny_plan(tinylm, WORK, ("artifact", "eos"))
+    if made is not None:
+        plan = made[0]
         for test in (test_signed, test_bad_keys):
             try:
                 test(plan)
