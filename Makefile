@@ -66,9 +66,10 @@ LAYER_INC = $(ALL_INC)
 CFLAGS = -std=c11 $(CFG_FLAGS) $(WARN) $(NUMERICS) $(LAYER_INC) -MMD -MP
 LDFLAGS := $(filter -fsanitize=%,$(CFG_FLAGS))
 # What the CLI and the tools link beside the library (which needs only
-# libc, libm and pthreads: LIB_LDLIBS).
+# libc, libm and pthreads: LIB_LDLIBS). libsodium: Ed25519 for signed
+# promotions (src/native/promote_sign.c), the CLI's alone.
 LIB_LDLIBS := -lm -lpthread
-LDLIBS := -ljansson -ledit -lcurl -lmicrohttpd $(LIB_LDLIBS)
+LDLIBS := -ljansson -ledit -lcurl -lmicrohttpd -lsodium $(LIB_LDLIBS)
 
 # --- sources -----------------------------------------------------------------
 # Kernels with ISA-specific twins are named *_<isa>.c and compiled with only

@@ -13,7 +13,8 @@ flock 9
 # Debian packages: compilers and wasm linker, the sanitizer/libFuzzer
 # runtime, wabt (wasm opcode check), the differential oracles (b3sum,
 # python3-cbor2, python3-jinja2), jansson (JSON in the native tools), libcurl
-# (tinylm pull), openssl (a certificate for the pull test's https hub),
+# (tinylm pull), libsodium (Ed25519 for tinylm promote --sign and
+# promote show --trust), openssl (a certificate for the pull test's https hub),
 # libmicrohttpd (the HTTP server under tinylm serve), strace (the convert test
 # counts input opens) and unicode-data (UCD files for the generated Unicode
 # tables), GNU time (peak RSS in make bench),
@@ -31,7 +32,7 @@ flock 9
 # openai 6.x client (package-lock.json) drives tests/serve.
 packages=(gcc make clang lld libclang-rt-14-dev wabt nodejs b3sum
           python3 python3-cbor2 python3-jinja2 python3-numpy python3-scipy libblas3 libjansson-dev
-          libcurl4-openssl-dev libmicrohttpd-dev openssl strace
+          libcurl4-openssl-dev libmicrohttpd-dev libsodium-dev openssl strace
           libedit-dev unicode-data time pkgconf
           gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static chromium
           mesa-vulkan-drivers libvulkan1)

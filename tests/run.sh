@@ -181,6 +181,16 @@ run_stage promote-stats /usr/bin/python3 tests/promote/stats_scipy.py build/gcc/
 # promote's receipts: an independent writer's, forged ones refused, status.
 run_stage promote-receipts /usr/bin/python3 tests/receipt/promote_forged_test.py build/asan/tinylm \
   build/test-work/promote-receipts
+# Verdicts judged again from the raw evidence: a real promotion, forged
+# three ways with every id recomputed (~1 min with build/gcc; longer
+# under ASan).
+run_stage promote-rejudge /usr/bin/python3 tests/receipt/promote_rejudge_test.py \
+  build/asan/tinylm build/test-work/promote-rejudge
+# Signed promotions: keygen, promote --sign, promote show / report --trust
+# with the right key, another key, a flipped byte in place and with ids
+# recomputed, an edited or unsigned promotion (~6 s).
+run_stage promote-sign /usr/bin/python3 tests/receipt/promote_sign_test.py build/gcc/tinylm \
+  build/test-work/promote-sign
 # The store's custody (links, owners, modes, index lines naming paths)
 # and the build id (the executable's SHA-256), on a tiny model (~10 s).
 run_stage promote-custody /usr/bin/python3 tests/receipt/promote_custody_test.py build/gcc/tinylm \

@@ -233,6 +233,12 @@ SCHEMA(prom_root, {"decision", K_TEXT, false, NULL},
        {"stop_rules", K_MAPS, false, &prom_stop_rule},
        {"run_record", K_DIGEST, false, NULL});
 
+/* tinylm.signature/1 (src/native/promote_sign.c): one node, a key's
+ * Ed25519 signature over a promotion's root id. */
+SCHEMA(sig_root, {"signed", K_DIGEST, false, NULL},
+       {"signed_format", K_TEXT, false, NULL}, {"algorithm", K_TEXT, false, NULL},
+       {"public_key", K_DIGEST, false, NULL}, {"signature", K_BYTES, false, NULL});
+
 /* The node types of tinylm.receipt/1, their metadata and their children's
  * types (emit_meta and tl_run_receipt below write them). */
 typedef struct node_type {
@@ -292,6 +298,8 @@ static const node_type prom_types[5] = {
     {"plan", &prom_plan, {0}, 0},
     {"comparisons", &prom_comparisons, {0}, 0},
     {"promotion", &prom_root, {0, 1, 2, 3}, 4}};
+
+static const node_type sig_types[1] = {{"signature", &sig_root, {0}, 0}};
 
 /* ------------------------------------------------------------------------ */
 /* The writer                                                               */
@@ -1035,14 +1043,9 @@ static bool known_rule(const char *s, size_t len) {
 /* A claim kind's level (docs/promotion.md, the table of kinds); NULL for
  * a kind outside it. */
 static const char *kind_level(const char *s, size_t len) {
-  static const char *const kinds[][2] = {
-      {"artifact", "mechanical"},   {"source_binding", "mechanical"},
-      {"independent_reader", "mechanical"},
-      {"tokenizer", "mechanical"},  {"template", "mechanical"},
-      {"eos", "mechanical"},        {"sampler", "mechanical"},
-      {"forward", "numerical"},     {"greedy", "numerical"},
-      {"replay", "numerical"},      {"multiturn", "multiturn"},
-      {"stochastic", "stochastic"}};
+#define KIND_LEVEL(kind, level) {#kind, #level},
+  static const char *const kinds[][2] = {TL_CLAIM_KINDS(KIND_LEVEL)};
+#undef KIND_LEVEL
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
     if (tl_cbor_text_is(s, len, kinds[i][0])) return kinds[i][1];
   return NULL;
@@ -1291,6 +1294,28 @@ typedef struct graph_format {
   tl_status (*consistent)(checker *c, const seen_node *nodes, size_t n);
 } graph_format;
 
+/* A signature receipt says what it signs and how: a promotion, Ed25519,
+ * 64 signature bytes. Whether the signature verifies is the reader's
+ * (promote show --trust): the check needs no key. */
+static tl_status signature_consistent(checker *c, const seen_node *nodes, size_t n) {
+  const char *s;
+  size_t len;
+  const uint8_t *sig;
+  tl_cbor_reader r;
+  (void)n;
+  meta_text(&nodes[0], "signed_format", &s, &len);
+  if (!tl_cbor_text_is(s, len, TL_PROMOTION_FORMAT))
+    return bad(c, "nodes[0] (signature).metadata.signed_format", "not " TL_PROMOTION_FORMAT);
+  meta_text(&nodes[0], "algorithm", &s, &len);
+  if (!tl_cbor_text_is(s, len, "ed25519"))
+    return bad(c, "nodes[0] (signature).metadata.algorithm", "not ed25519");
+  tl_cbor_reader_init(&r, nodes[0].meta, nodes[0].meta_len, NULL);
+  if (tl_cbor_map_find(&r, "signature") != TL_OK ||
+      tl_cbor_expect_bytes(&r, &sig, &len) != TL_OK || len != 64)
+    return bad(c, "nodes[0] (signature).metadata.signature", "expected 64 bytes");
+  return TL_OK;
+}
+
 static const graph_format run_format = {RUN_FORMAT, node_types, N_NODES,
                                         &timings, true, NULL};
 static const graph_format acq_format = {"tinylm.acquisition/1", acq_types, 6,
@@ -1301,8 +1326,10 @@ static const graph_format cmp_format = {TL_COMPARISON_FORMAT, cmp_types, 6, NULL
                                         false, comparison_consistent};
 static const graph_format prom_format = {TL_PROMOTION_FORMAT, prom_types, 5, NULL,
                                          false, promotion_consistent};
+static const graph_format sig_format = {TL_SIGNATURE_FORMAT, sig_types, 1, NULL, false,
+                                        signature_consistent};
 static const graph_format *const graph_formats[] = {
-    &acq_format, &drift_format, &cmp_format, &prom_format};
+    &acq_format, &drift_format, &cmp_format, &prom_format, &sig_format};
 
 static tl_status check_graph(checker *c, const graph_format *gf,
                              uint8_t root[32]) {
@@ -1448,6 +1475,7 @@ tl_status tl_receipt_check(const uint8_t *doc, size_t len,
         capability = tl_cbor_text_is(v, vlen, CAPABILITY_FORMAT);
         promote = tl_cbor_text_is(v, vlen, TL_COMPARISON_FORMAT)  ? &cmp_format
                   : tl_cbor_text_is(v, vlen, TL_PROMOTION_FORMAT) ? &prom_format
+                  : tl_cbor_text_is(v, vlen, TL_SIGNATURE_FORMAT) ? &sig_format
                                                                   : NULL;
       }
     }
@@ -1464,7 +1492,9 @@ tl_status tl_receipt_check(const uint8_t *doc, size_t len,
     return check_capability(&c, root);
   }
   if (promote != NULL) {
-    *kind = promote == &cmp_format ? TL_RECEIPT_COMPARISON : TL_RECEIPT_PROMOTION;
+    *kind = promote == &cmp_format    ? TL_RECEIPT_COMPARISON
+            : promote == &prom_format ? TL_RECEIPT_PROMOTION
+                                      : TL_RECEIPT_SIGNATURE;
     return check_graph(&c, promote, root);
   }
   if (run) {

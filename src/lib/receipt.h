@@ -69,6 +69,27 @@ tl_status tl_run_receipt(const tl_run_facts *f, uint8_t **doc, size_t *len,
  * promote_receipt.c, checked here). */
 #define TL_COMPARISON_FORMAT "tinylm.comparison/1"
 #define TL_PROMOTION_FORMAT "tinylm.promotion/1"
+/* A signature over a promotion's root (tinylm promote --sign). */
+#define TL_SIGNATURE_FORMAT "tinylm.signature/1"
+
+/* The claim kinds of docs/promotion.md and the level each belongs to: the
+ * one list the receipt check (here), the plan reader and the table of
+ * runners and judges (src/native/promote_kinds.c) expand, X(kind, level).
+ * A new kind is one line here and its runner tl_claim_KIND and judge
+ * tl_judge_KIND in src/native. */
+#define TL_CLAIM_KINDS(X)                                                        \
+  X(artifact, mechanical)                                                        \
+  X(source_binding, mechanical)                                                  \
+  X(independent_reader, mechanical)                                              \
+  X(tokenizer, mechanical)                                                       \
+  X(template, mechanical)                                                        \
+  X(eos, mechanical)                                                             \
+  X(sampler, mechanical)                                                         \
+  X(forward, numerical)                                                          \
+  X(greedy, numerical)                                                           \
+  X(replay, numerical)                                                           \
+  X(multiturn, multiturn)                                                        \
+  X(stochastic, stochastic)
 
 typedef enum tl_receipt_kind {
   TL_RECEIPT_RUN,        /* tinylm.receipt/1: a hash graph under root */
@@ -76,7 +97,8 @@ typedef enum tl_receipt_kind {
   TL_RECEIPT_CAPABILITY, /* tinylm.capability-receipt/1 (the browser loader's):
                             one node, its id the root */
   TL_RECEIPT_COMPARISON, /* tinylm.comparison/1: one claim's verdict */
-  TL_RECEIPT_PROMOTION   /* tinylm.promotion/1: the decision over the claims */
+  TL_RECEIPT_PROMOTION,  /* tinylm.promotion/1: the decision over the claims */
+  TL_RECEIPT_SIGNATURE   /* tinylm.signature/1: a key's signature over a promotion */
 } tl_receipt_kind;
 
 /* Checks a receipt file and says which kind it is. A run receipt is

@@ -1570,17 +1570,6 @@ void tl_pull_report_free(tl_pull_report *r) {
 /* ------------------------------------------------------------------------ */
 /* Reading a receipt back                                                   */
 
-static json_t *node_meta(json_t *doc, const char *type) {
-  size_t i;
-  json_t *n;
-  json_array_foreach(json_object_get(doc, "nodes"), i, n) {
-    const char *ty = json_string_value(json_object_get(n, "type"));
-    if (ty != NULL && strcmp(ty, type) == 0)
-      return json_object_get(n, "metadata");
-  }
-  return NULL;
-}
-
 tl_status tl_acq_graph_verify(const uint8_t *doc, size_t len,
                               const char *format, uint8_t root[32],
                               json_t **out, char *err, size_t cap) {
@@ -1699,8 +1688,8 @@ tl_status tl_acq_receipt_read(const char *path, tl_acq_receipt *r, char *err,
     snprintf(err + len, cap - len, " (%s)", path);
     return st;
   }
-  r->source = node_meta(r->doc, "source");
-  r->files = json_object_get(node_meta(r->doc, "files"), "files");
+  r->source = tl_json_node_meta(r->doc, "source");
+  r->files = json_object_get(tl_json_node_meta(r->doc, "files"), "files");
   /* The schema has typed every field; the values are checked here as pull
    * checks the Hub's (a receipt is read like any other input). */
   {

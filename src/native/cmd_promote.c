@@ -20,6 +20,7 @@
 #include "promote_bench.h"
 #include "promote_plan.h"
 #include "promote_receipt.h"
+#include "promote_sign.h"
 #include "receipt.h"
 #include "verify.h"
 
@@ -82,9 +83,10 @@ static const char plan_usage[] =
 
 static const char promote_usage[] =
     "usage: tinylm promote PLAN.json --store DIR [--lane scalar|fast] [-t N]\n"
-    "                      [--reuse] [--no-benchmark] [--progress] [--json]\n"
-    "       tinylm promote show RECEIPT [--store DIR] [--public] [--json]\n"
+    "                      [--reuse] [--no-benchmark] [--progress] [--sign KEY] [--json]\n"
+    "       tinylm promote show RECEIPT [--store DIR] [--public] [--trust KEY.pub] [--json]\n"
     "       tinylm promote status --store DIR [--plan PLAN] [--artifact MODEL.slm] [--json]\n"
+    "       tinylm promote keygen -o KEY [--force] [--json]\n"
     "  runs every claim of PLAN on its artifact and lane, keeps every raw output\n"
     "  and one comparison receipt per claim in the append-only store DIR, and\n"
     "  writes the promotion receipt: promoted when every claim passed\n"
@@ -96,6 +98,8 @@ static const char promote_usage[] =
     "  --no-benchmark  skip the plan's benchmark step (no claim depends on it)\n"
     "  --progress the stochastic claim's progress and ETA also when stderr is\n"
     "             not a terminal\n"
+    "  --sign KEY  sign the promotion receipt with KEY (promote keygen): a\n"
+    "             tinylm.signature/1 receipt in the store\n"
     "  exit 0 promoted, 1 not promoted, 2 usage or an unusable plan or store\n";
 
 /* ------------------------------------------------------------------------ */
@@ -548,38 +552,6 @@ static int unusable(int rc) {
   return TL_EXIT_USAGE;
 }
 
-static tl_claim_runner runner_for(const char *kind) {
-  static const struct {
-    const char *kind;
-    tl_claim_runner run;
-  } runners[] = {{"artifact", tl_claim_artifact},
-                 {"source_binding", tl_claim_source_binding},
-                 {"independent_reader", tl_claim_independent_reader},
-                 {"tokenizer", tl_claim_tokenizer},
-                 {"template", tl_claim_template},
-                 {"eos", tl_claim_eos},
-                 {"sampler", tl_claim_sampler},
-                 {"forward", tl_claim_forward},
-                 {"greedy", tl_claim_greedy},
-                 {"replay", tl_claim_replay},
-                 {"multiturn", tl_claim_multiturn},
-                 {"stochastic", tl_claim_stochastic}};
-  for (size_t i = 0; i < sizeof runners / sizeof runners[0]; i++)
-    if (strcmp(runners[i].kind, kind) == 0) return runners[i].run;
-  return NULL;
-}
-
-/* A node of a receipt read back as JSON ({"nodes": [{"type", "metadata"}]}). */
-static const json_t *node_meta(const json_t *doc, const char *type) {
-  size_t i;
-  json_t *n;
-  json_array_foreach(json_object_get(doc, "nodes"), i, n) {
-    const char *t = json_string_value(json_object_get(n, "type"));
-    if (t != NULL && strcmp(t, type) == 0) return json_object_get(n, "metadata");
-  }
-  return NULL;
-}
-
 static bool text_is(const json_t *o, const char *key, const char *want) {
   const char *v = json_string_value(json_object_get(o, key));
   return v != NULL && want != NULL && strcmp(v, want) == 0;
@@ -603,10 +575,10 @@ static bool find_reusable(tl_store *store, const tl_promote_runtime *rt, const t
     if (tl_store_get_receipt(store, ids[i], &doc, &len, err, sizeof err) != TL_OK) continue;
     if (tl_graph_receipt_check(doc, len, "tinylm.comparison/1", root, err, sizeof err) == TL_OK &&
         memcmp(root, ids[i], 32) == 0 && tl_cbor_to_json(doc, len, &j, err, sizeof err) == TL_OK) {
-      runtime = node_meta(j, "runtime");
-      plan = node_meta(j, "plan");
-      evidence = node_meta(j, "evidence");
-      artifact = node_meta(j, "artifact");
+      runtime = tl_json_node_meta(j, "runtime");
+      plan = tl_json_node_meta(j, "plan");
+      evidence = tl_json_node_meta(j, "evidence");
+      artifact = tl_json_node_meta(j, "artifact");
       cases = json_object_get(evidence, "cases");
       found = text_is(artifact, "artifact_id", art) && text_is(runtime, "build_id", rt->build_id) &&
               text_is(runtime, "backend", rt->backend) && text_is(plan, "claim", cl->name) &&
@@ -634,13 +606,13 @@ static bool find_reusable(tl_store *store, const tl_promote_runtime *rt, const t
 static tl_status run_claim(tl_claim_ctx *c, const tl_plan_claim *cl, bool reuse,
                            const tl_promote_runtime *rt, tl_claim_result *res, uint32_t *attempt,
                            json_t *attempts, bool *reused) {
-  tl_claim_runner run = runner_for(cl->kind);
+  const tl_claim_kind *kind = tl_claim_kind_find(cl->kind);
   uint8_t obs[32];
   tl_status st = TL_ERR_INVALID_ARGUMENT;
   *reused = false;
   if (reuse && (strcmp(cl->kind, "forward") == 0 || strcmp(cl->kind, "greedy") == 0) &&
       find_reusable(c->store, rt, cl, obs)) {
-    st = tl_claim_rejudge_numeric(c, obs, &c->session->qwen.cfg, res);
+    st = kind->judge(c, obs, res);
     *attempt = 1;
     *reused = st == TL_OK;
     json_array_append_new(
@@ -663,7 +635,7 @@ static tl_status run_claim(tl_claim_ctx *c, const tl_plan_claim *cl, bool reuse,
   for (*attempt = 1; *attempt <= 2; (*attempt)++) {
     double t0 = tl_now_s();
     c->err[0] = '\0';
-    st = run(c, res);
+    st = tl_claim_observe_judge(kind, c, res);
     json_array_append_new(attempts, json_pack("{s:s,s:i,s:s,s:s,s:I}", "claim", cl->name, "attempt",
                                               (int)*attempt, "status",
                                               st == TL_OK ? "ran" : "infrastructure_failure",
@@ -696,7 +668,8 @@ static int claim_order(const tl_plan_claim *c) {
 }
 
 int tl_cmd_promote(int argc, char **argv) {
-  const char *plan_path = NULL, *store_dir = NULL, *lane_flag = NULL;
+  const char *plan_path = NULL, *store_dir = NULL, *lane_flag = NULL, *key_path = NULL;
+  tl_sign_key key;
   uint32_t threads = 0;
   bool json = false, reuse = false, mechanical_ok = true, promoted, benchmark = true;
   bool progress = false;
@@ -707,7 +680,7 @@ int tl_cmd_promote(int argc, char **argv) {
   tl_session s;
   bool session_ok = false, bench_ran = false;
   char session_err[1024] = "", bench_err[1024] = "";
-  uint8_t artifact[32], run_id[32], promo_root[32], custody_id[32], bench_id[32];
+  uint8_t artifact[32], run_id[32], promo_root[32], custody_id[32], bench_id[32], sig_root[32];
   tl_claim_result *results = NULL;
   uint8_t(*receipt_ids)[32] = NULL;
   bool *ran = NULL;
@@ -721,6 +694,8 @@ int tl_cmd_promote(int argc, char **argv) {
   if (argc >= 2 && strcmp(argv[1], "show") == 0) return tl_promote_show_main(argc - 1, argv + 1);
   if (argc >= 2 && strcmp(argv[1], "status") == 0)
     return tl_promote_status_main(argc - 1, argv + 1);
+  if (argc >= 2 && strcmp(argv[1], "keygen") == 0)
+    return tl_promote_keygen_main(argc - 1, argv + 1);
   for (int i = 1; i < argc; i++) {
     int u;
     if (strcmp(argv[i], "--help") == 0) {
@@ -735,6 +710,8 @@ int tl_cmd_promote(int argc, char **argv) {
       progress = true;
     } else if (strcmp(argv[i], "--store") == 0) {
       if ((u = tl_cli_value(json, argc, argv, &i, &store_dir)) >= 0) return u;
+    } else if (strcmp(argv[i], "--sign") == 0) {
+      if ((u = tl_cli_value(json, argc, argv, &i, &key_path)) >= 0) return u;
     } else if (strcmp(argv[i], "--lane") == 0) {
       if ((u = tl_cli_value(json, argc, argv, &i, &lane_flag)) >= 0) return u;
     } else if (strcmp(argv[i], "-t") == 0 || strcmp(argv[i], "--threads") == 0) {
@@ -751,6 +728,10 @@ int tl_cmd_promote(int argc, char **argv) {
   }
   if (plan_path == NULL || store_dir == NULL)
     return tl_cli_usage(json, "PLAN and --store DIR are required\n%s", promote_usage);
+  /* The key before anything runs: a promotion asked to be signed is not
+   * run only to fail at the end. */
+  if (key_path != NULL && (st = tl_sign_key_read(key_path, &key, err, sizeof err)) != TL_OK)
+    return UNUSABLE(st, "--sign: %s", err);
   if ((st = tl_file_open_regular(plan_path, &pv, err, sizeof err)) != TL_OK)
     return UNUSABLE(st, "%s", err);
   st = tl_plan_parse(pv.data, pv.len, &plan, err, sizeof err);
@@ -845,7 +826,8 @@ int tl_cmd_promote(int argc, char **argv) {
     for (size_t i = 0; i < plan.n_claims; i++) {
       const tl_plan_claim *cl = &plan.claims[i];
       tl_claim_ctx c = {store, session_ok ? &s : NULL, slm_path, plan.lane, threads,
-                        cl->json, plan_dir, err, sizeof err, progress};
+                        cl->json, plan_dir, err, sizeof err, false, plan.artifact_id,
+                        progress};
       bool reused = false;
       double t0 = tl_now_s();
       if (claim_order(cl) != order) continue;
@@ -960,19 +942,29 @@ int tl_cmd_promote(int argc, char **argv) {
       rc = tl_cli_fail(json, st, "the promotion receipt: %s", err);
       goto done;
     }
+    if (key_path != NULL &&
+        (st = tl_sign_promotion(store, &key, promo_root, sig_root, err, sizeof err)) != TL_OK) {
+      rc = tl_cli_fail(json, st, "signing the promotion: %s", err);
+      goto done;
+    }
   }
   promoted = true;
   for (size_t i = 0; i < plan.n_claims; i++) promoted = promoted && ran[i] && results[i].pass;
   {
-    char root_hex[65], path[PATH_MAX + 80];
+    char root_hex[65], path[PATH_MAX + 80], sig_hex[65], sig_path[PATH_MAX + 80] = "";
     size_t passed = 0;
     tl_hex_encode(promo_root, 32, root_hex);
     snprintf(path, sizeof path, "%s/receipts/%s.cbor", store_dir, root_hex);
+    if (key_path != NULL) {
+      tl_hex_encode(sig_root, 32, sig_hex);
+      snprintf(sig_path, sizeof sig_path, "%s/receipts/%s.cbor", store_dir, sig_hex);
+    }
     for (size_t i = 0; i < plan.n_claims; i++) passed += ran[i] && results[i].pass;
     if (json) {
       json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:O}", "decision",
                             promoted ? "promoted" : "not_promoted", "lane", plan.lane, "receipt",
                             root_hex, "path", path, "claims", out_claims);
+      if (key_path != NULL) json_object_set_new(o, "signature", json_string(sig_path));
       char *text = json_dumps(o, JSON_COMPACT);
       puts(text);
       free(text);
@@ -989,6 +981,7 @@ int tl_cmd_promote(int argc, char **argv) {
                   session_ok ? "a mechanical claim failed" : "the artifact did not open");
       printf("%s: %zu of %zu claims passed on lane %s\npromotion receipt %s\n",
              promoted ? "promoted" : "not promoted", passed, plan.n_claims, plan.lane, path);
+      if (key_path != NULL) printf("signature receipt %s\n", sig_path);
     }
     rc = promoted ? TL_EXIT_OK : TL_EXIT_FAILURE;
   }
@@ -1004,5 +997,6 @@ done:
   if (session_ok && !bench_ran) tl_session_close(&s);
   if (store) tl_store_close(store);
   tl_plan_free(&plan);
+  tl_sign_key_clear(&key);
   return rc;
 }

@@ -19,7 +19,7 @@
 
 static const char usage_text[] =
     "usage: tinylm report RECEIPT|STORE -o report.html [--store DIR] [--public] [--force]\n"
-    "                     [--json]\n"
+    "                     [--trust KEY.pub] [--json]\n"
     "  one self-contained HTML page of a promotion: the decision, every claim, the\n"
     "  chain of custody, the forward error against its bound, latency and memory,\n"
     "  the stochastic comparison (docs/report.md). RECEIPT: a promotion receipt;\n"
@@ -28,6 +28,7 @@ static const char usage_text[] =
     "  --store DIR   the store, when RECEIPT is not in DIR/receipts/\n"
     "  --public      only what promote show --public prints: no case text\n"
     "  --force       replace an existing FILE\n"
+    "  --trust KEY.pub  only a promotion signed by that key (promote show --trust)\n"
     "  --json        errors and the result as JSON\n";
 
 /* The store's most recent promotion: the last one its index names, by
@@ -120,7 +121,8 @@ static tl_status claim_objects(tl_store *s, const json_t *view, json_t *judgemen
 }
 
 int tl_cmd_report(int argc, char **argv) {
-  const char *target = NULL, *out_path = NULL, *store_dir = NULL;
+  const char *target = NULL, *out_path = NULL, *store_dir = NULL, *trust_path = NULL;
+  uint8_t trust[32];
   bool json = false, public_view = false, force = false;
   char err[2048], receipt_path[PATH_MAX + 128];
   struct stat sb;
@@ -147,6 +149,8 @@ int tl_cmd_report(int argc, char **argv) {
       if ((rc = tl_cli_value(json, argc, argv, &i, &out_path)) >= 0) goto done;
     } else if (strcmp(a, "--store") == 0) {
       if ((rc = tl_cli_value(json, argc, argv, &i, &store_dir)) >= 0) goto done;
+    } else if (strcmp(a, "--trust") == 0) {
+      if ((rc = tl_cli_value(json, argc, argv, &i, &trust_path)) >= 0) goto done;
     } else if (a[0] == '-' && a[1] != '\0') {
       rc = tl_cli_usage(json, "unknown option '%s'\n%s", a, usage_text);
       goto done;
@@ -178,7 +182,9 @@ int tl_cmd_report(int argc, char **argv) {
       goto done;
     }
   }
-  if ((rc = tl_promote_verified_view(receipt_path, store_dir, json, public_view, &view, &s)) != 0)
+  if ((rc = tl_promote_trust_key(json, trust_path, trust)) != 0 ||
+      (rc = tl_promote_verified_view(receipt_path, store_dir, json, public_view,
+                                     trust_path ? trust : NULL, &view, &s)) != 0)
     goto done;
   if (strcmp(json_string_value(json_object_get(view, "format")), "tinylm.promotion/1") != 0) {
     rc = tl_cli_usage(json, "%s is a comparison receipt: report takes a promotion receipt (or "

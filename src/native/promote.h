@@ -1,9 +1,13 @@
 /* tinylm promote (docs/promotion.md): what the plan reader, the claim
- * runners, the evidence store and the receipts share. A runner takes one
- * claim of the plan with its cases, runs them on the artifact and lane,
- * puts its raw outputs into the store as one observation object and says
- * per case whether it passed; cmd_promote turns that into the claim's
- * comparison receipt and all claims into the promotion receipt. */
+ * kinds, the evidence store and the receipts share. Each claim kind has
+ * two halves: its runner OBSERVES (runs one claim of the plan on the
+ * artifact and lane and puts the raw outputs into the store as one
+ * observation object), its judge JUDGES (from the plan's claim and the
+ * stored observation alone: the verdict, the stop rule and each case's
+ * pass). promote judges right after observing, and every reader (promote
+ * show, report, promote status) judges again, with the same function;
+ * cmd_promote turns a verdict into the claim's comparison receipt and all
+ * claims into the promotion receipt. */
 #ifndef TL_NATIVE_PROMOTE_H
 #define TL_NATIVE_PROMOTE_H
 
@@ -14,6 +18,7 @@
 
 #include "promote_stats.h"
 #include "promote_store.h"
+#include "receipt.h"
 #include "sampler_replay.h"
 #include "session.h"
 #include "tinylm.h"
@@ -61,12 +66,12 @@ typedef struct tl_claim_result {
   size_t n_support;
 } tl_claim_result;
 
-
-
-
-/* What a runner gets. The session is open on the plan's artifact and lane
- * (allocated for `context` tokens); a runner that needs a second lane or a
- * fresh cache opens its own from `slm_path`. */
+/* What a runner or judge gets. For a runner the session is open on the
+ * plan's artifact and lane; a runner that needs a second lane or a fresh
+ * cache opens its own from `slm_path`. A reader's judge gets no session:
+ * slm_path is the stored plan's artifact path, and a judge that reads the
+ * artifact's weights (replay) opens it there and refuses a file whose
+ * SHA-256 is not artifact_id (hash_mismatch; not_found when it is gone). */
 typedef struct tl_claim_ctx {
   tl_store *store;
   tl_session *session;
@@ -77,6 +82,10 @@ typedef struct tl_claim_ctx {
   const char *plan_dir; /* relative paths in cases are relative to it */
   char *err;            /* infrastructure errors (a non-TL_OK return) */
   size_t err_cap;
+  /* A reader's judge: the objects a judge derives (the numerical claims'
+   * judgements) are named by their SHA-256, never written. */
+  bool reading;
+  const uint8_t *artifact_id; /* 32 bytes: the plan's artifact.id */
   bool progress; /* case n of N and an ETA on stderr (a terminal, or --progress) */
 } tl_claim_ctx;
 
@@ -88,31 +97,58 @@ tl_status tl_claim_result_begin(tl_claim_ctx *c, tl_claim_result *out, const jso
 tl_status tl_claim_result_support(tl_claim_result *r, const uint8_t id[32]);
 void tl_claim_result_free(tl_claim_result *r);
 
-/* A runner: TL_OK with *out filled (pass or fail), or an infrastructure
- * failure (I/O, memory) that the caller retries once. */
+/* A runner (OBSERVE): TL_OK with out->observation naming the stored raw
+ * outputs (nothing else of *out is read; tl_claim_result_free releases
+ * it), or an infrastructure failure (I/O, memory) that the caller retries
+ * once. */
 typedef tl_status (*tl_claim_runner)(tl_claim_ctx *c, tl_claim_result *out);
 
-/* The runners (promote_mechanical.c, promote_numeric.c, promote_stochastic.c). */
-tl_status tl_claim_artifact(tl_claim_ctx *c, tl_claim_result *out);
-tl_status tl_claim_source_binding(tl_claim_ctx *c, tl_claim_result *out);
-tl_status tl_claim_independent_reader(tl_claim_ctx *c, tl_claim_result *out);
-tl_status tl_claim_tokenizer(tl_claim_ctx *c, tl_claim_result *out);
-tl_status tl_claim_template(tl_claim_ctx *c, tl_claim_result *out);
-tl_status tl_claim_eos(tl_claim_ctx *c, tl_claim_result *out);
-tl_status tl_claim_sampler(tl_claim_ctx *c, tl_claim_result *out);
-tl_status tl_claim_forward(tl_claim_ctx *c, tl_claim_result *out);
-tl_status tl_claim_greedy(tl_claim_ctx *c, tl_claim_result *out);
-tl_status tl_claim_replay(tl_claim_ctx *c, tl_claim_result *out);
-tl_status tl_claim_multiturn(tl_claim_ctx *c, tl_claim_result *out);
-tl_status tl_claim_stochastic(tl_claim_ctx *c, tl_claim_result *out);
-
-/* A pure judge: from the plan's claim (c->claim) and its raw observation
- * object in the store to the verdict, without running the model; promote
- * calls it after observing, and every reader may call it again. */
+/* A judge (JUDGE): pure, from the plan's claim (c->claim, c->lane) and the
+ * observation object (with the objects it names) in c->store: *out begun
+ * from the claim's cases and filled (verdict, stop rule, first
+ * divergence, summary, each case's invariant, pass and output hash, the
+ * observation and the objects it rests on, in the order the comparison
+ * receipt lists them). Never runs the model. A stored object that is gone
+ * or damaged is the store's status (not_found, hash_mismatch); an
+ * observation that does not fit the claim's cases is invalid_argument;
+ * c->err says why. */
 typedef tl_status (*tl_claim_judge)(tl_claim_ctx *c, const uint8_t observation[32],
                                     tl_claim_result *out);
-tl_status tl_judge_stochastic(tl_claim_ctx *c, const uint8_t observation[32],
-                              tl_claim_result *out);
+
+/* One claim kind (promote_kinds.c, from TL_CLAIM_KINDS in receipt.h). */
+typedef struct tl_claim_kind {
+  const char *kind, *level;
+  tl_claim_runner run;
+  tl_claim_judge judge;
+} tl_claim_kind;
+
+/* The kind of that name, or NULL. */
+const tl_claim_kind *tl_claim_kind_find(const char *kind);
+
+/* The runners and judges: promote_mechanical.c, promote_numeric.c,
+ * promote_sequences.c. */
+#define TL_CLAIM_DECLARE(kind, level)                                          \
+  tl_status tl_claim_##kind(tl_claim_ctx *c, tl_claim_result *out);            \
+  tl_status tl_judge_##kind(tl_claim_ctx *c, const uint8_t observation[32],    \
+                            tl_claim_result *out);
+TL_CLAIM_KINDS(TL_CLAIM_DECLARE)
+#undef TL_CLAIM_DECLARE
+
+/* What promote does with a claim: k's runner, then k's judge on the
+ * observation it stored (*out: the judge's; the runner's status when it
+ * failed). */
+tl_status tl_claim_observe_judge(const tl_claim_kind *k, tl_claim_ctx *c, tl_claim_result *out);
+
+/* Judges a claim's comparison receipt again (promote show, report,
+ * promote status): the judge of its kind on its first observation under
+ * the plan stored in the store as plan_id, compared with what the receipt
+ * says (verdict, stop rule, each case's id, pass and output, the objects
+ * it names). TL_OK when they agree; else the status, with *rule
+ * TL_RULE_FORGED (they differ, or the observation cannot be judged) or
+ * TL_RULE_MISSING_OUTPUT (an object is gone or damaged) and err saying
+ * why. cmp is the receipt as JSON (tl_cbor_to_json). */
+tl_status tl_claim_rejudge(tl_store *store, const json_t *cmp, const char **rule, char *err,
+                           size_t err_cap);
 
 /* A stochastic claim's design (tinylm.stochastic/2, docs/promotion.md
  * §Stochastic comparison), checked by tl_stoch_design_parse
@@ -143,15 +179,8 @@ tl_status tl_plan_stochastic_claim(const char *slm_path, const char *lane, const
                                    json_t *claims, char *note, size_t note_cap, char *err,
                                    size_t err_cap);
 
-/* Judges a numerical claim's stored observation again under the claim's
- * tolerance (promote --reuse): no inference. */
-tl_status tl_claim_rejudge_numeric(tl_claim_ctx *c, const uint8_t observation[32],
-                                   const tl_qwen3_config *cfg, tl_claim_result *out);
-
-/* promote_replay.c: the replay claim's judge (from its stored observation)
- * and plan init's case: `tokens` ids of the project's prose encoded by
- * the artifact's tokenizer. */
-tl_status tl_judge_replay(tl_claim_ctx *c, const uint8_t observation[32], tl_claim_result *out);
+/* promote_replay.c: plan init's replay case: `tokens` ids of the
+ * project's prose encoded by the artifact's tokenizer. */
 tl_status tl_plan_replay_case(const tl_native_model *m, uint32_t tokens, json_t **out, char *err,
                               size_t err_cap);
 /* The first `tokens` ids of the project's prose (natural text, so that

@@ -5,10 +5,11 @@
  * render, turn.c for run, sampler_selftest.c for the sampler's known
  * answers), and plan init's case sets for them.
  *
- * Every runner keeps its raw outputs as one observation object: one JSON
- * line per case (compact, sorted keys, "case" = the case id), and a case's
- * `output` is the SHA-256 of its line (without the newline). A claim's
- * stop rule is that of its first failing case in plan order. */
+ * Every runner (OBSERVE) keeps what the runtime produced as one
+ * observation object: one JSON line per case (compact, sorted keys,
+ * "case" = the case id); every judge (JUDGE) compares each line with its
+ * case's expected values from the plan (judge_lines), so promote and
+ * every reader reach the same verdict from the same bytes. */
 #define _POSIX_C_SOURCE 200809L
 #include "promote_mechanical.h"
 
@@ -41,7 +42,6 @@ typedef struct run {
   tl_claim_result *out;
   const json_t *cases; /* the claim's cases array */
   size_t n;            /* cases */
-  size_t passed;
   char *obs; /* the observation: JSON lines */
   size_t obs_len, obs_cap;
 } run;
@@ -78,14 +78,12 @@ static const json_t *case_body(const run *r, size_t i) {
   return json_object_get(json_array_get(r->cases, i), "case");
 }
 
-/* Records case i's raw output (line is stolen): appended to the
- * observation with the case id, hashed into the outcome. */
-static tl_status record(run *r, size_t i, const char *invariant, bool pass,
-                        json_t *line) {
+/* Records case i's raw output (line is stolen): one line of the
+ * observation, with the case id. */
+static tl_status record(run *r, size_t i, json_t *line) {
   char hex[65], *text;
   size_t len;
-  tl_case_outcome *o = &r->out->cases[i];
-  tl_hex_encode(o->id, 32, hex);
+  tl_hex_encode(r->out->cases[i].id, 32, hex);
   if (line == NULL || json_object_set_new(line, "case", json_string(hex)) != 0) {
     json_decref(line);
     return infra(r->c, TL_ERR_OUT_OF_MEMORY, "out of memory");
@@ -107,31 +105,14 @@ static tl_status record(run *r, size_t i, const char *invariant, bool pass,
   memcpy(r->obs + r->obs_len, text, len);
   r->obs[r->obs_len + len] = '\n';
   r->obs_len += len + 1;
-  tl_sha256(text, len, o->output);
   free(text);
-  o->invariant = invariant;
-  o->pass = pass;
-  if (pass) r->passed++;
   return TL_OK;
 }
 
-/* The first failing case names the claim's stop rule and divergence. */
-static void diverged(run *r, const char *rule, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void diverged(run *r, const char *rule, const char *fmt, ...) {
-  va_list ap;
-  if (!r->out->pass) return;
-  r->out->pass = false;
-  r->out->stop_rule = rule;
-  va_start(ap, fmt);
-  vsnprintf(r->out->first_divergence, sizeof r->out->first_divergence, fmt, ap);
-  va_end(ap);
-}
-
-/* Stores the observation and writes the summary. */
+/* Stores the observation: OBSERVE's end. */
 static tl_status finish(run *r, tl_status st) {
   char err[512];
-  if (st == TL_OK && r->obs_len > 0) {
+  if (st == TL_OK) {
     st = tl_store_put(r->c->store, "observation", (const uint8_t *)r->obs,
                       r->obs_len, r->out->observation, err, sizeof err);
     if (st != TL_OK)
@@ -141,12 +122,88 @@ static tl_status finish(run *r, tl_status st) {
   }
   free(r->obs);
   r->obs = NULL;
+  if (st != TL_OK) tl_claim_result_free(r->out);
+  return st;
+}
+
+/* A case's verdict as a line judge gives it: the first reason it fails. */
+typedef struct verdict {
+  bool pass;
+  const char *rule;
+  char why[1024];
+} verdict;
+
+static void fail(verdict *v, const char *rule, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void fail(verdict *v, const char *rule, const char *fmt, ...) {
+  va_list ap;
+  if (!v->pass) return;
+  v->pass = false;
+  v->rule = rule;
+  va_start(ap, fmt);
+  vsnprintf(v->why, sizeof v->why, fmt, ap);
+  va_end(ap);
+}
+
+/* A kind's judge of one case: its case body (the plan's expected values)
+ * against its line of the observation. The invariant's name, or NULL
+ * with c->err set when the case cannot be judged. */
+typedef const char *(*line_judge)(tl_claim_ctx *c, const json_t *cs, const json_t *line,
+                                  verdict *v);
+
+/* JUDGE for every mechanical kind: the stored observation line by line,
+ * each line the case of the plan at its place; a case's `output` is the
+ * SHA-256 of its line (without the newline); the claim's stop rule is
+ * that of its first failing case in plan order. */
+static tl_status judge_lines(tl_claim_ctx *c, const uint8_t observation[32],
+                             tl_claim_result *out, line_judge fn) {
+  const json_t *cases;
+  uint8_t *bytes = NULL;
+  size_t len = 0, at = 0, passed = 0;
+  tl_status st = tl_claim_result_begin(c, out, &cases);
+  if (st == TL_OK) st = tl_store_get(c->store, observation, &bytes, &len, c->err, c->err_cap);
+  for (size_t i = 0; st == TL_OK && i < out->n_cases; i++) {
+    const uint8_t *nl = at < len ? memchr(bytes + at, '\n', len - at) : NULL;
+    size_t n = nl != NULL ? (size_t)(nl - bytes) - at : 0;
+    json_t *line = nl != NULL ? json_loadb((const char *)bytes + at, n, JSON_REJECT_DUPLICATES,
+                                           NULL)
+                              : NULL;
+    uint8_t id[32];
+    verdict v = {true, NULL, ""};
+    tl_case_outcome *o = &out->cases[i];
+    if (line == NULL || !tl_hex32_parse(json_string_value(json_object_get(line, "case")), id) ||
+        memcmp(id, o->id, 32) != 0) {
+      st = infra(c, TL_ERR_INVALID_ARGUMENT,
+                 "claim %s: the stored observation's line %zu is not the plan's case %zu",
+                 claim_name(c), i + 1, i);
+    } else if ((o->invariant = fn(c, json_object_get(json_array_get(cases, i), "case"), line,
+                                  &v)) == NULL) {
+      st = TL_ERR_INVALID_ARGUMENT;
+    } else {
+      tl_sha256(bytes + at, n, o->output);
+      o->pass = v.pass;
+      passed += v.pass;
+      if (!v.pass && out->pass) {
+        out->pass = false;
+        out->stop_rule = v.rule;
+        snprintf(out->first_divergence, sizeof out->first_divergence, "%s", v.why);
+      }
+    }
+    json_decref(line);
+    at += n + 1;
+  }
+  if (st == TL_OK && at != len)
+    st = infra(c, TL_ERR_INVALID_ARGUMENT,
+               "claim %s: the stored observation has more lines than the plan's cases",
+               claim_name(c));
+  free(bytes);
   if (st != TL_OK) {
-    tl_claim_result_free(r->out);
+    tl_claim_result_free(out);
     return st;
   }
-  snprintf(r->out->summary, sizeof r->out->summary,
-           "%zu of %zu cases passed", r->passed, r->n);
+  memcpy(out->observation, observation, 32);
+  out->has_observation = true;
+  snprintf(out->summary, sizeof out->summary, "%zu of %zu cases passed", passed, out->n_cases);
   return TL_OK;
 }
 
@@ -170,7 +227,7 @@ static tl_status model_for(tl_claim_ctx *c, tl_native_model *own,
   return TL_OK;
 }
 
-/* An integer array of a case (ids, offsets' pairs flattened) as uint32. */
+/* An integer of a case as uint32. */
 static bool u32_at(const json_t *v, uint32_t *out) {
   json_int_t x = json_integer_value(v);
   if (!json_is_integer(v) || x < 0 || x > (json_int_t)UINT32_MAX) return false;
@@ -178,37 +235,45 @@ static bool u32_at(const json_t *v, uint32_t *out) {
   return true;
 }
 
-/* Index of the first difference between an expected JSON integer array
- * and got[0..n), or -1 when equal (a length difference counts at the
- * shorter length). */
-static long first_diff_ids(const json_t *want, const uint32_t *got, size_t n) {
-  size_t w = json_array_size(want);
-  for (size_t i = 0; i < w && i < n; i++) {
-    uint32_t v;
-    if (!u32_at(json_array_get(want, i), &v) || v != got[i]) return (long)i;
-  }
+/* Index of the first difference between two JSON arrays (ids, offset
+ * pairs), or -1 when equal (a length difference counts at the shorter
+ * length). */
+static long first_diff_json(const json_t *want, const json_t *got) {
+  size_t w = json_array_size(want), n = json_array_size(got);
+  for (size_t i = 0; i < w && i < n; i++)
+    if (!json_equal(json_array_get(want, i), json_array_get(got, i))) return (long)i;
   return w == n ? -1 : (long)(w < n ? w : n);
 }
 
-static long first_diff_bytes(const uint8_t *a, size_t na, const uint8_t *b,
-                             size_t nb) {
-  for (size_t i = 0; i < na && i < nb; i++)
-    if (a[i] != b[i]) return (long)i;
-  return na == nb ? -1 : (long)(na < nb ? na : nb);
+/* Two hex texts compared as bytes: *at the first differing byte (-1
+ * when equal) and both lengths; false when either is not hex. */
+static bool hex_diff(const char *want, const char *got, long *at, size_t *nw, size_t *ng) {
+  uint8_t *a = NULL, *b = NULL;
+  bool ok = want != NULL && got != NULL && tl_cli_unhex(want, &a, nw) == 0 &&
+            tl_cli_unhex(got, &b, ng) == 0;
+  *at = -1;
+  for (size_t i = 0; ok && *at < 0 && i < *nw && i < *ng; i++)
+    if (a[i] != b[i]) *at = (long)i;
+  if (ok && *at < 0 && *nw != *ng) *at = (long)(*nw < *ng ? *nw : *ng);
+  free(a);
+  free(b);
+  return ok;
+}
+
+static bool same_text(const char *a, const char *b) {
+  return a == NULL ? b == NULL : b != NULL && strcmp(a, b) == 0;
 }
 
 /* ------------------------------------------------------------------------ */
 /* tokenizer: tests/tok/golden.jsonl lines (tests/tok/check_golden.mjs)     */
 
-/* Decodes the golden ids in one mode and compares with the golden hex. */
+/* Decodes the golden ids in one mode: the bytes as hex, or the error. */
 static tl_status tok_decode(run *r, const tl_tokenizer *tok, const json_t *c,
-                            const char *field, tl_tok_decode_mode mode,
-                            json_t *line, const char *name, bool *ok) {
+                            const char *field, tl_tok_decode_mode mode, json_t *line) {
   const json_t *ids = json_object_get(c, "ids");
-  const char *want_hex = json_string_value(json_object_get(c, field));
   uint32_t *v = malloc((json_array_size(ids) + 1) * sizeof *v);
-  uint8_t *got = NULL, *want = NULL;
-  size_t n = json_array_size(ids), len = 0, bad = 0, want_len = 0;
+  uint8_t *got = NULL;
+  size_t n = json_array_size(ids), len = 0, bad = 0;
   tl_status st;
   if (v == NULL) return infra(r->c, TL_ERR_OUT_OF_MEMORY, "out of memory");
   for (size_t i = 0; i < n; i++)
@@ -219,48 +284,25 @@ static tl_status tok_decode(run *r, const tl_tokenizer *tok, const json_t *c,
     free(got);
     return infra(r->c, st, "out of memory");
   }
-  if (st != TL_OK) {
-    json_object_set_new(line, field,
-                        json_pack("{s:s,s:I}", "error", tl_status_name(st),
-                                  "index", (json_int_t)bad));
-    if (*ok)
-      diverged(r, TL_RULE_MECHANICAL, "tokenizer case %s: %s: %s at id %zu",
-               name, field, tl_status_name(st), bad);
-    *ok = false;
-  } else {
-    json_object_set_new(line, field, tl_cli_json_hex(got, len));
-    if (want_hex == NULL || tl_cli_unhex(want_hex, &want, &want_len) != 0) {
-      free(got);
-      return infra(r->c, TL_ERR_INVALID_ARGUMENT,
-                   "tokenizer case %s: %s is not hex text", name, field);
-    }
-    if (first_diff_bytes(want, want_len, got, len) >= 0) {
-      if (*ok)
-        diverged(r, TL_RULE_MECHANICAL,
-                 "tokenizer case %s: %s differs at byte %ld (expected %zu "
-                 "bytes, got %zu)",
-                 name, field, first_diff_bytes(want, want_len, got, len),
-                 want_len, len);
-      *ok = false;
-    }
-  }
-  free(want);
+  json_object_set_new(line, field,
+                      st != TL_OK ? json_pack("{s:s,s:I}", "error", tl_status_name(st), "index",
+                                              (json_int_t)bad)
+                                  : tl_cli_json_hex(got, len));
   free(got);
   return TL_OK;
 }
 
+/* OBSERVE: the input's ids and byte offsets (or the encoder's error), and
+ * the golden ids decoded raw and visible, as check_golden.mjs does. */
 static tl_status tok_case(run *r, const tl_native_model *m, tl_encoder *e,
                           size_t i) {
-  const json_t *c = case_body(r, i), *inv = json_object_get(c, "invalid_utf8_offset");
-  const char *name = json_string_value(json_object_get(c, "name"));
+  const json_t *c = case_body(r, i);
   const char *hex = json_string_value(json_object_get(c, "hex"));
   uint8_t *text = NULL;
   size_t len = 0, n = 0, bad = 0;
-  bool ok = true;
   json_t *line = json_object();
   tl_status st;
   (void)m; /* e has its tokenizer */
-  if (name == NULL) name = "?";
   if (hex == NULL || tl_cli_unhex(hex, &text, &len) != 0) {
     json_decref(line);
     return infra(r->c, TL_ERR_INVALID_ARGUMENT,
@@ -279,70 +321,74 @@ static tl_status tok_case(run *r, const tl_native_model *m, tl_encoder *e,
   else if (st != TL_OK)
     json_object_set_new(line, "error",
                         json_pack("{s:s}", "error", tl_status_name(st)));
-  if (inv != NULL) {
-    if (st != TL_ERR_INVALID_UTF8 || !json_is_integer(inv) ||
-        json_integer_value(inv) != (json_int_t)bad) {
-      ok = false;
-      diverged(r, TL_RULE_MECHANICAL,
-               "tokenizer case %s: expected invalid_utf8 at byte %lld, got "
-               "%s%s%zu",
-               name, (long long)json_integer_value(inv), tl_status_name(st),
-               st == TL_ERR_INVALID_UTF8 ? " at byte " : " with ids: ",
-               st == TL_ERR_INVALID_UTF8 ? bad : n);
-    }
-    return record(r, i, "invalid_utf8_offset", ok, line);
-  }
-  if (st != TL_OK) {
-    ok = false;
-    diverged(r, TL_RULE_MECHANICAL, "tokenizer case %s: encode failed: %s",
-             name, tl_status_name(st));
-  } else {
-    const json_t *want = json_object_get(c, "ids"),
-                 *offs = json_object_get(c, "offsets");
-    long d = first_diff_ids(want, e->ids, n);
+  if (json_object_get(c, "invalid_utf8_offset") != NULL) return record(r, i, line);
+  if (st == TL_OK) {
     json_t *spans = json_array();
     for (size_t k = 0; k < n; k++)
       json_array_append_new(spans, json_pack("[I,I]", (json_int_t)e->spans[k].start,
                                              (json_int_t)e->spans[k].end));
     json_object_set_new(line, "ids", tl_cli_json_ids(e->ids, n));
     json_object_set_new(line, "offsets", spans);
-    if (d >= 0) {
-      ok = false;
-      diverged(r, TL_RULE_MECHANICAL,
-               "tokenizer case %s: ids differ at token %ld (expected %zu "
-               "tokens, got %zu)",
-               name, d, json_array_size(want), n);
-    } else {
-      for (size_t k = 0; ok && k < n; k++) {
-        const json_t *p = json_array_get(offs, k);
-        uint32_t s0, s1;
-        if (!u32_at(json_array_get(p, 0), &s0) ||
-            !u32_at(json_array_get(p, 1), &s1) || s0 != e->spans[k].start ||
-            s1 != e->spans[k].end || json_array_size(p) != 2) {
-          ok = false;
-          diverged(r, TL_RULE_MECHANICAL,
-                   "tokenizer case %s: byte offsets differ at token %zu "
-                   "(got [%u,%u])",
-                   name, k, e->spans[k].start, e->spans[k].end);
-        }
-      }
-      if (ok && json_array_size(offs) != n) {
-        ok = false;
-        diverged(r, TL_RULE_MECHANICAL,
-                 "tokenizer case %s: expected %zu offset pairs, got %zu", name,
-                 json_array_size(offs), n);
-      }
-    }
   }
-  /* The golden ids decoded, as check_golden.mjs does. */
-  if ((st = tok_decode(r, e->tok, c, "decode_raw_hex", TL_TOK_DECODE_RAW,
-                       line, name, &ok)) != TL_OK ||
-      (st = tok_decode(r, e->tok, c, "decode_visible_hex",
-                       TL_TOK_DECODE_VISIBLE, line, name, &ok)) != TL_OK) {
+  if ((st = tok_decode(r, e->tok, c, "decode_raw_hex", TL_TOK_DECODE_RAW, line)) != TL_OK ||
+      (st = tok_decode(r, e->tok, c, "decode_visible_hex", TL_TOK_DECODE_VISIBLE, line)) !=
+          TL_OK) {
     json_decref(line);
     return st;
   }
-  return record(r, i, "ids_offsets_decodes", ok, line);
+  return record(r, i, line);
+}
+
+static const char *judge_tok(tl_claim_ctx *c, const json_t *cs, const json_t *line,
+                             verdict *v) {
+  static const char *const decodes[] = {"decode_raw_hex", "decode_visible_hex"};
+  const json_t *inv = json_object_get(cs, "invalid_utf8_offset"),
+               *err = json_object_get(line, "error");
+  const char *name = json_string_value(json_object_get(cs, "name"));
+  const char *got_err = json_string_value(json_object_get(err, "error"));
+  long d;
+  if (name == NULL) name = "?";
+  if (inv != NULL) {
+    if (!same_text(got_err, "invalid_utf8") || !json_is_integer(inv) ||
+        !json_equal(inv, json_object_get(err, "offset")))
+      fail(v, TL_RULE_MECHANICAL,
+           "tokenizer case %s: expected invalid_utf8 at byte %lld, got %s with %zu ids", name,
+           (long long)json_integer_value(inv), got_err ? got_err : "ok",
+           json_array_size(json_object_get(line, "ids")));
+    return "invalid_utf8_offset";
+  }
+  if (err != NULL) {
+    fail(v, TL_RULE_MECHANICAL, "tokenizer case %s: encode failed: %s", name,
+         got_err ? got_err : "?");
+  } else if ((d = first_diff_json(json_object_get(cs, "ids"), json_object_get(line, "ids"))) >=
+             0) {
+    fail(v, TL_RULE_MECHANICAL,
+         "tokenizer case %s: ids differ at token %ld (expected %zu tokens, got %zu)", name, d,
+         json_array_size(json_object_get(cs, "ids")),
+         json_array_size(json_object_get(line, "ids")));
+  } else if ((d = first_diff_json(json_object_get(cs, "offsets"),
+                                  json_object_get(line, "offsets"))) >= 0) {
+    fail(v, TL_RULE_MECHANICAL, "tokenizer case %s: byte offsets differ at token %ld", name, d);
+  }
+  for (size_t k = 0; k < 2; k++) {
+    const json_t *got = json_object_get(line, decodes[k]);
+    size_t nw = 0, ng = 0;
+    if (json_is_object(got)) {
+      fail(v, TL_RULE_MECHANICAL, "tokenizer case %s: %s: %s at id %lld", name, decodes[k],
+           json_string_value(json_object_get(got, "error")),
+           (long long)json_integer_value(json_object_get(got, "index")));
+    } else if (!hex_diff(json_string_value(json_object_get(cs, decodes[k])),
+                         json_string_value(got), &d, &nw, &ng)) {
+      infra(c, TL_ERR_INVALID_ARGUMENT, "tokenizer case %s: %s is not hex text", name,
+            decodes[k]);
+      return NULL;
+    } else if (d >= 0) {
+      fail(v, TL_RULE_MECHANICAL,
+           "tokenizer case %s: %s differs at byte %ld (expected %zu bytes, got %zu)", name,
+           decodes[k], d, nw, ng);
+    }
+  }
+  return "ids_offsets_decodes";
 }
 
 /* A claim whose cases run through the artifact's tokenizer (and
@@ -374,6 +420,11 @@ static tl_status model_claim(tl_claim_ctx *c, tl_claim_result *out,
 
 tl_status tl_claim_tokenizer(tl_claim_ctx *c, tl_claim_result *out) {
   return model_claim(c, out, false, tok_case);
+}
+
+tl_status tl_judge_tokenizer(tl_claim_ctx *c, const uint8_t observation[32],
+                             tl_claim_result *out) {
+  return judge_lines(c, observation, out, judge_tok);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -408,24 +459,18 @@ static const char *render_kind(const tl_render_error *re) {
   return strcmp(re->kind, "json") == 0 ? NULL : re->kind;
 }
 
-static bool same_text(const char *a, const char *b) {
-  return a == NULL ? b == NULL : b != NULL && strcmp(a, b) == 0;
-}
-
+/* OBSERVE: the conversation rendered as transformers renders it, and its
+ * ids; or the refusal. */
 static tl_status tmpl_case(run *r, const tl_native_model *m, tl_encoder *e,
                            size_t i) {
-  const json_t *c = case_body(r, i), *want_err = json_object_get(c, "error");
-  const char *name = json_string_value(json_object_get(c, "name"));
+  const json_t *c = case_body(r, i);
   const char *conv = json_string_value(json_object_get(c, "conv_json"));
   const char *prefix = json_string_value(json_object_get(c, "template_prefix"));
-  const deviation *dev;
   tl_render_out ro = {0};
   tl_render_error re;
   json_t *line = json_object();
   size_t n = 0, bad = 0;
-  bool ok = true;
   tl_status st;
-  if (name == NULL) name = "?";
   if (conv == NULL) {
     json_decref(line);
     return infra(r->c, TL_ERR_INVALID_ARGUMENT,
@@ -435,11 +480,7 @@ static tl_status tmpl_case(run *r, const tl_native_model *m, tl_encoder *e,
     /* Its goldens were rendered through another template (this one with
      * the prefix before it): not this artifact's, so never a pass. */
     json_object_set_new(line, "skipped", json_string(prefix));
-    diverged(r, TL_RULE_MECHANICAL,
-             "template case %s: rendered through %s + the template, not "
-             "this artifact's template alone",
-             name, prefix);
-    return record(r, i, "rendered_bytes_ids", false, line);
+    return record(r, i, line);
   }
   st = tl_native_render(m, (const uint8_t *)conv, strlen(conv),
                         TL_RENDER_AS_TRANSFORMERS, &ro, &re);
@@ -447,88 +488,102 @@ static tl_status tmpl_case(run *r, const tl_native_model *m, tl_encoder *e,
     json_decref(line);
     return infra(r->c, st, "out of memory");
   }
-  dev = deviation_of(name);
   if (st != TL_OK) {
     json_object_set_new(line, "error",
                         json_pack("{s:s,s:s?,s:s}", "error", tl_status_name(st),
                                   "kind", render_kind(&re), "message",
                                   re.message));
-    if (dev != NULL) {
-      ok = st == TL_ERR_INVALID_ARGUMENT && same_text(render_kind(&re), dev->kind) &&
-           strstr(re.message, dev->detail) != NULL;
-      if (!ok)
-        diverged(r, TL_RULE_MECHANICAL,
-                 "template case %s: declared deviation: expected "
-                 "invalid_argument%s%s mentioning '%s', got %s (%s: %s)",
-                 name, dev->kind ? " kind " : "", dev->kind ? dev->kind : "",
-                 dev->detail, tl_status_name(st), re.kind, re.message);
-    } else if (want_err != NULL) {
-      const char *want_kind =
-          json_string_value(json_object_get(want_err, "tinylm_kind"));
-      const char *oracle_kind = json_string_value(json_object_get(want_err, "kind"));
-      const char *want_msg = json_string_value(json_object_get(want_err, "message"));
-      ok = want_kind != NULL && same_text(render_kind(&re), want_kind);
-      if (ok && same_text(oracle_kind, "raise_exception"))
-        ok = same_text(re.message, want_msg);
-      if (!ok)
-        diverged(r, TL_RULE_MECHANICAL,
-                 "template case %s: the oracle raised (%s: %s); tinylm refused "
-                 "with kind %s: %s",
-                 name, want_kind ? want_kind : "(no tinylm kind)",
-                 want_msg ? want_msg : "", re.kind, re.message);
-    } else {
-      ok = false;
-      diverged(r, TL_RULE_MECHANICAL, "template case %s: refused (%s, %s: %s)",
-               name, tl_status_name(st), re.kind, re.message);
-    }
-    return record(r, i, "rendered_bytes_ids", ok, line);
+    return record(r, i, line);
   }
   json_object_set_new(line, "text_hex", tl_cli_json_hex(ro.text, ro.len));
   st = tl_encoder_run(e, ro.text, ro.len, &n, &bad);
   if (st == TL_OK) json_object_set_new(line, "ids", tl_cli_json_ids(e->ids, n));
   else json_object_set_new(line, "ids_error", json_string(tl_status_name(st)));
-  if (dev != NULL || want_err != NULL) {
-    ok = false;
-    diverged(r, TL_RULE_MECHANICAL,
-             "template case %s: rendered %zu bytes where %s", name, ro.len,
-             dev != NULL ? "tinylm declares a refusal" : "the oracle raised");
-  } else if (st != TL_OK) {
-    ok = false;
-    diverged(r, TL_RULE_MECHANICAL,
-             "template case %s: tokenizing the rendered prompt failed: %s",
-             name, tl_status_name(st));
-  } else {
-    const char *want_hex = json_string_value(json_object_get(c, "text_hex"));
-    uint8_t *want = NULL;
-    size_t want_len = 0;
-    long d;
-    if (want_hex == NULL || tl_cli_unhex(want_hex, &want, &want_len) != 0) {
-      tl_render_out_free(&ro);
-      json_decref(line);
-      return infra(r->c, TL_ERR_INVALID_ARGUMENT,
-                   "template case %s: text_hex is not hex text", name);
-    }
-    if ((d = first_diff_bytes(want, want_len, ro.text, ro.len)) >= 0) {
-      ok = false;
-      diverged(r, TL_RULE_MECHANICAL,
-               "template case %s: text differs at byte %ld (expected %zu "
-               "bytes, got %zu)",
-               name, d, want_len, ro.len);
-    } else if ((d = first_diff_ids(json_object_get(c, "ids"), e->ids, n)) >= 0) {
-      ok = false;
-      diverged(r, TL_RULE_MECHANICAL,
-               "template case %s: ids differ at index %ld (expected %zu, got "
-               "%zu)",
-               name, d, json_array_size(json_object_get(c, "ids")), n);
-    }
-    free(want);
-  }
   tl_render_out_free(&ro);
-  return record(r, i, "rendered_bytes_ids", ok, line);
+  return record(r, i, line);
+}
+
+/* A refusal against the declared deviation or the oracle's own. */
+static void judge_refusal(const char *name, const json_t *want_err, const json_t *err,
+                          verdict *v) {
+  const deviation *dev = deviation_of(name);
+  const char *status = json_string_value(json_object_get(err, "error"));
+  const char *kind = json_string_value(json_object_get(err, "kind"));
+  const char *message = json_string_value(json_object_get(err, "message"));
+  if (message == NULL) message = "";
+  if (dev != NULL) {
+    if (!same_text(status, "invalid_argument") || !same_text(kind, dev->kind) ||
+        strstr(message, dev->detail) == NULL)
+      fail(v, TL_RULE_MECHANICAL,
+           "template case %s: declared deviation: expected invalid_argument%s%s mentioning "
+           "'%s', got %s (%s: %s)",
+           name, dev->kind ? " kind " : "", dev->kind ? dev->kind : "", dev->detail,
+           status ? status : "?", kind ? kind : "json", message);
+  } else if (want_err != NULL) {
+    const char *want_kind = json_string_value(json_object_get(want_err, "tinylm_kind"));
+    const char *oracle_kind = json_string_value(json_object_get(want_err, "kind"));
+    const char *want_msg = json_string_value(json_object_get(want_err, "message"));
+    bool ok = want_kind != NULL && same_text(kind, want_kind);
+    if (ok && same_text(oracle_kind, "raise_exception")) ok = same_text(message, want_msg);
+    if (!ok)
+      fail(v, TL_RULE_MECHANICAL,
+           "template case %s: the oracle raised (%s: %s); tinylm refused with kind %s: %s",
+           name, want_kind ? want_kind : "(no tinylm kind)", want_msg ? want_msg : "",
+           kind ? kind : "json", message);
+  } else {
+    fail(v, TL_RULE_MECHANICAL, "template case %s: refused (%s, %s: %s)", name,
+         status ? status : "?", kind ? kind : "json", message);
+  }
+}
+
+static const char *judge_tmpl(tl_claim_ctx *c, const json_t *cs, const json_t *line,
+                              verdict *v) {
+  const json_t *want_err = json_object_get(cs, "error"), *err = json_object_get(line, "error");
+  const char *name = json_string_value(json_object_get(cs, "name"));
+  const char *skipped = json_string_value(json_object_get(line, "skipped"));
+  const char *got_hex = json_string_value(json_object_get(line, "text_hex"));
+  size_t nw = 0, ng = 0;
+  long d;
+  if (name == NULL) name = "?";
+  if (skipped != NULL) {
+    fail(v, TL_RULE_MECHANICAL,
+         "template case %s: rendered through %s + the template, not this artifact's template "
+         "alone",
+         name, skipped);
+  } else if (err != NULL) {
+    judge_refusal(name, want_err, err, v);
+  } else if (deviation_of(name) != NULL || want_err != NULL) {
+    fail(v, TL_RULE_MECHANICAL, "template case %s: rendered %zu bytes where %s", name,
+         got_hex ? strlen(got_hex) / 2 : 0,
+         deviation_of(name) != NULL ? "tinylm declares a refusal" : "the oracle raised");
+  } else if (json_object_get(line, "ids_error") != NULL) {
+    fail(v, TL_RULE_MECHANICAL, "template case %s: tokenizing the rendered prompt failed: %s",
+         name, json_string_value(json_object_get(line, "ids_error")));
+  } else if (!hex_diff(json_string_value(json_object_get(cs, "text_hex")), got_hex, &d, &nw,
+                       &ng)) {
+    infra(c, TL_ERR_INVALID_ARGUMENT, "template case %s: text_hex is not hex text", name);
+    return NULL;
+  } else if (d >= 0) {
+    fail(v, TL_RULE_MECHANICAL,
+         "template case %s: text differs at byte %ld (expected %zu bytes, got %zu)", name, d,
+         nw, ng);
+  } else if ((d = first_diff_json(json_object_get(cs, "ids"), json_object_get(line, "ids"))) >=
+             0) {
+    fail(v, TL_RULE_MECHANICAL,
+         "template case %s: ids differ at index %ld (expected %zu, got %zu)", name, d,
+         json_array_size(json_object_get(cs, "ids")),
+         json_array_size(json_object_get(line, "ids")));
+  }
+  return "rendered_bytes_ids";
 }
 
 tl_status tl_claim_template(tl_claim_ctx *c, tl_claim_result *out) {
   return model_claim(c, out, true, tmpl_case);
+}
+
+tl_status tl_judge_template(tl_claim_ctx *c, const uint8_t observation[32],
+                            tl_claim_result *out) {
+  return judge_lines(c, observation, out, judge_tmpl);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -551,9 +606,9 @@ static json_t *u32s(const uint32_t *v, size_t n) {
   return tl_cli_json_ids(v, v != NULL ? n : 0);
 }
 
-tl_status tl_sampler_vector_sha256(const tl_sampler_vector *v,
-                                   uint8_t out[32]) {
-  json_t *o = json_pack(
+/* A known answer as its content hash covers it (promote_mechanical.h). */
+static json_t *vector_json(const tl_sampler_vector *v) {
+  return json_pack(
       "{s:s,s:I,s:o,s:o,s:o,s:o,s:o,s:I,s:I,s:I,s:I,s:o,s:o,s:o,s:I,s:o,"
       "s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:o,s:o}",
       "name", v->name, "n", (json_int_t)v->n, "logits", u32s(v->logits, v->n),
@@ -571,12 +626,22 @@ tl_status tl_sampler_vector_sha256(const tl_sampler_vector *v,
       "survivors", u32s(v->survivors, v->n_survivors), "q",
       u64s_hex(v->q, v->n_survivors), "bounds",
       u64s_hex(v->bounds, v->n_survivors));
+}
+
+static tl_status json_sha256(const json_t *o, uint8_t out[32]) {
   char *text = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-  json_decref(o);
   if (text == NULL) return TL_ERR_OUT_OF_MEMORY;
   tl_sha256(text, strlen(text), out);
   free(text);
   return TL_OK;
+}
+
+tl_status tl_sampler_vector_sha256(const tl_sampler_vector *v,
+                                   uint8_t out[32]) {
+  json_t *o = vector_json(v);
+  tl_status st = json_sha256(o, out);
+  json_decref(o);
+  return st;
 }
 
 /* A known answer about how ties are broken (by its name). */
@@ -599,57 +664,81 @@ static json_t *draw_json(const tl_sampler_draw *d) {
                    "survivors", tl_cli_json_ids(d->survivors, k), "q", q, "bounds", b);
 }
 
+/* OBSERVE: this build's known answer of that name (the oracle's inputs
+ * and answer) and the runtime's draw on its inputs. */
 static tl_status sampler_case(run *r, const tl_sampler_vector *table, size_t n,
                               size_t i) {
-  const json_t *c = case_body(r, i);
-  const char *name = json_string_value(json_object_get(c, "vector"));
-  const char *want = json_string_value(json_object_get(c, "sha256"));
+  const char *name = json_string_value(json_object_get(case_body(r, i), "vector"));
   const tl_sampler_vector *v = NULL;
-  uint8_t want_id[32], have[32];
   tl_sampler_draw d;
   json_t *line;
   tl_status st;
-  if (name == NULL || want == NULL || !tl_hex32_parse(want, want_id))
-    return infra(r->c, TL_ERR_INVALID_ARGUMENT,
-                 "sampler cases[%zu]: expected {\"vector\": NAME, \"sha256\": "
-                 "HEX64}",
-                 i);
+  if (name == NULL)
+    return infra(r->c, TL_ERR_INVALID_ARGUMENT, "sampler cases[%zu]: no \"vector\" name", i);
   for (size_t k = 0; k < n && v == NULL; k++)
     if (strcmp(table[k].name, name) == 0) v = &table[k];
-  if (v == NULL) {
-    diverged(r, TL_RULE_MISSING_OUTPUT,
-             "sampler case %s: this build has no such known answer", name);
-    return record(r, i, "draw", false, json_pack("{s:s}", "missing", name));
-  }
-  if ((st = tl_sampler_vector_sha256(v, have)) != TL_OK)
-    return infra(r->c, st, "out of memory");
-  if (memcmp(have, want_id, 32) != 0) {
-    char hex[65];
-    tl_hex_encode(have, 32, hex);
-    diverged(r, TL_RULE_MECHANICAL,
-             "sampler case %s: this build's known answer has content hash "
-             "%s, the plan registered %s",
-             name, hex, want);
-    return record(r, i, "draw", false, json_pack("{s:s}", "sha256", hex));
-  }
+  if (v == NULL) return record(r, i, json_pack("{s:s}", "missing", name));
+  line = json_pack("{s:o}", "known_answer", vector_json(v));
   st = tl_sampler_vector_draw(v, &d);
-  if (st != TL_OK) {
-    diverged(r, about_ties(name) ? TL_RULE_SAMPLER_TIE : TL_RULE_MECHANICAL,
-             "sampler case %s: the sampler refused it (%s)", name,
-             tl_status_name(st));
-    return record(r, i, "draw", false,
-                  json_pack("{s:s}", "error", tl_status_name(st)));
+  if (line != NULL)
+    json_object_set_new(line, st == TL_OK ? "draw" : "error",
+                        st == TL_OK ? draw_json(&d) : json_string(tl_status_name(st)));
+  return record(r, i, line);
+}
+
+/* The draw equals the oracle's answer (tl_sampler_vector_matches, on the
+ * stored JSON). */
+static bool draw_matches(const json_t *ka, const json_t *d) {
+  static const char *const same[] = {"id", "draw_word", "n_candidates", "n_survivors",
+                                     "survivors", "q", "bounds"};
+  for (size_t k = 0; k < sizeof same / sizeof same[0]; k++)
+    if (!json_equal(json_object_get(ka, same[k]), json_object_get(d, same[k]))) return false;
+  return json_integer_value(json_object_get(d, "draws_used")) == 1 &&
+         json_is_false(json_object_get(d, "truncated")) &&
+         json_integer_value(json_object_get(ka, "n_survivors")) <=
+             TL_SAMPLER_SELFTEST_MAX_SURVIVORS;
+}
+
+static const char *judge_sampler(tl_claim_ctx *c, const json_t *cs, const json_t *line,
+                                 verdict *v) {
+  const char *name = json_string_value(json_object_get(cs, "vector"));
+  const char *want = json_string_value(json_object_get(cs, "sha256"));
+  const json_t *ka = json_object_get(line, "known_answer"), *d = json_object_get(line, "draw");
+  uint8_t want_id[32], have[32];
+  char hex[65];
+  if (name == NULL || want == NULL || !tl_hex32_parse(want, want_id)) {
+    infra(c, TL_ERR_INVALID_ARGUMENT,
+          "sampler case: expected {\"vector\": NAME, \"sha256\": HEX64}");
+    return NULL;
   }
-  line = draw_json(&d);
-  if (!tl_sampler_vector_matches(v, &d)) {
-    diverged(r, about_ties(name) ? TL_RULE_SAMPLER_TIE : TL_RULE_MECHANICAL,
-             "sampler case %s: drew id %u (draw word %08x, %zu survivors), "
-             "the oracle %u (%08x, %zu)",
-             name, d.id, d.draw_word, d.n_survivors, v->id, v->draw_word,
-             v->n_survivors);
-    return record(r, i, "draw", false, line);
+  if (ka == NULL) {
+    fail(v, TL_RULE_MISSING_OUTPUT, "sampler case %s: this build has no such known answer",
+         name);
+  } else if (json_sha256(ka, have) != TL_OK) {
+    infra(c, TL_ERR_OUT_OF_MEMORY, "out of memory");
+    return NULL;
+  } else if (memcmp(have, want_id, 32) != 0) {
+    tl_hex_encode(have, 32, hex);
+    fail(v, TL_RULE_MECHANICAL,
+         "sampler case %s: this build's known answer has content hash %s, the plan registered "
+         "%s",
+         name, hex, want);
+  } else if (d == NULL) {
+    fail(v, about_ties(name) ? TL_RULE_SAMPLER_TIE : TL_RULE_MECHANICAL,
+         "sampler case %s: the sampler refused it (%s)", name,
+         json_string_value(json_object_get(line, "error")));
+  } else if (!draw_matches(ka, d)) {
+    fail(v, about_ties(name) ? TL_RULE_SAMPLER_TIE : TL_RULE_MECHANICAL,
+         "sampler case %s: drew id %lld (draw word %08llx, %lld survivors), the oracle %lld "
+         "(%08llx, %lld)",
+         name, (long long)json_integer_value(json_object_get(d, "id")),
+         (long long)json_integer_value(json_object_get(d, "draw_word")),
+         (long long)json_integer_value(json_object_get(d, "n_survivors")),
+         (long long)json_integer_value(json_object_get(ka, "id")),
+         (long long)json_integer_value(json_object_get(ka, "draw_word")),
+         (long long)json_integer_value(json_object_get(ka, "n_survivors")));
   }
-  return record(r, i, "draw", true, line);
+  return "draw";
 }
 
 tl_status tl_claim_sampler_table(tl_claim_ctx *c, tl_claim_result *out,
@@ -665,6 +754,11 @@ tl_status tl_claim_sampler_table(tl_claim_ctx *c, tl_claim_result *out,
 tl_status tl_claim_sampler(tl_claim_ctx *c, tl_claim_result *out) {
   return tl_claim_sampler_table(c, out, tl_sampler_vectors,
                                 TL_SAMPLER_VECTOR_COUNT);
+}
+
+tl_status tl_judge_sampler(tl_claim_ctx *c, const uint8_t observation[32],
+                           tl_claim_result *out) {
+  return judge_lines(c, observation, out, judge_sampler);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -710,14 +804,16 @@ static tl_status forced_turn(tl_session *s, uint32_t id, tl_turn *t,
   return st;
 }
 
-static bool same_set(const json_t *want, const uint32_t *have, size_t n) {
+/* want (JSON ids) is a set (no id twice) equal to have (JSON ids). */
+static bool same_set(const json_t *want, const json_t *have) {
   size_t w = json_array_size(want);
-  if (w != n) return false;
+  if (!json_is_array(have) || w != json_array_size(have)) return false;
   for (size_t i = 0; i < w; i++) {
     uint32_t v;
     bool found = false;
     if (!u32_at(json_array_get(want, i), &v)) return false;
-    for (size_t j = 0; j < n; j++) found |= have[j] == v;
+    for (size_t j = 0; j < w; j++)
+      found |= json_integer_value(json_array_get(have, j)) == (json_int_t)v;
     for (size_t j = 0; j < i; j++) /* a repeated id is not a set */
       if (json_integer_value(json_array_get(want, j)) == (json_int_t)v)
         return false;
@@ -726,22 +822,15 @@ static bool same_set(const json_t *want, const uint32_t *have, size_t n) {
   return true;
 }
 
+/* OBSERVE: the runtime's EOS set, the template's own turn end, and a
+ * generation forced to emit each id the plan names and its turn end. */
 static tl_status eos_case(run *r, tl_session *s, size_t i) {
   const json_t *c = case_body(r, i), *want = json_object_get(c, "eos");
-  uint32_t eot;
   uint32_t turn_end = UINT32_MAX;
   const tl_slm_section *tok, *tmpl;
   json_t *line, *stops = json_array();
   char err[512];
-  bool ok = true;
   tl_status st;
-  if (!json_is_array(want) || !u32_at(json_object_get(c, "end_of_turn"), &eot)) {
-    json_decref(stops);
-    return infra(r->c, TL_ERR_INVALID_ARGUMENT,
-                 "eos cases[%zu]: expected {\"eos\": [ids], \"end_of_turn\": "
-                 "id}",
-                 i);
-  }
   /* The template's own turn terminator, derived again from the artifact's
    * tokenizer and template as convert did. */
   if (tl_slm_find(&s->model.slm, TL_SLM_TOKENIZER, &tok) == TL_OK &&
@@ -751,28 +840,13 @@ static tl_status eos_case(run *r, tl_session *s, size_t i) {
     turn_end = UINT32_MAX;
   line = json_pack("{s:o,s:I}", "eos", tl_cli_json_ids(s->eos, s->n_eos), "turn_end",
                    turn_end == UINT32_MAX ? (json_int_t)-1 : (json_int_t)turn_end);
-  if (!same_set(want, s->eos, s->n_eos)) {
-    ok = false;
-    diverged(r, TL_RULE_MECHANICAL,
-             "eos: the runtime's EOS set has %zu ids (first %u), the plan "
-             "registered %zu",
-             s->n_eos, s->n_eos ? s->eos[0] : 0, json_array_size(want));
-  } else if (turn_end != eot) {
-    ok = false;
-    diverged(r, TL_RULE_MECHANICAL,
-             "eos: the template ends a turn with id %lld, the plan registered "
-             "%u",
-             turn_end == UINT32_MAX ? -1LL : (long long)turn_end, eot);
-  }
-  /* Every id the plan says must stop a generation, and the turn end. */
   for (size_t k = 0; k <= json_array_size(want); k++) {
     uint32_t id;
     tl_turn t;
-    if (k < json_array_size(want)) {
-      if (!u32_at(json_array_get(want, k), &id)) break;
-    } else {
-      id = eot;
-    }
+    if (!u32_at(k < json_array_size(want) ? json_array_get(want, k)
+                                          : json_object_get(c, "end_of_turn"),
+                &id))
+      break;
     st = forced_turn(s, id, &t, err, sizeof err);
     if (st == TL_ERR_OUT_OF_MEMORY) {
       json_decref(stops);
@@ -782,10 +856,6 @@ static tl_status eos_case(run *r, tl_session *s, size_t i) {
     if (st != TL_OK) {
       json_array_append_new(stops, json_pack("{s:I,s:s}", "id", (json_int_t)id,
                                              "error", tl_status_name(st)));
-      if (ok)
-        diverged(r, TL_RULE_MECHANICAL, "eos: a turn forced to emit %u: %s",
-                 id, err);
-      ok = false;
       continue;
     }
     json_array_append_new(
@@ -793,20 +863,56 @@ static tl_status eos_case(run *r, tl_session *s, size_t i) {
                          tl_cli_json_ids(t.r.ids, t.r.n_ids), "stop",
                          tl_stop_reason_name(t.r.stop), "status",
                          tl_status_name(t.status)));
-    if (t.status != TL_OK || t.r.stop != TL_STOP_EOS || t.r.n_ids != 1 ||
-        t.r.ids[0] != id) {
-      if (ok)
-        diverged(r, TL_RULE_MECHANICAL,
-                 "eos: a generation that emits %u did not stop there (%zu "
-                 "tokens, stop %s, %s)",
-                 id, t.r.n_ids, tl_stop_reason_name(t.r.stop),
-                 tl_status_name(t.status));
-      ok = false;
-    }
     tl_turn_free(&t);
   }
   json_object_set_new(line, "stops", stops);
-  return record(r, i, "eos_set_and_stop", ok, line);
+  return record(r, i, line);
+}
+
+static const char *judge_eos(tl_claim_ctx *c, const json_t *cs, const json_t *line,
+                             verdict *v) {
+  const json_t *want = json_object_get(cs, "eos"), *have = json_object_get(line, "eos");
+  const json_t *stops = json_object_get(line, "stops");
+  json_int_t turn_end = json_integer_value(json_object_get(line, "turn_end"));
+  uint32_t eot;
+  if (!json_is_array(want) || !u32_at(json_object_get(cs, "end_of_turn"), &eot)) {
+    infra(c, TL_ERR_INVALID_ARGUMENT,
+          "eos case: expected {\"eos\": [ids], \"end_of_turn\": id}");
+    return NULL;
+  }
+  if (!same_set(want, have))
+    fail(v, TL_RULE_MECHANICAL,
+         "eos: the runtime's EOS set has %zu ids (first %lld), the plan registered %zu",
+         json_array_size(have), (long long)json_integer_value(json_array_get(have, 0)),
+         json_array_size(want));
+  else if (turn_end != (json_int_t)eot)
+    fail(v, TL_RULE_MECHANICAL,
+         "eos: the template ends a turn with id %lld, the plan registered %u",
+         (long long)turn_end, eot);
+  /* Every id the plan says must stop a generation, and the turn end. */
+  for (size_t k = 0; k <= json_array_size(want); k++) {
+    const json_t *s = json_array_get(stops, k), *ids = json_object_get(s, "ids");
+    json_int_t id = json_integer_value(k < json_array_size(want) ? json_array_get(want, k)
+                                                                 : json_object_get(cs, "end_of_turn"));
+    if (s == NULL || json_integer_value(json_object_get(s, "id")) != id)
+      fail(v, TL_RULE_MECHANICAL, "eos: no generation forced to emit %lld is recorded",
+           (long long)id);
+    else if (json_object_get(s, "error") != NULL)
+      fail(v, TL_RULE_MECHANICAL, "eos: a turn forced to emit %lld: %s", (long long)id,
+           json_string_value(json_object_get(s, "error")));
+    else if (!same_text(json_string_value(json_object_get(s, "status")), tl_status_name(TL_OK)) ||
+             !same_text(json_string_value(json_object_get(s, "stop")),
+                        tl_stop_reason_name(TL_STOP_EOS)) ||
+             json_array_size(ids) != 1 || json_integer_value(json_array_get(ids, 0)) != id)
+      fail(v, TL_RULE_MECHANICAL,
+           "eos: a generation that emits %lld did not stop there (%zu tokens, stop %s, %s)",
+           (long long)id, json_array_size(ids), json_string_value(json_object_get(s, "stop")),
+           json_string_value(json_object_get(s, "status")));
+  }
+  if (json_array_size(stops) != json_array_size(want) + 1)
+    fail(v, TL_RULE_MECHANICAL, "eos: %zu generations recorded, the plan names %zu ids",
+         json_array_size(stops), json_array_size(want) + 1);
+  return "eos_set_and_stop";
 }
 
 tl_status tl_claim_eos(tl_claim_ctx *c, tl_claim_result *out) {
@@ -818,6 +924,10 @@ tl_status tl_claim_eos(tl_claim_ctx *c, tl_claim_result *out) {
   for (size_t i = 0; st == TL_OK && i < r.n; i++)
     st = eos_case(&r, c->session, i);
   return finish(&r, st);
+}
+
+tl_status tl_judge_eos(tl_claim_ctx *c, const uint8_t observation[32], tl_claim_result *out) {
+  return judge_lines(c, observation, out, judge_eos);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1098,6 +1208,8 @@ static tl_status artifact_open(tl_claim_ctx *c, artifact_file *a,
   return TL_OK;
 }
 
+/* OBSERVE: the artifact verified as convert would refuse it: the first
+ * problem found (its rule, where, what), or none. */
 tl_status tl_claim_artifact(tl_claim_ctx *c, tl_claim_result *out) {
   run r;
   artifact_file a;
@@ -1105,17 +1217,10 @@ tl_status tl_claim_artifact(tl_claim_ctx *c, tl_claim_result *out) {
   if (st != TL_OK) return st;
   st = artifact_open(c, &a, &vst);
   for (size_t i = 0; st == TL_OK && i < r.n; i++) {
-    const json_t *body = case_body(&r, i);
     finding f = {0};
     bool ok = true;
     float *row = NULL;
     json_t *line;
-    if (!same_text(json_string_value(json_object_get(body, "check")), "verify") ||
-        json_object_size(body) != 1) {
-      st = infra(c, TL_ERR_INVALID_ARGUMENT,
-                 "artifact cases[%zu]: expected {\"check\": \"verify\"}", i);
-      break;
-    }
     if (vst != TL_OK) {
       /* A digest that does not recompute, or a layout the directory
        * breaks (docs/slm.md SLM-1..13). */
@@ -1146,18 +1251,55 @@ tl_status tl_claim_artifact(tl_claim_ctx *c, tl_claim_result *out) {
                      (json_int_t)a.view.len, "sections",
                      (json_int_t)(vst == TL_OK ? a.slm.n_sections : 0),
                      "tensors", (json_int_t)a.tensors.n);
-    if (ok) {
-      json_object_set_new(line, "problem", json_null());
-    } else {
+    if (line != NULL)
       json_object_set_new(line, "problem",
-                          json_pack("{s:s,s:s,s:s}", "rule", f.rule, "where",
-                                    f.where, "detail", f.detail));
-      diverged(&r, f.rule, "%s: %s", f.where, f.detail);
-    }
-    st = record(&r, i, "verify", ok, line);
+                          ok ? json_null()
+                             : json_pack("{s:s,s:s,s:s}", "rule", f.rule, "where", f.where,
+                                         "detail", f.detail));
+    st = record(&r, i, line);
   }
   if (a.view.data != NULL) tl_file_close_view(&a.view);
   return finish(&r, st);
+}
+
+/* The rules an artifact's problem may name (docs/promotion.md §Stop
+ * rules), as the static text a result holds; NULL for another. */
+static const char *artifact_rule(const char *s) {
+  static const char *const rules[] = {TL_RULE_PACK_MISMATCH, TL_RULE_NON_FINITE,
+                                      TL_RULE_SOURCE_CONFLICT, TL_RULE_UNKNOWN_FIELD,
+                                      TL_RULE_UNCONSUMED_TENSOR};
+  for (size_t i = 0; s != NULL && i < sizeof rules / sizeof rules[0]; i++)
+    if (strcmp(rules[i], s) == 0) return rules[i];
+  return NULL;
+}
+
+/* What the runtime found is the verdict: a reader can only check that the
+ * stored finding is one of the claim's rules (docs/promotion-receipts.md
+ * §What a reader cannot re-derive). */
+static const char *judge_artifact(tl_claim_ctx *c, const json_t *cs, const json_t *line,
+                                  verdict *v) {
+  const json_t *p = json_object_get(line, "problem");
+  if (!same_text(json_string_value(json_object_get(cs, "check")), "verify") ||
+      json_object_size(cs) != 1) {
+    infra(c, TL_ERR_INVALID_ARGUMENT, "artifact case: expected {\"check\": \"verify\"}");
+    return NULL;
+  }
+  if (p == NULL || (!json_is_null(p) &&
+                    artifact_rule(json_string_value(json_object_get(p, "rule"))) == NULL)) {
+    infra(c, TL_ERR_INVALID_ARGUMENT,
+          "artifact case: the stored problem is neither null nor one of the claim's rules");
+    return NULL;
+  }
+  if (!json_is_null(p))
+    fail(v, artifact_rule(json_string_value(json_object_get(p, "rule"))), "%s: %s",
+         json_string_value(json_object_get(p, "where")),
+         json_string_value(json_object_get(p, "detail")));
+  return "verify";
+}
+
+tl_status tl_judge_artifact(tl_claim_ctx *c, const uint8_t observation[32],
+                            tl_claim_result *out) {
+  return judge_lines(c, observation, out, judge_artifact);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1206,6 +1348,8 @@ static bool json_diff(const json_t *a, const json_t *b, char *path, size_t len,
   return !json_equal((json_t *)a, (json_t *)b);
 }
 
+/* OBSERVE: tinylm's own view of the artifact, the object `tinylm inspect
+ * --json --verify` prints ({"inspect": ...}), or why it refuses it. */
 tl_status tl_claim_independent_reader(tl_claim_ctx *c, tl_claim_result *out) {
   run r;
   artifact_file a;
@@ -1214,8 +1358,6 @@ tl_status tl_claim_independent_reader(tl_claim_ctx *c, tl_claim_result *out) {
   tl_status st = begin(&r, c, out), vst = TL_OK;
   if (st != TL_OK) return st;
   st = artifact_open(c, &a, &vst);
-  /* tinylm's own view: the object `tinylm inspect --json --verify`
-   * prints. */
   if (st == TL_OK && vst == TL_OK) {
     st = tl_file_sha256(&a.view, id);
     if (st != TL_OK) st = infra(c, st, "%s: cannot be read", c->slm_path);
@@ -1224,36 +1366,39 @@ tl_status tl_claim_independent_reader(tl_claim_ctx *c, tl_claim_result *out) {
     mine = tl_slm_view_json(&a.slm, &a.tensors, a.view.len, id, true, &vst);
     if (vst == TL_ERR_OUT_OF_MEMORY) st = infra(c, vst, "out of memory");
   }
-  for (size_t i = 0; st == TL_OK && i < r.n; i++) {
-    const json_t *body = case_body(&r, i), *theirs = json_object_get(body, "output");
-    const char *reader = json_string_value(json_object_get(body, "reader"));
-    char path[512] = "$";
-    bool ok;
-    if (reader == NULL || !json_is_object(theirs)) {
-      st = infra(c, TL_ERR_INVALID_ARGUMENT,
-                 "independent_reader cases[%zu]: expected {\"reader\": TEXT, "
-                 "\"output\": {...}}",
-                 i);
-      break;
-    }
-    if (mine == NULL) {
-      ok = false;
-      diverged(&r, TL_RULE_READER,
-               "tinylm refuses the artifact that %s read (%s, %s at byte %zu)",
-               reader, a.what, tl_status_name(vst), a.at);
-      st = record(&r, i, "inspect_object", ok,
-                  json_pack("{s:s}", "error", tl_status_name(vst)));
-      continue;
-    }
-    ok = !json_diff(theirs, mine, path, 1, sizeof path);
-    if (!ok)
-      diverged(&r, TL_RULE_READER, "%s and tinylm differ first at %s", reader,
-               path);
-    st = record(&r, i, "inspect_object", ok, json_deep_copy(mine));
-  }
+  for (size_t i = 0; st == TL_OK && i < r.n; i++)
+    st = record(&r, i,
+                mine != NULL ? json_pack("{s:O}", "inspect", mine)
+                             : json_pack("{s:s,s:s,s:I}", "error", tl_status_name(vst), "what",
+                                         a.what, "at", (json_int_t)a.at));
   json_decref(mine);
   if (a.view.data != NULL) tl_file_close_view(&a.view);
   return finish(&r, st);
+}
+
+static const char *judge_reader(tl_claim_ctx *c, const json_t *cs, const json_t *line,
+                                verdict *v) {
+  const json_t *theirs = json_object_get(cs, "output");
+  const char *reader = json_string_value(json_object_get(cs, "reader"));
+  char path[512] = "$";
+  if (reader == NULL || !json_is_object(theirs)) {
+    infra(c, TL_ERR_INVALID_ARGUMENT,
+          "independent_reader case: expected {\"reader\": TEXT, \"output\": {...}}");
+    return NULL;
+  }
+  if (json_object_get(line, "inspect") == NULL)
+    fail(v, TL_RULE_READER, "tinylm refuses the artifact that %s read (%s, %s at byte %lld)",
+         reader, json_string_value(json_object_get(line, "what")),
+         json_string_value(json_object_get(line, "error")),
+         (long long)json_integer_value(json_object_get(line, "at")));
+  else if (json_diff(theirs, json_object_get(line, "inspect"), path, 1, sizeof path))
+    fail(v, TL_RULE_READER, "%s and tinylm differ first at %s", reader, path);
+  return "inspect_object";
+}
+
+tl_status tl_judge_independent_reader(tl_claim_ctx *c, const uint8_t observation[32],
+                                      tl_claim_result *out) {
+  return judge_lines(c, observation, out, judge_reader);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -52,10 +52,7 @@ static void fx_close(fixture *fx) {
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", fx->dir);
 }
 
-static void result_free(tl_claim_result *r) {
-  free(r->cases);
-  memset(r, 0, sizeof *r);
-}
+
 
 /* The claim of `name` plan init registers for the artifact at path
  * (NULL: it registers none), with the reader's output when given. */
@@ -103,8 +100,69 @@ static void check_observation(tl_test_ctx *t, fixture *fx,
   free(bytes);
 }
 
-/* Runs a claim; the result's stop rule and first divergence as asked. */
-static void expect_claim(tl_test_ctx *t, tl_claim_runner run, tl_session *s,
+/* A stored observation with case 0's raw output changed so that it must
+ * fail: what a forger who edits an observation (and every id above it)
+ * would write. */
+static void flip_case0(const char *kind, json_t *line) {
+  json_t *d = json_object_get(line, "draw");
+  if (strcmp(kind, "artifact") == 0)
+    json_object_set_new(line, "problem", json_pack("{s:s,s:s,s:s}", "rule", "pack_mismatch",
+                                                   "where", "tensor x", "detail", "flipped"));
+  else if (strcmp(kind, "eos") == 0)
+    json_object_set_new(line, "turn_end",
+                        json_integer(json_integer_value(json_object_get(line, "turn_end")) + 1));
+  else if (strcmp(kind, "sampler") == 0)
+    json_object_set_new(d, "id", json_integer(json_integer_value(json_object_get(d, "id")) + 1));
+  else if (strcmp(kind, "independent_reader") == 0)
+    json_object_set_new(json_object_get(line, "inspect"), "flipped", json_true());
+  else /* tokenizer, template: the runtime refused the case */
+    json_object_set_new(line, "error", json_pack("{s:s}", "error", "flipped"));
+}
+
+/* The kind's judge on the observation with case 0 flipped: it fails case
+ * 0 and the claim, and judges every other case as before. */
+static void judge_flipped(tl_test_ctx *t, fixture *fx, tl_claim_ctx *c, const char *kind,
+                          const tl_claim_result *was) {
+  uint8_t *bytes = NULL, id[32];
+  size_t len = 0;
+  char err[256], *text, *nl;
+  json_t *line;
+  tl_claim_result r;
+  if (!TL_EXPECT_OK(t, tl_store_get(fx->store, was->observation, &bytes, &len, err,
+                                    sizeof err)))
+    return;
+  nl = memchr(bytes, '\n', len);
+  line = nl ? json_loadb((const char *)bytes, (size_t)(nl - (char *)bytes), 0, NULL) : NULL;
+  if (TL_EXPECT(t, line != NULL)) {
+    flip_case0(kind, line);
+    text = json_dumps(line, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
+    {
+      size_t n = strlen(text), rest = len - (size_t)(nl - (char *)bytes);
+      uint8_t *edited = malloc(n + rest);
+      memcpy(edited, text, n);
+      memcpy(edited + n, nl, rest);
+      TL_EXPECT_OK(t, tl_store_put(fx->store, "observation", edited, n + rest, id, err,
+                                   sizeof err));
+      free(edited);
+    }
+    free(text);
+    if (TL_EXPECT_OK(t, tl_claim_kind_find(kind)->judge(c, id, &r))) {
+      TL_EXPECT(t, !r.pass);
+      TL_EXPECT(t, !r.cases[0].pass);
+      TL_EXPECT(t, r.stop_rule != NULL);
+      for (size_t i = 1; i < r.n_cases; i++)
+        TL_EXPECT(t, r.cases[i].pass == was->cases[i].pass);
+      tl_claim_result_free(&r);
+    }
+  }
+  json_decref(line);
+  free(bytes);
+}
+
+/* Observes and judges a claim as promote does; the result's stop rule and
+ * first divergence as asked. A passing claim's judge must also fail the
+ * same observation with one case flipped. */
+static void expect_claim(tl_test_ctx *t, const char *kind, tl_session *s,
                          const char *path, const json_t *claim,
                          const char *rule, const char *divergence) {
   fixture fx;
@@ -115,12 +173,13 @@ static void expect_claim(tl_test_ctx *t, tl_claim_runner run, tl_session *s,
                     .err_cap = sizeof err};
   if (claim == NULL || !fx_open(t, &fx)) return;
   c.store = fx.store;
-  if (TL_EXPECT_OK(t, run(&c, &r))) {
+  if (TL_EXPECT_OK(t, tl_claim_observe_judge(tl_claim_kind_find(kind), &c, &r))) {
     TL_EXPECT_EQ_U64(t, r.n_cases, json_array_size(json_object_get(claim, "cases")));
     if (rule == NULL) {
       TL_EXPECT(t, r.pass);
       TL_EXPECT(t, r.stop_rule == NULL);
       if (!r.pass) tl_test_print(t, r.first_divergence);
+      else judge_flipped(t, &fx, &c, kind, &r);
     } else {
       TL_EXPECT(t, !r.pass);
       TL_EXPECT_STR(t, r.stop_rule, rule);
@@ -128,7 +187,7 @@ static void expect_claim(tl_test_ctx *t, tl_claim_runner run, tl_session *s,
         tl_test_print(t, r.first_divergence);
     }
     check_observation(t, &fx, &r);
-    result_free(&r);
+    tl_claim_result_free(&r);
   } else {
     tl_test_print(t, err);
   }
@@ -282,7 +341,7 @@ static void artifact_passes_on_real_artifacts(tl_test_ctx *t) {
     }
     claim = plan_claim(t, paths[i], "artifact", NULL);
     TL_EXPECT(t, claim != NULL);
-    expect_claim(t, tl_claim_artifact, NULL, paths[i], claim, NULL, NULL);
+    expect_claim(t, "artifact", NULL, paths[i], claim, NULL, NULL);
     json_decref(claim);
   }
 }
@@ -313,7 +372,7 @@ static void artifact_corrupted_tensor_byte_is_pack_mismatch(tl_test_ctx *t) {
       copy[(x.data - v.data) + 5] ^= 0x01;
       TL_EXPECT(t, f != NULL && fwrite(copy, 1, v.len, f) == v.len);
       if (f != NULL) fclose(f);
-      expect_claim(t, tl_claim_artifact, NULL, path, claim, TL_RULE_PACK_MISMATCH,
+      expect_claim(t, "artifact", NULL, path, claim, TL_RULE_PACK_MISMATCH,
                    "tensor model.norm.weight: hash_mismatch");
     }
     free(copy);
@@ -334,20 +393,20 @@ static void artifact_non_finite_and_bad_scales(tl_test_ctx *t) {
   tmp_path(&fx, "inf.slm", path, sizeof path);
   /* element 5 of an RMSNorm weight (f32 in every artifact): +Inf */
   if (plant_tensor(t, TINY_F32, path, "model.norm.weight", 4 * 5, 0x7f800000u))
-    expect_claim(t, tl_claim_artifact, NULL, path, q8, TL_RULE_NON_FINITE,
+    expect_claim(t, "artifact", NULL, path, q8, TL_RULE_NON_FINITE,
                  "tensor model.norm.weight: element 5 is not finite");
   tmp_path(&fx, "nan-scale.slm", path, sizeof path);
   /* q8 blocks are 36 bytes, the f32 scale first: block 3's scale NaN */
   if (plant_tensor(t, TINY_Q8, path, "model.embed_tokens.weight", 36 * 3,
                    0x7fc00000u))
-    expect_claim(t, tl_claim_artifact, NULL, path, q8, TL_RULE_NON_FINITE,
+    expect_claim(t, "artifact", NULL, path, q8, TL_RULE_NON_FINITE,
                  "tensor model.embed_tokens.weight: the scale of block 3 "
                  "(element 96) is not finite");
   tmp_path(&fx, "neg-scale.slm", path, sizeof path);
   /* hidden 32: one block a row; row 2's scale -1.0 */
   if (plant_tensor(t, TINY_Q8, path, "model.embed_tokens.weight", 36 * 2,
                    0xbf800000u))
-    expect_claim(t, tl_claim_artifact, NULL, path, q8, TL_RULE_PACK_MISMATCH,
+    expect_claim(t, "artifact", NULL, path, q8, TL_RULE_PACK_MISMATCH,
                  "tensor model.embed_tokens.weight: row 2 breaks");
   json_decref(q8);
   fx_close(&fx);
@@ -398,7 +457,7 @@ static void artifact_metadata_faults(tl_test_ctx *t) {
     snprintf(name, sizeof name, "meta%zu.slm", i);
     tmp_path(&fx, name, path, sizeof path);
     if (rewrite(t, TINY_Q8, path, edit_metadata, &plants[i].edit))
-      expect_claim(t, tl_claim_artifact, NULL, path, claim, plants[i].rule,
+      expect_claim(t, "artifact", NULL, path, claim, plants[i].rule,
                    plants[i].divergence);
   }
   json_decref(claim);
@@ -429,7 +488,7 @@ static void tokenizer_goldens_pass_and_a_changed_id_fails(tl_test_ctx *t) {
   claim = plan_claim(t, QWEN3_TOK, "tokenizer", NULL);
   if (!TL_EXPECT(t, claim != NULL)) return;
   TL_EXPECT_EQ_U64(t, json_array_size(json_object_get(claim, "cases")), 814);
-  expect_claim(t, tl_claim_tokenizer, NULL, QWEN3_TOK, claim, NULL, NULL);
+  expect_claim(t, "tokenizer", NULL, QWEN3_TOK, claim, NULL, NULL);
   /* The first case with at least three ids: its id 2 plus one. */
   while (json_array_size(json_object_get(
              json_object_get(json_array_get(json_object_get(claim, "cases"), i),
@@ -446,7 +505,7 @@ static void tokenizer_goldens_pass_and_a_changed_id_fails(tl_test_ctx *t) {
     snprintf(want, sizeof want, "tokenizer case %s: ids differ at token 2",
              case_name(claim, i));
     replace_case(claim, i, body);
-    expect_claim(t, tl_claim_tokenizer, NULL, QWEN3_TOK, claim,
+    expect_claim(t, "tokenizer", NULL, QWEN3_TOK, claim,
                  TL_RULE_MECHANICAL, want);
   }
   json_decref(claim);
@@ -464,7 +523,7 @@ static void template_goldens_pass_and_a_changed_byte_fails(tl_test_ctx *t) {
   if (!TL_EXPECT(t, claim != NULL)) return;
   /* Every golden but those rendered through a template prefix. */
   TL_EXPECT_EQ_U64(t, json_array_size(json_object_get(claim, "cases")), 137);
-  expect_claim(t, tl_claim_template, NULL, QWEN3_TOK, claim, NULL, NULL);
+  expect_claim(t, "template", NULL, QWEN3_TOK, claim, NULL, NULL);
   while (json_object_get(json_object_get(json_array_get(json_object_get(claim, "cases"), i),
                                          "case"),
                          "text_hex") == NULL)
@@ -478,7 +537,7 @@ static void template_goldens_pass_and_a_changed_byte_fails(tl_test_ctx *t) {
   snprintf(want, sizeof want, "template case %s: text differs at byte 4",
            case_name(claim, i));
   replace_case(claim, i, body);
-  expect_claim(t, tl_claim_template, NULL, QWEN3_TOK, claim, TL_RULE_MECHANICAL,
+  expect_claim(t, "template", NULL, QWEN3_TOK, claim, TL_RULE_MECHANICAL,
                want);
   json_decref(claim);
 }
@@ -508,17 +567,17 @@ static void eos_honoured_and_a_wrong_set_fails(tl_test_ctx *t) {
   TL_EXPECT_EQ_I64(t, json_integer_value(json_array_get(json_object_get(body, "eos"), 0)),
                    322);
   TL_EXPECT_EQ_I64(t, json_integer_value(json_object_get(body, "end_of_turn")), 322);
-  expect_claim(t, tl_claim_eos, &s, TINY_Q8, claim, NULL, NULL);
+  expect_claim(t, "eos", &s, TINY_Q8, claim, NULL, NULL);
   TL_EXPECT_EQ_U64(t, s.cache.len, 0); /* the forced turns leave it empty */
   /* A plan that says the runtime must also stop on 320 (<|endoftext|>). */
   body = json_pack("{s:[i,i],s:i}", "eos", 322, 320, "end_of_turn", 322);
   replace_case(claim, 0, body);
-  expect_claim(t, tl_claim_eos, &s, TINY_Q8, claim, TL_RULE_MECHANICAL,
+  expect_claim(t, "eos", &s, TINY_Q8, claim, TL_RULE_MECHANICAL,
                "eos: the runtime's EOS set has 1 ids");
   /* And one whose turn terminator is another token. */
   body = json_pack("{s:[i],s:i}", "eos", 322, "end_of_turn", 320);
   replace_case(claim, 0, body);
-  expect_claim(t, tl_claim_eos, &s, TINY_Q8, claim, TL_RULE_MECHANICAL,
+  expect_claim(t, "eos", &s, TINY_Q8, claim, TL_RULE_MECHANICAL,
                "eos: the template ends a turn with id 322, the plan registered 320");
   tl_session_close(&s);
   json_decref(claim);
@@ -532,12 +591,12 @@ static void sampler_known_answers(tl_test_ctx *t) {
   if (!TL_EXPECT(t, claim != NULL)) return;
   TL_EXPECT_EQ_U64(t, json_array_size(json_object_get(claim, "cases")),
                    TL_SAMPLER_VECTOR_COUNT);
-  expect_claim(t, tl_claim_sampler, NULL, NULL, claim, NULL, NULL);
+  expect_claim(t, "sampler", NULL, NULL, claim, NULL, NULL);
   /* A vector this build does not have. */
   body = json_pack("{s:s,s:s}", "vector", "no_such_vector", "sha256",
                    "0000000000000000000000000000000000000000000000000000000000000000");
   replace_case(claim, 1, body);
-  expect_claim(t, tl_claim_sampler, NULL, NULL, claim, TL_RULE_MISSING_OUTPUT,
+  expect_claim(t, "sampler", NULL, NULL, claim, TL_RULE_MISSING_OUTPUT,
                "sampler case no_such_vector: this build has no such known answer");
   json_decref(claim);
   /* Another content hash than the plan registered. */
@@ -545,7 +604,7 @@ static void sampler_known_answers(tl_test_ctx *t) {
   body = json_pack("{s:s,s:s}", "vector", tl_sampler_vectors[2].name, "sha256",
                    "0000000000000000000000000000000000000000000000000000000000000000");
   replace_case(claim, 2, body);
-  expect_claim(t, tl_claim_sampler, NULL, NULL, claim, TL_RULE_MECHANICAL,
+  expect_claim(t, "sampler", NULL, NULL, claim, TL_RULE_MECHANICAL,
                "the plan registered 0000");
   json_decref(claim);
 }
@@ -579,13 +638,14 @@ static void sampler_reversed_tie_is_unstable_tie(tl_test_ctx *t) {
                     "cases", cases);
   {
     fixture fx;
-    tl_claim_result r;
+    tl_claim_result r, seen = {0};
     char err[256];
     tl_claim_ctx c = {.claim = claim, .err = err, .err_cap = sizeof err};
     if (fx_open(t, &fx)) {
       c.store = fx.store;
-      if (TL_EXPECT_OK(t, tl_claim_sampler_table(&c, &r, table,
-                                                 TL_SAMPLER_VECTOR_COUNT))) {
+      /* OBSERVE with this table, JUDGE as promote does */
+      if (TL_EXPECT_OK(t, tl_claim_sampler_table(&c, &seen, table, TL_SAMPLER_VECTOR_COUNT)) &&
+          TL_EXPECT_OK(t, tl_judge_sampler(&c, seen.observation, &r))) {
         TL_EXPECT(t, !r.pass);
         TL_EXPECT_STR(t, r.stop_rule, TL_RULE_SAMPLER_TIE);
         TL_EXPECT(t, strstr(r.first_divergence,
@@ -594,8 +654,9 @@ static void sampler_reversed_tie_is_unstable_tie(tl_test_ctx *t) {
         for (size_t i = 0; i < r.n_cases; i++)
           if (i != k) TL_EXPECT(t, r.cases[i].pass);
         check_observation(t, &fx, &r);
-        result_free(&r);
+        tl_claim_result_free(&r);
       }
+      tl_claim_result_free(&seen);
       fx_close(&fx);
     }
   }
@@ -631,7 +692,7 @@ static void independent_reader_agrees_and_a_changed_field_fails(tl_test_ctx *t) 
   }
   claim = plan_claim(t, TINY_Q4, "independent_reader", out);
   if (TL_EXPECT(t, claim != NULL)) {
-    expect_claim(t, tl_claim_independent_reader, NULL, TINY_Q4, claim, NULL, NULL);
+    expect_claim(t, "independent_reader", NULL, TINY_Q4, claim, NULL, NULL);
     /* One field changed: tensor 3's digest. */
     body = json_deep_copy(json_object_get(
         json_array_get(json_object_get(claim, "cases"), 0), "case"));
@@ -641,14 +702,14 @@ static void independent_reader_agrees_and_a_changed_field_fails(tl_test_ctx *t) 
         json_string("00000000000000000000000000000000000000000000000000000000"
                     "00000000"));
     replace_case(claim, 0, body);
-    expect_claim(t, tl_claim_independent_reader, NULL, TINY_Q4, claim,
+    expect_claim(t, "independent_reader", NULL, TINY_Q4, claim,
                  TL_RULE_READER,
                  "tools/slm_inspect.py and tinylm differ first at "
                  "$.tensors[3].blake3");
     /* The reader's view of another artifact. */
     json_decref(claim);
     claim = plan_claim(t, TINY_Q4, "independent_reader", out);
-    expect_claim(t, tl_claim_independent_reader, NULL, TINY_Q8, claim,
+    expect_claim(t, "independent_reader", NULL, TINY_Q8, claim,
                  TL_RULE_READER, "differ first at $.artifact_id");
   }
   json_decref(claim);

@@ -2,14 +2,16 @@
  * (every capture point of each golden within the tolerance profile) and
  * `greedy` (each golden's continuation). The raw observation is the
  * lane's capture (a tinylm.golden/1 document of its values, one store
- * object per golden) and a side record per case (verify.h); judging reads
- * only those, so tl_claim_rejudge_numeric can judge them again under
- * another profile without running the model. */
+ * object per golden), a side record per case (verify.h) and the model's
+ * shape; the judge reads only those and the stored goldens, so the same
+ * observation is judged again under another profile (promote --reuse)
+ * and by every reader, without running the model. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "bytes.h"
 #include "compare.h"
 #include "file.h"
 #include "golden.h"
@@ -92,9 +94,10 @@ static tl_status put_judgement(const tl_claim_ctx *c, const json_t *entry, const
                           "report", rep);
   char *text = doc ? tl_plan_canonical(doc) : NULL;
   uint8_t id[32];
-  tl_status st = text ? tl_store_put(c->store, "judgement", (const uint8_t *)text, strlen(text),
-                                     id, c->err, c->err_cap)
-                      : TL_ERR_OUT_OF_MEMORY;
+  tl_status st = text == NULL ? TL_ERR_OUT_OF_MEMORY
+                 : c->reading ? tl_sha256(text, strlen(text), id)
+                              : tl_store_put(c->store, "judgement", (const uint8_t *)text,
+                                             strlen(text), id, c->err, c->err_cap);
   if (st == TL_OK) st = tl_claim_result_support(out, id);
   free(text);
   json_decref(doc);
@@ -162,31 +165,58 @@ static void summarize(tl_claim_ctx *c, bool greedy, tl_claim_result *out, double
              passed, out->n_cases, claim_profile(c), failing_records, worst);
 }
 
-/* The observation object: {"claim", "kind", "lane", "profile", "cases":
- * [{"case": id, "golden": object id, "capture": object id, "side": {..}}
- * or {"case", "golden", "fault": {...}}]}. */
+/* The model's shape the tolerance profiles need (tl_qwen3_config), floats
+ * as their IEEE bits, and back. */
+static json_t *config_json(const tl_qwen3_config *k) {
+  char eps[9], theta[17];
+  snprintf(eps, sizeof eps, "%08x", (unsigned)tl_f32_to_bits(k->rms_eps));
+  snprintf(theta, sizeof theta, "%016llx", (unsigned long long)tl_f64_to_bits(k->rope_theta));
+  return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:s,s:s}", "vocab", (json_int_t)k->vocab,
+                   "hidden", (json_int_t)k->hidden, "inter", (json_int_t)k->inter, "layers",
+                   (json_int_t)k->layers, "heads", (json_int_t)k->heads, "kv_heads",
+                   (json_int_t)k->kv_heads, "head_dim", (json_int_t)k->head_dim,
+                   "max_positions", (json_int_t)k->max_positions, "rms_eps_f32", eps,
+                   "rope_theta_f64", theta);
+}
+
+static bool config_read(const json_t *j, tl_qwen3_config *k) {
+  const char *names[] = {"vocab", "hidden", "inter", "layers", "heads", "kv_heads", "head_dim",
+                         "max_positions"};
+  uint32_t *fields[] = {&k->vocab, &k->hidden,   &k->inter,    &k->layers,
+                        &k->heads, &k->kv_heads, &k->head_dim, &k->max_positions};
+  const char *eps = json_string_value(json_object_get(j, "rms_eps_f32"));
+  const char *theta = json_string_value(json_object_get(j, "rope_theta_f64"));
+  unsigned e;
+  unsigned long long t;
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    json_int_t v = json_integer_value(json_object_get(j, names[i]));
+    if (v < 1 || v > (json_int_t)UINT32_MAX) return false;
+    *fields[i] = (uint32_t)v;
+  }
+  if (eps == NULL || theta == NULL || strlen(eps) != 8 || strlen(theta) != 16 ||
+      sscanf(eps, "%8x", &e) != 1 || sscanf(theta, "%16llx", &t) != 1)
+    return false;
+  k->rms_eps = tl_bits_to_f32((uint32_t)e);
+  k->rope_theta = tl_bits_to_f64((uint64_t)t);
+  return true;
+}
+
+/* OBSERVE. The observation object: {"claim", "kind", "lane", "config",
+ * "cases": [{"case": id, "golden": object id, "capture": object id,
+ * "side": {..}} or {"case", "golden", "fault": {...}}]}. */
 static tl_status numeric(tl_claim_ctx *c, bool greedy, tl_claim_result *out) {
   const json_t *cases;
   json_t *obs = json_array();
   tl_status st = tl_claim_result_begin(c, out, &cases);
-  double worst = 0.0;
-  size_t failing = 0;
   for (size_t i = 0; st == TL_OK && i < out->n_cases; i++) {
     const json_t *cs = json_object_get(json_array_get(cases, i), "case");
-    const char *label = json_string_value(json_object_get(cs, "label"));
     char gid_hex[65], cap_hex[65], case_hex[65];
     uint8_t gid[32], cap_id[32];
     tl_golden g;
     tl_session s;
     tl_verify_obs o;
     tl_qwen3_fault fault;
-    json_t *entry;
-    if (label == NULL) label = "golden";
     if ((st = load_golden(c, cs, &g, gid)) != TL_OK) break;
-    if ((st = tl_claim_result_support(out, gid)) != TL_OK) {
-      tl_golden_free(&g);
-      break;
-    }
     tl_hex_encode(gid, 32, gid_hex);
     tl_hex_encode(out->cases[i].id, 32, case_hex);
     if ((st = golden_session(c, &g, &s)) != TL_OK) {
@@ -197,23 +227,11 @@ static tl_status numeric(tl_claim_ctx *c, bool greedy, tl_claim_result *out) {
     if (st == TL_ERR_NUMERICAL_FAILURE) {
       /* A non-finite value where the reference is finite: the raw output
        * is where it happened. */
-      entry = json_pack("{s:s,s:s,s:{s:s,s:i,s:I,s:I}}", "case", case_hex, "golden", gid_hex,
-                        "fault", "stage", tl_qwen3_stage_name(fault.stage), "layer",
-                        (int)fault.layer, "position", (json_int_t)fault.pos, "index",
-                        (json_int_t)fault.index);
-      {
-        char *canon = tl_plan_canonical(entry);
-        if (canon != NULL) tl_sha256(canon, strlen(canon), out->cases[i].output);
-        free(canon);
-      }
-      json_array_append_new(obs, entry);
-      out->pass = false;
-      out->cases[i].invariant = "finite";
-      if (out->stop_rule == NULL) out->stop_rule = TL_RULE_NON_FINITE;
-      if (out->first_divergence[0] == '\0')
-        snprintf(out->first_divergence, sizeof out->first_divergence,
-                 "%s: non-finite value at stage %s, layer %d, position %u, index %zu", label,
-                 tl_qwen3_stage_name(fault.stage), (int)fault.layer, fault.pos, fault.index);
+      json_array_append_new(
+          obs, json_pack("{s:s,s:s,s:{s:s,s:i,s:I,s:I}}", "case", case_hex, "golden", gid_hex,
+                         "fault", "stage", tl_qwen3_stage_name(fault.stage), "layer",
+                         (int)fault.layer, "position", (json_int_t)fault.pos, "index",
+                         (json_int_t)fault.index));
       st = TL_OK;
     } else if (st == TL_OK) {
       const tl_slm_section *meta;
@@ -229,14 +247,11 @@ static tl_status numeric(tl_claim_ctx *c, bool greedy, tl_claim_result *out) {
                                   &doc, &doc_len, &side);
       if (st == TL_OK)
         st = tl_store_put(c->store, "capture", doc, doc_len, cap_id, c->err, c->err_cap);
-      if (st == TL_OK) st = tl_claim_result_support(out, cap_id);
       free(doc);
       if (st == TL_OK) {
         tl_hex_encode(cap_id, 32, cap_hex);
-        entry = json_pack("{s:s,s:s,s:s,s:O}", "case", case_hex, "golden", gid_hex, "capture",
-                          cap_hex, "side", side);
-        st = judge_case(c, greedy, &s.qwen.cfg, &g, &o, entry, label, out, i, &worst, &failing);
-        json_array_append_new(obs, entry);
+        json_array_append_new(obs, json_pack("{s:s,s:s,s:s,s:O}", "case", case_hex, "golden",
+                                             gid_hex, "capture", cap_hex, "side", side));
       }
       json_decref(side);
       tl_verify_obs_free(&o);
@@ -245,9 +260,10 @@ static tl_status numeric(tl_claim_ctx *c, bool greedy, tl_claim_result *out) {
     tl_golden_free(&g);
   }
   if (st == TL_OK) {
-    json_t *doc = json_pack("{s:s,s:s,s:s,s:O}", "claim",
+    json_t *doc = json_pack("{s:s,s:s,s:s,s:o,s:O}", "claim",
                             json_string_value(json_object_get(c->claim, "name")), "kind",
-                            greedy ? "greedy" : "forward", "lane", c->lane, "cases", obs);
+                            greedy ? "greedy" : "forward", "lane", c->lane, "config",
+                            config_json(&c->session->qwen.cfg), "cases", obs);
     char *text = tl_plan_canonical(doc);
     st = text ? tl_store_put(c->store, "observation", (const uint8_t *)text, strlen(text),
                              out->observation, c->err, c->err_cap)
@@ -255,7 +271,6 @@ static tl_status numeric(tl_claim_ctx *c, bool greedy, tl_claim_result *out) {
     out->has_observation = st == TL_OK;
     free(text);
     json_decref(doc);
-    summarize(c, greedy, out, worst, failing);
   }
   json_decref(obs);
   if (st != TL_OK) tl_claim_result_free(out);
@@ -265,15 +280,32 @@ static tl_status numeric(tl_claim_ctx *c, bool greedy, tl_claim_result *out) {
 tl_status tl_claim_forward(tl_claim_ctx *c, tl_claim_result *out) { return numeric(c, false, out); }
 tl_status tl_claim_greedy(tl_claim_ctx *c, tl_claim_result *out) { return numeric(c, true, out); }
 
-/* Judges a stored observation again under the claim's (new) profile:
- * the cases must be the observation's, in order. */
-tl_status tl_claim_rejudge_numeric(tl_claim_ctx *c, const uint8_t observation[32],
-                                   const tl_qwen3_config *cfg, tl_claim_result *out) {
+/* A case whose forward pass met a non-finite value: one under every
+ * profile. */
+static void judge_fault(const json_t *e, const char *label, tl_claim_result *out, size_t i) {
+  const json_t *f = json_object_get(e, "fault");
+  out->pass = false;
+  out->cases[i].pass = false;
+  out->cases[i].invariant = "finite";
+  if (out->stop_rule == NULL) out->stop_rule = TL_RULE_NON_FINITE;
+  if (out->first_divergence[0] == '\0')
+    snprintf(out->first_divergence, sizeof out->first_divergence,
+             "%s: non-finite value at stage %s, layer %d, position %lld, index %lld", label,
+             json_string_value(json_object_get(f, "stage")),
+             (int)json_integer_value(json_object_get(f, "layer")),
+             (long long)json_integer_value(json_object_get(f, "position")),
+             (long long)json_integer_value(json_object_get(f, "index")));
+}
+
+/* JUDGE: the stored observation under the claim's profile; the cases must
+ * be the observation's, in order. */
+static tl_status numeric_judge(tl_claim_ctx *c, bool greedy, const uint8_t observation[32],
+                               tl_claim_result *out) {
   const json_t *cases;
   uint8_t *bytes = NULL;
   size_t len = 0;
-  json_t *doc = NULL, *entries;
-  bool greedy = strcmp(json_string_value(json_object_get(c->claim, "kind")), "greedy") == 0;
+  json_t *doc = NULL, *entries = NULL;
+  tl_qwen3_config cfg;
   double worst = 0.0;
   size_t failing = 0;
   tl_status st = tl_claim_result_begin(c, out, &cases);
@@ -281,8 +313,10 @@ tl_status tl_claim_rejudge_numeric(tl_claim_ctx *c, const uint8_t observation[32
   if (st == TL_OK) {
     doc = json_loadb((const char *)bytes, len, JSON_REJECT_DUPLICATES, NULL);
     entries = json_object_get(doc, "cases");
-    if (json_array_size(entries) != out->n_cases) {
-      snprintf(c->err, c->err_cap, "the stored observation holds other cases");
+    if (json_array_size(entries) != out->n_cases ||
+        !config_read(json_object_get(doc, "config"), &cfg)) {
+      snprintf(c->err, c->err_cap,
+               "the stored observation holds other cases, or no model config");
       st = TL_ERR_INVALID_ARGUMENT;
     }
   }
@@ -297,6 +331,7 @@ tl_status tl_claim_rejudge_numeric(tl_claim_ctx *c, const uint8_t observation[32
     size_t gl = 0, cl = 0;
     tl_golden g;
     tl_verify_obs o;
+    if (label == NULL) label = "golden";
     if (!tl_hex32_parse(json_string_value(json_object_get(e, "case")), case_id) ||
         memcmp(case_id, out->cases[i].id, 32) != 0 ||
         !tl_hex32_parse(json_string_value(json_object_get(e, "golden")), gid)) {
@@ -304,27 +339,27 @@ tl_status tl_claim_rejudge_numeric(tl_claim_ctx *c, const uint8_t observation[32
       st = TL_ERR_INVALID_ARGUMENT;
       break;
     }
-    if (json_object_get(e, "fault") != NULL) {
-      /* A non-finite value stays one under every profile. */
-      out->pass = false;
-      out->cases[i].invariant = "finite";
-      if (out->stop_rule == NULL) out->stop_rule = TL_RULE_NON_FINITE;
+    st = tl_claim_result_support(out, gid);
+    if (st == TL_OK && json_object_get(e, "fault") != NULL) {
+      char *canon = tl_plan_canonical(e);
+      if (canon == NULL) st = TL_ERR_OUT_OF_MEMORY;
+      else tl_sha256(canon, strlen(canon), out->cases[i].output);
+      free(canon);
+      judge_fault(e, label, out, i);
       continue;
     }
-    if (!tl_hex32_parse(json_string_value(json_object_get(e, "capture")), cap_id)) {
+    if (st == TL_OK && !tl_hex32_parse(json_string_value(json_object_get(e, "capture")), cap_id)) {
+      snprintf(c->err, c->err_cap, "the stored observation's case %zu names no capture", i);
       st = TL_ERR_INVALID_ARGUMENT;
-      break;
     }
-    st = tl_store_get(c->store, gid, &gb, &gl, c->err, c->err_cap);
+    if (st == TL_OK) st = tl_store_get(c->store, gid, &gb, &gl, c->err, c->err_cap);
     if (st == TL_OK) st = tl_store_get(c->store, cap_id, &cb, &cl, c->err, c->err_cap);
-    if (st == TL_OK) st = tl_claim_result_support(out, gid);
     if (st == TL_OK) st = tl_claim_result_support(out, cap_id);
     if (st == TL_OK) st = tl_golden_read(gb, gl, &g, c->err, c->err_cap);
     if (st == TL_OK) {
       st = tl_verify_obs_decode(&g, cb, cl, json_object_get(e, "side"), &o, c->err, c->err_cap);
       if (st == TL_OK) {
-        st = judge_case(c, greedy, cfg, &g, &o, e, label ? label : "golden", out, i, &worst,
-                        &failing);
+        st = judge_case(c, greedy, &cfg, &g, &o, e, label, out, i, &worst, &failing);
         tl_verify_obs_free(&o);
       }
       tl_golden_free(&g);
@@ -337,4 +372,11 @@ tl_status tl_claim_rejudge_numeric(tl_claim_ctx *c, const uint8_t observation[32
   if (st == TL_OK) summarize(c, greedy, out, worst, failing);
   else tl_claim_result_free(out);
   return st;
+}
+
+tl_status tl_judge_forward(tl_claim_ctx *c, const uint8_t observation[32], tl_claim_result *out) {
+  return numeric_judge(c, false, observation, out);
+}
+tl_status tl_judge_greedy(tl_claim_ctx *c, const uint8_t observation[32], tl_claim_result *out) {
+  return numeric_judge(c, true, observation, out);
 }

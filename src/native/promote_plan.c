@@ -7,20 +7,15 @@
 #include "cli.h"
 #include "hash/sha256.h"
 #include "promote.h"
+#include "receipt.h"
 #include "utf8.h"
 
-/* The kinds of docs/promotion.md's table and the level each belongs to. */
-static const struct {
-  const char *kind, *level;
-} kinds[] = {{"artifact", "mechanical"},   {"source_binding", "mechanical"},
-             {"independent_reader", "mechanical"},
-             {"tokenizer", "mechanical"},  {"template", "mechanical"},
-             {"eos", "mechanical"},        {"sampler", "mechanical"},
-             {"forward", "numerical"},     {"greedy", "numerical"},
-             {"replay", "numerical"},      {"multiturn", "multiturn"},
-             {"stochastic", "stochastic"}};
-
 const char *tl_plan_kind_level(const char *kind) {
+#define KIND_LEVEL(k, level) {#k, #level},
+  static const struct {
+    const char *kind, *level;
+  } kinds[] = {TL_CLAIM_KINDS(KIND_LEVEL)};
+#undef KIND_LEVEL
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
     if (strcmp(kinds[i].kind, kind) == 0) return kinds[i].level;
   return NULL;

@@ -17,6 +17,7 @@ typedef struct facts_arg {
   const tl_comparison_facts *c;
   const tl_promotion_facts *p;
   int which;
+  const tl_signature_facts *s;
 } facts_arg;
 
 static void put_text_or_null(tl_cbor_writer *w, const char *s) {
@@ -185,6 +186,22 @@ static void emit_promotion(tl_cbor_writer *w, const void *arg) {
   }
 }
 
+static void emit_signature(tl_cbor_writer *w, const void *arg) {
+  const tl_signature_facts *f = ((const facts_arg *)arg)->s;
+  tl_cbor_begin_map(w, 5);
+  tl_cbor_put_cstr(w, "signed");
+  tl_cbor_put_bytes(w, f->signed_root, 32);
+  tl_cbor_put_cstr(w, "signed_format");
+  tl_cbor_put_cstr(w, TL_PROMOTION_FORMAT);
+  tl_cbor_put_cstr(w, "algorithm");
+  tl_cbor_put_cstr(w, "ed25519");
+  tl_cbor_put_cstr(w, "public_key");
+  tl_cbor_put_bytes(w, f->public_key, 32);
+  tl_cbor_put_cstr(w, "signature");
+  tl_cbor_put_bytes(w, f->signature, 64);
+  tl_cbor_end_map(w);
+}
+
 /* The node types, children and emitters of one format. */
 static tl_status write_graph(const char *format, const char *const *types, size_t n,
                              tl_cbor_emit_fn emit, facts_arg a, const char *what,
@@ -242,7 +259,7 @@ tl_status tl_comparison_receipt(const tl_comparison_facts *f, uint8_t **doc, siz
                                       "policy",   "evidence", "comparison"};
   char what[160];
   tl_status st;
-  facts_arg a = {f, NULL, 0};
+  facts_arg a = {f, NULL, 0, NULL};
   *doc = NULL;
   *len = 0;
   if ((st = runtime_given(&f->rt, err, err_cap)) != TL_OK) return st;
@@ -263,7 +280,7 @@ tl_status tl_promotion_receipt(const tl_promotion_facts *f, uint8_t **doc, size_
   static const char *const types[] = {"artifact", "runtime", "plan", "comparisons",
                                       "promotion"};
   tl_status st;
-  facts_arg a = {NULL, f, 0};
+  facts_arg a = {NULL, f, 0, NULL};
   *doc = NULL;
   *len = 0;
   if ((st = runtime_given(&f->rt, err, err_cap)) != TL_OK) return st;
@@ -274,4 +291,12 @@ tl_status tl_promotion_receipt(const tl_promotion_facts *f, uint8_t **doc, size_
     NEED(f->claims[i].claim != NULL, "every claim has its name");
   return write_graph(TL_PROMOTION_FORMAT, types, 5, emit_promotion, a,
                      "the promotion receipt", doc, len, root, err, err_cap);
+}
+
+tl_status tl_signature_receipt(const tl_signature_facts *f, uint8_t **doc, size_t *len,
+                               uint8_t root[32], char *err, size_t err_cap) {
+  static const char *const types[] = {"signature"};
+  facts_arg a = {NULL, NULL, 0, f};
+  return write_graph(TL_SIGNATURE_FORMAT, types, 1, emit_signature, a, "the signature receipt",
+                     doc, len, root, err, err_cap);
 }

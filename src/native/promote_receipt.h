@@ -65,15 +65,31 @@ tl_status tl_comparison_receipt(const tl_comparison_facts *f, uint8_t **doc, siz
 tl_status tl_promotion_receipt(const tl_promotion_facts *f, uint8_t **doc, size_t *len,
                                uint8_t root[32], char *err, size_t err_cap);
 
+/* A key's signature over a promotion (tinylm.signature/1, promote_sign.c
+ * makes the signature): one node, its id the root. */
+typedef struct tl_signature_facts {
+  const uint8_t *signed_root; /* 32 bytes: the promotion receipt's root */
+  const uint8_t *public_key;  /* 32 bytes: Ed25519 */
+  const uint8_t *signature;   /* 64 bytes */
+} tl_signature_facts;
+tl_status tl_signature_receipt(const tl_signature_facts *f, uint8_t **doc, size_t *len,
+                               uint8_t root[32], char *err, size_t err_cap);
+
 /* tinylm promote show RECEIPT [--store DIR] [--public] [--json] */
 int tl_promote_show_main(int argc, char **argv);
 /* What `promote show` verifies, for show and for `tinylm report`: the
  * receipt at path (a promotion or a comparison; its store is store_dir, or
  * the one it sits in) and the evidence it names. 0 with *view (show's
  * --json object, the caller's) and *store (open, the caller's); else the
- * refusal was printed as show prints it and its exit code is returned. */
+ * refusal was printed as show prints it and its exit code is returned.
+ * trust (32 bytes, or NULL): a promotion must also carry a signature by
+ * that public key that verifies (promote_sign.h). */
 int tl_promote_verified_view(const char *path, const char *store_dir, bool json,
-                             bool public_view, struct json_t **view, tl_store **store);
+                             bool public_view, const uint8_t *trust, struct json_t **view,
+                             tl_store **store);
+/* --trust KEY.pub read into pub (0; nothing when path is NULL), else the
+ * usage refusal printed and its exit code. */
+int tl_promote_trust_key(bool json, const char *path, uint8_t pub[32]);
 
 /* tinylm promote status --store DIR [--plan PLAN] [--artifact MODEL.slm] [--json] */
 int tl_promote_status_main(int argc, char **argv);

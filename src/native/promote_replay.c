@@ -709,11 +709,36 @@ static void set_positions(capture *cap, uint32_t *judged, uint32_t tokens) {
 
 /* The weights as the artifact stores them, decoded by Q-12 (a session on
  * the strict lane, which computes on the stored bytes): the reference
- * never reads the fast lane's packed copy. */
+ * never reads the fast lane's packed copy. promote shares its session's
+ * model; a reader (no session) opens the plan's artifact from slm_path and
+ * refuses any other file: the verdict rests on these weights. */
 static tl_status weights_session(tl_claim_ctx *c, tl_session *ws) {
   tl_lane_options o = tl_lane_defaults();
-  tl_status st = tl_session_open_shared(ws, &c->session->model, c->slm_path,
-                                        c->err, c->err_cap);
+  tl_status st;
+  if (c->session != NULL) {
+    st = tl_session_open_shared(ws, &c->session->model, c->slm_path, c->err, c->err_cap);
+  } else if (c->slm_path == NULL || c->artifact_id == NULL) {
+    snprintf(c->err, c->err_cap,
+             "the replay judge reads the artifact's weights, and the plan names no absolute "
+             "artifact path to read them from");
+    return TL_ERR_NOT_FOUND;
+  } else if ((st = tl_session_open(ws, c->slm_path, c->err, c->err_cap)) == TL_OK) {
+    const uint8_t *id;
+    /* hashed from the bytes the session maps: no window to swap the file */
+    if ((st = tl_session_artifact_id(ws, &id)) == TL_OK && memcmp(id, c->artifact_id, 32) != 0) {
+      char want[65];
+      tl_hex_encode(c->artifact_id, 32, want);
+      snprintf(c->err, c->err_cap,
+               "the replay judge reads the artifact's weights: %s is not the plan's artifact %s",
+               c->slm_path, want);
+      st = TL_ERR_HASH_MISMATCH;
+    }
+    if (st != TL_OK) tl_session_close(ws);
+  } else {
+    char why[512];
+    snprintf(why, sizeof why, "%s", c->err);
+    snprintf(c->err, c->err_cap, "the replay judge reads the artifact's weights: %s", why);
+  }
   o.fast = false;
   if (st == TL_OK &&
       (st = tl_session_lane(ws, &o, c->err, c->err_cap)) != TL_OK)
@@ -721,10 +746,10 @@ static tl_status weights_session(tl_claim_ctx *c, tl_session *ws) {
   return st;
 }
 
-/* Judges the stored observation (the replay's raw output). */
-static tl_status judge_observation(tl_claim_ctx *c,
-                                   const uint8_t observation[32],
-                                   tl_claim_result *out) {
+/* JUDGE: the stored observation (the replay's raw output) against the
+ * artifact's weights. */
+tl_status tl_judge_replay(tl_claim_ctx *c, const uint8_t observation[32],
+                          tl_claim_result *out) {
   const json_t *cases;
   tl_session ws;
   const tl_qwen3 *m = &ws.qwen;
@@ -897,15 +922,13 @@ tl_status tl_claim_replay(tl_claim_ctx *c, tl_claim_result *out) {
               : TL_ERR_OUT_OF_MEMORY;
     free(text);
     json_decref(doc);
-    if (st == TL_OK) st = judge_observation(c, id, out);
+    if (st == TL_OK) {
+      memcpy(out->observation, id, 32);
+      out->has_observation = true;
+    }
   }
   json_decref(obs);
   return st;
-}
-
-tl_status tl_judge_replay(tl_claim_ctx *c, const uint8_t observation[32],
-                          tl_claim_result *out) {
-  return judge_observation(c, observation, out);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -127,12 +127,11 @@ static char *conversation(const json_t *messages, bool thinking) {
 /* ------------------------------------------------------------------------ */
 /* multiturn                                                                */
 
-/* One case: turn 1 greedy on session A; turn 2 (the conversation with the
- * reply and the next user message) on A reusing its cache, and on a fresh
- * session B computing everything. Same ids, raw bytes and logits bits, or
- * mechanical_mismatch. */
+/* OBSERVE one case: turn 1 greedy on session A; turn 2 (the conversation
+ * with the reply and the next user message) on A reusing its cache, and
+ * on a fresh session B computing everything. */
 static tl_status multiturn_case(tl_claim_ctx *c, tl_model_handle m, const json_t *cs,
-                                json_t **entry, bool *pass, char *why, size_t why_cap) {
+                                json_t **entry) {
   const json_t *messages = json_object_get(cs, "messages");
   const char *next = json_string_value(json_object_get(cs, "next_user"));
   json_int_t max_new = json_integer_value(json_object_get(cs, "max_new"));
@@ -187,18 +186,6 @@ static tl_status multiturn_case(tl_claim_ctx *c, tl_model_handle m, const json_t
     st = generate(c, b, &p, &fresh);
   }
   if (st == TL_OK) {
-    bool same_ids = reuse.n_ids == fresh.n_ids &&
-                    memcmp(reuse.ids, fresh.ids, reuse.n_ids * sizeof *reuse.ids) == 0;
-    bool same_raw = reuse.raw_len == fresh.raw_len &&
-                    memcmp(reuse.raw, fresh.raw, reuse.raw_len) == 0;
-    bool same_logits = memcmp(reuse.logits_digest, fresh.logits_digest, 32) == 0;
-    *pass = same_ids && same_raw && same_logits && reuse.position > 0;
-    if (!*pass)
-      snprintf(why, why_cap,
-               "next turn with the cached prefix (%u tokens reused) vs recomputed: ids %s, raw "
-               "bytes %s, logits %s",
-               reuse.position, same_ids ? "equal" : "differ", same_raw ? "equal" : "differ",
-               same_logits ? "equal" : "differ");
     *entry = json_pack("{s:{s:o,s:o,s:s},s:{s:o,s:o,s:s,s:o,s:I},s:{s:o,s:o,s:s,s:o}}", "turn1",
                        "ids", ids_json(t1.ids, t1.n_ids), "raw", hex_json(t1.raw, t1.raw_len),
                        "stop", t1.stop, "reused", "ids", ids_json(reuse.ids, reuse.n_ids), "raw",
@@ -230,30 +217,12 @@ tl_status tl_claim_multiturn(tl_claim_ctx *c, tl_claim_result *out) {
   const json_t *cases;
   json_t *entries = json_array();
   tl_model_handle m = 0;
-  size_t passed = 0;
   tl_status st = tl_claim_result_begin(c, out, &cases);
   if (st == TL_OK) st = with_model(c, &m);
   for (size_t i = 0; st == TL_OK && i < out->n_cases; i++) {
     json_t *entry = NULL;
-    bool pass = false;
-    char why[512] = "";
-    char *canon;
-    st = multiturn_case(c, m, json_object_get(json_array_get(cases, i), "case"), &entry, &pass,
-                        why, sizeof why);
-    if (st != TL_OK) break;
-    canon = tl_plan_canonical(entry);
-    if (canon) tl_sha256(canon, strlen(canon), out->cases[i].output);
-    free(canon);
-    out->cases[i].invariant = "reuse_equals_recompute";
-    out->cases[i].pass = pass;
-    passed += pass;
-    if (!pass) {
-      out->pass = false;
-      out->stop_rule = TL_RULE_MECHANICAL;
-      if (out->first_divergence[0] == '\0')
-        snprintf(out->first_divergence, sizeof out->first_divergence, "case %zu: %s", i, why);
-    }
-    json_array_append_new(entries, entry);
+    st = multiturn_case(c, m, json_object_get(json_array_get(cases, i), "case"), &entry);
+    if (st == TL_OK) json_array_append_new(entries, entry);
   }
   if (m) tl_model_close(m);
   if (st == TL_OK) {
@@ -262,11 +231,80 @@ tl_status tl_claim_multiturn(tl_claim_ctx *c, tl_claim_result *out) {
                             "multiturn", "lane", c->lane, "cases", entries);
     st = put_observation(c, doc, out);
     json_decref(doc);
-    snprintf(out->summary, sizeof out->summary,
-             "%zu of %zu next turns equal with the cached prefix reused and recomputed", passed,
-             out->n_cases);
   }
   json_decref(entries);
   if (st != TL_OK) tl_claim_result_free(out);
   return st;
+}
+
+/* A stored observation document of a claim: the object, its "cases"
+ * array as many as the plan's. */
+static tl_status load_observation(tl_claim_ctx *c, const uint8_t observation[32],
+                                  tl_claim_result *out, json_t **doc) {
+  uint8_t *bytes = NULL;
+  size_t len = 0;
+  tl_status st = tl_store_get(c->store, observation, &bytes, &len, c->err, c->err_cap);
+  *doc = NULL;
+  if (st != TL_OK) return st;
+  *doc = json_loadb((const char *)bytes, len, JSON_REJECT_DUPLICATES, NULL);
+  free(bytes);
+  if (json_array_size(json_object_get(*doc, "cases")) != out->n_cases) {
+    snprintf(c->err, c->err_cap, "the stored observation holds other cases than the plan's");
+    return TL_ERR_INVALID_ARGUMENT;
+  }
+  memcpy(out->observation, observation, 32);
+  out->has_observation = true;
+  return TL_OK;
+}
+
+/* A case's output hash: SHA-256 of its entry's canonical JSON. */
+static tl_status entry_output(const json_t *entry, uint8_t out[32]) {
+  char *canon = tl_plan_canonical(entry);
+  if (canon == NULL) return TL_ERR_OUT_OF_MEMORY;
+  tl_sha256(canon, strlen(canon), out);
+  free(canon);
+  return TL_OK;
+}
+
+/* JUDGE: per case the next turn with the cached prefix reused equals the
+ * recomputed one (ids, raw bytes, logits digest) and reused a prefix. */
+tl_status tl_judge_multiturn(tl_claim_ctx *c, const uint8_t observation[32],
+                             tl_claim_result *out) {
+  const json_t *cases;
+  json_t *doc = NULL;
+  size_t passed = 0;
+  tl_status st = tl_claim_result_begin(c, out, &cases);
+  if (st == TL_OK) st = load_observation(c, observation, out, &doc);
+  for (size_t i = 0; st == TL_OK && i < out->n_cases; i++) {
+    const json_t *e = json_array_get(json_object_get(doc, "cases"), i);
+    const json_t *reuse = json_object_get(e, "reused"), *fresh = json_object_get(e, "recomputed");
+    bool same_ids = json_equal(json_object_get(reuse, "ids"), json_object_get(fresh, "ids"));
+    bool same_raw = json_equal(json_object_get(reuse, "raw"), json_object_get(fresh, "raw"));
+    bool same_logits = json_equal(json_object_get(reuse, "logits_sha256"),
+                                  json_object_get(fresh, "logits_sha256"));
+    json_int_t reused = json_integer_value(json_object_get(reuse, "reused_tokens"));
+    bool pass = same_ids && same_raw && same_logits && reused > 0;
+    st = entry_output(e, out->cases[i].output);
+    out->cases[i].invariant = "reuse_equals_recompute";
+    out->cases[i].pass = pass;
+    passed += pass;
+    if (!pass && out->pass) {
+      out->pass = false;
+      out->stop_rule = TL_RULE_MECHANICAL;
+      snprintf(out->first_divergence, sizeof out->first_divergence,
+               "case %zu: next turn with the cached prefix (%lld tokens reused) vs recomputed: "
+               "ids %s, raw bytes %s, logits %s",
+               i, (long long)reused, same_ids ? "equal" : "differ",
+               same_raw ? "equal" : "differ", same_logits ? "equal" : "differ");
+    }
+  }
+  json_decref(doc);
+  if (st != TL_OK) {
+    tl_claim_result_free(out);
+    return st;
+  }
+  snprintf(out->summary, sizeof out->summary,
+           "%zu of %zu next turns equal with the cached prefix reused and recomputed", passed,
+           out->n_cases);
+  return TL_OK;
 }

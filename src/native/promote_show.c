@@ -19,6 +19,7 @@
 #include "file.h"
 #include "promote_plan.h"
 #include "promote_receipt.h"
+#include "promote_sign.h"
 #include "promote_store.h"
 #include "receipt.h"
 #include "tool_msg.h"
@@ -26,17 +27,6 @@
 
 /* ------------------------------------------------------------------------ */
 /* Reading verified receipts                                                */
-
-/* The metadata of a verified receipt's node of type (NULL when none). */
-static json_t *node_meta(const json_t *doc, const char *type) {
-  size_t i;
-  json_t *n;
-  json_array_foreach(json_object_get(doc, "nodes"), i, n) {
-    if (strcmp(json_string_value(json_object_get(n, "type")), type) == 0)
-      return json_object_get(n, "metadata");
-  }
-  return NULL;
-}
 
 static json_t *node_of(const json_t *doc, const char *type) {
   size_t i;
@@ -48,7 +38,7 @@ static json_t *node_of(const json_t *doc, const char *type) {
 }
 
 static const char *meta_str(const json_t *doc, const char *type, const char *key) {
-  return json_string_value(json_object_get(node_meta(doc, type), key));
+  return json_string_value(json_object_get(tl_json_node_meta(doc, type), key));
 }
 
 /* A receipt's bytes checked (tl_receipt_check) and as JSON; kind and root
@@ -91,7 +81,7 @@ static bool observations_there(tl_store *s, const json_t *cmp, const char *claim
                                finding *f) {
   size_t i;
   json_t *o;
-  json_array_foreach(json_object_get(node_meta(cmp, "evidence"), "observations"), i, o) {
+  json_array_foreach(json_object_get(tl_json_node_meta(cmp, "evidence"), "observations"), i, o) {
     uint8_t id[32], *bytes = NULL;
     size_t len = 0;
     char err[512];
@@ -104,6 +94,16 @@ static bool observations_there(tl_store *s, const json_t *cmp, const char *claim
                    json_string_value(o), err);
   }
   return true;
+}
+
+/* The comparison's verdict judged again from its raw observations, the
+ * plan and the tolerance profile (tl_claim_rejudge): what it says, or
+ * forged_evidence (missing_raw_output when an object is gone). */
+static bool judged_again(tl_store *s, const json_t *cmp, const char *claim, finding *f) {
+  const char *rule;
+  char why[768];
+  tl_status st = tl_claim_rejudge(s, cmp, &rule, why, sizeof why);
+  return st == TL_OK || found(f, rule, claim, st, "%s", why);
 }
 
 /* The comparison receipt the promotion's entry names: in the store,
@@ -142,9 +142,9 @@ static bool comparison_named(tl_store *s, const json_t *promo, const json_t *ent
     return found(f, TL_RULE_FORGED, claim, TL_ERR_CONFLICT,
                  "comparison receipt %s is the claim '%s'", id_hex,
                  meta_str(*cmp, "plan", "claim"));
-  if (!same_json(json_object_get(node_meta(*cmp, "comparison"), "verdict"),
+  if (!same_json(json_object_get(tl_json_node_meta(*cmp, "comparison"), "verdict"),
                  json_object_get(entry, "verdict")) ||
-      !same_json(json_object_get(node_meta(*cmp, "comparison"), "stop_rule"),
+      !same_json(json_object_get(tl_json_node_meta(*cmp, "comparison"), "stop_rule"),
                  json_object_get(entry, "stop_rule")))
     return found(f, TL_RULE_FORGED, claim, TL_ERR_CONFLICT,
                  "comparison receipt %s says %s, the promotion says %s", id_hex,
@@ -160,7 +160,7 @@ static bool comparison_named(tl_store *s, const json_t *promo, const json_t *ent
                  "comparison receipt %s names another artifact, runtime or plan than the "
                  "promotion",
                  id_hex);
-  return observations_there(s, *cmp, claim, f);
+  return observations_there(s, *cmp, claim, f) && judged_again(s, *cmp, claim, f);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -174,8 +174,8 @@ static const char *const private_fields[] = {"oracle", "summary", "first_diverge
 static json_t *claim_view(const char *claim, const char *receipt_id, const json_t *cmp,
                           bool public_view) {
   json_t *v = json_pack("{s:s}", "claim", claim);
-  json_t *plan = node_meta(cmp, "plan"), *policy = node_meta(cmp, "policy");
-  json_t *ev = node_meta(cmp, "evidence"), *root = node_meta(cmp, "comparison");
+  json_t *plan = tl_json_node_meta(cmp, "plan"), *policy = tl_json_node_meta(cmp, "policy");
+  json_t *ev = tl_json_node_meta(cmp, "evidence"), *root = tl_json_node_meta(cmp, "comparison");
   if (v == NULL) return NULL;
   json_object_set_new(v, "receipt_id", json_string(receipt_id));
   json_object_update(v, root);
@@ -191,12 +191,12 @@ static json_t *claim_view(const char *claim, const char *receipt_id, const json_
 }
 
 static json_t *header_view(const json_t *doc, const char *root_hex, const char *store) {
-  json_t *rt = node_meta(doc, "runtime");
+  json_t *rt = tl_json_node_meta(doc, "runtime");
   return json_pack("{s:s,s:s,s:b,s:s?,s:O,s:O,s:O}", "receipt", root_hex, "format",
                    json_string_value(json_object_get(doc, "format")), "verified", 1,
                    "store", store, "artifact_id",
-                   json_object_get(node_meta(doc, "artifact"), "artifact_id"), "runtime",
-                   rt, "plan_id", json_object_get(node_meta(doc, "plan"), "plan_id"));
+                   json_object_get(tl_json_node_meta(doc, "artifact"), "artifact_id"), "runtime",
+                   rt, "plan_id", json_object_get(tl_json_node_meta(doc, "plan"), "plan_id"));
 }
 
 static void print_text_field(FILE *out, const json_t *v, const char *label,
@@ -276,6 +276,10 @@ static void print_view(FILE *out, const json_t *v, bool promotion) {
   if (promotion)
     fprintf(out, "  run record %s (present, hashes to its name)\n",
             json_string_value(json_object_get(v, "run_record")));
+  if (json_object_get(v, "signature") != NULL)
+    fprintf(out, "  signed by ed25519:%s, the trusted key (signature receipt %s verifies)\n",
+            json_string_value(json_object_get(json_object_get(v, "signature"), "public_key")),
+            json_string_value(json_object_get(json_object_get(v, "signature"), "receipt")));
   json_array_foreach(json_object_get(v, "claims"), i, c) print_claim(out, c);
 }
 
@@ -283,13 +287,16 @@ static void print_view(FILE *out, const json_t *v, bool promotion) {
 /* tinylm promote show                                                      */
 
 static const char show_usage[] =
-    "usage: tinylm promote show RECEIPT [--store DIR] [--public] [--json]\n"
+    "usage: tinylm promote show RECEIPT [--store DIR] [--public] [--trust KEY.pub] [--json]\n"
     "  verifies a promotion (or comparison) receipt and the evidence it\n"
     "  names in the store (default: the store RECEIPT sits in, DIR/receipts/):\n"
     "  every comparison receipt recomputes to the id named and says the\n"
     "  verdict named (else forged_evidence), every observation is present\n"
     "  and hashes to its name (else missing_raw_output)\n"
-    "  --public  only ids, hashes, invariant names, verdicts and stop rules\n";
+    "  --public  only ids, hashes, invariant names, verdicts and stop rules\n"
+    "  --trust KEY.pub  also require a signature over the promotion by that\n"
+    "            key (tinylm promote --sign) that verifies (else\n"
+    "            missing_signature, untrusted_key or bad_signature)\n";
 
 /* STORE when path is STORE/receipts/FILE (buf holds it), else NULL. The
  * path as written when it names a directory: a link in STORE is then the
@@ -354,6 +361,14 @@ static tl_status read_receipt(tl_store *s, const char *path, uint8_t **doc, size
   return TL_OK;
 }
 
+int tl_promote_trust_key(bool json, const char *path, uint8_t pub[32]) {
+  char err[512];
+  tl_status st;
+  if (path == NULL) return 0;
+  st = tl_sign_public_read(path, pub, err, sizeof err);
+  return st == TL_OK ? 0 : tl_cli_usage(json, "--trust: %s", err);
+}
+
 static int refuse(bool json, const finding *f) {
   return tl_cli_fail_with(json, f->status,
                           json_pack("{s:s,s:s}", "rule", f->rule, "claim", f->claim),
@@ -364,9 +379,9 @@ static int refuse(bool json, const finding *f) {
  * finding). */
 static bool promotion_view(tl_store *s, const json_t *doc, json_t *view, bool public_view,
                            finding *f) {
-  json_t *claims = json_array(), *plan = node_meta(doc, "plan");
-  json_t *receipts = json_object_get(node_meta(doc, "comparisons"), "receipts");
-  json_t *root = node_meta(doc, "promotion"), *name;
+  json_t *claims = json_array(), *plan = tl_json_node_meta(doc, "plan");
+  json_t *receipts = json_object_get(tl_json_node_meta(doc, "comparisons"), "receipts");
+  json_t *root = tl_json_node_meta(doc, "promotion"), *name;
   uint8_t run[32], *bytes = NULL;
   size_t i, next = 0, len = 0;
   char err[512];
@@ -403,8 +418,26 @@ static bool promotion_view(tl_store *s, const json_t *doc, json_t *view, bool pu
   return true;
 }
 
+/* The signature over the promotion (root) by the trusted key: the view
+ * names it, or the finding says why not (promote_sign.h's rules). */
+static bool signed_by(tl_store *s, const uint8_t root[32], const uint8_t trust[32],
+                      json_t *view, finding *f) {
+  const char *rule;
+  uint8_t sig[32];
+  char why[640], sig_hex[65], key_hex[65];
+  tl_status st = tl_sign_trust(s, root, trust, &rule, sig, why, sizeof why);
+  if (st != TL_OK) return found(f, rule, "(signature)", st, "%s", why);
+  tl_hex_encode(sig, 32, sig_hex);
+  tl_hex_encode(trust, 32, key_hex);
+  json_object_set_new(view, "signature", json_pack("{s:s,s:s,s:s}", "receipt", sig_hex,
+                                                   "algorithm", "ed25519", "public_key",
+                                                   key_hex));
+  return true;
+}
+
 int tl_promote_verified_view(const char *path, const char *store_dir, bool json,
-                             bool public_view, json_t **view_out, tl_store **store_out) {
+                             bool public_view, const uint8_t *trust, json_t **view_out,
+                             tl_store **store_out) {
   char store_buf[PATH_MAX], err[512], root_hex[65];
   uint8_t *bytes = NULL;
   size_t len = 0;
@@ -447,10 +480,15 @@ int tl_promote_verified_view(const char *path, const char *store_dir, bool json,
     bool ok;
     if (public_view) json_object_set_new(view, "public", json_true());
     if (kind == TL_RECEIPT_PROMOTION) {
-      ok = promotion_view(s, doc, view, public_view, &f);
+      ok = promotion_view(s, doc, view, public_view, &f) &&
+           (trust == NULL || signed_by(s, root, trust, view, &f));
+    } else if (trust != NULL) {
+      ok = found(&f, TL_TRUST_MISSING, "(signature)", TL_ERR_INVALID_ARGUMENT,
+                 "a comparison receipt is never signed: --trust verifies a promotion's "
+                 "signature");
     } else {
       const char *claim = meta_str(doc, "plan", "claim");
-      ok = observations_there(s, doc, claim, &f);
+      ok = observations_there(s, doc, claim, &f) && judged_again(s, doc, claim, &f);
       if (ok)
         json_object_set_new(view, "claims",
                             json_pack("[o]", claim_view(claim, root_hex, doc, public_view)));
@@ -469,8 +507,9 @@ int tl_promote_verified_view(const char *path, const char *store_dir, bool json,
 }
 
 int tl_promote_show_main(int argc, char **argv) {
-  const char *path = NULL, *store_dir = NULL;
+  const char *path = NULL, *store_dir = NULL, *trust_path = NULL;
   bool json = false, public_view = false;
+  uint8_t trust[32];
   json_t *view = NULL;
   tl_store *s = NULL;
   int rc;
@@ -487,6 +526,8 @@ int tl_promote_show_main(int argc, char **argv) {
       public_view = true;
     } else if (strcmp(a, "--store") == 0) {
       if ((r = tl_cli_value(json, argc, argv, &i, &store_dir)) >= 0) return r;
+    } else if (strcmp(a, "--trust") == 0) {
+      if ((r = tl_cli_value(json, argc, argv, &i, &trust_path)) >= 0) return r;
     } else if (a[0] == '-' && a[1] != '\0') {
       return tl_cli_usage(json, "unknown option '%s'\n%s", a, show_usage);
     } else if (path == NULL) {
@@ -496,7 +537,9 @@ int tl_promote_show_main(int argc, char **argv) {
     }
   }
   if (path == NULL) return tl_cli_usage(json, "show needs a RECEIPT\n%s", show_usage);
-  if ((rc = tl_promote_verified_view(path, store_dir, json, public_view, &view, &s)) != 0)
+  if ((rc = tl_promote_trust_key(json, trust_path, trust)) != 0) return rc;
+  if ((rc = tl_promote_verified_view(path, store_dir, json, public_view,
+                                     trust_path ? trust : NULL, &view, &s)) != 0)
     return rc;
   if (json) {
     char *text = json_dumps(view, JSON_COMPACT | JSON_SORT_KEYS);
@@ -553,7 +596,7 @@ static const tl_plan_claim *plan_claim(const tl_plan *p, const char *name) {
 
 /* The ancestors both kinds name: artifact, build, lane. */
 static void common_ancestors(const json_t *doc, const current *now, json_t *why) {
-  const json_t *rt = node_meta(doc, "runtime");
+  const json_t *rt = tl_json_node_meta(doc, "runtime");
   const char *artifact = meta_str(doc, "artifact", "artifact_id");
   if (now->has_artifact && strcmp(artifact, now->artifact) != 0)
     changed(why, "artifact", json_string(artifact), json_string(now->artifact));
@@ -571,7 +614,7 @@ static void comparison_ancestors(const json_t *doc, const current *now, json_t *
                                  json_t *entry) {
   const char *name = meta_str(doc, "plan", "claim");
   const tl_plan_claim *c;
-  json_t *policy = node_meta(doc, "policy"), *cases, *ids, *x;
+  json_t *policy = tl_json_node_meta(doc, "policy"), *cases, *ids, *x;
   const char *tol;
   size_t i;
   bool same_cases;
@@ -587,7 +630,7 @@ static void comparison_ancestors(const json_t *doc, const current *now, json_t *
                                     "level", meta_str(doc, "plan", "level")),
             json_pack("{s:s,s:s}", "kind", c->kind, "level", c->level));
   /* The cases: the same content ids in the same order. */
-  cases = json_object_get(node_meta(doc, "evidence"), "cases");
+  cases = json_object_get(tl_json_node_meta(doc, "evidence"), "cases");
   same_cases = json_array_size(cases) == c->n_cases;
   for (i = 0; same_cases && i < c->n_cases; i++) {
     char hex[65];
@@ -639,7 +682,7 @@ static void promotion_ancestors(const json_t *doc, const current *now, json_t *w
   if (now->plan != NULL && strcmp(meta_str(doc, "plan", "plan_id"), now->plan_id) != 0)
     changed(why, "plan", json_string(meta_str(doc, "plan", "plan_id")),
             json_string(now->plan_id));
-  json_array_foreach(json_object_get(node_meta(doc, "comparisons"), "receipts"), i, e) {
+  json_array_foreach(json_object_get(tl_json_node_meta(doc, "comparisons"), "receipts"), i, e) {
     const char *id = json_string_value(json_object_get(e, "receipt_id"));
     const json_t *st = json_object_get(statuses, id);
     const char *s = json_string_value(json_object_get(st, "status"));
@@ -650,8 +693,19 @@ static void promotion_ancestors(const json_t *doc, const current *now, json_t *w
   }
 }
 
+/* A signature stands with the promotion it signs: invalidated when that
+ * one is not current (whether it verifies is promote show --trust's). */
+static void signature_ancestors(const json_t *doc, json_t *why, const json_t *by_id) {
+  const json_t *meta = tl_json_node_meta(doc, "signature");
+  const char *id = json_string_value(json_object_get(meta, "signed"));
+  const char *s = json_string_value(json_object_get(json_object_get(by_id, id), "status"));
+  if (s == NULL || strcmp(s, "current") != 0)
+    changed(why, "promotion", json_string(id), json_string(s == NULL ? "not in the store" : s));
+}
+
 /* Reads and checks every receipt of the store; comparisons first, so
- * that a promotion can be judged by its comparisons. */
+ * that a promotion can be judged by its comparisons, and signatures
+ * last, by their promotions. */
 static int status_listing(tl_store *s, const current *now, bool json) {
   uint8_t (*ids)[32] = NULL, root[32];
   size_t n = 0, n_current = 0, n_invalid = 0, n_refused = 0;
@@ -664,7 +718,7 @@ static int status_listing(tl_store *s, const current *now, bool json) {
     json_decref(docs);
     return tl_cli_fail(json, st, "%s", err);
   }
-  for (int pass = 0; pass < 2; pass++) {
+  for (int pass = 0; pass < 3; pass++) {
     for (size_t i = 0; i < n; i++) {
       char hex[65];
       uint8_t *bytes = NULL;
@@ -676,13 +730,23 @@ static int status_listing(tl_store *s, const current *now, bool json) {
         st = tl_store_get_receipt(s, ids[i], &bytes, &len, err, sizeof err);
         if (st == TL_OK) st = load_doc(bytes, len, &kind, root, &doc, err, sizeof err);
         free(bytes);
-        if (st == TL_OK && kind != TL_RECEIPT_COMPARISON && kind != TL_RECEIPT_PROMOTION) {
+        if (st == TL_OK && kind != TL_RECEIPT_COMPARISON && kind != TL_RECEIPT_PROMOTION &&
+            kind != TL_RECEIPT_SIGNATURE) {
           st = TL_ERR_INVALID_ARGUMENT;
-          snprintf(err, sizeof err, "not a comparison or promotion receipt");
+          snprintf(err, sizeof err, "not a comparison, promotion or signature receipt");
         }
         if (st == TL_OK && memcmp(root, ids[i], 32) != 0) {
           st = TL_ERR_HASH_MISMATCH;
           snprintf(err, sizeof err, "recomputes to another root than its name");
+        }
+        if (st == TL_OK && kind == TL_RECEIPT_COMPARISON) {
+          /* Its verdict must be its raw observations' (tl_claim_rejudge). */
+          const char *rule;
+          char reason[400];
+          if ((st = tl_claim_rejudge(s, doc, &rule, reason, sizeof reason)) != TL_OK)
+            snprintf(err, sizeof err, "%s: claim '%s': %s", rule,
+                     json_string_value(json_object_get(tl_json_node_meta(doc, "plan"), "claim")),
+                     reason);
         }
         if (st != TL_OK) {
           json_object_set_new(by_id, hex,
@@ -692,19 +756,24 @@ static int status_listing(tl_store *s, const current *now, bool json) {
           continue;
         }
         json_object_set_new(docs, hex, doc);
-        if (kind == TL_RECEIPT_PROMOTION) continue;
+        if (kind != TL_RECEIPT_COMPARISON) continue;
       } else {
+        const char *format;
         doc = json_object_get(docs, hex);
         if (doc == NULL || json_object_get(by_id, hex) != NULL) continue;
+        format = json_string_value(json_object_get(doc, "format"));
+        if ((strcmp(format, TL_SIGNATURE_FORMAT) == 0) != (pass == 2)) continue;
       }
       why = json_array();
       entry = json_pack("{s:s,s:s}", "id", hex, "kind",
-                        pass == 0 ? "comparison" : "promotion");
+                        pass == 0 ? "comparison" : pass == 1 ? "promotion" : "signature");
       if (pass == 0) {
-        json_object_set(entry, "claim", json_object_get(node_meta(doc, "plan"), "claim"));
+        json_object_set(entry, "claim", json_object_get(tl_json_node_meta(doc, "plan"), "claim"));
         comparison_ancestors(doc, now, why, entry);
-      } else {
+      } else if (pass == 1) {
         promotion_ancestors(doc, now, why, by_id);
+      } else {
+        signature_ancestors(doc, why, by_id);
       }
       json_object_set_new(entry, "status",
                           json_string(json_array_size(why) ? "invalidated" : "current"));

@@ -572,7 +572,6 @@ tl_status tl_claim_stochastic(tl_claim_ctx *c, tl_claim_result *out) {
   tl_cli_progress pr;
   size_t done = 0, total;
   uint8_t obs[32];
-  double t0 = tl_now_s();
   tl_status st = tl_claim_result_begin(c, out, &cases);
   if (st == TL_OK)
     st = tl_stoch_design_parse(json_object_get(c->claim, "design"), c->lane, &d, c->err,
@@ -604,21 +603,9 @@ tl_status tl_claim_stochastic(tl_claim_ctx *c, tl_claim_result *out) {
     json_decref(doc);
   }
   if (st == TL_OK) {
-    /* The judge starts from the plan and the store alone. */
-    uint8_t(*support)[32] = out->support;
-    size_t n_support = out->n_support;
-    double observed = tl_now_s() - t0;
-    out->support = NULL;
-    out->n_support = 0;
-    tl_claim_result_free(out);
-    st = tl_judge_stochastic(c, obs, out);
-    free(support); /* the judge names them again from the observation */
-    (void)n_support;
-    if (st == TL_OK) {
-      size_t len = strlen(out->summary);
-      snprintf(out->summary + len, sizeof out->summary - len, "; observed in %.1f s, judged in %.1f s",
-               observed, tl_now_s() - t0 - observed);
-    }
+    /* OBSERVE only: tl_claim_observe_judge judges from the store alone */
+    memcpy(out->observation, obs, 32);
+    out->has_observation = true;
   }
   json_decref(entries);
   free(all);

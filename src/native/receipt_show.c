@@ -95,14 +95,17 @@ static void show_run(FILE *out, const json_t *doc) {
   }
 }
 
-/* A comparison or promotion receipt (tinylm promote): a line per node,
- * all of it in the root id. */
+/* A comparison, promotion or signature receipt (tinylm promote): a line
+ * per node, all of it in the root id. A signature's shape is checked; that
+ * it verifies under a key is promote show --trust's. */
 static void show_promote(FILE *out, const json_t *doc, tl_receipt_kind kind) {
   size_t i;
   json_t *n;
   fprintf(out, "%s receipt %s\n  (%s: every node id verified; everything below is part "
                "of the root id)\n",
-          kind == TL_RECEIPT_COMPARISON ? "comparison" : "promotion",
+          kind == TL_RECEIPT_COMPARISON  ? "comparison"
+          : kind == TL_RECEIPT_PROMOTION ? "promotion"
+                                         : "signature",
           json_string_value(json_object_get(doc, "root")),
           json_string_value(json_object_get(doc, "format")));
   json_array_foreach(json_object_get(doc, "nodes"), i, n) {
@@ -194,7 +197,8 @@ tl_status tl_receipt_show(const uint8_t *doc, size_t len, bool json, FILE *out,
     show_run(out, v);
   } else if (kind == TL_RECEIPT_CAPABILITY) {
     show_capability(out, v);
-  } else if (kind == TL_RECEIPT_COMPARISON || kind == TL_RECEIPT_PROMOTION) {
+  } else if (kind == TL_RECEIPT_COMPARISON || kind == TL_RECEIPT_PROMOTION ||
+             kind == TL_RECEIPT_SIGNATURE) {
     show_promote(out, v, kind);
   } else {
     show_convert(out, v);

@@ -218,3 +218,13 @@ tl_status tl_cbor_to_json(const uint8_t *doc, size_t len, json_t **out,
   *out = v;
   return d.st;
 }
+
+json_t *tl_json_node_meta(const json_t *doc, const char *type) {
+  size_t i;
+  json_t *n;
+  json_array_foreach(json_object_get(doc, "nodes"), i, n) {
+    const char *t = json_string_value(json_object_get(n, "type"));
+    if (t != NULL && strcmp(t, type) == 0) return json_object_get(n, "metadata");
+  }
+  return NULL;
+}

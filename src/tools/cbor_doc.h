@@ -30,6 +30,10 @@ void tl_cbor_put_json(tl_cbor_writer *w, const json_t *v);
 tl_status tl_cbor_to_json(const uint8_t *doc, size_t len, json_t **out,
                           char *err, size_t err_cap);
 
+/* The metadata of the first node of type in a graph receipt read as JSON
+ * ({"nodes": [{"type", "metadata"}, ...]}); NULL when none. */
+json_t *tl_json_node_meta(const json_t *doc, const char *type);
+
 /* An integer of a tl_cbor_to_json value, in either form, as a uint64;
  * false when v is not an integer in 0 .. 2^64-1. */
 bool tl_json_u64(const json_t *v, uint64_t *out);

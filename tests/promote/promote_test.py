@@ -273,8 +273,9 @@ def main():
     plans = {}
     for lane in ("fast", "scalar"):
         path = os.path.join(WORK, lane + ".plan.json")
+        # --source: the checkpoint it was converted from (source_binding)
         p = tinylm("plan", "init", art, "-o", path, "--lane", lane, "--golden", golden,
-                   "--reader-json", reader, "--json")
+                   "--reader-json", reader, "--source", os.path.join(WORK, "hf"), "--json")
         if not check(f"plan init --lane {lane}", p.returncode == 0, p.stderr.decode()[-400:]):
             return summary()
         plans[lane] = load(path)

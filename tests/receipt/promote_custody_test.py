@@ -37,6 +37,7 @@ from datetime import datetime, timezone
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
 from checks import check, skip, summary  # noqa: E402
+from tiny_plan import tiny_plan  # noqa: E402
 
 TINYLM = WORK = None
 RULE = ("the store must be real directories owned by you, not group- or "
@@ -58,24 +59,12 @@ def text(p):
 
 def made_store():
     """The tiny model, the short plan and the store promote made of it."""
-    hf, slm = os.path.join(WORK, "hf"), os.path.join(WORK, "tiny.slm")
-    full, plan = os.path.join(WORK, "full.plan.json"), os.path.join(WORK, "plan.json")
-    for args in (("synth", "--config", "tiny", "--seed", "1", "-o", hf),
-                 ("convert", hf, "-o", slm),
-                 ("plan", "init", slm, "-o", full, "--no-benchmark")):
-        p = tinylm(*args)
-        if not check(f"tinylm {args[0]} {args[1]}", p.returncode == 0, text(p)[-2000:]):
-            return None
-    with open(full) as f:
-        doc = json.load(f)
     # The artifact claim and a stochastic comparison of 10 seeds: a few
     # seconds of claims between the start and the end.
-    doc["claims"] = [c for c in doc["claims"] if c["kind"] in ("artifact", "stochastic")]
-    for c in doc["claims"]:
-        if c["kind"] == "stochastic":
-            c["design"]["seeds"]["count"] = 10
-    with open(plan, "w") as f:
-        json.dump(doc, f, indent=1)
+    made = tiny_plan(tinylm, WORK, ("artifact", "stochastic"), seeds=10)
+    if made is None:
+        return None
+    plan = made[0]
     store = os.path.join(WORK, "good")
     before = time.time()
     p = tinylm("promote", plan, "--store", store, "--json")

@@ -23,12 +23,18 @@ laid out as the spec says, then read by the CLI:
   * a missing or damaged observation, or run record, is
     missing_raw_output naming the claim; a missing comparison receipt is
     forged_evidence;
-  * `promote status` against a plan written here (its case ids content
-    ids as docs/promotion.md defines them): receipts of this build under
-    that plan are current; a tolerance change, a case added, a claim
-    removed, another artifact (--artifact), another build each invalidate
+  * `promote status` on a store `tinylm promote` made of a synthetic tiny
+    model (artifact, eos, replay, a 10-seed stochastic claim), against
+    its plan edited here (case ids re-derived as docs/promotion.md defines
+    them): under that plan every receipt is current; a tolerance change,
+    a case added, another design, a claim removed, another artifact
+    (--artifact), another build (this writer's store) each invalidate
     exactly the receipts that evaluated the changed input, naming it with
     its old and new value; a damaged receipt is refused (exit 1).
+
+The store written here holds real observations in the formats the judges
+read (an artifact line, tokenizer lines, multiturn entries), because
+`promote show` judges every comparison again from them and its plan.
 
     promote_forged_test.py TINYLM WORKDIR
 """
@@ -47,6 +53,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
 sys.path.insert(0, HERE)
 from checks import check, summary  # noqa: E402
 from forged_test import enc, leaf_paths, node_id, rehash  # noqa: E402
+from tiny_plan import tiny_plan  # noqa: E402
 
 SECRET = "SECRET-CASE-TEXT: the user's own prompt"
 
@@ -78,8 +85,9 @@ RUNTIME = {"name": "tinylm", "version": "0.1.0",
            "backend": "scalar", "numerical_profile": "scalar-f32/1"}
 
 
-def case_body(i):
-    return {"text": "case %d" % i}
+def canon(o):
+    """jansson's compact, key-sorted JSON (tl_plan_canonical; ASCII here)."""
+    return json.dumps(o, separators=(",", ":"), sort_keys=True).encode()
 
 
 def content_id(c):
@@ -88,11 +96,47 @@ def content_id(c):
                           ensure_ascii=False).encode())
 
 
+# The cases, each with the raw output this writer observes for it, in the
+# formats the judges read (docs/promotion.md §What each claim stores): the
+# artifact's check found nothing; the tokenizer's case 2 is given other
+# ids than it expects (its name, a user's text, is quoted by the first
+# divergence); every next turn of multiturn is equal with the prefix
+# reused. Stochastic is registered and, after a mechanical failure, not run.
+def tok_case(i):
+    name = "case %d" % i + (" " + SECRET if i == 2 else "")
+    return {"name": name, "text": "ab", "ids": [97, 98], "offsets": [[0, 1], [1, 2]],
+            "decode_raw_hex": "6162", "decode_visible_hex": "6162"}
+
+
+def case_body(i):
+    if i == 0:
+        return {"check": "verify"}
+    if i <= 3:
+        return tok_case(i)
+    if i <= 6:
+        return {"messages": [{"role": "user", "content": "turn %d" % i}], "next_user": "more",
+                "max_new": 2, "enable_thinking": False}
+    return {"messages": [{"role": "user", "content": "prompt %d" % i}], "enable_thinking": False}
+
+
+def raw_output(i):
+    """Case i's entry of its claim's observation."""
+    cid = content_id(case_body(i)).hex()
+    if i == 0:
+        return {"case": cid, "problem": None}
+    if i <= 3:
+        return {"case": cid, "ids": [97, 99] if i == 2 else [97, 98],
+                "offsets": [[0, 1], [1, 2]], "decode_raw_hex": "6162",
+                "decode_visible_hex": "6162"}
+    turn = {"ids": [5, 6], "raw": "0506", "logits_sha256": sha(b"logits %d" % i).hex()}
+    return {"case": cid, "reused": dict(turn, reused_tokens=4), "recomputed": turn}
+
+
 DESIGN = {"seeds": {"base": 1, "count": 4, "derivation": "seed_i = base + i"},
           "max_new": 8}
 CLAIMS = [("artifact", "artifact", "mechanical", None, [0]),
           ("tokenizer", "tokenizer", "mechanical", None, [1, 2, 3]),
-          ("forward", "forward", "numerical", "scalar-f32-vs-f64/1", [4, 5, 6]),
+          ("multiturn", "multiturn", "multiturn", None, [4, 5, 6]),
           ("stochastic", "stochastic", "stochastic", None, [7, 8], DESIGN)]
 
 
@@ -103,7 +147,7 @@ def plan_bytes(claims=CLAIMS, artifact=ARTIFACT):
         "artifact": {"id": artifact.hex(), "path": "model.slm",
                      "acquisition_receipt": None},
         "lane": "scalar",
-        "claims": [{"name": n, "kind": k, "level": lv, "oracle": "oracle of " + n,
+        "claims": [{"name": n, "kind": k, "level": lv, "oracle": "oracle of " + n + " " + SECRET,
                     "tolerance": tol, "design": design[0] if design else None,
                     "cases": [{"id": content_id(case_body(i)).hex(), "case": case_body(i)}
                               for i in cases]}
@@ -165,31 +209,39 @@ class Store:
         return self.receipt_path(doc["root"])
 
 
+INVARIANT = {"artifact": "verify", "tokenizer": "ids_offsets_decodes",
+             "multiturn": "reuse_equals_recompute"}
+
+
 def case(i, ok=True):
-    return {"id": content_id(case_body(i)), "invariant": "ids", "pass": ok,
-            "output": sha(b"output %d" % i)}
+    """A case as the evidence node lists it: a line judge's output is the
+    SHA-256 of its line, multiturn's of its entry."""
+    kind = "artifact" if i == 0 else "tokenizer" if i <= 3 else "multiturn"
+    return {"id": content_id(case_body(i)), "invariant": INVARIANT[kind], "pass": ok,
+            "output": sha(canon(raw_output(i)))}
 
 
 def build(where):
-    """A store with four claims (one failed) and the promotion over them."""
+    """A store with the plan, three claims' observations and comparisons
+    (tokenizer failed), and the promotion over them (stochastic not run)."""
     shutil.rmtree(where, ignore_errors=True)
     s = Store(where)
-    obs = {c: s.put(("raw outputs of " + c).encode()) for c in ("artifact", "tokenizer",
-                                                                "forward", "stochastic")}
+    s.put(plan_bytes())
+    lines = {"artifact": [0], "tokenizer": [1, 2, 3]}
+    obs = {c: s.put(b"".join(canon(raw_output(i)) + b"\n" for i in ix))
+           for c, ix in lines.items()}
+    obs["multiturn"] = s.put(canon({"cases": [raw_output(i) for i in (4, 5, 6)]}))
     cmps = {
         "artifact": comparison("artifact", "artifact", "mechanical", "pass",
-                               [case(0)], obs["artifact"], summary_text="1 of 1 cases"),
+                               [case(0)], obs["artifact"], summary_text="1 of 1 cases passed"),
         "tokenizer": comparison("tokenizer", "tokenizer", "mechanical", "fail",
                                 [case(1), case(2, False), case(3)], obs["tokenizer"],
                                 rule="mechanical_mismatch",
-                                divergence="case 2: " + SECRET,
-                                summary_text="2 of 3 cases " + SECRET),
-        "forward": comparison("forward", "forward", "numerical", "pass",
-                              [case(4), case(5), case(6)], obs["forward"],
-                              tolerance="scalar-f32-vs-f64/1"),
-        "stochastic": comparison("stochastic", "stochastic", "stochastic", "pass",
-                                 [case(7), case(8, False)], obs["stochastic"],
-                                 design=DESIGN, summary_text="no difference of concern")}
+                                divergence="tokenizer case case 2 " + SECRET +
+                                ": ids differ at token 1 (expected 2 tokens, got 2)",
+                                summary_text="2 of 3 cases passed"),
+        "multiturn": comparison("multiturn", "multiturn", "multiturn", "pass",
+                                [case(4), case(5), case(6)], obs["multiturn"])}
     for doc in cmps.values():
         s.put_receipt(doc)
     run_record = s.put(b'{"attempts": "as the run recorded them"}')
@@ -197,7 +249,7 @@ def build(where):
                 "verdict": d["nodes"][5]["metadata"]["verdict"],
                 "stop_rule": d["nodes"][5]["metadata"]["stop_rule"]}
                for c, d in cmps.items()]
-    promo = promotion(list(cmps), entries, run_record)
+    promo = promotion([c[0] for c in CLAIMS], entries, run_record)
     path = s.put_receipt(promo)
     return s, cmps, promo, path, obs, run_record
 
@@ -250,10 +302,11 @@ def test_show():
         return
     claims = {c["claim"]: c for c in out.get("claims", [])}
     check("the view: decision, failing, each claim's verdict and stop rule",
-          out.get("decision") == "not_promoted" and out.get("failing") == ["tokenizer"] and
+          out.get("decision") == "not_promoted" and out.get("failing") == ["tokenizer", "stochastic"] and
           claims.get("tokenizer", {}).get("verdict") == "fail" and
           claims["tokenizer"].get("stop_rule") == "mechanical_mismatch" and
-          claims.get("forward", {}).get("tolerance") == "scalar-f32-vs-f64/1" and
+          claims.get("multiturn", {}).get("verdict") == "pass" and
+          claims.get("stochastic") == {"claim": "stochastic", "verdict": "not_run"} and
           claims.get("artifact", {}).get("receipt_id") == cmps["artifact"]["root"].hex(),
           json.dumps(out)[:2000])
     check("the view: cases with ids, invariants, verdicts, output hashes; observations",
@@ -264,14 +317,15 @@ def test_show():
           claims["tokenizer"]["observations"] == [obs["tokenizer"].hex()],
           json.dumps(claims.get("tokenizer"))[:2000])
     check("the full view shows the first divergence and the summary",
-          claims["tokenizer"].get("first_divergence") == "case 2: " + SECRET and
-          SECRET in claims["tokenizer"].get("summary", ""), json.dumps(claims["tokenizer"]))
+          SECRET in claims["tokenizer"].get("first_divergence", "") and
+          claims["tokenizer"].get("summary") == "2 of 3 cases passed",
+          json.dumps(claims["tokenizer"]))
     t = tinylm("promote", "show", path)
     text = t.stdout.decode()
     check("text: the decision, each claim, the first divergence",
           t.returncode == 0 and "decision not_promoted" in text and
           "tokenizer    fail  stop rule mechanical_mismatch" in text and
-          "first divergence: \"case 2: " + SECRET in text and
+          "first divergence: \"tokenizer case case 2 " + SECRET in text and
           case(2)["id"].hex() in text, text + t.stderr.decode())
     # --public: ids, hashes, invariants, verdicts; no free text.
     pp, pub = show_json(path, "--public")
@@ -279,13 +333,14 @@ def test_show():
     both = pp.stdout.decode() + tp.stdout.decode()
     check("--public never shows the summary, the first divergence or the oracle",
           pp.returncode == 0 and tp.returncode == 0 and SECRET not in both and
+          "2 of 3 cases passed" not in both and
           "first divergence" not in tp.stdout.decode() and
           all(k not in c for c in (pub or {}).get("claims", [{}])
               for k in ("summary", "first_divergence", "oracle")), both[:3000])
     check("--public shows every case id, invariant, pass/fail and output hash",
           pub is not None and pub.get("public") is True and
           all(case(i)["id"].hex() in both and case(i)["output"].hex() in both
-              for i in range(9)) and
+              for i in range(7)) and
           [c["pass"] for c in pub["claims"][1]["cases"]] == [True, False, True], both[:3000])
     # Elsewhere than STORE/receipts/: --store is needed.
     other = os.path.join(WORK, "elsewhere.cbor")
@@ -295,23 +350,10 @@ def test_show():
           p.returncode == 2 and b"--store" in p.stderr, p.stderr.decode(errors="replace"))
     p = tinylm("promote", "show", other, "--store", s.path)
     check("... and verifies with it", p.returncode == 0, p.stderr.decode(errors="replace"))
-    # A claim that did not run (stochastic, after a mechanical failure):
-    # no comparison names it, and it is not a pass.
-    names = promo["nodes"][2]["metadata"]["claims"]
-    entries = [e for e in promo["nodes"][3]["metadata"]["receipts"]
-               if e["claim"] != "stochastic"]
-    partial = promotion(names, entries, promo["nodes"][4]["metadata"]["run_record"])
-    p, out = show_json(s.put_receipt(partial))
-    check("a claim that did not run is shown as not_run and failing",
-          p.returncode == 0 and out is not None and
-          out["claims"][3] == {"claim": "stochastic", "verdict": "not_run"} and
-          out["failing"] == ["tokenizer", "stochastic"],
-          (p.stdout + p.stderr).decode(errors="replace")[:2000])
-    os.remove(s.receipt_path(partial["root"]))
     # A comparison receipt alone.
-    p, out = show_json(s.receipt_path(cmps["forward"]["root"]))
+    p, out = show_json(s.receipt_path(cmps["multiturn"]["root"]))
     check("promote show verifies a comparison receipt and its observations",
-          p.returncode == 0 and out is not None and out["claims"][0]["claim"] == "forward",
+          p.returncode == 0 and out is not None and out["claims"][0]["claim"] == "multiturn",
           (p.stdout + p.stderr).decode(errors="replace"))
 
 
@@ -393,7 +435,7 @@ def test_forgeries():
     # recomputed: the promotion itself is consistent).
     f = copy.deepcopy(promo)
     f["nodes"][3]["metadata"]["receipts"][1].update(verdict="pass", stop_rule=None)
-    f["nodes"][4]["metadata"].update(decision="promoted", failing=[], stop_rules=[])
+    f["nodes"][4]["metadata"].update(failing=["stochastic"], stop_rules=[])
     rehash(f)
     p, out = receipt_show(f, "forged-promotion")
     check("a promotion that says tokenizer passed, ids recomputed, verifies alone",
@@ -401,6 +443,23 @@ def test_forgeries():
     forged_path = s.put_receipt(f)
     expect_refused("promote show against the comparison", [forged_path], "conflict",
                    "forged_evidence", "tokenizer")
+    os.remove(forged_path)
+    # The raw observation made to pass (case 2's ids the expected ones)
+    # under a receipt that still says fail, every id recomputed: judged
+    # again from its observation, the claim passes; the receipt lies.
+    good2 = dict(raw_output(2), ids=[97, 98])
+    new_obs = s.put(b"".join(canon(x) + b"\n" for x in (raw_output(1), good2, raw_output(3))))
+    d = copy.deepcopy(tok)
+    d["nodes"][4]["metadata"]["observations"] = [new_obs]
+    d["nodes"][4]["metadata"]["cases"][1]["output"] = sha(canon(good2))
+    rehash(d)
+    s.put_receipt(d)
+    f = copy.deepcopy(promo)
+    f["nodes"][3]["metadata"]["receipts"][1]["receipt_id"] = d["root"]
+    rehash(f)
+    forged_path = s.put_receipt(f)
+    expect_refused("an observation that passes under a receipt that says fail", [forged_path],
+                   "conflict", "forged_evidence", "tokenizer")
     os.remove(forged_path)
     # Promoted over a failed claim (ids recomputed): refused by the check.
     f = copy.deepcopy(promo)
@@ -418,14 +477,14 @@ def test_forgeries():
           p.returncode == 1 and out.get("error") == "invalid_argument" and
           "stop_rules" in out.get("detail", ""), repr(out))
     # Missing and damaged evidence.
-    obj = os.path.join(s.path, "objects", obs["forward"].hex())
+    obj = os.path.join(s.path, "objects", obs["multiturn"].hex())
     os.rename(obj, obj + ".away")
     expect_refused("a missing observation", [path], "not_found", "missing_raw_output",
-                   "forward")
+                   "multiturn")
     with open(obj, "wb") as fh:
         fh.write(b"other bytes")
     expect_refused("a damaged observation", [path], "hash_mismatch",
-                   "missing_raw_output", "forward")
+                   "missing_raw_output", "multiturn")
     os.rename(obj + ".away", obj)
     rr = os.path.join(s.path, "objects", run_record.hex())
     os.remove(rr)
@@ -457,8 +516,43 @@ def ancestors(r):
     return [w["ancestor"] for w in r.get("invalidated_by", [])]
 
 
+def tiny_promotion():
+    """A plan of the synthetic tiny model (artifact, eos, replay and a
+    10-seed stochastic claim) and the store tinylm promote made of it."""
+    made = tiny_plan(tinylm, WORK, ("artifact", "eos", "replay", "stochastic"), seeds=10)
+    if made is None:
+        return None
+    doc = made[1]
+    store = os.path.join(WORK, "status-store")
+    plan = write_plan(doc)
+    p = subprocess.run([TINYLM, "promote", plan, "--store", store, "--json"],
+                       capture_output=True, timeout=600)
+    # promoted or not (the stochastic verdict is not what this tests)
+    if not check("promote on the tiny model writes a store", p.returncode in (0, 1),
+                 p.stderr[-2000:]):
+        return None
+    return doc, store
+
+
+def write_plan(doc):
+    path = os.path.join(WORK, "plan.json")
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+    return path
+
+
+def edited(doc, kind, **fields):
+    """The plan with kind's claim's fields replaced (cases: re-identified)."""
+    d = copy.deepcopy(doc)
+    for c in d["claims"]:
+        if c["kind"] == kind:
+            c.update(fields)
+            c["cases"] = [{"id": content_id(x["case"]).hex(), "case": x["case"]}
+                          for x in c["cases"]]
+    return d
+
+
 def test_status():
-    global RUNTIME
     empty = os.path.join(WORK, "empty-store")
     Store(empty)
     p, out = status("--store", empty)
@@ -466,103 +560,100 @@ def test_status():
                  p.returncode == 0 and out is not None and out["receipts"] == [],
                  (p.stdout + p.stderr).decode(errors="replace")):
         return
-    # Receipts of this very build.
-    saved = RUNTIME
-    RUNTIME = dict(RUNTIME, build_id=out["build_id"])
-    try:
-        s, cmps, promo, path, _, _ = build(os.path.join(WORK, "status-store"))
-    finally:
-        RUNTIME = saved
-    plan = os.path.join(WORK, "plan.json")
-    with open(plan, "wb") as f:
-        f.write(plan_bytes())
-    p, out = status("--store", s.path, "--plan", plan)
+    made = tiny_promotion()
+    if made is None:
+        return
+    doc, store = made
+    plan = write_plan(doc)
+    with open(plan, "rb") as f:
+        plan_id = sha(f.read()).hex()
+    p, out = status("--store", store, "--plan", plan)
     ok = p.returncode == 0 and out is not None
     check("against the plan they were made under, every receipt is current",
-          ok and out["current"] == 5 and out["invalidated"] == 0 and
-          out["plan_id"] == PLAN.hex() and out["artifact_id"] == ARTIFACT.hex(),
-          (p.stdout + p.stderr).decode(errors="replace"))
-    # A tolerance policy change: the forward comparison and the promotion.
-    claims = [c if c[0] != "forward" else c[:3] + ("fast-f32-vs-f64/2",) + c[4:]
-              for c in CLAIMS]
-    with open(plan, "wb") as f:
-        f.write(plan_bytes(claims))
-    p, out = status("--store", s.path, "--plan", plan)
+          ok and out["current"] == 5 and out["invalidated"] == 0 and out["refused"] == 0 and
+          out["plan_id"] == plan_id and out["artifact_id"] == doc["artifact"]["id"],
+          (p.stdout + p.stderr).decode(errors="replace")[:3000])
+    # A tolerance policy change: the replay comparison and the promotion.
+    plan = write_plan(edited(doc, "replay", tolerance="scalar-f32-vs-f64/1"))
+    p, out = status("--store", store, "--plan", plan)
     r = by_claim(out or {})
-    fw = r.get("forward", {}).get("invalidated_by", [{}])
-    check("a tolerance change invalidates the forward comparison (was, now) and the "
+    fw = r.get("replay", {}).get("invalidated_by", [{}])
+    check("a tolerance change invalidates the replay comparison (was, now) and the "
           "promotion (plan, comparison); the others stay current with a note",
-          p.returncode == 0 and ancestors(r.get("forward", {})) == ["tolerance"] and
-          fw[0].get("was") == "scalar-f32-vs-f64/1" and fw[0].get("now") == "fast-f32-vs-f64/2" and
+          p.returncode == 0 and ancestors(r.get("replay", {})) == ["tolerance"] and
+          fw[0].get("was") == "fast-f32-vs-f64/2" and fw[0].get("now") == "scalar-f32-vs-f64/1" and
           ancestors(r.get("promotion", {})) == ["plan", "comparison"] and
-          r.get("tokenizer", {}).get("status") == "current" and
-          "note" in r.get("tokenizer", {}), json.dumps(out)[:3000])
-    t = tinylm("promote", "status", "--store", s.path, "--plan", plan)
+          r.get("eos", {}).get("status") == "current" and
+          "note" in r.get("eos", {}), json.dumps(out)[:3000])
+    t = tinylm("promote", "status", "--store", store, "--plan", plan)
     check("text: the changed ancestor named with its values",
           t.returncode == 0 and
-          'invalidated: tolerance (was "scalar-f32-vs-f64/1", now "fast-f32-vs-f64/2")'
+          'invalidated: tolerance (was "fast-f32-vs-f64/2", now "scalar-f32-vs-f64/1")'
           in t.stdout.decode(),
           t.stdout.decode() + t.stderr.decode())
-    # No tolerance named: a numerical claim's is the lane's default, as
-    # promote resolves it (the scalar lane's scalar-f32-vs-f64/1).
-    claims = [c if c[0] != "forward" else c[:3] + (None,) + c[4:] for c in CLAIMS]
-    with open(plan, "wb") as f:
-        f.write(plan_bytes(claims))
-    p, out = status("--store", s.path, "--plan", plan)
-    check("no tolerance named: the lane's default, the forward comparison current",
-          by_claim(out or {}).get("forward", {}).get("status") == "current",
+    # The lane's default named: as promote resolves none (fast-f32-vs-f64/2).
+    plan = write_plan(edited(doc, "replay", tolerance="fast-f32-vs-f64/2"))
+    p, out = status("--store", store, "--plan", plan)
+    check("the lane's default named: the replay comparison current",
+          by_claim(out or {}).get("replay", {}).get("status") == "current",
           json.dumps(out)[:3000])
     # Another case set.
-    claims = [c if c[0] != "tokenizer" else c[:4] + ([1, 2, 3, 7],) for c in CLAIMS]
-    with open(plan, "wb") as f:
-        f.write(plan_bytes(claims))
-    p, out = status("--store", s.path, "--plan", plan)
+    eos = next(c for c in doc["claims"] if c["kind"] == "eos")
+    plan = write_plan(edited(doc, "eos", cases=eos["cases"] + [
+        {"case": dict(eos["cases"][0]["case"], end_of_turn=0)}]))
+    p, out = status("--store", store, "--plan", plan)
     r = by_claim(out or {})
     check("a case added invalidates that claim's comparison (cases)",
-          ancestors(r.get("tokenizer", {})) == ["cases"] and
+          ancestors(r.get("eos", {})) == ["cases"] and
           r.get("artifact", {}).get("status") == "current", json.dumps(out)[:3000])
     # Another stochastic design (registered before anything ran).
-    claims = [c if c[0] != "stochastic" else c[:5] + (dict(DESIGN, max_new=16),)
-              for c in CLAIMS]
-    with open(plan, "wb") as f:
-        f.write(plan_bytes(claims))
-    p, out = status("--store", s.path, "--plan", plan)
+    st = next(c for c in doc["claims"] if c["kind"] == "stochastic")
+    plan = write_plan(edited(doc, "stochastic", design=dict(st["design"], max_new=16)))
+    p, out = status("--store", store, "--plan", plan)
     r = by_claim(out or {})
     check("another stochastic design invalidates the stochastic comparison (design)",
           ancestors(r.get("stochastic", {})) == ["design"] and
-          r["stochastic"]["invalidated_by"][0]["was"] == content_id(DESIGN).hex(),
+          r["stochastic"]["invalidated_by"][0]["was"] !=
+          r["stochastic"]["invalidated_by"][0]["now"],
           json.dumps(out)[:3000])
     # A claim removed.
-    with open(plan, "wb") as f:
-        f.write(plan_bytes(CLAIMS[:2] + CLAIMS[3:]))
-    p, out = status("--store", s.path, "--plan", plan)
+    d = copy.deepcopy(doc)
+    d["claims"] = [c for c in d["claims"] if c["kind"] != "replay"]
+    plan = write_plan(d)
+    p, out = status("--store", store, "--plan", plan)
     check("a claim no longer in the plan (claim)",
-          ancestors(by_claim(out or {}).get("forward", {})) == ["claim"],
+          ancestors(by_claim(out or {}).get("replay", {})) == ["claim"],
           json.dumps(out)[:3000])
     # Another artifact, given as a file.
     other = os.path.join(WORK, "other.slm")
     with open(other, "wb") as f:
         f.write(b"another artifact's bytes")
-    p, out = status("--store", s.path, "--artifact", other)
+    p, out = status("--store", store, "--artifact", other)
     check("--artifact: another artifact invalidates every receipt (artifact; now its "
           "SHA-256)", p.returncode == 0 and out is not None and
           all(ancestors(x)[:1] == ["artifact"] for x in out["receipts"]) and
           out["artifact_id"] == sha(b"another artifact's bytes").hex(),
           json.dumps(out)[:3000])
-    # Without a plan: the build alone; receipts of another build.
+    # Without a plan: the build alone; receipts of another build (this
+    # file's writer names its own).
+    build(os.path.join(WORK, "store"))
     p, out = status("--store", os.path.join(WORK, "store"))
     check("receipts of another build are invalidated (build)",
           p.returncode == 0 and out is not None and out["receipts"] and
           all(ancestors(x)[0] == "build" for x in out["receipts"]), json.dumps(out)[:3000])
     # A damaged receipt: refused, exit 1, the others still listed.
-    with open(s.receipt_path(cmps["tokenizer"]["root"]), "wb") as f:
-        f.write(enc(cmps["artifact"]))
-    p, out = status("--store", s.path)
-    r = by_claim(out or {})
+    eos_id = r["eos"]["id"]
+    art_id = r["artifact"]["id"]
+    target = os.path.join(store, "receipts", eos_id + ".cbor")
+    os.chmod(target, 0o600)
+    with open(os.path.join(store, "receipts", art_id + ".cbor"), "rb") as f:
+        other_bytes = f.read()
+    with open(target, "wb") as f:
+        f.write(other_bytes)
+    p, out = status("--store", store)
     refused = [x for x in (out or {}).get("receipts", []) if x["status"] == "refused"]
     check("a receipt whose bytes are not its name: refused (exit 1), the rest listed",
-          p.returncode == 1 and len(refused) == 1 and
-          refused[0]["id"] == cmps["tokenizer"]["root"].hex() and
+          p.returncode == 1 and len(refused) == 1 and refused[0]["id"] == eos_id and
           len(out["receipts"]) == 5, json.dumps(out)[:3000])
     p = tinylm("promote", "status")
     check("status without --store: usage (2)", p.returncode == 2,

@@ -177,7 +177,7 @@ def setup():
                  p.returncode == 0, err(p)):
         return None
     plan_path = os.path.join(WORK, "plan.json")
-    p = tinylm("plan", "init", art, "-o", plan_path, "--golden", golden)
+    p = tinylm("plan", "init", art, "-o", plan_path, "--golden", golden, "--source", hf)
     if not check("plan init", p.returncode == 0, err(p)):
         return None
     with open(plan_path) as f:
