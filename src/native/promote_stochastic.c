@@ -735,6 +735,19 @@ static tl_status view_dist(tl_claim_ctx *c, const tl_replay_cfg *cfg, size_t k, 
   return st;
 }
 
+/* Whether a configuration keeps only part of the candidates (top_k,
+ * top_p, min_p). Such a cut is a step function of the logits: where two
+ * candidates are nearly tied at the boundary, the smallest difference
+ * between two correct lanes' logits (the fast lane's activation
+ * quantisation) moves one across it, and the distributions then differ by
+ * its whole mass: a near-uniform distribution's top-5 sets can share no
+ * member at all. The lanes' distributions are compared where the
+ * transform is continuous (temperature, the penalty); the cuts are the
+ * sampler's own, checked exactly by the replay on each lane's logits. */
+static bool truncates(const tl_replay_cfg *cfg) {
+  return cfg->top_k != 0 || cfg->top_p < 1.0 || cfg->min_p > 0.0;
+}
+
 /* One prompt's entry: every draw replayed, every forced step's TVD, the
  * configurations where its seeds varied. *pass: no mismatch, no TVD
  * beyond min_tvd. */
@@ -822,6 +835,7 @@ static tl_status judge_prompt(tl_claim_ctx *c, const tl_stoch_design *d, size_t 
         for (size_t k = 0; st == TL_OK && k < d->n_configs; k++) {
           tl_replay_dist da = {0}, db = {0};
           double tvd;
+          if (truncates(&d->configs[k])) continue;
           st = view_dist(c, &d->configs[k], k, json_object_get(step, "a"), hist, n_prompt + t, &da);
           if (st == TL_OK)
             st = view_dist(c, &d->configs[k], k, json_object_get(step, "b"), hist, n_prompt + t, &db);
