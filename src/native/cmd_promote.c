@@ -684,6 +684,7 @@ int tl_cmd_promote(int argc, char **argv) {
   tl_claim_result *results = NULL;
   uint8_t(*receipt_ids)[32] = NULL;
   bool *ran = NULL;
+  double *seconds = NULL; /* each claim's wall time (--json) */
   uint32_t *attempts_of = NULL;
   tl_promotion_claim *pc = NULL;
   json_t *attempts = NULL, *out_claims = NULL;
@@ -815,9 +816,11 @@ int tl_cmd_promote(int argc, char **argv) {
   results = calloc(plan.n_claims, sizeof *results);
   receipt_ids = calloc(plan.n_claims, 32);
   ran = calloc(plan.n_claims, sizeof *ran);
+  seconds = calloc(plan.n_claims, sizeof *seconds);
   attempts_of = calloc(plan.n_claims, sizeof *attempts_of);
   pc = calloc(plan.n_claims, sizeof *pc);
-  if (!results || !receipt_ids || !ran || !attempts_of || !pc || !attempts || !out_claims) {
+  if (!results || !receipt_ids || !ran || !seconds || !attempts_of || !pc || !attempts ||
+      !out_claims) {
     rc = tl_cli_fail(json, TL_ERR_OUT_OF_MEMORY, "out of memory");
     goto done;
   }
@@ -835,10 +838,11 @@ int tl_cmd_promote(int argc, char **argv) {
       if (order == 2 && !mechanical_ok) continue;
       st = run_claim(&c, cl, reuse, &rt, &results[i], &attempts_of[i], attempts, &reused);
       ran[i] = true;
+      seconds[i] = tl_now_s() - t0;
       if (order == 0 && !results[i].pass) mechanical_ok = false;
       fprintf(stderr, "  %s %-18s %s%s (%.1f s)\n", results[i].pass ? "pass" : "FAIL",
               cl->name, results[i].summary,
-              reused ? " (judged again from the stored raw output)" : "", tl_now_s() - t0);
+              reused ? " (judged again from the stored raw output)" : "", seconds[i]);
     }
   }
   /* The benchmark step: after the claims, named by the run record; its
@@ -924,11 +928,11 @@ int tl_cmd_promote(int argc, char **argv) {
     pc[i].pass = results[i].pass;
     pc[i].stop_rule = results[i].stop_rule;
     json_array_append_new(out_claims, json_pack(
-        "{s:s,s:s,s:o,s:s,s:s,s:o}", "claim", cl->name, "verdict",
+        "{s:s,s:s,s:o,s:s,s:s,s:o,s:f}", "claim", cl->name, "verdict",
         results[i].pass ? "pass" : "fail", "stop_rule",
         results[i].stop_rule ? json_string(results[i].stop_rule) : json_null(), "summary",
         results[i].summary, "first_divergence", results[i].first_divergence, "receipt",
-        hex32(receipt_ids[i])));
+        hex32(receipt_ids[i]), "seconds", seconds[i]));
   }
   {
     tl_promotion_facts f = {rt, plan.id, plan.lane, pc, plan.n_claims, run_id};
@@ -990,6 +994,7 @@ done:
   free(results);
   free(receipt_ids);
   free(ran);
+  free(seconds);
   free(attempts_of);
   free(pc);
   json_decref(attempts);

@@ -85,8 +85,32 @@ static tl_status named_object(tl_store *s, const char *hex, const char *fmt, con
   return TL_OK;
 }
 
+/* A stochastic observation's prompts x configurations: whether the seeds
+ * drew differently ({"prompts": [[bool per configuration], ...]}), read
+ * from the stored draws; a prompt whose seeds all drew the same ids under
+ * a configuration is degenerate there (docs/promotion-stats.md). */
+static json_t *varied_matrix(const json_t *o) {
+  json_t *prompts = json_array();
+  const json_t *c, *k;
+  size_t i, j;
+  json_array_foreach(json_object_get(o, "cases"), i, c) {
+    json_t *row = json_array();
+    json_array_foreach(json_object_get(c, "configurations"), j, k) {
+      const json_t *seeds = json_object_get(k, "seeds"), *sd;
+      const json_t *first = json_object_get(json_array_get(seeds, 0), "ids");
+      bool varied = false;
+      size_t n;
+      json_array_foreach(seeds, n, sd) varied = varied || !json_equal(json_object_get(sd, "ids"), first);
+      json_array_append_new(row, json_boolean(varied));
+    }
+    json_array_append_new(prompts, row);
+  }
+  return json_pack("{s:o}", "prompts", prompts);
+}
+
 /* Per forward claim, its cases' judgements (in the order the comparison
- * names them); per stochastic claim, its observation's statistics. */
+ * names them); per stochastic claim, which prompts varied under which
+ * configuration (varied_matrix). */
 static tl_status claim_objects(tl_store *s, const json_t *view, json_t *judgements,
                                json_t *statistics, char *err, size_t cap) {
   const json_t *c, *id;
@@ -112,8 +136,7 @@ static tl_status claim_objects(tl_store *s, const json_t *view, json_t *judgemen
       json_t *o;
       tl_status st = object_json(s, json_string_value(json_array_get(obs, 0)), &o, err, cap);
       if (st != TL_OK) return st;
-      if (json_is_object(json_object_get(o, "statistics")))
-        json_object_set(statistics, claim, json_object_get(o, "statistics"));
+      if (o != NULL) json_object_set_new(statistics, claim, varied_matrix(o));
       json_decref(o);
     }
   }

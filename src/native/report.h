@@ -19,7 +19,7 @@ typedef struct tl_report_inputs {
   const json_t *benchmark;  /* tinylm.benchmark/1, NULL when none ran */
   const json_t *plan;       /* the plan (tinylm.plan/1) */
   const json_t *judgements; /* {claim: [tinylm.judgement/1, ...]} (forward claims) */
-  const json_t *statistics; /* {claim: the stochastic observation's statistics} */
+  const json_t *statistics; /* {claim: {"prompts": [[varied per configuration]]}} */
   bool public_view;         /* what `promote show --public` prints, no more */
 } tl_report_inputs;
 

@@ -665,97 +665,61 @@ static void benchmark(FILE *f, const tl_report_inputs *in) {
 /* ------------------------------------------------------------------------ */
 /* (d) stochastic                                                           */
 
-static void interval(FILE *f, const box *b, const axis *xa, double y, const char *case_id,
-                     const char *statistic, const json_t *s) {
-  const json_t *lo = json_object_get(s, "lo"), *hi = json_object_get(s, "hi");
-  bool alarm = json_is_true(json_object_get(s, "alarm"));
-  fputs("<g", f);
-  attr(f, "data-case", case_id);
-  attr(f, "data-statistic", statistic);
-  num_attr(f, "data-estimate", json_object_get(s, "estimate"));
-  num_attr(f, "data-lo", lo);
-  num_attr(f, "data-hi", hi);
-  num_attr(f, "data-threshold", json_object_get(s, "threshold"));
-  attr(f, "data-alarm", alarm ? "true" : "false");
-  fputs(">", f);
-  if (json_is_number(lo) && json_is_number(hi))
-    fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#374151\" "
-               "stroke-width=\"2\"/>",
-            sx(b, xa, json_number_value(lo)), sx(b, xa, json_number_value(hi)), y, y);
-  fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\"><title>%s %.4g [%.4g, "
-             "%.4g], threshold %.4g</title></circle></g>",
-          sx(b, xa, num(s, "estimate")), y, alarm ? "#b3261e" : "#2563eb", statistic,
-          num(s, "estimate"), num(s, "lo"), num(s, "hi"), num(s, "threshold"));
-}
-
-static void stochastic_claim(FILE *f, const char *claim, const json_t *stats, const json_t *cases) {
-  static const char *const statistic[2] = {"tvd", "disagree"};
-  static const char *const title[2] = {"total variation distance of the first-token "
-                                       "distributions",
-                                       "paired disagreement rate, one-sided Clopper-Pearson [lo, 1]"};
-  const json_t *prompts = json_object_get(stats, "prompts"), *pooled = json_object_get(stats, "pooled");
-  size_t rows = json_array_size(prompts) + (json_is_object(pooled) ? 1 : 0), i;
-  double height = 24.0 * (double)rows + 40;
+/* The design (from the plan) and, per prompt and configuration, whether
+ * its seeds drew differently: what the claim counted as evidence; the
+ * verdict, its counts and the largest TVD are the claim's summary above.
+ * The measured false-alarm rate and power of the design, when plan init
+ * recorded them (design.calibration), under the table. */
+static void stochastic_claim(FILE *f, const char *claim, const json_t *stats,
+                             const json_t *plan_claim, const json_t *cases) {
+  const json_t *design = json_object_get(plan_claim, "design"), *cfgs, *row;
+  const json_t *plan_cases = json_object_get(plan_claim, "cases");
+  const char *calibration = str(design, "calibration");
+  size_t i, k;
+  cfgs = json_object_get(design, "configurations");
   fputs("<h3>", f);
   esc(f, claim);
-  fputs("</h3>\n<figure class=\"chart stochastic\"", f);
+  fputs("</h3>\n<figure class=\"stochastic\"", f);
   attr(f, "data-claim", claim);
-  fprintf(f, "><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"980\" height=\"%.0f\" "
-             "viewBox=\"0 0 980 %.0f\" role=\"img\">",
-          height + 20, height + 20);
-  for (int k = 0; k < 2; k++) {
-    box b = {140 + 420.0 * k, 24, 360, height - 40};
-    double top = 0;
-    axis xa;
-    for (i = 0; i < rows; i++) {
-      const json_t *s = json_object_get(i < json_array_size(prompts) ? json_array_get(prompts, i) : pooled, statistic[k]);
-      /* not hi: the disagreement interval is one-sided, [lo, 1] */
-      double v = fmax(num(s, "threshold"), fmax(num(s, "estimate"), num(s, "lo")));
-      if (v > top) top = v;
-    }
-    xa = (axis){0, nice_max(top * 1.1), false};
-    frame(f, &b);
-    label(f, b.x + b.w / 2, 14, "middle", title[k]);
-    for (i = 0; i < rows; i++) {
-      bool is_pooled = i >= json_array_size(prompts);
-      const json_t *s = json_object_get(is_pooled ? pooled : json_array_get(prompts, i), statistic[k]);
-      const char *id = is_pooled ? "pooled" : str(json_array_get(cases, i), "id");
-      double y = b.y + 12 + 24.0 * (double)i, tx = sx(&b, &xa, num(s, "threshold"));
-      char name[32];
-      snprintf(name, sizeof name, is_pooled ? "pooled" : "case %.8s", id);
-      label(f, b.x - 6, y + 4, "end", name);
-      fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#b3261e\" "
-                 "stroke-dasharray=\"4 3\"/>",
-              tx, tx, y - 9, y + 9);
-      interval(f, &b, &xa, y, id, statistic[k], s);
-    }
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"start\">0</text><text x=\"%.1f\" "
-               "y=\"%.1f\" text-anchor=\"end\">%.3g</text>",
-            b.x, b.y + b.h + 14, b.x + b.w, b.y + b.h + 14, xa.hi);
+  fprintf(f, "><figcaption>%lld seeds per prompt and configuration, %lld tokens each; every "
+             "draw replayed by the reference sampler from the lane's own logits; the lanes' "
+             "post-sampler distributions compared at teacher-forced steps (min_tvd %s). A prompt "
+             "whose seeds all drew the same ids under a configuration is degenerate there and "
+             "not counted (docs/promotion-stats.md).</figcaption>\n",
+          (long long)json_integer_value(json_object_get(json_object_get(design, "seeds"), "count")),
+          (long long)json_integer_value(json_object_get(design, "max_new")),
+          str(json_object_get(design, "distributions"), "min_tvd"));
+  fputs("<table><tr><th>case</th><th>next-token entropy (nats)</th>", f);
+  json_array_foreach(cfgs, k, row) {
+    fputs("<th>", f);
+    esc(f, str(row, "name"));
+    fputs("</th>", f);
   }
-  fprintf(f, "</svg><figcaption>Estimate (dot), the interval the statistics record (line; "
-             "docs/promotion-stats.md) and the preregistered threshold (red dashes) per case; "
-             "%lld tests, alpha/m = %.3g.",
-          (long long)json_integer_value(json_object_get(stats, "m")), num(stats, "alpha_test"));
-  fputs("</figcaption>\n<table><tr><th>case</th><th>statistic</th><th>estimate</th><th>lo</th>"
-        "<th>hi</th><th>threshold</th><th>alarm</th></tr>\n",
-        f);
-  for (i = 0; i < rows; i++) {
-    bool is_pooled = i >= json_array_size(prompts);
-    for (int k = 0; k < 2; k++) {
-      const json_t *s = json_object_get(is_pooled ? pooled : json_array_get(prompts, i), statistic[k]);
-      fputs("<tr><td>", f);
-      if (is_pooled) fputs("pooled", f);
-      else short_id(f, str(json_array_get(cases, i), "id"));
-      fprintf(f, "</td><td>%s</td>", statistic[k]);
-      num_cell(f, json_object_get(s, "estimate"), "");
-      num_cell(f, json_object_get(s, "lo"), "");
-      num_cell(f, json_object_get(s, "hi"), "");
-      num_cell(f, json_object_get(s, "threshold"), "");
-      fprintf(f, "<td>%s</td></tr>\n", json_is_true(json_object_get(s, "alarm")) ? "alarm" : "no");
+  fputs("</tr>\n", f);
+  json_array_foreach(json_object_get(stats, "prompts"), i, row) {
+    const json_t *v;
+    const char *id = str(json_array_get(cases, i), "id");
+    fputs("<tr><td>", f);
+    short_id(f, id);
+    fputs("</td><td>", f);
+    esc(f, str(json_object_get(json_array_get(plan_cases, i), "case"), "entropy_nats"));
+    fputs("</td>", f);
+    json_array_foreach(row, k, v) {
+      fputs("<td", f);
+      attr(f, "data-case", id);
+      attr(f, "data-configuration", str(json_array_get(cfgs, k), "name"));
+      attr(f, "data-varied", json_is_true(v) ? "true" : "false");
+      fputs(json_is_true(v) ? ">varied</td>" : ">degenerate</td>", f);
     }
+    fputs("</tr>\n", f);
   }
-  fputs("</table></figure>\n", f);
+  fputs("</table>", f);
+  if (calibration[0]) {
+    fputs("<p class=\"calibration\">Measured for this design: ", f);
+    esc(f, calibration);
+    fputs("</p>", f);
+  }
+  fputs("</figure>\n", f);
 }
 
 static const json_t *view_claim(const json_t *view, const char *name) {
@@ -771,7 +735,8 @@ static void stochastic(FILE *f, const tl_report_inputs *in) {
   if (json_object_size(in->statistics) == 0) return;
   fputs("<h2>Stochastic comparison</h2>\n", f);
   json_object_foreach((json_t *)in->statistics, claim, stats)
-      stochastic_claim(f, claim, stats, json_object_get(view_claim(in->view, claim), "cases"));
+      stochastic_claim(f, claim, stats, plan_claim(in->plan, claim),
+                       json_object_get(view_claim(in->view, claim), "cases"));
 }
 
 /* ------------------------------------------------------------------------ */

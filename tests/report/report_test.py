@@ -455,35 +455,35 @@ def memory_rows(bench):
 
 
 def check_stochastic(label, doc, pr):
+    """Per stochastic comparison one figure: per case (the comparison's
+    order) and configuration whether the seeds drew differently, each cell
+    recomputed here from the stored draws; the design's calibration line
+    when the plan recorded one."""
     names = [n for n in pr.named if pr.comparisons[n]["plan"]["kind"] == "stochastic"]
     figures = {f.attrs.get("data-claim"): f for f in doc.find_all("figure", cls="stochastic")}
-    check(f"{label}: one stochastic chart per stochastic comparison that ran",
+    check(f"{label}: one stochastic figure per stochastic comparison that ran",
           sorted(figures) == sorted(names), (sorted(figures), names))
     for name in names:
-        stats = obj_json(pr.store, pr.observations(name)[0])["statistics"]
-        # The observation's prompts[i] is the comparison's case i.
+        obs = obj_json(pr.store, pr.observations(name)[0])
+        design = next(c for c in pr.plan["claims"] if c["name"] == name)["design"]
+        configs = [c["name"] for c in design["configurations"]]
         cases = [c["id"] for c in pr.comparisons[name]["evidence"]["cases"]]
-        rows = list(zip(cases, stats["prompts"]))
-        if isinstance(stats.get("pooled"), dict):
-            rows.append(("pooled", stats["pooled"]))
-        want = {(cid, stat): prompt[stat] for cid, prompt in rows for stat in ("tvd", "disagree")}
+        want = {}
+        for cid, entry in zip(cases, obs["cases"]):
+            for cfg, k in zip(configs, entry["configurations"]):
+                ids = [s["ids"] for s in k["seeds"]]
+                want[(cid, cfg)] = "true" if any(x != ids[0] for x in ids) else "false"
         fig = figures.get(name)
-        shown = {(g.attrs.get("data-case"), g.attrs.get("data-statistic")): g
-                 for g in (fig.find_all("g", attr="data-statistic") if fig else [])}
-        check(f"{label}: {name}: a TVD and a disagreement interval per case and pooled",
-              len(cases) == len(stats["prompts"]) and sorted(shown) == sorted(want),
-              (sorted(shown), sorted(want)))
-        bad = []
-        for key, st in want.items():
-            g = shown.get(key)
-            if g is None or g.attrs.get("data-alarm") != ("true" if st["alarm"] else "false") or \
-                    not all(same_number(g.attrs.get("data-" + f), st[f])
-                            for f in ("estimate", "threshold")) or \
-                    not all(g.attrs.get("data-" + f) == "" if st[f] is None else
-                            same_number(g.attrs.get("data-" + f), st[f]) for f in ("lo", "hi")):
-                bad.append((key, g.attrs if g else None, st))
-        check(f"{label}: {name}: each estimate, interval (empty where the statistics hold null), "
-              "threshold and alarm is the observation's statistics", not bad, bad[:2])
+        shown = {(td.attrs.get("data-case"), td.attrs.get("data-configuration")):
+                 td.attrs.get("data-varied")
+                 for td in (fig.find_all("td", attr="data-varied") if fig else [])}
+        check(f"{label}: {name}: varied or degenerate per case and configuration, as the stored "
+              "draws say", len(cases) == len(obs["cases"]) and shown == want,
+              (len(shown), len(want)))
+        cal = design.get("calibration")
+        para = fig.find_all("p", cls="calibration") if fig else []
+        check(f"{label}: {name}: the design's measured calibration shown when recorded",
+              (len(para) == 1 and cal in para[0].text()) if cal else not para, cal)
 
 
 def check_classes(label, doc, pr):
