@@ -695,7 +695,7 @@ test: setup
 # continuation and the q8 artifact on the 0.6B shape.
 test-full: setup
 	@TL_TOK_RANDOM_COUNT=100000 TL_TMPL_RANDOM_COUNT=20000 TL_FUZZ_SECONDS=120 \
-	  TL_FORWARD_GREEDY=32 TL_FORWARD_06B_Q8=1 tests/run.sh
+	  TL_FORWARD_GREEDY=32 TL_FORWARD_06B_Q8=1 TL_PROMOTE_CALIBRATION_RUNS=20 tests/run.sh
 
 bench: setup
 	@$(MAKE) --no-print-directory CFG=gcc native
@@ -707,6 +707,7 @@ bench: setup
 	@bench/kernels.sh
 	@bench/llama.sh
 	@bench/serve.sh
+	@bench/promote.sh
 	@$(MAKE) --no-print-directory web
 	@bench/web.sh
 

@@ -203,6 +203,14 @@ run_stage promote /usr/bin/python3 tests/promote/promote_test.py build/gcc/tinyl
 # default plan, naming its claim and rule; the clean lanes promoted.
 run_stage promote-mutations /usr/bin/python3 tests/promote/mutation_test.py build/gcc/tinylm \
   build/gcc/tinylm-lane-mutant build/test-work/promote-mutations
+# the stochastic claim's false-alarm rate and power measured end to end
+# over seed bases (make test-full sets TL_PROMOTE_CALIBRATION_RUNS=20:
+# ~40 min on 2 cores; docs/promotion-stats.md §Measured).
+if [[ -n ${TL_PROMOTE_CALIBRATION_RUNS:-} ]]; then
+  run_stage promote-calibration /usr/bin/python3 tests/promote/stochastic_calibration.py \
+    build/gcc/tinylm build/gcc/tinylm-lane-mutant build/test-work/promote-calibration \
+    "$TL_PROMOTE_CALIBRATION_RUNS"
+fi
 # tinylm report: pages of real promotions of the demo model checked number
 # by number against their receipts, then in headless Chromium (~1 min).
 run_stage report tests/report/run.sh build/gcc/tinylm build/test-work/report
