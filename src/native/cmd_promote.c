@@ -325,9 +325,9 @@ static tl_status replay_claim(const tl_native_model *m, const json_t *meta, json
   cases = json_array();
   json_array_append_new(cases, c);
   json_array_append_new(claims, json_pack(
-      "{s:s,s:s,s:s,s:s,s:n,s:n,s:o}", "name", "replay", "kind", "replay", "level", "numerical",
+      "{s:s,s:s,s:s,s:s,s:s,s:n,s:o}", "name", "replay", "kind", "replay", "level", "numerical",
       "oracle", "each stage recomputed in float64 from the lane's own captured inputs",
-      "tolerance", "design", "cases", cases));
+      "tolerance", TL_REPLAY_PROFILE, "design", "cases", cases));
   return TL_OK;
 }
 

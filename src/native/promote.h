@@ -95,6 +95,12 @@ typedef struct tl_claim_ctx {
  * support: adds an object the observation names (once); free: releases. */
 tl_status tl_claim_result_begin(tl_claim_ctx *c, tl_claim_result *out, const json_t **cases);
 tl_status tl_claim_result_support(tl_claim_result *r, const uint8_t id[32]);
+/* The claims that generate through the public API (promote_sequences.c,
+ * promote_stochastic.c): api_fail puts what failed, its status and the
+ * handle's error detail into c->err and returns st; open_model opens
+ * c->slm_path as a model handle. */
+tl_status tl_claim_api_fail(tl_claim_ctx *c, uint32_t handle, tl_status st, const char *what);
+tl_status tl_claim_open_model(tl_claim_ctx *c, tl_model_handle *m);
 void tl_claim_result_free(tl_claim_result *r);
 
 /* A runner (OBSERVE): TL_OK with out->observation naming the stored raw
@@ -178,6 +184,10 @@ tl_status tl_stoch_design_parse(const json_t *d, const char *lane, tl_stoch_desi
 tl_status tl_plan_stochastic_claim(const char *slm_path, const char *lane, const char *root,
                                    json_t *claims, char *note, size_t note_cap, char *err,
                                    size_t err_cap);
+
+/* The replay claim's profile (docs/tolerance.md), the one its judge
+ * applies; plan init names it in the claim. */
+#define TL_REPLAY_PROFILE "replay-f32/1"
 
 /* promote_replay.c: plan init's replay case: `tokens` ids of the
  * project's prose encoded by the artifact's tokenizer. */

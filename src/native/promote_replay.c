@@ -27,7 +27,6 @@
 #include "quant/quant.h"
 #include "tok/tokenizer.h"
 
-#define REPLAY_PROFILE "replay-f32/1"
 #define U (1.0 / 16777216.0) /* f32 unit roundoff, 2^-24 */
 /* Products and sums of subnormal size: a bound never smaller than this. */
 #define TINY 1e-37
@@ -759,8 +758,14 @@ tl_status tl_judge_replay(tl_claim_ctx *c, const uint8_t observation[32],
   size_t elements = 0, positions = 0;
   double worst = 0.0;
   char worst_at[96] = "";
-  tl_status st = weights_session(c, &ws);
-  if (st != TL_OK) return st;
+  const char *profile = json_string_value(json_object_get(c->claim, "tolerance"));
+  tl_status st;
+  if (profile != NULL && strcmp(profile, TL_REPLAY_PROFILE) != 0) {
+    snprintf(c->err, c->err_cap, "a replay claim is judged by %s only, not %.100s",
+             TL_REPLAY_PROFILE, profile);
+    return TL_ERR_INVALID_ARGUMENT;
+  }
+  if ((st = weights_session(c, &ws)) != TL_OK) return st;
   widest = m->cfg.hidden;
   st = tl_claim_result_begin(c, out, &cases);
   if (st == TL_OK)
@@ -845,7 +850,7 @@ tl_status tl_judge_replay(tl_claim_ctx *c, const uint8_t observation[32],
         if (out->stop_rule == NULL) out->stop_rule = TL_RULE_TOLERANCE;
         if (out->first_divergence[0] == '\0')
           snprintf(out->first_divergence, sizeof out->first_divergence,
-                   "%s (%s): %s", label ? label : "replay", REPLAY_PROFILE,
+                   "%s (%s): %s", label ? label : "replay", TL_REPLAY_PROFILE,
                    j.first);
       }
     }
@@ -862,7 +867,7 @@ tl_status tl_judge_replay(tl_claim_ctx *c, const uint8_t observation[32],
              "within %s; worst "
              "bound ratio %.3g (%s)",
              passed, out->n_cases, elements, positions, m->cfg.layers,
-             REPLAY_PROFILE, worst, worst_at);
+             TL_REPLAY_PROFILE, worst, worst_at);
   } else {
     tl_claim_result_free(out);
   }
@@ -914,7 +919,7 @@ tl_status tl_claim_replay(tl_claim_ctx *c, tl_claim_result *out) {
     json_t *doc = json_pack(
         "{s:s,s:s,s:s,s:s,s:O}", "claim",
         json_string_value(json_object_get(c->claim, "name")), "kind", "replay",
-        "lane", c->lane, "profile", REPLAY_PROFILE, "cases", obs);
+        "lane", c->lane, "profile", TL_REPLAY_PROFILE, "cases", obs);
     char *text = doc ? tl_plan_canonical(doc) : NULL;
     uint8_t id[32];
     st = text ? tl_store_put(c->store, "observation", (const uint8_t *)text,

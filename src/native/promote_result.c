@@ -49,3 +49,16 @@ void tl_claim_result_free(tl_claim_result *r) {
   free(r->support);
   memset(r, 0, sizeof *r);
 }
+
+tl_status tl_claim_api_fail(tl_claim_ctx *c, uint32_t handle, tl_status st, const char *what) {
+  tl_error e;
+  tl_error_detail(handle, &e);
+  snprintf(c->err, c->err_cap, "%s: %s (%.300s)", what, tl_status_name(st), e.message);
+  return st;
+}
+
+tl_status tl_claim_open_model(tl_claim_ctx *c, tl_model_handle *m) {
+  tl_status st = tl_api_init(TL_ABI_VERSION);
+  if (st == TL_OK) st = tl_model_open_file(c->slm_path, m);
+  return st == TL_OK ? TL_OK : tl_claim_api_fail(c, TL_NO_HANDLE, st, c->slm_path);
+}

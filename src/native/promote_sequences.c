@@ -13,13 +13,6 @@
 #include "promote_plan.h"
 #include "utf8.h"
 
-static tl_status api_fail(tl_claim_ctx *c, uint32_t handle, tl_status st, const char *what) {
-  tl_error e;
-  tl_error_detail(handle, &e);
-  snprintf(c->err, c->err_cap, "%s: %s (%s)", what, tl_status_name(st), e.message);
-  return st;
-}
-
 static tl_status put_observation(tl_claim_ctx *c, json_t *doc, tl_claim_result *out) {
   char *text = tl_plan_canonical(doc);
   tl_status st = text ? tl_store_put(c->store, "observation", (const uint8_t *)text,
@@ -37,7 +30,7 @@ static tl_status open_session(tl_claim_ctx *c, tl_model_handle m, const char *la
   o.lane = strcmp(lane, "fast") == 0 ? TL_LANE_FAST : TL_LANE_SCALAR;
   o.threads = c->threads;
   st = tl_session_new(m, &o, s);
-  return st == TL_OK ? TL_OK : api_fail(c, m, st, "a session");
+  return st == TL_OK ? TL_OK : tl_claim_api_fail(c, m, st, "a session");
 }
 
 /* One generation's record: what the receipt-free comparison needs. */
@@ -71,13 +64,13 @@ static tl_status generate(tl_claim_ctx *c, tl_session_handle s, tl_generation_pa
   tl_generation_handle g;
   tl_generation_result res;
   tl_status st = tl_generation_new(s, &g);
-  if (st != TL_OK) return api_fail(c, s, st, "a generation");
+  if (st != TL_OK) return tl_claim_api_fail(c, s, st, "a generation");
   tl_sha256_init(&r->logits_hash);
   p->on_choice = on_choice;
   p->ctx = r;
   st = tl_generation_run(g, p);
   if (st != TL_OK) {
-    api_fail(c, g, st, "generating");
+    tl_claim_api_fail(c, g, st, "generating");
     tl_generation_free(g);
     return st;
   }
@@ -207,18 +200,12 @@ static tl_status multiturn_case(tl_claim_ctx *c, tl_model_handle m, const json_t
   return st;
 }
 
-static tl_status with_model(tl_claim_ctx *c, tl_model_handle *m) {
-  tl_status st = tl_api_init(TL_ABI_VERSION);
-  if (st == TL_OK) st = tl_model_open_file(c->slm_path, m);
-  return st == TL_OK ? TL_OK : api_fail(c, TL_NO_HANDLE, st, c->slm_path);
-}
-
 tl_status tl_claim_multiturn(tl_claim_ctx *c, tl_claim_result *out) {
   const json_t *cases;
   json_t *entries = json_array();
   tl_model_handle m = 0;
   tl_status st = tl_claim_result_begin(c, out, &cases);
-  if (st == TL_OK) st = with_model(c, &m);
+  if (st == TL_OK) st = tl_claim_open_model(c, &m);
   for (size_t i = 0; st == TL_OK && i < out->n_cases; i++) {
     json_t *entry = NULL;
     st = multiturn_case(c, m, json_object_get(json_array_get(cases, i), "case"), &entry);

@@ -129,13 +129,6 @@ tl_status tl_stoch_design_parse(const json_t *d, const char *lane, tl_stoch_desi
 /* ------------------------------------------------------------------------ */
 /* Shared                                                                   */
 
-static tl_status api_fail(tl_claim_ctx *c, uint32_t handle, tl_status st, const char *what) {
-  tl_error e;
-  tl_error_detail(handle, &e);
-  snprintf(c->err, c->err_cap, "%s: %s (%.300s)", what, tl_status_name(st), e.message);
-  return st;
-}
-
 static json_t *hex_f64(double v) {
   char h[17];
   snprintf(h, sizeof h, "%016llx", (unsigned long long)tl_f64_to_bits(v));
@@ -178,7 +171,7 @@ static tl_status prompt_ids(tl_claim_ctx *c, tl_model_handle m, const json_t *cs
   if (st != TL_OK) {
     free(*ids);
     *ids = NULL;
-    return api_fail(c, m, st, "the prompt");
+    return tl_claim_api_fail(c, m, st, "the prompt");
   }
   return TL_OK;
 }
@@ -191,7 +184,7 @@ static tl_status open_api_session(tl_claim_ctx *c, tl_model_handle m, const char
   o.threads = c->threads;
   o.context = 1024;
   st = tl_session_new(m, &o, s);
-  return st == TL_OK ? TL_OK : api_fail(c, m, st, "a session");
+  return st == TL_OK ? TL_OK : tl_claim_api_fail(c, m, st, "a session");
 }
 
 /* Generation under a configuration; every step's logits go to on_step. */
@@ -216,7 +209,7 @@ static tl_status generate(tl_claim_ctx *c, tl_session_handle s, const uint32_t *
   tl_generation_result res;
   tl_generation_params p;
   tl_status st = tl_generation_new(s, &h);
-  if (st != TL_OK) return api_fail(c, s, st, "a generation");
+  if (st != TL_OK) return tl_claim_api_fail(c, s, st, "a generation");
   memset(&p, 0, sizeof p);
   p.ids = prompt;
   p.n_ids = n_prompt;
@@ -237,7 +230,7 @@ static tl_status generate(tl_claim_ctx *c, tl_session_handle s, const uint32_t *
   p.ctx = g;
   g->step = 0;
   st = tl_generation_run(h, &p);
-  if (st != TL_OK) api_fail(c, h, st, "generating");
+  if (st != TL_OK) tl_claim_api_fail(c, h, st, "generating");
   else {
     tl_generation_result_get(h, &res);
     g->ids = malloc((res.n_ids ? res.n_ids : 1) * sizeof *g->ids);
@@ -555,12 +548,6 @@ static tl_status observe_prompt(tl_claim_ctx *c, tl_model_handle m, tl_session_h
   return st;
 }
 
-static tl_status with_model(tl_claim_ctx *c, tl_model_handle *m) {
-  tl_status st = tl_api_init(TL_ABI_VERSION);
-  if (st == TL_OK) st = tl_model_open_file(c->slm_path, m);
-  return st == TL_OK ? TL_OK : api_fail(c, TL_NO_HANDLE, st, c->slm_path);
-}
-
 tl_status tl_claim_stochastic(tl_claim_ctx *c, tl_claim_result *out) {
   const json_t *cases;
   tl_stoch_design d;
@@ -576,7 +563,7 @@ tl_status tl_claim_stochastic(tl_claim_ctx *c, tl_claim_result *out) {
   if (st == TL_OK)
     st = tl_stoch_design_parse(json_object_get(c->claim, "design"), c->lane, &d, c->err,
                                c->err_cap);
-  if (st == TL_OK) st = with_model(c, &m);
+  if (st == TL_OK) st = tl_claim_open_model(c, &m);
   if (st == TL_OK) st = open_api_session(c, m, d.a, &sa);
   if (st == TL_OK) st = forced_open(c, d.b, &fb);
   if (st == TL_OK && (!(all = malloc(defined * sizeof *all)) || !(idx = malloc(defined * sizeof *idx))))
@@ -1034,7 +1021,7 @@ tl_status tl_plan_stochastic_claim(const char *slm_path, const char *lane, const
     return TL_ERR_INVALID_ARGUMENT;
   }
   if ((r = calloc(n, sizeof *r)) == NULL) st = TL_ERR_OUT_OF_MEMORY;
-  if (st == TL_OK) st = with_model(&c, &m);
+  if (st == TL_OK) st = tl_claim_open_model(&c, &m);
   /* the prompts are chosen on the fast lane whatever the plan's: the
    * entropy decides which prompts, not a verdict, and the strict lane
    * would spend a minute on it */
@@ -1058,7 +1045,7 @@ tl_status tl_plan_stochastic_claim(const char *slm_path, const char *lane, const
       p.on_choice = on_entropy;
       p.ctx = &e;
       st = tl_generation_run(g, &p);
-      if (st != TL_OK) api_fail(&c, g, st, "the entropy pass");
+      if (st != TL_OK) tl_claim_api_fail(&c, g, st, "the entropy pass");
       tl_generation_free(g);
     }
     free(ids);
