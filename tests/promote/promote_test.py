@@ -290,7 +290,7 @@ def main():
             plans[lane]["benchmark"] = BENCHMARK
         else:
             del plans[lane]["benchmark"]
-        # A smaller stochastic design than plan init's (16 seeds x 4 tokens
+        # A smaller stochastic design than plan init's (8 seeds x 4 tokens
         # under 5 configurations) keeps the stage short; here it must run,
         # replay every draw and report its counts.
         design = claim(plans[lane], "stochastic")["design"]
