@@ -901,12 +901,8 @@ int tl_cmd_promote(int argc, char **argv) {
       continue;
     }
     {
-      /* A numerical claim names the profile it was judged by: its own, or
-       * the lane's. */
-      const char *tolerance =
-          strcmp(cl->level, "numerical") != 0 ? NULL
-          : cl->tolerance != NULL             ? cl->tolerance
-                                              : tl_verify_lane_profile(strcmp(plan.lane, "fast") == 0);
+      /* A numerical claim names the profile it was judged by. */
+      const char *tolerance = tl_claim_profile(cl->kind, cl->level, cl->tolerance, plan.lane);
       tl_comparison_facts f = {rt,        plan.id,
                                cl->name,  cl->kind,
                                cl->level, cl->oracle,

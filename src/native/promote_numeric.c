@@ -20,11 +20,10 @@
 #include "promote_plan.h"
 #include "verify.h"
 
-/* The profile a claim is judged by: its own, else the lane's. */
+/* The profile a claim is judged by (tl_claim_profile). */
 static const char *claim_profile(const tl_claim_ctx *c) {
-  const json_t *t = json_object_get(c->claim, "tolerance");
-  if (json_is_string(t)) return json_string_value(t);
-  return tl_verify_lane_profile(strcmp(c->lane, "fast") == 0);
+  return tl_claim_profile("forward", "numerical",
+                          json_string_value(json_object_get(c->claim, "tolerance")), c->lane);
 }
 
 /* A case's golden: read, checked against the plan's SHA-256, put into the

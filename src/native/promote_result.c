@@ -6,6 +6,7 @@
 
 #include "promote.h"
 #include "promote_plan.h"
+#include "verify.h"
 
 tl_status tl_claim_result_begin(tl_claim_ctx *c, tl_claim_result *out, const json_t **cases) {
   const char *name = json_string_value(json_object_get(c->claim, "name"));
@@ -61,4 +62,12 @@ tl_status tl_claim_open_model(tl_claim_ctx *c, tl_model_handle *m) {
   tl_status st = tl_api_init(TL_ABI_VERSION);
   if (st == TL_OK) st = tl_model_open_file(c->slm_path, m);
   return st == TL_OK ? TL_OK : tl_claim_api_fail(c, TL_NO_HANDLE, st, c->slm_path);
+}
+
+const char *tl_claim_profile(const char *kind, const char *level, const char *tolerance,
+                             const char *lane) {
+  if (strcmp(level, "numerical") != 0) return NULL;
+  if (tolerance != NULL) return tolerance;
+  if (strcmp(kind, "replay") == 0) return TL_REPLAY_PROFILE;
+  return tl_verify_lane_profile(strcmp(lane, "fast") == 0);
 }

@@ -645,14 +645,11 @@ static void comparison_ancestors(const json_t *doc, const current *now, json_t *
     for (i = 0; i < c->n_cases; i++) json_array_append_new(x, hex_json(c->case_ids[i]));
     changed(why, "cases", ids, x);
   }
-  /* The tolerance policy: the plan's profile, or (none named) the lane's
-   * default for a numerical claim, as promote resolves it. */
+  /* The tolerance policy: the profile the claim is judged by, as promote
+   * resolves it (tl_claim_profile). */
   tol = json_string_value(json_object_get(policy, "tolerance"));
   {
-    const char *want = c->tolerance != NULL ? c->tolerance
-                       : strcmp(c->level, "numerical") == 0
-                           ? tl_verify_lane_profile(strcmp(now->plan->lane, "fast") == 0)
-                           : NULL;
+    const char *want = tl_claim_profile(c->kind, c->level, c->tolerance, now->plan->lane);
     bool same = want != NULL ? tol != NULL && strcmp(tol, want) == 0 : tol == NULL;
     if (!same)
       changed(why, "tolerance", tol ? json_string(tol) : NULL,

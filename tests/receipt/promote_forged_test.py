@@ -581,20 +581,21 @@ def test_status():
     check("a tolerance change invalidates the replay comparison (was, now) and the "
           "promotion (plan, comparison); the others stay current with a note",
           p.returncode == 0 and ancestors(r.get("replay", {})) == ["tolerance"] and
-          fw[0].get("was") == "fast-f32-vs-f64/2" and fw[0].get("now") == "scalar-f32-vs-f64/1" and
+          fw[0].get("was") == "replay-f32/1" and fw[0].get("now") == "scalar-f32-vs-f64/1" and
           ancestors(r.get("promotion", {})) == ["plan", "comparison"] and
           r.get("eos", {}).get("status") == "current" and
           "note" in r.get("eos", {}), json.dumps(out)[:3000])
     t = tinylm("promote", "status", "--store", store, "--plan", plan)
     check("text: the changed ancestor named with its values",
           t.returncode == 0 and
-          'invalidated: tolerance (was "fast-f32-vs-f64/2", now "scalar-f32-vs-f64/1")'
+          'invalidated: tolerance (was "replay-f32/1", now "scalar-f32-vs-f64/1")'
           in t.stdout.decode(),
           t.stdout.decode() + t.stderr.decode())
-    # The lane's default named: as promote resolves none (fast-f32-vs-f64/2).
-    plan = write_plan(edited(doc, "replay", tolerance="fast-f32-vs-f64/2"))
+    # None named: promote resolves it to the profile the claim is judged by
+    # (replay-f32/1 for the replay; the lane's for forward and greedy).
+    plan = write_plan(edited(doc, "replay", tolerance=None))
     p, out = status("--store", store, "--plan", plan)
-    check("the lane's default named: the replay comparison current",
+    check("no profile named: resolved as promote resolves it, the replay comparison current",
           by_claim(out or {}).get("replay", {}).get("status") == "current",
           json.dumps(out)[:3000])
     # Another case set.

@@ -107,14 +107,13 @@ def main():
     with open(plan_path) as f:
         plan = json.load(f)
     # A small plan: two mechanical claims, greedy, and a stochastic design
-    # that tolerates no effect at all (so it fails on the two lanes' tiny
-    # real differences).
+    # that tolerates no distance at all between the lanes (so it fails on
+    # their tiny real differences: stochastic_difference).
     plan["claims"] = [c for c in plan["claims"]
                       if c["kind"] in ("artifact", "tokenizer", "greedy", "stochastic")]
     for c in plan["claims"]:
         if c["kind"] == "stochastic":
-            c["design"]["seeds"]["count"] = 20
-            c["design"]["min_effect"] = {"tvd": 0.0, "disagreement": 0.0, "logprob": 0.0}
+            c["design"]["distributions"]["min_tvd"] = "0"
     with open(plan_path, "w") as f:
         json.dump(plan, f, indent=1, sort_keys=True)
     store = os.path.join(WORK, "store")
