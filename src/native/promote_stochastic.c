@@ -86,9 +86,9 @@ static tl_status config_parse(const json_t *c, size_t i, tl_stoch_design *o, cha
 
 tl_status tl_stoch_design_parse(const json_t *d, const char *lane, tl_stoch_design *o, char *err,
                                 size_t err_cap) {
-  static const char *const keys[] = {"format",         "lanes",        "seeds",
+  static const char *const keys[] = {"format",         "lanes",          "seeds",
                                      "max_new",        "configurations", "distributions",
-                                     "min_varied_prompts"};
+                                     "min_varied_prompts", "calibration"};
   const json_t *lanes = json_object_get(d, "lanes"), *seeds = json_object_get(d, "seeds"),
                *cfgs = json_object_get(d, "configurations"),
                *dist = json_object_get(d, "distributions");
@@ -123,6 +123,9 @@ tl_status tl_stoch_design_parse(const json_t *d, const char *lane, tl_stoch_desi
                "mass (text, in [0, 0.01])");
   if (!count_in(json_object_get(d, "min_varied_prompts"), 1, 100000, &o->min_varied))
     return BAD("design.min_varied_prompts: at least 1");
+  if (json_object_get(d, "calibration") != NULL &&
+      !json_is_string(json_object_get(d, "calibration")))
+    return BAD("design.calibration: text (what was measured of this design), when present");
   return TL_OK;
 }
 
@@ -952,6 +955,11 @@ tl_status tl_judge_stochastic(tl_claim_ctx *c, const uint8_t observation[32], tl
  * (docs/promotion-stats.md derives each number). */
 #define DEFAULT_PROMPTS 8
 #define DEFAULT_MAX_NEW 4
+/* What tests/promote/stochastic_calibration.py measured of the fast
+ * lane's default design (docs/promotion-stats.md §Measured): recorded in
+ * the plan, so that the design a promotion names carries its own
+ * figures. A change of the design above is measured again. */
+#define DEFAULT_CALIBRATION "CALIBRATION_TEXT"
 
 static json_t *config_json(const char *name, const char *temperature, const char *top_p,
                            uint32_t top_k, const char *min_p, const char *penalty,
@@ -1089,6 +1097,7 @@ tl_status tl_plan_stochastic_claim(const char *slm_path, const char *lane, const
                        strict ? 2 : DEFAULT_MAX_NEW,
                        "configurations", configs, "distributions", "trajectories", 2, "min_tvd",
                        "0.05", "mass", "1e-4", "min_varied_prompts", DEFAULT_PROMPTS / 2);
+    if (!strict) json_object_set_new(design, "calibration", json_string(DEFAULT_CALIBRATION));
     json_array_append_new(claims, json_pack("{s:s,s:s,s:s,s:s,s:n,s:o,s:O}", "name", "stochastic",
                                             "kind", "stochastic", "level", "stochastic", "oracle",
                                             "the reference sampler (docs/sampler.md) on the lane's "

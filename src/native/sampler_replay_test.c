@@ -38,14 +38,16 @@ static void replays_the_oracles_known_answers(tl_test_ctx *t) {
     const tl_sampler_vector *v = &tl_sampler_vectors[k];
     tl_replay_cfg cfg = {f64(v->temperature), v->top_k, f64(v->top_p), f64(v->min_p),
                          f64(v->repeat_penalty), v->repeat_window};
-    uint32_t *ids = malloc(v->n * sizeof *ids);
-    float *z = malloc(v->n * sizeof *z);
+    uint32_t *ids;
+    float *z;
     tl_draw_pos pos = {v->seed, v->draw, v->token, v->turn, v->stream};
     tl_replay_step in = {0};
     tl_replay_out out;
     char err[256];
     if (!covered(v)) continue;
     ran++;
+    ids = malloc(v->n * sizeof *ids);
+    z = malloc(v->n * sizeof *z);
     for (size_t i = 0; i < v->n; i++) {
       ids[i] = (uint32_t)i;
       z[i] = f32(v->logits[i]);
