@@ -1096,7 +1096,12 @@ tl_status tl_plan_stochastic_claim(const char *slm_path, const char *lane, const
                        "count", 8, "derivation", "seed_i = base + i", "max_new",
                        strict ? 2 : DEFAULT_MAX_NEW,
                        "configurations", configs, "distributions", "trajectories", 2, "min_tvd",
-                       "0.05", "mass", "1e-4", "min_varied_prompts", DEFAULT_PROMPTS / 2);
+                       "0.05", "mass", "1e-4",
+                       /* every draw is replayed, identical ones too: a
+                        * configuration is evidence about its cut once one
+                        * prompt's draws left the first candidate (docs/
+                        * promotion-stats.md §Degenerate prompts) */
+                       "min_varied_prompts", 1);
     if (!strict) json_object_set_new(design, "calibration", json_string(DEFAULT_CALIBRATION));
     json_array_append_new(claims, json_pack("{s:s,s:s,s:s,s:s,s:n,s:o,s:O}", "name", "stochastic",
                                             "kind", "stochastic", "level", "stochastic", "oracle",

@@ -17,9 +17,10 @@ promote` as a user runs them, never a simulation.
     TL_LANE_MUTANT=temperature_x1.05) on the synthetic subject, RUNS
     seed bases: refused by the stochastic claim in at least 90% of them.
 
-    stochastic_calibration.py TINYLM LANE_MUTANT WORKDIR [RUNS]
+    stochastic_calibration.py TINYLM LANE_MUTANT WORKDIR [RUNS [SUBJECT...]]
 
-RUNS is 20 by default (make test-full; about 25 minutes on 2 cores)."""
+RUNS is 20 by default (make test-full; about 40 minutes on 2 cores);
+SUBJECTS (synthetic, wide, demo, power) narrows a rerun to those parts."""
 
 import json
 import os
@@ -93,13 +94,17 @@ def stochastic_only(plan_path, base, out_path):
         json.dump(p, f, indent=1, sort_keys=True)
 
 
-def main(tinylm, mutant, work, runs="20"):
+def main(tinylm, mutant, work, runs="20", *only):
     runs = int(runs)
+    keys = {"synthetic tiny (README path)": "synthetic", "synthetic wide": "wide",
+            "demo model": "demo"}
     os.makedirs(work, exist_ok=True)
     with open(os.path.join(work, "wide.json"), "w") as f:
         json.dump(WIDE, f)
     subs = subjects(tinylm, work)
     for name, (hf, slm) in subs.items():
+        if only and keys[name] not in only:
+            continue
         d = os.path.dirname(slm)
         plan = os.path.join(d, "plan.json")
         p = run([tinylm, "plan", "init", slm, "-o", plan, "--source", hf, "--force"])
@@ -124,6 +129,8 @@ def main(tinylm, mutant, work, runs="20"):
               f"(rate {len(alarms) / runs:.3f}, 95% interval [{lo:.3f}, {hi:.3f}])"
               + (f"; {alarms}" if alarms else ""))
         check(f"{name}: promoted in {runs} of {runs} seed bases", not alarms, alarms)
+    if only and "power" not in only:
+        return summary()
     hf, slm = subs["synthetic tiny (README path)"]
     d = os.path.dirname(slm)
     caught = 0
@@ -145,7 +152,7 @@ def main(tinylm, mutant, work, runs="20"):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) not in (4, 5):
+    if len(sys.argv) < 4:
         print(__doc__)
         sys.exit(2)
     sys.exit(main(*sys.argv[1:]))
