@@ -959,7 +959,11 @@ tl_status tl_judge_stochastic(tl_claim_ctx *c, const uint8_t observation[32], tl
  * lane's default design (docs/promotion-stats.md §Measured): recorded in
  * the plan, so that the design a promotion names carries its own
  * figures. A change of the design above is measured again. */
-#define DEFAULT_CALIBRATION "CALIBRATION_TEXT"
+#define DEFAULT_CALIBRATION                                                             \
+  "false alarms 0 of 30 correct runs (10 seed bases each: synthetic tiny q8, a wider "   \
+  "synthetic q8, the demo model q8; 95% interval [0, 0.116]); power against the fast "   \
+  "lane sampling at temperature x1.05, synthetic tiny: 10 of 10 refused (95% interval " \
+  "[0.69, 1]); tests/promote/stochastic_calibration.py, 2026-12-07"
 
 static json_t *config_json(const char *name, const char *temperature, const char *top_p,
                            uint32_t top_k, const char *min_p, const char *penalty,
