@@ -23,6 +23,11 @@
 #define ORACLE_TOKENS 32
 #define ORACLE_POSITIONS "0,15,31"
 #define ORACLE_GREEDY "8"
+/* Above this much tensor data `--oracle auto` leaves the oracle out: in
+ * float64 NumPy its prompt and continuation take minutes on the 0.6B
+ * shape (seconds on the demo model's 50 MB); --oracle numpy runs it
+ * anyway. */
+#define ORACLE_AUTO_MAX_BYTES (256u << 20)
 
 /* Whether Debian's python3 imports numpy here. */
 static bool numpy_runs(void) {
@@ -46,8 +51,11 @@ tl_status tl_plan_numpy_golden(const tl_native_model *m, const char *root, const
   tl_status st;
   *made = false;
   snprintf(script, sizeof script, "%.4000s/tools/oracle/qwen3_ref.py", root);
-  if (source == NULL || access(script, R_OK) != 0 || !numpy_runs()) {
+  bool large = !required && m->tensors.data_len > ORACLE_AUTO_MAX_BYTES;
+  if (source == NULL || large || access(script, R_OK) != 0 || !numpy_runs()) {
     const char *why = source == NULL ? "it needs --source HF_DIR (the checkpoint's config.json)"
+                      : large ? "a model this size takes the float64 oracle minutes (--oracle "
+                                "numpy runs it)"
                       : access(script, R_OK) != 0 ? "tools/oracle/qwen3_ref.py is not here"
                                                   : ORACLE_PYTHON " has no numpy";
     if (required) {
