@@ -43,14 +43,18 @@ EOF
 for subject in ${TL_PROMOTE_BENCH_SUBJECTS:-demo 0.6b}; do
   case $subject in
     demo)
+      rm -rf "$work/demo-hf" "$work/demo-q8.slm"
       /usr/bin/python3 tools/demo/expand.py --weights tools/demo/weights/demo.safetensors.xz \
         --idmap tools/demo/weights/idmap.json --tokenizer-dir "$tok" -o "$work/demo-hf" >/dev/null
       "$tinylm" convert "$work/demo-hf" -o "$work/demo-q8.slm" --quant q8 >/dev/null 2>&1
       bench "demo model (q8)" "$work/demo-hf" "$work/demo-q8.slm"
       ;;
     0.6b)
-      "$tinylm" synth --config qwen3-0.6b --seed 1 -o "$work/06b-hf" >/dev/null
-      "$tinylm" convert "$work/06b-hf" -o "$work/06b-q8.slm" --quant q8 >/dev/null 2>&1
+      if [[ ! -f $work/06b-q8.slm ]]; then # kept in TL_PROMOTE_BENCH_DIR between runs
+        rm -rf "$work/06b-hf"
+        "$tinylm" synth --config qwen3-0.6b --seed 1 -o "$work/06b-hf" >/dev/null
+        "$tinylm" convert "$work/06b-hf" -o "$work/06b-q8.slm" --quant q8 >/dev/null 2>&1
+      fi
       bench "qwen3-0.6b shape (synthetic, q8)" "$work/06b-hf" "$work/06b-q8.slm"
       ;;
     *) echo "unknown subject '$subject'" >&2; exit 2 ;;
