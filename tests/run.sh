@@ -181,11 +181,12 @@ run_stage promote-stats /usr/bin/python3 tests/promote/stats_scipy.py build/gcc/
 # promote's receipts: an independent writer's, forged ones refused, status.
 run_stage promote-receipts /usr/bin/python3 tests/receipt/promote_forged_test.py build/asan/tinylm \
   build/test-work/promote-receipts
-# Verdicts judged again from the raw evidence: a real promotion, forged
-# three ways with every id recomputed (~1 min with build/gcc; longer
-# under ASan).
+# Verdicts judged again from the raw evidence: a real promotion of the
+# demo model, forged three ways with every id recomputed (~1 min; the gcc
+# build: under ASan the promotion's stochastic claim alone takes minutes,
+# and the judges' code runs under ASan in unit-asan and promote-receipts).
 run_stage promote-rejudge /usr/bin/python3 tests/receipt/promote_rejudge_test.py \
-  build/asan/tinylm build/test-work/promote-rejudge
+  build/gcc/tinylm build/test-work/promote-rejudge
 # Signed promotions: keygen, promote --sign, promote show / report --trust
 # with the right key, another key, a flipped byte in place and with ids
 # recomputed, an edited or unsigned promotion (~6 s).
