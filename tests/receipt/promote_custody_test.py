@@ -184,6 +184,16 @@ def expect_refused(name, store, plan, receipt, outside, needles, code=b"error: i
 def test_custody(plan, out):
     receipt = os.path.basename(out["path"])
     good = os.path.join(WORK, "good")
+    # The store as promote made it: report finds its promotion by the
+    # index's id, show and status read it.
+    p = tinylm("report", good, "-o", os.path.join(WORK, "good.html"), "--json")
+    check("the store as made: report STORE draws its last promotion (by the index's id)",
+          p.returncode == 0 and json.loads(p.stdout or b"{}").get("receipt") ==
+          receipt[:-len(".cbor")], text(p)[-1500:])
+    for args in (("show", out["path"]), ("status", "--store", good)):
+        p = tinylm("promote", *args)
+        check(f"the store as made: promote {args[0]} reads it (exit 0)", p.returncode == 0,
+              text(p)[-1500:])
 
     def fresh(name):
         base = os.path.join(WORK, name)
