@@ -3,7 +3,7 @@
 (docs/promotion-receipts.md §Custody, docs/promotion.md §The run record):
 
   * a real store, made by `tinylm promote` on a synthetic tiny model with
-    a short plan (the artifact claim and a 10-seed stochastic comparison);
+    a short plan (the artifact claim and a 2-seed, one-token stochastic comparison);
     its run record's `started` precedes the claims (it is at least their
     time before `finished`), and its build id is `sha256:` and the SHA-256
     of the binary that ran, the git description beside it;
@@ -59,9 +59,9 @@ def text(p):
 
 def made_store():
     """The tiny model, the short plan and the store promote made of it."""
-    # The artifact claim and a stochastic comparison of 10 seeds: a few
+    # The artifact claim and a stochastic comparison of 2 seeds: a few
     # seconds of claims between the start and the end.
-    made = tiny_plan(tinylm, WORK, ("artifact", "stochastic"), seeds=10)
+    made = tiny_plan(tinylm, WORK, ("artifact", "stochastic"), seeds=2)
     if made is None:
         return None
     plan = made[0]

@@ -24,7 +24,7 @@ laid out as the spec says, then read by the CLI:
     missing_raw_output naming the claim; a missing comparison receipt is
     forged_evidence;
   * `promote status` on a store `tinylm promote` made of a synthetic tiny
-    model (artifact, eos, replay, a 10-seed stochastic claim), against
+    model (artifact, eos, replay, a 2-seed, one-token stochastic claim), against
     its plan edited here (case ids re-derived as docs/promotion.md defines
     them): under that plan every receipt is current; a tolerance change,
     a case added, another design, a claim removed, another artifact
@@ -518,8 +518,8 @@ def ancestors(r):
 
 def tiny_promotion():
     """A plan of the synthetic tiny model (artifact, eos, replay and a
-    10-seed stochastic claim) and the store tinylm promote made of it."""
-    made = tiny_plan(tinylm, WORK, ("artifact", "eos", "replay", "stochastic"), seeds=10)
+    2-seed, one-token stochastic claim) and the store tinylm promote made of it."""
+    made = tiny_plan(tinylm, WORK, ("artifact", "eos", "replay", "stochastic"), seeds=2)
     if made is None:
         return None
     doc = made[1]
