@@ -101,6 +101,10 @@ tl_status tl_claim_result_support(tl_claim_result *r, const uint8_t id[32]);
  * c->slm_path as a model handle. */
 tl_status tl_claim_api_fail(tl_claim_ctx *c, uint32_t handle, tl_status st, const char *what);
 tl_status tl_claim_open_model(tl_claim_ctx *c, tl_model_handle *m);
+/* A session of m on lane ("scalar"/"fast") with c's threads and context
+ * tokens (0: the API's default). */
+tl_status tl_claim_open_session(tl_claim_ctx *c, tl_model_handle m, const char *lane,
+                                uint32_t context, tl_session_handle *s);
 /* The tolerance profile a claim is judged by: none outside the numerical
  * level; else the plan's, or when it names none the replay's own
  * (TL_REPLAY_PROFILE) or the lane's (tl_verify_lane_profile). */

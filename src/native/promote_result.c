@@ -71,3 +71,14 @@ const char *tl_claim_profile(const char *kind, const char *level, const char *to
   if (strcmp(kind, "replay") == 0) return TL_REPLAY_PROFILE;
   return tl_verify_lane_profile(strcmp(lane, "fast") == 0);
 }
+
+tl_status tl_claim_open_session(tl_claim_ctx *c, tl_model_handle m, const char *lane,
+                                uint32_t context, tl_session_handle *s) {
+  tl_session_options o = {0};
+  tl_status st;
+  o.lane = strcmp(lane, "fast") == 0 ? TL_LANE_FAST : TL_LANE_SCALAR;
+  o.threads = c->threads;
+  o.context = context;
+  st = tl_session_new(m, &o, s);
+  return st == TL_OK ? TL_OK : tl_claim_api_fail(c, m, st, "a session");
+}

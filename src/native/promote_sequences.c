@@ -23,16 +23,6 @@ static tl_status put_observation(tl_claim_ctx *c, json_t *doc, tl_claim_result *
   return st;
 }
 
-static tl_status open_session(tl_claim_ctx *c, tl_model_handle m, const char *lane,
-                              tl_session_handle *s) {
-  tl_session_options o = {0};
-  tl_status st;
-  o.lane = strcmp(lane, "fast") == 0 ? TL_LANE_FAST : TL_LANE_SCALAR;
-  o.threads = c->threads;
-  st = tl_session_new(m, &o, s);
-  return st == TL_OK ? TL_OK : tl_claim_api_fail(c, m, st, "a session");
-}
-
 /* One generation's record: what the receipt-free comparison needs. */
 typedef struct run_rec {
   uint32_t *ids;
@@ -143,8 +133,8 @@ static tl_status multiturn_case(tl_claim_ctx *c, tl_model_handle m, const json_t
   memset(&p, 0, sizeof p);
   p.given = TL_GIVEN_TEMPERATURE; /* greedy: the comparison is of bits, not draws */
   p.max_tokens = (uint32_t)max_new;
-  st = open_session(c, m, c->lane, &a);
-  if (st == TL_OK) st = open_session(c, m, c->lane, &b);
+  st = tl_claim_open_session(c, m, c->lane, 0, &a);
+  if (st == TL_OK) st = tl_claim_open_session(c, m, c->lane, 0, &b);
   if (st == TL_OK && (conv1 = conversation(messages, thinking)) == NULL) st = TL_ERR_OUT_OF_MEMORY;
   if (st == TL_OK) {
     p.messages_json = conv1;

@@ -179,16 +179,6 @@ static tl_status prompt_ids(tl_claim_ctx *c, tl_model_handle m, const json_t *cs
   return TL_OK;
 }
 
-static tl_status open_api_session(tl_claim_ctx *c, tl_model_handle m, const char *lane,
-                                  tl_session_handle *s) {
-  tl_session_options o = {0};
-  tl_status st;
-  o.lane = strcmp(lane, "fast") == 0 ? TL_LANE_FAST : TL_LANE_SCALAR;
-  o.threads = c->threads;
-  o.context = 1024;
-  st = tl_session_new(m, &o, s);
-  return st == TL_OK ? TL_OK : tl_claim_api_fail(c, m, st, "a session");
-}
 
 /* Generation under a configuration; every step's logits go to on_step. */
 typedef struct gen_rec {
@@ -567,7 +557,7 @@ tl_status tl_claim_stochastic(tl_claim_ctx *c, tl_claim_result *out) {
     st = tl_stoch_design_parse(json_object_get(c->claim, "design"), c->lane, &d, c->err,
                                c->err_cap);
   if (st == TL_OK) st = tl_claim_open_model(c, &m);
-  if (st == TL_OK) st = open_api_session(c, m, d.a, &sa);
+  if (st == TL_OK) st = tl_claim_open_session(c, m, d.a, 1024, &sa);
   if (st == TL_OK) st = forced_open(c, d.b, &fb);
   if (st == TL_OK && (!(all = malloc(defined * sizeof *all)) || !(idx = malloc(defined * sizeof *idx))))
     st = TL_ERR_OUT_OF_MEMORY;
@@ -1039,7 +1029,7 @@ tl_status tl_plan_stochastic_claim(const char *slm_path, const char *lane, const
   /* the prompts are chosen on the fast lane whatever the plan's: the
    * entropy decides which prompts, not a verdict, and the strict lane
    * would spend a minute on it */
-  if (st == TL_OK) st = open_api_session(&c, m, "fast", &s);
+  if (st == TL_OK) st = tl_claim_open_session(&c, m, "fast", 1024, &s);
   for (size_t i = 0; st == TL_OK && i < n; i++) {
     json_t *cs = json_pack("{s:[{s:s,s:O}],s:b}", "messages", "role", "user", "content",
                            json_array_get(prompts, i), "enable_thinking", 0);
