@@ -845,7 +845,7 @@ static tl_gexpr compile(sc *c, const tl_json_value *s) {
   if (composer != NULL) {
     if (n_constraining > 0) {
       fail_kw(c, TL_ERR_UNSUPPORTED_FEATURE,
-              "keywords beside (their intersection with it is not built):", composer->key,
+              "constraining keywords beside (their intersection with it is not built)", composer->key,
               composer->key_len);
       return TL_GEXPR_NONE;
     }
