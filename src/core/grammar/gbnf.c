@@ -44,10 +44,18 @@ typedef struct gbnf {
   uint32_t *stack;
   size_t top, cap;
   uint8_t *lit; /* a string literal's UTF-8 (at most n bytes) */
+  /* Per builder rule id: where it was first referenced (NO_REF: never)
+   * and defined (NO_REF: not yet), for messages with a place in them. */
+  uint32_t *ref_at, *def_at;
+  size_t n_rules, cap_rules;
   unsigned depth;
-  bool root_defined;
   tl_gerror err;
 } gbnf;
+
+#define NO_REF UINT32_MAX
+
+/* Appends a string literal to the reader's error message. */
+#define APPEND(p, lit) tl_gerror_append(&(p)->err, lit, sizeof lit - 1)
 
 static bool is_word(uint8_t c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
@@ -76,9 +84,9 @@ static bool error_end(gbnf *p) {
       col++;
     }
   }
-  tl_gerror_append(&p->err, " at line ", 9);
+  APPEND(p, " at line ");
   tl_gerror_append_u64(&p->err, line);
-  tl_gerror_append(&p->err, ", column ", 9);
+  APPEND(p, ", column ");
   tl_gerror_append_u64(&p->err, col);
   tl_gb_fail(p->b, &p->err);
   return false;
@@ -100,6 +108,29 @@ static bool push(gbnf *p, uint32_t v) {
   }
   p->stack[p->top++] = v;
   return true;
+}
+
+/* The builder's id for a rule name at text[at..at+len), with room for it
+ * in ref_at/def_at; NO_REF once the builder has failed. */
+static uint32_t rule_id(gbnf *p, size_t at, size_t len) {
+  uint32_t id = tl_gb_rule(p->b, (const char *)p->s + at, len);
+  if (id == TL_GEXPR_NONE) return NO_REF;
+  while (id >= p->cap_rules) {
+    size_t cap = p->cap_rules ? 2 * p->cap_rules : 64;
+    uint32_t *r, *d;
+    if (tl_arena_alloc_array(p->a, cap, sizeof *r, 4, (void **)&r) != TL_OK ||
+        tl_arena_alloc_array(p->a, cap, sizeof *d, 4, (void **)&d) != TL_OK) {
+      fail(p, TL_ERR_OUT_OF_MEMORY, at, "out of memory");
+      return NO_REF;
+    }
+    memcpy(r, p->ref_at, p->cap_rules * sizeof *r);
+    memcpy(d, p->def_at, p->cap_rules * sizeof *d);
+    p->ref_at = r;
+    p->def_at = d;
+    p->cap_rules = cap;
+  }
+  for (; p->n_rules <= id; p->n_rules++) p->ref_at[p->n_rules] = p->def_at[p->n_rules] = NO_REF;
+  return id;
 }
 
 /* Blanks and comments; newlines too when newline_ok. */
@@ -145,9 +176,9 @@ static bool read_char(gbnf *p, uint32_t *cp) {
       if (h < 0) {
         error_begin(p, TL_ERR_INVALID_ARGUMENT, at, "'\\");
         tl_gerror_append(&p->err, (const char *)&e, 1);
-        tl_gerror_append(&p->err, "' needs ", 8);
+        APPEND(p, "' needs ");
         tl_gerror_append_u64(&p->err, digits);
-        tl_gerror_append(&p->err, " hex digits", 11);
+        APPEND(p, " hex digits");
         return error_end(p);
       }
       v = v << 4 | (uint32_t)h;
@@ -170,7 +201,7 @@ static bool read_char(gbnf *p, uint32_t *cp) {
     tl_utf8_decode(p->s, p->n, at + 1, &ignored, &len);
   }
   tl_gerror_append(&p->err, (const char *)p->s + at + 1, len);
-  tl_gerror_append(&p->err, "' (known: \\n \\r \\t \\\\ \\\" \\[ \\] \\xNN \\uNNNN \\UNNNNNNNN)", 53);
+  APPEND(p, "' (known: \\n \\r \\t \\\\ \\\" \\[ \\] \\xNN \\uNNNN \\UNNNNNNNN)");
   return error_end(p);
 }
 
@@ -292,7 +323,10 @@ static bool read_sequence(gbnf *p, bool nested, tl_gexpr *out) {
       e = tl_gb_class(p->b, any, 1, false);
     } else if (is_word(c)) {
       while (is_word((uint8_t)peek(p))) p->pos++;
-      e = tl_gb_ref(p->b, tl_gb_rule(p->b, (const char *)p->s + at, p->pos - at));
+      uint32_t id = rule_id(p, at, p->pos - at);
+      if (id == NO_REF) return false;
+      if (p->ref_at[id] == NO_REF) p->ref_at[id] = (uint32_t)at;
+      e = tl_gb_ref(p->b, id);
     } else if (c == '(') {
       if (p->depth == GBNF_MAX_NESTING) {
         error_begin(p, TL_ERR_BOUNDS, at, "parentheses nested deeper than ");
@@ -317,7 +351,7 @@ static bool read_sequence(gbnf *p, bool nested, tl_gexpr *out) {
       if (!have_last) {
         error_begin(p, TL_ERR_INVALID_ARGUMENT, at, "nothing to repeat before '");
         tl_gerror_append(&p->err, (const char *)&c, 1);
-        tl_gerror_append(&p->err, "'", 1);
+        APPEND(p, "'");
         return error_end(p);
       }
       if (!read_quantifier(p, nested, &min, &max)) return false;
@@ -365,7 +399,7 @@ static bool read_rule(gbnf *p) {
   if (p->n - p->pos < 3 || memcmp(p->s + p->pos, "::=", 3) != 0) {
     error_begin(p, TL_ERR_INVALID_ARGUMENT, p->pos, "expecting '::=' after the rule name '");
     tl_gerror_append(&p->err, (const char *)p->s + name, name_len);
-    tl_gerror_append(&p->err, "'", 1);
+    APPEND(p, "'");
     return error_end(p);
   }
   p->pos += 3;
@@ -383,15 +417,40 @@ static bool read_rule(gbnf *p) {
       char q[3] = {'\'', (char)c, '\''};
       tl_gerror_append(&p->err, q, 3);
     } else {
-      tl_gerror_append(&p->err, "character", 9);
+      APPEND(p, "character");
     }
-    tl_gerror_append(&p->err, " (expecting an item, '|', a newline or the end)", 47);
+    APPEND(p, " (expecting an item, '|', a newline or the end)");
     return error_end(p);
   }
-  tl_gb_define(p->b, tl_gb_rule(p->b, (const char *)p->s + name, name_len), body);
-  if (name_len == 4 && memcmp(p->s + name, "root", 4) == 0) p->root_defined = true;
+  uint32_t id = rule_id(p, name, name_len);
+  if (id == NO_REF) return false;
+  if (p->def_at[id] != NO_REF) {
+    error_begin(p, TL_ERR_INVALID_ARGUMENT, name, "rule '");
+    tl_gerror_append(&p->err, (const char *)p->s + name, name_len);
+    APPEND(p, "' defined a second time");
+    return error_end(p);
+  }
+  p->def_at[id] = (uint32_t)name;
+  tl_gb_define(p->b, id, body);
   skip_space(p, true);
   return true;
+}
+
+/* Every referenced rule is defined, reachable from root or not (as
+ * llama.cpp requires); the first reference to an undefined one is named. */
+static bool check_defined(gbnf *p) {
+  size_t worst = NO_REF;
+  for (size_t id = 0; id < p->n_rules; id++)
+    if (p->def_at[id] == NO_REF && p->ref_at[id] != NO_REF &&
+        (worst == NO_REF || p->ref_at[id] < p->ref_at[worst]))
+      worst = id;
+  if (worst == NO_REF) return true;
+  size_t at = p->ref_at[worst], len = 0;
+  while (at + len < p->n && is_word(p->s[at + len])) len++;
+  error_begin(p, TL_ERR_INVALID_ARGUMENT, at, "undefined rule '");
+  tl_gerror_append(&p->err, (const char *)p->s + at, len);
+  APPEND(p, "'");
+  return error_end(p);
 }
 
 tl_status tl_grammar_from_gbnf(tl_arena *arena, const uint8_t *text, size_t len,
@@ -417,11 +476,14 @@ tl_status tl_grammar_from_gbnf(tl_arena *arena, const uint8_t *text, size_t len,
   } else if (tl_utf8_validate(text, len, &bad) != TL_OK) {
     fail(&p, TL_ERR_INVALID_ARGUMENT, bad, "invalid UTF-8");
   } else {
+    bool ok = true;
     skip_space(&p, true);
-    while (p.pos < p.n && read_rule(&p)) {
+    while (ok && p.pos < p.n) ok = read_rule(&p);
+    if (ok && tl_gb_error(p.b)->status == TL_OK && check_defined(&p)) {
+      uint32_t root = tl_gb_rule(p.b, "root", 4);
+      if (root != TL_GEXPR_NONE && (root >= p.n_rules || p.def_at[root] == NO_REF))
+        fail(&p, TL_ERR_INVALID_ARGUMENT, 0, "no rule 'root' (the start rule)");
     }
-    if (tl_gb_error(p.b)->status == TL_OK && !p.root_defined)
-      fail(&p, TL_ERR_INVALID_ARGUMENT, 0, "no rule 'root' (the start rule)");
   }
   return tl_gb_finish(p.b, tl_gb_rule(p.b, "root", 4), out, err);
 }
