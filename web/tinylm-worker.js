@@ -77,6 +77,8 @@ port.on(async (msg) => {
     else if (!model) throw new TinylmError('invalid_argument', 'no model in this worker');
     else if (msg.op === 'generate') value = await generate(msg.id, msg.args);
     else if (msg.op === 'reset') value = model.reset();
+    else if (msg.op === 'compileGrammar') value = model.compileGrammar(msg.spec);
+    else if (msg.op === 'freeGrammar') value = model.freeGrammar(msg.grammar);
     else if (msg.op === 'gpuStats') value = model.gpuStats();
     else if (msg.op === 'observe') value = await model.observe(msg.args);
     else if (msg.op === 'dispose') value = await dispose();

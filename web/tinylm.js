@@ -13,6 +13,22 @@ const WEBGPU_ORDER = ['webgpu', 'simd', 'scalar'];
 const LANE_CODE = { scalar: 1, fast: 2 }; // tinylm.h TL_LANE_*
 const OPEN_BORROW = 1;
 const GENERATE_CONTINUE = 1;
+const GENERATE_GRAMMAR = 4; // tinylm.h TL_GENERATE_GRAMMAR: params carry grammar and think_budget
+// tl_generation_params on wasm32 (web/wasm/api_exports.c's _Static_asserts):
+// 136 bytes, grammar at 124, think_budget at 128.
+const PARAMS_BYTES = 136;
+const PARAMS_GRAMMAR = 124;
+const PARAMS_THINK_BUDGET = 128;
+// The generate()/compileGrammar() keys that give a grammar, and each one's
+// tinylm.h TL_GRAMMAR_* kind and tl_error kind (the reader's name).
+const GRAMMAR_KINDS = {
+  jsonObject: { code: 1, name: 'json_object' },
+  jsonSchema: { code: 2, name: 'json_schema' },
+  grammar: { code: 3, name: 'gbnf' },
+  regex: { code: 4, name: 'regex' },
+};
+const GRAMMAR_READERS = new Set(Object.values(GRAMMAR_KINDS).map((k) => k.name));
+const U32_MAX = 0xffffffff;
 const GIVEN = { temperature: 1, topK: 2, topP: 4, minP: 8, repeatPenalty: 16 };
 const STATUS_BOUNDS = 6; // tinylm.h TL_ERR_BOUNDS
 const SELF_TESTS = ['blake3', 'philox', 'fast-f32-dot', 'forward-strict', 'forward-fast', 'sampler']; // tl_wasm_self_test(0..5)
@@ -351,6 +367,8 @@ class Runtime {
     for (const k of ['stage', 'kind']) if (e[k]) extra[k] = e[k];
     if (e.layer >= 0 && e.stage) Object.assign(extra, { layer: e.layer, position: e.position, index: e.index });
     if (e.kind === 'json') Object.assign(extra, { line: e.line, column: e.column });
+    // A grammar refused by its reader: the byte offset in its text.
+    if (GRAMMAR_READERS.has(e.kind)) extra.offset = Number(e.index);
     throw new TinylmError(code, e.message || code, extra);
   }
 
@@ -626,6 +644,38 @@ async function streamInto(rt, blob, at) {
   }
 }
 
+// The grammar args names ([key, value]) or null: at most one of
+// jsonObject, jsonSchema, grammar and regex (exactly one when required).
+function grammarOf(args, required) {
+  const given = Object.keys(GRAMMAR_KINDS).filter((k) => args[k] !== undefined && args[k] !== false);
+  if (given.length > 1)
+    throw new TinylmError('invalid_argument', `at most one of jsonObject, jsonSchema, grammar and regex, not ${given.join(' and ')}`);
+  if (given.length === 0) {
+    if (required) throw new TinylmError('invalid_argument', 'give one of jsonObject, jsonSchema, grammar and regex');
+    return null;
+  }
+  return [given[0], args[given[0]]];
+}
+
+// The bytes tl_grammar_compile reads for key's value.
+function grammarText(key, value) {
+  let text;
+  if (key === 'jsonObject') {
+    if (value !== true) throw new TinylmError('invalid_argument', `jsonObject must be true, not ${String(value)}`);
+    text = '';
+  } else if (key === 'jsonSchema') {
+    // A schema as an object is sent as its JSON; as text, as it is.
+    text = typeof value === 'string' ? value : JSON.stringify(value);
+    if (text === undefined) throw new TinylmError('invalid_argument', `jsonSchema must be a schema (an object, a boolean) or its JSON text, not ${typeof value}`);
+  } else {
+    if (typeof value !== 'string') throw new TinylmError('invalid_argument', `${key} must be text, not ${typeof value}`);
+    text = value;
+  }
+  if (!text.isWellFormed())
+    throw new TinylmError('invalid_utf8', `the ${key} text holds a lone surrogate (not UTF-8)`, { kind: GRAMMAR_KINDS[key].name });
+  return new TextEncoder().encode(text);
+}
+
 class Model {
   static async open(rt, bytes, opts, record) {
     // Memory preflight, first on the bytes alone: they must fit beside what is used.
@@ -685,6 +735,7 @@ class Model {
     this.capabilityReceipt = record;
     this.lane = rt.lane;
     this.turn = 0;
+    this.grammars = new Map(); // handle -> the grammar compileGrammar() gave for it
   }
 
   #artifactId() {
@@ -737,14 +788,76 @@ class Model {
   }
 
   /**
+   * Compiles a grammar once (tl_grammar_compile), for any number of
+   * replies: spec gives exactly one of jsonObject (true: any JSON object),
+   * jsonSchema (a JSON Schema, draft 2020-12: an object or its JSON text),
+   * grammar (llama.cpp GBNF text, start rule root) or regex (text the whole
+   * reply matches). Returns { handle, kind, digest (hex: the id receipts
+   * name it by) }, a plain object: generate({ grammar: it }) uses it, and
+   * freeGrammar(it) ends it (dispose() ends those left). A grammar the
+   * engine does not enforce is refused, never ignored: TinylmError
+   * unsupported_feature (a keyword, construct) or invalid_argument
+   * (malformed text), its message naming what, kind the reader
+   * ('json_schema', 'gbnf', 'regex'), offset the byte in the text.
+   */
+  compileGrammar(spec = {}) {
+    const rt = this.rt;
+    const [key, value] = grammarOf(spec, true);
+    const kind = GRAMMAR_KINDS[key];
+    const b = grammarText(key, value);
+    const p = rt.put(b);
+    try {
+      const [handle] = rt.outs(1, (out) => rt.check(rt.x.tl_grammar_compile(kind.code, p, b.length, out), 0));
+      const d = rt.alloc(32);
+      try {
+        rt.check(rt.x.tl_grammar_get_digest(handle, d), handle);
+        const g = { handle, kind: kind.name, digest: hex(rt.u8().slice(d, d + 32)) };
+        this.grammars.set(handle, g);
+        return { ...g };
+      } catch (e) {
+        rt.x.tl_grammar_free(handle);
+        throw e;
+      } finally {
+        rt.x.free(d);
+      }
+    } finally {
+      rt.x.free(p);
+    }
+  }
+
+  /** Ends a grammar compileGrammar() gave (a later use is stale_handle). */
+  freeGrammar(g) {
+    const mine = this.#grammar(g);
+    this.grammars.delete(mine.handle);
+    this.rt.check(this.rt.x.tl_grammar_free(mine.handle), mine.handle);
+  }
+
+  // This model's record of g (from compileGrammar, possibly as a copy that
+  // crossed postMessage): a handle of another module, or one freed, is
+  // refused here, before the C side could take it for another grammar.
+  #grammar(g) {
+    const mine = this.grammars.get(g?.handle);
+    if (!mine || mine.digest !== g.digest)
+      throw new TinylmError('stale_handle', 'this grammar was freed or compiled for another model (compileGrammar)');
+    return mine;
+  }
+
+  /**
    * One reply. args: prompt (text) or messages ([{role, content}]) with
    * enableThinking; maxTokens (0: until the context is full), seed,
    * temperature, topK, topP, minP, repeatPenalty (given ones override the
    * artifact's defaults), repeatWindow, stop ([strings]), continue (the
    * prompt follows the session's cache), turn, onToken({id, text}),
    * onText(text), signal (AbortSignal, polled at every token).
+   * Structured output (docs/structured.md), at most one of: jsonObject
+   * (true), jsonSchema (object or JSON text), grammar (GBNF text, or a
+   * grammar from compileGrammar()), regex (text): compiled for this reply
+   * and freed after it (a refusal is compileGrammar()'s typed error), its
+   * token mask applied before every draw; thinkBudget (tokens of a
+   * <think> block before the constraint starts; default 1024).
    * Returns { ids, text, stop, receiptId, receipt (CBOR bytes), promptTokens,
-   * position, timings: { prefillUs, decodeUs, prefillTokensPerS, decodeTokensPerS } }.
+   * position, timings: { prefillUs, decodeUs, prefillTokensPerS, decodeTokensPerS } },
+   * and grammarDigest (hex) when a grammar applied.
    * A reply stopped through signal throws TinylmError 'cancelled' whose
    * `result` is that object for what was generated (stop 'cancelled').
    */
@@ -759,9 +872,16 @@ class Model {
     const workerFailure = (w, when) => new TinylmError('worker_failure',
       `pool worker ${w - 1} of the threads lane failed ${when}; load the model again`);
     if (poolFailed()) throw workerFailure(poolFailed(), 'during an earlier reply');
+    let grammar = null, ownGrammar = false;
     try {
-      const p = keep(rt.alloc(128));
-      rt.u8().fill(0, p, p + 128);
+      const g = grammarOf(args, false);
+      if (g && g[0] === 'grammar' && typeof g[1] === 'object' && g[1] !== null) grammar = this.#grammar(g[1]);
+      else if (g) {
+        grammar = this.compileGrammar({ [g[0]]: g[1] });
+        ownGrammar = true;
+      }
+      const p = keep(rt.alloc(PARAMS_BYTES));
+      rt.u8().fill(0, p, p + PARAMS_BYTES);
       const d = () => rt.dv();
       if ((args.prompt === undefined) === (args.messages === undefined))
         throw new TinylmError('invalid_argument', 'give exactly one of prompt and messages');
@@ -808,7 +928,17 @@ class Model {
         d().setUint32(p + 92, lens, true);
         d().setUint32(p + 96, stops.length, true);
       }
-      d().setUint32(p + 100, args.continue ? GENERATE_CONTINUE : 0, true);
+      let flags = args.continue ? GENERATE_CONTINUE : 0;
+      // A think budget without a grammar goes to the C side, which refuses it.
+      if (grammar || args.thinkBudget !== undefined) {
+        const budget = args.thinkBudget ?? 0;
+        if (!Number.isInteger(budget) || budget < 0 || budget > U32_MAX)
+          throw new TinylmError('invalid_argument', `thinkBudget must be an integer 0..${U32_MAX}, not ${budget}`, { kind: 'think_budget' });
+        flags |= GENERATE_GRAMMAR;
+        d().setUint32(p + PARAMS_GRAMMAR, grammar?.handle ?? 0, true);
+        d().setUint32(p + PARAMS_THINK_BUDGET, budget, true);
+      }
+      d().setUint32(p + 100, flags, true);
       [gen] = rt.outs(1, (out) => rt.check(rt.x.tl_generation_new(this.session, out), this.session));
       const decoder = new TextDecoder();
       let pending = null;
@@ -847,19 +977,23 @@ class Model {
       } catch (e) {
         // A cancelled reply has its result too, receipt included (stop
         // 'cancelled', as tinylm run writes one at Ctrl-C): e.result.
-        if (e.code === 'cancelled') e.result = this.#result(gen);
+        if (e.code === 'cancelled') e.result = this.#result(gen, grammar);
         throw e;
       }
-      const out = this.#result(gen);
+      const out = this.#result(gen, grammar);
       if (before) out.poolTasks = tasks().map((n, w) => n - before[w]);
       return out;
     } finally {
       if (gen) rt.x.tl_generation_free(gen);
+      if (ownGrammar) {
+        this.grammars.delete(grammar.handle);
+        rt.x.tl_grammar_free(grammar.handle);
+      }
       for (const q of frees) rt.x.free(q);
     }
   }
 
-  #result(gen) {
+  #result(gen, grammar = null) {
     const rt = this.rt;
     const p = rt.alloc(136);
     try {
@@ -882,6 +1016,7 @@ class Model {
         receipt: u(56) ? bytes(u(56), u(60)) : null,
         receiptId: rt.cstr(p + 64),
         timings: { prefillUs, decodeUs, prefillTokensPerS: rate(promptTokens, prefillUs), decodeTokensPerS: rate(ids.length, decodeUs) },
+        ...(grammar ? { grammarDigest: grammar.digest } : {}),
       };
     } finally {
       rt.x.free(p);
@@ -950,6 +1085,8 @@ class Model {
 
   #release() {
     const rt = this.rt;
+    for (const h of this.grammars.keys()) rt.x.tl_grammar_free(h);
+    this.grammars.clear();
     if (this.session) rt.x.tl_session_free(this.session);
     if (this.handle) rt.x.tl_model_close(this.handle);
     // The bytes were borrowed by the model: free them only after it is gone.
@@ -1010,7 +1147,7 @@ export async function spawn(url, { detached = false } = {}) {
 // What crosses postMessage: a TinylmError as plain data, and back.
 export function errorData(e) {
   const out = { code: e?.code ?? 'internal_invariant', detail: e?.detail ?? String(e?.message ?? e) };
-  for (const k of ['status', 'stage', 'layer', 'position', 'index', 'kind', 'line', 'column', 'plan', 'capabilityReceipt', 'result'])
+  for (const k of ['status', 'stage', 'layer', 'position', 'index', 'kind', 'line', 'column', 'offset', 'plan', 'capabilityReceipt', 'result'])
     if (e?.[k] !== undefined) out[k] = e[k];
   return out;
 }
@@ -1108,6 +1245,14 @@ class RemoteModel {
   }
 
   preflight() { return this.plan; }
+  async compileGrammar(spec = {}) {
+    if (this.disposed) throw new TinylmError('stale_handle', 'the model was disposed');
+    return this.call({ op: 'compileGrammar', spec });
+  }
+  async freeGrammar(g) {
+    if (this.disposed) throw new TinylmError('stale_handle', 'the model was disposed');
+    return this.call({ op: 'freeGrammar', grammar: g });
+  }
   async reset() { return this.call({ op: 'reset' }); }
   async gpuStats() { return this.call({ op: 'gpuStats' }); }
   async observe(args = {}) {
