@@ -156,7 +156,7 @@ class ModelWorker {
       if (data.op === 'token') return call.onToken?.(data.text);
       this.pending.delete(data.id);
       if (data.op === 'done') call.ok(data.value);
-      else call.fail(Object.assign(new PageError(data.error.code, data.error.message), { capabilityReceipt: data.error.capabilityReceipt, result: data.error.result }));
+      else call.fail(Object.assign(new PageError(data.error.code, data.error.message), { kind: data.error.kind, offset: data.error.offset, capabilityReceipt: data.error.capabilityReceipt, result: data.error.result }));
     };
     this.worker.onerror = (ev) => {
       ev.preventDefault();
@@ -484,6 +484,70 @@ function number(id, { min = 0, integer = true, max = integer ? Number.MAX_SAFE_I
 
 const optional = (key, id, opts) => ($(id).value.trim() === '' ? {} : { [key]: number(id, opts) });
 
+// --- structured output (docs/structured.md) ---------------------------------
+// Output: text, any JSON object, or JSON that a schema accepts; the loader
+// compiles the grammar for the reply (tl_grammar_compile) and the core
+// masks every draw with it. The schema is checked as JSON here, as it is
+// typed; what the engine refuses (a keyword it does not enforce) comes back
+// with the reply's error and is shown under the box too.
+const GRAMMAR_READERS = ['json_schema', 'json_object'];
+const outputMode = () => $('output-mode').value;
+function schemaError(text) {
+  const box = $('schema-error');
+  box.textContent = text || '';
+  box.hidden = !text;
+}
+// The schema box's text if it is JSON, else a PageError saying where not.
+function schemaText() {
+  const text = $('schema').value;
+  try {
+    JSON.parse(text);
+  } catch (e) {
+    throw new PageError('invalid_argument', `the schema is not JSON: ${e.message}`);
+  }
+  return text;
+}
+function checkSchema() {
+  if (outputMode() !== 'schema') return schemaError('');
+  try {
+    schemaText();
+    schemaError('');
+  } catch (e) {
+    schemaError(e.message);
+  }
+}
+function showOutputMode() {
+  const mode = outputMode();
+  $('schema-box').hidden = mode !== 'schema';
+  $('think-budget').disabled = mode === 'text';
+  checkSchema();
+}
+// What the reply is asked to keep to, as generate() takes it.
+function outputSettings() {
+  const mode = outputMode();
+  if (mode === 'text') return {};
+  const budget = optional('thinkBudget', 'think-budget', { min: 1, max: U32_MAX });
+  if (mode === 'json') return { output: 'json', jsonObject: true, ...budget };
+  try {
+    return { output: 'schema', jsonSchema: schemaText(), ...budget };
+  } catch (e) {
+    schemaError(e.message);
+    throw e;
+  }
+}
+// A JSON reply's answer (after any <think> block) pretty-printed; a reply
+// that stopped before its JSON was complete stays as it came.
+function showJson(div, out) {
+  const body = div.querySelector('.body');
+  div.classList.add('json');
+  try {
+    body.textContent = JSON.stringify(JSON.parse(body.textContent), null, 2);
+    return '';
+  } catch {
+    return ` · not complete JSON (stop: ${out.stop})`;
+  }
+}
+
 async function onSend(ev) {
   ev.preventDefault();
   if (!state.model || state.busy) return;
@@ -500,10 +564,12 @@ async function onSend(ev) {
       seed: number('seed'),
       maxTokens: number('max-tokens', { min: 1, max: U32_MAX }),
       enableThinking: $('thinking').checked,
+      ...outputSettings(),
     };
   } catch (e) {
     return showError(e);
   }
+  const { output, ...args } = settings;
   const messages = [...state.messages, { role: 'user', content: text }];
   bubble('user', text);
   $('prompt').value = '';
@@ -513,14 +579,15 @@ async function onSend(ev) {
   state.generating = true;
   setBusy(true);
   try {
-    const out = await worker().call('generate', { args: { messages, ...settings } }, {
+    const out = await worker().call('generate', { args: { messages, ...args } }, {
       onToken: (t) => {
         streamed += t;
         setText(reply, streamed);
       },
     });
     setText(reply, out.text);
-    note(reply, replyNote(out, settings));
+    const incomplete = output ? showJson(reply, out) : '';
+    note(reply, replyNote(out, settings) + incomplete);
     state.messages = [...messages, { role: 'assistant', content: out.text }];
     record(out, messages, settings);
   } catch (e) {
@@ -535,6 +602,8 @@ async function onSend(ev) {
       if (e.result) record(e.result, messages, settings);
       if (!state.worker) await restartAfterStop(b);
     } else {
+      // The engine's refusal of the schema (the keyword named) beside it too.
+      if (GRAMMAR_READERS.includes(e.kind)) schemaError(`${e.code}: ${e.message}`);
       // A worker that failed took the model with it.
       if (!state.worker) {
         state.model = null;
@@ -550,7 +619,9 @@ async function onSend(ev) {
 }
 const fmt = (x) => (Number.isFinite(x) ? x.toFixed(x < 100 ? 1 : 0) : '—');
 const replyNote = (out, settings) =>
-  `${out.ids.length} tokens · stop: ${out.stop} · thinking ${settings.enableThinking ? 'on' : 'off'} · receipt ${out.receiptId.slice(0, 16)}…`;
+  `${out.ids.length} tokens · stop: ${out.stop} · thinking ${settings.enableThinking ? 'on' : 'off'} · ` +
+  (out.grammarDigest ? `${settings.output === 'schema' ? 'JSON Schema' : 'JSON'} grammar ${out.grammarDigest.slice(0, 16)}… · ` : '') +
+  `receipt ${out.receiptId.slice(0, 16)}…`;
 // A reply's record (finished or stopped): the speed line, the receipt the
 // panel's button downloads, and what the page shows in tinylmPage.state.
 function record(out, messages, settings) {
@@ -569,6 +640,7 @@ function record(out, messages, settings) {
     stop: out.stop,
     promptTokens: out.promptTokens,
     receiptId: out.receiptId,
+    grammarDigest: out.grammarDigest ?? null,
     timings: t,
   };
   $('download-reply').textContent = out.stop === 'cancelled' ? 'Download last reply\'s receipt (stopped: cancelled)' : 'Download last reply\'s receipt';
@@ -610,7 +682,7 @@ function showSettings() {
   const v = (id, none) => $(id).value.trim() || none;
   $('settings-state').textContent = `Next reply: thinking ${$('thinking').checked ? 'on' : 'off'} · ` +
     `temperature ${v('temperature', 'model\'s')} · top-k ${v('top-k', 'model\'s')} · seed ${v('seed', '0')} · ` +
-    `at most ${v('max-tokens', '?')} tokens`;
+    `at most ${v('max-tokens', '?')} tokens · output ${$('output-mode').selectedOptions[0].textContent}`;
 }
 
 // --- start-up ---------------------------------------------------------------
@@ -620,6 +692,9 @@ async function init() {
   $('stop').addEventListener('click', onStop);
   $('settings').addEventListener('input', showSettings);
   $('settings').addEventListener('change', showSettings);
+  $('output-mode').addEventListener('change', () => { showOutputMode(); showSettings(); });
+  $('schema').addEventListener('input', checkSchema);
+  showOutputMode();
   showSettings();
   $('clear').addEventListener('click', () => {
     if (state.busy) return;

@@ -15,8 +15,9 @@
 // | { id, op: 'generate', args }
 // | { id, op: 'dispose' } | { op: 'cancel' }. Out: { id, op: 'token', text }
 // while generating, then { id, op: 'done', value } or { id, op: 'error',
-// error: { code, message, capabilityReceipt, result } } (result: a stopped
-// reply's, receipt included).
+// error: { code, message, kind, offset, capabilityReceipt, result } }
+// (result: a stopped reply's, receipt included; kind and offset: a
+// grammar's refusal, the reader and the byte in its text).
 import { probe, loadModel } from './tinylm.js';
 
 let model = null;
@@ -92,6 +93,7 @@ self.onmessage = async ({ data }) => {
     // TinylmError's message starts with its code; the page prints it once.
     let message = String(e?.message ?? e);
     if (message.startsWith(`${code}: `)) message = message.slice(code.length + 2);
-    postMessage({ id: data.id, op: 'error', error: { code, message, capabilityReceipt: e?.capabilityReceipt ?? null, result: e?.result ?? null } });
+    postMessage({ id: data.id, op: 'error', error: { code, message, kind: e?.kind ?? '', offset: e?.offset ?? null,
+      capabilityReceipt: e?.capabilityReceipt ?? null, result: e?.result ?? null } });
   }
 };
