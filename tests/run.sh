@@ -118,6 +118,8 @@ run_stage web-loader node tests/web/loader_test.mjs build/gcc/tinylm build/web
 # the WebGPU lane's glue in the modules, the device played by the CPU
 run_stage web-gpu-glue node tests/web/gpu_glue_test.mjs build/web
 run_stage web-chromium node tests/web/chromium_test.mjs build/gcc/tinylm build/web-test
+# structured output in the page and the loader: native run --json-schema's bits, ajv's verdict
+run_stage web-structured node tests/web/structured_test.mjs build/gcc/tinylm build/test-work/web-structured
 run_stage web-observe node tests/web/observe_test.mjs build/gcc/tinylm build/test-work/web-observe \
   build/web build/web-mutant
 # observe --compare --model: webgpu/1 records judged against fast/4's (W-5)

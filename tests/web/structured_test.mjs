@@ -16,7 +16,9 @@
 // vocabulary), and on the simd and threads lanes for the demo model
 // (Qwen3's 151,936-token vocabulary; build/demo's artifact, made as make
 // demo makes it when missing; not on the scalar lane, whose strict
-// numerics take ~0.3 s a token on it); every reply parses and ajv accepts
+// numerics take ~0.3 s a token on it); and on the webgpu lane (SwiftShader
+// here) for the tiny q8 artifact, whose ids equal native fast's, its
+// receipt (webgpu/1) verifying and naming the grammar; every reply parses and ajv accepts
 // it; the page shows it pretty-printed with the grammar's digest beside
 // the receipt id, and the downloaded receipt verified by native `tinylm
 // receipt show` names that digest; a schema that is not JSON is shown
@@ -24,9 +26,7 @@
 // is unsupported_feature with native's message, under the box and, from
 // the loader in the page, a TinylmError with kind json_schema; a grammar
 // compiled once (compileGrammar) serves two replies with the same ids as
-// one compiled per reply, and once freed is stale_handle; the webgpu lane
-// (SwiftShader here) gives native fast's ids for the demo model's request
-// and its receipt (webgpu/1) verifies and names the grammar.
+// one compiled per reply, and once freed is stale_handle.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -37,6 +37,9 @@ import { checker, launchChromium } from './chromium.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const TINY = path.join(ROOT, 'tests', 'golden', 'slm', 'tiny-f32.slm');
+// The webgpu lane's products are q8/q4 ones: the tiny q8 artifact there
+// (SwiftShader decodes the demo model at ~0.6 s a token).
+const TINY_Q8 = path.join(ROOT, 'tests', 'golden', 'slm', 'tiny-q8.slm');
 // The browser lanes and the native runs that give their bits (docs/web.md).
 const NATIVE_LANE = {
   scalar: ['--lane', 'scalar'],
@@ -153,21 +156,21 @@ async function send(page, schemaText) {
   await page.fill('#seed', String(SEED));
   await page.fill('#max-tokens', String(MAX_TOKENS));
   await page.fill('#prompt', PROMPT);
-  const before = await page.evaluate(() => window.tinylmPage.state.lastReply);
+  await page.evaluate(() => { window.lastBefore = window.tinylmPage.state.lastReply; });
   await page.click('#send');
   await idle(page);
-  return page.evaluate((before) => {
+  return page.evaluate(() => {
     const last = [...document.querySelectorAll('#transcript .msg.assistant')].pop();
     const reply = window.tinylmPage.state.lastReply;
     return {
-      reply: reply === before ? null : reply,
+      reply: reply === window.lastBefore ? null : reply,
       body: last?.querySelector('.body')?.textContent ?? null,
       meta: last?.querySelector('.meta')?.textContent ?? '',
       json: last?.classList.contains('json') ?? false,
       error: document.getElementById('error').hidden ? '' : document.getElementById('error').textContent,
       schemaError: document.getElementById('schema-error').hidden ? '' : document.getElementById('schema-error').textContent,
     };
-  }, before);
+  });
 }
 
 // The downloaded reply receipt through native `tinylm receipt show --json`:
@@ -189,9 +192,12 @@ async function pageCase(page, label, url, model, lane, schemaFile) {
   const native = nativeRun(model, lane, schemaFile);
   check(`${label}: native run gives a reply ajv accepts (${native.ids?.length} tokens, stop ${native.stop})`,
     native.stop === 'eos' && invalid(native.text) === null, `${native.stop} ${invalid(native.text)} ${JSON.stringify(native.text)}`);
+  let t = Date.now();
   const got = await load(page, url, lane);
-  if (!check(`${label}: loads on the ${lane} lane`, got.lane === lane, got.error || `lane ${got.lane}`)) return null;
+  if (!check(`${label}: loads on the ${lane} lane (${took(t)})`, got.lane === lane, got.error || `lane ${got.lane}`)) return null;
+  t = Date.now();
   const shown = await send(page, SCHEMA_TEXT);
+  console.log(`note: ${label}: reply ${took(t)}, prefill ${shown.reply?.timings?.prefillUs} us, decode ${shown.reply?.timings?.decodeUs} us`);
   const r = shown.reply;
   if (!check(`${label}: the reply came`, !!r, shown.error)) return null;
   check(`${label}: ids, receipt id and stop equal native run's (${r.ids.length} tokens, ${took(since)})`,
@@ -273,15 +279,16 @@ async function schemaBoxChecks(page, schemaFile) {
   void schemaFile;
 }
 
-// The webgpu lane (SwiftShader here): the demo model's request gives native
-// fast's ids; its receipt names webgpu/1 and the grammar.
-async function webgpuCheck(page, demo, schemaFile) {
+// The webgpu lane (SwiftShader here): the request on the tiny q8 artifact
+// gives native fast's ids; its receipt names webgpu/1 and the grammar.
+async function webgpuCheck(page, schemaFile) {
   const since = Date.now();
   const got = await page.evaluate(async ({ schema, prompt, seed, max }) => {
     const { loadModel } = await import('./tinylm.js');
     let m;
+    const t = performance.now();
     try {
-      m = await loadModel('models/demo.slm', { lane: 'webgpu' });
+      m = await loadModel('models/q8.slm', { lane: 'webgpu' });
     } catch (e) {
       return { error: `${e.code}: ${e.detail}` };
     }
@@ -289,7 +296,9 @@ async function webgpuCheck(page, demo, schemaFile) {
       if (m.lane !== 'webgpu') return { lane: m.lane, refused: m.capabilityReceipt.refused };
       const r = await m.generate({ messages: [{ role: 'user', content: prompt }], enableThinking: false, seed, temperature: 1,
         maxTokens: max, jsonSchema: schema });
-      return { lane: m.lane, ids: r.ids, text: r.text, stop: r.stop, grammarDigest: r.grammarDigest, receipt: Array.from(r.receipt) };
+      return { lane: m.lane, ids: r.ids, text: r.text, stop: r.stop, grammarDigest: r.grammarDigest, receipt: Array.from(r.receipt),
+        loadMs: performance.now() - t - (r.timings.prefillUs + r.timings.decodeUs) / 1000, timings: r.timings,
+        stats: await m.gpuStats() };
     } catch (e) {
       return { error: `${e.code}: ${e.detail}` };
     } finally {
@@ -300,8 +309,11 @@ async function webgpuCheck(page, demo, schemaFile) {
     console.log(`skip: webgpu lane: no adapter here (${JSON.stringify(got.refused)})`);
     return;
   }
-  if (!check(`webgpu: the demo model's constrained reply came (${took(since)})`, !got.error, got.error)) return;
-  const native = nativeRun(demo, 'webgpu', schemaFile);
+  if (!check(`webgpu: the tiny q8 artifact's constrained reply came (${took(since)})`, !got.error, got.error)) return;
+  console.log(`note: webgpu: load ${(got.loadMs / 1000).toFixed(1)} s, prefill ${got.timings.prefillUs} us, decode ${got.timings.decodeUs} us`);
+  const native = nativeRun(TINY_Q8, 'webgpu', schemaFile);
+  check(`webgpu: the products ran on the device (${got.stats?.products} products, no failure)`,
+    got.stats?.products > 0 && got.stats.failures === 0, JSON.stringify(got.stats));
   check(`webgpu: ids equal native fast's (${got.ids.length} tokens), ajv accepts the reply`,
     same(got.ids, native.ids) && got.stop === native.stop && invalid(got.text) === null,
     `webgpu ${JSON.stringify(got.ids)} native ${JSON.stringify(native.ids)} ${invalid(got.text)}`);
@@ -334,7 +346,7 @@ async function main() {
   let since = Date.now();
   const demo = demoModel();
   console.log(`note: demo model ${path.relative(ROOT, demo)} (${took(since)})`);
-  makeSite(path.join(WORK, 'site'), site, { 'tiny.slm': TINY, 'demo.slm': demo });
+  makeSite(path.join(WORK, 'site'), site, { 'tiny.slm': TINY, 'q8.slm': TINY_Q8, 'demo.slm': demo });
   const server = await serveWeb({ root: path.join(WORK, 'site') });
   const browser = await launchChromium(['--enable-unsafe-webgpu', '--no-sandbox']);
   if (!browser) {
@@ -365,7 +377,7 @@ async function main() {
     await api.goto(`${server.url}/index.html`);
     await loaderChecks(api, schemaFile);
     since = Date.now();
-    await webgpuCheck(api, demo, schemaFile);
+    await webgpuCheck(api, schemaFile);
     console.log(`note: webgpu ${took(since)}`);
   } finally {
     await browser.close();
