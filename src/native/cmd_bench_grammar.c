@@ -345,39 +345,38 @@ int tl_cmd_bench_grammar(int argc, char **argv) {
   tl_arena va, ga;
   tl_status st;
   if (files == NULL) return tl_cli_fail(json, TL_ERR_OUT_OF_MEMORY, "out of memory");
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *val;
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       fputs(usage_text, stdout);
       free(files);
       return TL_EXIT_OK;
     }
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *val;
+    int u = -1; /* a usage error's exit status, or -1 */
     if (strcmp(a, "--json") == 0) continue;
     if (strcmp(a, "--grammar") == 0) {
       in_list = true;
-      if (i + 1 >= argc || argv[i + 1][0] == '-')
-        rc = tl_cli_usage(json, "'--grammar' needs a value");
+      if (i + 1 >= argc || argv[i + 1][0] == '-') u = tl_cli_usage(json, "'--grammar' needs a value");
     } else if (strcmp(a, "--tokenizer") == 0) {
-      rc = tl_cli_value(json, argc, argv, &i, &tok_path);
+      u = tl_cli_value(json, argc, argv, &i, &tok_path);
       in_list = false;
     } else if (strcmp(a, "-r") == 0 || strcmp(a, "--matcher-mb") == 0) {
-      if ((rc = tl_cli_value(json, argc, argv, &i, &val)) < 0)
-        rc = a[1] == 'r' ? tl_cli_flag_u32(json, a, val, 1, 1000, &reps)
-                         : tl_cli_flag_u32(json, a, val, 1, 65536, &matcher_mb);
+      if ((u = tl_cli_value(json, argc, argv, &i, &val)) < 0)
+        u = a[1] == 'r' ? tl_cli_flag_u32(json, a, val, 1, 1000, &reps)
+                        : tl_cli_flag_u32(json, a, val, 1, 65536, &matcher_mb);
       in_list = false;
     } else if (a[0] == '-' && a[1] != '\0') {
-      rc = tl_cli_usage(json, "unknown option '%s'\n%s", a, usage_text);
+      u = tl_cli_usage(json, "unknown option '%s'\n%s", a, usage_text);
     } else if (in_list) {
       files[n_files++] = a;
-      continue;
     } else {
-      rc = tl_cli_usage(json, "'%s': grammars follow --grammar\n%s", a, usage_text);
+      u = tl_cli_usage(json, "'%s': grammars follow --grammar\n%s", a, usage_text);
     }
-    if (rc >= 0) {
+    if (u >= 0) {
       free(files);
-      return rc;
+      return u;
     }
-    rc = TL_EXIT_OK;
   }
   if (n_files == 0 || tok_path == NULL) {
     free(files);
