@@ -5,6 +5,10 @@
 #
 # The corpus: bench/grammar/schemas/NAME.json (JSON Schema) with a valid
 # NAME.instance.json, and bench/grammar/gbnf/NAME.gbnf with NAME.instance.txt.
+# Each schema lists its required properties before its optional ones and
+# each instance keeps that order: tinylm keeps a schema's order, llama.cpp's
+# converter puts the required properties first, so only such schemas have
+# one instance both accept.
 # tinylm: `tinylm bench --grammar ... --tokenizer build/tok/qwen3-tokenizer.slm
 # --json` (compile time; mask time per token cold, on a fresh matcher, and
 # warm, after a reset that keeps its caches; accept time). llama.cpp: its
