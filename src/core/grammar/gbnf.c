@@ -17,13 +17,16 @@
  * two bytes C3 A9, never the byte E9).
  *
  * Where llama.cpp accepts a grammar whose meaning is surprising, this
- * reader refuses it with a message instead (docs/structured.md lists them):
- * an empty class "[]" (llama.cpp: the empty string), a range whose end
- * precedes its start (llama.cpp: matches nothing), {m,n} with m > n, a
- * bound past TL_GRAMMAR_MAX_REPEAT (llama.cpp widens a maximum over 2000
- * to unbounded), a second definition of a rule (llama.cpp: the last one
- * wins), a surrogate or a value past U+10FFFF in a string, and token
- * terminals "<...>" (this engine's grammars are over text, not token ids).
+ * reader refuses it with a message instead: an empty class "[]"
+ * (llama.cpp: the empty string), a range whose end precedes its start
+ * (llama.cpp: matches nothing), {m,n} with m > n, a second definition of
+ * a rule (llama.cpp: the last one wins), a surrogate in a string, a code
+ * point past U+10FFFF, and token terminals "<...>" (grammars here are
+ * over text, not token ids). Repetition bounds are kept exactly up to
+ * TL_GRAMMAR_MAX_REPEAT and refused past it (llama.cpp refuses a minimum
+ * over 2000 and widens a maximum over 2000 to unbounded). Every
+ * referenced rule must be defined, reachable from root or not, as in
+ * llama.cpp.
  * Quantifiers stack as in llama.cpp ("x+?" is "(x+)?"); "x{0}" removes x,
  * and a quantifier right after it or after "" has nothing to repeat. */
 #include <string.h>
