@@ -126,8 +126,10 @@ static uint32_t rule_id(gbnf *p, size_t at, size_t len) {
       fail(p, TL_ERR_OUT_OF_MEMORY, at, "out of memory");
       return NO_REF;
     }
-    memcpy(r, p->ref_at, p->cap_rules * sizeof *r);
-    memcpy(d, p->def_at, p->cap_rules * sizeof *d);
+    if (p->cap_rules > 0) { /* memcpy from NULL is undefined even for 0 bytes */
+      memcpy(r, p->ref_at, p->cap_rules * sizeof *r);
+      memcpy(d, p->def_at, p->cap_rules * sizeof *d);
+    }
     p->ref_at = r;
     p->def_at = d;
     p->cap_rules = cap;
