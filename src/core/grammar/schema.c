@@ -62,8 +62,10 @@ tl_gexpr sc_never(sc *c) { return tl_gb_class(c->b, NULL, 0, false); }
 /* A shared rule made once per call. */
 static tl_gexpr shared(sc *c, uint32_t *rule, tl_gexpr (*make)(sc *)) {
   if (*rule == UINT32_MAX) {
-    *rule = sc_fresh_rule(c);
-    tl_gb_define(c->b, *rule, make(c));
+    uint32_t r = sc_fresh_rule(c);
+    if (r == UINT32_MAX) return TL_GEXPR_NONE; /* the builder failed */
+    *rule = r;
+    tl_gb_define(c->b, r, make(c));
   }
   return tl_gb_ref(c->b, *rule);
 }
@@ -802,7 +804,7 @@ static tl_gexpr compile(sc *c, const tl_json_value *s) {
   size_t n_constraining = 0;
   bool has_values = false, has_type = false;
   tl_gexpr e;
-  if (c->failed) return TL_GEXPR_NONE;
+  if (c->failed || tl_gb_error(c->b)->status != TL_OK) return TL_GEXPR_NONE;
   if (s->type == TL_JSON_BOOL) return compile_bool_schema(c, s->u.b);
   if (s->type != TL_JSON_OBJECT) {
     sc_fail(c, TL_ERR_INVALID_ARGUMENT, "a schema must be an object or a boolean", NULL);
