@@ -134,6 +134,9 @@ run_stage tmpl-goldens-current node tools/oracle/tmpl_golden.mjs --check
 run_stage tmpl-golden node tests/tmpl/check_golden.mjs build/gcc/tinylm "$TOK_SLM"
 run_stage tmpl-random /usr/bin/python3 tools/oracle/tmpl_random.py build/gcc/tinylm \
   "$TOK_SLM" --count "$TMPL_RANDOM_COUNT"
+# The JSON-Schema-Test-Suite's instances through the token mask with the
+# real tokenizer (tests/grammar/suite; ~10 s).
+run_stage grammar-schema-suite node tests/grammar/schema_suite.mjs build/gcc/tinylm "$TOK_SLM"
 run_stage harness-self-test tests/harness/exit_status_test.sh build/gcc/tinylm "$TOK_SLM"
 run_stage tiny-tokenizer-fixture /usr/bin/python3 tools/make_tiny_tokenizer.py --check
 run_stage slm-inspector /usr/bin/python3 tools/slm_inspect_test.py
