@@ -703,6 +703,7 @@ bench: setup
 	@bench/hash.sh
 	@$(MAKE) --no-print-directory tok-slm
 	@bench/tokenizer.sh
+	@bench/grammar.sh
 	@bench/model.sh
 	@bench/kernels.sh
 	@bench/llama.sh
