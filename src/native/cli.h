@@ -177,5 +177,6 @@ int tl_cmd_drift(int argc, char **argv);
 int tl_cmd_plan(int argc, char **argv);
 int tl_cmd_promote(int argc, char **argv);
 int tl_cmd_report(int argc, char **argv);
+int tl_cmd_grammar(int argc, char **argv);
 
 #endif
