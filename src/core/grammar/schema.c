@@ -223,9 +223,11 @@ static int value_type(const tl_json_value *v) {
     case TL_JSON_NULL: return T_NULL;
     case TL_JSON_BOOL: return T_BOOL;
     case TL_JSON_INT: return T_INT | T_NUM;
-    case TL_JSON_FLOAT:
-      return (v->u.f == (double)(int64_t)v->u.f && v->u.f > -9.2e18 && v->u.f < 9.2e18)
-                 ? T_INT | T_NUM : T_NUM;
+    case TL_JSON_FLOAT: {
+      /* Every double of magnitude 2^52 or more is a whole number. */
+      double f = v->u.f, mag = f < 0 ? -f : f;
+      return (mag >= 4503599627370496.0 || f == (double)(int64_t)f) ? T_INT | T_NUM : T_NUM;
+    }
     case TL_JSON_STRING: return T_STR;
     case TL_JSON_ARRAY: return T_ARR;
     default: return T_OBJ;
