@@ -9,7 +9,7 @@
 #include "json/json.h"
 #include "tl_test.h"
 
-static _Alignas(64) uint8_t region[32u << 20];
+static _Alignas(64) uint8_t region[8u << 20];
 
 /* Compiles schema text and a matcher over single bytes into a. */
 static bool compile(tl_test_ctx *t, tl_arena *a, const char *schema, tl_gmatcher **m) {
