@@ -182,6 +182,11 @@ run_stage forward-0.6b tests/model/forward_06b.sh build/gcc/tinylm build/test-wo
 run_stage transformers-goldens /usr/bin/python3 tests/model/transformers_goldens.py \
   build/gcc/tinylm build/test-work/transformers-goldens
 run_stage fast-lane /usr/bin/python3 tests/model/fast_test.py build/asan/tinylm build/test-work/fast-lane
+# Structured output on the demo model: replies under a JSON Schema over
+# seeds judged by ajv, and one constrained request on every kernel variant
+# and thread count (~40 s).
+run_stage structured-lanes /usr/bin/python3 tests/structured/lanes_test.py build/gcc/tinylm \
+  build/test-work/structured-lanes
 run_stage diff-hash tests/diff/hash_diff.sh build/gcc/tinylm
 run_stage diff-cbor /usr/bin/python3 tests/diff/cbor_diff.py build/asan/cbor_tool
 run_stage sampler-random /usr/bin/python3 tools/oracle/sampler_random.py build/asan/sampler_tool

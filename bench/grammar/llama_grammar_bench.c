@@ -17,6 +17,7 @@
  *                masked (-1: none; the walk stops there)
  *   eos_allowed  after the last token, EOS is unmasked
  * or {"name": ..., "error": ...} when the grammar does not load. */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>

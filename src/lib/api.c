@@ -790,8 +790,8 @@ tl_status tl_grammar_compile(uint32_t kind, const void *text, size_t len,
     snprintf(e.kind, sizeof e.kind, "%s", readers[kind]);
     e.index = gerr.offset;
     grammar_destroy(&g->o);
-    return fail_at(NULL, st, e, "%s: %s", readers[kind],
-                   gerr.message[0] ? gerr.message : tl_status_name(st));
+    /* the reader's message names itself; kind names it for programs */
+    return fail_at(NULL, st, e, "%s", gerr.message[0] ? gerr.message : tl_status_name(st));
   }
   return issue(TL_HANDLE_GRAMMAR, &g->o, out);
 }

@@ -21,6 +21,7 @@ static const char usage_text[] =
     "SPEC is one of:\n"
     "  --json-schema FILE   a JSON Schema (draft 2020-12; docs/structured.md)\n"
     "  --json-object        any JSON object\n"
+    "  --gbnf FILE          a llama.cpp GBNF grammar (start rule: root)\n"
     "  --regex TEXT         a regular expression, matched as a whole\n"
     "check prints the grammar's digest and sizes (--digest: the digest only)\n"
     "or the reader's typed error. match reads {\"text\": \"...\"} lines on stdin\n"
@@ -34,7 +35,7 @@ static const char usage_text[] =
 #define MATCHER_ARENA (64u << 20)
 
 typedef struct spec {
-  const char *schema_file, *regex;
+  const char *schema_file, *gbnf_file, *regex;
   bool json_object;
 } spec;
 
@@ -46,6 +47,10 @@ static int spec_flag(bool json, int argc, char **argv, int *i, spec *s) {
   }
   if (strcmp(argv[*i], "--json-schema") == 0) {
     int u = tl_cli_value(json, argc, argv, i, &s->schema_file);
+    return u >= 0 ? -u - 1 : 1;
+  }
+  if (strcmp(argv[*i], "--gbnf") == 0) {
+    int u = tl_cli_value(json, argc, argv, i, &s->gbnf_file);
     return u >= 0 ? -u - 1 : 1;
   }
   if (strcmp(argv[*i], "--regex") == 0) {
@@ -63,13 +68,16 @@ static int compile(bool json, const spec *s, tl_arena *arena, const tl_grammar *
   tl_status st;
   double t0;
   memset(&gerr, 0, sizeof gerr);
-  if (s->schema_file != NULL) {
+  if (s->schema_file != NULL || s->gbnf_file != NULL) {
     tl_file_view view = {0};
     char err[512];
-    st = tl_file_open_view(s->schema_file, &view, err, sizeof err);
+    st = tl_file_open_view(s->schema_file != NULL ? s->schema_file : s->gbnf_file, &view, err,
+                           sizeof err);
     if (st != TL_OK) return tl_cli_fail(json, st, "%s", err);
     t0 = tl_now_s();
-    st = tl_grammar_from_json_schema(arena, view.data, view.len, g, &gerr);
+    st = s->schema_file != NULL
+             ? tl_grammar_from_json_schema(arena, view.data, view.len, g, &gerr)
+             : tl_grammar_from_gbnf(arena, view.data, view.len, g, &gerr);
     *seconds = tl_now_s() - t0;
     tl_file_close_view(&view);
   } else if (s->regex != NULL) {
@@ -296,7 +304,7 @@ done:
 int tl_cmd_grammar(int argc, char **argv) {
   bool json = tl_cli_wants_json(argc, argv), digest_only = false;
   const char *tok_path = NULL, *text_file = NULL;
-  spec s = {NULL, NULL, false};
+  spec s = {NULL, NULL, NULL, false};
   bool check;
   if (argc >= 2 && strcmp(argv[1], "--help") == 0) {
     fputs(usage_text, stdout);
@@ -326,8 +334,9 @@ int tl_cmd_grammar(int argc, char **argv) {
       return tl_cli_usage(json, "unknown argument '%s'\n%s", argv[i], usage_text);
     }
   }
-  if ((s.schema_file != NULL) + (s.regex != NULL) + s.json_object != 1)
-    return tl_cli_usage(json, "one of --json-schema, --json-object, --regex\n%s", usage_text);
+  if ((s.schema_file != NULL) + (s.gbnf_file != NULL) + (s.regex != NULL) + s.json_object != 1)
+    return tl_cli_usage(json, "one of --json-schema, --json-object, --gbnf, --regex\n%s",
+                        usage_text);
   if (check) return grammar_check(json, &s, digest_only);
   if (tok_path == NULL) return tl_cli_usage(json, "match needs --tokenizer ARTIFACT.slm\n%s", usage_text);
   return grammar_match(json, &s, tok_path, text_file);

@@ -787,7 +787,7 @@ tl_status tl_gb_finish(tl_gbuilder *b, uint32_t root, const tl_grammar **out, tl
     b->current_name = NONE;
     /* the root: rule 0 is "root ::= <the start rule's body>" */
     b->rules[root].lowered = enqueue(b, Q_ALTS, b->rules[root].body, 0);
-    b->queue[0].name = root;
+    if (b->rules[root].lowered != NONE) b->queue[0].name = root; /* else out of memory */
     for (uint32_t q = 0; q < b->n_queue && !failed(b); q++) {
       if (!grow(b, (void **)&b->rule_first, &b->cap_rule_first, q + 2, 4,
                 TL_GRAMMAR_MAX_RULES + 2, "rule"))

@@ -17,13 +17,16 @@
  * two bytes C3 A9, never the byte E9).
  *
  * Where llama.cpp accepts a grammar whose meaning is surprising, this
- * reader refuses it with a message instead (docs/structured.md lists them):
- * an empty class "[]" (llama.cpp: the empty string), a range whose end
- * precedes its start (llama.cpp: matches nothing), {m,n} with m > n, a
- * bound past TL_GRAMMAR_MAX_REPEAT (llama.cpp widens a maximum over 2000
- * to unbounded), a second definition of a rule (llama.cpp: the last one
- * wins), a surrogate or a value past U+10FFFF in a string, and token
- * terminals "<...>" (this engine's grammars are over text, not token ids).
+ * reader refuses it with a message instead: an empty class "[]"
+ * (llama.cpp: the empty string), a range whose end precedes its start
+ * (llama.cpp: matches nothing), {m,n} with m > n, a second definition of
+ * a rule (llama.cpp: the last one wins), a surrogate in a string, a code
+ * point past U+10FFFF, and token terminals "<...>" (grammars here are
+ * over text, not token ids). Repetition bounds are kept exactly up to
+ * TL_GRAMMAR_MAX_REPEAT and refused past it (llama.cpp refuses a minimum
+ * over 2000 and widens a maximum over 2000 to unbounded). Every
+ * referenced rule must be defined, reachable from root or not, as in
+ * llama.cpp.
  * Quantifiers stack as in llama.cpp ("x+?" is "(x+)?"); "x{0}" removes x,
  * and a quantifier right after it or after "" has nothing to repeat. */
 #include <string.h>
@@ -123,8 +126,10 @@ static uint32_t rule_id(gbnf *p, size_t at, size_t len) {
       fail(p, TL_ERR_OUT_OF_MEMORY, at, "out of memory");
       return NO_REF;
     }
-    memcpy(r, p->ref_at, p->cap_rules * sizeof *r);
-    memcpy(d, p->def_at, p->cap_rules * sizeof *d);
+    if (p->cap_rules > 0) { /* memcpy from NULL is undefined even for 0 bytes */
+      memcpy(r, p->ref_at, p->cap_rules * sizeof *r);
+      memcpy(d, p->def_at, p->cap_rules * sizeof *d);
+    }
     p->ref_at = r;
     p->def_at = d;
     p->cap_rules = cap;

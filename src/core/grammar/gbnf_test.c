@@ -356,4 +356,4 @@ static const tl_test_case cases[] = {
     TL_CASE(structure),            TL_CASE(code_points), TL_CASE(refusals),
     TL_CASE(nesting_limit),        TL_CASE(allocation_failures),
 };
-TL_SUITE(grammar_gbnf, cases);
+TL_SUITE(gbnf, cases);

@@ -33,10 +33,12 @@
  * What a reader or the builder refuses, with a message a user can act on
  * ("unsupported JSON Schema keyword 'patternProperties' at /properties/a",
  * "gbnf: undefined rule 'value' at line 3"). */
+/* Start one zeroed (tl_gerror err = {0}): the first error set wins. */
 typedef struct tl_gerror {
   tl_status status;  /* TL_ERR_INVALID_ARGUMENT (malformed input),
                       * TL_ERR_UNSUPPORTED_FEATURE (valid but not enforced:
-                      * names the keyword), TL_ERR_BOUNDS (a limit),
+                      * names the keyword), TL_ERR_INVALID_UTF8 (a text
+                      * that is not UTF-8), TL_ERR_BOUNDS (a limit),
                       * TL_ERR_OUT_OF_MEMORY */
   uint32_t offset;   /* byte offset in the input, where known; else 0 */
   char message[256]; /* NUL-terminated, truncated to fit */

@@ -20,6 +20,7 @@ typedef struct rx {
   const uint8_t *s;
   size_t n, i;
   bool search, json, failed;
+  bool nullable; /* the last group or alternation can match the empty text */
   unsigned depth;
   tl_gerror *err;
   tl_charset cs; /* the last atom's class (consumed before the next atom) */
@@ -448,7 +449,7 @@ static tl_gexpr any_star(rx *r) {
  * top-level branch's ends, where they decide whether a search pads it. */
 static tl_gexpr parse_branch(rx *r, bool top) {
   seqb q;
-  bool anchor_start = false, anchor_end = false;
+  bool anchor_start = false, anchor_end = false, nullable = true;
   tl_gexpr body;
   q.n = 0;
   q.lit_n = 0;
@@ -479,6 +480,14 @@ static tl_gexpr parse_branch(rx *r, bool top) {
     if (k == ATOM_FAIL) break;
     qn = parse_quant(r, &mn, &mx);
     if (qn < 0) break;
+    /* e* with e able to match nothing loops without reading (the builder
+     * refuses it as left recursion), and its language is that of e
+     * without the empty text, which this reader does not derive. */
+    if (qn > 0 && k == ATOM_EXPR && r->nullable && mx == TL_GB_UNBOUNDED) {
+      unsupported(r, at, "an unbounded quantifier on a group that can match the empty text");
+      break;
+    }
+    if (!(qn > 0 && mn == 0) && !(k == ATOM_EXPR && r->nullable)) nullable = false;
     if (qn == 0 && k == ATOM_CHAR) {
       seq_push_char(r, &q, cp);
       continue;
@@ -488,6 +497,7 @@ static tl_gexpr parse_branch(rx *r, bool top) {
     seq_push(r, &q, qn == 0 ? e : tl_gb_repeat(r->b, e, mn, mx));
   }
   if (r->failed) return TL_GEXPR_NONE;
+  r->nullable = nullable;
   body = seq_end(r, &q);
   if (q.n == 0) body = tl_gb_literal(r->b, NULL, 0);
   if (top && r->search && !(anchor_start && anchor_end)) {
@@ -504,9 +514,11 @@ static tl_gexpr parse_branch(rx *r, bool top) {
 static tl_gexpr parse_alt(rx *r, bool top) {
   tl_gexpr alts[RX_CHUNK];
   size_t n = 0;
+  bool nullable = false;
   for (;;) {
     tl_gexpr br = parse_branch(r, top);
     if (r->failed) return TL_GEXPR_NONE;
+    nullable = nullable || r->nullable;
     if (n == RX_CHUNK) {
       alts[0] = tl_gb_alt(r->b, alts, n);
       n = 1;
@@ -518,6 +530,7 @@ static tl_gexpr parse_alt(rx *r, bool top) {
     }
     break;
   }
+  r->nullable = nullable;
   return n == 1 ? alts[0] : tl_gb_alt(r->b, alts, n);
 }
 

@@ -16,6 +16,11 @@ void sc_fail(sc *c, tl_status st, const char *what, const char *name) {
   bool fresh = c->err->status == TL_OK;
   if (c->failed) return;
   c->failed = true;
+  /* the builder failed first (out of memory, a limit): that is the error */
+  if (tl_gb_error(c->b)->status != TL_OK) {
+    if (fresh) *c->err = *tl_gb_error(c->b);
+    return;
+  }
   tl_gerror_set(c->err, st, 0, "json schema: ", what, NULL);
   if (fresh) {
     if (name != NULL) {
@@ -59,11 +64,12 @@ tl_gexpr sc_lit(sc *c, const char *s) { return tl_gb_literal(c->b, (const uint8_
 
 tl_gexpr sc_never(sc *c) { return tl_gb_class(c->b, NULL, 0, false); }
 
-/* A shared rule made once per call. */
-static tl_gexpr shared(sc *c, uint32_t *rule, tl_gexpr (*make)(sc *)) {
+tl_gexpr sc_shared(sc *c, uint32_t *rule, tl_gexpr (*make)(sc *)) {
   if (*rule == UINT32_MAX) {
-    *rule = sc_fresh_rule(c);
-    tl_gb_define(c->b, *rule, make(c));
+    uint32_t r = sc_fresh_rule(c);
+    if (r == UINT32_MAX) return TL_GEXPR_NONE; /* the builder failed */
+    *rule = r;
+    tl_gb_define(c->b, r, make(c));
   }
   return tl_gb_ref(c->b, *rule);
 }
@@ -84,9 +90,9 @@ static tl_gexpr make_char(sc *c) {
 static tl_gexpr compile_bool_schema(sc *c, bool v);
 static tl_gexpr make_value(sc *c);
 
-tl_gexpr sc_ws(sc *c) { return shared(c, &c->ws_rule, make_ws); }
-tl_gexpr sc_char(sc *c) { return shared(c, &c->char_rule, make_char); }
-tl_gexpr sc_any_value(sc *c) { return shared(c, &c->value_rule, make_value); }
+tl_gexpr sc_ws(sc *c) { return sc_shared(c, &c->ws_rule, make_ws); }
+tl_gexpr sc_char(sc *c) { return sc_shared(c, &c->char_rule, make_char); }
+tl_gexpr sc_any_value(sc *c) { return sc_shared(c, &c->value_rule, make_value); }
 
 /* ---- the JSON pointer of the node being compiled (for messages) ------------ */
 
@@ -221,9 +227,11 @@ static int value_type(const tl_json_value *v) {
     case TL_JSON_NULL: return T_NULL;
     case TL_JSON_BOOL: return T_BOOL;
     case TL_JSON_INT: return T_INT | T_NUM;
-    case TL_JSON_FLOAT:
-      return (v->u.f == (double)(int64_t)v->u.f && v->u.f > -9.2e18 && v->u.f < 9.2e18)
-                 ? T_INT | T_NUM : T_NUM;
+    case TL_JSON_FLOAT: {
+      /* Every double of magnitude 2^52 or more is a whole number. */
+      double f = v->u.f, mag = f < 0 ? -f : f;
+      return (mag >= 4503599627370496.0 || f == (double)(int64_t)f) ? T_INT | T_NUM : T_NUM;
+    }
     case TL_JSON_STRING: return T_STR;
     case TL_JSON_ARRAY: return T_ARR;
     default: return T_OBJ;
@@ -802,7 +810,7 @@ static tl_gexpr compile(sc *c, const tl_json_value *s) {
   size_t n_constraining = 0;
   bool has_values = false, has_type = false;
   tl_gexpr e;
-  if (c->failed) return TL_GEXPR_NONE;
+  if (c->failed || tl_gb_error(c->b)->status != TL_OK) return TL_GEXPR_NONE;
   if (s->type == TL_JSON_BOOL) return compile_bool_schema(c, s->u.b);
   if (s->type != TL_JSON_OBJECT) {
     sc_fail(c, TL_ERR_INVALID_ARGUMENT, "a schema must be an object or a boolean", NULL);
@@ -882,6 +890,8 @@ tl_gexpr tl_gb_json_schema(tl_gbuilder *b, const struct tl_json_value *schema, t
   c->err = err;
   c->root = schema;
   c->ws_rule = c->char_rule = c->value_rule = UINT32_MAX;
+  for (size_t i = 0; i < sizeof c->format_rule / sizeof c->format_rule[0]; i++)
+    c->format_rule[i] = UINT32_MAX;
   /* A fresh expression's id tells this call apart from every other call
    * on the builder. */
   memcpy(c->tag, "json-", 5);

@@ -144,16 +144,27 @@ static bool is(const char *name, size_t len, const char *k) {
   return len == strlen(k) && memcmp(name, k, len) == 0;
 }
 
+enum { F_DATE, F_TIME, F_DATE_TIME, F_UUID, F_IPV4, F_EMAIL };
+
+/* date "T" time, from the date and time rules (shared with those formats). */
+static tl_gexpr date_time(sc *c) {
+  return seqv(c, (tl_gexpr[]){sc_shared(c, &c->format_rule[F_DATE], full_date), cls(c, "TTtt"),
+                              sc_shared(c, &c->format_rule[F_TIME], full_time)}, 3);
+}
+
+/* Each format's grammar is one rule per call, however many strings use it
+ * (time's leap-second table is thousands of alternatives). */
 tl_gexpr sc_format(sc *c, const char *name, size_t len) {
+  static const struct {
+    const char *name;
+    tl_gexpr (*make)(sc *);
+  } formats[] = {[F_DATE] = {"date", full_date},   [F_TIME] = {"time", full_time},
+                 [F_DATE_TIME] = {"date-time", date_time}, [F_UUID] = {"uuid", uuid},
+                 [F_IPV4] = {"ipv4", ipv4},         [F_EMAIL] = {"email", email}};
   char shown[64];
   size_t n = len < sizeof shown - 1 ? len : sizeof shown - 1;
-  if (is(name, len, "date")) return full_date(c);
-  if (is(name, len, "time")) return full_time(c);
-  if (is(name, len, "date-time"))
-    return seqv(c, (tl_gexpr[]){full_date(c), cls(c, "TTtt"), full_time(c)}, 3);
-  if (is(name, len, "uuid")) return uuid(c);
-  if (is(name, len, "ipv4")) return ipv4(c);
-  if (is(name, len, "email")) return email(c);
+  for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
+    if (is(name, len, formats[i].name)) return sc_shared(c, &c->format_rule[i], formats[i].make);
   memcpy(shown, name, n);
   shown[n] = 0;
   sc_fail(c, TL_ERR_UNSUPPORTED_FEATURE, "unsupported format", shown);

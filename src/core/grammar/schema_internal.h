@@ -45,6 +45,7 @@ typedef struct sc {
   sc_name names[SC_MAX_NAMES]; /* a stack: each object pushes and pops its own */
   uint32_t n_names;
   uint32_t ws_rule, char_rule, value_rule; /* shared rules, UINT32_MAX until made */
+  uint32_t format_rule[6];                 /* schema_format.c's, likewise */
   char path[SC_PATH_MAX + 1];
   size_t path_len;
   unsigned depth;
@@ -55,6 +56,8 @@ typedef struct sc {
 void sc_fail(sc *c, tl_status st, const char *what, const char *name);
 /* A fresh rule of this call. */
 uint32_t sc_fresh_rule(sc *c);
+/* A reference to *rule, made from make(c) on first use. */
+tl_gexpr sc_shared(sc *c, uint32_t *rule, tl_gexpr (*make)(sc *));
 /* Shared pieces: bounded whitespace, one canonical JSON string character,
  * any JSON value. */
 tl_gexpr sc_ws(sc *c);

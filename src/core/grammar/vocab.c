@@ -44,9 +44,9 @@ tl_status tl_gvocab_build(tl_arena *a, uint32_t n_tokens, const uint8_t *const *
   tl_gvocab *v;
   uint32_t *ids, *tmp, *path, *open;
   uint32_t n_ids = 0, n_nodes = 1, max_depth = 0;
-  uint8_t *byte;
+  uint8_t *byte, *cats;
   uint16_t *depth;
-  uint32_t *skip, *tok_first;
+  uint32_t *skip, *parent, *tok_first;
   tl_arena_mark mark;
   tl_status st;
   if (a == NULL || out == NULL || (n_tokens > 0 && (bytes == NULL || lens == NULL)))
@@ -73,8 +73,10 @@ tl_status tl_gvocab_build(tl_arena *a, uint32_t n_tokens, const uint8_t *const *
     if (len > max_depth) max_depth = len;
   }
   st = tl_arena_alloc(a, n_nodes, 1, (void **)&byte);
+  if (st == TL_OK) st = tl_arena_alloc(a, n_nodes, 1, (void **)&cats);
   if (st == TL_OK) st = tl_arena_alloc_array(a, n_nodes, sizeof *depth, 16, (void **)&depth);
   if (st == TL_OK) st = tl_arena_alloc_array(a, n_nodes, sizeof *skip, 16, (void **)&skip);
+  if (st == TL_OK) st = tl_arena_alloc_array(a, n_nodes, sizeof *parent, 16, (void **)&parent);
   if (st == TL_OK) st = tl_arena_alloc_array(a, (size_t)n_nodes + 1, sizeof *tok_first, 16, (void **)&tok_first);
   if (st != TL_OK) return st;
   mark = tl_arena_mark_now(a);
@@ -86,6 +88,7 @@ tl_status tl_gvocab_build(tl_arena *a, uint32_t n_tokens, const uint8_t *const *
    * >= d (their subtrees end where it begins). */
   byte[0] = 0;
   depth[0] = 0;
+  parent[0] = 0;
   path[0] = 0;
   memset(open, 0, ((size_t)max_depth + 1) * sizeof *open);
   memset(tok_first, 0, ((size_t)n_nodes + 1) * sizeof *tok_first);
@@ -101,6 +104,7 @@ tl_status tl_gvocab_build(tl_arena *a, uint32_t n_tokens, const uint8_t *const *
         }
         byte[next] = bytes[t][d - 1];
         depth[next] = (uint16_t)d;
+        parent[next] = path[d - 1];
         path[d] = next;
         open[d] = next;
         next++;
@@ -112,6 +116,12 @@ tl_status tl_gvocab_build(tl_arena *a, uint32_t n_tokens, const uint8_t *const *
     skip[0] = n_nodes;
   }
   for (uint32_t i = 1; i <= n_nodes; i++) tok_first[i] += tok_first[i - 1];
+  /* subtree categories: children come after their parent in preorder */
+  memset(cats, 0, n_nodes);
+  for (uint32_t i = n_nodes - 1; i >= 1; i--) {
+    cats[i] |= tl_gvocab_category(byte[i]);
+    cats[parent[i]] |= cats[i];
+  }
   tl_arena_rewind(a, mark);
   /* ids are in trie order already (sorted strings end at nondecreasing
    * nodes), so they are the token list. */
@@ -121,6 +131,8 @@ tl_status tl_gvocab_build(tl_arena *a, uint32_t n_tokens, const uint8_t *const *
   v->byte = byte;
   v->depth = depth;
   v->skip = skip;
+  v->parent = parent;
+  v->cats = cats;
   v->tok_first = tok_first;
   v->toks = ids;
   *out = v;
