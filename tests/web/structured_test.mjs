@@ -13,7 +13,8 @@
 // the same constrained request (a small schema, seed 7, temperature 1)
 // typed into the page gives native's ids and receipt id on the scalar,
 // simd and threads lanes for the tiny golden artifact (its 346-token
-// vocabulary), and on the simd and threads lanes for the demo model
+// vocabulary; also with thinking on and a think budget of 3, the thought
+// shown apart and the JSON after it), and on the simd and threads lanes for the demo model
 // (Qwen3's 151,936-token vocabulary; build/demo's artifact, made as make
 // demo makes it when missing; not on the scalar lane, whose strict
 // numerics take ~0.3 s a token on it); and on the webgpu lane (SwiftShader
@@ -26,7 +27,8 @@
 // is unsupported_feature with native's message, under the box and, from
 // the loader in the page, a TinylmError with kind json_schema; a grammar
 // compiled once (compileGrammar) serves two replies with the same ids as
-// one compiled per reply, and once freed is stale_handle.
+// one compiled per reply, and once freed is stale_handle. A screenshot of
+// the page after the demo model's replies is left in WORKDIR/page.png.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -105,23 +107,29 @@ function makeSite(dir, site, models) {
 
 // Native `tinylm run --json` of the page's request on lane's numerics,
 // constrained by schema (a file path): its JSON document, or { error }.
-function nativeRun(model, lane, schemaFile) {
+// thinkBudget: thinking on (the chat template's enable_thinking), with
+// --think-budget.
+function nativeRun(model, lane, schemaFile, thinkBudget = null) {
   const conv = path.join(WORK, 'conv.json');
-  fs.writeFileSync(conv, JSON.stringify({ messages: [{ role: 'user', content: PROMPT }], enable_thinking: false }));
+  fs.writeFileSync(conv, JSON.stringify({ messages: [{ role: 'user', content: PROMPT }], enable_thinking: thinkBudget !== null }));
   const args = ['run', model, '--messages', conv, '--json', '-n', String(MAX_TOKENS), '--seed', String(SEED),
-    '--temperature', '1', '--json-schema', schemaFile, ...NATIVE_LANE[lane]];
+    '--temperature', '1', '--json-schema', schemaFile, ...NATIVE_LANE[lane],
+    ...(thinkBudget !== null ? ['--think-budget', String(thinkBudget)] : [])];
   const p = tinylm(args);
   const doc = JSON.parse(p.stdout || 'null');
   if (p.status !== 0 && !doc?.error) throw new Error(`tinylm ${args.join(' ')}: exit ${p.status}: ${p.stderr}`);
   return doc;
 }
 
-// ajv's verdict on a reply's text: null when it is an instance of SCHEMA,
-// else why not.
+// The answer of a reply: its text after any <think> block.
+const answer = (text) => text.replace(/^\s*<think>[\s\S]*?<\/think>\s*/, '');
+
+// ajv's verdict on a reply's answer: null when it is an instance of
+// SCHEMA, else why not.
 function invalid(text) {
   let v;
   try {
-    v = JSON.parse(text);
+    v = JSON.parse(answer(text));
   } catch (e) {
     return `not JSON: ${e.message}`;
   }
@@ -144,13 +152,14 @@ async function load(page, url, lane) {
 }
 
 // Types the request into the page (JSON Schema mode, the schema text,
-// thinking off, seed, temperature 1) and sends it on a new conversation:
-// what the page then shows and holds.
-async function send(page, schemaText) {
+// thinking off or on with a budget, seed, temperature 1) and sends it on
+// a new conversation: what the page then shows and holds.
+async function send(page, schemaText, thinkBudget = null) {
   await page.click('#clear');
   await page.selectOption('#output-mode', 'schema');
   await page.fill('#schema', schemaText);
-  await page.setChecked('#thinking', false);
+  await page.setChecked('#thinking', thinkBudget !== null);
+  await page.fill('#think-budget', thinkBudget !== null ? String(thinkBudget) : '');
   await page.fill('#temperature', '1');
   await page.fill('#top-k', '');
   await page.fill('#seed', String(SEED));
@@ -165,10 +174,12 @@ async function send(page, schemaText) {
     return {
       reply: reply === window.lastBefore ? null : reply,
       body: last?.querySelector('.body')?.textContent ?? null,
+      think: last?.querySelector('.think')?.hidden === false ? last.querySelector('.think').textContent : null,
       meta: last?.querySelector('.meta')?.textContent ?? '',
       json: last?.classList.contains('json') ?? false,
       error: document.getElementById('error').hidden ? '' : document.getElementById('error').textContent,
-      schemaError: document.getElementById('schema-error').hidden ? '' : document.getElementById('schema-error').textContent,
+      // What is seen: the box's text where it is rendered.
+      schemaError: document.getElementById('schema-error').checkVisibility() ? document.getElementById('schema-error').textContent : '',
     };
   });
 }
@@ -186,17 +197,21 @@ async function receiptGrammar(page, name) {
   return { ok: p.status === 0, id: doc?.root ?? null, grammar: sampler?.metadata?.grammar ?? null, stderr: p.stderr };
 }
 
-// One model on one lane through the page, against native.
-async function pageCase(page, label, url, model, lane, schemaFile) {
+// One model on one lane through the page, against native; thinkBudget:
+// thinking on with that budget.
+async function pageCase(page, label, url, model, lane, schemaFile, thinkBudget = null) {
   const since = Date.now();
-  const native = nativeRun(model, lane, schemaFile);
+  const native = nativeRun(model, lane, schemaFile, thinkBudget);
   check(`${label}: native run gives a reply ajv accepts (${native.ids?.length} tokens, stop ${native.stop})`,
     native.stop === 'eos' && invalid(native.text) === null, `${native.stop} ${invalid(native.text)} ${JSON.stringify(native.text)}`);
   let t = Date.now();
-  const got = await load(page, url, lane);
-  if (!check(`${label}: loads on the ${lane} lane (${took(t)})`, got.lane === lane, got.error || `lane ${got.lane}`)) return null;
+  // The thinking case follows the same model on the same lane: kept loaded.
+  if (thinkBudget === null) {
+    const got = await load(page, url, lane);
+    if (!check(`${label}: loads on the ${lane} lane (${took(t)})`, got.lane === lane, got.error || `lane ${got.lane}`)) return null;
+  }
   t = Date.now();
-  const shown = await send(page, SCHEMA_TEXT);
+  const shown = await send(page, SCHEMA_TEXT, thinkBudget);
   console.log(`note: ${label}: reply ${took(t)}, prefill ${shown.reply?.timings?.prefillUs} us, decode ${shown.reply?.timings?.decodeUs} us`);
   const r = shown.reply;
   if (!check(`${label}: the reply came`, !!r, shown.error)) return null;
@@ -207,7 +222,10 @@ async function pageCase(page, label, url, model, lane, schemaFile) {
     /^[0-9a-f]{64}$/.test(r.grammarDigest ?? '') && r.grammarDigest === native.grammar, `${r.grammarDigest} native ${native.grammar}`);
   check(`${label}: ajv accepts the reply`, invalid(r.text) === null, `${invalid(r.text)}: ${JSON.stringify(r.text)}`);
   let pretty = null;
-  try { pretty = JSON.stringify(JSON.parse(r.text), null, 2); } catch { /* not JSON: the check above failed */ }
+  try { pretty = JSON.stringify(JSON.parse(answer(r.text)), null, 2); } catch { /* not JSON: the check above failed */ }
+  if (thinkBudget !== null)
+    check(`${label}: the thought is shown apart (${JSON.stringify(shown.think?.slice(0, 24))}…), the answer below it`,
+      r.text.startsWith('<think>') && shown.think !== null && r.text.includes(shown.think) && !shown.body.includes('<think>'), JSON.stringify(shown));
   check(`${label}: shown pretty-printed, the digest beside the receipt id`,
     shown.json && shown.body === pretty && shown.meta.includes(`grammar ${r.grammarDigest.slice(0, 16)}`) &&
     shown.meta.includes(`receipt ${r.receiptId.slice(0, 16)}`), JSON.stringify(shown));
@@ -263,8 +281,21 @@ async function loaderChecks(page, schemaFile) {
   check(`loader: a freed grammar is stale_handle (${got.freed})`, /^stale_handle: /.test(got.freed), got.freed);
 }
 
-// The schema box: JSON checked as typed; the engine's refusal under it.
-async function schemaBoxChecks(page, schemaFile) {
+// The schema box: shown in JSON Schema mode only; JSON checked as typed;
+// the engine's refusal under it.
+async function schemaBoxChecks(page) {
+  const seen = async (mode) => {
+    await page.selectOption('#output-mode', mode);
+    return page.evaluate(() => ['schema-box', 'schema-error', 'think-budget'].map((id) => {
+      const el = document.getElementById(id);
+      return `${id} ${el.checkVisibility() ? 'shown' : 'not shown'}${el.disabled ? ' disabled' : ''}`;
+    }).join(', '));
+  };
+  const text = await seen('text'), json = await seen('json'), schema = await seen('schema');
+  check(`page: Reply as text: ${text}; JSON: ${json}; JSON Schema: ${schema}`,
+    text === 'schema-box not shown, schema-error not shown, think-budget shown disabled' &&
+    json === 'schema-box not shown, schema-error not shown, think-budget shown' &&
+    schema === 'schema-box shown, schema-error not shown, think-budget shown');
   const notJson = await send(page, '{"type": "object",');
   check(`page: a schema that is not JSON is shown under the box, nothing sent (${notJson.schemaError})`,
     notJson.reply === null && /not JSON/.test(notJson.schemaError) && /invalid_argument/.test(notJson.error), JSON.stringify(notJson));
@@ -276,7 +307,6 @@ async function schemaBoxChecks(page, schemaFile) {
     refused.error.includes('contentEncoding'), `${JSON.stringify(refused)} native ${JSON.stringify(nativeBad)}`);
   const fixed = await send(page, SCHEMA_TEXT);
   check('page: with the schema corrected the box is clear and the reply comes', !!fixed.reply && fixed.schemaError === '', JSON.stringify(fixed));
-  void schemaFile;
 }
 
 // The webgpu lane (SwiftShader here): the request on the tiny q8 artifact
@@ -363,7 +393,9 @@ async function main() {
     check('page: cross-origin isolated (the threads lane is offered)', await page.evaluate(() => crossOriginIsolated));
     for (const lane of ['scalar', 'simd', 'threads'])
       await pageCase(page, `tiny, ${lane}`, 'models/tiny.slm', TINY, lane, schemaFile);
-    await schemaBoxChecks(page, schemaFile);
+    // Thinking on: the thought free for the budget, then the schema.
+    await pageCase(page, 'tiny, threads, thinking with a budget of 3', 'models/tiny.slm', TINY, 'threads', schemaFile, 3);
+    await schemaBoxChecks(page);
     let last = null;
     for (const lane of ['simd', 'threads']) last = await pageCase(page, `demo, ${lane}`, 'models/demo.slm', demo, lane, schemaFile);
     if (last) {
@@ -372,6 +404,7 @@ async function main() {
         rec.ok && rec.id === last.receiptId && rec.grammar === last.grammarDigest, JSON.stringify(rec));
     }
     check('page: no script errors', errors.length === 0, errors.join('; '));
+    await page.screenshot({ path: path.join(WORK, 'page.png'), fullPage: true });
     const api = await browser.newPage();
     api.setDefaultTimeout(180000);
     await api.goto(`${server.url}/index.html`);
