@@ -174,6 +174,13 @@ tl_status tl_gmatcher_new(tl_arena *a, const tl_grammar *g, const tl_gvocab *v,
                           uint32_t options, tl_gmatcher **out);
 /* Back to the start state (the caches are kept). */
 void tl_gmatcher_reset(tl_gmatcher *m);
+/* Back to the start state for options, keeping the caches, now for g: the
+ * matcher's grammar or one whose lowered form is the same (equal digest:
+ * the same text compiled again, as a server does per request), whose
+ * memory the matcher uses from now on. TL_ERR_INVALID_ARGUMENT (nothing
+ * changed) for another grammar. What the caches hold depends on the
+ * lowered form alone, so masks stay exact. */
+tl_status tl_gmatcher_restart(tl_gmatcher *m, const tl_grammar *g, uint32_t options);
 
 /* The tokens whose bytes keep the text so far followed by them a prefix of
  * some sentence: bit id of allow[id / 64] (words: ceil(n_tokens / 64)).
