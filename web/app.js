@@ -46,9 +46,11 @@ class PageError extends Error {
     this.code = code;
   }
 }
+// A grammar refused by its reader (the schema box's): kind names the reader.
+const GRAMMAR_HINT = 'The schema uses something the engine does not enforce or cannot read (named above): it is refused, never ignored.';
 function errorText(e) {
   const code = e?.code || e?.name || 'error';
-  const hint = HINTS[code] ? `\n${HINTS[code]}` : '';
+  const hint = GRAMMAR_READERS.includes(e?.kind) ? `\n${GRAMMAR_HINT}` : HINTS[code] ? `\n${HINTS[code]}` : '';
   return `error: ${code}: ${e?.message ?? String(e)}${hint}`;
 }
 function showError(e) {

@@ -27,7 +27,8 @@
 // is unsupported_feature with native's message, under the box and, from
 // the loader in the page, a TinylmError with kind json_schema; a grammar
 // compiled once (compileGrammar) serves two replies with the same ids as
-// one compiled per reply, and once freed is stale_handle. A screenshot of
+// one compiled per reply, and once freed is stale_handle; a GBNF grammar
+// and a regex give native --grammar's and --regex's replies. A screenshot of
 // the page after the demo model's replies is left in WORKDIR/page.png.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -68,6 +69,9 @@ const SEED = 7;
 const MAX_TOKENS = 256;
 // A keyword the engine does not enforce (docs/structured.md): refused.
 const UNSUPPORTED = { type: 'string', contentEncoding: 'base64' };
+// The other two kinds of text, through the loader's grammar and regex.
+const GBNF = 'root ::= "answer: " [0-9] [0-9]? "."\n';
+const REGEX = '(apples|pears) x[1-9]';
 
 let TINYLM, WORK;
 const { check, counts } = checker();
@@ -108,12 +112,13 @@ function makeSite(dir, site, models) {
 // Native `tinylm run --json` of the page's request on lane's numerics,
 // constrained by schema (a file path): its JSON document, or { error }.
 // thinkBudget: thinking on (the chat template's enable_thinking), with
-// --think-budget.
+// --think-budget. schemaFile: a file for --json-schema, or the flags of
+// another grammar (['--regex', TEXT], ['--grammar', FILE]).
 function nativeRun(model, lane, schemaFile, thinkBudget = null) {
   const conv = path.join(WORK, 'conv.json');
   fs.writeFileSync(conv, JSON.stringify({ messages: [{ role: 'user', content: PROMPT }], enable_thinking: thinkBudget !== null }));
   const args = ['run', model, '--messages', conv, '--json', '-n', String(MAX_TOKENS), '--seed', String(SEED),
-    '--temperature', '1', '--json-schema', schemaFile, ...NATIVE_LANE[lane],
+    '--temperature', '1', ...(Array.isArray(schemaFile) ? schemaFile : ['--json-schema', schemaFile]), ...NATIVE_LANE[lane],
     ...(thinkBudget !== null ? ['--think-budget', String(thinkBudget)] : [])];
   const p = tinylm(args);
   const doc = JSON.parse(p.stdout || 'null');
@@ -237,9 +242,10 @@ async function pageCase(page, label, url, model, lane, schemaFile, thinkBudget =
 async function loaderChecks(page, schemaFile) {
   const since = Date.now();
   const badFile = path.join(WORK, 'unsupported.json');
-  fs.writeFileSync(badFile, JSON.stringify(UNSUPPORTED));
   const nativeBad = nativeRun(TINY, 'simd', badFile);
-  const got = await page.evaluate(async ({ schema, bad, prompt, seed, max }) => {
+  const gbnfFile = path.join(WORK, 'answer.gbnf');
+  fs.writeFileSync(gbnfFile, GBNF);
+  const got = await page.evaluate(async ({ schema, bad, prompt, seed, max, gbnf, regex }) => {
     const { loadModel, TinylmError } = await import('./tinylm.js');
     const m = await loadModel('models/tiny.slm', { lane: 'simd' });
     const out = { inWorker: !m.rt };
@@ -261,11 +267,13 @@ async function loaderChecks(page, schemaFile) {
     } catch (e) {
       out.freed = `${e.code}: ${e.detail}`;
     }
-    const pick = (r) => ({ ids: r.ids, receiptId: r.receiptId, grammarDigest: r.grammarDigest });
+    const pick = (r) => ({ ids: r.ids, receiptId: r.receiptId, grammarDigest: r.grammarDigest, text: r.text });
     Object.assign(out, { g, once: pick(once), a: pick(a), b: pick(b) });
+    out.gbnf = pick(await m.generate({ ...req, grammar: gbnf }));
+    out.regex = pick(await m.generate({ ...req, regex }));
     await m.dispose();
     return out;
-  }, { schema: SCHEMA, bad: UNSUPPORTED, prompt: PROMPT, seed: SEED, max: MAX_TOKENS });
+  }, { schema: SCHEMA, bad: UNSUPPORTED, prompt: PROMPT, seed: SEED, max: MAX_TOKENS, gbnf: GBNF, regex: REGEX });
   const bad = got.bad;
   check(`loader: an unsupported keyword is a TinylmError unsupported_feature, kind json_schema, with native's message (${took(since)})`,
     nativeBad.error === 'unsupported_feature' && bad?.typed && bad.code === nativeBad.error && bad.kind === 'json_schema' &&
@@ -279,6 +287,13 @@ async function loaderChecks(page, schemaFile) {
     got.g.kind === 'json_schema' && got.g.digest === native.grammar && same(got.a, got.once) && same(got.b, got.once),
     JSON.stringify({ g: got.g, a: got.a, b: got.b }));
   check(`loader: a freed grammar is stale_handle (${got.freed})`, /^stale_handle: /.test(got.freed), got.freed);
+  for (const [kind, flags] of [['gbnf', ['--grammar', gbnfFile]], ['regex', ['--regex', REGEX]]]) {
+    const n = nativeRun(TINY, 'simd', flags);
+    const r = got[kind];
+    check(`loader: a ${kind} grammar's reply (${JSON.stringify(r.text)}) equals native run ${flags[0]}'s, digest included`,
+      n.stop === 'eos' && same(r.ids, n.ids) && r.receiptId === n.receipt_id && r.grammarDigest === n.grammar,
+      `page ${JSON.stringify(r)} native ${JSON.stringify(n)}`);
+  }
 }
 
 // The schema box: shown in JSON Schema mode only; JSON checked as typed;
@@ -304,7 +319,7 @@ async function schemaBoxChecks(page) {
   const refused = await send(page, JSON.stringify(UNSUPPORTED, null, 2));
   check('page: an unsupported keyword: the engine\'s refusal naming it under the box and in the error line',
     refused.reply === null && refused.schemaError === `${nativeBad.error}: ${nativeBad.detail.slice(nativeBad.detail.indexOf(': ') + 2)}` &&
-    refused.error.includes('contentEncoding'), `${JSON.stringify(refused)} native ${JSON.stringify(nativeBad)}`);
+    refused.error.includes('contentEncoding') && refused.error.includes('refused, never ignored'), `${JSON.stringify(refused)} native ${JSON.stringify(nativeBad)}`);
   const fixed = await send(page, SCHEMA_TEXT);
   check('page: with the schema corrected the box is clear and the reply comes', !!fixed.reply && fixed.schemaError === '', JSON.stringify(fixed));
 }
@@ -373,6 +388,7 @@ async function main() {
   fs.mkdirSync(WORK, { recursive: true });
   const schemaFile = path.join(WORK, 'schema.json');
   fs.writeFileSync(schemaFile, SCHEMA_TEXT);
+  fs.writeFileSync(path.join(WORK, 'unsupported.json'), JSON.stringify(UNSUPPORTED));
   let since = Date.now();
   const demo = demoModel();
   console.log(`note: demo model ${path.relative(ROOT, demo)} (${took(since)})`);
