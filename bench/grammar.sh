@@ -3,8 +3,8 @@
 # sampler, on the same schemas, the same vocabulary (Qwen3's) and the same
 # token positions, in one run, one thread each.
 #
-# The corpus: bench/grammar/schemas/NAME.json (JSON Schema) with a valid
-# NAME.instance.json, and bench/grammar/gbnf/NAME.gbnf with NAME.instance.txt.
+# The corpus: bench/grammar/schemas/*.json (JSON Schema), each with a valid
+# *.instance.json beside it, and bench/grammar/gbnf/*.gbnf with *.instance.txt.
 # Each schema lists its required properties before its optional ones and
 # each instance keeps that order: tinylm keeps a schema's order, llama.cpp's
 # converter puts the required properties first, so only such schemas have

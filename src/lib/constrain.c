@@ -147,6 +147,7 @@ static void set_bit(uint64_t *w, uint32_t id) { w[id / 64] |= 1ull << (id % 64);
 
 tl_status tl_constraint_start(tl_constraint *c, const tl_grammar *g, const tl_grammar_vocab *v,
                               const tl_tokenizer *tok, void *region, size_t cap,
+                              tl_gmatcher **kept,
                               uint64_t *allow, size_t rows, const uint32_t *eos, size_t n_eos,
                               bool thinking, uint32_t budget) {
   memset(c, 0, sizeof *c);
@@ -161,9 +162,18 @@ tl_status tl_constraint_start(tl_constraint *c, const tl_grammar *g, const tl_gr
   c->n_eos = n_eos;
   c->phase = thinking ? TL_CONSTRAINT_OPEN : TL_CONSTRAINT_GRAMMAR;
   c->budget = budget ? budget : TL_THINK_BUDGET_DEFAULT;
-  tl_arena_init(&c->arena, region, cap);
-  c->start = tl_arena_mark_now(&c->arena);
-  return tl_gmatcher_new(&c->arena, g, v->trie, 0, &c->m);
+  if (*kept != NULL && tl_gmatcher_restart(*kept, g, 0) == TL_OK) {
+    c->m = *kept;
+  } else {
+    tl_arena arena;
+    tl_status st;
+    *kept = NULL;
+    tl_arena_init(&arena, region, cap);
+    st = tl_gmatcher_new(&arena, g, v->trie, 0, &c->m);
+    if (st != TL_OK) return st;
+    *kept = c->m;
+  }
+  return TL_OK;
 }
 
 /* Inside a thought: every id but EOS (the reply must still come), or
@@ -224,9 +234,8 @@ tl_status tl_constraint_advance(tl_constraint *c, uint32_t id) {
     }
     /* The grammar starts after the thought, with the newlines a model
      * writes there allowed first. */
-    tl_arena_rewind(&c->arena, c->start);
     c->phase = TL_CONSTRAINT_GRAMMAR;
-    return tl_gmatcher_new(&c->arena, c->g, c->v.trie, TL_GM_LEADING_NEWLINES, &c->m);
+    return tl_gmatcher_restart(c->m, c->g, TL_GM_LEADING_NEWLINES);
   }
   if (c->phase == TL_CONSTRAINT_OPEN && id == c->v.think_open) {
     c->phase = TL_CONSTRAINT_THINKING;

@@ -53,9 +53,7 @@ typedef enum tl_constraint_phase {
 typedef struct tl_constraint {
   const tl_grammar *g;
   tl_grammar_vocab v;
-  tl_arena arena; /* the matcher's region */
-  tl_arena_mark start;
-  tl_gmatcher *m;
+  tl_gmatcher *m; /* in the session's region, kept for its next turn */
   uint64_t *allow; /* words over the logits' rows */
   size_t words;
   size_t rows;
@@ -73,11 +71,15 @@ size_t tl_constraint_region_bytes(const tl_grammar *g, const tl_gvocab *v);
 /* Starts the constraint of one turn: g's matcher in region[0..cap) (at
  * least tl_constraint_region_bytes), the mask in allow (ceil(rows / 64)
  * words; rows: the logits' count, >= the vocabulary's), EOS ids eos.
- * thinking: the prompt leaves the reply open for a thought (the rule of
- * docs/structured.md, tl_constraint_thinking_open); budget 0: the
- * default. */
+ * *kept: the matcher an earlier turn left in the region (NULL: none); when
+ * it was made for a grammar of the same lowered form (the same schema
+ * again) it starts over with its caches warm, else a new one replaces it;
+ * either way *kept is this turn's. thinking: the prompt leaves the reply
+ * open for a thought (the rule of docs/structured.md,
+ * tl_constraint_thinking_open); budget 0: the default. */
 tl_status tl_constraint_start(tl_constraint *c, const tl_grammar *g, const tl_grammar_vocab *v,
                               const tl_tokenizer *tok, void *region, size_t cap,
+                              tl_gmatcher **kept,
                               uint64_t *allow, size_t rows, const uint32_t *eos, size_t n_eos,
                               bool thinking, uint32_t budget);
 

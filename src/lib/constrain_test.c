@@ -169,6 +169,7 @@ static void thinking_then_the_grammar(tl_test_ctx *t) {
   tl_grammar_vocab v;
   tl_constraint c;
   tl_arena ga;
+  tl_gmatcher *kept = NULL;
   const tl_grammar *g;
   size_t cap = 32u << 20, n = 0, bad = 0;
   uint8_t *mem = malloc(2 * cap);
@@ -190,7 +191,7 @@ static void thinking_then_the_grammar(tl_test_ctx *t) {
       n == 1)
     brace = ids[0];
   if (!TL_EXPECT(t, g != NULL && nl != UINT32_MAX && brace != UINT32_MAX) ||
-      !TL_EXPECT_OK(t, tl_constraint_start(&c, g, &v, m.tok, mem + cap, cap, allow, ROWS, EOS, 2,
+      !TL_EXPECT_OK(t, tl_constraint_start(&c, g, &v, m.tok, mem + cap, cap, &kept, allow, ROWS, EOS, 2,
                                            true, 3)))
     goto done;
   TL_EXPECT_OK(t, tl_constraint_mask(&c));
@@ -252,6 +253,7 @@ static void thinking_off_and_the_rule(tl_test_ctx *t) {
   tl_grammar_vocab v;
   tl_constraint c;
   tl_arena ga;
+  tl_gmatcher *kept = NULL;
   const tl_grammar *g;
   size_t cap = 32u << 20;
   uint8_t *mem = malloc(2 * cap);
@@ -270,11 +272,33 @@ static void thinking_off_and_the_rule(tl_test_ctx *t) {
   tl_arena_init(&ga, mem, cap);
   g = make_grammar(&ga, 0);
   if (TL_EXPECT(t, g != NULL) &&
-      TL_EXPECT_OK(t, tl_constraint_start(&c, g, &v, m.tok, mem + cap, cap, allow, ROWS, EOS, 2,
+      TL_EXPECT_OK(t, tl_constraint_start(&c, g, &v, m.tok, mem + cap, cap, &kept, allow, ROWS, EOS, 2,
                                           false, 0))) {
     TL_EXPECT_EQ_U64(t, c.budget, TL_THINK_BUDGET_DEFAULT);
     TL_EXPECT_OK(t, tl_constraint_mask(&c));
     TL_EXPECT(t, !bit(allow, v.think_open) && !bit(allow, 198)); /* 198: "\n" */
+  }
+  /* The next turn with the same grammar compiled again keeps the matcher
+   * and its caches (the start state's mask comes from the cache); another
+   * grammar gets a new matcher. */
+  {
+    tl_gmatcher_stats before, after;
+    const tl_grammar *again = make_grammar(&ga, 0), *other = make_grammar(&ga, 1);
+    tl_gmatcher *first = kept;
+    if (TL_EXPECT(t, again != NULL && other != NULL && first != NULL)) {
+      tl_gmatcher_get_stats(first, &before);
+      TL_EXPECT_OK(t, tl_constraint_start(&c, again, &v, m.tok, mem + cap, cap, &kept, allow, ROWS,
+                                          EOS, 2, false, 0));
+      TL_EXPECT(t, kept == first);
+      TL_EXPECT_OK(t, tl_constraint_mask(&c));
+      tl_gmatcher_get_stats(kept, &after);
+      TL_EXPECT_EQ_U64(t, after.mask_cache_hits, before.mask_cache_hits + 1);
+      TL_EXPECT(t, !bit(allow, v.think_open) && !bit(allow, 198));
+      TL_EXPECT_OK(t, tl_constraint_start(&c, other, &v, m.tok, mem + cap, cap, &kept, allow, ROWS,
+                                          EOS, 2, false, 0));
+      tl_gmatcher_get_stats(kept, &after);
+      TL_EXPECT_EQ_U64(t, after.masks, 0);
+    }
   }
   tl_native_model_close(&m);
   free(mem);

@@ -259,6 +259,7 @@ tl_status tl_session_open_slot(tl_session *slot, const tl_session *master, char 
   slot->slot = true;
   slot->grammar_mem = NULL; /* a slot constrains its own turns */
   slot->grammar_cap = 0;
+  slot->grammar_matcher = NULL;
   slot->allow = NULL;
   slot->arena_mem = cache_bytes <= SIZE_MAX ? malloc((size_t)cache_bytes) : NULL;
   slot->sampler_mem = malloc(master->plan.sampler);
@@ -286,6 +287,7 @@ tl_status tl_session_grammar_memory(tl_session *s, size_t bytes) {
   }
   if (s->grammar_cap < bytes) {
     free(s->grammar_mem);
+    s->grammar_matcher = NULL;
     s->grammar_mem = malloc(bytes);
     s->grammar_cap = s->grammar_mem != NULL ? bytes : 0;
     if (s->grammar_mem == NULL) return TL_ERR_OUT_OF_MEMORY;
@@ -299,6 +301,7 @@ void tl_session_close(tl_session *s) {
   s->grammar_mem = NULL;
   s->allow = NULL;
   s->grammar_cap = 0;
+  s->grammar_matcher = NULL;
   if (s->slot) {
     free(s->arena_mem);
     free(s->sampler_mem);

@@ -71,6 +71,7 @@ typedef struct tl_session {
    * needs more, kept for the next; outside the memory plan. */
   void *grammar_mem;
   size_t grammar_cap;
+  struct tl_gmatcher *grammar_matcher; /* the last constrained turn's, in grammar_mem */
   uint64_t *allow;
 } tl_session;
 

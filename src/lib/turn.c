@@ -205,6 +205,7 @@ static tl_status start_constraint(tl_session *s, const tl_turn_params *p, tl_con
   }
   thinking = tl_constraint_thinking_open(&v, p->mode, p->prompt_bytes, p->prompt_len);
   st = tl_constraint_start(con, p->grammar, &v, s->model.tok, s->grammar_mem, s->grammar_cap,
+                           &s->grammar_matcher,
                            s->allow, s->qwen.cfg.vocab, s->eos, s->n_eos, thinking,
                            p->think_budget);
   if (st != TL_OK) {

@@ -18,11 +18,11 @@
 
 #include "cli.h"
 #include "clock.h"
+#include "constrain.h"
 #include "encoder.h"
 #include "file.h"
 #include "grammar/grammar.h"
 #include "model.h"
-#include "tok/tok_internal.h"
 
 static const char usage_text[] =
     "usage: tinylm bench --grammar FILE... --tokenizer ARTIFACT.slm [-r N]\n"
@@ -35,9 +35,8 @@ static const char usage_text[] =
     "  --matcher-mb N     the matcher's memory, MiB (default 64; at least its minimum)\n"
     "  --json             one JSON object (with each instance's token ids)\n";
 
-/* Memory for one compiled grammar, and for the vocabulary's trie. */
+/* Memory for one compiled grammar. */
 #define GRAMMAR_ARENA (64u << 20)
-#define VOCAB_ARENA (256u << 20)
 
 typedef struct stats {
   double mean, p50, p99, worst;
@@ -88,29 +87,6 @@ static bool add(samples *s, double x) {
   }
   s->v[s->n++] = x;
   return true;
-}
-
-/* The vocabulary as the matcher sees it: every token's bytes, none for the
- * special added tokens (EOS, <|im_start|>, ...), which the caller of a
- * mask decides apart. */
-static tl_status build_vocab(const tl_tokenizer *tok, tl_arena *a, const tl_gvocab **out) {
-  uint32_t n = tl_tok_vocab_size(tok);
-  const uint8_t **bytes = malloc(n * sizeof *bytes);
-  uint32_t *lens = malloc(n * sizeof *lens);
-  tl_status st = bytes && lens ? TL_OK : TL_ERR_OUT_OF_MEMORY;
-  for (uint32_t id = 0; st == TL_OK && id < n; id++) {
-    size_t len;
-    st = tl_tok_token_bytes(tok, id, &bytes[id], &len);
-    lens[id] = (uint32_t)len;
-    if (tl_tok_is_added(tok, id) && (tl_tok_added_find(tok, id)->flags & TL_TOK_ADDED_SPECIAL)) {
-      bytes[id] = NULL;
-      lens[id] = 0;
-    }
-  }
-  if (st == TL_OK) st = tl_gvocab_build(a, n, bytes, lens, out);
-  free(bytes);
-  free(lens);
-  return st;
 }
 
 /* One grammar's figures. */
@@ -338,11 +314,13 @@ int tl_cmd_bench_grammar(int argc, char **argv) {
   tl_native_model tm;
   tl_encoder enc = {0};
   char err[1024];
-  void *vmem = NULL, *gmem = NULL, *mmem = NULL;
+  void *gmem = NULL, *mmem = NULL;
+  tl_grammar_vocab_cell *cell = NULL;
+  tl_grammar_vocab gv;
   result *res = NULL;
   samples all_cold = {0}, all_warm = {0}, all_accept = {0}, all_compile = {0};
   const tl_gvocab *v;
-  tl_arena va, ga;
+  tl_arena ga;
   tl_status st;
   if (files == NULL) return tl_cli_fail(json, TL_ERR_OUT_OF_MEMORY, "out of memory");
   for (int i = 1; i < argc; i++)
@@ -388,19 +366,20 @@ int tl_cmd_bench_grammar(int argc, char **argv) {
     return tl_cli_fail(json, st, "%s", err);
   }
   enc.tok = tm.tok;
-  vmem = malloc(VOCAB_ARENA);
+  cell = tl_grammar_vocab_cell_new();
   gmem = malloc(GRAMMAR_ARENA);
   mmem = malloc((size_t)matcher_mb << 20);
   res = calloc(n_files, sizeof *res);
-  if (vmem == NULL || gmem == NULL || mmem == NULL || res == NULL) {
+  if (cell == NULL || gmem == NULL || mmem == NULL || res == NULL) {
     rc = tl_cli_fail(json, TL_ERR_OUT_OF_MEMORY, "out of memory");
     goto done;
   }
-  tl_arena_init(&va, vmem, VOCAB_ARENA);
   tl_arena_init(&ga, gmem, GRAMMAR_ARENA);
+  /* the trie run and serve use: special tokens never in a mask */
   double t0 = tl_now_s();
-  st = build_vocab(tm.tok, &va, &v);
+  st = tl_grammar_vocab_get(cell, tm.tok, &gv);
   double t_vocab = tl_now_s() - t0;
+  v = gv.trie;
   if (st != TL_OK) {
     rc = tl_cli_fail(json, st, "%s: the vocabulary trie: %s", tok_path, tl_status_name(st));
     goto done;
@@ -423,7 +402,6 @@ int tl_cmd_bench_grammar(int argc, char **argv) {
       json_object_set_new(o, "tokenizer", json_string(tok_path));
       json_object_set_new(o, "vocab_tokens", json_integer(tl_gvocab_tokens(v)));
       json_object_set_new(o, "vocab_build_seconds", json_real(t_vocab));
-      json_object_set_new(o, "vocab_bytes", json_integer((json_int_t)va.used));
       json_object_set_new(o, "compile_repetitions", json_integer(reps));
       json_object_set_new(o, "grammars", list);
       json_object_set_new(o, "grammars_ok", json_integer((json_int_t)ok));
@@ -435,8 +413,8 @@ int tl_cmd_bench_grammar(int argc, char **argv) {
       fputc('\n', stdout);
       json_decref(o);
     } else {
-      printf("over %zu of %zu grammars (vocabulary %u tokens, trie built in %.2f s, %.1f MB):\n",
-             ok, n_files, tl_gvocab_tokens(v), t_vocab, va.used / 1e6);
+      printf("over %zu of %zu grammars (vocabulary %u tokens, trie built in %.2f s):\n", ok,
+             n_files, tl_gvocab_tokens(v), t_vocab);
       stats_print("compile", sm);
       stats_print("cold", sc);
       stats_print("warm", sw);
@@ -451,7 +429,7 @@ done:
   free(all_warm.v);
   free(all_accept.v);
   free(all_compile.v);
-  free(vmem);
+  tl_grammar_vocab_cell_free(cell);
   free(gmem);
   free(mmem);
   free(files);

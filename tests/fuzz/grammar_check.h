@@ -106,8 +106,9 @@ static tl_status gc_read(grammar_reader read, uint8_t *mem, size_t fail_k, const
 }
 
 static void gc_check_refusal(tl_status st, const tl_gerror *e, const tl_grammar *g, size_t size) {
+  /* grammar.h's statuses, and TL_ERR_INVALID_UTF8 for text that is not UTF-8 */
   CHECK(st == TL_ERR_INVALID_ARGUMENT || st == TL_ERR_UNSUPPORTED_FEATURE ||
-        st == TL_ERR_BOUNDS || st == TL_ERR_OUT_OF_MEMORY);
+        st == TL_ERR_BOUNDS || st == TL_ERR_OUT_OF_MEMORY || st == TL_ERR_INVALID_UTF8);
   CHECK(e->status == st && g == NULL);
   CHECK(memchr(e->message, '\0', sizeof e->message) != NULL && e->message[0] != '\0');
   CHECK(e->offset <= size);

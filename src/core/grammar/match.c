@@ -426,6 +426,23 @@ tl_status tl_gmatcher_new(tl_arena *a, const tl_grammar *g, const tl_gvocab *v,
   return TL_OK;
 }
 
+/* Two grammars whose lowered forms are equal (the digest covers every
+ * rule; the leading-newlines start is built the same way for both). */
+static bool same_lowered(const tl_grammar *a, const tl_grammar *b) {
+  return a->n_rules == b->n_rules && a->n_elems == b->n_elems && a->n_sets == b->n_sets &&
+         a->root_lead == b->root_lead && memcmp(a->digest, b->digest, 32) == 0;
+}
+
+tl_status tl_gmatcher_restart(tl_gmatcher *m, const tl_grammar *g, uint32_t options) {
+  if (m == NULL || g == NULL || (options & ~(uint32_t)TL_GM_LEADING_NEWLINES) != 0 ||
+      !same_lowered(m->g, g))
+    return TL_ERR_INVALID_ARGUMENT;
+  m->g = g;
+  m->options = options;
+  tl_gmatcher_reset(m);
+  return TL_OK;
+}
+
 void tl_gmatcher_reset(tl_gmatcher *m) {
   int32_t s = start_state(m);
   if (s == T_FULL && flush(m) == TL_OK) s = start_state(m);

@@ -358,7 +358,22 @@ static void masks_equal_the_recognizer_on_random_grammars(tl_test_ctx *t) {
   TL_EXPECT(t, compiled > 100 && refused > 0 && steps > 300);
 }
 
-/* A hand-written case: the mask, EOS, refusal, reset. */
+static tl_status compile_one(tl_arena *a, tl_gexpr (*make)(tl_gbuilder *, uint32_t),
+                             const tl_grammar **g, tl_gerror *err);
+static tl_gexpr ab_as_literal(tl_gbuilder *b, uint32_t root);
+
+/* root ::= "ab" | "a" "c"* */
+static tl_gexpr ab_or_a_c_star(tl_gbuilder *b, uint32_t root) {
+  tl_gexpr e[2], s[2];
+  (void)root;
+  e[0] = tl_gb_literal(b, (const uint8_t *)"ab", 2);
+  s[0] = tl_gb_literal(b, (const uint8_t *)"a", 1);
+  s[1] = tl_gb_repeat(b, tl_gb_literal(b, (const uint8_t *)"c", 1), 0, TL_GB_UNBOUNDED);
+  e[1] = tl_gb_seq(b, s, 2);
+  return tl_gb_alt(b, e, 2);
+}
+
+/* A hand-written case: the mask, EOS, refusal, reset, restart. */
 static void a_small_grammar_masks_as_specified(tl_test_ctx *t) {
   tl_arena a;
   tl_gbuilder *b;
@@ -400,6 +415,18 @@ static void a_small_grammar_masks_as_specified(tl_test_ctx *t) {
   TL_EXPECT(t, tl_gmatcher_finished(m) && tl_gmatcher_accepting(m));
   tl_gmatcher_reset(m);
   TL_EXPECT(t, !tl_gmatcher_accepting(m));
+  /* a restart takes the same grammar compiled again, and no other */
+  {
+    const tl_grammar *same, *other;
+    tl_gerror err2 = {0};
+    TL_EXPECT_OK(t, compile_one(&a, ab_or_a_c_star, &same, &err2));
+    TL_EXPECT_OK(t, compile_one(&a, ab_as_literal, &other, &err2));
+    TL_EXPECT_OK(t, tl_gmatcher_restart(m, same, TL_GM_LEADING_NEWLINES));
+    TL_EXPECT_OK(t, tl_gmatcher_accept(m, (const uint8_t *)"\na", 2));
+    TL_EXPECT(t, tl_gmatcher_accepting(m));
+    TL_EXPECT_STATUS(t, tl_gmatcher_restart(m, other, 0), TL_ERR_INVALID_ARGUMENT);
+    TL_EXPECT(t, tl_gmatcher_accepting(m)); /* unchanged */
+  }
 }
 
 static tl_status compile_one(tl_arena *a, tl_gexpr (*make)(tl_gbuilder *, uint32_t),

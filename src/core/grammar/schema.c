@@ -16,6 +16,11 @@ void sc_fail(sc *c, tl_status st, const char *what, const char *name) {
   bool fresh = c->err->status == TL_OK;
   if (c->failed) return;
   c->failed = true;
+  /* the builder failed first (out of memory, a limit): that is the error */
+  if (tl_gb_error(c->b)->status != TL_OK) {
+    if (fresh) *c->err = *tl_gb_error(c->b);
+    return;
+  }
   tl_gerror_set(c->err, st, 0, "json schema: ", what, NULL);
   if (fresh) {
     if (name != NULL) {
