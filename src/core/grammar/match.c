@@ -480,34 +480,46 @@ static uint8_t loops(tl_gmatcher *m, uint32_t s) {
  * undecided list instead (its subtree is skipped). T_FULL when a table
  * filled up on the way. */
 static int32_t walk_range(tl_gmatcher *m, uint32_t lo, uint32_t hi, uint64_t *allow, bool top) {
-  const tl_gvocab *v = m->v;
+  /* The tables in locals: the loop is the mask's hot path, and stores
+   * through walk could otherwise alias every one of them. */
+  const uint8_t *const byte = m->v->byte, *const cats = m->v->cats;
+  const uint16_t *const depth = m->v->depth;
+  const uint32_t *const skip = m->v->skip, *const tok_first = m->v->tok_first;
+  const uint32_t *const toks = m->v->toks;
+  const int32_t *const trans = m->trans;
+  const uint16_t *const state_loop = m->state_loop;
+  uint32_t *const walk = m->walk;
   uint32_t i = lo;
   uint64_t visited = 0;
   while (i < hi) {
-    uint32_t from = m->walk[v->depth[i] - 1];
-    int32_t t = m->trans[(size_t)from * 256 + v->byte[i]];
-    uint8_t loop;
+    uint32_t d = depth[i], from = walk[d - 1];
+    int32_t t = trans[(size_t)from * 256 + byte[i]];
+    uint32_t loop;
     visited++;
-    if (t == T_UNKNOWN) t = step(m, from, v->byte[i]);
-    if (t == T_FULL) return T_FULL;
-    if (t == T_DEAD) {
-      i = v->skip[i];
-      continue;
+    if (t < 0) {
+      if (t == T_UNKNOWN) t = step(m, from, byte[i]);
+      if (t == T_FULL) return T_FULL;
+      if (t == T_DEAD) {
+        i = skip[i];
+        continue;
+      }
     }
     if (top && (m->state_flags[t] & F_ESCAPED)) {
       if (m->unc_used >= m->unc_cap) return T_FULL;
       m->unc[m->unc_used++] = i;
-      i = v->skip[i];
+      i = skip[i];
       continue;
     }
-    loop = m->state_loop[t] != 0 ? (uint8_t)m->state_loop[t] : loops(m, (uint32_t)t);
-    if ((v->cats[i] & ~loop) == 0) { /* the whole subtree stays in t */
-      mark_tokens(v, i, v->skip[i], allow);
-      i = v->skip[i];
+    loop = state_loop[t];
+    if (loop == 0) loop = loops(m, (uint32_t)t);
+    if ((cats[i] & ~loop & 0xFFu) == 0) { /* the whole subtree stays in t */
+      mark_tokens(m->v, i, skip[i], allow);
+      i = skip[i];
       continue;
     }
-    m->walk[v->depth[i]] = (uint32_t)t;
-    mark_tokens(v, i, i + 1, allow);
+    walk[d] = (uint32_t)t;
+    for (uint32_t k = tok_first[i], end = tok_first[i + 1]; k < end; k++)
+      allow[toks[k] >> 6] |= 1ull << (toks[k] & 63);
     i++;
   }
   m->stats.trie_nodes_visited += visited;
@@ -582,10 +594,9 @@ static void forget_masks(tl_gmatcher *m) {
   m->masks_used = 0;
 }
 
-/* The mask of the current state into allow (not cached). */
-static int32_t compute_mask(tl_gmatcher *m, uint64_t *allow) {
+/* The mask of state s into allow, not cached (its top's walk is). */
+static int32_t mask_of(tl_gmatcher *m, uint32_t s, uint64_t *allow) {
   const tl_gvocab *v = m->v;
-  uint32_t s = m->cur;
   int32_t top = top_of(m, s);
   if (top < 0) return top;
   if ((uint32_t)top == s) {
@@ -618,6 +629,83 @@ static int32_t compute_mask(tl_gmatcher *m, uint64_t *allow) {
     if (walk_range(m, u + 1, v->skip[u], allow, false) < 0) return T_FULL;
   }
   return 0;
+}
+
+/* State s with every frame in a long countdown rule moved to the same
+ * place in its chain's shorter copy (grammar_internal.h, TL_GCANON_BYTES):
+ * the two allow the same short tokens, and the image is shared by every
+ * count past the bound. Returns s when nothing moves. */
+static int32_t canon_of(tl_gmatcher *m, uint32_t s) {
+  const uint32_t *canon = m->g->canon;
+  uint32_t n = m->state_count[s], first = m->state_first[s];
+  bool moved = false;
+  if (canon == NULL) return (int32_t)s;
+  for (uint32_t i = 0; i < n && !moved; i++)
+    for (uint32_t k = m->pool[first + i]; k != 0 && !moved; k = m->node_below[k])
+      moved = canon[m->node_pos[k]] != m->node_pos[k];
+  if (!moved) return (int32_t)s;
+  begin_closure(m);
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t len = 0, below = 0;
+    for (uint32_t k = m->pool[first + i]; k != 0; k = m->node_below[k]) {
+      if (len >= m->work_cap) return T_FULL;
+      m->work_pos[len++] = canon[m->node_pos[k]];
+    }
+    while (len > 0) {
+      below = intern_node(m, m->work_pos[--len], below);
+      if (below == 0) return T_FULL;
+    }
+    m->result[m->n_result++] = below;
+  }
+  m->result_flags = m->state_flags[s];
+  return intern_result(m);
+}
+
+/* The tokens of more than TL_GCANON_BYTES bytes that state s allows: a
+ * walk of the subtrees that hold such tokens. */
+static int32_t walk_long_tokens(tl_gmatcher *m, uint32_t s, uint64_t *allow) {
+  const tl_gvocab *v = m->v;
+  uint32_t i = 1;
+  m->walk[0] = s;
+  while (i < v->n_nodes) {
+    uint32_t from;
+    int32_t t;
+    if (v->sub_depth[i] <= TL_GCANON_BYTES) { /* nothing long below */
+      i = v->skip[i];
+      continue;
+    }
+    from = m->walk[v->depth[i] - 1];
+    t = step(m, from, v->byte[i]);
+    if (t == T_FULL) return T_FULL;
+    if (t == T_DEAD) {
+      i = v->skip[i];
+      continue;
+    }
+    m->walk[v->depth[i]] = (uint32_t)t;
+    if (v->depth[i] > TL_GCANON_BYTES) mark_tokens(v, i, i + 1, allow);
+    i++;
+  }
+  return 0;
+}
+
+/* The mask of the current state into allow (not cached). A state inside a
+ * long bounded repetition takes its short tokens from its canonical image
+ * (whose mask is cached like any state's) and walks only for long ones. */
+static int32_t compute_mask(tl_gmatcher *m, uint64_t *allow) {
+  uint32_t s = m->cur;
+  int32_t image = canon_of(m, s);
+  const uint64_t *shorts = m->v->short_tokens;
+  if (image < 0) return image;
+  if ((uint32_t)image == s) return mask_of(m, s, allow);
+  if (m->state_mask[image] == NULL) {
+    int32_t r = mask_of(m, (uint32_t)image, allow);
+    if (r < 0) return r;
+    if (m->masks_used == m->mask_slots) forget_masks(m);
+    m->state_mask[image] = m->mask_store + (size_t)m->masks_used++ * m->mask_words;
+    memcpy(m->state_mask[image], allow, (size_t)m->mask_words * 8);
+  }
+  for (uint32_t w = 0; w < m->mask_words; w++) allow[w] = m->state_mask[image][w] & shorts[w];
+  return walk_long_tokens(m, s, allow);
 }
 
 tl_status tl_gmatcher_mask(tl_gmatcher *m, uint64_t *allow, bool *eos_allowed) {

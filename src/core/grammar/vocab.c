@@ -45,6 +45,8 @@ tl_status tl_gvocab_build(tl_arena *a, uint32_t n_tokens, const uint8_t *const *
   uint32_t *ids, *tmp, *path, *open;
   uint32_t n_ids = 0, n_nodes = 1, max_depth = 0;
   uint8_t *byte, *cats;
+  uint16_t *sub_depth;
+  uint64_t *short_tokens;
   uint16_t *depth;
   uint32_t *skip, *parent, *tok_first;
   tl_arena_mark mark;
@@ -74,6 +76,9 @@ tl_status tl_gvocab_build(tl_arena *a, uint32_t n_tokens, const uint8_t *const *
   }
   st = tl_arena_alloc(a, n_nodes, 1, (void **)&byte);
   if (st == TL_OK) st = tl_arena_alloc(a, n_nodes, 1, (void **)&cats);
+  if (st == TL_OK) st = tl_arena_alloc_array(a, n_nodes, sizeof *sub_depth, 16, (void **)&sub_depth);
+  if (st == TL_OK)
+    st = tl_arena_alloc_array(a, ((size_t)n_tokens + 63) / 64, 8, 16, (void **)&short_tokens);
   if (st == TL_OK) st = tl_arena_alloc_array(a, n_nodes, sizeof *depth, 16, (void **)&depth);
   if (st == TL_OK) st = tl_arena_alloc_array(a, n_nodes, sizeof *skip, 16, (void **)&skip);
   if (st == TL_OK) st = tl_arena_alloc_array(a, n_nodes, sizeof *parent, 16, (void **)&parent);
@@ -118,10 +123,15 @@ tl_status tl_gvocab_build(tl_arena *a, uint32_t n_tokens, const uint8_t *const *
   for (uint32_t i = 1; i <= n_nodes; i++) tok_first[i] += tok_first[i - 1];
   /* subtree categories: children come after their parent in preorder */
   memset(cats, 0, n_nodes);
+  memcpy(sub_depth, depth, (size_t)n_nodes * sizeof *depth);
   for (uint32_t i = n_nodes - 1; i >= 1; i--) {
     cats[i] |= tl_gvocab_category(byte[i]);
     cats[parent[i]] |= cats[i];
+    if (sub_depth[i] > sub_depth[parent[i]]) sub_depth[parent[i]] = sub_depth[i];
   }
+  memset(short_tokens, 0, ((size_t)n_tokens + 63) / 64 * 8);
+  for (uint32_t i = 0; i < n_ids; i++)
+    if (lens[ids[i]] <= TL_GCANON_BYTES) short_tokens[ids[i] / 64] |= 1ull << (ids[i] % 64);
   tl_arena_rewind(a, mark);
   /* ids are in trie order already (sorted strings end at nondecreasing
    * nodes), so they are the token list. */
@@ -133,6 +143,8 @@ tl_status tl_gvocab_build(tl_arena *a, uint32_t n_tokens, const uint8_t *const *
   v->skip = skip;
   v->parent = parent;
   v->cats = cats;
+  v->sub_depth = sub_depth;
+  v->short_tokens = short_tokens;
   v->tok_first = tok_first;
   v->toks = ids;
   *out = v;

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "grammar/grammar.h"
+#include "grammar/grammar_internal.h"
 
 /* Longest token byte string the trie takes. */
 #define TL_GVOCAB_MAX_TOKEN 65535u
@@ -37,6 +38,10 @@ struct tl_gvocab {
   const uint32_t *skip;
   const uint32_t *parent;
   const uint8_t *cats; /* the byte categories (tl_gvocab_category) in the subtree */
+  const uint16_t *sub_depth; /* the deepest node in the subtree */
+  /* Tokens of at most TL_GCANON_BYTES bytes (grammar_internal.h), one bit
+   * per id as in a mask. */
+  const uint64_t *short_tokens;
   const uint32_t *tok_first; /* n_nodes + 1 */
   const uint32_t *toks;
 };
