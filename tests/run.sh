@@ -143,6 +143,10 @@ run_stage tmpl-random /usr/bin/python3 tools/oracle/tmpl_random.py build/gcc/tin
 # The JSON-Schema-Test-Suite's instances through the token mask with the
 # real tokenizer (tests/grammar/suite; ~10 s).
 run_stage grammar-schema-suite node tests/grammar/schema_suite.mjs build/gcc/tinylm "$TOK_SLM"
+# The regex reader against node's RegExp (u flag), whole match and
+# JSON Schema's search, through the real tokenizer (~7 s).
+run_stage grammar-regex-diff node tests/grammar/regex_diff.mjs build/gcc/tinylm "$TOK_SLM" \
+  build/test-work/grammar-regex-diff
 run_stage harness-self-test tests/harness/exit_status_test.sh build/gcc/tinylm "$TOK_SLM"
 run_stage tiny-tokenizer-fixture /usr/bin/python3 tools/make_tiny_tokenizer.py --check
 run_stage slm-inspector /usr/bin/python3 tools/slm_inspect_test.py

@@ -361,6 +361,8 @@ void tl_gb_fail(tl_gbuilder *b, const tl_gerror *err) {
 
 const tl_gerror *tl_gb_error(const tl_gbuilder *b) { return &b->err; }
 
+tl_arena *tl_gb_arena(tl_gbuilder *b) { return b->a; }
+
 /* ---- lowering ---- */
 
 static uint32_t set_hash(const uint8_t set[32]) {

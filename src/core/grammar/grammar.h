@@ -92,6 +92,9 @@ uint32_t tl_gb_rule(tl_gbuilder *b, const char *name, size_t len);
 tl_gexpr tl_gb_ref(tl_gbuilder *b, uint32_t rule);
 /* Gives the rule its body; a second definition is an error naming it. */
 void tl_gb_define(tl_gbuilder *b, uint32_t rule, tl_gexpr body);
+/* The arena the builder lives in: readers keep their working state there
+ * (a JSON Schema's merged subschemas), released with the builder. */
+tl_arena *tl_gb_arena(tl_gbuilder *b);
 /* Records a reader's own error (the first error wins); later constructors
  * return TL_GEXPR_NONE. */
 void tl_gb_fail(tl_gbuilder *b, const tl_gerror *err);

@@ -149,12 +149,33 @@ static bool in_list(const tl_json_member *m, const char *const *list, size_t n) 
   return false;
 }
 
-static bool is_annotation(const tl_json_member *m) {
+bool sc_is_annotation(const tl_json_member *m) {
   return in_list(m, annotations, sizeof annotations / sizeof annotations[0]);
 }
 
-static const tl_json_value *get(const tl_json_value *s, const char *k) {
-  return tl_json_get(s, k, strlen(k));
+const tl_json_value *sc_get(const tl_json_value *s, const char *k) {
+  return s->type == TL_JSON_OBJECT ? tl_json_get(s, k, strlen(k)) : NULL;
+}
+
+static const tl_json_value *get(const tl_json_value *s, const char *k) { return sc_get(s, k); }
+
+bool sc_check_keywords(sc *c, const tl_json_value *s) {
+  for (size_t i = 0; i < s->u.obj.n; i++) {
+    const tl_json_member *m = &s->u.obj.members[i];
+    if (sc_is_annotation(m)) continue;
+    if (!in_list(m, enforced, sizeof enforced / sizeof enforced[0])) {
+      fail_kw(c, TL_ERR_UNSUPPORTED_FEATURE, "unsupported JSON Schema keyword", m->key,
+              m->key_len);
+      return false;
+    }
+    /* A base URI: only the root's (which changes nothing local refs see). */
+    if (key_is(m, "$id") && s != c->root) {
+      sc_fail(c, TL_ERR_UNSUPPORTED_FEATURE,
+              "'$id' below the root (it would rebase the $refs under it)", NULL);
+      return false;
+    }
+  }
+  return true;
 }
 
 /* A non-negative integer keyword's value (absent: dflt). */
@@ -639,6 +660,32 @@ static bool values_disjoint(const tl_json_value *a, const tl_json_value *b) {
   return true;
 }
 
+static bool in_required(const tl_json_value *req, const tl_json_value *name) {
+  for (size_t i = 0; req != NULL && req->type == TL_JSON_ARRAY && i < req->u.arr.n; i++)
+    if (sc_json_equal(&req->u.arr.items[i], name)) return true;
+  return false;
+}
+
+/* Two object-only branches that both require a property whose enum/const
+ * values share nothing (a discriminator: "kind": {"const": "a"}). */
+static bool discriminated(sc *c, const tl_json_value *a, const tl_json_value *b) {
+  const tl_json_value *ra = get(a, "required"), *rb = get(b, "required");
+  const tl_json_value *pa = get(a, "properties"), *pb = get(b, "properties");
+  if ((kinds(c, a, 0) | kinds(c, b, 0)) != T_OBJ || ra == NULL || ra->type != TL_JSON_ARRAY ||
+      pa == NULL || pb == NULL || pa->type != TL_JSON_OBJECT || pb->type != TL_JSON_OBJECT)
+    return false;
+  for (size_t i = 0; i < ra->u.arr.n; i++) {
+    const tl_json_value *name = &ra->u.arr.items[i], *va, *vb;
+    if (name->type != TL_JSON_STRING || !in_required(rb, name)) continue;
+    va = tl_json_get(pa, name->u.str.ptr, name->u.str.len);
+    vb = tl_json_get(pb, name->u.str.ptr, name->u.str.len);
+    if (va != NULL && vb != NULL && va->type == TL_JSON_OBJECT && vb->type == TL_JSON_OBJECT &&
+        values_disjoint(va, vb))
+      return true;
+  }
+  return false;
+}
+
 static tl_gexpr compile_anyof(sc *c, const tl_json_value *list, const char *kw, bool one) {
   tl_gexpr acc = TL_GEXPR_NONE;
   if (list->type != TL_JSON_ARRAY || list->u.arr.n == 0) {
@@ -651,12 +698,12 @@ static tl_gexpr compile_anyof(sc *c, const tl_json_value *list, const char *kw, 
       const tl_json_value *bk = &list->u.arr.items[k];
       bool disjoint = (kinds(c, bi, 0) & kinds(c, bk, 0)) == 0 ||
                       (bi->type == TL_JSON_OBJECT && bk->type == TL_JSON_OBJECT &&
-                       values_disjoint(bi, bk));
+                       (values_disjoint(bi, bk) || discriminated(c, bi, bk)));
       if (!disjoint) {
         size_t old = path_push(c, kw, strlen(kw));
         sc_fail(c, TL_ERR_UNSUPPORTED_FEATURE,
                 "oneOf whose branches may overlap (enforced only when their types or "
-                "enum/const values are disjoint)", NULL);
+                "enum/const values are disjoint, or a required property's are)", NULL);
         path_pop(c, old);
         return TL_GEXPR_NONE;
       }
@@ -665,40 +712,6 @@ static tl_gexpr compile_anyof(sc *c, const tl_json_value *list, const char *kw, 
                                : alt2(c, acc, compile_at(c, bi, kw, (long)i));
   }
   return acc;
-}
-
-/* A schema that constrains nothing: true, or an object of annotations. */
-static bool trivially_true(const tl_json_value *s) {
-  if (s->type == TL_JSON_BOOL) return s->u.b;
-  if (s->type != TL_JSON_OBJECT) return false;
-  for (size_t i = 0; i < s->u.obj.n; i++)
-    if (!is_annotation(&s->u.obj.members[i])) return false;
-  return true;
-}
-
-/* allOf is exact only when at most one member constrains anything. */
-static tl_gexpr compile_allof(sc *c, const tl_json_value *list) {
-  const tl_json_value *only = NULL;
-  long at = -1;
-  if (list->type != TL_JSON_ARRAY || list->u.arr.n == 0) {
-    sc_fail(c, TL_ERR_INVALID_ARGUMENT, "must be a non-empty array of schemas:", "allOf");
-    return TL_GEXPR_NONE;
-  }
-  for (size_t i = 0; i < list->u.arr.n; i++) {
-    const tl_json_value *m = &list->u.arr.items[i];
-    if (m->type == TL_JSON_BOOL && !m->u.b) return sc_never(c);
-    if (trivially_true(m)) continue;
-    if (only != NULL) {
-      size_t old = path_push(c, "allOf", 5);
-      sc_fail(c, TL_ERR_UNSUPPORTED_FEATURE,
-              "allOf with more than one constraining member (no exact merge is built)", NULL);
-      path_pop(c, old);
-      return TL_GEXPR_NONE;
-    }
-    only = m;
-    at = (long)i;
-  }
-  return only == NULL ? sc_any_value(c) : compile_at(c, only, "allOf", at);
 }
 
 /* "#", "#/json/pointer" (URI-fragment encoded) from the root. */
@@ -745,24 +758,27 @@ static const tl_json_value *resolve_ref(sc *c, const tl_json_value *ref) {
   return node;
 }
 
-static tl_gexpr compile_ref(sc *c, const tl_json_value *ref) {
+const tl_json_value *sc_resolve(sc *c, const tl_json_value *ref) {
   const tl_json_value *target;
-  uint32_t rule, i;
   if (ref->type != TL_JSON_STRING) {
     sc_fail(c, TL_ERR_INVALID_ARGUMENT, "'$ref' must be a string", NULL);
-    return TL_GEXPR_NONE;
+    return NULL;
   }
   if (ref->u.str.len == 0 || ref->u.str.ptr[0] != '#' ||
       (ref->u.str.len > 1 && ref->u.str.ptr[1] != '/')) {
     sc_fail(c, TL_ERR_UNSUPPORTED_FEATURE,
             "a $ref other than a local JSON pointer (\"#\", \"#/...\")", NULL);
-    return TL_GEXPR_NONE;
+    return NULL;
   }
   target = resolve_ref(c, ref);
-  if (target == NULL) {
-    sc_fail(c, TL_ERR_INVALID_ARGUMENT, "a $ref to nothing in this schema", NULL);
-    return TL_GEXPR_NONE;
-  }
+  if (target == NULL) sc_fail(c, TL_ERR_INVALID_ARGUMENT, "a $ref to nothing in this schema", NULL);
+  return target;
+}
+
+static tl_gexpr compile_ref(sc *c, const tl_json_value *ref) {
+  const tl_json_value *target = sc_resolve(c, ref);
+  uint32_t rule, i;
+  if (target == NULL) return TL_GEXPR_NONE;
   for (i = 0; i < c->n_refs; i++)
     if (c->refs[i].node == target) return tl_gb_ref(c->b, c->refs[i].rule);
   if (c->n_refs == SC_MAX_REFS) {
@@ -820,29 +836,18 @@ static tl_gexpr compile(sc *c, const tl_json_value *s) {
     sc_fail(c, TL_ERR_BOUNDS, "schemas nested deeper than 128", NULL);
     return TL_GEXPR_NONE;
   }
+  if (!sc_check_keywords(c, s)) return TL_GEXPR_NONE;
+  /* allOf, and keywords beside $ref/anyOf/oneOf, merged away: at most
+   * one of $ref, anyOf, oneOf is left, alone. */
+  if ((s = sc_normalize(c, s)) == NULL) return TL_GEXPR_NONE;
+  if (s->type == TL_JSON_BOOL) {
+    c->depth--;
+    return compile_bool_schema(c, s->u.b);
+  }
   for (size_t i = 0; i < s->u.obj.n; i++) {
     const tl_json_member *m = &s->u.obj.members[i];
-    if (is_annotation(m)) continue;
-    if (!in_list(m, enforced, sizeof enforced / sizeof enforced[0])) {
-      fail_kw(c, TL_ERR_UNSUPPORTED_FEATURE, "unsupported JSON Schema keyword", m->key,
-              m->key_len);
-      return TL_GEXPR_NONE;
-    }
-    if (key_is(m, "$id")) {
-      /* A base URI: only the root's (which changes nothing local refs see). */
-      if (s != c->root) {
-        sc_fail(c, TL_ERR_UNSUPPORTED_FEATURE,
-                "'$id' below the root (it would rebase the $refs under it)", NULL);
-        return TL_GEXPR_NONE;
-      }
-      continue;
-    }
-    if (key_is(m, "anyOf") || key_is(m, "oneOf") || key_is(m, "allOf") || key_is(m, "$ref")) {
-      if (composer != NULL) {
-        fail_kw(c, TL_ERR_UNSUPPORTED_FEATURE, "more than one of anyOf/oneOf/allOf/$ref, here",
-                m->key, m->key_len);
-        return TL_GEXPR_NONE;
-      }
+    if (sc_is_annotation(m) || key_is(m, "$id")) continue;
+    if (key_is(m, "anyOf") || key_is(m, "oneOf") || key_is(m, "$ref")) {
       composer = m;
       continue;
     }
@@ -851,14 +856,7 @@ static tl_gexpr compile(sc *c, const tl_json_value *s) {
     n_constraining++;
   }
   if (composer != NULL) {
-    if (n_constraining > 0) {
-      fail_kw(c, TL_ERR_UNSUPPORTED_FEATURE,
-              "constraining keywords beside (their intersection with it is not built)", composer->key,
-              composer->key_len);
-      return TL_GEXPR_NONE;
-    }
     if (key_is(composer, "$ref")) e = compile_ref(c, &composer->value);
-    else if (key_is(composer, "allOf")) e = compile_allof(c, &composer->value);
     else e = compile_anyof(c, &composer->value, key_is(composer, "oneOf") ? "oneOf" : "anyOf",
                            key_is(composer, "oneOf"));
   } else if (has_values) {

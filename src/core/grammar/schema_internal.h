@@ -48,7 +48,7 @@ typedef struct sc {
   uint32_t format_rule[6];                 /* schema_format.c's, likewise */
   char path[SC_PATH_MAX + 1];
   size_t path_len;
-  unsigned depth;
+  unsigned depth, merge_depth;
   bool failed;
 } sc;
 
@@ -65,6 +65,22 @@ tl_gexpr sc_char(sc *c);
 tl_gexpr sc_any_value(sc *c);
 tl_gexpr sc_lit(sc *c, const char *s);
 tl_gexpr sc_never(sc *c);
+
+/* schema.c: keywords and references, for schema_merge.c. */
+const tl_json_value *sc_get(const tl_json_value *s, const char *k);
+bool sc_is_annotation(const tl_json_member *m);
+/* Refuses (false) a keyword outside the vocabulary and a $id below the
+ * root. */
+bool sc_check_keywords(sc *c, const tl_json_value *s);
+/* The schema a local $ref names, or NULL after an error. */
+const tl_json_value *sc_resolve(sc *c, const tl_json_value *ref);
+
+/* schema_merge.c: s with allOf merged in, a $ref beside other keywords
+ * merged with its target, and the keywords beside anyOf/oneOf merged into
+ * each branch, so that at most one of anyOf, oneOf and $ref remains, with
+ * nothing but annotations beside it. NULL after an error (a merge that
+ * cannot be exact is refused by name). */
+const tl_json_value *sc_normalize(sc *c, const tl_json_value *s);
 
 /* schema_value.c: a JSON value in canonical form (enum/const), and value
  * equality as JSON Schema defines it (numbers by value). */

@@ -244,6 +244,109 @@ static void recursive_refs_compile(tl_test_ctx *t) {
   expect_text(t, m, "{\"v\":1,\"kids\":[{\"w\":2}]}", false);
 }
 
+/* allOf, a $ref beside keywords and keywords beside anyOf/oneOf are
+ * merged into one schema: each text is accepted exactly when it is valid
+ * under all of them (JSON Schema's semantics: the verdicts were checked
+ * with python-jsonschema 4.26, Draft202012Validator), in the canonical
+ * forms of docs/structured.md. */
+static void composition_is_merged_exactly(tl_test_ctx *t) {
+  typedef struct {
+    const char *schema, *text;
+    bool valid;
+  } row;
+  static const row rows[] = {
+      {"{\"allOf\":[{\"properties\":{\"a\":{\"type\":\"integer\"}}},"
+       "{\"properties\":{\"a\":{\"minimum\":5}},\"required\":[\"a\"]}]}",
+       "{\"a\":5}", true},
+      {"{\"allOf\":[{\"properties\":{\"a\":{\"type\":\"integer\"}}},"
+       "{\"properties\":{\"a\":{\"minimum\":5}},\"required\":[\"a\"]}]}",
+       "{\"a\":4}", false},
+      {"{\"allOf\":[{\"properties\":{\"a\":{\"type\":\"integer\"}}},"
+       "{\"properties\":{\"a\":{\"minimum\":5}},\"required\":[\"a\"]}]}",
+       "{}", false},
+      /* a side's additionalProperties constrains the other side's names */
+      {"{\"allOf\":[{\"type\":\"object\",\"additionalProperties\":false},"
+       "{\"properties\":{\"a\":{}}}]}",
+       "{\"a\":1}", false},
+      {"{\"allOf\":[{\"type\":\"object\",\"additionalProperties\":false},"
+       "{\"properties\":{\"a\":{}}}]}",
+       "{}", true},
+      {"{\"allOf\":[{\"additionalProperties\":{\"type\":\"string\"}},"
+       "{\"properties\":{\"a\":{}}}]}",
+       "{\"a\":\"x\"}", true},
+      {"{\"allOf\":[{\"additionalProperties\":{\"type\":\"string\"}},"
+       "{\"properties\":{\"a\":{}}}]}",
+       "{\"a\":1}", false},
+      {"{\"type\":\"integer\",\"allOf\":[{\"maximum\":3},{\"maximum\":5}]}", "3", true},
+      {"{\"type\":\"integer\",\"allOf\":[{\"maximum\":3},{\"maximum\":5}]}", "4", false},
+      {"{\"allOf\":[{\"prefixItems\":[{\"type\":\"integer\"}],\"items\":false},"
+       "{\"items\":{\"minimum\":2}}]}",
+       "[2]", true},
+      {"{\"allOf\":[{\"prefixItems\":[{\"type\":\"integer\"}],\"items\":false},"
+       "{\"items\":{\"minimum\":2}}]}",
+       "[1]", false},
+      /* $ref beside keywords */
+      {"{\"$defs\":{\"p\":{\"minimum\":2}},\"$ref\":\"#/$defs/p\",\"type\":\"integer\"}",
+       "2", true},
+      {"{\"$defs\":{\"p\":{\"minimum\":2}},\"$ref\":\"#/$defs/p\",\"type\":\"integer\"}",
+       "1", false},
+      {"{\"$defs\":{\"p\":{\"minimum\":2}},\"$ref\":\"#/$defs/p\",\"type\":\"integer\"}",
+       "\"x\"", false},
+      /* keywords beside anyOf / oneOf */
+      {"{\"type\":\"string\",\"anyOf\":[{\"maxLength\":1},{\"minLength\":3}]}", "\"ab\"",
+       false},
+      {"{\"type\":\"string\",\"anyOf\":[{\"maxLength\":1},{\"minLength\":3}]}", "\"abc\"",
+       true},
+      {"{\"type\":\"string\",\"anyOf\":[{\"maxLength\":1},{\"minLength\":3}]}", "3", false},
+      {"{\"oneOf\":[{\"type\":\"integer\"},{\"type\":\"string\"}],\"type\":\"string\"}",
+       "\"s\"", true},
+      {"{\"oneOf\":[{\"type\":\"integer\"},{\"type\":\"string\"}],\"type\":\"string\"}",
+       "1", false},
+      /* a discriminated oneOf */
+      {"{\"oneOf\":[{\"type\":\"object\",\"properties\":{\"t\":{\"const\":\"a\"},"
+       "\"x\":{\"type\":\"integer\"}},\"required\":[\"t\"]},{\"type\":\"object\","
+       "\"properties\":{\"t\":{\"const\":\"b\"}},\"required\":[\"t\"]}]}",
+       "{\"t\":\"a\",\"x\":1}", true},
+      {"{\"oneOf\":[{\"type\":\"object\",\"properties\":{\"t\":{\"const\":\"a\"},"
+       "\"x\":{\"type\":\"integer\"}},\"required\":[\"t\"]},{\"type\":\"object\","
+       "\"properties\":{\"t\":{\"const\":\"b\"}},\"required\":[\"t\"]}]}",
+       "{\"t\":\"c\"}", false},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    tl_arena a;
+    tl_gmatcher *m;
+    if (!compile(t, &a, rows[i].schema, &m)) continue;
+    expect_text(t, m, rows[i].text, rows[i].valid);
+  }
+}
+
+/* Every allocation of a merge-heavy schema failing in turn: a typed
+ * error each time, never a crash. */
+static void allocation_failures_are_typed(tl_test_ctx *t) {
+  static const char s[] =
+      "{\"$defs\":{\"p\":{\"properties\":{\"a\":{\"minimum\":1}}}},\"type\":\"object\","
+      "\"allOf\":[{\"$ref\":\"#/$defs/p\"},{\"properties\":{\"a\":{\"type\":\"integer\"}},"
+      "\"required\":[\"a\"]}],\"anyOf\":[{\"required\":[\"b\"]},"
+      "{\"properties\":{\"c\":{\"type\":\"null\"}}}]}";
+  size_t failures = 0;
+  for (size_t k = 1; k < 100000; k++) {
+    tl_arena a;
+    const tl_grammar *g;
+    tl_gerror err;
+    tl_status st;
+    TL_EXPECT_OK(t, tl_arena_init(&a, region, sizeof region));
+    a.fail_countdown = k;
+    st = tl_grammar_from_json_schema(&a, (const uint8_t *)s, sizeof s - 1, &g, &err);
+    if (st == TL_OK) break;
+    failures++;
+    if (!TL_EXPECT_STATUS(t, st, TL_ERR_OUT_OF_MEMORY)) {
+      tl_test_print(t, err.message);
+      break;
+    }
+  }
+  TL_EXPECT(t, failures > 20);
+}
+
 typedef struct refusal {
   const char *schema;
   tl_status status;
@@ -258,10 +361,17 @@ static void refusals_name_the_keyword_and_where(tl_test_ctx *t) {
       {"{\"anyOf\":[{},{\"not\":{}}]}", TL_ERR_UNSUPPORTED_FEATURE, "'not'", "/anyOf/1"},
       {"{\"oneOf\":[{\"type\":\"integer\"},{\"type\":\"number\"}]}", TL_ERR_UNSUPPORTED_FEATURE,
        "oneOf", "/oneOf"},
-      {"{\"oneOf\":[{\"type\":\"integer\"},{\"type\":\"string\"}],\"type\":\"string\"}",
-       TL_ERR_UNSUPPORTED_FEATURE, "'oneOf'", "root"},
-      {"{\"allOf\":[{\"minimum\":1},{\"maximum\":2}]}", TL_ERR_UNSUPPORTED_FEATURE, "allOf",
-       "/allOf"},
+      {"{\"oneOf\":[{\"type\":\"integer\"},{\"minimum\":2}],\"type\":\"integer\"}",
+       TL_ERR_UNSUPPORTED_FEATURE, "oneOf", "/oneOf"},
+      {"{\"allOf\":[{\"pattern\":\"a\"},{\"pattern\":\"b\"}]}", TL_ERR_UNSUPPORTED_FEATURE,
+       "'pattern'", "root"},
+      {"{\"$defs\":{\"r\":{\"allOf\":[{\"$ref\":\"#/$defs/r\"}],\"type\":\"integer\"}},"
+       "\"$ref\":\"#/$defs/r\"}",
+       TL_ERR_UNSUPPORTED_FEATURE, "recursive $ref", "/$defs/r"},
+      {"{\"allOf\":[{\"type\":\"strin\"},{\"type\":\"string\"}]}", TL_ERR_INVALID_ARGUMENT,
+       "'type'", "root"},
+      {"{\"allOf\":[{\"type\":\"string\"},{\"type\":\"integer\"}]}", TL_ERR_INVALID_ARGUMENT,
+       "no text", ""},
       {"{\"$ref\":\"other.json#/a\"}", TL_ERR_UNSUPPORTED_FEATURE, "$ref", "root"},
       {"{\"$ref\":\"#/$defs/missing\"}", TL_ERR_INVALID_ARGUMENT, "$ref", "root"},
       {"{\"type\":\"string\",\"pattern\":\"a(?!b)\"}", TL_ERR_UNSUPPORTED_FEATURE, "lookahead",
@@ -332,6 +442,8 @@ static const tl_test_case cases[] = {
     TL_CASE(arrays_count_and_position_their_items),
     TL_CASE(enum_values_are_written_in_canonical_form),
     TL_CASE(recursive_refs_compile),
+    TL_CASE(composition_is_merged_exactly),
+    TL_CASE(allocation_failures_are_typed),
     TL_CASE(refusals_name_the_keyword_and_where),
     TL_CASE(calls_share_a_builder)};
 TL_SUITE(schema, cases);
