@@ -43,6 +43,12 @@ typedef struct tl_turn_params {
    * logit_bias -100), recorded in the receipt's sampler profile. */
   const uint32_t *ban;
   size_t n_ban;
+  /* The grammar the reply keeps to (docs/structured.md); NULL: free
+   * text. With Qwen3's thinking on, the <think> block stays free (within
+   * think_budget tokens; 0: the default) and the grammar starts after
+   * </think>. */
+  const struct tl_grammar *grammar;
+  uint32_t think_budget;
   /* The generation loop's forward pass (tl_gen_params.forward); NULL:
    * tl_qwen3_forward on the session. */
   tl_status (*forward)(void *ctx, tl_qwen3_cache *cache, const uint32_t *ids, size_t n,

@@ -59,6 +59,7 @@ struct tl_srv_job {
   size_t n_ban;
   bool logprobs;
   uint32_t top_logprobs;
+  tl_srv_grammar *grammar;
   atomic_int cancel;
   double submitted, started;
   size_t reused;
@@ -250,6 +251,7 @@ static void job_free(tl_srv_job *j) {
   free(j->ban);
   free(j->text);
   free(j->tokens);
+  tl_srv_grammar_unref(j->grammar);
   pthread_cond_destroy(&j->changed);
   free(j);
 }
@@ -391,6 +393,7 @@ static void run_job(slot *s, tl_srv_job *j) {
   tp.reused = j->reused;
   tp.ban = j->ban;
   tp.n_ban = j->n_ban;
+  tp.grammar = tl_srv_grammar_get(j->grammar);
   tp.forward = slot_forward;
   tp.forward_ctx = s;
   s->s.cache.len = (uint32_t)j->reused;
@@ -877,6 +880,7 @@ static tl_srv_job *job_new(tl_srv_engine *e, const tl_srv_job_params *p, tl_srv_
   j->n_ban = q->n_ban;
   j->logprobs = q->logprobs;
   j->top_logprobs = q->top_logprobs;
+  j->grammar = tl_srv_grammar_ref(p->grammar);
   j->gen.given = q->given;
   j->gen.temperature = q->temperature;
   j->gen.top_k = q->top_k;

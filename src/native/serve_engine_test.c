@@ -278,7 +278,7 @@ static void *client_main(void *arg) {
                   : tl_srv_prompt_text(c->e, prompts[0], strlen(prompts[0]), &p, &err);
   if (c->st != TL_OK) return NULL;
   {
-    tl_srv_job_params jp = {&c->q, &p, 0};
+    tl_srv_job_params jp = {&c->q, &p, 0, NULL};
     c->st = tl_srv_submit(c->e, &jp, &j, &err);
   }
   tl_srv_prompt_free(&p);
@@ -326,7 +326,7 @@ static void queue_cancel_and_refusals(tl_test_ctx *t) {
   {
     /* the slot and the queue's one place are taken: refused */
     tl_srv_prompt p;
-    tl_srv_job_params jp = {&q, &p, 0};
+    tl_srv_job_params jp = {&q, &p, 0, NULL};
     if (TL_EXPECT_OK(t, tl_srv_prompt_text(e, prompts[3], strlen(prompts[3]), &p, &err))) {
       tl_status st = tl_srv_submit(e, &jp, &c, &err);
       /* the first job may in principle have ended already; then the
@@ -361,7 +361,7 @@ static void queue_cancel_and_refusals(tl_test_ctx *t) {
     /* a prompt plus max_tokens past the context: both counts named */
     tl_srv_request big = request(3);
     tl_srv_prompt p;
-    tl_srv_job_params jp = {&big, &p, 0};
+    tl_srv_job_params jp = {&big, &p, 0, NULL};
     tl_srv_job *d = NULL;
     big.max_tokens = CONTEXT;
     if (TL_EXPECT_OK(t, tl_srv_prompt_text(e, prompts[0], strlen(prompts[0]), &p, &err))) {
