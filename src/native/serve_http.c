@@ -516,10 +516,11 @@ bool tl_srv_stream_choice(tl_srv_gen *g, uint32_t i, tl_srv_buf *out) {
   if (c->finished) return true;
   if (!c->done) {
     if (!send_reasoning(g, i, out, false, &from)) return false;
-    if (c->raw_sent < from) c->raw_sent = from;
     if (tools) end = from + tl_srv_tool_hold(c->raw + from, end - from);
     end = tl_srv_utf8_complete(c->raw, end);
-    return end > c->raw_sent ? send_text(g, i, out, end, false) : true;
+    if (end <= from || end <= c->raw_sent) return true; /* held */
+    if (c->raw_sent < from) c->raw_sent = from;
+    return send_text(g, i, out, end, false);
   }
   if (strcmp(c->result.finish, "error") == 0 || strcmp(c->result.finish, "cancelled") == 0) {
     tl_srv_error e;
