@@ -1,0 +1,539 @@
+/* Specification of the grammar builder and the matcher.
+ *
+ * The oracle for masks is independent of both: a backtracking recognizer
+ * over the test's own expression trees (it never sees the lowered rules,
+ * the DFA or the trie), asked for every token whether the text so far
+ * followed by the token's bytes is a prefix of some sentence, and whether
+ * the text so far is a sentence (EOS). Random grammars and random walks
+ * through their languages compare the two bit for bit. */
+#include "grammar/grammar.h"
+
+#include <string.h>
+
+#include "tl_test.h"
+
+static _Alignas(64) uint8_t region[8u << 20];
+
+/* strstr, which the wasm build's libc does not have. */
+static bool contains(const char *s, const char *part) {
+  size_t n = strlen(part);
+  for (size_t len = strlen(s); len >= n; s++, len--)
+    if (memcmp(s, part, n) == 0) return true;
+  return false;
+}
+
+/* ---- the test's expression trees and their recognizer ---- */
+
+enum { X_LIT, X_RANGE, X_SEQ, X_ALT, X_REP, X_REF };
+typedef struct xnode {
+  int kind;
+  const char *lit;       /* X_LIT */
+  uint32_t lo, hi;       /* X_RANGE: scalar values */
+  int kids[4], n_kids;   /* X_SEQ, X_ALT; X_REP: kids[0] */
+  uint32_t min, max;     /* X_REP; max UINT32_MAX: unbounded */
+  int rule;              /* X_REF */
+} xnode;
+
+#define MAX_X 256
+#define MAX_RULES 4
+typedef struct xgrammar {
+  xnode n[MAX_X];
+  int count;
+  int body[MAX_RULES], n_rules;
+  uint8_t productive[MAX_X], nullable[MAX_X];
+} xgrammar;
+
+static int utf8_put(uint32_t c, uint8_t *out) {
+  if (c < 0x80) { out[0] = (uint8_t)c; return 1; }
+  if (c < 0x800) { out[0] = (uint8_t)(0xC0 | c >> 6); out[1] = (uint8_t)(0x80 | (c & 0x3F)); return 2; }
+  if (c < 0x10000) {
+    out[0] = (uint8_t)(0xE0 | c >> 12); out[1] = (uint8_t)(0x80 | (c >> 6 & 0x3F));
+    out[2] = (uint8_t)(0x80 | (c & 0x3F)); return 3;
+  }
+  out[0] = (uint8_t)(0xF0 | c >> 18); out[1] = (uint8_t)(0x80 | (c >> 12 & 0x3F));
+  out[2] = (uint8_t)(0x80 | (c >> 6 & 0x3F)); out[3] = (uint8_t)(0x80 | (c & 0x3F));
+  return 4;
+}
+
+/* Fixed points of "can match the empty string" and "matches something". */
+static bool x_flag(const xgrammar *g, int e, const uint8_t *flag, bool productive) {
+  const xnode *x = &g->n[e];
+  switch (x->kind) {
+  case X_LIT: return productive || x->lit[0] == '\0';
+  case X_RANGE: return productive;
+  case X_SEQ:
+    for (int i = 0; i < x->n_kids; i++)
+      if (!flag[x->kids[i]]) return false;
+    return true;
+  case X_ALT:
+    for (int i = 0; i < x->n_kids; i++)
+      if (flag[x->kids[i]]) return true;
+    return false;
+  case X_REP: return x->min == 0 || flag[x->kids[0]];
+  default: return flag[g->body[x->rule]];
+  }
+}
+
+static void x_analyse(xgrammar *g) {
+  for (int pass = 0; pass < 2; pass++) {
+    uint8_t *flag = pass == 0 ? g->productive : g->nullable;
+    bool changed = true;
+    memset(flag, 0, MAX_X);
+    while (changed) {
+      changed = false;
+      for (int e = 0; e < g->count; e++)
+        if (!flag[e] && x_flag(g, e, flag, pass == 0)) flag[e] = 1, changed = true;
+    }
+  }
+}
+
+/* The recognizer's obligations: a linked stack of expressions (with a
+ * repetition's remaining counts) still to match. */
+typedef struct oblig {
+  int e;
+  uint32_t min, max; /* for X_REP entries: what is left */
+  const struct oblig *next;
+} oblig;
+
+static bool all_flag(const xgrammar *g, const oblig *o, const uint8_t *flag) {
+  for (; o ; o = o->next) {
+    const xnode *x = &g->n[o->e];
+    if (x->kind == X_REP) {
+      if (o->min > 0 && !flag[x->kids[0]]) return false;
+    } else if (!flag[o->e]) return false;
+  }
+  return true;
+}
+
+/* Can s[i..n) be matched by the obligations? prefix: it only has to be a
+ * prefix of what they match (what is left must still be completable). */
+static bool viable(const xgrammar *g, const uint8_t *s, size_t i, size_t n, const oblig *o,
+                   bool prefix, int depth) {
+  const xnode *x;
+  if (depth > 2000) return false; /* cannot happen without left recursion */
+  if (i == n) return all_flag(g, o, prefix ? g->productive : g->nullable);
+  if (o == NULL) return false;
+  x = &g->n[o->e];
+  switch (x->kind) {
+  case X_LIT: {
+    size_t len = strlen(x->lit), k = 0;
+    while (k < len && i + k < n && (uint8_t)x->lit[k] == s[i + k]) k++;
+    if (k == len) return viable(g, s, i + len, n, o->next, prefix, depth + 1);
+    return prefix && i + k == n && all_flag(g, o->next, g->productive);
+  }
+  case X_RANGE: {
+    for (uint32_t c = x->lo; c <= x->hi; c++) {
+      uint8_t enc[4];
+      int len = utf8_put(c, enc), k = 0;
+      if (c >= 0xD800 && c <= 0xDFFF) continue;
+      while (k < len && i + (size_t)k < n && enc[k] == s[i + (size_t)k]) k++;
+      if (k == len && viable(g, s, i + (size_t)len, n, o->next, prefix, depth + 1)) return true;
+      if (k < len && i + (size_t)k == n && prefix && all_flag(g, o->next, g->productive)) return true;
+    }
+    return false;
+  }
+  case X_SEQ: {
+    oblig chain[4];
+    const oblig *next = o->next;
+    for (int k = x->n_kids - 1; k >= 0; k--) {
+      chain[k] = (oblig){x->kids[k], g->n[x->kids[k]].min, g->n[x->kids[k]].max, next};
+      next = &chain[k];
+    }
+    return viable(g, s, i, n, next, prefix, depth + 1);
+  }
+  case X_ALT:
+    for (int k = 0; k < x->n_kids; k++) {
+      oblig one = {x->kids[k], g->n[x->kids[k]].min, g->n[x->kids[k]].max, o->next};
+      if (viable(g, s, i, n, &one, prefix, depth + 1)) return true;
+    }
+    return false;
+  case X_REP: {
+    int kid = x->kids[0];
+    oblig again = {o->e, o->min > 0 ? o->min - 1 : 0,
+                   o->max == UINT32_MAX ? UINT32_MAX : o->max - 1, o->next};
+    oblig one = {kid, g->n[kid].min, g->n[kid].max, &again};
+    if (o->min == 0 && viable(g, s, i, n, o->next, prefix, depth + 1)) return true;
+    return o->max > 0 && viable(g, s, i, n, &one, prefix, depth + 1);
+  }
+  default: {
+    int b = g->body[x->rule];
+    oblig body = {b, g->n[b].min, g->n[b].max, o->next};
+    return viable(g, s, i, n, &body, prefix, depth + 1);
+  }
+  }
+}
+
+static bool x_viable(const xgrammar *g, const uint8_t *s, size_t n, bool prefix) {
+  oblig root = {g->body[0], g->n[g->body[0]].min, g->n[g->body[0]].max, NULL};
+  return viable(g, s, 0, n, &root, prefix, 0);
+}
+
+/* ---- building the same trees with the builder ---- */
+
+static tl_gexpr x_build(tl_gbuilder *b, const xgrammar *g, const uint32_t *rules, int e) {
+  const xnode *x = &g->n[e];
+  tl_gexpr kids[4];
+  switch (x->kind) {
+  case X_LIT: return tl_gb_literal(b, (const uint8_t *)x->lit, strlen(x->lit));
+  case X_RANGE: {
+    uint32_t r[2] = {x->lo, x->hi};
+    return tl_gb_class(b, r, 1, false);
+  }
+  case X_SEQ:
+  case X_ALT:
+    for (int i = 0; i < x->n_kids; i++) kids[i] = x_build(b, g, rules, x->kids[i]);
+    return x->kind == X_SEQ ? tl_gb_seq(b, kids, (size_t)x->n_kids)
+                            : tl_gb_alt(b, kids, (size_t)x->n_kids);
+  case X_REP:
+    return tl_gb_repeat(b, x_build(b, g, rules, x->kids[0]), x->min,
+                        x->max == UINT32_MAX ? TL_GB_UNBOUNDED : x->max);
+  default: return tl_gb_ref(b, rules[x->rule]);
+  }
+}
+
+static tl_status x_compile(tl_arena *a, const xgrammar *g, const tl_grammar **out, tl_gerror *err) {
+  tl_gbuilder *b;
+  uint32_t rules[MAX_RULES];
+  static const char *names[MAX_RULES] = {"root", "r1", "r2", "r3"};
+  tl_status st = tl_gb_new(a, &b);
+  if (st != TL_OK) return st;
+  for (int r = 0; r < g->n_rules; r++) rules[r] = tl_gb_rule(b, names[r], strlen(names[r]));
+  for (int r = 0; r < g->n_rules; r++) tl_gb_define(b, rules[r], x_build(b, g, rules, g->body[r]));
+  return tl_gb_finish(b, rules[0], out, err);
+}
+
+/* ---- random grammars ---- */
+
+static uint64_t rng_next(uint64_t *s) {
+  *s ^= *s << 13;
+  *s ^= *s >> 7;
+  *s ^= *s << 17;
+  return *s;
+}
+
+static int x_add(xgrammar *g, xnode n) {
+  g->n[g->count] = n;
+  return g->count++;
+}
+
+static int x_random(xgrammar *g, uint64_t *s, int depth) {
+  static const char *lits[] = {"a", "b", "ab", "ba", "c", "", "abc", "\xc3\xa9"};
+  static const uint32_t ranges[][2] = {{'a', 'c'}, {'b', 'b'}, {0xE9, 0xEB}, {0x3B1, 0x3B3},
+                                       {0x1F600, 0x1F601}};
+  xnode x;
+  int pick = (int)(rng_next(s) % (depth >= 3 ? 3 : 7));
+  memset(&x, 0, sizeof x);
+  if (g->count > MAX_X - 8) pick = 0;
+  switch (pick) {
+  case 0:
+    x.kind = X_LIT;
+    x.lit = lits[rng_next(s) % 8];
+    break;
+  case 1: {
+    int r = (int)(rng_next(s) % 5);
+    x.kind = X_RANGE;
+    x.lo = ranges[r][0];
+    x.hi = ranges[r][1];
+    break;
+  }
+  case 2:
+    x.kind = X_REF;
+    x.rule = (int)(rng_next(s) % (uint64_t)g->n_rules);
+    break;
+  case 3:
+  case 4:
+    x.kind = pick == 3 ? X_SEQ : X_ALT;
+    x.n_kids = 2 + (int)(rng_next(s) % 2);
+    for (int i = 0; i < x.n_kids; i++) x.kids[i] = x_random(g, s, depth + 1);
+    break;
+  default:
+    x.kind = X_REP;
+    x.kids[0] = x_random(g, s, depth + 1);
+    x.min = (uint32_t)(rng_next(s) % 3);
+    x.max = rng_next(s) % 3 == 0 ? UINT32_MAX : x.min + (uint32_t)(rng_next(s) % 3);
+    break;
+  }
+  return x_add(g, x);
+}
+
+/* The test vocabulary: every string over {a, b, c} up to length 3, the
+ * pieces of é, α and 😀 (whole and split across tokens), and "x". */
+#define MAX_TOKENS 64
+typedef struct tvocab {
+  const uint8_t *bytes[MAX_TOKENS];
+  uint32_t lens[MAX_TOKENS];
+  uint8_t store[MAX_TOKENS][8];
+  uint32_t n;
+} tvocab;
+
+static void tv_add(tvocab *v, const char *s, size_t len) {
+  memcpy(v->store[v->n], s, len);
+  v->bytes[v->n] = v->store[v->n];
+  v->lens[v->n++] = (uint32_t)len;
+}
+
+static void tv_make(tvocab *v) {
+  static const char *extra[] = {"\xc3", "\xa9", "\xc3\xa9", "\xce\xb1", "\xce", "\xf0\x9f",
+                                "\x98\x80", "\xf0\x9f\x98\x81", "a\xc3", "x"};
+  char s[4];
+  v->n = 0;
+  for (int len = 1; len <= 3; len++) {
+    int total = len == 1 ? 3 : len == 2 ? 9 : 27;
+    for (int k = 0; k < total; k++) {
+      int c = k;
+      for (int i = 0; i < len; i++, c /= 3) s[i] = (char)('a' + c % 3);
+      tv_add(v, s, (size_t)len);
+    }
+  }
+  for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++) tv_add(v, extra[i], strlen(extra[i]));
+  v->bytes[v->n] = NULL; /* a special token: never in a mask */
+  v->lens[v->n++] = 0;
+}
+
+static bool bit(const uint64_t *m, uint32_t id) { return (m[id >> 6] >> (id & 63)) & 1u; }
+
+static void masks_equal_the_recognizer_on_random_grammars(tl_test_ctx *t) {
+  uint64_t seed = 0x9E3779B97F4A7C15ull;
+  tvocab v;
+  int compiled = 0, refused = 0, steps = 0;
+  tv_make(&v);
+  for (int round = 0; round < 300; round++) {
+    static xgrammar g;
+    tl_arena a;
+    const tl_grammar *gr;
+    const tl_gvocab *vocab;
+    tl_gmatcher *m;
+    tl_gerror err = {0};
+    uint8_t text[64];
+    size_t n_text = 0;
+    memset(&g, 0, sizeof g);
+    g.n_rules = 1 + (int)(rng_next(&seed) % 3);
+    for (int r = 0; r < g.n_rules; r++) g.body[r] = x_random(&g, &seed, 0);
+    x_analyse(&g);
+    TL_EXPECT_OK(t, tl_arena_init(&a, region, sizeof region));
+    if (x_compile(&a, &g, &gr, &err) != TL_OK) {
+      /* only left recursion and empty languages are refused */
+      if (!TL_EXPECT(t, err.status == TL_ERR_INVALID_ARGUMENT)) return;
+      if (!TL_EXPECT(t, !g.productive[g.body[0]] || contains(err.message, "left recursion")))
+        return;
+      refused++;
+      continue;
+    }
+    if (!TL_EXPECT(t, g.productive[g.body[0]])) return;
+    compiled++;
+    if (!TL_EXPECT_OK(t, tl_gvocab_build(&a, v.n, v.bytes, v.lens, &vocab))) return;
+    if (!TL_EXPECT_OK(t, tl_gmatcher_new(&a, gr, vocab, 0, &m))) return;
+    for (int step_i = 0; step_i < 6; step_i++) {
+      uint64_t allow[1];
+      bool eos;
+      uint32_t allowed[MAX_TOKENS], n_allowed = 0;
+      if (!TL_EXPECT_OK(t, tl_gmatcher_mask(m, allow, &eos))) return;
+      if (!TL_EXPECT(t, eos == x_viable(&g, text, n_text, false))) return;
+      if (!TL_EXPECT(t, eos == tl_gmatcher_accepting(m))) return;
+      for (uint32_t id = 0; id < v.n; id++) {
+        uint8_t probe[64];
+        bool want = false;
+        if (v.bytes[id] ) {
+          memcpy(probe, text, n_text);
+          memcpy(probe + n_text, v.bytes[id], v.lens[id]);
+          want = x_viable(&g, probe, n_text + v.lens[id], true);
+        }
+        if (!TL_EXPECT(t, bit(allow, id) == want)) return;
+        if (want) allowed[n_allowed++] = id;
+      }
+      steps++;
+      /* finished: nothing can follow (a live state may still have no
+       * token here: the vocabulary lacks the byte it needs) */
+      if (tl_gmatcher_finished(m) && !TL_EXPECT(t, n_allowed == 0 && eos)) return;
+      if (n_allowed == 0) break;
+      {
+        uint32_t id = allowed[rng_next(&seed) % n_allowed];
+        if (!TL_EXPECT_OK(t, tl_gmatcher_accept(m, v.bytes[id], v.lens[id]))) return;
+        memcpy(text + n_text, v.bytes[id], v.lens[id]);
+        n_text += v.lens[id];
+      }
+    }
+  }
+  /* the random grammars exercised both paths */
+  TL_EXPECT(t, compiled > 100 && refused > 0 && steps > 300);
+}
+
+/* A hand-written case: the mask, EOS, refusal, reset. */
+static void a_small_grammar_masks_as_specified(tl_test_ctx *t) {
+  tl_arena a;
+  tl_gbuilder *b;
+  const tl_grammar *g;
+  const tl_gvocab *v;
+  tl_gmatcher *m;
+  tl_gerror err = {0};
+  /* root ::= "ab" | "a" "c"* */
+  static const char *toks[] = {"a", "b", "ab", "c", "cc", "x", "abc"};
+  const uint8_t *bytes[7];
+  uint32_t lens[7];
+  uint64_t allow[1];
+  bool eos;
+  uint32_t root;
+  tl_gexpr e[2], c;
+  for (int i = 0; i < 7; i++) bytes[i] = (const uint8_t *)toks[i], lens[i] = (uint32_t)strlen(toks[i]);
+  TL_EXPECT_OK(t, tl_arena_init(&a, region, sizeof region));
+  TL_EXPECT_OK(t, tl_gb_new(&a, &b));
+  root = tl_gb_rule(b, "root", 4);
+  c = tl_gb_literal(b, (const uint8_t *)"c", 1);
+  e[0] = tl_gb_literal(b, (const uint8_t *)"ab", 2);
+  {
+    tl_gexpr s[2] = {tl_gb_literal(b, (const uint8_t *)"a", 1), tl_gb_repeat(b, c, 0, TL_GB_UNBOUNDED)};
+    e[1] = tl_gb_seq(b, s, 2);
+  }
+  tl_gb_define(b, root, tl_gb_alt(b, e, 2));
+  if (!TL_EXPECT_OK(t, tl_gb_finish(b, root, &g, &err))) return;
+  TL_EXPECT_OK(t, tl_gvocab_build(&a, 7, bytes, lens, &v));
+  TL_EXPECT_OK(t, tl_gmatcher_new(&a, g, v, 0, &m));
+  TL_EXPECT_OK(t, tl_gmatcher_mask(m, allow, &eos));
+  TL_EXPECT_EQ_U64(t, allow[0], 0x1u | 0x4u); /* a, ab */
+  TL_EXPECT(t, !eos);
+  TL_EXPECT_STATUS(t, tl_gmatcher_accept(m, (const uint8_t *)"x", 1), TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT_OK(t, tl_gmatcher_accept(m, (const uint8_t *)"a", 1));
+  TL_EXPECT_OK(t, tl_gmatcher_mask(m, allow, &eos));
+  TL_EXPECT_EQ_U64(t, allow[0], 0x2u | 0x8u | 0x10u); /* b, c, cc */
+  TL_EXPECT(t, eos);
+  TL_EXPECT_OK(t, tl_gmatcher_accept(m, (const uint8_t *)"b", 1));
+  TL_EXPECT(t, tl_gmatcher_finished(m) && tl_gmatcher_accepting(m));
+  tl_gmatcher_reset(m);
+  TL_EXPECT(t, !tl_gmatcher_accepting(m));
+}
+
+static tl_status compile_one(tl_arena *a, tl_gexpr (*make)(tl_gbuilder *, uint32_t),
+                             const tl_grammar **g, tl_gerror *err) {
+  tl_gbuilder *b;
+  uint32_t root;
+  tl_status st = tl_gb_new(a, &b);
+  if (st != TL_OK) return st;
+  root = tl_gb_rule(b, "root", 4);
+  tl_gb_define(b, root, make(b, root));
+  return tl_gb_finish(b, root, g, err);
+}
+
+static tl_gexpr left_recursive(tl_gbuilder *b, uint32_t root) {
+  tl_gexpr s[2] = {tl_gb_ref(b, root), tl_gb_literal(b, (const uint8_t *)"a", 1)};
+  tl_gexpr alt[2] = {tl_gb_seq(b, s, 2), tl_gb_literal(b, (const uint8_t *)"b", 1)};
+  return tl_gb_alt(b, alt, 2);
+}
+
+static tl_gexpr star_of_empty(tl_gbuilder *b, uint32_t root) {
+  (void)root;
+  return tl_gb_repeat(b, tl_gb_literal(b, NULL, 0), 0, TL_GB_UNBOUNDED);
+}
+
+static tl_gexpr never_ends(tl_gbuilder *b, uint32_t root) {
+  tl_gexpr s[2] = {tl_gb_literal(b, (const uint8_t *)"a", 1), tl_gb_ref(b, root)};
+  return tl_gb_seq(b, s, 2);
+}
+
+static tl_gexpr undefined_ref(tl_gbuilder *b, uint32_t root) {
+  (void)root;
+  return tl_gb_ref(b, tl_gb_rule(b, "value", 5));
+}
+
+static void bad_grammars_are_refused_with_the_rule_named(tl_test_ctx *t) {
+  tl_arena a;
+  const tl_grammar *g;
+  tl_gerror err = {0};
+  TL_EXPECT_OK(t, tl_arena_init(&a, region, sizeof region));
+  TL_EXPECT_STATUS(t, compile_one(&a, left_recursive, &g, &err), TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT(t, contains(err.message, "left recursion") && contains(err.message, "'root'"));
+  memset(&err, 0, sizeof err);
+  TL_EXPECT_STATUS(t, compile_one(&a, star_of_empty, &g, &err), TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT(t, contains(err.message, "empty"));
+  memset(&err, 0, sizeof err);
+  TL_EXPECT_STATUS(t, compile_one(&a, never_ends, &g, &err), TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT(t, contains(err.message, "matches no text"));
+  memset(&err, 0, sizeof err);
+  TL_EXPECT_STATUS(t, compile_one(&a, undefined_ref, &g, &err), TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT(t, contains(err.message, "undefined rule 'value'"));
+}
+
+/* The digest is the lowered form's: the same language written through
+ * different expression shapes that lower alike has one digest, a changed
+ * byte another. */
+static tl_gexpr ab_as_literal(tl_gbuilder *b, uint32_t root) {
+  (void)root;
+  return tl_gb_literal(b, (const uint8_t *)"ab", 2);
+}
+static tl_gexpr ab_as_sequence(tl_gbuilder *b, uint32_t root) {
+  tl_gexpr s[2] = {tl_gb_literal(b, (const uint8_t *)"a", 1), tl_gb_literal(b, (const uint8_t *)"b", 1)};
+  (void)root;
+  return tl_gb_seq(b, s, 2);
+}
+static tl_gexpr ac_as_literal(tl_gbuilder *b, uint32_t root) {
+  (void)root;
+  return tl_gb_literal(b, (const uint8_t *)"ac", 2);
+}
+
+static void digests_name_the_lowered_grammar(tl_test_ctx *t) {
+  tl_arena a;
+  const tl_grammar *g1, *g2, *g3;
+  tl_gerror err = {0};
+  uint8_t d1[32], d2[32], d3[32];
+  TL_EXPECT_OK(t, tl_arena_init(&a, region, sizeof region));
+  TL_EXPECT_OK(t, compile_one(&a, ab_as_literal, &g1, &err));
+  TL_EXPECT_OK(t, compile_one(&a, ab_as_sequence, &g2, &err));
+  TL_EXPECT_OK(t, compile_one(&a, ac_as_literal, &g3, &err));
+  tl_grammar_digest(g1, d1);
+  tl_grammar_digest(g2, d2);
+  tl_grammar_digest(g3, d3);
+  TL_EXPECT_MEM(t, d1, d2, 32);
+  TL_EXPECT(t, memcmp(d1, d3, 32) != 0);
+}
+
+/* A class of every scalar value but '"' matches UTF-8 only: tokens that
+ * split a character are allowed, an invalid byte or a lone continuation
+ * byte is not, and the mask stays right after the tables are flushed. */
+static void classes_take_utf8_split_across_tokens(tl_test_ctx *t) {
+  tl_arena a;
+  tl_gbuilder *b;
+  const tl_grammar *g;
+  const tl_gvocab *v;
+  tl_gmatcher *m;
+  tl_gerror err = {0};
+  static const char *toks[] = {"\"", "\xc3", "\xa9", "\xff", "\xed\xa0\x80", "q\"", "\xe2\x82"};
+  const uint8_t *bytes[7];
+  uint32_t lens[7], root, quote[2] = {'"', '"'};
+  uint64_t allow[1];
+  bool eos;
+  for (int i = 0; i < 7; i++) bytes[i] = (const uint8_t *)toks[i], lens[i] = (uint32_t)strlen(toks[i]);
+  TL_EXPECT_OK(t, tl_arena_init(&a, region, sizeof region));
+  TL_EXPECT_OK(t, tl_gb_new(&a, &b));
+  root = tl_gb_rule(b, "root", 4);
+  {
+    tl_gexpr s[2] = {tl_gb_repeat(b, tl_gb_class(b, quote, 1, true), 0, TL_GB_UNBOUNDED),
+                     tl_gb_literal(b, (const uint8_t *)"\"", 1)};
+    tl_gb_define(b, root, tl_gb_seq(b, s, 2));
+  }
+  if (!TL_EXPECT_OK(t, tl_gb_finish(b, root, &g, &err))) return;
+  TL_EXPECT_OK(t, tl_gvocab_build(&a, 7, bytes, lens, &v));
+  /* the smallest matcher: its tables flush often */
+  {
+    tl_arena small;
+    void *mem;
+    size_t need = tl_gmatcher_min_bytes(g, v) + 4096;
+    TL_EXPECT_OK(t, tl_arena_alloc(&a, need, 64, &mem));
+    TL_EXPECT_OK(t, tl_arena_init(&small, mem, need));
+    TL_EXPECT_OK(t, tl_gmatcher_new(&small, g, v, 0, &m));
+  }
+  TL_EXPECT_OK(t, tl_gmatcher_mask(m, allow, &eos));
+  /* '"', 0xC3 (a lead byte), "q\"", the first two bytes of '€' */
+  TL_EXPECT_EQ_U64(t, allow[0], 0x1u | 0x2u | 0x20u | 0x40u);
+  TL_EXPECT_OK(t, tl_gmatcher_accept(m, (const uint8_t *)"\xc3", 1));
+  TL_EXPECT_OK(t, tl_gmatcher_mask(m, allow, &eos));
+  TL_EXPECT_EQ_U64(t, allow[0], 0x4u); /* only the continuation byte */
+  TL_EXPECT(t, !eos);
+}
+
+static const tl_test_case cases[] = {
+    TL_CASE(a_small_grammar_masks_as_specified),
+    TL_CASE(masks_equal_the_recognizer_on_random_grammars),
+    TL_CASE(bad_grammars_are_refused_with_the_rule_named),
+    TL_CASE(digests_name_the_lowered_grammar),
+    TL_CASE(classes_take_utf8_split_across_tokens),
+};
+TL_SUITE(match, cases);

@@ -1,0 +1,130 @@
+/* The vocabulary trie: every token's byte string in one trie laid out in
+ * depth-first order, so the mask walk is a forward scan that skips a
+ * whole subtree (every token sharing a refused prefix) with one jump. */
+#include <string.h>
+
+#include "grammar/vocab_internal.h"
+
+static int compare_bytes(const uint8_t *a, uint32_t na, const uint8_t *b, uint32_t nb) {
+  uint32_t n = na < nb ? na : nb;
+  for (uint32_t i = 0; i < n; i++)
+    if (a[i] != b[i]) return a[i] < b[i] ? -1 : 1;
+  return na < nb ? -1 : na > nb ? 1 : 0;
+}
+
+/* Token ids ordered by their bytes (bottom-up merge sort; stable, so equal
+ * strings keep id order). */
+static void sort_ids(uint32_t *ids, uint32_t *tmp, uint32_t n, const uint8_t *const *bytes,
+                     const uint32_t *lens) {
+  for (uint32_t width = 1; width < n; width *= 2) {
+    for (uint32_t lo = 0; lo < n; lo += 2 * width) {
+      uint32_t mid = lo + width < n ? lo + width : n;
+      uint32_t hi = lo + 2 * width < n ? lo + 2 * width : n;
+      uint32_t i = lo, j = mid, k = lo;
+      while (i < mid || j < hi) {
+        if (j >= hi || (i < mid && compare_bytes(bytes[ids[i]], lens[ids[i]], bytes[ids[j]],
+                                                 lens[ids[j]]) <= 0))
+          tmp[k++] = ids[i++];
+        else
+          tmp[k++] = ids[j++];
+      }
+    }
+    memcpy(ids, tmp, (size_t)n * sizeof *ids);
+  }
+}
+
+static uint32_t common_prefix(const uint8_t *a, uint32_t na, const uint8_t *b, uint32_t nb) {
+  uint32_t n = 0;
+  while (n < na && n < nb && a[n] == b[n]) n++;
+  return n;
+}
+
+tl_status tl_gvocab_build(tl_arena *a, uint32_t n_tokens, const uint8_t *const *bytes,
+                          const uint32_t *lens, const tl_gvocab **out) {
+  tl_gvocab *v;
+  uint32_t *ids, *tmp, *path, *open;
+  uint32_t n_ids = 0, n_nodes = 1, max_depth = 0;
+  uint8_t *byte;
+  uint16_t *depth;
+  uint32_t *skip, *tok_first;
+  tl_arena_mark mark;
+  tl_status st;
+  if (a == NULL || out == NULL || (n_tokens > 0 && (bytes == NULL || lens == NULL)))
+    return TL_ERR_INVALID_ARGUMENT;
+  st = tl_arena_alloc(a, sizeof *v, 16, (void **)&v);
+  if (st != TL_OK) return st;
+  memset(v, 0, sizeof *v);
+  st = tl_arena_alloc_array(a, n_tokens, sizeof *ids, 16, (void **)&ids);
+  if (st != TL_OK) return st;
+  mark = tl_arena_mark_now(a);
+  st = tl_arena_alloc_array(a, n_tokens, sizeof *tmp, 16, (void **)&tmp);
+  if (st != TL_OK) return st;
+  for (uint32_t t = 0; t < n_tokens; t++) {
+    if (bytes[t] == NULL || lens[t] == 0) continue;
+    if (lens[t] > TL_GVOCAB_MAX_TOKEN) return TL_ERR_BOUNDS;
+    ids[n_ids++] = t;
+  }
+  sort_ids(ids, tmp, n_ids, bytes, lens);
+  tl_arena_rewind(a, mark);
+  for (uint32_t i = 0; i < n_ids; i++) {
+    uint32_t t = ids[i], len = lens[t];
+    uint32_t lcp = i == 0 ? 0 : common_prefix(bytes[ids[i - 1]], lens[ids[i - 1]], bytes[t], len);
+    n_nodes += len - lcp;
+    if (len > max_depth) max_depth = len;
+  }
+  st = tl_arena_alloc(a, n_nodes, 1, (void **)&byte);
+  if (st == TL_OK) st = tl_arena_alloc_array(a, n_nodes, sizeof *depth, 16, (void **)&depth);
+  if (st == TL_OK) st = tl_arena_alloc_array(a, n_nodes, sizeof *skip, 16, (void **)&skip);
+  if (st == TL_OK) st = tl_arena_alloc_array(a, (size_t)n_nodes + 1, sizeof *tok_first, 16, (void **)&tok_first);
+  if (st != TL_OK) return st;
+  mark = tl_arena_mark_now(a);
+  st = tl_arena_alloc_array(a, (size_t)max_depth + 1, sizeof *path, 16, (void **)&path);
+  if (st == TL_OK) st = tl_arena_alloc_array(a, (size_t)max_depth + 1, sizeof *open, 16, (void **)&open);
+  if (st != TL_OK) return st;
+  /* Preorder: each string adds the nodes past its common prefix with the
+   * previous one; a new node at depth d closes every open node at depth
+   * >= d (their subtrees end where it begins). */
+  byte[0] = 0;
+  depth[0] = 0;
+  path[0] = 0;
+  memset(open, 0, ((size_t)max_depth + 1) * sizeof *open);
+  memset(tok_first, 0, ((size_t)n_nodes + 1) * sizeof *tok_first);
+  {
+    uint32_t next = 1;
+    for (uint32_t i = 0; i < n_ids; i++) {
+      uint32_t t = ids[i], len = lens[t];
+      uint32_t lcp = i == 0 ? 0 : common_prefix(bytes[ids[i - 1]], lens[ids[i - 1]], bytes[t], len);
+      for (uint32_t d = lcp + 1; d <= len; d++) {
+        for (uint32_t k = d; k <= max_depth && open[k] != 0; k++) {
+          skip[open[k]] = next;
+          open[k] = 0;
+        }
+        byte[next] = bytes[t][d - 1];
+        depth[next] = (uint16_t)d;
+        path[d] = next;
+        open[d] = next;
+        next++;
+      }
+      tok_first[path[len] + 1]++; /* counts, summed below */
+    }
+    for (uint32_t k = 1; k <= max_depth; k++)
+      if (open[k] != 0) skip[open[k]] = n_nodes;
+    skip[0] = n_nodes;
+  }
+  for (uint32_t i = 1; i <= n_nodes; i++) tok_first[i] += tok_first[i - 1];
+  tl_arena_rewind(a, mark);
+  /* ids are in trie order already (sorted strings end at nondecreasing
+   * nodes), so they are the token list. */
+  v->n_tokens = n_tokens;
+  v->n_nodes = n_nodes;
+  v->max_depth = max_depth;
+  v->byte = byte;
+  v->depth = depth;
+  v->skip = skip;
+  v->tok_first = tok_first;
+  v->toks = ids;
+  *out = v;
+  return TL_OK;
+}
+
+uint32_t tl_gvocab_tokens(const tl_gvocab *v) { return v->n_tokens; }
