@@ -145,6 +145,7 @@ static tl_srv_job *submit(tl_test_ctx *t, tl_srv_engine *e, const char *text, bo
   jp.req = q;
   jp.prompt = &p;
   jp.choice = choice;
+  jp.grammar = NULL;
   if (!TL_EXPECT_OK(t, tl_srv_submit(e, &jp, &j, &err))) {
     tl_test_print(t, err.message);
     tl_test_print(t, "\n");
