@@ -158,6 +158,10 @@ run_stage forward /usr/bin/python3 tests/model/forward_test.py build/asan/tinylm
 run_stage gen-run /usr/bin/python3 tests/gen/run_test.py build/asan/tinylm build/test-work/gen-run
 # tinylm serve on ephemeral loopback ports, driven by npm's openai client.
 run_stage serve node tests/serve/serve_test.mjs build/asan/tinylm build/test-work/serve
+# Structured output through the server on the demo model, every reply
+# validated by ajv (json_schema, tool calls, grammars, refusals).
+run_stage serve-structured node tests/serve/structured_test.mjs build/asan/tinylm \
+  build/test-work/serve-structured
 run_stage api-example /usr/bin/python3 tests/api/example_test.py build/asan/tinylm \
   build/asan/stream_reply build/test-work/api-example
 # make install into a scratch prefix, then examples/ built against the
