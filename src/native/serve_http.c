@@ -154,7 +154,7 @@ void tl_srv_think_split(const uint8_t *s, size_t len, bool final, tl_srv_think *
   const char *close;
   size_t from = w;
   memset(t, 0, sizeof *t);
-  if (len < w && memcmp(s, think_open, len) == 0 && !final) { /* may yet open a block */
+  if (len < w && (len == 0 || memcmp(s, think_open, len) == 0) && !final) { /* may yet open one */
     t->block = true;
     t->reason_from = t->reason_to = t->content_from = len;
     return;

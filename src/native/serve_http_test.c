@@ -121,6 +121,8 @@ static void think_blocks_split_reasoning_from_content(tl_test_ctx *t) {
       {"<think>\nhm\n</think>\n\n{}", false, true, 8, 10, 21},
       {"{\"a\": 1}", true, false, 0, 0, 0},
       {"{\"a\": 1}", false, false, 0, 0, 0},
+      {"", false, true, 0, 0, 0},           /* nothing yet */
+      {"", true, false, 0, 0, 0},
       {"<thi", false, true, 4, 4, 4},       /* may yet open a block: all held */
       {"<thi", true, false, 0, 0, 0},       /* ended: no block */
       {"<think>\nhm\n</thi", false, true, 8, 10, 16}, /* a partial close and its newline held */
