@@ -79,6 +79,7 @@ struct slot {
   tl_srv_engine *e;
   uint32_t index;
   tl_session s;
+  bool is_master; /* s is a copy of the engine's master session (slot 0) */
   pthread_t thread;
   bool started;
   pthread_cond_t wake; /* a job arrived, or the forward call is done */
@@ -657,8 +658,10 @@ tl_status tl_srv_engine_open(const tl_srv_engine_options *o, tl_srv_engine **out
       goto fail;
     }
     /* slot 0 computes in the master session's own cache */
-    if (i == 0) s->s = e->master;
-    else if ((st = tl_session_open_slot(&s->s, &e->master, err, err_cap)) != TL_OK) goto fail;
+    if (i == 0) {
+      s->s = e->master;
+      s->is_master = true;
+    } else if ((st = tl_session_open_slot(&s->s, &e->master, err, err_cap)) != TL_OK) goto fail;
   }
   if (pthread_create(&e->forward_thread, NULL, forward_main, e) != 0) {
     st = TL_ERR_WORKER_FAILURE;
@@ -707,6 +710,9 @@ void tl_srv_engine_close(tl_srv_engine *e) {
     free(e->slots[i].cached);
     pthread_cond_destroy(&e->slots[i].wake);
   }
+  /* slot 0's turns ran in a copy of the master session: what they added to
+   * it (a constrained turn's matcher memory) is released with the master */
+  if (e->slots[0].is_master) e->master = e->slots[0].s;
   if (e->master_open) tl_session_close(&e->master);
   free(e->scratch_mem);
   free(e->receipt_dir);
