@@ -44,13 +44,17 @@ static const tl_json_value *parse_json(attempt *t, const char *text, size_t len)
   return st == TL_OK ? v : NULL;
 }
 
-/* A schema (JSON text) as an expression of b; param names it in errors. */
-static tl_gexpr schema_expr(attempt *t, tl_gbuilder *b, const char *text, size_t len,
-                            const char *param) {
-  const tl_json_value *v = parse_json(t, text, len);
+/* A schema as an expression of b; param names it in errors. */
+static tl_gexpr value_expr(attempt *t, tl_gbuilder *b, const tl_json_value *v, const char *param) {
   tl_gexpr e = v != NULL ? tl_gb_json_schema(b, v, &t->ge) : TL_GEXPR_NONE;
   if (t->ge.status != TL_OK && t->param[0] == '\0') snprintf(t->param, sizeof t->param, "%s", param);
   return e;
+}
+
+/* The same from the schema's JSON text. */
+static tl_gexpr schema_expr(attempt *t, tl_gbuilder *b, const char *text, size_t len,
+                            const char *param) {
+  return value_expr(t, b, parse_json(t, text, len), param);
 }
 
 /* One tool's call block: <tool_call>\n{"name": NAME, "arguments": ARGS}\n</tool_call>. */
@@ -72,13 +76,9 @@ static tl_gexpr call_expr(attempt *t, tl_gbuilder *b, const tl_json_value *tool,
   parts[0] = tl_gb_literal(b, (const uint8_t *)open, sizeof open - 1);
   parts[1] = tl_gb_literal(b, (const uint8_t *)quoted, strlen(quoted));
   parts[2] = tl_gb_literal(b, (const uint8_t *)mid, sizeof mid - 1);
-  if (params != NULL) {
-    tl_gexpr e = tl_gb_json_schema(b, params, &t->ge);
-    if (t->ge.status != TL_OK && t->param[0] == '\0') snprintf(t->param, sizeof t->param, "%s", param);
-    parts[3] = e;
-  } else {
-    parts[3] = schema_expr(t, b, no_parameters, sizeof no_parameters - 1, param);
-  }
+  parts[3] = params != NULL && params->type != TL_JSON_NULL /* null: not given, as OpenAI's */
+                 ? value_expr(t, b, params, param)
+                 : schema_expr(t, b, no_parameters, sizeof no_parameters - 1, param);
   parts[4] = tl_gb_literal(b, (const uint8_t *)close, sizeof close - 1);
   free(quoted);
   return tl_gb_seq(b, parts, 5);

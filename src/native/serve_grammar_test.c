@@ -90,6 +90,14 @@ static void a_named_tool_once_without_parallel_calls(tl_test_ctx *t) {
   TL_EXPECT(t, !sentence(t, g, CALL_ADD));
   TL_EXPECT(t, !sentence(t, g, CALL_NOW "\n" CALL_NOW));
   tl_srv_grammar_unref(g);
+  /* parameters null: not given */
+  g = compile(t, TL_SRV_CHAT,
+              "{" USER ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"now\","
+              "\"parameters\":null}}],\"tool_choice\":\"required\"}",
+              &e);
+  if (!TL_EXPECT(t, g != NULL)) return;
+  TL_EXPECT(t, sentence(t, g, CALL_NOW));
+  tl_srv_grammar_unref(g);
 }
 
 static void a_format_beside_auto_tools_is_either(tl_test_ctx *t) {
