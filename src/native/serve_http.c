@@ -374,17 +374,23 @@ static char *dump(json_t *doc) {
   return s;
 }
 
+/* The choice's text from byte off on (no arithmetic on the null pointer
+ * of a choice without text yet). */
+static const uint8_t *text_at(const tl_srv_choice *c, size_t off) {
+  return c->raw != NULL ? c->raw + off : c->raw;
+}
+
 /* A finished chat choice with tools, its content from raw byte `from`
  * on: its tool calls (NULL: none, the whole text is content) and where its
  * content ends in the raw bytes (the block markers are ASCII, so the
  * cleaned text, which the calls are read from, and the raw bytes agree up
  * to the first block). */
 static json_t *tool_split(const tl_srv_choice *c, size_t from, size_t *content_end) {
-  char *all = tl_srv_utf8_clean(c->raw + from, c->raw_len - from, NULL);
+  char *all = tl_srv_utf8_clean(text_at(c, from), c->raw_len - from, NULL);
   size_t before = 0;
   json_t *calls = all != NULL ? tl_srv_tool_calls(all, strlen(all), &before) : NULL;
   free(all);
-  *content_end = calls != NULL ? from + tl_srv_tool_hold(c->raw + from, c->raw_len - from)
+  *content_end = calls != NULL ? from + tl_srv_tool_hold(text_at(c, from), c->raw_len - from)
                                : c->raw_len;
   return calls;
 }
@@ -408,14 +414,14 @@ char *tl_srv_response_body(const tl_srv_gen *g) {
     think_of(g, c, true, &th);
     if (g->chat && g->req.has_tools && (calls = tool_split(c, th.content_from, &text_len)) != NULL)
       reason = "tool_calls";
-    text = clean_string(c->raw + th.content_from, text_len - th.content_from);
+    text = clean_string(text_at(c, th.content_from), text_len - th.content_from);
     if (g->chat) {
       json_t *msg = json_pack("{s:s,s:o}", "role", "assistant", "content",
                               text_len == th.content_from && calls != NULL ? json_null()
                                                                            : json_incref(text));
       if (th.block)
         json_object_set_new(msg, "reasoning_content",
-                            clean_string(c->raw + th.reason_from, th.reason_to - th.reason_from));
+                            clean_string(text_at(c, th.reason_from), th.reason_to - th.reason_from));
       if (calls != NULL) json_object_set_new(msg, "tool_calls", calls);
       choice = json_pack("{s:i,s:o,s:o,s:s}", "index", (int)i, "message", msg, "logprobs",
                          logprobs_json(g, c, 0, ntok), "finish_reason", reason);
@@ -516,7 +522,7 @@ bool tl_srv_stream_choice(tl_srv_gen *g, uint32_t i, tl_srv_buf *out) {
   if (c->finished) return true;
   if (!c->done) {
     if (!send_reasoning(g, i, out, false, &from)) return false;
-    if (tools) end = from + tl_srv_tool_hold(c->raw + from, end - from);
+    if (tools) end = from + tl_srv_tool_hold(text_at(c, from), end - from);
     end = tl_srv_utf8_complete(c->raw, end);
     if (end <= from || end <= c->raw_sent) return true; /* held */
     if (c->raw_sent < from) c->raw_sent = from;

@@ -294,6 +294,7 @@ static void streamed_required_calls_after_thinking(tl_test_ctx *t) {
   seen s = {0};
   gen_init(&g, true);
   g.req.tool_choice = TL_SRV_TOOLS_REQUIRED;
+  TL_EXPECT(t, tl_srv_stream_choice(&g, 0, &out) && out.len == 0); /* no text yet: nothing */
   arrive(&g.choices[0], "<think>\n\n</think>\n\n<tool_call>\n{\"name\": \"f\", ", false);
   TL_EXPECT(t, tl_srv_stream_choice(&g, 0, &out));
   arrive(&g.choices[0], "\"arguments\": {}}\n</tool_call>", true);
