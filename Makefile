@@ -484,7 +484,7 @@ $(WASM_KERNEL_BENCH): $(WASM_SRC_DEPS) bench/kernel_bench_wasm.c
 # sizes, SHA-256, features, ABI version) into build/web/ and checks each
 # module's opcodes (tests/web/opcodes.sh).
 WEB_OUT := build/web
-WEB_API_HOST := src/lib/api.c src/lib/session.c src/lib/turn.c src/lib/model.c \
+WEB_API_HOST := src/lib/api.c src/lib/session.c src/lib/turn.c src/lib/model.c src/lib/constrain.c \
                 src/host/encoder.c src/lib/chat_render.c src/lib/receipt.c \
                 src/host/cbor_alloc.c
 WEB_WASM_SRC := web/wasm/libc.c web/wasm/malloc.c web/wasm/printf.c web/wasm/host.c \
@@ -703,6 +703,7 @@ bench: setup
 	@bench/hash.sh
 	@$(MAKE) --no-print-directory tok-slm
 	@bench/tokenizer.sh
+	@bench/grammar.sh
 	@bench/model.sh
 	@bench/kernels.sh
 	@bench/llama.sh

@@ -96,6 +96,7 @@ tl_status tl_api_init(uint32_t abi);
 typedef uint32_t tl_model_handle;
 typedef uint32_t tl_session_handle;
 typedef uint32_t tl_generation_handle;
+typedef uint32_t tl_grammar_handle;
 #define TL_NO_HANDLE 0u
 
 /* What went wrong in the last failed call on a handle (or, for handle
@@ -115,7 +116,10 @@ typedef struct tl_error {
    * message, UINT64_MAX when none) or the template's error kind. A
    * sampling value out of range: kind names the field ("temperature",
    * "top_k", "top_p", "min_p", "repeat_penalty", "repeat_window"; "eos",
-   * "vocabulary" for the artifact's). "" otherwise. */
+   * "vocabulary" for the artifact's). A grammar refused by
+   * tl_grammar_compile: kind "json_schema", "gbnf", "regex" or
+   * "json_object", index the byte offset in its text where known. ""
+   * otherwise. */
   char kind[24];
   uint32_t line, column;
   char message[512]; /* NUL-terminated, UTF-8 */
@@ -241,6 +245,36 @@ enum { TL_DECODE_RAW = 0, TL_DECODE_VISIBLE = 1, TL_DECODE_DIAGNOSTIC = 2 };
 tl_status tl_model_decode(tl_model_handle model, const uint32_t *ids, size_t n, uint32_t mode,
                           void *out, size_t cap, size_t *len);
 
+/* ---- grammars (docs/structured.md) ---- */
+
+/* What a grammar's text is: any JSON object (no text: OpenAI's
+ * response_format json_object), a JSON Schema (draft 2020-12, the
+ * keywords docs/structured.md lists), llama.cpp's GBNF (start rule
+ * "root"), or a regular expression the whole reply matches. */
+enum {
+  TL_GRAMMAR_JSON_OBJECT = 1,
+  TL_GRAMMAR_JSON_SCHEMA = 2,
+  TL_GRAMMAR_GBNF = 3,
+  TL_GRAMMAR_REGEX = 4
+};
+
+/* Compiles a grammar once, for any number of generations on any session
+ * (a generation holds it while it runs). text[0..len) is the schema, GBNF
+ * or regex (UTF-8; ignored for TL_GRAMMAR_JSON_OBJECT). Refusals, with
+ * the message naming what and where (tl_error_detail(TL_NO_HANDLE);
+ * kind names the reader, index the byte offset):
+ * TL_ERR_INVALID_ARGUMENT (malformed text, an unknown kind),
+ * TL_ERR_UNSUPPORTED_FEATURE (valid, but a keyword or construct the engine
+ * does not enforce: never silently ignored), TL_ERR_BOUNDS (a limit),
+ * TL_ERR_OUT_OF_MEMORY. */
+tl_status tl_grammar_compile(uint32_t kind, const void *text, size_t len,
+                             tl_grammar_handle *out);
+/* Ends the handle (a generation running with it keeps it until done). */
+tl_status tl_grammar_free(tl_grammar_handle grammar);
+/* The grammar's digest, the id receipts name it by: SHA-256 of its
+ * lowered canonical form, equal for texts that lower to the same rules. */
+tl_status tl_grammar_get_digest(tl_grammar_handle grammar, uint8_t digest[32]);
+
 /* ---- generations ---- */
 
 /* Streaming callbacks, on the thread that runs the generation; a nonzero
@@ -267,6 +301,11 @@ enum {
  * it computed, for the next prompt to reuse as far as it matches. Not
  * with TL_GENERATE_CONTINUE. */
 #define TL_GENERATE_REUSE_PREFIX 2u
+/* The params carry the structured-output fields (grammar, think_budget:
+ * the last ones, added after the first release): set it to use them. A
+ * program built before them never sets it, so the library never reads
+ * past the struct it was given. */
+#define TL_GENERATE_GRAMMAR 4u
 
 typedef struct tl_generation_params {
   /* The prompt: exactly one of text (tokenized as given), messages_json
@@ -299,6 +338,19 @@ typedef struct tl_generation_params {
    * it was drawn from, before on_token. */
   void (*on_choice)(void *ctx, const float *logits, size_t vocab, uint32_t id);
   void *ctx;
+  /* Read only with TL_GENERATE_GRAMMAR in flags. Structured output
+   * (docs/structured.md): the reply keeps to grammar (a compiled handle;
+   * TL_NO_HANDLE: free text), its token mask applied before every draw,
+   * EOS only where it accepts; the receipt names its digest. When the
+   * prompt leaves the reply open for a thought (a chat-template prompt
+   * that does not end with Qwen3's empty <think> block), the first token
+   * may be <think>, and the thought is free for think_budget tokens (0:
+   * 1024) before </think> is forced; the grammar applies after it. A
+   * think_budget without a grammar: TL_ERR_INVALID_ARGUMENT. With a
+   * grammar, stop "eos" means the reply is a complete sentence of it;
+   * any other stop may leave a prefix. */
+  tl_grammar_handle grammar;
+  uint32_t think_budget;
 } tl_generation_params;
 
 /* A generation on a session (one at a time per session). */

@@ -23,6 +23,7 @@
 #include "bytes.h"
 #include "chat_render.h"
 #include "encoder.h"
+#include "grammar/grammar.h"
 #include "json/json.h"
 #include "kernels/parallel.h"
 #include "model.h"
@@ -70,15 +71,22 @@ typedef struct api_gen {
   char receipt_hex[65];
 } api_gen;
 
+typedef struct api_grammar {
+  api_obj o;
+  void *mem; /* the arena the grammar lives in */
+  const tl_grammar *g;
+} api_grammar;
+
 #define MAX_MODELS 64
 #define MAX_SESSIONS 256
 #define MAX_GENERATIONS 1024
+#define MAX_GRAMMARS 256
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_bool g_init;
 static bool g_tables_ready;
 static tl_handle_slot g_model_slots[MAX_MODELS], g_session_slots[MAX_SESSIONS],
-    g_gen_slots[MAX_GENERATIONS];
+    g_gen_slots[MAX_GENERATIONS], g_grammar_slots[MAX_GRAMMARS];
 static tl_handle_table g_tables[4]; /* indexed by kind */
 static _Thread_local tl_error t_last;
 
@@ -135,6 +143,8 @@ tl_status tl_api_init(uint32_t abi) {
                          MAX_SESSIONS);
     tl_handle_table_init(&g_tables[TL_HANDLE_GENERATION], TL_HANDLE_GENERATION, g_gen_slots,
                          MAX_GENERATIONS);
+    tl_handle_table_init(&g_tables[TL_HANDLE_GRAMMAR], TL_HANDLE_GRAMMAR, g_grammar_slots,
+                         MAX_GRAMMARS);
     g_tables_ready = true;
   }
   pthread_mutex_unlock(&g_lock);
@@ -206,7 +216,7 @@ tl_status tl_error_detail(uint32_t handle, tl_error *out) {
     *out = t_last;
     return TL_OK;
   }
-  if (!atomic_load(&g_init) || kind == 0) {
+  if (!atomic_load(&g_init)) {
     st = TL_ERR_INVALID_HANDLE;
   } else {
     pthread_mutex_lock(&g_lock);
@@ -721,6 +731,87 @@ tl_status tl_model_decode(tl_model_handle model, const uint32_t *ids, size_t n, 
   return st;
 }
 
+/* ---- grammars ---- */
+
+/* The grammar's arena starts at this size and doubles while a reader asks
+ * for more, up to the last. */
+#define GRAMMAR_ARENA_FIRST ((size_t)1 << 20)
+#define GRAMMAR_ARENA_MAX ((size_t)1 << 28)
+
+static void grammar_destroy(api_obj *o) {
+  api_grammar *g = (api_grammar *)o;
+  free(g->mem);
+  free(g);
+}
+
+/* The reader of kind over text into g (an arena of cap bytes). */
+static tl_status grammar_read(uint32_t kind, const uint8_t *text, size_t len, api_grammar *g,
+                              size_t cap, tl_gerror *err) {
+  tl_arena a;
+  tl_arena_init(&a, g->mem, cap);
+  switch (kind) {
+  case TL_GRAMMAR_JSON_OBJECT:
+    return tl_grammar_json_object(&a, &g->g, err);
+  case TL_GRAMMAR_JSON_SCHEMA:
+    return tl_grammar_from_json_schema(&a, text, len, &g->g, err);
+  case TL_GRAMMAR_GBNF:
+    return tl_grammar_from_gbnf(&a, text, len, &g->g, err);
+  default:
+    return tl_grammar_from_regex(&a, text, len, &g->g, err);
+  }
+}
+
+tl_status tl_grammar_compile(uint32_t kind, const void *text, size_t len,
+                             tl_grammar_handle *out) {
+  static const char *const readers[] = {"", "json_object", "json_schema", "gbnf", "regex"};
+  api_grammar *g;
+  tl_gerror gerr;
+  tl_error e = no_detail();
+  size_t cap = GRAMMAR_ARENA_FIRST;
+  tl_status st = check_init();
+  if (st != TL_OK) return st;
+  if (out == NULL || kind < TL_GRAMMAR_JSON_OBJECT || kind > TL_GRAMMAR_REGEX ||
+      (text == NULL && len != 0))
+    return FAIL(NULL, TL_ERR_INVALID_ARGUMENT,
+                "tl_grammar_compile: NULL out or text, or kind %u (1..4)", (unsigned)kind);
+  *out = TL_NO_HANDLE;
+  g = calloc(1, sizeof *g);
+  if (g == NULL) return FAIL(NULL, TL_ERR_OUT_OF_MEMORY, "out of memory");
+  g->o.refs = 1;
+  g->o.destroy = grammar_destroy;
+  for (;; cap *= 2) {
+    memset(&gerr, 0, sizeof gerr);
+    free(g->mem);
+    g->mem = malloc(cap);
+    st = g->mem ? grammar_read(kind, text, len, g, cap, &gerr) : TL_ERR_OUT_OF_MEMORY;
+    if (st != TL_ERR_OUT_OF_MEMORY || g->mem == NULL || cap >= GRAMMAR_ARENA_MAX) break;
+  }
+  if (st != TL_OK) {
+    snprintf(e.kind, sizeof e.kind, "%s", readers[kind]);
+    e.index = gerr.offset;
+    grammar_destroy(&g->o);
+    /* the reader's message names itself; kind names it for programs */
+    return fail_at(NULL, st, e, "%s", gerr.message[0] ? gerr.message : tl_status_name(st));
+  }
+  return issue(TL_HANDLE_GRAMMAR, &g->o, out);
+}
+
+tl_status tl_grammar_free(tl_grammar_handle grammar) {
+  return close_handle(TL_HANDLE_GRAMMAR, grammar);
+}
+
+tl_status tl_grammar_get_digest(tl_grammar_handle grammar, uint8_t digest[32]) {
+  api_grammar *g;
+  tl_status st = acquire(TL_HANDLE_GRAMMAR, grammar, (void **)&g);
+  if (st != TL_OK) return st;
+  if (digest == NULL)
+    st = FAIL(&g->o, TL_ERR_INVALID_ARGUMENT, "NULL digest");
+  else
+    tl_grammar_digest(g->g, digest);
+  drop(&g->o);
+  return st;
+}
+
 /* ---- generations ---- */
 
 static void gen_destroy(api_obj *o) {
@@ -827,6 +918,7 @@ static tl_status run_turn(api_gen *g, const tl_generation_params *p) {
   tl_sampler_field field = TL_SAMPLER_FIELD_TEMPERATURE;
   uint32_t before = s->cache.len, start, skip = 0;
   bool reuse = (p->flags & TL_GENERATE_REUSE_PREFIX) != 0;
+  api_grammar *grammar = NULL; /* a reference while the turn runs */
   char err[512];
   tl_status st;
   memset(&tp, 0, sizeof tp);
@@ -849,12 +941,28 @@ static tl_status run_turn(api_gen *g, const tl_generation_params *p) {
       }
     }
   }
-  if ((p->flags & ~(uint32_t)(TL_GENERATE_CONTINUE | TL_GENERATE_REUSE_PREFIX)) != 0 ||
+  if ((p->flags & ~(uint32_t)(TL_GENERATE_CONTINUE | TL_GENERATE_REUSE_PREFIX |
+                              TL_GENERATE_GRAMMAR)) != 0 ||
       ((p->flags & TL_GENERATE_CONTINUE) && reuse) ||
       (p->given & ~(uint32_t)(TL_GIVEN_TEMPERATURE | TL_GIVEN_TOP_K | TL_GIVEN_TOP_P |
                               TL_GIVEN_MIN_P | TL_GIVEN_REPEAT_PENALTY)) != 0) {
     st = FAIL(&g->o, TL_ERR_INVALID_ARGUMENT, "unknown flags 0x%x or given bits 0x%x",
               (unsigned)p->flags, (unsigned)p->given);
+    goto done;
+  }
+  /* The structured-output fields exist only when the flag says so. */
+  if ((p->flags & TL_GENERATE_GRAMMAR) && p->grammar != TL_NO_HANDLE) {
+    if ((st = acquire(TL_HANDLE_GRAMMAR, p->grammar, (void **)&grammar)) != TL_OK) {
+      tl_error why = t_last;
+      st = fail_at(&g->o, st, why, "grammar: %s", why.message);
+      goto done;
+    }
+    tp.grammar = grammar->g;
+    tp.think_budget = p->think_budget;
+  } else if ((p->flags & TL_GENERATE_GRAMMAR) && p->think_budget != 0) {
+    st = FAIL(&g->o, TL_ERR_INVALID_ARGUMENT,
+              "think_budget %u without a grammar: the budget applies to a constrained reply",
+              (unsigned)p->think_budget);
     goto done;
   }
   start = p->flags & TL_GENERATE_CONTINUE ? before : 0;
@@ -917,10 +1025,12 @@ static tl_status run_turn(api_gen *g, const tl_generation_params *p) {
       e.index = f->index;
       fail_at(&g->o, st, e, "non-finite value after %zu tokens", g->t.r.n_ids);
     } else {
-      FAIL(&g->o, st, "the generation stopped after %zu tokens", g->t.r.n_ids);
+      FAIL(&g->o, st, "the generation stopped after %zu tokens%s%s", g->t.r.n_ids,
+           g->t.why ? ": " : "", g->t.why ? g->t.why : "");
     }
   }
 done:
+  if (grammar != NULL) drop(&grammar->o);
   free(stops);
   free(stop_lens);
   free(decoded);

@@ -1084,6 +1084,104 @@ static void a_generation_run_from_two_threads(tl_test_ctx *t) {
   TL_EXPECT_OK(t, tl_model_close(m));
 }
 
+/* Grammar handles: compiled once (kind 0 of the handle table), their
+ * digest, typed refusals naming what was refused, and the handle rules. */
+static void grammar_handles(tl_test_ctx *t) {
+  static const char schema[] = "{\"type\": \"object\", \"patternProperties\": {}}";
+  tl_grammar_handle g, g2, bad = 7;
+  tl_model_handle m;
+  uint8_t d1[32], d2[32];
+  tl_preflight_plan plan;
+  tl_error e;
+  if (!open_tiny(t, &m)) return;
+  TL_EXPECT_OK(t, tl_grammar_compile(TL_GRAMMAR_JSON_OBJECT, NULL, 0, &g));
+  TL_EXPECT(t, g != TL_NO_HANDLE && (g >> 30) == 0);
+  TL_EXPECT_OK(t, tl_grammar_compile(TL_GRAMMAR_REGEX, "[0-9]+", 6, &g2));
+  TL_EXPECT_OK(t, tl_grammar_get_digest(g, d1));
+  TL_EXPECT_OK(t, tl_grammar_get_digest(g2, d2));
+  TL_EXPECT(t, memcmp(d1, d2, 32) != 0);
+  TL_EXPECT_STATUS(t, tl_grammar_compile(TL_GRAMMAR_JSON_SCHEMA, schema, strlen(schema), &bad),
+                   TL_ERR_UNSUPPORTED_FEATURE);
+  TL_EXPECT_EQ_U64(t, bad, TL_NO_HANDLE);
+  TL_EXPECT_OK(t, tl_error_detail(TL_NO_HANDLE, &e));
+  TL_EXPECT_STR(t, e.kind, "json_schema");
+  TL_EXPECT(t, strstr(e.message, "patternProperties") != NULL);
+  TL_EXPECT_STATUS(t, tl_grammar_compile(9, "x", 1, &bad), TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT_STATUS(t, tl_grammar_compile(TL_GRAMMAR_REGEX, "x", 1, NULL),
+                   TL_ERR_INVALID_ARGUMENT);
+  /* a grammar where a model goes, and the other way round */
+  TL_EXPECT_STATUS(t, tl_model_preflight(g, NULL, &plan), TL_ERR_INVALID_HANDLE);
+  TL_EXPECT_STATUS(t, tl_grammar_get_digest(m, d1), TL_ERR_INVALID_HANDLE);
+  TL_EXPECT_OK(t, tl_grammar_free(g));
+  TL_EXPECT_STATUS(t, tl_grammar_free(g), TL_ERR_STALE_HANDLE);
+  TL_EXPECT_STATUS(t, tl_grammar_get_digest(g, d1), TL_ERR_STALE_HANDLE);
+  TL_EXPECT_OK(t, tl_grammar_free(g2));
+  TL_EXPECT_OK(t, tl_model_close(m));
+}
+
+/* A generation with a grammar: the reply keeps to it (digits, then EOS
+ * or the limit) and its receipt names the digest; the fields are read
+ * only with TL_GENERATE_GRAMMAR; a think budget needs a grammar. */
+static void generations_keep_to_a_grammar(tl_test_ctx *t) {
+  tl_model_handle m;
+  tl_session_handle s;
+  tl_grammar_handle g;
+  uint8_t digest[32];
+  if (!open_tiny(t, &m)) return;
+  TL_EXPECT_OK(t, tl_session_new(m, &scalar, &s));
+  TL_EXPECT_OK(t, tl_grammar_compile(TL_GRAMMAR_REGEX, "[0-9]+", 6, &g));
+  TL_EXPECT_OK(t, tl_grammar_get_digest(g, digest));
+  for (uint64_t seed = 0; seed < 6; seed++) {
+    tl_generation_handle gen;
+    tl_generation_result r;
+    tl_generation_params p = {0};
+    size_t end;
+    bool found = false;
+    p.text = "Hello";
+    p.text_len = 5;
+    p.max_tokens = 8;
+    p.given = TL_GIVEN_TEMPERATURE;
+    p.temperature = 1.0;
+    p.seed = seed;
+    p.flags = TL_GENERATE_GRAMMAR;
+    p.grammar = g;
+    if (!TL_EXPECT_OK(t, tl_generation_new(s, &gen))) break;
+    TL_EXPECT_OK(t, tl_generation_run(gen, &p));
+    TL_EXPECT_OK(t, tl_generation_result_get(gen, &r));
+    TL_EXPECT(t, strcmp(r.stop, "eos") == 0 || strcmp(r.stop, "max_tokens") == 0);
+    end = r.text_len; /* visible: EOS is not in it */
+    TL_EXPECT(t, end > 0);
+    for (size_t i = 0; i < end; i++) TL_EXPECT(t, r.text[i] >= '0' && r.text[i] <= '9');
+    for (size_t i = 0; i + 32 <= r.receipt_len && !found; i++)
+      found = memcmp(r.receipt + i, digest, 32) == 0;
+    TL_EXPECT(t, found);
+    TL_EXPECT_OK(t, tl_generation_free(gen));
+  }
+  {
+    tl_generation_handle gen;
+    tl_generation_params p = {0};
+    tl_error e;
+    p.text = "Hello";
+    p.text_len = 5;
+    p.max_tokens = 2;
+    p.grammar = 0xdeadbeefu; /* not read: no TL_GENERATE_GRAMMAR */
+    p.think_budget = 5;
+    TL_EXPECT_OK(t, tl_generation_new(s, &gen));
+    TL_EXPECT_OK(t, tl_generation_run(gen, &p));
+    TL_EXPECT_OK(t, tl_generation_free(gen));
+    p.flags = TL_GENERATE_GRAMMAR;
+    p.grammar = TL_NO_HANDLE;
+    TL_EXPECT_OK(t, tl_generation_new(s, &gen));
+    TL_EXPECT_STATUS(t, tl_generation_run(gen, &p), TL_ERR_INVALID_ARGUMENT);
+    TL_EXPECT_OK(t, tl_error_detail(gen, &e));
+    TL_EXPECT(t, strstr(e.message, "think_budget") != NULL);
+    TL_EXPECT_OK(t, tl_generation_free(gen));
+  }
+  TL_EXPECT_OK(t, tl_grammar_free(g));
+  TL_EXPECT_OK(t, tl_session_free(s));
+  TL_EXPECT_OK(t, tl_model_close(m));
+}
+
 static const tl_test_case cases[] = {
     TL_CASE(abi_mismatch_is_refused),
     TL_CASE(closed_handles_are_stale),
@@ -1102,5 +1200,7 @@ static const tl_test_case cases[] = {
     TL_CASE(reuse_prefix_computes_only_the_rest),
     TL_CASE(reuse_prefix_misuse_is_typed),
     TL_CASE(observe_through_the_api),
+    TL_CASE(grammar_handles),
+    TL_CASE(generations_keep_to_a_grammar),
 };
 TL_SUITE(api, cases);

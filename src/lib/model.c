@@ -277,7 +277,8 @@ static tl_status open_loaded(const char *path, tl_native_model *m, char *err,
   }
   arena_len += TEMPLATE_ARENA_EXTRA;
   m->arena_mem = malloc(arena_len);
-  if (m->arena_mem == NULL) {
+  m->grammar_vocab = tl_grammar_vocab_cell_new();
+  if (m->arena_mem == NULL || m->grammar_vocab == NULL) {
     st = TL_ERR_OUT_OF_MEMORY;
     snprintf(err, err_cap, "%s: out of memory", path);
     goto fail;
@@ -390,6 +391,7 @@ void tl_native_model_close(tl_native_model *m) {
 #endif
   tl_file_close_view(&m->view);
   free(m->arena_mem);
+  tl_grammar_vocab_cell_free(m->grammar_vocab);
   memset(m, 0, sizeof *m);
   m->fd = m->guard = -1;
 }

@@ -5,6 +5,7 @@
 #define TL_NATIVE_MODEL_H
 
 #include "arena.h"
+#include "constrain.h"
 #include "file.h"
 #include "slm/slm.h"
 #include "slm/tensors.h"
@@ -28,6 +29,9 @@ typedef struct tl_native_model {
    * registry (-1: none). */
   int fd;
   int guard;
+  /* The vocabulary trie of its grammars (constrain.h): made at the open,
+   * built on first use, shared by every shallow copy (sessions, slots). */
+  tl_grammar_vocab_cell *grammar_vocab;
   bool has_artifact_id; /* the file's SHA-256, once computed */
   uint8_t artifact_id[32];
   long long size, mtime_s, mtime_ns, ctime_s, ctime_ns;

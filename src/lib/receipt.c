@@ -77,8 +77,11 @@ SCHEMA(profile_meta, {"version", K_TEXT, false, NULL},
        {"eos", K_UINTS, false, NULL}, {"ban", K_UINTS, false, NULL},
        {"defined_ids", K_UINT, false, NULL}, {"prng", K_TEXT, false, NULL},
        {"order", K_TEXT, false, NULL}, {"deviation", K_TEXT, false, NULL});
+/* grammar and think_budget: a constrained generation only (docs/structured.md),
+ * so a receipt without a grammar is what it was before them. */
 SCHEMA(sampler_meta, {"seed", K_UINT, false, NULL},
-       {"turn", K_UINT, false, NULL}, {"profile", K_MAP, false, &profile_meta});
+       {"turn", K_UINT, false, NULL}, {"profile", K_MAP, false, &profile_meta},
+       {"grammar", K_DIGEST, true, NULL}, {"think_budget", K_UINT, true, NULL});
 SCHEMA(generation_meta, {"ids", K_UINTS, false, NULL},
        {"raw", K_BYTES, false, NULL}, {"stop", K_TEXT, false, NULL},
        {"error", K_TEXT_OR_NULL, false, NULL},
@@ -384,13 +387,19 @@ static void emit_meta(tl_cbor_writer *w, const void *arg) {
       tl_cbor_end_map(w);
       break;
     case 5: /* sampler */
-      tl_cbor_begin_map(w, 3);
+      tl_cbor_begin_map(w, f->grammar_digest != NULL ? 5 : 3);
       tl_cbor_put_cstr(w, "seed");
       tl_cbor_put_uint(w, f->seed);
       tl_cbor_put_cstr(w, "turn");
       tl_cbor_put_uint(w, f->turn);
       tl_cbor_put_cstr(w, "profile");
       tl_sampler_profile_cbor(f->profile, w);
+      if (f->grammar_digest != NULL) {
+        tl_cbor_put_cstr(w, "grammar");
+        tl_cbor_put_bytes(w, f->grammar_digest, 32);
+        tl_cbor_put_cstr(w, "think_budget");
+        tl_cbor_put_uint(w, f->think_budget);
+      }
       tl_cbor_end_map(w);
       break;
     default: /* generation */

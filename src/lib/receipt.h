@@ -31,6 +31,11 @@ typedef struct tl_run_facts {
   const tl_sampler_profile *profile;
   uint64_t seed;
   uint32_t turn;
+  /* A constrained generation (docs/structured.md): the grammar's digest
+   * (tl_grammar_digest, 32 bytes) and the think budget that applied, in the
+   * sampler node; NULL: free text, neither field (the node as before). */
+  const uint8_t *grammar_digest;
+  uint32_t think_budget;
   const uint32_t *ids; /* generated */
   size_t n_ids;
   const uint8_t *raw; /* their raw bytes */

@@ -257,6 +257,10 @@ tl_status tl_session_open_slot(tl_session *slot, const tl_session *master, char 
   tl_status st;
   *slot = *master; /* model, binding, lane: master's, never freed here */
   slot->slot = true;
+  slot->grammar_mem = NULL; /* a slot constrains its own turns */
+  slot->grammar_cap = 0;
+  slot->grammar_matcher = NULL;
+  slot->allow = NULL;
   slot->arena_mem = cache_bytes <= SIZE_MAX ? malloc((size_t)cache_bytes) : NULL;
   slot->sampler_mem = malloc(master->plan.sampler);
   slot->logits = malloc(master->plan.logits);
@@ -276,7 +280,28 @@ tl_status tl_session_open_slot(tl_session *slot, const tl_session *master, char 
   return st;
 }
 
+tl_status tl_session_grammar_memory(tl_session *s, size_t bytes) {
+  if (s->allow == NULL) {
+    s->allow = calloc((s->qwen.cfg.vocab + 63) / 64, sizeof *s->allow);
+    if (s->allow == NULL) return TL_ERR_OUT_OF_MEMORY;
+  }
+  if (s->grammar_cap < bytes) {
+    free(s->grammar_mem);
+    s->grammar_matcher = NULL;
+    s->grammar_mem = malloc(bytes);
+    s->grammar_cap = s->grammar_mem != NULL ? bytes : 0;
+    if (s->grammar_mem == NULL) return TL_ERR_OUT_OF_MEMORY;
+  }
+  return TL_OK;
+}
+
 void tl_session_close(tl_session *s) {
+  free(s->grammar_mem);
+  free(s->allow);
+  s->grammar_mem = NULL;
+  s->allow = NULL;
+  s->grammar_cap = 0;
+  s->grammar_matcher = NULL;
   if (s->slot) {
     free(s->arena_mem);
     free(s->sampler_mem);

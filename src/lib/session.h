@@ -66,6 +66,13 @@ typedef struct tl_session {
   tl_arena sampler_scratch;
   void *sampler_mem;
   float *logits;
+  /* A constrained turn's matcher region and allow mask (constrain.h):
+   * allocated by the first turn with a grammar, grown when a grammar
+   * needs more, kept for the next; outside the memory plan. */
+  void *grammar_mem;
+  size_t grammar_cap;
+  struct tl_gmatcher *grammar_matcher; /* the last constrained turn's, in grammar_mem */
+  uint64_t *allow;
 } tl_session;
 
 /* On failure everything is released and err says why. */
@@ -108,6 +115,10 @@ tl_status tl_session_open_slot(tl_session *slot, const tl_session *master, char 
                                size_t err_cap);
 /* The bytes a slot takes beyond master's: cache, logits, sampler. */
 uint64_t tl_session_slot_bytes(const tl_session *master);
+
+/* The region and mask a constrained turn needs (at least bytes; the mask
+ * over the vocabulary's rows), allocated or grown here. */
+tl_status tl_session_grammar_memory(tl_session *s, size_t bytes);
 
 void tl_session_close(tl_session *s);
 

@@ -29,6 +29,8 @@ typedef struct chooser {
   uint32_t *history; /* prompt, then generated */
   size_t n_prompt;
   uint64_t prefill_done_us; /* when the last prompt chunk completed */
+  tl_constraint *con; /* NULL: free text */
+  const char *why;    /* why the constraint failed a step */
 } chooser;
 
 #ifdef TL_LANE_MUTANTS
@@ -77,6 +79,15 @@ static tl_status choose(void *ctx, const float *logits, size_t vocab,
   in.pos.token = (uint32_t)step;
   in.pos.turn = c->p->gen->turn;
   in.pos.stream = 0;
+  in.allow = NULL;
+  if (c->con != NULL) {
+    st = tl_constraint_mask(c->con);
+    if (st != TL_OK) {
+      c->why = "the grammar's matcher ran out of its memory";
+      return st;
+    }
+    in.allow = c->con->allow;
+  }
 #ifdef TL_LANE_MUTANTS
   tl_sampler_profile planted;
   float *owned;
@@ -86,8 +97,16 @@ static tl_status choose(void *ctx, const float *logits, size_t vocab,
 #else
   st = tl_sample(c->profile, &in, &c->s->sampler_scratch, NULL, &res);
 #endif
-  if (st != TL_OK) return st;
+  if (st != TL_OK) {
+    if (c->con != NULL && res.fault == TL_SAMPLE_FAULT_ALL_MASKED)
+      c->why = "no token can continue the grammar here: every id is masked";
+    return st;
+  }
   *id = res.id;
+  if (c->con != NULL && (st = tl_constraint_advance(c->con, *id)) != TL_OK) {
+    c->why = "the grammar's matcher refused a token its mask allowed";
+    return st;
+  }
   if (c->p->gen->on_choice != NULL) c->p->gen->on_choice(c->p->gen->ctx, logits, vocab, *id);
   return TL_OK;
 }
@@ -171,10 +190,36 @@ const char *tl_turn_field_name(tl_sampler_field field) {
   return (size_t)field < sizeof names / sizeof names[0] ? names[field] : "sampler";
 }
 
+/* The turn's constraint from p->grammar in s's grammar memory. */
+static tl_status start_constraint(tl_session *s, const tl_turn_params *p, tl_constraint *con,
+                                  char *err, size_t err_cap) {
+  tl_grammar_vocab v;
+  bool thinking;
+  tl_status st = tl_grammar_vocab_get(s->model.grammar_vocab, s->model.tok, &v);
+  if (st == TL_OK) st = tl_session_grammar_memory(s, tl_constraint_region_bytes(p->grammar,
+                                                                                v.trie));
+  if (st != TL_OK) {
+    snprintf(err, err_cap, "cannot prepare the grammar's vocabulary or memory (%s)",
+             tl_status_name(st));
+    return st == TL_ERR_OUT_OF_MEMORY ? st : TL_ERR_INTERNAL_INVARIANT;
+  }
+  thinking = tl_constraint_thinking_open(&v, p->mode, p->prompt_bytes, p->prompt_len);
+  st = tl_constraint_start(con, p->grammar, &v, s->model.tok, s->grammar_mem, s->grammar_cap,
+                           &s->grammar_matcher,
+                           s->allow, s->qwen.cfg.vocab, s->eos, s->n_eos, thinking,
+                           p->think_budget);
+  if (st != TL_OK) {
+    snprintf(err, err_cap, "cannot start the grammar's matcher (%s)", tl_status_name(st));
+    return st == TL_ERR_OUT_OF_MEMORY || st == TL_ERR_BOUNDS ? st : TL_ERR_INTERNAL_INVARIANT;
+  }
+  return TL_OK;
+}
+
 tl_status tl_turn_run(tl_session *s, const tl_turn_params *p, const uint32_t *ids,
                       size_t n, tl_turn *t, tl_sampler_field *field, char *err,
                       size_t err_cap) {
   tl_gen_params gp;
+  tl_constraint con;
   chooser ch;
   size_t raw_cap;
   uint64_t t0, t1, t2;
@@ -206,8 +251,16 @@ tl_status tl_turn_run(tl_session *s, const tl_turn_params *p, const uint32_t *id
      * reply. */
     t->max_new = room + 2 < UINT32_MAX ? (uint32_t)(room + 2) : UINT32_MAX;
   }
-  raw_cap = s->max_token_bytes * (size_t)t->max_new + 256;
   memset(&ch, 0, sizeof ch);
+  if (p->grammar != NULL) {
+    st = start_constraint(s, p, &con, err, err_cap);
+    if (st != TL_OK) return st;
+    ch.con = &con;
+    t->constrained = true;
+    t->think_budget = con.budget;
+    tl_grammar_digest(p->grammar, t->grammar_digest);
+  }
+  raw_cap = s->max_token_bytes * (size_t)t->max_new + 256;
   ch.s = s;
   ch.p = p;
   ch.profile = &t->profile;
@@ -248,6 +301,8 @@ tl_status tl_turn_run(tl_session *s, const tl_turn_params *p, const uint32_t *id
                           &gp, &s->arena, s->logits, &t->r);
   t2 = now_us();
   free(ch.history);
+  t->why = ch.why;
+  t->grammar_complete = ch.con != NULL && tl_constraint_complete(ch.con);
   /* Prefill ends when the last prompt chunk's forward pass completed. */
   t1 = ch.prefill_done_us ? ch.prefill_done_us : t2;
   t->prefill_us = t1 - t0;
@@ -268,6 +323,8 @@ tl_status tl_turn_run(tl_session *s, const tl_turn_params *p, const uint32_t *id
                       .profile = &t->profile,
                       .seed = p->gen->seed,
                       .turn = p->gen->turn,
+                      .grammar_digest = t->constrained ? t->grammar_digest : NULL,
+                      .think_budget = t->think_budget,
                       .ids = t->r.ids,
                       .n_ids = t->r.n_ids,
                       .raw = t->r.raw,

@@ -12,7 +12,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "constrain.h"
 #include "gen/generate.h"
+#include "grammar/grammar.h"
 #include "sample/sampler.h"
 #include "session.h"
 #include "tinylm.h"
@@ -43,11 +45,14 @@ typedef struct tl_turn_params {
    * logit_bias -100), recorded in the receipt's sampler profile. */
   const uint32_t *ban;
   size_t n_ban;
-  /* The grammar the reply keeps to (docs/structured.md); NULL: free
-   * text. With Qwen3's thinking on, the <think> block stays free (within
-   * think_budget tokens; 0: the default) and the grammar starts after
-   * </think>. */
-  const struct tl_grammar *grammar;
+  /* Structured output (docs/structured.md): the grammar the reply keeps to,
+   * its token mask applied before every draw (S-2a), EOS only where it
+   * accepts; NULL: free text. With a prompt that leaves the reply open for
+   * a thought (tl_constraint_thinking_open) the first token may also be
+   * <think>, and the thought is free for think_budget tokens (0: the
+   * default, TL_THINK_BUDGET_DEFAULT) before </think> is forced; the
+   * grammar applies after it. think_budget counts only with a grammar. */
+  const tl_grammar *grammar;
   uint32_t think_budget;
   /* The generation loop's forward pass (tl_gen_params.forward); NULL:
    * tl_qwen3_forward on the session. */
@@ -63,6 +68,16 @@ typedef struct tl_turn {
   uint32_t position; /* where the prompt started in the cache */
   uint32_t max_new;  /* the token limit that applied */
   uint64_t prefill_us, decode_us;
+  /* With a grammar: its digest (in the receipt), the think budget that
+   * applied, and whether the reply (after any thought) is a complete
+   * sentence of the grammar: always after an EOS stop; a reply cut by
+   * max_tokens, a stop string or the context may be a prefix. */
+  bool constrained, grammar_complete;
+  uint8_t grammar_digest[32];
+  uint32_t think_budget;
+  /* Why a constrained generation failed, when the constraint was the
+   * reason (every id masked, the matcher's memory); NULL otherwise. */
+  const char *why;
   uint8_t *receipt; /* the receipt file (malloc'd) */
   size_t receipt_len;
   uint8_t receipt_id[32];
@@ -77,7 +92,9 @@ typedef struct tl_turn {
  *   TL_ERR_INVALID_ARGUMENT  a value the caller gave is out of range
  *                            (*field names it);
  *   TL_ERR_CONTEXT_EXCEEDED  max_new 0 and the prompt does not fit;
- *   TL_ERR_OUT_OF_MEMORY.
+ *   TL_ERR_OUT_OF_MEMORY, TL_ERR_BOUNDS (a grammar's matcher past its
+ *                            limits), TL_ERR_INTERNAL_INVARIANT (the
+ *                            grammar machinery refused what it must take).
  * Otherwise returns TL_OK and t describes the generation, whose own
  * outcome is t->status (TL_ERR_CANCELLED, TL_ERR_NUMERICAL_FAILURE with
  * t->r.fault, ...), with the receipt (also of a failed generation) unless

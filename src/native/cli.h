@@ -158,6 +158,7 @@ tl_status tl_cli_session_new(tl_model_handle model, const tl_session_options *op
 
 /* Subcommands: argv[0] is the subcommand's name. */
 int tl_cmd_bench(int argc, char **argv);
+int tl_cmd_bench_grammar(int argc, char **argv); /* tinylm bench --grammar */
 int tl_cmd_hash(int argc, char **argv);
 int tl_cmd_convert(int argc, char **argv);
 int tl_cmd_encode(int argc, char **argv);
@@ -176,5 +177,6 @@ int tl_cmd_drift(int argc, char **argv);
 int tl_cmd_plan(int argc, char **argv);
 int tl_cmd_promote(int argc, char **argv);
 int tl_cmd_report(int argc, char **argv);
+int tl_cmd_grammar(int argc, char **argv);
 
 #endif

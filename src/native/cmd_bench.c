@@ -26,6 +26,8 @@
 static const char usage_text[] =
     "usage: tinylm bench MODEL.slm [-p N] [-n N] [-d N] [-r N]\n"
     "                    [--lane scalar|fast] [-t N] [--mmap] [--json]\n"
+    "       tinylm bench --grammar FILE... --tokenizer ARTIFACT.slm (grammar masks:\n"
+    "                    tinylm bench --grammar --help)\n"
     "  -p N          prompt tokens of the prefill test (default 512; 0: skip)\n"
     "  -n N          tokens of the decode test (default 128; 0: skip)\n"
     "  -d N          context the decode test starts from: N tokens prefilled\n"
@@ -229,6 +231,8 @@ int tl_cmd_bench(int argc, char **argv) {
   const uint64_t image = resident_now();
   int rc;
   json = tl_cli_wants_json(argc, argv);
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "--grammar") == 0) return tl_cmd_bench_grammar(argc, argv);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v;
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {

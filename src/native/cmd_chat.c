@@ -35,13 +35,16 @@ static const char usage_text[] =
     "           [--temperature T] [--top-k K] [--top-p P] [--min-p M] [--repeat-penalty R]\n"
     "           [--seed S] [--stop STR]... [--ctx N] [--mem-budget MB]\n"
     "           [--receipt-dir DIR] [--force]\n"
+    "           [--json-object | --json-schema FILE | --grammar FILE | --regex TEXT]\n"
+    "           [--think-budget N]\n"
     "  -n N             at most N new tokens a reply (default and -1: until\n"
     "                   EOS, a stop string or the context is full)\n"
     "  --think, --no-think  the template's enable_thinking at the start\n"
     "                   (default on, Qwen3's own default; /think on|off changes it)\n"
     "  --system TEXT    the system message\n"
     "  --receipt-dir DIR  a receipt per reply, DIR/turn-0001.cbor, ...\n"
-    "  --force          replace existing receipt files in DIR\n" TL_LANE_USAGE
+    "  --force          replace existing receipt files in DIR\n" TL_RUN_GRAMMAR_USAGE
+    "                   (each reply keeps to the grammar)\n" TL_LANE_USAGE
     "  then type messages; commands: /reset, /system TEXT, /save FILE\n"
     "  (/save! FILE replaces an existing file), /load FILE, /think [on|off], /quit\n";
 
@@ -201,7 +204,7 @@ static bool turn(chat *c, const char *text, size_t len) {
   gp.messages_json = bytes;
   gp.messages_len = strlen(bytes);
   gp.turn = turn_index(c);
-  gp.flags = TL_GENERATE_REUSE_PREFIX;
+  gp.flags |= TL_GENERATE_REUSE_PREFIX;
   if (tl_run_generation(&o, c->model, c->session, &gp, stdout, &gen) != TL_EXIT_OK ||
       tl_generation_result_get(gen, &r) != TL_OK) {
     /* exit status 1 at the end when a turn's receipt was not written */
@@ -452,8 +455,12 @@ int tl_cmd_chat(int argc, char **argv) {
   /* A reused directory: numbering continues after its last receipt
    * (--force starts again at turn-0001, replacing). */
   if (c.o.receipt_dir != NULL && !c.o.force) c.receipts = last_receipt(c.o.receipt_dir);
-  if (tl_api_init(TL_ABI_VERSION) != TL_OK || tl_cli_model_open(c.o.model, &c.model) != TL_OK)
+  if (tl_api_init(TL_ABI_VERSION) != TL_OK) return tl_run_api_fail(false, TL_NO_HANDLE);
+  if ((rc = tl_run_grammar(&c.o)) >= 0) return rc;
+  if (tl_cli_model_open(c.o.model, &c.model) != TL_OK) {
+    if (c.o.grammar != TL_NO_HANDLE) tl_grammar_free(c.o.grammar);
     return tl_run_api_fail(false, TL_NO_HANDLE);
+  }
   tl_run_session_options(&c.o, &so);
   so.context = c.o.context;
   /* The plan names the context the session gets. */
@@ -461,6 +468,7 @@ int tl_cmd_chat(int argc, char **argv) {
       tl_cli_session_new(c.model, &so, &c.session) != TL_OK) {
     rc = tl_run_api_fail(false, c.model);
     tl_model_close(c.model);
+    if (c.o.grammar != TL_NO_HANDLE) tl_grammar_free(c.o.grammar);
     return rc;
   }
   c.context = plan.context;
@@ -513,6 +521,7 @@ int tl_cmd_chat(int argc, char **argv) {
   json_decref(c.messages);
   tl_session_free(c.session);
   tl_model_close(c.model);
+  if (c.o.grammar != TL_NO_HANDLE) tl_grammar_free(c.o.grammar);
   if (c.model_lost) return TL_EXIT_FAILURE; /* the error named the file */
   if (c.receipt_missing)
     return tl_cli_fail(false, TL_ERR_IO, "--receipt-dir %s: some turns have no receipt "

@@ -24,6 +24,8 @@ static const char usage_text[] =
     "           [--top-p P] [--min-p M] [--repeat-penalty R] [--repeat-window W]\n"
     "           [--seed S] [--stop STR]... [--receipt FILE] [--logprobs K] [--json]\n"
     "           [--ctx N] [--preflight] [--mem-budget MB] [--progress] [--force]\n"
+    "           [--json-object | --json-schema FILE | --grammar FILE | --regex TEXT]\n"
+    "           [--think-budget N]\n"
     "  --prompt S       S as one user message through the model's chat template\n"
     "                   (a reply, as --messages with that one message gives)\n"
     "  --prompt-file F  the same with a file's bytes (- for standard input)\n"
@@ -44,7 +46,7 @@ static const char usage_text[] =
     "  --mem-budget MB  refuse a plan over MB megabytes before allocating\n"
     "  --progress       prefill progress on stderr even when it is not a terminal\n"
     "  --force          replace an existing --receipt file (never MODEL or the\n"
-    "                   prompt's file)\n" TL_LANE_USAGE;
+    "                   prompt's file)\n" TL_RUN_GRAMMAR_USAGE TL_LANE_USAGE;
 
 /* --prompt's text as a conversation of one user message, with
  * enable_thinking when a flag asked for it: the document run --messages
@@ -153,8 +155,13 @@ int tl_cmd_run(int argc, char **argv) {
   /* Before any work: a refused --receipt must not cost a generation. */
   st = tl_run_receipt_check(&o, err, sizeof err);
   if (st != TL_OK) return tl_cli_fail(o.json, st, "%s", err);
-  if (tl_api_init(TL_ABI_VERSION) != TL_OK || tl_cli_model_open(o.model, &model) != TL_OK)
+  if (tl_api_init(TL_ABI_VERSION) != TL_OK) return tl_run_api_fail(o.json, TL_NO_HANDLE);
+  /* A grammar the engine refuses is refused before the model loads. */
+  if ((rc = tl_run_grammar(&o)) >= 0) return rc;
+  if (tl_cli_model_open(o.model, &model) != TL_OK) {
+    if (o.grammar != TL_NO_HANDLE) tl_grammar_free(o.grammar);
     return tl_run_api_fail(o.json, TL_NO_HANDLE);
+  }
   tl_run_session_options(&o, &so);
   /* The prompt first: its length sizes the context. */
   if (o.messages != NULL) {
@@ -295,6 +302,7 @@ int tl_cmd_run(int argc, char **argv) {
   if (tl_run_interrupted()) tl_cli_exit_by_signal(SIGINT);
 done:
   if (session != TL_NO_HANDLE) tl_session_free(session);
+  if (o.grammar != TL_NO_HANDLE) tl_grammar_free(o.grammar);
   tl_model_close(model);
   free(rendered);
   free(doc);

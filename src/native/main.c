@@ -25,6 +25,8 @@ static const command commands[] = {
     {"decode", tl_cmd_decode, "token ids to bytes through an artifact"},
     {"drift", tl_cmd_drift, "has a pulled model's revision moved since?"},
     {"encode", tl_cmd_encode, "text to token ids through an artifact"},
+    {"grammar", tl_cmd_grammar,
+     "compile a structured-output grammar (check) or run texts through its mask (match)"},
     {"help", cmd_help, "this list, or one command's usage (help COMMAND)"},
     {"hash", tl_cmd_hash,
      "hash FILE... with SHA-256 or BLAKE3 (sha256sum/b3sum format)"},

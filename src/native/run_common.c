@@ -120,6 +120,17 @@ int tl_run_parse(int argc, char **argv, const char *usage, tl_run_options *o) {
         return tl_cli_usage(o->json, "--think and --no-think together: give one\n%s", usage);
       o->think = want;
       takes = false;
+    } else if (strcmp(a, "--json-object") == 0) {
+      o->json_object = true;
+      takes = false;
+    } else if (strcmp(a, "--json-schema") == 0) {
+      o->json_schema = v;
+    } else if (strcmp(a, "--grammar") == 0) {
+      o->grammar_file = v;
+    } else if (strcmp(a, "--regex") == 0) {
+      o->regex = v;
+    } else if (strcmp(a, "--think-budget") == 0) {
+      if (!missing) rc = tl_cli_flag_u32(o->json, a, v, 1, UINT32_MAX, &o->think_budget);
     } else if (strcmp(a, "--prompt") == 0) {
       o->prompt = v;
     } else if (strcmp(a, "--prompt-file") == 0) {
@@ -195,7 +206,37 @@ int tl_run_parse(int argc, char **argv, const char *usage, tl_run_options *o) {
     if (takes) i++;
   }
   if (o->model == NULL) return tl_cli_usage(o->json, "MODEL.slm is required\n%s", usage);
+  if (o->json_object + (o->json_schema != NULL) + (o->grammar_file != NULL) +
+          (o->regex != NULL) > 1)
+    return tl_cli_usage(o->json, "at most one of --json-object, --json-schema, --grammar and "
+                        "--regex\n%s", usage);
+  if (o->think_budget != 0 && !o->json_object && o->json_schema == NULL &&
+      o->grammar_file == NULL && o->regex == NULL)
+    return tl_cli_usage(o->json, "--think-budget applies to a constrained reply: give "
+                        "--json-object, --json-schema, --grammar or --regex\n%s", usage);
   return check_sampling(o, usage);
+}
+
+int tl_run_grammar(tl_run_options *o) {
+  tl_file_view text = {0};
+  const char *path = o->json_schema ? o->json_schema : o->grammar_file;
+  uint32_t kind = o->json_object ? TL_GRAMMAR_JSON_OBJECT
+                  : o->json_schema ? TL_GRAMMAR_JSON_SCHEMA
+                  : o->grammar_file ? TL_GRAMMAR_GBNF
+                                    : TL_GRAMMAR_REGEX;
+  char err[1024];
+  tl_error e;
+  tl_status st;
+  o->grammar = TL_NO_HANDLE;
+  if (!o->json_object && path == NULL && o->regex == NULL) return -1;
+  if (path != NULL && (st = tl_file_open_view(path, &text, err, sizeof err)) != TL_OK)
+    return tl_cli_fail(o->json, st, "%s", err);
+  st = o->regex ? tl_grammar_compile(kind, o->regex, strlen(o->regex), &o->grammar)
+                : tl_grammar_compile(kind, text.data, text.len, &o->grammar);
+  tl_file_close_view(&text);
+  if (st == TL_OK) return -1;
+  tl_error_detail(TL_NO_HANDLE, &e);
+  return tl_cli_fail(o->json, st, "%s%s%s", path ? path : "", path ? ": " : "", e.message);
 }
 
 tl_status tl_run_receipt_check(const tl_run_options *o, char *err, size_t cap) {
@@ -379,7 +420,8 @@ static void print_logprobs(FILE *out, const outcome *oc, json_t *rows) {
  * logprobs table on out). Returns the exit status. */
 static int report(const tl_run_options *o, streamer *sm, const outcome *oc, FILE *out) {
   const tl_generation_result *r = &oc->r;
-  char err[512];
+  uint8_t digest[32];
+  char err[512], grammar_hex[65] = "";
   tl_status rs = r->receipt != NULL ? TL_OK : TL_ERR_INTERNAL_INVARIANT;
   double prefill_tps = r->prefill_us ? r->prompt_tokens / (r->prefill_us / 1e6) : 0.0;
   double decode_tps =
@@ -403,6 +445,8 @@ static int report(const tl_run_options *o, streamer *sm, const outcome *oc, FILE
   if (oc->status != TL_OK)
     return tl_cli_fail(o->json, oc->status, "generation failed after %zu tokens", r->n_ids);
   if (rs != TL_OK) return tl_cli_fail(o->json, rs, "cannot write the receipt: %s", err);
+  if (o->grammar != TL_NO_HANDLE && tl_grammar_get_digest(o->grammar, digest) == TL_OK)
+    tl_hex_encode(digest, 32, grammar_hex);
   if (o->json) {
     json_t *doc_json = json_pack(
         "{s:o,s:o,s:o,s:s,s:I,s:I,s:s,s:{s:f,s:f}}", "ids", tl_cli_json_ids(r->ids, r->n_ids),
@@ -412,6 +456,7 @@ static int report(const tl_run_options *o, streamer *sm, const outcome *oc, FILE
         r->receipt_id, "timings", "prefill_tokens_per_s", prefill_tps, "decode_tokens_per_s",
         decode_tps);
     char *text;
+    if (grammar_hex[0] != '\0') json_object_set_new(doc_json, "grammar", json_string(grammar_hex));
     if (sm->logprob_rows != NULL) {
       json_object_set_new(doc_json, "logprobs", sm->logprob_rows);
       sm->logprob_rows = NULL;
@@ -424,9 +469,10 @@ static int report(const tl_run_options *o, streamer *sm, const outcome *oc, FILE
     if (sm->logprob_rows != NULL) print_logprobs(out, oc, sm->logprob_rows);
     fprintf(stderr,
             "[%s after %zu tokens; prefill %u tokens %.2f tokens/s, decode "
-            "%.2f tokens/s; receipt %s%s%s]\n",
+            "%.2f tokens/s;%s%.16s receipt %s%s%s]\n",
             r->stop, r->n_ids, (unsigned)r->prompt_tokens, prefill_tps, decode_tps,
-            r->receipt_id, o->receipt ? " in " : "", o->receipt ? o->receipt : "");
+            grammar_hex[0] ? " grammar " : "", grammar_hex, r->receipt_id,
+            o->receipt ? " in " : "", o->receipt ? o->receipt : "");
   }
   return TL_EXIT_OK;
 }
@@ -487,6 +533,11 @@ void tl_run_generation_params(const tl_run_options *o, tl_generation_params *p) 
   p->max_tokens = o->max_new;
   p->stop_strings = o->stops;
   p->n_stops = o->n_stops;
+  if (o->grammar != TL_NO_HANDLE) {
+    p->flags |= TL_GENERATE_GRAMMAR;
+    p->grammar = o->grammar;
+    p->think_budget = o->think_budget;
+  }
 }
 
 int tl_run_generation(const tl_run_options *o, tl_model_handle model, tl_session_handle session,

@@ -31,6 +31,13 @@ typedef struct tl_run_options {
   bool raw;  /* run --raw: --prompt/--prompt-file as plain text, no template */
   int think; /* TL_RUN_THINK_*: --think / --no-think */
   uint32_t given; /* TL_RUN_GIVEN_*: flags set on the command line */
+  /* Structured output (docs/structured.md): at most one of --json-object,
+   * --json-schema FILE, --grammar FILE (GBNF), --regex TEXT; --think-budget
+   * N with one of them. grammar: the compiled handle (tl_run_grammar). */
+  bool json_object;
+  const char *json_schema, *grammar_file, *regex;
+  uint32_t think_budget;
+  tl_grammar_handle grammar;
 } tl_run_options;
 
 enum {
@@ -53,6 +60,22 @@ enum { TL_RUN_THINK_DEFAULT = -1, TL_RUN_THINK_OFF = 0, TL_RUN_THINK_ON = 1 };
  * the sampling flags against the sampler's ranges. Returns -1 to go on, or
  * the exit status to return (usage error, --help). */
 int tl_run_parse(int argc, char **argv, const char *usage, tl_run_options *o);
+
+/* The flags' usage lines, for run's and chat's usage texts. */
+#define TL_RUN_GRAMMAR_USAGE                                                       \
+  "  --json-object    the reply is one JSON object (any)\n"                       \
+  "  --json-schema FILE  the reply is JSON valid for the schema in FILE (draft\n"  \
+  "                   2020-12; a keyword tinylm cannot enforce is refused)\n"      \
+  "  --grammar FILE   the reply is a sentence of the GBNF grammar in FILE\n"      \
+  "  --regex TEXT     the reply matches the regular expression TEXT\n"            \
+  "  --think-budget N with one of them and thinking on: at most N tokens inside\n" \
+  "                   <think> (1..2^32-1, default 1024), then </think> is forced\n"
+
+/* Compiles the grammar o's flags ask for into o->grammar (TL_NO_HANDLE
+ * when none), reading --json-schema's or --grammar's file. Returns -1 to
+ * go on, else the exit status (the compiler's typed refusal: the message
+ * names the keyword or construct and where). */
+int tl_run_grammar(tl_run_options *o);
 
 /* Whether --receipt may be written (file.h's tl_file_output_check: never
  * the model or the prompt's file, an existing file only with --force).

@@ -3,6 +3,9 @@
 # then runs each libFuzzer target for SECONDS on a scratch copy of its seed
 # corpus (tests/fuzz/corpus/<target>/), so the committed corpus stays small.
 #   tests/fuzz/run.sh [SECONDS]          (default 30)
+#   tests/fuzz/run.sh --total SECONDS    SECONDS split evenly over the targets
+#                                        (at least 5 each): a fixed budget
+#                                        however many targets there are
 # Build the targets first: make fuzz (FUZZ_BUILD=DIR for another build
 # directory; the same variable here). Every tests/fuzz/fuzz_*.c is a target:
 # one whose binary is missing fails, and so does a run with no target at all.
@@ -10,6 +13,11 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 seconds=${1:-30}
+if [[ $seconds == --total ]]; then
+  n_targets=$(compgen -G 'tests/fuzz/fuzz_*.c' | wc -l)
+  seconds=$(( ${2:?--total needs a number of seconds} / (n_targets > 0 ? n_targets : 1) ))
+  ((seconds >= 5)) || seconds=5
+fi
 fuzz_build=${FUZZ_BUILD:-build/fuzz}
 # Every target runs under this RSS cap (issue 23.5: a small input must not
 # make a reader allocate gigabytes; libFuzzer reports going over as a crash).

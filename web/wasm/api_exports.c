@@ -70,7 +70,12 @@ AT(tl_generation_params, n_stops, 96);
 AT(tl_generation_params, flags, 100);
 AT(tl_generation_params, on_token, 104);
 AT(tl_generation_params, ctx, 120);
-_Static_assert(sizeof(tl_generation_params) == 128, "tl_generation_params");
+AT(tl_generation_params, grammar, 124);
+AT(tl_generation_params, think_budget, 128);
+_Static_assert(sizeof(tl_generation_params) == 136, "tl_generation_params");
+/* What a caller that predates the structured-output fields passes (the
+ * JS loader's 128 bytes): the rest is read only with TL_GENERATE_GRAMMAR. */
+#define GEN_PARAMS_BASE 124u
 AT(tl_generation_result, ids, 0);
 AT(tl_generation_result, n_ids, 4);
 AT(tl_generation_result, text, 8);
@@ -260,8 +265,14 @@ EXPORT(tl_generation_run) tl_status w_generation_run(tl_generation_handle g,
 tl_status w_generation_run(tl_generation_handle g, const tl_generation_params *params) {
   tl_generation_params p;
   if (params == NULL) return through(tl_generation_run(g, NULL));
-  CHECK(span_ok(params, sizeof *params, false), "tl_generation_run: params outside the memory");
-  memcpy(&p, params, sizeof p);
+  CHECK(span_ok(params, GEN_PARAMS_BASE, false), "tl_generation_run: params outside the memory");
+  memset(&p, 0, sizeof p);
+  memcpy(&p, params, GEN_PARAMS_BASE);
+  if (p.flags & TL_GENERATE_GRAMMAR) {
+    CHECK(span_ok(params, sizeof *params, false),
+          "tl_generation_run: params outside the memory");
+    memcpy(&p, params, sizeof p);
+  }
   CHECK(span_ok(p.text, p.text_len, false), "tl_generation_run: text outside the memory");
   CHECK(span_ok(p.messages_json, p.messages_len, false),
         "tl_generation_run: messages_json outside the memory");
@@ -286,6 +297,24 @@ tl_status w_generation_run(tl_generation_handle g, const tl_generation_params *p
   p.on_prefill = cb_prefill;
   p.ctx = (void *)(uintptr_t)g;
   return through(tl_generation_run(g, &p));
+}
+
+EXPORT(tl_grammar_compile)
+tl_status w_grammar_compile(uint32_t kind, const void *text, size_t len, tl_grammar_handle *out);
+tl_status w_grammar_compile(uint32_t kind, const void *text, size_t len, tl_grammar_handle *out) {
+  CHECK(span_ok(text, len, false), "tl_grammar_compile: text outside the memory");
+  CHECK(span_ok(out, sizeof *out, true), "tl_grammar_compile: out outside the heap");
+  return through(tl_grammar_compile(kind, text, len, out));
+}
+
+EXPORT(tl_grammar_free) tl_status w_grammar_free(tl_grammar_handle h);
+tl_status w_grammar_free(tl_grammar_handle h) { return through(tl_grammar_free(h)); }
+
+EXPORT(tl_grammar_get_digest)
+tl_status w_grammar_get_digest(tl_grammar_handle h, uint8_t *digest);
+tl_status w_grammar_get_digest(tl_grammar_handle h, uint8_t *digest) {
+  CHECK(span_ok(digest, 32, true), "tl_grammar_get_digest: digest outside the heap");
+  return through(tl_grammar_get_digest(h, digest));
 }
 
 EXPORT(tl_generation_cancel) tl_status w_generation_cancel(tl_generation_handle g);

@@ -2,8 +2,8 @@
  * gives out for its objects, so that a freed, reused or forged handle is a
  * typed error and never a wrong object or a crash.
  *
- *   bits 31..30  kind (1 model, 2 session, 3 generation; 0 never: the
- *                handle 0 is never valid)
+ *   bits 31..30  kind (0 grammar, 1 model, 2 session, 3 generation; the
+ *                handle 0 is never valid: no slot has generation 0)
  *   bits 29..20  slot index
  *   bits 19..0   generation of the slot: 1 on its first use, one more on
  *                each reuse
@@ -32,7 +32,12 @@
 #define TL_HANDLE_MAX_SLOTS (1u << TL_HANDLE_INDEX_BITS)
 #define TL_HANDLE_GEN_MAX ((1u << TL_HANDLE_INDEX_SHIFT) - 1u)
 
-enum { TL_HANDLE_MODEL = 1, TL_HANDLE_SESSION = 2, TL_HANDLE_GENERATION = 3 };
+enum {
+  TL_HANDLE_GRAMMAR = 0,
+  TL_HANDLE_MODEL = 1,
+  TL_HANDLE_SESSION = 2,
+  TL_HANDLE_GENERATION = 3
+};
 
 typedef struct tl_handle_slot {
   void *obj;

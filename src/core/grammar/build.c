@@ -46,6 +46,7 @@ typedef struct qitem {
                   * repeated expression */
   uint32_t k;    /* CHAIN: how many more copies may follow */
   uint32_t name; /* the named rule it belongs to (for messages) */
+  uint32_t chain; /* CHAIN: the repetition it counts down (an expression) */
 } qitem;
 
 struct tl_gbuilder {
@@ -406,7 +407,7 @@ static uint32_t enqueue(tl_gbuilder *b, uint8_t kind, tl_gexpr expr, uint32_t k)
   if (!grow(b, (void **)&b->queue, &b->cap_queue, b->n_queue + 1, sizeof *b->queue,
             TL_GRAMMAR_MAX_RULES, "rule"))
     return NONE;
-  b->queue[b->n_queue] = (qitem){kind, expr, k, b->current_name};
+  b->queue[b->n_queue] = (qitem){kind, expr, k, b->current_name, NONE};
   return b->n_queue++;
 }
 
@@ -528,6 +529,7 @@ static bool lower_inline(tl_gbuilder *b, tl_gexpr e, unsigned depth) {
       b->memo_tail[e] = g->b == TL_GB_UNBOUNDED ? enqueue(b, Q_STAR, g->n, 0)
                                                 : enqueue(b, Q_CHAIN, g->n, g->b - g->a);
       if (b->memo_tail[e] == NONE) return false;
+      b->queue[b->memo_tail[e]].chain = e;
     }
     return emit(b, TL_GE_REF | b->memo_tail[e]);
   case N_REF: {
@@ -589,6 +591,7 @@ static bool lower_rule(tl_gbuilder *b, uint32_t q) {
     if (it.k > 1) {
       next = enqueue(b, Q_CHAIN, it.expr, it.k - 1);
       if (next == NONE || !emit(b, TL_GE_REF | next)) return false;
+      b->queue[next].chain = it.chain;
     }
     return emit(b, TL_GE_END) && begin_alt(b) && emit(b, TL_GE_END);
   }
@@ -760,6 +763,42 @@ static void digest_rules(const tl_gbuilder *b, uint32_t n_rules, uint32_t dead, 
   tl_sha256_final(&c, out);
 }
 
+/* The positions of a countdown rule O_k with k > TL_GCANON_BYTES mapped to
+ * the same places in its chain's O_TL_GCANON_BYTES (match.c: a state and
+ * its image allow the same tokens of up to that many bytes). NULL when no
+ * chain is that long. */
+static const uint32_t *canon_positions(tl_gbuilder *b, uint32_t n_rules) {
+  uint32_t *target = NULL, *canon = NULL;
+  for (uint32_t r = 0; r < n_rules; r++) {
+    const qitem *q = &b->queue[r];
+    if (q->kind != Q_CHAIN || q->k != TL_GCANON_BYTES) continue;
+    if (target == NULL) {
+      if (tl_arena_alloc_array(b->a, b->n_nodes, 4, 16, (void **)&target) != TL_OK) return NULL;
+      memset(target, 0xff, (size_t)b->n_nodes * 4);
+    }
+    target[q->chain] = r;
+  }
+  if (target == NULL) return NULL;
+  for (uint32_t r = 0; r < n_rules; r++) {
+    const qitem *q = &b->queue[r];
+    uint32_t t;
+    if (q->kind != Q_CHAIN || q->k <= TL_GCANON_BYTES || (t = target[q->chain]) == NONE) continue;
+    if (canon == NULL) {
+      if (tl_arena_alloc_array(b->a, b->n_elems, 4, 16, (void **)&canon) != TL_OK) return NULL;
+      for (uint32_t p = 0; p < b->n_elems; p++) canon[p] = p;
+    }
+    for (uint32_t a = 0; a < 2; a++) {
+      uint32_t from = b->alt_start[b->rule_first[r] + a], to = b->alt_start[b->rule_first[t] + a];
+      if (from == TL_GALT_DEAD || to == TL_GALT_DEAD) continue;
+      for (uint32_t i = 0;; i++) {
+        canon[from + i] = to + i;
+        if (b->elems[from + i] == TL_GE_END) break;
+      }
+    }
+  }
+  return canon;
+}
+
 tl_status tl_gb_finish(tl_gbuilder *b, uint32_t root, const tl_grammar **out, tl_gerror *err) {
   tl_grammar *g;
   uint8_t *nullable, *productive;
@@ -787,7 +826,7 @@ tl_status tl_gb_finish(tl_gbuilder *b, uint32_t root, const tl_grammar **out, tl
     b->current_name = NONE;
     /* the root: rule 0 is "root ::= <the start rule's body>" */
     b->rules[root].lowered = enqueue(b, Q_ALTS, b->rules[root].body, 0);
-    b->queue[0].name = root;
+    if (b->rules[root].lowered != NONE) b->queue[0].name = root; /* else out of memory */
     for (uint32_t q = 0; q < b->n_queue && !failed(b); q++) {
       if (!grow(b, (void **)&b->rule_first, &b->cap_rule_first, q + 2, 4,
                 TL_GRAMMAR_MAX_RULES + 2, "rule"))
@@ -840,6 +879,7 @@ tl_status tl_gb_finish(tl_gbuilder *b, uint32_t root, const tl_grammar **out, tl
   g->n_sets = b->n_sets;
   g->sets = (const uint8_t(*)[32])b->sets;
   g->root = 0;
+  g->canon = canon_positions(b, n_rules);
   *out = g;
   if (err != NULL) err->status = TL_OK;
   return TL_OK;

@@ -33,10 +33,12 @@
  * What a reader or the builder refuses, with a message a user can act on
  * ("unsupported JSON Schema keyword 'patternProperties' at /properties/a",
  * "gbnf: undefined rule 'value' at line 3"). */
+/* Start one zeroed (tl_gerror err = {0}): the first error set wins. */
 typedef struct tl_gerror {
   tl_status status;  /* TL_ERR_INVALID_ARGUMENT (malformed input),
                       * TL_ERR_UNSUPPORTED_FEATURE (valid but not enforced:
-                      * names the keyword), TL_ERR_BOUNDS (a limit),
+                      * names the keyword), TL_ERR_INVALID_UTF8 (a text
+                      * that is not UTF-8), TL_ERR_BOUNDS (a limit),
                       * TL_ERR_OUT_OF_MEMORY */
   uint32_t offset;   /* byte offset in the input, where known; else 0 */
   char message[256]; /* NUL-terminated, truncated to fit */
@@ -172,6 +174,13 @@ tl_status tl_gmatcher_new(tl_arena *a, const tl_grammar *g, const tl_gvocab *v,
                           uint32_t options, tl_gmatcher **out);
 /* Back to the start state (the caches are kept). */
 void tl_gmatcher_reset(tl_gmatcher *m);
+/* Back to the start state for options, keeping the caches, now for g: the
+ * matcher's grammar or one whose lowered form is the same (equal digest:
+ * the same text compiled again, as a server does per request), whose
+ * memory the matcher uses from now on. TL_ERR_INVALID_ARGUMENT (nothing
+ * changed) for another grammar. What the caches hold depends on the
+ * lowered form alone, so masks stay exact. */
+tl_status tl_gmatcher_restart(tl_gmatcher *m, const tl_grammar *g, uint32_t options);
 
 /* The tokens whose bytes keep the text so far followed by them a prefix of
  * some sentence: bit id of allow[id / 64] (words: ceil(n_tokens / 64)).

@@ -33,7 +33,16 @@ struct tl_grammar {
   uint32_t root;              /* rule 0 */
   uint32_t root_lead;         /* "\n"{0,2} root (TL_GM_LEADING_NEWLINES); not in the digest */
   uint8_t digest[32];
+  /* Per element: where it sits in a shorter copy of its countdown rule
+   * (canon_positions in build.c), or itself; NULL when no repetition
+   * counts down from more than TL_GCANON_BYTES. */
+  const uint32_t *canon;
 };
+
+/* A bounded repetition's countdown rules O_k (k copies may still follow)
+ * behave alike for any text of at most this many bytes once k exceeds it:
+ * each copy takes at least one byte. */
+#define TL_GCANON_BYTES 24u
 
 static inline bool tl_gset_has(const uint8_t set[32], uint8_t b) {
   return (set[b >> 3] >> (b & 7)) & 1u;

@@ -17,7 +17,16 @@
  * one transition per trie node, skipping every subtree whose prefix is
  * dead. Masks are cached per state. When a table is full, everything is
  * flushed except the current state, which is rebuilt in the empty tables;
- * results never depend on what was cached. */
+ * results never depend on what was cached.
+ *
+ * Most of a walk depends only on the top of the stacks: inside a JSON
+ * string, whether a token's bytes are string content does not depend on
+ * which property the string belongs to. So the walk runs first from the
+ * state's top (its stacks above the highest frame they all share, that
+ * frame on the ESCAPE marker): a token that stays within the top is decided there (and
+ * that result is cached for every state with the same top), and only the
+ * subtrees whose prefix reached the marker (the closing quote and what
+ * follows it) are walked again from the real state. */
 #include <string.h>
 
 #include "checked.h"
@@ -28,6 +37,14 @@
 #define T_UNKNOWN (-1)
 #define T_DEAD (-2)
 #define T_FULL (-3) /* a table filled up while computing it */
+
+/* Node ids: 0 is the empty stack, 1 the marker below a state's top. */
+#define ESCAPE 1u
+#define FIRST_NODE 2u
+/* State flags. */
+#define F_ACCEPT 1u  /* the text is a sentence */
+#define F_ESCAPED 2u /* a stack of a top reached its marker */
+
 
 struct tl_gmatcher {
   const tl_grammar *g;
@@ -44,8 +61,11 @@ struct tl_gmatcher {
 
   /* states */
   uint32_t *state_first, *state_count;
-  uint8_t *state_accept;
-  uint64_t **state_mask; /* cached mask, or NULL */
+  uint8_t *state_flags;
+  uint16_t *state_loop; /* bit 8: known; bits 0-7: the byte categories
+                         * whose every byte leads back to the state */
+  uint64_t **state_mask; /* cached mask (of a top: the tokens it decides), or NULL */
+  uint32_t *state_unc_first, *state_unc_count; /* a top's undecided subtrees */
   int32_t *trans;        /* 256 per state */
   uint32_t n_states, cap_states;
   uint32_t *state_table; /* open addressing, 2 * cap_states slots */
@@ -55,11 +75,13 @@ struct tl_gmatcher {
 
   uint64_t *mask_store; /* mask_slots masks of mask_words */
   uint32_t mask_slots, masks_used;
+  uint32_t *unc; /* the trie nodes whose subtrees a top leaves undecided */
+  uint32_t unc_used, unc_cap;
 
   /* scratch: the closure's work list and result; the walk's states */
   uint32_t *work_pos, *work_below, *result;
   uint32_t work_cap, n_result;
-  bool result_accept;
+  uint8_t result_flags;
   uint32_t *walk;
 
   uint32_t cur;
@@ -78,13 +100,14 @@ static size_t fixed_bytes(const tl_gvocab *v) {
 
 /* Bytes per unit of each table (the matcher splits its region by these). */
 static size_t node_unit(void) { return 4 * 3 + 8 + 4 * 3; } /* node + 2 table slots + work/result */
-static size_t state_unit(void) { return 4 + 4 + 1 + sizeof(uint64_t *) + 256 * 4 + 8 + 16; }
+static size_t state_unit(void) { return 4 + 4 + 1 + 2 + sizeof(uint64_t *) + 8 + 256 * 4 + 8 + 16; }
+#define MIN_UNC 65536u
 
 size_t tl_gmatcher_min_bytes(const tl_grammar *g, const tl_gvocab *v) {
   size_t mask_bytes = ((size_t)v->n_tokens + 63) / 64 * 8;
   (void)g;
   return fixed_bytes(v) + MIN_NODES * node_unit() + MIN_STATES * state_unit() +
-         MIN_POOL * 4 + mask_bytes + 16 * 64; /* 16 * 64: alignment */
+         MIN_POOL * 4 + MIN_UNC * 4 + mask_bytes + 16 * 64; /* 16 * 64: alignment */
 }
 
 static uint32_t pow2_at_most(size_t n) {
@@ -145,7 +168,8 @@ static bool close_over(tl_gmatcher *m, uint32_t n_work) {
       if (m->n_result >= m->work_cap) return false;
       m->result[m->n_result++] = intern_node(m, pos, below);
     } else if (e == TL_GE_END) {
-      if (below == 0) m->result_accept = true;
+      if (below == 0) m->result_flags |= F_ACCEPT;
+      else if (below == ESCAPE) m->result_flags |= F_ESCAPED;
       else if (!push(m, &n_work, m->node_pos[below], m->node_below[below])) return false;
     } else {
       uint32_t r = TL_GE_ARG(e), ret = pos + 1, nb = below;
@@ -179,8 +203,8 @@ static void sort_u32(uint32_t *x, uint32_t n) {
   }
 }
 
-static uint32_t hash_list(const uint32_t *x, uint32_t n, bool accept) {
-  uint32_t h = accept ? 0x85EBCA6Bu : 0x27D4EB2Fu;
+static uint32_t hash_list(const uint32_t *x, uint32_t n, uint8_t flags) {
+  uint32_t h = 0x27D4EB2Fu + flags;
   for (uint32_t i = 0; i < n; i++) h = hash2(h, x[i]);
   return h;
 }
@@ -188,14 +212,17 @@ static uint32_t hash_list(const uint32_t *x, uint32_t n, bool accept) {
 /* The state of the closure's result: its id, T_DEAD (no stack, not a
  * sentence) or T_FULL. */
 static int32_t intern_result(tl_gmatcher *m) {
-  uint32_t n = m->n_result, i;
-  if (n == 0 && !m->result_accept) return T_DEAD;
-  sort_u32(m->result, n);
-  i = hash_list(m->result, n, m->result_accept) & m->state_table_mask;
+  uint32_t n = 0, i;
+  if (m->n_result == 0 && m->result_flags == 0) return T_DEAD;
+  sort_u32(m->result, m->n_result);
+  for (uint32_t k = 0; k < m->n_result; k++) /* unique */
+    if (n == 0 || m->result[k] != m->result[n - 1]) m->result[n++] = m->result[k];
+  m->n_result = n;
+  i = hash_list(m->result, n, m->result_flags) & m->state_table_mask;
   for (;;) {
     uint32_t s = m->state_table[i];
     if (s == NONE) break;
-    if (m->state_count[s] == n && m->state_accept[s] == m->result_accept &&
+    if (m->state_count[s] == n && m->state_flags[s] == m->result_flags &&
         memcmp(m->pool + m->state_first[s], m->result, (size_t)n * 4) == 0)
       return (int32_t)s;
     i = (i + 1) & m->state_table_mask;
@@ -205,8 +232,10 @@ static int32_t intern_result(tl_gmatcher *m) {
     uint32_t s = m->n_states++;
     m->state_first[s] = m->pool_used;
     m->state_count[s] = n;
-    m->state_accept[s] = m->result_accept;
+    m->state_flags[s] = m->result_flags;
+    m->state_loop[s] = 0;
     m->state_mask[s] = NULL;
+    m->state_unc_first[s] = NONE;
     memcpy(m->pool + m->pool_used, m->result, (size_t)n * 4);
     m->pool_used += n;
     for (uint32_t c = 0; c < 256; c++) m->trans[(size_t)s * 256 + c] = T_UNKNOWN;
@@ -222,7 +251,7 @@ static void begin_closure(tl_gmatcher *m) {
     m->stamp = 1;
   }
   m->n_result = 0;
-  m->result_accept = false;
+  m->result_flags = 0;
 }
 
 static int32_t start_state(tl_gmatcher *m) {
@@ -235,31 +264,56 @@ static int32_t start_state(tl_gmatcher *m) {
   return intern_result(m);
 }
 
-/* The state after byte c from state s (computed and remembered). */
-static int32_t step(tl_gmatcher *m, uint32_t s, uint8_t c) {
-  int32_t *t = &m->trans[(size_t)s * 256 + c];
+/* The state after any byte of those whose bit is set in sig (bit i: the
+ * state's i-th stack matches it), or after byte c alone (sig 0). */
+static int32_t successor(tl_gmatcher *m, uint32_t s, uint8_t c, uint64_t sig) {
   uint32_t n_work = 0;
-  if (*t != T_UNKNOWN) return *t;
   begin_closure(m);
   for (uint32_t i = 0; i < m->state_count[s]; i++) {
     uint32_t id = m->pool[m->state_first[s] + i], pos = m->node_pos[id];
-    if (tl_gset_has(m->g->sets[TL_GE_ARG(m->g->elems[pos])], c) &&
-        !push(m, &n_work, pos + 1, m->node_below[id]))
-      return T_FULL;
+    bool match = sig != 0 ? ((sig >> i) & 1u) != 0
+                          : tl_gset_has(m->g->sets[TL_GE_ARG(m->g->elems[pos])], c);
+    if (match && !push(m, &n_work, pos + 1, m->node_below[id])) return T_FULL;
   }
   if (!close_over(m, n_work)) return T_FULL;
-  {
-    int32_t next = intern_result(m);
-    if (next != T_FULL) *t = next;
+  return intern_result(m);
+}
+
+/* The state after byte c from state s (computed and remembered). A state
+ * of at most 64 stacks gets its whole row at once: bytes that the same
+ * stacks match lead to the same state, so one closure serves each such
+ * class of bytes. */
+static int32_t step(tl_gmatcher *m, uint32_t s, uint8_t c) {
+  int32_t *row = &m->trans[(size_t)s * 256];
+  uint32_t n = m->state_count[s];
+  uint64_t sig[256];
+  if (row[c] != T_UNKNOWN) return row[c];
+  if (n > 64) {
+    int32_t next = successor(m, s, c, 0);
+    if (next != T_FULL) row[c] = next;
     return next;
   }
+  memset(sig, 0, sizeof sig);
+  for (uint32_t i = 0; i < n; i++) {
+    const uint8_t *set = m->g->sets[TL_GE_ARG(m->g->elems[m->node_pos[m->pool[m->state_first[s] + i]]])];
+    for (uint32_t b = 0; b < 256; b++) sig[b] |= (uint64_t)((set[b >> 3] >> (b & 7)) & 1u) << i;
+  }
+  for (uint32_t b = 0; b < 256; b++) {
+    int32_t next;
+    if (row[b] != T_UNKNOWN) continue;
+    next = sig[b] == 0 ? T_DEAD : successor(m, s, (uint8_t)b, sig[b]);
+    if (next == T_FULL) return T_FULL;
+    for (uint32_t k = b; k < 256; k++)
+      if (sig[k] == sig[b]) row[k] = next;
+  }
+  return row[c];
 }
 
 /* Empties every table except the current state, rebuilt from its stacks
  * (written out bottom to top in the work arrays first). */
 static tl_status flush(tl_gmatcher *m) {
   uint32_t s = m->cur, n = m->state_count[s], used = 0;
-  bool accept = m->state_accept[s];
+  uint8_t flags = m->state_flags[s];
   m->stats.flushes++;
   /* each stack as its length, then its positions from the bottom */
   for (uint32_t i = 0; i < n; i++) {
@@ -271,12 +325,13 @@ static tl_status flush(tl_gmatcher *m) {
       m->work_pos[used + len - j] = m->node_pos[k];
     used += 1 + len;
   }
-  m->n_nodes = 1;
+  m->n_nodes = FIRST_NODE;
   memset(m->node_table, 0, ((size_t)m->node_table_mask + 1) * 4);
   m->n_states = 0;
   memset(m->state_table, 0xff, ((size_t)m->state_table_mask + 1) * 4);
   m->pool_used = 0;
   m->masks_used = 0;
+  m->unc_used = 0;
   begin_closure(m);
   for (uint32_t at = 0; at < used;) {
     uint32_t len = m->work_pos[at], below = 0;
@@ -287,7 +342,7 @@ static tl_status flush(tl_gmatcher *m) {
     m->result[m->n_result++] = below;
     at += 1 + len;
   }
-  m->result_accept = accept;
+  m->result_flags = flags;
   {
     int32_t fresh = intern_result(m);
     if (fresh < 0) return TL_ERR_OUT_OF_MEMORY;
@@ -302,7 +357,7 @@ tl_status tl_gmatcher_new(tl_arena *a, const tl_grammar *g, const tl_gvocab *v,
                           uint32_t options, tl_gmatcher **out) {
   tl_gmatcher *m;
   size_t avail, extra, mask_bytes, budget;
-  uint32_t nodes, states, slots, pool;
+  uint32_t nodes, states, slots, pool, unc;
   tl_status st;
   if (a == NULL || g == NULL || v == NULL || out == NULL ||
       (options & ~(uint32_t)TL_GM_LEADING_NEWLINES) != 0)
@@ -327,7 +382,8 @@ tl_status tl_gmatcher_new(tl_arena *a, const tl_grammar *g, const tl_gvocab *v,
   nodes = pow2_at_most(MIN_NODES + (budget / node_unit() > 4000000u ? 4000000u : budget / node_unit()));
   states = pow2_at_most(MIN_STATES + (budget / state_unit() > 1000000u ? 1000000u : budget / state_unit()));
   pool = MIN_POOL + (uint32_t)(budget / 4 > 16000000u ? 16000000u : budget / 4);
-  slots = 1 + (uint32_t)(budget / mask_bytes > 65535u ? 65535u : budget / mask_bytes);
+  slots = 1 + (uint32_t)(budget / 2 / mask_bytes > 65535u ? 65535u : budget / 2 / mask_bytes);
+  unc = MIN_UNC + (uint32_t)(budget / 2 / 4 > 16000000u ? 16000000u : budget / 2 / 4);
   m->cap_nodes = nodes;
   m->node_table_mask = nodes * 2 - 1;
   m->work_cap = nodes;
@@ -335,6 +391,7 @@ tl_status tl_gmatcher_new(tl_arena *a, const tl_grammar *g, const tl_gvocab *v,
   m->state_table_mask = states * 2 - 1;
   m->pool_cap = pool;
   m->mask_slots = slots;
+  m->unc_cap = unc;
   if ((st = tl_arena_alloc_array(a, nodes, 4, 16, (void **)&m->node_pos)) != TL_OK ||
       (st = tl_arena_alloc_array(a, nodes, 4, 16, (void **)&m->node_below)) != TL_OK ||
       (st = tl_arena_alloc_array(a, nodes, 4, 16, (void **)&m->node_stamp)) != TL_OK ||
@@ -344,16 +401,20 @@ tl_status tl_gmatcher_new(tl_arena *a, const tl_grammar *g, const tl_gvocab *v,
       (st = tl_arena_alloc_array(a, nodes, 4, 16, (void **)&m->result)) != TL_OK ||
       (st = tl_arena_alloc_array(a, states, 4, 16, (void **)&m->state_first)) != TL_OK ||
       (st = tl_arena_alloc_array(a, states, 4, 16, (void **)&m->state_count)) != TL_OK ||
-      (st = tl_arena_alloc(a, states, 16, (void **)&m->state_accept)) != TL_OK ||
+      (st = tl_arena_alloc(a, states, 16, (void **)&m->state_flags)) != TL_OK ||
+      (st = tl_arena_alloc_array(a, states, 2, 16, (void **)&m->state_loop)) != TL_OK ||
+      (st = tl_arena_alloc_array(a, states, 4, 16, (void **)&m->state_unc_first)) != TL_OK ||
+      (st = tl_arena_alloc_array(a, states, 4, 16, (void **)&m->state_unc_count)) != TL_OK ||
+      (st = tl_arena_alloc_array(a, unc, 4, 16, (void **)&m->unc)) != TL_OK ||
       (st = tl_arena_alloc_array(a, states, sizeof(uint64_t *), 16, (void **)&m->state_mask)) != TL_OK ||
       (st = tl_arena_alloc_array(a, (size_t)m->state_table_mask + 1, 4, 16, (void **)&m->state_table)) != TL_OK ||
       (st = tl_arena_alloc_array(a, (size_t)states * 256, 4, 64, (void **)&m->trans)) != TL_OK ||
       (st = tl_arena_alloc_array(a, pool, 4, 16, (void **)&m->pool)) != TL_OK ||
       (st = tl_arena_alloc_array(a, (size_t)slots * m->mask_words, 8, 64, (void **)&m->mask_store)) != TL_OK)
     return st;
-  m->n_nodes = 1;
-  m->node_pos[0] = NONE;
-  m->node_below[0] = 0;
+  m->n_nodes = FIRST_NODE;
+  m->node_pos[0] = m->node_pos[ESCAPE] = NONE;
+  m->node_below[0] = m->node_below[ESCAPE] = 0;
   memset(m->node_table, 0, ((size_t)m->node_table_mask + 1) * 4);
   memset(m->state_table, 0xff, ((size_t)m->state_table_mask + 1) * 4);
   {
@@ -365,6 +426,23 @@ tl_status tl_gmatcher_new(tl_arena *a, const tl_grammar *g, const tl_gvocab *v,
   return TL_OK;
 }
 
+/* Two grammars whose lowered forms are equal (the digest covers every
+ * rule; the leading-newlines start is built the same way for both). */
+static bool same_lowered(const tl_grammar *a, const tl_grammar *b) {
+  return a->n_rules == b->n_rules && a->n_elems == b->n_elems && a->n_sets == b->n_sets &&
+         a->root_lead == b->root_lead && memcmp(a->digest, b->digest, 32) == 0;
+}
+
+tl_status tl_gmatcher_restart(tl_gmatcher *m, const tl_grammar *g, uint32_t options) {
+  if (m == NULL || g == NULL || (options & ~(uint32_t)TL_GM_LEADING_NEWLINES) != 0 ||
+      !same_lowered(m->g, g))
+    return TL_ERR_INVALID_ARGUMENT;
+  m->g = g;
+  m->options = options;
+  tl_gmatcher_reset(m);
+  return TL_OK;
+}
+
 void tl_gmatcher_reset(tl_gmatcher *m) {
   int32_t s = start_state(m);
   if (s == T_FULL && flush(m) == TL_OK) s = start_state(m);
@@ -373,32 +451,261 @@ void tl_gmatcher_reset(tl_gmatcher *m) {
   if (s >= 0) m->cur = (uint32_t)s;
 }
 
-/* The walk: every trie node whose path leads to a live state marks its
- * tokens. T_FULL when a table filled up on the way. */
-static int32_t walk(tl_gmatcher *m, uint64_t *allow) {
-  const tl_gvocab *v = m->v;
-  uint32_t i = 1, visited = 0;
-  memset(allow, 0, (size_t)m->mask_words * 8);
-  m->walk[0] = m->cur;
-  while (i < v->n_nodes) {
-    uint32_t from = m->walk[v->depth[i] - 1];
-    int32_t t = m->trans[(size_t)from * 256 + v->byte[i]];
+/* Marks the tokens ending at trie nodes [node, end). */
+static void mark_tokens(const tl_gvocab *v, uint32_t node, uint32_t end, uint64_t *allow) {
+  for (uint32_t k = v->tok_first[node]; k < v->tok_first[end]; k++) {
+    uint32_t id = v->toks[k];
+    allow[id >> 6] |= 1ull << (id & 63);
+  }
+}
+
+/* The byte categories whose every byte leads from s back to s (0 when the
+ * row cannot be filled now). */
+static uint8_t loops(tl_gmatcher *m, uint32_t s) {
+  if (m->state_loop[s] == 0) {
+    const int32_t *row = &m->trans[(size_t)s * 256];
+    uint8_t bad = 0;
+    if (m->state_count[s] > 64 || step(m, s, 0) == T_FULL) return 0;
+    for (uint32_t b = 0; b < 256; b++)
+      if (row[b] != (int32_t)s) bad |= tl_gvocab_category((uint8_t)b);
+    m->state_loop[s] = (uint16_t)(0x100u | (uint8_t)~bad);
+  }
+  return (uint8_t)m->state_loop[s];
+}
+
+/* Walks trie nodes [lo, hi) in preorder (one subtree's descendants, or
+ * the whole trie), the state of lo's parent in walk[depth(lo) - 1]: every
+ * node whose path leads to a live state marks its tokens. top: the walk
+ * is from a top; a node whose state reached the marker goes to the
+ * undecided list instead (its subtree is skipped). T_FULL when a table
+ * filled up on the way. */
+static int32_t walk_range(tl_gmatcher *m, uint32_t lo, uint32_t hi, uint64_t *allow, bool top) {
+  /* The tables in locals: the loop is the mask's hot path, and stores
+   * through walk could otherwise alias every one of them. */
+  const uint8_t *const byte = m->v->byte, *const cats = m->v->cats;
+  const uint16_t *const depth = m->v->depth;
+  const uint32_t *const skip = m->v->skip, *const tok_first = m->v->tok_first;
+  const uint32_t *const toks = m->v->toks;
+  const int32_t *const trans = m->trans;
+  const uint16_t *const state_loop = m->state_loop;
+  uint32_t *const walk = m->walk;
+  uint32_t i = lo;
+  uint64_t visited = 0;
+  while (i < hi) {
+    uint32_t d = depth[i], from = walk[d - 1];
+    int32_t t = trans[(size_t)from * 256 + byte[i]];
+    uint32_t loop;
     visited++;
-    if (t == T_UNKNOWN) t = step(m, from, v->byte[i]);
+    if (t < 0) {
+      if (t == T_UNKNOWN) t = step(m, from, byte[i]);
+      if (t == T_FULL) return T_FULL;
+      if (t == T_DEAD) {
+        i = skip[i];
+        continue;
+      }
+    }
+    if (top && (m->state_flags[t] & F_ESCAPED)) {
+      if (m->unc_used >= m->unc_cap) return T_FULL;
+      m->unc[m->unc_used++] = i;
+      i = skip[i];
+      continue;
+    }
+    loop = state_loop[t];
+    if (loop == 0) loop = loops(m, (uint32_t)t);
+    if ((cats[i] & ~loop & 0xFFu) == 0) { /* the whole subtree stays in t */
+      mark_tokens(m->v, i, skip[i], allow);
+      i = skip[i];
+      continue;
+    }
+    walk[d] = (uint32_t)t;
+    for (uint32_t k = tok_first[i], end = tok_first[i + 1]; k < end; k++)
+      allow[toks[k] >> 6] |= 1ull << (toks[k] & 63);
+    i++;
+  }
+  m->stats.trie_nodes_visited += visited;
+  return 0;
+}
+
+static uint32_t stack_depth(const tl_gmatcher *m, uint32_t id) {
+  uint32_t d = 0;
+  for (; id != 0; id = m->node_below[id]) d++;
+  return d;
+}
+
+/* The highest frame two stacks share (0: none). */
+static uint32_t common_frame(const tl_gmatcher *m, uint32_t x, uint32_t y) {
+  uint32_t dx = stack_depth(m, x), dy = stack_depth(m, y);
+  for (; dx > dy; dx--) x = m->node_below[x];
+  for (; dy > dx; dy--) y = m->node_below[y];
+  while (x != y) {
+    x = m->node_below[x];
+    y = m->node_below[y];
+  }
+  return x;
+}
+
+/* The top of state s: its stacks above the highest frame they all share,
+ * that frame included, over the marker. Returns s itself when there is
+ * nothing below that frame to cut. */
+static int32_t top_of(tl_gmatcher *m, uint32_t s) {
+  uint32_t n = m->state_count[s], first = m->state_first[s], shared;
+  if (n == 0) return (int32_t)s;
+  shared = m->pool[first];
+  for (uint32_t i = 1; i < n && shared != 0; i++) shared = common_frame(m, shared, m->pool[first + i]);
+  if (shared == 0 || m->node_below[shared] == 0) return (int32_t)s;
+  begin_closure(m);
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t id = m->pool[first + i], len = 0, below = ESCAPE;
+    /* the frames from the top down to the shared one, rebuilt bottom up
+     * (the work array holds them meanwhile) */
+    for (uint32_t k = id;; k = m->node_below[k]) {
+      m->work_pos[len++] = m->node_pos[k];
+      if (k == shared) break;
+    }
+    while (len > 0) {
+      below = intern_node(m, m->work_pos[--len], below);
+      if (below == 0) return T_FULL;
+    }
+    m->result[m->n_result++] = below;
+  }
+  m->result_flags = m->state_flags[s];
+  return intern_result(m);
+}
+
+/* The state after the bytes on the path to trie node u from state s. */
+static int32_t along_path(tl_gmatcher *m, uint32_t s, uint32_t u) {
+  const tl_gvocab *v = m->v;
+  uint32_t d = v->depth[u];
+  /* the path's nodes by depth (climbing from u), in walk[] for the moment:
+   * the walk below u only reads the entries from u's depth on */
+  for (uint32_t k = u; d > 0; k = v->parent[k], d--) m->walk[d] = k;
+  for (uint32_t j = 1; j <= v->depth[u]; j++) {
+    int32_t t = step(m, s, v->byte[m->walk[j]]);
+    if (t < 0) return t;
+    s = (uint32_t)t;
+  }
+  return (int32_t)s;
+}
+
+/* Empties the mask cache. Undecided lists stay where they are: a top
+ * whose mask is forgotten is recomputed whole, appending a fresh list. */
+static void forget_masks(tl_gmatcher *m) {
+  for (uint32_t s = 0; s < m->n_states; s++) m->state_mask[s] = NULL;
+  m->masks_used = 0;
+}
+
+/* The mask of state s into allow, not cached (its top's walk is). */
+static int32_t mask_of(tl_gmatcher *m, uint32_t s, uint64_t *allow) {
+  const tl_gvocab *v = m->v;
+  int32_t top = top_of(m, s);
+  if (top < 0) return top;
+  if ((uint32_t)top == s) {
+    memset(allow, 0, (size_t)m->mask_words * 8);
+    m->walk[0] = s;
+    return walk_range(m, 1, v->n_nodes, allow, false);
+  }
+  if (m->state_unc_first[top] == NONE || m->state_mask[top] == NULL) {
+    uint32_t first = m->unc_used;
+    int32_t r;
+    memset(allow, 0, (size_t)m->mask_words * 8);
+    m->walk[0] = (uint32_t)top;
+    r = walk_range(m, 1, v->n_nodes, allow, true);
+    if (r < 0) return r;
+    if (m->masks_used == m->mask_slots) forget_masks(m);
+    m->state_mask[top] = m->mask_store + (size_t)m->masks_used++ * m->mask_words;
+    memcpy(m->state_mask[top], allow, (size_t)m->mask_words * 8);
+    m->state_unc_first[top] = first;
+    m->state_unc_count[top] = m->unc_used - first;
+  } else {
+    memcpy(allow, m->state_mask[top], (size_t)m->mask_words * 8);
+  }
+  for (uint32_t k = 0; k < m->state_unc_count[top]; k++) {
+    uint32_t u = m->unc[m->state_unc_first[top] + k];
+    int32_t t = along_path(m, s, u);
+    if (t == T_FULL) return T_FULL;
+    if (t == T_DEAD) continue;
+    mark_tokens(v, u, u + 1, allow);
+    m->walk[v->depth[u]] = (uint32_t)t;
+    if (walk_range(m, u + 1, v->skip[u], allow, false) < 0) return T_FULL;
+  }
+  return 0;
+}
+
+/* State s with every frame in a long countdown rule moved to the same
+ * place in its chain's shorter copy (grammar_internal.h, TL_GCANON_BYTES):
+ * the two allow the same short tokens, and the image is shared by every
+ * count past the bound. Returns s when nothing moves. */
+static int32_t canon_of(tl_gmatcher *m, uint32_t s) {
+  const uint32_t *canon = m->g->canon;
+  uint32_t n = m->state_count[s], first = m->state_first[s];
+  bool moved = false;
+  if (canon == NULL) return (int32_t)s;
+  for (uint32_t i = 0; i < n && !moved; i++)
+    for (uint32_t k = m->pool[first + i]; k != 0 && !moved; k = m->node_below[k])
+      moved = canon[m->node_pos[k]] != m->node_pos[k];
+  if (!moved) return (int32_t)s;
+  begin_closure(m);
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t len = 0, below = 0;
+    for (uint32_t k = m->pool[first + i]; k != 0; k = m->node_below[k]) {
+      if (len >= m->work_cap) return T_FULL;
+      m->work_pos[len++] = canon[m->node_pos[k]];
+    }
+    while (len > 0) {
+      below = intern_node(m, m->work_pos[--len], below);
+      if (below == 0) return T_FULL;
+    }
+    m->result[m->n_result++] = below;
+  }
+  m->result_flags = m->state_flags[s];
+  return intern_result(m);
+}
+
+/* The tokens of more than TL_GCANON_BYTES bytes that state s allows: a
+ * walk of the subtrees that hold such tokens. */
+static int32_t walk_long_tokens(tl_gmatcher *m, uint32_t s, uint64_t *allow) {
+  const tl_gvocab *v = m->v;
+  uint32_t i = 1;
+  m->walk[0] = s;
+  while (i < v->n_nodes) {
+    uint32_t from;
+    int32_t t;
+    if (v->sub_depth[i] <= TL_GCANON_BYTES) { /* nothing long below */
+      i = v->skip[i];
+      continue;
+    }
+    from = m->walk[v->depth[i] - 1];
+    t = step(m, from, v->byte[i]);
     if (t == T_FULL) return T_FULL;
     if (t == T_DEAD) {
       i = v->skip[i];
       continue;
     }
     m->walk[v->depth[i]] = (uint32_t)t;
-    for (uint32_t k = v->tok_first[i]; k < v->tok_first[i + 1]; k++) {
-      uint32_t id = v->toks[k];
-      allow[id >> 6] |= 1ull << (id & 63);
-    }
+    if (v->depth[i] > TL_GCANON_BYTES) mark_tokens(v, i, i + 1, allow);
     i++;
   }
-  m->stats.trie_nodes_visited += visited;
   return 0;
+}
+
+/* The mask of the current state into allow (not cached). A state inside a
+ * long bounded repetition takes its short tokens from its canonical image
+ * (whose mask is cached like any state's) and walks only for long ones. */
+static int32_t compute_mask(tl_gmatcher *m, uint64_t *allow) {
+  uint32_t s = m->cur;
+  int32_t image = canon_of(m, s);
+  const uint64_t *shorts = m->v->short_tokens;
+  if (image < 0) return image;
+  if ((uint32_t)image == s) return mask_of(m, s, allow);
+  if (m->state_mask[image] == NULL) {
+    int32_t r = mask_of(m, (uint32_t)image, allow);
+    if (r < 0) return r;
+    if (m->masks_used == m->mask_slots) forget_masks(m);
+    m->state_mask[image] = m->mask_store + (size_t)m->masks_used++ * m->mask_words;
+    memcpy(m->state_mask[image], allow, (size_t)m->mask_words * 8);
+  }
+  for (uint32_t w = 0; w < m->mask_words; w++) allow[w] = m->state_mask[image][w] & shorts[w];
+  return walk_long_tokens(m, s, allow);
 }
 
 tl_status tl_gmatcher_mask(tl_gmatcher *m, uint64_t *allow, bool *eos_allowed) {
@@ -408,19 +715,16 @@ tl_status tl_gmatcher_mask(tl_gmatcher *m, uint64_t *allow, bool *eos_allowed) {
     m->stats.mask_cache_hits++;
     memcpy(allow, m->state_mask[m->cur], (size_t)m->mask_words * 8);
   } else {
-    if (walk(m, allow) == T_FULL) {
+    if (compute_mask(m, allow) == T_FULL) {
       tl_status st = flush(m);
       if (st != TL_OK) return st;
-      if (walk(m, allow) == T_FULL) return TL_ERR_OUT_OF_MEMORY;
+      if (compute_mask(m, allow) == T_FULL) return TL_ERR_OUT_OF_MEMORY;
     }
-    if (m->masks_used == m->mask_slots) { /* forget every cached mask */
-      for (uint32_t s = 0; s < m->n_states; s++) m->state_mask[s] = NULL;
-      m->masks_used = 0;
-    }
+    if (m->masks_used == m->mask_slots) forget_masks(m);
     m->state_mask[m->cur] = m->mask_store + (size_t)m->masks_used++ * m->mask_words;
     memcpy(m->state_mask[m->cur], allow, (size_t)m->mask_words * 8);
   }
-  *eos_allowed = m->state_accept[m->cur] != 0;
+  *eos_allowed = (m->state_flags[m->cur] & F_ACCEPT) != 0;
   return TL_OK;
 }
 
@@ -450,7 +754,7 @@ tl_status tl_gmatcher_accept(tl_gmatcher *m, const uint8_t *bytes, size_t n) {
   return TL_OK;
 }
 
-bool tl_gmatcher_accepting(const tl_gmatcher *m) { return m->state_accept[m->cur] != 0; }
+bool tl_gmatcher_accepting(const tl_gmatcher *m) { return (m->state_flags[m->cur] & F_ACCEPT) != 0; }
 bool tl_gmatcher_finished(const tl_gmatcher *m) { return m->state_count[m->cur] == 0; }
 
 void tl_gmatcher_get_stats(const tl_gmatcher *m, tl_gmatcher_stats *out) { *out = m->stats; }

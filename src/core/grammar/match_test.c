@@ -358,7 +358,22 @@ static void masks_equal_the_recognizer_on_random_grammars(tl_test_ctx *t) {
   TL_EXPECT(t, compiled > 100 && refused > 0 && steps > 300);
 }
 
-/* A hand-written case: the mask, EOS, refusal, reset. */
+static tl_status compile_one(tl_arena *a, tl_gexpr (*make)(tl_gbuilder *, uint32_t),
+                             const tl_grammar **g, tl_gerror *err);
+static tl_gexpr ab_as_literal(tl_gbuilder *b, uint32_t root);
+
+/* root ::= "ab" | "a" "c"* */
+static tl_gexpr ab_or_a_c_star(tl_gbuilder *b, uint32_t root) {
+  tl_gexpr e[2], s[2];
+  (void)root;
+  e[0] = tl_gb_literal(b, (const uint8_t *)"ab", 2);
+  s[0] = tl_gb_literal(b, (const uint8_t *)"a", 1);
+  s[1] = tl_gb_repeat(b, tl_gb_literal(b, (const uint8_t *)"c", 1), 0, TL_GB_UNBOUNDED);
+  e[1] = tl_gb_seq(b, s, 2);
+  return tl_gb_alt(b, e, 2);
+}
+
+/* A hand-written case: the mask, EOS, refusal, reset, restart. */
 static void a_small_grammar_masks_as_specified(tl_test_ctx *t) {
   tl_arena a;
   tl_gbuilder *b;
@@ -400,6 +415,18 @@ static void a_small_grammar_masks_as_specified(tl_test_ctx *t) {
   TL_EXPECT(t, tl_gmatcher_finished(m) && tl_gmatcher_accepting(m));
   tl_gmatcher_reset(m);
   TL_EXPECT(t, !tl_gmatcher_accepting(m));
+  /* a restart takes the same grammar compiled again, and no other */
+  {
+    const tl_grammar *same, *other;
+    tl_gerror err2 = {0};
+    TL_EXPECT_OK(t, compile_one(&a, ab_or_a_c_star, &same, &err2));
+    TL_EXPECT_OK(t, compile_one(&a, ab_as_literal, &other, &err2));
+    TL_EXPECT_OK(t, tl_gmatcher_restart(m, same, TL_GM_LEADING_NEWLINES));
+    TL_EXPECT_OK(t, tl_gmatcher_accept(m, (const uint8_t *)"\na", 2));
+    TL_EXPECT(t, tl_gmatcher_accepting(m));
+    TL_EXPECT_STATUS(t, tl_gmatcher_restart(m, other, 0), TL_ERR_INVALID_ARGUMENT);
+    TL_EXPECT(t, tl_gmatcher_accepting(m)); /* unchanged */
+  }
 }
 
 static tl_status compile_one(tl_arena *a, tl_gexpr (*make)(tl_gbuilder *, uint32_t),
@@ -529,11 +556,75 @@ static void classes_take_utf8_split_across_tokens(tl_test_ctx *t) {
   TL_EXPECT(t, !eos);
 }
 
+
+/* A long bounded repetition: states past TL_GCANON_BYTES copies from its
+ * end share one canonical image for short tokens and walk for long ones;
+ * every mask must still be the exact one (checked against accepting each
+ * token's bytes on a second matcher replaying the text). */
+static tl_gexpr ab_up_to_60_then_dot(tl_gbuilder *b, uint32_t root) {
+  uint32_t ab[2] = {'a', 'b'};
+  tl_gexpr s[2];
+  (void)root;
+  s[0] = tl_gb_repeat(b, tl_gb_class(b, ab, 1, false), 0, 60);
+  s[1] = tl_gb_literal(b, (const uint8_t *)".", 1);
+  return tl_gb_seq(b, s, 2);
+}
+
+static void long_repetitions_mask_exactly(tl_test_ctx *t) {
+  static char store[8][48];
+  const uint8_t *bytes[8];
+  uint32_t lens[8];
+  static const uint32_t sizes[8] = {1, 1, 2, 1, 25, 30, 31, 3};
+  tl_arena a;
+  const tl_grammar *g;
+  const tl_gvocab *v;
+  tl_gmatcher *m, *ref;
+  tl_gerror err = {0};
+  size_t text_len = 0;
+  uint8_t text[128];
+  /* "a" "b" "ab" "." a*25 b*30 a*30"." "ba." */
+  for (int i = 0; i < 8; i++) {
+    for (uint32_t k = 0; k < sizes[i]; k++) store[i][k] = i == 5 ? 'b' : 'a';
+    bytes[i] = (const uint8_t *)store[i];
+    lens[i] = sizes[i];
+  }
+  store[1][0] = 'b';
+  store[2][1] = 'b';
+  store[3][0] = '.';
+  store[6][30] = '.';
+  memcpy(store[7], "ba.", 3);
+  TL_EXPECT_OK(t, tl_arena_init(&a, region, sizeof region));
+  if (!TL_EXPECT_OK(t, compile_one(&a, ab_up_to_60_then_dot, &g, &err))) return;
+  TL_EXPECT_OK(t, tl_gvocab_build(&a, 8, bytes, lens, &v));
+  TL_EXPECT_OK(t, tl_gmatcher_new(&a, g, v, 0, &m));
+  TL_EXPECT_OK(t, tl_gmatcher_new(&a, g, v, 0, &ref));
+  /* walk 2 bytes at a time through 60 copies, checking every mask */
+  for (int step_i = 0; step_i <= 30; step_i++) {
+    uint64_t allow[1];
+    bool eos;
+    TL_EXPECT_OK(t, tl_gmatcher_mask(m, allow, &eos));
+    for (uint32_t id = 0; id < 8; id++) {
+      bool want;
+      tl_gmatcher_reset(ref);
+      want = tl_gmatcher_accept(ref, text, text_len) == TL_OK &&
+             tl_gmatcher_accept(ref, bytes[id], lens[id]) == TL_OK;
+      if (!TL_EXPECT(t, bit(allow, id) == want)) return;
+    }
+    if (step_i == 30) break;
+    TL_EXPECT_OK(t, tl_gmatcher_accept(m, bytes[2], 2)); /* "ab" */
+    memcpy(text + text_len, "ab", 2);
+    text_len += 2;
+  }
+  /* 60 copies taken: no more */
+  TL_EXPECT_STATUS(t, tl_gmatcher_accept(m, bytes[2], 2), TL_ERR_INVALID_ARGUMENT);
+}
+
 static const tl_test_case cases[] = {
     TL_CASE(a_small_grammar_masks_as_specified),
     TL_CASE(masks_equal_the_recognizer_on_random_grammars),
     TL_CASE(bad_grammars_are_refused_with_the_rule_named),
     TL_CASE(digests_name_the_lowered_grammar),
     TL_CASE(classes_take_utf8_split_across_tokens),
+    TL_CASE(long_repetitions_mask_exactly),
 };
 TL_SUITE(match, cases);

@@ -44,9 +44,11 @@ tl_status tl_gvocab_build(tl_arena *a, uint32_t n_tokens, const uint8_t *const *
   tl_gvocab *v;
   uint32_t *ids, *tmp, *path, *open;
   uint32_t n_ids = 0, n_nodes = 1, max_depth = 0;
-  uint8_t *byte;
+  uint8_t *byte, *cats;
+  uint16_t *sub_depth;
+  uint64_t *short_tokens;
   uint16_t *depth;
-  uint32_t *skip, *tok_first;
+  uint32_t *skip, *parent, *tok_first;
   tl_arena_mark mark;
   tl_status st;
   if (a == NULL || out == NULL || (n_tokens > 0 && (bytes == NULL || lens == NULL)))
@@ -73,8 +75,13 @@ tl_status tl_gvocab_build(tl_arena *a, uint32_t n_tokens, const uint8_t *const *
     if (len > max_depth) max_depth = len;
   }
   st = tl_arena_alloc(a, n_nodes, 1, (void **)&byte);
+  if (st == TL_OK) st = tl_arena_alloc(a, n_nodes, 1, (void **)&cats);
+  if (st == TL_OK) st = tl_arena_alloc_array(a, n_nodes, sizeof *sub_depth, 16, (void **)&sub_depth);
+  if (st == TL_OK)
+    st = tl_arena_alloc_array(a, ((size_t)n_tokens + 63) / 64, 8, 16, (void **)&short_tokens);
   if (st == TL_OK) st = tl_arena_alloc_array(a, n_nodes, sizeof *depth, 16, (void **)&depth);
   if (st == TL_OK) st = tl_arena_alloc_array(a, n_nodes, sizeof *skip, 16, (void **)&skip);
+  if (st == TL_OK) st = tl_arena_alloc_array(a, n_nodes, sizeof *parent, 16, (void **)&parent);
   if (st == TL_OK) st = tl_arena_alloc_array(a, (size_t)n_nodes + 1, sizeof *tok_first, 16, (void **)&tok_first);
   if (st != TL_OK) return st;
   mark = tl_arena_mark_now(a);
@@ -86,6 +93,7 @@ tl_status tl_gvocab_build(tl_arena *a, uint32_t n_tokens, const uint8_t *const *
    * >= d (their subtrees end where it begins). */
   byte[0] = 0;
   depth[0] = 0;
+  parent[0] = 0;
   path[0] = 0;
   memset(open, 0, ((size_t)max_depth + 1) * sizeof *open);
   memset(tok_first, 0, ((size_t)n_nodes + 1) * sizeof *tok_first);
@@ -101,6 +109,7 @@ tl_status tl_gvocab_build(tl_arena *a, uint32_t n_tokens, const uint8_t *const *
         }
         byte[next] = bytes[t][d - 1];
         depth[next] = (uint16_t)d;
+        parent[next] = path[d - 1];
         path[d] = next;
         open[d] = next;
         next++;
@@ -112,6 +121,17 @@ tl_status tl_gvocab_build(tl_arena *a, uint32_t n_tokens, const uint8_t *const *
     skip[0] = n_nodes;
   }
   for (uint32_t i = 1; i <= n_nodes; i++) tok_first[i] += tok_first[i - 1];
+  /* subtree categories: children come after their parent in preorder */
+  memset(cats, 0, n_nodes);
+  memcpy(sub_depth, depth, (size_t)n_nodes * sizeof *depth);
+  for (uint32_t i = n_nodes - 1; i >= 1; i--) {
+    cats[i] |= tl_gvocab_category(byte[i]);
+    cats[parent[i]] |= cats[i];
+    if (sub_depth[i] > sub_depth[parent[i]]) sub_depth[parent[i]] = sub_depth[i];
+  }
+  memset(short_tokens, 0, ((size_t)n_tokens + 63) / 64 * 8);
+  for (uint32_t i = 0; i < n_ids; i++)
+    if (lens[ids[i]] <= TL_GCANON_BYTES) short_tokens[ids[i] / 64] |= 1ull << (ids[i] % 64);
   tl_arena_rewind(a, mark);
   /* ids are in trie order already (sorted strings end at nondecreasing
    * nodes), so they are the token list. */
@@ -121,6 +141,10 @@ tl_status tl_gvocab_build(tl_arena *a, uint32_t n_tokens, const uint8_t *const *
   v->byte = byte;
   v->depth = depth;
   v->skip = skip;
+  v->parent = parent;
+  v->cats = cats;
+  v->sub_depth = sub_depth;
+  v->short_tokens = short_tokens;
   v->tok_first = tok_first;
   v->toks = ids;
   *out = v;

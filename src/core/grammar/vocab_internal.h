@@ -1,8 +1,8 @@
 /* The vocabulary trie's layout (vocab.c builds it, match.c walks it).
  *
  * Nodes in depth-first preorder; node 0 is the root (the empty string).
- * Node i holds the byte on the edge into it and its depth; skip[i] is the
- * first node after its subtree; the tokens whose bytes end at node i are
+ * Node i holds the byte on the edge into it, its depth and its parent;
+ * skip[i] is the first node after its subtree; the tokens whose bytes end at node i are
  * toks[tok_first[i] .. tok_first[i + 1]). */
 #ifndef TL_CORE_GRAMMAR_VOCAB_INTERNAL_H
 #define TL_CORE_GRAMMAR_VOCAB_INTERNAL_H
@@ -10,9 +10,24 @@
 #include <stdint.h>
 
 #include "grammar/grammar.h"
+#include "grammar/grammar_internal.h"
 
 /* Longest token byte string the trie takes. */
 #define TL_GVOCAB_MAX_TOKEN 65535u
+
+/* Bytes fall in eight categories, chosen so that the loops grammars spend
+ * most tokens in (string content, digits, words) cover whole categories:
+ * a subtree whose categories all loop back to the walk's state is allowed
+ * whole without visiting it. */
+static inline uint8_t tl_gvocab_category(uint8_t b) {
+  if ((b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z') || (b >= '0' && b <= '9')) return 1u << 0;
+  if (b == ' ') return 1u << 1;
+  if (b == '"') return 1u << 3;
+  if (b == '\\') return 1u << 4;
+  if (b < 0x20 || b == 0x7F) return 1u << 5;
+  if (b < 0x80) return 1u << 2; /* the rest of printable ASCII */
+  return b < 0xC0 ? 1u << 6 : 1u << 7;
+}
 
 struct tl_gvocab {
   uint32_t n_tokens; /* ids 0 .. n_tokens - 1 (the mask's width) */
@@ -21,6 +36,12 @@ struct tl_gvocab {
   const uint8_t *byte;
   const uint16_t *depth;
   const uint32_t *skip;
+  const uint32_t *parent;
+  const uint8_t *cats; /* the byte categories (tl_gvocab_category) in the subtree */
+  const uint16_t *sub_depth; /* the deepest node in the subtree */
+  /* Tokens of at most TL_GCANON_BYTES bytes (grammar_internal.h), one bit
+   * per id as in a mask. */
+  const uint64_t *short_tokens;
   const uint32_t *tok_first; /* n_nodes + 1 */
   const uint32_t *toks;
 };

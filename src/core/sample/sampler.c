@@ -384,6 +384,11 @@ static tl_status sample_steps(const tl_sampler_profile *p,
   for (size_t i = p->defined_ids; i < n; i++) flags[i] = FLAG_MASKED;
   for (size_t i = 0; i < p->n_ban; i++)
     if (p->ban[i] < n) flags[p->ban[i]] = FLAG_MASKED;
+  /* S-2a: the allow mask (a grammar's), applied like the bans: before
+   * every other step, and without touching the draw (S-12). */
+  if (in->allow != NULL)
+    for (size_t i = 0; i < n; i++)
+      if (!((in->allow[i / 64] >> (i % 64)) & 1u)) flags[i] = FLAG_MASKED;
   /* S-3: EOS while fewer than min_new tokens were generated. */
   if (in->n_generated < p->min_new)
     for (size_t i = 0; i < p->n_eos; i++)

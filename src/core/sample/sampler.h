@@ -110,6 +110,11 @@ typedef struct tl_sample_input {
   size_t n_history;
   uint32_t n_generated; /* tokens generated so far in this turn (S-3) */
   tl_draw_pos pos;      /* where the step's draw comes from (S-11) */
+  /* The step's allow mask (S-2a): id is a candidate only if bit id % 64 of
+   * allow[id / 64] is set (ceil(n / 64) words; bits past n are ignored).
+   * A grammar's token mask, EOS included where the grammar accepts.
+   * NULL: every id. Not part of the profile: it changes per step. */
+  const uint64_t *allow;
 } tl_sample_input;
 
 /* An optional record of the filtering (S-13). The caller owns the buffers;
@@ -146,7 +151,8 @@ size_t tl_sampler_scratch_bytes(size_t n);
  *   TL_ERR_INVALID_ARGUMENT   a NULL pointer, a profile out of range
  *                             (PROFILE), n == 0, n >= 2^32 or
  *                             defined_ids > n (VOCAB), a history id >= n
- *                             (HISTORY), every id masked (ALL_MASKED)
+ *                             (HISTORY), every id masked by bans, the
+ *                             allow mask or min_new (ALL_MASKED)
  *   TL_ERR_NUMERICAL_FAILURE  a NaN or infinite logit (NON_FINITE, index
  *                             of the first)
  *   TL_ERR_OUT_OF_MEMORY      the scratch arena is too small (SCRATCH)

@@ -47,6 +47,7 @@ tl_status tl_sampler_vector_draw(const tl_sampler_vector *v,
   in.pos.token = v->token;
   in.pos.turn = v->turn;
   in.pos.stream = v->stream;
+  in.allow = NULL;
   tr.ids = out->survivors;
   tr.probs = out->q;
   tr.bounds = out->bounds;

@@ -679,6 +679,137 @@ static void test_order_paths(tl_test_ctx *t) {
   }
 }
 
+/* The allow mask (S-2a), by hand: logits [9, 5, 1, 7], greedy. Unmasked
+ * the highest is id 0; with id 0 and id 3 outside the mask the highest
+ * candidate left is id 1 (5 > 1). A mask with no bit for ids 0..3: every
+ * id masked -> all_masked, no draw. */
+static void test_allow_mask_top_token(tl_test_ctx *t) {
+  static const float l[4] = {9, 5, 1, 7};
+  static const uint64_t allow[1] = {0x6}, none[1] = {0xfffffffffffffff0u};
+  tl_sampler_profile p = tl_sampler_profile_default(4);
+  tl_sample_input in;
+  tl_sample_result res;
+  tl_arena a;
+  p.temperature = 0;
+  memset(&in, 0, sizeof in);
+  in.logits = l;
+  in.n = 4;
+  tl_arena_init(&a, scratch_mem, sizeof scratch_mem);
+  TL_EXPECT_OK(t, tl_sample_with_draw(&p, &in, U_HALF, &a, NULL, &res));
+  TL_EXPECT_EQ_U64(t, res.id, 0);
+  in.allow = allow;
+  TL_EXPECT_OK(t, tl_sample_with_draw(&p, &in, U_HALF, &a, NULL, &res));
+  TL_EXPECT_EQ_U64(t, res.id, 1);
+  TL_EXPECT_EQ_U64(t, res.n_candidates, 2);
+  in.allow = none; /* bits past n do not count */
+  TL_EXPECT_STATUS(t, tl_sample_with_draw(&p, &in, U_HALF, &a, NULL, &res),
+                   TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT_EQ_U64(t, res.fault, TL_SAMPLE_FAULT_ALL_MASKED);
+  TL_EXPECT_EQ_U64(t, res.draws_used, 0);
+}
+
+/* The mask and the other masks together: EOS {1} allowed by the mask but
+ * masked by min_new while nothing was generated; the mask's other id (2)
+ * is banned: all masked. Once min_new is met, EOS is the one candidate. */
+static void test_allow_mask_and_min_new(tl_test_ctx *t) {
+  static const float l[4] = {3, 2, 1, 0};
+  static const uint32_t eos[1] = {1}, ban[1] = {2};
+  static const uint64_t allow[1] = {0x6};
+  tl_sampler_profile p = tl_sampler_profile_default(4);
+  tl_sample_input in;
+  tl_sample_result res;
+  tl_arena a;
+  p.eos = eos;
+  p.n_eos = 1;
+  p.ban = ban;
+  p.n_ban = 1;
+  p.min_new = 1;
+  memset(&in, 0, sizeof in);
+  in.logits = l;
+  in.n = 4;
+  in.allow = allow;
+  tl_arena_init(&a, scratch_mem, sizeof scratch_mem);
+  TL_EXPECT_STATUS(t, tl_sample_with_draw(&p, &in, U_HALF, &a, NULL, &res),
+                   TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT_EQ_U64(t, res.fault, TL_SAMPLE_FAULT_ALL_MASKED);
+  in.n_generated = 1;
+  TL_EXPECT_OK(t, tl_sample_with_draw(&p, &in, U_HALF, &a, NULL, &res));
+  TL_EXPECT_EQ_U64(t, res.id, 1);
+}
+
+/* A tiny deterministic generator for the property test below. */
+static uint32_t lcg(uint64_t *s) {
+  *s = *s * 6364136223846793005u + 1442695040888963407u;
+  return (uint32_t)(*s >> 33);
+}
+
+/* The mask is a ban list that changes per step (S-2a): over random logits,
+ * masks and profiles (top_k, top_p, min_p, penalty, temperature), a step
+ * with the mask equals, trace bit for bit, the same step with the mask's
+ * zero bits as bans (the ban path is checked against the Python oracle,
+ * tools/oracle/sampler_random.py). And the draw does not move: tl_sample
+ * with the mask takes the word at its position, as without it (S-12). */
+static void test_allow_mask_is_a_ban(tl_test_ctx *t) {
+  enum { N = 150 };
+  static float l[N];
+  static uint32_t ban[N], hist[8];
+  static uint32_t ids_a[N], ids_b[N];
+  static double pa[N], pb[N], ba[N], bb[N];
+  uint64_t seed = 12345, allow[(N + 63) / 64];
+  for (int c = 0; c < 200; c++) {
+    tl_sampler_profile p = tl_sampler_profile_default(N), q;
+    tl_sample_input in;
+    tl_sample_result ra, rb, rc;
+    tl_sample_trace ta, tb;
+    tl_arena a;
+    size_t nb = 0;
+    memset(allow, 0, sizeof allow);
+    for (size_t i = 0; i < N; i++) {
+      l[i] = (float)((int)(lcg(&seed) % 2001) - 1000) / 100.0f;
+      if (lcg(&seed) % 4 == 0 || i == (size_t)c % N)
+        allow[i / 64] |= 1ull << (i % 64);
+      else
+        ban[nb++] = (uint32_t)i;
+    }
+    for (int h = 0; h < 8; h++) hist[h] = lcg(&seed) % N;
+    p.temperature = c % 5 == 0 ? 0.0 : 0.25 + (lcg(&seed) % 8) / 4.0;
+    p.top_k = c % 3 == 0 ? lcg(&seed) % 20 : 0;
+    p.top_p = c % 4 == 1 ? (lcg(&seed) % 100) / 100.0 : 1.0;
+    p.min_p = c % 4 == 2 ? (lcg(&seed) % 50) / 100.0 : 0.0;
+    p.repeat_penalty = c % 2 ? 1.3 : 1.0;
+    p.repeat_window = c % 2 ? 8 : 0;
+    q = p;
+    q.ban = ban;
+    q.n_ban = nb;
+    memset(&in, 0, sizeof in);
+    in.logits = l;
+    in.n = N;
+    in.history = hist;
+    in.n_history = 8;
+    in.pos.seed = 77;
+    in.pos.token = (uint32_t)c;
+    memset(&ta, 0, sizeof ta);
+    memset(&tb, 0, sizeof tb);
+    ta.ids = ids_a, ta.probs = pa, ta.bounds = ba, ta.cap = N;
+    tb.ids = ids_b, tb.probs = pb, tb.bounds = bb, tb.cap = N;
+    tl_arena_init(&a, scratch_mem, sizeof scratch_mem);
+    in.allow = allow;
+    TL_EXPECT_OK(t, tl_sample(&p, &in, &a, &ta, &ra));
+    in.allow = NULL;
+    TL_EXPECT_OK(t, tl_sample(&q, &in, &a, &tb, &rb));
+    TL_EXPECT_OK(t, tl_sample(&p, &in, &a, NULL, &rc)); /* unmasked */
+    if (!TL_EXPECT_EQ_U64(t, ra.id, rb.id) || !TL_EXPECT_EQ_U64(t, ta.count, tb.count) ||
+        !TL_EXPECT_EQ_U64(t, ra.n_candidates, rb.n_candidates))
+      return;
+    TL_EXPECT(t, memcmp(ids_a, ids_b, ta.count * sizeof *ids_a) == 0);
+    TL_EXPECT(t, memcmp(pa, pb, ta.count * sizeof *pa) == 0);
+    TL_EXPECT(t, memcmp(ba, bb, ta.count * sizeof *ba) == 0);
+    TL_EXPECT(t, (allow[ra.id / 64] >> (ra.id % 64)) & 1u);
+    TL_EXPECT_EQ_U64(t, ra.draw_word, rc.draw_word);
+    TL_EXPECT_EQ_U64(t, ra.draws_used, 1);
+  }
+}
+
 static const tl_test_case cases[] = {
     TL_CASE(test_all_ties),         TL_CASE(test_one_survivor),
     TL_CASE(test_top_p_boundary),   TL_CASE(test_negative_zero),
@@ -690,5 +821,7 @@ static const tl_test_case cases[] = {
     TL_CASE(test_bans),             TL_CASE(test_profile_check),
     TL_CASE(test_scratch),          TL_CASE(test_trace_truncated),
     TL_CASE(test_identity),         TL_CASE(test_order_paths),
+    TL_CASE(test_allow_mask_top_token), TL_CASE(test_allow_mask_and_min_new),
+    TL_CASE(test_allow_mask_is_a_ban),
 };
 TL_SUITE(sampler, cases);
