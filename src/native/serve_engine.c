@@ -80,6 +80,10 @@ struct slot {
   uint32_t index;
   tl_session s;
   bool is_master; /* s is a copy of the engine's master session (slot 0) */
+  /* The grammar of the slot's last constrained turn: the session keeps
+   * that turn's matcher, which refers to it, for the next one (lib's
+   * constrain.h), so it lives until another replaces it. */
+  tl_srv_grammar *grammar;
   pthread_t thread;
   bool started;
   pthread_cond_t wake; /* a job arrived, or the forward call is done */
@@ -403,6 +407,10 @@ static void run_job(slot *s, tl_srv_job *j) {
     return;
   }
   st = tl_turn_run(&s->s, &tp, j->ids, j->n_ids, &t, &field, err, sizeof err);
+  if (j->grammar != NULL) { /* the turn is past its start: the old grammar may go */
+    tl_srv_grammar_unref(s->grammar);
+    s->grammar = tl_srv_grammar_ref(j->grammar);
+  }
   if (st != TL_OK) {
     set_error(j, st, "%s", err);
     s->s.cache.len = (uint32_t)j->reused;
@@ -707,6 +715,7 @@ void tl_srv_engine_close(tl_srv_engine *e) {
   for (uint32_t i = 1; i < e->n_slots; i++)
     if (e->slots[i].s.slot) tl_session_close(&e->slots[i].s);
   for (uint32_t i = 0; i < MAX_SLOTS; i++) {
+    tl_srv_grammar_unref(e->slots[i].grammar);
     free(e->slots[i].cached);
     pthread_cond_destroy(&e->slots[i].wake);
   }
