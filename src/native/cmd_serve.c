@@ -326,11 +326,13 @@ static enum MHD_Result generate(struct MHD_Connection *c, tl_srv_engine *e, bool
     free(s);
     return reply_failed(c, &err, st);
   }
-  st = chat ? tl_srv_prompt_chat(e, g->req.conversation, g->req.conversation_len, &g->prompt,
-                                 &err)
-            : tl_srv_prompt_text(e, g->req.prompt, g->req.prompt_len, &g->prompt, &err);
+  st = tl_srv_grammar_compile(&g->req, &g->grammar, &err);
+  if (st == TL_OK)
+    st = chat ? tl_srv_prompt_chat(e, g->req.conversation, g->req.conversation_len, &g->prompt,
+                                   &err)
+              : tl_srv_prompt_text(e, g->req.prompt, g->req.prompt_len, &g->prompt, &err);
   for (uint32_t i = 0; st == TL_OK && i < g->req.n; i++) {
-    tl_srv_job_params p = {&g->req, &g->prompt, i};
+    tl_srv_job_params p = {&g->req, &g->prompt, i, g->grammar};
     st = tl_srv_submit(e, &p, &g->choices[i].job, &err);
     if (st == TL_OK) g->n = i + 1;
   }

@@ -59,6 +59,7 @@ struct tl_srv_job {
   size_t n_ban;
   bool logprobs;
   uint32_t top_logprobs;
+  tl_srv_grammar *grammar;
   atomic_int cancel;
   double submitted, started;
   size_t reused;
@@ -78,6 +79,11 @@ struct slot {
   tl_srv_engine *e;
   uint32_t index;
   tl_session s;
+  bool is_master; /* s is a copy of the engine's master session (slot 0) */
+  /* The grammar of the slot's last constrained turn: the session keeps
+   * that turn's matcher, which refers to it, for the next one (lib's
+   * constrain.h), so it lives until another replaces it. */
+  tl_srv_grammar *grammar;
   pthread_t thread;
   bool started;
   pthread_cond_t wake; /* a job arrived, or the forward call is done */
@@ -250,6 +256,7 @@ static void job_free(tl_srv_job *j) {
   free(j->ban);
   free(j->text);
   free(j->tokens);
+  tl_srv_grammar_unref(j->grammar);
   pthread_cond_destroy(&j->changed);
   free(j);
 }
@@ -391,6 +398,7 @@ static void run_job(slot *s, tl_srv_job *j) {
   tp.reused = j->reused;
   tp.ban = j->ban;
   tp.n_ban = j->n_ban;
+  tp.grammar = tl_srv_grammar_get(j->grammar);
   tp.forward = slot_forward;
   tp.forward_ctx = s;
   s->s.cache.len = (uint32_t)j->reused;
@@ -399,6 +407,10 @@ static void run_job(slot *s, tl_srv_job *j) {
     return;
   }
   st = tl_turn_run(&s->s, &tp, j->ids, j->n_ids, &t, &field, err, sizeof err);
+  if (j->grammar != NULL) { /* the turn is past its start: the old grammar may go */
+    tl_srv_grammar_unref(s->grammar);
+    s->grammar = tl_srv_grammar_ref(j->grammar);
+  }
   if (st != TL_OK) {
     set_error(j, st, "%s", err);
     s->s.cache.len = (uint32_t)j->reused;
@@ -654,8 +666,10 @@ tl_status tl_srv_engine_open(const tl_srv_engine_options *o, tl_srv_engine **out
       goto fail;
     }
     /* slot 0 computes in the master session's own cache */
-    if (i == 0) s->s = e->master;
-    else if ((st = tl_session_open_slot(&s->s, &e->master, err, err_cap)) != TL_OK) goto fail;
+    if (i == 0) {
+      s->s = e->master;
+      s->is_master = true;
+    } else if ((st = tl_session_open_slot(&s->s, &e->master, err, err_cap)) != TL_OK) goto fail;
   }
   if (pthread_create(&e->forward_thread, NULL, forward_main, e) != 0) {
     st = TL_ERR_WORKER_FAILURE;
@@ -701,9 +715,13 @@ void tl_srv_engine_close(tl_srv_engine *e) {
   for (uint32_t i = 1; i < e->n_slots; i++)
     if (e->slots[i].s.slot) tl_session_close(&e->slots[i].s);
   for (uint32_t i = 0; i < MAX_SLOTS; i++) {
+    tl_srv_grammar_unref(e->slots[i].grammar);
     free(e->slots[i].cached);
     pthread_cond_destroy(&e->slots[i].wake);
   }
+  /* slot 0's turns ran in a copy of the master session: what they added to
+   * it (a constrained turn's matcher memory) is released with the master */
+  if (e->slots[0].is_master) e->master = e->slots[0].s;
   if (e->master_open) tl_session_close(&e->master);
   free(e->scratch_mem);
   free(e->receipt_dir);
@@ -877,6 +895,7 @@ static tl_srv_job *job_new(tl_srv_engine *e, const tl_srv_job_params *p, tl_srv_
   j->n_ban = q->n_ban;
   j->logprobs = q->logprobs;
   j->top_logprobs = q->top_logprobs;
+  j->grammar = tl_srv_grammar_ref(p->grammar);
   j->gen.given = q->given;
   j->gen.temperature = q->temperature;
   j->gen.top_k = q->top_k;

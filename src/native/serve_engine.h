@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "lane.h"
+#include "serve_grammar.h"
 #include "serve_request.h"
 #include "tinylm.h"
 
@@ -97,6 +98,7 @@ typedef struct tl_srv_job_params {
   const tl_srv_request *req;
   const tl_srv_prompt *prompt;
   uint32_t choice;
+  tl_srv_grammar *grammar; /* the reply's constraint (the job takes a reference); NULL: none */
 } tl_srv_job_params;
 
 /* Queues a job. Refusals (err filled, *out NULL): 400 context_length_

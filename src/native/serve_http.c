@@ -98,13 +98,19 @@ static const char *find(const char *s, size_t len, const char *what) {
   return NULL;
 }
 
+static const char think_open[] = "<think>", think_close[] = "</think>";
+
+/* The length of a trailing proper prefix of what at the end of s[0, len). */
+static size_t partial_suffix(const uint8_t *s, size_t len, const char *what) {
+  for (size_t k = strlen(what) - 1; k > 0; k--)
+    if (k <= len && memcmp(s + len - k, what, k) == 0) return k;
+  return 0;
+}
+
 size_t tl_srv_tool_hold(const uint8_t *text, size_t len) {
-  const size_t w = sizeof tool_open - 1;
   const char *at = find((const char *)text, len, tool_open);
   if (at != NULL) return (size_t)(at - (const char *)text);
-  for (size_t k = w - 1; k > 0; k--)
-    if (k <= len && memcmp(text + len - k, tool_open, k) == 0) return len - k;
-  return len;
+  return len - partial_suffix(text, len, tool_open);
 }
 
 json_t *tl_srv_tool_calls(const char *text, size_t len, size_t *content_len) {
@@ -141,6 +147,33 @@ json_t *tl_srv_tool_calls(const char *text, size_t len, size_t *content_len) {
 refuse:
   json_decref(calls);
   return NULL;
+}
+
+void tl_srv_think_split(const uint8_t *s, size_t len, bool final, tl_srv_think *t) {
+  const size_t w = sizeof think_open - 1;
+  const char *close;
+  size_t from = w;
+  memset(t, 0, sizeof *t);
+  if (len < w && (len == 0 || memcmp(s, think_open, len) == 0) && !final) { /* may yet open one */
+    t->block = true;
+    t->reason_from = t->reason_to = t->content_from = len;
+    return;
+  }
+  if (len < w || memcmp(s, think_open, w) != 0) return;
+  t->block = true;
+  while (from < len && s[from] == '\n') from++;
+  t->reason_from = from;
+  close = find((const char *)s + w, len - w, think_close);
+  if (close != NULL) {
+    t->reason_to = (size_t)((const uint8_t *)close - s);
+    t->content_from = t->reason_to + sizeof think_close - 1;
+    while (t->content_from < len && s[t->content_from] == '\n') t->content_from++;
+  } else {
+    t->reason_to = len - (final ? 0 : partial_suffix(s, len, think_close));
+    t->content_from = len;
+  }
+  if (t->reason_to < from) t->reason_to = from; /* "<think>\n\n</think>": nothing between */
+  while (t->reason_to > from && s[t->reason_to - 1] == '\n') t->reason_to--;
 }
 
 char *tl_srv_error_body(const tl_srv_error *e) {
@@ -203,6 +236,8 @@ void tl_srv_gen_free(tl_srv_gen *g) {
     memset(c, 0, sizeof *c);
   }
   g->n = 0;
+  tl_srv_grammar_unref(g->grammar);
+  g->grammar = NULL;
   tl_srv_prompt_free(&g->prompt);
   tl_srv_request_free(&g->req);
 }
@@ -339,17 +374,32 @@ static char *dump(json_t *doc) {
   return s;
 }
 
-/* A finished chat choice with tools: its tool calls (NULL: none, the
- * whole text is content) and where its content ends in the raw bytes
- * (the block markers are ASCII, so the cleaned text, which the calls are
- * read from, and the raw bytes agree up to the first block). */
-static json_t *tool_split(const tl_srv_choice *c, size_t *content_end) {
-  char *all = tl_srv_utf8_clean(c->raw, c->raw_len, NULL);
+/* The choice's text from byte off on (no arithmetic on the null pointer
+ * of a choice without text yet). */
+static const uint8_t *text_at(const tl_srv_choice *c, size_t off) {
+  return c->raw != NULL ? c->raw + off : c->raw;
+}
+
+/* A finished chat choice with tools, its content from raw byte `from`
+ * on: its tool calls (NULL: none, the whole text is content) and where its
+ * content ends in the raw bytes (the block markers are ASCII, so the
+ * cleaned text, which the calls are read from, and the raw bytes agree up
+ * to the first block). */
+static json_t *tool_split(const tl_srv_choice *c, size_t from, size_t *content_end) {
+  char *all = tl_srv_utf8_clean(text_at(c, from), c->raw_len - from, NULL);
   size_t before = 0;
   json_t *calls = all != NULL ? tl_srv_tool_calls(all, strlen(all), &before) : NULL;
   free(all);
-  *content_end = calls != NULL ? tl_srv_tool_hold(c->raw, c->raw_len) : c->raw_len;
+  *content_end = calls != NULL ? from + tl_srv_tool_hold(text_at(c, from), c->raw_len - from)
+                               : c->raw_len;
   return calls;
+}
+
+/* Where a chat reply's think block lies, when its reasoning is reported
+ * apart: the replies a grammar constrains. */
+static void think_of(const tl_srv_gen *g, const tl_srv_choice *c, bool final, tl_srv_think *t) {
+  if (g->chat && tl_srv_request_constrained(&g->req)) tl_srv_think_split(c->raw, c->raw_len, final, t);
+  else memset(t, 0, sizeof *t);
 }
 
 char *tl_srv_response_body(const tl_srv_gen *g) {
@@ -360,12 +410,18 @@ char *tl_srv_response_body(const tl_srv_gen *g) {
     size_t text_len = c->raw_len, ntok = tokens_within(c, 0, c->raw_len, true);
     json_t *calls = NULL, *choice, *text;
     const char *reason = finish_reason(&c->result);
-    if (g->chat && g->req.has_tools && (calls = tool_split(c, &text_len)) != NULL)
+    tl_srv_think th;
+    think_of(g, c, true, &th);
+    if (g->chat && g->req.has_tools && (calls = tool_split(c, th.content_from, &text_len)) != NULL)
       reason = "tool_calls";
-    text = clean_string(c->raw, text_len);
+    text = clean_string(text_at(c, th.content_from), text_len - th.content_from);
     if (g->chat) {
       json_t *msg = json_pack("{s:s,s:o}", "role", "assistant", "content",
-                              text_len == 0 && calls != NULL ? json_null() : json_incref(text));
+                              text_len == th.content_from && calls != NULL ? json_null()
+                                                                           : json_incref(text));
+      if (th.block)
+        json_object_set_new(msg, "reasoning_content",
+                            clean_string(text_at(c, th.reason_from), th.reason_to - th.reason_from));
       if (calls != NULL) json_object_set_new(msg, "tool_calls", calls);
       choice = json_pack("{s:i,s:o,s:o,s:s}", "index", (int)i, "message", msg, "logprobs",
                          logprobs_json(g, c, 0, ntok), "finish_reason", reason);
@@ -437,18 +493,40 @@ static bool send_text(tl_srv_gen *g, uint32_t i, tl_srv_buf *out, size_t end, bo
   return ok;
 }
 
+/* A constrained chat reply's think block as reasoning_content deltas (what
+ * is final of it); *content_from: where its content starts (the reply's
+ * length while that is not known yet). */
+static bool send_reasoning(tl_srv_gen *g, uint32_t i, tl_srv_buf *out, bool final,
+                           size_t *content_from) {
+  tl_srv_choice *c = &g->choices[i];
+  tl_srv_think th;
+  size_t from, to;
+  think_of(g, c, final, &th);
+  *content_from = th.content_from;
+  if (!th.block) return true;
+  from = c->reasoning_sent > th.reason_from ? c->reasoning_sent : th.reason_from;
+  to = final ? th.reason_to : tl_srv_utf8_complete(c->raw, th.reason_to);
+  if (to <= from) return true;
+  c->reasoning_sent = to;
+  return chunk(g, i, out, json_pack("{s:o}", "reasoning_content", clean_string(c->raw + from, to - from)),
+               NULL, NULL, NULL);
+}
+
 bool tl_srv_stream_choice(tl_srv_gen *g, uint32_t i, tl_srv_buf *out) {
   tl_srv_choice *c = &g->choices[i];
   bool tools = g->chat && g->req.has_tools;
-  size_t end = c->raw_len;
+  size_t end = c->raw_len, from;
   json_t *calls = NULL;
   const char *reason;
   bool ok;
   if (c->finished) return true;
   if (!c->done) {
-    if (tools) end = tl_srv_tool_hold(c->raw, end);
+    if (!send_reasoning(g, i, out, false, &from)) return false;
+    if (tools) end = from + tl_srv_tool_hold(text_at(c, from), end - from);
     end = tl_srv_utf8_complete(c->raw, end);
-    return end > c->raw_sent ? send_text(g, i, out, end, false) : true;
+    if (end <= from || end <= c->raw_sent) return true; /* held */
+    if (c->raw_sent < from) c->raw_sent = from;
+    return send_text(g, i, out, end, false);
   }
   if (strcmp(c->result.finish, "error") == 0 || strcmp(c->result.finish, "cancelled") == 0) {
     tl_srv_error e;
@@ -458,8 +536,10 @@ bool tl_srv_stream_choice(tl_srv_gen *g, uint32_t i, tl_srv_buf *out) {
     return tl_srv_stream_error(&e, out);
   }
   reason = finish_reason(&c->result);
-  if (tools && (calls = tool_split(c, &end)) != NULL) reason = "tool_calls";
-  ok = send_text(g, i, out, end, true);
+  ok = send_reasoning(g, i, out, true, &from);
+  if (c->raw_sent < from) c->raw_sent = from;
+  if (tools && (calls = tool_split(c, from, &end)) != NULL) reason = "tool_calls";
+  ok = ok && send_text(g, i, out, end, true);
   if (calls != NULL) {
     size_t k;
     json_t *call;

@@ -107,6 +107,39 @@ static void text_that_may_open_a_tool_call_is_held(tl_test_ctx *t) {
                      cases[i].want);
 }
 
+/* Qwen3's think block of a constrained reply: reasoning between the tags
+ * without the newlines around it, content after </think> and its newlines;
+ * while the reply grows, what could still change is held. */
+static void think_blocks_split_reasoning_from_content(tl_test_ctx *t) {
+  static const struct {
+    const char *s;
+    bool final, block;
+    size_t reason_from, reason_to, content_from;
+  } cases[] = {
+      {"<think>\n\n</think>\n\n{\"a\": 1}", true, true, 9, 9, 19},
+      {"<think>\nhm\n</think>\n\n{}", true, true, 8, 10, 21},
+      {"<think>\nhm\n</think>\n\n{}", false, true, 8, 10, 21},
+      {"{\"a\": 1}", true, false, 0, 0, 0},
+      {"{\"a\": 1}", false, false, 0, 0, 0},
+      {"", false, true, 0, 0, 0},           /* nothing yet */
+      {"", true, false, 0, 0, 0},
+      {"<thi", false, true, 4, 4, 4},       /* may yet open a block: all held */
+      {"<thi", true, false, 0, 0, 0},       /* ended: no block */
+      {"<think>\nhm\n</thi", false, true, 8, 10, 16}, /* a partial close and its newline held */
+      {"<think>\nhm\n</thi", true, true, 8, 16, 16},  /* cut short: all of it reasoning */
+      {"<think>\nhm\n", false, true, 8, 10, 11},
+      {"<think>\n\n</think>", false, true, 9, 9, 17},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    tl_srv_think th;
+    tl_srv_think_split((const uint8_t *)cases[i].s, strlen(cases[i].s), cases[i].final, &th);
+    TL_EXPECT(t, th.block == cases[i].block);
+    TL_EXPECT_EQ_U64(t, th.reason_from, cases[i].reason_from);
+    TL_EXPECT_EQ_U64(t, th.reason_to, cases[i].reason_to);
+    TL_EXPECT_EQ_U64(t, th.content_from, cases[i].content_from);
+  }
+}
+
 /* ---- streaming a choice whose text arrives in pieces ---- */
 
 static void gen_init(tl_srv_gen *g, bool tools) {
@@ -136,7 +169,7 @@ static void arrive(tl_srv_choice *c, const char *s, bool done) {
 /* The events in out: the concatenated delta contents, the number of
  * chunks, the last finish_reason and the tool_calls delta (if any). */
 typedef struct seen {
-  char content[256];
+  char content[256], reasoning[256];
   size_t chunks;
   char finish[32];
   json_t *calls;
@@ -155,6 +188,8 @@ static bool read_events(const tl_srv_buf *out, seen *s) {
     reason = json_object_get(choice, "finish_reason");
     if (doc == NULL) return false;
     if (json_is_string(content)) strcat(s->content, json_string_value(content));
+    if (json_is_string(json_object_get(delta, "reasoning_content")))
+      strcat(s->reasoning, json_string_value(json_object_get(delta, "reasoning_content")));
     if (json_is_string(reason)) snprintf(s->finish, sizeof s->finish, "%s", json_string_value(reason));
     if (json_object_get(delta, "tool_calls") != NULL)
       s->calls = json_incref(json_object_get(delta, "tool_calls"));
@@ -229,6 +264,53 @@ static void held_text_that_is_no_tool_call_is_sent(tl_test_ctx *t) {
   free_choice(&g);
 }
 
+/* A constrained reply (json_object here) with thinking: the block goes as
+ * reasoning_content, the document as content, each piece once. */
+static void streamed_constrained_reply_splits_reasoning(tl_test_ctx *t) {
+  tl_srv_gen g;
+  tl_srv_buf out = {0};
+  seen s = {0};
+  gen_init(&g, false);
+  g.req.format = TL_SRV_FORMAT_JSON_OBJECT;
+  arrive(&g.choices[0], "<thi", false);
+  TL_EXPECT(t, tl_srv_stream_choice(&g, 0, &out));
+  arrive(&g.choices[0], "nk>\nsum it\n</th", false);
+  TL_EXPECT(t, tl_srv_stream_choice(&g, 0, &out));
+  arrive(&g.choices[0], "ink>\n\n{\"n\": ", false);
+  TL_EXPECT(t, tl_srv_stream_choice(&g, 0, &out));
+  arrive(&g.choices[0], "3}", true);
+  TL_EXPECT(t, tl_srv_stream_choice(&g, 0, &out) && read_events(&out, &s));
+  TL_EXPECT_STR(t, s.reasoning, "sum it");
+  TL_EXPECT_STR(t, s.content, "{\"n\": 3}");
+  TL_EXPECT_STR(t, s.finish, "stop");
+  tl_srv_buf_free(&out);
+  free_choice(&g);
+}
+
+/* Required tool calls after an empty think block: no content at all. */
+static void streamed_required_calls_after_thinking(tl_test_ctx *t) {
+  tl_srv_gen g;
+  tl_srv_buf out = {0};
+  seen s = {0};
+  gen_init(&g, true);
+  g.req.tool_choice = TL_SRV_TOOLS_REQUIRED;
+  TL_EXPECT(t, tl_srv_stream_choice(&g, 0, &out) && out.len == 0); /* no text yet: nothing */
+  arrive(&g.choices[0], "<think>\n\n</think>\n\n<tool_call>\n{\"name\": \"f\", ", false);
+  TL_EXPECT(t, tl_srv_stream_choice(&g, 0, &out));
+  arrive(&g.choices[0], "\"arguments\": {}}\n</tool_call>", true);
+  TL_EXPECT(t, tl_srv_stream_choice(&g, 0, &out) && read_events(&out, &s));
+  TL_EXPECT_STR(t, s.content, "");
+  TL_EXPECT_STR(t, s.reasoning, "");
+  TL_EXPECT_STR(t, s.finish, "tool_calls");
+  TL_EXPECT_STR(t, json_string_value(json_object_get(json_object_get(json_array_get(s.calls, 0),
+                                                                     "function"),
+                                                     "arguments")),
+                "{}");
+  json_decref(s.calls);
+  tl_srv_buf_free(&out);
+  free_choice(&g);
+}
+
 static void errors_have_openai_shape(tl_test_ctx *t) {
   tl_srv_error e;
   json_t *doc, *err;
@@ -287,6 +369,9 @@ static const tl_test_case cases[] = {
     TL_CASE(streamed_text_never_splits_a_character),
     TL_CASE(streamed_tool_calls_are_held_and_sent_whole),
     TL_CASE(held_text_that_is_no_tool_call_is_sent),
+    TL_CASE(think_blocks_split_reasoning_from_content),
+    TL_CASE(streamed_constrained_reply_splits_reasoning),
+    TL_CASE(streamed_required_calls_after_thinking),
     TL_CASE(errors_have_openai_shape),
     TL_CASE(metrics_name_every_counter),
 };

@@ -397,10 +397,11 @@ static tl_status read_message(ctx *c, json_t *m, size_t i, json_t *msgs) {
 }
 
 /* tools: [{"type": "function", "function": {"name", "description"?,
- * "parameters"?}}], kept as given (the template prints them). */
+ * "parameters"?, "strict"?}}], kept as given (the template prints them);
+ * names unique, so a call names one tool. */
 static tl_status read_tools(ctx *c, json_t *tools) {
   static const char *const tool_keys[] = {"type", "function", NULL};
-  static const char *const fn_keys[] = {"name", "description", "parameters", NULL};
+  static const char *const fn_keys[] = {"name", "description", "parameters", "strict", NULL};
   size_t i;
   json_t *tool;
   if (!json_is_array(tools)) return want_type(c, "tools", "an array");
@@ -408,6 +409,7 @@ static tl_status read_tools(ctx *c, json_t *tools) {
     path p = at("tools[%zu]", i);
     path pt = at("%s.type", p.s), pf = at("%s.function", p.s);
     path pn = at("%s.name", pf.s), pd = at("%s.description", pf.s), pp = at("%s.parameters", pf.s);
+    path ps = at("%s.strict", pf.s);
     json_t *type, *fn, *v;
     tl_status st;
     if (!json_is_object(tool)) return want_type(c, p.s, "an object");
@@ -422,21 +424,78 @@ static tl_status read_tools(ctx *c, json_t *tools) {
     if ((v = field(fn, "name")) == NULL) return missing(c, pn.s);
     if (!json_is_string(v)) return want_type(c, pn.s, "a string");
     if (json_string_length(v) == 0) return fail(c, pn.s, "invalid_value", "%s is empty", pn.s);
+    for (size_t k = 0; k < i; k++) {
+      json_t *other = json_object_get(json_object_get(json_array_get(tools, k), "function"), "name");
+      if (json_equal(other, v))
+        return fail(c, pn.s, "invalid_value", "%s: tools[%zu] has the same name", pn.s, k);
+    }
     if ((v = field(fn, "description")) != NULL && !json_is_string(v))
       return want_type(c, pd.s, "a string");
     if ((v = field(fn, "parameters")) != NULL && !json_is_object(v))
       return want_type(c, pp.s, "an object (a JSON schema)");
+    if ((v = field(fn, "strict")) != NULL && !json_is_boolean(v))
+      return want_type(c, ps.s, "a boolean");
   }
   return TL_OK;
 }
 
-/* messages, tools, tool_choice, chat_template_kwargs -> r->conversation. */
+/* tool_choice: "none", "auto", "required" or {"type": "function",
+ * "function": {"name": N}} naming one of tools (checked by read_tools). */
+static tl_status read_tool_choice(ctx *c, json_t *choice, json_t *tools, tl_srv_request *r) {
+  static const char *const choice_keys[] = {"type", "function", NULL};
+  static const char *const fn_keys[] = {"name", NULL};
+  static const char *const words[] = {"auto", "none", "required"};
+  json_t *type, *fn, *name;
+  size_t n_tools = json_array_size(tools), i;
+  tl_status st;
+  if (json_is_string(choice)) {
+    for (i = 0; i < 3; i++)
+      if (strcmp(json_string_value(choice), words[i]) == 0 &&
+          json_string_length(choice) == strlen(words[i]))
+        break;
+    if (i == 3)
+      return fail(c, "tool_choice", "invalid_value",
+                  "tool_choice must be \"auto\", \"none\", \"required\" or {\"type\": "
+                  "\"function\", \"function\": {\"name\": ...}}");
+    r->tool_choice = i == 0 ? TL_SRV_TOOLS_AUTO : i == 1 ? TL_SRV_TOOLS_NONE : TL_SRV_TOOLS_REQUIRED;
+    if (r->tool_choice == TL_SRV_TOOLS_REQUIRED && n_tools == 0)
+      return fail(c, "tool_choice", "invalid_value",
+                  "tool_choice \"required\" needs at least one tool in tools");
+    return TL_OK;
+  }
+  if (!json_is_object(choice))
+    return want_type(c, "tool_choice", "a string or an object {\"type\": \"function\", ...}");
+  if ((type = field(choice, "type")) == NULL) return missing(c, "tool_choice.type");
+  if (!json_is_string(type)) return want_type(c, "tool_choice.type", "a string");
+  if (strcmp(json_string_value(type), "function") != 0 || json_string_length(type) != 8)
+    return fail(c, "tool_choice.type", "unsupported_value",
+                "tool_choice.type: only \"function\" is supported");
+  if ((st = only_keys(c, choice, choice_keys, "tool_choice")) != TL_OK) return st;
+  if ((fn = field(choice, "function")) == NULL) return missing(c, "tool_choice.function");
+  if (!json_is_object(fn)) return want_type(c, "tool_choice.function", "an object {\"name\"}");
+  if ((st = only_keys(c, fn, fn_keys, "tool_choice.function")) != TL_OK) return st;
+  if ((name = field(fn, "name")) == NULL) return missing(c, "tool_choice.function.name");
+  if (!json_is_string(name)) return want_type(c, "tool_choice.function.name", "a string");
+  for (i = 0; i < n_tools; i++)
+    if (json_equal(json_object_get(json_object_get(json_array_get(tools, i), "function"), "name"),
+                   name))
+      break;
+  if (i == n_tools)
+    return fail(c, "tool_choice.function.name", "invalid_value",
+                "tool_choice names the function '%.64s', which is not in tools",
+                json_string_value(name));
+  r->tool_choice = TL_SRV_TOOLS_NAMED;
+  r->forced_tool = (uint32_t)i;
+  return TL_OK;
+}
+
+/* messages, tools, tool_choice, chat_template_kwargs -> r->conversation
+ * (and r->tools). */
 static tl_status read_conversation(ctx *c, json_t *root, tl_srv_request *r) {
   static const char *const kwargs_keys[] = {"enable_thinking", NULL};
   json_t *msgs = field(root, "messages"), *tools = field(root, "tools");
   json_t *choice = field(root, "tool_choice"), *kwargs = field(root, "chat_template_kwargs");
   json_t *conv = NULL, *out_msgs, *m, *thinking = NULL;
-  bool tools_off = false;
   size_t i;
   tl_status st = TL_OK;
   if (msgs == NULL) return missing(c, "messages");
@@ -444,16 +503,7 @@ static tl_status read_conversation(ctx *c, json_t *root, tl_srv_request *r) {
   if (json_array_size(msgs) == 0)
     return fail(c, "messages", "invalid_value", "messages must hold at least one message");
   if (tools != NULL && (st = read_tools(c, tools)) != TL_OK) return st;
-  if (choice != NULL) {
-    const char *s = json_string_value(choice);
-    if (json_is_object(choice) || (s != NULL && strcmp(s, "required") == 0))
-      return fail(c, "tool_choice", "unsupported_value",
-                  "tool_choice: only \"auto\" and \"none\" are supported");
-    if (s == NULL) return want_type(c, "tool_choice", "\"auto\" or \"none\"");
-    if (strcmp(s, "none") == 0 && json_string_length(choice) == 4) tools_off = true;
-    else if (!(strcmp(s, "auto") == 0 && json_string_length(choice) == 4))
-      return fail(c, "tool_choice", "invalid_value", "tool_choice must be \"auto\" or \"none\"");
-  }
+  if (choice != NULL && (st = read_tool_choice(c, choice, tools, r)) != TL_OK) return st;
   if (kwargs != NULL) {
     if (!json_is_object(kwargs)) return want_type(c, "chat_template_kwargs", "an object");
     if ((st = only_keys(c, kwargs, kwargs_keys, "chat_template_kwargs")) != TL_OK) return st;
@@ -469,7 +519,7 @@ static tl_status read_conversation(ctx *c, json_t *root, tl_srv_request *r) {
   json_array_foreach(msgs, i, m) {
     if ((st = read_message(c, m, i, out_msgs)) != TL_OK) break;
   }
-  r->has_tools = tools != NULL && json_array_size(tools) > 0 && !tools_off;
+  r->has_tools = json_array_size(tools) > 0 && r->tool_choice != TL_SRV_TOOLS_NONE;
   if (st == TL_OK && ((r->has_tools && json_object_set(conv, "tools", tools) != 0) ||
                       (thinking != NULL && json_object_set(conv, "enable_thinking", thinking) != 0)))
     st = oom(c);
@@ -477,6 +527,11 @@ static tl_status read_conversation(ctx *c, json_t *root, tl_srv_request *r) {
     r->conversation = json_dumps(conv, JSON_COMPACT);
     if (r->conversation == NULL) st = oom(c);
     else r->conversation_len = strlen(r->conversation);
+  }
+  if (st == TL_OK && r->has_tools) {
+    r->tools = json_dumps(tools, JSON_COMPACT);
+    if (r->tools == NULL) st = oom(c);
+    else r->tools_len = strlen(r->tools);
   }
   json_decref(conv);
   return st;
@@ -631,6 +686,93 @@ static tl_status read_max_tokens(ctx *c, json_t *v, const char *param, uint32_t 
   return st;
 }
 
+/* ---- structured output (docs/server.md, Structured output) ---- */
+
+/* r's format: kind with text (a schema, dumped compact; or a grammar's
+ * text), param the field it came from. */
+static tl_status set_format(ctx *c, tl_srv_request *r, tl_srv_format kind, json_t *v,
+                            const char *param) {
+  r->format = kind;
+  snprintf(r->format_param, sizeof r->format_param, "%s", param);
+  if (v == NULL) return TL_OK;
+  if (json_is_string(v)) {
+    r->format_text = copy_bytes(json_string_value(v), json_string_length(v));
+    r->format_len = json_string_length(v);
+  } else if ((r->format_text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY)) != NULL) {
+    r->format_len = strlen(r->format_text);
+  }
+  return r->format_text != NULL ? TL_OK : oom(c);
+}
+
+/* A JSON schema: an object, or true / false (JSON Schema's boolean
+ * schemas); the grammar compiler judges its keywords. */
+static tl_status read_schema(ctx *c, tl_srv_request *r, json_t *v, const char *param) {
+  if (!json_is_object(v) && !json_is_boolean(v))
+    return want_type(c, param, "a JSON schema (an object or a boolean)");
+  return set_format(c, r, TL_SRV_FORMAT_JSON_SCHEMA, v, param);
+}
+
+/* response_format: {"type": "text"}, {"type": "json_object"} or
+ * {"type": "json_schema", "json_schema": {"name", "description"?,
+ * "schema", "strict"?}}. */
+static tl_status read_response_format(ctx *c, json_t *v, tl_srv_request *r) {
+  static const char *const plain_keys[] = {"type", NULL};
+  static const char *const schema_keys[] = {"type", "json_schema", NULL};
+  static const char *const inner_keys[] = {"name", "description", "schema", "strict", NULL};
+  json_t *type, *js, *x;
+  const char *t;
+  tl_status st;
+  if (!json_is_object(v))
+    return want_type(c, "response_format", "an object {\"type\": \"text\" | \"json_object\" | "
+                                           "\"json_schema\", ...}");
+  if ((type = field(v, "type")) == NULL) return missing(c, "response_format.type");
+  if (!json_is_string(type)) return want_type(c, "response_format.type", "a string");
+  t = json_string_value(type);
+  if (strlen(t) == json_string_length(type) && (strcmp(t, "text") == 0 || strcmp(t, "json_object") == 0)) {
+    if ((st = only_keys(c, v, plain_keys, "response_format")) != TL_OK) return st;
+    return t[0] == 't' ? TL_OK : set_format(c, r, TL_SRV_FORMAT_JSON_OBJECT, NULL, "response_format");
+  }
+  if (strlen(t) != json_string_length(type) || strcmp(t, "json_schema") != 0)
+    return fail(c, "response_format.type", "unsupported_value",
+                "response_format.type must be \"text\", \"json_object\" or \"json_schema\"");
+  if ((st = only_keys(c, v, schema_keys, "response_format")) != TL_OK) return st;
+  if ((js = field(v, "json_schema")) == NULL) return missing(c, "response_format.json_schema");
+  if (!json_is_object(js))
+    return want_type(c, "response_format.json_schema", "an object {\"name\", \"schema\", ...}");
+  if ((st = only_keys(c, js, inner_keys, "response_format.json_schema")) != TL_OK) return st;
+  if ((x = field(js, "name")) == NULL) return missing(c, "response_format.json_schema.name");
+  if (!json_is_string(x)) return want_type(c, "response_format.json_schema.name", "a string");
+  if ((x = field(js, "description")) != NULL && !json_is_string(x))
+    return want_type(c, "response_format.json_schema.description", "a string");
+  /* strict true or false: the reply keeps to the schema either way */
+  if ((x = field(js, "strict")) != NULL && !json_is_boolean(x))
+    return want_type(c, "response_format.json_schema.strict", "a boolean");
+  if ((x = field(js, "schema")) == NULL) return missing(c, "response_format.json_schema.schema");
+  return read_schema(c, r, x, "response_format.json_schema.schema");
+}
+
+/* grammar (GBNF; "" as not given): exclusive of every other format and of
+ * required tool calls, which are grammars too. */
+static tl_status read_grammar(ctx *c, json_t *root, tl_srv_request *r) {
+  json_t *v = field(root, "grammar");
+  if (v == NULL) return TL_OK;
+  if (!json_is_string(v)) return want_type(c, "grammar", "a string (a GBNF grammar)");
+  if (json_string_length(v) == 0) return TL_OK;
+  if (r->format != TL_SRV_FORMAT_TEXT)
+    return fail(c, "grammar", "invalid_value", "grammar and %s exclude each other: give one",
+                strncmp(r->format_param, "response_format", 15) == 0 ? "response_format"
+                                                                    : r->format_param);
+  if (r->tool_choice == TL_SRV_TOOLS_REQUIRED || r->tool_choice == TL_SRV_TOOLS_NAMED)
+    return fail(c, "grammar", "invalid_value",
+                "grammar and a tool_choice that requires tool calls exclude each other");
+  return set_format(c, r, TL_SRV_FORMAT_GRAMMAR, v, "grammar");
+}
+
+bool tl_srv_request_constrained(const tl_srv_request *r) {
+  return r->format != TL_SRV_FORMAT_TEXT || r->tool_choice == TL_SRV_TOOLS_REQUIRED ||
+         r->tool_choice == TL_SRV_TOOLS_NAMED;
+}
+
 /* ---- the kinds ---- */
 
 static const char *const chat_fields[] = {
@@ -638,11 +780,11 @@ static const char *const chat_fields[] = {
     "min_p", "repeat_penalty", "seed", "stop", "n", "presence_penalty", "frequency_penalty",
     "logit_bias", "logprobs", "top_logprobs", "response_format", "stream", "stream_options",
     "chat_template_kwargs", "tools", "tool_choice", "user", "store", "metadata", "service_tier",
-    "parallel_tool_calls", NULL};
+    "parallel_tool_calls", "grammar", NULL};
 static const char *const completion_fields[] = {
     "model", "prompt", "max_tokens", "temperature", "top_p", "top_k", "min_p", "repeat_penalty",
     "seed", "stop", "n", "presence_penalty", "frequency_penalty", "logit_bias", "logprobs",
-    "stream", "stream_options", "echo", "best_of", "suffix", "user", NULL};
+    "stream", "stream_options", "echo", "best_of", "suffix", "user", "grammar", "json_schema", NULL};
 static const char *const tokenize_fields[] = {"content", "with_pieces", NULL};
 static const char *const detokenize_fields[] = {"tokens", NULL};
 static const char *const template_fields[] = {"messages", "tools", "chat_template_kwargs", NULL};
@@ -659,7 +801,6 @@ static tl_status read_model(ctx *c, json_t *root, tl_srv_request *r) {
 }
 
 static tl_status read_chat(ctx *c, json_t *root, tl_srv_request *r) {
-  static const char *const format_keys[] = {"type", NULL};
   json_t *v, *mt = field(root, "max_tokens"), *mct = field(root, "max_completion_tokens");
   long long x;
   tl_status st;
@@ -682,21 +823,15 @@ static tl_status read_chat(ctx *c, json_t *root, tl_srv_request *r) {
       return fail(c, "top_logprobs", "invalid_value", "top_logprobs needs logprobs: true");
     r->top_logprobs = (uint32_t)x;
   }
-  if ((v = field(root, "response_format")) != NULL) {
-    json_t *type = field(v, "type");
-    if (!json_is_object(v)) return want_type(c, "response_format", "an object {\"type\": \"text\"}");
-    if (type == NULL) return missing(c, "response_format.type");
-    if (!json_is_string(type)) return want_type(c, "response_format.type", "a string");
-    if (strcmp(json_string_value(type), "text") != 0 || json_string_length(type) != 4)
-      return fail(c, "response_format.type", "unsupported_value",
-                  "response_format: only {\"type\": \"text\"} is supported");
-    if ((st = only_keys(c, v, format_keys, "response_format")) != TL_OK) return st;
-  }
+  if ((v = field(root, "response_format")) != NULL && (st = read_response_format(c, v, r)) != TL_OK)
+    return st;
+  if ((st = read_grammar(c, root, r)) != TL_OK) return st;
+  r->parallel_tool_calls = true; /* OpenAI's default */
+  if ((st = get_bool(c, root, "parallel_tool_calls", &r->parallel_tool_calls)) != TL_OK) return st;
   if ((st = ignored(c, root, "user", JSON_STRING, "a string")) != TL_OK ||
       (st = ignored(c, root, "store", JSON_TRUE, "a boolean")) != TL_OK ||
       (st = ignored(c, root, "metadata", JSON_OBJECT, "an object")) != TL_OK ||
-      (st = ignored(c, root, "service_tier", JSON_STRING, "a string")) != TL_OK ||
-      (st = ignored(c, root, "parallel_tool_calls", JSON_TRUE, "a boolean")) != TL_OK)
+      (st = ignored(c, root, "service_tier", JSON_STRING, "a string")) != TL_OK)
     return st;
   return TL_OK;
 }
@@ -741,6 +876,10 @@ static tl_status read_completion(ctx *c, json_t *root, tl_srv_request *r) {
   }
   if ((v = field(root, "suffix")) != NULL)
     return fail(c, "suffix", "unsupported_value", "suffix: only null is supported");
+  /* llama-server's json_schema: a schema the text keeps to */
+  if ((v = field(root, "json_schema")) != NULL && (st = read_schema(c, r, v, "json_schema")) != TL_OK)
+    return st;
+  if ((st = read_grammar(c, root, r)) != TL_OK) return st;
   return ignored(c, root, "user", JSON_STRING, "a string");
 }
 
@@ -836,6 +975,8 @@ void tl_srv_request_free(tl_srv_request *r) {
   free(r->prompt);
   free(r->ids);
   free(r->ban);
+  free(r->format_text);
+  free(r->tools);
   for (size_t i = 0; i < r->n_stops; i++) free(r->stops[i]);
   memset(r, 0, sizeof *r);
 }

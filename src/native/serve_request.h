@@ -27,6 +27,22 @@ typedef enum tl_srv_kind {
 #define TL_SRV_MAX_TOP_LOGPROBS 20
 #define TL_SRV_MAX_BANS 1024    /* logit_bias entries */
 
+/* What the reply must keep to (docs/server.md, Structured output), as the
+ * request asked; serve_grammar.c compiles it into a grammar. */
+typedef enum tl_srv_format {
+  TL_SRV_FORMAT_TEXT,        /* free text */
+  TL_SRV_FORMAT_JSON_OBJECT, /* any JSON object (response_format json_object) */
+  TL_SRV_FORMAT_JSON_SCHEMA, /* a document valid for format_text, a JSON schema */
+  TL_SRV_FORMAT_GRAMMAR      /* a sentence of format_text, a GBNF grammar */
+} tl_srv_format;
+
+typedef enum tl_srv_tool_choice {
+  TL_SRV_TOOLS_AUTO,     /* free; calls are parsed out of the text */
+  TL_SRV_TOOLS_NONE,     /* the tools are left out of the template */
+  TL_SRV_TOOLS_REQUIRED, /* the reply is tool calls, of any tool */
+  TL_SRV_TOOLS_NAMED     /* the reply is calls of tools[forced_tool] */
+} tl_srv_tool_choice;
+
 /* An error as OpenAI's {"error": {"message", "type", "param", "code"}}
  * with its HTTP status. type: "invalid_request_error" (400, 413, 404,
  * 405), "authentication_error" (401), "server_error" (500, 503). param
@@ -84,14 +100,30 @@ typedef struct tl_srv_request {
   uint32_t top_logprobs;   /* 0..TL_SRV_MAX_TOP_LOGPROBS (completion: 0..5) */
   bool stream, include_usage;
   bool has_tools;          /* tools were passed to the template */
+
+  /* structured output (chat: response_format, tools, tool_choice,
+   * parallel_tool_calls, grammar; completion: grammar, json_schema) */
+  tl_srv_format format;
+  char *format_text;       /* JSON_SCHEMA: the schema as compact JSON; GRAMMAR: the text */
+  size_t format_len;
+  char format_param[48];   /* the field format_text came from, for errors */
+  tl_srv_tool_choice tool_choice;
+  char *tools;             /* has_tools: the tools array as compact JSON */
+  size_t tools_len;
+  uint32_t forced_tool;    /* TL_SRV_TOOLS_NAMED: its index in tools */
+  bool parallel_tool_calls; /* several calls may follow each other (default true) */
 } tl_srv_request;
+
+/* Whether a grammar constrains the reply: a format other than text, or
+ * tool calls required. */
+bool tl_srv_request_constrained(const tl_srv_request *r);
 
 /* Parses and validates body (len bytes) as kind's request. vocab bounds
  * token ids (detokenize, logit_bias keys) and top_k. TL_OK with *out
  * filled (free it with tl_srv_request_free), or TL_ERR_INVALID_ARGUMENT
  * with *err filled (status 400: not UTF-8, not JSON, not an object, an
  * unknown or mistyped field, a value out of range, an unsupported value
- * such as response_format json_schema or a nonzero presence_penalty,
+ * such as a tool_choice naming no tool or a nonzero presence_penalty,
  * each naming its param; a missing required field is code
  * missing_required_parameter) and *out holding nothing; a body of more
  * than 2^18 JSON values is refused with status 413 before jansson

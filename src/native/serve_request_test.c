@@ -354,11 +354,6 @@ static void chat_tools_tool_choice_and_thinking(tl_test_ctx *t) {
     TL_EXPECT(t, r.has_tools);
     tl_srv_request_free(&r);
   }
-  REFUSED(t, TL_SRV_CHAT, "{" USER_HI ",\"tool_choice\":\"required\"}", "tool_choice",
-          "unsupported_value");
-  REFUSED(t, TL_SRV_CHAT,
-          "{" USER_HI ",\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"f\"}}}",
-          "tool_choice", "unsupported_value");
   REFUSED(t, TL_SRV_CHAT, "{" USER_HI ",\"tool_choice\":\"sometimes\"}", "tool_choice",
           "invalid_value");
   REFUSED(t, TL_SRV_CHAT, "{" USER_HI ",\"tool_choice\":1}", "tool_choice", "invalid_type");
@@ -381,8 +376,14 @@ static void chat_tools_tool_choice_and_thinking(tl_test_ctx *t) {
           "tools[0].function.parameters", "invalid_type");
   REFUSED(t, TL_SRV_CHAT,
           "{" USER_HI ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\","
-          "\"strict\":true}}]}",
-          "tools[0].function.strict", "unknown_parameter");
+          "\"strict\":1}}]}",
+          "tools[0].function.strict", "invalid_type");
+  REFUSED(t, TL_SRV_CHAT,
+          "{" USER_HI ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\","
+          "\"seal\":true}}]}",
+          "tools[0].function.seal", "unknown_parameter");
+  REFUSED(t, TL_SRV_CHAT, "{" USER_HI ",\"tools\":[" TOOL_F "," TOOL_F "]}",
+          "tools[1].function.name", "invalid_value");
   REFUSED(t, TL_SRV_CHAT, "{" USER_HI ",\"chat_template_kwargs\":{\"add_generation_prompt\":false}}",
           "chat_template_kwargs.add_generation_prompt", "unknown_parameter");
   REFUSED(t, TL_SRV_CHAT, "{" USER_HI ",\"chat_template_kwargs\":{\"enable_thinking\":1}}",
@@ -772,10 +773,7 @@ static void logprobs_fields(tl_test_ctx *t) {
 static void response_format_stream_and_ignored_fields(tl_test_ctx *t) {
   tl_srv_request r;
   OK(t, TL_SRV_CHAT, "{" USER_HI ",\"response_format\":{\"type\":\"text\"}}");
-  REFUSED(t, TL_SRV_CHAT, "{" USER_HI ",\"response_format\":{\"type\":\"json_object\"}}",
-          "response_format.type", "unsupported_value");
-  REFUSED(t, TL_SRV_CHAT,
-          "{" USER_HI ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{}}}",
+  REFUSED(t, TL_SRV_CHAT, "{" USER_HI ",\"response_format\":{\"type\":\"xml\"}}",
           "response_format.type", "unsupported_value");
   REFUSED(t, TL_SRV_CHAT, "{" USER_HI ",\"response_format\":{\"type\":\"text\",\"x\":1}}",
           "response_format.x", "unknown_parameter");
@@ -811,6 +809,171 @@ static void response_format_stream_and_ignored_fields(tl_test_ctx *t) {
   REFUSED(t, TL_SRV_CHAT, "{" USER_HI ",\"service_tier\":0}", "service_tier", "invalid_type");
   REFUSED(t, TL_SRV_CHAT, "{" USER_HI ",\"parallel_tool_calls\":0}", "parallel_tool_calls",
           "invalid_type");
+}
+
+/* ---- structured output ---- */
+
+#define TOOL_G "{\"type\":\"function\",\"function\":{\"name\":\"g\"}}"
+
+static void response_formats(tl_test_ctx *t) {
+  tl_srv_request r;
+  if (ACCEPTED(t, TL_SRV_CHAT, "{" USER_HI ",\"response_format\":{\"type\":\"text\"}}", &r)) {
+    TL_EXPECT(t, r.format == TL_SRV_FORMAT_TEXT && r.format_text == NULL);
+    TL_EXPECT(t, !tl_srv_request_constrained(&r));
+    tl_srv_request_free(&r);
+  }
+  if (ACCEPTED(t, TL_SRV_CHAT, "{" USER_HI ",\"response_format\":{\"type\":\"json_object\"}}", &r)) {
+    TL_EXPECT(t, r.format == TL_SRV_FORMAT_JSON_OBJECT && r.format_text == NULL);
+    TL_EXPECT_STR(t, r.format_param, "response_format");
+    TL_EXPECT(t, tl_srv_request_constrained(&r));
+    tl_srv_request_free(&r);
+  }
+  /* the schema kept as compact JSON, its member order as given */
+  if (ACCEPTED(t, TL_SRV_CHAT,
+               "{" USER_HI ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{"
+               "\"name\":\"n\",\"description\":\"d\",\"strict\":true,\"schema\":{\"type\": "
+               "\"object\", \"required\":[\"b\"],\"properties\":{\"b\":{\"type\":\"integer\"}}}}}}",
+               &r)) {
+    TL_EXPECT(t, r.format == TL_SRV_FORMAT_JSON_SCHEMA);
+    TL_EXPECT_STR(t, r.format_text,
+                  "{\"type\":\"object\",\"required\":[\"b\"],\"properties\":{\"b\":{\"type\":"
+                  "\"integer\"}}}");
+    TL_EXPECT_EQ_U64(t, r.format_len, strlen(r.format_text));
+    TL_EXPECT_STR(t, r.format_param, "response_format.json_schema.schema");
+    tl_srv_request_free(&r);
+  }
+  /* strict false and a boolean schema */
+  if (ACCEPTED(t, TL_SRV_CHAT,
+               "{" USER_HI ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{"
+               "\"name\":\"n\",\"strict\":false,\"schema\":true}}}",
+               &r)) {
+    TL_EXPECT_STR(t, r.format_text, "true");
+    tl_srv_request_free(&r);
+  }
+  REFUSED(t, TL_SRV_CHAT, "{" USER_HI ",\"response_format\":{\"type\":\"json_object\",\"x\":1}}",
+          "response_format.x", "unknown_parameter");
+  REFUSED(t, TL_SRV_CHAT, "{" USER_HI ",\"response_format\":{\"type\":\"json_schema\"}}",
+          "response_format.json_schema", "missing_required_parameter");
+  REFUSED(t, TL_SRV_CHAT,
+          "{" USER_HI ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{}}}",
+          "response_format.json_schema.name", "missing_required_parameter");
+  REFUSED(t, TL_SRV_CHAT,
+          "{" USER_HI ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":"
+          "\"n\"}}}",
+          "response_format.json_schema.schema", "missing_required_parameter");
+  REFUSED(t, TL_SRV_CHAT,
+          "{" USER_HI ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":"
+          "\"n\",\"schema\":[]}}}",
+          "response_format.json_schema.schema", "invalid_type");
+  REFUSED(t, TL_SRV_CHAT,
+          "{" USER_HI ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":"
+          "\"n\",\"schema\":{},\"strict\":\"yes\"}}}",
+          "response_format.json_schema.strict", "invalid_type");
+  REFUSED(t, TL_SRV_CHAT,
+          "{" USER_HI ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":"
+          "\"n\",\"schema\":{},\"format\":1}}}",
+          "response_format.json_schema.format", "unknown_parameter");
+  REFUSED(t, TL_SRV_CHAT,
+          "{" USER_HI ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":\"s\"}}",
+          "response_format.json_schema", "invalid_type");
+}
+
+static void tool_choices(tl_test_ctx *t) {
+  tl_srv_request r;
+  if (ACCEPTED(t, TL_SRV_CHAT, "{" USER_HI ",\"tools\":[" TOOL_F "," TOOL_G "],\"tool_choice\":"
+               "\"required\"}", &r)) {
+    TL_EXPECT(t, r.tool_choice == TL_SRV_TOOLS_REQUIRED && r.has_tools && r.parallel_tool_calls);
+    TL_EXPECT_STR(t, r.tools, "[" TOOL_F "," TOOL_G "]");
+    TL_EXPECT(t, tl_srv_request_constrained(&r));
+    tl_srv_request_free(&r);
+  }
+  if (ACCEPTED(t, TL_SRV_CHAT, "{" USER_HI ",\"tools\":[" TOOL_F "," TOOL_G "],\"tool_choice\":"
+               "{\"type\":\"function\",\"function\":{\"name\":\"g\"}},\"parallel_tool_calls\":false}",
+               &r)) {
+    TL_EXPECT(t, r.tool_choice == TL_SRV_TOOLS_NAMED && r.forced_tool == 1 && !r.parallel_tool_calls);
+    tl_srv_request_free(&r);
+  }
+  /* auto: free text, calls parsed out of it */
+  if (ACCEPTED(t, TL_SRV_CHAT, "{" USER_HI ",\"tools\":[" TOOL_F "]}", &r)) {
+    TL_EXPECT(t, r.tool_choice == TL_SRV_TOOLS_AUTO && !tl_srv_request_constrained(&r));
+    tl_srv_request_free(&r);
+  }
+  /* "none" leaves no tools to call */
+  if (ACCEPTED(t, TL_SRV_CHAT, "{" USER_HI ",\"tools\":[" TOOL_F "],\"tool_choice\":\"none\"}", &r)) {
+    TL_EXPECT(t, r.tool_choice == TL_SRV_TOOLS_NONE && r.tools == NULL);
+    tl_srv_request_free(&r);
+  }
+  REFUSED(t, TL_SRV_CHAT, "{" USER_HI ",\"tool_choice\":\"required\"}", "tool_choice",
+          "invalid_value");
+  REFUSED(t, TL_SRV_CHAT, "{" USER_HI ",\"tools\":[],\"tool_choice\":\"required\"}", "tool_choice",
+          "invalid_value");
+  REFUSED(t, TL_SRV_CHAT,
+          "{" USER_HI ",\"tools\":[" TOOL_F "],\"tool_choice\":{\"type\":\"function\",\"function\":"
+          "{\"name\":\"h\"}}}",
+          "tool_choice.function.name", "invalid_value");
+  REFUSED(t, TL_SRV_CHAT,
+          "{" USER_HI ",\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"f\"}}}",
+          "tool_choice.function.name", "invalid_value");
+  REFUSED(t, TL_SRV_CHAT, "{" USER_HI ",\"tools\":[" TOOL_F "],\"tool_choice\":{\"type\":\"custom\"}}",
+          "tool_choice.type", "unsupported_value");
+  REFUSED(t, TL_SRV_CHAT, "{" USER_HI ",\"tools\":[" TOOL_F "],\"tool_choice\":{\"type\":\"function\"}}",
+          "tool_choice.function", "missing_required_parameter");
+  REFUSED(t, TL_SRV_CHAT,
+          "{" USER_HI ",\"tools\":[" TOOL_F "],\"tool_choice\":{\"type\":\"function\",\"function\":"
+          "{\"name\":\"f\",\"x\":1}}}",
+          "tool_choice.function.x", "unknown_parameter");
+  REFUSED(t, TL_SRV_CHAT,
+          "{" USER_HI ",\"tools\":[" TOOL_F "],\"tool_choice\":{\"type\":\"function\",\"function\":"
+          "{\"name\":1}}}",
+          "tool_choice.function.name", "invalid_type");
+}
+
+static void grammars_and_their_conflicts(tl_test_ctx *t) {
+  tl_srv_request r;
+  if (ACCEPTED(t, TL_SRV_CHAT, "{" USER_HI ",\"grammar\":\"root ::= \\\"a\\\"\"}", &r)) {
+    TL_EXPECT(t, r.format == TL_SRV_FORMAT_GRAMMAR && r.format_len == 12);
+    TL_EXPECT_STR(t, r.format_text, "root ::= \"a\"");
+    TL_EXPECT_STR(t, r.format_param, "grammar");
+    tl_srv_request_free(&r);
+  }
+  /* "" as not given (llama-server's default) */
+  if (ACCEPTED(t, TL_SRV_CHAT, "{" USER_HI ",\"grammar\":\"\"}", &r)) {
+    TL_EXPECT(t, r.format == TL_SRV_FORMAT_TEXT && !tl_srv_request_constrained(&r));
+    tl_srv_request_free(&r);
+  }
+  /* a grammar beside tool_choice auto: the grammar alone constrains */
+  if (ACCEPTED(t, TL_SRV_CHAT, "{" USER_HI ",\"tools\":[" TOOL_F "],\"grammar\":\"root ::= \\\"a\\\"\"}",
+               &r)) {
+    TL_EXPECT(t, r.format == TL_SRV_FORMAT_GRAMMAR && r.tool_choice == TL_SRV_TOOLS_AUTO);
+    tl_srv_request_free(&r);
+  }
+  if (ACCEPTED(t, TL_SRV_COMPLETION, "{\"prompt\":\"x\",\"grammar\":\"root ::= [a-z]+\"}", &r)) {
+    TL_EXPECT(t, r.format == TL_SRV_FORMAT_GRAMMAR);
+    TL_EXPECT_STR(t, r.format_text, "root ::= [a-z]+");
+    tl_srv_request_free(&r);
+  }
+  if (ACCEPTED(t, TL_SRV_COMPLETION, "{\"prompt\":\"x\",\"json_schema\":{\"type\":\"string\"}}", &r)) {
+    TL_EXPECT(t, r.format == TL_SRV_FORMAT_JSON_SCHEMA);
+    TL_EXPECT_STR(t, r.format_text, "{\"type\":\"string\"}");
+    TL_EXPECT_STR(t, r.format_param, "json_schema");
+    tl_srv_request_free(&r);
+  }
+  REFUSED(t, TL_SRV_CHAT, "{" USER_HI ",\"grammar\":1}", "grammar", "invalid_type");
+  REFUSED(t, TL_SRV_CHAT,
+          "{" USER_HI ",\"response_format\":{\"type\":\"json_object\"},\"grammar\":\"root ::= "
+          "\\\"a\\\"\"}",
+          "grammar", "invalid_value");
+  REFUSED(t, TL_SRV_CHAT,
+          "{" USER_HI ",\"tools\":[" TOOL_F "],\"tool_choice\":\"required\",\"grammar\":\"root ::= "
+          "\\\"a\\\"\"}",
+          "grammar", "invalid_value");
+  REFUSED(t, TL_SRV_COMPLETION,
+          "{\"prompt\":\"x\",\"json_schema\":{},\"grammar\":\"root ::= [a-z]\"}", "grammar",
+          "invalid_value");
+  REFUSED(t, TL_SRV_COMPLETION, "{\"prompt\":\"x\",\"json_schema\":\"{}\"}", "json_schema",
+          "invalid_type");
+  REFUSED(t, TL_SRV_COMPLETION, "{\"prompt\":\"x\",\"response_format\":{\"type\":\"text\"}}",
+          "response_format", "unknown_parameter");
 }
 
 /* ---- completions, tokenize ---- */
@@ -932,6 +1095,9 @@ static const tl_test_case cases[] = {
     TL_CASE(logit_bias_bans),
     TL_CASE(logprobs_fields),
     TL_CASE(response_format_stream_and_ignored_fields),
+    TL_CASE(response_formats),
+    TL_CASE(tool_choices),
+    TL_CASE(grammars_and_their_conflicts),
     TL_CASE(completion_prompt_and_defaults),
     TL_CASE(tokenize_content),
     TL_CASE(error_set_types_and_utf8),

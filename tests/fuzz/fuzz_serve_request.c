@@ -11,7 +11,11 @@
  *    1..256 bytes, the ban list strictly ascending below the vocabulary,
  *    ids below it, top_k at most it, ...); a chat's conversation is JSON
  *    jansson reads back and the renderer's own check
- *    (tl_conversation_check) accepts, with tools exactly when has_tools.
+ *    (tl_conversation_check) accepts, with tools exactly when has_tools;
+ *    the structured output is consistent: a schema is JSON text of an
+ *    object or a boolean, a grammar non-empty text, no format text for
+ *    json_object or text, calls required only of tools that are there
+ *    (the named one among them), never beside a grammar.
  * 2. Refused: status 400 (413 request_too_large past 2^18 values), type
  *    invalid_request_error, a code the wire contract names, a non-empty
  *    message; param, code and message
@@ -72,6 +76,41 @@ static void check_conversation(const tl_srv_request *r) {
   free(mem);
 }
 
+static void check_structured(const tl_srv_request *r, tl_srv_kind kind) {
+  json_t *doc;
+  CHECK(memchr(r->format_param, '\0', sizeof r->format_param) != NULL);
+  switch (r->format) {
+  case TL_SRV_FORMAT_TEXT:
+  case TL_SRV_FORMAT_JSON_OBJECT:
+    CHECK(r->format_text == NULL && r->format_len == 0);
+    CHECK(r->format == TL_SRV_FORMAT_TEXT || kind == TL_SRV_CHAT);
+    break;
+  case TL_SRV_FORMAT_JSON_SCHEMA:
+    CHECK(is_text(r->format_text, r->format_len));
+    doc = json_loadb(r->format_text, r->format_len, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+    CHECK(json_is_object(doc) || json_is_boolean(doc));
+    json_decref(doc);
+    break;
+  case TL_SRV_FORMAT_GRAMMAR:
+    CHECK(is_text(r->format_text, r->format_len) && r->format_len >= 1);
+    CHECK(strcmp(r->format_param, "grammar") == 0);
+    CHECK(r->tool_choice != TL_SRV_TOOLS_REQUIRED && r->tool_choice != TL_SRV_TOOLS_NAMED);
+    break;
+  default: CHECK(false);
+  }
+  CHECK(r->format == TL_SRV_FORMAT_TEXT || kind == TL_SRV_CHAT || kind == TL_SRV_COMPLETION);
+  CHECK((r->tools != NULL) == r->has_tools);
+  if (r->tools != NULL) {
+    CHECK(is_text(r->tools, r->tools_len));
+    doc = json_loadb(r->tools, r->tools_len, JSON_ALLOW_NUL, NULL);
+    CHECK(json_is_array(doc) && json_array_size(doc) >= 1);
+    CHECK(r->tool_choice != TL_SRV_TOOLS_NAMED || r->forced_tool < json_array_size(doc));
+    json_decref(doc);
+  }
+  if (r->tool_choice == TL_SRV_TOOLS_REQUIRED || r->tool_choice == TL_SRV_TOOLS_NAMED)
+    CHECK(r->has_tools && kind == TL_SRV_CHAT);
+}
+
 static void check_accepted(const tl_srv_request *r, tl_srv_kind kind, uint32_t vocab) {
   bool gen = kind == TL_SRV_CHAT || kind == TL_SRV_COMPLETION;
   CHECK(r->kind == kind);
@@ -85,6 +124,7 @@ static void check_accepted(const tl_srv_request *r, tl_srv_kind kind, uint32_t v
   for (size_t i = 0; i < r->n_ids; i++) CHECK(r->ids[i] < vocab);
   CHECK(!r->with_pieces || kind == TL_SRV_TOKENIZE);
   CHECK(!r->has_tools || kind == TL_SRV_CHAT || kind == TL_SRV_APPLY_TEMPLATE);
+  check_structured(r, kind);
   if (!gen) {
     CHECK(r->n == 0 && r->max_tokens == 0 && r->given == 0 && r->n_stops == 0 && r->ban == NULL);
     CHECK(!r->has_seed && !r->logprobs && !r->stream);

@@ -16,10 +16,10 @@
 //     split across two tokens is never split across chunks;
 //   * tools reach the template (/apply-template and the prompt token count
 //     equal `tinylm render` with the tools; tool_choice "none" leaves them
-//     out), and a reply without a <tool_call> block is plain content. The
-//     tiny random model cannot be made to write a well-formed <tool_call>
-//     block, so the block -> tool_calls conversion itself is NOT proven
-//     here (src/native/serve_http_test.c checks it on fixed texts);
+//     out), and a reply without a <tool_call> block is plain content; with
+//     tool_choice "required" the token mask makes even this random model
+//     write one well-formed call, whose arguments ajv validates, streamed
+//     the same (tests/serve/structured_test.mjs covers structured output);
 //   * every error class with its status and OpenAI's error shape; the API
 //     key (Bearer, X-Api-Key, wrong key, /health open); CORS; /metrics;
 //     /tokenize, /detokenize, /apply-template against the CLI; receipts
@@ -40,6 +40,7 @@ import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import Ajv from 'ajv';
 import OpenAI from 'openai';
 
 const [tinylmArg, workArg] = process.argv.slice(2);
@@ -604,6 +605,22 @@ async function tools(s, client) {
   const st = await sse(s, '/v1/chat/completions', { ...req, stream: true });
   const deltas = st.chunks.filter((x) => x.choices.length).map((x) => x.choices[0].delta.content ?? '').join('');
   check('chat with tools streamed: deltas = the content', deltas === (c.message.content ?? ''), short(deltas));
+  // Required calls under the token mask (this ASan build; tests/serve/structured_test.mjs
+  // covers structured output on the demo model): the random model's one call is well formed,
+  // its arguments valid for the tool's parameters (ajv), streamed the same.
+  const params = { type: 'object', properties: { city: { type: 'string', maxLength: 10 } }, required: ['city'], additionalProperties: false };
+  const forced = { ...req, tools: [{ type: 'function', function: { name: 'get_weather', parameters: params } }], tool_choice: 'required',
+    parallel_tool_calls: false, temperature: 1, max_tokens: 200 };
+  const fr = (await client.chat.completions.create(forced)).choices[0];
+  const call = fr.message.tool_calls?.[0];
+  const validate = new Ajv().compile(params);
+  check('tool_choice required: one call of get_weather, arguments valid by ajv, content null, finish_reason tool_calls',
+    fr.finish_reason === 'tool_calls' && fr.message.content === null && fr.message.tool_calls.length === 1 && call.function.name === 'get_weather' &&
+    validate(JSON.parse(call.function.arguments)), short(fr));
+  const fst = await sse(s, '/v1/chat/completions', { ...forced, stream: true });
+  const fcalls = fst.chunks.flatMap((x) => x.choices[0]?.delta?.tool_calls ?? []);
+  check('tool_choice required streamed: the same call in one delta.tool_calls chunk',
+    fcalls.length === 1 && fcalls[0].function.arguments === call?.function.arguments && fst.events.at(-1)?.done === true, short(fcalls));
 }
 
 async function errors(s, client) {
@@ -635,8 +652,8 @@ async function errors(s, client) {
     ['frequency_penalty 1', '/v1/chat/completions', { messages: CONV1, frequency_penalty: 1 }, 'unsupported_value', 'frequency_penalty'],
     ['logit_bias 5', '/v1/chat/completions', { messages: CONV1, logit_bias: { 5: 5 } }, 'unsupported_value', undefined],
     ['logit_bias on an id past the vocabulary', '/v1/chat/completions', { messages: CONV1, logit_bias: { 346: -100 } }, undefined, undefined],
-    ['response_format json_object', '/v1/chat/completions', { messages: CONV1, response_format: { type: 'json_object' } }, 'unsupported_value', 'response_format.type'],
-    ['tool_choice required', '/v1/chat/completions', { messages: CONV1, tool_choice: 'required' }, 'unsupported_value', 'tool_choice'],
+    ['response_format xml', '/v1/chat/completions', { messages: CONV1, response_format: { type: 'xml' } }, 'unsupported_value', 'response_format.type'],
+    ['tool_choice required without tools', '/v1/chat/completions', { messages: CONV1, tool_choice: 'required' }, 'invalid_value', 'tool_choice'],
     ['stream_options without stream', '/v1/chat/completions', { messages: CONV1, stream_options: { include_usage: true } }, undefined, 'stream_options'],
     ['chat_template_kwargs with another key', '/v1/chat/completions', { messages: CONV1, chat_template_kwargs: { foo: 1 } }, undefined, undefined],
     ['an unknown field', '/v1/chat/completions', { messages: CONV1, frobnicate: 1 }, 'unknown_parameter', 'frobnicate'],
