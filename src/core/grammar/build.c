@@ -728,41 +728,69 @@ static void prune_dead(tl_gbuilder *b, uint32_t n_rules, const uint8_t *producti
   }
 }
 
-static void digest_u32(tl_sha256_ctx *c, uint32_t v) {
-  uint8_t le[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
-  tl_sha256_update(c, le, 4);
+/* The digest's input, gathered in a buffer: SHA-256 per call costs more
+ * than the few bytes most calls bring. */
+typedef struct digest_stream {
+  tl_sha256_ctx c;
+  uint8_t buf[512];
+  uint32_t len;
+} digest_stream;
+
+static void digest_u32(digest_stream *d, uint32_t v) {
+  if (d->len + 4 > sizeof d->buf) {
+    tl_sha256_update(&d->c, d->buf, d->len);
+    d->len = 0;
+  }
+  d->buf[d->len++] = (uint8_t)v;
+  d->buf[d->len++] = (uint8_t)(v >> 8);
+  d->buf[d->len++] = (uint8_t)(v >> 16);
+  d->buf[d->len++] = (uint8_t)(v >> 24);
 }
 
 /* The canonical form: per rule its alternatives, per alternative its
- * elements, byte sets as their bitmaps (so set numbering never counts). */
-static void digest_rules(const tl_gbuilder *b, uint32_t n_rules, uint32_t dead, uint8_t out[32]) {
-  tl_sha256_ctx c;
-  static const char tag[] = "tinylm.grammar/1";
-  tl_sha256_init(&c);
-  tl_sha256_update(&c, tag, sizeof tag - 1);
-  digest_u32(&c, n_rules);
+ * elements; a byte set as the order of its first use, and after the rules
+ * each set's bitmap in that order (so set numbering never counts, and a
+ * set used a thousand times is hashed once). first_use, order: n_sets
+ * scratch entries each. */
+static void digest_rules(const tl_gbuilder *b, uint32_t n_rules, uint32_t dead,
+                         uint32_t *first_use, uint32_t *order, uint8_t out[32]) {
+  digest_stream d;
+  static const char tag[] = "tinylm.grammar/2";
+  uint32_t n_used = 0;
+  tl_sha256_init(&d.c);
+  tl_sha256_update(&d.c, tag, sizeof tag - 1);
+  d.len = 0;
+  memset(first_use, 0xff, (size_t)b->n_sets * 4);
+  digest_u32(&d, n_rules);
   for (uint32_t r = 0; r < n_rules; r++) {
-    digest_u32(&c, b->rule_first[r + 1] - b->rule_first[r]);
+    digest_u32(&d, b->rule_first[r + 1] - b->rule_first[r]);
     for (uint32_t a = b->rule_first[r]; a < b->rule_first[r + 1]; a++) {
       uint32_t p = b->alt_start[a];
       if (p == dead) { /* a cut alternative counts as what it was before */
-        digest_u32(&c, 0xFFFFFFFFu);
+        digest_u32(&d, 0xFFFFFFFFu);
         continue;
       }
       for (; b->elems[p] != TL_GE_END; p++) {
-        uint32_t e = b->elems[p];
+        uint32_t e = b->elems[p], set = TL_GE_ARG(e);
         if (TL_GE_KIND(e) == TL_GE_SET) {
-          digest_u32(&c, 1);
-          tl_sha256_update(&c, b->sets[TL_GE_ARG(e)], 32);
+          if (first_use[set] == NONE) first_use[set] = n_used++;
+          digest_u32(&d, 1);
+          digest_u32(&d, first_use[set]);
         } else {
-          digest_u32(&c, 2);
-          digest_u32(&c, TL_GE_ARG(e));
+          digest_u32(&d, 2);
+          digest_u32(&d, TL_GE_ARG(e));
         }
       }
-      digest_u32(&c, 0);
+      digest_u32(&d, 0);
     }
   }
-  tl_sha256_final(&c, out);
+  digest_u32(&d, n_used);
+  tl_sha256_update(&d.c, d.buf, d.len);
+  /* the bitmaps in first-use order (order: the set of each rank) */
+  for (uint32_t set = 0; set < b->n_sets; set++)
+    if (first_use[set] != NONE) order[first_use[set]] = set;
+  for (uint32_t k = 0; k < n_used; k++) tl_sha256_update(&d.c, b->sets[order[k]], 32);
+  tl_sha256_final(&d.c, out);
 }
 
 /* The positions of a countdown rule O_k with k > TL_GCANON_BYTES mapped to
@@ -804,7 +832,7 @@ static const uint32_t *canon_positions(tl_gbuilder *b, uint32_t n_rules) {
 tl_status tl_gb_finish(tl_gbuilder *b, uint32_t root, const tl_grammar **out, tl_gerror *err) {
   tl_grammar *g;
   uint8_t *nullable, *productive;
-  uint32_t n_rules, dead;
+  uint32_t n_rules, dead, *scratch;
   if (b == NULL || out == NULL) return TL_ERR_INVALID_ARGUMENT;
   *out = NULL;
   if (!failed(b) && (root >= b->n_rules || b->rules[root].body == TL_GEXPR_NONE)) {
@@ -864,7 +892,12 @@ tl_status tl_gb_finish(tl_gbuilder *b, uint32_t root, const tl_grammar **out, tl
     goto fail;
   }
   memset(g, 0, sizeof *g);
-  digest_rules(b, n_rules, dead, g->digest);
+  if (tl_arena_alloc_array(b->a, (size_t)b->n_sets * 2 + 1, 4, 16, (void **)&scratch) != TL_OK) {
+    tl_gerror_set(&b->err, TL_ERR_OUT_OF_MEMORY, 0, "out of memory building the grammar",
+                  (const char *)NULL);
+    goto fail;
+  }
+  digest_rules(b, n_rules, dead, scratch, scratch + b->n_sets, g->digest);
   /* the leading-newlines start, after the digest */
   g->root_lead = enqueue(b, Q_LEAD, 0, 0);
   if (g->root_lead == NONE ||

@@ -84,6 +84,13 @@ struct tl_gmatcher {
   uint8_t result_flags;
   uint32_t *walk;
 
+  /* The coarsest partition of the bytes that every set of the grammar is
+   * a union of: a state's transitions differ only between classes. */
+  uint8_t class_of[256];
+  uint8_t class_rep[256]; /* a byte of each class */
+  uint32_t n_classes;
+  const uint8_t (*set_classes)[32]; /* per set: bit k when it holds class k */
+
   uint32_t cur;
   tl_gmatcher_stats stats;
 };
@@ -94,8 +101,8 @@ struct tl_gmatcher {
 #define MIN_STATES 256u
 #define MIN_POOL (MIN_STATES * 16u)
 
-static size_t fixed_bytes(const tl_gvocab *v) {
-  return sizeof(tl_gmatcher) + 64 + ((size_t)v->max_depth + 2) * 4 + 256;
+static size_t fixed_bytes(const tl_grammar *g, const tl_gvocab *v) {
+  return sizeof(tl_gmatcher) + 64 + ((size_t)v->max_depth + 2) * 4 + 256 + (size_t)g->n_sets * 32 + 16;
 }
 
 /* Bytes per unit of each table (the matcher splits its region by these). */
@@ -105,8 +112,7 @@ static size_t state_unit(void) { return 4 + 4 + 1 + 2 + sizeof(uint64_t *) + 8 +
 
 size_t tl_gmatcher_min_bytes(const tl_grammar *g, const tl_gvocab *v) {
   size_t mask_bytes = ((size_t)v->n_tokens + 63) / 64 * 8;
-  (void)g;
-  return fixed_bytes(v) + MIN_NODES * node_unit() + MIN_STATES * state_unit() +
+  return fixed_bytes(g, v) + MIN_NODES * node_unit() + MIN_STATES * state_unit() +
          MIN_POOL * 4 + MIN_UNC * 4 + mask_bytes + 16 * 64; /* 16 * 64: alignment */
 }
 
@@ -280,33 +286,70 @@ static int32_t successor(tl_gmatcher *m, uint32_t s, uint8_t c, uint64_t sig) {
 }
 
 /* The state after byte c from state s (computed and remembered). A state
- * of at most 64 stacks gets its whole row at once: bytes that the same
- * stacks match lead to the same state, so one closure serves each such
- * class of bytes. */
+ * of at most 64 stacks gets its whole row at once: the bytes of a class,
+ * and the classes that the same stacks match, lead to the same state, so
+ * one closure serves each. */
 static int32_t step(tl_gmatcher *m, uint32_t s, uint8_t c) {
   int32_t *row = &m->trans[(size_t)s * 256];
-  uint32_t n = m->state_count[s];
+  uint32_t n = m->state_count[s], nc = m->n_classes;
   uint64_t sig[256];
+  int32_t next[256];
   if (row[c] != T_UNKNOWN) return row[c];
   if (n > 64) {
-    int32_t next = successor(m, s, c, 0);
-    if (next != T_FULL) row[c] = next;
-    return next;
+    int32_t t = successor(m, s, c, 0);
+    if (t != T_FULL) row[c] = t;
+    return t;
   }
-  memset(sig, 0, sizeof sig);
+  memset(sig, 0, (size_t)nc * sizeof sig[0]);
   for (uint32_t i = 0; i < n; i++) {
-    const uint8_t *set = m->g->sets[TL_GE_ARG(m->g->elems[m->node_pos[m->pool[m->state_first[s] + i]]])];
-    for (uint32_t b = 0; b < 256; b++) sig[b] |= (uint64_t)((set[b >> 3] >> (b & 7)) & 1u) << i;
+    const uint8_t *in = m->set_classes[TL_GE_ARG(m->g->elems[m->node_pos[m->pool[m->state_first[s] + i]]])];
+    for (uint32_t k = 0; k < nc; k++) sig[k] |= (uint64_t)((in[k >> 3] >> (k & 7)) & 1u) << i;
   }
-  for (uint32_t b = 0; b < 256; b++) {
-    int32_t next;
-    if (row[b] != T_UNKNOWN) continue;
-    next = sig[b] == 0 ? T_DEAD : successor(m, s, (uint8_t)b, sig[b]);
-    if (next == T_FULL) return T_FULL;
-    for (uint32_t k = b; k < 256; k++)
-      if (sig[k] == sig[b]) row[k] = next;
+  for (uint32_t k = 0; k < nc; k++) {
+    uint32_t j = 0;
+    if (sig[k] == 0) {
+      next[k] = T_DEAD;
+      continue;
+    }
+    while (j < k && sig[j] != sig[k]) j++;
+    next[k] = j < k ? next[j] : successor(m, s, m->class_rep[k], sig[k]);
+    if (next[k] == T_FULL) return T_FULL;
   }
+  for (uint32_t b = 0; b < 256; b++)
+    if (row[b] == T_UNKNOWN) row[b] = next[m->class_of[b]];
   return row[c];
+}
+
+/* The byte classes (class_of, class_rep, n_classes): every set refines
+ * the partition into the bytes it holds and those it does not. Then each
+ * set as the classes it holds. */
+static tl_status byte_classes(tl_gmatcher *m, tl_arena *a) {
+  const tl_grammar *g = m->g;
+  uint8_t (*in)[32];
+  uint32_t n = 1;
+  tl_status st = tl_arena_alloc_array(a, g->n_sets ? g->n_sets : 1, 32, 16, (void **)&in);
+  if (st != TL_OK) return st;
+  memset(m->class_of, 0, sizeof m->class_of);
+  for (uint32_t set = 0; set < g->n_sets; set++) {
+    uint16_t renumber[512];
+    uint32_t fresh = 0;
+    memset(renumber, 0xff, sizeof renumber);
+    for (uint32_t b = 0; b < 256; b++) {
+      uint32_t key = m->class_of[b] * 2u + tl_gset_has(g->sets[set], (uint8_t)b);
+      if (renumber[key] == 0xFFFF) renumber[key] = (uint16_t)fresh++;
+      m->class_of[b] = (uint8_t)renumber[key];
+    }
+    n = fresh;
+  }
+  for (uint32_t b = 256; b-- > 0;) m->class_rep[m->class_of[b]] = (uint8_t)b;
+  m->n_classes = n;
+  for (uint32_t set = 0; set < g->n_sets; set++) {
+    memset(in[set], 0, 32);
+    for (uint32_t k = 0; k < n; k++)
+      if (tl_gset_has(g->sets[set], m->class_rep[k])) in[set][k >> 3] |= (uint8_t)(1u << (k & 7));
+  }
+  m->set_classes = (const uint8_t(*)[32])in;
+  return TL_OK;
 }
 
 /* Empties every table except the current state, rebuilt from its stacks
@@ -372,12 +415,13 @@ tl_status tl_gmatcher_new(tl_arena *a, const tl_grammar *g, const tl_gvocab *v,
   m->mask_words = (v->n_tokens + 63) / 64;
   mask_bytes = (size_t)m->mask_words * 8;
   st = tl_arena_alloc_array(a, (size_t)v->max_depth + 2, 4, 16, (void **)&m->walk);
+  if (st == TL_OK) st = byte_classes(m, a);
   if (st != TL_OK) return st;
   /* The minimum tables first; what the region has beyond them goes a
    * quarter each to more stack nodes, states with their transition rows,
    * state node lists and cached masks. Table sizes are powers of two. */
   avail = tl_arena_available(a, 16);
-  extra = avail - (tl_gmatcher_min_bytes(g, v) - fixed_bytes(v));
+  extra = avail - (tl_gmatcher_min_bytes(g, v) - fixed_bytes(g, v));
   budget = extra / 4;
   nodes = pow2_at_most(MIN_NODES + (budget / node_unit() > 4000000u ? 4000000u : budget / node_unit()));
   states = pow2_at_most(MIN_STATES + (budget / state_unit() > 1000000u ? 1000000u : budget / state_unit()));
