@@ -41,6 +41,10 @@
 /* Node ids: 0 is the empty stack, 1 the marker below a state's top. */
 #define ESCAPE 1u
 #define FIRST_NODE 2u
+/* state_uni_flags: uniform() known; utf8_loops() known, and its answer. */
+#define U_KNOWN 1u
+#define U_UTF8_KNOWN 2u
+#define U_UTF8_LOOPS 4u
 /* State flags. */
 #define F_ACCEPT 1u  /* the text is a sentence */
 #define F_ESCAPED 2u /* a stack of a top reached its marker */
@@ -62,8 +66,9 @@ struct tl_gmatcher {
   /* states */
   uint32_t *state_first, *state_count;
   uint8_t *state_flags;
-  uint16_t *state_loop; /* bit 8: known; bits 0-7: the byte categories
-                         * whose every byte leads back to the state */
+  uint16_t *state_uni_flags; /* U_* below */
+  int32_t *state_uni;         /* 8 per state: uniform()'s answer */
+  uint8_t *state_same;        /* 8 per state: the categories with the same answer */
   uint64_t **state_mask; /* cached mask (of a top: the tokens it decides), or NULL */
   uint32_t *state_unc_first, *state_unc_count; /* a top's undecided subtrees */
   int32_t *trans;        /* 256 per state */
@@ -107,7 +112,7 @@ static size_t fixed_bytes(const tl_grammar *g, const tl_gvocab *v) {
 
 /* Bytes per unit of each table (the matcher splits its region by these). */
 static size_t node_unit(void) { return 4 * 3 + 8 + 4 * 3; } /* node + 2 table slots + work/result */
-static size_t state_unit(void) { return 4 + 4 + 1 + 2 + sizeof(uint64_t *) + 8 + 256 * 4 + 8 + 16; }
+static size_t state_unit(void) { return 4 + 4 + 1 + 2 + 8 * 5 + sizeof(uint64_t *) + 8 + 256 * 4 + 8 + 16; }
 #define MIN_UNC 65536u
 
 size_t tl_gmatcher_min_bytes(const tl_grammar *g, const tl_gvocab *v) {
@@ -239,7 +244,7 @@ static int32_t intern_result(tl_gmatcher *m) {
     m->state_first[s] = m->pool_used;
     m->state_count[s] = n;
     m->state_flags[s] = m->result_flags;
-    m->state_loop[s] = 0;
+    m->state_uni_flags[s] = 0;
     m->state_mask[s] = NULL;
     m->state_unc_first[s] = NONE;
     memcpy(m->pool + m->pool_used, m->result, (size_t)n * 4);
@@ -446,7 +451,9 @@ tl_status tl_gmatcher_new(tl_arena *a, const tl_grammar *g, const tl_gvocab *v,
       (st = tl_arena_alloc_array(a, states, 4, 16, (void **)&m->state_first)) != TL_OK ||
       (st = tl_arena_alloc_array(a, states, 4, 16, (void **)&m->state_count)) != TL_OK ||
       (st = tl_arena_alloc(a, states, 16, (void **)&m->state_flags)) != TL_OK ||
-      (st = tl_arena_alloc_array(a, states, 2, 16, (void **)&m->state_loop)) != TL_OK ||
+      (st = tl_arena_alloc_array(a, states, 2, 16, (void **)&m->state_uni_flags)) != TL_OK ||
+      (st = tl_arena_alloc_array(a, (size_t)states * 8, 4, 16, (void **)&m->state_uni)) != TL_OK ||
+      (st = tl_arena_alloc(a, (size_t)states * 8, 16, (void **)&m->state_same)) != TL_OK ||
       (st = tl_arena_alloc_array(a, states, 4, 16, (void **)&m->state_unc_first)) != TL_OK ||
       (st = tl_arena_alloc_array(a, states, 4, 16, (void **)&m->state_unc_count)) != TL_OK ||
       (st = tl_arena_alloc_array(a, unc, 4, 16, (void **)&m->unc)) != TL_OK ||
@@ -503,18 +510,137 @@ static void mark_tokens(const tl_gvocab *v, uint32_t node, uint32_t end, uint64_
   }
 }
 
-/* The byte categories whose every byte leads from s back to s (0 when the
- * row cannot be filled now). */
-static uint8_t loops(tl_gmatcher *m, uint32_t s) {
-  if (m->state_loop[s] == 0) {
-    const int32_t *row = &m->trans[(size_t)s * 256];
-    uint8_t bad = 0;
-    if (m->state_count[s] > 64 || step(m, s, 0) == T_FULL) return 0;
-    for (uint32_t b = 0; b < 256; b++)
-      if (row[b] != (int32_t)s) bad |= tl_gvocab_category((uint8_t)b);
-    m->state_loop[s] = (uint16_t)(0x100u | (uint8_t)~bad);
+static uint32_t category_index(uint8_t b) {
+  uint32_t bit = tl_gvocab_category(b), k = 0;
+  while (bit > 1) {
+    bit >>= 1;
+    k++;
   }
-  return (uint8_t)m->state_loop[s];
+  return k;
+}
+
+/* Per byte category (vocab_internal.h), the one state all its bytes lead
+ * to from s, or T_DEAD when they lead to different states, to none, or to
+ * a top's end (the marker); in state_same, per category, the categories
+ * that lead to the same state. NULL when s's row cannot be filled now. */
+static const int32_t *uniform(tl_gmatcher *m, uint32_t s) {
+  int32_t *u = &m->state_uni[(size_t)s * 8];
+  uint8_t *same = &m->state_same[(size_t)s * 8];
+  if (!(m->state_uni_flags[s] & U_KNOWN)) {
+    const int32_t *row = &m->trans[(size_t)s * 256];
+    bool mixed[8] = {false};
+    if (m->state_count[s] > 64 || step(m, s, 0) == T_FULL) return NULL;
+    for (uint32_t k = 0; k < 8; k++) u[k] = T_UNKNOWN;
+    for (uint32_t b = 0; b < 256; b++) {
+      uint32_t k = category_index((uint8_t)b);
+      if (u[k] == T_UNKNOWN) u[k] = row[b];
+      else if (u[k] != row[b]) mixed[k] = true;
+    }
+    for (uint32_t k = 0; k < 8; k++)
+      if (mixed[k] || u[k] < 0 || (m->state_flags[u[k]] & F_ESCAPED)) u[k] = T_DEAD;
+    for (uint32_t k = 0; k < 8; k++) {
+      same[k] = 0;
+      for (uint32_t j = 0; j < 8 && u[k] >= 0; j++)
+        if (u[j] == u[k]) same[k] |= (uint8_t)(1u << j);
+    }
+    m->state_uni_flags[s] |= U_KNOWN;
+  }
+  return u;
+}
+
+/* The state that every byte of categories cats leads to from s (T_DEAD:
+ * no one state; T_FULL: a table is full). */
+static int32_t chain_next(tl_gmatcher *m, uint32_t s, uint8_t cats) {
+  const int32_t *u = uniform(m, s);
+  uint32_t k = 0;
+  if (u == NULL) return T_FULL;
+  while (!((cats >> k) & 1u)) k++; /* cats is never empty */
+  return (cats & ~m->state_same[(size_t)s * 8 + k]) == 0 ? u[k] : T_DEAD;
+}
+
+/* Whether every UTF-8 character of two to four bytes leads from s back to
+ * s through live states. Bounded work: past a few thousand transitions
+ * the answer is no (the walk then decides byte by byte). */
+static bool utf8_loops(tl_gmatcher *m, uint32_t s) {
+  /* lead bytes, the continuation bytes after them, the range of the first */
+  static const struct {
+    uint8_t lo, hi, more, first_lo, first_hi;
+  } leads[] = {{0xC2, 0xDF, 1, 0x80, 0xBF}, {0xE0, 0xE0, 2, 0xA0, 0xBF},
+               {0xE1, 0xEC, 2, 0x80, 0xBF}, {0xED, 0xED, 2, 0x80, 0x9F},
+               {0xEE, 0xEF, 2, 0x80, 0xBF}, {0xF0, 0xF0, 3, 0x90, 0xBF},
+               {0xF1, 0xF3, 3, 0x80, 0xBF}, {0xF4, 0xF4, 3, 0x80, 0x8F}};
+  /* states still to check: (state, continuation bytes left, range of the
+   * next one); a state reached by the same prefix length twice is
+   * checked once */
+  uint32_t todo_s[64], budget = 4096, n = 0;
+  uint8_t todo_more[64], todo_lo[64], todo_hi[64];
+  if (m->state_uni_flags[s] & U_UTF8_KNOWN) return (m->state_uni_flags[s] & U_UTF8_LOOPS) != 0;
+  for (size_t g = 0; g < sizeof leads / sizeof leads[0]; g++) {
+    int32_t last = T_UNKNOWN;
+    for (uint32_t b = leads[g].lo; b <= leads[g].hi; b++) {
+      int32_t t = step(m, s, (uint8_t)b);
+      if (t == T_FULL) return false;
+      if (t < 0 || (m->state_flags[t] & F_ESCAPED)) goto no;
+      if (t == last) continue;
+      if (n == 64) goto no;
+      todo_s[n] = (uint32_t)t;
+      todo_more[n] = leads[g].more;
+      todo_lo[n] = leads[g].first_lo;
+      todo_hi[n] = leads[g].first_hi;
+      n++;
+      last = t;
+    }
+  }
+  while (n > 0) {
+    uint32_t from = todo_s[--n], more = todo_more[n], lo = todo_lo[n], hi = todo_hi[n];
+    int32_t last = T_UNKNOWN;
+    for (uint32_t c = lo; c <= hi; c++) {
+      int32_t t = step(m, from, (uint8_t)c);
+      if (t == T_FULL) return false;
+      if (budget-- == 0 || t < 0 || (m->state_flags[t] & F_ESCAPED)) goto no;
+      if (more == 1) {
+        if ((uint32_t)t != s) goto no;
+        continue;
+      }
+      if (t == last) continue;
+      if (n == 64) goto no;
+      todo_s[n] = (uint32_t)t;
+      todo_more[n] = (uint8_t)(more - 1);
+      todo_lo[n] = 0x80;
+      todo_hi[n] = 0xBF;
+      n++;
+      last = t;
+    }
+  }
+  m->state_uni_flags[s] |= U_UTF8_KNOWN | U_UTF8_LOOPS;
+  return true;
+no:
+  m->state_uni_flags[s] |= U_UTF8_KNOWN;
+  return false;
+}
+
+/* Whether the whole subtree below trie node i (its bytes in categories
+ * cats, at most len of them on any path) is allowed from s, the state
+ * after i's path, without visiting it:
+ * - the categories all lead to one state, and from there to one state,
+ *   for len bytes (a countdown such as a string of at most 40 bytes), or
+ *   back to s (a loop such as a string's content);
+ * - or the subtree is whole UTF-8, its ASCII categories loop at s, and so
+ *   does every UTF-8 character. */
+#define UTF8_CATS ((1u << 6) | (1u << 7))
+static bool subtree_allowed(tl_gmatcher *m, uint32_t s, uint32_t i, uint8_t cats, uint32_t len) {
+  if (cats & UTF8_CATS) {
+    uint8_t ascii = (uint8_t)(cats & ~UTF8_CATS);
+    return m->v->utf8_whole[i] && (ascii == 0 || chain_next(m, s, ascii) == (int32_t)s) &&
+           utf8_loops(m, s);
+  }
+  for (uint32_t at = s; len > 0; len--) {
+    int32_t next = chain_next(m, at, cats);
+    if (next < 0) return false;
+    if ((uint32_t)next == at) return true;
+    at = (uint32_t)next;
+  }
+  return true;
 }
 
 /* Walks trie nodes [lo, hi) in preorder (one subtree's descendants, or
@@ -527,18 +653,16 @@ static int32_t walk_range(tl_gmatcher *m, uint32_t lo, uint32_t hi, uint64_t *al
   /* The tables in locals: the loop is the mask's hot path, and stores
    * through walk could otherwise alias every one of them. */
   const uint8_t *const byte = m->v->byte, *const cats = m->v->cats;
-  const uint16_t *const depth = m->v->depth;
+  const uint16_t *const depth = m->v->depth, *const sub_depth = m->v->sub_depth;
   const uint32_t *const skip = m->v->skip, *const tok_first = m->v->tok_first;
   const uint32_t *const toks = m->v->toks;
   const int32_t *const trans = m->trans;
-  const uint16_t *const state_loop = m->state_loop;
   uint32_t *const walk = m->walk;
   uint32_t i = lo;
   uint64_t visited = 0;
   while (i < hi) {
     uint32_t d = depth[i], from = walk[d - 1];
     int32_t t = trans[(size_t)from * 256 + byte[i]];
-    uint32_t loop;
     visited++;
     if (t < 0) {
       if (t == T_UNKNOWN) t = step(m, from, byte[i]);
@@ -554,9 +678,7 @@ static int32_t walk_range(tl_gmatcher *m, uint32_t lo, uint32_t hi, uint64_t *al
       i = skip[i];
       continue;
     }
-    loop = state_loop[t];
-    if (loop == 0) loop = loops(m, (uint32_t)t);
-    if ((cats[i] & ~loop & 0xFFu) == 0) { /* the whole subtree stays in t */
+    if (subtree_allowed(m, (uint32_t)t, i, cats[i], sub_depth[i] - d)) {
       mark_tokens(m->v, i, skip[i], allow);
       i = skip[i];
       continue;

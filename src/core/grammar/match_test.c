@@ -619,6 +619,92 @@ static void long_repetitions_mask_exactly(tl_test_ctx *t) {
   TL_EXPECT_STATUS(t, tl_gmatcher_accept(m, bytes[2], 2), TL_ERR_INVALID_ARGUMENT);
 }
 
+/* The walk allows whole subtrees without visiting them where a state's
+ * byte categories lead along a countdown (a string of at most n
+ * characters) or back to the state (a string's content), UTF-8
+ * characters included. Every mask must be the exact one anyway: checked
+ * against accepting each token's bytes on a second matcher replaying the
+ * text, over JSON Schemas and a vocabulary of words, quotes, whole,
+ * split and broken UTF-8, and random mixes of them. */
+#define SHORTCUT_TOKENS 400
+static void shortcut_masks_equal_byte_level_accepts(tl_test_ctx *t) {
+  static const char *const schemas[] = {
+      "{\"type\":\"string\"}",
+      "{\"type\":\"string\",\"maxLength\":5}",
+      "{\"type\":\"string\",\"minLength\":2,\"maxLength\":30}",
+      "{\"type\":\"object\",\"properties\":{\"s\":{\"type\":\"string\",\"maxLength\":40},"
+      "\"t\":{\"type\":\"string\"}},\"required\":[\"s\",\"t\"]}",
+      "{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"maxItems\":3}",
+      "{\"type\":\"string\",\"pattern\":\"^[a-z\\u00e9 ]{0,12}$\"}",
+  };
+  static const char *const fixed[] = {
+      "\"", "\",", "\"}", "\"]", "\\\"", "\\n", "\n", " ", "a", "ab", "abc", "hello", " world",
+      "\xc3\xa9", "\xe2\x82\xac", "\xe4\xb8\xad\xe6\x96\x87", "\xf0\x9f\x98\x80", "\xe2\x82",
+      "\xac", "\xf0\x9f", "\xc0\x80", "\xed\xa0\x80", "\xff", "\xc3\xa9\"", "a\xc3\xa9",
+      "\xc3\xa9,", "{\"", "{\"s\":\"", "\":\"", "\",\"t\":\"", "[\"", "1", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+      "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9",
+      /* subtrees ("zz", "qq", "yy") whose one fault is a broken character */
+      "zz", "zz\xc3\xa9", "zz\xa9", "zz\xc3", "qq", "qq\xe2\x82\xac", "qq\xc3\xa9\xff",
+      "yy", "yy\xed\x9f\xbf", "yy\xed\xa0\x80" /* the last a surrogate */};
+  static const uint8_t alphabet[] = {'a', ' ', '"', '\\', ',', '}', ':', 'n', 0xC3, 0xA9, 0xE2,
+                                     0x82, 0xAC, 0xF0, 0x9F, 0x98, 0x80, '1', '\n', '{', '['};
+  static uint8_t store[SHORTCUT_TOKENS][8];
+  const uint8_t *bytes[SHORTCUT_TOKENS];
+  uint32_t lens[SHORTCUT_TOKENS], n = 0, checked = 0;
+  uint64_t seed = 0x243F6A8885A308D3ull;
+  for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++, n++) {
+    bytes[n] = (const uint8_t *)fixed[i];
+    lens[n] = (uint32_t)strlen(fixed[i]);
+  }
+  for (; n < SHORTCUT_TOKENS; n++) {
+    lens[n] = 1 + (uint32_t)(rng_next(&seed) % 8);
+    for (uint32_t k = 0; k < lens[n]; k++) store[n][k] = alphabet[rng_next(&seed) % sizeof alphabet];
+    bytes[n] = store[n];
+  }
+  for (size_t si = 0; si < sizeof schemas / sizeof schemas[0]; si++) {
+    tl_arena a;
+    const tl_grammar *g;
+    const tl_gvocab *v;
+    tl_gmatcher *m, *ref;
+    tl_gerror err = {0};
+    uint8_t text[512];
+    size_t text_len = 0;
+    TL_EXPECT_OK(t, tl_arena_init(&a, region, sizeof region));
+    if (!TL_EXPECT_OK(t, tl_grammar_from_json_schema(&a, (const uint8_t *)schemas[si],
+                                                      strlen(schemas[si]), &g, &err)) ||
+        !TL_EXPECT_OK(t, tl_gvocab_build(&a, n, bytes, lens, &v)) ||
+        !TL_EXPECT_OK(t, tl_gmatcher_new(&a, g, v, 0, &m)) ||
+        !TL_EXPECT_OK(t, tl_gmatcher_new(&a, g, v, 0, &ref)))
+      return;
+    for (int step_i = 0; step_i < 40; step_i++) {
+      uint64_t allow[(SHORTCUT_TOKENS + 63) / 64];
+      uint32_t allowed[SHORTCUT_TOKENS], n_allowed = 0, id;
+      bool eos;
+      TL_EXPECT_OK(t, tl_gmatcher_mask(m, allow, &eos));
+      for (id = 0; id < n; id++) {
+        bool want;
+        tl_gmatcher_reset(ref);
+        want = tl_gmatcher_accept(ref, text, text_len) == TL_OK &&
+               tl_gmatcher_accept(ref, bytes[id], lens[id]) == TL_OK;
+        if (!TL_EXPECT(t, bit(allow, id) == want)) {
+          tl_test_print(t, schemas[si]);
+          tl_test_print(t, "\n");
+          return;
+        }
+        if (want) allowed[n_allowed++] = id;
+        checked++;
+      }
+      if (n_allowed == 0) break;
+      id = allowed[rng_next(&seed) % n_allowed];
+      if (text_len + lens[id] > sizeof text) break;
+      TL_EXPECT_OK(t, tl_gmatcher_accept(m, bytes[id], lens[id]));
+      memcpy(text + text_len, bytes[id], lens[id]);
+      text_len += lens[id];
+    }
+  }
+  TL_EXPECT(t, checked > 20000);
+}
+
 static const tl_test_case cases[] = {
     TL_CASE(a_small_grammar_masks_as_specified),
     TL_CASE(masks_equal_the_recognizer_on_random_grammars),
@@ -626,5 +712,6 @@ static const tl_test_case cases[] = {
     TL_CASE(digests_name_the_lowered_grammar),
     TL_CASE(classes_take_utf8_split_across_tokens),
     TL_CASE(long_repetitions_mask_exactly),
+    TL_CASE(shortcut_masks_equal_byte_level_accepts),
 };
 TL_SUITE(match, cases);

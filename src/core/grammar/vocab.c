@@ -33,6 +33,47 @@ static void sort_ids(uint32_t *ids, uint32_t *tmp, uint32_t n, const uint8_t *co
   }
 }
 
+/* UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing past
+ * U+10FFFF) as a decoder's states: the bytes a character still needs and
+ * the range its next byte must be in. */
+enum { U8_BOUNDARY, U8_NEED1, U8_NEED2, U8_NEED3, U8_E0, U8_ED, U8_F0, U8_F4, U8_BROKEN = 0x7F };
+
+static uint8_t utf8_next(uint8_t st, uint8_t b) {
+  bool cont = b >= 0x80 && b <= 0xBF;
+  switch (st) {
+  case U8_BOUNDARY:
+    if (b < 0x80) return U8_BOUNDARY;
+    if (b >= 0xC2 && b <= 0xDF) return U8_NEED1;
+    if (b == 0xE0) return U8_E0;
+    if (b == 0xED) return U8_ED;
+    if (b >= 0xE1 && b <= 0xEF) return U8_NEED2;
+    if (b == 0xF0) return U8_F0;
+    if (b == 0xF4) return U8_F4;
+    if (b >= 0xF1 && b <= 0xF3) return U8_NEED3;
+    return U8_BROKEN;
+  case U8_NEED1: return cont ? U8_BOUNDARY : U8_BROKEN;
+  case U8_NEED2: return cont ? U8_NEED1 : U8_BROKEN;
+  case U8_NEED3: return cont ? U8_NEED2 : U8_BROKEN;
+  case U8_E0: return b >= 0xA0 && b <= 0xBF ? U8_NEED1 : U8_BROKEN;
+  case U8_ED: return b >= 0x80 && b <= 0x9F ? U8_NEED1 : U8_BROKEN;
+  case U8_F0: return b >= 0x90 && b <= 0xBF ? U8_NEED2 : U8_BROKEN;
+  case U8_F4: return b >= 0x80 && b <= 0x8F ? U8_NEED2 : U8_BROKEN;
+  default: return U8_BROKEN;
+  }
+}
+
+/* utf8_whole (vocab_internal.h): the decoder's state along each path
+ * (parents come first in preorder), then, children first, bit 7 marks a
+ * subtree with a broken character somewhere. */
+static void mark_utf8_whole(uint8_t *whole, const uint8_t *byte, const uint32_t *parent,
+                            uint32_t n_nodes) {
+  whole[0] = U8_BOUNDARY;
+  for (uint32_t i = 1; i < n_nodes; i++) whole[i] = utf8_next(whole[parent[i]], byte[i]);
+  for (uint32_t i = n_nodes - 1; i >= 1; i--)
+    if (whole[i] == U8_BROKEN || (whole[i] & 0x80u)) whole[parent[i]] |= 0x80u;
+  for (uint32_t i = 0; i < n_nodes; i++) whole[i] = whole[i] == U8_BOUNDARY;
+}
+
 static uint32_t common_prefix(const uint8_t *a, uint32_t na, const uint8_t *b, uint32_t nb) {
   uint32_t n = 0;
   while (n < na && n < nb && a[n] == b[n]) n++;
@@ -44,7 +85,7 @@ tl_status tl_gvocab_build(tl_arena *a, uint32_t n_tokens, const uint8_t *const *
   tl_gvocab *v;
   uint32_t *ids, *tmp, *path, *open;
   uint32_t n_ids = 0, n_nodes = 1, max_depth = 0;
-  uint8_t *byte, *cats;
+  uint8_t *byte, *cats, *utf8_whole;
   uint16_t *sub_depth;
   uint64_t *short_tokens;
   uint16_t *depth;
@@ -76,6 +117,7 @@ tl_status tl_gvocab_build(tl_arena *a, uint32_t n_tokens, const uint8_t *const *
   }
   st = tl_arena_alloc(a, n_nodes, 1, (void **)&byte);
   if (st == TL_OK) st = tl_arena_alloc(a, n_nodes, 1, (void **)&cats);
+  if (st == TL_OK) st = tl_arena_alloc(a, n_nodes, 1, (void **)&utf8_whole);
   if (st == TL_OK) st = tl_arena_alloc_array(a, n_nodes, sizeof *sub_depth, 16, (void **)&sub_depth);
   if (st == TL_OK)
     st = tl_arena_alloc_array(a, ((size_t)n_tokens + 63) / 64, 8, 16, (void **)&short_tokens);
@@ -129,6 +171,7 @@ tl_status tl_gvocab_build(tl_arena *a, uint32_t n_tokens, const uint8_t *const *
     cats[parent[i]] |= cats[i];
     if (sub_depth[i] > sub_depth[parent[i]]) sub_depth[parent[i]] = sub_depth[i];
   }
+  mark_utf8_whole(utf8_whole, byte, parent, n_nodes);
   memset(short_tokens, 0, ((size_t)n_tokens + 63) / 64 * 8);
   for (uint32_t i = 0; i < n_ids; i++)
     if (lens[ids[i]] <= TL_GCANON_BYTES) short_tokens[ids[i] / 64] |= 1ull << (ids[i] % 64);
@@ -143,6 +186,7 @@ tl_status tl_gvocab_build(tl_arena *a, uint32_t n_tokens, const uint8_t *const *
   v->skip = skip;
   v->parent = parent;
   v->cats = cats;
+  v->utf8_whole = utf8_whole;
   v->sub_depth = sub_depth;
   v->short_tokens = short_tokens;
   v->tok_first = tok_first;

@@ -38,6 +38,10 @@ struct tl_gvocab {
   const uint32_t *skip;
   const uint32_t *parent;
   const uint8_t *cats; /* the byte categories (tl_gvocab_category) in the subtree */
+  /* 1 when the path to the node is valid UTF-8 ending on a character
+   * boundary and every path through its subtree stays valid UTF-8 (a
+   * token may end inside a character, never break one). */
+  const uint8_t *utf8_whole;
   const uint16_t *sub_depth; /* the deepest node in the subtree */
   /* Tokens of at most TL_GCANON_BYTES bytes (grammar_internal.h), one bit
    * per id as in a mask. */
