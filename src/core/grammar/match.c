@@ -41,10 +41,6 @@
 /* Node ids: 0 is the empty stack, 1 the marker below a state's top. */
 #define ESCAPE 1u
 #define FIRST_NODE 2u
-/* state_uni_flags: uniform() known; utf8_loops() known, and its answer. */
-#define U_KNOWN 1u
-#define U_UTF8_KNOWN 2u
-#define U_UTF8_LOOPS 4u
 /* State flags. */
 #define F_ACCEPT 1u  /* the text is a sentence */
 #define F_ESCAPED 2u /* a stack of a top reached its marker */
@@ -66,7 +62,8 @@ struct tl_gmatcher {
   /* states */
   uint32_t *state_first, *state_count;
   uint8_t *state_flags;
-  uint16_t *state_uni_flags; /* U_* below */
+  uint8_t *state_uni_known;  /* uniform() was computed */
+  int32_t *state_utf8;        /* utf8_step()'s answer, or T_UNKNOWN */
   int32_t *state_uni;         /* 8 per state: uniform()'s answer */
   uint8_t *state_same;        /* 8 per state: the categories with the same answer */
   uint64_t **state_mask; /* cached mask (of a top: the tokens it decides), or NULL */
@@ -112,7 +109,7 @@ static size_t fixed_bytes(const tl_grammar *g, const tl_gvocab *v) {
 
 /* Bytes per unit of each table (the matcher splits its region by these). */
 static size_t node_unit(void) { return 4 * 3 + 8 + 4 * 3; } /* node + 2 table slots + work/result */
-static size_t state_unit(void) { return 4 + 4 + 1 + 2 + 8 * 5 + sizeof(uint64_t *) + 8 + 256 * 4 + 8 + 16; }
+static size_t state_unit(void) { return 4 + 4 + 1 + 1 + 4 + 8 * 5 + sizeof(uint64_t *) + 8 + 256 * 4 + 8 + 16; }
 #define MIN_UNC 65536u
 
 size_t tl_gmatcher_min_bytes(const tl_grammar *g, const tl_gvocab *v) {
@@ -244,7 +241,8 @@ static int32_t intern_result(tl_gmatcher *m) {
     m->state_first[s] = m->pool_used;
     m->state_count[s] = n;
     m->state_flags[s] = m->result_flags;
-    m->state_uni_flags[s] = 0;
+    m->state_uni_known[s] = 0;
+    m->state_utf8[s] = T_UNKNOWN;
     m->state_mask[s] = NULL;
     m->state_unc_first[s] = NONE;
     memcpy(m->pool + m->pool_used, m->result, (size_t)n * 4);
@@ -290,21 +288,15 @@ static int32_t successor(tl_gmatcher *m, uint32_t s, uint8_t c, uint64_t sig) {
   return intern_result(m);
 }
 
-/* The state after byte c from state s (computed and remembered). A state
- * of at most 64 stacks gets its whole row at once: the bytes of a class,
- * and the classes that the same stacks match, lead to the same state, so
- * one closure serves each. */
-static int32_t step(tl_gmatcher *m, uint32_t s, uint8_t c) {
+/* Fills s's transitions (a state of at most 64 stacks): the bytes of a
+ * class, and the classes that the same stacks match, lead to the same
+ * state, so one closure serves each. Only byte c's class and those alike,
+ * or the whole row when whole. T_FULL when a table filled up. */
+static int32_t fill_row(tl_gmatcher *m, uint32_t s, uint8_t c, bool whole) {
   int32_t *row = &m->trans[(size_t)s * 256];
   uint32_t n = m->state_count[s], nc = m->n_classes;
   uint64_t sig[256];
   int32_t next[256];
-  if (row[c] != T_UNKNOWN) return row[c];
-  if (n > 64) {
-    int32_t t = successor(m, s, c, 0);
-    if (t != T_FULL) row[c] = t;
-    return t;
-  }
   memset(sig, 0, (size_t)nc * sizeof sig[0]);
   for (uint32_t i = 0; i < n; i++) {
     const uint8_t *in = m->set_classes[TL_GE_ARG(m->g->elems[m->node_pos[m->pool[m->state_first[s] + i]]])];
@@ -312,17 +304,35 @@ static int32_t step(tl_gmatcher *m, uint32_t s, uint8_t c) {
   }
   for (uint32_t k = 0; k < nc; k++) {
     uint32_t j = 0;
+    next[k] = T_UNKNOWN;
+    if (!whole && sig[k] != sig[m->class_of[c]]) continue;
+    if (row[m->class_rep[k]] != T_UNKNOWN) {
+      next[k] = row[m->class_rep[k]];
+      continue;
+    }
     if (sig[k] == 0) {
       next[k] = T_DEAD;
       continue;
     }
-    while (j < k && sig[j] != sig[k]) j++;
+    while (j < k && (next[j] == T_UNKNOWN || sig[j] != sig[k])) j++;
     next[k] = j < k ? next[j] : successor(m, s, m->class_rep[k], sig[k]);
     if (next[k] == T_FULL) return T_FULL;
   }
   for (uint32_t b = 0; b < 256; b++)
     if (row[b] == T_UNKNOWN) row[b] = next[m->class_of[b]];
-  return row[c];
+  return 0;
+}
+
+/* The state after byte c from state s (computed and remembered). */
+static int32_t step(tl_gmatcher *m, uint32_t s, uint8_t c) {
+  int32_t *row = &m->trans[(size_t)s * 256];
+  if (row[c] != T_UNKNOWN) return row[c];
+  if (m->state_count[s] > 64) {
+    int32_t t = successor(m, s, c, 0);
+    if (t != T_FULL) row[c] = t;
+    return t;
+  }
+  return fill_row(m, s, c, false) == T_FULL ? T_FULL : row[c];
 }
 
 /* The byte classes (class_of, class_rep, n_classes): every set refines
@@ -451,7 +461,8 @@ tl_status tl_gmatcher_new(tl_arena *a, const tl_grammar *g, const tl_gvocab *v,
       (st = tl_arena_alloc_array(a, states, 4, 16, (void **)&m->state_first)) != TL_OK ||
       (st = tl_arena_alloc_array(a, states, 4, 16, (void **)&m->state_count)) != TL_OK ||
       (st = tl_arena_alloc(a, states, 16, (void **)&m->state_flags)) != TL_OK ||
-      (st = tl_arena_alloc_array(a, states, 2, 16, (void **)&m->state_uni_flags)) != TL_OK ||
+      (st = tl_arena_alloc(a, states, 16, (void **)&m->state_uni_known)) != TL_OK ||
+      (st = tl_arena_alloc_array(a, states, 4, 16, (void **)&m->state_utf8)) != TL_OK ||
       (st = tl_arena_alloc_array(a, (size_t)states * 8, 4, 16, (void **)&m->state_uni)) != TL_OK ||
       (st = tl_arena_alloc(a, (size_t)states * 8, 16, (void **)&m->state_same)) != TL_OK ||
       (st = tl_arena_alloc_array(a, states, 4, 16, (void **)&m->state_unc_first)) != TL_OK ||
@@ -522,16 +533,17 @@ static uint32_t category_index(uint8_t b) {
 /* Per byte category (vocab_internal.h), the one state all its bytes lead
  * to from s, or T_DEAD when they lead to different states, to none, or to
  * a top's end (the marker); in state_same, per category, the categories
- * that lead to the same state. NULL when s's row cannot be filled now. */
+ * that lead to the same state. NULL when a table is full. */
 static const int32_t *uniform(tl_gmatcher *m, uint32_t s) {
   int32_t *u = &m->state_uni[(size_t)s * 8];
   uint8_t *same = &m->state_same[(size_t)s * 8];
-  if (!(m->state_uni_flags[s] & U_KNOWN)) {
+  if (!m->state_uni_known[s]) {
     const int32_t *row = &m->trans[(size_t)s * 256];
     bool mixed[8] = {false};
-    if (m->state_count[s] > 64 || step(m, s, 0) == T_FULL) return NULL;
-    for (uint32_t k = 0; k < 8; k++) u[k] = T_UNKNOWN;
-    for (uint32_t b = 0; b < 256; b++) {
+    bool wide = m->state_count[s] > 64; /* rows filled byte by byte: no shortcut */
+    if (!wide && fill_row(m, s, 0, true) == T_FULL) return NULL;
+    for (uint32_t k = 0; k < 8; k++) u[k] = wide ? T_DEAD : T_UNKNOWN;
+    for (uint32_t b = 0; b < 256 && !wide; b++) {
       uint32_t k = category_index((uint8_t)b);
       if (u[k] == T_UNKNOWN) u[k] = row[b];
       else if (u[k] != row[b]) mixed[k] = true;
@@ -543,7 +555,7 @@ static const int32_t *uniform(tl_gmatcher *m, uint32_t s) {
       for (uint32_t j = 0; j < 8 && u[k] >= 0; j++)
         if (u[j] == u[k]) same[k] |= (uint8_t)(1u << j);
     }
-    m->state_uni_flags[s] |= U_KNOWN;
+    m->state_uni_known[s] = 1;
   }
   return u;
 }
@@ -558,10 +570,11 @@ static int32_t chain_next(tl_gmatcher *m, uint32_t s, uint8_t cats) {
   return (cats & ~m->state_same[(size_t)s * 8 + k]) == 0 ? u[k] : T_DEAD;
 }
 
-/* Whether every UTF-8 character of two to four bytes leads from s back to
- * s through live states. Bounded work: past a few thousand transitions
- * the answer is no (the walk then decides byte by byte). */
-static bool utf8_loops(tl_gmatcher *m, uint32_t s) {
+/* The one state that every UTF-8 character of two to four bytes leads to
+ * from s through live states, or T_DEAD (they lead to several, or not all
+ * are taken), or T_FULL. Bounded work: past a few thousand transitions
+ * the answer is T_DEAD (the walk then decides byte by byte). */
+static int32_t utf8_step(tl_gmatcher *m, uint32_t s) {
   /* lead bytes, the continuation bytes after them, the range of the first */
   static const struct {
     uint8_t lo, hi, more, first_lo, first_hi;
@@ -570,19 +583,18 @@ static bool utf8_loops(tl_gmatcher *m, uint32_t s) {
                {0xEE, 0xEF, 2, 0x80, 0xBF}, {0xF0, 0xF0, 3, 0x90, 0xBF},
                {0xF1, 0xF3, 3, 0x80, 0xBF}, {0xF4, 0xF4, 3, 0x80, 0x8F}};
   /* states still to check: (state, continuation bytes left, range of the
-   * next one); a state reached by the same prefix length twice is
-   * checked once */
+   * next one); consecutive bytes that lead to one state queue it once */
   uint32_t todo_s[64], budget = 4096, n = 0;
   uint8_t todo_more[64], todo_lo[64], todo_hi[64];
-  if (m->state_uni_flags[s] & U_UTF8_KNOWN) return (m->state_uni_flags[s] & U_UTF8_LOOPS) != 0;
+  int32_t end = T_UNKNOWN;
+  if (m->state_utf8[s] != T_UNKNOWN) return m->state_utf8[s];
   for (size_t g = 0; g < sizeof leads / sizeof leads[0]; g++) {
     int32_t last = T_UNKNOWN;
     for (uint32_t b = leads[g].lo; b <= leads[g].hi; b++) {
       int32_t t = step(m, s, (uint8_t)b);
-      if (t == T_FULL) return false;
-      if (t < 0 || (m->state_flags[t] & F_ESCAPED)) goto no;
+      if (t == T_FULL) return T_FULL;
+      if (t < 0 || (m->state_flags[t] & F_ESCAPED) || (t != last && n == 64)) goto no;
       if (t == last) continue;
-      if (n == 64) goto no;
       todo_s[n] = (uint32_t)t;
       todo_more[n] = leads[g].more;
       todo_lo[n] = leads[g].first_lo;
@@ -596,10 +608,11 @@ static bool utf8_loops(tl_gmatcher *m, uint32_t s) {
     int32_t last = T_UNKNOWN;
     for (uint32_t c = lo; c <= hi; c++) {
       int32_t t = step(m, from, (uint8_t)c);
-      if (t == T_FULL) return false;
+      if (t == T_FULL) return T_FULL;
       if (budget-- == 0 || t < 0 || (m->state_flags[t] & F_ESCAPED)) goto no;
-      if (more == 1) {
-        if ((uint32_t)t != s) goto no;
+      if (more == 1) { /* a whole character: the same end as every other */
+        if (end != T_UNKNOWN && t != end) goto no;
+        end = t;
         continue;
       }
       if (t == last) continue;
@@ -612,30 +625,31 @@ static bool utf8_loops(tl_gmatcher *m, uint32_t s) {
       last = t;
     }
   }
-  m->state_uni_flags[s] |= U_UTF8_KNOWN | U_UTF8_LOOPS;
-  return true;
+  m->state_utf8[s] = end;
+  return end;
 no:
-  m->state_uni_flags[s] |= U_UTF8_KNOWN;
-  return false;
+  m->state_utf8[s] = T_DEAD;
+  return T_DEAD;
 }
 
 /* Whether the whole subtree below trie node i (its bytes in categories
- * cats, at most len of them on any path) is allowed from s, the state
- * after i's path, without visiting it:
- * - the categories all lead to one state, and from there to one state,
- *   for len bytes (a countdown such as a string of at most 40 bytes), or
- *   back to s (a loop such as a string's content);
- * - or the subtree is whole UTF-8, its ASCII categories loop at s, and so
- *   does every UTF-8 character. */
+ * cats) is allowed from s, the state after i's path, without visiting it:
+ * its characters (ASCII, and whole UTF-8 when it has any) all lead to one
+ * state, and from there to one state, for as many characters as a path
+ * below i has (a countdown such as a string of at most 40 characters), or
+ * back to a state already passed (a loop such as a string's content). */
 #define UTF8_CATS ((1u << 6) | (1u << 7))
-static bool subtree_allowed(tl_gmatcher *m, uint32_t s, uint32_t i, uint8_t cats, uint32_t len) {
-  if (cats & UTF8_CATS) {
-    uint8_t ascii = (uint8_t)(cats & ~UTF8_CATS);
-    return m->v->utf8_whole[i] && (ascii == 0 || chain_next(m, s, ascii) == (int32_t)s) &&
-           utf8_loops(m, s);
-  }
-  for (uint32_t at = s; len > 0; len--) {
-    int32_t next = chain_next(m, at, cats);
+static bool subtree_allowed(tl_gmatcher *m, uint32_t s, uint32_t i, uint8_t cats) {
+  const uint8_t ascii = (uint8_t)(cats & ~UTF8_CATS);
+  const bool utf8 = (cats & UTF8_CATS) != 0;
+  if (utf8 && !m->v->utf8_whole[i]) return false;
+  for (uint32_t at = s, len = m->v->sub_chars[i]; len > 0; len--) {
+    int32_t next = ascii ? chain_next(m, at, ascii) : T_UNKNOWN;
+    if (utf8) {
+      int32_t u = utf8_step(m, at);
+      if (u < 0 || (ascii && u != next)) return false;
+      next = u;
+    }
     if (next < 0) return false;
     if ((uint32_t)next == at) return true;
     at = (uint32_t)next;
@@ -653,7 +667,7 @@ static int32_t walk_range(tl_gmatcher *m, uint32_t lo, uint32_t hi, uint64_t *al
   /* The tables in locals: the loop is the mask's hot path, and stores
    * through walk could otherwise alias every one of them. */
   const uint8_t *const byte = m->v->byte, *const cats = m->v->cats;
-  const uint16_t *const depth = m->v->depth, *const sub_depth = m->v->sub_depth;
+  const uint16_t *const depth = m->v->depth;
   const uint32_t *const skip = m->v->skip, *const tok_first = m->v->tok_first;
   const uint32_t *const toks = m->v->toks;
   const int32_t *const trans = m->trans;
@@ -678,7 +692,7 @@ static int32_t walk_range(tl_gmatcher *m, uint32_t lo, uint32_t hi, uint64_t *al
       i = skip[i];
       continue;
     }
-    if (subtree_allowed(m, (uint32_t)t, i, cats[i], sub_depth[i] - d)) {
+    if (subtree_allowed(m, (uint32_t)t, i, cats[i])) {
       mark_tokens(m->v, i, skip[i], allow);
       i = skip[i];
       continue;
@@ -689,6 +703,42 @@ static int32_t walk_range(tl_gmatcher *m, uint32_t lo, uint32_t hi, uint64_t *al
     i++;
   }
   m->stats.trie_nodes_visited += visited;
+  return 0;
+}
+
+/* The whole trie from state s (walk_range's top as there). Where the safe
+ * bytes (vocab_internal.h) lead from s along a countdown of k <= SAFE_MAX
+ * states whose end takes none of them (a string of at most k more
+ * characters), the tokens of at most k safe bytes are allowed at once and
+ * only the subtrees where tokens leave the safe bytes are walked. */
+static int32_t walk_all(tl_gmatcher *m, uint32_t s, uint64_t *allow, bool top) {
+  const tl_gvocab *v = m->v;
+  uint32_t chain[TL_GVOCAB_SAFE_MAX + 1], k = 0;
+  chain[0] = s;
+  for (;;) {
+    int32_t t = chain_next(m, chain[k], TL_GVOCAB_SAFE_CATS);
+    if (t == T_FULL) return T_FULL;
+    if (t < 0) break;
+    if ((uint32_t)t == chain[k] || k == TL_GVOCAB_SAFE_MAX) { /* a loop, or too long */
+      k = 0;
+      break;
+    }
+    chain[++k] = (uint32_t)t;
+  }
+  for (uint32_t b = 0x20; b < 0x7F && k > 0; b++) { /* the end takes no safe byte */
+    int32_t t = (b == '"' || b == '\\') ? T_DEAD : step(m, chain[k], (uint8_t)b);
+    if (t == T_FULL) return T_FULL;
+    if (t != T_DEAD) k = 0;
+  }
+  m->walk[0] = s;
+  if (k == 0) return walk_range(m, 1, v->n_nodes, allow, top);
+  memcpy(allow, v->safe_upto + (size_t)k * m->mask_words, (size_t)m->mask_words * 8);
+  for (uint32_t d = 1; d <= k + 1; d++)
+    for (uint32_t x = v->exit_first[d]; x < v->exit_first[d + 1]; x++) {
+      uint32_t i = v->exits[x];
+      m->walk[d - 1] = chain[d - 1];
+      if (walk_range(m, i, v->skip[i], allow, top) < 0) return T_FULL;
+    }
   return 0;
 }
 
@@ -767,15 +817,13 @@ static int32_t mask_of(tl_gmatcher *m, uint32_t s, uint64_t *allow) {
   if (top < 0) return top;
   if ((uint32_t)top == s) {
     memset(allow, 0, (size_t)m->mask_words * 8);
-    m->walk[0] = s;
-    return walk_range(m, 1, v->n_nodes, allow, false);
+    return walk_all(m, s, allow, false);
   }
   if (m->state_unc_first[top] == NONE || m->state_mask[top] == NULL) {
     uint32_t first = m->unc_used;
     int32_t r;
     memset(allow, 0, (size_t)m->mask_words * 8);
-    m->walk[0] = (uint32_t)top;
-    r = walk_range(m, 1, v->n_nodes, allow, true);
+    r = walk_all(m, (uint32_t)top, allow, true);
     if (r < 0) return r;
     if (m->masks_used == m->mask_slots) forget_masks(m);
     m->state_mask[top] = m->mask_store + (size_t)m->masks_used++ * m->mask_words;

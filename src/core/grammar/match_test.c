@@ -636,6 +636,10 @@ static void shortcut_masks_equal_byte_level_accepts(tl_test_ctx *t) {
       "\"t\":{\"type\":\"string\"}},\"required\":[\"s\",\"t\"]}",
       "{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"maxItems\":3}",
       "{\"type\":\"string\",\"pattern\":\"^[a-z\\u00e9 ]{0,12}$\"}",
+      /* UTF-8 characters that end in different states */
+      "{\"type\":\"string\",\"pattern\":\"^x[^\\u20ac]*(\\u20ac[^\\u20ac]*)?$\"}",
+      /* a countdown whose end still takes safe bytes */
+      "{\"type\":\"string\",\"pattern\":\"^[ -~]{3}a*$\"}",
   };
   static const char *const fixed[] = {
       "\"", "\",", "\"}", "\"]", "\\\"", "\\n", "\n", " ", "a", "ab", "abc", "hello", " world",
@@ -645,7 +649,12 @@ static void shortcut_masks_equal_byte_level_accepts(tl_test_ctx *t) {
       "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9",
       /* subtrees ("zz", "qq", "yy") whose one fault is a broken character */
       "zz", "zz\xc3\xa9", "zz\xa9", "zz\xc3", "qq", "qq\xe2\x82\xac", "qq\xc3\xa9\xff",
-      "yy", "yy\xed\x9f\xbf", "yy\xed\xa0\x80" /* the last a surrogate */};
+      "yy", "yy\xed\x9f\xbf", "yy\xed\xa0\x80" /* the last a surrogate */,
+      /* characters to count ("ww"), to end apart ("x"), to leave a countdown at each depth */
+      "ww", "ww\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9", "ww\xc3\xa9\xc3\xa9", "x",
+      "x\xc3\xa9\xe2\x82\xac\xc3\xa9", "x\xc3\xa9\xc3\xa9\xe2\x82\xac", "x\xe2\x82\xac\xe2\x82\xac",
+      "x\xe2\x82\xac\xc3\xa9\xe2\x82\xac",
+      "a\"", "ab\"", "abc\"", "abcd\"", "abcde\"", "abcdef\""};
   static const uint8_t alphabet[] = {'a', ' ', '"', '\\', ',', '}', ':', 'n', 0xC3, 0xA9, 0xE2,
                                      0x82, 0xAC, 0xF0, 0x9F, 0x98, 0x80, '1', '\n', '{', '['};
   static uint8_t store[SHORTCUT_TOKENS][8];
@@ -661,7 +670,11 @@ static void shortcut_masks_equal_byte_level_accepts(tl_test_ctx *t) {
     for (uint32_t k = 0; k < lens[n]; k++) store[n][k] = alphabet[rng_next(&seed) % sizeof alphabet];
     bytes[n] = store[n];
   }
-  for (size_t si = 0; si < sizeof schemas / sizeof schemas[0]; si++) {
+  /* per schema four walks: the shortest allowed token at every step (deep
+   * into each string), then three random ones */
+  for (size_t run = 0; run < 4 * sizeof schemas / sizeof schemas[0]; run++) {
+    const char *schema = schemas[run / 4];
+    bool shortest = run % 4 == 0;
     tl_arena a;
     const tl_grammar *g;
     const tl_gvocab *v;
@@ -670,8 +683,8 @@ static void shortcut_masks_equal_byte_level_accepts(tl_test_ctx *t) {
     uint8_t text[512];
     size_t text_len = 0;
     TL_EXPECT_OK(t, tl_arena_init(&a, region, sizeof region));
-    if (!TL_EXPECT_OK(t, tl_grammar_from_json_schema(&a, (const uint8_t *)schemas[si],
-                                                      strlen(schemas[si]), &g, &err)) ||
+    if (!TL_EXPECT_OK(t, tl_grammar_from_json_schema(&a, (const uint8_t *)schema, strlen(schema),
+                                                      &g, &err)) ||
         !TL_EXPECT_OK(t, tl_gvocab_build(&a, n, bytes, lens, &v)) ||
         !TL_EXPECT_OK(t, tl_gmatcher_new(&a, g, v, 0, &m)) ||
         !TL_EXPECT_OK(t, tl_gmatcher_new(&a, g, v, 0, &ref)))
@@ -687,7 +700,7 @@ static void shortcut_masks_equal_byte_level_accepts(tl_test_ctx *t) {
         want = tl_gmatcher_accept(ref, text, text_len) == TL_OK &&
                tl_gmatcher_accept(ref, bytes[id], lens[id]) == TL_OK;
         if (!TL_EXPECT(t, bit(allow, id) == want)) {
-          tl_test_print(t, schemas[si]);
+          tl_test_print(t, schema);
           tl_test_print(t, "\n");
           return;
         }
@@ -696,13 +709,15 @@ static void shortcut_masks_equal_byte_level_accepts(tl_test_ctx *t) {
       }
       if (n_allowed == 0) break;
       id = allowed[rng_next(&seed) % n_allowed];
+      for (uint32_t k = 0; shortest && k < n_allowed; k++)
+        if (lens[allowed[k]] < lens[id]) id = allowed[k];
       if (text_len + lens[id] > sizeof text) break;
       TL_EXPECT_OK(t, tl_gmatcher_accept(m, bytes[id], lens[id]));
       memcpy(text + text_len, bytes[id], lens[id]);
       text_len += lens[id];
     }
   }
-  TL_EXPECT(t, checked > 20000);
+  TL_EXPECT(t, checked > 100000);
 }
 
 static const tl_test_case cases[] = {

@@ -74,6 +74,55 @@ static void mark_utf8_whole(uint8_t *whole, const uint8_t *byte, const uint32_t 
   for (uint32_t i = 0; i < n_nodes; i++) whole[i] = whole[i] == U8_BOUNDARY;
 }
 
+static bool safe_byte(uint8_t b) { return (tl_gvocab_category(b) & TL_GVOCAB_SAFE_CATS) != 0; }
+
+/* safe_upto, exit_first and exits (vocab_internal.h) from the trie in v:
+ * one preorder scan counts, a second fills. safe[d]: the path to the
+ * current node at depth d is safe bytes only (a node's parent is the last
+ * node seen one level up). */
+static tl_status build_safe_tables(tl_arena *a, tl_gvocab *v) {
+  const uint32_t words = (v->n_tokens + 63) / 64, top = TL_GVOCAB_SAFE_MAX + 1;
+  uint64_t *upto;
+  uint32_t *first, *exits, fill[TL_GVOCAB_SAFE_MAX + 3];
+  bool safe[TL_GVOCAB_SAFE_MAX + 2];
+  tl_status st = tl_arena_alloc_array(a, (size_t)(TL_GVOCAB_SAFE_MAX + 1) * words, 8, 16, (void **)&upto);
+  if (st == TL_OK) st = tl_arena_alloc_array(a, top + 2, 4, 16, (void **)&first);
+  if (st != TL_OK) return st;
+  memset(upto, 0, (size_t)(TL_GVOCAB_SAFE_MAX + 1) * words * 8);
+  memset(first, 0, (size_t)(top + 2) * 4);
+  safe[0] = true;
+  for (uint32_t pass = 0; pass < 2; pass++) {
+    for (uint32_t i = 1; i < v->n_nodes; i++) {
+      uint32_t d = v->depth[i];
+      if (d > top || !safe[d - 1]) { /* below a path that left the safe bytes: nothing */
+        i = v->skip[i] - 1;
+        continue;
+      }
+      safe[d] = safe_byte(v->byte[i]);
+      if (!safe[d]) {
+        if (pass == 0) first[d + 1]++;
+        else exits[fill[d]++] = i;
+        i = v->skip[i] - 1;
+      } else if (pass == 1 && d <= TL_GVOCAB_SAFE_MAX) {
+        for (uint32_t k = v->tok_first[i]; k < v->tok_first[i + 1]; k++)
+          upto[(size_t)d * words + v->toks[k] / 64] |= 1ull << (v->toks[k] % 64);
+      }
+    }
+    if (pass == 0) {
+      for (uint32_t d = 1; d <= top; d++) first[d + 1] += first[d];
+      st = tl_arena_alloc_array(a, first[top + 1] ? first[top + 1] : 1, 4, 16, (void **)&exits);
+      if (st != TL_OK) return st;
+      memcpy(fill, first, (size_t)(top + 2) * 4);
+    }
+  }
+  for (uint32_t n = 1; n <= TL_GVOCAB_SAFE_MAX; n++) /* at most n bytes: n's and fewer */
+    for (uint32_t w = 0; w < words; w++) upto[(size_t)n * words + w] |= upto[(size_t)(n - 1) * words + w];
+  v->safe_upto = upto;
+  v->exit_first = first;
+  v->exits = exits;
+  return TL_OK;
+}
+
 static uint32_t common_prefix(const uint8_t *a, uint32_t na, const uint8_t *b, uint32_t nb) {
   uint32_t n = 0;
   while (n < na && n < nb && a[n] == b[n]) n++;
@@ -86,7 +135,7 @@ tl_status tl_gvocab_build(tl_arena *a, uint32_t n_tokens, const uint8_t *const *
   uint32_t *ids, *tmp, *path, *open;
   uint32_t n_ids = 0, n_nodes = 1, max_depth = 0;
   uint8_t *byte, *cats, *utf8_whole;
-  uint16_t *sub_depth;
+  uint16_t *sub_depth, *sub_chars;
   uint64_t *short_tokens;
   uint16_t *depth;
   uint32_t *skip, *parent, *tok_first;
@@ -119,6 +168,7 @@ tl_status tl_gvocab_build(tl_arena *a, uint32_t n_tokens, const uint8_t *const *
   if (st == TL_OK) st = tl_arena_alloc(a, n_nodes, 1, (void **)&cats);
   if (st == TL_OK) st = tl_arena_alloc(a, n_nodes, 1, (void **)&utf8_whole);
   if (st == TL_OK) st = tl_arena_alloc_array(a, n_nodes, sizeof *sub_depth, 16, (void **)&sub_depth);
+  if (st == TL_OK) st = tl_arena_alloc_array(a, n_nodes, sizeof *sub_chars, 16, (void **)&sub_chars);
   if (st == TL_OK)
     st = tl_arena_alloc_array(a, ((size_t)n_tokens + 63) / 64, 8, 16, (void **)&short_tokens);
   if (st == TL_OK) st = tl_arena_alloc_array(a, n_nodes, sizeof *depth, 16, (void **)&depth);
@@ -166,10 +216,13 @@ tl_status tl_gvocab_build(tl_arena *a, uint32_t n_tokens, const uint8_t *const *
   /* subtree categories: children come after their parent in preorder */
   memset(cats, 0, n_nodes);
   memcpy(sub_depth, depth, (size_t)n_nodes * sizeof *depth);
+  memset(sub_chars, 0, (size_t)n_nodes * sizeof *sub_chars);
   for (uint32_t i = n_nodes - 1; i >= 1; i--) {
+    uint32_t chars = sub_chars[i] + (byte[i] < 0x80 || byte[i] >= 0xC0);
     cats[i] |= tl_gvocab_category(byte[i]);
     cats[parent[i]] |= cats[i];
     if (sub_depth[i] > sub_depth[parent[i]]) sub_depth[parent[i]] = sub_depth[i];
+    if (chars > sub_chars[parent[i]]) sub_chars[parent[i]] = (uint16_t)chars;
   }
   mark_utf8_whole(utf8_whole, byte, parent, n_nodes);
   memset(short_tokens, 0, ((size_t)n_tokens + 63) / 64 * 8);
@@ -188,9 +241,12 @@ tl_status tl_gvocab_build(tl_arena *a, uint32_t n_tokens, const uint8_t *const *
   v->cats = cats;
   v->utf8_whole = utf8_whole;
   v->sub_depth = sub_depth;
+  v->sub_chars = sub_chars;
   v->short_tokens = short_tokens;
   v->tok_first = tok_first;
   v->toks = ids;
+  st = build_safe_tables(a, v);
+  if (st != TL_OK) return st;
   *out = v;
   return TL_OK;
 }

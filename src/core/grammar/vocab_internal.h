@@ -29,6 +29,12 @@ static inline uint8_t tl_gvocab_category(uint8_t b) {
   return b < 0xC0 ? 1u << 6 : 1u << 7;
 }
 
+/* The bytes a JSON string takes as themselves: printable ASCII but '"'
+ * and '\\' (categories 0-2). A string of at most n characters walks
+ * only where its tokens leave these bytes (match.c). */
+#define TL_GVOCAB_SAFE_CATS 0x07u
+#define TL_GVOCAB_SAFE_MAX 32u
+
 struct tl_gvocab {
   uint32_t n_tokens; /* ids 0 .. n_tokens - 1 (the mask's width) */
   uint32_t n_nodes;
@@ -43,9 +49,20 @@ struct tl_gvocab {
    * token may end inside a character, never break one). */
   const uint8_t *utf8_whole;
   const uint16_t *sub_depth; /* the deepest node in the subtree */
+  /* The most characters any path below the node starts: its bytes that
+   * are not UTF-8 continuation bytes (a string's length counts these). */
+  const uint16_t *sub_chars;
   /* Tokens of at most TL_GCANON_BYTES bytes (grammar_internal.h), one bit
    * per id as in a mask. */
   const uint64_t *short_tokens;
+  /* Per n <= TL_GVOCAB_SAFE_MAX, a mask (at safe_upto + n * mask words)
+   * of the tokens of at most n bytes, all safe ones. */
+  const uint64_t *safe_upto;
+  /* The nodes whose own byte is not safe below a path of safe bytes only
+   * (where a token leaves them), by depth d = 1 .. TL_GVOCAB_SAFE_MAX + 1:
+   * exits[exit_first[d] .. exit_first[d + 1]). */
+  const uint32_t *exit_first;
+  const uint32_t *exits;
   const uint32_t *tok_first; /* n_nodes + 1 */
   const uint32_t *toks;
 };
