@@ -62,10 +62,9 @@ struct tl_gmatcher {
   /* states */
   uint32_t *state_first, *state_count;
   uint8_t *state_flags;
-  uint8_t *state_uni_known;  /* uniform() was computed */
+  uint8_t *state_uni_known;  /* the categories whose uniform() answer is known */
   int32_t *state_utf8;        /* utf8_step()'s answer, or T_UNKNOWN */
-  int32_t *state_uni;         /* 8 per state: uniform()'s answer */
-  uint8_t *state_same;        /* 8 per state: the categories with the same answer */
+  int32_t *state_uni;         /* 8 per state: uniform()'s answers */
   uint64_t **state_mask; /* cached mask (of a top: the tokens it decides), or NULL */
   uint32_t *state_unc_first, *state_unc_count; /* a top's undecided subtrees */
   int32_t *trans;        /* 256 per state */
@@ -91,7 +90,11 @@ struct tl_gmatcher {
   uint8_t class_of[256];
   uint8_t class_rep[256]; /* a byte of each class */
   uint32_t n_classes;
-  const uint8_t (*set_classes)[32]; /* per set: bit k when it holds class k */
+  const uint64_t (*set_classes)[4]; /* per set: bit k when it holds class k */
+  /* The bytes of each byte category (vocab_internal.h), category by
+   * category: cat_bytes[cat_first[k] .. cat_first[k + 1]). */
+  uint8_t cat_bytes[256];
+  uint16_t cat_first[9];
 
   uint32_t cur;
   tl_gmatcher_stats stats;
@@ -109,7 +112,7 @@ static size_t fixed_bytes(const tl_grammar *g, const tl_gvocab *v) {
 
 /* Bytes per unit of each table (the matcher splits its region by these). */
 static size_t node_unit(void) { return 4 * 3 + 8 + 4 * 3; } /* node + 2 table slots + work/result */
-static size_t state_unit(void) { return 4 + 4 + 1 + 1 + 4 + 8 * 5 + sizeof(uint64_t *) + 8 + 256 * 4 + 8 + 16; }
+static size_t state_unit(void) { return 4 + 4 + 1 + 1 + 4 + 8 * 4 + sizeof(uint64_t *) + 8 + 256 * 4 + 8 + 16; }
 #define MIN_UNC 65536u
 
 size_t tl_gmatcher_min_bytes(const tl_grammar *g, const tl_gvocab *v) {
@@ -298,9 +301,10 @@ static int32_t fill_row(tl_gmatcher *m, uint32_t s, uint8_t c, bool whole) {
   uint64_t sig[256];
   int32_t next[256];
   memset(sig, 0, (size_t)nc * sizeof sig[0]);
-  for (uint32_t i = 0; i < n; i++) {
-    const uint8_t *in = m->set_classes[TL_GE_ARG(m->g->elems[m->node_pos[m->pool[m->state_first[s] + i]]])];
-    for (uint32_t k = 0; k < nc; k++) sig[k] |= (uint64_t)((in[k >> 3] >> (k & 7)) & 1u) << i;
+  for (uint32_t i = 0; i < n; i++) { /* each stack's classes, by their set bits */
+    const uint64_t *in = m->set_classes[TL_GE_ARG(m->g->elems[m->node_pos[m->pool[m->state_first[s] + i]]])];
+    for (uint32_t w = 0; w * 64 < nc; w++)
+      for (uint64_t x = in[w]; x != 0; x &= x - 1) sig[w * 64 + (uint32_t)__builtin_ctzll(x)] |= 1ull << i;
   }
   for (uint32_t k = 0; k < nc; k++) {
     uint32_t j = 0;
@@ -340,7 +344,7 @@ static int32_t step(tl_gmatcher *m, uint32_t s, uint8_t c) {
  * set as the classes it holds. */
 static tl_status byte_classes(tl_gmatcher *m, tl_arena *a) {
   const tl_grammar *g = m->g;
-  uint8_t (*in)[32];
+  uint64_t (*in)[4];
   uint32_t n = 1;
   tl_status st = tl_arena_alloc_array(a, g->n_sets ? g->n_sets : 1, 32, 16, (void **)&in);
   if (st != TL_OK) return st;
@@ -361,10 +365,28 @@ static tl_status byte_classes(tl_gmatcher *m, tl_arena *a) {
   for (uint32_t set = 0; set < g->n_sets; set++) {
     memset(in[set], 0, 32);
     for (uint32_t k = 0; k < n; k++)
-      if (tl_gset_has(g->sets[set], m->class_rep[k])) in[set][k >> 3] |= (uint8_t)(1u << (k & 7));
+      if (tl_gset_has(g->sets[set], m->class_rep[k])) in[set][k >> 6] |= 1ull << (k & 63);
   }
-  m->set_classes = (const uint8_t(*)[32])in;
+  m->set_classes = (const uint64_t(*)[4])in;
   return TL_OK;
+}
+
+/* cat_bytes and cat_first (a counting sort of the bytes by category). */
+static void sort_categories(tl_gmatcher *m) {
+  uint16_t at[8];
+  memset(m->cat_first, 0, sizeof m->cat_first);
+  for (uint32_t b = 0; b < 256; b++) {
+    uint32_t k = 0;
+    while (!((tl_gvocab_category((uint8_t)b) >> k) & 1u)) k++;
+    m->cat_first[k + 1]++;
+  }
+  for (uint32_t k = 0; k < 8; k++) m->cat_first[k + 1] += m->cat_first[k];
+  memcpy(at, m->cat_first, sizeof at);
+  for (uint32_t b = 0; b < 256; b++) {
+    uint32_t k = 0;
+    while (!((tl_gvocab_category((uint8_t)b) >> k) & 1u)) k++;
+    m->cat_bytes[at[k]++] = (uint8_t)b;
+  }
 }
 
 /* Empties every table except the current state, rebuilt from its stacks
@@ -432,6 +454,7 @@ tl_status tl_gmatcher_new(tl_arena *a, const tl_grammar *g, const tl_gvocab *v,
   st = tl_arena_alloc_array(a, (size_t)v->max_depth + 2, 4, 16, (void **)&m->walk);
   if (st == TL_OK) st = byte_classes(m, a);
   if (st != TL_OK) return st;
+  sort_categories(m);
   /* The minimum tables first; what the region has beyond them goes a
    * quarter each to more stack nodes, states with their transition rows,
    * state node lists and cached masks. Table sizes are powers of two. */
@@ -464,7 +487,6 @@ tl_status tl_gmatcher_new(tl_arena *a, const tl_grammar *g, const tl_gvocab *v,
       (st = tl_arena_alloc(a, states, 16, (void **)&m->state_uni_known)) != TL_OK ||
       (st = tl_arena_alloc_array(a, states, 4, 16, (void **)&m->state_utf8)) != TL_OK ||
       (st = tl_arena_alloc_array(a, (size_t)states * 8, 4, 16, (void **)&m->state_uni)) != TL_OK ||
-      (st = tl_arena_alloc(a, (size_t)states * 8, 16, (void **)&m->state_same)) != TL_OK ||
       (st = tl_arena_alloc_array(a, states, 4, 16, (void **)&m->state_unc_first)) != TL_OK ||
       (st = tl_arena_alloc_array(a, states, 4, 16, (void **)&m->state_unc_count)) != TL_OK ||
       (st = tl_arena_alloc_array(a, unc, 4, 16, (void **)&m->unc)) != TL_OK ||
@@ -521,53 +543,43 @@ static void mark_tokens(const tl_gvocab *v, uint32_t node, uint32_t end, uint64_
   }
 }
 
-static uint32_t category_index(uint8_t b) {
-  uint32_t bit = tl_gvocab_category(b), k = 0;
-  while (bit > 1) {
-    bit >>= 1;
-    k++;
-  }
-  return k;
-}
-
-/* Per byte category (vocab_internal.h), the one state all its bytes lead
- * to from s, or T_DEAD when they lead to different states, to none, or to
- * a top's end (the marker); in state_same, per category, the categories
- * that lead to the same state. NULL when a table is full. */
-static const int32_t *uniform(tl_gmatcher *m, uint32_t s) {
-  int32_t *u = &m->state_uni[(size_t)s * 8];
-  uint8_t *same = &m->state_same[(size_t)s * 8];
-  if (!m->state_uni_known[s]) {
-    const int32_t *row = &m->trans[(size_t)s * 256];
-    bool mixed[8] = {false};
-    bool wide = m->state_count[s] > 64; /* rows filled byte by byte: no shortcut */
-    if (!wide && fill_row(m, s, 0, true) == T_FULL) return NULL;
-    for (uint32_t k = 0; k < 8; k++) u[k] = wide ? T_DEAD : T_UNKNOWN;
-    for (uint32_t b = 0; b < 256 && !wide; b++) {
-      uint32_t k = category_index((uint8_t)b);
-      if (u[k] == T_UNKNOWN) u[k] = row[b];
-      else if (u[k] != row[b]) mixed[k] = true;
+/* The one state that every byte of category k leads to from s, or T_DEAD
+ * when they lead to different states, to none, or to a top's end (the
+ * marker), or T_FULL. Computed once per state and category, stepping only
+ * that category's bytes. */
+static int32_t uniform(tl_gmatcher *m, uint32_t s, uint32_t k) {
+  int32_t *u = &m->state_uni[(size_t)s * 8 + k];
+  if (!((m->state_uni_known[s] >> k) & 1u)) {
+    int32_t one = T_UNKNOWN;
+    /* a state of many stacks steps byte by byte: no shortcut there */
+    for (uint32_t x = m->cat_first[k]; x < m->cat_first[k + 1] && m->state_count[s] <= 64; x++) {
+      int32_t t = step(m, s, m->cat_bytes[x]);
+      if (t == T_FULL) return T_FULL;
+      if (one == T_UNKNOWN) one = t;
+      if (t != one || t < 0) {
+        one = T_DEAD;
+        break;
+      }
     }
-    for (uint32_t k = 0; k < 8; k++)
-      if (mixed[k] || u[k] < 0 || (m->state_flags[u[k]] & F_ESCAPED)) u[k] = T_DEAD;
-    for (uint32_t k = 0; k < 8; k++) {
-      same[k] = 0;
-      for (uint32_t j = 0; j < 8 && u[k] >= 0; j++)
-        if (u[j] == u[k]) same[k] |= (uint8_t)(1u << j);
-    }
-    m->state_uni_known[s] = 1;
+    *u = one >= 0 && !(m->state_flags[one] & F_ESCAPED) ? one : T_DEAD;
+    m->state_uni_known[s] |= (uint8_t)(1u << k);
   }
-  return u;
+  return *u;
 }
 
 /* The state that every byte of categories cats leads to from s (T_DEAD:
  * no one state; T_FULL: a table is full). */
 static int32_t chain_next(tl_gmatcher *m, uint32_t s, uint8_t cats) {
-  const int32_t *u = uniform(m, s);
-  uint32_t k = 0;
-  if (u == NULL) return T_FULL;
-  while (!((cats >> k) & 1u)) k++; /* cats is never empty */
-  return (cats & ~m->state_same[(size_t)s * 8 + k]) == 0 ? u[k] : T_DEAD;
+  int32_t next = T_UNKNOWN;
+  for (uint32_t k = 0; k < 8; k++) {
+    int32_t u;
+    if (!((cats >> k) & 1u)) continue;
+    u = uniform(m, s, k);
+    if (u < 0) return u;
+    if (next != T_UNKNOWN && u != next) return T_DEAD;
+    next = u;
+  }
+  return next;
 }
 
 /* The one state that every UTF-8 character of two to four bytes leads to
