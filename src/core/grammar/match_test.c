@@ -632,8 +632,8 @@ static void shortcut_masks_equal_byte_level_accepts(tl_test_ctx *t) {
       "{\"type\":\"string\"}",
       "{\"type\":\"string\",\"maxLength\":5}",
       "{\"type\":\"string\",\"minLength\":2,\"maxLength\":30}",
-      "{\"type\":\"object\",\"properties\":{\"s\":{\"type\":\"string\",\"maxLength\":40},"
-      "\"t\":{\"type\":\"string\"}},\"required\":[\"s\",\"t\"]}",
+      ("{\"type\":\"object\",\"properties\":{\"s\":{\"type\":\"string\",\"maxLength\":40},"
+       "\"t\":{\"type\":\"string\"}},\"required\":[\"s\",\"t\"]}"),
       "{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"maxItems\":3}",
       "{\"type\":\"string\",\"pattern\":\"^[a-z\\u00e9 ]{0,12}$\"}",
       /* UTF-8 characters that end in different states */
