@@ -128,6 +128,11 @@ static tl_status walk(tl_gmatcher *m, const tl_tokenizer *tok, result *r, uint64
     double t0 = tl_now_s();
     tl_status st = tl_gmatcher_mask(m, allow, &eos);
     if (st != TL_OK || !add(mask_us, (tl_now_s() - t0) * 1e6)) return st ? st : TL_ERR_OUT_OF_MEMORY;
+    if (getenv("TL_GB_TRACE") && accept_us) { tl_gmatcher_stats ms; tl_gmatcher_get_stats(m, &ms);
+      static uint64_t pv, ps; const uint8_t *tb = NULL; size_t tl = 0; if (pos < r->tokens) tl_tok_token_bytes(tok, r->ids[pos], &tb, &tl);
+      fprintf(stderr, "%3zu %9.1f us nodes %8llu states %5llu next [%.*s]\n", pos, mask_us->v[mask_us->n-1],
+      (unsigned long long)(ms.trie_nodes_visited-pv), (unsigned long long)(ms.states-ps), (int)tl, tb ? (const char*)tb : "");
+      pv=ms.trie_nodes_visited; ps=ms.states; }
     if (pos == r->tokens) {
       r->eos_allowed = eos;
       break;

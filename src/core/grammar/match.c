@@ -26,7 +26,19 @@
  * frame on the ESCAPE marker): a token that stays within the top is decided there (and
  * that result is cached for every state with the same top), and only the
  * subtrees whose prefix reached the marker (the closing quote and what
- * follows it) are walked again from the real state. */
+ * follows it) are walked again from the real state.
+ *
+ * Shortcuts keep the walk off most of the trie, each exact (match_test
+ * checks them against accepting each token's bytes):
+ * - a subtree is allowed whole when its characters lead along one chain
+ *   of states for as many characters as its paths have, or back to the
+ *   state: bytes by category (vocab_internal.h), UTF-8 characters when
+ *   the subtree is whole UTF-8 (string content, a bounded string);
+ * - a countdown over a string's safe bytes takes the tokens of at most k
+ *   safe bytes from a per-vocabulary mask and walks only where tokens
+ *   leave those bytes;
+ * - rows are filled per byte class (the coarsest partition the grammar's
+ *   sets are unions of), on demand. */
 #include <string.h>
 
 #include "checked.h"
@@ -291,11 +303,11 @@ static int32_t successor(tl_gmatcher *m, uint32_t s, uint8_t c, uint64_t sig) {
   return intern_result(m);
 }
 
-/* Fills s's transitions (a state of at most 64 stacks): the bytes of a
- * class, and the classes that the same stacks match, lead to the same
- * state, so one closure serves each. Only byte c's class and those alike,
- * or the whole row when whole. T_FULL when a table filled up. */
-static int32_t fill_row(tl_gmatcher *m, uint32_t s, uint8_t c, bool whole) {
+/* Fills s's transitions on byte c (a state of at most 64 stacks): the
+ * bytes of c's class, and of every class that the same stacks match, lead
+ * to the same state, so one closure serves them all. T_FULL when a table
+ * filled up. */
+static int32_t fill_row(tl_gmatcher *m, uint32_t s, uint8_t c) {
   int32_t *row = &m->trans[(size_t)s * 256];
   uint32_t n = m->state_count[s], nc = m->n_classes;
   uint64_t sig[256];
@@ -309,7 +321,7 @@ static int32_t fill_row(tl_gmatcher *m, uint32_t s, uint8_t c, bool whole) {
   for (uint32_t k = 0; k < nc; k++) {
     uint32_t j = 0;
     next[k] = T_UNKNOWN;
-    if (!whole && sig[k] != sig[m->class_of[c]]) continue;
+    if (sig[k] != sig[m->class_of[c]]) continue;
     if (row[m->class_rep[k]] != T_UNKNOWN) {
       next[k] = row[m->class_rep[k]];
       continue;
@@ -336,7 +348,7 @@ static int32_t step(tl_gmatcher *m, uint32_t s, uint8_t c) {
     if (t != T_FULL) row[c] = t;
     return t;
   }
-  return fill_row(m, s, c, false) == T_FULL ? T_FULL : row[c];
+  return fill_row(m, s, c) == T_FULL ? T_FULL : row[c];
 }
 
 /* The byte classes (class_of, class_rep, n_classes): every set refines
@@ -649,7 +661,7 @@ no:
  * its characters (ASCII, and whole UTF-8 when it has any) all lead to one
  * state, and from there to one state, for as many characters as a path
  * below i has (a countdown such as a string of at most 40 characters), or
- * back to a state already passed (a loop such as a string's content). */
+ * back to the same state (a loop such as a string's content). */
 #define UTF8_CATS ((1u << 6) | (1u << 7))
 static bool subtree_allowed(tl_gmatcher *m, uint32_t s, uint32_t i, uint8_t cats) {
   const uint8_t ascii = (uint8_t)(cats & ~UTF8_CATS);
