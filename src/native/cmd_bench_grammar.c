@@ -26,13 +26,15 @@
 
 static const char usage_text[] =
     "usage: tinylm bench --grammar FILE... --tokenizer ARTIFACT.slm [-r N]\n"
-    "                    [--matcher-mb N] [--json]\n"
+    "                    [--matcher-mb N] [--trace] [--json]\n"
     "  --grammar FILE...  grammars: .gbnf (GBNF) or .json (JSON Schema); a valid\n"
     "                     instance beside each (NAME.instance.txt, NAME.instance.json)\n"
     "                     gives the mask figures, else only the compile time\n"
     "  --tokenizer F      the artifact whose vocabulary the masks cover\n"
     "  -r N               compile repetitions (default 20)\n"
     "  --matcher-mb N     the matcher's memory, MiB (default 64; at least its minimum)\n"
+    "  --trace            per token of the first (cold) pass, on stderr: the mask's\n"
+    "                     time, trie nodes visited, states made, the token taken\n"
     "  --json             one JSON object (with each instance's token ids)\n";
 
 /* Memory for one compiled grammar. */
@@ -119,8 +121,31 @@ static tl_status compile(const char *path, const tl_file_view *text, tl_arena *a
 
 /* One walk of the instance: mask before each token and after the last,
  * accept of each token. */
+/* One --trace line: a mask's time, the trie nodes it visited and the
+ * states it made (since the previous line), and the token taken next. */
+static void trace_line(FILE *f, const tl_gmatcher *m, const tl_tokenizer *tok, const result *r,
+                       size_t pos, double us) {
+  tl_gmatcher_stats ms;
+  const uint8_t *b = NULL;
+  size_t len = 0;
+  static uint64_t nodes, states; /* the totals at the previous line */
+  tl_gmatcher_get_stats(m, &ms);
+  if (pos == 0) nodes = states = 0;
+  fprintf(f, "%s %4zu %10.1f us %9llu nodes %6llu states  ", r->path, pos, us,
+          (unsigned long long)(ms.trie_nodes_visited - nodes), (unsigned long long)(ms.states - states));
+  nodes = ms.trie_nodes_visited;
+  states = ms.states;
+  if (pos < r->tokens) tl_tok_token_bytes(tok, r->ids[pos], &b, &len);
+  for (size_t i = 0; i < len; i++)
+    fprintf(f, b[i] >= 0x20 && b[i] < 0x7F && b[i] != '\\' ? "%c" : "\\x%02x", b[i]);
+  fputc('\n', f);
+}
+
+/* The instance's tokens through m: each mask timed (into mask_us), the
+ * token checked against it and accepted (timed into accept_us unless
+ * NULL). trace: a line per mask (trace_line), or NULL. */
 static tl_status walk(tl_gmatcher *m, const tl_tokenizer *tok, result *r, uint64_t *allow,
-                      samples *mask_us, samples *accept_us) {
+                      samples *mask_us, samples *accept_us, FILE *trace) {
   for (size_t pos = 0; pos <= r->tokens; pos++) {
     bool eos;
     const uint8_t *b;
@@ -128,11 +153,7 @@ static tl_status walk(tl_gmatcher *m, const tl_tokenizer *tok, result *r, uint64
     double t0 = tl_now_s();
     tl_status st = tl_gmatcher_mask(m, allow, &eos);
     if (st != TL_OK || !add(mask_us, (tl_now_s() - t0) * 1e6)) return st ? st : TL_ERR_OUT_OF_MEMORY;
-    if (getenv("TL_GB_TRACE") && accept_us) { tl_gmatcher_stats ms; tl_gmatcher_get_stats(m, &ms);
-      static uint64_t pv, ps; const uint8_t *tb = NULL; size_t tl = 0; if (pos < r->tokens) tl_tok_token_bytes(tok, r->ids[pos], &tb, &tl);
-      fprintf(stderr, "%3zu %9.1f us nodes %8llu states %5llu next [%.*s]\n", pos, mask_us->v[mask_us->n-1],
-      (unsigned long long)(ms.trie_nodes_visited-pv), (unsigned long long)(ms.states-ps), (int)tl, tb ? (const char*)tb : "");
-      pv=ms.trie_nodes_visited; ps=ms.states; }
+    if (trace != NULL) trace_line(trace, m, tok, r, pos, mask_us->v[mask_us->n - 1]);
     if (pos == r->tokens) {
       r->eos_allowed = eos;
       break;
@@ -159,7 +180,7 @@ static void fail_result(result *r, tl_status st, const char *what) {
 /* Everything about one grammar; pooled samples are added to all_*. */
 static void bench_one(result *r, const tl_tokenizer *tok, const tl_gvocab *v, tl_encoder *enc,
                       uint32_t reps, size_t matcher_bytes, tl_arena *ga, void *mmem,
-                      samples *all_cold, samples *all_warm, samples *all_accept) {
+                      samples *all_cold, samples *all_warm, samples *all_accept, FILE *trace) {
   tl_file_view text = {0}, inst = {0};
   char err[1024], ipath[4096];
   const tl_grammar *g = NULL;
@@ -228,10 +249,10 @@ static void bench_one(result *r, const tl_tokenizer *tok, const tl_gvocab *v, tl
     }
     tl_arena_init(&ma, mmem, matcher_bytes);
     st = tl_gmatcher_new(&ma, g, v, 0, &m);
-    if (st == TL_OK) st = walk(m, tok, r, allow, &cold, &acc);
+    if (st == TL_OK) st = walk(m, tok, r, allow, &cold, &acc, trace);
     if (st == TL_OK && r->rejected_at < 0) {
       tl_gmatcher_reset(m);
-      st = walk(m, tok, r, allow, &warm, NULL);
+      st = walk(m, tok, r, allow, &warm, NULL, NULL);
     }
     if (st == TL_OK) tl_gmatcher_get_stats(m, &r->mstats);
     if (st != TL_OK) {
@@ -314,7 +335,7 @@ int tl_cmd_bench_grammar(int argc, char **argv) {
   const char **files = calloc((size_t)argc, sizeof *files);
   size_t n_files = 0;
   uint32_t reps = 20, matcher_mb = 64;
-  bool json = tl_cli_wants_json(argc, argv), in_list = false;
+  bool json = tl_cli_wants_json(argc, argv), in_list = false, trace = false;
   int rc = TL_EXIT_OK;
   tl_native_model tm;
   tl_encoder enc = {0};
@@ -338,7 +359,10 @@ int tl_cmd_bench_grammar(int argc, char **argv) {
     const char *a = argv[i], *val;
     int u = -1; /* a usage error's exit status, or -1 */
     if (strcmp(a, "--json") == 0) continue;
-    if (strcmp(a, "--grammar") == 0) {
+    if (strcmp(a, "--trace") == 0) {
+      trace = true;
+      in_list = false;
+    } else if (strcmp(a, "--grammar") == 0) {
       in_list = true;
       if (i + 1 >= argc || argv[i + 1][0] == '-') u = tl_cli_usage(json, "'--grammar' needs a value");
     } else if (strcmp(a, "--tokenizer") == 0) {
@@ -392,7 +416,7 @@ int tl_cmd_bench_grammar(int argc, char **argv) {
   for (size_t i = 0; i < n_files; i++) {
     res[i].path = files[i];
     bench_one(&res[i], tm.tok, v, &enc, reps, (size_t)matcher_mb << 20, &ga, mmem, &all_cold,
-              &all_warm, &all_accept);
+              &all_warm, &all_accept, trace ? stderr : NULL);
     if (res[i].compile.n > 0) add(&all_compile, res[i].compile.p50);
     if (!json) result_print(&res[i]);
   }
