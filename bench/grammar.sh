@@ -162,3 +162,41 @@ print()
 print("tinylm accept per token: %s; compile (median per grammar) over the corpus: %s; %d of %d grammars ok"
       % (fmt(t["accept"]), fmt(t["compile_median_us"]), t["grammars_ok"], len(t["grammars"])))
 EOF
+
+# Constrained decode beside unconstrained on the 0.6B shape (q8, fast lane,
+# synthetic weights: their text is junk, the grammar keeps it valid): the
+# same prompt and seed at temperature 1, decode tokens/s from `run --json`'s
+# timings, median of TL_GRAMMAR_DECODE_REPS runs. The model is made once
+# in the scratch directory (TL_GRAMMAR_DECODE_MODEL: another artifact).
+decode_model=${TL_GRAMMAR_DECODE_MODEL:-$work/qwen3-0.6b-q8.slm}
+decode_reps=${TL_GRAMMAR_DECODE_REPS:-3}
+[[ $decode_reps =~ ^[1-9][0-9]*$ ]] || { echo "bench/grammar.sh: TL_GRAMMAR_DECODE_REPS='$decode_reps' is not a count" >&2; exit 2; }
+if [[ ! -f $decode_model ]]; then
+  rm -rf "$work/hf-0.6b"
+  "$tinylm" synth --config qwen3-0.6b --seed 1 -o "$work/hf-0.6b" >/dev/null
+  "$tinylm" convert "$work/hf-0.6b" -o "$decode_model" --quant q8 >/dev/null
+  rm -rf "$work/hf-0.6b"
+fi
+echo
+echo "== constrained decode: $(basename "$decode_model"), fast lane, $(nproc) threads, 64 tokens, median of $decode_reps"
+echo "| constraint | decode tokens/s | vs unconstrained | tokens |"
+echo "| --- | --- | --- | --- |"
+base=
+for c in none json-object bench/grammar/schemas/person.json bench/grammar/schemas/tool_call.json; do
+  case $c in
+  none) args=() ;;
+  json-object) args=(--json-object) ;;
+  *) args=(--json-schema "$c") ;;
+  esac
+  rates=() n=0
+  for ((r = 0; r < decode_reps; r++)); do
+    "$tinylm" run "$decode_model" --prompt "Describe a person as JSON." --no-think -n 64 \
+      --temperature 1 --seed 7 "${args[@]}" --json >"$work/decode.json"
+    read -r rate n < <(/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["timings"]["decode_tokens_per_s"], len(d["ids"]))' "$work/decode.json")
+    rates+=("$rate")
+  done
+  median=$(printf '%s\n' "${rates[@]}" | sort -g | sed -n "$(((decode_reps + 1) / 2))p")
+  [[ -n $base ]] || base=$median
+  awk -v c="$(basename "$c")" -v m="$median" -v b="$base" -v n="$n" \
+    'BEGIN { printf "| %s | %.2f | %.1f%% | %d |\n", c, m, 100 * m / b, n }'
+done
