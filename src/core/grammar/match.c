@@ -656,18 +656,19 @@ no:
   return T_DEAD;
 }
 
-/* Whether the whole subtree below trie node i (its bytes in categories
- * cats) is allowed from s, the state after i's path, without visiting it:
- * its characters (ASCII, and whole UTF-8 when it has any) all lead to one
- * state, and from there to one state, for as many characters as a path
- * below i has (a countdown such as a string of at most 40 characters), or
- * back to the same state (a loop such as a string's content). */
+/* Whether every text of at most len characters in categories cats (whole
+ * UTF-8 ones too when utf8) is allowed from s, each a prefix of such a
+ * text included: its characters all lead to one state, and from there to
+ * one state, for len characters (a countdown such as a string of at most
+ * 40 characters), or back to the same state (a loop such as a string's
+ * content). What decides a trie subtree at once: its categories, its
+ * paths' characters (vocab_internal.h), whether it is whole UTF-8. */
 #define UTF8_CATS ((1u << 6) | (1u << 7))
-static bool subtree_allowed(tl_gmatcher *m, uint32_t s, uint32_t i, uint8_t cats) {
+static bool chars_allowed(tl_gmatcher *m, uint32_t s, bool utf8_ok, uint8_t cats, uint32_t len) {
   const uint8_t ascii = (uint8_t)(cats & ~UTF8_CATS);
   const bool utf8 = (cats & UTF8_CATS) != 0;
-  if (utf8 && !m->v->utf8_whole[i]) return false;
-  for (uint32_t at = s, len = m->v->sub_chars[i]; len > 0; len--) {
+  if (utf8 && !utf8_ok) return false;
+  for (uint32_t at = s; len > 0; len--) {
     int32_t next = ascii ? chain_next(m, at, ascii) : T_UNKNOWN;
     if (utf8) {
       int32_t u = utf8_step(m, at);
@@ -690,8 +691,8 @@ static bool subtree_allowed(tl_gmatcher *m, uint32_t s, uint32_t i, uint8_t cats
 static int32_t walk_range(tl_gmatcher *m, uint32_t lo, uint32_t hi, uint64_t *allow, bool top) {
   /* The tables in locals: the loop is the mask's hot path, and stores
    * through walk could otherwise alias every one of them. */
-  const uint8_t *const byte = m->v->byte, *const cats = m->v->cats;
-  const uint16_t *const depth = m->v->depth;
+  const uint8_t *const byte = m->v->byte, *const cats = m->v->cats, *const utf8 = m->v->utf8;
+  const uint16_t *const depth = m->v->depth, *const sub_chars = m->v->sub_chars;
   const uint32_t *const skip = m->v->skip, *const tok_first = m->v->tok_first;
   const uint32_t *const toks = m->v->toks;
   const int32_t *const trans = m->trans;
@@ -702,6 +703,14 @@ static int32_t walk_range(tl_gmatcher *m, uint32_t lo, uint32_t hi, uint64_t *al
     uint32_t d = depth[i], from = walk[d - 1];
     int32_t t = trans[(size_t)from * 256 + byte[i]];
     visited++;
+    /* a character's lead byte: its subtree decided from before it (a
+     * string's content takes a script's thousands of tokens at once) */
+    if (byte[i] >= 0xC0 && (utf8[i] & TL_GVOCAB_UTF8_FROM) && t != T_DEAD &&
+        chars_allowed(m, from, true, cats[i], sub_chars[i] + 1u)) {
+      mark_tokens(m->v, i, skip[i], allow);
+      i = skip[i];
+      continue;
+    }
     if (t < 0) {
       if (t == T_UNKNOWN) t = step(m, from, byte[i]);
       if (t == T_FULL) return T_FULL;
@@ -716,7 +725,7 @@ static int32_t walk_range(tl_gmatcher *m, uint32_t lo, uint32_t hi, uint64_t *al
       i = skip[i];
       continue;
     }
-    if (subtree_allowed(m, (uint32_t)t, i, cats[i])) {
+    if (chars_allowed(m, (uint32_t)t, (utf8[i] & TL_GVOCAB_UTF8_BELOW) != 0, cats[i], sub_chars[i])) {
       mark_tokens(m->v, i, skip[i], allow);
       i = skip[i];
       continue;

@@ -62,16 +62,21 @@ static uint8_t utf8_next(uint8_t st, uint8_t b) {
   }
 }
 
-/* utf8_whole (vocab_internal.h): the decoder's state along each path
- * (parents come first in preorder), then, children first, bit 7 marks a
- * subtree with a broken character somewhere. */
-static void mark_utf8_whole(uint8_t *whole, const uint8_t *byte, const uint32_t *parent,
-                            uint32_t n_nodes) {
-  whole[0] = U8_BOUNDARY;
-  for (uint32_t i = 1; i < n_nodes; i++) whole[i] = utf8_next(whole[parent[i]], byte[i]);
+/* utf8 (vocab_internal.h): the decoder's state along each path (parents
+ * come first in preorder) in dec, then, children first, bit 7 of dec
+ * marks a subtree with a broken character somewhere. */
+static void mark_utf8(uint8_t *utf8, uint8_t *dec, const uint8_t *byte, const uint32_t *parent,
+                      uint32_t n_nodes) {
+  dec[0] = U8_BOUNDARY;
+  for (uint32_t i = 1; i < n_nodes; i++) dec[i] = utf8_next(dec[parent[i]], byte[i]);
   for (uint32_t i = n_nodes - 1; i >= 1; i--)
-    if (whole[i] == U8_BROKEN || (whole[i] & 0x80u)) whole[parent[i]] |= 0x80u;
-  for (uint32_t i = 0; i < n_nodes; i++) whole[i] = whole[i] == U8_BOUNDARY;
+    if (dec[i] == U8_BROKEN || (dec[i] & 0x80u)) dec[parent[i]] |= 0x80u;
+  utf8[0] = dec[0] == U8_BOUNDARY ? TL_GVOCAB_UTF8_BELOW : 0;
+  for (uint32_t i = 1; i < n_nodes; i++)
+    utf8[i] = (uint8_t)((dec[i] == U8_BOUNDARY ? TL_GVOCAB_UTF8_BELOW : 0) |
+                        ((dec[parent[i]] & 0x7Fu) == U8_BOUNDARY && !(dec[i] & 0x80u) && dec[i] != U8_BROKEN
+                             ? TL_GVOCAB_UTF8_FROM
+                             : 0));
 }
 
 static bool safe_byte(uint8_t b) { return (tl_gvocab_category(b) & TL_GVOCAB_SAFE_CATS) != 0; }
@@ -134,7 +139,7 @@ tl_status tl_gvocab_build(tl_arena *a, uint32_t n_tokens, const uint8_t *const *
   tl_gvocab *v;
   uint32_t *ids, *tmp, *path, *open;
   uint32_t n_ids = 0, n_nodes = 1, max_depth = 0;
-  uint8_t *byte, *cats, *utf8_whole;
+  uint8_t *byte, *cats, *utf8, *dec;
   uint16_t *sub_depth, *sub_chars;
   uint64_t *short_tokens;
   uint16_t *depth;
@@ -166,7 +171,7 @@ tl_status tl_gvocab_build(tl_arena *a, uint32_t n_tokens, const uint8_t *const *
   }
   st = tl_arena_alloc(a, n_nodes, 1, (void **)&byte);
   if (st == TL_OK) st = tl_arena_alloc(a, n_nodes, 1, (void **)&cats);
-  if (st == TL_OK) st = tl_arena_alloc(a, n_nodes, 1, (void **)&utf8_whole);
+  if (st == TL_OK) st = tl_arena_alloc(a, n_nodes, 1, (void **)&utf8);
   if (st == TL_OK) st = tl_arena_alloc_array(a, n_nodes, sizeof *sub_depth, 16, (void **)&sub_depth);
   if (st == TL_OK) st = tl_arena_alloc_array(a, n_nodes, sizeof *sub_chars, 16, (void **)&sub_chars);
   if (st == TL_OK)
@@ -224,7 +229,9 @@ tl_status tl_gvocab_build(tl_arena *a, uint32_t n_tokens, const uint8_t *const *
     if (sub_depth[i] > sub_depth[parent[i]]) sub_depth[parent[i]] = sub_depth[i];
     if (chars > sub_chars[parent[i]]) sub_chars[parent[i]] = (uint16_t)chars;
   }
-  mark_utf8_whole(utf8_whole, byte, parent, n_nodes);
+  st = tl_arena_alloc(a, n_nodes, 1, (void **)&dec); /* rewound below */
+  if (st != TL_OK) return st;
+  mark_utf8(utf8, dec, byte, parent, n_nodes);
   memset(short_tokens, 0, ((size_t)n_tokens + 63) / 64 * 8);
   for (uint32_t i = 0; i < n_ids; i++)
     if (lens[ids[i]] <= TL_GCANON_BYTES) short_tokens[ids[i] / 64] |= 1ull << (ids[i] % 64);
@@ -239,7 +246,7 @@ tl_status tl_gvocab_build(tl_arena *a, uint32_t n_tokens, const uint8_t *const *
   v->skip = skip;
   v->parent = parent;
   v->cats = cats;
-  v->utf8_whole = utf8_whole;
+  v->utf8 = utf8;
   v->sub_depth = sub_depth;
   v->sub_chars = sub_chars;
   v->short_tokens = short_tokens;

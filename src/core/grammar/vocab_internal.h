@@ -35,6 +35,9 @@ static inline uint8_t tl_gvocab_category(uint8_t b) {
 #define TL_GVOCAB_SAFE_CATS 0x07u
 #define TL_GVOCAB_SAFE_MAX 32u
 
+#define TL_GVOCAB_UTF8_BELOW 1u
+#define TL_GVOCAB_UTF8_FROM 2u
+
 struct tl_gvocab {
   uint32_t n_tokens; /* ids 0 .. n_tokens - 1 (the mask's width) */
   uint32_t n_nodes;
@@ -44,10 +47,12 @@ struct tl_gvocab {
   const uint32_t *skip;
   const uint32_t *parent;
   const uint8_t *cats; /* the byte categories (tl_gvocab_category) in the subtree */
-  /* 1 when the path to the node is valid UTF-8 ending on a character
-   * boundary and every path through its subtree stays valid UTF-8 (a
-   * token may end inside a character, never break one). */
-  const uint8_t *utf8_whole;
+  /* Whole UTF-8 (a token may end inside a character, never break one):
+   * TL_GVOCAB_UTF8_BELOW when the path to the node is valid UTF-8 ending
+   * on a character boundary and every path through its subtree stays
+   * valid; TL_GVOCAB_UTF8_FROM when the path to its parent ends on a
+   * boundary and every path from the node down is valid from there. */
+  const uint8_t *utf8;
   const uint16_t *sub_depth; /* the deepest node in the subtree */
   /* The most characters any path below the node starts: its bytes that
    * are not UTF-8 continuation bytes (a string's length counts these). */
