@@ -101,6 +101,8 @@ struct tl_gmatcher {
    * a union of: a state's transitions differ only between classes. */
   uint8_t class_of[256];
   uint8_t class_rep[256]; /* a byte of each class */
+  uint8_t class_bytes[256]; /* class k's bytes: [class_first[k], class_first[k + 1]) */
+  uint16_t class_first[257];
   uint32_t n_classes;
   const uint64_t (*set_classes)[4]; /* per set: bit k when it holds class k */
   /* The bytes of each byte category (vocab_internal.h), category by
@@ -334,8 +336,9 @@ static int32_t fill_row(tl_gmatcher *m, uint32_t s, uint8_t c) {
     next[k] = j < k ? next[j] : successor(m, s, m->class_rep[k], sig[k]);
     if (next[k] == T_FULL) return T_FULL;
   }
-  for (uint32_t b = 0; b < 256; b++)
-    if (row[b] == T_UNKNOWN) row[b] = next[m->class_of[b]];
+  for (uint32_t k = 0; k < nc; k++)
+    if (next[k] != T_UNKNOWN && row[m->class_rep[k]] == T_UNKNOWN)
+      for (uint32_t x = m->class_first[k]; x < m->class_first[k + 1]; x++) row[m->class_bytes[x]] = next[k];
   return 0;
 }
 
@@ -351,7 +354,7 @@ static int32_t step(tl_gmatcher *m, uint32_t s, uint8_t c) {
   return fill_row(m, s, c) == T_FULL ? T_FULL : row[c];
 }
 
-/* The byte classes (class_of, class_rep, n_classes): every set refines
+/* The byte classes (class_of, class_rep, class_bytes, n_classes): every set refines
  * the partition into the bytes it holds and those it does not. Then each
  * set as the classes it holds. */
 static tl_status byte_classes(tl_gmatcher *m, tl_arena *a) {
@@ -374,6 +377,14 @@ static tl_status byte_classes(tl_gmatcher *m, tl_arena *a) {
   }
   for (uint32_t b = 256; b-- > 0;) m->class_rep[m->class_of[b]] = (uint8_t)b;
   m->n_classes = n;
+  { /* the bytes by class: a counting sort */
+    uint16_t at[256];
+    memset(m->class_first, 0, sizeof m->class_first);
+    for (uint32_t b = 0; b < 256; b++) m->class_first[m->class_of[b] + 1]++;
+    for (uint32_t k = 0; k < n; k++) m->class_first[k + 1] += m->class_first[k];
+    memcpy(at, m->class_first, sizeof at);
+    for (uint32_t b = 0; b < 256; b++) m->class_bytes[at[m->class_of[b]]++] = (uint8_t)b;
+  }
   for (uint32_t set = 0; set < g->n_sets; set++) {
     memset(in[set], 0, 32);
     for (uint32_t k = 0; k < n; k++)
