@@ -346,9 +346,11 @@ static int32_t fill_row(tl_gmatcher *m, uint32_t s, uint8_t c) {
 static int32_t step(tl_gmatcher *m, uint32_t s, uint8_t c) {
   int32_t *row = &m->trans[(size_t)s * 256];
   if (row[c] != T_UNKNOWN) return row[c];
-  if (m->state_count[s] > 64) {
+  if (m->state_count[s] > 64) { /* no signatures: c's class alone */
     int32_t t = successor(m, s, c, 0);
-    if (t != T_FULL) row[c] = t;
+    uint32_t k = m->class_of[c];
+    if (t == T_FULL) return t;
+    for (uint32_t x = m->class_first[k]; x < m->class_first[k + 1]; x++) row[m->class_bytes[x]] = t;
     return t;
   }
   return fill_row(m, s, c) == T_FULL ? T_FULL : row[c];

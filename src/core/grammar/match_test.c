@@ -10,6 +10,7 @@
 
 #include <string.h>
 
+#include "grammar/grammar_test_util.h"
 #include "tl_test.h"
 
 static _Alignas(64) uint8_t region[8u << 20];
@@ -720,6 +721,60 @@ static void shortcut_masks_equal_byte_level_accepts(tl_test_ctx *t) {
   TL_EXPECT(t, checked > 100000);
 }
 
+/* A state of more than 64 stacks steps byte class by byte class without
+ * signatures. root ::= "q" [a-X_i] D_i "!" for i < 80, X_i = 'a' + i % 26,
+ * D_i = i % 10: after "q" the state holds 80 stacks, one per alternative,
+ * and every mask must be what the alternatives say. */
+static bool wide_allows(const char *text, size_t n, uint8_t next) {
+  for (int i = 0; i < 80; i++) {
+    char alt[4] = {'q', 0, (char)('0' + i % 10), '!'};
+    bool ok = true;
+    for (size_t k = 0; k <= n && ok; k++) {
+      uint8_t c = k < n ? (uint8_t)text[k] : next;
+      ok = k >= 4 ? false : k == 1 ? c >= 'a' && c <= 'a' + i % 26 : c == (uint8_t)alt[k];
+    }
+    if (ok) return true;
+  }
+  return false;
+}
+
+static void wide_states_step_by_class(tl_test_ctx *t) {
+  static char text[80 * 32 + 16];
+  static const char *const prefixes[] = {"", "q", "qa", "qc", "qz", "qc3", "qz5", "qa0"};
+  size_t len = 0;
+  tl_arena a;
+  const tl_grammar *g;
+  tl_gmatcher *m;
+  tl_gerror err = {0};
+  memcpy(text, "root ::= ", 9);
+  len = 9;
+  for (int i = 0; i < 80; i++) { /* " | "? "q" [a-X] "D!" */
+    static const char part[] = " | \"q\" [a-X] \"D!\"";
+    memcpy(text + len, i ? part : part + 3, sizeof part - (i ? 1 : 4));
+    len += sizeof part - (i ? 1 : 4);
+    text[len - 7] = (char)('a' + i % 26);
+    text[len - 3] = (char)('0' + i % 10);
+  }
+  TL_EXPECT_OK(t, tl_arena_init(&a, region, sizeof region));
+  if (!TL_EXPECT_OK(t, tl_grammar_from_gbnf(&a, (const uint8_t *)text, len, &g, &err)) ||
+      !TL_EXPECT_OK(t, gt_matcher(&a, g, &m)))
+    return;
+  for (size_t p = 0; p < sizeof prefixes / sizeof prefixes[0]; p++) {
+    uint64_t allow[5];
+    bool eos;
+    size_t n = strlen(prefixes[p]);
+    tl_gmatcher_reset(m);
+    if (!TL_EXPECT_OK(t, tl_gmatcher_accept(m, (const uint8_t *)prefixes[p], n))) return;
+    TL_EXPECT_OK(t, tl_gmatcher_mask(m, allow, &eos));
+    for (uint32_t b = 0; b < 256; b++)
+      if (!TL_EXPECT(t, bit(allow, b) == wide_allows(prefixes[p], n, (uint8_t)b))) {
+        tl_test_print(t, prefixes[p]);
+        tl_test_print(t, "\n");
+        return;
+      }
+  }
+}
+
 static const tl_test_case cases[] = {
     TL_CASE(a_small_grammar_masks_as_specified),
     TL_CASE(masks_equal_the_recognizer_on_random_grammars),
@@ -728,5 +783,6 @@ static const tl_test_case cases[] = {
     TL_CASE(classes_take_utf8_split_across_tokens),
     TL_CASE(long_repetitions_mask_exactly),
     TL_CASE(shortcut_masks_equal_byte_level_accepts),
+    TL_CASE(wide_states_step_by_class),
 };
 TL_SUITE(match, cases);
