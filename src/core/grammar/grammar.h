@@ -191,8 +191,10 @@ tl_status tl_gmatcher_restart(tl_gmatcher *m, const tl_grammar *g, uint32_t opti
  * the matcher's arena cannot hold the state (its caches are flushed first). */
 tl_status tl_gmatcher_mask(tl_gmatcher *m, uint64_t *allow, bool *eos_allowed);
 
-/* Advances by bytes; TL_ERR_INVALID_ARGUMENT (state unchanged) when they
- * leave the language's prefixes. */
+/* Advances by bytes, any number of them (the caches flush on the way when
+ * the text's states outnumber the tables); TL_ERR_INVALID_ARGUMENT (state
+ * unchanged) when they leave the language's prefixes, TL_ERR_OUT_OF_MEMORY
+ * (state unchanged) when a single state does not fit. */
 tl_status tl_gmatcher_accept(tl_gmatcher *m, const uint8_t *bytes, size_t n);
 /* The text so far is a complete sentence. */
 bool tl_gmatcher_accepting(const tl_gmatcher *m);

@@ -414,21 +414,29 @@ static void sort_categories(tl_gmatcher *m) {
   }
 }
 
-/* Empties every table except the current state, rebuilt from its stacks
- * (written out bottom to top in the work arrays first). */
-static tl_status flush(tl_gmatcher *m) {
-  uint32_t s = m->cur, n = m->state_count[s], used = 0;
-  uint8_t flags = m->state_flags[s];
+/* Empties every table except the states keep[0..n_keep) (at most two),
+ * rebuilt from their stacks (written out bottom to top in the work arrays
+ * first); their new ids replace them in keep. */
+static tl_status flush_keeping(tl_gmatcher *m, uint32_t *keep, uint32_t n_keep) {
+  uint32_t used = 0;
+  uint8_t flags[2];
   m->stats.flushes++;
-  /* each stack as its length, then its positions from the bottom */
-  for (uint32_t i = 0; i < n; i++) {
-    uint32_t id = m->pool[m->state_first[s] + i], len = 0;
-    for (uint32_t k = id; k != 0; k = m->node_below[k]) len++;
-    if (used + 1 + len > m->work_cap) return TL_ERR_OUT_OF_MEMORY;
-    m->work_pos[used] = len;
-    for (uint32_t k = id, j = 0; k != 0; k = m->node_below[k], j++)
-      m->work_pos[used + len - j] = m->node_pos[k];
-    used += 1 + len;
+  /* per state its stack count, then each stack as its length and its
+   * positions from the bottom */
+  for (uint32_t q = 0; q < n_keep; q++) {
+    uint32_t s = keep[q], n = m->state_count[s];
+    flags[q] = m->state_flags[s];
+    if (used + 1 > m->work_cap) return TL_ERR_OUT_OF_MEMORY;
+    m->work_pos[used++] = n;
+    for (uint32_t i = 0; i < n; i++) {
+      uint32_t id = m->pool[m->state_first[s] + i], len = 0;
+      for (uint32_t k = id; k != 0; k = m->node_below[k]) len++;
+      if (used + 1 + len > m->work_cap) return TL_ERR_OUT_OF_MEMORY;
+      m->work_pos[used] = len;
+      for (uint32_t k = id, j = 0; k != 0; k = m->node_below[k], j++)
+        m->work_pos[used + len - j] = m->node_pos[k];
+      used += 1 + len;
+    }
   }
   m->n_nodes = FIRST_NODE;
   memset(m->node_table, 0, ((size_t)m->node_table_mask + 1) * 4);
@@ -437,23 +445,33 @@ static tl_status flush(tl_gmatcher *m) {
   m->pool_used = 0;
   m->masks_used = 0;
   m->unc_used = 0;
-  begin_closure(m);
-  for (uint32_t at = 0; at < used;) {
-    uint32_t len = m->work_pos[at], below = 0;
-    for (uint32_t j = 1; j <= len; j++) {
-      below = intern_node(m, m->work_pos[at + j], below);
-      if (below == 0) return TL_ERR_OUT_OF_MEMORY;
+  for (uint32_t q = 0, at = 0; q < n_keep; q++) {
+    uint32_t n = m->work_pos[at++];
+    int32_t fresh;
+    begin_closure(m);
+    for (uint32_t i = 0; i < n; i++) {
+      uint32_t len = m->work_pos[at], below = 0;
+      for (uint32_t j = 1; j <= len; j++) {
+        below = intern_node(m, m->work_pos[at + j], below);
+        if (below == 0) return TL_ERR_OUT_OF_MEMORY;
+      }
+      m->result[m->n_result++] = below;
+      at += 1 + len;
     }
-    m->result[m->n_result++] = below;
-    at += 1 + len;
-  }
-  m->result_flags = flags;
-  {
-    int32_t fresh = intern_result(m);
+    m->result_flags = flags[q];
+    fresh = intern_result(m);
     if (fresh < 0) return TL_ERR_OUT_OF_MEMORY;
-    m->cur = (uint32_t)fresh;
+    keep[q] = (uint32_t)fresh;
   }
   return TL_OK;
+}
+
+/* Empties every table except the current state. */
+static tl_status flush(tl_gmatcher *m) {
+  uint32_t keep = m->cur;
+  tl_status st = flush_keeping(m, &keep, 1);
+  if (st == TL_OK) m->cur = keep;
+  return st;
 }
 
 /* ---- the public face ---- */
@@ -999,16 +1017,30 @@ static int32_t advance(tl_gmatcher *m, const uint8_t *bytes, size_t n) {
   return (int32_t)s;
 }
 
+/* advance() for a text whose states do not all fit in the tables at once:
+ * byte by byte, flushing all but the current state and where the text has
+ * got to. The current state stays where it was (its id may change). */
+static int32_t advance_flushing(tl_gmatcher *m, const uint8_t *bytes, size_t n) {
+  uint32_t keep[2] = {m->cur, m->cur}; /* the current state, the text's */
+  for (size_t i = 0; i < n; i++) {
+    int32_t t = step(m, keep[1], bytes[i]);
+    if (t == T_FULL) {
+      if (flush_keeping(m, keep, 2) != TL_OK) return T_FULL;
+      m->cur = keep[0];
+      t = step(m, keep[1], bytes[i]);
+    }
+    if (t < 0) return t;
+    keep[1] = (uint32_t)t;
+  }
+  return (int32_t)keep[1];
+}
+
 tl_status tl_gmatcher_accept(tl_gmatcher *m, const uint8_t *bytes, size_t n) {
   int32_t s;
   if (m == NULL || (bytes == NULL && n > 0)) return TL_ERR_INVALID_ARGUMENT;
   s = advance(m, bytes, n);
-  if (s == T_FULL) {
-    tl_status st = flush(m);
-    if (st != TL_OK) return st;
-    s = advance(m, bytes, n);
-    if (s == T_FULL) return TL_ERR_OUT_OF_MEMORY;
-  }
+  if (s == T_FULL) s = advance_flushing(m, bytes, n);
+  if (s == T_FULL) return TL_ERR_OUT_OF_MEMORY;
   if (s == T_DEAD) return TL_ERR_INVALID_ARGUMENT;
   m->cur = (uint32_t)s;
   return TL_OK;

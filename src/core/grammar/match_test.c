@@ -775,6 +775,57 @@ static void wide_states_step_by_class(tl_test_ctx *t) {
   }
 }
 
+/* A text whose states outnumber a small matcher's tables, accepted in one
+ * call: the matcher flushes on the way (keeping where it started and
+ * where the text has got to) instead of running out of memory, and a text
+ * refused on the way leaves the state as it was. root ::= [a-z]{0,700} "."
+ * makes a new state per letter; the smallest matcher holds a few hundred. */
+static void long_accepts_flush_on_the_way(tl_test_ctx *t) {
+  static const char grammar[] = "root ::= [a-z]{0,700} \".\"";
+  static uint8_t letters[701];
+  tl_arena a, small;
+  const tl_grammar *g;
+  const tl_gvocab *v;
+  tl_gmatcher *m;
+  tl_gerror err = {0};
+  uint64_t before[4], after[4];
+  bool eos;
+  void *mem;
+  size_t need;
+  static gt_bytes_vocab bv;
+  for (int i = 0; i < 256; i++) {
+    bv.byte[i] = (uint8_t)i;
+    bv.bytes[i] = &bv.byte[i];
+    bv.lens[i] = 1;
+  }
+  memset(letters, 'a', sizeof letters);
+  TL_EXPECT_OK(t, tl_arena_init(&a, region, sizeof region));
+  if (!TL_EXPECT_OK(t, tl_grammar_from_gbnf(&a, (const uint8_t *)grammar, sizeof grammar - 1, &g, &err)) ||
+      !TL_EXPECT_OK(t, tl_gvocab_build(&a, 256, bv.bytes, bv.lens, &v)))
+    return;
+  need = tl_gmatcher_min_bytes(g, v);
+  TL_EXPECT_OK(t, tl_arena_alloc(&a, need, 64, &mem));
+  TL_EXPECT_OK(t, tl_arena_init(&small, mem, need));
+  if (!TL_EXPECT_OK(t, tl_gmatcher_new(&small, g, v, 0, &m))) return;
+  /* one letter in, then 701 more refused: the state stays */
+  TL_EXPECT_OK(t, tl_gmatcher_accept(m, letters, 1));
+  TL_EXPECT_OK(t, tl_gmatcher_mask(m, before, &eos));
+  TL_EXPECT_STATUS(t, tl_gmatcher_accept(m, letters, 700), TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT_OK(t, tl_gmatcher_mask(m, after, &eos));
+  TL_EXPECT(t, memcmp(before, after, sizeof before) == 0 && !eos);
+  /* 699 more in one call: 700 in all, then only the dot */
+  TL_EXPECT_OK(t, tl_gmatcher_accept(m, letters, 699));
+  TL_EXPECT_OK(t, tl_gmatcher_mask(m, after, &eos));
+  for (uint32_t b = 0; b < 256; b++) TL_EXPECT(t, bit(after, b) == (b == '.'));
+  TL_EXPECT_OK(t, tl_gmatcher_accept(m, (const uint8_t *)".", 1));
+  TL_EXPECT(t, tl_gmatcher_accepting(m) && tl_gmatcher_finished(m));
+  /* from the start, the whole sentence at once */
+  tl_gmatcher_reset(m);
+  TL_EXPECT_OK(t, tl_gmatcher_accept(m, letters, 700));
+  TL_EXPECT_OK(t, tl_gmatcher_accept(m, (const uint8_t *)".", 1));
+  TL_EXPECT(t, tl_gmatcher_accepting(m));
+}
+
 static const tl_test_case cases[] = {
     TL_CASE(a_small_grammar_masks_as_specified),
     TL_CASE(masks_equal_the_recognizer_on_random_grammars),
@@ -784,5 +835,6 @@ static const tl_test_case cases[] = {
     TL_CASE(long_repetitions_mask_exactly),
     TL_CASE(shortcut_masks_equal_byte_level_accepts),
     TL_CASE(wide_states_step_by_class),
+    TL_CASE(long_accepts_flush_on_the_way),
 };
 TL_SUITE(match, cases);
