@@ -93,6 +93,7 @@ struct tl_gmatcher {
 
   /* scratch: the closure's work list and result; the walk's states */
   uint32_t *work_pos, *work_below, *result;
+  uint32_t *saved; /* a state written out (save_state) while an accept flushes */
   uint32_t work_cap, n_result;
   uint8_t result_flags;
   uint32_t *walk;
@@ -125,7 +126,7 @@ static size_t fixed_bytes(const tl_grammar *g, const tl_gvocab *v) {
 }
 
 /* Bytes per unit of each table (the matcher splits its region by these). */
-static size_t node_unit(void) { return 4 * 3 + 8 + 4 * 3; } /* node + 2 table slots + work/result */
+static size_t node_unit(void) { return 4 * 3 + 8 + 4 * 4; } /* node + 2 table slots + work/result/saved */
 static size_t state_unit(void) { return 4 + 4 + 1 + 1 + 4 + 8 * 4 + sizeof(uint64_t *) + 8 + 256 * 4 + 8 + 16; }
 #define MIN_UNC 65536u
 
@@ -414,30 +415,47 @@ static void sort_categories(tl_gmatcher *m) {
   }
 }
 
-/* Empties every table except the states keep[0..n_keep) (at most two),
- * rebuilt from their stacks (written out bottom to top in the work arrays
- * first); their new ids replace them in keep. */
-static tl_status flush_keeping(tl_gmatcher *m, uint32_t *keep, uint32_t n_keep) {
-  uint32_t used = 0;
-  uint8_t flags[2];
-  m->stats.flushes++;
-  /* per state its stack count, then each stack as its length and its
-   * positions from the bottom */
-  for (uint32_t q = 0; q < n_keep; q++) {
-    uint32_t s = keep[q], n = m->state_count[s];
-    flags[q] = m->state_flags[s];
-    if (used + 1 > m->work_cap) return TL_ERR_OUT_OF_MEMORY;
-    m->work_pos[used++] = n;
-    for (uint32_t i = 0; i < n; i++) {
-      uint32_t id = m->pool[m->state_first[s] + i], len = 0;
-      for (uint32_t k = id; k != 0; k = m->node_below[k]) len++;
-      if (used + 1 + len > m->work_cap) return TL_ERR_OUT_OF_MEMORY;
-      m->work_pos[used] = len;
-      for (uint32_t k = id, j = 0; k != 0; k = m->node_below[k], j++)
-        m->work_pos[used + len - j] = m->node_pos[k];
-      used += 1 + len;
-    }
+/* Writes state s out at buf + *used (cap entries in all): its flags, its
+ * stack count, then each stack as its length and its positions from the
+ * bottom. False when it does not fit. */
+static bool save_state(const tl_gmatcher *m, uint32_t s, uint32_t *buf, uint32_t cap, uint32_t *used) {
+  uint32_t n = m->state_count[s], at = *used;
+  if (at + 2 > cap) return false;
+  buf[at++] = m->state_flags[s];
+  buf[at++] = n;
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t id = m->pool[m->state_first[s] + i], len = 0;
+    for (uint32_t k = id; k != 0; k = m->node_below[k]) len++;
+    if (at + 1 + len > cap) return false;
+    buf[at] = len;
+    for (uint32_t k = id, j = 0; k != 0; k = m->node_below[k], j++) buf[at + len - j] = m->node_pos[k];
+    at += 1 + len;
   }
+  *used = at;
+  return true;
+}
+
+/* The state written at buf + *at by save_state, interned (its new id), or
+ * T_FULL. */
+static int32_t load_state(tl_gmatcher *m, const uint32_t *buf, uint32_t *at) {
+  uint32_t flags = buf[(*at)++], n = buf[(*at)++];
+  begin_closure(m);
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t len = buf[*at], below = 0;
+    for (uint32_t j = 1; j <= len; j++) {
+      below = intern_node(m, buf[*at + j], below);
+      if (below == 0) return T_FULL;
+    }
+    m->result[m->n_result++] = below;
+    *at += 1 + len;
+  }
+  m->result_flags = (uint8_t)flags;
+  return intern_result(m);
+}
+
+/* Empties every table (stack nodes, states, rows, masks). */
+static void clear_tables(tl_gmatcher *m) {
+  m->stats.flushes++;
   m->n_nodes = FIRST_NODE;
   memset(m->node_table, 0, ((size_t)m->node_table_mask + 1) * 4);
   m->n_states = 0;
@@ -445,31 +463,24 @@ static tl_status flush_keeping(tl_gmatcher *m, uint32_t *keep, uint32_t n_keep) 
   m->pool_used = 0;
   m->masks_used = 0;
   m->unc_used = 0;
-  for (uint32_t q = 0, at = 0; q < n_keep; q++) {
-    uint32_t n = m->work_pos[at++];
-    int32_t fresh;
-    begin_closure(m);
-    for (uint32_t i = 0; i < n; i++) {
-      uint32_t len = m->work_pos[at], below = 0;
-      for (uint32_t j = 1; j <= len; j++) {
-        below = intern_node(m, m->work_pos[at + j], below);
-        if (below == 0) return TL_ERR_OUT_OF_MEMORY;
-      }
-      m->result[m->n_result++] = below;
-      at += 1 + len;
-    }
-    m->result_flags = flags[q];
-    fresh = intern_result(m);
-    if (fresh < 0) return TL_ERR_OUT_OF_MEMORY;
-    keep[q] = (uint32_t)fresh;
-  }
+}
+
+/* Empties every table except state *s, rebuilt (its new id in *s). */
+static tl_status flush_keeping(tl_gmatcher *m, uint32_t *s) {
+  uint32_t used = 0, at = 0;
+  int32_t fresh;
+  if (!save_state(m, *s, m->work_pos, m->work_cap, &used)) return TL_ERR_OUT_OF_MEMORY;
+  clear_tables(m);
+  fresh = load_state(m, m->work_pos, &at);
+  if (fresh < 0) return TL_ERR_OUT_OF_MEMORY;
+  *s = (uint32_t)fresh;
   return TL_OK;
 }
 
 /* Empties every table except the current state. */
 static tl_status flush(tl_gmatcher *m) {
   uint32_t keep = m->cur;
-  tl_status st = flush_keeping(m, &keep, 1);
+  tl_status st = flush_keeping(m, &keep);
   if (st == TL_OK) m->cur = keep;
   return st;
 }
@@ -524,6 +535,7 @@ tl_status tl_gmatcher_new(tl_arena *a, const tl_grammar *g, const tl_gvocab *v,
       (st = tl_arena_alloc_array(a, nodes, 4, 16, (void **)&m->work_pos)) != TL_OK ||
       (st = tl_arena_alloc_array(a, nodes, 4, 16, (void **)&m->work_below)) != TL_OK ||
       (st = tl_arena_alloc_array(a, nodes, 4, 16, (void **)&m->result)) != TL_OK ||
+      (st = tl_arena_alloc_array(a, nodes, 4, 16, (void **)&m->saved)) != TL_OK ||
       (st = tl_arena_alloc_array(a, states, 4, 16, (void **)&m->state_first)) != TL_OK ||
       (st = tl_arena_alloc_array(a, states, 4, 16, (void **)&m->state_count)) != TL_OK ||
       (st = tl_arena_alloc(a, states, 16, (void **)&m->state_flags)) != TL_OK ||
@@ -1018,21 +1030,24 @@ static int32_t advance(tl_gmatcher *m, const uint8_t *bytes, size_t n) {
 }
 
 /* advance() for a text whose states do not all fit in the tables at once:
- * byte by byte, flushing all but the current state and where the text has
- * got to. The current state stays where it was (its id may change). */
+ * byte by byte, flushing all but where the text has got to, the current
+ * state written out meanwhile (m->saved) and rebuilt when the text is
+ * refused or a state does not fit, so it stays where it was (its id may
+ * change). Needs no more room than one state and its step. */
 static int32_t advance_flushing(tl_gmatcher *m, const uint8_t *bytes, size_t n) {
-  uint32_t keep[2] = {m->cur, m->cur}; /* the current state, the text's */
-  for (size_t i = 0; i < n; i++) {
-    int32_t t = step(m, keep[1], bytes[i]);
-    if (t == T_FULL) {
-      if (flush_keeping(m, keep, 2) != TL_OK) return T_FULL;
-      m->cur = keep[0];
-      t = step(m, keep[1], bytes[i]);
-    }
-    if (t < 0) return t;
-    keep[1] = (uint32_t)t;
+  uint32_t used = 0, at = 0, s = m->cur;
+  int32_t t = 0, back;
+  if (!save_state(m, m->cur, m->saved, m->work_cap, &used)) return T_FULL;
+  for (size_t i = 0; i < n && t >= 0; i++) {
+    t = step(m, s, bytes[i]);
+    if (t == T_FULL) t = flush_keeping(m, &s) == TL_OK ? step(m, s, bytes[i]) : T_FULL;
+    if (t >= 0) s = (uint32_t)t;
   }
-  return (int32_t)keep[1];
+  if (t >= 0) return (int32_t)s;
+  clear_tables(m); /* the current state back: it fit before */
+  back = load_state(m, m->saved, &at);
+  if (back >= 0) m->cur = (uint32_t)back;
+  return t;
 }
 
 tl_status tl_gmatcher_accept(tl_gmatcher *m, const uint8_t *bytes, size_t n) {
