@@ -24,6 +24,7 @@ import { fileURLToPath } from 'node:url';
 import Ajv from 'ajv';
 import OpenAI from 'openai';
 import { LengthFinishReasonError } from 'openai/core/error';
+import { checker } from '../support/checks.mjs';
 
 const [tinylmArg, workArg] = process.argv.slice(2);
 if (!tinylmArg || !workArg) {
@@ -36,18 +37,7 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const SUITE_SECONDS = Number(process.env.TL_SERVE_TEST_SECONDS || 300);
 const SEEDS = [1, 2, 3];
 
-let passed = 0;
-let failed = 0;
-function check(name, ok, detail = '') {
-  if (ok) {
-    passed++;
-    console.log(`ok   ${name}`);
-  } else {
-    failed++;
-    console.log(`FAIL ${name}${detail ? `: ${detail}` : ''}`);
-  }
-  return ok;
-}
+const { check, counts } = checker();
 const short = (v, n = 400) => {
   const s = typeof v === 'string' ? v : JSON.stringify(v);
   return s === undefined ? String(v) : s.length > n ? `${s.slice(0, n)}...` : s;
@@ -296,7 +286,7 @@ async function main() {
 const watchdog = setTimeout(() => {
   check(`the suite finishes within ${SUITE_SECONDS} s`, false);
   server?.proc.kill('SIGKILL');
-  console.log(`${passed} passed, ${failed} failed`);
+  console.log(`${counts.passed} passed, ${counts.failed} failed`);
   process.exit(1);
 }, SUITE_SECONDS * 1000);
 try {
@@ -307,5 +297,5 @@ try {
 if (server && server.exit === null) server.proc.kill('SIGKILL');
 if (server) writeFileSync(join(WORK, 'server.log'), `${server.stdout}\n${server.stderr}`);
 clearTimeout(watchdog);
-console.log(`${passed} passed, ${failed} failed`);
-process.exitCode = failed ? 1 : 0;
+console.log(`${counts.passed} passed, ${counts.failed} failed`);
+process.exitCode = counts.failed ? 1 : 0;
