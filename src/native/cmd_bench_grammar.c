@@ -122,19 +122,18 @@ static tl_status compile(const char *path, const tl_file_view *text, tl_arena *a
 /* One walk of the instance: mask before each token and after the last,
  * accept of each token. */
 /* One --trace line: a mask's time, the trie nodes it visited and the
- * states it made (since the previous line), and the token taken next. */
-static void trace_line(FILE *f, const tl_gmatcher *m, const tl_tokenizer *tok, const result *r,
-                       size_t pos, double us) {
-  tl_gmatcher_stats ms;
+ * states it made (the matcher's counters now against *before, which then
+ * takes them), and the token taken next. */
+static void trace_line(FILE *f, const tl_gmatcher *m, tl_gmatcher_stats *before,
+                       const tl_tokenizer *tok, const result *r, size_t pos, double us) {
+  tl_gmatcher_stats now;
   const uint8_t *b = NULL;
   size_t len = 0;
-  static uint64_t nodes, states; /* the totals at the previous line */
-  tl_gmatcher_get_stats(m, &ms);
-  if (pos == 0) nodes = states = 0;
+  tl_gmatcher_get_stats(m, &now);
   fprintf(f, "%s %4zu %10.1f us %9llu nodes %6llu states  ", r->path, pos, us,
-          (unsigned long long)(ms.trie_nodes_visited - nodes), (unsigned long long)(ms.states - states));
-  nodes = ms.trie_nodes_visited;
-  states = ms.states;
+          (unsigned long long)(now.trie_nodes_visited - before->trie_nodes_visited),
+          (unsigned long long)(now.states - before->states));
+  *before = now;
   if (pos < r->tokens) tl_tok_token_bytes(tok, r->ids[pos], &b, &len);
   for (size_t i = 0; i < len; i++)
     fprintf(f, b[i] >= 0x20 && b[i] < 0x7F && b[i] != '\\' ? "%c" : "\\x%02x", b[i]);
@@ -146,6 +145,8 @@ static void trace_line(FILE *f, const tl_gmatcher *m, const tl_tokenizer *tok, c
  * NULL). trace: a line per mask (trace_line), or NULL. */
 static tl_status walk(tl_gmatcher *m, const tl_tokenizer *tok, result *r, uint64_t *allow,
                       samples *mask_us, samples *accept_us, FILE *trace) {
+  tl_gmatcher_stats seen;
+  tl_gmatcher_get_stats(m, &seen);
   for (size_t pos = 0; pos <= r->tokens; pos++) {
     bool eos;
     const uint8_t *b;
@@ -153,7 +154,7 @@ static tl_status walk(tl_gmatcher *m, const tl_tokenizer *tok, result *r, uint64
     double t0 = tl_now_s();
     tl_status st = tl_gmatcher_mask(m, allow, &eos);
     if (st != TL_OK || !add(mask_us, (tl_now_s() - t0) * 1e6)) return st ? st : TL_ERR_OUT_OF_MEMORY;
-    if (trace != NULL) trace_line(trace, m, tok, r, pos, mask_us->v[mask_us->n - 1]);
+    if (trace != NULL) trace_line(trace, m, &seen, tok, r, pos, mask_us->v[mask_us->n - 1]);
     if (pos == r->tokens) {
       r->eos_allowed = eos;
       break;
