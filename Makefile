@@ -645,18 +645,26 @@ FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,$(FUZZ_BUILD)/%,$(wildcard tests/fuzz/
 # from referring to the x86 twins, which need their own -m flags;
 # TL_NO_NEON keeps kernels.c from referring to the NEON ones).
 FUZZ_CFLAGS := -std=c11 -O1 -g $(WARN) $(NUMERICS) $(ALL_INC) \
-               -DTL_DEBUG -DTL_NO_X86_SIMD -DTL_NO_NEON -fsanitize=fuzzer,address,undefined \
-               -fno-sanitize-recover=all
+               -DTL_DEBUG -DTL_NO_X86_SIMD -DTL_NO_NEON -fno-sanitize-recover=all
+
+# The core is compiled once (instrumented for coverage, fuzzer-no-link) and
+# linked into every target, instead of once per target.
+FUZZ_CORE_OBJS := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(CORE_PORTABLE))
+.SECONDARY: $(FUZZ_CORE_OBJS)
 
 fuzz: setup
 	@$(MAKE) --no-print-directory fuzz-targets
 fuzz-targets: $(FUZZ_TARGETS)
-# Some targets include converter or host sources (src/tools, src/native)
-# directly, so every source is a prerequisite; those may use jansson (and
-# libcurl: fuzz_hub_text includes hub_http.c).
-$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(shell find src/core src/host src/lib src/tools src/native tests/fuzz -name '*.[ch]')
+$(FUZZ_BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
-	clang $(FUZZ_CFLAGS) $< $(CORE_PORTABLE) -ljansson -lcurl -o $@
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -MMD -MP -c $< -o $@
+-include $(FUZZ_CORE_OBJS:.o=.d)
+# Some targets include converter or host sources (src/tools, src/native)
+# directly, so every source outside the core is a prerequisite; those may
+# use jansson (and libcurl: fuzz_hub_text includes hub_http.c).
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_CORE_OBJS) $(shell find src/core src/host src/lib src/tools src/native tests/fuzz -name '*.h' -o -name '*.c' -not -path 'src/core/*')
+	@mkdir -p $(@D)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined $< $(FUZZ_CORE_OBJS) -ljansson -lcurl -o $@
 
 # --- the web page ----------------------------------------------------------
 # make web copies the chat page (web/index.html, app.js, app.css,
