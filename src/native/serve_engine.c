@@ -744,6 +744,7 @@ void tl_srv_engine_facts(const tl_srv_engine *e, tl_srv_facts *out) {
   out->build_id = TL_BUILD_ID;
   out->model_name = e->model_name;
   out->plan_bytes = e->plan_bytes;
+  out->gen = &e->master.gen;
 }
 
 /* ---- text ---- */
