@@ -13,6 +13,10 @@
 // files are compared with web/server/ and web/app.css; a headless Chromium
 // sends a message through the page. The access log is counted against the
 // requests this suite made, and the prompts' marker never appears in it.
+//
+// Planted defects it catches (each tried once by hand):
+//   the engine ignores cache_prompt false -> "cache_prompt false: cached_tokens 0"
+//   no log line for 404 answers           -> "access log: one JSON line per request"
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
