@@ -8,21 +8,21 @@
 
 enum { CHAT = 1, COMPLETION = 2, BOTH = 3 };
 
-typedef enum how {
+typedef enum ext_how {
   IGNORE, /* no meaning here: checked for its type, dropped */
   OFF,    /* a sampler or output tinylm lacks: only its "off" value */
   REFUSE, /* would change the reply in a way tinylm cannot: only null */
   MOVE,   /* the field `to` says the same */
   LIMIT   /* the token limit: -1 (ollama also -2) is none, else max_tokens */
-} how;
+} ext_how;
 
-typedef enum type { T_BOOL, T_NUM, T_INT, T_STR, T_OBJ, T_ARR, T_STR_OR_NUM } type;
+typedef enum ext_type { T_BOOL, T_NUM, T_INT, T_STR, T_OBJ, T_ARR, T_STR_OR_NUM } ext_type;
 
 typedef struct ext {
   const char *name;
   unsigned kinds;
-  how how;
-  type type;
+  ext_how how;
+  ext_type type;
   double off;       /* OFF: the value that leaves the reply as it is */
   const char *what; /* OFF, REFUSE: what tinylm does not have; MOVE: the target */
 } ext;
@@ -103,9 +103,9 @@ static const ext options[] = {
     {"vocab_only", BOTH, IGNORE, T_BOOL, 0, NULL},
 };
 
-static tl_status fail(tl_srv_error *e, const char *param, const char *code, const char *fmt, ...)
+static tl_status refuse(tl_srv_error *e, const char *param, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-static tl_status fail(tl_srv_error *e, const char *param, const char *code, const char *fmt, ...) {
+static tl_status refuse(tl_srv_error *e, const char *param, const char *code, const char *fmt, ...) {
   char msg[sizeof e->message];
   va_list ap;
   va_start(ap, fmt);
@@ -115,7 +115,7 @@ static tl_status fail(tl_srv_error *e, const char *param, const char *code, cons
   return TL_ERR_INVALID_ARGUMENT;
 }
 
-static tl_status oom(tl_srv_error *e) {
+static tl_status no_memory(tl_srv_error *e) {
   tl_srv_error_set(e, 500, NULL, "", "internal", "out of memory reading the request");
   return TL_ERR_OUT_OF_MEMORY;
 }
@@ -125,7 +125,7 @@ static const char *const type_names[] = {
     [T_STR] = "a string",   [T_OBJ] = "an object", [T_ARR] = "an array",
     [T_STR_OR_NUM] = "a string or a number"};
 
-static bool has_type(const json_t *v, type t) {
+static bool has_type(const json_t *v, ext_type t) {
   switch (t) {
   case T_BOOL: return json_is_boolean(v);
   case T_NUM: return json_is_number(v);
@@ -166,9 +166,9 @@ static tl_status put(json_t *root, const char *to, json_t *v, const char *from,
     bool same = json_equal(there, v);
     json_decref(v);
     return same ? TL_OK
-                : fail(e, from, "invalid_value", "%s and %s differ (give one)", from, to);
+                : refuse(e, from, "invalid_value", "%s and %s differ (give one)", from, to);
   }
-  if (json_object_set_new(root, to, v) != 0) return oom(e);
+  if (json_object_set_new(root, to, v) != 0) return no_memory(e);
   moved(cx, from, to);
   return TL_OK;
 }
@@ -181,16 +181,16 @@ static tl_status limit(json_t *root, json_t *v, const char *from, bool ollama, t
   json_t *mt = given(root, "max_tokens"), *mct = given(root, "max_completion_tokens");
   if (x == -1 || (ollama && x == -2)) {
     if (mt != NULL || mct != NULL)
-      return fail(e, from, "invalid_value", "%s %lld (no limit) and %s differ (give one)", from,
+      return refuse(e, from, "invalid_value", "%s %lld (no limit) and %s differ (give one)", from,
                   (long long)x, mt != NULL ? "max_tokens" : "max_completion_tokens");
     cx->unlimited = true;
     return TL_OK;
   }
   if (cx->unlimited)
-    return fail(e, from, "invalid_value", "%s and max_tokens -1 (no limit) differ (give one)",
+    return refuse(e, from, "invalid_value", "%s and max_tokens -1 (no limit) differ (give one)",
                 from);
   if (mct != NULL && mt == NULL && !json_equal(mct, v))
-    return fail(e, from, "invalid_value", "%s and max_completion_tokens differ (give one)", from);
+    return refuse(e, from, "invalid_value", "%s and max_completion_tokens differ (give one)", from);
   return put(root, "max_tokens", json_integer(x), from, cx, e);
 }
 
@@ -198,19 +198,19 @@ static tl_status limit(json_t *root, json_t *v, const char *from, bool ollama, t
 static tl_status one(json_t *root, const ext *x, json_t *v, const char *param, bool ollama,
                      tl_srv_compat *cx, tl_srv_error *e) {
   if (!has_type(v, x->type))
-    return fail(e, param, "invalid_type", "%s must be %s", param, type_names[x->type]);
+    return refuse(e, param, "invalid_type", "%s must be %s", param, type_names[x->type]);
   switch (x->how) {
   case IGNORE: return TL_OK;
   case OFF:
     if (x->type == T_BOOL ? json_is_true(v) == (x->off != 0) : json_number_value(v) == x->off)
       return TL_OK;
     if (x->type == T_BOOL)
-      return fail(e, param, "unsupported_value", "%s: tinylm has no %s; only false is accepted",
+      return refuse(e, param, "unsupported_value", "%s: tinylm has no %s; only false is accepted",
                   param, x->what);
-    return fail(e, param, "unsupported_value", "%s: tinylm has no %s; only %g (off) is accepted",
+    return refuse(e, param, "unsupported_value", "%s: tinylm has no %s; only %g (off) is accepted",
                 param, x->what, x->off);
   case REFUSE:
-    return fail(e, param, "unsupported_value", "%s: tinylm has no %s", param, x->what);
+    return refuse(e, param, "unsupported_value", "%s: tinylm has no %s", param, x->what);
   case MOVE: return put(root, x->what, json_incref(v), param, cx, e);
   case LIMIT: return limit(root, v, param, ollama, cx, e);
   }
@@ -223,12 +223,12 @@ static tl_status read_options(json_t *root, json_t *opts, unsigned kind, tl_srv_
   const char *key;
   json_t *v;
   tl_status st;
-  if (!json_is_object(opts)) return fail(e, "options", "invalid_type", "options must be an object");
+  if (!json_is_object(opts)) return refuse(e, "options", "invalid_type", "options must be an object");
   json_object_foreach(opts, key, v) {
     char param[48];
     const ext *x = find(options, sizeof options / sizeof options[0], key, kind);
     snprintf(param, sizeof param, "options.%.38s", key);
-    if (x == NULL) return fail(e, param, "unknown_parameter", "unknown field '%s'", param);
+    if (x == NULL) return refuse(e, param, "unknown_parameter", "unknown field '%s'", param);
     if (json_is_null(v)) continue;
     if ((st = one(root, x, v, param, true, cx, e)) != TL_OK) return st;
   }
@@ -245,7 +245,7 @@ static tl_status read_format(json_t *root, json_t *v, tl_srv_compat *cx, tl_srv_
     rf = json_pack("{s:s,s:{s:s,s:O}}", "type", "json_schema", "json_schema", "name", "format",
                    "schema", v);
   else
-    return fail(e, "format", "invalid_value",
+    return refuse(e, "format", "invalid_value",
                 "format must be \"json\", \"\" or a JSON schema (an object)");
   return put(root, "response_format", rf, "format", cx, e);
 }
@@ -253,15 +253,15 @@ static tl_status read_format(json_t *root, json_t *v, tl_srv_compat *cx, tl_srv_
 /* ollama's think: Qwen3's switch, chat_template_kwargs.enable_thinking. */
 static tl_status read_think(json_t *root, json_t *v, tl_srv_compat *cx, tl_srv_error *e) {
   json_t *kw = json_object_get(root, "chat_template_kwargs"), *was;
-  if (!json_is_boolean(v)) return fail(e, "think", "invalid_type", "think must be a boolean");
+  if (!json_is_boolean(v)) return refuse(e, "think", "invalid_type", "think must be a boolean");
   if (kw == NULL || json_is_null(kw)) {
     if ((kw = json_object()) == NULL || json_object_set_new(root, "chat_template_kwargs", kw) != 0)
-      return oom(e);
+      return no_memory(e);
   }
   if (!json_is_object(kw)) return TL_OK; /* the reader refuses it */
   if ((was = given(kw, "enable_thinking")) != NULL)
     return json_equal(was, v) ? TL_OK
-                              : fail(e, "think", "invalid_value",
+                              : refuse(e, "think", "invalid_value",
                                      "think and chat_template_kwargs.enable_thinking differ "
                                      "(give one)");
   json_object_set(kw, "enable_thinking", v);
@@ -273,10 +273,10 @@ static tl_status read_think(json_t *root, json_t *v, tl_srv_compat *cx, tl_srv_e
 static tl_status read_modalities(json_t *v, tl_srv_error *e) {
   size_t i;
   json_t *m;
-  if (!json_is_array(v)) return fail(e, "modalities", "invalid_type", "modalities must be an array");
+  if (!json_is_array(v)) return refuse(e, "modalities", "invalid_type", "modalities must be an array");
   json_array_foreach(v, i, m) {
     if (!json_is_string(m) || strcmp(json_string_value(m), "text") != 0)
-      return fail(e, "modalities", "unsupported_value",
+      return refuse(e, "modalities", "unsupported_value",
                   "modalities: tinylm answers in text only ([\"text\"])");
   }
   return TL_OK;
@@ -289,10 +289,10 @@ static tl_status read_samplers(json_t *v, tl_srv_error *e) {
   json_t *s;
   if (json_is_string(v)) return TL_OK;
   if (!json_is_array(v))
-    return fail(e, "samplers", "invalid_type", "samplers must be a string or an array of strings");
+    return refuse(e, "samplers", "invalid_type", "samplers must be a string or an array of strings");
   json_array_foreach(v, i, s) {
     if (!json_is_string(s))
-      return fail(e, "samplers", "invalid_type", "samplers must be a string or an array of strings");
+      return refuse(e, "samplers", "invalid_type", "samplers must be a string or an array of strings");
   }
   return TL_OK;
 }
@@ -311,7 +311,7 @@ tl_status tl_srv_compat_apply(tl_srv_kind kind, json_t *root, tl_srv_compat *cx,
   if (json_is_integer(mt) && json_integer_value(mt) == -1) {
     json_t *minus = json_integer(-1);
     json_object_del(root, "max_tokens");
-    if (minus == NULL) return oom(err);
+    if (minus == NULL) return no_memory(err);
     st = limit(root, minus, "max_tokens", false, cx, err);
     json_decref(minus);
     if (st != TL_OK) return st;
@@ -325,7 +325,7 @@ tl_status tl_srv_compat_apply(tl_srv_kind kind, json_t *root, tl_srv_compat *cx,
       if (!json_is_null(v)) st = read_options(root, v, k, cx, err);
     } else if (strcmp(key, "cache_prompt") == 0) {
       if (!json_is_null(v) && !json_is_boolean(v))
-        return fail(err, key, "invalid_type", "cache_prompt must be a boolean");
+        return refuse(err, key, "invalid_type", "cache_prompt must be a boolean");
       cx->no_prompt_cache = json_is_false(v);
     } else if (strcmp(key, "samplers") == 0) {
       if (!json_is_null(v)) st = read_samplers(v, err);
@@ -334,7 +334,7 @@ tl_status tl_srv_compat_apply(tl_srv_kind kind, json_t *root, tl_srv_compat *cx,
     } else if (chat && strcmp(key, "verbosity") == 0) {
       /* GPT-5's answer length: only its default leaves the reply as it is */
       if (!json_is_null(v) && (!json_is_string(v) || strcmp(json_string_value(v), "medium") != 0))
-        st = fail(err, key, "unsupported_value",
+        st = refuse(err, key, "unsupported_value",
                   "verbosity: tinylm cannot make replies shorter or longer; only \"medium\" "
                   "(the default) is accepted");
     } else if (chat && strcmp(key, "format") == 0) {

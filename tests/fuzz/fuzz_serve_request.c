@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "../../src/lib/chat_render.c"
+#include "../../src/native/serve_compat.c"
 #include "../../src/native/serve_request.c"
 #include "utf8.h"
 
