@@ -202,10 +202,29 @@ $(LIB): $(call obj,$(CORE_NATIVE) $(LIB_HOST))
 	@mkdir -p $(@D)
 	rm -f $@
 	ar rcs $@ $^
-$(CLI_LIB): $(call obj,$(NATIVE_LIB))
+$(CLI_LIB): $(call obj,$(NATIVE_LIB)) $(BUILD)/obj/gen/serve_page.o
 	@mkdir -p $(@D)
 	rm -f $@
 	ar rcs $@ $^
+
+# The chat page `tinylm serve` answers at / (src/native/serve_page.h),
+# compiled in: the same bytes from a fresh clone and after make install.
+SERVE_PAGE := web/server/index.html web/server/chat.js web/app.css
+$(BUILD)/gen/serve_page.c: $(SERVE_PAGE) Makefile
+	@mkdir -p $(@D)
+	@{ echo '#include "serve_page.h"'; i=0; \
+	   for f in $(SERVE_PAGE); do echo "static const unsigned char f$$i[] = {"; \
+	     od -An -v -tx1 $$f | sed 's/ \([0-9a-f][0-9a-f]\)/0x\1,/g'; echo '};'; i=$$((i+1)); done; \
+	   echo 'const tl_srv_page_file tl_srv_page_files[] = {'; i=0; \
+	   for f in $(SERVE_PAGE); do n=$$(basename $$f); [ $$n = index.html ] && n=; \
+	     case $$f in *.html) t=text/html;; *.js) t=text/javascript;; *) t=text/css;; esac; \
+	     echo "  {\"/$$n\", \"$$t; charset=utf-8\", f$$i, sizeof f$$i},"; i=$$((i+1)); done; \
+	   echo '};'; \
+	   echo 'const size_t tl_srv_page_count = sizeof tl_srv_page_files / sizeof tl_srv_page_files[0];'; \
+	 } > $@.tmp && mv $@.tmp $@
+$(BUILD)/obj/gen/serve_page.o: $(BUILD)/gen/serve_page.c src/native/serve_page.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c $< -o $@
 
 # The shared library: linked with --no-undefined against libc, libm and
 # pthreads alone, so a reference to anything else (JSON, line editing,
