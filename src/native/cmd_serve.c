@@ -24,6 +24,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <dirent.h>
 #include <time.h>
 
 #include "cli.h"
@@ -32,11 +33,13 @@
 #include "lane.h"
 #include "serve_engine.h"
 #include "serve_http.h"
+#include "serve_models.h"
 #include "serve_request.h"
 #include "utf8.h"
 
 static const char usage_text[] =
-    "usage: tinylm serve MODEL.slm [--host H] [--port P] [--parallel N] [--queue N]\n"
+    "usage: tinylm serve MODEL.slm... [--models DIR] [--host H] [--port P]\n"
+    "                    [--parallel N] [--queue N]\n"
     "                    [--ctx N] [--api-key KEY | --api-key-file F]\n"
     "                    [--cors-origin ORIGIN]... [--max-body-bytes N]\n"
     "                    [--receipt-dir DIR] [--mem-budget MB]\n"
@@ -44,6 +47,9 @@ static const char usage_text[] =
     "  an OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions,\n"
     "  /v1/models, /health, /tokenize, /detokenize, /apply-template, /metrics\n"
     "  (docs/server.md); same request and seed, same reply bytes at any load\n"
+    "  MODEL.slm...      the models, each called by its file name without .slm;\n"
+    "                    a request's \"model\" picks one (absent: the first)\n"
+    "  --models DIR      also every *.slm in DIR (in name order)\n"
     "  --host H          address to listen on (default 127.0.0.1; another than\n"
     "                    loopback without an API key is warned about)\n"
     "  --port P          0..65535 (default 8080; 0: any free port, printed)\n"
@@ -58,8 +64,10 @@ static const char usage_text[] =
     "                    repeatable\n"
     "  --max-body-bytes N  largest request body (default 8388608); more: 413\n"
     "  --receipt-dir DIR keep every choice's run receipt in DIR\n"
-    "  --mem-budget MB   refuse a memory plan over MB megabytes (default: the\n"
-    "                    memory available)\n" TL_LANE_USAGE
+    "  --mem-budget MB   the loaded models' memory plans together stay within MB\n"
+    "                    megabytes (default: the memory available); a model\n"
+    "                    loads on first use, unloading the least recently used\n"
+    "                    idle ones when it does not fit\n" TL_LANE_USAGE
     "  SIGINT or SIGTERM stops the server (exit 0)\n";
 
 #define MAX_ORIGINS 32
@@ -67,7 +75,9 @@ static const char usage_text[] =
 /* The one server of the process (signal handling is per process). */
 static struct {
   struct MHD_Daemon *daemon;
-  _Atomic(tl_srv_engine *) engine;
+  tl_srv_models *models;
+  atomic_bool ready; /* the default model is loaded */
+  tl_srv_stats retired[TL_SRV_MAX_MODELS]; /* counters of unloaded engines */
   atomic_bool stopping;
   tl_srv_engine_options eo;
   const char *api_key;
@@ -212,6 +222,92 @@ static enum MHD_Result preflight(struct MHD_Connection *c) {
   return queue(c, 204, r, NULL);
 }
 
+/* ---- the models (serve_models.h) ---- */
+
+static tl_status engine_open(void *ctx, size_t i, const char *path, uint64_t budget,
+                             void **out, uint64_t *bytes, char *err, size_t err_cap) {
+  tl_srv_engine_options o = S.eo;
+  tl_srv_engine *e = NULL;
+  tl_srv_facts f;
+  tl_status st;
+  (void)ctx;
+  (void)i;
+  o.model_path = path;
+  o.mem_budget = budget;
+  if ((st = tl_srv_engine_open(&o, &e, err, err_cap)) != TL_OK) return st;
+  tl_srv_engine_facts(e, &f);
+  *out = e;
+  *bytes = f.plan_bytes;
+  return TL_OK;
+}
+
+static void stats_add(tl_srv_stats *a, const tl_srv_stats *b) {
+  a->prompt_tokens += b->prompt_tokens;
+  a->cached_tokens += b->cached_tokens;
+  a->generated_tokens += b->generated_tokens;
+  a->prompt_seconds += b->prompt_seconds;
+  a->decode_seconds += b->decode_seconds;
+  a->requests_done += b->requests_done;
+  a->requests_cancelled += b->requests_cancelled;
+  a->requests_failed += b->requests_failed;
+  a->processing += b->processing;
+  a->queued += b->queued;
+  a->slots_busy += b->slots_busy;
+  a->forward_batches += b->forward_batches;
+  a->batched_tokens += b->batched_tokens;
+}
+
+/* An idle engine's counters live on in S.retired (/metrics never goes
+ * back). */
+static void engine_close(void *ctx, size_t i, void *handle) {
+  tl_srv_stats st;
+  (void)ctx;
+  tl_srv_engine_stats(handle, &st);
+  stats_add(&S.retired[i], &st);
+  tl_srv_engine_close(handle);
+}
+
+/* The model the body's "model" names (absent, or only one model: the
+ * first), held for the request in *model. False: answered (404 for a
+ * name no model has, 503 with Retry-After when it cannot fit beside the
+ * models in use, 500 when it does not load). */
+static bool take_model(struct MHD_Connection *c, const conn_ctx *cc, size_t *model,
+                       tl_srv_engine **e, enum MHD_Result *answered) {
+  json_t *doc = NULL, *v;
+  tl_srv_error err;
+  char msg[1024];
+  bool busy;
+  void *h;
+  tl_status st;
+  int i = 0;
+  if (tl_srv_models_count(S.models) > 1 &&
+      (doc = json_loadb(cc->body.p, cc->body.len, 0, NULL)) != NULL &&
+      json_is_string(v = json_object_get(doc, "model"))) /* else the parse's 400 or the default */
+    i = tl_srv_models_find(S.models, json_string_value(v));
+  if (i < 0) {
+    tl_srv_error_set(&err, 404, "invalid_request_error", "model", "model_not_found",
+                     "The model '%.200s' does not exist (GET /v1/models lists them)",
+                     json_string_value(json_object_get(doc, "model")));
+    json_decref(doc);
+    *answered = reply_error(c, &err);
+    return false;
+  }
+  json_decref(doc);
+  st = tl_srv_models_acquire(S.models, (size_t)i, &h, &busy, msg, sizeof msg);
+  if (st != TL_OK) {
+    if (busy)
+      tl_srv_error_set(&err, 503, "server_error", "model", "model_busy", "%s", msg);
+    else
+      tl_srv_error_set(&err, 500, "server_error", "model", "model_load_failed", "%s",
+                       msg[0] ? msg : tl_status_name(st));
+    *answered = reply_json(c, (unsigned)err.status, tl_srv_error_body(&err), busy ? "1" : NULL, NULL);
+    return false;
+  }
+  *model = (size_t)i;
+  *e = h;
+  return true;
+}
+
 /* ---- generation ---- */
 
 /* Whether the client is still there: a closed or reset connection shows
@@ -266,7 +362,8 @@ typedef struct stream {
   int fd;
   tl_srv_buf out;
   size_t out_pos;
-  bool ended;
+  bool ended, held; /* held: model is the registry's model S.models holds for it */
+  size_t model;
   double last_sent;
 } stream;
 
@@ -300,30 +397,36 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
 }
 
 /* The response is gone (sent, or the client left): cancel what still
- * runs and release the jobs. */
+ * runs, release the jobs, then the model. */
 static void stream_free(void *cls) {
   stream *s = cls;
   tl_srv_gen_free(&s->g);
+  if (s->held) tl_srv_models_release(S.models, s->model);
   tl_srv_buf_free(&s->out);
   free(s);
 }
 
-static enum MHD_Result generate(struct MHD_Connection *c, tl_srv_engine *e, bool chat,
-                                const conn_ctx *cc) {
+static enum MHD_Result generate(struct MHD_Connection *c, bool chat, const conn_ctx *cc) {
   stream *s = calloc(1, sizeof *s);
   tl_srv_gen *g = s != NULL ? &s->g : NULL;
+  tl_srv_engine *e;
   tl_srv_error err;
   tl_status st;
   enum MHD_Result ok;
   memset(&err, 0, sizeof err);
   if (s == NULL) return reply_json(c, 500, NULL, NULL, NULL);
+  if (!take_model(c, cc, &s->model, &e, &ok)) {
+    free(s);
+    return ok;
+  }
+  s->held = true;
   g->engine = e;
   g->chat = chat;
   tl_srv_engine_facts(e, &g->facts);
   st = tl_srv_request_parse(chat ? TL_SRV_CHAT : TL_SRV_COMPLETION, (const uint8_t *)cc->body.p,
                             cc->body.len, g->facts.vocab, &g->req, &err);
   if (st != TL_OK) {
-    free(s);
+    stream_free(s);
     return reply_failed(c, &err, st);
   }
   st = tl_srv_grammar_compile(&g->req, &g->grammar, &err);
@@ -381,38 +484,88 @@ static enum MHD_Result generate(struct MHD_Connection *c, tl_srv_engine *e, bool
 
 /* ---- the other endpoints ---- */
 
-static enum MHD_Result health(struct MHD_Connection *c, tl_srv_engine *e) {
-  tl_srv_stats st;
-  tl_srv_facts f;
-  if (e == NULL) return reply_doc(c, 503, json_pack("{s:s}", "status", "loading"));
-  tl_srv_engine_stats(e, &st);
-  tl_srv_engine_facts(e, &f);
-  return reply_doc(c, 200, json_pack("{s:s,s:I,s:I}", "status", "ok", "slots_idle",
-                                     (json_int_t)(f.parallel - st.slots_busy),
-                                     "slots_processing", (json_int_t)st.slots_busy));
-}
+/* Each model's entry of /v1/models, /health's models and /metrics, made
+ * while the registry holds its engine open. */
+typedef struct listing {
+  json_t *list;
+  tl_srv_stats total;
+  uint32_t slots_idle;
+  tl_srv_model_sample samples[TL_SRV_MAX_MODELS];
+} listing;
 
-static enum MHD_Result models(struct MHD_Connection *c, tl_srv_engine *e) {
+static void list_model(void *ctx, size_t i, const tl_srv_model_info *m) {
+  listing *l = ctx;
+  tl_srv_engine *e = m->handle;
+  tl_srv_model_sample *x = &l->samples[i];
   tl_srv_facts f;
   struct stat sb;
-  tl_srv_engine_facts(e, &f);
-  if (stat(S.eo.model_path, &sb) != 0) sb.st_mtime = 0;
-  return reply_doc(
-      c, 200,
-      json_pack("{s:s,s:[{s:s,s:s,s:I,s:s,s:{s:s,s:I,s:I,s:s}}]}", "object", "list", "data",
-                "id", f.model_name, "object", "model", "created", (json_int_t)sb.st_mtime,
-                "owned_by", "tinylm", "tinylm", "artifact_id", f.artifact_id, "context",
-                (json_int_t)f.context, "parallel", (json_int_t)f.parallel, "profile",
-                f.profile));
+  json_t *ext;
+  x->name = m->name;
+  x->loaded = e != NULL;
+  x->loads = m->loads;
+  x->unloads = m->unloads;
+  x->stats = S.retired[i];
+  if (stat(m->path, &sb) != 0) sb.st_mtime = 0;
+  if (e != NULL) {
+    tl_srv_stats st;
+    tl_srv_engine_stats(e, &st);
+    tl_srv_engine_facts(e, &f);
+    stats_add(&x->stats, &st);
+    l->slots_idle += f.parallel - st.slots_busy;
+    ext = json_pack("{s:b,s:s,s:I,s:I,s:s,s:I}", "loaded", 1, "artifact_id", f.artifact_id,
+                    "context", (json_int_t)f.context, "parallel", (json_int_t)f.parallel,
+                    "profile", f.profile, "plan_bytes", (json_int_t)m->bytes);
+  } else {
+    ext = json_pack("{s:b}", "loaded", 0);
+  }
+  stats_add(&l->total, &x->stats);
+  json_array_append_new(l->list, json_pack("{s:s,s:s,s:I,s:s,s:o}", "id", m->name, "object",
+                                           "model", "created", (json_int_t)sb.st_mtime,
+                                           "owned_by", "tinylm", "tinylm", ext));
 }
 
-static enum MHD_Result metrics(struct MHD_Connection *c, tl_srv_engine *e) {
-  tl_srv_stats st;
+/* l filled (its list NULL when out of memory). */
+static void list_models(listing *l) {
+  memset(l, 0, sizeof *l);
+  if ((l->list = json_array()) != NULL) tl_srv_models_visit(S.models, list_model, l);
+}
+
+static enum MHD_Result health(struct MHD_Connection *c) {
+  listing l;
+  json_t *doc = NULL;
+  if (!atomic_load(&S.ready)) return reply_doc(c, 503, json_pack("{s:s}", "status", "loading"));
+  list_models(&l);
+  if (l.list != NULL)
+    doc = json_pack("{s:s,s:I,s:I,s:o}", "status", "ok", "slots_idle", (json_int_t)l.slots_idle,
+                    "slots_processing", (json_int_t)l.total.slots_busy, "models", l.list);
+  return reply_doc(c, 200, doc);
+}
+
+static enum MHD_Result models(struct MHD_Connection *c) {
+  listing l;
+  list_models(&l);
+  return reply_doc(c, 200, l.list != NULL ? json_pack("{s:s,s:o}", "object", "list", "data",
+                                                      l.list)
+                                          : NULL);
+}
+
+static enum MHD_Result metrics(struct MHD_Connection *c) {
+  listing l;
   tl_srv_http_counts n = {atomic_load(&S.requests), atomic_load(&S.rejected)};
-  char *text;
+  char *text, *per_model, *all = NULL;
   struct MHD_Response *r;
-  tl_srv_engine_stats(e, &st);
-  if ((text = tl_srv_metrics_text(&st, &n)) == NULL) return reply_json(c, 500, NULL, NULL, NULL);
+  list_models(&l);
+  json_decref(l.list);
+  text = tl_srv_metrics_text(&l.total, &n);
+  per_model = tl_srv_model_metrics_text(l.samples, tl_srv_models_count(S.models));
+  if (text != NULL && per_model != NULL &&
+      (all = realloc(text, strlen(text) + strlen(per_model) + 1)) != NULL) {
+    strcat(all, per_model);
+    text = NULL;
+  }
+  free(text);
+  free(per_model);
+  if ((text = all) == NULL) return reply_json(c, 500, NULL, NULL, NULL);
   r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
   if (r == NULL) free(text);
   return queue(c, 200, r, "text/plain; version=0.0.4");
@@ -430,8 +583,7 @@ static json_t *piece(tl_srv_engine *e, uint32_t id) {
   return a;
 }
 
-static enum MHD_Result text_tool(struct MHD_Connection *c, tl_srv_engine *e, route_id id,
-                                 const conn_ctx *cc) {
+static enum MHD_Result text_tool(struct MHD_Connection *c, route_id id, const conn_ctx *cc) {
   static const tl_srv_kind kinds[] = {[R_TOKENIZE] = TL_SRV_TOKENIZE,
                                       [R_DETOKENIZE] = TL_SRV_DETOKENIZE,
                                       [R_TEMPLATE] = TL_SRV_APPLY_TEMPLATE};
@@ -439,14 +591,21 @@ static enum MHD_Result text_tool(struct MHD_Connection *c, tl_srv_engine *e, rou
   tl_srv_prompt p;
   tl_srv_error err;
   tl_srv_facts f;
+  tl_srv_engine *e;
   tl_status st;
   json_t *doc = NULL;
+  size_t model;
+  enum MHD_Result ok;
   memset(&err, 0, sizeof err);
   memset(&p, 0, sizeof p);
+  if (!take_model(c, cc, &model, &e, &ok)) return ok;
   tl_srv_engine_facts(e, &f);
   st = tl_srv_request_parse(kinds[id], (const uint8_t *)cc->body.p, cc->body.len, f.vocab, &q,
                             &err);
-  if (st != TL_OK) return reply_failed(c, &err, st);
+  if (st != TL_OK) {
+    tl_srv_models_release(S.models, model);
+    return reply_failed(c, &err, st);
+  }
   if (id == R_TOKENIZE) {
     st = tl_srv_prompt_text(e, q.prompt, q.prompt_len, &p, &err);
     if (st == TL_OK) {
@@ -480,6 +639,7 @@ static enum MHD_Result text_tool(struct MHD_Connection *c, tl_srv_engine *e, rou
   }
   tl_srv_prompt_free(&p);
   tl_srv_request_free(&q);
+  tl_srv_models_release(S.models, model);
   if (st != TL_OK) return reply_failed(c, &err, st);
   return reply_doc(c, 200, doc);
 }
@@ -490,7 +650,6 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
                               const char *method, const char *version, const char *upload,
                               size_t *upload_size, void **con_cls) {
   conn_ctx *cc = *con_cls;
-  tl_srv_engine *e = atomic_load(&S.engine);
   (void)cls;
   (void)version;
   if (cc == NULL) { /* the headers are in: refuse early what can be */
@@ -519,7 +678,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
                   "a valid API key is required (Authorization: Bearer KEY or X-Api-Key)");
     if (atomic_load(&S.stopping))
       return fail(c, 503, "server_error", "shutting_down", "the server is stopping");
-    if (cc->route->id != R_HEALTH && e == NULL)
+    if (cc->route->id != R_HEALTH && !atomic_load(&S.ready))
       return fail(c, 503, "server_error", "loading", "the model is loading");
     if (len != NULL && (!tl_cli_parse_u64(len, &n) || n > S.max_body)) {
       char msg[128];
@@ -556,12 +715,12 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     return fail(c, 413, "invalid_request_error", "request_too_large", msg);
   }
   switch (cc->route->id) {
-  case R_HEALTH: return health(c, e);
-  case R_MODELS: return models(c, e);
-  case R_METRICS: return metrics(c, e);
-  case R_CHAT: return generate(c, e, true, cc);
-  case R_COMPLETIONS: return generate(c, e, false, cc);
-  default: return text_tool(c, e, cc->route->id, cc);
+  case R_HEALTH: return health(c);
+  case R_MODELS: return models(c);
+  case R_METRICS: return metrics(c);
+  case R_CHAT: return generate(c, true, cc);
+  case R_COMPLETIONS: return generate(c, false, cc);
+  default: return text_tool(c, cc->route->id, cc);
   }
 }
 
@@ -580,17 +739,22 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 /* ---- the command ---- */
 
+/* The default model loads at start; the others on first use. */
 static void *load(void *arg) {
-  tl_srv_engine *e = NULL;
+  void *h = NULL;
+  bool busy;
   (void)arg;
-  S.load_status = tl_srv_engine_open(&S.eo, &e, S.load_error, sizeof S.load_error);
+  S.load_status =
+      tl_srv_models_acquire(S.models, 0, &h, &busy, S.load_error, sizeof S.load_error);
   if (S.load_status == TL_OK) {
     tl_srv_facts f;
-    tl_srv_engine_facts(e, &f);
-    atomic_store(&S.engine, e);
-    printf("tinylm serve: ready (%s, %u slots x %u tokens, lane %s, plan %.1f MB)\n",
-           f.model_name, f.parallel, f.context, f.profile, (double)f.plan_bytes / 1e6);
+    tl_srv_engine_facts(h, &f);
+    printf("tinylm serve: ready (%s, %u slots x %u tokens, lane %s, plan %.1f MB; %zu models)\n",
+           f.model_name, f.parallel, f.context, f.profile, (double)f.plan_bytes / 1e6,
+           tl_srv_models_count(S.models));
     fflush(stdout);
+    tl_srv_models_release(S.models, 0);
+    atomic_store(&S.ready, true);
   } else {
     pthread_kill(S.main_thread, SIGUSR1); /* wake main: nothing to serve */
   }
@@ -627,9 +791,44 @@ static int read_key_file(const char *f, char *key, size_t cap) {
   return -1;
 }
 
+static int by_name(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Every DIR/NAME.slm after paths[*n] (in name order; malloc'd, kept until
+ * exit). */
+static int scan_models(const char *dir, const char **paths, size_t *n) {
+  DIR *d = opendir(dir);
+  struct dirent *de;
+  size_t first = *n;
+  if (d == NULL) return tl_cli_fail(false, TL_ERR_IO, "--models %s: %s", dir, strerror(errno));
+  while ((de = readdir(d)) != NULL) {
+    size_t len = strlen(de->d_name);
+    char *p;
+    if (len <= 4 || strcmp(de->d_name + len - 4, ".slm") != 0) continue;
+    if (*n == TL_SRV_MAX_MODELS) {
+      closedir(d);
+      return tl_cli_usage(false, "at most %d models", TL_SRV_MAX_MODELS);
+    }
+    if ((p = malloc(strlen(dir) + len + 2)) == NULL) {
+      closedir(d);
+      return tl_cli_fail(false, TL_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    sprintf(p, "%s/%s", dir, de->d_name);
+    paths[(*n)++] = p;
+  }
+  closedir(d);
+  qsort(paths + first, *n - first, sizeof *paths, by_name);
+  return -1;
+}
+
 int tl_cmd_serve(int argc, char **argv) {
   static char key_buf[4096];
-  const char *host = "127.0.0.1", *key_file = NULL;
+  static const char *paths[TL_SRV_MAX_MODELS];
+  const char *host = "127.0.0.1", *key_file = NULL, *models_dir = NULL;
+  size_t n_paths = 0;
+  tl_srv_loader engines = {engine_open, engine_close, NULL};
+  char err[1024];
   uint32_t port = 8080;
   uint64_t mb = 0, max_body = 8u << 20;
   struct addrinfo hints, *ai = NULL;
@@ -661,10 +860,11 @@ int tl_cmd_serve(int argc, char **argv) {
           strcmp(a, "--ctx") != 0 && strcmp(a, "--api-key") != 0 &&
           strcmp(a, "--api-key-file") != 0 && strcmp(a, "--cors-origin") != 0 &&
           strcmp(a, "--max-body-bytes") != 0 && strcmp(a, "--receipt-dir") != 0 &&
-          strcmp(a, "--mem-budget") != 0)
+          strcmp(a, "--mem-budget") != 0 && strcmp(a, "--models") != 0)
         return tl_cli_usage(false, "unknown option '%s'\n%s", a, usage_text);
       if ((rc = tl_cli_value(false, argc, argv, &i, &v)) >= 0) return rc;
       if (strcmp(a, "--host") == 0) host = v;
+      else if (strcmp(a, "--models") == 0) models_dir = v;
       else if (strcmp(a, "--port") == 0) rc = tl_cli_flag_u32(false, a, v, 0, 65535, &port);
       else if (strcmp(a, "--parallel") == 0)
         rc = tl_cli_flag_u32(false, a, v, 1, 64, &S.eo.parallel);
@@ -684,10 +884,14 @@ int tl_cmd_serve(int argc, char **argv) {
       if (rc >= 0) return rc;
       continue;
     }
-    if (S.eo.model_path != NULL) return tl_cli_usage(false, "one model only\n%s", usage_text);
-    S.eo.model_path = a;
+    if (n_paths == TL_SRV_MAX_MODELS)
+      return tl_cli_usage(false, "at most %d models", TL_SRV_MAX_MODELS);
+    paths[n_paths++] = a;
   }
-  if (S.eo.model_path == NULL) return tl_cli_usage(false, "no model given\n%s", usage_text);
+  if (models_dir != NULL && (rc = scan_models(models_dir, paths, &n_paths)) >= 0) return rc;
+  if (n_paths == 0)
+    return tl_cli_usage(false, "no model given%s\n%s", models_dir ? " (no *.slm in --models)" : "",
+                        usage_text);
   if (S.api_key != NULL && key_file != NULL)
     return tl_cli_usage(false, "--api-key and --api-key-file exclude each other");
   if (key_file != NULL) {
@@ -697,15 +901,18 @@ int tl_cmd_serve(int argc, char **argv) {
   if (S.api_key != NULL && S.api_key[0] == '\0')
     return tl_cli_usage(false, "the API key is empty");
   S.api_key_len = S.api_key != NULL ? strlen(S.api_key) : 0;
-  S.eo.mem_budget = mb << 20;
+  if (tl_srv_models_create(paths, n_paths, mb << 20, &engines, &S.models, err, sizeof err) != TL_OK)
+    return tl_cli_usage(false, "%s", err);
   S.max_body = (size_t)max_body;
 
   memset(&hints, 0, sizeof hints);
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE;
   snprintf(port_text, sizeof port_text, "%u", port);
-  if ((gai = getaddrinfo(host, port_text, &hints, &ai)) != 0)
+  if ((gai = getaddrinfo(host, port_text, &hints, &ai)) != 0) {
+    tl_srv_models_destroy(S.models);
     return tl_cli_fail(false, TL_ERR_IO, "--host %s: %s", host, gai_strerror(gai));
+  }
   memcpy(&addr, ai->ai_addr, ai->ai_addrlen);
   freeaddrinfo(ai);
   if (S.api_key == NULL && !loopback((const struct sockaddr *)&addr))
@@ -729,19 +936,23 @@ int tl_cmd_serve(int argc, char **argv) {
       MHD_OPTION_CONNECTION_LIMIT, (unsigned)(S.eo.parallel + S.eo.queue + 16),
       MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
       MHD_OPTION_END);
-  if (S.daemon == NULL)
+  if (S.daemon == NULL) {
+    tl_srv_models_destroy(S.models);
     return tl_cli_fail(false, TL_ERR_IO, "cannot listen on %s port %u: %s", host, port,
                        errno ? strerror(errno) : "libmicrohttpd refused");
+  }
   info = MHD_get_daemon_info(S.daemon, MHD_DAEMON_INFO_BIND_PORT);
   printf("tinylm serve: listening on http://%s%s%s:%u\n", addr.ss_family == AF_INET6 ? "[" : "",
          host, addr.ss_family == AF_INET6 ? "]" : "", info != NULL ? info->port : port);
   if (!tl_cli_flush(stdout)) { /* nobody can learn the port: main reports the io error */
     MHD_stop_daemon(S.daemon);
+    tl_srv_models_destroy(S.models);
     return TL_EXIT_FAILURE;
   }
 
   if (pthread_create(&loader, NULL, load, NULL) != 0) {
     MHD_stop_daemon(S.daemon);
+    tl_srv_models_destroy(S.models);
     return tl_cli_fail(false, TL_ERR_WORKER_FAILURE, "cannot start the loading thread");
   }
   while (sigwait(&sigs, &sig) != 0 || (sig != SIGINT && sig != SIGTERM && sig != SIGUSR1)) {
@@ -751,9 +962,8 @@ int tl_cmd_serve(int argc, char **argv) {
   atomic_store(&S.stopping, true);
   MHD_stop_daemon(S.daemon);
   pthread_join(loader, NULL);
-  if (S.load_status != TL_OK)
-    return tl_cli_fail(false, S.load_status, "%s", S.load_error);
-  tl_srv_engine_close(atomic_load(&S.engine));
+  tl_srv_models_destroy(S.models);
+  if (S.load_status != TL_OK) return tl_cli_fail(false, S.load_status, "%s", S.load_error);
   fprintf(stderr, "tinylm serve: stopped (%s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
   return TL_EXIT_OK;
 }
