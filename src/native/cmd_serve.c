@@ -5,8 +5,9 @@
  * events are written by serve_http.c.
  *
  * The socket is bound first (the listening line tells a test the port),
- * then the model loads in a thread (every endpoint answers 503 "loading"
- * meanwhile), while the main thread waits for SIGINT/SIGTERM. */
+ * then the default model loads in a thread (every endpoint answers 503
+ * "loading" meanwhile), while the main thread waits for SIGINT/SIGTERM.
+ * Further models load on first use (serve_models.c). */
 #define _GNU_SOURCE /* POLLRDHUP */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -39,8 +40,8 @@
 
 static const char usage_text[] =
     "usage: tinylm serve MODEL.slm... [--models DIR] [--host H] [--port P]\n"
-    "                    [--parallel N] [--queue N]\n"
-    "                    [--ctx N] [--api-key KEY | --api-key-file F]\n"
+    "                    [--parallel N] [--queue N] [--ctx N]\n"
+    "                    [--api-key KEY | --api-key-file F]\n"
     "                    [--cors-origin ORIGIN]... [--max-body-bytes N]\n"
     "                    [--receipt-dir DIR] [--mem-budget MB]\n"
     "                    [--lane scalar|fast] [-t N] [--mmap]\n"

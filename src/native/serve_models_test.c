@@ -8,7 +8,7 @@
  * Mutations these cases catch (tried by hand): evicting the most recently
  * used instead of the least (lru_goes_first fails); evicting a held model
  * (held_models_stay fails); not counting loaded bytes against the budget
- * (the budget test fails); accepting a name collision (names fails). */
+ * (lru_goes_first and held_models_stay fail). */
 #include <stdio.h>
 #include <string.h>
 
