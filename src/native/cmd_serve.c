@@ -10,6 +10,7 @@
  * Further models load on first use (serve_models.c). */
 #define _GNU_SOURCE /* POLLRDHUP */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
 #include <microhttpd.h>
@@ -25,7 +26,6 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <dirent.h>
 #include <time.h>
 
 #include "cli.h"
@@ -740,6 +740,11 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 /* ---- the command ---- */
 
+static void print_name(void *ctx, size_t i, const tl_srv_model_info *m) {
+  (void)ctx;
+  printf("%s%s%s", i == 0 ? "tinylm serve: models " : ", ", m->name, i == 0 ? " (default)" : "");
+}
+
 /* The default model loads at start; the others on first use. */
 static void *load(void *arg) {
   void *h = NULL;
@@ -750,9 +755,12 @@ static void *load(void *arg) {
   if (S.load_status == TL_OK) {
     tl_srv_facts f;
     tl_srv_engine_facts(h, &f);
-    printf("tinylm serve: ready (%s, %u slots x %u tokens, lane %s, plan %.1f MB; %zu models)\n",
-           f.model_name, f.parallel, f.context, f.profile, (double)f.plan_bytes / 1e6,
-           tl_srv_models_count(S.models));
+    if (tl_srv_models_count(S.models) > 1) {
+      tl_srv_models_visit(S.models, print_name, NULL);
+      printf(" (the others load on first use)\n");
+    }
+    printf("tinylm serve: ready (%s, %u slots x %u tokens, lane %s, plan %.1f MB)\n",
+           f.model_name, f.parallel, f.context, f.profile, (double)f.plan_bytes / 1e6);
     fflush(stdout);
     tl_srv_models_release(S.models, 0);
     atomic_store(&S.ready, true);
