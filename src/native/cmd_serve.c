@@ -755,6 +755,7 @@ static void *load(void *arg) {
   if (S.load_status == TL_OK) {
     tl_srv_facts f;
     tl_srv_engine_facts(h, &f);
+    atomic_store(&S.ready, true); /* before the line a client waits for */
     if (tl_srv_models_count(S.models) > 1) {
       tl_srv_models_visit(S.models, print_name, NULL);
       printf(" (the others load on first use)\n");
@@ -762,8 +763,7 @@ static void *load(void *arg) {
     printf("tinylm serve: ready (%s, %u slots x %u tokens, lane %s, plan %.1f MB)\n",
            f.model_name, f.parallel, f.context, f.profile, (double)f.plan_bytes / 1e6);
     fflush(stdout);
-    tl_srv_models_release(S.models, 0);
-    atomic_store(&S.ready, true);
+    tl_srv_models_release(S.models, 0); /* f's strings were the engine's */
   } else {
     pthread_kill(S.main_thread, SIGUSR1); /* wake main: nothing to serve */
   }
