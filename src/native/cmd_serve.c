@@ -50,7 +50,8 @@ static const char usage_text[] =
     "  (docs/server.md); same request and seed, same reply bytes at any load\n"
     "  MODEL.slm...      the models, each called by its file name without .slm;\n"
     "                    a request's \"model\" picks one (absent: the first)\n"
-    "  --models DIR      also every *.slm in DIR (in name order)\n"
+    "  --models DIR      every *.slm in DIR, in name order, where the flag\n"
+    "                    stands among the models; repeatable\n"
     "  --host H          address to listen on (default 127.0.0.1; another than\n"
     "                    loopback without an API key is warned about)\n"
     "  --port P          0..65535 (default 8080; 0: any free port, printed)\n"
@@ -805,7 +806,7 @@ static int by_name(const void *a, const void *b) {
 }
 
 /* Every DIR/NAME.slm after paths[*n] (in name order; malloc'd, kept until
- * exit). */
+ * exit). -1, or the exit status of a failure. */
 static int scan_models(const char *dir, const char **paths, size_t *n) {
   DIR *d = opendir(dir);
   struct dirent *de;
@@ -834,7 +835,8 @@ static int scan_models(const char *dir, const char **paths, size_t *n) {
 int tl_cmd_serve(int argc, char **argv) {
   static char key_buf[4096];
   static const char *paths[TL_SRV_MAX_MODELS];
-  const char *host = "127.0.0.1", *key_file = NULL, *models_dir = NULL;
+  const char *host = "127.0.0.1", *key_file = NULL;
+  bool scanned = false;
   size_t n_paths = 0;
   tl_srv_loader engines = {engine_open, engine_close, NULL};
   char err[1024];
@@ -873,7 +875,10 @@ int tl_cmd_serve(int argc, char **argv) {
         return tl_cli_usage(false, "unknown option '%s'\n%s", a, usage_text);
       if ((rc = tl_cli_value(false, argc, argv, &i, &v)) >= 0) return rc;
       if (strcmp(a, "--host") == 0) host = v;
-      else if (strcmp(a, "--models") == 0) models_dir = v;
+      else if (strcmp(a, "--models") == 0) {
+        scanned = true;
+        rc = scan_models(v, paths, &n_paths);
+      }
       else if (strcmp(a, "--port") == 0) rc = tl_cli_flag_u32(false, a, v, 0, 65535, &port);
       else if (strcmp(a, "--parallel") == 0)
         rc = tl_cli_flag_u32(false, a, v, 1, 64, &S.eo.parallel);
@@ -897,9 +902,8 @@ int tl_cmd_serve(int argc, char **argv) {
       return tl_cli_usage(false, "at most %d models", TL_SRV_MAX_MODELS);
     paths[n_paths++] = a;
   }
-  if (models_dir != NULL && (rc = scan_models(models_dir, paths, &n_paths)) >= 0) return rc;
   if (n_paths == 0)
-    return tl_cli_usage(false, "no model given%s\n%s", models_dir ? " (no *.slm in --models)" : "",
+    return tl_cli_usage(false, "no model given%s\n%s", scanned ? " (no *.slm in --models)" : "",
                         usage_text);
   if (S.api_key != NULL && key_file != NULL)
     return tl_cli_usage(false, "--api-key and --api-key-file exclude each other");

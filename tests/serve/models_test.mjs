@@ -19,12 +19,14 @@
 //   * a model in use is never unloaded: while a demo generation streams,
 //     the tiny model is 503 model_busy with Retry-After, and loads once the
 //     stream has ended;
-//   * two files with one name, and a --models directory without a model,
-//     are refused at startup (exit 2).
+//   * --models is repeatable, in command-line order, the first model the
+//     default; two files with one name, and a --models directory without
+//     a model, are refused at startup (exit 2).
 // Planted defects these checks catch (tried by hand): evicting a held
 // model (the busy check gets 200), never evicting (the swap checks see
 // both loaded, or 503), the first positional model not the default (the
-// absent-model check), 400 instead of 404 for an unknown name.
+// absent-model check), 400 instead of 404 for an unknown name, a second
+// --models replacing the first (the order check).
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -195,6 +197,21 @@ async function budgeted(dir, refs, plans) {
   await stopServer(s);
 }
 
+// --models is repeatable and stands for its files where it stands: the
+// first model on the command line is the default.
+async function order(dir) {
+  mkdirSync(join(WORK, 'more'));
+  symlinkSync(join(dir, 'tiny.slm'), join(WORK, 'more', 'tiny2.slm'));
+  const s = await startServer(['--models', join(WORK, 'more'), '--models', dir]);
+  const list = await get(s, '/v1/models');
+  check('two --models: their files in command-line order, the first loaded', short(list.data?.map((m) => m.id)) === '["tiny2","demo","tiny"]' &&
+    short(loaded(list)) === '{"tiny2":true,"demo":false,"tiny":false}', short(list));
+  const r = await post(s, '/v1/completions', { prompt: 'x', max_tokens: 1 });
+  check('no model named: the first on the command line', r.status === 200 && r.json.model === 'tiny2', short(r.json));
+  check('the startup line names the models', /tinylm serve: models tiny2 \(default\), demo, tiny \(/.test(s.stdout), short(s.stdout));
+  await stopServer(s);
+}
+
 async function main() {
   rmSync(WORK, { recursive: true, force: true });
   mkdirSync(WORK, { recursive: true });
@@ -202,6 +219,7 @@ async function main() {
   startupRefusals(dir);
   const { refs, plans } = await unbudgeted(dir);
   await budgeted(dir, refs, plans);
+  await order(dir);
 }
 
 const watchdog = setTimeout(() => {
