@@ -184,6 +184,12 @@ run_stage serve-structured node tests/serve/structured_test.mjs build/gcc/tinylm
 # (in Chromium too) and the access log, on the demo model (~25 s).
 run_stage serve-compat node tests/serve/compat_test.mjs build/gcc/tinylm \
   build/test-work/serve-compat
+# Several models in one server: chosen by "model", swapped under a
+# --mem-budget that holds one, a model in use never unloaded (~18 s; the gcc
+# build, as the demo model's vocabulary is slow under ASan; the registry's
+# rules are in unit-asan).
+run_stage serve-models node tests/serve/models_test.mjs build/gcc/tinylm \
+  build/test-work/serve-models
 run_stage api-example /usr/bin/python3 tests/api/example_test.py build/asan/tinylm \
   build/asan/stream_reply build/test-work/api-example
 # make install into a scratch prefix, then examples/ built against the

@@ -5,10 +5,12 @@
  * events are written by serve_http.c.
  *
  * The socket is bound first (the listening line tells a test the port),
- * then the model loads in a thread (every endpoint answers 503 "loading"
- * meanwhile), while the main thread waits for SIGINT/SIGTERM. */
+ * then the default model loads in a thread (every endpoint answers 503
+ * "loading" meanwhile), while the main thread waits for SIGINT/SIGTERM.
+ * Further models load on first use (serve_models.c). */
 #define _GNU_SOURCE /* POLLRDHUP */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
 #include <microhttpd.h>
@@ -34,12 +36,14 @@
 #include "serve_http.h"
 #include "serve_log.h"
 #include "serve_page.h"
+#include "serve_models.h"
 #include "serve_request.h"
 #include "utf8.h"
 
 static const char usage_text[] =
-    "usage: tinylm serve MODEL.slm [--host H] [--port P] [--parallel N] [--queue N]\n"
-    "                    [--ctx N] [--api-key KEY | --api-key-file F]\n"
+    "usage: tinylm serve MODEL.slm... [--models DIR] [--host H] [--port P]\n"
+    "                    [--parallel N] [--queue N] [--ctx N]\n"
+    "                    [--api-key KEY | --api-key-file F]\n"
     "                    [--cors-origin ORIGIN]... [--max-body-bytes N]\n"
     "                    [--receipt-dir DIR] [--mem-budget MB]\n"
     "                    [--log-format text|json] [--lane scalar|fast] [-t N] [--mmap]\n"
@@ -47,6 +51,10 @@ static const char usage_text[] =
     "  /v1/models[/ID], /health, /props, /tokenize, /detokenize, /apply-template,\n"
     "  /metrics, and a chat page at / (docs/server.md)\n"
     "  (docs/server.md); same request and seed, same reply bytes at any load\n"
+    "  MODEL.slm...      the models, each called by its file name without .slm;\n"
+    "                    a request's \"model\" picks one (absent: the first)\n"
+    "  --models DIR      every *.slm in DIR, in name order, where the flag\n"
+    "                    stands among the models; repeatable\n"
     "  --host H          address to listen on (default 127.0.0.1; another than\n"
     "                    loopback without an API key is warned about)\n"
     "  --port P          0..65535 (default 8080; 0: any free port, printed)\n"
@@ -61,8 +69,10 @@ static const char usage_text[] =
     "                    repeatable\n"
     "  --max-body-bytes N  largest request body (default 8388608); more: 413\n"
     "  --receipt-dir DIR keep every choice's run receipt in DIR\n"
-    "  --mem-budget MB   refuse a memory plan over MB megabytes (default: the\n"
-    "                    memory available)\n"
+    "  --mem-budget MB   the loaded models' memory plans together stay within MB\n"
+    "                    megabytes (default: the memory available); a model\n"
+    "                    loads on first use, unloading the least recently used\n"
+    "                    idle ones when it does not fit\n"
     "  --log-format F    the access log on stderr, one line per request: text\n"
     "                    (key=value, the default) or json\n" TL_LANE_USAGE
     "  SIGINT or SIGTERM stops the server (exit 0)\n";
@@ -72,7 +82,10 @@ static const char usage_text[] =
 /* The one server of the process (signal handling is per process). */
 static struct {
   struct MHD_Daemon *daemon;
-  _Atomic(tl_srv_engine *) engine;
+  tl_srv_models *models;
+  const char *default_path; /* the first model's file (/props) */
+  atomic_bool ready; /* the default model is loaded */
+  tl_srv_stats retired[TL_SRV_MAX_MODELS]; /* counters of unloaded engines */
   atomic_bool stopping;
   tl_srv_engine_options eo;
   const char *api_key;
@@ -243,6 +256,92 @@ static enum MHD_Result preflight(struct MHD_Connection *c) {
   return queue(c, 204, r, NULL);
 }
 
+/* ---- the models (serve_models.h) ---- */
+
+static tl_status engine_open(void *ctx, size_t i, const char *path, uint64_t budget,
+                             void **out, uint64_t *bytes, char *err, size_t err_cap) {
+  tl_srv_engine_options o = S.eo;
+  tl_srv_engine *e = NULL;
+  tl_srv_facts f;
+  tl_status st;
+  (void)ctx;
+  (void)i;
+  o.model_path = path;
+  o.mem_budget = budget;
+  if ((st = tl_srv_engine_open(&o, &e, err, err_cap)) != TL_OK) return st;
+  tl_srv_engine_facts(e, &f);
+  *out = e;
+  *bytes = f.plan_bytes;
+  return TL_OK;
+}
+
+static void stats_add(tl_srv_stats *a, const tl_srv_stats *b) {
+  a->prompt_tokens += b->prompt_tokens;
+  a->cached_tokens += b->cached_tokens;
+  a->generated_tokens += b->generated_tokens;
+  a->prompt_seconds += b->prompt_seconds;
+  a->decode_seconds += b->decode_seconds;
+  a->requests_done += b->requests_done;
+  a->requests_cancelled += b->requests_cancelled;
+  a->requests_failed += b->requests_failed;
+  a->processing += b->processing;
+  a->queued += b->queued;
+  a->slots_busy += b->slots_busy;
+  a->forward_batches += b->forward_batches;
+  a->batched_tokens += b->batched_tokens;
+}
+
+/* An idle engine's counters live on in S.retired (/metrics never goes
+ * back). */
+static void engine_close(void *ctx, size_t i, void *handle) {
+  tl_srv_stats st;
+  (void)ctx;
+  tl_srv_engine_stats(handle, &st);
+  stats_add(&S.retired[i], &st);
+  tl_srv_engine_close(handle);
+}
+
+/* The model the body's "model" names (absent, or only one model: the
+ * first), held for the request in *model. False: answered (404 for a
+ * name no model has, 503 with Retry-After when it cannot fit beside the
+ * models in use, 500 when it does not load). */
+static bool take_model(struct MHD_Connection *c, const conn_ctx *cc, size_t *model,
+                       tl_srv_engine **e, enum MHD_Result *answered) {
+  json_t *doc = NULL, *v;
+  tl_srv_error err;
+  char msg[1024];
+  bool busy;
+  void *h;
+  tl_status st;
+  int i = 0;
+  if (tl_srv_models_count(S.models) > 1 &&
+      (doc = json_loadb(cc->body.p, cc->body.len, 0, NULL)) != NULL &&
+      json_is_string(v = json_object_get(doc, "model"))) /* else the parse's 400 or the default */
+    i = tl_srv_models_find(S.models, json_string_value(v));
+  if (i < 0) {
+    tl_srv_error_set(&err, 404, "invalid_request_error", "model", "model_not_found",
+                     "The model '%.200s' does not exist (GET /v1/models lists them)",
+                     json_string_value(json_object_get(doc, "model")));
+    json_decref(doc);
+    *answered = reply_error(c, &err);
+    return false;
+  }
+  json_decref(doc);
+  st = tl_srv_models_acquire(S.models, (size_t)i, &h, &busy, msg, sizeof msg);
+  if (st != TL_OK) {
+    if (busy)
+      tl_srv_error_set(&err, 503, "server_error", "model", "model_busy", "%s", msg);
+    else
+      tl_srv_error_set(&err, 500, "server_error", "model", "model_load_failed", "%s",
+                       msg[0] ? msg : tl_status_name(st));
+    *answered = reply_json(c, (unsigned)err.status, tl_srv_error_body(&err), busy ? "1" : NULL, NULL);
+    return false;
+  }
+  *model = (size_t)i;
+  *e = h;
+  return true;
+}
+
 /* ---- generation ---- */
 
 /* Whether the client is still there: a closed or reset connection shows
@@ -298,7 +397,8 @@ typedef struct stream {
   int fd;
   tl_srv_buf out;
   size_t out_pos;
-  bool ended;
+  bool ended, held; /* held: model is the registry's model S.models holds for it */
+  size_t model;
   double last_sent;
 } stream;
 
@@ -341,30 +441,36 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
 }
 
 /* The response is gone (sent, or the client left): cancel what still
- * runs and release the jobs. */
+ * runs, release the jobs, then the model. */
 static void stream_free(void *cls) {
   stream *s = cls;
   tl_srv_gen_free(&s->g);
+  if (s->held) tl_srv_models_release(S.models, s->model);
   tl_srv_buf_free(&s->out);
   free(s);
 }
 
-static enum MHD_Result generate(struct MHD_Connection *c, tl_srv_engine *e, bool chat,
-                                conn_ctx *cc) {
+static enum MHD_Result generate(struct MHD_Connection *c, bool chat, conn_ctx *cc) {
   stream *s = calloc(1, sizeof *s);
   tl_srv_gen *g = s != NULL ? &s->g : NULL;
+  tl_srv_engine *e;
   tl_srv_error err;
   tl_status st;
   enum MHD_Result ok;
   memset(&err, 0, sizeof err);
   if (s == NULL) return reply_json(c, 500, NULL, NULL, NULL);
+  if (!take_model(c, cc, &s->model, &e, &ok)) {
+    free(s);
+    return ok;
+  }
+  s->held = true;
   g->engine = e;
   g->chat = chat;
   tl_srv_engine_facts(e, &g->facts);
   st = tl_srv_request_parse(chat ? TL_SRV_CHAT : TL_SRV_COMPLETION, (const uint8_t *)cc->body.p,
                             cc->body.len, g->facts.vocab, &g->req, &err);
   if (st != TL_OK) {
-    free(s);
+    stream_free(s);
     return reply_failed(c, &err, st);
   }
   st = tl_srv_grammar_compile(&g->req, &g->grammar, &err);
@@ -424,42 +530,88 @@ static enum MHD_Result generate(struct MHD_Connection *c, tl_srv_engine *e, bool
 
 /* ---- the other endpoints ---- */
 
-static enum MHD_Result health(struct MHD_Connection *c, tl_srv_engine *e) {
-  tl_srv_stats st;
-  tl_srv_facts f;
-  if (e == NULL) return reply_doc(c, 503, json_pack("{s:s}", "status", "loading"));
-  tl_srv_engine_stats(e, &st);
-  tl_srv_engine_facts(e, &f);
-  return reply_doc(c, 200, json_pack("{s:s,s:I,s:I}", "status", "ok", "slots_idle",
-                                     (json_int_t)(f.parallel - st.slots_busy),
-                                     "slots_processing", (json_int_t)st.slots_busy));
-}
+/* Each model's entry of /v1/models, /health's models and /metrics, made
+ * while the registry holds its engine open. */
+typedef struct listing {
+  json_t *list;
+  tl_srv_stats total;
+  uint32_t slots_idle;
+  tl_srv_model_sample samples[TL_SRV_MAX_MODELS];
+} listing;
 
-/* The model as OpenAI's model object. */
-static json_t *model_doc(tl_srv_engine *e) {
+static void list_model(void *ctx, size_t i, const tl_srv_model_info *m) {
+  listing *l = ctx;
+  tl_srv_engine *e = m->handle;
+  tl_srv_model_sample *x = &l->samples[i];
   tl_srv_facts f;
   struct stat sb;
-  tl_srv_engine_facts(e, &f);
-  if (stat(S.eo.model_path, &sb) != 0) sb.st_mtime = 0;
-  return json_pack("{s:s,s:s,s:I,s:s,s:{s:s,s:I,s:I,s:s}}", "id", f.model_name, "object", "model",
-                   "created", (json_int_t)sb.st_mtime, "owned_by", "tinylm", "tinylm",
-                   "artifact_id", f.artifact_id, "context", (json_int_t)f.context, "parallel",
-                   (json_int_t)f.parallel, "profile", f.profile);
+  json_t *ext;
+  x->name = m->name;
+  x->loaded = e != NULL;
+  x->loads = m->loads;
+  x->unloads = m->unloads;
+  x->stats = S.retired[i];
+  if (stat(m->path, &sb) != 0) sb.st_mtime = 0;
+  if (e != NULL) {
+    tl_srv_stats st;
+    tl_srv_engine_stats(e, &st);
+    tl_srv_engine_facts(e, &f);
+    stats_add(&x->stats, &st);
+    l->slots_idle += f.parallel - st.slots_busy;
+    ext = json_pack("{s:b,s:s,s:I,s:I,s:s,s:I}", "loaded", 1, "artifact_id", f.artifact_id,
+                    "context", (json_int_t)f.context, "parallel", (json_int_t)f.parallel,
+                    "profile", f.profile, "plan_bytes", (json_int_t)m->bytes);
+  } else {
+    ext = json_pack("{s:b}", "loaded", 0);
+  }
+  stats_add(&l->total, &x->stats);
+  json_array_append_new(l->list, json_pack("{s:s,s:s,s:I,s:s,s:o}", "id", m->name, "object",
+                                           "model", "created", (json_int_t)sb.st_mtime,
+                                           "owned_by", "tinylm", "tinylm", ext));
 }
 
-static enum MHD_Result models(struct MHD_Connection *c, tl_srv_engine *e) {
-  return reply_doc(c, 200, json_pack("{s:s,s:[o]}", "object", "list", "data", model_doc(e)));
+/* l filled (its list NULL when out of memory). */
+static void list_models(listing *l) {
+  memset(l, 0, sizeof *l);
+  if ((l->list = json_array()) != NULL) tl_srv_models_visit(S.models, list_model, l);
 }
 
-/* GET /v1/models/{id}: the model named id, else 404 model_not_found. */
-static enum MHD_Result model(struct MHD_Connection *c, tl_srv_engine *e, const char *url) {
+static enum MHD_Result health(struct MHD_Connection *c) {
+  listing l;
+  json_t *doc = NULL;
+  if (!atomic_load(&S.ready)) return reply_doc(c, 503, json_pack("{s:s}", "status", "loading"));
+  list_models(&l);
+  if (l.list != NULL)
+    doc = json_pack("{s:s,s:I,s:I,s:o}", "status", "ok", "slots_idle", (json_int_t)l.slots_idle,
+                    "slots_processing", (json_int_t)l.total.slots_busy, "models", l.list);
+  return reply_doc(c, 200, doc);
+}
+
+static enum MHD_Result models(struct MHD_Connection *c) {
+  listing l;
+  list_models(&l);
+  return reply_doc(c, 200, l.list != NULL ? json_pack("{s:s,s:o}", "object", "list", "data",
+                                                      l.list)
+                                          : NULL);
+}
+
+/* GET /v1/models/{id}: that model's entry of /v1/models, else 404
+ * model_not_found. */
+static enum MHD_Result model(struct MHD_Connection *c, const char *url) {
   const char *id = url + strlen("/v1/models/");
-  tl_srv_facts f;
+  json_t *entry = NULL, *m;
   tl_srv_error err;
-  tl_srv_engine_facts(e, &f);
-  if (strcmp(id, f.model_name) == 0) return reply_doc(c, 200, model_doc(e));
+  listing l;
+  size_t i;
+  list_models(&l);
+  if (l.list == NULL) return reply_json(c, 500, NULL, NULL, NULL);
+  json_array_foreach(l.list, i, m) {
+    if (strcmp(json_string_value(json_object_get(m, "id")), id) == 0) entry = json_incref(m);
+  }
+  json_decref(l.list);
+  if (entry != NULL) return reply_doc(c, 200, entry);
   tl_srv_error_set(&err, 404, "invalid_request_error", "model", "model_not_found",
-                   "the model '%.120s' does not exist (this server has '%s')", id, f.model_name);
+                   "the model '%.120s' does not exist (GET /v1/models lists them)", id);
   return reply_error(c, &err);
 }
 
@@ -469,28 +621,42 @@ static json_t *default_or_null(bool has, double v) {
   return has ? json_real(v) : json_null();
 }
 
-/* GET /props: llama-server's shape, with what it means here
- * (docs/server.md, Props). */
-static enum MHD_Result props(struct MHD_Connection *c, tl_srv_engine *e) {
+/* GET /props: llama-server's shape, with what it means here, for the
+ * default model (docs/server.md, Props). */
+static enum MHD_Result props(struct MHD_Connection *c) {
   tl_srv_facts f;
   const tl_gen_defaults *d;
+  tl_srv_engine *e;
+  json_t *doc;
+  char msg[1024];
+  bool busy;
+  void *h;
+  tl_status st = tl_srv_models_acquire(S.models, 0, &h, &busy, msg, sizeof msg);
+  if (st != TL_OK) {
+    tl_srv_error err;
+    tl_srv_error_set(&err, busy ? 503 : 500, "server_error", "model",
+                     busy ? "model_busy" : "model_load_failed", "%s",
+                     msg[0] ? msg : tl_status_name(st));
+    return reply_json(c, (unsigned)err.status, tl_srv_error_body(&err), busy ? "1" : NULL, NULL);
+  }
+  e = h;
   tl_srv_engine_facts(e, &f);
   d = f.gen;
-  return reply_doc(
-      c, 200,
-      json_pack("{s:{s:I,s:{s:o,s:o,s:o,s:o,s:o,s:o,s:I}},s:I,s:s,s:s,s:s,s:{s:b,s:b},"
-                "s:{s:s,s:s,s:I}}",
-                "default_generation_settings", "n_ctx", (json_int_t)f.context, "params",
-                "do_sample", d->has_do_sample ? json_boolean(d->do_sample) : json_null(),
-                "temperature", default_or_null(d->has_temperature, d->temperature), "top_k",
-                d->has_top_k ? json_integer(d->top_k) : json_null(), "top_p",
-                default_or_null(d->has_top_p, d->top_p), "min_p",
-                default_or_null(d->has_min_p, d->min_p), "repeat_penalty",
-                default_or_null(d->has_repeat_penalty, d->repeat_penalty), "n_predict",
-                (json_int_t)-1, "total_slots", (json_int_t)f.parallel, "model_path",
-                S.eo.model_path, "model_alias", f.model_name, "build_info", f.build_id,
-                "modalities", "vision", 0, "audio", 0, "tinylm", "artifact_id", f.artifact_id,
-                "profile", f.profile, "queue", (json_int_t)f.queue));
+  doc = json_pack("{s:{s:I,s:{s:o,s:o,s:o,s:o,s:o,s:o,s:I}},s:I,s:s,s:s,s:s,s:{s:b,s:b},"
+                  "s:{s:s,s:s,s:I}}",
+                  "default_generation_settings", "n_ctx", (json_int_t)f.context, "params",
+                  "do_sample", d->has_do_sample ? json_boolean(d->do_sample) : json_null(),
+                  "temperature", default_or_null(d->has_temperature, d->temperature), "top_k",
+                  d->has_top_k ? json_integer(d->top_k) : json_null(), "top_p",
+                  default_or_null(d->has_top_p, d->top_p), "min_p",
+                  default_or_null(d->has_min_p, d->min_p), "repeat_penalty",
+                  default_or_null(d->has_repeat_penalty, d->repeat_penalty), "n_predict",
+                  (json_int_t)-1, "total_slots", (json_int_t)f.parallel, "model_path",
+                  S.default_path, "model_alias", f.model_name, "build_info",
+                  f.build_id, "modalities", "vision", 0, "audio", 0, "tinylm", "artifact_id",
+                  f.artifact_id, "profile", f.profile, "queue", (json_int_t)f.queue);
+  tl_srv_models_release(S.models, 0);
+  return reply_doc(c, 200, doc);
 }
 
 /* A file of the chat page. */
@@ -501,13 +667,23 @@ static enum MHD_Result page(struct MHD_Connection *c, const tl_srv_page_file *p)
   return queue(c, 200, r, p->type);
 }
 
-static enum MHD_Result metrics(struct MHD_Connection *c, tl_srv_engine *e) {
-  tl_srv_stats st;
+static enum MHD_Result metrics(struct MHD_Connection *c) {
+  listing l;
   tl_srv_http_counts n = {atomic_load(&S.requests), atomic_load(&S.rejected)};
-  char *text;
+  char *text, *per_model, *all = NULL;
   struct MHD_Response *r;
-  tl_srv_engine_stats(e, &st);
-  if ((text = tl_srv_metrics_text(&st, &n)) == NULL) return reply_json(c, 500, NULL, NULL, NULL);
+  list_models(&l);
+  json_decref(l.list);
+  text = tl_srv_metrics_text(&l.total, &n);
+  per_model = tl_srv_model_metrics_text(l.samples, tl_srv_models_count(S.models));
+  if (text != NULL && per_model != NULL &&
+      (all = realloc(text, strlen(text) + strlen(per_model) + 1)) != NULL) {
+    strcat(all, per_model);
+    text = NULL;
+  }
+  free(text);
+  free(per_model);
+  if ((text = all) == NULL) return reply_json(c, 500, NULL, NULL, NULL);
   r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
   if (r == NULL) free(text);
   return queue(c, 200, r, "text/plain; version=0.0.4");
@@ -525,8 +701,7 @@ static json_t *piece(tl_srv_engine *e, uint32_t id) {
   return a;
 }
 
-static enum MHD_Result text_tool(struct MHD_Connection *c, tl_srv_engine *e, route_id id,
-                                 const conn_ctx *cc) {
+static enum MHD_Result text_tool(struct MHD_Connection *c, route_id id, const conn_ctx *cc) {
   static const tl_srv_kind kinds[] = {[R_TOKENIZE] = TL_SRV_TOKENIZE,
                                       [R_DETOKENIZE] = TL_SRV_DETOKENIZE,
                                       [R_TEMPLATE] = TL_SRV_APPLY_TEMPLATE};
@@ -534,14 +709,21 @@ static enum MHD_Result text_tool(struct MHD_Connection *c, tl_srv_engine *e, rou
   tl_srv_prompt p;
   tl_srv_error err;
   tl_srv_facts f;
+  tl_srv_engine *e;
   tl_status st;
   json_t *doc = NULL;
+  size_t model;
+  enum MHD_Result ok;
   memset(&err, 0, sizeof err);
   memset(&p, 0, sizeof p);
+  if (!take_model(c, cc, &model, &e, &ok)) return ok;
   tl_srv_engine_facts(e, &f);
   st = tl_srv_request_parse(kinds[id], (const uint8_t *)cc->body.p, cc->body.len, f.vocab, &q,
                             &err);
-  if (st != TL_OK) return reply_failed(c, &err, st);
+  if (st != TL_OK) {
+    tl_srv_models_release(S.models, model);
+    return reply_failed(c, &err, st);
+  }
   if (id == R_TOKENIZE) {
     st = tl_srv_prompt_text(e, q.prompt, q.prompt_len, &p, &err);
     if (st == TL_OK) {
@@ -575,6 +757,7 @@ static enum MHD_Result text_tool(struct MHD_Connection *c, tl_srv_engine *e, rou
   }
   tl_srv_prompt_free(&p);
   tl_srv_request_free(&q);
+  tl_srv_models_release(S.models, model);
   if (st != TL_OK) return reply_failed(c, &err, st);
   return reply_doc(c, 200, doc);
 }
@@ -585,7 +768,6 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
                               const char *method, const char *version, const char *upload,
                               size_t *upload_size, void **con_cls) {
   conn_ctx *cc = *con_cls;
-  tl_srv_engine *e = atomic_load(&S.engine);
   (void)cls;
   (void)version;
   current = cc;
@@ -629,7 +811,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
                   "a valid API key is required (Authorization: Bearer KEY or X-Api-Key)");
     if (atomic_load(&S.stopping))
       return fail(c, 503, "server_error", "shutting_down", "the server is stopping");
-    if (cc->route->id != R_HEALTH && e == NULL)
+    if (cc->route->id != R_HEALTH && !atomic_load(&S.ready))
       return fail(c, 503, "server_error", "loading", "the model is loading");
     if (len != NULL && (!tl_cli_parse_u64(len, &n) || n > S.max_body)) {
       char msg[128];
@@ -666,14 +848,14 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     return fail(c, 413, "invalid_request_error", "request_too_large", msg);
   }
   switch (cc->route->id) {
-  case R_HEALTH: return health(c, e);
-  case R_MODELS: return models(c, e);
-  case R_MODEL: return model(c, e, url);
-  case R_PROPS: return props(c, e);
-  case R_METRICS: return metrics(c, e);
-  case R_CHAT: return generate(c, e, true, cc);
-  case R_COMPLETIONS: return generate(c, e, false, cc);
-  default: return text_tool(c, e, cc->route->id, cc);
+  case R_HEALTH: return health(c);
+  case R_MODELS: return models(c);
+  case R_MODEL: return model(c, url);
+  case R_PROPS: return props(c);
+  case R_METRICS: return metrics(c);
+  case R_CHAT: return generate(c, true, cc);
+  case R_COMPLETIONS: return generate(c, false, cc);
+  default: return text_tool(c, cc->route->id, cc);
   }
 }
 
@@ -704,17 +886,30 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 /* ---- the command ---- */
 
+static void print_name(void *ctx, size_t i, const tl_srv_model_info *m) {
+  (void)ctx;
+  printf("%s%s%s", i == 0 ? "tinylm serve: models " : ", ", m->name, i == 0 ? " (default)" : "");
+}
+
+/* The default model loads at start; the others on first use. */
 static void *load(void *arg) {
-  tl_srv_engine *e = NULL;
+  void *h = NULL;
+  bool busy;
   (void)arg;
-  S.load_status = tl_srv_engine_open(&S.eo, &e, S.load_error, sizeof S.load_error);
+  S.load_status =
+      tl_srv_models_acquire(S.models, 0, &h, &busy, S.load_error, sizeof S.load_error);
   if (S.load_status == TL_OK) {
     tl_srv_facts f;
-    tl_srv_engine_facts(e, &f);
-    atomic_store(&S.engine, e);
+    tl_srv_engine_facts(h, &f);
+    atomic_store(&S.ready, true); /* before the line a client waits for */
+    if (tl_srv_models_count(S.models) > 1) {
+      tl_srv_models_visit(S.models, print_name, NULL);
+      printf(" (the others load on first use)\n");
+    }
     printf("tinylm serve: ready (%s, %u slots x %u tokens, lane %s, plan %.1f MB)\n",
            f.model_name, f.parallel, f.context, f.profile, (double)f.plan_bytes / 1e6);
     fflush(stdout);
+    tl_srv_models_release(S.models, 0); /* f's strings were the engine's */
   } else {
     pthread_kill(S.main_thread, SIGUSR1); /* wake main: nothing to serve */
   }
@@ -751,9 +946,45 @@ static int read_key_file(const char *f, char *key, size_t cap) {
   return -1;
 }
 
+static int by_name(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Every DIR/NAME.slm after paths[*n] (in name order; malloc'd, kept until
+ * exit). -1, or the exit status of a failure. */
+static int scan_models(const char *dir, const char **paths, size_t *n) {
+  DIR *d = opendir(dir);
+  struct dirent *de;
+  size_t first = *n;
+  if (d == NULL) return tl_cli_fail(false, TL_ERR_IO, "--models %s: %s", dir, strerror(errno));
+  while ((de = readdir(d)) != NULL) {
+    size_t len = strlen(de->d_name);
+    char *p;
+    if (len <= 4 || strcmp(de->d_name + len - 4, ".slm") != 0) continue;
+    if (*n == TL_SRV_MAX_MODELS) {
+      closedir(d);
+      return tl_cli_usage(false, "at most %d models", TL_SRV_MAX_MODELS);
+    }
+    if ((p = malloc(strlen(dir) + len + 2)) == NULL) {
+      closedir(d);
+      return tl_cli_fail(false, TL_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    sprintf(p, "%s/%s", dir, de->d_name);
+    paths[(*n)++] = p;
+  }
+  closedir(d);
+  qsort(paths + first, *n - first, sizeof *paths, by_name);
+  return -1;
+}
+
 int tl_cmd_serve(int argc, char **argv) {
   static char key_buf[4096];
+  static const char *paths[TL_SRV_MAX_MODELS];
   const char *host = "127.0.0.1", *key_file = NULL;
+  bool scanned = false;
+  size_t n_paths = 0;
+  tl_srv_loader engines = {engine_open, engine_close, NULL};
+  char err[1024];
   uint32_t port = 8080;
   uint64_t mb = 0, max_body = 8u << 20;
   struct addrinfo hints, *ai = NULL;
@@ -785,10 +1016,15 @@ int tl_cmd_serve(int argc, char **argv) {
           strcmp(a, "--ctx") != 0 && strcmp(a, "--api-key") != 0 &&
           strcmp(a, "--api-key-file") != 0 && strcmp(a, "--cors-origin") != 0 &&
           strcmp(a, "--max-body-bytes") != 0 && strcmp(a, "--receipt-dir") != 0 &&
-          strcmp(a, "--mem-budget") != 0 && strcmp(a, "--log-format") != 0)
+          strcmp(a, "--mem-budget") != 0 && strcmp(a, "--models") != 0 &&
+          strcmp(a, "--log-format") != 0)
         return tl_cli_usage(false, "unknown option '%s'\n%s", a, usage_text);
       if ((rc = tl_cli_value(false, argc, argv, &i, &v)) >= 0) return rc;
       if (strcmp(a, "--host") == 0) host = v;
+      else if (strcmp(a, "--models") == 0) {
+        scanned = true;
+        rc = scan_models(v, paths, &n_paths);
+      }
       else if (strcmp(a, "--port") == 0) rc = tl_cli_flag_u32(false, a, v, 0, 65535, &port);
       else if (strcmp(a, "--parallel") == 0)
         rc = tl_cli_flag_u32(false, a, v, 1, 64, &S.eo.parallel);
@@ -811,10 +1047,13 @@ int tl_cmd_serve(int argc, char **argv) {
       if (rc >= 0) return rc;
       continue;
     }
-    if (S.eo.model_path != NULL) return tl_cli_usage(false, "one model only\n%s", usage_text);
-    S.eo.model_path = a;
+    if (n_paths == TL_SRV_MAX_MODELS)
+      return tl_cli_usage(false, "at most %d models", TL_SRV_MAX_MODELS);
+    paths[n_paths++] = a;
   }
-  if (S.eo.model_path == NULL) return tl_cli_usage(false, "no model given\n%s", usage_text);
+  if (n_paths == 0)
+    return tl_cli_usage(false, "no model given%s\n%s", scanned ? " (no *.slm in --models)" : "",
+                        usage_text);
   if (S.api_key != NULL && key_file != NULL)
     return tl_cli_usage(false, "--api-key and --api-key-file exclude each other");
   if (key_file != NULL) {
@@ -824,15 +1063,19 @@ int tl_cmd_serve(int argc, char **argv) {
   if (S.api_key != NULL && S.api_key[0] == '\0')
     return tl_cli_usage(false, "the API key is empty");
   S.api_key_len = S.api_key != NULL ? strlen(S.api_key) : 0;
-  S.eo.mem_budget = mb << 20;
+  if (tl_srv_models_create(paths, n_paths, mb << 20, &engines, &S.models, err, sizeof err) != TL_OK)
+    return tl_cli_usage(false, "%s", err);
+  S.default_path = paths[0];
   S.max_body = (size_t)max_body;
 
   memset(&hints, 0, sizeof hints);
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE;
   snprintf(port_text, sizeof port_text, "%u", port);
-  if ((gai = getaddrinfo(host, port_text, &hints, &ai)) != 0)
+  if ((gai = getaddrinfo(host, port_text, &hints, &ai)) != 0) {
+    tl_srv_models_destroy(S.models);
     return tl_cli_fail(false, TL_ERR_IO, "--host %s: %s", host, gai_strerror(gai));
+  }
   memcpy(&addr, ai->ai_addr, ai->ai_addrlen);
   freeaddrinfo(ai);
   if (S.api_key == NULL && !loopback((const struct sockaddr *)&addr))
@@ -856,19 +1099,23 @@ int tl_cmd_serve(int argc, char **argv) {
       MHD_OPTION_CONNECTION_LIMIT, (unsigned)(S.eo.parallel + S.eo.queue + 16),
       MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
       MHD_OPTION_END);
-  if (S.daemon == NULL)
+  if (S.daemon == NULL) {
+    tl_srv_models_destroy(S.models);
     return tl_cli_fail(false, TL_ERR_IO, "cannot listen on %s port %u: %s", host, port,
                        errno ? strerror(errno) : "libmicrohttpd refused");
+  }
   info = MHD_get_daemon_info(S.daemon, MHD_DAEMON_INFO_BIND_PORT);
   printf("tinylm serve: listening on http://%s%s%s:%u\n", addr.ss_family == AF_INET6 ? "[" : "",
          host, addr.ss_family == AF_INET6 ? "]" : "", info != NULL ? info->port : port);
   if (!tl_cli_flush(stdout)) { /* nobody can learn the port: main reports the io error */
     MHD_stop_daemon(S.daemon);
+    tl_srv_models_destroy(S.models);
     return TL_EXIT_FAILURE;
   }
 
   if (pthread_create(&loader, NULL, load, NULL) != 0) {
     MHD_stop_daemon(S.daemon);
+    tl_srv_models_destroy(S.models);
     return tl_cli_fail(false, TL_ERR_WORKER_FAILURE, "cannot start the loading thread");
   }
   while (sigwait(&sigs, &sig) != 0 || (sig != SIGINT && sig != SIGTERM && sig != SIGUSR1)) {
@@ -878,9 +1125,8 @@ int tl_cmd_serve(int argc, char **argv) {
   atomic_store(&S.stopping, true);
   MHD_stop_daemon(S.daemon);
   pthread_join(loader, NULL);
-  if (S.load_status != TL_OK)
-    return tl_cli_fail(false, S.load_status, "%s", S.load_error);
-  tl_srv_engine_close(atomic_load(&S.engine));
+  tl_srv_models_destroy(S.models);
+  if (S.load_status != TL_OK) return tl_cli_fail(false, S.load_status, "%s", S.load_error);
   fprintf(stderr, "tinylm serve: stopped (%s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
   return TL_EXIT_OK;
 }

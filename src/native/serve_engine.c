@@ -25,6 +25,7 @@
 #include "clock.h"
 #include "encoder.h"
 #include "file.h"
+#include "serve_models.h"
 #include "session.h"
 #include "turn.h"
 
@@ -559,15 +560,6 @@ static uint64_t mem_available(void) {
   return (uint64_t)kb * 1024u;
 }
 
-static void name_of(const char *path, char *out, size_t cap) {
-  const char *base = strrchr(path, '/');
-  size_t len;
-  base = base ? base + 1 : path;
-  len = strlen(base);
-  if (len > 4 && strcmp(base + len - 4, ".slm") == 0) len -= 4;
-  snprintf(out, cap, "%.*s", (int)len, base);
-}
-
 tl_status tl_srv_engine_open(const tl_srv_engine_options *o, tl_srv_engine **out, char *err,
                              size_t err_cap) {
   tl_srv_engine *e;
@@ -590,7 +582,7 @@ tl_status tl_srv_engine_open(const tl_srv_engine_options *o, tl_srv_engine **out
   e->n_slots = o->parallel;
   e->queue_cap = o->queue;
   for (uint32_t i = 0; i < MAX_SLOTS; i++) pthread_cond_init(&e->slots[i].wake, NULL);
-  name_of(o->model_path, e->model_name, sizeof e->model_name);
+  tl_srv_model_name(o->model_path, e->model_name, sizeof e->model_name);
   if (o->receipt_dir != NULL) {
     struct stat sb;
     /* created as tinylm chat does; refused now rather than per receipt */
