@@ -179,6 +179,10 @@ run_stage serve node tests/serve/serve_test.mjs build/asan/tinylm build/test-wor
 # request, grammar and response code.
 run_stage serve-structured node tests/serve/structured_test.mjs build/gcc/tinylm \
   build/test-work/serve-structured
+# Three servers on the demo model behind Debian's haproxy, scraped by
+# Debian's prometheus: drain (SIGTERM) alone and under load, a replica
+# killed mid-stream, the same bytes from every replica (~20 s; docs/deploy.md).
+run_stage serve-fleet node tests/serve/fleet_test.mjs build/gcc/tinylm build/test-work/serve-fleet
 run_stage api-example /usr/bin/python3 tests/api/example_test.py build/asan/tinylm \
   build/asan/stream_reply build/test-work/api-example
 # make install into a scratch prefix, then examples/ built against the

@@ -39,10 +39,11 @@ static const char usage_text[] =
     "usage: tinylm serve MODEL.slm [--host H] [--port P] [--parallel N] [--queue N]\n"
     "                    [--ctx N] [--api-key KEY | --api-key-file F]\n"
     "                    [--cors-origin ORIGIN]... [--max-body-bytes N]\n"
-    "                    [--receipt-dir DIR] [--mem-budget MB]\n"
+    "                    [--receipt-dir DIR] [--mem-budget MB] [--drain-timeout S]\n"
     "                    [--lane scalar|fast] [-t N] [--mmap]\n"
     "  an OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions,\n"
-    "  /v1/models, /health, /tokenize, /detokenize, /apply-template, /metrics\n"
+    "  /v1/models, /health, /health/live, /health/ready, /tokenize, /detokenize,\n"
+    "  /apply-template, /metrics\n"
     "  (docs/server.md); same request and seed, same reply bytes at any load\n"
     "  --host H          address to listen on (default 127.0.0.1; another than\n"
     "                    loopback without an API key is warned about)\n"
@@ -59,8 +60,11 @@ static const char usage_text[] =
     "  --max-body-bytes N  largest request body (default 8388608); more: 413\n"
     "  --receipt-dir DIR keep every choice's run receipt in DIR\n"
     "  --mem-budget MB   refuse a memory plan over MB megabytes (default: the\n"
-    "                    memory available)\n" TL_LANE_USAGE
-    "  SIGINT or SIGTERM stops the server (exit 0)\n";
+    "                    memory available)\n"
+    "  --drain-timeout S on SIGTERM, refuse new generations and give the ones\n"
+    "                    accepted up to S seconds to finish, 0..3600 (default\n"
+    "                    30; 0: stop at once)\n" TL_LANE_USAGE
+    "  SIGINT stops the server at once, SIGTERM drains it first (exit 0)\n";
 
 #define MAX_ORIGINS 32
 
@@ -69,6 +73,9 @@ static struct {
   struct MHD_Daemon *daemon;
   _Atomic(tl_srv_engine *) engine;
   atomic_bool stopping;
+  atomic_bool draining; /* SIGTERM: ready is 503, new generations too */
+  atomic_uint_fast64_t in_flight; /* generation requests past the gate, not done */
+  uint32_t drain_timeout;         /* seconds */
   tl_srv_engine_options eo;
   const char *api_key;
   size_t api_key_len;
@@ -86,6 +93,8 @@ typedef enum route_id {
   R_COMPLETIONS,
   R_MODELS,
   R_HEALTH,
+  R_LIVE,
+  R_READY,
   R_TOKENIZE,
   R_DETOKENIZE,
   R_TEMPLATE,
@@ -98,6 +107,7 @@ static const struct route {
 } routes[] = {
     {"/v1/chat/completions", "POST", R_CHAT}, {"/v1/completions", "POST", R_COMPLETIONS},
     {"/v1/models", "GET", R_MODELS},          {"/health", "GET", R_HEALTH},
+    {"/health/live", "GET", R_LIVE},          {"/health/ready", "GET", R_READY},
     {"/tokenize", "POST", R_TOKENIZE},        {"/detokenize", "POST", R_DETOKENIZE},
     {"/apply-template", "POST", R_TEMPLATE},  {"/metrics", "GET", R_METRICS},
 };
@@ -108,6 +118,7 @@ typedef struct conn_ctx {
   tl_srv_buf body;
   uint64_t seen; /* body bytes received */
   bool too_large, answered;
+  bool in_flight; /* counted in S.in_flight until completed */
 } conn_ctx;
 
 /* ---- answers ---- */
@@ -135,6 +146,8 @@ static enum MHD_Result queue(struct MHD_Connection *c, unsigned status,
     MHD_add_response_header(r, "Vary", "Origin");
   }
   if (status >= 400) atomic_fetch_add(&S.rejected, 1);
+  /* a draining server's clients reconnect (through a balancer: elsewhere) */
+  if (atomic_load(&S.draining)) MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
   ok = MHD_queue_response(c, status, r);
   MHD_destroy_response(r);
   return ok;
@@ -392,6 +405,50 @@ static enum MHD_Result health(struct MHD_Connection *c, tl_srv_engine *e) {
                                      "slots_processing", (json_int_t)st.slots_busy));
 }
 
+/* ---- health and drain (docs/deploy.md) ---- */
+
+static bool is_health(route_id id) { return id == R_HEALTH || id == R_LIVE || id == R_READY; }
+
+/* The requests a drain refuses when new and waits for when accepted. */
+static bool drains(route_id id) { return id == R_CHAT || id == R_COMPLETIONS; }
+
+/* Liveness: the process answers, loading, serving or draining. */
+static enum MHD_Result live(struct MHD_Connection *c) {
+  return reply_doc(c, 200, json_pack("{s:s}", "status", "live"));
+}
+
+/* Readiness: a new generation would be taken. */
+static enum MHD_Result ready(struct MHD_Connection *c, tl_srv_engine *e) {
+  const char *why = e == NULL ? "loading" : atomic_load(&S.draining) ? "draining" : NULL;
+  return reply_doc(c, why != NULL ? 503 : 200,
+                   json_pack("{s:s}", "status", why != NULL ? why : "ready"));
+}
+
+/* SIGTERM with a drain timeout: readiness turns 503 and new generations
+ * are refused, while the accepted ones (queued or running) finish, until
+ * none is left, the timeout passes or another signal comes; then the
+ * server stops as on SIGINT (what still runs is cancelled). Returns the
+ * stop message's detail. */
+static const char *drain(const sigset_t *sigs, char *detail, size_t cap) {
+  const struct timespec tick = {0, 50 * 1000000L};
+  double until = tl_now_s() + S.drain_timeout;
+  uint64_t left;
+  int sig = 0;
+  atomic_store(&S.draining, true);
+  fprintf(stderr, "tinylm serve: draining (SIGTERM): %llu requests to finish, at most %u s\n",
+          (unsigned long long)atomic_load(&S.in_flight), S.drain_timeout);
+  while ((left = atomic_load(&S.in_flight)) > 0 && tl_now_s() < until &&
+         (sig = sigtimedwait(sigs, NULL, &tick)) <= 0) {
+  }
+  if (left == 0) snprintf(detail, cap, "SIGTERM, drained");
+  else if (sig > 0) snprintf(detail, cap, "SIGTERM, then %s: %llu requests cancelled",
+                             sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "load failure",
+                             (unsigned long long)left);
+  else snprintf(detail, cap, "SIGTERM, drain timeout: %llu requests cancelled",
+                (unsigned long long)left);
+  return detail;
+}
+
 static enum MHD_Result models(struct MHD_Connection *c, tl_srv_engine *e) {
   tl_srv_facts f;
   struct stat sb;
@@ -514,13 +571,22 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
                        "%s takes %s, not %.16s", cc->route->path, cc->route->method, method);
       return reply_json(c, 405, tl_srv_error_body(&err), NULL, cc->route->method);
     }
-    if (cc->route->id != R_HEALTH && !authorized(c))
+    if (!is_health(cc->route->id) && !authorized(c))
       return fail(c, 401, "authentication_error", "invalid_api_key",
                   "a valid API key is required (Authorization: Bearer KEY or X-Api-Key)");
     if (atomic_load(&S.stopping))
       return fail(c, 503, "server_error", "shutting_down", "the server is stopping");
-    if (cc->route->id != R_HEALTH && e == NULL)
+    if (!is_health(cc->route->id) && e == NULL)
       return fail(c, 503, "server_error", "loading", "the model is loading");
+    if (drains(cc->route->id)) {
+      /* counted before the flag is read: a drain that saw none in flight
+       * refuses this one (both atomics sequentially consistent) */
+      atomic_fetch_add(&S.in_flight, 1);
+      cc->in_flight = true;
+      if (atomic_load(&S.draining))
+        return fail(c, 503, "server_error", "shutting_down",
+                    "the server is draining: send the request to another replica");
+    }
     if (len != NULL && (!tl_cli_parse_u64(len, &n) || n > S.max_body)) {
       char msg[128];
       snprintf(msg, sizeof msg, "the request body is over %zu bytes (--max-body-bytes)",
@@ -557,6 +623,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
   }
   switch (cc->route->id) {
   case R_HEALTH: return health(c, e);
+  case R_LIVE: return live(c);
+  case R_READY: return ready(c, e);
   case R_MODELS: return models(c, e);
   case R_METRICS: return metrics(c, e);
   case R_CHAT: return generate(c, e, true, cc);
@@ -572,6 +640,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
   (void)c;
   (void)toe;
   if (cc != NULL) {
+    if (cc->in_flight) atomic_fetch_sub(&S.in_flight, 1);
     tl_srv_buf_free(&cc->body);
     free(cc);
     *con_cls = NULL;
@@ -637,7 +706,8 @@ int tl_cmd_serve(int argc, char **argv) {
   const union MHD_DaemonInfo *info;
   pthread_t loader;
   sigset_t sigs;
-  char port_text[8];
+  char port_text[8], detail[128];
+  const char *how;
   int rc, sig = 0, gai;
   unsigned flags;
 
@@ -645,6 +715,7 @@ int tl_cmd_serve(int argc, char **argv) {
   S.eo.lane = tl_lane_defaults();
   S.eo.parallel = 4;
   S.eo.queue = 64;
+  S.drain_timeout = 30;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v;
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -661,7 +732,7 @@ int tl_cmd_serve(int argc, char **argv) {
           strcmp(a, "--ctx") != 0 && strcmp(a, "--api-key") != 0 &&
           strcmp(a, "--api-key-file") != 0 && strcmp(a, "--cors-origin") != 0 &&
           strcmp(a, "--max-body-bytes") != 0 && strcmp(a, "--receipt-dir") != 0 &&
-          strcmp(a, "--mem-budget") != 0)
+          strcmp(a, "--mem-budget") != 0 && strcmp(a, "--drain-timeout") != 0)
         return tl_cli_usage(false, "unknown option '%s'\n%s", a, usage_text);
       if ((rc = tl_cli_value(false, argc, argv, &i, &v)) >= 0) return rc;
       if (strcmp(a, "--host") == 0) host = v;
@@ -676,6 +747,8 @@ int tl_cmd_serve(int argc, char **argv) {
       else if (strcmp(a, "--receipt-dir") == 0) S.eo.receipt_dir = v;
       else if (strcmp(a, "--mem-budget") == 0)
         rc = tl_cli_flag_u64(false, a, v, 1, UINT64_MAX >> 20, &mb);
+      else if (strcmp(a, "--drain-timeout") == 0)
+        rc = tl_cli_flag_u32(false, a, v, 0, 3600, &S.drain_timeout);
       else if (strcmp(a, "--max-body-bytes") == 0)
         rc = tl_cli_flag_u64(false, a, v, 1, (uint64_t)1 << 30, &max_body);
       else if (S.n_origins == MAX_ORIGINS)
@@ -746,6 +819,8 @@ int tl_cmd_serve(int argc, char **argv) {
   }
   while (sigwait(&sigs, &sig) != 0 || (sig != SIGINT && sig != SIGTERM && sig != SIGUSR1)) {
   }
+  how = sig == SIGINT ? "SIGINT" : "SIGTERM";
+  if (sig == SIGTERM && S.drain_timeout > 0) how = drain(&sigs, detail, sizeof detail);
   /* Stop: refuse new requests, end the running ones (their jobs are
    * cancelled as their responses go), then close the engine. */
   atomic_store(&S.stopping, true);
@@ -754,6 +829,6 @@ int tl_cmd_serve(int argc, char **argv) {
   if (S.load_status != TL_OK)
     return tl_cli_fail(false, S.load_status, "%s", S.load_error);
   tl_srv_engine_close(atomic_load(&S.engine));
-  fprintf(stderr, "tinylm serve: stopped (%s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  fprintf(stderr, "tinylm serve: stopped (%s)\n", how);
   return TL_EXIT_OK;
 }
