@@ -213,7 +213,8 @@ frontend tinylm
 backend replicas
   balance hdr(X-Session-Id)
   hash-type consistent
-  option httpchk GET /health/ready
+  option httpchk
+  http-check send meth GET uri /health/ready ver HTTP/1.1 hdr Host localhost
   http-check expect status 200
   default-server check inter 250ms fall 1 rise 2
   http-response set-header X-Tinylm-Replica %[srv_name]
