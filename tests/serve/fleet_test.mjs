@@ -1,6 +1,7 @@
 // `tinylm serve` in a fleet (docs/deploy.md), on the demo model:
 //   node tests/serve/fleet_test.mjs TINYLM WORKDIR
 //
+//   * the probes answer without the API key (a key is set);
 //   * drain, one server alone: SIGTERM while a stream runs: /health/ready
 //     turns 503 "draining" (/health/live stays 200), a new generation is
 //     503 shutting_down, the stream ends with its finish_reason and
@@ -31,6 +32,7 @@
 //   /health/ready 200 while draining          -> "ready is 503 draining";
 //   the in-flight count never taken           -> as for no drain;
 //   the drain wait ignores --drain-timeout    -> "cut at the deadline";
+//   /health/ready behind the API key          -> "without the API key";
 //   haproxy without retry-on 503              -> under load, the requests
 //     the draining replica refused before its check failed reach the
 //     clients as 503 (94 of 127).
@@ -51,6 +53,8 @@ const TINYLM = resolve(tinylmArg);
 const WORK = resolve(workArg);
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const SUITE_SECONDS = Number(process.env.TL_SERVE_TEST_SECONDS || 240);
+const KEY = 'sk-fleet-test';
+const AUTH = { Authorization: `Bearer ${KEY}` };
 const EOS = 151645; // the demo model's <|im_end|>: banned where a reply must run long
 
 const { check, counts } = checker();
@@ -138,14 +142,16 @@ const LONG = (n) => ({ max_tokens: n, logit_bias: { [EOS]: -100 } }); // exactly
 
 // ---- drain, one server alone ----
 async function drainAlone(model) {
-  const s = await startServer('drain server', model, ['--drain-timeout', '30']);
+  const s = await startServer('drain server', model, ['--drain-timeout', '30', '--api-key', KEY]);
   const live0 = await http(s.port, 'GET', '/health/live');
   const ready0 = await http(s.port, 'GET', '/health/ready');
-  check('/health/live and /health/ready: 200 when serving', live0.status === 200 && json(live0)?.status === 'live' &&
-    ready0.status === 200 && json(ready0)?.status === 'ready', short([live0, ready0]));
+  const metrics0 = await http(s.port, 'GET', '/metrics');
+  check('/health/live and /health/ready: 200 when serving, without the API key (/metrics needs it)', live0.status === 200 &&
+    json(live0)?.status === 'live' && ready0.status === 200 && json(ready0)?.status === 'ready' && metrics0.status === 401,
+  short([live0, ready0, metrics0.status]));
   let first = null;
   const got = new Promise((r) => { first = r; });
-  const stream = http(s.port, 'POST', '/v1/chat/completions', { body: chat('Tell a story', { ...LONG(600), stream: true }),
+  const stream = http(s.port, 'POST', '/v1/chat/completions', { body: chat('Tell a story', { ...LONG(600), stream: true }), headers: AUTH,
     onData: (t) => { if (t.includes('"content":"') && t.split('data: ').length > 4) first(); } });
   await Promise.race([got, sleep(20000)]);
   const t0 = Date.now();
@@ -153,7 +159,7 @@ async function drainAlone(model) {
   await sleep(150);
   const ready = await http(s.port, 'GET', '/health/ready');
   const live = await http(s.port, 'GET', '/health/live');
-  const refused = await http(s.port, 'POST', '/v1/chat/completions', { body: chat('Hi', { max_tokens: 4 }) });
+  const refused = await http(s.port, 'POST', '/v1/chat/completions', { body: chat('Hi', { max_tokens: 4 }), headers: AUTH });
   check('draining: /health/ready is 503 "draining", /health/live still 200', ready.status === 503 &&
     json(ready)?.status === 'draining' && live.status === 200, short([ready, live]));
   check('draining: a new generation is 503 shutting_down', refused.status === 503 &&
