@@ -2,10 +2,11 @@
 //   node tests/serve/fleet_test.mjs TINYLM WORKDIR
 //
 //   * the probes answer without the API key (a key is set);
-//   * drain, one server alone: SIGTERM while a stream runs: /health/ready
-//     turns 503 "draining" (/health/live stays 200), a new generation is
-//     503 shutting_down, the stream ends with its finish_reason and
-//     [DONE], the process exits 0; a generation longer than
+//   * drain, one server alone (one slot): SIGTERM while a stream runs and
+//     another waits in the queue (the KV gauge above 0 meanwhile):
+//     /health/ready turns 503 "draining" (/health/live stays 200), a new
+//     generation is 503 shutting_down, both streams end with their
+//     finish_reason and [DONE], the process exits 0; a generation longer than
 //     --drain-timeout is cut at the deadline (no [DONE]) and the process
 //     still exits 0 about then; SIGINT stops at once as before;
 //   * three servers behind Debian's haproxy (the config is generated into
@@ -142,7 +143,7 @@ const LONG = (n) => ({ max_tokens: n, logit_bias: { [EOS]: -100 } }); // exactly
 
 // ---- drain, one server alone ----
 async function drainAlone(model) {
-  const s = await startServer('drain server', model, ['--drain-timeout', '30', '--api-key', KEY]);
+  const s = await startServer('drain server', model, ['--drain-timeout', '30', '--api-key', KEY, '--parallel', '1']);
   const live0 = await http(s.port, 'GET', '/health/live');
   const ready0 = await http(s.port, 'GET', '/health/ready');
   const metrics0 = await http(s.port, 'GET', '/metrics');
@@ -154,6 +155,15 @@ async function drainAlone(model) {
   const stream = http(s.port, 'POST', '/v1/chat/completions', { body: chat('Tell a story', { ...LONG(600), stream: true }), headers: AUTH,
     onData: (t) => { if (t.includes('"content":"') && t.split('data: ').length > 4) first(); } });
   await Promise.race([got, sleep(20000)]);
+  // a second one waits in the queue (one slot)
+  const queued = http(s.port, 'POST', '/v1/completions', { body: { model: 'demo', prompt: 'Once', ...LONG(300), stream: true }, headers: AUTH });
+  const gauges = await until(async () => {
+    const m = (await http(s.port, 'GET', '/metrics', { headers: AUTH })).text;
+    const q = /\ntinylm_requests_queued (\d+)/.exec(m)?.[1];
+    const kv = /\ntinylm_kv_cache_usage_ratio ([\d.]+)/.exec(m)?.[1];
+    return q === '1' ? { q, kv: Number(kv) } : null;
+  }, 5000);
+  check('one running, one queued: tinylm_kv_cache_usage_ratio above 0 (the running one\'s rows)', gauges !== null && gauges.kv > 0, short(gauges));
   const t0 = Date.now();
   s.proc.kill('SIGTERM');
   await sleep(150);
@@ -168,6 +178,10 @@ async function drainAlone(model) {
   const ev = events(r.text);
   check('draining: the running stream ends whole (600 tokens, finish_reason length, [DONE])', r.status === 200 &&
     ev.done && ev.finish === 'length' && ev.errors.length === 0, short(r.text.slice(-600)));
+  const q = await queued;
+  const qev = events(q.text);
+  check('draining: the queued one runs and ends whole too', q.status === 200 && qev.done && qev.errors.length === 0 &&
+    /"finish_reason":"length"/.test(q.text), short(q.text.slice(-400)));
   const ex = await exitWithin(s, 30000);
   check('draining: exit 0 once the stream is done, within the drain timeout', ex?.code === 0 && Date.now() - t0 < 30000 &&
     /stopped \(SIGTERM, drained\)/.test(s.stderr), short(ex) + short(s.stderr.slice(-500)));
