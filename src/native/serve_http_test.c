@@ -107,39 +107,6 @@ static void text_that_may_open_a_tool_call_is_held(tl_test_ctx *t) {
                      cases[i].want);
 }
 
-/* Qwen3's think block of a constrained reply: reasoning between the tags
- * without the newlines around it, content after </think> and its newlines;
- * while the reply grows, what could still change is held. */
-static void think_blocks_split_reasoning_from_content(tl_test_ctx *t) {
-  static const struct {
-    const char *s;
-    bool final, block;
-    size_t reason_from, reason_to, content_from;
-  } cases[] = {
-      {"<think>\n\n</think>\n\n{\"a\": 1}", true, true, 9, 9, 19},
-      {"<think>\nhm\n</think>\n\n{}", true, true, 8, 10, 21},
-      {"<think>\nhm\n</think>\n\n{}", false, true, 8, 10, 21},
-      {"{\"a\": 1}", true, false, 0, 0, 0},
-      {"{\"a\": 1}", false, false, 0, 0, 0},
-      {"", false, true, 0, 0, 0},           /* nothing yet */
-      {"", true, false, 0, 0, 0},
-      {"<thi", false, true, 4, 4, 4},       /* may yet open a block: all held */
-      {"<thi", true, false, 0, 0, 0},       /* ended: no block */
-      {"<think>\nhm\n</thi", false, true, 8, 10, 16}, /* a partial close and its newline held */
-      {"<think>\nhm\n</thi", true, true, 8, 16, 16},  /* cut short: all of it reasoning */
-      {"<think>\nhm\n", false, true, 8, 10, 11},
-      {"<think>\n\n</think>", false, true, 9, 9, 17},
-  };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    tl_srv_think th;
-    tl_srv_think_split((const uint8_t *)cases[i].s, strlen(cases[i].s), cases[i].final, &th);
-    TL_EXPECT(t, th.block == cases[i].block);
-    TL_EXPECT_EQ_U64(t, th.reason_from, cases[i].reason_from);
-    TL_EXPECT_EQ_U64(t, th.reason_to, cases[i].reason_to);
-    TL_EXPECT_EQ_U64(t, th.content_from, cases[i].content_from);
-  }
-}
-
 /* ---- streaming a choice whose text arrives in pieces ---- */
 
 static void gen_init(tl_srv_gen *g, bool tools) {
@@ -369,7 +336,6 @@ static const tl_test_case cases[] = {
     TL_CASE(streamed_text_never_splits_a_character),
     TL_CASE(streamed_tool_calls_are_held_and_sent_whole),
     TL_CASE(held_text_that_is_no_tool_call_is_sent),
-    TL_CASE(think_blocks_split_reasoning_from_content),
     TL_CASE(streamed_constrained_reply_splits_reasoning),
     TL_CASE(streamed_required_calls_after_thinking),
     TL_CASE(errors_have_openai_shape),

@@ -67,7 +67,7 @@ typedef struct tl_srv_request {
   /* chat, apply-template: the conversation as the template reads it:
    * {"messages": [...], "tools": [...] (when given and tool_choice is not
    * "none"), "enable_thinking": B (chat_template_kwargs.enable_thinking,
-   * when given)}. Messages keep role (developer becomes system), content
+   * or reasoning_effort's, when given)}. Messages keep role (developer becomes system), content
    * (a string; an array of text parts joined), name, tool_calls and
    * tool_call_id as given. */
   char *conversation;
@@ -100,6 +100,7 @@ typedef struct tl_srv_request {
   uint32_t top_logprobs;   /* 0..TL_SRV_MAX_TOP_LOGPROBS (completion: 0..5) */
   bool stream, include_usage;
   bool has_tools;          /* tools were passed to the template */
+  bool raw_reasoning;      /* chat: reasoning_format "none": the think block stays in content */
 
   /* structured output (chat: response_format, tools, tool_choice,
    * parallel_tool_calls, grammar; completion: grammar, json_schema) */
