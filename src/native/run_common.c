@@ -12,6 +12,7 @@
 #include "chat_render.h"
 #include "cli.h"
 #include "file.h"
+#include "gen/think.h"
 #include "sample/sampler.h"
 #include "turn.h"
 #include "utf8.h"
@@ -415,6 +416,23 @@ static void print_logprobs(FILE *out, const outcome *oc, json_t *rows) {
   }
 }
 
+/* --json's "reasoning" (Qwen3's think block without its tags and the
+ * newlines around them; null when the reply has none, and always with
+ * --raw: plain completion is not a chat reply) and "answer" (the text
+ * after it); "text" stays the whole visible text. */
+static void reply_parts(const tl_run_options *o, const tl_generation_result *r, json_t *doc) {
+  tl_think th;
+  if (o->raw) memset(&th, 0, sizeof th);
+  else tl_think_split(r->text, r->text_len, true, &th);
+  json_object_set_new(doc, "reasoning",
+                      th.block ? tl_json_lossy_string(r->text + th.reason_from,
+                                                      th.reason_to - th.reason_from)
+                               : json_null());
+  json_object_set_new(doc, "answer", th.block ? tl_json_lossy_string(r->text + th.answer_from,
+                                                                     r->text_len - th.answer_from)
+                                              : tl_json_lossy_string(r->text, r->text_len));
+}
+
 /* The --receipt file, then the failure (error: ...), or the JSON document
  * (--json, with sm's logprobs) or the summary line on stderr (and the
  * logprobs table on out). Returns the exit status. */
@@ -456,6 +474,7 @@ static int report(const tl_run_options *o, streamer *sm, const outcome *oc, FILE
         r->receipt_id, "timings", "prefill_tokens_per_s", prefill_tps, "decode_tokens_per_s",
         decode_tps);
     char *text;
+    reply_parts(o, r, doc_json);
     if (grammar_hex[0] != '\0') json_object_set_new(doc_json, "grammar", json_string(grammar_hex));
     if (sm->logprob_rows != NULL) {
       json_object_set_new(doc_json, "logprobs", sm->logprob_rows);
