@@ -35,6 +35,7 @@ void tl_think_split(const uint8_t *s, size_t len, bool final, tl_think *t) {
   t->reason_from = from;
   close = find_close(s, OPEN_LEN, len);
   if (close < len) {
+    t->closed = true;
     t->reason_to = close;
     t->answer_from = close + CLOSE_LEN;
     while (t->answer_from < len && s[t->answer_from] == '\n') t->answer_from++;

@@ -16,14 +16,15 @@
 #include <stdint.h>
 
 /* The reply's reasoning is text[reason_from, reason_to) and its answer
- * starts at answer_from (to the end). Without a block: block false, all
+ * starts at answer_from (to the end); closed: "</think>" is there (so
+ * what follows is the answer's). Without a block: block false, all
  * offsets 0. While the reply may still grow (final false), what could
  * still change is held back: a text that may yet become "<think>" (all of
  * it: block true, every offset len), and the reasoning's trailing
  * newlines or partial "</think>" (reason_to before them); so a stream
  * that sends what lies before these offsets never sends part of a tag. */
 typedef struct tl_think {
-  bool block;
+  bool block, closed;
   size_t reason_from, reason_to, answer_from;
 } tl_think;
 

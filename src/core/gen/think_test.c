@@ -43,6 +43,7 @@ static void split_offsets(tl_test_ctx *t) {
     TL_EXPECT_EQ_U64(t, th.reason_from, cases[i].reason_from);
     TL_EXPECT_EQ_U64(t, th.reason_to, cases[i].reason_to);
     TL_EXPECT_EQ_U64(t, th.answer_from, cases[i].answer_from);
+    TL_EXPECT(t, th.closed == (cases[i].block && strstr(cases[i].s, "</think>") != NULL));
   }
 }
 
