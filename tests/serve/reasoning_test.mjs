@@ -15,11 +15,13 @@
 // any part of a tag. Thinking on and off through chat_template_kwargs and
 // reasoning_effort (the prompts, and so the receipt ids, agree); a block
 // cut short by max_tokens is all reasoning; tool calls are still read (after
-// the block, never inside it); the refusals name their field.
+// the block, never inside it); the refusals name their field. `tinylm run`
+// (--json, a pipe, --hide-thinking, a terminal) and `chat` agree with serve.
 //
 // Planted defects it catches (each run by hand against this suite):
 //   the split only for constrained replies (the old behaviour)   7 checks fail
 //   reasoning_effort read but not applied                         2 checks fail
+//   run's think block printed raw on a terminal                   1 check fails
 // (the splitter's own defects: src/core/gen/think_test.c and
 // src/native/serve_http_test.c.)
 import { execFileSync, spawn } from 'node:child_process';
@@ -210,14 +212,45 @@ async function refusals(client) {
   check('completions: reasoning_format is not a field there (400 unknown_parameter)', e?.code === 'unknown_parameter' && e?.param === 'reasoning_format', short(e?.error));
 }
 
+// `tinylm run` and `chat` on the same requests: run --json's reasoning and
+// answer are serve's reasoning_content and content; printed through a pipe
+// the text is as the model wrote it, with --hide-thinking the answer alone;
+// on a terminal (script(1)'s pseudo-terminal) the reasoning dimmed (SGR 2 ...
+// 22) without the tags.
+async function cli(client, model) {
+  const tl = (args, input) => execFileSync(TINYLM, args, { encoding: 'utf8', input, stdio: ['pipe', 'pipe', 'ignore'] });
+  const cases = [['thinking on', SUM, ['--prompt', 'What is 12 + 30?', '-n', '40', '--temperature', '0']],
+    ['a block cut short', { messages: MSG('Tell me a story about a lighthouse.'), max_tokens: 12, temperature: 1.5, seed: 4 },
+      ['--prompt', 'Tell me a story about a lighthouse.', '-n', '12', '--temperature', '1.5', '--seed', '4']]];
+  for (const [what, body, args] of cases) {
+    const m = (await client.chat.completions.create(body)).choices[0].message;
+    const run = JSON.parse(tl(['run', model, ...args, '--json']));
+    check(`run --json, ${what}: reasoning and answer = serve's reasoning_content and content, text the raw text`,
+      run.reasoning === m.reasoning_content && run.answer === m.content && isSplitOf(m, run.text), `${short(run)} vs ${short(m)}`);
+    check(`run, ${what}, through a pipe: the text as the model wrote it`, tl(['run', model, ...args]) === `${run.text}\n`);
+    check(`run --hide-thinking, ${what}: the answer alone`, tl(['run', model, ...args, '--hide-thinking']) === `${run.answer}\n`);
+    if (what === 'a block cut short') {
+      const cmd = [TINYLM, 'run', model, ...args].map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(' ');
+      const tty = execFileSync('script', ['-qec', `${cmd} 2>/dev/null`, '/dev/null'], { encoding: 'utf8' });
+      const plain = tty.replace(/\x1b\[2m|\x1b\[22m/g, '');
+      check('run on a terminal: the reasoning dimmed (SGR 2 ... 22), no tag, nothing else changed',
+        /\x1b\[2m/.test(tty) && !/think>/.test(tty) && plain.replace(/\r\n$/, '') === run.reasoning, JSON.stringify(tty));
+    }
+  }
+  const chat = (extra) => tl(['chat', model, ...extra], 'What is 12 + 30?\n');
+  const answer = (await client.chat.completions.create(SUM)).choices[0].message.content;
+  check('chat through a pipe: the reply as the model wrote it, <think> included', chat([]).includes(`<think>`) && chat([]).includes(answer));
+  check('chat --hide-thinking: the answer alone', chat(['--hide-thinking']) === `${answer}\n`, JSON.stringify(chat(['--hide-thinking'])));
+}
+
 async function main() {
   rmSync(WORK, { recursive: true, force: true });
   mkdirSync(WORK, { recursive: true });
   const model = execFileSync(join(ROOT, 'scripts', 'demo_model.sh'), [TINYLM, join(ROOT, 'build', 'demo')], { encoding: 'utf8' }).trim();
   const s = await startServer(model);
   const client = new OpenAI({ baseURL: `${s.base}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 60000 });
-  for (const [name, f] of [['split', split], ['streaming', streaming], ['thinking switch', thinkingSwitch], ['tools', tools], ['refusals', refusals]]) {
-    try { await f(client); } catch (e) { check(`${name}: ran to the end`, false, e?.stack ?? String(e)); }
+  for (const [name, f] of [['split', split], ['streaming', streaming], ['thinking switch', thinkingSwitch], ['tools', tools], ['refusals', refusals], ['cli', cli]]) {
+    try { await f(client, model); } catch (e) { check(`${name}: ran to the end`, false, e?.stack ?? String(e)); }
   }
   s.proc.kill('SIGTERM');
   const r = await Promise.race([s.exited, sleep(15000).then(() => null)]);
