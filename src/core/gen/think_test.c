@@ -1,7 +1,14 @@
 /* Where Qwen3's think block lies (gen/think.h): reasoning between the
  * tags without the newlines around it, the answer after "</think>" and
  * its newlines; a block only where the reply opens with the tag; while
- * the reply grows, what could still change is held back. */
+ * the reply grows, what could still change is held back.
+ *
+ * Planted defects caught (each run by hand): a partial "</think>" not held
+ * (split_offsets, every_prefix...); a partial "<think>" not held; the
+ * newlines after "</think>" kept in the answer. In serve_http_test.c: the
+ * tool calls read from the think block under reasoning_format "none"; "none"
+ * still reporting reasoning_content; a reasoning delta ending inside a
+ * UTF-8 sequence. */
 #include "gen/think.h"
 
 #include <string.h>
