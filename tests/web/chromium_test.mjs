@@ -416,7 +416,9 @@ async function browserChecks(browser, work, manifest, isolated, plain, requests)
     // (docs/server.md, Reasoning): the spec's cases, then every prefix of a
     // streamed reply: no piece of a tag shown, reasoning and answer only
     // grow. (The tiny model writes no block, so its replies above cannot
-    // show one; these texts can.)
+    // show one; these texts can.) Planted defects caught: a partial
+    // "</think>" not held, a partial "<think>" not held (each fails the
+    // streamed check).
     const CASES = [
       ['<think>\nadd them\n</think>\n\n12 + 30 = 42.', true, 'add them', '12 + 30 = 42.'],
       ['<think>\n\n</think>\n\nHi', true, '', 'Hi'],
