@@ -194,6 +194,8 @@ run_stage serve-models node tests/serve/models_test.mjs build/gcc/tinylm \
 # Debian's prometheus: drain (SIGTERM) alone and under load, a replica
 # killed mid-stream, the same bytes from every replica (~20 s; docs/deploy.md).
 run_stage serve-fleet node tests/serve/fleet_test.mjs build/gcc/tinylm build/test-work/serve-fleet
+run_stage serve-reasoning node tests/serve/reasoning_test.mjs build/gcc/tinylm \
+  build/test-work/serve-reasoning
 run_stage api-example /usr/bin/python3 tests/api/example_test.py build/asan/tinylm \
   build/asan/stream_reply build/test-work/api-example
 # make install into a scratch prefix, then examples/ built against the

@@ -31,7 +31,7 @@
 #include "utf8.h"
 
 static const char usage_text[] =
-    "usage: tinylm chat MODEL.slm [-n N] [--think | --no-think] [--system TEXT]\n"
+    "usage: tinylm chat MODEL.slm [-n N] [--think | --no-think] [--hide-thinking] [--system TEXT]\n"
     "           [--temperature T] [--top-k K] [--top-p P] [--min-p M] [--repeat-penalty R]\n"
     "           [--seed S] [--stop STR]... [--ctx N] [--mem-budget MB]\n"
     "           [--receipt-dir DIR] [--force]\n"
@@ -41,6 +41,7 @@ static const char usage_text[] =
     "                   EOS, a stop string or the context is full)\n"
     "  --think, --no-think  the template's enable_thinking at the start\n"
     "                   (default on, Qwen3's own default; /think on|off changes it)\n"
+    TL_RUN_THINKING_USAGE
     "  --system TEXT    the system message\n"
     "  --receipt-dir DIR  a receipt per reply, DIR/turn-0001.cbor, ...\n"
     "  --force          replace existing receipt files in DIR\n" TL_RUN_GRAMMAR_USAGE
