@@ -31,6 +31,7 @@
 #include "file.h"
 #include "lane.h"
 #include "serve_engine.h"
+#include "serve_guard.h"
 #include "serve_http.h"
 #include "serve_request.h"
 #include "utf8.h"
@@ -39,7 +40,9 @@ static const char usage_text[] =
     "usage: tinylm serve MODEL.slm [--host H] [--port P] [--parallel N] [--queue N]\n"
     "                    [--ctx N] [--api-key KEY | --api-key-file F]\n"
     "                    [--cors-origin ORIGIN]... [--max-body-bytes N]\n"
-    "                    [--receipt-dir DIR] [--mem-budget MB]\n"
+    "                    [--receipt-dir DIR] [--mem-budget MB] [--no-shared-cache]\n"
+    "                    [--header-timeout S] [--body-timeout S] [--max-conns N]\n"
+    "                    [--max-conns-per-ip N] [--allow-host NAME]...\n"
     "                    [--lane scalar|fast] [-t N] [--mmap]\n"
     "  an OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions,\n"
     "  /v1/models, /health, /tokenize, /detokenize, /apply-template, /metrics\n"
@@ -53,7 +56,17 @@ static const char usage_text[] =
     "  --ctx N           context tokens per slot (default: the model's, at most\n"
     "                    4096)\n"
     "  --api-key KEY     require Authorization: Bearer KEY (or X-Api-Key: KEY)\n"
-    "  --api-key-file F  the key from the first line of F\n"
+    "  --api-key-file F  the keys in F, one a line (# comments, blank lines\n"
+    "                    skipped); each key's requests share a prompt cache\n"
+    "                    with that key's only\n"
+    "  --no-shared-cache no prompt prefix reused from one request to another\n"
+    "  --header-timeout S  a request's headers must be in within S seconds\n"
+    "                    (default 10), --body-timeout S its body within S more\n"
+    "                    (default 30); else the connection is closed\n"
+    "  --max-conns N     open connections at most (default 512)\n"
+    "  --max-conns-per-ip N  from one address at most (default 32; 0: no cap)\n"
+    "  --allow-host NAME without a key, the Host header must be a loopback\n"
+    "                    name or --host; also NAME (\"*\": any); repeatable\n"
     "  --cors-origin O   allow browser requests from origin O (\"*\": any);\n"
     "                    repeatable\n"
     "  --max-body-bytes N  largest request body (default 8388608); more: 413\n"
@@ -63,6 +76,8 @@ static const char usage_text[] =
     "  SIGINT or SIGTERM stops the server (exit 0)\n";
 
 #define MAX_ORIGINS 32
+#define MAX_KEYS 64
+#define MAX_HOSTS 32
 
 /* The one server of the process (signal handling is per process). */
 static struct {
@@ -70,10 +85,11 @@ static struct {
   _Atomic(tl_srv_engine *) engine;
   atomic_bool stopping;
   tl_srv_engine_options eo;
-  const char *api_key;
-  size_t api_key_len;
-  const char *origins[MAX_ORIGINS];
-  size_t n_origins;
+  const char *keys[MAX_KEYS]; /* a key's index + 1 is its cache partition */
+  size_t n_keys;
+  const char *origins[MAX_ORIGINS], *hosts[MAX_HOSTS], *listen_host;
+  size_t n_origins, n_hosts;
+  double header_timeout, body_timeout;
   size_t max_body;
   atomic_uint_fast64_t requests, rejected;
   pthread_t main_thread;
@@ -108,6 +124,7 @@ typedef struct conn_ctx {
   tl_srv_buf body;
   uint64_t seen; /* body bytes received */
   bool too_large, answered;
+  uint32_t partition; /* the key's prompt cache partition (0: no key) */
 } conn_ctx;
 
 /* ---- answers ---- */
@@ -185,20 +202,28 @@ static enum MHD_Result reply_failed(struct MHD_Connection *c, tl_srv_error *e, t
 
 /* ---- auth, CORS ---- */
 
-/* Equal to the key, in time that depends on the key's length only. */
-static bool key_matches(const char *given) {
+/* The partition of the key given (its index + 1), else 0: every key is
+ * compared whole, in time that depends on the keys' lengths only. */
+static uint32_t key_partition(const char *given) {
   size_t n = strlen(given);
-  unsigned char diff = (unsigned char)(n != S.api_key_len);
-  for (size_t i = 0; i < S.api_key_len; i++)
-    diff |= (unsigned char)(S.api_key[i] ^ (i < n ? given[i] : 0));
-  return diff == 0;
+  uint32_t found = 0;
+  for (size_t k = 0; k < S.n_keys; k++) {
+    size_t len = strlen(S.keys[k]);
+    unsigned char diff = (unsigned char)(n != len);
+    for (size_t i = 0; i < len; i++) diff |= (unsigned char)(S.keys[k][i] ^ (i < n ? given[i] : 0));
+    found |= (uint32_t)(k + 1) & (uint32_t)-(int32_t)(diff == 0);
+  }
+  return found;
 }
 
-static bool authorized(struct MHD_Connection *c) {
+/* Whether the request may go on; *partition its key's (0 without keys). */
+static bool authorized(struct MHD_Connection *c, uint32_t *partition) {
   const char *a = header(c, MHD_HTTP_HEADER_AUTHORIZATION), *x = header(c, "X-Api-Key");
-  if (S.api_key == NULL) return true;
-  if (a != NULL && strncasecmp(a, "Bearer ", 7) == 0 && key_matches(a + 7)) return true;
-  return x != NULL && key_matches(x);
+  *partition = 0;
+  if (S.n_keys == 0) return true;
+  if (a != NULL && strncasecmp(a, "Bearer ", 7) == 0) *partition = key_partition(a + 7);
+  if (*partition == 0 && x != NULL) *partition = key_partition(x);
+  return *partition != 0;
 }
 
 static enum MHD_Result preflight(struct MHD_Connection *c) {
@@ -214,12 +239,15 @@ static enum MHD_Result preflight(struct MHD_Connection *c) {
 
 /* ---- generation ---- */
 
-/* Whether the client is still there: a closed or reset connection shows
- * as a hang-up on its socket (the body has been read by now). */
-static bool client_alive(int fd) {
-  struct pollfd p = {.fd = fd, .events = POLLRDHUP};
-  if (fd < 0) return true;
-  return poll(&p, 1, 0) <= 0 || (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) == 0;
+/* Whether the client can still read its reply. A FIN alone comes both from
+ * a client that half-closed after its request and from one that closed:
+ * the caller then writes once (*probe_due), which a closed socket answers
+ * with a reset, and a reset shows as a hang-up at the next look. */
+static bool client_there(int fd, bool *probed, bool *probe_due) {
+  tl_srv_peer p = tl_srv_peer_state(fd);
+  *probe_due = p == TL_SRV_PEER_HALF && !*probed;
+  *probed = *probed || *probe_due;
+  return p != TL_SRV_PEER_GONE;
 }
 
 static int conn_fd(struct MHD_Connection *c) {
@@ -229,8 +257,8 @@ static int conn_fd(struct MHD_Connection *c) {
 }
 
 /* Waits (about 100 ms at most) for news of the unfinished choices and
- * takes it in. False when the client went away or the server stops. */
-static bool gather(tl_srv_gen *g, int fd) {
+ * takes it in. False when the server stops. */
+static bool gather(tl_srv_gen *g) {
   bool waited = false;
   for (uint32_t i = 0; i < g->n; i++) {
     tl_srv_choice *c = &g->choices[i];
@@ -251,7 +279,7 @@ static bool gather(tl_srv_gen *g, int fd) {
       snprintf(c->result.error, sizeof c->result.error, "%s", tl_status_name(st));
     }
   }
-  return !atomic_load(&S.stopping) && client_alive(fd);
+  return !atomic_load(&S.stopping);
 }
 
 static bool all_done(const tl_srv_gen *g) {
@@ -266,7 +294,7 @@ typedef struct stream {
   int fd;
   tl_srv_buf out;
   size_t out_pos;
-  bool ended;
+  bool ended, probed;
   double last_sent;
 } stream;
 
@@ -278,8 +306,10 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
   while (s->out_pos == s->out.len) {
     bool finished = true;
     s->out.len = s->out_pos = 0;
+    bool probe;
     if (s->ended) return MHD_CONTENT_READER_END_OF_STREAM;
-    if (!gather(&s->g, s->fd)) return MHD_CONTENT_READER_END_WITH_ERROR;
+    if (!gather(&s->g) || !client_there(s->fd, &s->probed, &probe))
+      return MHD_CONTENT_READER_END_WITH_ERROR;
     for (uint32_t i = 0; i < s->g.n; i++) {
       (void)tl_srv_stream_choice(&s->g, i, &s->out);
       finished = finished && s->g.choices[i].finished;
@@ -288,7 +318,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
       (void)tl_srv_stream_end(&s->g, &s->out);
       s->ended = true;
     }
-    if (s->out.len == 0 && tl_now_s() - s->last_sent >= 2.0)
+    if (s->out.len == 0 && (probe || tl_now_s() - s->last_sent >= 2.0))
       (void)tl_srv_buf_add(&s->out, ": ping\n\n", 8); /* queued or in prefill */
     if (s->out.failed) return MHD_CONTENT_READER_END_WITH_ERROR;
   }
@@ -309,7 +339,7 @@ static void stream_free(void *cls) {
 }
 
 static enum MHD_Result generate(struct MHD_Connection *c, tl_srv_engine *e, bool chat,
-                                const conn_ctx *cc) {
+                                const conn_ctx *cc, bool http11) {
   stream *s = calloc(1, sizeof *s);
   tl_srv_gen *g = s != NULL ? &s->g : NULL;
   tl_srv_error err;
@@ -332,7 +362,7 @@ static enum MHD_Result generate(struct MHD_Connection *c, tl_srv_engine *e, bool
                                    &err)
               : tl_srv_prompt_text(e, g->req.prompt, g->req.prompt_len, &g->prompt, &err);
   for (uint32_t i = 0; st == TL_OK && i < g->req.n; i++) {
-    tl_srv_job_params p = {&g->req, &g->prompt, i, g->grammar};
+    tl_srv_job_params p = {&g->req, &g->prompt, i, g->grammar, cc->partition};
     st = tl_srv_submit(e, &p, &g->choices[i].job, &err);
     if (st == TL_OK) g->n = i + 1;
   }
@@ -358,13 +388,17 @@ static enum MHD_Result generate(struct MHD_Connection *c, tl_srv_engine *e, bool
     MHD_add_response_header(r, "Cache-Control", "no-cache");
     return queue(c, 200, r, "text/event-stream");
   }
-  while (!all_done(g))
-    if (!gather(g, s->fd)) {
-      bool stopping = atomic_load(&S.stopping);
+  while (!all_done(g)) {
+    bool stopping = !gather(g), probe, there = client_there(s->fd, &s->probed, &probe);
+    /* nothing of the reply is sent yet: an interim response is the probe
+     * (HTTP/1.0 has none: such a client's close is not seen) */
+    if (probe && http11) (void)tl_srv_probe_interim(s->fd);
+    if (stopping || !there) {
       stream_free(s); /* cancels */
       return stopping ? fail(c, 503, "server_error", "shutting_down", "the server is stopping")
                       : MHD_NO; /* the client is gone: close */
     }
+  }
   for (uint32_t i = 0; i < g->n; i++) {
     const tl_srv_result *r = &g->choices[i].result;
     if (strcmp(r->finish, "error") == 0 || strcmp(r->finish, "cancelled") == 0) {
@@ -486,16 +520,44 @@ static enum MHD_Result text_tool(struct MHD_Connection *c, tl_srv_engine *e, rou
 
 /* ---- the handler ---- */
 
+/* The connection's receive deadline (serve_guard.h). */
+static tl_srv_deadline *deadline_of(struct MHD_Connection *c) {
+  const union MHD_ConnectionInfo *i =
+      MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  return i != NULL ? i->socket_context : NULL;
+}
+
+/* A keyless server's refusals of what a web page could send it (a key
+ * already stops them: a page cannot send one without a preflight). */
+static enum MHD_Result browser_check(struct MHD_Connection *c, const char *method, bool *refused) {
+  char msg[200];
+  const char *host = header(c, MHD_HTTP_HEADER_HOST);
+  *refused = true;
+  if (!tl_srv_host_allowed(host, S.listen_host, S.hosts, S.n_hosts)) {
+    snprintf(msg, sizeof msg, "Host %.64s is not this server's name (a loopback name, --host, "
+             "or --allow-host)", host);
+    return fail(c, 403, "permission_error", "host_not_allowed", msg);
+  }
+  if (strcmp(method, "POST") == 0 &&
+      !tl_srv_json_content_type(header(c, MHD_HTTP_HEADER_CONTENT_TYPE)))
+    return fail(c, 415, "invalid_request_error", "unsupported_media_type",
+                "the request body must be sent as Content-Type: application/json");
+  *refused = false;
+  return MHD_YES;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
                               const char *method, const char *version, const char *upload,
                               size_t *upload_size, void **con_cls) {
   conn_ctx *cc = *con_cls;
   tl_srv_engine *e = atomic_load(&S.engine);
   (void)cls;
-  (void)version;
   if (cc == NULL) { /* the headers are in: refuse early what can be */
     const char *len = header(c, MHD_HTTP_HEADER_CONTENT_LENGTH);
     uint64_t n;
+    bool refused;
+    enum MHD_Result r;
+    tl_srv_deadline_set(deadline_of(c), tl_now_s(), S.body_timeout);
     if ((cc = calloc(1, sizeof *cc)) == NULL) return MHD_NO;
     *con_cls = cc;
     atomic_fetch_add(&S.requests, 1);
@@ -514,9 +576,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
                        "%s takes %s, not %.16s", cc->route->path, cc->route->method, method);
       return reply_json(c, 405, tl_srv_error_body(&err), NULL, cc->route->method);
     }
-    if (cc->route->id != R_HEALTH && !authorized(c))
+    if (cc->route->id != R_HEALTH && !authorized(c, &cc->partition))
       return fail(c, 401, "authentication_error", "invalid_api_key",
                   "a valid API key is required (Authorization: Bearer KEY or X-Api-Key)");
+    if (S.n_keys == 0 && (r = browser_check(c, method, &refused), refused)) return r;
     if (atomic_load(&S.stopping))
       return fail(c, 503, "server_error", "shutting_down", "the server is stopping");
     if (cc->route->id != R_HEALTH && e == NULL)
@@ -547,6 +610,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     *upload_size = 0;
     return MHD_YES;
   }
+  /* the request is in: what follows (its generation) has no deadline */
+  tl_srv_deadline_set(deadline_of(c), 0, 0);
   if (cc->answered) return MHD_YES;
   cc->answered = true;
   if (cc->too_large) {
@@ -559,8 +624,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
   case R_HEALTH: return health(c, e);
   case R_MODELS: return models(c, e);
   case R_METRICS: return metrics(c, e);
-  case R_CHAT: return generate(c, e, true, cc);
-  case R_COMPLETIONS: return generate(c, e, false, cc);
+  case R_CHAT: return generate(c, e, true, cc, strcmp(version, MHD_HTTP_VERSION_1_1) == 0);
+  case R_COMPLETIONS:
+    return generate(c, e, false, cc, strcmp(version, MHD_HTTP_VERSION_1_1) == 0);
   default: return text_tool(c, e, cc->route->id, cc);
   }
 }
@@ -569,13 +635,22 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
                       enum MHD_RequestTerminationCode toe) {
   conn_ctx *cc = *con_cls;
   (void)cls;
-  (void)c;
   (void)toe;
+  /* a kept-alive connection's next request: its headers from now on */
+  tl_srv_deadline_set(deadline_of(c), tl_now_s(), S.header_timeout);
   if (cc != NULL) {
     tl_srv_buf_free(&cc->body);
     free(cc);
     *con_cls = NULL;
   }
+}
+
+static void connection(void *cls, struct MHD_Connection *c, void **socket_ctx,
+                       enum MHD_ConnectionNotificationCode code) {
+  (void)cls;
+  if (code == MHD_CONNECTION_NOTIFY_STARTED)
+    *socket_ctx = tl_srv_deadline_open(conn_fd(c), tl_now_s(), S.header_timeout);
+  else tl_srv_deadline_close(*socket_ctx);
 }
 
 /* ---- the command ---- */
@@ -608,27 +683,40 @@ static bool loopback(const struct sockaddr *a) {
   return false;
 }
 
-/* The first line of file f (without its line end) as the key. */
-static int read_key_file(const char *f, char *key, size_t cap) {
+/* The keys of file f, one a line (its line end dropped; blank lines and
+ * lines starting with '#' skipped), copied into buf as S.keys. */
+static int read_key_file(const char *f, char *buf, size_t cap) {
   tl_file_view v;
   char err[512];
-  size_t n = 0;
+  size_t used = 0;
+  int rc = -1;
   if (tl_file_open_view(f, &v, err, sizeof err) != TL_OK)
     return tl_cli_fail(false, TL_ERR_IO, "--api-key-file: %s", err);
-  while (n < v.len && v.data[n] != '\n' && v.data[n] != '\r') n++;
-  if (n >= cap || memchr(v.data, '\0', n) != NULL) {
-    tl_file_close_view(&v);
-    return tl_cli_usage(false, "--api-key-file %s: the key is longer than %zu bytes or holds NUL",
-                        f, cap - 1);
+  for (size_t at = 0, n; at < v.len && rc < 0; at += n + 1) {
+    const char *line = (const char *)v.data + at;
+    for (n = 0; at + n < v.len && line[n] != '\n'; n++) {
+    }
+    size_t len = n > 0 && line[n - 1] == '\r' ? n - 1 : n;
+    if (len == 0 || line[0] == '#') continue;
+    if (memchr(line, '\0', len) != NULL || len + 1 > cap - used || S.n_keys == MAX_KEYS)
+      rc = tl_cli_usage(false, "--api-key-file %s: a key holds NUL, or more than %d keys or %zu "
+                        "bytes in all", f, MAX_KEYS, cap);
+    else {
+      memcpy(buf + used, line, len);
+      buf[used + len] = '\0';
+      S.keys[S.n_keys++] = buf + used;
+      used += len + 1;
+    }
   }
-  memcpy(key, v.data, n);
-  key[n] = '\0';
   tl_file_close_view(&v);
-  return -1;
+  if (rc < 0 && S.n_keys == 0) rc = tl_cli_usage(false, "--api-key-file %s: no key in it", f);
+  return rc;
 }
 
 int tl_cmd_serve(int argc, char **argv) {
-  static char key_buf[4096];
+  static char key_buf[65536];
+  const char *key = NULL;
+  uint32_t per_ip = 32, max_conns = 512, header_s = 10, body_s = 30;
   const char *host = "127.0.0.1", *key_file = NULL;
   uint32_t port = 8080;
   uint64_t mb = 0, max_body = 8u << 20;
@@ -655,13 +743,19 @@ int tl_cmd_serve(int argc, char **argv) {
       if (rc > 0) return rc;
       continue;
     }
+    if (strcmp(a, "--no-shared-cache") == 0) {
+      S.eo.no_shared_cache = true;
+      continue;
+    }
     if (a[0] == '-' && a[1] != '\0') {
       if (strcmp(a, "--host") != 0 && strcmp(a, "--port") != 0 &&
           strcmp(a, "--parallel") != 0 && strcmp(a, "--queue") != 0 &&
           strcmp(a, "--ctx") != 0 && strcmp(a, "--api-key") != 0 &&
           strcmp(a, "--api-key-file") != 0 && strcmp(a, "--cors-origin") != 0 &&
           strcmp(a, "--max-body-bytes") != 0 && strcmp(a, "--receipt-dir") != 0 &&
-          strcmp(a, "--mem-budget") != 0)
+          strcmp(a, "--mem-budget") != 0 && strcmp(a, "--header-timeout") != 0 &&
+          strcmp(a, "--body-timeout") != 0 && strcmp(a, "--max-conns") != 0 &&
+          strcmp(a, "--max-conns-per-ip") != 0 && strcmp(a, "--allow-host") != 0)
         return tl_cli_usage(false, "unknown option '%s'\n%s", a, usage_text);
       if ((rc = tl_cli_value(false, argc, argv, &i, &v)) >= 0) return rc;
       if (strcmp(a, "--host") == 0) host = v;
@@ -671,13 +765,23 @@ int tl_cmd_serve(int argc, char **argv) {
       else if (strcmp(a, "--queue") == 0) rc = tl_cli_flag_u32(false, a, v, 0, 4096, &S.eo.queue);
       else if (strcmp(a, "--ctx") == 0)
         rc = tl_cli_flag_u32(false, a, v, 1, UINT32_MAX, &S.eo.context);
-      else if (strcmp(a, "--api-key") == 0) S.api_key = v;
+      else if (strcmp(a, "--api-key") == 0) key = v;
       else if (strcmp(a, "--api-key-file") == 0) key_file = v;
       else if (strcmp(a, "--receipt-dir") == 0) S.eo.receipt_dir = v;
       else if (strcmp(a, "--mem-budget") == 0)
         rc = tl_cli_flag_u64(false, a, v, 1, UINT64_MAX >> 20, &mb);
       else if (strcmp(a, "--max-body-bytes") == 0)
         rc = tl_cli_flag_u64(false, a, v, 1, (uint64_t)1 << 30, &max_body);
+      else if (strcmp(a, "--header-timeout") == 0)
+        rc = tl_cli_flag_u32(false, a, v, 1, 3600, &header_s);
+      else if (strcmp(a, "--body-timeout") == 0) rc = tl_cli_flag_u32(false, a, v, 1, 3600, &body_s);
+      else if (strcmp(a, "--max-conns") == 0) rc = tl_cli_flag_u32(false, a, v, 1, 65536, &max_conns);
+      else if (strcmp(a, "--max-conns-per-ip") == 0)
+        rc = tl_cli_flag_u32(false, a, v, 0, 65536, &per_ip);
+      else if (strcmp(a, "--allow-host") == 0) {
+        if (S.n_hosts == MAX_HOSTS) return tl_cli_usage(false, "at most %d --allow-host", MAX_HOSTS);
+        S.hosts[S.n_hosts++] = v;
+      }
       else if (S.n_origins == MAX_ORIGINS)
         return tl_cli_usage(false, "at most %d --cors-origin", MAX_ORIGINS);
       else S.origins[S.n_origins++] = v;
@@ -688,15 +792,17 @@ int tl_cmd_serve(int argc, char **argv) {
     S.eo.model_path = a;
   }
   if (S.eo.model_path == NULL) return tl_cli_usage(false, "no model given\n%s", usage_text);
-  if (S.api_key != NULL && key_file != NULL)
+  if (key != NULL && key_file != NULL)
     return tl_cli_usage(false, "--api-key and --api-key-file exclude each other");
-  if (key_file != NULL) {
-    if ((rc = read_key_file(key_file, key_buf, sizeof key_buf)) >= 0) return rc;
-    S.api_key = key_buf;
-  }
-  if (S.api_key != NULL && S.api_key[0] == '\0')
-    return tl_cli_usage(false, "the API key is empty");
-  S.api_key_len = S.api_key != NULL ? strlen(S.api_key) : 0;
+  if (key_file != NULL && (rc = read_key_file(key_file, key_buf, sizeof key_buf)) >= 0) return rc;
+  if (key != NULL && key[0] == '\0') return tl_cli_usage(false, "the API key is empty");
+  if (key != NULL) S.keys[S.n_keys++] = key;
+  if (max_conns <= S.eo.parallel + S.eo.queue)
+    return tl_cli_usage(false, "--max-conns %u leaves no room beside --parallel + --queue (%u)",
+                        max_conns, S.eo.parallel + S.eo.queue);
+  S.header_timeout = header_s;
+  S.body_timeout = body_s;
+  S.listen_host = host;
   S.eo.mem_budget = mb << 20;
   S.max_body = (size_t)max_body;
 
@@ -708,7 +814,7 @@ int tl_cmd_serve(int argc, char **argv) {
     return tl_cli_fail(false, TL_ERR_IO, "--host %s: %s", host, gai_strerror(gai));
   memcpy(&addr, ai->ai_addr, ai->ai_addrlen);
   freeaddrinfo(ai);
-  if (S.api_key == NULL && !loopback((const struct sockaddr *)&addr))
+  if (S.n_keys == 0 && !loopback((const struct sockaddr *)&addr))
     fprintf(stderr, "tinylm serve: warning: listening on %s without --api-key: anyone who "
                     "reaches this address can use the model\n", host);
 
@@ -726,9 +832,9 @@ int tl_cmd_serve(int argc, char **argv) {
   if (addr.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
   S.daemon = MHD_start_daemon(
       flags, 0, NULL, NULL, handle, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-      MHD_OPTION_CONNECTION_LIMIT, (unsigned)(S.eo.parallel + S.eo.queue + 16),
-      MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
-      MHD_OPTION_END);
+      MHD_OPTION_CONNECTION_LIMIT, (unsigned)max_conns, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+      (unsigned)per_ip, MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_NOTIFY_COMPLETED,
+      completed, NULL, MHD_OPTION_NOTIFY_CONNECTION, connection, NULL, MHD_OPTION_END);
   if (S.daemon == NULL)
     return tl_cli_fail(false, TL_ERR_IO, "cannot listen on %s port %u: %s", host, port,
                        errno ? strerror(errno) : "libmicrohttpd refused");
@@ -744,7 +850,12 @@ int tl_cmd_serve(int argc, char **argv) {
     MHD_stop_daemon(S.daemon);
     return tl_cli_fail(false, TL_ERR_WORKER_FAILURE, "cannot start the loading thread");
   }
-  while (sigwait(&sigs, &sig) != 0 || (sig != SIGINT && sig != SIGTERM && sig != SIGUSR1)) {
+  /* between signals, every quarter second, the late connections go */
+  for (;;) {
+    struct timespec quarter = {0, 250000000L};
+    sig = sigtimedwait(&sigs, NULL, &quarter);
+    if (sig == SIGINT || sig == SIGTERM || sig == SIGUSR1) break;
+    (void)tl_srv_deadline_reap(tl_now_s());
   }
   /* Stop: refuse new requests, end the running ones (their jobs are
    * cancelled as their responses go), then close the engine. */

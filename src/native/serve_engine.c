@@ -10,6 +10,7 @@
 #include "serve_engine.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -63,6 +64,7 @@ struct tl_srv_job {
   atomic_int cancel;
   double submitted, started;
   size_t reused;
+  uint32_t partition; /* whose cached prefixes it may reuse */
   /* what it produced so far, under e->lock */
   pthread_cond_t changed;
   tl_srv_state state;
@@ -90,6 +92,7 @@ struct slot {
   tl_srv_job *job;
   uint32_t *cached; /* the ids of the cache's rows [0, cached_len) */
   size_t cached_len;
+  uint32_t partition; /* the partition of the job that left them */
   bool decoding; /* its turn is past the prompt */
   /* the forward call it waits for */
   bool fwd_pending, fwd_done;
@@ -116,6 +119,7 @@ struct tl_srv_engine {
   tl_arena scratch;
   uint32_t prefill_turn; /* round robin over slots for prefill chunks */
   char *receipt_dir;
+  bool no_shared_cache;
   char artifact_hex[65], model_name[128];
   uint64_t plan_bytes;
   tl_srv_stats stats;
@@ -371,9 +375,11 @@ static void keep_receipt(tl_srv_engine *e, const tl_turn *t, tl_srv_job *j) {
   snprintf(path, sizeof path, "%s/%s.cbor", e->receipt_dir, j->result.receipt_id);
   /* the same receipt id is the same file: an existing one stays */
   if (access(path, F_OK) == 0) return;
-  if (tl_file_write_atomic(path, t->receipt, t->receipt_len, err, sizeof err) != TL_OK &&
-      access(path, F_OK) != 0)
-    fprintf(stderr, "tinylm serve: receipt %s not kept: %s\n", path, err);
+  if (tl_file_write_atomic(path, t->receipt, t->receipt_len, err, sizeof err) != TL_OK) {
+    if (access(path, F_OK) != 0) fprintf(stderr, "tinylm serve: receipt %s not kept: %s\n", path, err);
+  } else {
+    (void)chmod(path, 0600); /* the prompt's owner's alone, as its directory */
+  }
 }
 
 /* Runs j in slot s (its reused prefix already chosen), outside the lock. */
@@ -449,6 +455,7 @@ static void run_job(slot *s, tl_srv_job *j) {
   for (size_t i = 0; i < s->s.cache.len; i++)
     s->cached[i] = i < j->n_ids ? j->ids[i] : t.r.ids[i - j->n_ids];
   s->cached_len = s->s.cache.len;
+  s->partition = j->partition;
   pthread_mutex_lock(&e->lock);
   /* the final text (the stop cut may end before bytes already counted) */
   if (t.status == TL_OK && t.r.visible_len >= j->text_len && t.r.visible_len != 0 &&
@@ -462,11 +469,15 @@ static void run_job(slot *s, tl_srv_job *j) {
   tl_turn_free(&t);
 }
 
-/* The longest prefix of ids that s's cache holds, at most n - 1 (the last
- * prompt token is always computed: its logits start the reply). */
-static size_t common_prefix(const slot *s, const uint32_t *ids, size_t n) {
+/* The longest prefix of j's prompt that s's cache holds, at most all but
+ * its last token (its logits start the reply); none from another
+ * partition's job, nor at all with no_shared_cache: whether a prefix was
+ * reused shows in the reply (cached_tokens, its speed), so sharing one
+ * would tell a client what another's prompt begins with. */
+static size_t common_prefix(const tl_srv_engine *e, const slot *s, const tl_srv_job *j) {
   size_t k = 0;
-  while (k + 1 < n && k < s->cached_len && s->cached[k] == ids[k]) k++;
+  if (e->no_shared_cache || s->partition != j->partition) return 0;
+  while (k + 1 < j->n_ids && k < s->cached_len && s->cached[k] == j->ids[k]) k++;
   return k;
 }
 
@@ -481,7 +492,7 @@ static void dispatch(tl_srv_engine *e) {
       slot *s = &e->slots[i];
       size_t k;
       if (s->job != NULL) continue;
-      k = common_prefix(s, j->ids, j->n_ids);
+      k = common_prefix(e, s, j);
       if (best == NULL || k > best_len) {
         best = s;
         best_len = k;
@@ -590,14 +601,24 @@ tl_status tl_srv_engine_open(const tl_srv_engine_options *o, tl_srv_engine **out
   e->queue_cap = o->queue;
   for (uint32_t i = 0; i < MAX_SLOTS; i++) pthread_cond_init(&e->slots[i].wake, NULL);
   name_of(o->model_path, e->model_name, sizeof e->model_name);
+  e->no_shared_cache = o->no_shared_cache;
   if (o->receipt_dir != NULL) {
     struct stat sb;
-    /* created as tinylm chat does; refused now rather than per receipt */
+    /* receipts hold the prompts: a directory only this user can read and
+     * change, refused now rather than per receipt */
+    char why_buf[96];
     const char *why = NULL;
-    if (mkdir(o->receipt_dir, 0777) != 0 && errno != EEXIST) why = strerror(errno);
-    else if (stat(o->receipt_dir, &sb) != 0) why = strerror(errno);
-    else if (!S_ISDIR(sb.st_mode)) why = "not a directory";
-    else if (access(o->receipt_dir, W_OK | X_OK) != 0) why = strerror(errno);
+    int fd;
+    if (mkdir(o->receipt_dir, 0700) != 0 && errno != EEXIST) why = strerror(errno);
+    else if ((fd = open(o->receipt_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+      why = errno != ELOOP && errno != ENOTDIR ? strerror(errno)
+            : lstat(o->receipt_dir, &sb) == 0 && S_ISLNK(sb.st_mode)
+                ? "a symbolic link (refused: it could lead anywhere)"
+                : "not a directory";
+    else {
+      why = tl_file_private_dir(fd, &sb, why_buf, sizeof why_buf);
+      close(fd);
+    }
     if (why != NULL) {
       st = TL_ERR_IO;
       snprintf(err, err_cap, "--receipt-dir %s: %s", o->receipt_dir, why);
@@ -896,6 +917,7 @@ static tl_srv_job *job_new(tl_srv_engine *e, const tl_srv_job_params *p, tl_srv_
   j->logprobs = q->logprobs;
   j->top_logprobs = q->top_logprobs;
   j->grammar = tl_srv_grammar_ref(p->grammar);
+  j->partition = p->partition;
   j->gen.given = q->given;
   j->gen.temperature = q->temperature;
   j->gen.top_k = q->top_k;
@@ -923,6 +945,13 @@ tl_status tl_srv_submit(tl_srv_engine *e, const tl_srv_job_params *p, tl_srv_job
   if (n == 0) {
     tl_srv_error_set(err, 400, NULL, p->req->kind == TL_SRV_CHAT ? "messages" : "prompt",
                      "invalid_value", "the prompt is empty");
+    return TL_ERR_INVALID_ARGUMENT;
+  }
+  if (p->req->n > e->n_slots + e->queue_cap) {
+    tl_srv_error_set(err, 400, NULL, "n", "invalid_value",
+                     "n is %u, but at most %u choices can be held at once (--parallel %u + "
+                     "--queue %u)", p->req->n, e->n_slots + e->queue_cap, e->n_slots,
+                     e->queue_cap);
     return TL_ERR_INVALID_ARGUMENT;
   }
   if (n > ctx || (p->req->max_tokens != 0 && (uint64_t)n + p->req->max_tokens > (uint64_t)ctx + 1)) {
