@@ -42,7 +42,7 @@ static const char usage_text[] =
     "                    [--cors-origin ORIGIN]... [--max-body-bytes N]\n"
     "                    [--receipt-dir DIR] [--mem-budget MB] [--no-shared-cache]\n"
     "                    [--header-timeout S] [--body-timeout S] [--max-conns N]\n"
-    "                    [--max-conns-per-ip N] [--allow-host NAME]...\n"
+    "                    [--max-conns-per-ip N] [--allow-host NAME]... [--escape-special]\n"
     "                    [--lane scalar|fast] [-t N] [--mmap]\n"
     "  an OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions,\n"
     "  /v1/models, /health, /tokenize, /detokenize, /apply-template, /metrics\n"
@@ -60,6 +60,8 @@ static const char usage_text[] =
     "                    skipped); each key's requests share a prompt cache\n"
     "                    with that key's only\n"
     "  --no-shared-cache no prompt prefix reused from one request to another\n"
+    "  --escape-special  special-token text in messages (<|im_end|>) as text,\n"
+    "                    not control tokens\n"
     "  --header-timeout S  a request's headers must be in within S seconds\n"
     "                    (default 10), --body-timeout S its body within S more\n"
     "                    (default 30); else the connection is closed\n"
@@ -743,8 +745,8 @@ int tl_cmd_serve(int argc, char **argv) {
       if (rc > 0) return rc;
       continue;
     }
-    if (strcmp(a, "--no-shared-cache") == 0) {
-      S.eo.no_shared_cache = true;
+    if (strcmp(a, "--no-shared-cache") == 0 || strcmp(a, "--escape-special") == 0) {
+      *(a[2] == 'n' ? &S.eo.no_shared_cache : &S.eo.escape_special) = true;
       continue;
     }
     if (a[0] == '-' && a[1] != '\0') {

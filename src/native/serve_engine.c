@@ -26,6 +26,7 @@
 #include "clock.h"
 #include "encoder.h"
 #include "file.h"
+#include "serve_escape.h"
 #include "session.h"
 #include "turn.h"
 
@@ -120,6 +121,8 @@ struct tl_srv_engine {
   uint32_t prefill_turn; /* round robin over slots for prefill chunks */
   char *receipt_dir;
   bool no_shared_cache;
+  bool escape_special;
+  tl_srv_specials specials; /* with escape_special */
   char artifact_hex[65], model_name[128];
   uint64_t plan_bytes;
   tl_srv_stats stats;
@@ -602,6 +605,7 @@ tl_status tl_srv_engine_open(const tl_srv_engine_options *o, tl_srv_engine **out
   for (uint32_t i = 0; i < MAX_SLOTS; i++) pthread_cond_init(&e->slots[i].wake, NULL);
   name_of(o->model_path, e->model_name, sizeof e->model_name);
   e->no_shared_cache = o->no_shared_cache;
+  e->escape_special = o->escape_special;
   if (o->receipt_dir != NULL) {
     struct stat sb;
     /* receipts hold the prompts: a directory only this user can read and
@@ -633,6 +637,10 @@ tl_status tl_srv_engine_open(const tl_srv_engine_options *o, tl_srv_engine **out
   st = tl_session_open(&e->master, o->model_path, err, err_cap);
   if (st != TL_OK) goto fail;
   e->master_open = true;
+  if (e->escape_special && (st = tl_srv_specials_load(e->master.model.tok, &e->specials)) != TL_OK) {
+    snprintf(err, err_cap, "out of memory");
+    goto fail;
+  }
   st = tl_session_lane(&e->master, &o->lane, err, err_cap);
   if (st == TL_OK) st = tl_session_plan(&e->master, o->context, 0, err, err_cap);
   if (st != TL_OK) goto fail;
@@ -746,6 +754,7 @@ void tl_srv_engine_close(tl_srv_engine *e) {
   if (e->master_open) tl_session_close(&e->master);
   free(e->scratch_mem);
   free(e->receipt_dir);
+  tl_srv_specials_free(&e->specials);
   pthread_cond_destroy(&e->work);
   pthread_mutex_destroy(&e->lock);
   free(e);
@@ -768,12 +777,15 @@ void tl_srv_engine_facts(const tl_srv_engine *e, tl_srv_facts *out) {
 
 /* ---- text ---- */
 
-static tl_status encode(tl_srv_engine *e, tl_srv_prompt *p, tl_srv_error *err) {
+/* p's bytes to its ids, the special tokens starting in plain[0..n_plain)
+ * as text. */
+static tl_status encode(tl_srv_engine *e, tl_srv_prompt *p, const tl_tok_span *plain,
+                        size_t n_plain, tl_srv_error *err) {
   tl_encoder enc = {0};
   size_t n = 0, bad = 0;
   tl_status st;
   enc.tok = e->master.model.tok;
-  st = tl_encoder_run(&enc, p->bytes, p->len, &n, &bad);
+  st = tl_encoder_run_plain(&enc, p->bytes, p->len, plain, n_plain, &n, &bad);
   if (st != TL_OK) {
     tl_encoder_free(&enc);
     if (st == TL_ERR_INVALID_UTF8) {
@@ -802,10 +814,25 @@ tl_status tl_srv_prompt_chat(tl_srv_engine *e, const char *conversation, size_t 
   tl_render_out r = {0};
   tl_render_error re;
   tl_status st;
+  char *marked = NULL;
+  tl_tok_span *plain = NULL;
+  size_t n_plain = 0;
   memset(out, 0, sizeof *out);
   memset(&re, 0, sizeof re);
+  if (e->escape_special) {
+    st = tl_srv_escape_mark(&e->specials, conversation, len, &marked, &len);
+    if (st != TL_OK) {
+      if (st == TL_ERR_INVALID_ARGUMENT)
+        tl_srv_error_set(err, 400, NULL, "messages", "invalid_value",
+                         "the messages hold U+10FFFD, which --escape-special reserves");
+      else tl_srv_error_set(err, 500, NULL, "", "internal", "out of memory");
+      return st;
+    }
+    conversation = marked;
+  }
   st = tl_native_render(&e->master.model, (const uint8_t *)conversation, len, TL_RENDER_FOR_REPLY,
                         &r, &re);
+  free(marked);
   if (st != TL_OK) {
     char param[32] = "messages";
     if (re.bad_message != SIZE_MAX && re.kind != NULL && strcmp(re.kind, "input") == 0)
@@ -818,7 +845,19 @@ tl_status tl_srv_prompt_chat(tl_srv_engine *e, const char *conversation, size_t 
   out->len = r.len;
   out->messages = true;
   out->add_generation_prompt = r.own.add_generation_prompt;
-  st = encode(e, out, err);
+  if (e->escape_special) { /* the markers back to the text typed */
+    uint8_t *text;
+    st = tl_srv_escape_restore(&e->specials, r.text, r.len, &text, &out->len, &plain, &n_plain);
+    if (st != TL_OK) {
+      tl_srv_error_set(err, 500, NULL, "", "internal", "out of memory");
+      tl_srv_prompt_free(out);
+      return st;
+    }
+    free(out->bytes);
+    out->bytes = text;
+  }
+  st = encode(e, out, plain, n_plain, err);
+  free(plain);
   if (st != TL_OK) tl_srv_prompt_free(out);
   return st;
 }
@@ -834,7 +873,7 @@ tl_status tl_srv_prompt_text(tl_srv_engine *e, const char *text, size_t len, tl_
   }
   memcpy(out->bytes, text, len);
   out->len = len;
-  st = encode(e, out, err);
+  st = encode(e, out, NULL, 0, err);
   if (st != TL_OK) tl_srv_prompt_free(out);
   return st;
 }

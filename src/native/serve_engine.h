@@ -38,6 +38,7 @@ typedef struct tl_srv_engine_options {
   const char *receipt_dir; /* NULL: receipts are not kept; else a directory
                             * only this user can change (created 0700) */
   bool no_shared_cache;    /* no prompt prefix reused across jobs */
+  bool escape_special;     /* special-token text in messages as text (serve_escape.h) */
 } tl_srv_engine_options;
 
 /* Loads the model, preflights the memory of every slot (refused with
