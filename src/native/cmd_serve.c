@@ -65,7 +65,8 @@ static const char usage_text[] =
     "  --header-timeout S  a request's headers must be in within S seconds\n"
     "                    (default 10), --body-timeout S its body within S more\n"
     "                    (default 30); else the connection is closed\n"
-    "  --max-conns N     open connections at most (default 512)\n"
+    "  --max-conns N     open connections at most (default 512, or --parallel +\n"
+    "                    --queue + 64 when more)\n"
     "  --max-conns-per-ip N  from one address at most (default 32; 0: no cap)\n"
     "  --allow-host NAME without a key, the Host header must be a loopback\n"
     "                    name or --host; also NAME (\"*\": any); repeatable\n"
@@ -718,7 +719,7 @@ static int read_key_file(const char *f, char *buf, size_t cap) {
 int tl_cmd_serve(int argc, char **argv) {
   static char key_buf[65536];
   const char *key = NULL;
-  uint32_t per_ip = 32, max_conns = 512, header_s = 10, body_s = 30;
+  uint32_t per_ip = 32, max_conns = 0, header_s = 10, body_s = 30;
   const char *host = "127.0.0.1", *key_file = NULL;
   uint32_t port = 8080;
   uint64_t mb = 0, max_body = 8u << 20;
@@ -745,8 +746,12 @@ int tl_cmd_serve(int argc, char **argv) {
       if (rc > 0) return rc;
       continue;
     }
-    if (strcmp(a, "--no-shared-cache") == 0 || strcmp(a, "--escape-special") == 0) {
-      *(a[2] == 'n' ? &S.eo.no_shared_cache : &S.eo.escape_special) = true;
+    if (strcmp(a, "--no-shared-cache") == 0) {
+      S.eo.no_shared_cache = true;
+      continue;
+    }
+    if (strcmp(a, "--escape-special") == 0) {
+      S.eo.escape_special = true;
       continue;
     }
     if (a[0] == '-' && a[1] != '\0') {
@@ -799,7 +804,9 @@ int tl_cmd_serve(int argc, char **argv) {
   if (key_file != NULL && (rc = read_key_file(key_file, key_buf, sizeof key_buf)) >= 0) return rc;
   if (key != NULL && key[0] == '\0') return tl_cli_usage(false, "the API key is empty");
   if (key != NULL) S.keys[S.n_keys++] = key;
-  if (max_conns <= S.eo.parallel + S.eo.queue)
+  if (max_conns == 0) /* well above what slots and queue hold */
+    max_conns = S.eo.parallel + S.eo.queue + 64 > 512 ? S.eo.parallel + S.eo.queue + 64 : 512;
+  else if (max_conns <= S.eo.parallel + S.eo.queue)
     return tl_cli_usage(false, "--max-conns %u leaves no room beside --parallel + --queue (%u)",
                         max_conns, S.eo.parallel + S.eo.queue);
   S.header_timeout = header_s;
