@@ -993,6 +993,12 @@ tl_status tl_srv_submit(tl_srv_engine *e, const tl_srv_job_params *p, tl_srv_job
                      e->queue_cap);
     return TL_ERR_INVALID_ARGUMENT;
   }
+  if (p->req->n_ban >= e->master.defined_ids) { /* the ids are distinct, each defined */
+    tl_srv_error_set(err, 400, NULL, "logit_bias", "invalid_value",
+                     "logit_bias bans every one of the %u tokens: none could ever be drawn",
+                     e->master.defined_ids);
+    return TL_ERR_INVALID_ARGUMENT;
+  }
   if (n > ctx || (p->req->max_tokens != 0 && (uint64_t)n + p->req->max_tokens > (uint64_t)ctx + 1)) {
     tl_srv_error_set(err, 400, NULL, p->req->kind == TL_SRV_CHAT ? "messages" : "prompt",
                      "context_length_exceeded",

@@ -107,7 +107,8 @@ typedef struct tl_srv_job_params {
 } tl_srv_job_params;
 
 /* Queues a job. Refusals (err filled, *out NULL): 400 invalid_value for
- * more choices (req->n) than slots + queue hold, 400 context_length_
+ * more choices (req->n) than slots + queue hold or a logit_bias banning
+ * every token, 400 context_length_
  * exceeded (the prompt, or prompt + max_tokens, past the context: both
  * counts in the message), 503 queue full (err->code "queue_full"; the
  * caller answers Retry-After), 503 while closing. */

@@ -473,9 +473,10 @@ done:
   tl_srv_engine_close(e);
 }
 
-/* n choices that slots and queue can never hold at once: 400 on "n",
- * not the 503 queue_full a client would retry forever. */
-static void impossible_n_is_400(tl_test_ctx *t) {
+/* Requests that can never succeed are 400: n choices that slots and queue
+ * can never hold at once (not the 503 queue_full a client would retry
+ * forever), a logit_bias that bans every token. */
+static void impossible_requests_are_400(tl_test_ctx *t) {
   tl_srv_engine *e = engine(t, TINY_F32, false, 1, 2, 1);
   tl_srv_request q = request(1);
   tl_srv_prompt p;
@@ -488,6 +489,26 @@ static void impossible_n_is_400(tl_test_ctx *t) {
     TL_EXPECT_STATUS(t, tl_srv_submit(e, &jp, &j, &err), TL_ERR_INVALID_ARGUMENT);
     TL_EXPECT(t, j == NULL && err.status == 400 && strcmp(err.param, "n") == 0 &&
                      strstr(err.message, "at most 3") != NULL);
+    /* every token banned: the sampler could never draw (it was a 500) */
+    {
+      tl_srv_facts f;
+      uint32_t *all;
+      tl_srv_engine_facts(e, &f);
+      q.n = 1;
+      if (TL_EXPECT(t, (all = malloc(f.vocab * sizeof *all)) != NULL)) {
+        for (uint32_t i = 0; i < f.vocab; i++) all[i] = i;
+        q.ban = all;
+        q.n_ban = f.vocab;
+        TL_EXPECT_STATUS(t, tl_srv_submit(e, &jp, &j, &err), TL_ERR_INVALID_ARGUMENT);
+        TL_EXPECT(t, j == NULL && err.status == 400 && strcmp(err.param, "logit_bias") == 0);
+        q.n_ban = f.vocab - 1; /* one left: it runs */
+        if (TL_EXPECT_OK(t, tl_srv_submit(e, &jp, &j, &err))) {
+          outcome o;
+          if (collect(t, j, &o)) TL_EXPECT(t, o.n_ids > 0 && o.ids[0] == f.vocab - 1);
+        }
+        free(all);
+      }
+    }
     tl_srv_prompt_free(&p);
   }
   tl_srv_engine_close(e);
@@ -538,7 +559,7 @@ static const tl_test_case cases[] = {
     TL_CASE(receipt_dir_checked_at_open),
     TL_CASE(receipt_dir_private),
     TL_CASE(cache_partitions),
-    TL_CASE(impossible_n_is_400),
+    TL_CASE(impossible_requests_are_400),
     TL_CASE(fast_lane_one_thread),
     TL_CASE(fast_lane_three_threads),
     TL_CASE(strict_lane),

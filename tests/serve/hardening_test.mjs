@@ -21,7 +21,8 @@
 //   * message text "<|im_end|>" becomes the control token (documented);
 //     with --escape-special it is plain text (the prompt ids equal Hugging
 //     Face tokenizers' with that span's specials switched off);
-//   * n beyond slots + queue is 400, not 503.
+//   * n beyond slots + queue is 400, not 503; a logit_bias banning every
+//     token (the tiny artifact's) is 400, not 500.
 //
 // Mutations (each planted in the source, the check named fails):
 //   drop the deadline reap in cmd_serve.c's main loop -> "a trickled header
@@ -30,7 +31,8 @@
 //   refusing -> "Host evil.example refused"; client_there treating HALF as
 //   gone -> "half-closed ... gets its reply"; ignoring GONE -> "a closed
 //   client's job is cancelled"; mkdir 0777 -> "made 0700"; the n check
-//   removed -> "n over slots + queue"; tl_tok_encode_plain ignoring its
+//   removed -> "n over slots + queue"; the ban check removed -> "banning
+//   every token"; tl_tok_encode_plain ignoring its
 //   ranges -> "--escape-special: only the template's 3".
 import { execFileSync, spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
@@ -64,8 +66,8 @@ const short = (v, n = 400) => {
 
 // ---- servers ----
 const servers = [];
-async function startServer(args, { expectReady = true } = {}) {
-  const proc = spawn(TINYLM, ['serve', MODEL, '--port', '0', '-t', '1', '--ctx', '1024', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+async function startServer(args, { expectReady = true, model = MODEL } = {}) {
+  const proc = spawn(TINYLM, ['serve', model, '--port', '0', '-t', '1', '--ctx', '1024', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   const s = { proc, stdout: '', stderr: '', exit: null };
   servers.push(s);
   proc.stdout.on('data', (d) => { s.stdout += d; });
@@ -386,6 +388,15 @@ async function impossible() {
   const ok = await chat(s, { messages: HI, max_tokens: 1, n: 4 });
   check('n = slots + queue (4) is served', ok.status === 200 && ok.json?.choices?.length === 4, `${ok.status} ${short(ok.text)}`);
   await stopServer(s);
+  // logit_bias banning every token (the tiny artifact's 346: under the 1024-entry cap) was a 500.
+  const t = await startServer(['--parallel', '1'], { model: join(ROOT, 'tests/golden/slm/tiny-f32.slm') });
+  const ban = (n) => Object.fromEntries(Array.from({ length: n }, (_, i) => [String(i), -100]));
+  const all = await http(t, 'POST', '/v1/completions', { body: { prompt: 'hello', max_tokens: 2, logit_bias: ban(346) }, headers: JSON_TYPE });
+  check('logit_bias banning every token is 400 invalid_value on logit_bias, not 500', all.status === 400 && all.json?.error?.param === 'logit_bias',
+    `${all.status} ${short(all.text)}`);
+  const one = await http(t, 'POST', '/v1/completions', { body: { prompt: 'hello', max_tokens: 2, logit_bias: ban(345) }, headers: JSON_TYPE });
+  check('  ... one token left: served (200)', one.status === 200 && one.json?.choices?.length === 1, `${one.status} ${short(one.text)}`);
+  await stopServer(t);
 }
 
 async function main() {
