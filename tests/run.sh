@@ -179,6 +179,17 @@ run_stage serve node tests/serve/serve_test.mjs build/asan/tinylm build/test-wor
 # request, grammar and response code.
 run_stage serve-structured node tests/serve/structured_test.mjs build/gcc/tinylm \
   build/test-work/serve-structured
+# Clients written for other servers (llama-server's web UI, ollama, every
+# field of the openai client), /v1/models/{id}, /props, the chat page at /
+# (in Chromium too) and the access log, on the demo model (~25 s).
+run_stage serve-compat node tests/serve/compat_test.mjs build/gcc/tinylm \
+  build/test-work/serve-compat
+# Several models in one server: chosen by "model", swapped under a
+# --mem-budget that holds one, a model in use never unloaded (~18 s; the gcc
+# build, as the demo model's vocabulary is slow under ASan; the registry's
+# rules are in unit-asan).
+run_stage serve-models node tests/serve/models_test.mjs build/gcc/tinylm \
+  build/test-work/serve-models
 # tinylm serve on a shared host (docs/server.md, Security): slowloris
 # deadlines and caps, the prompt cache per key, Host/Content-Type without a
 # key, half-close, the receipt directory, special text, impossible n.

@@ -5,10 +5,12 @@
  * events are written by serve_http.c.
  *
  * The socket is bound first (the listening line tells a test the port),
- * then the model loads in a thread (every endpoint answers 503 "loading"
- * meanwhile), while the main thread waits for SIGINT/SIGTERM. */
+ * then the default model loads in a thread (every endpoint answers 503
+ * "loading" meanwhile), while the main thread waits for SIGINT/SIGTERM.
+ * Further models load on first use (serve_models.c). */
 #define _GNU_SOURCE /* POLLRDHUP */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
 #include <microhttpd.h>
@@ -33,20 +35,29 @@
 #include "serve_engine.h"
 #include "serve_guard.h"
 #include "serve_http.h"
+#include "serve_log.h"
+#include "serve_page.h"
+#include "serve_models.h"
 #include "serve_request.h"
 #include "utf8.h"
 
 static const char usage_text[] =
-    "usage: tinylm serve MODEL.slm [--host H] [--port P] [--parallel N] [--queue N]\n"
-    "                    [--ctx N] [--api-key KEY | --api-key-file F]\n"
+    "usage: tinylm serve MODEL.slm... [--models DIR] [--host H] [--port P]\n"
+    "                    [--parallel N] [--queue N] [--ctx N]\n"
+    "                    [--api-key KEY | --api-key-file F]\n"
     "                    [--cors-origin ORIGIN]... [--max-body-bytes N]\n"
     "                    [--receipt-dir DIR] [--mem-budget MB] [--no-shared-cache]\n"
     "                    [--header-timeout S] [--body-timeout S] [--max-conns N]\n"
     "                    [--max-conns-per-ip N] [--allow-host NAME]... [--escape-special]\n"
-    "                    [--lane scalar|fast] [-t N] [--mmap]\n"
+    "                    [--log-format text|json] [--lane scalar|fast] [-t N] [--mmap]\n"
     "  an OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions,\n"
-    "  /v1/models, /health, /tokenize, /detokenize, /apply-template, /metrics\n"
+    "  /v1/models[/ID], /health, /props, /tokenize, /detokenize, /apply-template,\n"
+    "  /metrics, and a chat page at / (docs/server.md)\n"
     "  (docs/server.md); same request and seed, same reply bytes at any load\n"
+    "  MODEL.slm...      the models, each called by its file name without .slm;\n"
+    "                    a request's \"model\" picks one (absent: the first)\n"
+    "  --models DIR      every *.slm in DIR, in name order, where the flag\n"
+    "                    stands among the models; repeatable\n"
     "  --host H          address to listen on (default 127.0.0.1; another than\n"
     "                    loopback without an API key is warned about)\n"
     "  --port P          0..65535 (default 8080; 0: any free port, printed)\n"
@@ -74,8 +85,12 @@ static const char usage_text[] =
     "                    repeatable\n"
     "  --max-body-bytes N  largest request body (default 8388608); more: 413\n"
     "  --receipt-dir DIR keep every choice's run receipt in DIR\n"
-    "  --mem-budget MB   refuse a memory plan over MB megabytes (default: the\n"
-    "                    memory available)\n" TL_LANE_USAGE
+    "  --mem-budget MB   the loaded models' memory plans together stay within MB\n"
+    "                    megabytes (default: the memory available); a model\n"
+    "                    loads on first use, unloading the least recently used\n"
+    "                    idle ones when it does not fit\n"
+    "  --log-format F    the access log on stderr, one line per request: text\n"
+    "                    (key=value, the default) or json\n" TL_LANE_USAGE
     "  SIGINT or SIGTERM stops the server (exit 0)\n";
 
 #define MAX_ORIGINS 32
@@ -85,7 +100,10 @@ static const char usage_text[] =
 /* The one server of the process (signal handling is per process). */
 static struct {
   struct MHD_Daemon *daemon;
-  _Atomic(tl_srv_engine *) engine;
+  tl_srv_models *models;
+  const char *default_path; /* the first model's file (/props) */
+  atomic_bool ready; /* the default model is loaded */
+  tl_srv_stats retired[TL_SRV_MAX_MODELS]; /* counters of unloaded engines */
   atomic_bool stopping;
   tl_srv_engine_options eo;
   const char *keys[MAX_KEYS]; /* a key's index + 1 is its cache partition */
@@ -94,6 +112,7 @@ static struct {
   size_t n_origins, n_hosts;
   double header_timeout, body_timeout;
   size_t max_body;
+  tl_srv_log_format log_format;
   atomic_uint_fast64_t requests, rejected;
   pthread_t main_thread;
   char load_error[1024];
@@ -108,7 +127,10 @@ typedef enum route_id {
   R_TOKENIZE,
   R_DETOKENIZE,
   R_TEMPLATE,
-  R_METRICS
+  R_METRICS,
+  R_MODEL, /* /v1/models/{id} */
+  R_PROPS,
+  R_PAGE /* a file of the chat page */
 } route_id;
 
 static const struct route {
@@ -119,16 +141,34 @@ static const struct route {
     {"/v1/models", "GET", R_MODELS},          {"/health", "GET", R_HEALTH},
     {"/tokenize", "POST", R_TOKENIZE},        {"/detokenize", "POST", R_DETOKENIZE},
     {"/apply-template", "POST", R_TEMPLATE},  {"/metrics", "GET", R_METRICS},
+    {"/props", "GET", R_PROPS},
 };
+static const struct route model_route = {"/v1/models/{id}", "GET", R_MODEL};
+static const struct route page_route = {"/", "GET", R_PAGE};
 
-/* One HTTP request's state between the handler's calls. */
+/* One HTTP request's state between the handler's calls, and what its
+ * access-log line says. */
 typedef struct conn_ctx {
   const struct route *route;
+  const tl_srv_page_file *page; /* R_PAGE */
   tl_srv_buf body;
   uint64_t seen; /* body bytes received */
   bool too_large, answered;
+  char id[25];      /* X-Request-Id */
+  char method[16];
+  char path[257];   /* at most 256 bytes of it */
+  time_t when;
+  double t0;
+  unsigned status;  /* 0 until answered */
+  bool generation;
+  uint32_t prompt_tokens, completion_tokens;
   uint32_t partition; /* the key's prompt cache partition (0: no key) */
 } conn_ctx;
+
+/* The request the calling thread serves (libmicrohttpd runs each
+ * connection's callbacks on its own thread), for queue() to note its
+ * status and id. */
+static _Thread_local conn_ctx *current;
 
 /* ---- answers ---- */
 
@@ -150,6 +190,10 @@ static enum MHD_Result queue(struct MHD_Connection *c, unsigned status,
   enum MHD_Result ok;
   if (r == NULL) return MHD_NO;
   if (type != NULL) MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+  if (current != NULL) {
+    MHD_add_response_header(r, "X-Request-Id", current->id);
+    current->status = status;
+  }
   if (origin != NULL) {
     MHD_add_response_header(r, "Access-Control-Allow-Origin", origin);
     MHD_add_response_header(r, "Vary", "Origin");
@@ -240,6 +284,92 @@ static enum MHD_Result preflight(struct MHD_Connection *c) {
   return queue(c, 204, r, NULL);
 }
 
+/* ---- the models (serve_models.h) ---- */
+
+static tl_status engine_open(void *ctx, size_t i, const char *path, uint64_t budget,
+                             void **out, uint64_t *bytes, char *err, size_t err_cap) {
+  tl_srv_engine_options o = S.eo;
+  tl_srv_engine *e = NULL;
+  tl_srv_facts f;
+  tl_status st;
+  (void)ctx;
+  (void)i;
+  o.model_path = path;
+  o.mem_budget = budget;
+  if ((st = tl_srv_engine_open(&o, &e, err, err_cap)) != TL_OK) return st;
+  tl_srv_engine_facts(e, &f);
+  *out = e;
+  *bytes = f.plan_bytes;
+  return TL_OK;
+}
+
+static void stats_add(tl_srv_stats *a, const tl_srv_stats *b) {
+  a->prompt_tokens += b->prompt_tokens;
+  a->cached_tokens += b->cached_tokens;
+  a->generated_tokens += b->generated_tokens;
+  a->prompt_seconds += b->prompt_seconds;
+  a->decode_seconds += b->decode_seconds;
+  a->requests_done += b->requests_done;
+  a->requests_cancelled += b->requests_cancelled;
+  a->requests_failed += b->requests_failed;
+  a->processing += b->processing;
+  a->queued += b->queued;
+  a->slots_busy += b->slots_busy;
+  a->forward_batches += b->forward_batches;
+  a->batched_tokens += b->batched_tokens;
+}
+
+/* An idle engine's counters live on in S.retired (/metrics never goes
+ * back). */
+static void engine_close(void *ctx, size_t i, void *handle) {
+  tl_srv_stats st;
+  (void)ctx;
+  tl_srv_engine_stats(handle, &st);
+  stats_add(&S.retired[i], &st);
+  tl_srv_engine_close(handle);
+}
+
+/* The model the body's "model" names (absent, or only one model: the
+ * first), held for the request in *model. False: answered (404 for a
+ * name no model has, 503 with Retry-After when it cannot fit beside the
+ * models in use, 500 when it does not load). */
+static bool take_model(struct MHD_Connection *c, const conn_ctx *cc, size_t *model,
+                       tl_srv_engine **e, enum MHD_Result *answered) {
+  json_t *doc = NULL, *v;
+  tl_srv_error err;
+  char msg[1024];
+  bool busy;
+  void *h;
+  tl_status st;
+  int i = 0;
+  if (tl_srv_models_count(S.models) > 1 &&
+      (doc = json_loadb(cc->body.p, cc->body.len, 0, NULL)) != NULL &&
+      json_is_string(v = json_object_get(doc, "model"))) /* else the parse's 400 or the default */
+    i = tl_srv_models_find(S.models, json_string_value(v));
+  if (i < 0) {
+    tl_srv_error_set(&err, 404, "invalid_request_error", "model", "model_not_found",
+                     "The model '%.200s' does not exist (GET /v1/models lists them)",
+                     json_string_value(json_object_get(doc, "model")));
+    json_decref(doc);
+    *answered = reply_error(c, &err);
+    return false;
+  }
+  json_decref(doc);
+  st = tl_srv_models_acquire(S.models, (size_t)i, &h, &busy, msg, sizeof msg);
+  if (st != TL_OK) {
+    if (busy)
+      tl_srv_error_set(&err, 503, "server_error", "model", "model_busy", "%s", msg);
+    else
+      tl_srv_error_set(&err, 500, "server_error", "model", "model_load_failed", "%s",
+                       msg[0] ? msg : tl_status_name(st));
+    *answered = reply_json(c, (unsigned)err.status, tl_srv_error_body(&err), busy ? "1" : NULL, NULL);
+    return false;
+  }
+  *model = (size_t)i;
+  *e = h;
+  return true;
+}
+
 /* ---- generation ---- */
 
 /* Whether the client can still read its reply. A FIN alone comes both from
@@ -294,12 +424,22 @@ static bool all_done(const tl_srv_gen *g) {
 /* A streaming response's state, owned by its MHD response. */
 typedef struct stream {
   tl_srv_gen g;
+  conn_ctx *cc; /* the log's counts (alive while the response is read) */
   int fd;
   tl_srv_buf out;
   size_t out_pos;
-  bool ended, probed;
+  bool ended, held, probed; /* held: model is the registry's model S.models holds for it */
+  size_t model;
   double last_sent;
 } stream;
+
+/* The token counts of a generation, for the access log. */
+static void count_tokens(conn_ctx *cc, const tl_srv_gen *g) {
+  cc->generation = true;
+  cc->prompt_tokens = g->n > 0 ? g->choices[0].result.prompt_tokens : 0;
+  cc->completion_tokens = 0;
+  for (uint32_t i = 0; i < g->n; i++) cc->completion_tokens += g->choices[i].result.completion_tokens;
+}
 
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
   stream *s = cls;
@@ -320,6 +460,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
     if (finished) {
       (void)tl_srv_stream_end(&s->g, &s->out);
       s->ended = true;
+      count_tokens(s->cc, &s->g);
     }
     if (s->out.len == 0 && (probe || tl_now_s() - s->last_sent >= 2.0))
       (void)tl_srv_buf_add(&s->out, ": ping\n\n", 8); /* queued or in prefill */
@@ -333,30 +474,36 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
 }
 
 /* The response is gone (sent, or the client left): cancel what still
- * runs and release the jobs. */
+ * runs, release the jobs, then the model. */
 static void stream_free(void *cls) {
   stream *s = cls;
   tl_srv_gen_free(&s->g);
+  if (s->held) tl_srv_models_release(S.models, s->model);
   tl_srv_buf_free(&s->out);
   free(s);
 }
 
-static enum MHD_Result generate(struct MHD_Connection *c, tl_srv_engine *e, bool chat,
-                                const conn_ctx *cc, bool http11) {
+static enum MHD_Result generate(struct MHD_Connection *c, bool chat, conn_ctx *cc, bool http11) {
   stream *s = calloc(1, sizeof *s);
   tl_srv_gen *g = s != NULL ? &s->g : NULL;
+  tl_srv_engine *e;
   tl_srv_error err;
   tl_status st;
   enum MHD_Result ok;
   memset(&err, 0, sizeof err);
   if (s == NULL) return reply_json(c, 500, NULL, NULL, NULL);
+  if (!take_model(c, cc, &s->model, &e, &ok)) {
+    free(s);
+    return ok;
+  }
+  s->held = true;
   g->engine = e;
   g->chat = chat;
   tl_srv_engine_facts(e, &g->facts);
   st = tl_srv_request_parse(chat ? TL_SRV_CHAT : TL_SRV_COMPLETION, (const uint8_t *)cc->body.p,
                             cc->body.len, g->facts.vocab, &g->req, &err);
   if (st != TL_OK) {
-    free(s);
+    stream_free(s);
     return reply_failed(c, &err, st);
   }
   st = tl_srv_grammar_compile(&g->req, &g->grammar, &err);
@@ -378,6 +525,7 @@ static enum MHD_Result generate(struct MHD_Connection *c, tl_srv_engine *e, bool
   tl_srv_random_hex(g->id + strlen(g->id), 12);
   g->created = (int64_t)time(NULL);
   s->fd = conn_fd(c);
+  s->cc = cc;
 
   if (g->req.stream) {
     struct MHD_Response *r;
@@ -411,6 +559,7 @@ static enum MHD_Result generate(struct MHD_Connection *c, tl_srv_engine *e, bool
       return reply_error(c, &err);
     }
   }
+  count_tokens(cc, g);
   ok = reply_json(c, 200, tl_srv_response_body(g), NULL, NULL);
   stream_free(s);
   return ok;
@@ -418,38 +567,160 @@ static enum MHD_Result generate(struct MHD_Connection *c, tl_srv_engine *e, bool
 
 /* ---- the other endpoints ---- */
 
-static enum MHD_Result health(struct MHD_Connection *c, tl_srv_engine *e) {
-  tl_srv_stats st;
-  tl_srv_facts f;
-  if (e == NULL) return reply_doc(c, 503, json_pack("{s:s}", "status", "loading"));
-  tl_srv_engine_stats(e, &st);
-  tl_srv_engine_facts(e, &f);
-  return reply_doc(c, 200, json_pack("{s:s,s:I,s:I}", "status", "ok", "slots_idle",
-                                     (json_int_t)(f.parallel - st.slots_busy),
-                                     "slots_processing", (json_int_t)st.slots_busy));
-}
+/* Each model's entry of /v1/models, /health's models and /metrics, made
+ * while the registry holds its engine open. */
+typedef struct listing {
+  json_t *list;
+  tl_srv_stats total;
+  uint32_t slots_idle;
+  tl_srv_model_sample samples[TL_SRV_MAX_MODELS];
+} listing;
 
-static enum MHD_Result models(struct MHD_Connection *c, tl_srv_engine *e) {
+static void list_model(void *ctx, size_t i, const tl_srv_model_info *m) {
+  listing *l = ctx;
+  tl_srv_engine *e = m->handle;
+  tl_srv_model_sample *x = &l->samples[i];
   tl_srv_facts f;
   struct stat sb;
-  tl_srv_engine_facts(e, &f);
-  if (stat(S.eo.model_path, &sb) != 0) sb.st_mtime = 0;
-  return reply_doc(
-      c, 200,
-      json_pack("{s:s,s:[{s:s,s:s,s:I,s:s,s:{s:s,s:I,s:I,s:s}}]}", "object", "list", "data",
-                "id", f.model_name, "object", "model", "created", (json_int_t)sb.st_mtime,
-                "owned_by", "tinylm", "tinylm", "artifact_id", f.artifact_id, "context",
-                (json_int_t)f.context, "parallel", (json_int_t)f.parallel, "profile",
-                f.profile));
+  json_t *ext;
+  x->name = m->name;
+  x->loaded = e != NULL;
+  x->loads = m->loads;
+  x->unloads = m->unloads;
+  x->stats = S.retired[i];
+  if (stat(m->path, &sb) != 0) sb.st_mtime = 0;
+  if (e != NULL) {
+    tl_srv_stats st;
+    tl_srv_engine_stats(e, &st);
+    tl_srv_engine_facts(e, &f);
+    stats_add(&x->stats, &st);
+    l->slots_idle += f.parallel - st.slots_busy;
+    ext = json_pack("{s:b,s:s,s:I,s:I,s:s,s:I}", "loaded", 1, "artifact_id", f.artifact_id,
+                    "context", (json_int_t)f.context, "parallel", (json_int_t)f.parallel,
+                    "profile", f.profile, "plan_bytes", (json_int_t)m->bytes);
+  } else {
+    ext = json_pack("{s:b}", "loaded", 0);
+  }
+  stats_add(&l->total, &x->stats);
+  json_array_append_new(l->list, json_pack("{s:s,s:s,s:I,s:s,s:o}", "id", m->name, "object",
+                                           "model", "created", (json_int_t)sb.st_mtime,
+                                           "owned_by", "tinylm", "tinylm", ext));
 }
 
-static enum MHD_Result metrics(struct MHD_Connection *c, tl_srv_engine *e) {
-  tl_srv_stats st;
+/* l filled (its list NULL when out of memory). */
+static void list_models(listing *l) {
+  memset(l, 0, sizeof *l);
+  if ((l->list = json_array()) != NULL) tl_srv_models_visit(S.models, list_model, l);
+}
+
+static enum MHD_Result health(struct MHD_Connection *c) {
+  listing l;
+  json_t *doc = NULL;
+  if (!atomic_load(&S.ready)) return reply_doc(c, 503, json_pack("{s:s}", "status", "loading"));
+  list_models(&l);
+  if (l.list != NULL)
+    doc = json_pack("{s:s,s:I,s:I,s:o}", "status", "ok", "slots_idle", (json_int_t)l.slots_idle,
+                    "slots_processing", (json_int_t)l.total.slots_busy, "models", l.list);
+  return reply_doc(c, 200, doc);
+}
+
+static enum MHD_Result models(struct MHD_Connection *c) {
+  listing l;
+  list_models(&l);
+  return reply_doc(c, 200, l.list != NULL ? json_pack("{s:s,s:o}", "object", "list", "data",
+                                                      l.list)
+                                          : NULL);
+}
+
+/* GET /v1/models/{id}: that model's entry of /v1/models, else 404
+ * model_not_found. */
+static enum MHD_Result model(struct MHD_Connection *c, const char *url) {
+  const char *id = url + strlen("/v1/models/");
+  json_t *entry = NULL, *m;
+  tl_srv_error err;
+  listing l;
+  size_t i;
+  list_models(&l);
+  if (l.list == NULL) return reply_json(c, 500, NULL, NULL, NULL);
+  json_array_foreach(l.list, i, m) {
+    if (strcmp(json_string_value(json_object_get(m, "id")), id) == 0) entry = json_incref(m);
+  }
+  json_decref(l.list);
+  if (entry != NULL) return reply_doc(c, 200, entry);
+  tl_srv_error_set(&err, 404, "invalid_request_error", "model", "model_not_found",
+                   "the model '%.120s' does not exist (GET /v1/models lists them)", id);
+  return reply_error(c, &err);
+}
+
+/* The artifact's sampling default for one value: null when it records
+ * none. */
+static json_t *default_or_null(bool has, double v) {
+  return has ? json_real(v) : json_null();
+}
+
+/* GET /props: llama-server's shape, with what it means here, for the
+ * default model (docs/server.md, Props). */
+static enum MHD_Result props(struct MHD_Connection *c) {
+  tl_srv_facts f;
+  const tl_gen_defaults *d;
+  tl_srv_engine *e;
+  json_t *doc;
+  char msg[1024];
+  bool busy;
+  void *h;
+  tl_status st = tl_srv_models_acquire(S.models, 0, &h, &busy, msg, sizeof msg);
+  if (st != TL_OK) {
+    tl_srv_error err;
+    tl_srv_error_set(&err, busy ? 503 : 500, "server_error", "model",
+                     busy ? "model_busy" : "model_load_failed", "%s",
+                     msg[0] ? msg : tl_status_name(st));
+    return reply_json(c, (unsigned)err.status, tl_srv_error_body(&err), busy ? "1" : NULL, NULL);
+  }
+  e = h;
+  tl_srv_engine_facts(e, &f);
+  d = f.gen;
+  doc = json_pack("{s:{s:I,s:{s:o,s:o,s:o,s:o,s:o,s:o,s:I}},s:I,s:s,s:s,s:s,s:{s:b,s:b},"
+                  "s:{s:s,s:s,s:I}}",
+                  "default_generation_settings", "n_ctx", (json_int_t)f.context, "params",
+                  "do_sample", d->has_do_sample ? json_boolean(d->do_sample) : json_null(),
+                  "temperature", default_or_null(d->has_temperature, d->temperature), "top_k",
+                  d->has_top_k ? json_integer(d->top_k) : json_null(), "top_p",
+                  default_or_null(d->has_top_p, d->top_p), "min_p",
+                  default_or_null(d->has_min_p, d->min_p), "repeat_penalty",
+                  default_or_null(d->has_repeat_penalty, d->repeat_penalty), "n_predict",
+                  (json_int_t)-1, "total_slots", (json_int_t)f.parallel, "model_path",
+                  S.default_path, "model_alias", f.model_name, "build_info",
+                  f.build_id, "modalities", "vision", 0, "audio", 0, "tinylm", "artifact_id",
+                  f.artifact_id, "profile", f.profile, "queue", (json_int_t)f.queue);
+  tl_srv_models_release(S.models, 0);
+  return reply_doc(c, 200, doc);
+}
+
+/* A file of the chat page. */
+static enum MHD_Result page(struct MHD_Connection *c, const tl_srv_page_file *p) {
+  struct MHD_Response *r =
+      MHD_create_response_from_buffer(p->len, (void *)p->data, MHD_RESPMEM_PERSISTENT);
+  if (r != NULL) MHD_add_response_header(r, "Cache-Control", "no-cache");
+  return queue(c, 200, r, p->type);
+}
+
+static enum MHD_Result metrics(struct MHD_Connection *c) {
+  listing l;
   tl_srv_http_counts n = {atomic_load(&S.requests), atomic_load(&S.rejected)};
-  char *text;
+  char *text, *per_model, *all = NULL;
   struct MHD_Response *r;
-  tl_srv_engine_stats(e, &st);
-  if ((text = tl_srv_metrics_text(&st, &n)) == NULL) return reply_json(c, 500, NULL, NULL, NULL);
+  list_models(&l);
+  json_decref(l.list);
+  text = tl_srv_metrics_text(&l.total, &n);
+  per_model = tl_srv_model_metrics_text(l.samples, tl_srv_models_count(S.models));
+  if (text != NULL && per_model != NULL &&
+      (all = realloc(text, strlen(text) + strlen(per_model) + 1)) != NULL) {
+    strcat(all, per_model);
+    text = NULL;
+  }
+  free(text);
+  free(per_model);
+  if ((text = all) == NULL) return reply_json(c, 500, NULL, NULL, NULL);
   r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
   if (r == NULL) free(text);
   return queue(c, 200, r, "text/plain; version=0.0.4");
@@ -467,8 +738,7 @@ static json_t *piece(tl_srv_engine *e, uint32_t id) {
   return a;
 }
 
-static enum MHD_Result text_tool(struct MHD_Connection *c, tl_srv_engine *e, route_id id,
-                                 const conn_ctx *cc) {
+static enum MHD_Result text_tool(struct MHD_Connection *c, route_id id, const conn_ctx *cc) {
   static const tl_srv_kind kinds[] = {[R_TOKENIZE] = TL_SRV_TOKENIZE,
                                       [R_DETOKENIZE] = TL_SRV_DETOKENIZE,
                                       [R_TEMPLATE] = TL_SRV_APPLY_TEMPLATE};
@@ -476,14 +746,21 @@ static enum MHD_Result text_tool(struct MHD_Connection *c, tl_srv_engine *e, rou
   tl_srv_prompt p;
   tl_srv_error err;
   tl_srv_facts f;
+  tl_srv_engine *e;
   tl_status st;
   json_t *doc = NULL;
+  size_t model;
+  enum MHD_Result ok;
   memset(&err, 0, sizeof err);
   memset(&p, 0, sizeof p);
+  if (!take_model(c, cc, &model, &e, &ok)) return ok;
   tl_srv_engine_facts(e, &f);
   st = tl_srv_request_parse(kinds[id], (const uint8_t *)cc->body.p, cc->body.len, f.vocab, &q,
                             &err);
-  if (st != TL_OK) return reply_failed(c, &err, st);
+  if (st != TL_OK) {
+    tl_srv_models_release(S.models, model);
+    return reply_failed(c, &err, st);
+  }
   if (id == R_TOKENIZE) {
     st = tl_srv_prompt_text(e, q.prompt, q.prompt_len, &p, &err);
     if (st == TL_OK) {
@@ -517,6 +794,7 @@ static enum MHD_Result text_tool(struct MHD_Connection *c, tl_srv_engine *e, rou
   }
   tl_srv_prompt_free(&p);
   tl_srv_request_free(&q);
+  tl_srv_models_release(S.models, model);
   if (st != TL_OK) return reply_failed(c, &err, st);
   return reply_doc(c, 200, doc);
 }
@@ -553,8 +831,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
                               const char *method, const char *version, const char *upload,
                               size_t *upload_size, void **con_cls) {
   conn_ctx *cc = *con_cls;
-  tl_srv_engine *e = atomic_load(&S.engine);
   (void)cls;
+  current = cc;
   if (cc == NULL) { /* the headers are in: refuse early what can be */
     const char *len = header(c, MHD_HTTP_HEADER_CONTENT_LENGTH);
     uint64_t n;
@@ -563,11 +841,23 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     tl_srv_deadline_set(deadline_of(c), tl_now_s(), S.body_timeout);
     if ((cc = calloc(1, sizeof *cc)) == NULL) return MHD_NO;
     *con_cls = cc;
+    current = cc;
+    cc->when = time(NULL);
+    cc->t0 = tl_now_s();
+    tl_srv_random_hex(cc->id, 12);
+    snprintf(cc->method, sizeof cc->method, "%s", method);
+    snprintf(cc->path, sizeof cc->path, "%s", url);
     atomic_fetch_add(&S.requests, 1);
     cc->answered = true;
     if (strcmp(method, "OPTIONS") == 0) return preflight(c);
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
       if (strcmp(url, routes[i].path) == 0) cc->route = &routes[i];
+    if (strncmp(url, "/v1/models/", 11) == 0 && url[11] != '\0') cc->route = &model_route;
+    for (size_t i = 0; i < tl_srv_page_count; i++)
+      if (strcmp(url, tl_srv_page_files[i].path) == 0) {
+        cc->route = &page_route;
+        cc->page = &tl_srv_page_files[i];
+      }
     if (cc->route == NULL) {
       char msg[160];
       snprintf(msg, sizeof msg, "no endpoint %.120s", url);
@@ -576,16 +866,18 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     if (strcmp(method, cc->route->method) != 0) {
       tl_srv_error err;
       tl_srv_error_set(&err, 405, "invalid_request_error", "", "method_not_allowed",
-                       "%s takes %s, not %.16s", cc->route->path, cc->route->method, method);
+                       "%s takes %s, not %.16s", url, cc->route->method, method);
       return reply_json(c, 405, tl_srv_error_body(&err), NULL, cc->route->method);
     }
+    /* the page holds no secret; its requests to the API carry the key */
+    if (cc->route->id == R_PAGE) return page(c, cc->page);
     if (cc->route->id != R_HEALTH && !authorized(c, &cc->partition))
       return fail(c, 401, "authentication_error", "invalid_api_key",
                   "a valid API key is required (Authorization: Bearer KEY or X-Api-Key)");
     if (S.n_keys == 0 && (r = browser_check(c, method, &refused), refused)) return r;
     if (atomic_load(&S.stopping))
       return fail(c, 503, "server_error", "shutting_down", "the server is stopping");
-    if (cc->route->id != R_HEALTH && e == NULL)
+    if (cc->route->id != R_HEALTH && !atomic_load(&S.ready))
       return fail(c, 503, "server_error", "loading", "the model is loading");
     if (len != NULL && (!tl_cli_parse_u64(len, &n) || n > S.max_body)) {
       char msg[128];
@@ -624,14 +916,26 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     return fail(c, 413, "invalid_request_error", "request_too_large", msg);
   }
   switch (cc->route->id) {
-  case R_HEALTH: return health(c, e);
-  case R_MODELS: return models(c, e);
-  case R_METRICS: return metrics(c, e);
-  case R_CHAT: return generate(c, e, true, cc, strcmp(version, MHD_HTTP_VERSION_1_1) == 0);
+  case R_HEALTH: return health(c);
+  case R_MODELS: return models(c);
+  case R_MODEL: return model(c, url);
+  case R_PROPS: return props(c);
+  case R_METRICS: return metrics(c);
+  case R_CHAT: return generate(c, true, cc, strcmp(version, MHD_HTTP_VERSION_1_1) == 0);
   case R_COMPLETIONS:
-    return generate(c, e, false, cc, strcmp(version, MHD_HTTP_VERSION_1_1) == 0);
-  default: return text_tool(c, e, cc->route->id, cc);
+    return generate(c, false, cc, strcmp(version, MHD_HTTP_VERSION_1_1) == 0);
+  default: return text_tool(c, cc->route->id, cc);
   }
+}
+
+/* The request's access-log line on stderr. */
+static void log_access(const conn_ctx *cc) {
+  tl_srv_access a = {cc->when,   cc->id,         cc->method,       cc->path,
+                     cc->status ? cc->status : 499, (tl_now_s() - cc->t0) * 1e3,
+                     cc->generation, cc->prompt_tokens, cc->completion_tokens};
+  char *line = tl_srv_access_line(S.log_format, &a);
+  if (line != NULL) fputs(line, stderr); /* one call: lines never interleave */
+  free(line);
 }
 
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -639,9 +943,11 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
   conn_ctx *cc = *con_cls;
   (void)cls;
   (void)toe;
+  current = NULL;
   /* a kept-alive connection's next request: its headers from now on */
   tl_srv_deadline_set(deadline_of(c), tl_now_s(), S.header_timeout);
   if (cc != NULL) {
+    log_access(cc);
     tl_srv_buf_free(&cc->body);
     free(cc);
     *con_cls = NULL;
@@ -658,17 +964,30 @@ static void connection(void *cls, struct MHD_Connection *c, void **socket_ctx,
 
 /* ---- the command ---- */
 
+static void print_name(void *ctx, size_t i, const tl_srv_model_info *m) {
+  (void)ctx;
+  printf("%s%s%s", i == 0 ? "tinylm serve: models " : ", ", m->name, i == 0 ? " (default)" : "");
+}
+
+/* The default model loads at start; the others on first use. */
 static void *load(void *arg) {
-  tl_srv_engine *e = NULL;
+  void *h = NULL;
+  bool busy;
   (void)arg;
-  S.load_status = tl_srv_engine_open(&S.eo, &e, S.load_error, sizeof S.load_error);
+  S.load_status =
+      tl_srv_models_acquire(S.models, 0, &h, &busy, S.load_error, sizeof S.load_error);
   if (S.load_status == TL_OK) {
     tl_srv_facts f;
-    tl_srv_engine_facts(e, &f);
-    atomic_store(&S.engine, e);
+    tl_srv_engine_facts(h, &f);
+    atomic_store(&S.ready, true); /* before the line a client waits for */
+    if (tl_srv_models_count(S.models) > 1) {
+      tl_srv_models_visit(S.models, print_name, NULL);
+      printf(" (the others load on first use)\n");
+    }
     printf("tinylm serve: ready (%s, %u slots x %u tokens, lane %s, plan %.1f MB)\n",
            f.model_name, f.parallel, f.context, f.profile, (double)f.plan_bytes / 1e6);
     fflush(stdout);
+    tl_srv_models_release(S.models, 0); /* f's strings were the engine's */
   } else {
     pthread_kill(S.main_thread, SIGUSR1); /* wake main: nothing to serve */
   }
@@ -716,11 +1035,47 @@ static int read_key_file(const char *f, char *buf, size_t cap) {
   return rc;
 }
 
+static int by_name(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Every DIR/NAME.slm after paths[*n] (in name order; malloc'd, kept until
+ * exit). -1, or the exit status of a failure. */
+static int scan_models(const char *dir, const char **paths, size_t *n) {
+  DIR *d = opendir(dir);
+  struct dirent *de;
+  size_t first = *n;
+  if (d == NULL) return tl_cli_fail(false, TL_ERR_IO, "--models %s: %s", dir, strerror(errno));
+  while ((de = readdir(d)) != NULL) {
+    size_t len = strlen(de->d_name);
+    char *p;
+    if (len <= 4 || strcmp(de->d_name + len - 4, ".slm") != 0) continue;
+    if (*n == TL_SRV_MAX_MODELS) {
+      closedir(d);
+      return tl_cli_usage(false, "at most %d models", TL_SRV_MAX_MODELS);
+    }
+    if ((p = malloc(strlen(dir) + len + 2)) == NULL) {
+      closedir(d);
+      return tl_cli_fail(false, TL_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    sprintf(p, "%s/%s", dir, de->d_name);
+    paths[(*n)++] = p;
+  }
+  closedir(d);
+  qsort(paths + first, *n - first, sizeof *paths, by_name);
+  return -1;
+}
+
 int tl_cmd_serve(int argc, char **argv) {
   static char key_buf[65536];
   const char *key = NULL;
   uint32_t per_ip = 32, max_conns = 0, header_s = 10, body_s = 30;
+  static const char *paths[TL_SRV_MAX_MODELS];
   const char *host = "127.0.0.1", *key_file = NULL;
+  bool scanned = false;
+  size_t n_paths = 0;
+  tl_srv_loader engines = {engine_open, engine_close, NULL};
+  char err[1024];
   uint32_t port = 8080;
   uint64_t mb = 0, max_body = 8u << 20;
   struct addrinfo hints, *ai = NULL;
@@ -760,12 +1115,17 @@ int tl_cmd_serve(int argc, char **argv) {
           strcmp(a, "--ctx") != 0 && strcmp(a, "--api-key") != 0 &&
           strcmp(a, "--api-key-file") != 0 && strcmp(a, "--cors-origin") != 0 &&
           strcmp(a, "--max-body-bytes") != 0 && strcmp(a, "--receipt-dir") != 0 &&
-          strcmp(a, "--mem-budget") != 0 && strcmp(a, "--header-timeout") != 0 &&
+          strcmp(a, "--mem-budget") != 0 && strcmp(a, "--models") != 0 &&
+          strcmp(a, "--log-format") != 0 && strcmp(a, "--header-timeout") != 0 &&
           strcmp(a, "--body-timeout") != 0 && strcmp(a, "--max-conns") != 0 &&
           strcmp(a, "--max-conns-per-ip") != 0 && strcmp(a, "--allow-host") != 0)
         return tl_cli_usage(false, "unknown option '%s'\n%s", a, usage_text);
       if ((rc = tl_cli_value(false, argc, argv, &i, &v)) >= 0) return rc;
       if (strcmp(a, "--host") == 0) host = v;
+      else if (strcmp(a, "--models") == 0) {
+        scanned = true;
+        rc = scan_models(v, paths, &n_paths);
+      }
       else if (strcmp(a, "--port") == 0) rc = tl_cli_flag_u32(false, a, v, 0, 65535, &port);
       else if (strcmp(a, "--parallel") == 0)
         rc = tl_cli_flag_u32(false, a, v, 1, 64, &S.eo.parallel);
@@ -775,7 +1135,10 @@ int tl_cmd_serve(int argc, char **argv) {
       else if (strcmp(a, "--api-key") == 0) key = v;
       else if (strcmp(a, "--api-key-file") == 0) key_file = v;
       else if (strcmp(a, "--receipt-dir") == 0) S.eo.receipt_dir = v;
-      else if (strcmp(a, "--mem-budget") == 0)
+      else if (strcmp(a, "--log-format") == 0) {
+        if (!tl_srv_log_format_parse(v, &S.log_format))
+          return tl_cli_usage(false, "--log-format must be text or json, not '%s'", v);
+      } else if (strcmp(a, "--mem-budget") == 0)
         rc = tl_cli_flag_u64(false, a, v, 1, UINT64_MAX >> 20, &mb);
       else if (strcmp(a, "--max-body-bytes") == 0)
         rc = tl_cli_flag_u64(false, a, v, 1, (uint64_t)1 << 30, &max_body);
@@ -795,10 +1158,13 @@ int tl_cmd_serve(int argc, char **argv) {
       if (rc >= 0) return rc;
       continue;
     }
-    if (S.eo.model_path != NULL) return tl_cli_usage(false, "one model only\n%s", usage_text);
-    S.eo.model_path = a;
+    if (n_paths == TL_SRV_MAX_MODELS)
+      return tl_cli_usage(false, "at most %d models", TL_SRV_MAX_MODELS);
+    paths[n_paths++] = a;
   }
-  if (S.eo.model_path == NULL) return tl_cli_usage(false, "no model given\n%s", usage_text);
+  if (n_paths == 0)
+    return tl_cli_usage(false, "no model given%s\n%s", scanned ? " (no *.slm in --models)" : "",
+                        usage_text);
   if (key != NULL && key_file != NULL)
     return tl_cli_usage(false, "--api-key and --api-key-file exclude each other");
   if (key_file != NULL && (rc = read_key_file(key_file, key_buf, sizeof key_buf)) >= 0) return rc;
@@ -812,15 +1178,19 @@ int tl_cmd_serve(int argc, char **argv) {
   S.header_timeout = header_s;
   S.body_timeout = body_s;
   S.listen_host = host;
-  S.eo.mem_budget = mb << 20;
+  if (tl_srv_models_create(paths, n_paths, mb << 20, &engines, &S.models, err, sizeof err) != TL_OK)
+    return tl_cli_usage(false, "%s", err);
+  S.default_path = paths[0];
   S.max_body = (size_t)max_body;
 
   memset(&hints, 0, sizeof hints);
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE;
   snprintf(port_text, sizeof port_text, "%u", port);
-  if ((gai = getaddrinfo(host, port_text, &hints, &ai)) != 0)
+  if ((gai = getaddrinfo(host, port_text, &hints, &ai)) != 0) {
+    tl_srv_models_destroy(S.models);
     return tl_cli_fail(false, TL_ERR_IO, "--host %s: %s", host, gai_strerror(gai));
+  }
   memcpy(&addr, ai->ai_addr, ai->ai_addrlen);
   freeaddrinfo(ai);
   if (S.n_keys == 0 && !loopback((const struct sockaddr *)&addr))
@@ -844,19 +1214,23 @@ int tl_cmd_serve(int argc, char **argv) {
       MHD_OPTION_CONNECTION_LIMIT, (unsigned)max_conns, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
       (unsigned)per_ip, MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_NOTIFY_COMPLETED,
       completed, NULL, MHD_OPTION_NOTIFY_CONNECTION, connection, NULL, MHD_OPTION_END);
-  if (S.daemon == NULL)
+  if (S.daemon == NULL) {
+    tl_srv_models_destroy(S.models);
     return tl_cli_fail(false, TL_ERR_IO, "cannot listen on %s port %u: %s", host, port,
                        errno ? strerror(errno) : "libmicrohttpd refused");
+  }
   info = MHD_get_daemon_info(S.daemon, MHD_DAEMON_INFO_BIND_PORT);
   printf("tinylm serve: listening on http://%s%s%s:%u\n", addr.ss_family == AF_INET6 ? "[" : "",
          host, addr.ss_family == AF_INET6 ? "]" : "", info != NULL ? info->port : port);
   if (!tl_cli_flush(stdout)) { /* nobody can learn the port: main reports the io error */
     MHD_stop_daemon(S.daemon);
+    tl_srv_models_destroy(S.models);
     return TL_EXIT_FAILURE;
   }
 
   if (pthread_create(&loader, NULL, load, NULL) != 0) {
     MHD_stop_daemon(S.daemon);
+    tl_srv_models_destroy(S.models);
     return tl_cli_fail(false, TL_ERR_WORKER_FAILURE, "cannot start the loading thread");
   }
   /* between signals, every quarter second, the late connections go */
@@ -871,9 +1245,8 @@ int tl_cmd_serve(int argc, char **argv) {
   atomic_store(&S.stopping, true);
   MHD_stop_daemon(S.daemon);
   pthread_join(loader, NULL);
-  if (S.load_status != TL_OK)
-    return tl_cli_fail(false, S.load_status, "%s", S.load_error);
-  tl_srv_engine_close(atomic_load(&S.engine));
+  tl_srv_models_destroy(S.models);
+  if (S.load_status != TL_OK) return tl_cli_fail(false, S.load_status, "%s", S.load_error);
   fprintf(stderr, "tinylm serve: stopped (%s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
   return TL_EXIT_OK;
 }

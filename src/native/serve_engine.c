@@ -27,6 +27,7 @@
 #include "encoder.h"
 #include "file.h"
 #include "serve_escape.h"
+#include "serve_models.h"
 #include "session.h"
 #include "turn.h"
 
@@ -66,6 +67,7 @@ struct tl_srv_job {
   double submitted, started;
   size_t reused;
   uint32_t partition; /* whose cached prefixes it may reuse */
+  bool no_reuse; /* cache_prompt false: no slot's cached prefix */
   /* what it produced so far, under e->lock */
   pthread_cond_t changed;
   tl_srv_state state;
@@ -495,7 +497,7 @@ static void dispatch(tl_srv_engine *e) {
       slot *s = &e->slots[i];
       size_t k;
       if (s->job != NULL) continue;
-      k = common_prefix(e, s, j);
+      k = j->no_reuse ? 0 : common_prefix(e, s, j);
       if (best == NULL || k > best_len) {
         best = s;
         best_len = k;
@@ -572,15 +574,6 @@ static uint64_t mem_available(void) {
   return (uint64_t)kb * 1024u;
 }
 
-static void name_of(const char *path, char *out, size_t cap) {
-  const char *base = strrchr(path, '/');
-  size_t len;
-  base = base ? base + 1 : path;
-  len = strlen(base);
-  if (len > 4 && strcmp(base + len - 4, ".slm") == 0) len -= 4;
-  snprintf(out, cap, "%.*s", (int)len, base);
-}
-
 tl_status tl_srv_engine_open(const tl_srv_engine_options *o, tl_srv_engine **out, char *err,
                              size_t err_cap) {
   tl_srv_engine *e;
@@ -603,7 +596,7 @@ tl_status tl_srv_engine_open(const tl_srv_engine_options *o, tl_srv_engine **out
   e->n_slots = o->parallel;
   e->queue_cap = o->queue;
   for (uint32_t i = 0; i < MAX_SLOTS; i++) pthread_cond_init(&e->slots[i].wake, NULL);
-  name_of(o->model_path, e->model_name, sizeof e->model_name);
+  tl_srv_model_name(o->model_path, e->model_name, sizeof e->model_name);
   e->no_shared_cache = o->no_shared_cache;
   e->escape_special = o->escape_special;
   if (o->receipt_dir != NULL) {
@@ -773,6 +766,7 @@ void tl_srv_engine_facts(const tl_srv_engine *e, tl_srv_facts *out) {
   out->build_id = TL_BUILD_ID;
   out->model_name = e->model_name;
   out->plan_bytes = e->plan_bytes;
+  out->gen = &e->master.gen;
 }
 
 /* ---- text ---- */
@@ -953,6 +947,7 @@ static tl_srv_job *job_new(tl_srv_engine *e, const tl_srv_job_params *p, tl_srv_
   j->add_generation_prompt = p->prompt->add_generation_prompt;
   if (q->n_ban != 0) memcpy(j->ban, q->ban, q->n_ban * sizeof *j->ban);
   j->n_ban = q->n_ban;
+  j->no_reuse = q->no_prompt_cache;
   j->logprobs = q->logprobs;
   j->top_logprobs = q->top_logprobs;
   j->grammar = tl_srv_grammar_ref(p->grammar);

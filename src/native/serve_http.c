@@ -613,3 +613,49 @@ char *tl_srv_metrics_text(const tl_srv_stats *s, const tl_srv_http_counts *c) {
   }
   return b.p;
 }
+
+/* A Prometheus label value: \, " and line feeds escaped. */
+static void add_label(tl_srv_buf *b, const char *v) {
+  for (; *v != '\0' && !b->failed; v++)
+    (void)(*v == '\\' ? tl_srv_buf_add(b, "\\\\", 2)
+         : *v == '"' ? tl_srv_buf_add(b, "\\\"", 2)
+         : *v == '\n' ? tl_srv_buf_add(b, "\\n", 2)
+                      : tl_srv_buf_add(b, v, 1));
+}
+
+char *tl_srv_model_metrics_text(const tl_srv_model_sample *m, size_t n) {
+  static const struct {
+    const char *name, *type, *help;
+  } families[] = {
+      {"model_loaded", "gauge", "1 while the model is loaded."},
+      {"model_loads_total", "counter", "Times the model was loaded."},
+      {"model_unloads_total", "counter", "Times the model was unloaded to make room."},
+      {"model_requests_processing", "gauge", "The model's jobs in a slot."},
+      {"model_requests_queued", "gauge", "The model's jobs waiting for a slot."},
+      {"model_prompt_tokens_total", "counter", "The model's prompt tokens processed."},
+      {"model_tokens_predicted_total", "counter", "Tokens the model generated."},
+  };
+  tl_srv_buf b = {0};
+  char line[256];
+  for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
+    int k = snprintf(line, sizeof line, "# HELP tinylm_%s %s\n# TYPE tinylm_%s %s\n",
+                     families[f].name, families[f].help, families[f].name, families[f].type);
+    tl_srv_buf_add(&b, line, (size_t)k);
+    for (size_t i = 0; i < n; i++) {
+      const tl_srv_stats *s = &m[i].stats;
+      const uint64_t v[] = {m[i].loaded, m[i].loads, m[i].unloads, s->processing, s->queued,
+                            s->prompt_tokens, s->generated_tokens};
+      k = snprintf(line, sizeof line, "\"} %llu\n", (unsigned long long)v[f]);
+      tl_srv_buf_add(&b, "tinylm_", 7);
+      tl_srv_buf_add(&b, families[f].name, strlen(families[f].name));
+      tl_srv_buf_add(&b, "{model=\"", 8);
+      add_label(&b, m[i].name);
+      tl_srv_buf_add(&b, line, (size_t)k);
+    }
+  }
+  if (b.failed) {
+    tl_srv_buf_free(&b);
+    return NULL;
+  }
+  return b.p;
+}

@@ -130,5 +130,14 @@ typedef struct tl_srv_http_counts {
   uint64_t requests, rejected;
 } tl_srv_http_counts;
 char *tl_srv_metrics_text(const tl_srv_stats *s, const tl_srv_http_counts *c);
+/* Each model's lines of /metrics (label model="NAME"): whether it is
+ * loaded, its loads and unloads, its jobs and tokens. */
+typedef struct tl_srv_model_sample {
+  const char *name;
+  bool loaded;
+  uint64_t loads, unloads;
+  tl_srv_stats stats; /* of every engine it had */
+} tl_srv_model_sample;
+char *tl_srv_model_metrics_text(const tl_srv_model_sample *m, size_t n);
 
 #endif

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "serve_compat.h"
 #include "utf8.h"
 
 #define MAX_DEPTH 64
@@ -785,9 +786,11 @@ static const char *const completion_fields[] = {
     "model", "prompt", "max_tokens", "temperature", "top_p", "top_k", "min_p", "repeat_penalty",
     "seed", "stop", "n", "presence_penalty", "frequency_penalty", "logit_bias", "logprobs",
     "stream", "stream_options", "echo", "best_of", "suffix", "user", "grammar", "json_schema", NULL};
-static const char *const tokenize_fields[] = {"content", "with_pieces", NULL};
-static const char *const detokenize_fields[] = {"tokens", NULL};
-static const char *const template_fields[] = {"messages", "tools", "chat_template_kwargs", NULL};
+/* "model" everywhere: it picks one of several models (docs/server.md) */
+static const char *const tokenize_fields[] = {"model", "content", "with_pieces", NULL};
+static const char *const detokenize_fields[] = {"model", "tokens", NULL};
+static const char *const template_fields[] = {"model", "messages", "tools",
+                                              "chat_template_kwargs", NULL};
 
 static tl_status read_model(ctx *c, json_t *root, tl_srv_request *r) {
   json_t *v = field(root, "model");
@@ -804,7 +807,7 @@ static tl_status read_chat(ctx *c, json_t *root, tl_srv_request *r) {
   json_t *v, *mt = field(root, "max_tokens"), *mct = field(root, "max_completion_tokens");
   long long x;
   tl_status st;
-  if ((st = read_model(c, root, r)) != TL_OK || (st = read_conversation(c, root, r)) != TL_OK)
+  if ((st = read_conversation(c, root, r)) != TL_OK)
     return st;
   if (mt != NULL && (st = read_max_tokens(c, mt, "max_tokens", &r->max_tokens)) != TL_OK) return st;
   if (mct != NULL) {
@@ -841,7 +844,6 @@ static tl_status read_completion(ctx *c, json_t *root, tl_srv_request *r) {
   long long x;
   bool echo = false;
   tl_status st;
-  if ((st = read_model(c, root, r)) != TL_OK) return st;
   if (prompt == NULL) return missing(c, "prompt");
   if (json_is_array(prompt)) {
     if (json_array_size(prompt) != 1)
@@ -917,7 +919,9 @@ static tl_status read_request(ctx *c, tl_srv_kind kind, json_t *root, tl_srv_req
   static const char *const *const fields[] = {chat_fields, completion_fields, tokenize_fields,
                                               detokenize_fields, template_fields};
   tl_status st;
-  if ((st = only_keys(c, root, fields[kind], "")) != TL_OK) return st;
+  if ((st = only_keys(c, root, fields[kind], "")) != TL_OK ||
+      (st = read_model(c, root, r)) != TL_OK)
+    return st;
   switch (kind) {
   case TL_SRV_CHAT: return read_chat(c, root, r);
   case TL_SRV_COMPLETION: return read_completion(c, root, r);
@@ -931,6 +935,7 @@ static tl_status read_request(ctx *c, tl_srv_kind kind, json_t *root, tl_srv_req
 tl_status tl_srv_request_parse(tl_srv_kind kind, const uint8_t *body, size_t len,
                                uint32_t vocab, tl_srv_request *out, tl_srv_error *err) {
   ctx c = {vocab, err, false, 0};
+  tl_srv_compat cx;
   tl_srv_request r;
   uint8_t *copy = NULL;
   json_t *root = NULL;
@@ -957,10 +962,13 @@ tl_status tl_srv_request_parse(tl_srv_kind kind, const uint8_t *body, size_t len
     return fail(&c, "", "invalid_json", "invalid JSON at line %d, column %d: %s", je.line,
                 je.column, je.text);
   }
-  if (!json_is_object(root))
+  if (!json_is_object(root)) {
     st = fail(&c, "", "invalid_type", "the body must be a JSON object");
-  else
+  } else if ((st = tl_srv_compat_apply(kind, root, &cx, err)) == TL_OK) {
     st = read_request(&c, kind, root, &r);
+    if (st == TL_OK) tl_srv_compat_finish(&cx, &r);
+    else tl_srv_compat_blame(&cx, err);
+  }
   json_decref(root);
   if (st != TL_OK) {
     tl_srv_request_free(&r);

@@ -247,7 +247,7 @@ static void unknown_fields_are_named(tl_test_ctx *t) {
   REFUSED(t, TL_SRV_COMPLETION, "{\"prompt\":\"x\",\"top_logprobs\":1}", "top_logprobs",
           "unknown_parameter");
   REFUSED(t, TL_SRV_COMPLETION, "{\"prompt\":\"x\"," USER_HI "}", "messages", "unknown_parameter");
-  REFUSED(t, TL_SRV_TOKENIZE, "{\"content\":\"x\",\"model\":\"m\"}", "model", "unknown_parameter");
+  REFUSED(t, TL_SRV_TOKENIZE, "{\"content\":\"x\",\"n\":1}", "n", "unknown_parameter");
   REFUSED(t, TL_SRV_DETOKENIZE, "{\"tokens\":[],\"x\":1}", "x", "unknown_parameter");
   REFUSED(t, TL_SRV_APPLY_TEMPLATE, "{" USER_HI ",\"temperature\":1}", "temperature",
           "unknown_parameter");
@@ -477,6 +477,14 @@ static void model_names(tl_test_ctx *t) {
   REFUSED(t, TL_SRV_CHAT, "{" USER_HI ",\"model\":\"a\\u0000b\"}", "model", "invalid_value");
   OK(t, TL_SRV_CHAT, "{" USER_HI ",\"model\":null}");
   OK(t, TL_SRV_CHAT, "{" USER_HI ",\"model\":\"\"}");
+  /* every endpoint takes "model": it picks one of several models */
+  if (ACCEPTED(t, TL_SRV_TOKENIZE, "{\"content\":\"x\",\"model\":\"m\"}", &r)) {
+    TL_EXPECT_STR(t, r.model, "m");
+    tl_srv_request_free(&r);
+  }
+  OK(t, TL_SRV_DETOKENIZE, "{\"tokens\":[],\"model\":\"m\"}");
+  OK(t, TL_SRV_APPLY_TEMPLATE, "{" USER_HI ",\"model\":\"m\"}");
+  REFUSED(t, TL_SRV_DETOKENIZE, "{\"tokens\":[],\"model\":1}", "model", "invalid_type");
 }
 
 /* ---- generation fields ---- */
