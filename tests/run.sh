@@ -190,6 +190,10 @@ run_stage serve-compat node tests/serve/compat_test.mjs build/gcc/tinylm \
 # rules are in unit-asan).
 run_stage serve-models node tests/serve/models_test.mjs build/gcc/tinylm \
   build/test-work/serve-models
+# Three servers on the demo model behind Debian's haproxy, scraped by
+# Debian's prometheus: drain (SIGTERM) alone and under load, a replica
+# killed mid-stream, the same bytes from every replica (~20 s; docs/deploy.md).
+run_stage serve-fleet node tests/serve/fleet_test.mjs build/gcc/tinylm build/test-work/serve-fleet
 # tinylm serve on a shared host (docs/server.md, Security): slowloris
 # deadlines and caps, the prompt cache per key, Host/Content-Type without a
 # key, half-close, the receipt directory, special text, impossible n.

@@ -46,13 +46,14 @@ static const char usage_text[] =
     "                    [--parallel N] [--queue N] [--ctx N]\n"
     "                    [--api-key KEY | --api-key-file F]\n"
     "                    [--cors-origin ORIGIN]... [--max-body-bytes N]\n"
-    "                    [--receipt-dir DIR] [--mem-budget MB] [--no-shared-cache]\n"
-    "                    [--header-timeout S] [--body-timeout S] [--max-conns N]\n"
-    "                    [--max-conns-per-ip N] [--allow-host NAME]... [--escape-special]\n"
+    "                    [--receipt-dir DIR] [--mem-budget MB] [--drain-timeout S]\n"
+    "                    [--no-shared-cache] [--header-timeout S] [--body-timeout S]\n"
+    "                    [--max-conns N] [--max-conns-per-ip N] [--allow-host NAME]...\n"
+    "                    [--escape-special]\n"
     "                    [--log-format text|json] [--lane scalar|fast] [-t N] [--mmap]\n"
     "  an OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions,\n"
-    "  /v1/models[/ID], /health, /props, /tokenize, /detokenize, /apply-template,\n"
-    "  /metrics, and a chat page at / (docs/server.md)\n"
+    "  /v1/models[/ID], /health, /health/live, /health/ready, /props, /tokenize,\n"
+    "  /detokenize, /apply-template, /metrics, and a chat page at / (docs/server.md)\n"
     "  (docs/server.md); same request and seed, same reply bytes at any load\n"
     "  MODEL.slm...      the models, each called by its file name without .slm;\n"
     "                    a request's \"model\" picks one (absent: the first)\n"
@@ -90,8 +91,11 @@ static const char usage_text[] =
     "                    loads on first use, unloading the least recently used\n"
     "                    idle ones when it does not fit\n"
     "  --log-format F    the access log on stderr, one line per request: text\n"
-    "                    (key=value, the default) or json\n" TL_LANE_USAGE
-    "  SIGINT or SIGTERM stops the server (exit 0)\n";
+    "                    (key=value, the default) or json\n"
+    "  --drain-timeout S on SIGTERM, refuse new generations and give the ones\n"
+    "                    accepted up to S seconds to finish, 0..3600 (default\n"
+    "                    30; 0: stop at once)\n" TL_LANE_USAGE
+    "  SIGINT stops the server at once, SIGTERM drains it first (exit 0)\n";
 
 #define MAX_ORIGINS 32
 #define MAX_KEYS 64
@@ -105,6 +109,9 @@ static struct {
   atomic_bool ready; /* the default model is loaded */
   tl_srv_stats retired[TL_SRV_MAX_MODELS]; /* counters of unloaded engines */
   atomic_bool stopping;
+  atomic_bool draining; /* SIGTERM: ready is 503, new generations too */
+  atomic_uint_fast64_t in_flight; /* generation requests past the gate, not done */
+  uint32_t drain_timeout;         /* seconds */
   tl_srv_engine_options eo;
   const char *keys[MAX_KEYS]; /* a key's index + 1 is its cache partition */
   size_t n_keys;
@@ -124,6 +131,8 @@ typedef enum route_id {
   R_COMPLETIONS,
   R_MODELS,
   R_HEALTH,
+  R_LIVE,
+  R_READY,
   R_TOKENIZE,
   R_DETOKENIZE,
   R_TEMPLATE,
@@ -139,6 +148,7 @@ static const struct route {
 } routes[] = {
     {"/v1/chat/completions", "POST", R_CHAT}, {"/v1/completions", "POST", R_COMPLETIONS},
     {"/v1/models", "GET", R_MODELS},          {"/health", "GET", R_HEALTH},
+    {"/health/live", "GET", R_LIVE},          {"/health/ready", "GET", R_READY},
     {"/tokenize", "POST", R_TOKENIZE},        {"/detokenize", "POST", R_DETOKENIZE},
     {"/apply-template", "POST", R_TEMPLATE},  {"/metrics", "GET", R_METRICS},
     {"/props", "GET", R_PROPS},
@@ -154,6 +164,7 @@ typedef struct conn_ctx {
   tl_srv_buf body;
   uint64_t seen; /* body bytes received */
   bool too_large, answered;
+  bool in_flight; /* counted in S.in_flight until completed */
   char id[25];      /* X-Request-Id */
   char method[16];
   char path[257];   /* at most 256 bytes of it */
@@ -199,6 +210,8 @@ static enum MHD_Result queue(struct MHD_Connection *c, unsigned status,
     MHD_add_response_header(r, "Vary", "Origin");
   }
   if (status >= 400) atomic_fetch_add(&S.rejected, 1);
+  /* a draining server's clients reconnect (through a balancer: elsewhere) */
+  if (atomic_load(&S.draining)) MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
   ok = MHD_queue_response(c, status, r);
   MHD_destroy_response(r);
   return ok;
@@ -317,6 +330,8 @@ static void stats_add(tl_srv_stats *a, const tl_srv_stats *b) {
   a->slots_busy += b->slots_busy;
   a->forward_batches += b->forward_batches;
   a->batched_tokens += b->batched_tokens;
+  a->kv_used += b->kv_used;
+  a->kv_capacity += b->kv_capacity;
 }
 
 /* An idle engine's counters live on in S.retired (/metrics never goes
@@ -325,6 +340,7 @@ static void engine_close(void *ctx, size_t i, void *handle) {
   tl_srv_stats st;
   (void)ctx;
   tl_srv_engine_stats(handle, &st);
+  st.kv_used = st.kv_capacity = 0; /* a gauge of the engine, gone with it */
   stats_add(&S.retired[i], &st);
   tl_srv_engine_close(handle);
 }
@@ -575,6 +591,53 @@ typedef struct listing {
   uint32_t slots_idle;
   tl_srv_model_sample samples[TL_SRV_MAX_MODELS];
 } listing;
+
+/* ---- health and drain (docs/deploy.md) ---- */
+
+static bool is_health(route_id id) { return id == R_HEALTH || id == R_LIVE || id == R_READY; }
+
+/* The requests a drain refuses when new and waits for when accepted. */
+static bool drains(route_id id) { return id == R_CHAT || id == R_COMPLETIONS; }
+
+/* Liveness: the process answers, loading, serving or draining. */
+static enum MHD_Result live(struct MHD_Connection *c) {
+  return reply_doc(c, 200, json_pack("{s:s}", "status", "live"));
+}
+
+/* Readiness: a new generation would be taken. */
+static enum MHD_Result ready(struct MHD_Connection *c) {
+  const char *why = !atomic_load(&S.ready)      ? "loading"
+                    : atomic_load(&S.draining) ? "draining"
+                                               : NULL;
+  return reply_doc(c, why != NULL ? 503 : 200,
+                   json_pack("{s:s}", "status", why != NULL ? why : "ready"));
+}
+
+/* SIGTERM with a drain timeout: readiness turns 503 and new generations
+ * are refused, while the accepted ones (queued or running) finish, until
+ * none is left, the timeout passes or another signal comes; then the
+ * server stops as on SIGINT (what still runs is cancelled). Returns the
+ * stop message's detail. */
+static const char *drain(const sigset_t *sigs, char *detail, size_t cap) {
+  const struct timespec tick = {0, 50 * 1000000L};
+  double until = tl_now_s() + S.drain_timeout;
+  uint64_t left;
+  int sig = 0;
+  atomic_store(&S.draining, true);
+  fprintf(stderr, "tinylm serve: draining (SIGTERM): %llu requests to finish, at most %u s\n",
+          (unsigned long long)atomic_load(&S.in_flight), S.drain_timeout);
+  while ((left = atomic_load(&S.in_flight)) > 0 && tl_now_s() < until &&
+         (sig = sigtimedwait(sigs, NULL, &tick)) <= 0) {
+    (void)tl_srv_deadline_reap(tl_now_s()); /* slow clients are cut off meanwhile too */
+  }
+  if (left == 0) snprintf(detail, cap, "SIGTERM, drained");
+  else if (sig > 0) snprintf(detail, cap, "SIGTERM, then %s: %llu requests cancelled",
+                             sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "load failure",
+                             (unsigned long long)left);
+  else snprintf(detail, cap, "SIGTERM, drain timeout: %llu requests cancelled",
+                (unsigned long long)left);
+  return detail;
+}
 
 static void list_model(void *ctx, size_t i, const tl_srv_model_info *m) {
   listing *l = ctx;
@@ -871,14 +934,23 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     }
     /* the page holds no secret; its requests to the API carry the key */
     if (cc->route->id == R_PAGE) return page(c, cc->page);
-    if (cc->route->id != R_HEALTH && !authorized(c, &cc->partition))
+    if (!is_health(cc->route->id) && !authorized(c, &cc->partition))
       return fail(c, 401, "authentication_error", "invalid_api_key",
                   "a valid API key is required (Authorization: Bearer KEY or X-Api-Key)");
     if (S.n_keys == 0 && (r = browser_check(c, method, &refused), refused)) return r;
     if (atomic_load(&S.stopping))
       return fail(c, 503, "server_error", "shutting_down", "the server is stopping");
-    if (cc->route->id != R_HEALTH && !atomic_load(&S.ready))
+    if (!is_health(cc->route->id) && !atomic_load(&S.ready))
       return fail(c, 503, "server_error", "loading", "the model is loading");
+    if (drains(cc->route->id)) {
+      /* counted before the flag is read: a drain that saw none in flight
+       * refuses this one (both atomics sequentially consistent) */
+      atomic_fetch_add(&S.in_flight, 1);
+      cc->in_flight = true;
+      if (atomic_load(&S.draining))
+        return fail(c, 503, "server_error", "shutting_down",
+                    "the server is draining: send the request to another replica");
+    }
     if (len != NULL && (!tl_cli_parse_u64(len, &n) || n > S.max_body)) {
       char msg[128];
       snprintf(msg, sizeof msg, "the request body is over %zu bytes (--max-body-bytes)",
@@ -917,6 +989,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
   }
   switch (cc->route->id) {
   case R_HEALTH: return health(c);
+  case R_LIVE: return live(c);
+  case R_READY: return ready(c);
   case R_MODELS: return models(c);
   case R_MODEL: return model(c, url);
   case R_PROPS: return props(c);
@@ -947,6 +1021,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
   /* a kept-alive connection's next request: its headers from now on */
   tl_srv_deadline_set(deadline_of(c), tl_now_s(), S.header_timeout);
   if (cc != NULL) {
+    if (cc->in_flight) atomic_fetch_sub(&S.in_flight, 1);
     log_access(cc);
     tl_srv_buf_free(&cc->body);
     free(cc);
@@ -1083,7 +1158,8 @@ int tl_cmd_serve(int argc, char **argv) {
   const union MHD_DaemonInfo *info;
   pthread_t loader;
   sigset_t sigs;
-  char port_text[8];
+  char port_text[8], detail[128];
+  const char *how;
   int rc, sig = 0, gai;
   unsigned flags;
 
@@ -1091,6 +1167,7 @@ int tl_cmd_serve(int argc, char **argv) {
   S.eo.lane = tl_lane_defaults();
   S.eo.parallel = 4;
   S.eo.queue = 64;
+  S.drain_timeout = 30;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v;
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -1116,9 +1193,10 @@ int tl_cmd_serve(int argc, char **argv) {
           strcmp(a, "--api-key-file") != 0 && strcmp(a, "--cors-origin") != 0 &&
           strcmp(a, "--max-body-bytes") != 0 && strcmp(a, "--receipt-dir") != 0 &&
           strcmp(a, "--mem-budget") != 0 && strcmp(a, "--models") != 0 &&
-          strcmp(a, "--log-format") != 0 && strcmp(a, "--header-timeout") != 0 &&
-          strcmp(a, "--body-timeout") != 0 && strcmp(a, "--max-conns") != 0 &&
-          strcmp(a, "--max-conns-per-ip") != 0 && strcmp(a, "--allow-host") != 0)
+          strcmp(a, "--log-format") != 0 && strcmp(a, "--drain-timeout") != 0 &&
+          strcmp(a, "--header-timeout") != 0 && strcmp(a, "--body-timeout") != 0 &&
+          strcmp(a, "--max-conns") != 0 && strcmp(a, "--max-conns-per-ip") != 0 &&
+          strcmp(a, "--allow-host") != 0)
         return tl_cli_usage(false, "unknown option '%s'\n%s", a, usage_text);
       if ((rc = tl_cli_value(false, argc, argv, &i, &v)) >= 0) return rc;
       if (strcmp(a, "--host") == 0) host = v;
@@ -1140,6 +1218,8 @@ int tl_cmd_serve(int argc, char **argv) {
           return tl_cli_usage(false, "--log-format must be text or json, not '%s'", v);
       } else if (strcmp(a, "--mem-budget") == 0)
         rc = tl_cli_flag_u64(false, a, v, 1, UINT64_MAX >> 20, &mb);
+      else if (strcmp(a, "--drain-timeout") == 0)
+        rc = tl_cli_flag_u32(false, a, v, 0, 3600, &S.drain_timeout);
       else if (strcmp(a, "--max-body-bytes") == 0)
         rc = tl_cli_flag_u64(false, a, v, 1, (uint64_t)1 << 30, &max_body);
       else if (strcmp(a, "--header-timeout") == 0)
@@ -1240,6 +1320,8 @@ int tl_cmd_serve(int argc, char **argv) {
     if (sig == SIGINT || sig == SIGTERM || sig == SIGUSR1) break;
     (void)tl_srv_deadline_reap(tl_now_s());
   }
+  how = sig == SIGINT ? "SIGINT" : "SIGTERM";
+  if (sig == SIGTERM && S.drain_timeout > 0) how = drain(&sigs, detail, sizeof detail);
   /* Stop: refuse new requests, end the running ones (their jobs are
    * cancelled as their responses go), then close the engine. */
   atomic_store(&S.stopping, true);
@@ -1247,6 +1329,6 @@ int tl_cmd_serve(int argc, char **argv) {
   pthread_join(loader, NULL);
   tl_srv_models_destroy(S.models);
   if (S.load_status != TL_OK) return tl_cli_fail(false, S.load_status, "%s", S.load_error);
-  fprintf(stderr, "tinylm serve: stopped (%s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  fprintf(stderr, "tinylm serve: stopped (%s)\n", how);
   return TL_EXIT_OK;
 }

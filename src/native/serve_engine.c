@@ -97,6 +97,7 @@ struct slot {
   size_t cached_len;
   uint32_t partition; /* the partition of the job that left them */
   bool decoding; /* its turn is past the prompt */
+  uint32_t kv_rows; /* cache rows its job holds (reused prefix, prompt, fed tokens) */
   /* the forward call it waits for */
   bool fwd_pending, fwd_done;
   tl_qwen3_cache *fwd_cache;
@@ -140,6 +141,7 @@ static bool decoder_missing(const tl_srv_engine *e) {
 }
 
 static void finish_call(slot *s, tl_status st) {
+  s->kv_rows = s->fwd_cache->len; /* set by the pass, on this thread */
   s->fwd_st = st;
   s->fwd_pending = false;
   s->fwd_done = true;
@@ -514,6 +516,7 @@ static void dispatch(tl_srv_engine *e) {
     j->prompt_total = j->n_ids;
     j->started = tl_now_s();
     j->result.slot = best->index;
+    best->kv_rows = (uint32_t)best_len;
     best->job = j;
     pthread_cond_broadcast(&j->changed);
     pthread_cond_signal(&best->wake);
@@ -1112,5 +1115,11 @@ void tl_srv_engine_stats(tl_srv_engine *e, tl_srv_stats *out) {
   *out = e->stats;
   out->queued = e->n_queued;
   out->processing = e->stats.slots_busy;
+  /* an idle slot's cached prefix is free room (the next job may overwrite
+   * it), as vLLM's and SGLang's evictable prefix-cache blocks are */
+  out->kv_used = 0;
+  for (uint32_t i = 0; i < e->n_slots; i++)
+    if (e->slots[i].job != NULL) out->kv_used += e->slots[i].kv_rows;
+  out->kv_capacity = (uint64_t)e->n_slots * e->master.context;
   pthread_mutex_unlock(&e->lock);
 }

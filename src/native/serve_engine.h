@@ -188,6 +188,9 @@ typedef struct tl_srv_stats {
   uint64_t requests_done, requests_cancelled, requests_failed;
   uint32_t processing, queued, slots_busy;
   uint64_t forward_batches, batched_tokens; /* decode passes and tokens they served */
+  /* KV cache rows held by the jobs in slots (reused prefix, prompt computed
+   * so far, generated tokens fed back) and the rows of every slot */
+  uint64_t kv_used, kv_capacity;
 } tl_srv_stats;
 void tl_srv_engine_stats(tl_srv_engine *e, tl_srv_stats *out);
 

@@ -555,6 +555,50 @@ static void grammars_outlive_their_requests(tl_test_ctx *t) {
   tl_srv_engine_close(e);
 }
 
+/* tinylm_kv_cache_usage_ratio's figures: the rows held by jobs in slots
+ * over every slot's rows. A running job holds at least its prompt and the
+ * tokens fed back so far (all but the last one drawn); an idle slot's
+ * cached prefix counts as free (the next job may overwrite it), even
+ * though the next job can reuse it. */
+static void kv_usage_counts_running_jobs_only(tl_test_ctx *t) {
+  tl_srv_request endless = request(1), q = request(2);
+  tl_srv_engine *e = engine(t, TINY_Q8, true, 1, 2, 4);
+  tl_srv_stats st;
+  tl_srv_job *j;
+  outcome got;
+  if (e == NULL) return;
+  tl_srv_engine_stats(e, &st);
+  TL_EXPECT_EQ_U64(t, st.kv_capacity, 2 * CONTEXT);
+  TL_EXPECT_EQ_U64(t, st.kv_used, 0);
+  if ((j = submit(t, e, prompts[0], false, &q, 0)) != NULL && collect(t, j, &got)) {
+    tl_srv_engine_stats(e, &st);
+    TL_EXPECT_EQ_U64(t, st.kv_used, 0); /* done: its rows stay cached, unheld */
+  }
+  endless.max_tokens = 0; /* until the context is full */
+  if ((j = submit(t, e, prompts[1], false, &endless, 0)) != NULL) {
+    tl_srv_state seen = TL_SRV_QUEUED;
+    size_t n_tokens = 0, prompt = 0;
+    while (seen != TL_SRV_DONE && n_tokens < 8) { /* a few tokens in */
+      tl_srv_update u;
+      if (!TL_EXPECT_OK(t, tl_srv_job_wait(j, 1000, 0, n_tokens, seen, &u))) break;
+      seen = u.state;
+      n_tokens = u.n_tokens;
+      prompt = u.prompt_total;
+      tl_srv_update_free(&u);
+    }
+    tl_srv_engine_stats(e, &st);
+    if (TL_EXPECT(t, seen == TL_SRV_DECODING && n_tokens >= 8)) {
+      TL_EXPECT(t, st.kv_used >= prompt + n_tokens - 1);
+      TL_EXPECT(t, st.kv_used <= CONTEXT); /* one slot's rows at most */
+    }
+    tl_srv_job_cancel(j);
+    collect(t, j, &got);
+    tl_srv_engine_stats(e, &st);
+    TL_EXPECT_EQ_U64(t, st.kv_used, 0);
+  }
+  tl_srv_engine_close(e);
+}
+
 static const tl_test_case cases[] = {
     TL_CASE(receipt_dir_checked_at_open),
     TL_CASE(receipt_dir_private),
@@ -566,5 +610,6 @@ static const tl_test_case cases[] = {
     TL_CASE(queue_cancel_and_refusals),
     TL_CASE(clients_on_threads),
     TL_CASE(grammars_outlive_their_requests),
+    TL_CASE(kv_usage_counts_running_jobs_only),
 };
 TL_SUITE(serve_engine, cases);

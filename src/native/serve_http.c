@@ -602,6 +602,9 @@ char *tl_srv_metrics_text(const tl_srv_stats *s, const tl_srv_http_counts *c) {
   METRIC("requests_cancelled_total", "counter", "Jobs cancelled (a client went away).", "%llu",
          (unsigned long long)s->requests_cancelled);
   METRIC("slots_busy", "gauge", "Slots holding a job.", "%u", s->slots_busy);
+  METRIC("kv_cache_usage_ratio", "gauge",
+         "KV cache rows held by running jobs over every slot's rows (0..1).", "%.6f",
+         s->kv_capacity != 0 ? (double)s->kv_used / (double)s->kv_capacity : 0.0);
   METRIC("decode_batches_total", "counter", "Batched decode passes over the weights.", "%llu",
          (unsigned long long)s->forward_batches);
   METRIC("decode_batched_tokens_total", "counter", "Tokens those passes decoded.", "%llu",
