@@ -196,6 +196,11 @@ run_stage serve-models node tests/serve/models_test.mjs build/gcc/tinylm \
 run_stage serve-fleet node tests/serve/fleet_test.mjs build/gcc/tinylm build/test-work/serve-fleet
 run_stage serve-reasoning node tests/serve/reasoning_test.mjs build/gcc/tinylm \
   build/test-work/serve-reasoning
+# tinylm serve on a shared host (docs/server.md, Security): slowloris
+# deadlines and caps, the prompt cache per key, Host/Content-Type without a
+# key, half-close, the receipt directory, special text, impossible n.
+run_stage serve-hardening node tests/serve/hardening_test.mjs build/gcc/tinylm \
+  build/test-work/serve-hardening
 run_stage api-example /usr/bin/python3 tests/api/example_test.py build/asan/tinylm \
   build/asan/stream_reply build/test-work/api-example
 # make install into a scratch prefix, then examples/ built against the

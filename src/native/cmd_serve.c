@@ -33,6 +33,7 @@
 #include "file.h"
 #include "lane.h"
 #include "serve_engine.h"
+#include "serve_guard.h"
 #include "serve_http.h"
 #include "serve_log.h"
 #include "serve_page.h"
@@ -46,6 +47,9 @@ static const char usage_text[] =
     "                    [--api-key KEY | --api-key-file F]\n"
     "                    [--cors-origin ORIGIN]... [--max-body-bytes N]\n"
     "                    [--receipt-dir DIR] [--mem-budget MB] [--drain-timeout S]\n"
+    "                    [--no-shared-cache] [--header-timeout S] [--body-timeout S]\n"
+    "                    [--max-conns N] [--max-conns-per-ip N] [--allow-host NAME]...\n"
+    "                    [--escape-special]\n"
     "                    [--log-format text|json] [--lane scalar|fast] [-t N] [--mmap]\n"
     "  an OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions,\n"
     "  /v1/models[/ID], /health, /health/live, /health/ready, /props, /tokenize,\n"
@@ -64,7 +68,20 @@ static const char usage_text[] =
     "  --ctx N           context tokens per slot (default: the model's, at most\n"
     "                    4096)\n"
     "  --api-key KEY     require Authorization: Bearer KEY (or X-Api-Key: KEY)\n"
-    "  --api-key-file F  the key from the first line of F\n"
+    "  --api-key-file F  the keys in F, one a line (# comments, blank lines\n"
+    "                    skipped); each key's requests share a prompt cache\n"
+    "                    with that key's only\n"
+    "  --no-shared-cache no prompt prefix reused from one request to another\n"
+    "  --escape-special  special-token text in messages (<|im_end|>) as text,\n"
+    "                    not control tokens\n"
+    "  --header-timeout S  a request's headers must be in within S seconds\n"
+    "                    (default 10), --body-timeout S its body within S more\n"
+    "                    (default 30); else the connection is closed\n"
+    "  --max-conns N     open connections at most (default 512, or --parallel +\n"
+    "                    --queue + 64 when more)\n"
+    "  --max-conns-per-ip N  from one address at most (default 32; 0: no cap)\n"
+    "  --allow-host NAME without a key, the Host header must be a loopback\n"
+    "                    name or --host; also NAME (\"*\": any); repeatable\n"
     "  --cors-origin O   allow browser requests from origin O (\"*\": any);\n"
     "                    repeatable\n"
     "  --max-body-bytes N  largest request body (default 8388608); more: 413\n"
@@ -81,6 +98,8 @@ static const char usage_text[] =
     "  SIGINT stops the server at once, SIGTERM drains it first (exit 0)\n";
 
 #define MAX_ORIGINS 32
+#define MAX_KEYS 64
+#define MAX_HOSTS 32
 
 /* The one server of the process (signal handling is per process). */
 static struct {
@@ -94,10 +113,11 @@ static struct {
   atomic_uint_fast64_t in_flight; /* generation requests past the gate, not done */
   uint32_t drain_timeout;         /* seconds */
   tl_srv_engine_options eo;
-  const char *api_key;
-  size_t api_key_len;
-  const char *origins[MAX_ORIGINS];
-  size_t n_origins;
+  const char *keys[MAX_KEYS]; /* a key's index + 1 is its cache partition */
+  size_t n_keys;
+  const char *origins[MAX_ORIGINS], *hosts[MAX_HOSTS], *listen_host;
+  size_t n_origins, n_hosts;
+  double header_timeout, body_timeout;
   size_t max_body;
   tl_srv_log_format log_format;
   atomic_uint_fast64_t requests, rejected;
@@ -153,6 +173,7 @@ typedef struct conn_ctx {
   unsigned status;  /* 0 until answered */
   bool generation;
   uint32_t prompt_tokens, completion_tokens;
+  uint32_t partition; /* the key's prompt cache partition (0: no key) */
 } conn_ctx;
 
 /* The request the calling thread serves (libmicrohttpd runs each
@@ -241,20 +262,28 @@ static enum MHD_Result reply_failed(struct MHD_Connection *c, tl_srv_error *e, t
 
 /* ---- auth, CORS ---- */
 
-/* Equal to the key, in time that depends on the key's length only. */
-static bool key_matches(const char *given) {
+/* The partition of the key given (its index + 1), else 0: every key is
+ * compared whole, in time that depends on the keys' lengths only. */
+static uint32_t key_partition(const char *given) {
   size_t n = strlen(given);
-  unsigned char diff = (unsigned char)(n != S.api_key_len);
-  for (size_t i = 0; i < S.api_key_len; i++)
-    diff |= (unsigned char)(S.api_key[i] ^ (i < n ? given[i] : 0));
-  return diff == 0;
+  uint32_t found = 0;
+  for (size_t k = 0; k < S.n_keys; k++) {
+    size_t len = strlen(S.keys[k]);
+    unsigned char diff = (unsigned char)(n != len);
+    for (size_t i = 0; i < len; i++) diff |= (unsigned char)(S.keys[k][i] ^ (i < n ? given[i] : 0));
+    found |= (uint32_t)(k + 1) & (uint32_t)-(int32_t)(diff == 0);
+  }
+  return found;
 }
 
-static bool authorized(struct MHD_Connection *c) {
+/* Whether the request may go on; *partition its key's (0 without keys). */
+static bool authorized(struct MHD_Connection *c, uint32_t *partition) {
   const char *a = header(c, MHD_HTTP_HEADER_AUTHORIZATION), *x = header(c, "X-Api-Key");
-  if (S.api_key == NULL) return true;
-  if (a != NULL && strncasecmp(a, "Bearer ", 7) == 0 && key_matches(a + 7)) return true;
-  return x != NULL && key_matches(x);
+  *partition = 0;
+  if (S.n_keys == 0) return true;
+  if (a != NULL && strncasecmp(a, "Bearer ", 7) == 0) *partition = key_partition(a + 7);
+  if (*partition == 0 && x != NULL) *partition = key_partition(x);
+  return *partition != 0;
 }
 
 static enum MHD_Result preflight(struct MHD_Connection *c) {
@@ -359,12 +388,15 @@ static bool take_model(struct MHD_Connection *c, const conn_ctx *cc, size_t *mod
 
 /* ---- generation ---- */
 
-/* Whether the client is still there: a closed or reset connection shows
- * as a hang-up on its socket (the body has been read by now). */
-static bool client_alive(int fd) {
-  struct pollfd p = {.fd = fd, .events = POLLRDHUP};
-  if (fd < 0) return true;
-  return poll(&p, 1, 0) <= 0 || (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) == 0;
+/* Whether the client can still read its reply. A FIN alone comes both from
+ * a client that half-closed after its request and from one that closed:
+ * the caller then writes once (*probe_due), which a closed socket answers
+ * with a reset, and a reset shows as a hang-up at the next look. */
+static bool client_there(int fd, bool *probed, bool *probe_due) {
+  tl_srv_peer p = tl_srv_peer_state(fd);
+  *probe_due = p == TL_SRV_PEER_HALF && !*probed;
+  *probed = *probed || *probe_due;
+  return p != TL_SRV_PEER_GONE;
 }
 
 static int conn_fd(struct MHD_Connection *c) {
@@ -374,8 +406,8 @@ static int conn_fd(struct MHD_Connection *c) {
 }
 
 /* Waits (about 100 ms at most) for news of the unfinished choices and
- * takes it in. False when the client went away or the server stops. */
-static bool gather(tl_srv_gen *g, int fd) {
+ * takes it in. False when the server stops. */
+static bool gather(tl_srv_gen *g) {
   bool waited = false;
   for (uint32_t i = 0; i < g->n; i++) {
     tl_srv_choice *c = &g->choices[i];
@@ -396,7 +428,7 @@ static bool gather(tl_srv_gen *g, int fd) {
       snprintf(c->result.error, sizeof c->result.error, "%s", tl_status_name(st));
     }
   }
-  return !atomic_load(&S.stopping) && client_alive(fd);
+  return !atomic_load(&S.stopping);
 }
 
 static bool all_done(const tl_srv_gen *g) {
@@ -412,7 +444,7 @@ typedef struct stream {
   int fd;
   tl_srv_buf out;
   size_t out_pos;
-  bool ended, held; /* held: model is the registry's model S.models holds for it */
+  bool ended, held, probed; /* held: model is the registry's model S.models holds for it */
   size_t model;
   double last_sent;
 } stream;
@@ -433,8 +465,10 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
   while (s->out_pos == s->out.len) {
     bool finished = true;
     s->out.len = s->out_pos = 0;
+    bool probe;
     if (s->ended) return MHD_CONTENT_READER_END_OF_STREAM;
-    if (!gather(&s->g, s->fd)) return MHD_CONTENT_READER_END_WITH_ERROR;
+    if (!gather(&s->g) || !client_there(s->fd, &s->probed, &probe))
+      return MHD_CONTENT_READER_END_WITH_ERROR;
     for (uint32_t i = 0; i < s->g.n; i++) {
       (void)tl_srv_stream_choice(&s->g, i, &s->out);
       finished = finished && s->g.choices[i].finished;
@@ -444,7 +478,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
       s->ended = true;
       count_tokens(s->cc, &s->g);
     }
-    if (s->out.len == 0 && tl_now_s() - s->last_sent >= 2.0)
+    if (s->out.len == 0 && (probe || tl_now_s() - s->last_sent >= 2.0))
       (void)tl_srv_buf_add(&s->out, ": ping\n\n", 8); /* queued or in prefill */
     if (s->out.failed) return MHD_CONTENT_READER_END_WITH_ERROR;
   }
@@ -465,7 +499,7 @@ static void stream_free(void *cls) {
   free(s);
 }
 
-static enum MHD_Result generate(struct MHD_Connection *c, bool chat, conn_ctx *cc) {
+static enum MHD_Result generate(struct MHD_Connection *c, bool chat, conn_ctx *cc, bool http11) {
   stream *s = calloc(1, sizeof *s);
   tl_srv_gen *g = s != NULL ? &s->g : NULL;
   tl_srv_engine *e;
@@ -494,7 +528,7 @@ static enum MHD_Result generate(struct MHD_Connection *c, bool chat, conn_ctx *c
                                    &err)
               : tl_srv_prompt_text(e, g->req.prompt, g->req.prompt_len, &g->prompt, &err);
   for (uint32_t i = 0; st == TL_OK && i < g->req.n; i++) {
-    tl_srv_job_params p = {&g->req, &g->prompt, i, g->grammar};
+    tl_srv_job_params p = {&g->req, &g->prompt, i, g->grammar, cc->partition};
     st = tl_srv_submit(e, &p, &g->choices[i].job, &err);
     if (st == TL_OK) g->n = i + 1;
   }
@@ -521,13 +555,17 @@ static enum MHD_Result generate(struct MHD_Connection *c, bool chat, conn_ctx *c
     MHD_add_response_header(r, "Cache-Control", "no-cache");
     return queue(c, 200, r, "text/event-stream");
   }
-  while (!all_done(g))
-    if (!gather(g, s->fd)) {
-      bool stopping = atomic_load(&S.stopping);
+  while (!all_done(g)) {
+    bool stopping = !gather(g), probe, there = client_there(s->fd, &s->probed, &probe);
+    /* nothing of the reply is sent yet: an interim response is the probe
+     * (HTTP/1.0 has none: such a client's close is not seen) */
+    if (probe && http11) (void)tl_srv_probe_interim(s->fd);
+    if (stopping || !there) {
       stream_free(s); /* cancels */
       return stopping ? fail(c, 503, "server_error", "shutting_down", "the server is stopping")
                       : MHD_NO; /* the client is gone: close */
     }
+  }
   for (uint32_t i = 0; i < g->n; i++) {
     const tl_srv_result *r = &g->choices[i].result;
     if (strcmp(r->finish, "error") == 0 || strcmp(r->finish, "cancelled") == 0) {
@@ -590,6 +628,7 @@ static const char *drain(const sigset_t *sigs, char *detail, size_t cap) {
           (unsigned long long)atomic_load(&S.in_flight), S.drain_timeout);
   while ((left = atomic_load(&S.in_flight)) > 0 && tl_now_s() < until &&
          (sig = sigtimedwait(sigs, NULL, &tick)) <= 0) {
+    (void)tl_srv_deadline_reap(tl_now_s()); /* slow clients are cut off meanwhile too */
   }
   if (left == 0) snprintf(detail, cap, "SIGTERM, drained");
   else if (sig > 0) snprintf(detail, cap, "SIGTERM, then %s: %llu requests cancelled",
@@ -825,16 +864,44 @@ static enum MHD_Result text_tool(struct MHD_Connection *c, route_id id, const co
 
 /* ---- the handler ---- */
 
+/* The connection's receive deadline (serve_guard.h). */
+static tl_srv_deadline *deadline_of(struct MHD_Connection *c) {
+  const union MHD_ConnectionInfo *i =
+      MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  return i != NULL ? i->socket_context : NULL;
+}
+
+/* A keyless server's refusals of what a web page could send it (a key
+ * already stops them: a page cannot send one without a preflight). */
+static enum MHD_Result browser_check(struct MHD_Connection *c, const char *method, bool *refused) {
+  char msg[200];
+  const char *host = header(c, MHD_HTTP_HEADER_HOST);
+  *refused = true;
+  if (!tl_srv_host_allowed(host, S.listen_host, S.hosts, S.n_hosts)) {
+    snprintf(msg, sizeof msg, "Host %.64s is not this server's name (a loopback name, --host, "
+             "or --allow-host)", host);
+    return fail(c, 403, "permission_error", "host_not_allowed", msg);
+  }
+  if (strcmp(method, "POST") == 0 &&
+      !tl_srv_json_content_type(header(c, MHD_HTTP_HEADER_CONTENT_TYPE)))
+    return fail(c, 415, "invalid_request_error", "unsupported_media_type",
+                "the request body must be sent as Content-Type: application/json");
+  *refused = false;
+  return MHD_YES;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
                               const char *method, const char *version, const char *upload,
                               size_t *upload_size, void **con_cls) {
   conn_ctx *cc = *con_cls;
   (void)cls;
-  (void)version;
   current = cc;
   if (cc == NULL) { /* the headers are in: refuse early what can be */
     const char *len = header(c, MHD_HTTP_HEADER_CONTENT_LENGTH);
     uint64_t n;
+    bool refused;
+    enum MHD_Result r;
+    tl_srv_deadline_set(deadline_of(c), tl_now_s(), S.body_timeout);
     if ((cc = calloc(1, sizeof *cc)) == NULL) return MHD_NO;
     *con_cls = cc;
     current = cc;
@@ -867,9 +934,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     }
     /* the page holds no secret; its requests to the API carry the key */
     if (cc->route->id == R_PAGE) return page(c, cc->page);
-    if (!is_health(cc->route->id) && !authorized(c))
+    if (!is_health(cc->route->id) && !authorized(c, &cc->partition))
       return fail(c, 401, "authentication_error", "invalid_api_key",
                   "a valid API key is required (Authorization: Bearer KEY or X-Api-Key)");
+    if (S.n_keys == 0 && (r = browser_check(c, method, &refused), refused)) return r;
     if (atomic_load(&S.stopping))
       return fail(c, 503, "server_error", "shutting_down", "the server is stopping");
     if (!is_health(cc->route->id) && !atomic_load(&S.ready))
@@ -909,6 +977,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     *upload_size = 0;
     return MHD_YES;
   }
+  /* the request is in: what follows (its generation) has no deadline */
+  tl_srv_deadline_set(deadline_of(c), 0, 0);
   if (cc->answered) return MHD_YES;
   cc->answered = true;
   if (cc->too_large) {
@@ -925,8 +995,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
   case R_MODEL: return model(c, url);
   case R_PROPS: return props(c);
   case R_METRICS: return metrics(c);
-  case R_CHAT: return generate(c, true, cc);
-  case R_COMPLETIONS: return generate(c, false, cc);
+  case R_CHAT: return generate(c, true, cc, strcmp(version, MHD_HTTP_VERSION_1_1) == 0);
+  case R_COMPLETIONS:
+    return generate(c, false, cc, strcmp(version, MHD_HTTP_VERSION_1_1) == 0);
   default: return text_tool(c, cc->route->id, cc);
   }
 }
@@ -945,9 +1016,10 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
                       enum MHD_RequestTerminationCode toe) {
   conn_ctx *cc = *con_cls;
   (void)cls;
-  (void)c;
   (void)toe;
   current = NULL;
+  /* a kept-alive connection's next request: its headers from now on */
+  tl_srv_deadline_set(deadline_of(c), tl_now_s(), S.header_timeout);
   if (cc != NULL) {
     if (cc->in_flight) atomic_fetch_sub(&S.in_flight, 1);
     log_access(cc);
@@ -955,6 +1027,14 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
     free(cc);
     *con_cls = NULL;
   }
+}
+
+static void connection(void *cls, struct MHD_Connection *c, void **socket_ctx,
+                       enum MHD_ConnectionNotificationCode code) {
+  (void)cls;
+  if (code == MHD_CONNECTION_NOTIFY_STARTED)
+    *socket_ctx = tl_srv_deadline_open(conn_fd(c), tl_now_s(), S.header_timeout);
+  else tl_srv_deadline_close(*socket_ctx);
 }
 
 /* ---- the command ---- */
@@ -1000,23 +1080,34 @@ static bool loopback(const struct sockaddr *a) {
   return false;
 }
 
-/* The first line of file f (without its line end) as the key. */
-static int read_key_file(const char *f, char *key, size_t cap) {
+/* The keys of file f, one a line (its line end dropped; blank lines and
+ * lines starting with '#' skipped), copied into buf as S.keys. */
+static int read_key_file(const char *f, char *buf, size_t cap) {
   tl_file_view v;
   char err[512];
-  size_t n = 0;
+  size_t used = 0;
+  int rc = -1;
   if (tl_file_open_view(f, &v, err, sizeof err) != TL_OK)
     return tl_cli_fail(false, TL_ERR_IO, "--api-key-file: %s", err);
-  while (n < v.len && v.data[n] != '\n' && v.data[n] != '\r') n++;
-  if (n >= cap || memchr(v.data, '\0', n) != NULL) {
-    tl_file_close_view(&v);
-    return tl_cli_usage(false, "--api-key-file %s: the key is longer than %zu bytes or holds NUL",
-                        f, cap - 1);
+  for (size_t at = 0, n; at < v.len && rc < 0; at += n + 1) {
+    const char *line = (const char *)v.data + at;
+    for (n = 0; at + n < v.len && line[n] != '\n'; n++) {
+    }
+    size_t len = n > 0 && line[n - 1] == '\r' ? n - 1 : n;
+    if (len == 0 || line[0] == '#') continue;
+    if (memchr(line, '\0', len) != NULL || len + 1 > cap - used || S.n_keys == MAX_KEYS)
+      rc = tl_cli_usage(false, "--api-key-file %s: a key holds NUL, or more than %d keys or %zu "
+                        "bytes in all", f, MAX_KEYS, cap);
+    else {
+      memcpy(buf + used, line, len);
+      buf[used + len] = '\0';
+      S.keys[S.n_keys++] = buf + used;
+      used += len + 1;
+    }
   }
-  memcpy(key, v.data, n);
-  key[n] = '\0';
   tl_file_close_view(&v);
-  return -1;
+  if (rc < 0 && S.n_keys == 0) rc = tl_cli_usage(false, "--api-key-file %s: no key in it", f);
+  return rc;
 }
 
 static int by_name(const void *a, const void *b) {
@@ -1051,7 +1142,9 @@ static int scan_models(const char *dir, const char **paths, size_t *n) {
 }
 
 int tl_cmd_serve(int argc, char **argv) {
-  static char key_buf[4096];
+  static char key_buf[65536];
+  const char *key = NULL;
+  uint32_t per_ip = 32, max_conns = 0, header_s = 10, body_s = 30;
   static const char *paths[TL_SRV_MAX_MODELS];
   const char *host = "127.0.0.1", *key_file = NULL;
   bool scanned = false;
@@ -1085,6 +1178,14 @@ int tl_cmd_serve(int argc, char **argv) {
       if (rc > 0) return rc;
       continue;
     }
+    if (strcmp(a, "--no-shared-cache") == 0) {
+      S.eo.no_shared_cache = true;
+      continue;
+    }
+    if (strcmp(a, "--escape-special") == 0) {
+      S.eo.escape_special = true;
+      continue;
+    }
     if (a[0] == '-' && a[1] != '\0') {
       if (strcmp(a, "--host") != 0 && strcmp(a, "--port") != 0 &&
           strcmp(a, "--parallel") != 0 && strcmp(a, "--queue") != 0 &&
@@ -1092,7 +1193,10 @@ int tl_cmd_serve(int argc, char **argv) {
           strcmp(a, "--api-key-file") != 0 && strcmp(a, "--cors-origin") != 0 &&
           strcmp(a, "--max-body-bytes") != 0 && strcmp(a, "--receipt-dir") != 0 &&
           strcmp(a, "--mem-budget") != 0 && strcmp(a, "--models") != 0 &&
-          strcmp(a, "--log-format") != 0 && strcmp(a, "--drain-timeout") != 0)
+          strcmp(a, "--log-format") != 0 && strcmp(a, "--drain-timeout") != 0 &&
+          strcmp(a, "--header-timeout") != 0 && strcmp(a, "--body-timeout") != 0 &&
+          strcmp(a, "--max-conns") != 0 && strcmp(a, "--max-conns-per-ip") != 0 &&
+          strcmp(a, "--allow-host") != 0)
         return tl_cli_usage(false, "unknown option '%s'\n%s", a, usage_text);
       if ((rc = tl_cli_value(false, argc, argv, &i, &v)) >= 0) return rc;
       if (strcmp(a, "--host") == 0) host = v;
@@ -1106,7 +1210,7 @@ int tl_cmd_serve(int argc, char **argv) {
       else if (strcmp(a, "--queue") == 0) rc = tl_cli_flag_u32(false, a, v, 0, 4096, &S.eo.queue);
       else if (strcmp(a, "--ctx") == 0)
         rc = tl_cli_flag_u32(false, a, v, 1, UINT32_MAX, &S.eo.context);
-      else if (strcmp(a, "--api-key") == 0) S.api_key = v;
+      else if (strcmp(a, "--api-key") == 0) key = v;
       else if (strcmp(a, "--api-key-file") == 0) key_file = v;
       else if (strcmp(a, "--receipt-dir") == 0) S.eo.receipt_dir = v;
       else if (strcmp(a, "--log-format") == 0) {
@@ -1118,6 +1222,16 @@ int tl_cmd_serve(int argc, char **argv) {
         rc = tl_cli_flag_u32(false, a, v, 0, 3600, &S.drain_timeout);
       else if (strcmp(a, "--max-body-bytes") == 0)
         rc = tl_cli_flag_u64(false, a, v, 1, (uint64_t)1 << 30, &max_body);
+      else if (strcmp(a, "--header-timeout") == 0)
+        rc = tl_cli_flag_u32(false, a, v, 1, 3600, &header_s);
+      else if (strcmp(a, "--body-timeout") == 0) rc = tl_cli_flag_u32(false, a, v, 1, 3600, &body_s);
+      else if (strcmp(a, "--max-conns") == 0) rc = tl_cli_flag_u32(false, a, v, 1, 65536, &max_conns);
+      else if (strcmp(a, "--max-conns-per-ip") == 0)
+        rc = tl_cli_flag_u32(false, a, v, 0, 65536, &per_ip);
+      else if (strcmp(a, "--allow-host") == 0) {
+        if (S.n_hosts == MAX_HOSTS) return tl_cli_usage(false, "at most %d --allow-host", MAX_HOSTS);
+        S.hosts[S.n_hosts++] = v;
+      }
       else if (S.n_origins == MAX_ORIGINS)
         return tl_cli_usage(false, "at most %d --cors-origin", MAX_ORIGINS);
       else S.origins[S.n_origins++] = v;
@@ -1131,15 +1245,19 @@ int tl_cmd_serve(int argc, char **argv) {
   if (n_paths == 0)
     return tl_cli_usage(false, "no model given%s\n%s", scanned ? " (no *.slm in --models)" : "",
                         usage_text);
-  if (S.api_key != NULL && key_file != NULL)
+  if (key != NULL && key_file != NULL)
     return tl_cli_usage(false, "--api-key and --api-key-file exclude each other");
-  if (key_file != NULL) {
-    if ((rc = read_key_file(key_file, key_buf, sizeof key_buf)) >= 0) return rc;
-    S.api_key = key_buf;
-  }
-  if (S.api_key != NULL && S.api_key[0] == '\0')
-    return tl_cli_usage(false, "the API key is empty");
-  S.api_key_len = S.api_key != NULL ? strlen(S.api_key) : 0;
+  if (key_file != NULL && (rc = read_key_file(key_file, key_buf, sizeof key_buf)) >= 0) return rc;
+  if (key != NULL && key[0] == '\0') return tl_cli_usage(false, "the API key is empty");
+  if (key != NULL) S.keys[S.n_keys++] = key;
+  if (max_conns == 0) /* well above what slots and queue hold */
+    max_conns = S.eo.parallel + S.eo.queue + 64 > 512 ? S.eo.parallel + S.eo.queue + 64 : 512;
+  else if (max_conns <= S.eo.parallel + S.eo.queue)
+    return tl_cli_usage(false, "--max-conns %u leaves no room beside --parallel + --queue (%u)",
+                        max_conns, S.eo.parallel + S.eo.queue);
+  S.header_timeout = header_s;
+  S.body_timeout = body_s;
+  S.listen_host = host;
   if (tl_srv_models_create(paths, n_paths, mb << 20, &engines, &S.models, err, sizeof err) != TL_OK)
     return tl_cli_usage(false, "%s", err);
   S.default_path = paths[0];
@@ -1155,7 +1273,7 @@ int tl_cmd_serve(int argc, char **argv) {
   }
   memcpy(&addr, ai->ai_addr, ai->ai_addrlen);
   freeaddrinfo(ai);
-  if (S.api_key == NULL && !loopback((const struct sockaddr *)&addr))
+  if (S.n_keys == 0 && !loopback((const struct sockaddr *)&addr))
     fprintf(stderr, "tinylm serve: warning: listening on %s without --api-key: anyone who "
                     "reaches this address can use the model\n", host);
 
@@ -1173,9 +1291,9 @@ int tl_cmd_serve(int argc, char **argv) {
   if (addr.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
   S.daemon = MHD_start_daemon(
       flags, 0, NULL, NULL, handle, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-      MHD_OPTION_CONNECTION_LIMIT, (unsigned)(S.eo.parallel + S.eo.queue + 16),
-      MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
-      MHD_OPTION_END);
+      MHD_OPTION_CONNECTION_LIMIT, (unsigned)max_conns, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+      (unsigned)per_ip, MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_NOTIFY_COMPLETED,
+      completed, NULL, MHD_OPTION_NOTIFY_CONNECTION, connection, NULL, MHD_OPTION_END);
   if (S.daemon == NULL) {
     tl_srv_models_destroy(S.models);
     return tl_cli_fail(false, TL_ERR_IO, "cannot listen on %s port %u: %s", host, port,
@@ -1195,7 +1313,12 @@ int tl_cmd_serve(int argc, char **argv) {
     tl_srv_models_destroy(S.models);
     return tl_cli_fail(false, TL_ERR_WORKER_FAILURE, "cannot start the loading thread");
   }
-  while (sigwait(&sigs, &sig) != 0 || (sig != SIGINT && sig != SIGTERM && sig != SIGUSR1)) {
+  /* between signals, every quarter second, the late connections go */
+  for (;;) {
+    struct timespec quarter = {0, 250000000L};
+    sig = sigtimedwait(&sigs, NULL, &quarter);
+    if (sig == SIGINT || sig == SIGTERM || sig == SIGUSR1) break;
+    (void)tl_srv_deadline_reap(tl_now_s());
   }
   how = sig == SIGINT ? "SIGINT" : "SIGTERM";
   if (sig == SIGTERM && S.drain_timeout > 0) how = drain(&sigs, detail, sizeof detail);

@@ -128,7 +128,7 @@ async function split(client) {
       receipt(r) && receipt(r) === receipt(raw), `${receipt(r)} vs ${receipt(raw)}`);
   }
   // The completions endpoint: raw text, no split (the template's prompt as given).
-  const at = await fetch(`${server.base}/apply-template`, { method: 'POST', body: JSON.stringify({ messages: SUM.messages }) }).then((x) => x.json());
+  const at = await fetch(`${server.base}/apply-template`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages: SUM.messages }) }).then((x) => x.json());
   const comp = await client.completions.create({ model: 'demo', prompt: at.prompt, max_tokens: 40, temperature: 0 });
   check('completions on the same prompt: the raw text, <think> included, = chat with reasoning_format none',
     comp.choices[0].text === rawText, `${short(comp.choices[0].text)} vs ${short(rawText)}`);
