@@ -101,14 +101,14 @@ async function openaiFields(client) {
   const want = await client.chat.completions.create(plain);
   // every field of ChatCompletionCreateParams but those that ask for what
   // tinylm lacks (audio, moderation, web_search_options, functions,
-  // function_call: refused below) and reasoning_effort (the reasoning
-  // helper's field)
+  // function_call: refused below); reasoning_effort medium is thinking on,
+  // the template's default
   const every = {
     ...plain, max_completion_tokens: 24, frequency_penalty: 0, presence_penalty: 0, logit_bias: {}, logprobs: false,
     top_logprobs: null, metadata: { app: 'compat' }, modalities: ['text'], n: 1, parallel_tool_calls: true,
     prediction: { type: 'content', content: '42' }, prompt_cache_key: 'k1', prompt_cache_retention: '24h',
     prompt_cache_options: {}, safety_identifier: 'user-hash', service_tier: 'auto', stop: ['\n\n\n\n'], store: false,
-    stream: false, top_p: 1, user: 'u', verbosity: 'medium', response_format: { type: 'text' }, audio: null,
+    stream: false, top_p: 1, user: 'u', verbosity: 'medium', response_format: { type: 'text' }, audio: null, reasoning_effort: 'medium',
   };
   requests++;
   const got = await client.chat.completions.create(every);
@@ -129,14 +129,15 @@ async function openaiFields(client) {
 // ---- llama-server: its web UI's request, its /completion fields ----
 async function llamaServer() {
   const messages = MSG('What is 7 + 8?');
-  // chat.service.ts's body with the web UI's default settings (repeat_last_n
-  // and reasoning_format, the sampling and reasoning helpers' fields, left out)
+  // chat.service.ts's body with the web UI's default settings (repeat_last_n,
+  // the sampling helper's field, left out)
   const webui = {
     messages, stream: true, return_progress: true, temperature: 0.8, max_tokens: -1, dynatemp_range: 0,
     dynatemp_exponent: 1, top_k: 40, top_p: 0.95, min_p: 0.05, xtc_probability: 0, xtc_threshold: 0.1, typ_p: 1,
     repeat_penalty: 1, presence_penalty: 0, frequency_penalty: 0, dry_multiplier: 0, dry_base: 1.75,
     dry_allowed_length: 2, dry_penalty_last_n: -1, samplers: ['penalties', 'dry', 'top_n_sigma', 'top_k', 'typ_p', 'top_p',
       'min_p', 'xtc', 'temperature'], backend_sampling: false, timings_per_token: false, seed: 11, cache_prompt: true,
+    reasoning_format: 'auto',
   };
   const plain = { messages, stream: true, temperature: 0.8, top_k: 40, top_p: 0.95, min_p: 0.05, repeat_penalty: 1, seed: 11 };
   const a = await streamed(webui), b = await streamed(plain);
