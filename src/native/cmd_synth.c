@@ -18,7 +18,7 @@
 static const char usage_text[] =
     "usage: tinylm synth --config tiny|qwen3-0.6b|FILE.json --seed N -o DIR\n"
     "                    [--dtype bf16|f32] [--shards K] [--separate-lm-head]\n"
-    "                    [--publisher-eos] [--tokenizer-dir DIR] [--json]\n"
+    "                    [--publisher-eos] [--embedding] [--tokenizer-dir DIR] [--json]\n"
     "  --config            a preset, or a JSON object overriding tiny's "
     "fields\n"
     "  --seed              0..2^64-1; the same seed and options give the "
@@ -37,6 +37,9 @@ static const char usage_text[] =
     "needs\n"
     "                      --profile qwen3-0.6b-publisher; default "
     "[<|im_end|>]\n"
+    "  --embedding         a Qwen3-Embedding layout: no \"model.\" prefix, the\n"
+    "                      tokenizer appends <|endoftext|>, modules.json and\n"
+    "                      1_Pooling/config.json (last-token pooling)\n"
     "  --tokenizer-dir     source of tokenizer.json and "
     "tokenizer_config.json; default\n"
     "                      " TL_SYNTH_TOKENIZER_DIR " (installed by\n"
@@ -109,6 +112,8 @@ int tl_cmd_synth(int argc, char **argv) {
     } else if (strcmp(a, "--json") == 0) {
     } else if (strcmp(a, "--separate-lm-head") == 0) {
       o.separate_lm_head = true;
+    } else if (strcmp(a, "--embedding") == 0) {
+      o.embedding = true;
     } else if (strcmp(a, "--publisher-eos") == 0) {
       o.publisher_eos = true;
     } else if (strcmp(a, "--config") == 0) {
