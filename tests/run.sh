@@ -190,6 +190,8 @@ run_stage serve-compat node tests/serve/compat_test.mjs build/gcc/tinylm \
 # rules are in unit-asan).
 run_stage serve-models node tests/serve/models_test.mjs build/gcc/tinylm \
   build/test-work/serve-models
+run_stage serve-embeddings node tests/serve/embeddings_test.mjs build/gcc/tinylm \
+  build/test-work/serve-embeddings
 run_stage api-example /usr/bin/python3 tests/api/example_test.py build/asan/tinylm \
   build/asan/stream_reply build/test-work/api-example
 # make install into a scratch prefix, then examples/ built against the

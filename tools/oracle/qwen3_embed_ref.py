@@ -3,7 +3,10 @@
 
     qwen3_embed_ref.py HF_DIR --ids "1 2 3" [--dimensions N]
 
-Prints {"append_id": u, "ids": [...], "embedding": [...]} as JSON. The
+Prints {"append_id": u, "ids": [...], "embedding": [...], "raw_norm": x,
+"raw_rms": y} as JSON: raw_norm is the L2 norm of the pooled state's
+components that were normalised, raw_rms the RMS of the whole pooled state
+(what docs/tolerance.md's embedding bound is computed from). The
 sentence-transformers recipe of the checkpoint's own files, independent of
 tinylm: tokenizer.json's post-processor (a TemplateProcessing "$A X")
 appends token X to the ids; the model (qwen3_ref.forward, float64) runs
@@ -93,11 +96,13 @@ def embed(hf_dir, ids, dims=None):
     st = Unprefixed(gc.SafeTensorsDir(hf_dir))
     rec = qwen3_ref.forward(st, c, seq, [len(seq) - 1], {"final_norm"}, "f64")[0]
     v = gc.record_array(rec)[0].astype(np.float64)
+    rms = float(np.sqrt(np.mean(v * v)))
     if dims is not None:
         if not 1 <= dims <= v.shape[0]:
             raise gc.OracleError("--dimensions %d is not in 1..%d" % (dims, v.shape[0]))
         v = v[:dims]
-    return seq, v / np.sqrt(np.sum(v * v))
+    norm = float(np.sqrt(np.sum(v * v)))
+    return seq, v / norm, norm, rms
 
 
 def main():
@@ -106,8 +111,9 @@ def main():
     ap.add_argument("--ids", required=True)
     ap.add_argument("--dimensions", type=int, default=None)
     a = ap.parse_args()
-    seq, v = embed(a.hf_dir, gc.parse_ids(a.ids), a.dimensions)
-    print(json.dumps({"append_id": seq[-1], "ids": seq, "embedding": [float(x) for x in v]}))
+    seq, v, norm, rms = embed(a.hf_dir, gc.parse_ids(a.ids), a.dimensions)
+    print(json.dumps({"append_id": seq[-1], "ids": seq, "embedding": [float(x) for x in v],
+                      "raw_norm": norm, "raw_rms": rms}))
     return 0
 
 
