@@ -190,6 +190,9 @@ run_stage serve-compat node tests/serve/compat_test.mjs build/gcc/tinylm \
 # rules are in unit-asan).
 run_stage serve-models node tests/serve/models_test.mjs build/gcc/tinylm \
   build/test-work/serve-models
+# /v1/embeddings on a synthetic Qwen3-Embedding checkpoint beside the demo
+# model: the NumPy oracle within docs/tolerance.md's embedding bound, the
+# same bits alone, batched and reloaded, the refusals (~17 s).
 run_stage serve-embeddings node tests/serve/embeddings_test.mjs build/gcc/tinylm \
   build/test-work/serve-embeddings
 run_stage api-example /usr/bin/python3 tests/api/example_test.py build/asan/tinylm \

@@ -150,6 +150,8 @@ int tl_cmd_synth(int argc, char **argv) {
   if (config == NULL || !have_seed || out == NULL)
     return tl_cli_usage(json, "--config, --seed and -o are required\n%s",
                         usage_text);
+  if (o.embedding && o.separate_lm_head)
+    return tl_cli_usage(json, "--embedding has no lm_head: --separate-lm-head does not apply");
   if (strcmp(config, "tiny") != 0 && strcmp(config, "qwen3-0.6b") != 0 &&
       !ends_with(config, ".json") && access(config, F_OK) != 0)
     return tl_cli_usage(json, "unknown preset '%s' (tiny, qwen3-0.6b, or a .json file)",
@@ -186,7 +188,7 @@ int tl_cmd_synth(int argc, char **argv) {
         "{s:s, s:s, s:I, s:s, s:i, s:b, s:b, s:I, s:I, s:I, s:I, s:I}", "dir", out,
         "config", config, "seed", (json_int_t)o.seed, "dtype",
         o.f32 ? "f32" : "bf16", "shards", o.shards == 0 ? 1 : (int)o.shards,
-        "separate_lm_head", o.separate_lm_head, "publisher_eos",
+        "separate_lm_head", o.separate_lm_head, "embedding", o.embedding, "publisher_eos",
         o.publisher_eos, "tensors",
         (json_int_t)r.n_tensors, "parameters", (json_int_t)r.n_parameters,
         "tensor_bytes", (json_int_t)r.tensor_bytes, "files",
