@@ -17,6 +17,9 @@
 //   * the same input gives the same bits alone, in a batch, and after the
 //     model was unloaded and loaded again (a --mem-budget that holds one
 //     model), on the default (fast) lane;
+//   * tinylm embed gives the server's bits on the same lane (strict, and
+//     the fast lane at another thread count), and refuses a chat model;
+//     tinylm run refuses the embedding model;
 //   * chat on the embedding model and embeddings on a chat model are 400
 //     invalid_value naming "model"; empty input, bad dimensions, an unknown
 //     field, an input past the context are 400.
@@ -28,7 +31,7 @@
 //     `dimensions`                                 -> the dimensions checks
 //   src/native/serve_embed.c writes big-endian floats -> both base64 checks
 //   the oracle appends no token                    -> the oracle checks
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -172,6 +175,14 @@ async function strict(dir) {
   check('dimensions 16: 16 components, unit norm', d16.data[0].embedding.length === 16 && unit(d16.data[0].embedding), short(d16));
   againstOracle('dimensions 16', d16.data[0].embedding, ids[1], 16);
 
+  const cliVec = (...args) => JSON.parse(execFileSync(TINYLM, ['embed', join(dir, 'emb.slm'), ...args], { encoding: 'utf8' })).embedding;
+  check('tinylm embed --lane scalar: the server\'s bits for the same text', same(cliVec('--text', texts[1], '--lane', 'scalar'), batch.data[1].embedding));
+  check('tinylm embed --dimensions 16: the server\'s bits', same(cliVec('--text', texts[1], '--dimensions', '16', '--lane', 'scalar'), d16.data[0].embedding));
+  let r = spawnSync(TINYLM, ['embed', join(dir, 'demo.slm'), '--text', 'hi'], { encoding: 'utf8' });
+  check('tinylm embed on a chat model: exit 1 unsupported_feature', r.status === 1 && /unsupported_feature/.test(r.stderr), short(r.stderr));
+  r = spawnSync(TINYLM, ['run', join(dir, 'emb.slm'), '--prompt', 'hi'], { encoding: 'utf8' });
+  check('tinylm run on the embedding model: exit 1 unsupported_feature', r.status === 1 && /unsupported_feature: .*embedding model/.test(r.stderr), short(r.stderr));
+
   const refusals = [
     ['dimensions 0', { input: 'x', dimensions: 0 }, 'dimensions', 'invalid_value'],
     [`dimensions ${CFG.hidden_size + 1}`, { input: 'x', dimensions: CFG.hidden_size + 1 }, 'dimensions', 'invalid_value'],
@@ -220,6 +231,8 @@ async function reload(dir, texts) {
   const alone = await s.client.embeddings.create({ model: 'emb', input: texts[1], encoding_format: 'float' });
   check('fast lane: a batch entry has the bits of the same input alone', same(first.data[1].embedding, alone.data[0].embedding));
   check('fast lane: unit norm', first.data.every((d) => unit(d.embedding)));
+  const cli1 = JSON.parse(execFileSync(TINYLM, ['embed', join(dir, 'emb.slm'), '--text', texts[1], '-t', '1'], { encoding: 'utf8' })).embedding;
+  check('tinylm embed on one thread: the fast-lane server\'s bits', same(cli1, alone.data[0].embedding));
   const demo = await s.client.completions.create({ model: 'demo', prompt: '12 + 30 =', max_tokens: 2, temperature: 0 });
   let models = await get(s, '/v1/models');
   check('the demo model ran and emb was unloaded for it', demo.choices.length === 1 &&
