@@ -201,6 +201,11 @@ run_stage serve-reasoning node tests/serve/reasoning_test.mjs build/gcc/tinylm \
 # key, half-close, the receipt directory, special text, impossible n.
 run_stage serve-hardening node tests/serve/hardening_test.mjs build/gcc/tinylm \
   build/test-work/serve-hardening
+# /v1/embeddings on a synthetic Qwen3-Embedding checkpoint beside the demo
+# model: the NumPy oracle within docs/tolerance.md's embedding bound, the
+# same bits alone, batched and reloaded, the refusals (~17 s).
+run_stage serve-embeddings node tests/serve/embeddings_test.mjs build/gcc/tinylm \
+  build/test-work/serve-embeddings
 run_stage api-example /usr/bin/python3 tests/api/example_test.py build/asan/tinylm \
   build/asan/stream_reply build/test-work/api-example
 # make install into a scratch prefix, then examples/ built against the

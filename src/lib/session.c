@@ -103,6 +103,42 @@ static tl_status read_gen_defaults(tl_session *s) {
   return TL_OK;
 }
 
+/* metadata "embedding" (absent: a language model): {"pooling": "last",
+ * "normalize": true, "append_id": u}, the only pooling the runtime has. */
+static tl_status read_embedding(tl_session *s) {
+  const tl_slm_section *meta;
+  tl_cbor_reader r;
+  size_t n;
+  bool last = false, normalize = false, append = false;
+  if (tl_slm_find(&s->model.slm, TL_SLM_METADATA, &meta) != TL_OK ||
+      tl_cbor_reader_init(&r, meta->data, meta->len, NULL) != TL_OK)
+    return TL_ERR_INVALID_MODEL;
+  if (tl_cbor_map_find(&r, "embedding") != TL_OK) return TL_OK;
+  if (tl_cbor_expect_map(&r, &n) != TL_OK || n != 3) return TL_ERR_INVALID_MODEL;
+  for (size_t i = 0; i < n; i++) {
+    const char *k, *v;
+    size_t klen, vlen;
+    if (tl_cbor_expect_text(&r, &k, &klen) != TL_OK) return TL_ERR_INVALID_MODEL;
+    if (tl_cbor_text_is(k, klen, "pooling")) {
+      if (tl_cbor_expect_text(&r, &v, &vlen) != TL_OK) return TL_ERR_INVALID_MODEL;
+      last = tl_cbor_text_is(v, vlen, "last");
+    } else if (tl_cbor_text_is(k, klen, "normalize")) {
+      if (tl_cbor_expect_bool(&r, &normalize) != TL_OK) return TL_ERR_INVALID_MODEL;
+    } else if (tl_cbor_text_is(k, klen, "append_id")) {
+      uint64_t u;
+      if (tl_cbor_expect_uint(&r, &u) != TL_OK || u >= s->qwen.cfg.vocab)
+        return TL_ERR_INVALID_MODEL;
+      s->embed_append = (uint32_t)u;
+      append = true;
+    } else {
+      return TL_ERR_INVALID_MODEL;
+    }
+  }
+  if (!last || !normalize || !append) return TL_ERR_UNSUPPORTED_FEATURE;
+  s->embedding = true;
+  return TL_OK;
+}
+
 void tl_memory_plan_text(const tl_memory_plan *p, char *buf, size_t cap) {
   snprintf(buf, cap,
            "weights %.1f MB, tokenizer+template %.1f MB, KV cache "
@@ -140,6 +176,7 @@ static tl_status bind_model(tl_session *s, const char *path, char *err,
   st = tl_qwen3_load(&s->qwen, &s->model.slm, &s->model.tensors, &s->bind_arena);
   if (st == TL_OK) st = read_eos(s);
   if (st == TL_OK) st = read_gen_defaults(s);
+  if (st == TL_OK) st = read_embedding(s);
   if (st != TL_OK) {
     snprintf(err, err_cap, "%s: cannot bind the Qwen3 weights (%s)", path,
              tl_status_name(st));

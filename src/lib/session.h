@@ -57,6 +57,11 @@ typedef struct tl_session {
   uint32_t eos[TL_SESSION_MAX_EOS];
   size_t n_eos;
   tl_gen_defaults gen;
+  /* An embedding model (metadata "embedding", docs/slm.md): it generates
+   * no text (tl_turn_run refuses it); embed_append is the id its
+   * tokenizer appends to every input (embed.h). */
+  bool embedding;
+  uint32_t embed_append;
   size_t prefill_chunk;
   tl_memory_plan plan;
   tl_arena bind_arena; /* the qwen binding */

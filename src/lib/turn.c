@@ -225,6 +225,13 @@ tl_status tl_turn_run(tl_session *s, const tl_turn_params *p, const uint32_t *id
   uint64_t t0, t1, t2;
   tl_status st;
   memset(t, 0, sizeof *t);
+  if (s->embedding) {
+    snprintf(err, err_cap,
+             "%s is an embedding model: it has no language-model head to generate "
+             "text from (use /v1/embeddings or tinylm embed)",
+             s->path);
+    return TL_ERR_UNSUPPORTED_FEATURE;
+  }
   if (p->reused != 0 && (p->reused >= n || p->reused > s->cache.len)) {
     snprintf(err, err_cap, "%zu reused prompt tokens of %zu with %u cached", p->reused, n,
              s->cache.len);

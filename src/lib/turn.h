@@ -86,6 +86,7 @@ typedef struct tl_turn {
 
 /* Generates after ids[0..n) (which follow the cache's current contents).
  * Refusals before anything runs (t holds nothing then; err says why):
+ *   TL_ERR_UNSUPPORTED_FEATURE an embedding model (session.h);
  *   TL_ERR_INVALID_MODEL     a sampling value the caller left to the
  *                            artifact is out of the sampler's range (*field
  *                            names it) or its EOS set is invalid;

@@ -161,6 +161,7 @@ int tl_cmd_bench(int argc, char **argv);
 int tl_cmd_bench_grammar(int argc, char **argv); /* tinylm bench --grammar */
 int tl_cmd_hash(int argc, char **argv);
 int tl_cmd_convert(int argc, char **argv);
+int tl_cmd_embed(int argc, char **argv);
 int tl_cmd_encode(int argc, char **argv);
 int tl_cmd_decode(int argc, char **argv);
 int tl_cmd_render(int argc, char **argv);

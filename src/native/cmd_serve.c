@@ -32,6 +32,7 @@
 #include "clock.h"
 #include "file.h"
 #include "lane.h"
+#include "serve_embed.h"
 #include "serve_engine.h"
 #include "serve_guard.h"
 #include "serve_http.h"
@@ -52,8 +53,9 @@ static const char usage_text[] =
     "                    [--escape-special]\n"
     "                    [--log-format text|json] [--lane scalar|fast] [-t N] [--mmap]\n"
     "  an OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions,\n"
-    "  /v1/models[/ID], /health, /health/live, /health/ready, /props, /tokenize,\n"
-    "  /detokenize, /apply-template, /metrics, and a chat page at / (docs/server.md)\n"
+    "  /v1/embeddings, /v1/models[/ID], /health, /health/live, /health/ready,\n"
+    "  /props, /tokenize, /detokenize, /apply-template, /metrics, and a chat page\n"
+    "  at / (docs/server.md)\n"
     "  (docs/server.md); same request and seed, same reply bytes at any load\n"
     "  MODEL.slm...      the models, each called by its file name without .slm;\n"
     "                    a request's \"model\" picks one (absent: the first)\n"
@@ -139,6 +141,7 @@ typedef enum route_id {
   R_METRICS,
   R_MODEL, /* /v1/models/{id} */
   R_PROPS,
+  R_EMBEDDINGS,
   R_PAGE /* a file of the chat page */
 } route_id;
 
@@ -151,7 +154,7 @@ static const struct route {
     {"/health/live", "GET", R_LIVE},          {"/health/ready", "GET", R_READY},
     {"/tokenize", "POST", R_TOKENIZE},        {"/detokenize", "POST", R_DETOKENIZE},
     {"/apply-template", "POST", R_TEMPLATE},  {"/metrics", "GET", R_METRICS},
-    {"/props", "GET", R_PROPS},
+    {"/props", "GET", R_PROPS},               {"/v1/embeddings", "POST", R_EMBEDDINGS},
 };
 static const struct route model_route = {"/v1/models/{id}", "GET", R_MODEL};
 static const struct route page_route = {"/", "GET", R_PAGE};
@@ -597,7 +600,9 @@ typedef struct listing {
 static bool is_health(route_id id) { return id == R_HEALTH || id == R_LIVE || id == R_READY; }
 
 /* The requests a drain refuses when new and waits for when accepted. */
-static bool drains(route_id id) { return id == R_CHAT || id == R_COMPLETIONS; }
+static bool drains(route_id id) {
+  return id == R_CHAT || id == R_COMPLETIONS || id == R_EMBEDDINGS;
+}
 
 /* Liveness: the process answers, loading, serving or draining. */
 static enum MHD_Result live(struct MHD_Connection *c) {
@@ -862,6 +867,69 @@ static enum MHD_Result text_tool(struct MHD_Connection *c, route_id id, const co
   return reply_doc(c, 200, doc);
 }
 
+/* ---- embeddings ---- */
+
+/* POST /v1/embeddings on an embedding model (serve_embed.h); any other
+ * model is 400 invalid_value naming "model". */
+static enum MHD_Result embeddings(struct MHD_Connection *c, conn_ctx *cc) {
+  tl_srv_embed_request q;
+  tl_srv_error err;
+  tl_srv_facts f;
+  tl_srv_engine *e;
+  tl_status st = TL_OK;
+  json_t *data = NULL, *doc = NULL;
+  float *v = NULL;
+  size_t model, tokens = 0;
+  enum MHD_Result ok;
+  memset(&err, 0, sizeof err);
+  if (!take_model(c, cc, &model, &e, &ok)) return ok;
+  tl_srv_engine_facts(e, &f);
+  if (!f.embedding) {
+    tl_srv_models_release(S.models, model);
+    tl_srv_error_set(&err, 400, NULL, "model", "invalid_value",
+                     "The model '%.120s' is not an embedding model (a Qwen3-Embedding "
+                     "checkpoint converted by tinylm convert)",
+                     f.model_name);
+    return reply_error(c, &err);
+  }
+  st = tl_srv_embed_parse((const uint8_t *)cc->body.p, cc->body.len, f.vocab, f.hidden, &q, &err);
+  if (st != TL_OK) {
+    tl_srv_models_release(S.models, model);
+    return reply_failed(c, &err, st);
+  }
+  data = json_array();
+  v = malloc((size_t)f.hidden * sizeof *v);
+  if (data == NULL || v == NULL) st = TL_ERR_OUT_OF_MEMORY;
+  for (size_t i = 0; st == TL_OK && i < q.n; i++) {
+    const tl_srv_embed_input *in = &q.inputs[i];
+    tl_srv_prompt p;
+    memset(&p, 0, sizeof p);
+    if (in->text != NULL) st = tl_srv_prompt_text(e, in->text, in->len, &p, &err);
+    if (st == TL_OK) {
+      const uint32_t *ids = in->text != NULL ? p.ids : in->ids;
+      size_t n = in->text != NULL ? p.n_ids : in->n_ids;
+      st = tl_srv_embed(e, ids, n, q.dims, v, &err);
+      tokens += n + 1;
+    }
+    if (st == TL_OK && json_array_append_new(data, tl_srv_embed_item(i, v, q.dims, q.base64)) != 0)
+      st = TL_ERR_OUT_OF_MEMORY;
+    tl_srv_prompt_free(&p);
+  }
+  if (st == TL_OK)
+    doc = json_pack("{s:s,s:O,s:s,s:{s:I,s:I}}", "object", "list", "data", data, "model",
+                    f.model_name, "usage", "prompt_tokens", (json_int_t)tokens, "total_tokens",
+                    (json_int_t)tokens);
+  cc->prompt_tokens = (uint32_t)tokens;
+  json_decref(data);
+  free(v);
+  tl_srv_embed_request_free(&q);
+  tl_srv_models_release(S.models, model);
+  if (st == TL_ERR_OUT_OF_MEMORY && err.status == 0)
+    tl_srv_error_set(&err, 500, "server_error", "", "internal", "out of memory");
+  if (st != TL_OK) return reply_failed(c, &err, st);
+  return reply_doc(c, 200, doc);
+}
+
 /* ---- the handler ---- */
 
 /* The connection's receive deadline (serve_guard.h). */
@@ -998,6 +1066,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
   case R_CHAT: return generate(c, true, cc, strcmp(version, MHD_HTTP_VERSION_1_1) == 0);
   case R_COMPLETIONS:
     return generate(c, false, cc, strcmp(version, MHD_HTTP_VERSION_1_1) == 0);
+  case R_EMBEDDINGS: return embeddings(c, cc);
   default: return text_tool(c, cc->route->id, cc);
   }
 }

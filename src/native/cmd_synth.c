@@ -18,7 +18,7 @@
 static const char usage_text[] =
     "usage: tinylm synth --config tiny|qwen3-0.6b|FILE.json --seed N -o DIR\n"
     "                    [--dtype bf16|f32] [--shards K] [--separate-lm-head]\n"
-    "                    [--publisher-eos] [--tokenizer-dir DIR] [--json]\n"
+    "                    [--publisher-eos] [--embedding] [--tokenizer-dir DIR] [--json]\n"
     "  --config            a preset, or a JSON object overriding tiny's "
     "fields\n"
     "  --seed              0..2^64-1; the same seed and options give the "
@@ -37,6 +37,9 @@ static const char usage_text[] =
     "needs\n"
     "                      --profile qwen3-0.6b-publisher; default "
     "[<|im_end|>]\n"
+    "  --embedding         a Qwen3-Embedding layout: no \"model.\" prefix, the\n"
+    "                      tokenizer appends <|endoftext|>, modules.json and\n"
+    "                      1_Pooling/config.json (last-token pooling)\n"
     "  --tokenizer-dir     source of tokenizer.json and "
     "tokenizer_config.json; default\n"
     "                      " TL_SYNTH_TOKENIZER_DIR " (installed by\n"
@@ -109,6 +112,8 @@ int tl_cmd_synth(int argc, char **argv) {
     } else if (strcmp(a, "--json") == 0) {
     } else if (strcmp(a, "--separate-lm-head") == 0) {
       o.separate_lm_head = true;
+    } else if (strcmp(a, "--embedding") == 0) {
+      o.embedding = true;
     } else if (strcmp(a, "--publisher-eos") == 0) {
       o.publisher_eos = true;
     } else if (strcmp(a, "--config") == 0) {
@@ -145,6 +150,8 @@ int tl_cmd_synth(int argc, char **argv) {
   if (config == NULL || !have_seed || out == NULL)
     return tl_cli_usage(json, "--config, --seed and -o are required\n%s",
                         usage_text);
+  if (o.embedding && o.separate_lm_head)
+    return tl_cli_usage(json, "--embedding has no lm_head: --separate-lm-head does not apply");
   if (strcmp(config, "tiny") != 0 && strcmp(config, "qwen3-0.6b") != 0 &&
       !ends_with(config, ".json") && access(config, F_OK) != 0)
     return tl_cli_usage(json, "unknown preset '%s' (tiny, qwen3-0.6b, or a .json file)",
@@ -181,7 +188,7 @@ int tl_cmd_synth(int argc, char **argv) {
         "{s:s, s:s, s:I, s:s, s:i, s:b, s:b, s:I, s:I, s:I, s:I, s:I}", "dir", out,
         "config", config, "seed", (json_int_t)o.seed, "dtype",
         o.f32 ? "f32" : "bf16", "shards", o.shards == 0 ? 1 : (int)o.shards,
-        "separate_lm_head", o.separate_lm_head, "publisher_eos",
+        "separate_lm_head", o.separate_lm_head, "embedding", o.embedding, "publisher_eos",
         o.publisher_eos, "tensors",
         (json_int_t)r.n_tensors, "parameters", (json_int_t)r.n_parameters,
         "tensor_bytes", (json_int_t)r.tensor_bytes, "files",

@@ -24,6 +24,7 @@ static const command commands[] = {
      "convert a Hugging Face directory to a .slm artifact"},
     {"decode", tl_cmd_decode, "token ids to bytes through an artifact"},
     {"drift", tl_cmd_drift, "has a pulled model's revision moved since?"},
+    {"embed", tl_cmd_embed, "one text's vector from an embedding model"},
     {"encode", tl_cmd_encode, "text to token ids through an artifact"},
     {"grammar", tl_cmd_grammar,
      "compile a structured-output grammar (check) or run texts through its mask (match)"},

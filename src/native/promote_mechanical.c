@@ -1130,7 +1130,8 @@ static bool metadata_ok(const tl_slm *slm, const tl_slm_tensors *t,
   static const char *const model_keys[] = {
       "format",      "artifact_kind", "converter",    "tokenizer",
       "chat_template", "config",      "config_sha256", "quantization",
-      "ledger",      "generation_defaults", "sources", "acquisition"};
+      "ledger",      "generation_defaults", "sources", "acquisition",
+      "embedding"};
   static const char *const tok_keys[] = {"format", "artifact_kind", "converter",
                                          "tokenizer", "chat_template"};
   static const char *const gen_keys[] = {"do_sample", "temperature", "top_k",

@@ -24,6 +24,7 @@
 #include "bytes.h"
 #include "chat_render.h"
 #include "clock.h"
+#include "embed.h"
 #include "encoder.h"
 #include "file.h"
 #include "serve_escape.h"
@@ -110,6 +111,10 @@ struct slot {
 
 struct tl_srv_engine {
   pthread_mutex_t lock;
+  /* An embedding model's engine runs no jobs (tl_srv_submit refuses
+   * them): its embeddings use the master cache and the forward scratch,
+   * one input at a time. */
+  pthread_mutex_t embed_lock;
   pthread_cond_t work; /* a forward call is pending, or closing */
   bool closing;
   tl_session master;
@@ -595,6 +600,7 @@ tl_status tl_srv_engine_open(const tl_srv_engine_options *o, tl_srv_engine **out
     return TL_ERR_OUT_OF_MEMORY;
   }
   pthread_mutex_init(&e->lock, NULL);
+  pthread_mutex_init(&e->embed_lock, NULL);
   pthread_cond_init(&e->work, NULL);
   e->n_slots = o->parallel;
   e->queue_cap = o->queue;
@@ -753,6 +759,7 @@ void tl_srv_engine_close(tl_srv_engine *e) {
   tl_srv_specials_free(&e->specials);
   pthread_cond_destroy(&e->work);
   pthread_mutex_destroy(&e->lock);
+  pthread_mutex_destroy(&e->embed_lock);
   free(e);
 }
 
@@ -770,6 +777,29 @@ void tl_srv_engine_facts(const tl_srv_engine *e, tl_srv_facts *out) {
   out->model_name = e->model_name;
   out->plan_bytes = e->plan_bytes;
   out->gen = &e->master.gen;
+  out->embedding = e->master.embedding;
+  out->hidden = e->master.qwen.cfg.hidden;
+}
+
+tl_status tl_srv_embed(tl_srv_engine *e, const uint32_t *ids, size_t n, uint32_t dims,
+                       float *out, tl_srv_error *err) {
+  tl_qwen3_fault fault;
+  tl_status st;
+  if (n + 1 > e->master.context) {
+    tl_srv_error_set(err, 400, NULL, "input", "context_length_exceeded",
+                     "the context is %u tokens; the input has %zu tokens and the end-of-text "
+                     "token appended to it",
+                     e->master.context, n);
+    return TL_ERR_CONTEXT_EXCEEDED;
+  }
+  pthread_mutex_lock(&e->embed_lock);
+  st = tl_embed(&e->master.qwen, &e->master.cache, &e->scratch, e->master.prefill_chunk, ids, n,
+                e->master.embed_append, dims, out, &fault);
+  pthread_mutex_unlock(&e->embed_lock);
+  if (st != TL_OK)
+    tl_srv_error_set(err, 500, "server_error", "", "embedding_failed", "%s",
+                     tl_status_name(st));
+  return st;
 }
 
 /* ---- text ---- */
@@ -979,6 +1009,13 @@ tl_status tl_srv_submit(tl_srv_engine *e, const tl_srv_job_params *p, tl_srv_job
   bool free_slot = false;
   tl_srv_job *j;
   *out = NULL;
+  if (e->master.embedding) {
+    tl_srv_error_set(err, 400, NULL, "model", "invalid_value",
+                     "The model '%.120s' is an embedding model: it generates no text "
+                     "(POST /v1/embeddings)",
+                     e->model_name);
+    return TL_ERR_INVALID_ARGUMENT;
+  }
   if (n == 0) {
     tl_srv_error_set(err, 400, NULL, p->req->kind == TL_SRV_CHAT ? "messages" : "prompt",
                      "invalid_value", "the prompt is empty");

@@ -60,6 +60,8 @@ typedef struct tl_srv_facts {
   uint32_t threads;
   uint64_t plan_bytes; /* the preflight's total for every slot */
   const tl_gen_defaults *gen; /* the artifact's sampling defaults */
+  bool embedding;  /* an embedding model (tl_srv_embed; no jobs) */
+  uint32_t hidden; /* its vector's full width */
 } tl_srv_facts;
 void tl_srv_engine_facts(const tl_srv_engine *e, tl_srv_facts *out);
 
@@ -93,6 +95,16 @@ bool tl_srv_token_bytes(const tl_srv_engine *e, uint32_t id, const uint8_t **byt
 tl_status tl_srv_decode(const tl_srv_engine *e, const uint32_t *ids, size_t n, uint32_t mode,
                         uint8_t **out, size_t *len);
 
+/* ---- embeddings ---- */
+
+/* The embedding of ids[0..n) (embed.h; an embedding model's engine only):
+ * out gets room for facts.hidden floats, its first dims the vector. One
+ * input at a time; the same ids give the same bits. 400
+ * context_length_exceeded when n + 1 (the appended token) passes the
+ * context; 500 if the forward pass fails. */
+tl_status tl_srv_embed(tl_srv_engine *e, const uint32_t *ids, size_t n, uint32_t dims,
+                       float *out, tl_srv_error *err);
+
 /* ---- jobs ---- */
 
 /* One choice of a generation request. The request's sampling values,
@@ -109,9 +121,9 @@ typedef struct tl_srv_job_params {
 } tl_srv_job_params;
 
 /* Queues a job. Refusals (err filled, *out NULL): 400 invalid_value for
- * more choices (req->n) than slots + queue hold or a logit_bias banning
- * every token, 400 context_length_
- * exceeded (the prompt, or prompt + max_tokens, past the context: both
+ * more choices (req->n) than slots + queue hold, a logit_bias banning
+ * every token, or an embedding model (param "model"), 400
+ * context_length_exceeded (the prompt, or prompt + max_tokens, past the context: both
  * counts in the message), 503 queue full (err->code "queue_full"; the
  * caller answers Retry-After), 503 while closing. */
 tl_status tl_srv_submit(tl_srv_engine *e, const tl_srv_job_params *p, tl_srv_job **out,

@@ -981,15 +981,44 @@ static tl_status read_request(ctx *c, tl_srv_kind kind, json_t *root, tl_srv_req
   return TL_ERR_INTERNAL_INVARIANT;
 }
 
+/* tl_srv_json_object with c (prescan notes a seed past int64 there). */
+static tl_status load_object(ctx *c, const uint8_t *body, size_t len, json_t **root) {
+  uint8_t *copy = NULL;
+  json_error_t je;
+  size_t bad;
+  tl_status st;
+  *root = NULL;
+  if (body == NULL) body = (const uint8_t *)"";
+  if (tl_utf8_validate(body, len, &bad) != TL_OK)
+    return fail(c, "", "invalid_utf8", "the body is not valid UTF-8 (byte offset %zu)", bad);
+  if ((st = prescan(c, body, len, &copy)) != TL_OK) return st;
+  *root = json_loadb((const char *)(copy != NULL ? copy : body), len,
+                     JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_ANY, &je);
+  free(copy);
+  if (*root == NULL) {
+    if (json_error_code(&je) == json_error_out_of_memory) return oom(c);
+    return fail(c, "", "invalid_json", "invalid JSON at line %d, column %d: %s", je.line,
+                je.column, je.text);
+  }
+  if (!json_is_object(*root)) {
+    json_decref(*root);
+    *root = NULL;
+    return fail(c, "", "invalid_type", "the body must be a JSON object");
+  }
+  return TL_OK;
+}
+
+tl_status tl_srv_json_object(const uint8_t *body, size_t len, json_t **root, tl_srv_error *err) {
+  ctx c = {0, err, false, 0};
+  return load_object(&c, body, len, root);
+}
+
 tl_status tl_srv_request_parse(tl_srv_kind kind, const uint8_t *body, size_t len,
                                uint32_t vocab, tl_srv_request *out, tl_srv_error *err) {
   ctx c = {vocab, err, false, 0};
   tl_srv_compat cx;
   tl_srv_request r;
-  uint8_t *copy = NULL;
   json_t *root = NULL;
-  json_error_t je;
-  size_t bad;
   tl_status st;
   memset(out, 0, sizeof *out);
   memset(err, 0, sizeof *err);
@@ -999,21 +1028,8 @@ tl_status tl_srv_request_parse(tl_srv_kind kind, const uint8_t *body, size_t len
     tl_srv_error_set(err, 500, NULL, NULL, "internal", "tl_srv_request_parse: bad arguments");
     return TL_ERR_INVALID_ARGUMENT;
   }
-  if (body == NULL) body = (const uint8_t *)"";
-  if (tl_utf8_validate(body, len, &bad) != TL_OK)
-    return fail(&c, "", "invalid_utf8", "the body is not valid UTF-8 (byte offset %zu)", bad);
-  if ((st = prescan(&c, body, len, &copy)) != TL_OK) return st;
-  root = json_loadb((const char *)(copy != NULL ? copy : body), len,
-                    JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_ANY, &je);
-  free(copy);
-  if (root == NULL) {
-    if (json_error_code(&je) == json_error_out_of_memory) return oom(&c);
-    return fail(&c, "", "invalid_json", "invalid JSON at line %d, column %d: %s", je.line,
-                je.column, je.text);
-  }
-  if (!json_is_object(root)) {
-    st = fail(&c, "", "invalid_type", "the body must be a JSON object");
-  } else if ((st = tl_srv_compat_apply(kind, root, &cx, err)) == TL_OK) {
+  if ((st = load_object(&c, body, len, &root)) != TL_OK) return st;
+  if ((st = tl_srv_compat_apply(kind, root, &cx, err)) == TL_OK) {
     st = read_request(&c, kind, root, &r);
     if (st == TL_OK) tl_srv_compat_finish(&cx, &r);
     else tl_srv_compat_blame(&cx, err);

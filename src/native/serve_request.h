@@ -135,6 +135,14 @@ tl_status tl_srv_request_parse(tl_srv_kind kind, const uint8_t *body, size_t len
                                uint32_t vocab, tl_srv_request *out, tl_srv_error *err);
 void tl_srv_request_free(tl_srv_request *r);
 
+/* The first checks of tl_srv_request_parse alone (UTF-8, the 2^18 value
+ * cap, JSON without duplicate keys, an object), for the endpoints with
+ * their own fields (serve_embed.h): *root (the caller's reference) or
+ * *err (400, 413) and NULL. */
+struct json_t;
+tl_status tl_srv_json_object(const uint8_t *body, size_t len, struct json_t **root,
+                             tl_srv_error *err);
+
 /* Fills e (printf-style message). */
 void tl_srv_error_set(tl_srv_error *e, int status, const char *type, const char *param,
                       const char *code, const char *fmt, ...)

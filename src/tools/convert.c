@@ -22,6 +22,7 @@
 #include "qwen3_config.h"
 #include "slm_tensor_dir.h"
 #include "slm_write.h"
+#include "st_modules.h"
 #include "st_checkpoint.h"
 #include "template_eos.h"
 #include "tmpl_section_build.h"
@@ -196,7 +197,8 @@ static tl_status stop(tl_convert_report *r, tconflict *c, char *err,
 typedef struct planned {
   const tl_st_tensor *src;
   const char *file; /* shard name */
-  char name[MAX_NAME];
+  char name[MAX_NAME];   /* the runtime's name (model.*) */
+  char source[MAX_NAME]; /* the checkpoint's (no model. prefix in an embedding one) */
   uint8_t src_blake3[32];
   bool alias;   /* stored as the tensor named by alias_of */
   const char *alias_of;
@@ -220,6 +222,7 @@ typedef struct plan {
   uint32_t turn_end; /* the chat template's turn terminator (model) */
   json_t *gen_defaults; /* generation_config.json's sampling fields, or NULL */
   const tl_convert_acquisition *acq; /* the directory's acquisition receipt, bound */
+  bool embedding; /* a sentence-transformers embedding checkpoint (st_modules.h) */
 } plan;
 
 static const char *qtype_name(tl_qtype t) {
@@ -278,8 +281,11 @@ static tl_status bind(plan *p, tl_convert_report *r, char *err, size_t cap) {
     const tl_st_tensor *s = &p->ck.tensors[i];
     t->src = s;
     t->file = p->ck.sources[s->shard].name;
-    snprintf(t->name, sizeof t->name, "%.*s", (int)s->name_len, s->name);
-    if (s->name_len >= sizeof t->name) t->name[0] = '\0'; /* never expected */
+    /* an embedding checkpoint is saved from Qwen3Model: no "model." */
+    snprintf(t->source, sizeof t->source, "%.*s", (int)s->name_len, s->name);
+    snprintf(t->name, sizeof t->name, "%s%.*s", p->embedding ? "model." : "",
+             (int)s->name_len, s->name);
+    if (s->name_len + 6 >= sizeof t->name) t->name[0] = '\0'; /* never expected */
   }
   p->n_tensors = p->ck.n_tensors;
   qsort(p->tensors, p->n_tensors, sizeof *p->tensors, planned_cmp);
@@ -607,7 +613,7 @@ static void put_ledger(tl_cbor_writer *w, const plan *p) {
     const planned *t = &p->tensors[i];
     tl_cbor_begin_map(w, 7);
     tl_cbor_put_cstr(w, "source");
-    tl_cbor_put_cstr(w, t->name);
+    tl_cbor_put_cstr(w, t->source);
     tl_cbor_put_cstr(w, "file");
     tl_cbor_put_cstr(w, t->file);
     tl_cbor_put_cstr(w, "dtype");
@@ -699,8 +705,19 @@ static void emit_metadata(tl_cbor_writer *w, const void *arg) {
   const plan *p = arg;
   uint8_t config_sha[32];
   tl_sha256(p->cfg.cbor, p->cfg.cbor_len, config_sha);
-  tl_cbor_begin_map(w, p->acq != NULL ? 12 : 11);
+  tl_cbor_begin_map(w, 11 + (p->acq != NULL) + p->embedding);
   if (p->acq != NULL) put_acquisition(w, p->acq);
+  if (p->embedding) {
+    tl_cbor_put_cstr(w, "embedding");
+    tl_cbor_begin_map(w, 3);
+    tl_cbor_put_cstr(w, "pooling");
+    tl_cbor_put_cstr(w, "last");
+    tl_cbor_put_cstr(w, "normalize");
+    tl_cbor_put_bool(w, true);
+    tl_cbor_put_cstr(w, "append_id");
+    tl_cbor_put_uint(w, (uint64_t)p->tok.append_id);
+    tl_cbor_end_map(w);
+  }
   tl_cbor_put_cstr(w, "format");
   tl_cbor_put_cstr(w, "tinylm.slm");
   tl_cbor_put_cstr(w, "artifact_kind");
@@ -1041,6 +1058,22 @@ static tl_status prepare_model(plan *p, tl_convert_report *r, char *err,
              "qwen3-0.6b-publisher applies its declared resolution)");
   }
   if (st != TL_OK) return st;
+  st = hash_input(&p->in, o->hf_dir, "modules.json", true, &p->embedding, err, cap);
+  if (st == TL_OK && p->embedding)
+    st = hash_input(&p->in, o->hf_dir, "1_Pooling/config.json", false, &present, err, cap);
+  if (st == TL_OK && p->embedding)
+    st = tl_st_modules_check(o->hf_dir, p->cfg.hidden_size, err, cap);
+  if (st != TL_OK) return st;
+  if (p->embedding && (p->tok.append_id < 0 || p->tok.append_id >= p->cfg.vocab_size))
+    return failf(err, cap, TL_ERR_INVALID_MODEL,
+                 "tokenizer.json: post_processor: an embedding checkpoint's tokenizer must "
+                 "append one token below vocab_size %u (TemplateProcessing \"$A X\")",
+                 p->cfg.vocab_size);
+  if (!p->embedding && p->tok.append_id >= 0)
+    return failf(err, cap, TL_ERR_UNSUPPORTED_FEATURE,
+                 "tokenizer.json: post_processor appends token %lld to every input: only an "
+                 "embedding checkpoint (with modules.json) is converted with such a tokenizer",
+                 (long long)p->tok.append_id);
   if (p->tok.n_tokens > p->cfg.vocab_size) {
     uint64_t vocab = p->cfg.vocab_size, ntok = p->tok.n_tokens;
     tconflict c;

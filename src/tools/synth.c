@@ -290,6 +290,10 @@ static synth_tensor *build_tensors(const tl_synth_options *o, size_t *count) {
     t[n - 1].std = EMBED_STD;
   }
   qsort(t, n, sizeof *t, by_name);
+  /* Qwen3-Embedding is saved from Qwen3Model: no "model." (the order
+   * stays sorted) */
+  for (size_t i = 0; o->embedding && i < n; i++)
+    memmove(t[i].name, t[i].name + 6, strlen(t[i].name + 6) + 1);
   /* After the sort: the slots moved, so name pointers are taken now. */
   for (size_t i = 0; i < n; i++)
     t[i].source =
@@ -559,6 +563,55 @@ static tl_status write_small(writer *w, const char *name, const void *data,
   return st == TL_OK ? note_written(w, name, len) : st;
 }
 
+/* The published Qwen3-Embedding's sentence-transformers files. */
+static const char modules_json[] =
+    "[\n  {\n    \"idx\": 0,\n    \"name\": \"0\",\n    \"path\": \"\",\n"
+    "    \"type\": \"sentence_transformers.models.Transformer\"\n  },\n"
+    "  {\n    \"idx\": 1,\n    \"name\": \"1\",\n    \"path\": \"1_Pooling\",\n"
+    "    \"type\": \"sentence_transformers.models.Pooling\"\n  },\n"
+    "  {\n    \"idx\": 2,\n    \"name\": \"2\",\n    \"path\": \"2_Normalize\",\n"
+    "    \"type\": \"sentence_transformers.models.Normalize\"\n  }\n]\n";
+
+static void pooling_json(sbuf *s, uint64_t hidden) {
+  sb_printf(s,
+            "{\n    \"word_embedding_dimension\": %llu,\n"
+            "    \"pooling_mode_cls_token\": false,\n"
+            "    \"pooling_mode_mean_tokens\": false,\n"
+            "    \"pooling_mode_max_tokens\": false,\n"
+            "    \"pooling_mode_mean_sqrt_len_tokens\": false,\n"
+            "    \"pooling_mode_weightedmean_tokens\": false,\n"
+            "    \"pooling_mode_lasttoken\": true,\n"
+            "    \"include_prompt\": true\n}",
+            (unsigned long long)hidden);
+}
+
+/* tokenizer.json with the post-processor Qwen3-Embedding's has: every
+ * input gets <|endoftext|> appended. */
+static tl_status embedding_tokenizer(writer *w, const char *src_dir, uint64_t endoftext) {
+  char *src = join(src_dir, "tokenizer.json"), *text;
+  json_error_t je;
+  json_t *doc = src != NULL ? json_load_file(src, JSON_REJECT_DUPLICATES, &je) : NULL, *pp;
+  tl_status st;
+  free(src);
+  if (doc == NULL) return fail(w->err, w->err_cap, TL_ERR_IO, "tokenizer.json: %s", je.text);
+  pp = json_pack("{s:s,s:[{s:{s:s,s:i}},{s:{s:s,s:i}}],s:[{s:{s:s,s:i}},{s:{s:s,s:i}},"
+                 "{s:{s:s,s:i}},{s:{s:s,s:i}}],s:{s:{s:s,s:[I],s:[s]}}}",
+                 "type", "TemplateProcessing", "single", "Sequence", "id", "A", "type_id", 0,
+                 "SpecialToken", "id", "<|endoftext|>", "type_id", 0, "pair", "Sequence", "id",
+                 "A", "type_id", 0, "SpecialToken", "id", "<|endoftext|>", "type_id", 0,
+                 "Sequence", "id", "B", "type_id", 1, "SpecialToken", "id", "<|endoftext|>",
+                 "type_id", 1, "special_tokens", "<|endoftext|>", "id", "<|endoftext|>", "ids",
+                 (json_int_t)endoftext, "tokens", "<|endoftext|>");
+  text = pp != NULL && json_object_set_new(doc, "post_processor", pp) == 0
+             ? json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII)
+             : NULL;
+  json_decref(doc);
+  if (text == NULL) return TL_ERR_OUT_OF_MEMORY;
+  st = write_small(w, "tokenizer.json", text, strlen(text));
+  free(text);
+  return st;
+}
+
 static tl_status copy_file(writer *w, const char *src_dir, const char *name) {
   char *src = join(src_dir, name);
   if (src == NULL) return TL_ERR_OUT_OF_MEMORY;
@@ -815,8 +868,22 @@ tl_status tl_synth_write(const char *dir, const tl_synth_options *o,
                : write_small(&w, "generation_config.json", s.p, s.len);
   }
   free(s.p);
-  if (st == TL_OK) st = copy_file(&w, tok, "tokenizer.json");
+  if (st == TL_OK)
+    st = o->embedding ? embedding_tokenizer(&w, tok, ids.endoftext)
+                      : copy_file(&w, tok, "tokenizer.json");
   if (st == TL_OK) st = copy_file(&w, tok, "tokenizer_config.json");
+  if (st == TL_OK && o->embedding) {
+    char *pool = join(dir, "1_Pooling");
+    sbuf ps = {0};
+    pooling_json(&ps, o->config.hidden_size);
+    st = write_small(&w, "modules.json", modules_json, sizeof modules_json - 1);
+    if (st == TL_OK && (pool == NULL || ps.oom)) st = TL_ERR_OUT_OF_MEMORY;
+    if (st == TL_OK && mkdir(pool, 0777) != 0)
+      st = fail(err, err_cap, TL_ERR_IO, "%s: %s", pool, strerror(errno));
+    if (st == TL_OK) st = write_small(&w, "1_Pooling/config.json", ps.p, ps.len);
+    free(ps.p);
+    free(pool);
+  }
   for (unsigned i = 0; st == TL_OK && i < k; i++) {
     char name[64];
     if (o->stop != NULL && *o->stop) {
@@ -849,6 +916,11 @@ tl_status tl_synth_write(const char *dir, const tl_synth_options *o,
       char *p = join(dir, w.written[i]);
       if (p != NULL) unlink(p);
       free(p);
+    }
+    if (o->embedding) {
+      char *pool = join(dir, "1_Pooling");
+      if (pool != NULL) rmdir(pool);
+      free(pool);
     }
     if (created) rmdir(dir);
   } else if (report != NULL) {

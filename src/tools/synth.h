@@ -53,6 +53,10 @@ typedef struct tl_synth_options {
    * conflict for the converter without --profile qwen3-0.6b-publisher);
    * default: [<|im_end|>], which agrees. */
   bool publisher_eos;
+  /* A Qwen3-Embedding layout (docs/synth.md): tensor names without
+   * "model.", tokenizer.json's post-processor appending <|endoftext|>,
+   * modules.json and 1_Pooling/config.json (last-token pooling). */
+  bool embedding;
   const char *tokenizer_dir; /* holds tokenizer.json, tokenizer_config.json */
   /* Set (by a signal handler) to stop: the write ends with
    * TL_ERR_CANCELLED and removes what it wrote. NULL: never. */

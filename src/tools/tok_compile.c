@@ -132,7 +132,57 @@ static tl_status check_byte_level(ctx *c, json_t *obj, const char *where) {
   return st;
 }
 
-static tl_status check_pipeline(ctx *c, json_t *root) {
+/* ByteLevel (nothing appended), or TemplateProcessing whose single
+ * template is "$A:0 X:0" with X one special token of one id: *append is
+ * that id (else -1). The pair template is not used (inputs are single
+ * texts) but must be an array. */
+static tl_status check_post_processor(ctx *c, json_t *pp, int64_t *append) {
+  static const char *const keys[] = {"type", "single", "pair", "special_tokens", NULL};
+  static const char *const spec_keys[] = {"id", "ids", "tokens", NULL};
+  const char *w = "post_processor";
+  json_t *single, *seq, *tok, *name, *spec, *ids;
+  tl_status st;
+  *append = -1;
+  if (!json_is_string(json_object_get(pp, "type")) ||
+      strcmp(json_string_value(json_object_get(pp, "type")), "TemplateProcessing") != 0)
+    return check_byte_level(c, pp, w);
+  if ((st = only_keys(c, pp, w, keys)) != TL_OK) return st;
+  single = json_object_get(pp, "single");
+  seq = json_object_get(json_array_get(single, 0), "Sequence");
+  tok = json_object_get(json_array_get(single, 1), "SpecialToken");
+  name = json_object_get(tok, "id");
+  if (json_array_size(single) != 2 || json_object_size(json_array_get(single, 0)) != 1 ||
+      json_object_size(json_array_get(single, 1)) != 1 || json_object_size(seq) != 2 ||
+      !json_is_string(json_object_get(seq, "id")) ||
+      strcmp(json_string_value(json_object_get(seq, "id")), "A") != 0 ||
+      !json_is_integer(json_object_get(seq, "type_id")) ||
+      json_integer_value(json_object_get(seq, "type_id")) != 0 || json_object_size(tok) != 2 ||
+      !json_is_string(name) || !json_is_integer(json_object_get(tok, "type_id")) ||
+      json_integer_value(json_object_get(tok, "type_id")) != 0)
+    return refuse(c, TL_ERR_INVALID_MODEL,
+                  "%s.single: must be [$A, one special token] (the only template the "
+                  "runtime implements)", w);
+  if (!json_is_array(json_object_get(pp, "pair")))
+    return refuse(c, TL_ERR_INVALID_MODEL, "%s.pair: expected an array", w);
+  spec = json_object_get(json_object_get(pp, "special_tokens"), json_string_value(name));
+  if (json_object_size(json_object_get(pp, "special_tokens")) != 1 ||
+      (st = only_keys(c, spec, "post_processor.special_tokens", spec_keys)) != TL_OK)
+    return st != TL_OK ? st
+                       : refuse(c, TL_ERR_INVALID_MODEL,
+                                "%s.special_tokens: must describe exactly the appended token", w);
+  ids = json_object_get(spec, "ids");
+  if (!json_equal(json_object_get(spec, "id"), name) || json_array_size(ids) != 1 ||
+      !json_is_integer(json_array_get(ids, 0)) || json_integer_value(json_array_get(ids, 0)) < 0 ||
+      json_array_size(json_object_get(spec, "tokens")) != 1 ||
+      !json_equal(json_array_get(json_object_get(spec, "tokens"), 0), name))
+    return refuse(c, TL_ERR_INVALID_MODEL,
+                  "%s.special_tokens[\"%s\"]: must be one token of one id", w,
+                  json_string_value(name));
+  *append = json_integer_value(json_array_get(ids, 0));
+  return TL_OK;
+}
+
+static tl_status check_pipeline(ctx *c, json_t *root, int64_t *append) {
   static const char *const top[] = {"version",        "truncation",
                                     "padding",        "added_tokens",
                                     "normalizer",     "pre_tokenizer",
@@ -189,8 +239,7 @@ static tl_status check_pipeline(ctx *c, json_t *root) {
     st = check_byte_level(c, json_array_get(list, 1),
                           "pre_tokenizer.pretokenizers[1]");
   if (st == TL_OK)
-    st = check_byte_level(c, json_object_get(root, "post_processor"),
-                          "post_processor");
+    st = check_post_processor(c, json_object_get(root, "post_processor"), append);
   if (st == TL_OK)
     st = check_byte_level(c, json_object_get(root, "decoder"), "decoder");
   return st;
@@ -621,7 +670,7 @@ tl_status tl_tok_compile(const char *tokenizer_json,
   k.c.file = tokenizer_json;
   if (config != NULL) root = load_json(&k.c, tokenizer_json, &st);
   if (root == NULL) goto done;
-  if ((st = check_pipeline(&k.c, root)) != TL_OK) goto done;
+  if ((st = check_pipeline(&k.c, root, &out->append_id)) != TL_OK) goto done;
   model = json_object_get(root, "model");
   if ((st = check_model_options(&k.c, model)) != TL_OK) goto done;
   added = json_object_get(root, "added_tokens");

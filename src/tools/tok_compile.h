@@ -14,6 +14,10 @@ typedef struct tl_tok_compiled {
   uint8_t *section; /* malloc'd; free with tl_tok_compiled_free */
   size_t len;
   uint32_t n_tokens, n_merges, n_added;
+  /* The id the post-processor appends to every single input (a
+   * TemplateProcessing "$A X", as Qwen3-Embedding's tokenizer.json has),
+   * or -1 (ByteLevel: nothing appended). */
+  int64_t append_id;
 } tl_tok_compiled;
 
 /* On failure returns TL_ERR_INVALID_MODEL (a refused component or field),

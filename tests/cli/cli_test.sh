@@ -70,7 +70,7 @@ expect "help COMMAND is that command's usage" 0 '^usage: tinylm hash ' '^$' -- "
 expect "help for every command" 0 '^usage: tinylm synth ' '^$' -- "$tinylm" help synth
 expect "help for an unknown command" 2 '^$' "error: usage: no command 'frobnicate'" -- "$tinylm" help frobnicate
 # Every command names an unknown flag as unknown, first or last.
-for cmd in convert inspect run chat verify encode decode render synth hash receipt pull drift bench observe report; do
+for cmd in convert inspect run chat verify embed encode decode render synth hash receipt pull drift bench observe report; do
   expect "$cmd: an unknown flag first" 2 '^$' "error: usage: unknown option '--verbose'" \
     -- "$tinylm" $cmd --verbose "$work/abc"
   expect "$cmd: an unknown flag last" 2 '^$' "error: usage: unknown option '--verbose'" \
@@ -78,7 +78,7 @@ for cmd in convert inspect run chat verify encode decode render synth hash recei
   expect "$cmd: an unknown flag as JSON" 2 '^\{"error": ?"usage", ?"detail": ?"unknown option' '' \
     -- "$tinylm" $cmd "$work/abc" --verbose --json
 done
-for flagcmd in "run --seed" "run --prompt" "encode --text" "decode --ids" "verify --golden" \
+for flagcmd in "run --seed" "run --prompt" "embed --text" "encode --text" "decode --ids" "verify --golden" \
                "convert -o" "synth --config" "hash --algo" "render --messages" \
                "pull --timeout" "pull --max-files" "drift -o" "bench -p" \
                "observe --prompt" "observe --ids" "observe -o" "report -o" "report --store"; do

@@ -17,6 +17,18 @@ replaced).
    ledger (docs/slm.md SLM-20 and "Which type each tensor gets"), every
    stored value decoded here from docs/quant.md against the source
    safetensors, and the receipt (artifact id, sources).
+3. An embedding checkpoint (`tinylm synth --embedding`: Qwen3-Embedding's
+   layout, docs/convert.md "Embedding checkpoints") converts like the
+   others (2.'s checks, variant "embedding"); its metadata records
+   {"pooling": "last", "normalize": true, "append_id": the id tokenizer.json's
+   post-processor appends}, every ledger dest is "model." + its source; a
+   changed side file is refused (an unknown field, another pooling, a
+   module chain without Normalize, a TemplateProcessing tokenizer without
+   modules.json, an unknown config.json field), and `run` refuses the
+   artifact. Planted defects caught (tried by hand): the converter not
+   prefixing "model." (the dest check; the runtime would not bind), the
+   metadata's append_id off by one (the metadata check), the closed
+   pooling schema accepting unknown keys (the unknown-field case).
 
 Only the standard library, python3-cbor2 and tools/ (slm_inspect.py and
 blake3_ref.py, both written from the specs) are used.
@@ -50,6 +62,7 @@ VARIANTS = [
     ("shards3", ["--shards", "3"], None),
     ("sephead", ["--separate-lm-head"], None),
     ("f32src", ["--dtype", "f32"], None),
+    ("embedding", ["--embedding"], None),
     # Row lengths 40, 72 and 24 are not multiples of 32: q8/q4 tails (Q-11).
     ("oddrows", ["--separate-lm-head"],
      {"vocab_size": 346, "hidden_size": 40, "intermediate_size": 72,
@@ -538,7 +551,9 @@ def check_receipt(slm_path, meta, sections, data, hf, quant, problems):
                         f"{meta.get('converter')}")
     if not isinstance(conv.get("build_id"), str):
         problems.append("receipt converter has no text build_id")
-    files = sorted(os.listdir(hf))
+    # every file, those of subdirectories (1_Pooling/) by relative path
+    files = sorted(os.path.relpath(os.path.join(d, n), hf)
+                   for d, _, names in os.walk(hf) for n in names)
     want = []
     for name in files:
         with open(os.path.join(hf, name), "rb") as f:
@@ -650,6 +665,79 @@ def inputs_read_once(tinylm, work, hf):
     return problems
 
 
+def expect_refusal(tinylm, hf, out, status, needle):
+    """convert must fail with `error: STATUS: ...` naming needle."""
+    p = subprocess.run([tinylm, "convert", hf, "-o", out, "--quant", "f32"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    err = p.stderr.decode(errors="replace")
+    if p.returncode == 0 or f"error: {status}:" not in err or needle not in err \
+            or os.path.exists(out):
+        return [f"exit {p.returncode}, wanted {status} naming {needle!r} and no "
+                f"file: {err.strip()[:300]}"]
+    return []
+
+
+def embedding_checks(tinylm, work, hf):
+    problems = []
+    out = os.path.join(work, "embedding.slm")
+    run([tinylm, "convert", hf, "-o", out, "--quant", "f32"])
+    _, _, meta, tensors = load_artifact(out)
+    with open(os.path.join(hf, "tokenizer.json")) as f:
+        pp = json.load(f)["post_processor"]
+    name = pp["single"][1]["SpecialToken"]["id"]
+    want = {"pooling": "last", "normalize": True,
+            "append_id": pp["special_tokens"][name]["ids"][0]}
+    if meta.get("embedding") != want:
+        problems.append(f"metadata embedding {meta.get('embedding')}, wanted {want}")
+    for e in meta["ledger"]:
+        if e["source"].startswith("model.") or e["dest"] != "model." + e["source"]:
+            problems.append(f"ledger {e['source']} -> {e['dest']}: not model. + source")
+    if sorted(tensors) != sorted("model." + e["source"] for e in meta["ledger"]):
+        problems.append("the tensor directory is not the ledger's dests")
+    p = subprocess.run([tinylm, "run", out, "--prompt", "hi"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if p.returncode == 0 or b"unsupported_feature" not in p.stderr \
+            or b"embedding model" not in p.stderr:
+        problems.append(f"run on it: exit {p.returncode}, "
+                        f"{p.stderr.decode(errors='replace')[:200]}")
+
+    def variant(label, edit):
+        d = os.path.join(work, f"emb-{label}")
+        shutil.copytree(hf, d)
+        edit(d)
+        return d
+
+    def edit_json(rel, fn):
+        def go(d):
+            path = os.path.join(d, rel)
+            with open(path) as f:
+                doc = json.load(f)
+            fn(doc)
+            with open(path, "w") as f:
+                json.dump(doc, f, indent=2)
+        return go
+
+    cases = [
+        ("pooling-unknown", edit_json("1_Pooling/config.json",
+                                      lambda d: d.update(pooling_mode_fancy=False)),
+         "invalid_model", "$.pooling_mode_fancy: unknown field"),
+        ("pooling-mean", edit_json("1_Pooling/config.json", lambda d: d.update(
+            pooling_mode_mean_tokens=True, pooling_mode_lasttoken=False)),
+         "unsupported_feature", "pooling_mode_mean_tokens"),
+        ("no-normalize", edit_json("modules.json", lambda d: d.pop()),
+         "unsupported_feature", "Transformer, Pooling, Normalize"),
+        ("config-unknown", edit_json("config.json", lambda d: d.update(pooling="last")),
+         "invalid_model", "$.pooling: unknown field"),
+        ("no-modules", lambda d: os.remove(os.path.join(d, "modules.json")),
+         "unsupported_feature", "only an embedding checkpoint"),
+    ]
+    for label, edit, status, needle in cases:
+        d = variant(label, edit)
+        problems += [f"{label}: {m}" for m in expect_refusal(
+            tinylm, d, os.path.join(work, f"emb-{label}.slm"), status, needle)]
+    return problems
+
+
 def main(argv):
     if len(argv) != 3:
         print("usage: convert_test.py TINYLM_BINARY WORKDIR", file=sys.stderr)
@@ -678,6 +766,9 @@ def main(argv):
                       variant, hf, source, quant)
         if variant == VARIANTS[0][0]:
             run_check(f"{variant}: each input read once", inputs_read_once,
+                      tinylm, work, hf)
+        if variant == "embedding":
+            run_check("embedding: metadata, names, refusals", embedding_checks,
                       tinylm, work, hf)
 
     for dtype, ratio in MAX_ERR_RATIO.items():
