@@ -455,6 +455,9 @@ int tl_cmd_chat(int argc, char **argv) {
   /* A reused directory: numbering continues after its last receipt
    * (--force starts again at turn-0001, replacing). */
   if (c.o.receipt_dir != NULL && !c.o.force) c.receipts = last_receipt(c.o.receipt_dir);
+  /* One seed per session (as llama.cpp and ollama draw): turns differ by
+   * their turn index in the draw position. */
+  tl_run_report_seed(&c.o);
   if (tl_api_init(TL_ABI_VERSION) != TL_OK) return tl_run_api_fail(false, TL_NO_HANDLE);
   if ((rc = tl_run_grammar(&c.o)) >= 0) return rc;
   if (tl_cli_model_open(c.o.model, &c.model) != TL_OK) {

@@ -295,6 +295,7 @@ int tl_cmd_run(int argc, char **argv) {
     rc = tl_run_api_fail(o.json, model);
     goto done;
   }
+  tl_run_report_seed(&o);
   tl_run_generation_params(&o, &gp);
   rc = tl_run_generation(&o, model, session, &gp, stdout, NULL);
   /* Ctrl-C: the reply so far, its receipt and summary, then the process

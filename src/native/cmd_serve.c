@@ -29,6 +29,7 @@
 #include "cli.h"
 #include "clock.h"
 #include "file.h"
+#include "fresh_seed.h"
 #include "lane.h"
 #include "serve_engine.h"
 #include "serve_http.h"
@@ -325,6 +326,12 @@ static enum MHD_Result generate(struct MHD_Connection *c, tl_srv_engine *e, bool
   if (st != TL_OK) {
     free(s);
     return reply_failed(c, &err, st);
+  }
+  /* No seed: a fresh one, returned in tinylm.choices[i].seed (and each
+   * receipt), so a regenerate differs and sending it back reproduces. */
+  if (!g->req.has_seed) {
+    g->req.seed = tl_fresh_seed();
+    g->req.has_seed = true;
   }
   st = tl_srv_grammar_compile(&g->req, &g->grammar, &err);
   if (st == TL_OK)

@@ -20,7 +20,8 @@
  * (tl_sampler_profile_cbor); shown as decimals. */
 static bool is_float_bits(const char *key) {
   static const char *const keys[] = {"temperature", "top_p", "min_p",
-                                     "repeat_penalty"};
+                                     "repeat_penalty", "frequency_penalty",
+                                     "presence_penalty"};
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
     if (strcmp(key, keys[i]) == 0) return true;
   return false;
