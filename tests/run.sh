@@ -179,6 +179,9 @@ run_stage serve node tests/serve/serve_test.mjs build/asan/tinylm build/test-wor
 # request, grammar and response code.
 run_stage serve-structured node tests/serve/structured_test.mjs build/gcc/tinylm \
   build/test-work/serve-structured
+# seeds drawn fresh and sent back, penalties, repeat_last_n, logit_bias (openai client)
+run_stage serve-sampling node tests/serve/sampling_test.mjs build/gcc/tinylm \
+  build/test-work/serve-sampling
 run_stage api-example /usr/bin/python3 tests/api/example_test.py build/asan/tinylm \
   build/asan/stream_reply build/test-work/api-example
 # make install into a scratch prefix, then examples/ built against the
