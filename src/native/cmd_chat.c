@@ -33,6 +33,7 @@
 static const char usage_text[] =
     "usage: tinylm chat MODEL.slm [-n N] [--think | --no-think] [--system TEXT]\n"
     "           [--temperature T] [--top-k K] [--top-p P] [--min-p M] [--repeat-penalty R]\n"
+    "           [--repeat-window W] [--frequency-penalty F] [--presence-penalty P]\n"
     "           [--seed S] [--stop STR]... [--ctx N] [--mem-budget MB]\n"
     "           [--receipt-dir DIR] [--force]\n"
     "           [--json-object | --json-schema FILE | --grammar FILE | --regex TEXT]\n"
@@ -42,6 +43,8 @@ static const char usage_text[] =
     "  --think, --no-think  the template's enable_thinking at the start\n"
     "                   (default on, Qwen3's own default; /think on|off changes it)\n"
     "  --system TEXT    the system message\n"
+    "  --seed S         the session's seed (default: a fresh one, printed as\n"
+    "                   'seed: S' on stderr; turns differ by their turn index)\n"
     "  --receipt-dir DIR  a receipt per reply, DIR/turn-0001.cbor, ...\n"
     "  --force          replace existing receipt files in DIR\n" TL_RUN_GRAMMAR_USAGE
     "                   (each reply keeps to the grammar)\n" TL_LANE_USAGE
