@@ -99,6 +99,31 @@ def test_run_determinism():
     return a
 
 
+def test_run_fresh_seed():
+    """No --seed: a fresh one each run (docs/generation.md, Seeds), in the
+    JSON and as "seed: S" on stderr; --seed S reproduces that run."""
+    rc1, a, _ = run_json("--raw", "--prompt", PROMPT, "-n", "16", *SAMPLING)
+    rc2, b, _ = run_json("--raw", "--prompt", PROMPT, "-n", "16", *SAMPLING)
+    if not check("run --json without --seed succeeds and names its seed",
+                 rc1 == 0 and rc2 == 0 and a and b and isinstance(a.get("seed"), int)
+                 and isinstance(b.get("seed"), int) and 0 <= a["seed"] < 2 ** 53):
+        return
+    check("two runs without --seed draw different seeds and replies",
+          a["seed"] != b["seed"] and a["ids"] != b["ids"], f"{a['seed']} {b['seed']}")
+    rc, again, _ = run_json("--raw", "--prompt", PROMPT, "-n", "16", "--seed", str(a["seed"]),
+                            *SAMPLING)
+    check("--seed with the drawn seed reproduces the run (ids, receipt id)",
+          rc == 0 and again and again["ids"] == a["ids"]
+          and again["receipt_id"] == a["receipt_id"] and again["seed"] == a["seed"])
+    p = tinylm("run", MODEL, "--raw", "--prompt", PROMPT, "-n", "4", *SAMPLING)
+    drawn = [ln for ln in p.stderr.decode().splitlines() if ln.startswith("seed: ")]
+    check("plain run without --seed prints 'seed: S' on stderr once",
+          p.returncode == 0 and len(drawn) == 1 and drawn[0][6:].isdigit(), p.stderr)
+    p = tinylm("run", MODEL, "--raw", "--prompt", PROMPT, "-n", "4", "--seed", "3", *SAMPLING)
+    check("plain run with --seed prints no seed line",
+          p.returncode == 0 and b"seed: " not in p.stderr, p.stderr)
+
+
 def receipt_show(path):
     p = tinylm("receipt", "show", path, "--json")
     try:
@@ -1037,7 +1062,7 @@ def main():
     WORK = os.path.abspath(sys.argv[2])
     shutil.rmtree(WORK, ignore_errors=True)
     os.makedirs(WORK)
-    for test in [test_run_determinism, test_receipts, test_stop_string,
+    for test in [test_run_determinism, test_run_fresh_seed, test_receipts, test_stop_string,
                  test_logprobs_and_limits, test_run_prompt_defaults, test_chat_greedy, test_chat_think_prompt,
                  test_chat_sampled_reproducible, test_chat_ctrl_c,
                  test_chat_context_overflow, test_chat_invalid_lines,
