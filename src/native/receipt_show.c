@@ -59,6 +59,19 @@ static void print_value(FILE *out, const char *key, const json_t *v,
     fputc('{', out);
     print_fields(out, v, strcmp(key, "profile") == 0);
     fputc('}', out);
+  } else if (floats && strcmp(key, "bias") == 0 && json_is_array(v)) {
+    /* the logit biases' values, bits like the other floats */
+    size_t i;
+    json_t *b;
+    fputs("=[", out);
+    json_array_foreach(v, i, b) {
+      char buf[64];
+      tl_json_out o = tl_json_out_make((uint8_t *)buf, sizeof buf - 1);
+      tl_json_u64(b, &u);
+      tl_py_float_repr(tl_bits_to_f64(u), &o);
+      fprintf(out, "%s%.*s", i ? "," : "", (int)o.len, buf);
+    }
+    fputc(']', out);
   } else {
     text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
     fprintf(out, "=%s", text ? text : "?");
