@@ -13,6 +13,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <histedit.h>
 #include <jansson.h>
 #include <locale.h>
@@ -43,8 +44,8 @@ static const char usage_text[] =
     "  --think, --no-think  the template's enable_thinking at the start\n"
     "                   (default on, Qwen3's own default; /think on|off changes it)\n"
     "  --system TEXT    the system message\n"
-    "  --seed S         the session's seed (default: a fresh one, printed as\n"
-    "                   'seed: S' on stderr; turns differ by their turn index)\n"
+    "  --seed S         the session's seed (default: a fresh one, named in the\n"
+    "                   banner; turns differ by their turn index)\n"
     "  --receipt-dir DIR  a receipt per reply, DIR/turn-0001.cbor, ...\n"
     "  --force          replace existing receipt files in DIR\n" TL_RUN_GRAMMAR_USAGE
     "                   (each reply keeps to the grammar)\n" TL_LANE_USAGE
@@ -458,9 +459,6 @@ int tl_cmd_chat(int argc, char **argv) {
   /* A reused directory: numbering continues after its last receipt
    * (--force starts again at turn-0001, replacing). */
   if (c.o.receipt_dir != NULL && !c.o.force) c.receipts = last_receipt(c.o.receipt_dir);
-  /* One seed per session (as llama.cpp and ollama draw): turns differ by
-   * their turn index in the draw position. */
-  tl_run_report_seed(&c.o);
   if (tl_api_init(TL_ABI_VERSION) != TL_OK) return tl_run_api_fail(false, TL_NO_HANDLE);
   if ((rc = tl_run_grammar(&c.o)) >= 0) return rc;
   if (tl_cli_model_open(c.o.model, &c.model) != TL_OK) {
@@ -480,10 +478,12 @@ int tl_cmd_chat(int argc, char **argv) {
   c.context = plan.context;
   c.messages = json_array();
   if (c.o.system != NULL) c.system = json_string(c.o.system);
+  /* One seed per session (llama.cpp and ollama draw so too), drawn unless
+   * --seed: turns differ by their turn index in the draw position. */
   fprintf(stderr,
-          "tinylm chat: %s (%u tokens of context). thinking %s (/think %s or --%sthink "
-          "to change). /quit to leave.\n",
-          c.o.model, c.context, c.think ? "on" : "off", c.think ? "off" : "on",
+          "tinylm chat: %s (%u tokens of context, seed %" PRIu64 "). thinking %s (/think %s or "
+          "--%sthink to change). /quit to leave.\n",
+          c.o.model, c.context, c.o.seed, c.think ? "on" : "off", c.think ? "off" : "on",
           c.think ? "no-" : "");
   /* Ctrl-C at the prompt discards the line being typed (a reply installs
    * its own handler, which stops the reply). */

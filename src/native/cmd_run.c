@@ -40,7 +40,7 @@ static const char usage_text[] =
     "  --repeat-penalty R  2^-64..2^64 over the last W ids of prompt and reply\n"
     "                   (--repeat-window W, default 64 with R; 0 = off);  --top-k K  0 = off\n"
     "  --frequency-penalty F, --presence-penalty P  -2..2 (OpenAI's; 0 = off)\n"
-    "  --seed S         0..2^64-1 (default: a fresh one, printed as 'seed: S' on\n"
+    "  --seed S         0..2^64-1 (default: a fresh one, named in the summary on\n"
     "                   stderr, in the JSON with --json);  --logprobs K  0..20\n"
     "  --ctx N          context tokens (default: prompt + N with -n N, else the\n"
     "                   model's context capped at 4096)\n"
@@ -299,7 +299,6 @@ int tl_cmd_run(int argc, char **argv) {
     rc = tl_run_api_fail(o.json, model);
     goto done;
   }
-  tl_run_report_seed(&o);
   tl_run_generation_params(&o, &gp);
   rc = tl_run_generation(&o, model, session, &gp, stdout, NULL);
   /* Ctrl-C: the reply so far, its receipt and summary, then the process

@@ -486,10 +486,13 @@ static int report(const tl_run_options *o, streamer *sm, const outcome *oc, FILE
     json_decref(doc_json);
   } else {
     if (sm->logprob_rows != NULL) print_logprobs(out, oc, sm->logprob_rows);
+    /* a drawn seed is named, so the reply can be had again with --seed */
+    char seed[40] = "";
+    if (!(o->given & TL_RUN_GIVEN_SEED)) snprintf(seed, sizeof seed, " seed %" PRIu64 ";", o->seed);
     fprintf(stderr,
             "[%s after %zu tokens; prefill %u tokens %.2f tokens/s, decode "
-            "%.2f tokens/s;%s%.16s receipt %s%s%s]\n",
-            r->stop, r->n_ids, (unsigned)r->prompt_tokens, prefill_tps, decode_tps,
+            "%.2f tokens/s;%s%s%.16s receipt %s%s%s]\n",
+            r->stop, r->n_ids, (unsigned)r->prompt_tokens, prefill_tps, decode_tps, seed,
             grammar_hex[0] ? " grammar " : "", grammar_hex, r->receipt_id,
             o->receipt ? " in " : "", o->receipt ? o->receipt : "");
   }
@@ -501,11 +504,6 @@ json_t *tl_run_seed_json(uint64_t seed) {
   if (seed <= (uint64_t)INT64_MAX) return json_integer((json_int_t)seed);
   snprintf(t, sizeof t, "%" PRIu64, seed);
   return json_string(t);
-}
-
-void tl_run_report_seed(const tl_run_options *o) {
-  if (!(o->given & TL_RUN_GIVEN_SEED) && !o->json)
-    fprintf(stderr, "seed: %" PRIu64 "\n", o->seed);
 }
 
 int tl_run_api_fail(bool json, uint32_t h) {

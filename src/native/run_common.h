@@ -123,10 +123,6 @@ int tl_run_generation(const tl_run_options *o, tl_model_handle model, tl_session
  * string from 2^63 up. */
 json_t *tl_run_seed_json(uint64_t seed);
 
-/* "seed: N" on stderr when no --seed was given (a fresh one was drawn)
- * and not --json (whose document carries "seed" always). */
-void tl_run_report_seed(const tl_run_options *o);
-
 /* Whether Ctrl-C stopped the last generation. */
 bool tl_run_interrupted(void);
 
