@@ -202,10 +202,29 @@ $(LIB): $(call obj,$(CORE_NATIVE) $(LIB_HOST))
 	@mkdir -p $(@D)
 	rm -f $@
 	ar rcs $@ $^
-$(CLI_LIB): $(call obj,$(NATIVE_LIB))
+$(CLI_LIB): $(call obj,$(NATIVE_LIB)) $(BUILD)/obj/gen/serve_page.o
 	@mkdir -p $(@D)
 	rm -f $@
 	ar rcs $@ $^
+
+# The chat page `tinylm serve` answers at / (src/native/serve_page.h),
+# compiled in: the same bytes from a fresh clone and after make install.
+SERVE_PAGE := web/server/index.html web/server/chat.js web/app.css
+$(BUILD)/gen/serve_page.c: $(SERVE_PAGE) Makefile
+	@mkdir -p $(@D)
+	@{ echo '#include "serve_page.h"'; i=0; \
+	   for f in $(SERVE_PAGE); do echo "static const unsigned char f$$i[] = {"; \
+	     od -An -v -tx1 $$f | sed 's/ \([0-9a-f][0-9a-f]\)/0x\1,/g'; echo '};'; i=$$((i+1)); done; \
+	   echo 'const tl_srv_page_file tl_srv_page_files[] = {'; i=0; \
+	   for f in $(SERVE_PAGE); do n=$$(basename $$f); [ $$n = index.html ] && n=; \
+	     case $$f in *.html) t=text/html;; *.js) t=text/javascript;; *) t=text/css;; esac; \
+	     echo "  {\"/$$n\", \"$$t; charset=utf-8\", f$$i, sizeof f$$i},"; i=$$((i+1)); done; \
+	   echo '};'; \
+	   echo 'const size_t tl_srv_page_count = sizeof tl_srv_page_files / sizeof tl_srv_page_files[0];'; \
+	 } > $@.tmp && mv $@.tmp $@
+$(BUILD)/obj/gen/serve_page.o: $(BUILD)/gen/serve_page.c src/native/serve_page.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c $< -o $@
 
 # The shared library: linked with --no-undefined against libc, libm and
 # pthreads alone, so a reference to anything else (JSON, line editing,
@@ -645,18 +664,26 @@ FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,$(FUZZ_BUILD)/%,$(wildcard tests/fuzz/
 # from referring to the x86 twins, which need their own -m flags;
 # TL_NO_NEON keeps kernels.c from referring to the NEON ones).
 FUZZ_CFLAGS := -std=c11 -O1 -g $(WARN) $(NUMERICS) $(ALL_INC) \
-               -DTL_DEBUG -DTL_NO_X86_SIMD -DTL_NO_NEON -fsanitize=fuzzer,address,undefined \
-               -fno-sanitize-recover=all
+               -DTL_DEBUG -DTL_NO_X86_SIMD -DTL_NO_NEON -fno-sanitize-recover=all
+
+# The core is compiled once (instrumented for coverage, fuzzer-no-link) and
+# linked into every target, instead of once per target.
+FUZZ_CORE_OBJS := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(CORE_PORTABLE))
+.SECONDARY: $(FUZZ_CORE_OBJS)
 
 fuzz: setup
 	@$(MAKE) --no-print-directory fuzz-targets
 fuzz-targets: $(FUZZ_TARGETS)
-# Some targets include converter or host sources (src/tools, src/native)
-# directly, so every source is a prerequisite; those may use jansson (and
-# libcurl: fuzz_hub_text includes hub_http.c).
-$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(shell find src/core src/host src/lib src/tools src/native tests/fuzz -name '*.[ch]')
+$(FUZZ_BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
-	clang $(FUZZ_CFLAGS) $< $(CORE_PORTABLE) -ljansson -lcurl -o $@
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -MMD -MP -c $< -o $@
+-include $(FUZZ_CORE_OBJS:.o=.d)
+# Some targets include converter or host sources (src/tools, src/native)
+# directly, so every source outside the core is a prerequisite; those may
+# use jansson (and libcurl: fuzz_hub_text includes hub_http.c).
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_CORE_OBJS) $(shell find src/core src/host src/lib src/tools src/native tests/fuzz -name '*.h' -o -name '*.c' -not -path 'src/core/*')
+	@mkdir -p $(@D)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined $< $(FUZZ_CORE_OBJS) -ljansson -lcurl -o $@
 
 # --- the web page ----------------------------------------------------------
 # make web copies the chat page (web/index.html, app.js, app.css,

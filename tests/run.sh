@@ -179,6 +179,11 @@ run_stage serve node tests/serve/serve_test.mjs build/asan/tinylm build/test-wor
 # request, grammar and response code.
 run_stage serve-structured node tests/serve/structured_test.mjs build/gcc/tinylm \
   build/test-work/serve-structured
+# Clients written for other servers (llama-server's web UI, ollama, every
+# field of the openai client), /v1/models/{id}, /props, the chat page at /
+# (in Chromium too) and the access log, on the demo model (~25 s).
+run_stage serve-compat node tests/serve/compat_test.mjs build/gcc/tinylm \
+  build/test-work/serve-compat
 # seeds drawn fresh and sent back, penalties, repeat_last_n, logit_bias (openai client)
 run_stage serve-sampling node tests/serve/sampling_test.mjs build/gcc/tinylm \
   build/test-work/serve-sampling

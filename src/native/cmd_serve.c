@@ -33,6 +33,8 @@
 #include "lane.h"
 #include "serve_engine.h"
 #include "serve_http.h"
+#include "serve_log.h"
+#include "serve_page.h"
 #include "serve_request.h"
 #include "utf8.h"
 
@@ -41,9 +43,10 @@ static const char usage_text[] =
     "                    [--ctx N] [--api-key KEY | --api-key-file F]\n"
     "                    [--cors-origin ORIGIN]... [--max-body-bytes N]\n"
     "                    [--receipt-dir DIR] [--mem-budget MB]\n"
-    "                    [--lane scalar|fast] [-t N] [--mmap]\n"
+    "                    [--log-format text|json] [--lane scalar|fast] [-t N] [--mmap]\n"
     "  an OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions,\n"
-    "  /v1/models, /health, /tokenize, /detokenize, /apply-template, /metrics\n"
+    "  /v1/models[/ID], /health, /props, /tokenize, /detokenize, /apply-template,\n"
+    "  /metrics, and a chat page at / (docs/server.md)\n"
     "  (docs/server.md); same request and seed, same reply bytes at any load\n"
     "  --host H          address to listen on (default 127.0.0.1; another than\n"
     "                    loopback without an API key is warned about)\n"
@@ -60,7 +63,9 @@ static const char usage_text[] =
     "  --max-body-bytes N  largest request body (default 8388608); more: 413\n"
     "  --receipt-dir DIR keep every choice's run receipt in DIR\n"
     "  --mem-budget MB   refuse a memory plan over MB megabytes (default: the\n"
-    "                    memory available)\n" TL_LANE_USAGE
+    "                    memory available)\n"
+    "  --log-format F    the access log on stderr, one line per request: text\n"
+    "                    (key=value, the default) or json\n" TL_LANE_USAGE
     "  SIGINT or SIGTERM stops the server (exit 0)\n";
 
 #define MAX_ORIGINS 32
@@ -76,6 +81,7 @@ static struct {
   const char *origins[MAX_ORIGINS];
   size_t n_origins;
   size_t max_body;
+  tl_srv_log_format log_format;
   atomic_uint_fast64_t requests, rejected;
   pthread_t main_thread;
   char load_error[1024];
@@ -90,7 +96,10 @@ typedef enum route_id {
   R_TOKENIZE,
   R_DETOKENIZE,
   R_TEMPLATE,
-  R_METRICS
+  R_METRICS,
+  R_MODEL, /* /v1/models/{id} */
+  R_PROPS,
+  R_PAGE /* a file of the chat page */
 } route_id;
 
 static const struct route {
@@ -101,15 +110,33 @@ static const struct route {
     {"/v1/models", "GET", R_MODELS},          {"/health", "GET", R_HEALTH},
     {"/tokenize", "POST", R_TOKENIZE},        {"/detokenize", "POST", R_DETOKENIZE},
     {"/apply-template", "POST", R_TEMPLATE},  {"/metrics", "GET", R_METRICS},
+    {"/props", "GET", R_PROPS},
 };
+static const struct route model_route = {"/v1/models/{id}", "GET", R_MODEL};
+static const struct route page_route = {"/", "GET", R_PAGE};
 
-/* One HTTP request's state between the handler's calls. */
+/* One HTTP request's state between the handler's calls, and what its
+ * access-log line says. */
 typedef struct conn_ctx {
   const struct route *route;
+  const tl_srv_page_file *page; /* R_PAGE */
   tl_srv_buf body;
   uint64_t seen; /* body bytes received */
   bool too_large, answered;
+  char id[25];      /* X-Request-Id */
+  char method[16];
+  char path[257];   /* at most 256 bytes of it */
+  time_t when;
+  double t0;
+  unsigned status;  /* 0 until answered */
+  bool generation;
+  uint32_t prompt_tokens, completion_tokens;
 } conn_ctx;
+
+/* The request the calling thread serves (libmicrohttpd runs each
+ * connection's callbacks on its own thread), for queue() to note its
+ * status and id. */
+static _Thread_local conn_ctx *current;
 
 /* ---- answers ---- */
 
@@ -131,6 +158,10 @@ static enum MHD_Result queue(struct MHD_Connection *c, unsigned status,
   enum MHD_Result ok;
   if (r == NULL) return MHD_NO;
   if (type != NULL) MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+  if (current != NULL) {
+    MHD_add_response_header(r, "X-Request-Id", current->id);
+    current->status = status;
+  }
   if (origin != NULL) {
     MHD_add_response_header(r, "Access-Control-Allow-Origin", origin);
     MHD_add_response_header(r, "Vary", "Origin");
@@ -264,12 +295,21 @@ static bool all_done(const tl_srv_gen *g) {
 /* A streaming response's state, owned by its MHD response. */
 typedef struct stream {
   tl_srv_gen g;
+  conn_ctx *cc; /* the log's counts (alive while the response is read) */
   int fd;
   tl_srv_buf out;
   size_t out_pos;
   bool ended;
   double last_sent;
 } stream;
+
+/* The token counts of a generation, for the access log. */
+static void count_tokens(conn_ctx *cc, const tl_srv_gen *g) {
+  cc->generation = true;
+  cc->prompt_tokens = g->n > 0 ? g->choices[0].result.prompt_tokens : 0;
+  cc->completion_tokens = 0;
+  for (uint32_t i = 0; i < g->n; i++) cc->completion_tokens += g->choices[i].result.completion_tokens;
+}
 
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
   stream *s = cls;
@@ -288,6 +328,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
     if (finished) {
       (void)tl_srv_stream_end(&s->g, &s->out);
       s->ended = true;
+      count_tokens(s->cc, &s->g);
     }
     if (s->out.len == 0 && tl_now_s() - s->last_sent >= 2.0)
       (void)tl_srv_buf_add(&s->out, ": ping\n\n", 8); /* queued or in prefill */
@@ -310,7 +351,7 @@ static void stream_free(void *cls) {
 }
 
 static enum MHD_Result generate(struct MHD_Connection *c, tl_srv_engine *e, bool chat,
-                                const conn_ctx *cc) {
+                                conn_ctx *cc) {
   stream *s = calloc(1, sizeof *s);
   tl_srv_gen *g = s != NULL ? &s->g : NULL;
   tl_srv_error err;
@@ -352,6 +393,7 @@ static enum MHD_Result generate(struct MHD_Connection *c, tl_srv_engine *e, bool
   tl_srv_random_hex(g->id + strlen(g->id), 12);
   g->created = (int64_t)time(NULL);
   s->fd = conn_fd(c);
+  s->cc = cc;
 
   if (g->req.stream) {
     struct MHD_Response *r;
@@ -381,6 +423,7 @@ static enum MHD_Result generate(struct MHD_Connection *c, tl_srv_engine *e, bool
       return reply_error(c, &err);
     }
   }
+  count_tokens(cc, g);
   ok = reply_json(c, 200, tl_srv_response_body(g), NULL, NULL);
   stream_free(s);
   return ok;
@@ -399,18 +442,70 @@ static enum MHD_Result health(struct MHD_Connection *c, tl_srv_engine *e) {
                                      "slots_processing", (json_int_t)st.slots_busy));
 }
 
-static enum MHD_Result models(struct MHD_Connection *c, tl_srv_engine *e) {
+/* The model as OpenAI's model object. */
+static json_t *model_doc(tl_srv_engine *e) {
   tl_srv_facts f;
   struct stat sb;
   tl_srv_engine_facts(e, &f);
   if (stat(S.eo.model_path, &sb) != 0) sb.st_mtime = 0;
+  return json_pack("{s:s,s:s,s:I,s:s,s:{s:s,s:I,s:I,s:s}}", "id", f.model_name, "object", "model",
+                   "created", (json_int_t)sb.st_mtime, "owned_by", "tinylm", "tinylm",
+                   "artifact_id", f.artifact_id, "context", (json_int_t)f.context, "parallel",
+                   (json_int_t)f.parallel, "profile", f.profile);
+}
+
+static enum MHD_Result models(struct MHD_Connection *c, tl_srv_engine *e) {
+  return reply_doc(c, 200, json_pack("{s:s,s:[o]}", "object", "list", "data", model_doc(e)));
+}
+
+/* GET /v1/models/{id}: the model named id, else 404 model_not_found. */
+static enum MHD_Result model(struct MHD_Connection *c, tl_srv_engine *e, const char *url) {
+  const char *id = url + strlen("/v1/models/");
+  tl_srv_facts f;
+  tl_srv_error err;
+  tl_srv_engine_facts(e, &f);
+  if (strcmp(id, f.model_name) == 0) return reply_doc(c, 200, model_doc(e));
+  tl_srv_error_set(&err, 404, "invalid_request_error", "model", "model_not_found",
+                   "the model '%.120s' does not exist (this server has '%s')", id, f.model_name);
+  return reply_error(c, &err);
+}
+
+/* The artifact's sampling default for one value: null when it records
+ * none. */
+static json_t *default_or_null(bool has, double v) {
+  return has ? json_real(v) : json_null();
+}
+
+/* GET /props: llama-server's shape, with what it means here
+ * (docs/server.md, Props). */
+static enum MHD_Result props(struct MHD_Connection *c, tl_srv_engine *e) {
+  tl_srv_facts f;
+  const tl_gen_defaults *d;
+  tl_srv_engine_facts(e, &f);
+  d = f.gen;
   return reply_doc(
       c, 200,
-      json_pack("{s:s,s:[{s:s,s:s,s:I,s:s,s:{s:s,s:I,s:I,s:s}}]}", "object", "list", "data",
-                "id", f.model_name, "object", "model", "created", (json_int_t)sb.st_mtime,
-                "owned_by", "tinylm", "tinylm", "artifact_id", f.artifact_id, "context",
-                (json_int_t)f.context, "parallel", (json_int_t)f.parallel, "profile",
-                f.profile));
+      json_pack("{s:{s:I,s:{s:o,s:o,s:o,s:o,s:o,s:o,s:I}},s:I,s:s,s:s,s:s,s:{s:b,s:b},"
+                "s:{s:s,s:s,s:I}}",
+                "default_generation_settings", "n_ctx", (json_int_t)f.context, "params",
+                "do_sample", d->has_do_sample ? json_boolean(d->do_sample) : json_null(),
+                "temperature", default_or_null(d->has_temperature, d->temperature), "top_k",
+                d->has_top_k ? json_integer(d->top_k) : json_null(), "top_p",
+                default_or_null(d->has_top_p, d->top_p), "min_p",
+                default_or_null(d->has_min_p, d->min_p), "repeat_penalty",
+                default_or_null(d->has_repeat_penalty, d->repeat_penalty), "n_predict",
+                (json_int_t)-1, "total_slots", (json_int_t)f.parallel, "model_path",
+                S.eo.model_path, "model_alias", f.model_name, "build_info", f.build_id,
+                "modalities", "vision", 0, "audio", 0, "tinylm", "artifact_id", f.artifact_id,
+                "profile", f.profile, "queue", (json_int_t)f.queue));
+}
+
+/* A file of the chat page. */
+static enum MHD_Result page(struct MHD_Connection *c, const tl_srv_page_file *p) {
+  struct MHD_Response *r =
+      MHD_create_response_from_buffer(p->len, (void *)p->data, MHD_RESPMEM_PERSISTENT);
+  if (r != NULL) MHD_add_response_header(r, "Cache-Control", "no-cache");
+  return queue(c, 200, r, p->type);
 }
 
 static enum MHD_Result metrics(struct MHD_Connection *c, tl_srv_engine *e) {
@@ -500,16 +595,29 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
   tl_srv_engine *e = atomic_load(&S.engine);
   (void)cls;
   (void)version;
+  current = cc;
   if (cc == NULL) { /* the headers are in: refuse early what can be */
     const char *len = header(c, MHD_HTTP_HEADER_CONTENT_LENGTH);
     uint64_t n;
     if ((cc = calloc(1, sizeof *cc)) == NULL) return MHD_NO;
     *con_cls = cc;
+    current = cc;
+    cc->when = time(NULL);
+    cc->t0 = tl_now_s();
+    tl_srv_random_hex(cc->id, 12);
+    snprintf(cc->method, sizeof cc->method, "%s", method);
+    snprintf(cc->path, sizeof cc->path, "%s", url);
     atomic_fetch_add(&S.requests, 1);
     cc->answered = true;
     if (strcmp(method, "OPTIONS") == 0) return preflight(c);
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
       if (strcmp(url, routes[i].path) == 0) cc->route = &routes[i];
+    if (strncmp(url, "/v1/models/", 11) == 0 && url[11] != '\0') cc->route = &model_route;
+    for (size_t i = 0; i < tl_srv_page_count; i++)
+      if (strcmp(url, tl_srv_page_files[i].path) == 0) {
+        cc->route = &page_route;
+        cc->page = &tl_srv_page_files[i];
+      }
     if (cc->route == NULL) {
       char msg[160];
       snprintf(msg, sizeof msg, "no endpoint %.120s", url);
@@ -518,9 +626,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     if (strcmp(method, cc->route->method) != 0) {
       tl_srv_error err;
       tl_srv_error_set(&err, 405, "invalid_request_error", "", "method_not_allowed",
-                       "%s takes %s, not %.16s", cc->route->path, cc->route->method, method);
+                       "%s takes %s, not %.16s", url, cc->route->method, method);
       return reply_json(c, 405, tl_srv_error_body(&err), NULL, cc->route->method);
     }
+    /* the page holds no secret; its requests to the API carry the key */
+    if (cc->route->id == R_PAGE) return page(c, cc->page);
     if (cc->route->id != R_HEALTH && !authorized(c))
       return fail(c, 401, "authentication_error", "invalid_api_key",
                   "a valid API key is required (Authorization: Bearer KEY or X-Api-Key)");
@@ -565,11 +675,23 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
   switch (cc->route->id) {
   case R_HEALTH: return health(c, e);
   case R_MODELS: return models(c, e);
+  case R_MODEL: return model(c, e, url);
+  case R_PROPS: return props(c, e);
   case R_METRICS: return metrics(c, e);
   case R_CHAT: return generate(c, e, true, cc);
   case R_COMPLETIONS: return generate(c, e, false, cc);
   default: return text_tool(c, e, cc->route->id, cc);
   }
+}
+
+/* The request's access-log line on stderr. */
+static void log_access(const conn_ctx *cc) {
+  tl_srv_access a = {cc->when,   cc->id,         cc->method,       cc->path,
+                     cc->status ? cc->status : 499, (tl_now_s() - cc->t0) * 1e3,
+                     cc->generation, cc->prompt_tokens, cc->completion_tokens};
+  char *line = tl_srv_access_line(S.log_format, &a);
+  if (line != NULL) fputs(line, stderr); /* one call: lines never interleave */
+  free(line);
 }
 
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -578,7 +700,9 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
   (void)cls;
   (void)c;
   (void)toe;
+  current = NULL;
   if (cc != NULL) {
+    log_access(cc);
     tl_srv_buf_free(&cc->body);
     free(cc);
     *con_cls = NULL;
@@ -668,7 +792,7 @@ int tl_cmd_serve(int argc, char **argv) {
           strcmp(a, "--ctx") != 0 && strcmp(a, "--api-key") != 0 &&
           strcmp(a, "--api-key-file") != 0 && strcmp(a, "--cors-origin") != 0 &&
           strcmp(a, "--max-body-bytes") != 0 && strcmp(a, "--receipt-dir") != 0 &&
-          strcmp(a, "--mem-budget") != 0)
+          strcmp(a, "--mem-budget") != 0 && strcmp(a, "--log-format") != 0)
         return tl_cli_usage(false, "unknown option '%s'\n%s", a, usage_text);
       if ((rc = tl_cli_value(false, argc, argv, &i, &v)) >= 0) return rc;
       if (strcmp(a, "--host") == 0) host = v;
@@ -681,7 +805,10 @@ int tl_cmd_serve(int argc, char **argv) {
       else if (strcmp(a, "--api-key") == 0) S.api_key = v;
       else if (strcmp(a, "--api-key-file") == 0) key_file = v;
       else if (strcmp(a, "--receipt-dir") == 0) S.eo.receipt_dir = v;
-      else if (strcmp(a, "--mem-budget") == 0)
+      else if (strcmp(a, "--log-format") == 0) {
+        if (!tl_srv_log_format_parse(v, &S.log_format))
+          return tl_cli_usage(false, "--log-format must be text or json, not '%s'", v);
+      } else if (strcmp(a, "--mem-budget") == 0)
         rc = tl_cli_flag_u64(false, a, v, 1, UINT64_MAX >> 20, &mb);
       else if (strcmp(a, "--max-body-bytes") == 0)
         rc = tl_cli_flag_u64(false, a, v, 1, (uint64_t)1 << 30, &max_body);

@@ -65,6 +65,7 @@ struct tl_srv_job {
   atomic_int cancel;
   double submitted, started;
   size_t reused;
+  bool no_reuse; /* cache_prompt false: no slot's cached prefix */
   /* what it produced so far, under e->lock */
   pthread_cond_t changed;
   tl_srv_state state;
@@ -485,7 +486,7 @@ static void dispatch(tl_srv_engine *e) {
       slot *s = &e->slots[i];
       size_t k;
       if (s->job != NULL) continue;
-      k = common_prefix(s, j->ids, j->n_ids);
+      k = j->no_reuse ? 0 : common_prefix(s, j->ids, j->n_ids);
       if (best == NULL || k > best_len) {
         best = s;
         best_len = k;
@@ -747,6 +748,7 @@ void tl_srv_engine_facts(const tl_srv_engine *e, tl_srv_facts *out) {
   out->build_id = TL_BUILD_ID;
   out->model_name = e->model_name;
   out->plan_bytes = e->plan_bytes;
+  out->gen = &e->master.gen;
 }
 
 /* ---- text ---- */
@@ -900,6 +902,7 @@ static tl_srv_job *job_new(tl_srv_engine *e, const tl_srv_job_params *p, tl_srv_
   j->add_generation_prompt = p->prompt->add_generation_prompt;
   if (q->n_ban != 0) memcpy(j->ban, q->ban, q->n_ban * sizeof *j->ban);
   j->n_ban = q->n_ban;
+  j->no_reuse = q->no_prompt_cache;
   j->logprobs = q->logprobs;
   j->top_logprobs = q->top_logprobs;
   j->grammar = tl_srv_grammar_ref(p->grammar);

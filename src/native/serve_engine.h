@@ -23,6 +23,7 @@
 #include "lane.h"
 #include "serve_grammar.h"
 #include "serve_request.h"
+#include "session.h"
 #include "tinylm.h"
 
 typedef struct tl_srv_engine tl_srv_engine;
@@ -55,6 +56,7 @@ typedef struct tl_srv_facts {
   const char *artifact_id, *profile, *isa, *build_id, *model_name;
   uint32_t threads;
   uint64_t plan_bytes; /* the preflight's total for every slot */
+  const tl_gen_defaults *gen; /* the artifact's sampling defaults */
 } tl_srv_facts;
 void tl_srv_engine_facts(const tl_srv_engine *e, tl_srv_facts *out);
 

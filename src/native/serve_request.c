@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "serve_compat.h"
 #include "utf8.h"
 
 #define MAX_DEPTH 64
@@ -955,6 +956,7 @@ static tl_status read_request(ctx *c, tl_srv_kind kind, json_t *root, tl_srv_req
 tl_status tl_srv_request_parse(tl_srv_kind kind, const uint8_t *body, size_t len,
                                uint32_t vocab, tl_srv_request *out, tl_srv_error *err) {
   ctx c = {vocab, err, false, 0};
+  tl_srv_compat cx;
   tl_srv_request r;
   uint8_t *copy = NULL;
   json_t *root = NULL;
@@ -981,10 +983,13 @@ tl_status tl_srv_request_parse(tl_srv_kind kind, const uint8_t *body, size_t len
     return fail(&c, "", "invalid_json", "invalid JSON at line %d, column %d: %s", je.line,
                 je.column, je.text);
   }
-  if (!json_is_object(root))
+  if (!json_is_object(root)) {
     st = fail(&c, "", "invalid_type", "the body must be a JSON object");
-  else
+  } else if ((st = tl_srv_compat_apply(kind, root, &cx, err)) == TL_OK) {
     st = read_request(&c, kind, root, &r);
+    if (st == TL_OK) tl_srv_compat_finish(&cx, &r);
+    else tl_srv_compat_blame(&cx, err);
+  }
   json_decref(root);
   if (st != TL_OK) {
     tl_srv_request_free(&r);

@@ -108,6 +108,7 @@ typedef struct tl_srv_request {
   uint32_t top_logprobs;   /* 0..TL_SRV_MAX_TOP_LOGPROBS (completion: 0..5) */
   bool stream, include_usage;
   bool has_tools;          /* tools were passed to the template */
+  bool no_prompt_cache;    /* cache_prompt false: compute the whole prompt, reuse no slot's cache */
 
   /* structured output (chat: response_format, tools, tool_choice,
    * parallel_tool_calls, grammar; completion: grammar, json_schema) */

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "../../src/lib/chat_render.c"
+#include "../../src/native/serve_compat.c"
 #include "../../src/native/serve_request.c"
 #include "utf8.h"
 
@@ -120,7 +121,7 @@ static void check_accepted(const tl_srv_request *r, tl_srv_kind kind, uint32_t v
   if (r->conversation != NULL) check_conversation(r);
   CHECK((r->prompt != NULL) == (kind == TL_SRV_COMPLETION || kind == TL_SRV_TOKENIZE));
   if (r->prompt != NULL) CHECK(is_text(r->prompt, r->prompt_len));
-  if (kind == TL_SRV_COMPLETION) CHECK(r->prompt_len >= 1 && r->max_tokens >= 1);
+  if (kind == TL_SRV_COMPLETION) CHECK(r->prompt_len >= 1); /* max_tokens 0: n_predict -1 */
   CHECK(kind == TL_SRV_DETOKENIZE ? r->ids != NULL : r->ids == NULL && r->n_ids == 0);
   for (size_t i = 0; i < r->n_ids; i++) CHECK(r->ids[i] < vocab);
   CHECK(!r->with_pieces || kind == TL_SRV_TOKENIZE);
@@ -128,7 +129,7 @@ static void check_accepted(const tl_srv_request *r, tl_srv_kind kind, uint32_t v
   check_structured(r, kind);
   if (!gen) {
     CHECK(r->n == 0 && r->max_tokens == 0 && r->given == 0 && r->n_stops == 0 && r->ban == NULL);
-    CHECK(!r->has_seed && !r->logprobs && !r->stream);
+    CHECK(!r->has_seed && !r->logprobs && !r->stream && !r->no_prompt_cache);
     return;
   }
   CHECK(r->n >= 1 && r->n <= TL_SRV_MAX_N);

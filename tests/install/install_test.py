@@ -18,7 +18,9 @@
     loads the installed library (and cannot start without it), and both
     programs pass the api-example stage's own judge (tests/api/
     example_test.py: the same ids, text and receipt id as `tinylm run` on
-    the tiny golden artifact, typed errors).
+    the tiny golden artifact, typed errors);
+  * the installed bin/tinylm, run outside the source tree, serves the chat
+    page at / (compiled in): the bytes of web/server/ and web/app.css.
 
     install_test.py TINYLM WORKDIR     (TINYLM: the gcc build's CLI, the
                                         judge's reference)
@@ -28,8 +30,10 @@ import glob
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import urllib.request
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
@@ -104,6 +108,26 @@ def check_tree(label, root, prefix, version, major):
           and re.search(rf"^Version: {re.escape(version)}$", text, re.M) is not None, text)
 
 
+def serves_page(tinylm, work):
+    """The installed CLI serves the page's files with no source tree around."""
+    model = os.path.join(ROOT, "tests", "golden", "slm", "tiny-f32.slm")
+    p = subprocess.Popen([tinylm, "serve", model, "--port", "0", "--parallel", "1"], cwd=work,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        m = re.search(r"listening on (http://\S+)", p.stdout.readline())
+        if not check("bin/tinylm serve: prints its address", m is not None):
+            return
+        for path, src in [("/", "web/server/index.html"), ("/chat.js", "web/server/chat.js"),
+                          ("/app.css", "web/app.css")]:
+            with urllib.request.urlopen(m.group(1) + path, timeout=30) as r:
+                body = r.read()
+            check(f"bin/tinylm serve: GET {path} is {src}",
+                  body == open(os.path.join(ROOT, src), "rb").read())
+    finally:
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=30)
+
+
 def judge(name, label, program, tinylm, work, env):
     """The example's judge on program; its checks counted here, labelled."""
     script = JUDGES.get(name)
@@ -176,6 +200,7 @@ def main():
           f"not declared: {sorted(exported - declared)}; missing: {sorted(declared - exported)}")
     p = run([os.path.join(prefix, "bin", "tinylm"), "help"])
     check("bin/tinylm help: exit 0", p.returncode == 0, p.stderr)
+    serves_page(os.path.join(prefix, "bin", "tinylm"), work)
 
     env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(lib, "pkgconfig"))
     env.pop("LD_LIBRARY_PATH", None)
