@@ -325,10 +325,11 @@ $(UNIT): $(call obj,$(CORE_TESTS) $(NATIVE_TESTS) $(HARNESS) \
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 # The suites that run threads (the pool, the public API's concurrent use,
-# the parallel fast forward), alone: what CFG=tsan builds and tests/run.sh's
-# unit-tsan runs under ThreadSanitizer.
+# the parallel fast forward, the server's engine and model registry),
+# alone: what CFG=tsan builds and tests/run.sh's unit-tsan runs under
+# ThreadSanitizer.
 TSAN_SUITES := src/host/pool_test.c src/lib/api_test.c src/native/fast_forward_test.c \
-               src/native/serve_engine_test.c
+               src/native/serve_engine_test.c src/native/serve_models_test.c
 TSAN_UNIT := $(BUILD)/tsan_tests
 .PHONY: tsan-tests
 tsan-tests: $(TSAN_UNIT)

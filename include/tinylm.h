@@ -407,6 +407,25 @@ typedef struct tl_generation_result {
 } tl_generation_result;
 tl_status tl_generation_result_get(tl_generation_handle gen, tl_generation_result *out);
 
+/* A chat reply's parts (docs/api.md, Reasoning): Qwen3's think block, when
+ * the text opens with "<think>", and the answer after it. reasoning: the
+ * block's text without the tags and the newlines around them (NULL when
+ * the text has no block; a block never closed, the reply cut short while
+ * thinking, is all reasoning and the answer is empty); answer: the text
+ * after "</think>" and its newlines (the whole text without a block).
+ * Both point into text (a tl_generation_result's text, typically); the
+ * result's text, raw bytes, ids and receipt are unchanged. A plain
+ * completion's text is not a chat reply: its "<think>" means nothing.
+ * TL_ERR_INVALID_ARGUMENT: out NULL, or text NULL with len > 0
+ * (TL_ERR_UNSUPPORTED_ABI before tl_api_init, as every call). */
+typedef struct tl_reply_parts {
+  const uint8_t *reasoning;
+  size_t reasoning_len;
+  const uint8_t *answer;
+  size_t answer_len;
+} tl_reply_parts;
+tl_status tl_reply_split(const void *text, size_t len, tl_reply_parts *out);
+
 tl_status tl_generation_free(tl_generation_handle gen);
 
 /* ---- observation (docs/observe.md) ---- */

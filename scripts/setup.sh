@@ -28,14 +28,16 @@ flock 9
 # playwright-core, which downloads no browser of its own), and Mesa's
 # Vulkan drivers with the Vulkan loader (mesa-vulkan-drivers, libvulkan1:
 # llvmpipe, the second WebGPU adapter tests/web/webgpu_test.mjs runs the
-# webgpu lane on, docs/web.md). npm's pinned
+# webgpu lane on, docs/web.md), and haproxy and prometheus (the serve-fleet
+# stage puts three servers behind the one and has the other scrape them,
+# docs/deploy.md). npm's pinned
 # openai 6.x client (package-lock.json) drives tests/serve.
 packages=(gcc make clang lld libclang-rt-14-dev wabt nodejs b3sum
           python3 python3-cbor2 python3-jinja2 python3-numpy python3-scipy libblas3 libjansson-dev
           libcurl4-openssl-dev libmicrohttpd-dev libsodium-dev openssl strace
           libedit-dev unicode-data time pkgconf
           gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static chromium
-          mesa-vulkan-drivers libvulkan1)
+          mesa-vulkan-drivers libvulkan1 haproxy prometheus)
 # `scripts/setup.sh --demo-train` (make demo-train only, never make test: CI
 # must not download torch) adds Debian's CPU torch for the demo model's
 # trainer, and OpenBLAS, without which its matrix products run on the

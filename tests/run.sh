@@ -184,6 +184,23 @@ run_stage serve-structured node tests/serve/structured_test.mjs build/gcc/tinylm
 # (in Chromium too) and the access log, on the demo model (~25 s).
 run_stage serve-compat node tests/serve/compat_test.mjs build/gcc/tinylm \
   build/test-work/serve-compat
+# Several models in one server: chosen by "model", swapped under a
+# --mem-budget that holds one, a model in use never unloaded (~18 s; the gcc
+# build, as the demo model's vocabulary is slow under ASan; the registry's
+# rules are in unit-asan).
+run_stage serve-models node tests/serve/models_test.mjs build/gcc/tinylm \
+  build/test-work/serve-models
+# Three servers on the demo model behind Debian's haproxy, scraped by
+# Debian's prometheus: drain (SIGTERM) alone and under load, a replica
+# killed mid-stream, the same bytes from every replica (~20 s; docs/deploy.md).
+run_stage serve-fleet node tests/serve/fleet_test.mjs build/gcc/tinylm build/test-work/serve-fleet
+run_stage serve-reasoning node tests/serve/reasoning_test.mjs build/gcc/tinylm \
+  build/test-work/serve-reasoning
+# tinylm serve on a shared host (docs/server.md, Security): slowloris
+# deadlines and caps, the prompt cache per key, Host/Content-Type without a
+# key, half-close, the receipt directory, special text, impossible n.
+run_stage serve-hardening node tests/serve/hardening_test.mjs build/gcc/tinylm \
+  build/test-work/serve-hardening
 # seeds drawn fresh and sent back, penalties, repeat_last_n, logit_bias (openai client)
 run_stage serve-sampling node tests/serve/sampling_test.mjs build/gcc/tinylm \
   build/test-work/serve-sampling

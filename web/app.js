@@ -18,7 +18,7 @@ const state = {
 };
 // For the Chromium tests and the curious: the page's state and a promise
 // that settles once start-up (probe, model list) is done.
-window.tinylmPage = { state, ready: null };
+window.tinylmPage = { state, ready: null, replyParts };
 
 // --- errors -------------------------------------------------------------
 // What each typed error means for someone looking at the page.
@@ -458,13 +458,38 @@ function bubble(role, text) {
 function note(div, text) {
   div.append(span(text, 'meta'));
 }
-// A reply's reasoning (between <think> and </think>) apart from its answer.
-function setText(div, text) {
+// A reply's think block apart from its answer, by the rules of the server's
+// reasoning_content (src/core/gen/think.h, docs/server.md Reasoning): a
+// block only where the reply opens with <think>; its text without the tags
+// and the newlines around them; the answer after </think> and its
+// newlines; a block never closed is all reasoning. While the reply streams
+// (final false) text that could still become a tag is held back, so the
+// answer never shows a piece of one.
+const THINK_OPEN = '<think>', THINK_CLOSE = '</think>';
+function replyParts(text, final) {
+  if (!text.startsWith(THINK_OPEN)) {
+    const undecided = !final && THINK_OPEN.startsWith(text);
+    return { reasoning: null, answer: undecided ? '' : text };
+  }
+  const close = text.indexOf(THINK_CLOSE, THINK_OPEN.length);
+  let reasoning = close >= 0 ? text.slice(THINK_OPEN.length, close) : text.slice(THINK_OPEN.length);
+  if (close < 0 && !final) {
+    for (let k = THINK_CLOSE.length - 1; k > 0; k--) {
+      if (reasoning.endsWith(THINK_CLOSE.slice(0, k))) { reasoning = reasoning.slice(0, -k); break; }
+    }
+  }
+  reasoning = reasoning.replace(/^\n+/, '').replace(/\n+$/, '');
+  const answer = close >= 0 ? text.slice(close + THINK_CLOSE.length).replace(/^\n+/, '') : '';
+  return { reasoning, answer };
+}
+// A bubble's text: an assistant's think block in its own muted "Thinking"
+// box (hidden when empty), the answer in the body.
+function setText(div, text, final = true) {
   const [think, body] = [div.querySelector('.think'), div.querySelector('.body')];
-  const m = /^\s*<think>([\s\S]*?)(<\/think>|$)\s*/.exec(text);
-  think.hidden = !m || !m[1].trim();
-  think.textContent = m ? m[1].trim() : '';
-  body.textContent = m ? text.slice(m[0].length) : text;
+  const p = div.classList.contains('assistant') ? replyParts(text, final) : { reasoning: null, answer: text };
+  think.hidden = !p.reasoning;
+  think.textContent = p.reasoning ?? '';
+  body.textContent = p.answer;
   $('transcript').scrollTop = $('transcript').scrollHeight;
 }
 // A settings field as a number: not one (or a fraction where an integer is
@@ -584,7 +609,7 @@ async function onSend(ev) {
     const out = await worker().call('generate', { args: { messages, ...args } }, {
       onToken: (t) => {
         streamed += t;
-        setText(reply, streamed);
+        setText(reply, streamed, false);
       },
     });
     setText(reply, out.text);

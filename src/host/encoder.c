@@ -16,9 +16,14 @@ static tl_status grow(void **p, size_t *cap, size_t need, size_t elem) {
   return TL_OK;
 }
 
-/* Encodes text; *n gets the token count. */
 tl_status tl_encoder_run(tl_encoder *e, const uint8_t *text, size_t len,
                          size_t *n, size_t *err_offset) {
+  return tl_encoder_run_plain(e, text, len, NULL, 0, n, err_offset);
+}
+
+tl_status tl_encoder_run_plain(tl_encoder *e, const uint8_t *text, size_t len,
+                               const tl_tok_span *plain, size_t n_plain, size_t *n,
+                               size_t *err_offset) {
   size_t scratch_need, ids_need = len + 16;
   tl_arena scratch;
   tl_status st = tl_tok_encode_scratch_bound(len, &scratch_need);
@@ -34,8 +39,8 @@ tl_status tl_encoder_run(tl_encoder *e, const uint8_t *text, size_t len,
     }
     if (st != TL_OK) break;
     tl_arena_init(&scratch, e->scratch_mem, e->scratch_cap);
-    st = tl_tok_encode(e->tok, text, len, &scratch, e->ids, e->spans,
-                       e->ids_cap, n, err_offset);
+    st = tl_tok_encode_plain(e->tok, text, len, plain, n_plain, &scratch, e->ids,
+                             e->spans, e->ids_cap, n, err_offset);
     if (st != TL_ERR_BOUNDS) break;
     ids_need = *n; /* the encoder said how many it needs */
   }

@@ -18,6 +18,11 @@ typedef struct tl_encoder {
  * UTF-8: TL_ERR_INVALID_UTF8 with *err_offset. */
 tl_status tl_encoder_run(tl_encoder *e, const uint8_t *text, size_t len,
                          size_t *n, size_t *err_offset);
+/* The same, with the special tokens whose text starts in plain[0..n_plain)
+ * encoded as text (tl_tok_encode_plain). */
+tl_status tl_encoder_run_plain(tl_encoder *e, const uint8_t *text, size_t len,
+                               const tl_tok_span *plain, size_t n_plain, size_t *n,
+                               size_t *err_offset);
 void tl_encoder_free(tl_encoder *e);
 
 /* Decodes ids[0..n) in mode into a malloc'd buffer (*out, *len bytes;

@@ -23,6 +23,7 @@
 #include "bytes.h"
 #include "chat_render.h"
 #include "encoder.h"
+#include "gen/think.h"
 #include "grammar/grammar.h"
 #include "json/json.h"
 #include "kernels/parallel.h"
@@ -1080,6 +1081,22 @@ tl_status tl_generation_cancel(tl_generation_handle gen) {
   if (st != TL_OK) return st;
   atomic_store(&g->cancel, 1);
   drop(&g->o);
+  return TL_OK;
+}
+
+tl_status tl_reply_split(const void *text, size_t len, tl_reply_parts *out) {
+  const uint8_t *s = text;
+  tl_think th;
+  tl_status st = check_init();
+  if (st != TL_OK) return st;
+  if (out == NULL || (s == NULL && len > 0))
+    return FAIL(NULL, TL_ERR_INVALID_ARGUMENT, "tl_reply_split: NULL out, or NULL text of %zu bytes",
+                len);
+  tl_think_split(s, len, true, &th);
+  out->reasoning = th.block ? s + th.reason_from : NULL;
+  out->reasoning_len = th.reason_to - th.reason_from;
+  out->answer = th.block ? s + th.answer_from : s;
+  out->answer_len = len - th.answer_from;
   return TL_OK;
 }
 

@@ -327,6 +327,52 @@ static tl_status run_sampled(tl_session_handle s, seen *sn, tl_generation_handle
   return st;
 }
 
+/* tl_reply_split: Qwen3's think block apart from the answer, pointers into
+ * the text; a generation's text without a block is all answer. */
+static void reply_split_finds_the_think_block(tl_test_ctx *t) {
+  static const struct {
+    const char *text, *reasoning, *answer; /* reasoning NULL: no block */
+  } cases[] = {
+      {"<think>\nadd them\n</think>\n\n12 + 30 = 42.", "add them", "12 + 30 = 42."},
+      {"<think>\n\n</think>\n\nHi", "", "Hi"},
+      {"<think>\ncut short", "cut short", ""},
+      {"Hi <think>x</think>", NULL, "Hi <think>x</think>"},
+      {"", NULL, ""},
+  };
+  tl_reply_parts rp;
+  tl_model_handle m;
+  tl_session_handle s;
+  tl_generation_handle g;
+  tl_generation_result r;
+  seen a = {0};
+  if (!TL_EXPECT_OK(t, tl_api_init(TL_ABI_VERSION))) return;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const char *x = cases[i].text;
+    if (!TL_EXPECT_OK(t, tl_reply_split(x, strlen(x), &rp))) continue;
+    TL_EXPECT(t, (rp.reasoning == NULL) == (cases[i].reasoning == NULL));
+    if (cases[i].reasoning != NULL)
+      TL_EXPECT(t, rp.reasoning_len == strlen(cases[i].reasoning) &&
+                       memcmp(rp.reasoning, cases[i].reasoning, rp.reasoning_len) == 0 &&
+                       rp.reasoning >= (const uint8_t *)x && rp.reasoning <= (const uint8_t *)x + strlen(x));
+    TL_EXPECT(t, rp.answer_len == strlen(cases[i].answer) &&
+                     memcmp(rp.answer, cases[i].answer, rp.answer_len) == 0 &&
+                     rp.answer + rp.answer_len == (const uint8_t *)x + strlen(x));
+  }
+  TL_EXPECT_STATUS(t, tl_reply_split("x", 1, NULL), TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT_STATUS(t, tl_reply_split(NULL, 1, &rp), TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT_OK(t, tl_reply_split(NULL, 0, &rp));
+  /* a generation's result (the tiny model writes no block) */
+  if (!open_tiny(t, &m)) return;
+  TL_EXPECT_OK(t, tl_session_new(m, &scalar, &s));
+  if (TL_EXPECT_OK(t, run_sampled(s, &a, &g, &r))) {
+    TL_EXPECT_OK(t, tl_reply_split(r.text, r.text_len, &rp));
+    TL_EXPECT(t, rp.reasoning == NULL && rp.answer == r.text && rp.answer_len == r.text_len);
+  }
+  tl_generation_free(g);
+  TL_EXPECT_OK(t, tl_session_free(s));
+  TL_EXPECT_OK(t, tl_model_close(m));
+}
+
 static void cancel_from_the_callback_keeps_the_session(tl_test_ctx *t) {
   tl_model_handle m;
   tl_session_handle s;
@@ -1189,6 +1235,7 @@ static const tl_test_case cases[] = {
     TL_CASE(changed_or_short_bytes_are_refused),
     TL_CASE(preflight_gives_the_plan),
     TL_CASE(streaming_matches_the_result),
+    TL_CASE(reply_split_finds_the_think_block),
     TL_CASE(cancel_from_the_callback_keeps_the_session),
     TL_CASE(cancel_from_another_thread),
     TL_CASE(one_generation_at_a_time_per_session),

@@ -32,7 +32,7 @@
 #include "utf8.h"
 
 static const char usage_text[] =
-    "usage: tinylm chat MODEL.slm [-n N] [--think | --no-think] [--system TEXT]\n"
+    "usage: tinylm chat MODEL.slm [-n N] [--think | --no-think] [--hide-thinking] [--system TEXT]\n"
     "           [--temperature T] [--top-k K] [--top-p P] [--min-p M] [--repeat-penalty R]\n"
     "           [--repeat-window W] [--frequency-penalty F] [--presence-penalty P]\n"
     "           [--seed S] [--stop STR]... [--ctx N] [--mem-budget MB]\n"
@@ -43,6 +43,7 @@ static const char usage_text[] =
     "                   EOS, a stop string or the context is full)\n"
     "  --think, --no-think  the template's enable_thinking at the start\n"
     "                   (default on, Qwen3's own default; /think on|off changes it)\n"
+    TL_RUN_THINKING_USAGE
     "  --system TEXT    the system message\n"
     "  --seed S         the session's seed (default: a fresh one, named in the\n"
     "                   banner; turns differ by their turn index)\n"

@@ -20,8 +20,8 @@
 
 static const char usage_text[] =
     "usage: tinylm run MODEL.slm (--prompt S | --prompt-file F | --messages CONV.json)\n"
-    "           [--raw] [--think | --no-think] [-n N] [--temperature T] [--top-k K]\n"
-    "           [--top-p P] [--min-p M] [--repeat-penalty R] [--repeat-window W]\n"
+    "           [--raw] [--think | --no-think] [--hide-thinking] [-n N] [--temperature T]\n"
+    "           [--top-k K] [--top-p P] [--min-p M] [--repeat-penalty R] [--repeat-window W]\n"
     "           [--seed S] [--stop STR]... [--receipt FILE] [--logprobs K] [--json]\n"
     "           [--frequency-penalty F] [--presence-penalty P]\n"
     "           [--ctx N] [--preflight] [--mem-budget MB] [--progress] [--force]\n"
@@ -33,7 +33,7 @@ static const char usage_text[] =
     "  --raw            plain completion: the prompt's text as given, no template\n"
     "  --think, --no-think  the template's enable_thinking (default: the\n"
     "                   template's own; Qwen3 thinks); a --messages file's own\n"
-    "                   enable_thinking must agree\n"
+    "                   enable_thinking must agree\n" TL_RUN_THINKING_USAGE
     "  -n N             at most N new tokens (1..2^32-1); default and -1: until\n"
     "                   EOS, a stop string or the context is full\n"
     "  --temperature T  0 (greedy) or 2^-128..1.8e308;  --top-p P, --min-p M  0..1\n"
@@ -153,6 +153,8 @@ int tl_cmd_run(int argc, char **argv) {
   if (o.raw && o.messages != NULL)
     return tl_cli_usage(o.json, "--raw is for --prompt and --prompt-file (a --messages "
                         "conversation is always rendered by the chat template)");
+  if (o.raw && o.hide_thinking)
+    return tl_cli_usage(o.json, "--hide-thinking is for a chat reply; --raw is plain completion");
   if (o.raw && o.think != TL_RUN_THINK_DEFAULT)
     return tl_cli_usage(o.json, "--think and --no-think set the chat template's "
                         "enable_thinking; --raw uses no template");

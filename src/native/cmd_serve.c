@@ -5,10 +5,12 @@
  * events are written by serve_http.c.
  *
  * The socket is bound first (the listening line tells a test the port),
- * then the model loads in a thread (every endpoint answers 503 "loading"
- * meanwhile), while the main thread waits for SIGINT/SIGTERM. */
+ * then the default model loads in a thread (every endpoint answers 503
+ * "loading" meanwhile), while the main thread waits for SIGINT/SIGTERM.
+ * Further models load on first use (serve_models.c). */
 #define _GNU_SOURCE /* POLLRDHUP */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
 #include <microhttpd.h>
@@ -32,22 +34,32 @@
 #include "fresh_seed.h"
 #include "lane.h"
 #include "serve_engine.h"
+#include "serve_guard.h"
 #include "serve_http.h"
 #include "serve_log.h"
 #include "serve_page.h"
+#include "serve_models.h"
 #include "serve_request.h"
 #include "utf8.h"
 
 static const char usage_text[] =
-    "usage: tinylm serve MODEL.slm [--host H] [--port P] [--parallel N] [--queue N]\n"
-    "                    [--ctx N] [--api-key KEY | --api-key-file F]\n"
+    "usage: tinylm serve MODEL.slm... [--models DIR] [--host H] [--port P]\n"
+    "                    [--parallel N] [--queue N] [--ctx N]\n"
+    "                    [--api-key KEY | --api-key-file F]\n"
     "                    [--cors-origin ORIGIN]... [--max-body-bytes N]\n"
-    "                    [--receipt-dir DIR] [--mem-budget MB]\n"
+    "                    [--receipt-dir DIR] [--mem-budget MB] [--drain-timeout S]\n"
+    "                    [--no-shared-cache] [--header-timeout S] [--body-timeout S]\n"
+    "                    [--max-conns N] [--max-conns-per-ip N] [--allow-host NAME]...\n"
+    "                    [--escape-special]\n"
     "                    [--log-format text|json] [--lane scalar|fast] [-t N] [--mmap]\n"
     "  an OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions,\n"
-    "  /v1/models[/ID], /health, /props, /tokenize, /detokenize, /apply-template,\n"
-    "  /metrics, and a chat page at / (docs/server.md)\n"
+    "  /v1/models[/ID], /health, /health/live, /health/ready, /props, /tokenize,\n"
+    "  /detokenize, /apply-template, /metrics, and a chat page at / (docs/server.md)\n"
     "  (docs/server.md); same request and seed, same reply bytes at any load\n"
+    "  MODEL.slm...      the models, each called by its file name without .slm;\n"
+    "                    a request's \"model\" picks one (absent: the first)\n"
+    "  --models DIR      every *.slm in DIR, in name order, where the flag\n"
+    "                    stands among the models; repeatable\n"
     "  --host H          address to listen on (default 127.0.0.1; another than\n"
     "                    loopback without an API key is warned about)\n"
     "  --port P          0..65535 (default 8080; 0: any free port, printed)\n"
@@ -57,29 +69,56 @@ static const char usage_text[] =
     "  --ctx N           context tokens per slot (default: the model's, at most\n"
     "                    4096)\n"
     "  --api-key KEY     require Authorization: Bearer KEY (or X-Api-Key: KEY)\n"
-    "  --api-key-file F  the key from the first line of F\n"
+    "  --api-key-file F  the keys in F, one a line (# comments, blank lines\n"
+    "                    skipped); each key's requests share a prompt cache\n"
+    "                    with that key's only\n"
+    "  --no-shared-cache no prompt prefix reused from one request to another\n"
+    "  --escape-special  special-token text in messages (<|im_end|>) as text,\n"
+    "                    not control tokens\n"
+    "  --header-timeout S  a request's headers must be in within S seconds\n"
+    "                    (default 10), --body-timeout S its body within S more\n"
+    "                    (default 30); else the connection is closed\n"
+    "  --max-conns N     open connections at most (default 512, or --parallel +\n"
+    "                    --queue + 64 when more)\n"
+    "  --max-conns-per-ip N  from one address at most (default 32; 0: no cap)\n"
+    "  --allow-host NAME without a key, the Host header must be a loopback\n"
+    "                    name or --host; also NAME (\"*\": any); repeatable\n"
     "  --cors-origin O   allow browser requests from origin O (\"*\": any);\n"
     "                    repeatable\n"
     "  --max-body-bytes N  largest request body (default 8388608); more: 413\n"
     "  --receipt-dir DIR keep every choice's run receipt in DIR\n"
-    "  --mem-budget MB   refuse a memory plan over MB megabytes (default: the\n"
-    "                    memory available)\n"
+    "  --mem-budget MB   the loaded models' memory plans together stay within MB\n"
+    "                    megabytes (default: the memory available); a model\n"
+    "                    loads on first use, unloading the least recently used\n"
+    "                    idle ones when it does not fit\n"
     "  --log-format F    the access log on stderr, one line per request: text\n"
-    "                    (key=value, the default) or json\n" TL_LANE_USAGE
-    "  SIGINT or SIGTERM stops the server (exit 0)\n";
+    "                    (key=value, the default) or json\n"
+    "  --drain-timeout S on SIGTERM, refuse new generations and give the ones\n"
+    "                    accepted up to S seconds to finish, 0..3600 (default\n"
+    "                    30; 0: stop at once)\n" TL_LANE_USAGE
+    "  SIGINT stops the server at once, SIGTERM drains it first (exit 0)\n";
 
 #define MAX_ORIGINS 32
+#define MAX_KEYS 64
+#define MAX_HOSTS 32
 
 /* The one server of the process (signal handling is per process). */
 static struct {
   struct MHD_Daemon *daemon;
-  _Atomic(tl_srv_engine *) engine;
+  tl_srv_models *models;
+  const char *default_path; /* the first model's file (/props) */
+  atomic_bool ready; /* the default model is loaded */
+  tl_srv_stats retired[TL_SRV_MAX_MODELS]; /* counters of unloaded engines */
   atomic_bool stopping;
+  atomic_bool draining; /* SIGTERM: ready is 503, new generations too */
+  atomic_uint_fast64_t in_flight; /* generation requests past the gate, not done */
+  uint32_t drain_timeout;         /* seconds */
   tl_srv_engine_options eo;
-  const char *api_key;
-  size_t api_key_len;
-  const char *origins[MAX_ORIGINS];
-  size_t n_origins;
+  const char *keys[MAX_KEYS]; /* a key's index + 1 is its cache partition */
+  size_t n_keys;
+  const char *origins[MAX_ORIGINS], *hosts[MAX_HOSTS], *listen_host;
+  size_t n_origins, n_hosts;
+  double header_timeout, body_timeout;
   size_t max_body;
   tl_srv_log_format log_format;
   atomic_uint_fast64_t requests, rejected;
@@ -93,6 +132,8 @@ typedef enum route_id {
   R_COMPLETIONS,
   R_MODELS,
   R_HEALTH,
+  R_LIVE,
+  R_READY,
   R_TOKENIZE,
   R_DETOKENIZE,
   R_TEMPLATE,
@@ -108,6 +149,7 @@ static const struct route {
 } routes[] = {
     {"/v1/chat/completions", "POST", R_CHAT}, {"/v1/completions", "POST", R_COMPLETIONS},
     {"/v1/models", "GET", R_MODELS},          {"/health", "GET", R_HEALTH},
+    {"/health/live", "GET", R_LIVE},          {"/health/ready", "GET", R_READY},
     {"/tokenize", "POST", R_TOKENIZE},        {"/detokenize", "POST", R_DETOKENIZE},
     {"/apply-template", "POST", R_TEMPLATE},  {"/metrics", "GET", R_METRICS},
     {"/props", "GET", R_PROPS},
@@ -123,6 +165,7 @@ typedef struct conn_ctx {
   tl_srv_buf body;
   uint64_t seen; /* body bytes received */
   bool too_large, answered;
+  bool in_flight; /* counted in S.in_flight until completed */
   char id[25];      /* X-Request-Id */
   char method[16];
   char path[257];   /* at most 256 bytes of it */
@@ -131,6 +174,7 @@ typedef struct conn_ctx {
   unsigned status;  /* 0 until answered */
   bool generation;
   uint32_t prompt_tokens, completion_tokens;
+  uint32_t partition; /* the key's prompt cache partition (0: no key) */
 } conn_ctx;
 
 /* The request the calling thread serves (libmicrohttpd runs each
@@ -167,6 +211,8 @@ static enum MHD_Result queue(struct MHD_Connection *c, unsigned status,
     MHD_add_response_header(r, "Vary", "Origin");
   }
   if (status >= 400) atomic_fetch_add(&S.rejected, 1);
+  /* a draining server's clients reconnect (through a balancer: elsewhere) */
+  if (atomic_load(&S.draining)) MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
   ok = MHD_queue_response(c, status, r);
   MHD_destroy_response(r);
   return ok;
@@ -217,20 +263,28 @@ static enum MHD_Result reply_failed(struct MHD_Connection *c, tl_srv_error *e, t
 
 /* ---- auth, CORS ---- */
 
-/* Equal to the key, in time that depends on the key's length only. */
-static bool key_matches(const char *given) {
+/* The partition of the key given (its index + 1), else 0: every key is
+ * compared whole, in time that depends on the keys' lengths only. */
+static uint32_t key_partition(const char *given) {
   size_t n = strlen(given);
-  unsigned char diff = (unsigned char)(n != S.api_key_len);
-  for (size_t i = 0; i < S.api_key_len; i++)
-    diff |= (unsigned char)(S.api_key[i] ^ (i < n ? given[i] : 0));
-  return diff == 0;
+  uint32_t found = 0;
+  for (size_t k = 0; k < S.n_keys; k++) {
+    size_t len = strlen(S.keys[k]);
+    unsigned char diff = (unsigned char)(n != len);
+    for (size_t i = 0; i < len; i++) diff |= (unsigned char)(S.keys[k][i] ^ (i < n ? given[i] : 0));
+    found |= (uint32_t)(k + 1) & (uint32_t)-(int32_t)(diff == 0);
+  }
+  return found;
 }
 
-static bool authorized(struct MHD_Connection *c) {
+/* Whether the request may go on; *partition its key's (0 without keys). */
+static bool authorized(struct MHD_Connection *c, uint32_t *partition) {
   const char *a = header(c, MHD_HTTP_HEADER_AUTHORIZATION), *x = header(c, "X-Api-Key");
-  if (S.api_key == NULL) return true;
-  if (a != NULL && strncasecmp(a, "Bearer ", 7) == 0 && key_matches(a + 7)) return true;
-  return x != NULL && key_matches(x);
+  *partition = 0;
+  if (S.n_keys == 0) return true;
+  if (a != NULL && strncasecmp(a, "Bearer ", 7) == 0) *partition = key_partition(a + 7);
+  if (*partition == 0 && x != NULL) *partition = key_partition(x);
+  return *partition != 0;
 }
 
 static enum MHD_Result preflight(struct MHD_Connection *c) {
@@ -244,14 +298,106 @@ static enum MHD_Result preflight(struct MHD_Connection *c) {
   return queue(c, 204, r, NULL);
 }
 
+/* ---- the models (serve_models.h) ---- */
+
+static tl_status engine_open(void *ctx, size_t i, const char *path, uint64_t budget,
+                             void **out, uint64_t *bytes, char *err, size_t err_cap) {
+  tl_srv_engine_options o = S.eo;
+  tl_srv_engine *e = NULL;
+  tl_srv_facts f;
+  tl_status st;
+  (void)ctx;
+  (void)i;
+  o.model_path = path;
+  o.mem_budget = budget;
+  if ((st = tl_srv_engine_open(&o, &e, err, err_cap)) != TL_OK) return st;
+  tl_srv_engine_facts(e, &f);
+  *out = e;
+  *bytes = f.plan_bytes;
+  return TL_OK;
+}
+
+static void stats_add(tl_srv_stats *a, const tl_srv_stats *b) {
+  a->prompt_tokens += b->prompt_tokens;
+  a->cached_tokens += b->cached_tokens;
+  a->generated_tokens += b->generated_tokens;
+  a->prompt_seconds += b->prompt_seconds;
+  a->decode_seconds += b->decode_seconds;
+  a->requests_done += b->requests_done;
+  a->requests_cancelled += b->requests_cancelled;
+  a->requests_failed += b->requests_failed;
+  a->processing += b->processing;
+  a->queued += b->queued;
+  a->slots_busy += b->slots_busy;
+  a->forward_batches += b->forward_batches;
+  a->batched_tokens += b->batched_tokens;
+  a->kv_used += b->kv_used;
+  a->kv_capacity += b->kv_capacity;
+}
+
+/* An idle engine's counters live on in S.retired (/metrics never goes
+ * back). */
+static void engine_close(void *ctx, size_t i, void *handle) {
+  tl_srv_stats st;
+  (void)ctx;
+  tl_srv_engine_stats(handle, &st);
+  st.kv_used = st.kv_capacity = 0; /* a gauge of the engine, gone with it */
+  stats_add(&S.retired[i], &st);
+  tl_srv_engine_close(handle);
+}
+
+/* The model the body's "model" names (absent, or only one model: the
+ * first), held for the request in *model. False: answered (404 for a
+ * name no model has, 503 with Retry-After when it cannot fit beside the
+ * models in use, 500 when it does not load). */
+static bool take_model(struct MHD_Connection *c, const conn_ctx *cc, size_t *model,
+                       tl_srv_engine **e, enum MHD_Result *answered) {
+  json_t *doc = NULL, *v;
+  tl_srv_error err;
+  char msg[1024];
+  bool busy;
+  void *h;
+  tl_status st;
+  int i = 0;
+  if (tl_srv_models_count(S.models) > 1 &&
+      (doc = json_loadb(cc->body.p, cc->body.len, 0, NULL)) != NULL &&
+      json_is_string(v = json_object_get(doc, "model"))) /* else the parse's 400 or the default */
+    i = tl_srv_models_find(S.models, json_string_value(v));
+  if (i < 0) {
+    tl_srv_error_set(&err, 404, "invalid_request_error", "model", "model_not_found",
+                     "The model '%.200s' does not exist (GET /v1/models lists them)",
+                     json_string_value(json_object_get(doc, "model")));
+    json_decref(doc);
+    *answered = reply_error(c, &err);
+    return false;
+  }
+  json_decref(doc);
+  st = tl_srv_models_acquire(S.models, (size_t)i, &h, &busy, msg, sizeof msg);
+  if (st != TL_OK) {
+    if (busy)
+      tl_srv_error_set(&err, 503, "server_error", "model", "model_busy", "%s", msg);
+    else
+      tl_srv_error_set(&err, 500, "server_error", "model", "model_load_failed", "%s",
+                       msg[0] ? msg : tl_status_name(st));
+    *answered = reply_json(c, (unsigned)err.status, tl_srv_error_body(&err), busy ? "1" : NULL, NULL);
+    return false;
+  }
+  *model = (size_t)i;
+  *e = h;
+  return true;
+}
+
 /* ---- generation ---- */
 
-/* Whether the client is still there: a closed or reset connection shows
- * as a hang-up on its socket (the body has been read by now). */
-static bool client_alive(int fd) {
-  struct pollfd p = {.fd = fd, .events = POLLRDHUP};
-  if (fd < 0) return true;
-  return poll(&p, 1, 0) <= 0 || (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) == 0;
+/* Whether the client can still read its reply. A FIN alone comes both from
+ * a client that half-closed after its request and from one that closed:
+ * the caller then writes once (*probe_due), which a closed socket answers
+ * with a reset, and a reset shows as a hang-up at the next look. */
+static bool client_there(int fd, bool *probed, bool *probe_due) {
+  tl_srv_peer p = tl_srv_peer_state(fd);
+  *probe_due = p == TL_SRV_PEER_HALF && !*probed;
+  *probed = *probed || *probe_due;
+  return p != TL_SRV_PEER_GONE;
 }
 
 static int conn_fd(struct MHD_Connection *c) {
@@ -261,8 +407,8 @@ static int conn_fd(struct MHD_Connection *c) {
 }
 
 /* Waits (about 100 ms at most) for news of the unfinished choices and
- * takes it in. False when the client went away or the server stops. */
-static bool gather(tl_srv_gen *g, int fd) {
+ * takes it in. False when the server stops. */
+static bool gather(tl_srv_gen *g) {
   bool waited = false;
   for (uint32_t i = 0; i < g->n; i++) {
     tl_srv_choice *c = &g->choices[i];
@@ -283,7 +429,7 @@ static bool gather(tl_srv_gen *g, int fd) {
       snprintf(c->result.error, sizeof c->result.error, "%s", tl_status_name(st));
     }
   }
-  return !atomic_load(&S.stopping) && client_alive(fd);
+  return !atomic_load(&S.stopping);
 }
 
 static bool all_done(const tl_srv_gen *g) {
@@ -299,7 +445,8 @@ typedef struct stream {
   int fd;
   tl_srv_buf out;
   size_t out_pos;
-  bool ended;
+  bool ended, held, probed; /* held: model is the registry's model S.models holds for it */
+  size_t model;
   double last_sent;
 } stream;
 
@@ -319,8 +466,10 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
   while (s->out_pos == s->out.len) {
     bool finished = true;
     s->out.len = s->out_pos = 0;
+    bool probe;
     if (s->ended) return MHD_CONTENT_READER_END_OF_STREAM;
-    if (!gather(&s->g, s->fd)) return MHD_CONTENT_READER_END_WITH_ERROR;
+    if (!gather(&s->g) || !client_there(s->fd, &s->probed, &probe))
+      return MHD_CONTENT_READER_END_WITH_ERROR;
     for (uint32_t i = 0; i < s->g.n; i++) {
       (void)tl_srv_stream_choice(&s->g, i, &s->out);
       finished = finished && s->g.choices[i].finished;
@@ -330,7 +479,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
       s->ended = true;
       count_tokens(s->cc, &s->g);
     }
-    if (s->out.len == 0 && tl_now_s() - s->last_sent >= 2.0)
+    if (s->out.len == 0 && (probe || tl_now_s() - s->last_sent >= 2.0))
       (void)tl_srv_buf_add(&s->out, ": ping\n\n", 8); /* queued or in prefill */
     if (s->out.failed) return MHD_CONTENT_READER_END_WITH_ERROR;
   }
@@ -342,30 +491,36 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
 }
 
 /* The response is gone (sent, or the client left): cancel what still
- * runs and release the jobs. */
+ * runs, release the jobs, then the model. */
 static void stream_free(void *cls) {
   stream *s = cls;
   tl_srv_gen_free(&s->g);
+  if (s->held) tl_srv_models_release(S.models, s->model);
   tl_srv_buf_free(&s->out);
   free(s);
 }
 
-static enum MHD_Result generate(struct MHD_Connection *c, tl_srv_engine *e, bool chat,
-                                conn_ctx *cc) {
+static enum MHD_Result generate(struct MHD_Connection *c, bool chat, conn_ctx *cc, bool http11) {
   stream *s = calloc(1, sizeof *s);
   tl_srv_gen *g = s != NULL ? &s->g : NULL;
+  tl_srv_engine *e;
   tl_srv_error err;
   tl_status st;
   enum MHD_Result ok;
   memset(&err, 0, sizeof err);
   if (s == NULL) return reply_json(c, 500, NULL, NULL, NULL);
+  if (!take_model(c, cc, &s->model, &e, &ok)) {
+    free(s);
+    return ok;
+  }
+  s->held = true;
   g->engine = e;
   g->chat = chat;
   tl_srv_engine_facts(e, &g->facts);
   st = tl_srv_request_parse(chat ? TL_SRV_CHAT : TL_SRV_COMPLETION, (const uint8_t *)cc->body.p,
                             cc->body.len, g->facts.vocab, &g->req, &err);
   if (st != TL_OK) {
-    free(s);
+    stream_free(s);
     return reply_failed(c, &err, st);
   }
   /* No seed: a fresh one, returned in tinylm.choices[i].seed (and each
@@ -380,7 +535,7 @@ static enum MHD_Result generate(struct MHD_Connection *c, tl_srv_engine *e, bool
                                    &err)
               : tl_srv_prompt_text(e, g->req.prompt, g->req.prompt_len, &g->prompt, &err);
   for (uint32_t i = 0; st == TL_OK && i < g->req.n; i++) {
-    tl_srv_job_params p = {&g->req, &g->prompt, i, g->grammar};
+    tl_srv_job_params p = {&g->req, &g->prompt, i, g->grammar, cc->partition};
     st = tl_srv_submit(e, &p, &g->choices[i].job, &err);
     if (st == TL_OK) g->n = i + 1;
   }
@@ -407,13 +562,17 @@ static enum MHD_Result generate(struct MHD_Connection *c, tl_srv_engine *e, bool
     MHD_add_response_header(r, "Cache-Control", "no-cache");
     return queue(c, 200, r, "text/event-stream");
   }
-  while (!all_done(g))
-    if (!gather(g, s->fd)) {
-      bool stopping = atomic_load(&S.stopping);
+  while (!all_done(g)) {
+    bool stopping = !gather(g), probe, there = client_there(s->fd, &s->probed, &probe);
+    /* nothing of the reply is sent yet: an interim response is the probe
+     * (HTTP/1.0 has none: such a client's close is not seen) */
+    if (probe && http11) (void)tl_srv_probe_interim(s->fd);
+    if (stopping || !there) {
       stream_free(s); /* cancels */
       return stopping ? fail(c, 503, "server_error", "shutting_down", "the server is stopping")
                       : MHD_NO; /* the client is gone: close */
     }
+  }
   for (uint32_t i = 0; i < g->n; i++) {
     const tl_srv_result *r = &g->choices[i].result;
     if (strcmp(r->finish, "error") == 0 || strcmp(r->finish, "cancelled") == 0) {
@@ -431,42 +590,135 @@ static enum MHD_Result generate(struct MHD_Connection *c, tl_srv_engine *e, bool
 
 /* ---- the other endpoints ---- */
 
-static enum MHD_Result health(struct MHD_Connection *c, tl_srv_engine *e) {
-  tl_srv_stats st;
-  tl_srv_facts f;
-  if (e == NULL) return reply_doc(c, 503, json_pack("{s:s}", "status", "loading"));
-  tl_srv_engine_stats(e, &st);
-  tl_srv_engine_facts(e, &f);
-  return reply_doc(c, 200, json_pack("{s:s,s:I,s:I}", "status", "ok", "slots_idle",
-                                     (json_int_t)(f.parallel - st.slots_busy),
-                                     "slots_processing", (json_int_t)st.slots_busy));
+/* Each model's entry of /v1/models, /health's models and /metrics, made
+ * while the registry holds its engine open. */
+typedef struct listing {
+  json_t *list;
+  tl_srv_stats total;
+  uint32_t slots_idle;
+  tl_srv_model_sample samples[TL_SRV_MAX_MODELS];
+} listing;
+
+/* ---- health and drain (docs/deploy.md) ---- */
+
+static bool is_health(route_id id) { return id == R_HEALTH || id == R_LIVE || id == R_READY; }
+
+/* The requests a drain refuses when new and waits for when accepted. */
+static bool drains(route_id id) { return id == R_CHAT || id == R_COMPLETIONS; }
+
+/* Liveness: the process answers, loading, serving or draining. */
+static enum MHD_Result live(struct MHD_Connection *c) {
+  return reply_doc(c, 200, json_pack("{s:s}", "status", "live"));
 }
 
-/* The model as OpenAI's model object. */
-static json_t *model_doc(tl_srv_engine *e) {
+/* Readiness: a new generation would be taken. */
+static enum MHD_Result ready(struct MHD_Connection *c) {
+  const char *why = !atomic_load(&S.ready)      ? "loading"
+                    : atomic_load(&S.draining) ? "draining"
+                                               : NULL;
+  return reply_doc(c, why != NULL ? 503 : 200,
+                   json_pack("{s:s}", "status", why != NULL ? why : "ready"));
+}
+
+/* SIGTERM with a drain timeout: readiness turns 503 and new generations
+ * are refused, while the accepted ones (queued or running) finish, until
+ * none is left, the timeout passes or another signal comes; then the
+ * server stops as on SIGINT (what still runs is cancelled). Returns the
+ * stop message's detail. */
+static const char *drain(const sigset_t *sigs, char *detail, size_t cap) {
+  const struct timespec tick = {0, 50 * 1000000L};
+  double until = tl_now_s() + S.drain_timeout;
+  uint64_t left;
+  int sig = 0;
+  atomic_store(&S.draining, true);
+  fprintf(stderr, "tinylm serve: draining (SIGTERM): %llu requests to finish, at most %u s\n",
+          (unsigned long long)atomic_load(&S.in_flight), S.drain_timeout);
+  while ((left = atomic_load(&S.in_flight)) > 0 && tl_now_s() < until &&
+         (sig = sigtimedwait(sigs, NULL, &tick)) <= 0) {
+    (void)tl_srv_deadline_reap(tl_now_s()); /* slow clients are cut off meanwhile too */
+  }
+  if (left == 0) snprintf(detail, cap, "SIGTERM, drained");
+  else if (sig > 0) snprintf(detail, cap, "SIGTERM, then %s: %llu requests cancelled",
+                             sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "load failure",
+                             (unsigned long long)left);
+  else snprintf(detail, cap, "SIGTERM, drain timeout: %llu requests cancelled",
+                (unsigned long long)left);
+  return detail;
+}
+
+static void list_model(void *ctx, size_t i, const tl_srv_model_info *m) {
+  listing *l = ctx;
+  tl_srv_engine *e = m->handle;
+  tl_srv_model_sample *x = &l->samples[i];
   tl_srv_facts f;
   struct stat sb;
-  tl_srv_engine_facts(e, &f);
-  if (stat(S.eo.model_path, &sb) != 0) sb.st_mtime = 0;
-  return json_pack("{s:s,s:s,s:I,s:s,s:{s:s,s:I,s:I,s:s}}", "id", f.model_name, "object", "model",
-                   "created", (json_int_t)sb.st_mtime, "owned_by", "tinylm", "tinylm",
-                   "artifact_id", f.artifact_id, "context", (json_int_t)f.context, "parallel",
-                   (json_int_t)f.parallel, "profile", f.profile);
+  json_t *ext;
+  x->name = m->name;
+  x->loaded = e != NULL;
+  x->loads = m->loads;
+  x->unloads = m->unloads;
+  x->stats = S.retired[i];
+  if (stat(m->path, &sb) != 0) sb.st_mtime = 0;
+  if (e != NULL) {
+    tl_srv_stats st;
+    tl_srv_engine_stats(e, &st);
+    tl_srv_engine_facts(e, &f);
+    stats_add(&x->stats, &st);
+    l->slots_idle += f.parallel - st.slots_busy;
+    ext = json_pack("{s:b,s:s,s:I,s:I,s:s,s:I}", "loaded", 1, "artifact_id", f.artifact_id,
+                    "context", (json_int_t)f.context, "parallel", (json_int_t)f.parallel,
+                    "profile", f.profile, "plan_bytes", (json_int_t)m->bytes);
+  } else {
+    ext = json_pack("{s:b}", "loaded", 0);
+  }
+  stats_add(&l->total, &x->stats);
+  json_array_append_new(l->list, json_pack("{s:s,s:s,s:I,s:s,s:o}", "id", m->name, "object",
+                                           "model", "created", (json_int_t)sb.st_mtime,
+                                           "owned_by", "tinylm", "tinylm", ext));
 }
 
-static enum MHD_Result models(struct MHD_Connection *c, tl_srv_engine *e) {
-  return reply_doc(c, 200, json_pack("{s:s,s:[o]}", "object", "list", "data", model_doc(e)));
+/* l filled (its list NULL when out of memory). */
+static void list_models(listing *l) {
+  memset(l, 0, sizeof *l);
+  if ((l->list = json_array()) != NULL) tl_srv_models_visit(S.models, list_model, l);
 }
 
-/* GET /v1/models/{id}: the model named id, else 404 model_not_found. */
-static enum MHD_Result model(struct MHD_Connection *c, tl_srv_engine *e, const char *url) {
+static enum MHD_Result health(struct MHD_Connection *c) {
+  listing l;
+  json_t *doc = NULL;
+  if (!atomic_load(&S.ready)) return reply_doc(c, 503, json_pack("{s:s}", "status", "loading"));
+  list_models(&l);
+  if (l.list != NULL)
+    doc = json_pack("{s:s,s:I,s:I,s:o}", "status", "ok", "slots_idle", (json_int_t)l.slots_idle,
+                    "slots_processing", (json_int_t)l.total.slots_busy, "models", l.list);
+  return reply_doc(c, 200, doc);
+}
+
+static enum MHD_Result models(struct MHD_Connection *c) {
+  listing l;
+  list_models(&l);
+  return reply_doc(c, 200, l.list != NULL ? json_pack("{s:s,s:o}", "object", "list", "data",
+                                                      l.list)
+                                          : NULL);
+}
+
+/* GET /v1/models/{id}: that model's entry of /v1/models, else 404
+ * model_not_found. */
+static enum MHD_Result model(struct MHD_Connection *c, const char *url) {
   const char *id = url + strlen("/v1/models/");
-  tl_srv_facts f;
+  json_t *entry = NULL, *m;
   tl_srv_error err;
-  tl_srv_engine_facts(e, &f);
-  if (strcmp(id, f.model_name) == 0) return reply_doc(c, 200, model_doc(e));
+  listing l;
+  size_t i;
+  list_models(&l);
+  if (l.list == NULL) return reply_json(c, 500, NULL, NULL, NULL);
+  json_array_foreach(l.list, i, m) {
+    if (strcmp(json_string_value(json_object_get(m, "id")), id) == 0) entry = json_incref(m);
+  }
+  json_decref(l.list);
+  if (entry != NULL) return reply_doc(c, 200, entry);
   tl_srv_error_set(&err, 404, "invalid_request_error", "model", "model_not_found",
-                   "the model '%.120s' does not exist (this server has '%s')", id, f.model_name);
+                   "the model '%.120s' does not exist (GET /v1/models lists them)", id);
   return reply_error(c, &err);
 }
 
@@ -476,28 +728,42 @@ static json_t *default_or_null(bool has, double v) {
   return has ? json_real(v) : json_null();
 }
 
-/* GET /props: llama-server's shape, with what it means here
- * (docs/server.md, Props). */
-static enum MHD_Result props(struct MHD_Connection *c, tl_srv_engine *e) {
+/* GET /props: llama-server's shape, with what it means here, for the
+ * default model (docs/server.md, Props). */
+static enum MHD_Result props(struct MHD_Connection *c) {
   tl_srv_facts f;
   const tl_gen_defaults *d;
+  tl_srv_engine *e;
+  json_t *doc;
+  char msg[1024];
+  bool busy;
+  void *h;
+  tl_status st = tl_srv_models_acquire(S.models, 0, &h, &busy, msg, sizeof msg);
+  if (st != TL_OK) {
+    tl_srv_error err;
+    tl_srv_error_set(&err, busy ? 503 : 500, "server_error", "model",
+                     busy ? "model_busy" : "model_load_failed", "%s",
+                     msg[0] ? msg : tl_status_name(st));
+    return reply_json(c, (unsigned)err.status, tl_srv_error_body(&err), busy ? "1" : NULL, NULL);
+  }
+  e = h;
   tl_srv_engine_facts(e, &f);
   d = f.gen;
-  return reply_doc(
-      c, 200,
-      json_pack("{s:{s:I,s:{s:o,s:o,s:o,s:o,s:o,s:o,s:I}},s:I,s:s,s:s,s:s,s:{s:b,s:b},"
-                "s:{s:s,s:s,s:I}}",
-                "default_generation_settings", "n_ctx", (json_int_t)f.context, "params",
-                "do_sample", d->has_do_sample ? json_boolean(d->do_sample) : json_null(),
-                "temperature", default_or_null(d->has_temperature, d->temperature), "top_k",
-                d->has_top_k ? json_integer(d->top_k) : json_null(), "top_p",
-                default_or_null(d->has_top_p, d->top_p), "min_p",
-                default_or_null(d->has_min_p, d->min_p), "repeat_penalty",
-                default_or_null(d->has_repeat_penalty, d->repeat_penalty), "n_predict",
-                (json_int_t)-1, "total_slots", (json_int_t)f.parallel, "model_path",
-                S.eo.model_path, "model_alias", f.model_name, "build_info", f.build_id,
-                "modalities", "vision", 0, "audio", 0, "tinylm", "artifact_id", f.artifact_id,
-                "profile", f.profile, "queue", (json_int_t)f.queue));
+  doc = json_pack("{s:{s:I,s:{s:o,s:o,s:o,s:o,s:o,s:o,s:I}},s:I,s:s,s:s,s:s,s:{s:b,s:b},"
+                  "s:{s:s,s:s,s:I}}",
+                  "default_generation_settings", "n_ctx", (json_int_t)f.context, "params",
+                  "do_sample", d->has_do_sample ? json_boolean(d->do_sample) : json_null(),
+                  "temperature", default_or_null(d->has_temperature, d->temperature), "top_k",
+                  d->has_top_k ? json_integer(d->top_k) : json_null(), "top_p",
+                  default_or_null(d->has_top_p, d->top_p), "min_p",
+                  default_or_null(d->has_min_p, d->min_p), "repeat_penalty",
+                  default_or_null(d->has_repeat_penalty, d->repeat_penalty), "n_predict",
+                  (json_int_t)-1, "total_slots", (json_int_t)f.parallel, "model_path",
+                  S.default_path, "model_alias", f.model_name, "build_info",
+                  f.build_id, "modalities", "vision", 0, "audio", 0, "tinylm", "artifact_id",
+                  f.artifact_id, "profile", f.profile, "queue", (json_int_t)f.queue);
+  tl_srv_models_release(S.models, 0);
+  return reply_doc(c, 200, doc);
 }
 
 /* A file of the chat page. */
@@ -508,13 +774,23 @@ static enum MHD_Result page(struct MHD_Connection *c, const tl_srv_page_file *p)
   return queue(c, 200, r, p->type);
 }
 
-static enum MHD_Result metrics(struct MHD_Connection *c, tl_srv_engine *e) {
-  tl_srv_stats st;
+static enum MHD_Result metrics(struct MHD_Connection *c) {
+  listing l;
   tl_srv_http_counts n = {atomic_load(&S.requests), atomic_load(&S.rejected)};
-  char *text;
+  char *text, *per_model, *all = NULL;
   struct MHD_Response *r;
-  tl_srv_engine_stats(e, &st);
-  if ((text = tl_srv_metrics_text(&st, &n)) == NULL) return reply_json(c, 500, NULL, NULL, NULL);
+  list_models(&l);
+  json_decref(l.list);
+  text = tl_srv_metrics_text(&l.total, &n);
+  per_model = tl_srv_model_metrics_text(l.samples, tl_srv_models_count(S.models));
+  if (text != NULL && per_model != NULL &&
+      (all = realloc(text, strlen(text) + strlen(per_model) + 1)) != NULL) {
+    strcat(all, per_model);
+    text = NULL;
+  }
+  free(text);
+  free(per_model);
+  if ((text = all) == NULL) return reply_json(c, 500, NULL, NULL, NULL);
   r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
   if (r == NULL) free(text);
   return queue(c, 200, r, "text/plain; version=0.0.4");
@@ -532,8 +808,7 @@ static json_t *piece(tl_srv_engine *e, uint32_t id) {
   return a;
 }
 
-static enum MHD_Result text_tool(struct MHD_Connection *c, tl_srv_engine *e, route_id id,
-                                 const conn_ctx *cc) {
+static enum MHD_Result text_tool(struct MHD_Connection *c, route_id id, const conn_ctx *cc) {
   static const tl_srv_kind kinds[] = {[R_TOKENIZE] = TL_SRV_TOKENIZE,
                                       [R_DETOKENIZE] = TL_SRV_DETOKENIZE,
                                       [R_TEMPLATE] = TL_SRV_APPLY_TEMPLATE};
@@ -541,14 +816,21 @@ static enum MHD_Result text_tool(struct MHD_Connection *c, tl_srv_engine *e, rou
   tl_srv_prompt p;
   tl_srv_error err;
   tl_srv_facts f;
+  tl_srv_engine *e;
   tl_status st;
   json_t *doc = NULL;
+  size_t model;
+  enum MHD_Result ok;
   memset(&err, 0, sizeof err);
   memset(&p, 0, sizeof p);
+  if (!take_model(c, cc, &model, &e, &ok)) return ok;
   tl_srv_engine_facts(e, &f);
   st = tl_srv_request_parse(kinds[id], (const uint8_t *)cc->body.p, cc->body.len, f.vocab, &q,
                             &err);
-  if (st != TL_OK) return reply_failed(c, &err, st);
+  if (st != TL_OK) {
+    tl_srv_models_release(S.models, model);
+    return reply_failed(c, &err, st);
+  }
   if (id == R_TOKENIZE) {
     st = tl_srv_prompt_text(e, q.prompt, q.prompt_len, &p, &err);
     if (st == TL_OK) {
@@ -582,23 +864,51 @@ static enum MHD_Result text_tool(struct MHD_Connection *c, tl_srv_engine *e, rou
   }
   tl_srv_prompt_free(&p);
   tl_srv_request_free(&q);
+  tl_srv_models_release(S.models, model);
   if (st != TL_OK) return reply_failed(c, &err, st);
   return reply_doc(c, 200, doc);
 }
 
 /* ---- the handler ---- */
 
+/* The connection's receive deadline (serve_guard.h). */
+static tl_srv_deadline *deadline_of(struct MHD_Connection *c) {
+  const union MHD_ConnectionInfo *i =
+      MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  return i != NULL ? i->socket_context : NULL;
+}
+
+/* A keyless server's refusals of what a web page could send it (a key
+ * already stops them: a page cannot send one without a preflight). */
+static enum MHD_Result browser_check(struct MHD_Connection *c, const char *method, bool *refused) {
+  char msg[200];
+  const char *host = header(c, MHD_HTTP_HEADER_HOST);
+  *refused = true;
+  if (!tl_srv_host_allowed(host, S.listen_host, S.hosts, S.n_hosts)) {
+    snprintf(msg, sizeof msg, "Host %.64s is not this server's name (a loopback name, --host, "
+             "or --allow-host)", host);
+    return fail(c, 403, "permission_error", "host_not_allowed", msg);
+  }
+  if (strcmp(method, "POST") == 0 &&
+      !tl_srv_json_content_type(header(c, MHD_HTTP_HEADER_CONTENT_TYPE)))
+    return fail(c, 415, "invalid_request_error", "unsupported_media_type",
+                "the request body must be sent as Content-Type: application/json");
+  *refused = false;
+  return MHD_YES;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
                               const char *method, const char *version, const char *upload,
                               size_t *upload_size, void **con_cls) {
   conn_ctx *cc = *con_cls;
-  tl_srv_engine *e = atomic_load(&S.engine);
   (void)cls;
-  (void)version;
   current = cc;
   if (cc == NULL) { /* the headers are in: refuse early what can be */
     const char *len = header(c, MHD_HTTP_HEADER_CONTENT_LENGTH);
     uint64_t n;
+    bool refused;
+    enum MHD_Result r;
+    tl_srv_deadline_set(deadline_of(c), tl_now_s(), S.body_timeout);
     if ((cc = calloc(1, sizeof *cc)) == NULL) return MHD_NO;
     *con_cls = cc;
     current = cc;
@@ -631,13 +941,23 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     }
     /* the page holds no secret; its requests to the API carry the key */
     if (cc->route->id == R_PAGE) return page(c, cc->page);
-    if (cc->route->id != R_HEALTH && !authorized(c))
+    if (!is_health(cc->route->id) && !authorized(c, &cc->partition))
       return fail(c, 401, "authentication_error", "invalid_api_key",
                   "a valid API key is required (Authorization: Bearer KEY or X-Api-Key)");
+    if (S.n_keys == 0 && (r = browser_check(c, method, &refused), refused)) return r;
     if (atomic_load(&S.stopping))
       return fail(c, 503, "server_error", "shutting_down", "the server is stopping");
-    if (cc->route->id != R_HEALTH && e == NULL)
+    if (!is_health(cc->route->id) && !atomic_load(&S.ready))
       return fail(c, 503, "server_error", "loading", "the model is loading");
+    if (drains(cc->route->id)) {
+      /* counted before the flag is read: a drain that saw none in flight
+       * refuses this one (both atomics sequentially consistent) */
+      atomic_fetch_add(&S.in_flight, 1);
+      cc->in_flight = true;
+      if (atomic_load(&S.draining))
+        return fail(c, 503, "server_error", "shutting_down",
+                    "the server is draining: send the request to another replica");
+    }
     if (len != NULL && (!tl_cli_parse_u64(len, &n) || n > S.max_body)) {
       char msg[128];
       snprintf(msg, sizeof msg, "the request body is over %zu bytes (--max-body-bytes)",
@@ -664,6 +984,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     *upload_size = 0;
     return MHD_YES;
   }
+  /* the request is in: what follows (its generation) has no deadline */
+  tl_srv_deadline_set(deadline_of(c), 0, 0);
   if (cc->answered) return MHD_YES;
   cc->answered = true;
   if (cc->too_large) {
@@ -673,14 +995,17 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     return fail(c, 413, "invalid_request_error", "request_too_large", msg);
   }
   switch (cc->route->id) {
-  case R_HEALTH: return health(c, e);
-  case R_MODELS: return models(c, e);
-  case R_MODEL: return model(c, e, url);
-  case R_PROPS: return props(c, e);
-  case R_METRICS: return metrics(c, e);
-  case R_CHAT: return generate(c, e, true, cc);
-  case R_COMPLETIONS: return generate(c, e, false, cc);
-  default: return text_tool(c, e, cc->route->id, cc);
+  case R_HEALTH: return health(c);
+  case R_LIVE: return live(c);
+  case R_READY: return ready(c);
+  case R_MODELS: return models(c);
+  case R_MODEL: return model(c, url);
+  case R_PROPS: return props(c);
+  case R_METRICS: return metrics(c);
+  case R_CHAT: return generate(c, true, cc, strcmp(version, MHD_HTTP_VERSION_1_1) == 0);
+  case R_COMPLETIONS:
+    return generate(c, false, cc, strcmp(version, MHD_HTTP_VERSION_1_1) == 0);
+  default: return text_tool(c, cc->route->id, cc);
   }
 }
 
@@ -698,10 +1023,12 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
                       enum MHD_RequestTerminationCode toe) {
   conn_ctx *cc = *con_cls;
   (void)cls;
-  (void)c;
   (void)toe;
   current = NULL;
+  /* a kept-alive connection's next request: its headers from now on */
+  tl_srv_deadline_set(deadline_of(c), tl_now_s(), S.header_timeout);
   if (cc != NULL) {
+    if (cc->in_flight) atomic_fetch_sub(&S.in_flight, 1);
     log_access(cc);
     tl_srv_buf_free(&cc->body);
     free(cc);
@@ -709,19 +1036,40 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
   }
 }
 
+static void connection(void *cls, struct MHD_Connection *c, void **socket_ctx,
+                       enum MHD_ConnectionNotificationCode code) {
+  (void)cls;
+  if (code == MHD_CONNECTION_NOTIFY_STARTED)
+    *socket_ctx = tl_srv_deadline_open(conn_fd(c), tl_now_s(), S.header_timeout);
+  else tl_srv_deadline_close(*socket_ctx);
+}
+
 /* ---- the command ---- */
 
+static void print_name(void *ctx, size_t i, const tl_srv_model_info *m) {
+  (void)ctx;
+  printf("%s%s%s", i == 0 ? "tinylm serve: models " : ", ", m->name, i == 0 ? " (default)" : "");
+}
+
+/* The default model loads at start; the others on first use. */
 static void *load(void *arg) {
-  tl_srv_engine *e = NULL;
+  void *h = NULL;
+  bool busy;
   (void)arg;
-  S.load_status = tl_srv_engine_open(&S.eo, &e, S.load_error, sizeof S.load_error);
+  S.load_status =
+      tl_srv_models_acquire(S.models, 0, &h, &busy, S.load_error, sizeof S.load_error);
   if (S.load_status == TL_OK) {
     tl_srv_facts f;
-    tl_srv_engine_facts(e, &f);
-    atomic_store(&S.engine, e);
+    tl_srv_engine_facts(h, &f);
+    atomic_store(&S.ready, true); /* before the line a client waits for */
+    if (tl_srv_models_count(S.models) > 1) {
+      tl_srv_models_visit(S.models, print_name, NULL);
+      printf(" (the others load on first use)\n");
+    }
     printf("tinylm serve: ready (%s, %u slots x %u tokens, lane %s, plan %.1f MB)\n",
            f.model_name, f.parallel, f.context, f.profile, (double)f.plan_bytes / 1e6);
     fflush(stdout);
+    tl_srv_models_release(S.models, 0); /* f's strings were the engine's */
   } else {
     pthread_kill(S.main_thread, SIGUSR1); /* wake main: nothing to serve */
   }
@@ -739,28 +1087,77 @@ static bool loopback(const struct sockaddr *a) {
   return false;
 }
 
-/* The first line of file f (without its line end) as the key. */
-static int read_key_file(const char *f, char *key, size_t cap) {
+/* The keys of file f, one a line (its line end dropped; blank lines and
+ * lines starting with '#' skipped), copied into buf as S.keys. */
+static int read_key_file(const char *f, char *buf, size_t cap) {
   tl_file_view v;
   char err[512];
-  size_t n = 0;
+  size_t used = 0;
+  int rc = -1;
   if (tl_file_open_view(f, &v, err, sizeof err) != TL_OK)
     return tl_cli_fail(false, TL_ERR_IO, "--api-key-file: %s", err);
-  while (n < v.len && v.data[n] != '\n' && v.data[n] != '\r') n++;
-  if (n >= cap || memchr(v.data, '\0', n) != NULL) {
-    tl_file_close_view(&v);
-    return tl_cli_usage(false, "--api-key-file %s: the key is longer than %zu bytes or holds NUL",
-                        f, cap - 1);
+  for (size_t at = 0, n; at < v.len && rc < 0; at += n + 1) {
+    const char *line = (const char *)v.data + at;
+    for (n = 0; at + n < v.len && line[n] != '\n'; n++) {
+    }
+    size_t len = n > 0 && line[n - 1] == '\r' ? n - 1 : n;
+    if (len == 0 || line[0] == '#') continue;
+    if (memchr(line, '\0', len) != NULL || len + 1 > cap - used || S.n_keys == MAX_KEYS)
+      rc = tl_cli_usage(false, "--api-key-file %s: a key holds NUL, or more than %d keys or %zu "
+                        "bytes in all", f, MAX_KEYS, cap);
+    else {
+      memcpy(buf + used, line, len);
+      buf[used + len] = '\0';
+      S.keys[S.n_keys++] = buf + used;
+      used += len + 1;
+    }
   }
-  memcpy(key, v.data, n);
-  key[n] = '\0';
   tl_file_close_view(&v);
+  if (rc < 0 && S.n_keys == 0) rc = tl_cli_usage(false, "--api-key-file %s: no key in it", f);
+  return rc;
+}
+
+static int by_name(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Every DIR/NAME.slm after paths[*n] (in name order; malloc'd, kept until
+ * exit). -1, or the exit status of a failure. */
+static int scan_models(const char *dir, const char **paths, size_t *n) {
+  DIR *d = opendir(dir);
+  struct dirent *de;
+  size_t first = *n;
+  if (d == NULL) return tl_cli_fail(false, TL_ERR_IO, "--models %s: %s", dir, strerror(errno));
+  while ((de = readdir(d)) != NULL) {
+    size_t len = strlen(de->d_name);
+    char *p;
+    if (len <= 4 || strcmp(de->d_name + len - 4, ".slm") != 0) continue;
+    if (*n == TL_SRV_MAX_MODELS) {
+      closedir(d);
+      return tl_cli_usage(false, "at most %d models", TL_SRV_MAX_MODELS);
+    }
+    if ((p = malloc(strlen(dir) + len + 2)) == NULL) {
+      closedir(d);
+      return tl_cli_fail(false, TL_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    sprintf(p, "%s/%s", dir, de->d_name);
+    paths[(*n)++] = p;
+  }
+  closedir(d);
+  qsort(paths + first, *n - first, sizeof *paths, by_name);
   return -1;
 }
 
 int tl_cmd_serve(int argc, char **argv) {
-  static char key_buf[4096];
+  static char key_buf[65536];
+  const char *key = NULL;
+  uint32_t per_ip = 32, max_conns = 0, header_s = 10, body_s = 30;
+  static const char *paths[TL_SRV_MAX_MODELS];
   const char *host = "127.0.0.1", *key_file = NULL;
+  bool scanned = false;
+  size_t n_paths = 0;
+  tl_srv_loader engines = {engine_open, engine_close, NULL};
+  char err[1024];
   uint32_t port = 8080;
   uint64_t mb = 0, max_body = 8u << 20;
   struct addrinfo hints, *ai = NULL;
@@ -768,7 +1165,8 @@ int tl_cmd_serve(int argc, char **argv) {
   const union MHD_DaemonInfo *info;
   pthread_t loader;
   sigset_t sigs;
-  char port_text[8];
+  char port_text[8], detail[128];
+  const char *how;
   int rc, sig = 0, gai;
   unsigned flags;
 
@@ -776,6 +1174,7 @@ int tl_cmd_serve(int argc, char **argv) {
   S.eo.lane = tl_lane_defaults();
   S.eo.parallel = 4;
   S.eo.queue = 64;
+  S.drain_timeout = 30;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v;
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -786,23 +1185,39 @@ int tl_cmd_serve(int argc, char **argv) {
       if (rc > 0) return rc;
       continue;
     }
+    if (strcmp(a, "--no-shared-cache") == 0) {
+      S.eo.no_shared_cache = true;
+      continue;
+    }
+    if (strcmp(a, "--escape-special") == 0) {
+      S.eo.escape_special = true;
+      continue;
+    }
     if (a[0] == '-' && a[1] != '\0') {
       if (strcmp(a, "--host") != 0 && strcmp(a, "--port") != 0 &&
           strcmp(a, "--parallel") != 0 && strcmp(a, "--queue") != 0 &&
           strcmp(a, "--ctx") != 0 && strcmp(a, "--api-key") != 0 &&
           strcmp(a, "--api-key-file") != 0 && strcmp(a, "--cors-origin") != 0 &&
           strcmp(a, "--max-body-bytes") != 0 && strcmp(a, "--receipt-dir") != 0 &&
-          strcmp(a, "--mem-budget") != 0 && strcmp(a, "--log-format") != 0)
+          strcmp(a, "--mem-budget") != 0 && strcmp(a, "--models") != 0 &&
+          strcmp(a, "--log-format") != 0 && strcmp(a, "--drain-timeout") != 0 &&
+          strcmp(a, "--header-timeout") != 0 && strcmp(a, "--body-timeout") != 0 &&
+          strcmp(a, "--max-conns") != 0 && strcmp(a, "--max-conns-per-ip") != 0 &&
+          strcmp(a, "--allow-host") != 0)
         return tl_cli_usage(false, "unknown option '%s'\n%s", a, usage_text);
       if ((rc = tl_cli_value(false, argc, argv, &i, &v)) >= 0) return rc;
       if (strcmp(a, "--host") == 0) host = v;
+      else if (strcmp(a, "--models") == 0) {
+        scanned = true;
+        rc = scan_models(v, paths, &n_paths);
+      }
       else if (strcmp(a, "--port") == 0) rc = tl_cli_flag_u32(false, a, v, 0, 65535, &port);
       else if (strcmp(a, "--parallel") == 0)
         rc = tl_cli_flag_u32(false, a, v, 1, 64, &S.eo.parallel);
       else if (strcmp(a, "--queue") == 0) rc = tl_cli_flag_u32(false, a, v, 0, 4096, &S.eo.queue);
       else if (strcmp(a, "--ctx") == 0)
         rc = tl_cli_flag_u32(false, a, v, 1, UINT32_MAX, &S.eo.context);
-      else if (strcmp(a, "--api-key") == 0) S.api_key = v;
+      else if (strcmp(a, "--api-key") == 0) key = v;
       else if (strcmp(a, "--api-key-file") == 0) key_file = v;
       else if (strcmp(a, "--receipt-dir") == 0) S.eo.receipt_dir = v;
       else if (strcmp(a, "--log-format") == 0) {
@@ -810,39 +1225,62 @@ int tl_cmd_serve(int argc, char **argv) {
           return tl_cli_usage(false, "--log-format must be text or json, not '%s'", v);
       } else if (strcmp(a, "--mem-budget") == 0)
         rc = tl_cli_flag_u64(false, a, v, 1, UINT64_MAX >> 20, &mb);
+      else if (strcmp(a, "--drain-timeout") == 0)
+        rc = tl_cli_flag_u32(false, a, v, 0, 3600, &S.drain_timeout);
       else if (strcmp(a, "--max-body-bytes") == 0)
         rc = tl_cli_flag_u64(false, a, v, 1, (uint64_t)1 << 30, &max_body);
+      else if (strcmp(a, "--header-timeout") == 0)
+        rc = tl_cli_flag_u32(false, a, v, 1, 3600, &header_s);
+      else if (strcmp(a, "--body-timeout") == 0) rc = tl_cli_flag_u32(false, a, v, 1, 3600, &body_s);
+      else if (strcmp(a, "--max-conns") == 0) rc = tl_cli_flag_u32(false, a, v, 1, 65536, &max_conns);
+      else if (strcmp(a, "--max-conns-per-ip") == 0)
+        rc = tl_cli_flag_u32(false, a, v, 0, 65536, &per_ip);
+      else if (strcmp(a, "--allow-host") == 0) {
+        if (S.n_hosts == MAX_HOSTS) return tl_cli_usage(false, "at most %d --allow-host", MAX_HOSTS);
+        S.hosts[S.n_hosts++] = v;
+      }
       else if (S.n_origins == MAX_ORIGINS)
         return tl_cli_usage(false, "at most %d --cors-origin", MAX_ORIGINS);
       else S.origins[S.n_origins++] = v;
       if (rc >= 0) return rc;
       continue;
     }
-    if (S.eo.model_path != NULL) return tl_cli_usage(false, "one model only\n%s", usage_text);
-    S.eo.model_path = a;
+    if (n_paths == TL_SRV_MAX_MODELS)
+      return tl_cli_usage(false, "at most %d models", TL_SRV_MAX_MODELS);
+    paths[n_paths++] = a;
   }
-  if (S.eo.model_path == NULL) return tl_cli_usage(false, "no model given\n%s", usage_text);
-  if (S.api_key != NULL && key_file != NULL)
+  if (n_paths == 0)
+    return tl_cli_usage(false, "no model given%s\n%s", scanned ? " (no *.slm in --models)" : "",
+                        usage_text);
+  if (key != NULL && key_file != NULL)
     return tl_cli_usage(false, "--api-key and --api-key-file exclude each other");
-  if (key_file != NULL) {
-    if ((rc = read_key_file(key_file, key_buf, sizeof key_buf)) >= 0) return rc;
-    S.api_key = key_buf;
-  }
-  if (S.api_key != NULL && S.api_key[0] == '\0')
-    return tl_cli_usage(false, "the API key is empty");
-  S.api_key_len = S.api_key != NULL ? strlen(S.api_key) : 0;
-  S.eo.mem_budget = mb << 20;
+  if (key_file != NULL && (rc = read_key_file(key_file, key_buf, sizeof key_buf)) >= 0) return rc;
+  if (key != NULL && key[0] == '\0') return tl_cli_usage(false, "the API key is empty");
+  if (key != NULL) S.keys[S.n_keys++] = key;
+  if (max_conns == 0) /* well above what slots and queue hold */
+    max_conns = S.eo.parallel + S.eo.queue + 64 > 512 ? S.eo.parallel + S.eo.queue + 64 : 512;
+  else if (max_conns <= S.eo.parallel + S.eo.queue)
+    return tl_cli_usage(false, "--max-conns %u leaves no room beside --parallel + --queue (%u)",
+                        max_conns, S.eo.parallel + S.eo.queue);
+  S.header_timeout = header_s;
+  S.body_timeout = body_s;
+  S.listen_host = host;
+  if (tl_srv_models_create(paths, n_paths, mb << 20, &engines, &S.models, err, sizeof err) != TL_OK)
+    return tl_cli_usage(false, "%s", err);
+  S.default_path = paths[0];
   S.max_body = (size_t)max_body;
 
   memset(&hints, 0, sizeof hints);
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE;
   snprintf(port_text, sizeof port_text, "%u", port);
-  if ((gai = getaddrinfo(host, port_text, &hints, &ai)) != 0)
+  if ((gai = getaddrinfo(host, port_text, &hints, &ai)) != 0) {
+    tl_srv_models_destroy(S.models);
     return tl_cli_fail(false, TL_ERR_IO, "--host %s: %s", host, gai_strerror(gai));
+  }
   memcpy(&addr, ai->ai_addr, ai->ai_addrlen);
   freeaddrinfo(ai);
-  if (S.api_key == NULL && !loopback((const struct sockaddr *)&addr))
+  if (S.n_keys == 0 && !loopback((const struct sockaddr *)&addr))
     fprintf(stderr, "tinylm serve: warning: listening on %s without --api-key: anyone who "
                     "reaches this address can use the model\n", host);
 
@@ -860,34 +1298,44 @@ int tl_cmd_serve(int argc, char **argv) {
   if (addr.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
   S.daemon = MHD_start_daemon(
       flags, 0, NULL, NULL, handle, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-      MHD_OPTION_CONNECTION_LIMIT, (unsigned)(S.eo.parallel + S.eo.queue + 16),
-      MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
-      MHD_OPTION_END);
-  if (S.daemon == NULL)
+      MHD_OPTION_CONNECTION_LIMIT, (unsigned)max_conns, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+      (unsigned)per_ip, MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_NOTIFY_COMPLETED,
+      completed, NULL, MHD_OPTION_NOTIFY_CONNECTION, connection, NULL, MHD_OPTION_END);
+  if (S.daemon == NULL) {
+    tl_srv_models_destroy(S.models);
     return tl_cli_fail(false, TL_ERR_IO, "cannot listen on %s port %u: %s", host, port,
                        errno ? strerror(errno) : "libmicrohttpd refused");
+  }
   info = MHD_get_daemon_info(S.daemon, MHD_DAEMON_INFO_BIND_PORT);
   printf("tinylm serve: listening on http://%s%s%s:%u\n", addr.ss_family == AF_INET6 ? "[" : "",
          host, addr.ss_family == AF_INET6 ? "]" : "", info != NULL ? info->port : port);
   if (!tl_cli_flush(stdout)) { /* nobody can learn the port: main reports the io error */
     MHD_stop_daemon(S.daemon);
+    tl_srv_models_destroy(S.models);
     return TL_EXIT_FAILURE;
   }
 
   if (pthread_create(&loader, NULL, load, NULL) != 0) {
     MHD_stop_daemon(S.daemon);
+    tl_srv_models_destroy(S.models);
     return tl_cli_fail(false, TL_ERR_WORKER_FAILURE, "cannot start the loading thread");
   }
-  while (sigwait(&sigs, &sig) != 0 || (sig != SIGINT && sig != SIGTERM && sig != SIGUSR1)) {
+  /* between signals, every quarter second, the late connections go */
+  for (;;) {
+    struct timespec quarter = {0, 250000000L};
+    sig = sigtimedwait(&sigs, NULL, &quarter);
+    if (sig == SIGINT || sig == SIGTERM || sig == SIGUSR1) break;
+    (void)tl_srv_deadline_reap(tl_now_s());
   }
+  how = sig == SIGINT ? "SIGINT" : "SIGTERM";
+  if (sig == SIGTERM && S.drain_timeout > 0) how = drain(&sigs, detail, sizeof detail);
   /* Stop: refuse new requests, end the running ones (their jobs are
    * cancelled as their responses go), then close the engine. */
   atomic_store(&S.stopping, true);
   MHD_stop_daemon(S.daemon);
   pthread_join(loader, NULL);
-  if (S.load_status != TL_OK)
-    return tl_cli_fail(false, S.load_status, "%s", S.load_error);
-  tl_srv_engine_close(atomic_load(&S.engine));
-  fprintf(stderr, "tinylm serve: stopped (%s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  tl_srv_models_destroy(S.models);
+  if (S.load_status != TL_OK) return tl_cli_fail(false, S.load_status, "%s", S.load_error);
+  fprintf(stderr, "tinylm serve: stopped (%s)\n", how);
   return TL_EXIT_OK;
 }

@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "file.h"
 #include "fresh_seed.h"
+#include "gen/think.h"
 #include "sample/sampler.h"
 #include "turn.h"
 #include "utf8.h"
@@ -126,6 +127,9 @@ int tl_run_parse(int argc, char **argv, const char *usage, tl_run_options *o) {
       if (o->think != TL_RUN_THINK_DEFAULT && o->think != want)
         return tl_cli_usage(o->json, "--think and --no-think together: give one\n%s", usage);
       o->think = want;
+      takes = false;
+    } else if (strcmp(a, "--hide-thinking") == 0) {
+      o->hide_thinking = true;
       takes = false;
     } else if (strcmp(a, "--json-object") == 0) {
       o->json_object = true;
@@ -289,6 +293,11 @@ static json_t *logprob_row(const float *logits, size_t n, uint32_t chosen,
                    (double)logits[chosen] - lse, "top", top);
 }
 
+/* How a reply's think block is printed: as the model wrote it (--json,
+ * --raw, or out not a terminal), dimmed without its tags (a terminal), or
+ * not at all (--hide-thinking). */
+typedef enum { VIEW_RAW, VIEW_DIM, VIEW_HIDE } think_view;
+
 /* The terminal side of a reply: visible text streamed to out (not with
  * --json), prefill progress on stderr, the --logprobs rows. The stream
  * functions take the streamer as ctx (generation callbacks); each returns
@@ -296,6 +305,10 @@ static json_t *logprob_row(const float *logits, size_t n, uint32_t chosen,
 typedef struct streamer {
   FILE *out;
   bool json;
+  think_view view;
+  uint8_t *text; /* VIEW_DIM, VIEW_HIDE: the visible text so far */
+  size_t len, cap, reason_shown, answer_shown;
+  bool text_failed; /* out of memory keeping it: printed as it comes */
   uint32_t logprobs;
   json_t *logprob_rows; /* NULL unless --logprobs */
   tl_cli_progress progress;
@@ -308,6 +321,9 @@ static void streamer_begin(streamer *sm, const tl_run_options *o, FILE *out) {
   sm->json = o->json;
   sm->logprobs = o->logprobs;
   sm->logprob_rows = o->logprobs ? json_array() : NULL;
+  sm->view = o->json || o->raw ? VIEW_RAW
+             : o->hide_thinking ? VIEW_HIDE
+             : isatty(fileno(out)) ? VIEW_DIM : VIEW_RAW;
   /* --json keeps stderr quiet unless --progress asks. */
   tl_cli_progress_begin(&sm->progress, "prefill", o->progress);
   if (o->json && !o->progress) sm->progress.on = false;
@@ -316,6 +332,56 @@ static void streamer_begin(streamer *sm, const tl_run_options *o, FILE *out) {
 static void streamer_end(streamer *sm) {
   json_decref(sm->logprob_rows);
   sm->logprob_rows = NULL;
+  free(sm->text);
+  sm->text = NULL;
+}
+
+static void put(streamer *sm, const uint8_t *b, size_t n) {
+  if (n > 0) fwrite(b, 1, n, sm->out);
+}
+
+/* Prints what is new and decided of the reply's parts (all of it when
+ * final): the reasoning dimmed (VIEW_DIM) or not at all, a newline between
+ * it and the answer, then the answer. Text that may still turn out to be a
+ * tag is held, as serve's streams hold it (gen/think.h). */
+static void show_parts(streamer *sm, bool final) {
+  tl_think th;
+  size_t from;
+  tl_think_split(sm->text, sm->len, final, &th);
+  if (th.block) {
+    from = sm->reason_shown > th.reason_from ? sm->reason_shown : th.reason_from;
+    if (th.reason_to > from) {
+      if (sm->view == VIEW_DIM) {
+        fputs("\x1b[2m", sm->out);
+        put(sm, sm->text + from, th.reason_to - from);
+        fputs("\x1b[22m", sm->out);
+      }
+      sm->reason_shown = th.reason_to;
+    }
+    if (!th.closed && !final) return; /* the answer has not begun */
+    if (sm->answer_shown == 0 && sm->view == VIEW_DIM && sm->reason_shown > th.reason_from &&
+        sm->len > th.answer_from)
+      fputc('\n', sm->out);
+  }
+  from = sm->answer_shown > th.answer_from ? sm->answer_shown : th.answer_from;
+  if (sm->len > from) put(sm, sm->text + from, sm->len - from);
+  if (sm->len > from) sm->answer_shown = sm->len;
+}
+
+/* Keeps the new visible bytes (VIEW_DIM, VIEW_HIDE); false when out of
+ * memory (then they are printed as they come, the think block too). */
+static bool keep_text(streamer *sm, const uint8_t *bytes, size_t n) {
+  if (sm->len + n > sm->cap) {
+    size_t cap = sm->cap ? sm->cap : 256;
+    uint8_t *p;
+    while (cap < sm->len + n) cap *= 2;
+    if ((p = realloc(sm->text, cap)) == NULL) return false;
+    sm->text = p;
+    sm->cap = cap;
+  }
+  memcpy(sm->text + sm->len, bytes, n);
+  sm->len += n;
+  return true;
 }
 
 static void stream_choice(void *ctx, const float *logits, size_t vocab, uint32_t id) {
@@ -327,7 +393,12 @@ static void stream_choice(void *ctx, const float *logits, size_t vocab, uint32_t
 static int stream_text(void *ctx, const uint8_t *bytes, size_t n) {
   streamer *sm = ctx;
   if (!sm->json) {
-    fwrite(bytes, 1, n, sm->out);
+    if (sm->view != VIEW_RAW && !sm->text_failed && keep_text(sm, bytes, n)) {
+      show_parts(sm, false);
+    } else {
+      sm->text_failed = sm->view != VIEW_RAW;
+      fwrite(bytes, 1, n, sm->out);
+    }
     /* Nobody reads the rest: stop now (main reports the io error). */
     if (!tl_cli_flush(sm->out)) sm->out_failed = true;
   }
@@ -433,6 +504,23 @@ static void print_logprobs(FILE *out, const outcome *oc, json_t *rows) {
   }
 }
 
+/* --json's "reasoning" (Qwen3's think block without its tags and the
+ * newlines around them; null when the reply has none, and always with
+ * --raw: plain completion is not a chat reply) and "answer" (the text
+ * after it); "text" stays the whole visible text. */
+static void reply_parts(const tl_run_options *o, const tl_generation_result *r, json_t *doc) {
+  tl_think th;
+  if (o->raw) memset(&th, 0, sizeof th);
+  else tl_think_split(r->text, r->text_len, true, &th);
+  json_object_set_new(doc, "reasoning",
+                      th.block ? tl_json_lossy_string(r->text + th.reason_from,
+                                                      th.reason_to - th.reason_from)
+                               : json_null());
+  json_object_set_new(doc, "answer", th.block ? tl_json_lossy_string(r->text + th.answer_from,
+                                                                     r->text_len - th.answer_from)
+                                              : tl_json_lossy_string(r->text, r->text_len));
+}
+
 /* The --receipt file, then the failure (error: ...), or the JSON document
  * (--json, with sm's logprobs) or the summary line on stderr (and the
  * logprobs table on out). Returns the exit status. */
@@ -447,6 +535,7 @@ static int report(const tl_run_options *o, streamer *sm, const outcome *oc, FILE
   /* The reply could not be written: a failure (the io error is reported
    * when stdout is closed, cli.h), no receipt for a reply nobody got. */
   if (sm->out_failed) return TL_EXIT_FAILURE;
+  if (sm->view != VIEW_RAW && !sm->text_failed) show_parts(sm, true); /* what was held */
   if (!o->json && !oc->cancelled) fputc('\n', out);
   /* Checked again at the write: the file may have appeared meanwhile. */
   if (rs == TL_OK && o->receipt != NULL) rs = tl_run_receipt_check(o, err, sizeof err);
@@ -474,6 +563,7 @@ static int report(const tl_run_options *o, streamer *sm, const outcome *oc, FILE
         r->receipt_id, "timings", "prefill_tokens_per_s", prefill_tps, "decode_tokens_per_s",
         decode_tps);
     char *text;
+    reply_parts(o, r, doc_json);
     if (grammar_hex[0] != '\0') json_object_set_new(doc_json, "grammar", json_string(grammar_hex));
     json_object_set_new(doc_json, "seed", tl_run_seed_json(o->seed));
     if (sm->logprob_rows != NULL) {

@@ -33,6 +33,7 @@ typedef struct tl_run_options {
   bool json, preflight, progress, force;
   bool raw;  /* run --raw: --prompt/--prompt-file as plain text, no template */
   int think; /* TL_RUN_THINK_*: --think / --no-think */
+  bool hide_thinking; /* --hide-thinking: the reply's think block not printed */
   uint32_t given; /* TL_RUN_GIVEN_*: flags set on the command line */
   /* Structured output (docs/structured.md): at most one of --json-object,
    * --json-schema FILE, --grammar FILE (GBNF), --regex TEXT; --think-budget
@@ -76,6 +77,11 @@ int tl_run_parse(int argc, char **argv, const char *usage, tl_run_options *o);
   "  --regex TEXT     the reply matches the regular expression TEXT\n"            \
   "  --think-budget N with one of them and thinking on: at most N tokens inside\n" \
   "                   <think> (1..2^32-1, default 1024), then </think> is forced\n"
+
+#define TL_RUN_THINKING_USAGE                                                      \
+  "  --hide-thinking  print the reply without its think block (on a terminal the\n" \
+  "                   block is shown dimmed, without its tags; through a pipe,\n"  \
+  "                   as the model wrote it)\n"
 
 /* Compiles the grammar o's flags ask for into o->grammar (TL_NO_HANDLE
  * when none), reading --json-schema's or --grammar's file. Returns -1 to

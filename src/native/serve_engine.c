@@ -10,6 +10,7 @@
 #include "serve_engine.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -25,6 +26,8 @@
 #include "clock.h"
 #include "encoder.h"
 #include "file.h"
+#include "serve_escape.h"
+#include "serve_models.h"
 #include "session.h"
 #include "turn.h"
 
@@ -65,6 +68,7 @@ struct tl_srv_job {
   atomic_int cancel;
   double submitted, started;
   size_t reused;
+  uint32_t partition; /* whose cached prefixes it may reuse */
   bool no_reuse; /* cache_prompt false: no slot's cached prefix */
   /* what it produced so far, under e->lock */
   pthread_cond_t changed;
@@ -93,7 +97,9 @@ struct slot {
   tl_srv_job *job;
   uint32_t *cached; /* the ids of the cache's rows [0, cached_len) */
   size_t cached_len;
+  uint32_t partition; /* the partition of the job that left them */
   bool decoding; /* its turn is past the prompt */
+  uint32_t kv_rows; /* cache rows its job holds (reused prefix, prompt, fed tokens) */
   /* the forward call it waits for */
   bool fwd_pending, fwd_done;
   tl_qwen3_cache *fwd_cache;
@@ -119,6 +125,9 @@ struct tl_srv_engine {
   tl_arena scratch;
   uint32_t prefill_turn; /* round robin over slots for prefill chunks */
   char *receipt_dir;
+  bool no_shared_cache;
+  bool escape_special;
+  tl_srv_specials specials; /* with escape_special */
   char artifact_hex[65], model_name[128];
   uint64_t plan_bytes;
   tl_srv_stats stats;
@@ -134,6 +143,7 @@ static bool decoder_missing(const tl_srv_engine *e) {
 }
 
 static void finish_call(slot *s, tl_status st) {
+  s->kv_rows = s->fwd_cache->len; /* set by the pass, on this thread */
   s->fwd_st = st;
   s->fwd_pending = false;
   s->fwd_done = true;
@@ -376,9 +386,11 @@ static void keep_receipt(tl_srv_engine *e, const tl_turn *t, tl_srv_job *j) {
   snprintf(path, sizeof path, "%s/%s.cbor", e->receipt_dir, j->result.receipt_id);
   /* the same receipt id is the same file: an existing one stays */
   if (access(path, F_OK) == 0) return;
-  if (tl_file_write_atomic(path, t->receipt, t->receipt_len, err, sizeof err) != TL_OK &&
-      access(path, F_OK) != 0)
-    fprintf(stderr, "tinylm serve: receipt %s not kept: %s\n", path, err);
+  if (tl_file_write_atomic(path, t->receipt, t->receipt_len, err, sizeof err) != TL_OK) {
+    if (access(path, F_OK) != 0) fprintf(stderr, "tinylm serve: receipt %s not kept: %s\n", path, err);
+  } else {
+    (void)chmod(path, 0600); /* the prompt's owner's alone, as its directory */
+  }
 }
 
 /* Runs j in slot s (its reused prefix already chosen), outside the lock. */
@@ -454,6 +466,7 @@ static void run_job(slot *s, tl_srv_job *j) {
   for (size_t i = 0; i < s->s.cache.len; i++)
     s->cached[i] = i < j->n_ids ? j->ids[i] : t.r.ids[i - j->n_ids];
   s->cached_len = s->s.cache.len;
+  s->partition = j->partition;
   pthread_mutex_lock(&e->lock);
   /* the final text (the stop cut may end before bytes already counted) */
   if (t.status == TL_OK && t.r.visible_len >= j->text_len && t.r.visible_len != 0 &&
@@ -467,11 +480,15 @@ static void run_job(slot *s, tl_srv_job *j) {
   tl_turn_free(&t);
 }
 
-/* The longest prefix of ids that s's cache holds, at most n - 1 (the last
- * prompt token is always computed: its logits start the reply). */
-static size_t common_prefix(const slot *s, const uint32_t *ids, size_t n) {
+/* The longest prefix of j's prompt that s's cache holds, at most all but
+ * its last token (its logits start the reply); none from another
+ * partition's job, nor at all with no_shared_cache: whether a prefix was
+ * reused shows in the reply (cached_tokens, its speed), so sharing one
+ * would tell a client what another's prompt begins with. */
+static size_t common_prefix(const tl_srv_engine *e, const slot *s, const tl_srv_job *j) {
   size_t k = 0;
-  while (k + 1 < n && k < s->cached_len && s->cached[k] == ids[k]) k++;
+  if (e->no_shared_cache || s->partition != j->partition) return 0;
+  while (k + 1 < j->n_ids && k < s->cached_len && s->cached[k] == j->ids[k]) k++;
   return k;
 }
 
@@ -486,7 +503,7 @@ static void dispatch(tl_srv_engine *e) {
       slot *s = &e->slots[i];
       size_t k;
       if (s->job != NULL) continue;
-      k = j->no_reuse ? 0 : common_prefix(s, j->ids, j->n_ids);
+      k = j->no_reuse ? 0 : common_prefix(e, s, j);
       if (best == NULL || k > best_len) {
         best = s;
         best_len = k;
@@ -503,6 +520,7 @@ static void dispatch(tl_srv_engine *e) {
     j->prompt_total = j->n_ids;
     j->started = tl_now_s();
     j->result.slot = best->index;
+    best->kv_rows = (uint32_t)best_len;
     best->job = j;
     pthread_cond_broadcast(&j->changed);
     pthread_cond_signal(&best->wake);
@@ -563,15 +581,6 @@ static uint64_t mem_available(void) {
   return (uint64_t)kb * 1024u;
 }
 
-static void name_of(const char *path, char *out, size_t cap) {
-  const char *base = strrchr(path, '/');
-  size_t len;
-  base = base ? base + 1 : path;
-  len = strlen(base);
-  if (len > 4 && strcmp(base + len - 4, ".slm") == 0) len -= 4;
-  snprintf(out, cap, "%.*s", (int)len, base);
-}
-
 tl_status tl_srv_engine_open(const tl_srv_engine_options *o, tl_srv_engine **out, char *err,
                              size_t err_cap) {
   tl_srv_engine *e;
@@ -594,15 +603,26 @@ tl_status tl_srv_engine_open(const tl_srv_engine_options *o, tl_srv_engine **out
   e->n_slots = o->parallel;
   e->queue_cap = o->queue;
   for (uint32_t i = 0; i < MAX_SLOTS; i++) pthread_cond_init(&e->slots[i].wake, NULL);
-  name_of(o->model_path, e->model_name, sizeof e->model_name);
+  tl_srv_model_name(o->model_path, e->model_name, sizeof e->model_name);
+  e->no_shared_cache = o->no_shared_cache;
+  e->escape_special = o->escape_special;
   if (o->receipt_dir != NULL) {
     struct stat sb;
-    /* created as tinylm chat does; refused now rather than per receipt */
+    /* receipts hold the prompts: a directory only this user can read and
+     * change, refused now rather than per receipt */
+    char why_buf[96];
     const char *why = NULL;
-    if (mkdir(o->receipt_dir, 0777) != 0 && errno != EEXIST) why = strerror(errno);
-    else if (stat(o->receipt_dir, &sb) != 0) why = strerror(errno);
-    else if (!S_ISDIR(sb.st_mode)) why = "not a directory";
-    else if (access(o->receipt_dir, W_OK | X_OK) != 0) why = strerror(errno);
+    int fd;
+    if (mkdir(o->receipt_dir, 0700) != 0 && errno != EEXIST) why = strerror(errno);
+    else if ((fd = open(o->receipt_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+      why = errno != ELOOP && errno != ENOTDIR ? strerror(errno)
+            : lstat(o->receipt_dir, &sb) == 0 && S_ISLNK(sb.st_mode)
+                ? "a symbolic link (refused: it could lead anywhere)"
+                : "not a directory";
+    else {
+      why = tl_file_private_dir(fd, &sb, why_buf, sizeof why_buf);
+      close(fd);
+    }
     if (why != NULL) {
       st = TL_ERR_IO;
       snprintf(err, err_cap, "--receipt-dir %s: %s", o->receipt_dir, why);
@@ -617,6 +637,10 @@ tl_status tl_srv_engine_open(const tl_srv_engine_options *o, tl_srv_engine **out
   st = tl_session_open(&e->master, o->model_path, err, err_cap);
   if (st != TL_OK) goto fail;
   e->master_open = true;
+  if (e->escape_special && (st = tl_srv_specials_load(e->master.model.tok, &e->specials)) != TL_OK) {
+    snprintf(err, err_cap, "out of memory");
+    goto fail;
+  }
   st = tl_session_lane(&e->master, &o->lane, err, err_cap);
   if (st == TL_OK) st = tl_session_plan(&e->master, o->context, 0, err, err_cap);
   if (st != TL_OK) goto fail;
@@ -730,6 +754,7 @@ void tl_srv_engine_close(tl_srv_engine *e) {
   if (e->master_open) tl_session_close(&e->master);
   free(e->scratch_mem);
   free(e->receipt_dir);
+  tl_srv_specials_free(&e->specials);
   pthread_cond_destroy(&e->work);
   pthread_mutex_destroy(&e->lock);
   free(e);
@@ -753,12 +778,15 @@ void tl_srv_engine_facts(const tl_srv_engine *e, tl_srv_facts *out) {
 
 /* ---- text ---- */
 
-static tl_status encode(tl_srv_engine *e, tl_srv_prompt *p, tl_srv_error *err) {
+/* p's bytes to its ids, the special tokens starting in plain[0..n_plain)
+ * as text. */
+static tl_status encode(tl_srv_engine *e, tl_srv_prompt *p, const tl_tok_span *plain,
+                        size_t n_plain, tl_srv_error *err) {
   tl_encoder enc = {0};
   size_t n = 0, bad = 0;
   tl_status st;
   enc.tok = e->master.model.tok;
-  st = tl_encoder_run(&enc, p->bytes, p->len, &n, &bad);
+  st = tl_encoder_run_plain(&enc, p->bytes, p->len, plain, n_plain, &n, &bad);
   if (st != TL_OK) {
     tl_encoder_free(&enc);
     if (st == TL_ERR_INVALID_UTF8) {
@@ -787,10 +815,25 @@ tl_status tl_srv_prompt_chat(tl_srv_engine *e, const char *conversation, size_t 
   tl_render_out r = {0};
   tl_render_error re;
   tl_status st;
+  char *marked = NULL;
+  tl_tok_span *plain = NULL;
+  size_t n_plain = 0;
   memset(out, 0, sizeof *out);
   memset(&re, 0, sizeof re);
+  if (e->escape_special) {
+    st = tl_srv_escape_mark(&e->specials, conversation, len, &marked, &len);
+    if (st != TL_OK) {
+      if (st == TL_ERR_INVALID_ARGUMENT)
+        tl_srv_error_set(err, 400, NULL, "messages", "invalid_value",
+                         "the messages hold U+10FFFD, which --escape-special reserves");
+      else tl_srv_error_set(err, 500, NULL, "", "internal", "out of memory");
+      return st;
+    }
+    conversation = marked;
+  }
   st = tl_native_render(&e->master.model, (const uint8_t *)conversation, len, TL_RENDER_FOR_REPLY,
                         &r, &re);
+  free(marked);
   if (st != TL_OK) {
     char param[32] = "messages";
     if (re.bad_message != SIZE_MAX && re.kind != NULL && strcmp(re.kind, "input") == 0)
@@ -803,7 +846,19 @@ tl_status tl_srv_prompt_chat(tl_srv_engine *e, const char *conversation, size_t 
   out->len = r.len;
   out->messages = true;
   out->add_generation_prompt = r.own.add_generation_prompt;
-  st = encode(e, out, err);
+  if (e->escape_special) { /* the markers back to the text typed */
+    uint8_t *text;
+    st = tl_srv_escape_restore(&e->specials, r.text, r.len, &text, &out->len, &plain, &n_plain);
+    if (st != TL_OK) {
+      tl_srv_error_set(err, 500, NULL, "", "internal", "out of memory");
+      tl_srv_prompt_free(out);
+      return st;
+    }
+    free(out->bytes);
+    out->bytes = text;
+  }
+  st = encode(e, out, plain, n_plain, err);
+  free(plain);
   if (st != TL_OK) tl_srv_prompt_free(out);
   return st;
 }
@@ -819,7 +874,7 @@ tl_status tl_srv_prompt_text(tl_srv_engine *e, const char *text, size_t len, tl_
   }
   memcpy(out->bytes, text, len);
   out->len = len;
-  st = encode(e, out, err);
+  st = encode(e, out, NULL, 0, err);
   if (st != TL_OK) tl_srv_prompt_free(out);
   return st;
 }
@@ -906,6 +961,7 @@ static tl_srv_job *job_new(tl_srv_engine *e, const tl_srv_job_params *p, tl_srv_
   j->logprobs = q->logprobs;
   j->top_logprobs = q->top_logprobs;
   j->grammar = tl_srv_grammar_ref(p->grammar);
+  j->partition = p->partition;
   j->gen.given = q->given;
   j->gen.temperature = q->temperature;
   j->gen.top_k = q->top_k;
@@ -942,6 +998,19 @@ tl_status tl_srv_submit(tl_srv_engine *e, const tl_srv_job_params *p, tl_srv_job
   if (n == 0) {
     tl_srv_error_set(err, 400, NULL, p->req->kind == TL_SRV_CHAT ? "messages" : "prompt",
                      "invalid_value", "the prompt is empty");
+    return TL_ERR_INVALID_ARGUMENT;
+  }
+  if (p->req->n > e->n_slots + e->queue_cap) {
+    tl_srv_error_set(err, 400, NULL, "n", "invalid_value",
+                     "n is %u, but at most %u choices can be held at once (--parallel %u + "
+                     "--queue %u)", p->req->n, e->n_slots + e->queue_cap, e->n_slots,
+                     e->queue_cap);
+    return TL_ERR_INVALID_ARGUMENT;
+  }
+  if (p->req->n_ban >= e->master.defined_ids) { /* the ids are distinct, each defined */
+    tl_srv_error_set(err, 400, NULL, "logit_bias", "invalid_value",
+                     "logit_bias bans every one of the %u tokens: none could ever be drawn",
+                     e->master.defined_ids);
     return TL_ERR_INVALID_ARGUMENT;
   }
   if (n > ctx || (p->req->max_tokens != 0 && (uint64_t)n + p->req->max_tokens > (uint64_t)ctx + 1)) {
@@ -1062,5 +1131,11 @@ void tl_srv_engine_stats(tl_srv_engine *e, tl_srv_stats *out) {
   *out = e->stats;
   out->queued = e->n_queued;
   out->processing = e->stats.slots_busy;
+  /* an idle slot's cached prefix is free room (the next job may overwrite
+   * it), as vLLM's and SGLang's evictable prefix-cache blocks are */
+  out->kv_used = 0;
+  for (uint32_t i = 0; i < e->n_slots; i++)
+    if (e->slots[i].job != NULL) out->kv_used += e->slots[i].kv_rows;
+  out->kv_capacity = (uint64_t)e->n_slots * e->master.context;
   pthread_mutex_unlock(&e->lock);
 }

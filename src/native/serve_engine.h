@@ -36,7 +36,10 @@ typedef struct tl_srv_engine_options {
   uint32_t queue;         /* jobs waiting for a slot, 0..4096 */
   uint32_t context;       /* per slot; 0: max_position_embeddings, at most 4096 */
   uint64_t mem_budget;    /* bytes; 0: the machine's available memory */
-  const char *receipt_dir; /* NULL: receipts are not kept */
+  const char *receipt_dir; /* NULL: receipts are not kept; else a directory
+                            * only this user can change (created 0700) */
+  bool no_shared_cache;    /* no prompt prefix reused across jobs */
+  bool escape_special;     /* special-token text in messages as text (serve_escape.h) */
 } tl_srv_engine_options;
 
 /* Loads the model, preflights the memory of every slot (refused with
@@ -101,9 +104,13 @@ typedef struct tl_srv_job_params {
   const tl_srv_prompt *prompt;
   uint32_t choice;
   tl_srv_grammar *grammar; /* the reply's constraint (the job takes a reference); NULL: none */
+  uint32_t partition; /* a prefix cached by a job is reused only by a job of the same
+                       * partition (the server's: one per API key) */
 } tl_srv_job_params;
 
-/* Queues a job. Refusals (err filled, *out NULL): 400 context_length_
+/* Queues a job. Refusals (err filled, *out NULL): 400 invalid_value for
+ * more choices (req->n) than slots + queue hold or a logit_bias banning
+ * every token, 400 context_length_
  * exceeded (the prompt, or prompt + max_tokens, past the context: both
  * counts in the message), 503 queue full (err->code "queue_full"; the
  * caller answers Retry-After), 503 while closing. */
@@ -181,6 +188,9 @@ typedef struct tl_srv_stats {
   uint64_t requests_done, requests_cancelled, requests_failed;
   uint32_t processing, queued, slots_busy;
   uint64_t forward_batches, batched_tokens; /* decode passes and tokens they served */
+  /* KV cache rows held by the jobs in slots (reused prefix, prompt computed
+   * so far, generated tokens fed back) and the rows of every slot */
+  uint64_t kv_used, kv_capacity;
 } tl_srv_stats;
 void tl_srv_engine_stats(tl_srv_engine *e, tl_srv_stats *out);
 

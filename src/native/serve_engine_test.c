@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "serve_engine.h"
 #include "tinylm.h"
@@ -134,9 +136,10 @@ static tl_srv_engine *engine(tl_test_ctx *t, const char *path, bool fast, uint32
 }
 
 /* A job of q's choice on text (or the conversation), under grammar g
- * (NULL: none). */
+ * (NULL: none), in cache partition part. */
 static tl_srv_job *submit_with(tl_test_ctx *t, tl_srv_engine *e, const char *text, bool chat,
-                               const tl_srv_request *q, uint32_t choice, tl_srv_grammar *g) {
+                               const tl_srv_request *q, uint32_t choice, tl_srv_grammar *g,
+                               uint32_t part) {
   tl_srv_prompt p;
   tl_srv_error err;
   tl_srv_job_params jp;
@@ -148,6 +151,7 @@ static tl_srv_job *submit_with(tl_test_ctx *t, tl_srv_engine *e, const char *tex
   jp.prompt = &p;
   jp.choice = choice;
   jp.grammar = g;
+  jp.partition = part;
   if (!TL_EXPECT_OK(t, tl_srv_submit(e, &jp, &j, &err))) {
     tl_test_print(t, err.message);
     tl_test_print(t, "\n");
@@ -158,7 +162,7 @@ static tl_srv_job *submit_with(tl_test_ctx *t, tl_srv_engine *e, const char *tex
 
 static tl_srv_job *submit(tl_test_ctx *t, tl_srv_engine *e, const char *text, bool chat,
                           const tl_srv_request *q, uint32_t choice) {
-  return submit_with(t, e, text, chat, q, choice, NULL);
+  return submit_with(t, e, text, chat, q, choice, NULL, 0);
 }
 
 /* Follows j to its end as a streaming client does (text and tokens as
@@ -286,7 +290,7 @@ static void *client_main(void *arg) {
                   : tl_srv_prompt_text(c->e, prompts[0], strlen(prompts[0]), &p, &err);
   if (c->st != TL_OK) return NULL;
   {
-    tl_srv_job_params jp = {&c->q, &p, 0, NULL};
+    tl_srv_job_params jp = {&c->q, &p, 0, NULL, 0};
     c->st = tl_srv_submit(c->e, &jp, &j, &err);
   }
   tl_srv_prompt_free(&p);
@@ -334,7 +338,7 @@ static void queue_cancel_and_refusals(tl_test_ctx *t) {
   {
     /* the slot and the queue's one place are taken: refused */
     tl_srv_prompt p;
-    tl_srv_job_params jp = {&q, &p, 0, NULL};
+    tl_srv_job_params jp = {&q, &p, 0, NULL, 0};
     if (TL_EXPECT_OK(t, tl_srv_prompt_text(e, prompts[3], strlen(prompts[3]), &p, &err))) {
       tl_status st = tl_srv_submit(e, &jp, &c, &err);
       /* the first job may in principle have ended already; then the
@@ -369,7 +373,7 @@ static void queue_cancel_and_refusals(tl_test_ctx *t) {
     /* a prompt plus max_tokens past the context: both counts named */
     tl_srv_request big = request(3);
     tl_srv_prompt p;
-    tl_srv_job_params jp = {&big, &p, 0, NULL};
+    tl_srv_job_params jp = {&big, &p, 0, NULL, 0};
     tl_srv_job *d = NULL;
     big.max_tokens = CONTEXT;
     if (TL_EXPECT_OK(t, tl_srv_prompt_text(e, prompts[0], strlen(prompts[0]), &p, &err))) {
@@ -406,6 +410,110 @@ static void receipt_dir_checked_at_open(tl_test_ctx *t) {
   TL_EXPECT(t, strstr(err, "not a directory") != NULL);
 }
 
+/* --receipt-dir holds prompts: made 0700; a directory others may write
+ * in, or a symbolic link to one, is refused (a directory of another user
+ * too: the shared check, tl_file_private_dir, which promote and pull use
+ * and whose test covers the owner). */
+static void receipt_dir_private(tl_test_ctx *t) {
+  tl_srv_engine_options o = options(TINY_F32, false, 1, 1, 0);
+  tl_srv_engine *e = NULL;
+  char base[] = "/tmp/tl-receipts-XXXXXX", dir[64], open_dir[64], link_[64], err[1024];
+  struct stat sb;
+  if (!TL_EXPECT(t, mkdtemp(base) != NULL)) return;
+  snprintf(dir, sizeof dir, "%s/new", base);
+  o.receipt_dir = dir;
+  if (TL_EXPECT_OK(t, tl_srv_engine_open(&o, &e, err, sizeof err))) tl_srv_engine_close(e);
+  TL_EXPECT(t, stat(dir, &sb) == 0 && (sb.st_mode & 0777) == 0700);
+  snprintf(open_dir, sizeof open_dir, "%s/open", base);
+  TL_EXPECT(t, mkdir(open_dir, 0700) == 0 && chmod(open_dir, 0777) == 0);
+  o.receipt_dir = open_dir;
+  TL_EXPECT_STATUS(t, tl_srv_engine_open(&o, &e, err, sizeof err), TL_ERR_IO);
+  TL_EXPECT(t, strstr(err, "group or others may write") != NULL);
+  snprintf(link_, sizeof link_, "%s/link", base);
+  TL_EXPECT(t, symlink(dir, link_) == 0); /* to a private directory: still refused */
+  o.receipt_dir = link_;
+  TL_EXPECT_STATUS(t, tl_srv_engine_open(&o, &e, err, sizeof err), TL_ERR_IO);
+  TL_EXPECT(t, strstr(err, "symbolic link") != NULL);
+  (void)unlink(link_);
+  (void)rmdir(open_dir);
+  (void)rmdir(dir);
+  (void)rmdir(base);
+}
+
+/* A cached prefix is reused only by a job of the partition that left it
+ * (the server's: its API key), and by none with no_shared_cache; the
+ * bytes are the same either way. */
+static void cache_partitions(tl_test_ctx *t) {
+  tl_srv_request q = request(5);
+  outcome first, got;
+  tl_srv_job *j;
+  tl_srv_engine_options o = options(TINY_Q8, true, 1, 1, 2);
+  tl_srv_engine *e = engine(t, TINY_Q8, true, 1, 1, 2);
+  char err[1024];
+  if (e == NULL) return;
+  if ((j = submit_with(t, e, prompts[0], false, &q, 0, NULL, 1)) == NULL || !collect(t, j, &first))
+    goto done;
+  TL_EXPECT_EQ_U64(t, first.cached, 0);
+  if ((j = submit_with(t, e, prompts[0], false, &q, 0, NULL, 2)) != NULL && collect(t, j, &got)) {
+    TL_EXPECT_EQ_U64(t, got.cached, 0); /* another key's prompt: nothing reused */
+    same(t, &got, &first, "another partition");
+  }
+  if ((j = submit_with(t, e, prompts[0], false, &q, 0, NULL, 2)) != NULL && collect(t, j, &got))
+    TL_EXPECT(t, got.cached > 0); /* its own: reused */
+done:
+  tl_srv_engine_close(e);
+  o.no_shared_cache = true;
+  e = NULL;
+  if (!TL_EXPECT_OK(t, tl_srv_engine_open(&o, &e, err, sizeof err))) return;
+  for (int k = 0; k < 2; k++)
+    if ((j = submit(t, e, prompts[0], false, &q, 0)) != NULL && collect(t, j, &got)) {
+      TL_EXPECT_EQ_U64(t, got.cached, 0);
+      same(t, &got, &first, "no_shared_cache");
+    }
+  tl_srv_engine_close(e);
+}
+
+/* Requests that can never succeed are 400: n choices that slots and queue
+ * can never hold at once (not the 503 queue_full a client would retry
+ * forever), a logit_bias that bans every token. */
+static void impossible_requests_are_400(tl_test_ctx *t) {
+  tl_srv_engine *e = engine(t, TINY_F32, false, 1, 2, 1);
+  tl_srv_request q = request(1);
+  tl_srv_prompt p;
+  tl_srv_error err;
+  tl_srv_job *j = NULL;
+  if (e == NULL) return;
+  q.n = 4;
+  if (TL_EXPECT_OK(t, tl_srv_prompt_text(e, prompts[0], strlen(prompts[0]), &p, &err))) {
+    tl_srv_job_params jp = {&q, &p, 0, NULL, 0};
+    TL_EXPECT_STATUS(t, tl_srv_submit(e, &jp, &j, &err), TL_ERR_INVALID_ARGUMENT);
+    TL_EXPECT(t, j == NULL && err.status == 400 && strcmp(err.param, "n") == 0 &&
+                     strstr(err.message, "at most 3") != NULL);
+    /* every token banned: the sampler could never draw (it was a 500) */
+    {
+      tl_srv_facts f;
+      uint32_t *all;
+      tl_srv_engine_facts(e, &f);
+      q.n = 1;
+      if (TL_EXPECT(t, (all = malloc(f.vocab * sizeof *all)) != NULL)) {
+        for (uint32_t i = 0; i < f.vocab; i++) all[i] = i;
+        q.ban = all;
+        q.n_ban = f.vocab;
+        TL_EXPECT_STATUS(t, tl_srv_submit(e, &jp, &j, &err), TL_ERR_INVALID_ARGUMENT);
+        TL_EXPECT(t, j == NULL && err.status == 400 && strcmp(err.param, "logit_bias") == 0);
+        q.n_ban = f.vocab - 1; /* one left: it runs */
+        if (TL_EXPECT_OK(t, tl_srv_submit(e, &jp, &j, &err))) {
+          outcome o;
+          if (collect(t, j, &o)) TL_EXPECT(t, o.n_ids > 0 && o.ids[0] == f.vocab - 1);
+        }
+        free(all);
+      }
+    }
+    tl_srv_prompt_free(&p);
+  }
+  tl_srv_engine_close(e);
+}
+
 /* text[0, len) matches the grammar [a-z]{1,6} "!" (digits: [0-9]{1,3}). */
 static bool matches(const outcome *o, bool digits) {
   size_t n = o->len - (digits ? 0 : 1);
@@ -438,7 +546,7 @@ static void grammars_outlive_their_requests(tl_test_ctx *t) {
     q.format_len = strlen(texts[i]);
     snprintf(q.format_param, sizeof q.format_param, "grammar");
     if (!TL_EXPECT_OK(t, tl_srv_grammar_compile(&q, &g, &err))) break;
-    j = submit_with(t, e, prompts[i], false, &q, 0, g);
+    j = submit_with(t, e, prompts[i], false, &q, 0, g, 0);
     tl_srv_grammar_unref(g);
     if (j == NULL || !collect(t, j, &o)) break;
     TL_EXPECT_STR(t, o.finish, "eos");
@@ -447,13 +555,61 @@ static void grammars_outlive_their_requests(tl_test_ctx *t) {
   tl_srv_engine_close(e);
 }
 
+/* tinylm_kv_cache_usage_ratio's figures: the rows held by jobs in slots
+ * over every slot's rows. A running job holds at least its prompt and the
+ * tokens fed back so far (all but the last one drawn); an idle slot's
+ * cached prefix counts as free (the next job may overwrite it), even
+ * though the next job can reuse it. */
+static void kv_usage_counts_running_jobs_only(tl_test_ctx *t) {
+  tl_srv_request endless = request(1), q = request(2);
+  tl_srv_engine *e = engine(t, TINY_Q8, true, 1, 2, 4);
+  tl_srv_stats st;
+  tl_srv_job *j;
+  outcome got;
+  if (e == NULL) return;
+  tl_srv_engine_stats(e, &st);
+  TL_EXPECT_EQ_U64(t, st.kv_capacity, 2 * CONTEXT);
+  TL_EXPECT_EQ_U64(t, st.kv_used, 0);
+  if ((j = submit(t, e, prompts[0], false, &q, 0)) != NULL && collect(t, j, &got)) {
+    tl_srv_engine_stats(e, &st);
+    TL_EXPECT_EQ_U64(t, st.kv_used, 0); /* done: its rows stay cached, unheld */
+  }
+  endless.max_tokens = 0; /* until the context is full */
+  if ((j = submit(t, e, prompts[1], false, &endless, 0)) != NULL) {
+    tl_srv_state seen = TL_SRV_QUEUED;
+    size_t n_tokens = 0, prompt = 0;
+    while (seen != TL_SRV_DONE && n_tokens < 8) { /* a few tokens in */
+      tl_srv_update u;
+      if (!TL_EXPECT_OK(t, tl_srv_job_wait(j, 1000, 0, n_tokens, seen, &u))) break;
+      seen = u.state;
+      n_tokens = u.n_tokens;
+      prompt = u.prompt_total;
+      tl_srv_update_free(&u);
+    }
+    tl_srv_engine_stats(e, &st);
+    if (TL_EXPECT(t, seen == TL_SRV_DECODING && n_tokens >= 8)) {
+      TL_EXPECT(t, st.kv_used >= prompt + n_tokens - 1);
+      TL_EXPECT(t, st.kv_used <= CONTEXT); /* one slot's rows at most */
+    }
+    tl_srv_job_cancel(j);
+    collect(t, j, &got);
+    tl_srv_engine_stats(e, &st);
+    TL_EXPECT_EQ_U64(t, st.kv_used, 0);
+  }
+  tl_srv_engine_close(e);
+}
+
 static const tl_test_case cases[] = {
     TL_CASE(receipt_dir_checked_at_open),
+    TL_CASE(receipt_dir_private),
+    TL_CASE(cache_partitions),
+    TL_CASE(impossible_requests_are_400),
     TL_CASE(fast_lane_one_thread),
     TL_CASE(fast_lane_three_threads),
     TL_CASE(strict_lane),
     TL_CASE(queue_cancel_and_refusals),
     TL_CASE(clients_on_threads),
     TL_CASE(grammars_outlive_their_requests),
+    TL_CASE(kv_usage_counts_running_jobs_only),
 };
 TL_SUITE(serve_engine, cases);

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "bytes.h"
+#include "gen/think.h"
 #include "utf8.h"
 
 bool tl_srv_buf_add(tl_srv_buf *b, const void *s, size_t n) {
@@ -98,8 +99,6 @@ static const char *find(const char *s, size_t len, const char *what) {
   return NULL;
 }
 
-static const char think_open[] = "<think>", think_close[] = "</think>";
-
 /* The length of a trailing proper prefix of what at the end of s[0, len). */
 static size_t partial_suffix(const uint8_t *s, size_t len, const char *what) {
   for (size_t k = strlen(what) - 1; k > 0; k--)
@@ -147,33 +146,6 @@ json_t *tl_srv_tool_calls(const char *text, size_t len, size_t *content_len) {
 refuse:
   json_decref(calls);
   return NULL;
-}
-
-void tl_srv_think_split(const uint8_t *s, size_t len, bool final, tl_srv_think *t) {
-  const size_t w = sizeof think_open - 1;
-  const char *close;
-  size_t from = w;
-  memset(t, 0, sizeof *t);
-  if (len < w && (len == 0 || memcmp(s, think_open, len) == 0) && !final) { /* may yet open one */
-    t->block = true;
-    t->reason_from = t->reason_to = t->content_from = len;
-    return;
-  }
-  if (len < w || memcmp(s, think_open, w) != 0) return;
-  t->block = true;
-  while (from < len && s[from] == '\n') from++;
-  t->reason_from = from;
-  close = find((const char *)s + w, len - w, think_close);
-  if (close != NULL) {
-    t->reason_to = (size_t)((const uint8_t *)close - s);
-    t->content_from = t->reason_to + sizeof think_close - 1;
-    while (t->content_from < len && s[t->content_from] == '\n') t->content_from++;
-  } else {
-    t->reason_to = len - (final ? 0 : partial_suffix(s, len, think_close));
-    t->content_from = len;
-  }
-  if (t->reason_to < from) t->reason_to = from; /* "<think>\n\n</think>": nothing between */
-  while (t->reason_to > from && s[t->reason_to - 1] == '\n') t->reason_to--;
 }
 
 char *tl_srv_error_body(const tl_srv_error *e) {
@@ -395,11 +367,25 @@ static json_t *tool_split(const tl_srv_choice *c, size_t from, size_t *content_e
   return calls;
 }
 
-/* Where a chat reply's think block lies, when its reasoning is reported
- * apart: the replies a grammar constrains. */
-static void think_of(const tl_srv_gen *g, const tl_srv_choice *c, bool final, tl_srv_think *t) {
-  if (g->chat && tl_srv_request_constrained(&g->req)) tl_srv_think_split(c->raw, c->raw_len, final, t);
-  else memset(t, 0, sizeof *t);
+/* A chat reply's parts: its think block (reasoning_content unless
+ * reasoning_format is "none"), where its content starts (after the block;
+ * 0 with "none") and where tool calls are looked for (after the block
+ * always: the think block is never read for calls). Completions: no block,
+ * all of it content. */
+typedef struct parts {
+  tl_think th;
+  size_t content_from, answer_from;
+} parts;
+
+static parts parts_of(const tl_srv_gen *g, const tl_srv_choice *c, bool final) {
+  parts p;
+  memset(&p, 0, sizeof p);
+  if (!g->chat) return p;
+  tl_think_split(c->raw, c->raw_len, final, &p.th);
+  p.answer_from = p.th.answer_from;
+  if (g->req.raw_reasoning) p.th.block = false;
+  else p.content_from = p.answer_from;
+  return p;
 }
 
 char *tl_srv_response_body(const tl_srv_gen *g) {
@@ -410,18 +396,18 @@ char *tl_srv_response_body(const tl_srv_gen *g) {
     size_t text_len = c->raw_len, ntok = tokens_within(c, 0, c->raw_len, true);
     json_t *calls = NULL, *choice, *text;
     const char *reason = finish_reason(&c->result);
-    tl_srv_think th;
-    think_of(g, c, true, &th);
-    if (g->chat && g->req.has_tools && (calls = tool_split(c, th.content_from, &text_len)) != NULL)
+    parts p = parts_of(g, c, true);
+    if (g->chat && g->req.has_tools && (calls = tool_split(c, p.answer_from, &text_len)) != NULL)
       reason = "tool_calls";
-    text = clean_string(text_at(c, th.content_from), text_len - th.content_from);
+    text = clean_string(text_at(c, p.content_from), text_len - p.content_from);
     if (g->chat) {
       json_t *msg = json_pack("{s:s,s:o}", "role", "assistant", "content",
-                              text_len == th.content_from && calls != NULL ? json_null()
+                              text_len == p.content_from && calls != NULL ? json_null()
                                                                            : json_incref(text));
-      if (th.block)
+      if (p.th.block)
         json_object_set_new(msg, "reasoning_content",
-                            clean_string(text_at(c, th.reason_from), th.reason_to - th.reason_from));
+                            clean_string(text_at(c, p.th.reason_from),
+                                         p.th.reason_to - p.th.reason_from));
       if (calls != NULL) json_object_set_new(msg, "tool_calls", calls);
       choice = json_pack("{s:i,s:o,s:o,s:s}", "index", (int)i, "message", msg, "logprobs",
                          logprobs_json(g, c, 0, ntok), "finish_reason", reason);
@@ -493,19 +479,16 @@ static bool send_text(tl_srv_gen *g, uint32_t i, tl_srv_buf *out, size_t end, bo
   return ok;
 }
 
-/* A constrained chat reply's think block as reasoning_content deltas (what
- * is final of it); *content_from: where its content starts (the reply's
- * length while that is not known yet). */
-static bool send_reasoning(tl_srv_gen *g, uint32_t i, tl_srv_buf *out, bool final,
-                           size_t *content_from) {
+/* A chat reply's think block as reasoning_content deltas (what is final
+ * of it: never part of a tag, never part of a UTF-8 sequence); *p: the
+ * reply's parts. */
+static bool send_reasoning(tl_srv_gen *g, uint32_t i, tl_srv_buf *out, bool final, parts *p) {
   tl_srv_choice *c = &g->choices[i];
-  tl_srv_think th;
   size_t from, to;
-  think_of(g, c, final, &th);
-  *content_from = th.content_from;
-  if (!th.block) return true;
-  from = c->reasoning_sent > th.reason_from ? c->reasoning_sent : th.reason_from;
-  to = final ? th.reason_to : tl_srv_utf8_complete(c->raw, th.reason_to);
+  *p = parts_of(g, c, final);
+  if (!p->th.block) return true;
+  from = c->reasoning_sent > p->th.reason_from ? c->reasoning_sent : p->th.reason_from;
+  to = final ? p->th.reason_to : tl_srv_utf8_complete(c->raw, p->th.reason_to);
   if (to <= from) return true;
   c->reasoning_sent = to;
   return chunk(g, i, out, json_pack("{s:o}", "reasoning_content", clean_string(c->raw + from, to - from)),
@@ -516,13 +499,15 @@ bool tl_srv_stream_choice(tl_srv_gen *g, uint32_t i, tl_srv_buf *out) {
   tl_srv_choice *c = &g->choices[i];
   bool tools = g->chat && g->req.has_tools;
   size_t end = c->raw_len, from;
+  parts p;
   json_t *calls = NULL;
   const char *reason;
   bool ok;
   if (c->finished) return true;
   if (!c->done) {
-    if (!send_reasoning(g, i, out, false, &from)) return false;
-    if (tools) end = from + tl_srv_tool_hold(text_at(c, from), end - from);
+    if (!send_reasoning(g, i, out, false, &p)) return false;
+    from = p.content_from;
+    if (tools) end = p.answer_from + tl_srv_tool_hold(text_at(c, p.answer_from), end - p.answer_from);
     end = tl_srv_utf8_complete(c->raw, end);
     if (end <= from || end <= c->raw_sent) return true; /* held */
     if (c->raw_sent < from) c->raw_sent = from;
@@ -536,9 +521,10 @@ bool tl_srv_stream_choice(tl_srv_gen *g, uint32_t i, tl_srv_buf *out) {
     return tl_srv_stream_error(&e, out);
   }
   reason = finish_reason(&c->result);
-  ok = send_reasoning(g, i, out, true, &from);
+  ok = send_reasoning(g, i, out, true, &p);
+  from = p.content_from;
   if (c->raw_sent < from) c->raw_sent = from;
-  if (tools && (calls = tool_split(c, from, &end)) != NULL) reason = "tool_calls";
+  if (tools && (calls = tool_split(c, p.answer_from, &end)) != NULL) reason = "tool_calls";
   ok = ok && send_text(g, i, out, end, true);
   if (calls != NULL) {
     size_t k;
@@ -602,11 +588,60 @@ char *tl_srv_metrics_text(const tl_srv_stats *s, const tl_srv_http_counts *c) {
   METRIC("requests_cancelled_total", "counter", "Jobs cancelled (a client went away).", "%llu",
          (unsigned long long)s->requests_cancelled);
   METRIC("slots_busy", "gauge", "Slots holding a job.", "%u", s->slots_busy);
+  METRIC("kv_cache_usage_ratio", "gauge",
+         "KV cache rows held by running jobs over every slot's rows (0..1).", "%.6f",
+         s->kv_capacity != 0 ? (double)s->kv_used / (double)s->kv_capacity : 0.0);
   METRIC("decode_batches_total", "counter", "Batched decode passes over the weights.", "%llu",
          (unsigned long long)s->forward_batches);
   METRIC("decode_batched_tokens_total", "counter", "Tokens those passes decoded.", "%llu",
          (unsigned long long)s->batched_tokens);
 #undef METRIC
+  if (b.failed) {
+    tl_srv_buf_free(&b);
+    return NULL;
+  }
+  return b.p;
+}
+
+/* A Prometheus label value: \, " and line feeds escaped. */
+static void add_label(tl_srv_buf *b, const char *v) {
+  for (; *v != '\0' && !b->failed; v++)
+    (void)(*v == '\\' ? tl_srv_buf_add(b, "\\\\", 2)
+         : *v == '"' ? tl_srv_buf_add(b, "\\\"", 2)
+         : *v == '\n' ? tl_srv_buf_add(b, "\\n", 2)
+                      : tl_srv_buf_add(b, v, 1));
+}
+
+char *tl_srv_model_metrics_text(const tl_srv_model_sample *m, size_t n) {
+  static const struct {
+    const char *name, *type, *help;
+  } families[] = {
+      {"model_loaded", "gauge", "1 while the model is loaded."},
+      {"model_loads_total", "counter", "Times the model was loaded."},
+      {"model_unloads_total", "counter", "Times the model was unloaded to make room."},
+      {"model_requests_processing", "gauge", "The model's jobs in a slot."},
+      {"model_requests_queued", "gauge", "The model's jobs waiting for a slot."},
+      {"model_prompt_tokens_total", "counter", "The model's prompt tokens processed."},
+      {"model_tokens_predicted_total", "counter", "Tokens the model generated."},
+  };
+  tl_srv_buf b = {0};
+  char line[256];
+  for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
+    int k = snprintf(line, sizeof line, "# HELP tinylm_%s %s\n# TYPE tinylm_%s %s\n",
+                     families[f].name, families[f].help, families[f].name, families[f].type);
+    tl_srv_buf_add(&b, line, (size_t)k);
+    for (size_t i = 0; i < n; i++) {
+      const tl_srv_stats *s = &m[i].stats;
+      const uint64_t v[] = {m[i].loaded, m[i].loads, m[i].unloads, s->processing, s->queued,
+                            s->prompt_tokens, s->generated_tokens};
+      k = snprintf(line, sizeof line, "\"} %llu\n", (unsigned long long)v[f]);
+      tl_srv_buf_add(&b, "tinylm_", 7);
+      tl_srv_buf_add(&b, families[f].name, strlen(families[f].name));
+      tl_srv_buf_add(&b, "{model=\"", 8);
+      add_label(&b, m[i].name);
+      tl_srv_buf_add(&b, line, (size_t)k);
+    }
+  }
   if (b.failed) {
     tl_srv_buf_free(&b);
     return NULL;

@@ -51,20 +51,6 @@ struct json_t *tl_srv_tool_calls(const char *text, size_t len, size_t *content_l
  * from there on. */
 size_t tl_srv_tool_hold(const uint8_t *text, size_t len);
 
-/* A constrained chat reply (a grammar applies, docs/server.md) that opens
- * with Qwen3's think block: its reasoning is text[reason_from, reason_to)
- * (between <think> and </think>, the newlines around it left out) and its
- * content starts at content_from (after </think> and the newlines that
- * follow). Without a block: block false, content_from 0. While the reply
- * may still grow (final false), what could still change is held: a text
- * that may yet become "<think>" (content_from = len), and the reasoning's
- * trailing newlines or partial "</think>" (reason_to before them). */
-typedef struct tl_srv_think {
-  bool block;
-  size_t reason_from, reason_to, content_from;
-} tl_srv_think;
-void tl_srv_think_split(const uint8_t *text, size_t len, bool final, tl_srv_think *out);
-
 /* n random bytes as 2n lower-case hex digits into out (2n + 1 bytes). */
 void tl_srv_random_hex(char *out, size_t n);
 
@@ -87,7 +73,7 @@ typedef struct tl_srv_choice {
   /* streaming: the raw bytes already sent as content, the token entries
    * already sent as logprobs, whether the choice's final chunk went */
   size_t raw_sent, tokens_sent;
-  size_t reasoning_sent; /* constrained chat: the raw bytes sent as reasoning_content */
+  size_t reasoning_sent; /* chat: the raw bytes sent as reasoning_content */
   bool finished;
 } tl_srv_choice;
 
@@ -130,5 +116,14 @@ typedef struct tl_srv_http_counts {
   uint64_t requests, rejected;
 } tl_srv_http_counts;
 char *tl_srv_metrics_text(const tl_srv_stats *s, const tl_srv_http_counts *c);
+/* Each model's lines of /metrics (label model="NAME"): whether it is
+ * loaded, its loads and unloads, its jobs and tokens. */
+typedef struct tl_srv_model_sample {
+  const char *name;
+  bool loaded;
+  uint64_t loads, unloads;
+  tl_srv_stats stats; /* of every engine it had */
+} tl_srv_model_sample;
+char *tl_srv_model_metrics_text(const tl_srv_model_sample *m, size_t n);
 
 #endif

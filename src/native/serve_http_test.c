@@ -107,39 +107,6 @@ static void text_that_may_open_a_tool_call_is_held(tl_test_ctx *t) {
                      cases[i].want);
 }
 
-/* Qwen3's think block of a constrained reply: reasoning between the tags
- * without the newlines around it, content after </think> and its newlines;
- * while the reply grows, what could still change is held. */
-static void think_blocks_split_reasoning_from_content(tl_test_ctx *t) {
-  static const struct {
-    const char *s;
-    bool final, block;
-    size_t reason_from, reason_to, content_from;
-  } cases[] = {
-      {"<think>\n\n</think>\n\n{\"a\": 1}", true, true, 9, 9, 19},
-      {"<think>\nhm\n</think>\n\n{}", true, true, 8, 10, 21},
-      {"<think>\nhm\n</think>\n\n{}", false, true, 8, 10, 21},
-      {"{\"a\": 1}", true, false, 0, 0, 0},
-      {"{\"a\": 1}", false, false, 0, 0, 0},
-      {"", false, true, 0, 0, 0},           /* nothing yet */
-      {"", true, false, 0, 0, 0},
-      {"<thi", false, true, 4, 4, 4},       /* may yet open a block: all held */
-      {"<thi", true, false, 0, 0, 0},       /* ended: no block */
-      {"<think>\nhm\n</thi", false, true, 8, 10, 16}, /* a partial close and its newline held */
-      {"<think>\nhm\n</thi", true, true, 8, 16, 16},  /* cut short: all of it reasoning */
-      {"<think>\nhm\n", false, true, 8, 10, 11},
-      {"<think>\n\n</think>", false, true, 9, 9, 17},
-  };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    tl_srv_think th;
-    tl_srv_think_split((const uint8_t *)cases[i].s, strlen(cases[i].s), cases[i].final, &th);
-    TL_EXPECT(t, th.block == cases[i].block);
-    TL_EXPECT_EQ_U64(t, th.reason_from, cases[i].reason_from);
-    TL_EXPECT_EQ_U64(t, th.reason_to, cases[i].reason_to);
-    TL_EXPECT_EQ_U64(t, th.content_from, cases[i].content_from);
-  }
-}
-
 /* ---- streaming a choice whose text arrives in pieces ---- */
 
 static void gen_init(tl_srv_gen *g, bool tools) {
@@ -287,6 +254,89 @@ static void streamed_constrained_reply_splits_reasoning(tl_test_ctx *t) {
   free_choice(&g);
 }
 
+/* Every chat reply's think block goes apart, streamed a byte at a time:
+ * no delta holds any part of a tag or of a UTF-8 sequence, the reasoning
+ * and the answer joined are the reply's parts; with reasoning_format
+ * "none" the deltas joined are the raw text. */
+static void streamed_byte_by_byte_never_shows_a_tag(tl_test_ctx *t) {
+  static const char reply[] = "<think>\nadd \xE2\x82\xAC <b\n</think>\n\n42 <thin";
+  for (int raw = 0; raw < 2; raw++) {
+    tl_srv_gen g;
+    tl_srv_buf out = {0};
+    seen s = {0};
+    bool whole = true;
+    gen_init(&g, false);
+    g.req.raw_reasoning = raw == 1;
+    for (size_t i = 0; i < sizeof reply - 1; i++) {
+      char one[2] = {reply[i], 0};
+      seen step = {0};
+      arrive(&g.choices[0], one, i + 2 == sizeof reply);
+      out.len = 0;
+      if (out.p != NULL) out.p[0] = '\0'; /* this step's events alone */
+      TL_EXPECT(t, tl_srv_stream_choice(&g, 0, &out) && read_events(&out, &step));
+      strcat(s.content, step.content);
+      strcat(s.reasoning, step.reasoning);
+      if (!raw) /* a tag's bytes never arrive alone: "<b" and "<thin" in the text are not tags */
+        whole = whole && strstr(step.reasoning, "<t") == NULL && strstr(step.reasoning, "</") == NULL &&
+                strstr(step.content, "think") == NULL && strchr(step.content, '\xE2') == NULL;
+    }
+    TL_EXPECT(t, whole);
+    TL_EXPECT_STR(t, s.reasoning, raw ? "" : "add \xE2\x82\xAC <b");
+    TL_EXPECT_STR(t, s.content, raw ? reply : "42 <thin");
+    tl_srv_buf_free(&out);
+    free_choice(&g);
+  }
+}
+
+/* The body of a finished reply: a block never closed (cut short while
+ * thinking) is all reasoning and the content is ""; no block, no
+ * reasoning_content; a tool call inside the think block is not read. */
+static json_t *body_message(tl_srv_gen *g) {
+  char *body = tl_srv_response_body(g);
+  json_t *doc = body ? json_loads(body, 0, NULL) : NULL;
+  json_t *msg = json_incref(json_object_get(json_array_get(json_object_get(doc, "choices"), 0), "message"));
+  free(body);
+  json_decref(doc);
+  return msg;
+}
+
+#define CALL "<tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>"
+static void bodies_split_every_chat_reply(tl_test_ctx *t) {
+  static const struct {
+    const char *reply;
+    bool tools, raw, calls;
+    const char *content, *reasoning; /* NULL: JSON null or absent */
+  } cases[] = {
+      {"<think>\nstill thinking", false, false, false, "", "still thinking"},
+      {"<think>\nhm\n</think>\n\n42", false, false, false, "42", "hm"},
+      {"<think>\nhm\n</think>\n\n42", false, true, false, "<think>\nhm\n</think>\n\n42", NULL},
+      {"just 42", false, false, false, "just 42", NULL},
+      {"<think>\n" CALL "\n</think>\n\nno call", true, false, false, "no call", CALL},
+      {"<think>\n" CALL "\n</think>\n\nno call", true, true, false,
+       "<think>\n" CALL "\n</think>\n\nno call", NULL},
+      {"<think>\n\n</think>\n\n" CALL, true, true, true, "<think>\n\n</think>\n\n", NULL},
+      {"<think>\n\n</think>\n\n" CALL, true, false, true, NULL, ""},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    tl_srv_gen g;
+    json_t *msg, *content, *reasoning;
+    gen_init(&g, cases[i].tools);
+    g.req.raw_reasoning = cases[i].raw;
+    arrive(&g.choices[0], cases[i].reply, true);
+    msg = body_message(&g);
+    content = json_object_get(msg, "content");
+    reasoning = json_object_get(msg, "reasoning_content");
+    TL_EXPECT_STR(t, json_is_string(content) ? json_string_value(content) : "(null)",
+                  cases[i].content ? cases[i].content : "(null)");
+    TL_EXPECT_STR(t, json_is_string(reasoning) ? json_string_value(reasoning) : "(null)",
+                  cases[i].reasoning ? cases[i].reasoning : "(null)");
+    TL_EXPECT(t, (json_object_get(msg, "tool_calls") != NULL) == cases[i].calls);
+    json_decref(msg);
+    free_choice(&g);
+  }
+}
+#undef CALL
+
 /* Required tool calls after an empty think block: no content at all. */
 static void streamed_required_calls_after_thinking(tl_test_ctx *t) {
   tl_srv_gen g;
@@ -342,7 +392,7 @@ static void metrics_name_every_counter(tl_test_ctx *t) {
   tl_srv_stats st = {.prompt_tokens = 11, .cached_tokens = 3, .generated_tokens = 40,
                      .prompt_seconds = 0.5, .decode_seconds = 2.25, .requests_cancelled = 2,
                      .processing = 1, .queued = 4, .slots_busy = 1, .forward_batches = 30,
-                     .batched_tokens = 45};
+                     .batched_tokens = 45, .kv_used = 60, .kv_capacity = 160};
   tl_srv_http_counts n = {.requests = 9, .rejected = 5};
   static const char *const lines[] = {
       "\ntinylm_prompt_tokens_total 11\n", "\ntinylm_prompt_cached_tokens_total 3\n",
@@ -352,11 +402,19 @@ static void metrics_name_every_counter(tl_test_ctx *t) {
       "\ntinylm_requests_total 9\n", "\ntinylm_requests_cancelled_total 2\n",
       "\ntinylm_slots_busy 1\n", "\ntinylm_decode_batches_total 30\n",
       "\ntinylm_decode_batched_tokens_total 45\n",
+      "\ntinylm_kv_cache_usage_ratio 0.375000\n", /* 60 of 160 rows */
+      "# TYPE tinylm_kv_cache_usage_ratio gauge\n",
       "# TYPE tinylm_requests_queued gauge\n", "# TYPE tinylm_requests_total counter\n"};
   char *text = tl_srv_metrics_text(&st, &n);
   if (!TL_EXPECT(t, text != NULL)) return;
   for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
     if (!TL_EXPECT(t, strstr(text, lines[i]) != NULL)) break;
+  free(text);
+  /* no slots (the engine not loaded): the ratio is 0, not a division by 0 */
+  memset(&st, 0, sizeof st);
+  text = tl_srv_metrics_text(&st, &n);
+  if (TL_EXPECT(t, text != NULL))
+    TL_EXPECT(t, strstr(text, "\ntinylm_kv_cache_usage_ratio 0.000000\n") != NULL);
   free(text);
 }
 
@@ -369,9 +427,10 @@ static const tl_test_case cases[] = {
     TL_CASE(streamed_text_never_splits_a_character),
     TL_CASE(streamed_tool_calls_are_held_and_sent_whole),
     TL_CASE(held_text_that_is_no_tool_call_is_sent),
-    TL_CASE(think_blocks_split_reasoning_from_content),
     TL_CASE(streamed_constrained_reply_splits_reasoning),
     TL_CASE(streamed_required_calls_after_thinking),
+    TL_CASE(streamed_byte_by_byte_never_shows_a_tag),
+    TL_CASE(bodies_split_every_chat_reply),
     TL_CASE(errors_have_openai_shape),
     TL_CASE(metrics_name_every_counter),
 };

@@ -490,13 +490,40 @@ static tl_status read_tool_choice(ctx *c, json_t *choice, json_t *tools, tl_srv_
   return TL_OK;
 }
 
-/* messages, tools, tool_choice, chat_template_kwargs -> r->conversation
- * (and r->tools). */
+/* reasoning_effort (OpenAI's) as Qwen3's switch: "none" and "minimal"
+ * think not, the others do (Qwen3 has no degrees of effort). *on: the
+ * switch, or NULL when the field is absent. */
+static tl_status read_effort(ctx *c, json_t *root, json_t *thinking, json_t **on) {
+  static const char *const off[] = {"none", "minimal"}, *const yes[] = {"low", "medium", "high"};
+  json_t *v = field(root, "reasoning_effort");
+  const char *e;
+  int want = -1;
+  *on = NULL;
+  if (v == NULL) return TL_OK;
+  if (!json_is_string(v)) return want_type(c, "reasoning_effort", "a string");
+  e = json_string_value(v);
+  for (size_t i = 0; i < 2; i++) if (strcmp(e, off[i]) == 0) want = 0;
+  for (size_t i = 0; i < 3; i++) if (strcmp(e, yes[i]) == 0) want = 1;
+  if (want < 0 || strlen(e) != json_string_length(v))
+    return fail(c, "reasoning_effort", "invalid_value",
+                "reasoning_effort must be \"none\", \"minimal\" (thinking off), \"low\", "
+                "\"medium\" or \"high\" (thinking on)");
+  if (thinking != NULL && json_is_true(thinking) != (want == 1))
+    return fail(c, "reasoning_effort", "invalid_value",
+                "reasoning_effort \"%s\" turns thinking %s, chat_template_kwargs.enable_thinking "
+                "says %s: give one, or make them agree", e, want ? "on" : "off",
+                json_is_true(thinking) ? "true" : "false");
+  *on = json_boolean(want == 1);
+  return *on != NULL ? TL_OK : oom(c);
+}
+
+/* messages, tools, tool_choice, chat_template_kwargs, reasoning_effort ->
+ * r->conversation (and r->tools). */
 static tl_status read_conversation(ctx *c, json_t *root, tl_srv_request *r) {
   static const char *const kwargs_keys[] = {"enable_thinking", NULL};
   json_t *msgs = field(root, "messages"), *tools = field(root, "tools");
   json_t *choice = field(root, "tool_choice"), *kwargs = field(root, "chat_template_kwargs");
-  json_t *conv = NULL, *out_msgs, *m, *thinking = NULL;
+  json_t *conv = NULL, *out_msgs, *m, *thinking = NULL, *effort = NULL;
   size_t i;
   tl_status st = TL_OK;
   if (msgs == NULL) return missing(c, "messages");
@@ -512,9 +539,12 @@ static tl_status read_conversation(ctx *c, json_t *root, tl_srv_request *r) {
     if (thinking != NULL && !json_is_boolean(thinking))
       return want_type(c, "chat_template_kwargs.enable_thinking", "a boolean");
   }
+  if ((st = read_effort(c, root, thinking, &effort)) != TL_OK) return st;
+  if (effort != NULL) thinking = effort;
   if ((conv = json_object()) == NULL || (out_msgs = json_array()) == NULL ||
       json_object_set_new(conv, "messages", out_msgs) != 0) {
     json_decref(conv);
+    json_decref(effort);
     return oom(c);
   }
   json_array_foreach(msgs, i, m) {
@@ -535,6 +565,7 @@ static tl_status read_conversation(ctx *c, json_t *root, tl_srv_request *r) {
     else r->tools_len = strlen(r->tools);
   }
   json_decref(conv);
+  json_decref(effort);
   return st;
 }
 
@@ -805,14 +836,16 @@ static const char *const chat_fields[] = {
     "min_p", "repeat_penalty", "repeat_last_n", "seed", "stop", "n", "presence_penalty",
     "frequency_penalty", "logit_bias", "logprobs", "top_logprobs", "response_format", "stream", "stream_options",
     "chat_template_kwargs", "tools", "tool_choice", "user", "store", "metadata", "service_tier",
-    "parallel_tool_calls", "grammar", NULL};
+    "parallel_tool_calls", "grammar", "reasoning_format", "reasoning_effort", NULL};
 static const char *const completion_fields[] = {
     "model", "prompt", "max_tokens", "temperature", "top_p", "top_k", "min_p", "repeat_penalty",
     "repeat_last_n", "seed", "stop", "n", "presence_penalty", "frequency_penalty", "logit_bias", "logprobs",
     "stream", "stream_options", "echo", "best_of", "suffix", "user", "grammar", "json_schema", NULL};
-static const char *const tokenize_fields[] = {"content", "with_pieces", NULL};
-static const char *const detokenize_fields[] = {"tokens", NULL};
-static const char *const template_fields[] = {"messages", "tools", "chat_template_kwargs", NULL};
+/* "model" everywhere: it picks one of several models (docs/server.md) */
+static const char *const tokenize_fields[] = {"model", "content", "with_pieces", NULL};
+static const char *const detokenize_fields[] = {"model", "tokens", NULL};
+static const char *const template_fields[] = {"model", "messages", "tools",
+                                              "chat_template_kwargs", NULL};
 
 static tl_status read_model(ctx *c, json_t *root, tl_srv_request *r) {
   json_t *v = field(root, "model");
@@ -825,11 +858,28 @@ static tl_status read_model(ctx *c, json_t *root, tl_srv_request *r) {
   return TL_OK;
 }
 
+/* reasoning_format (llama-server's): "none" keeps the think block in the
+ * content; "deepseek" and "auto" (and absent) report it apart. */
+static tl_status read_reasoning_format(ctx *c, json_t *root, tl_srv_request *r) {
+  json_t *v = field(root, "reasoning_format");
+  const char *f;
+  if (v == NULL) return TL_OK;
+  if (!json_is_string(v)) return want_type(c, "reasoning_format", "a string");
+  f = json_string_value(v);
+  if (strlen(f) != json_string_length(v) ||
+      (strcmp(f, "none") != 0 && strcmp(f, "deepseek") != 0 && strcmp(f, "auto") != 0))
+    return fail(c, "reasoning_format", "invalid_value",
+                "reasoning_format must be \"none\" (the think block in content), \"deepseek\" "
+                "or \"auto\" (apart, as reasoning_content)");
+  r->raw_reasoning = strcmp(f, "none") == 0;
+  return TL_OK;
+}
+
 static tl_status read_chat(ctx *c, json_t *root, tl_srv_request *r) {
   json_t *v, *mt = field(root, "max_tokens"), *mct = field(root, "max_completion_tokens");
   long long x;
   tl_status st;
-  if ((st = read_model(c, root, r)) != TL_OK || (st = read_conversation(c, root, r)) != TL_OK)
+  if ((st = read_conversation(c, root, r)) != TL_OK)
     return st;
   if (mt != NULL && (st = read_max_tokens(c, mt, "max_tokens", &r->max_tokens)) != TL_OK) return st;
   if (mct != NULL) {
@@ -851,6 +901,7 @@ static tl_status read_chat(ctx *c, json_t *root, tl_srv_request *r) {
   if ((v = field(root, "response_format")) != NULL && (st = read_response_format(c, v, r)) != TL_OK)
     return st;
   if ((st = read_grammar(c, root, r)) != TL_OK) return st;
+  if ((st = read_reasoning_format(c, root, r)) != TL_OK) return st;
   r->parallel_tool_calls = true; /* OpenAI's default */
   if ((st = get_bool(c, root, "parallel_tool_calls", &r->parallel_tool_calls)) != TL_OK) return st;
   if ((st = ignored(c, root, "user", JSON_STRING, "a string")) != TL_OK ||
@@ -866,7 +917,6 @@ static tl_status read_completion(ctx *c, json_t *root, tl_srv_request *r) {
   long long x;
   bool echo = false;
   tl_status st;
-  if ((st = read_model(c, root, r)) != TL_OK) return st;
   if (prompt == NULL) return missing(c, "prompt");
   if (json_is_array(prompt)) {
     if (json_array_size(prompt) != 1)
@@ -942,7 +992,9 @@ static tl_status read_request(ctx *c, tl_srv_kind kind, json_t *root, tl_srv_req
   static const char *const *const fields[] = {chat_fields, completion_fields, tokenize_fields,
                                               detokenize_fields, template_fields};
   tl_status st;
-  if ((st = only_keys(c, root, fields[kind], "")) != TL_OK) return st;
+  if ((st = only_keys(c, root, fields[kind], "")) != TL_OK ||
+      (st = read_model(c, root, r)) != TL_OK)
+    return st;
   switch (kind) {
   case TL_SRV_CHAT: return read_chat(c, root, r);
   case TL_SRV_COMPLETION: return read_completion(c, root, r);

@@ -67,7 +67,7 @@ typedef struct tl_srv_request {
   /* chat, apply-template: the conversation as the template reads it:
    * {"messages": [...], "tools": [...] (when given and tool_choice is not
    * "none"), "enable_thinking": B (chat_template_kwargs.enable_thinking,
-   * when given)}. Messages keep role (developer becomes system), content
+   * or reasoning_effort's, when given)}. Messages keep role (developer becomes system), content
    * (a string; an array of text parts joined), name, tool_calls and
    * tool_call_id as given. */
   char *conversation;
@@ -109,6 +109,7 @@ typedef struct tl_srv_request {
   bool stream, include_usage;
   bool has_tools;          /* tools were passed to the template */
   bool no_prompt_cache;    /* cache_prompt false: compute the whole prompt, reuse no slot's cache */
+  bool raw_reasoning;      /* chat: reasoning_format "none": the think block stays in content */
 
   /* structured output (chat: response_format, tools, tool_choice,
    * parallel_tool_calls, grammar; completion: grammar, json_schema) */

@@ -247,7 +247,7 @@ static void unknown_fields_are_named(tl_test_ctx *t) {
   REFUSED(t, TL_SRV_COMPLETION, "{\"prompt\":\"x\",\"top_logprobs\":1}", "top_logprobs",
           "unknown_parameter");
   REFUSED(t, TL_SRV_COMPLETION, "{\"prompt\":\"x\"," USER_HI "}", "messages", "unknown_parameter");
-  REFUSED(t, TL_SRV_TOKENIZE, "{\"content\":\"x\",\"model\":\"m\"}", "model", "unknown_parameter");
+  REFUSED(t, TL_SRV_TOKENIZE, "{\"content\":\"x\",\"n\":1}", "n", "unknown_parameter");
   REFUSED(t, TL_SRV_DETOKENIZE, "{\"tokens\":[],\"x\":1}", "x", "unknown_parameter");
   REFUSED(t, TL_SRV_APPLY_TEMPLATE, "{" USER_HI ",\"temperature\":1}", "temperature",
           "unknown_parameter");
@@ -392,6 +392,63 @@ static void chat_tools_tool_choice_and_thinking(tl_test_ctx *t) {
           "invalid_type");
 }
 
+/* reasoning_effort is Qwen3's switch (none/minimal off, low/medium/high
+ * on), refused when chat_template_kwargs says otherwise; reasoning_format
+ * "none" keeps the think block in content, deepseek/auto report it apart;
+ * neither is a completions or apply-template field. */
+static void reasoning_effort_and_format(tl_test_ctx *t) {
+  static const struct {
+    const char *effort;
+    bool on;
+  } efforts[] = {{"none", false}, {"minimal", false}, {"low", true}, {"medium", true}, {"high", true}};
+  static const struct {
+    const char *format;
+    bool raw;
+  } formats[] = {{"none", true}, {"deepseek", false}, {"auto", false}};
+  char body[256], want[160];
+  tl_srv_request r;
+  for (size_t i = 0; i < sizeof efforts / sizeof efforts[0]; i++) {
+    snprintf(body, sizeof body, "{" USER_HI ",\"reasoning_effort\":\"%s\"}", efforts[i].effort);
+    snprintf(want, sizeof want, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+             "\"enable_thinking\":%s}", efforts[i].on ? "true" : "false");
+    CONVERSATION_IS(t, body, want);
+    /* agreeing with chat_template_kwargs is fine, disagreeing is refused */
+    snprintf(body, sizeof body, "{" USER_HI ",\"reasoning_effort\":\"%s\","
+             "\"chat_template_kwargs\":{\"enable_thinking\":%s}}", efforts[i].effort,
+             efforts[i].on ? "true" : "false");
+    CONVERSATION_IS(t, body, want);
+    snprintf(body, sizeof body, "{" USER_HI ",\"reasoning_effort\":\"%s\","
+             "\"chat_template_kwargs\":{\"enable_thinking\":%s}}", efforts[i].effort,
+             efforts[i].on ? "false" : "true");
+    REFUSED(t, TL_SRV_CHAT, body, "reasoning_effort", "invalid_value");
+  }
+  REFUSED(t, TL_SRV_CHAT, "{" USER_HI ",\"reasoning_effort\":\"max\"}", "reasoning_effort",
+          "invalid_value");
+  REFUSED(t, TL_SRV_CHAT, "{" USER_HI ",\"reasoning_effort\":\"low\\u0000\"}", "reasoning_effort",
+          "invalid_value");
+  REFUSED(t, TL_SRV_CHAT, "{" USER_HI ",\"reasoning_effort\":1}", "reasoning_effort",
+          "invalid_type");
+  for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
+    snprintf(body, sizeof body, "{" USER_HI ",\"reasoning_format\":\"%s\"}", formats[i].format);
+    if (accepted_at(t, TL_SRV_CHAT, body, strlen(body), &r, __FILE__, __LINE__)) {
+      TL_EXPECT(t, r.raw_reasoning == formats[i].raw);
+      tl_srv_request_free(&r);
+    }
+  }
+  if (accepted_at(t, TL_SRV_CHAT, "{" USER_HI "}", strlen("{" USER_HI "}"), &r, __FILE__, __LINE__)) {
+    TL_EXPECT(t, !r.raw_reasoning); /* absent: apart */
+    tl_srv_request_free(&r);
+  }
+  REFUSED(t, TL_SRV_CHAT, "{" USER_HI ",\"reasoning_format\":\"hidden\"}", "reasoning_format",
+          "invalid_value");
+  REFUSED(t, TL_SRV_CHAT, "{" USER_HI ",\"reasoning_format\":true}", "reasoning_format",
+          "invalid_type");
+  REFUSED(t, TL_SRV_COMPLETION, "{\"prompt\":\"x\",\"reasoning_format\":\"none\"}",
+          "reasoning_format", "unknown_parameter");
+  REFUSED(t, TL_SRV_APPLY_TEMPLATE, "{" USER_HI ",\"reasoning_effort\":\"low\"}",
+          "reasoning_effort", "unknown_parameter");
+}
+
 static void chat_message_refusals(tl_test_ctx *t) {
   static const struct {
     const char *messages, *param, *code;
@@ -477,6 +534,14 @@ static void model_names(tl_test_ctx *t) {
   REFUSED(t, TL_SRV_CHAT, "{" USER_HI ",\"model\":\"a\\u0000b\"}", "model", "invalid_value");
   OK(t, TL_SRV_CHAT, "{" USER_HI ",\"model\":null}");
   OK(t, TL_SRV_CHAT, "{" USER_HI ",\"model\":\"\"}");
+  /* every endpoint takes "model": it picks one of several models */
+  if (ACCEPTED(t, TL_SRV_TOKENIZE, "{\"content\":\"x\",\"model\":\"m\"}", &r)) {
+    TL_EXPECT_STR(t, r.model, "m");
+    tl_srv_request_free(&r);
+  }
+  OK(t, TL_SRV_DETOKENIZE, "{\"tokens\":[],\"model\":\"m\"}");
+  OK(t, TL_SRV_APPLY_TEMPLATE, "{" USER_HI ",\"model\":\"m\"}");
+  REFUSED(t, TL_SRV_DETOKENIZE, "{\"tokens\":[],\"model\":1}", "model", "invalid_type");
 }
 
 /* ---- generation fields ---- */
@@ -1125,6 +1190,7 @@ static const tl_test_case cases[] = {
     TL_CASE(response_formats),
     TL_CASE(tool_choices),
     TL_CASE(grammars_and_their_conflicts),
+    TL_CASE(reasoning_effort_and_format),
     TL_CASE(completion_prompt_and_defaults),
     TL_CASE(tokenize_content),
     TL_CASE(error_set_types_and_utf8),

@@ -347,8 +347,9 @@ async function basics(s, client, vocab, tokBytes) {
     ['stop', 'length'].includes(c.finish_reason), short(c));
   const rend = render(TINY, { messages: CONV1 });
   const run = runChat(TINY, req);
-  check('chat: content = tinylm run --messages (same seed and sampling)', c.message.content === run.text,
-    `${short(c.message.content)} vs ${short(run.text)}`);
+  // run --json's answer: its text without a think block, as the content (docs/server.md, Reasoning).
+  check('chat: content = tinylm run --messages\'s answer (same seed and sampling)', c.message.content === run.answer,
+    `${short(c.message.content)} vs ${short(run.answer)}`);
   check('chat: tinylm.choices[0].receipt_id = tinylm run\'s receipt_id', a.tinylm?.choices?.[0]?.receipt_id === run.receipt_id,
     `${a.tinylm?.choices?.[0]?.receipt_id} vs ${run.receipt_id}`);
   const lp = c.logprobs?.content ?? [];
@@ -373,8 +374,8 @@ async function basics(s, client, vocab, tokBytes) {
   // The content is the visible text: control tokens (<|im_start|>, ...) are dropped as `tinylm decode --mode visible` drops them.
   const dropped = new Set(run.ids.filter((id) => JSON.parse(cli('decode', TINY, '--ids', String(id), '--mode', 'visible', '--json')).text === ''));
   const joined = lp.flatMap((e, i) => (dropped.has(run.ids[i]) ? [] : e.bytes));
-  check('chat logprobs: the tokens\' bytes joined (control tokens dropped), decoded = the content (a length-limited reply)',
-    c.finish_reason !== 'length' || lossy(joined) === c.message.content, `${short(lossy(joined))} vs ${short(c.message.content)}`);
+  check('chat logprobs: the tokens\' bytes joined (control tokens dropped), decoded = run\'s whole text (a length-limited reply)',
+    c.finish_reason !== 'length' || lossy(joined) === run.text, `${short(lossy(joined))} vs ${short(run.text)}`);
   check('chat usage: prompt_tokens = tinylm render\'s ids, completion_tokens = run\'s ids, total the sum',
     a.usage?.prompt_tokens === rend.ids.length && a.usage.completion_tokens === run.ids.length &&
     a.usage.total_tokens === a.usage.prompt_tokens + a.usage.completion_tokens &&
@@ -548,9 +549,9 @@ async function stops(s, client) {
     const st = await sse(s, '/v1/chat/completions', { ...r, stream: true });
     const deltas = st.chunks.filter((x) => x.choices.length).map((x) => x.choices[0].delta.content ?? '');
     const name = `stop ${JSON.stringify(c.s)} (${c.why})`;
-    check(`${name}: content = tinylm run --stop's text, finish_reason/stop as run's`, full.choices[0].message.content === want.text &&
+    check(`${name}: content = tinylm run --stop's text, finish_reason/stop as run's`, full.choices[0].message.content === want.answer &&
       full.choices[0].finish_reason === (want.stop === 'max_tokens' ? 'length' : 'stop') && full.tinylm.choices[0].stop === want.stop,
-      `${short(full.choices[0].message.content)} vs ${short(want.text)} (${want.stop})`);
+      `${short(full.choices[0].message.content)} vs ${short(want.answer)} (${want.stop})`);
     check(`${name}: streamed deltas joined = content, so no chunk carried any of the stop string`,
       deltas.join('') === full.choices[0].message.content && st.events.at(-1)?.done === true, short(deltas));
     if (want.stop === 'stop_string') check(`${name}: the content holds no stop string`, !full.choices[0].message.content.includes(c.s));
@@ -560,7 +561,7 @@ async function stops(s, client) {
     const list = cands.slice(0, 3).map((c) => c.s);
     const want = runChat(TINY, { ...req, stop: list });
     const got = await client.chat.completions.create({ ...req, stop: list });
-    check('stop list of 3: content = tinylm run with the three --stop', got.choices[0].message.content === want.text);
+    check('stop list of 3: content = tinylm run with the three --stop', got.choices[0].message.content === want.answer);
   }
 }
 
@@ -584,7 +585,7 @@ async function tools(s, client) {
   const c = r.choices[0];
   if (!run.text.includes('<tool_call>')) {
     check('chat with tools, a reply without <tool_call>: content = tinylm run\'s, no tool_calls, finish_reason not tool_calls',
-      c.message.content === run.text && !c.message.tool_calls?.length && c.finish_reason !== 'tool_calls', short(c));
+      c.message.content === run.answer && !c.message.tool_calls?.length && c.finish_reason !== 'tool_calls', short(c));
   } else {
     check('chat with tools, a reply with <tool_call>: tool_calls present', c.message.tool_calls?.length > 0, short(c));
   }
@@ -599,7 +600,7 @@ async function tools(s, client) {
     ar.json?.prompt === rr.text && rr.text.includes('<tool_call>') && rr.text.includes('<tool_response>'), short(ar.json ?? ar.text));
   const after = await client.chat.completions.create({ ...req, messages: round });
   const afterRun = runChat(TINY, { ...req, messages: round.map((m) => (m.content === null ? { ...m, content: '' } : m)) });
-  check('chat after a tool round: content = tinylm run on the same conversation', after.choices[0].message.content === afterRun.text ||
+  check('chat after a tool round: content = tinylm run on the same conversation', after.choices[0].message.content === afterRun.answer ||
     after.choices[0].finish_reason === 'tool_calls', short(after.choices[0]));
   // Streamed with tools: the same reply.
   const st = await sse(s, '/v1/chat/completions', { ...req, stream: true });
@@ -861,8 +862,8 @@ async function determinism(sA, sB, model, tag) {
   if (!check(`${tag} determinism: the request succeeds`, alone?.choices?.length === 1, short(alone))) return;
   const A = essence(alone);
   const run = runChat(model, req);
-  check(`${tag} determinism: = tinylm run (text, receipt id)`, A.content === run.text && A.receipt === run.receipt_id,
-    `${short(A.content, 80)} / ${A.receipt} vs ${short(run.text, 80)} / ${run.receipt_id}`);
+  check(`${tag} determinism: = tinylm run (text, receipt id)`, A.content === run.answer && A.receipt === run.receipt_id,
+    `${short(A.content, 80)} / ${A.receipt} vs ${short(run.answer, 80)} / ${run.receipt_id}`);
   const mB0 = await metrics(sA);
   for (const others of [1, 2, 3]) {
     // Others first (longer, so they overlap the request's whole life), then the request.

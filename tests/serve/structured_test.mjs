@@ -206,7 +206,7 @@ async function tools(client) {
   const conv = join(WORK, 'round.json');
   writeFileSync(conv, JSON.stringify({ messages: round.map((m) => (m.content === null ? { ...m, content: '' } : m)), tools: TOOLS, add_generation_prompt: true, enable_thinking: false }));
   const want = JSON.parse(execFileSync(TINYLM, ['render', server.model, '--messages', conv, '--json'], { encoding: 'utf8' }));
-  const at = await fetch(`${server.base}/apply-template`, { method: 'POST', body: JSON.stringify({ messages: round, tools: TOOLS, ...THINK(false) }) }).then((r) => r.json());
+  const at = await fetch(`${server.base}/apply-template`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ messages: round, tools: TOOLS, ...THINK(false) }) }).then((r) => r.json());
   check('a tool round sent back renders as tinylm render renders it (<tool_call> with the arguments, <tool_response>)',
     at.prompt === want.text && want.text.includes('<tool_response>\n42\n</tool_response>') && want.text.includes('"name": "add"'), short(at));
   const after = await client.chat.completions.create({ messages: round, tools: TOOLS, max_tokens: 16, ...THINK(false) });

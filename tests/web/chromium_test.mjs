@@ -405,9 +405,38 @@ async function browserChecks(browser, work, manifest, isolated, plain, requests)
         !!got.reply && got.reply.promptTokens === want && want !== rendered(!on), JSON.stringify([got.reply?.promptTokens, want, got.error]));
       const shown = await page.$eval('#transcript', (t) => t.lastElementChild.innerText);
       check(`thinking ${how}: the reply says thinking ${on ? 'on' : 'off'}`, shown.includes(`thinking ${on ? 'on' : 'off'}`), shown);
+      const answer = await page.$eval('#transcript', (t) => t.lastElementChild.querySelector('.body').textContent);
+      check(`thinking ${how}: the answer area holds no <think> or </think>`, !/<\/?think>/.test(answer), answer);
       compareNative(work, `thinking ${on ? 'on' : 'off'}`, got, 'scalar');
       await page.click('#clear');
     }
+  }
+  {
+    // A reply's think block apart from its answer by the server's rules
+    // (docs/server.md, Reasoning): the spec's cases, then every prefix of a
+    // streamed reply: no piece of a tag shown, reasoning and answer only
+    // grow. (The tiny model writes no block, so its replies above cannot
+    // show one; these texts can.) Planted defects caught: a partial
+    // "</think>" not held, a partial "<think>" not held (each fails the
+    // streamed check).
+    const CASES = [
+      ['<think>\nadd them\n</think>\n\n12 + 30 = 42.', true, 'add them', '12 + 30 = 42.'],
+      ['<think>\n\n</think>\n\nHi', true, '', 'Hi'],
+      ['<think>\ncut short', true, 'cut short', ''],
+      ['Hi <think>x</think>', true, null, 'Hi <think>x</think>'],
+      ['<thi', false, null, ''],
+      ['<thi', true, null, '<thi'],
+      ['<think>\nhm\n</thi', false, 'hm', ''],
+    ];
+    const got = await page.evaluate((cases) => cases.map(([t, f]) => window.tinylmPage.replyParts(t, f)), CASES);
+    check('page: a reply\'s think block apart from its answer, by the server\'s rules',
+      CASES.every((c, i) => got[i].reasoning === c[2] && got[i].answer === c[3]), JSON.stringify(got));
+    const full = '<think>\nadd them\n</think>\n\n12 + 30 = 42.';
+    const steps = await page.evaluate((t) => [...Array(t.length + 1).keys()].map((n) => window.tinylmPage.replyParts(t.slice(0, n), n === t.length)), full);
+    const grows = steps.every((p, n) => n === 0 || ((steps[n - 1].reasoning ?? '') === '' || (p.reasoning ?? '').startsWith(steps[n - 1].reasoning)) &&
+      p.answer.startsWith(steps[n - 1].answer));
+    check('page: streamed a character at a time, no piece of a tag shown, the parts only grow, the last = the whole reply\'s',
+      steps.every((p) => !/[<>]/.test(p.answer + (p.reasoning ?? ''))) && grows && same(steps.at(-1), { reasoning: 'add them', answer: '12 + 30 = 42.' }), JSON.stringify(steps));
   }
 
   // 2. Each lane passes its self-test and equals native, greedy and seeded.

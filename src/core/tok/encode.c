@@ -198,18 +198,41 @@ tl_status tl_tok_encode_scratch_bound(size_t len, size_t *bytes) {
   return TL_OK;
 }
 
+bool tl_tok_is_special(const tl_tokenizer *tok, uint32_t id) {
+  return id < tok->n_tokens && tl_tok_is_added(tok, id) &&
+         (tl_tok_added_find(tok, id)->flags & TL_TOK_ADDED_SPECIAL) != 0;
+}
+
+/* Whether a special token found at [start, ...) is to be left as text. */
+static bool in_plain(const tl_tok_span *plain, size_t n_plain, size_t start) {
+  for (size_t i = 0; i < n_plain; i++)
+    if (start >= plain[i].start && start < plain[i].end) return true;
+  return false;
+}
+
 tl_status tl_tok_encode(const tl_tokenizer *tok, const uint8_t *text,
                         size_t len, tl_arena *scratch, uint32_t *ids,
                         tl_tok_span *offsets, size_t ids_cap, size_t *n_ids,
                         size_t *err_offset) {
+  return tl_tok_encode_plain(tok, text, len, NULL, 0, scratch, ids, offsets,
+                             ids_cap, n_ids, err_offset);
+}
+
+tl_status tl_tok_encode_plain(const tl_tokenizer *tok, const uint8_t *text,
+                              size_t len, const tl_tok_span *plain,
+                              size_t n_plain, tl_arena *scratch, uint32_t *ids,
+                              tl_tok_span *offsets, size_t ids_cap,
+                              size_t *n_ids, size_t *err_offset) {
   enc e;
   tl_arena_mark mark;
   tl_tok_added_iter it;
   tl_tok_split sp;
-  size_t bad = 0;
+  size_t bad = 0, from = 0, to = 0;
+  bool pending = false, joined = false;
   tl_status st;
   if (tok == NULL || scratch == NULL || n_ids == NULL ||
-      (text == NULL && len != 0) || (ids == NULL && ids_cap != 0))
+      (text == NULL && len != 0) || (ids == NULL && ids_cap != 0) ||
+      (plain == NULL && n_plain != 0))
     return TL_ERR_INVALID_ARGUMENT;
   *n_ids = 0;
   if (len > UINT32_MAX) return TL_ERR_INVALID_ARGUMENT; /* offsets are u32 */
@@ -237,12 +260,28 @@ tl_status tl_tok_encode(const tl_tokenizer *tok, const uint8_t *text,
     memset(p, 0, (size_t)n * sizeof(tl_tok_cache_entry));
   }
   tl_tok_added_iter_init(&it, tok, &tok->trie_raw, text, len);
+  /* A text split is encoded once the next token is known: a special token
+   * left as text joins the text on both sides into one split, as it would
+   * be without that token; other text splits stay apart, as they were. */
   while (st == TL_OK && tl_tok_added_iter_next(&it, &sp)) {
-    if (sp.is_token)
+    bool as_text = sp.is_token && tl_tok_is_special(tok, sp.id) &&
+                   in_plain(plain, n_plain, sp.start);
+    bool token = sp.is_token && !as_text;
+    if (pending && (token || !(as_text || joined))) {
+      st = span(&e, from, to - from);
+      pending = false;
+      if (st != TL_OK) break;
+    }
+    if (token) {
       push(&e, sp.id, sp.start, sp.end);
-    else
-      st = span(&e, sp.start, sp.end - sp.start);
+      continue;
+    }
+    if (!pending) from = sp.start;
+    pending = true;
+    to = sp.end;
+    joined = as_text;
   }
+  if (st == TL_OK && pending) st = span(&e, from, to - from);
   tl_arena_rewind(scratch, mark);
   if (st != TL_OK) return st;
   *n_ids = e.n;

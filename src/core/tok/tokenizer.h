@@ -78,6 +78,21 @@ tl_status tl_tok_encode(const tl_tokenizer *tok, const uint8_t *text,
                         tl_tok_span *offsets, size_t ids_cap, size_t *n_ids,
                         size_t *err_offset);
 
+/* tl_tok_encode, except that a special token whose text starts inside one
+ * of the byte ranges plain[0..n_plain) of text is not matched: its bytes
+ * are encoded with the text around them, as if it were no token at all
+ * (transformers' split_special_tokens, for those ranges only). Used to
+ * keep text a user typed from becoming control tokens while a template's
+ * own stay special. */
+tl_status tl_tok_encode_plain(const tl_tokenizer *tok, const uint8_t *text,
+                              size_t len, const tl_tok_span *plain,
+                              size_t n_plain, tl_arena *scratch, uint32_t *ids,
+                              tl_tok_span *offsets, size_t ids_cap,
+                              size_t *n_ids, size_t *err_offset);
+
+/* Whether id is an added token flagged special (<|im_end|> in Qwen3). */
+bool tl_tok_is_special(const tl_tokenizer *tok, uint32_t id);
+
 /* Scratch bytes tl_tok_encode needs at most for an input of len bytes:
  * 99 * len + 1 MiB + 336 (NFC of the whole input as one span, 27 per byte
  * + 64, unicode.h; BPE of a piece as long as the normalized text, 24 per

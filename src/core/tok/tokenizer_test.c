@@ -414,6 +414,48 @@ static void scratch_bound(tl_test_ctx *t) {
   }
 }
 
+/* A special token starting in a plain range is encoded as the text around
+ * it, as by a tokenizer without that token (the oracle: the same
+ * vocabulary built without it); out of the ranges, and a non-special
+ * added token in one, stay tokens. */
+static void plain_ranges(tl_test_ctx *t) {
+  static const char text[] = "a<x>b <y><x>";
+  const tl_tok_span plain[] = {{1, 3}, {6, 12}}; /* the first <x>, and <y><x> */
+  uint32_t got[64], want[64], x_id, y_id;
+  size_t n_got = 0, n_want = 0;
+  const tl_tokenizer *tok;
+  tl_arena scratch;
+  build_basic();
+  tok_build_added(&builder, "<x>", TL_TOK_ADDED_SPECIAL);
+  tok_build_added(&builder, "<y>", 0);
+  if ((tok = load_built(t)) == NULL) return;
+  /* with no ranges, every <x> is a token: as tl_tok_encode */
+  TL_EXPECT_OK(t, encode_n(tok, text, sizeof text - 1));
+  TL_EXPECT_EQ_U64(t, n_ids, 6); /* a <x> b " " <y> <x>, each one id here */
+  x_id = ids[1];
+  y_id = ids[4];
+  TL_EXPECT(t, tl_tok_is_special(tok, x_id) && !tl_tok_is_special(tok, y_id) &&
+                   !tl_tok_is_special(tok, ids[0]));
+  tl_arena_init(&scratch, scratch_mem, sizeof scratch_mem);
+  if (!TL_EXPECT_OK(t, tl_tok_encode_plain(tok, (const uint8_t *)text, sizeof text - 1, plain, 2,
+                                           &scratch, got, NULL, 64, &n_got, NULL)))
+    return;
+  /* the oracle: "a<x>b " and "<x>" as text, <y> still a token */
+  build_basic();
+  tok_build_added(&builder, "<y>", 0);
+  if ((tok = load_built(t)) == NULL) return;
+  TL_EXPECT_OK(t, encode_n(tok, "a<x>b ", 6));
+  memcpy(want, ids, n_ids * sizeof *ids);
+  n_want = n_ids;
+  want[n_want++] = y_id;
+  TL_EXPECT_OK(t, encode_n(tok, "<x>", 3));
+  memcpy(want + n_want, ids, n_ids * sizeof *ids);
+  n_want += n_ids;
+  TL_EXPECT_EQ_U64(t, n_got, n_want);
+  TL_EXPECT_MEM(t, got, want, n_want * sizeof *want);
+  for (size_t i = 0; i < n_got; i++) TL_EXPECT(t, got[i] != x_id);
+}
+
 /* ---- decoding --------------------------------------------------------- */
 
 static uint8_t out[256];
@@ -507,6 +549,7 @@ static const tl_test_case cases[] = {TL_CASE(loads_and_reports),
                                      TL_CASE(invalid_utf8),
                                      TL_CASE(capacity),
                                      TL_CASE(scratch_bound),
+                                     TL_CASE(plain_ranges),
                                      TL_CASE(decodes),
                                      TL_CASE(decodes_diagnostic)};
 
