@@ -115,7 +115,8 @@ typedef struct tl_error {
    * "json" (line and column of the syntax error), "input" (index: the bad
    * message, UINT64_MAX when none) or the template's error kind. A
    * sampling value out of range: kind names the field ("temperature",
-   * "top_k", "top_p", "min_p", "repeat_penalty", "repeat_window"; "eos",
+   * "top_k", "top_p", "min_p", "repeat_penalty", "repeat_window",
+   * "frequency_penalty", "presence_penalty", "logit_bias"; "eos",
    * "vocabulary" for the artifact's). A grammar refused by
    * tl_grammar_compile: kind "json_schema", "gbnf", "regex" or
    * "json_object", index the byte offset in its text where known. ""
@@ -306,6 +307,9 @@ enum {
  * program built before them never sets it, so the library never reads
  * past the struct it was given. */
 #define TL_GENERATE_GRAMMAR 4u
+/* The params carry the penalty and bias fields (frequency_penalty ..
+ * n_bias, after the grammar's); set it to use them. */
+#define TL_GENERATE_PENALTIES 8u
 
 typedef struct tl_generation_params {
   /* The prompt: exactly one of text (tokenized as given), messages_json
@@ -351,6 +355,15 @@ typedef struct tl_generation_params {
    * any other stop may leave a prefix. */
   tl_grammar_handle grammar;
   uint32_t think_budget;
+  /* Read only with TL_GENERATE_PENALTIES in flags (docs/sampler.md S-4a,
+   * S-4b): OpenAI's frequency and presence penalties ([-2, 2], 0: off),
+   * counted over this generation's own tokens; logit biases bias[i] on id
+   * bias_ids[i] (ids strictly ascending, values in [-100, 100]; exactly
+   * -100 bans the id). All in the receipt's sampler profile. */
+  double frequency_penalty, presence_penalty;
+  const uint32_t *bias_ids;
+  const double *bias;
+  size_t n_bias;
 } tl_generation_params;
 
 /* A generation on a session (one at a time per session). */

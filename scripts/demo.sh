@@ -22,7 +22,9 @@ art=$(scripts/demo_model.sh "$tinylm" "$demo")
 say() {
   local conv=$1
   shift
-  "$tinylm" run "$art" --messages "$conv" -n 64 --json "$@" >"$demo/reply.json"
+  # --seed 0: greedy replies need no seed, but the receipts name one, and
+  # run would draw a fresh one (docs/generation.md, Seeds)
+  "$tinylm" run "$art" --messages "$conv" -n 64 --seed 0 --json "$@" >"$demo/reply.json"
   /usr/bin/python3 -c 'import json, sys
 r = json.load(open(sys.argv[1]))
 print("%s   [%s after %d tokens]" % (r["text"].replace("\n", "\\n"), r["stop"], len(r["ids"])))' \

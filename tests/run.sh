@@ -206,6 +206,9 @@ run_stage serve-hardening node tests/serve/hardening_test.mjs build/gcc/tinylm \
 # same bits alone, batched and reloaded, the refusals (~17 s).
 run_stage serve-embeddings node tests/serve/embeddings_test.mjs build/gcc/tinylm \
   build/test-work/serve-embeddings
+# seeds drawn fresh and sent back, penalties, repeat_last_n, logit_bias (openai client)
+run_stage serve-sampling node tests/serve/sampling_test.mjs build/gcc/tinylm \
+  build/test-work/serve-sampling
 run_stage api-example /usr/bin/python3 tests/api/example_test.py build/asan/tinylm \
   build/asan/stream_reply build/test-work/api-example
 # make install into a scratch prefix, then examples/ built against the

@@ -15,7 +15,8 @@ const OPEN_BORROW = 1;
 const GENERATE_CONTINUE = 1;
 const GENERATE_GRAMMAR = 4; // tinylm.h TL_GENERATE_GRAMMAR: params carry grammar and think_budget
 // tl_generation_params on wasm32 (web/wasm/api_exports.c's _Static_asserts):
-// 136 bytes, grammar at 124, think_budget at 128.
+// its first 136 bytes, grammar at 124, think_budget at 128 (the penalty
+// fields after them are read only with TL_GENERATE_PENALTIES, never set here).
 const PARAMS_BYTES = 136;
 const PARAMS_GRAMMAR = 124;
 const PARAMS_THINK_BUDGET = 128;

@@ -943,7 +943,7 @@ static tl_status run_turn(api_gen *g, const tl_generation_params *p) {
     }
   }
   if ((p->flags & ~(uint32_t)(TL_GENERATE_CONTINUE | TL_GENERATE_REUSE_PREFIX |
-                              TL_GENERATE_GRAMMAR)) != 0 ||
+                              TL_GENERATE_GRAMMAR | TL_GENERATE_PENALTIES)) != 0 ||
       ((p->flags & TL_GENERATE_CONTINUE) && reuse) ||
       (p->given & ~(uint32_t)(TL_GIVEN_TEMPERATURE | TL_GIVEN_TOP_K | TL_GIVEN_TOP_P |
                               TL_GIVEN_MIN_P | TL_GIVEN_REPEAT_PENALTY)) != 0) {

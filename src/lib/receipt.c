@@ -49,7 +49,7 @@ struct schema {
 };
 
 /* The most fields a schema has (check_map keeps a flag per field). */
-#define MAX_FIELDS 16
+#define MAX_FIELDS 20
 
 #define SCHEMA(name, ...)                                            \
   static const field name##_fields[] = {__VA_ARGS__};                \
@@ -76,7 +76,10 @@ SCHEMA(profile_meta, {"version", K_TEXT, false, NULL},
        {"repeat_window", K_UINT, false, NULL}, {"min_new", K_UINT, false, NULL},
        {"eos", K_UINTS, false, NULL}, {"ban", K_UINTS, false, NULL},
        {"defined_ids", K_UINT, false, NULL}, {"prng", K_TEXT, false, NULL},
-       {"order", K_TEXT, false, NULL}, {"deviation", K_TEXT, false, NULL});
+       {"order", K_TEXT, false, NULL}, {"deviation", K_TEXT, false, NULL},
+       /* Only when on (a receipt from before them has none). */
+       {"frequency_penalty", K_UINT, true, NULL}, {"presence_penalty", K_UINT, true, NULL},
+       {"bias_ids", K_UINTS, true, NULL}, {"bias", K_UINTS, true, NULL});
 /* grammar and think_budget: a constrained generation only (docs/structured.md),
  * so a receipt without a grammar is what it was before them. */
 SCHEMA(sampler_meta, {"seed", K_UINT, false, NULL},

@@ -157,6 +157,13 @@ static tl_status resolve_profile(const tl_session *s, const tl_turn_params *tp,
                             : g->has_repeat_penalty            ? g->repeat_penalty
                                                                : 1.0;
   profile->repeat_window = p->repeat_window;
+  if (p->flags & TL_GENERATE_PENALTIES) {
+    profile->frequency_penalty = p->frequency_penalty;
+    profile->presence_penalty = p->presence_penalty;
+    profile->bias_ids = p->bias_ids;
+    profile->bias = p->bias;
+    profile->n_bias = p->n_bias;
+  }
   profile->eos = s->eos;
   profile->n_eos = s->n_eos;
   profile->ban = tp->ban;
@@ -177,6 +184,9 @@ static tl_status resolve_profile(const tl_session *s, const tl_turn_params *tp,
                                                   : TL_ERR_INVALID_MODEL;
   case TL_SAMPLER_FIELD_REPEAT_WINDOW:
   case TL_SAMPLER_FIELD_BAN:
+  case TL_SAMPLER_FIELD_FREQUENCY_PENALTY:
+  case TL_SAMPLER_FIELD_PRESENCE_PENALTY:
+  case TL_SAMPLER_FIELD_BIAS:
     return TL_ERR_INVALID_ARGUMENT;
   default:
     return TL_ERR_INVALID_MODEL;
@@ -186,7 +196,8 @@ static tl_status resolve_profile(const tl_session *s, const tl_turn_params *tp,
 const char *tl_turn_field_name(tl_sampler_field field) {
   static const char *const names[] = {"temperature", "top_k", "top_p",   "min_p",
                                       "repeat_penalty", "repeat_window", "min_new",
-                                      "eos",         "ban",   "vocabulary"};
+                                      "eos",         "ban",   "vocabulary",
+                                      "frequency_penalty", "presence_penalty", "logit_bias"};
   return (size_t)field < sizeof names / sizeof names[0] ? names[field] : "sampler";
 }
 

@@ -13,6 +13,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <histedit.h>
 #include <jansson.h>
 #include <locale.h>
@@ -33,6 +34,7 @@
 static const char usage_text[] =
     "usage: tinylm chat MODEL.slm [-n N] [--think | --no-think] [--hide-thinking] [--system TEXT]\n"
     "           [--temperature T] [--top-k K] [--top-p P] [--min-p M] [--repeat-penalty R]\n"
+    "           [--repeat-window W] [--frequency-penalty F] [--presence-penalty P]\n"
     "           [--seed S] [--stop STR]... [--ctx N] [--mem-budget MB]\n"
     "           [--receipt-dir DIR] [--force]\n"
     "           [--json-object | --json-schema FILE | --grammar FILE | --regex TEXT]\n"
@@ -43,6 +45,8 @@ static const char usage_text[] =
     "                   (default on, Qwen3's own default; /think on|off changes it)\n"
     TL_RUN_THINKING_USAGE
     "  --system TEXT    the system message\n"
+    "  --seed S         the session's seed (default: a fresh one, named in the\n"
+    "                   banner; turns differ by their turn index)\n"
     "  --receipt-dir DIR  a receipt per reply, DIR/turn-0001.cbor, ...\n"
     "  --force          replace existing receipt files in DIR\n" TL_RUN_GRAMMAR_USAGE
     "                   (each reply keeps to the grammar)\n" TL_LANE_USAGE
@@ -475,10 +479,12 @@ int tl_cmd_chat(int argc, char **argv) {
   c.context = plan.context;
   c.messages = json_array();
   if (c.o.system != NULL) c.system = json_string(c.o.system);
+  /* One seed per session (llama.cpp and ollama draw so too), drawn unless
+   * --seed: turns differ by their turn index in the draw position. */
   fprintf(stderr,
-          "tinylm chat: %s (%u tokens of context). thinking %s (/think %s or --%sthink "
-          "to change). /quit to leave.\n",
-          c.o.model, c.context, c.think ? "on" : "off", c.think ? "off" : "on",
+          "tinylm chat: %s (%u tokens of context, seed %" PRIu64 "). thinking %s (/think %s or "
+          "--%sthink to change). /quit to leave.\n",
+          c.o.model, c.context, c.o.seed, c.think ? "on" : "off", c.think ? "off" : "on",
           c.think ? "no-" : "");
   /* Ctrl-C at the prompt discards the line being typed (a reply installs
    * its own handler, which stops the reply). */

@@ -31,6 +31,7 @@
 #include "cli.h"
 #include "clock.h"
 #include "file.h"
+#include "fresh_seed.h"
 #include "lane.h"
 #include "serve_embed.h"
 #include "serve_engine.h"
@@ -524,6 +525,12 @@ static enum MHD_Result generate(struct MHD_Connection *c, bool chat, conn_ctx *c
   if (st != TL_OK) {
     stream_free(s);
     return reply_failed(c, &err, st);
+  }
+  /* No seed: a fresh one, returned in tinylm.choices[i].seed (and each
+   * receipt), so a regenerate differs and sending it back reproduces. */
+  if (!g->req.has_seed) {
+    g->req.seed = tl_fresh_seed();
+    g->req.has_seed = true;
   }
   st = tl_srv_grammar_compile(&g->req, &g->grammar, &err);
   if (st == TL_OK)

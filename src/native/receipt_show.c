@@ -20,7 +20,8 @@
  * (tl_sampler_profile_cbor); shown as decimals. */
 static bool is_float_bits(const char *key) {
   static const char *const keys[] = {"temperature", "top_p", "min_p",
-                                     "repeat_penalty"};
+                                     "repeat_penalty", "frequency_penalty",
+                                     "presence_penalty"};
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
     if (strcmp(key, keys[i]) == 0) return true;
   return false;
@@ -58,6 +59,19 @@ static void print_value(FILE *out, const char *key, const json_t *v,
     fputc('{', out);
     print_fields(out, v, strcmp(key, "profile") == 0);
     fputc('}', out);
+  } else if (floats && strcmp(key, "bias") == 0 && json_is_array(v)) {
+    /* the logit biases' values, bits like the other floats */
+    size_t i;
+    json_t *b;
+    fputs("=[", out);
+    json_array_foreach(v, i, b) {
+      char buf[64];
+      tl_json_out o = tl_json_out_make((uint8_t *)buf, sizeof buf - 1);
+      tl_json_u64(b, &u);
+      tl_py_float_repr(tl_bits_to_f64(u), &o);
+      fprintf(out, "%s%.*s", i ? "," : "", (int)o.len, buf);
+    }
+    fputc(']', out);
   } else {
     text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
     fprintf(out, "=%s", text ? text : "?");

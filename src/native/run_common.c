@@ -12,6 +12,7 @@
 #include "chat_render.h"
 #include "cli.h"
 #include "file.h"
+#include "fresh_seed.h"
 #include "gen/think.h"
 #include "sample/sampler.h"
 #include "turn.h"
@@ -35,7 +36,9 @@ static const struct {
     {TL_SAMPLER_FIELD_TEMPERATURE, "--temperature", "0 (greedy) or in 2^-128..1.8e308"},
     {TL_SAMPLER_FIELD_TOP_P, "--top-p", "in 0..1"},
     {TL_SAMPLER_FIELD_MIN_P, "--min-p", "in 0..1"},
-    {TL_SAMPLER_FIELD_REPEAT_PENALTY, "--repeat-penalty", "in 2^-64..2^64"}};
+    {TL_SAMPLER_FIELD_REPEAT_PENALTY, "--repeat-penalty", "in 2^-64..2^64"},
+    {TL_SAMPLER_FIELD_FREQUENCY_PENALTY, "--frequency-penalty", "in -2..2"},
+    {TL_SAMPLER_FIELD_PRESENCE_PENALTY, "--presence-penalty", "in -2..2"}};
 
 /* The flag that sets a sampler field and its range; NULL for the fields
  * only the artifact sets (EOS set, vocabulary). */
@@ -70,12 +73,16 @@ static int check_sampling(const tl_run_options *o, const char *usage) {
   if (o->given & TL_RUN_GIVEN_TOP_P) p.top_p = o->top_p;
   if (o->given & TL_RUN_GIVEN_MIN_P) p.min_p = o->min_p;
   if (o->given & TL_RUN_GIVEN_REPEAT_PENALTY) p.repeat_penalty = o->repeat_penalty;
+  p.frequency_penalty = o->frequency_penalty;
+  p.presence_penalty = o->presence_penalty;
   if (tl_sampler_profile_check(&p, &field) == TL_OK) return -1;
   if ((flag = field_flag(field, &range)) == NULL)
     return tl_cli_usage(o->json, "sampling options out of range\n%s", usage);
   given = field == TL_SAMPLER_FIELD_TEMPERATURE ? p.temperature
           : field == TL_SAMPLER_FIELD_TOP_P     ? p.top_p
           : field == TL_SAMPLER_FIELD_MIN_P     ? p.min_p
+          : field == TL_SAMPLER_FIELD_FREQUENCY_PENALTY ? p.frequency_penalty
+          : field == TL_SAMPLER_FIELD_PRESENCE_PENALTY  ? p.presence_penalty
                                                 : p.repeat_penalty;
   return tl_cli_usage(o->json, "%s must be %s, got %g", flag, range, given);
 }
@@ -169,12 +176,14 @@ int tl_run_parse(int argc, char **argv, const char *usage, tl_run_options *o) {
       o->given |= TL_RUN_GIVEN_TOP_K;
     } else if (strcmp(a, "--repeat-window") == 0) {
       if (!missing) rc = tl_cli_flag_u32(o->json, a, v, 0, UINT32_MAX, &o->repeat_window);
+      o->given |= TL_RUN_GIVEN_REPEAT_WINDOW;
     } else if (strcmp(a, "--logprobs") == 0) {
       if (!missing) rc = tl_cli_flag_u32(o->json, a, v, 0, TL_RUN_MAX_LOGPROBS, &o->logprobs);
     } else if (strcmp(a, "--ctx") == 0) {
       if (!missing) rc = tl_cli_flag_u32(o->json, a, v, 1, UINT32_MAX, &o->context);
     } else if (strcmp(a, "--seed") == 0) {
       if (!missing) rc = tl_cli_flag_u64(o->json, a, v, 0, UINT64_MAX, &o->seed);
+      o->given |= TL_RUN_GIVEN_SEED;
     } else if (strcmp(a, "--mem-budget") == 0) {
       if (!missing)
         rc = tl_cli_flag_u64(o->json, a, v, 1, UINT64_MAX / 1000000u, &o->mem_budget);
@@ -191,6 +200,10 @@ int tl_run_parse(int argc, char **argv, const char *usage, tl_run_options *o) {
     } else if (strcmp(a, "--repeat-penalty") == 0) {
       if (!missing) rc = tl_cli_flag_f64(o->json, a, v, &o->repeat_penalty);
       o->given |= TL_RUN_GIVEN_REPEAT_PENALTY;
+    } else if (strcmp(a, "--frequency-penalty") == 0) {
+      if (!missing) rc = tl_cli_flag_f64(o->json, a, v, &o->frequency_penalty);
+    } else if (strcmp(a, "--presence-penalty") == 0) {
+      if (!missing) rc = tl_cli_flag_f64(o->json, a, v, &o->presence_penalty);
     } else if (strcmp(a, "--stop") == 0) {
       if (o->n_stops == TL_RUN_MAX_STOPS)
         return tl_cli_usage(o->json, "at most %d --stop strings\n%s", TL_RUN_MAX_STOPS, usage);
@@ -218,6 +231,11 @@ int tl_run_parse(int argc, char **argv, const char *usage, tl_run_options *o) {
       o->grammar_file == NULL && o->regex == NULL)
     return tl_cli_usage(o->json, "--think-budget applies to a constrained reply: give "
                         "--json-object, --json-schema, --grammar or --regex\n%s", usage);
+  /* llama.cpp's repeat_last_n default, so --repeat-penalty alone acts. */
+  if ((o->given & TL_RUN_GIVEN_REPEAT_PENALTY) && !(o->given & TL_RUN_GIVEN_REPEAT_WINDOW))
+    o->repeat_window = 64;
+  /* No --seed: a fresh one (reported: run_generation, chat's start). */
+  if (!(o->given & TL_RUN_GIVEN_SEED)) o->seed = tl_fresh_seed();
   return check_sampling(o, usage);
 }
 
@@ -547,6 +565,7 @@ static int report(const tl_run_options *o, streamer *sm, const outcome *oc, FILE
     char *text;
     reply_parts(o, r, doc_json);
     if (grammar_hex[0] != '\0') json_object_set_new(doc_json, "grammar", json_string(grammar_hex));
+    json_object_set_new(doc_json, "seed", tl_run_seed_json(o->seed));
     if (sm->logprob_rows != NULL) {
       json_object_set_new(doc_json, "logprobs", sm->logprob_rows);
       sm->logprob_rows = NULL;
@@ -557,14 +576,24 @@ static int report(const tl_run_options *o, streamer *sm, const outcome *oc, FILE
     json_decref(doc_json);
   } else {
     if (sm->logprob_rows != NULL) print_logprobs(out, oc, sm->logprob_rows);
+    /* a drawn seed is named, so the reply can be had again with --seed */
+    char seed[40] = "";
+    if (!(o->given & TL_RUN_GIVEN_SEED)) snprintf(seed, sizeof seed, " seed %" PRIu64 ";", o->seed);
     fprintf(stderr,
             "[%s after %zu tokens; prefill %u tokens %.2f tokens/s, decode "
-            "%.2f tokens/s;%s%.16s receipt %s%s%s]\n",
-            r->stop, r->n_ids, (unsigned)r->prompt_tokens, prefill_tps, decode_tps,
+            "%.2f tokens/s;%s%s%.16s receipt %s%s%s]\n",
+            r->stop, r->n_ids, (unsigned)r->prompt_tokens, prefill_tps, decode_tps, seed,
             grammar_hex[0] ? " grammar " : "", grammar_hex, r->receipt_id,
             o->receipt ? " in " : "", o->receipt ? o->receipt : "");
   }
   return TL_EXIT_OK;
+}
+
+json_t *tl_run_seed_json(uint64_t seed) {
+  char t[24];
+  if (seed <= (uint64_t)INT64_MAX) return json_integer((json_int_t)seed);
+  snprintf(t, sizeof t, "%" PRIu64, seed);
+  return json_string(t);
 }
 
 int tl_run_api_fail(bool json, uint32_t h) {
@@ -620,6 +649,9 @@ void tl_run_generation_params(const tl_run_options *o, tl_generation_params *p) 
   p->repeat_penalty = o->repeat_penalty;
   p->repeat_window = o->repeat_window;
   p->seed = o->seed;
+  p->flags |= TL_GENERATE_PENALTIES;
+  p->frequency_penalty = o->frequency_penalty;
+  p->presence_penalty = o->presence_penalty;
   p->max_tokens = o->max_new;
   p->stop_strings = o->stops;
   p->n_stops = o->n_stops;

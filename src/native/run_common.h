@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <jansson.h>
+
 #include "cli.h"
 #include "lane.h"
 #include "tinylm.h"
@@ -22,6 +24,7 @@ typedef struct tl_run_options {
                      * string or the context is full */
   uint32_t top_k, repeat_window, logprobs, context;
   double temperature, top_p, min_p, repeat_penalty;
+  double frequency_penalty, presence_penalty; /* 0: off */
   uint64_t seed, mem_budget; /* mem_budget in bytes; 0: none */
   const char *stops[TL_RUN_MAX_STOPS];
   size_t n_stops;
@@ -49,7 +52,10 @@ enum {
   TL_RUN_GIVEN_MIN_P = TL_GIVEN_MIN_P,
   TL_RUN_GIVEN_REPEAT_PENALTY = TL_GIVEN_REPEAT_PENALTY,
   TL_RUN_GIVEN_SAMPLING = TL_RUN_GIVEN_TEMPERATURE | TL_RUN_GIVEN_TOP_K | TL_RUN_GIVEN_TOP_P |
-                          TL_RUN_GIVEN_MIN_P | TL_RUN_GIVEN_REPEAT_PENALTY
+                          TL_RUN_GIVEN_MIN_P | TL_RUN_GIVEN_REPEAT_PENALTY,
+  /* the command line's own */
+  TL_RUN_GIVEN_SEED = 1u << 16,          /* else a fresh one was drawn */
+  TL_RUN_GIVEN_REPEAT_WINDOW = 1u << 17  /* else 64 with --repeat-penalty */
 };
 
 /* The chat template's thinking switch (enable_thinking): the template's
@@ -118,6 +124,10 @@ void tl_run_generation_params(const tl_run_options *o, tl_generation_params *p);
  * reads its result and frees it), else it is freed. */
 int tl_run_generation(const tl_run_options *o, tl_model_handle model, tl_session_handle session,
                       tl_generation_params *p, FILE *out, tl_generation_handle *keep);
+
+/* A seed as run --json and serve write it: a JSON integer, or a decimal
+ * string from 2^63 up. */
+json_t *tl_run_seed_json(uint64_t seed);
 
 /* Whether Ctrl-C stopped the last generation. */
 bool tl_run_interrupted(void);

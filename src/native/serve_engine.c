@@ -61,6 +61,8 @@ struct tl_srv_job {
   size_t n_stops;
   uint32_t *ban;
   size_t n_ban;
+  uint32_t *bias_ids; /* j->gen's biases */
+  double *bias;
   bool logprobs;
   uint32_t top_logprobs;
   tl_srv_grammar *grammar;
@@ -270,6 +272,8 @@ static void job_free(tl_srv_job *j) {
   free(j->prompt_bytes);
   for (size_t i = 0; i < j->n_stops; i++) free(j->stop_mem[i]);
   free(j->ban);
+  free(j->bias_ids);
+  free(j->bias);
   free(j->text);
   free(j->tokens);
   tl_srv_grammar_unref(j->grammar);
@@ -955,7 +959,10 @@ static tl_srv_job *job_new(tl_srv_engine *e, const tl_srv_job_params *p, tl_srv_
     j->ids = malloc(p->prompt->n_ids * sizeof *j->ids);
     j->prompt_bytes = malloc(p->prompt->len ? p->prompt->len : 1);
     j->ban = malloc((q->n_ban ? q->n_ban : 1) * sizeof *j->ban);
-    ok = j->ids != NULL && j->prompt_bytes != NULL && j->ban != NULL;
+    j->bias_ids = malloc((q->n_bias ? q->n_bias : 1) * sizeof *j->bias_ids);
+    j->bias = malloc((q->n_bias ? q->n_bias : 1) * sizeof *j->bias);
+    ok = j->ids != NULL && j->prompt_bytes != NULL && j->ban != NULL && j->bias_ids != NULL &&
+         j->bias != NULL;
   }
   for (size_t i = 0; ok && i < q->n_stops; i++) {
     j->stop_mem[i] = malloc(q->stop_lens[i] ? q->stop_lens[i] : 1);
@@ -991,6 +998,15 @@ static tl_srv_job *job_new(tl_srv_engine *e, const tl_srv_job_params *p, tl_srv_
   j->gen.top_p = q->top_p;
   j->gen.min_p = q->min_p;
   j->gen.repeat_penalty = q->repeat_penalty;
+  j->gen.repeat_window = q->repeat_window;
+  j->gen.flags |= TL_GENERATE_PENALTIES;
+  j->gen.frequency_penalty = q->frequency_penalty;
+  j->gen.presence_penalty = q->presence_penalty;
+  if (q->n_bias != 0) memcpy(j->bias_ids, q->bias_ids, q->n_bias * sizeof *j->bias_ids);
+  if (q->n_bias != 0) memcpy(j->bias, q->bias, q->n_bias * sizeof *j->bias);
+  j->gen.bias_ids = j->bias_ids;
+  j->gen.bias = j->bias;
+  j->gen.n_bias = q->n_bias;
   j->gen.seed = (q->has_seed ? q->seed : 0) + p->choice;
   j->gen.max_tokens = q->max_tokens;
   j->gen.on_text = on_text;

@@ -597,18 +597,33 @@ static int cmp_u32(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* logit_bias {"id": bias}: -100 bans the id, 0 does nothing; the sampler
- * has no other bias. */
+/* The bias entries of ids, in id order. */
+static void sort_biases(uint32_t *ids, double *bias, size_t n) {
+  for (size_t i = 1; i < n; i++)
+    for (size_t j = i; j > 0 && ids[j - 1] > ids[j]; j--) {
+      uint32_t t = ids[j];
+      double b = bias[j];
+      ids[j] = ids[j - 1];
+      bias[j] = bias[j - 1];
+      ids[j - 1] = t;
+      bias[j - 1] = b;
+    }
+}
+
+/* logit_bias {"id": bias}: -100 bans the id (docs/sampler.md S-2), 0 does
+ * nothing, any other value in [-100, 100] is added to its logit (S-4a). */
 static tl_status read_logit_bias(ctx *c, json_t *v, tl_srv_request *r) {
   const char *key;
-  size_t key_len, n = 0;
+  size_t key_len, n = 0, nb = 0;
   json_t *bias;
   if (!json_is_object(v)) return want_type(c, "logit_bias", "an object {\"token id\": bias}");
   if (json_object_size(v) > TL_SRV_MAX_BANS)
     return fail(c, "logit_bias", "invalid_value", "logit_bias holds at most %d entries",
                 TL_SRV_MAX_BANS);
   r->ban = malloc((json_object_size(v) + 1) * sizeof *r->ban);
-  if (r->ban == NULL) return oom(c);
+  r->bias_ids = malloc((json_object_size(v) + 1) * sizeof *r->bias_ids);
+  r->bias = malloc((json_object_size(v) + 1) * sizeof *r->bias);
+  if (r->ban == NULL || r->bias_ids == NULL || r->bias == NULL) return oom(c);
   json_object_keylen_foreach(v, key, key_len, bias) {
     uint64_t id = 0;
     double x;
@@ -626,22 +641,25 @@ static tl_status read_logit_bias(ctx *c, json_t *v, tl_srv_request *r) {
     x = json_number_value(bias);
     if (x < -100 || x > 100)
       return fail(c, "logit_bias", "invalid_value", "logit_bias values must be in [-100, 100]");
-    if (x == -100) r->ban[n++] = (uint32_t)id;
-    else if (x != 0)
-      return fail(c, "logit_bias", "unsupported_value",
-                  "logit_bias: only -100 (ban the token) and 0 are supported (token %s)", key);
+    if (x == -100) {
+      r->ban[n++] = (uint32_t)id;
+    } else if (x != 0) {
+      r->bias_ids[nb] = (uint32_t)id;
+      r->bias[nb++] = x;
+    }
   }
   /* unique already: keys are canonical decimals and duplicate keys were
    * refused, so one id has one key */
   qsort(r->ban, n, sizeof *r->ban, cmp_u32);
   r->n_ban = n;
+  sort_biases(r->bias_ids, r->bias, nb);
+  r->n_bias = nb;
   return TL_OK;
 }
 
 /* The sampling and stopping fields chat and completion share. */
 static tl_status read_generation(ctx *c, json_t *root, tl_srv_request *r) {
   static const char *const stream_keys[] = {"include_usage", NULL};
-  static const char *const penalties[] = {"presence_penalty", "frequency_penalty"};
   json_t *v;
   long long x;
   tl_status st = TL_OK;
@@ -668,6 +686,21 @@ static tl_status read_generation(ctx *c, json_t *root, tl_srv_request *r) {
       return st;
     r->given |= TL_GIVEN_REPEAT_PENALTY;
   }
+  /* llama-server's default window (its repeat_last_n 64), so a
+   * repeat_penalty alone does something. */
+  r->repeat_window = r->given & TL_GIVEN_REPEAT_PENALTY ? 64 : 0;
+  if ((v = field(root, "repeat_last_n")) != NULL) {
+    if ((st = get_int(c, v, "repeat_last_n", -1, UINT32_MAX, &x)) != TL_OK) return st;
+    r->repeat_window = x < 0 ? UINT32_MAX : (uint32_t)x;
+  }
+  if ((v = field(root, "frequency_penalty")) != NULL &&
+      (st = get_num(c, v, "frequency_penalty", -2, 2, false, "[-2, 2]",
+                    &r->frequency_penalty)) != TL_OK)
+    return st;
+  if ((v = field(root, "presence_penalty")) != NULL &&
+      (st = get_num(c, v, "presence_penalty", -2, 2, false, "[-2, 2]",
+                    &r->presence_penalty)) != TL_OK)
+    return st;
   if ((v = field(root, "seed")) != NULL) {
     if (!json_is_integer(v)) return want_type(c, "seed", "an integer");
     if (c->big_seed && json_integer_value(v) == BIG_INT_VALUE) {
@@ -685,15 +718,6 @@ static tl_status read_generation(ctx *c, json_t *root, tl_srv_request *r) {
   if ((v = field(root, "n")) != NULL) {
     if ((st = get_int(c, v, "n", 1, TL_SRV_MAX_N, &x)) != TL_OK) return st;
     r->n = (uint32_t)x;
-  }
-  for (size_t i = 0; i < 2; i++) {
-    if ((v = field(root, penalties[i])) == NULL) continue;
-    if (!json_is_number(v)) return want_type(c, penalties[i], "a number");
-    if (json_number_value(v) != 0)
-      return fail(c, penalties[i], "unsupported_value",
-                  "%s: only 0 is supported; use repeat_penalty (a tinylm extension, > 0; 1 is "
-                  "none) instead",
-                  penalties[i]);
   }
   if ((v = field(root, "logit_bias")) != NULL && (st = read_logit_bias(c, v, r)) != TL_OK) return st;
   if ((st = get_bool(c, root, "stream", &r->stream)) != TL_OK) return st;
@@ -809,13 +833,13 @@ bool tl_srv_request_constrained(const tl_srv_request *r) {
 
 static const char *const chat_fields[] = {
     "model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k",
-    "min_p", "repeat_penalty", "seed", "stop", "n", "presence_penalty", "frequency_penalty",
-    "logit_bias", "logprobs", "top_logprobs", "response_format", "stream", "stream_options",
+    "min_p", "repeat_penalty", "repeat_last_n", "seed", "stop", "n", "presence_penalty",
+    "frequency_penalty", "logit_bias", "logprobs", "top_logprobs", "response_format", "stream", "stream_options",
     "chat_template_kwargs", "tools", "tool_choice", "user", "store", "metadata", "service_tier",
     "parallel_tool_calls", "grammar", "reasoning_format", "reasoning_effort", NULL};
 static const char *const completion_fields[] = {
     "model", "prompt", "max_tokens", "temperature", "top_p", "top_k", "min_p", "repeat_penalty",
-    "seed", "stop", "n", "presence_penalty", "frequency_penalty", "logit_bias", "logprobs",
+    "repeat_last_n", "seed", "stop", "n", "presence_penalty", "frequency_penalty", "logit_bias", "logprobs",
     "stream", "stream_options", "echo", "best_of", "suffix", "user", "grammar", "json_schema", NULL};
 /* "model" everywhere: it picks one of several models (docs/server.md) */
 static const char *const tokenize_fields[] = {"model", "content", "with_pieces", NULL};
@@ -1048,6 +1072,8 @@ void tl_srv_request_free(tl_srv_request *r) {
   free(r->prompt);
   free(r->ids);
   free(r->ban);
+  free(r->bias_ids);
+  free(r->bias);
   free(r->format_text);
   free(r->tools);
   for (size_t i = 0; i < r->n_stops; i++) free(r->stops[i]);

@@ -88,6 +88,11 @@ typedef struct tl_srv_request {
   double top_p, min_p;     /* [0, 1] */
   uint32_t top_k;          /* [0, vocab] */
   double repeat_penalty;   /* tinylm extension: (0, 2^64] */
+  /* repeat_last_n (llama-server's): the penalty's window over the prompt
+   * and reply ids; -1 (the context) is UINT32_MAX; absent: 64 with a
+   * repeat_penalty given, else 0 */
+  uint32_t repeat_window;
+  double frequency_penalty, presence_penalty; /* OpenAI's, [-2, 2] */
   bool has_seed;
   uint64_t seed;
   char *stops[TL_SRV_MAX_STOPS]; /* non-empty, at most TL_SRV_MAX_STOP_BYTES */
@@ -96,6 +101,9 @@ typedef struct tl_srv_request {
   uint32_t n;              /* choices, 1..TL_SRV_MAX_N */
   uint32_t *ban;           /* logit_bias ids set to -100, ascending, unique */
   size_t n_ban;
+  uint32_t *bias_ids;      /* the other non-zero logit_bias entries, ids ascending */
+  double *bias;
+  size_t n_bias;
   bool logprobs;           /* chat: logprobs true; completion: logprobs >= 0 given */
   uint32_t top_logprobs;   /* 0..TL_SRV_MAX_TOP_LOGPROBS (completion: 0..5) */
   bool stream, include_usage;
@@ -125,7 +133,7 @@ bool tl_srv_request_constrained(const tl_srv_request *r);
  * filled (free it with tl_srv_request_free), or TL_ERR_INVALID_ARGUMENT
  * with *err filled (status 400: not UTF-8, not JSON, not an object, an
  * unknown or mistyped field, a value out of range, an unsupported value
- * such as a tool_choice naming no tool or a nonzero presence_penalty,
+ * such as a tool_choice naming no tool,
  * each naming its param; a missing required field is code
  * missing_required_parameter) and *out holding nothing; a body of more
  * than 2^18 JSON values is refused with status 413 before jansson

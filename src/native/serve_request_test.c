@@ -679,26 +679,46 @@ static void sampling_values_and_given(tl_test_ctx *t) {
           "max_completion_tokens", "invalid_value");
 }
 
-static void penalties_other_than_zero_are_unsupported(tl_test_ctx *t) {
-  static const char *const names[] = {"presence_penalty", "frequency_penalty"};
-  char body[256];
-  tl_srv_error e;
-  for (int i = 0; i < 2; i++) {
-    snprintf(body, sizeof body, "{" USER_HI ",\"%s\":0}", names[i]);
-    OK(t, TL_SRV_CHAT, body);
-    snprintf(body, sizeof body, "{" USER_HI ",\"%s\":0.0}", names[i]);
-    OK(t, TL_SRV_CHAT, body);
-    snprintf(body, sizeof body, "{" USER_HI ",\"%s\":null}", names[i]);
-    OK(t, TL_SRV_CHAT, body);
-    snprintf(body, sizeof body, "{\"prompt\":\"x\",\"%s\":0}", names[i]);
-    OK(t, TL_SRV_COMPLETION, body);
-    snprintf(body, sizeof body, "{" USER_HI ",\"%s\":0.5}", names[i]);
-    if (refused_at(t, TL_SRV_CHAT, body, strlen(body), names[i], "unsupported_value", &e, __FILE__,
-                   __LINE__))
-      TL_EXPECT(t, strstr(e.message, "repeat_penalty") != NULL);
-    snprintf(body, sizeof body, "{" USER_HI ",\"%s\":false}", names[i]);
-    REFUSED(t, TL_SRV_CHAT, body, names[i], "invalid_type");
+/* OpenAI's penalties in [-2, 2]; llama-server's repeat_last_n: -1 the
+ * whole context, 0 off, absent 64 when a repeat_penalty is given (its
+ * default), else 0 (the artifact's own penalty, if any, stays as it was). */
+static void penalties_and_the_repeat_window(tl_test_ctx *t) {
+  tl_srv_request r;
+  num_bounds(t, "frequency_penalty", "-2.0001", "-2", "2", "2.0001");
+  num_bounds(t, "presence_penalty", "-2.0000001", "-2.0", "2.0", "3");
+  if (ACCEPTED(t, TL_SRV_CHAT, "{" USER_HI ",\"frequency_penalty\":0.5,\"presence_penalty\":-1.25}",
+               &r)) {
+    TL_EXPECT(t, r.frequency_penalty == 0.5 && r.presence_penalty == -1.25);
+    TL_EXPECT_EQ_U64(t, r.repeat_window, 0);
+    tl_srv_request_free(&r);
   }
+  if (ACCEPTED(t, TL_SRV_COMPLETION, "{\"prompt\":\"x\",\"repeat_penalty\":1.5}", &r)) {
+    TL_EXPECT_EQ_U64(t, r.repeat_window, 64);
+    tl_srv_request_free(&r);
+  }
+  if (ACCEPTED(t, TL_SRV_CHAT, "{" USER_HI ",\"repeat_penalty\":1.5,\"repeat_last_n\":-1}", &r)) {
+    TL_EXPECT_EQ_U64(t, r.repeat_window, UINT32_MAX);
+    tl_srv_request_free(&r);
+  }
+  if (ACCEPTED(t, TL_SRV_CHAT, "{" USER_HI ",\"repeat_penalty\":1.5,\"repeat_last_n\":0}", &r)) {
+    TL_EXPECT_EQ_U64(t, r.repeat_window, 0);
+    tl_srv_request_free(&r);
+  }
+  if (ACCEPTED(t, TL_SRV_COMPLETION, "{\"prompt\":\"x\",\"repeat_last_n\":4294967295}", &r)) {
+    TL_EXPECT_EQ_U64(t, r.repeat_window, UINT32_MAX);
+    tl_srv_request_free(&r);
+  }
+  if (ACCEPTED(t, TL_SRV_CHAT, "{" USER_HI ",\"repeat_last_n\":null,\"frequency_penalty\":null}",
+               &r)) {
+    TL_EXPECT(t, r.repeat_window == 0 && r.frequency_penalty == 0);
+    tl_srv_request_free(&r);
+  }
+  REFUSED(t, TL_SRV_CHAT, "{" USER_HI ",\"repeat_last_n\":-2}", "repeat_last_n", "invalid_value");
+  REFUSED(t, TL_SRV_CHAT, "{" USER_HI ",\"repeat_last_n\":4294967296}", "repeat_last_n",
+          "invalid_value");
+  REFUSED(t, TL_SRV_CHAT, "{" USER_HI ",\"repeat_last_n\":1.5}", "repeat_last_n", "invalid_type");
+  REFUSED(t, TL_SRV_COMPLETION, "{\"prompt\":\"x\",\"presence_penalty\":false}", "presence_penalty",
+          "invalid_type");
 }
 
 static void stop_strings(tl_test_ctx *t) {
@@ -737,11 +757,11 @@ static void stop_strings(tl_test_ctx *t) {
   REFUSED(t, TL_SRV_CHAT, "{" USER_HI ",\"stop\":[\"a\",1]}", "stop[1]", "invalid_type");
   REFUSED(t, TL_SRV_CHAT, "{" USER_HI ",\"stop\":{}}", "stop", "invalid_type");
   /* a later field's refusal frees the stops already read (ASan checks) */
-  REFUSED(t, TL_SRV_CHAT, "{" USER_HI ",\"stop\":[\"a\",\"b\"],\"logit_bias\":{\"1\":5}}",
-          "logit_bias", "unsupported_value");
+  REFUSED(t, TL_SRV_CHAT, "{" USER_HI ",\"stop\":[\"a\",\"b\"],\"logit_bias\":{\"1\":500}}",
+          "logit_bias", "invalid_value");
 }
 
-static void logit_bias_bans(tl_test_ctx *t) {
+static void logit_bias_bans_and_biases(tl_test_ctx *t) {
   tl_srv_request r;
   char *body;
   size_t n;
@@ -773,10 +793,17 @@ static void logit_bias_bans(tl_test_ctx *t) {
           "invalid_value");
   REFUSED(t, TL_SRV_CHAT, "{" USER_HI ",\"logit_bias\":{\"1\":101}}", "logit_bias",
           "invalid_value");
-  REFUSED(t, TL_SRV_CHAT, "{" USER_HI ",\"logit_bias\":{\"1\":100}}", "logit_bias",
-          "unsupported_value");
-  REFUSED(t, TL_SRV_CHAT, "{" USER_HI ",\"logit_bias\":{\"1\":-99.9}}", "logit_bias",
-          "unsupported_value");
+  /* any other value is a bias, ids ascending; 0 and -0 are dropped */
+  if (ACCEPTED(t, TL_SRV_CHAT,
+               "{" USER_HI ",\"logit_bias\":{\"9\":100,\"1\":-99.9,\"4\":-100,\"3\":0,"
+               "\"2\":0.25}}",
+               &r)) {
+    TL_EXPECT_EQ_U64(t, r.n_ban, 1);
+    if (TL_EXPECT_EQ_U64(t, r.n_bias, 3))
+      TL_EXPECT(t, r.bias_ids[0] == 1 && r.bias[0] == -99.9 && r.bias_ids[1] == 2 &&
+                       r.bias[1] == 0.25 && r.bias_ids[2] == 9 && r.bias[2] == 100);
+    tl_srv_request_free(&r);
+  }
   REFUSED(t, TL_SRV_CHAT, "{" USER_HI ",\"logit_bias\":{\"1\":\"-100\"}}", "logit_bias",
           "invalid_type");
   REFUSED(t, TL_SRV_CHAT, "{" USER_HI ",\"logit_bias\":[1]}", "logit_bias", "invalid_type");
@@ -1155,9 +1182,9 @@ static const tl_test_case cases[] = {
     TL_CASE(integer_fields_at_their_bounds),
     TL_CASE(detokenize_ids_below_the_vocabulary),
     TL_CASE(sampling_values_and_given),
-    TL_CASE(penalties_other_than_zero_are_unsupported),
+    TL_CASE(penalties_and_the_repeat_window),
     TL_CASE(stop_strings),
-    TL_CASE(logit_bias_bans),
+    TL_CASE(logit_bias_bans_and_biases),
     TL_CASE(logprobs_fields),
     TL_CASE(response_format_stream_and_ignored_fields),
     TL_CASE(response_formats),

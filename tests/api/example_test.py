@@ -56,7 +56,9 @@ def main():
     with open(conv, "w") as f:
         json.dump({"messages": [{"role": "user", "content": message}]}, f)
 
-    cases = [("scalar greedy", ["--lane", "scalar", "-n", "8"]),
+    # Every case names its seed: the library's seed is the caller's (the
+    # example's default 0) while tinylm run draws a fresh one without --seed.
+    cases = [("scalar greedy", ["--lane", "scalar", "-n", "8", "--seed", "0"]),
              ("scalar sampled", ["--lane", "scalar", "-n", "12", "--seed", "5",
                                  "--temperature", "0.9"]),
              ("fast sampled, 2 threads", ["--lane", "fast", "-t", "2", "-n", "12",
@@ -82,7 +84,8 @@ def main():
     # thinking switch, no token cap. "Yes" ends at EOS after 503 tokens on
     # the scalar lane, past the old cap of 64.
     p = example("Yes", "--lane", "scalar")
-    r = subprocess.run([TINYLM, "run", MODEL, "--prompt", "Yes", "--lane", "scalar", "--json"],
+    r = subprocess.run([TINYLM, "run", MODEL, "--prompt", "Yes", "--lane", "scalar", "--seed", "0",
+                        "--json"],
                        capture_output=True, timeout=300)
     if check("defaults: stream_reply and tinylm run --prompt exit 0",
              p.returncode == 0 and r.returncode == 0, p.stderr.decode() + r.stderr.decode()):

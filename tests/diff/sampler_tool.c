@@ -6,7 +6,8 @@
  *       bit patterns in hex:
  *         WORD SEED DRAW TOKEN TURN STREAM
  *         T_BITS TOP_K TOP_P_BITS MIN_P_BITS PENALTY_BITS WINDOW MIN_NEW
- *         DEFINED_IDS N_EOS EOS... N_BAN BAN... N_HIST HIST... N_GENERATED
+ *         DEFINED_IDS FREQUENCY_BITS PRESENCE_BITS N_EOS EOS... N_BAN BAN...
+ *         N_HIST HIST... N_BIAS (BIAS_ID BIAS_BITS)... N_GENERATED
  *         N LOGIT_BITS...
  *       (f64 bits for the profile floats, f32 bits for the logits). WORD
  *       is "-" (the draw comes from the position: tl_sample) or a draw word
@@ -84,11 +85,11 @@ static int run_case(char *line) {
   tl_sample_trace tr;
   tl_sample_result res;
   tl_arena arena;
-  uint32_t *eos, *ban, *hist, *ids = NULL;
-  double *probs = NULL, *bounds = NULL;
+  uint32_t *eos, *ban, *hist, *bias_ids = NULL, *ids = NULL;
+  double *bias = NULL, *probs = NULL, *bounds = NULL;
   float *logits = NULL;
   void *arena_mem = NULL;
-  size_t n_eos, n_ban, n_hist, n;
+  size_t n_eos, n_ban, n_hist, n_bias, n;
   tl_status st;
   int ok = 1, have_forced = 0;
   uint32_t forced = 0;
@@ -115,9 +116,27 @@ static int run_case(char *line) {
   p.repeat_window = (uint32_t)next_num(&t, 10);
   p.min_new = (uint32_t)next_num(&t, 10);
   p.defined_ids = (uint32_t)next_num(&t, 10);
+  p.frequency_penalty = tl_bits_to_f64(next_num(&t, 16));
+  p.presence_penalty = tl_bits_to_f64(next_num(&t, 16));
   eos = read_ids(&t, &n_eos);
   ban = read_ids(&t, &n_ban);
   hist = read_ids(&t, &n_hist);
+  /* The biases: a count, then id and f64 bits pairs. */
+  n_bias = (size_t)next_num(&t, 10);
+  if (!t.bad && n_bias <= (1u << 20)) {
+    bias_ids = malloc((n_bias ? n_bias : 1) * sizeof *bias_ids);
+    bias = malloc((n_bias ? n_bias : 1) * sizeof *bias);
+    if (!bias_ids || !bias) t.bad = 1;
+    for (size_t i = 0; !t.bad && i < n_bias; i++) {
+      bias_ids[i] = (uint32_t)next_num(&t, 10);
+      bias[i] = tl_bits_to_f64(next_num(&t, 16));
+    }
+  } else {
+    t.bad = 1;
+  }
+  p.bias_ids = bias_ids;
+  p.bias = bias;
+  p.n_bias = n_bias;
   p.eos = eos;
   p.n_eos = n_eos;
   p.ban = ban;
@@ -185,6 +204,8 @@ done:
   free(eos);
   free(ban);
   free(hist);
+  free(bias_ids);
+  free(bias);
   free(logits);
   free(ids);
   free(probs);

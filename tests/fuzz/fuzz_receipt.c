@@ -91,7 +91,8 @@ static void writer_pass(const uint8_t *data, size_t size) {
   uint8_t artifact[32], raw[64], stop_bytes[4][8];
   const uint8_t *stops[4];
   size_t stop_lens[4], n_raw, n_stops;
-  uint32_t prompt_ids[16], ids[16], eos[2] = {3, 7};
+  uint32_t prompt_ids[16], ids[16], eos[2] = {3, 7}, bias_ids[2] = {2, 5};
+  double bias[2];
   size_t n_prompt = take(&g) % 17, n_ids = take(&g) % 17;
   tl_slm slm;
   tl_sampler_profile profile = tl_sampler_profile_default(1 + take(&g));
@@ -125,6 +126,14 @@ static void writer_pass(const uint8_t *data, size_t size) {
   profile.repeat_window = take(&g);
   profile.eos = eos;
   profile.n_eos = take(&g) % 3;
+  /* the later fields, on or off: in [-2, 2) and [-100, 100) */
+  profile.frequency_penalty = ((int)take(&g) - 128) / 64.0;
+  profile.presence_penalty = ((int)take(&g) - 128) / 64.0;
+  bias[0] = ((int)take(&g) - 128) / 1.28;
+  bias[1] = -100;
+  profile.bias_ids = bias_ids;
+  profile.bias = bias;
+  profile.n_bias = take(&g) % 3;
   /* Designated fields: a field added to tl_run_facts starts as zero/NULL
    * (NULL lane names mean the scalar lane) instead of breaking the build. */
   f = (tl_run_facts){.artifact_id = artifact,

@@ -8,7 +8,8 @@
  *
  * 1. Accepted: every string is NUL-terminated UTF-8 of its stated length;
  *    each value lies in its documented range (n 1..16, stops 1..8 of
- *    1..256 bytes, the ban list strictly ascending below the vocabulary,
+ *    1..256 bytes, the ban list and the biases' ids strictly ascending
+    below the vocabulary, biases in [-100, 100], penalties in [-2, 2],
  *    ids below it, top_k at most it, ...); a chat's conversation is JSON
  *    jansson reads back and the renderer's own check
  *    (tl_conversation_check) accepts, with tools exactly when has_tools;
@@ -144,6 +145,16 @@ static void check_accepted(const tl_srv_request *r, tl_srv_kind kind, uint32_t v
     CHECK(r->ban[i] < vocab);
     if (i > 0) CHECK(r->ban[i - 1] < r->ban[i]);
   }
+  /* the other biases: ascending below the vocabulary, in [-100, 100],
+   * neither 0 (dropped) nor -100 (a ban), all entries within the cap */
+  CHECK(r->n_ban + r->n_bias <= TL_SRV_MAX_BANS);
+  for (size_t i = 0; i < r->n_bias; i++) {
+    CHECK(r->bias_ids[i] < vocab);
+    if (i > 0) CHECK(r->bias_ids[i - 1] < r->bias_ids[i]);
+    CHECK(r->bias[i] >= -100 && r->bias[i] <= 100 && r->bias[i] != 0 && r->bias[i] != -100);
+  }
+  CHECK(r->frequency_penalty >= -2 && r->frequency_penalty <= 2);
+  CHECK(r->presence_penalty >= -2 && r->presence_penalty <= 2);
   CHECK(r->top_k <= vocab);
   if (r->given & TL_GIVEN_TEMPERATURE) CHECK(r->temperature >= 0 && r->temperature <= 2);
   if (r->given & TL_GIVEN_TOP_P) CHECK(r->top_p >= 0 && r->top_p <= 1);

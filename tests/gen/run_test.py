@@ -54,7 +54,11 @@ def tinylm(*args, stdin=None):
 
 
 def run_json(*args):
-    """`tinylm run MODEL ... --json`: (exit status, parsed stdout or None)."""
+    """`tinylm run MODEL ... --json`: (exit status, parsed stdout or None).
+    Without --seed in args, --seed 0: runs compared by receipt id need one
+    seed (run draws a fresh one without it; test_run_fresh_seed)."""
+    if "--seed" not in args:
+        args = (*args, "--seed", "0")
     p = tinylm("run", MODEL, *args, "--json")
     try:
         doc = json.loads(p.stdout)
@@ -97,6 +101,34 @@ def test_run_determinism():
           rc3 == 0 and c["receipt_id"] != a["receipt_id"])
     check("another seed: other ids (sampled, 16 tokens)", rc3 == 0 and c["ids"] != a["ids"])
     return a
+
+
+def test_run_fresh_seed():
+    """No --seed: a fresh one each run (docs/generation.md, Seeds), in the
+    JSON and in the summary line on stderr; --seed S reproduces that run."""
+    def seedless():
+        p = tinylm("run", MODEL, "--raw", "--prompt", PROMPT, "-n", "16", *SAMPLING, "--json")
+        return p.returncode, json.loads(p.stdout) if p.returncode == 0 else None, p
+    rc1, a, _ = seedless()
+    rc2, b, _ = seedless()
+    if not check("run --json without --seed succeeds and names its seed",
+                 rc1 == 0 and rc2 == 0 and a and b and isinstance(a.get("seed"), int)
+                 and isinstance(b.get("seed"), int) and 0 <= a["seed"] < 2 ** 53):
+        return
+    check("two runs without --seed draw different seeds and replies",
+          a["seed"] != b["seed"] and a["ids"] != b["ids"], f"{a['seed']} {b['seed']}")
+    rc, again, _ = run_json("--raw", "--prompt", PROMPT, "-n", "16", "--seed", str(a["seed"]),
+                            *SAMPLING)
+    check("--seed with the drawn seed reproduces the run (ids, receipt id)",
+          rc == 0 and again and again["ids"] == a["ids"]
+          and again["receipt_id"] == a["receipt_id"] and again["seed"] == a["seed"])
+    p = tinylm("run", MODEL, "--raw", "--prompt", PROMPT, "-n", "4", *SAMPLING)
+    drawn = re.findall(rb"; seed ([0-9]+); ", p.stderr)
+    check("plain run without --seed names the drawn seed in its summary line",
+          p.returncode == 0 and len(drawn) == 1, p.stderr)
+    p = tinylm("run", MODEL, "--raw", "--prompt", PROMPT, "-n", "4", "--seed", "3", *SAMPLING)
+    check("plain run with --seed names none",
+          p.returncode == 0 and b"; seed " not in p.stderr, p.stderr)
 
 
 def receipt_show(path):
@@ -1037,7 +1069,7 @@ def main():
     WORK = os.path.abspath(sys.argv[2])
     shutil.rmtree(WORK, ignore_errors=True)
     os.makedirs(WORK)
-    for test in [test_run_determinism, test_receipts, test_stop_string,
+    for test in [test_run_determinism, test_run_fresh_seed, test_receipts, test_stop_string,
                  test_logprobs_and_limits, test_run_prompt_defaults, test_chat_greedy, test_chat_think_prompt,
                  test_chat_sampled_reproducible, test_chat_ctrl_c,
                  test_chat_context_overflow, test_chat_invalid_lines,

@@ -66,7 +66,8 @@ async function startServer(model) {
 }
 
 const MSG = (text) => [{ role: 'user', content: text }];
-const SUM = { messages: MSG('What is 12 + 30?'), max_tokens: 40, temperature: 0 };
+// seed 0: greedy, but receipt ids are compared and a seedless request draws a fresh seed
+const SUM = { messages: MSG('What is 12 + 30?'), max_tokens: 40, temperature: 0, seed: 0 };
 // Token 271 ("\n\n") banned: the block never closes, max_tokens cuts it.
 const UNCLOSED = { messages: MSG('What is 12 + 30?'), max_tokens: 12, temperature: 1, seed: 1, logit_bias: { 271: -100 } };
 const receipt = (r) => r.tinylm?.choices?.[0]?.receipt_id;

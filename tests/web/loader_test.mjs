@@ -63,7 +63,8 @@ function native(model, lane, args) {
   }
   if (args.temperature !== undefined) flags.push('--temperature', String(args.temperature));
   if (args.topK !== undefined) flags.push('--top-k', String(args.topK));
-  if (args.seed !== undefined) flags.push('--seed', String(args.seed));
+  // the loader's seed is the caller's, 0 by default; run draws a fresh one without --seed
+  flags.push('--seed', String(args.seed ?? 0));
   return JSON.parse(execFileSync(tinylm, flags, { encoding: 'utf8' }));
 }
 

@@ -9,7 +9,9 @@ all equal, +-0 mixes, all negative, huge, tiny; now and then a NaN or an
 infinity) x random profiles (temperature 0 / 1 / random / 1e30 / 1e-30 /
 2^-128, top-k, top-p including exactly representable boundaries, min-p,
 repetition penalty over a window, min-length EOS, bans, padded
-vocabulary, and some invalid values) x random seeds and positions go
+vocabulary, logit biases (the exact -100 ban included), frequency and
+presence penalties over a generated tail with repeats, and some invalid
+values) x random seeds and positions go
 through `SAMPLER_TOOL run` (tests/diff/sampler_tool.c). Each case passes
 when all three checks hold:
 
@@ -26,6 +28,11 @@ when all three checks hold:
   trace     the C trace is self-consistent: its bounds are the running sums
             of its probabilities, and the chosen id is the first bound above
             its draw (or the last non-zero survivor).
+
+Then each planted defect of PLANTS (the oracle's penalty term swapped for
+a wrong one: presence scaled by the count, frequency applied once, presence
+dropped) must fail at least one case against the same C answers; --plant
+NAME runs with one planted throughout (the run must fail).
 
 Before the cases: the oracle's self-test (Random123 known answers for its
 Philox, its tl_exp port) and the port against `SAMPLER_TOOL exp`. Prints a
@@ -86,6 +93,33 @@ def gen_ids(rng, count, hi):
 QWEN3_ROWS, QWEN3_DEFINED = 151936, 151669
 
 
+def gen_penalty(rng):
+    """A frequency or presence penalty: mostly off, the ends of [-2, 2],
+    now and then out of range."""
+    r = rng.random()
+    return (0.0 if r < 0.4 else rng.uniform(-2, 2) if r < 0.9 else
+            rng.choice([-2.0, 2.0, 0.5, -0.0]) if r < 0.99 else
+            rng.choice([2.5, -3.0, math.nan]))
+
+
+def gen_bias(rng, n):
+    """Logit biases: ids (some past n) with values in [-100, 100], the
+    exact ban (-100) and its neighbours; now and then out of range or out
+    of order."""
+    if rng.random() < 0.4:
+        return []
+    ids = gen_ids(rng, rng.randint(1, 6), n + 2)
+    vals = [rng.choice([rng.uniform(-100, 100), rng.uniform(-5, 5), -100.0, 100.0,
+                        -99.99999999999999, 0.0, -0.0]) for _ in ids]
+    bias = list(zip(ids, vals))
+    r = rng.random()
+    if r < 0.01:
+        bias[0] = (bias[0][0], rng.choice([100.5, -101.0, math.nan]))
+    elif r < 0.02 and len(bias) >= 2:
+        bias = bias[::-1]
+    return bias
+
+
 def gen_case(rng, full=False):
     n = QWEN3_ROWS if full else rng.choice([1, 2, 3, 4, 5, 7, 8, 16, 33, 100,
                                             257, 1000, 4096])
@@ -133,12 +167,17 @@ def gen_case(rng, full=False):
     if full:
         defined = QWEN3_DEFINED
     hist = [rng.randrange(n) for _ in range(rng.randint(0, 20))]
+    # Repeats in the generated tail, so counts above 1 occur.
+    if hist and rng.random() < 0.5:
+        hist += [rng.choice(hist) for _ in range(rng.randint(1, 8))]
     if rng.random() < 0.01:
         hist.append(n + rng.randint(0, 5))
     p = {'temperature': t, 'top_k': 0 if rng.random() < 0.5 else rng.randint(1, n + 2),
          'top_p': top_p, 'min_p': min_p, 'repeat_penalty': pen,
          'repeat_window': rng.randint(0, 16), 'min_new': rng.randint(0, 3),
-         'eos': eos, 'ban': ban, 'defined_ids': defined}
+         'eos': eos, 'ban': ban, 'defined_ids': defined,
+         'frequency_penalty': gen_penalty(rng), 'presence_penalty': gen_penalty(rng),
+         'bias': gen_bias(rng, n)}
     pos = (rng.getrandbits(64), rng.choice([0, 0, 0, rng.getrandbits(32)]),
            rng.choice([rng.randint(0, 100), rng.getrandbits(32)]),
            rng.randint(0, 3), rng.randint(0, 2))
@@ -159,10 +198,15 @@ def case_line(c):
     parts += ['%x' % ref.f64_bits(p['temperature']), str(p['top_k']),
               '%x' % ref.f64_bits(p['top_p']), '%x' % ref.f64_bits(p['min_p']),
               '%x' % ref.f64_bits(p['repeat_penalty']), str(p['repeat_window']),
-              str(p['min_new']), str(p['defined_ids'])]
+              str(p['min_new']), str(p['defined_ids']),
+              '%x' % ref.f64_bits(p['frequency_penalty']),
+              '%x' % ref.f64_bits(p['presence_penalty'])]
     for ids in (p['eos'], p['ban'], c['hist']):
         parts.append(str(len(ids)))
         parts += [str(i) for i in ids]
+    parts.append(str(len(p['bias'])))
+    for i, v in p['bias']:
+        parts += [str(i), '%x' % ref.f64_bits(v)]
     parts.append(str(c['ngen']))
     parts.append(str(len(c['logits'])))
     parts += ['%x' % b for b in c['logits']]
@@ -180,6 +224,17 @@ def parse_out(line):
             'survivors': [int(trip[3 * j]) for j in range(cnt)],
             'q': [int(trip[3 * j + 1], 16) for j in range(cnt)],
             'bounds': [int(trip[3 * j + 2], 16) for j in range(cnt)]}
+
+
+# Planted defects (--plant), each one the C sampler must be told apart from:
+#   presence-as-frequency  the presence penalty scaled by the count too
+#   frequency-once         the frequency penalty applied once, not per count
+#   no-presence            the presence penalty dropped
+PLANTS = {
+    'presence-as-frequency': lambda c, f, p: float(c) * f + float(c) * p,
+    'frequency-once': lambda c, f, p: f + p,
+    'no-presence': lambda c, f, p: float(c) * f,
+}
 
 
 def check_exp_port(tool, rng):
@@ -215,44 +270,9 @@ def trace_consistent(c_out, u):
     return chosen is not None and c_out['survivors'][chosen] == c_out['id']
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument('tool')
-    ap.add_argument('--count', type=int, default=5000)
-    ap.add_argument('--seed', type=int, default=20250701)
-    ap.add_argument('--full', type=int, default=4,
-                    help='extra cases at Qwen3 size (151936 rows, 151669 ids)')
-    a = ap.parse_args()
-    rng = random.Random(a.seed)
+def compare(cases, lines, exact_mode, quiet=False):
+    """Each case's C line against the oracle: (passed, failed, stats)."""
     passed = failed = 0
-
-    # The oracle's own known answers (Philox KATs, tl_exp port sanity).
-    sp, sf = ref.selftest(quiet=True)
-    passed += sp
-    failed += sf
-
-    stale = check_exp_port(a.tool, rng)
-    exact_mode = not stale
-    if stale:
-        failed += 1
-        print('FAIL tl_exp port in sampler_ref.py differs from the C tl_exp '
-              'for %d inputs (e.g. %r): the exact check is skipped'
-              % (len(stale), stale[:3]))
-    else:
-        passed += 1
-
-    cases = [gen_case(rng) for _ in range(a.count)]
-    cases += [gen_case(rng, full=True) for _ in range(a.full)]
-    proc = subprocess.run([a.tool, 'run'],
-                          input=''.join(case_line(c) + '\n' for c in cases),
-                          capture_output=True, text=True)
-    lines = proc.stdout.splitlines()
-    if proc.returncode != 0 or len(lines) != len(cases):
-        print('FAIL sampler_tool exited %d after %d of %d cases: %s'
-              % (proc.returncode, len(lines), len(cases), proc.stderr.strip()))
-        print('%d passed, %d failed' % (passed, failed + 1))
-        return 1
-
     near_ties = near_disagree = errors = greedy = 0
     for idx, (c, line) in enumerate(zip(cases, lines)):
         why = []
@@ -290,9 +310,10 @@ def main():
                         break
             elif near:
                 near_disagree += 1
-                print('note: near tie in case %d (margin %.3g): C id %d, '
-                      'oracle(math.exp) id %d; reported, not failed'
-                      % (idx, margin, cout['id'], rm['id']))
+                if not quiet:
+                    print('note: near tie in case %d (margin %.3g): C id %d, '
+                          'oracle(math.exp) id %d; reported, not failed'
+                          % (idx, margin, cout['id'], rm['id']))
             else:
                 why.append('oracle: C id %d survivors %d, oracle(math.exp) id %d '
                            'survivors %d, margin %.3g'
@@ -300,9 +321,71 @@ def main():
                               len(rm['survivors']), margin))
         if why:
             failed += 1
-            print('FAIL case %d: %s\n  line: %.300s' % (idx, '; '.join(why), case_line(c)))
+            if not quiet:
+                print('FAIL case %d: %s\n  line: %.300s' % (idx, '; '.join(why), case_line(c)))
         else:
             passed += 1
+    return passed, failed, (errors, greedy, near_ties, near_disagree)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('tool')
+    ap.add_argument('--count', type=int, default=5000)
+    ap.add_argument('--seed', type=int, default=20250701)
+    ap.add_argument('--full', type=int, default=4,
+                    help='extra cases at Qwen3 size (151936 rows, 151669 ids)')
+    ap.add_argument('--plant', choices=sorted(PLANTS),
+                    help='a planted defect in the oracle: the run must fail')
+    a = ap.parse_args()
+    if a.plant:
+        ref.penalty_term = PLANTS[a.plant]
+    rng = random.Random(a.seed)
+    passed = failed = 0
+
+    # The oracle's own known answers (Philox KATs, tl_exp port sanity).
+    sp, sf = ref.selftest(quiet=True)
+    passed += sp
+    failed += sf
+
+    stale = check_exp_port(a.tool, rng)
+    exact_mode = not stale
+    if stale:
+        failed += 1
+        print('FAIL tl_exp port in sampler_ref.py differs from the C tl_exp '
+              'for %d inputs (e.g. %r): the exact check is skipped'
+              % (len(stale), stale[:3]))
+    else:
+        passed += 1
+
+    cases = [gen_case(rng) for _ in range(a.count)]
+    cases += [gen_case(rng, full=True) for _ in range(a.full)]
+    proc = subprocess.run([a.tool, 'run'],
+                          input=''.join(case_line(c) + '\n' for c in cases),
+                          capture_output=True, text=True)
+    lines = proc.stdout.splitlines()
+    if proc.returncode != 0 or len(lines) != len(cases):
+        print('FAIL sampler_tool exited %d after %d of %d cases: %s'
+              % (proc.returncode, len(lines), len(cases), proc.stderr.strip()))
+        print('%d passed, %d failed' % (passed, failed + 1))
+        return 1
+
+    cp, cf, (errors, greedy, near_ties, near_disagree) = compare(cases, lines, exact_mode)
+    passed += cp
+    failed += cf
+    # The planted defects (PLANTS) against the same C answers: each must
+    # fail some case, or this test could not tell them apart.
+    if not a.plant:
+        honest = ref.penalty_term
+        for name, planted in sorted(PLANTS.items()):
+            ref.penalty_term = planted
+            caught = compare(cases, lines, exact_mode, quiet=True)[1]
+            if caught:
+                passed += 1
+            else:
+                failed += 1
+                print('FAIL planted defect %s is not caught by any case' % name)
+        ref.penalty_term = honest
     print('note: %d cases: %d typed errors, %d greedy, %d with a decision within '
           '1e-12 of its threshold (%d of them disagreeing with the math.exp oracle)'
           % (len(cases), errors, greedy, near_ties, near_disagree))

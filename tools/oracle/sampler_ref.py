@@ -136,7 +136,20 @@ DBL_MAX = sys.float_info.max
 
 # Profile field indices (PROFILE fault index), docs/sampler.md §Profile.
 FIELDS = ['temperature', 'top_k', 'top_p', 'min_p', 'repeat_penalty',
-          'repeat_window', 'min_new', 'eos', 'ban', 'defined_ids']
+          'repeat_window', 'min_new', 'eos', 'ban', 'defined_ids',
+          'frequency_penalty', 'presence_penalty', 'bias']
+
+
+def penalties(p):
+    """The later fields, off when absent: frequency, presence, {id: bias}."""
+    return (p.get('frequency_penalty', 0.0), p.get('presence_penalty', 0.0),
+            dict(p.get('bias', [])))
+
+
+def penalty_term(count, freq, pres):
+    """S-4b: what a generated id's value loses (count > 0), OpenAI's
+    c * frequency_penalty + presence_penalty."""
+    return float(count) * freq + pres
 
 
 def profile_fault(p):
@@ -156,6 +169,13 @@ def profile_fault(p):
             return name
     if p['defined_ids'] == 0:
         return 'defined_ids'
+    for name in ('frequency_penalty', 'presence_penalty'):
+        if not -2.0 <= p.get(name, 0.0) <= 2.0:
+            return name
+    bias = p.get('bias', [])
+    if (any(bias[i - 1][0] >= bias[i][0] for i in range(1, len(bias)))
+            or not all(-100.0 <= v <= 100.0 for _, v in bias)):
+        return 'bias'
     return None
 
 
@@ -178,22 +198,33 @@ def sample(p, logit_bits, history, n_generated, word, exp=math.exp):
             return ('ERR', 'numerical_failure', 'non_finite', i)
     masked = set(range(p['defined_ids'], n))  # 2: padded rows, bans
     masked.update(b for b in p['ban'] if b < n)
+    freq, pres, bias = penalties(p)
+    masked.update(i for i, v in bias.items() if v == -100.0 and i < n)  # 2: a -100 bias bans
     if n_generated < p['min_new']:  # 3: EOS before min_new
         masked.update(e for e in p['eos'] if e < n)
     pen = p['repeat_penalty']  # 4: window of distinct ids
     window = set()
     if pen != 1.0 and p['repeat_window'] > 0:
         window = set(history[-p['repeat_window']:]) if history else set()
+    # 4b: counts over the turn's generated ids (the history's tail).
+    gen = history[len(history) - min(n_generated, len(history)):]
+    counts = {}
+    for h in gen:
+        counts[h] = counts.get(h, 0) + 1
     cands = []
     for i in range(n):
         if i in masked:
             continue
         s = f32_from_bits(logit_bits[i])
+        if i in bias:  # 4a
+            s = s + bias[i]
         if i in window:
             if s > 0:
                 s = s / pen
             elif s < 0:
                 s = s * pen
+        if (freq != 0.0 or pres != 0.0) and counts.get(i, 0) > 0:
+            s = s - penalty_term(counts[i], freq, pres)
         cands.append((s, i))
     if not cands:
         return ('ERR', 'invalid_argument', 'all_masked', 0)

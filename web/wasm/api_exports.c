@@ -72,10 +72,18 @@ AT(tl_generation_params, on_token, 104);
 AT(tl_generation_params, ctx, 120);
 AT(tl_generation_params, grammar, 124);
 AT(tl_generation_params, think_budget, 128);
-_Static_assert(sizeof(tl_generation_params) == 136, "tl_generation_params");
+AT(tl_generation_params, frequency_penalty, 136);
+AT(tl_generation_params, presence_penalty, 144);
+AT(tl_generation_params, bias_ids, 152);
+AT(tl_generation_params, bias, 156);
+AT(tl_generation_params, n_bias, 160);
+_Static_assert(sizeof(tl_generation_params) == 168, "tl_generation_params");
 /* What a caller that predates the structured-output fields passes (the
- * JS loader's 128 bytes): the rest is read only with TL_GENERATE_GRAMMAR. */
+ * JS loader's 128 bytes): the rest is read only with TL_GENERATE_GRAMMAR,
+ * and past the grammar's fields (the loader's 136 bytes) only with
+ * TL_GENERATE_PENALTIES. */
 #define GEN_PARAMS_BASE 124u
+#define GEN_PARAMS_GRAMMAR_END 136u
 AT(tl_generation_result, ids, 0);
 AT(tl_generation_result, n_ids, 4);
 AT(tl_generation_result, text, 8);
@@ -268,10 +276,16 @@ tl_status w_generation_run(tl_generation_handle g, const tl_generation_params *p
   CHECK(span_ok(params, GEN_PARAMS_BASE, false), "tl_generation_run: params outside the memory");
   memset(&p, 0, sizeof p);
   memcpy(&p, params, GEN_PARAMS_BASE);
-  if (p.flags & TL_GENERATE_GRAMMAR) {
-    CHECK(span_ok(params, sizeof *params, false),
-          "tl_generation_run: params outside the memory");
-    memcpy(&p, params, sizeof p);
+  if (p.flags & (TL_GENERATE_GRAMMAR | TL_GENERATE_PENALTIES)) {
+    size_t end = p.flags & TL_GENERATE_PENALTIES ? sizeof *params : GEN_PARAMS_GRAMMAR_END;
+    CHECK(span_ok(params, end, false), "tl_generation_run: params outside the memory");
+    memcpy(&p, params, end);
+  }
+  if (p.flags & TL_GENERATE_PENALTIES) {
+    CHECK(array_ok(p.bias_ids, p.n_bias, sizeof *p.bias_ids, false),
+          "tl_generation_run: bias_ids outside the memory");
+    CHECK(array_ok(p.bias, p.n_bias, sizeof *p.bias, false),
+          "tl_generation_run: bias outside the memory");
   }
   CHECK(span_ok(p.text, p.text_len, false), "tl_generation_run: text outside the memory");
   CHECK(span_ok(p.messages_json, p.messages_len, false),

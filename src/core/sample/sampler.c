@@ -58,6 +58,14 @@ static bool ascending(const uint32_t *ids, size_t n) {
   return true;
 }
 
+static bool biases_ok(const tl_sampler_profile *p) {
+  if (!ascending(p->bias_ids, p->n_bias) || (p->n_bias > 0 && p->bias == NULL))
+    return false;
+  for (size_t i = 0; i < p->n_bias; i++)
+    if (!in_range(p->bias[i], -100.0, 100.0)) return false;
+  return true;
+}
+
 tl_status tl_sampler_profile_check(const tl_sampler_profile *p,
                                    tl_sampler_field *field) {
   tl_sampler_field f;
@@ -76,6 +84,12 @@ tl_status tl_sampler_profile_check(const tl_sampler_profile *p,
     f = TL_SAMPLER_FIELD_BAN;
   else if (p->defined_ids == 0)
     f = TL_SAMPLER_FIELD_DEFINED_IDS;
+  else if (!in_range(p->frequency_penalty, -2.0, 2.0))
+    f = TL_SAMPLER_FIELD_FREQUENCY_PENALTY;
+  else if (!in_range(p->presence_penalty, -2.0, 2.0))
+    f = TL_SAMPLER_FIELD_PRESENCE_PENALTY;
+  else if (!biases_ok(p))
+    f = TL_SAMPLER_FIELD_BIAS;
   else
     return TL_OK;
   if (field) *field = f;
@@ -131,8 +145,19 @@ static void put_ids(text_out *o, const uint32_t *ids, size_t n) {
   }
 }
 
-/* Version line, then the fields in tl_sampler_field order, then the fixed
- * parts of the contract that a future version could change. */
+static void put_biases(text_out *o, const tl_sampler_profile *p) {
+  for (size_t i = 0; i < p->n_bias; i++) {
+    if (i) put_str(o, ",");
+    put_dec(o, p->bias_ids[i]);
+    put_str(o, ":");
+    put_f64(o, p->bias[i]);
+  }
+}
+
+/* Version line, then the fields in tl_sampler_field order (the later ones
+ * only when not off: a profile without them keeps the identity it had
+ * before they existed), then the fixed parts of the contract that a
+ * future version could change. */
 tl_status tl_sampler_profile_text(const tl_sampler_profile *p, char *buf,
                                   size_t cap, size_t *len) {
   text_out o = {buf, cap, 0};
@@ -160,6 +185,18 @@ tl_status tl_sampler_profile_text(const tl_sampler_profile *p, char *buf,
   put_ids(&o, p->ban, p->n_ban);
   put_str(&o, "\ndefined_ids=");
   put_dec(&o, p->defined_ids);
+  if (p->frequency_penalty != 0) {
+    put_str(&o, "\nfrequency_penalty=");
+    put_f64(&o, p->frequency_penalty);
+  }
+  if (p->presence_penalty != 0) {
+    put_str(&o, "\npresence_penalty=");
+    put_f64(&o, p->presence_penalty);
+  }
+  if (p->n_bias != 0) {
+    put_str(&o, "\nlogit_bias=");
+    put_biases(&o, p);
+  }
   put_str(&o, "\nprng=philox4x32-10\norder=tinylm-sampler-v1\n"
               "deviation=padded-vocabulary-banned\n");
   *len = o.len;
@@ -181,7 +218,8 @@ tl_status tl_sampler_profile_cbor(const tl_sampler_profile *p,
   if (w == NULL) return TL_ERR_INVALID_ARGUMENT;
   if (tl_sampler_profile_check(p, NULL) != TL_OK)
     return TL_ERR_INVALID_ARGUMENT;
-  tl_cbor_begin_map(w, 14);
+  tl_cbor_begin_map(w, 14 + (p->frequency_penalty != 0) + (p->presence_penalty != 0) +
+                           2 * (p->n_bias != 0));
   cbor_key(w, "version");
   cbor_key(w, "tinylm-sampler-profile-v1");
   cbor_key(w, "temperature");
@@ -204,6 +242,22 @@ tl_status tl_sampler_profile_cbor(const tl_sampler_profile *p,
   cbor_ids(w, p->ban, p->n_ban);
   cbor_key(w, "defined_ids");
   tl_cbor_put_uint(w, p->defined_ids);
+  if (p->frequency_penalty != 0) {
+    cbor_key(w, "frequency_penalty");
+    tl_cbor_put_uint(w, canon_bits(p->frequency_penalty));
+  }
+  if (p->presence_penalty != 0) {
+    cbor_key(w, "presence_penalty");
+    tl_cbor_put_uint(w, canon_bits(p->presence_penalty));
+  }
+  if (p->n_bias != 0) {
+    cbor_key(w, "bias_ids");
+    cbor_ids(w, p->bias_ids, p->n_bias);
+    cbor_key(w, "bias");
+    tl_cbor_begin_array(w, p->n_bias);
+    for (size_t i = 0; i < p->n_bias; i++) tl_cbor_put_uint(w, canon_bits(p->bias[i]));
+    tl_cbor_end_array(w);
+  }
   cbor_key(w, "prng");
   cbor_key(w, "philox4x32-10");
   cbor_key(w, "order");
@@ -216,16 +270,30 @@ tl_status tl_sampler_profile_cbor(const tl_sampler_profile *p,
 /* --- the steps ----------------------------------------------------------- */
 
 size_t tl_sampler_scratch_bytes(size_t n) {
-  size_t a, b, c, t;
+  size_t a, b, c, d, t;
   if (tl_mul_size(n, sizeof(cand), &b) != TL_OK ||
-      tl_mul_size(n, sizeof(double), &c) != TL_OK)
+      tl_mul_size(n, sizeof(double), &c) != TL_OK ||
+      tl_mul_size(n, sizeof(uint32_t), &d) != TL_OK)
     return SIZE_MAX;
   a = n;
-  /* flags, the candidates and as many more for the sort, probabilities */
+  /* flags, the candidates and as many more for the sort, probabilities,
+   * the generated ids' counts (S-4b) */
   if (tl_add_size(a, b, &t) != TL_OK || tl_add_size(t, b, &t) != TL_OK ||
-      tl_add_size(t, c, &t) != TL_OK || tl_add_size(t, 4 * TL_ARENA_MIN_ALIGN, &t) != TL_OK)
+      tl_add_size(t, c, &t) != TL_OK || tl_add_size(t, d, &t) != TL_OK ||
+      tl_add_size(t, 5 * TL_ARENA_MIN_ALIGN, &t) != TL_OK)
     return SIZE_MAX;
   return t;
+}
+
+/* S-4a: the biases, on a candidate's working value. */
+static double biased(const tl_sampler_profile *p, uint32_t id, double z) {
+  size_t lo = 0, hi = p->n_bias;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (p->bias_ids[mid] < id) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < p->n_bias && p->bias_ids[lo] == id ? z + p->bias[lo] : z;
 }
 
 /* The candidate order (S-6): higher working logit first, then lower id.
@@ -346,6 +414,8 @@ static tl_status sample_steps(const tl_sampler_profile *p,
   const size_t n = in->n;
   const double u = tl_draw_to_unit(draw_word);
   uint8_t *flags;
+  uint32_t *counts = NULL;
+  const bool counted = p->frequency_penalty != 0 || p->presence_penalty != 0;
   cand *cands, *spare, *ord;
   double *q;
   size_t m = 0, k, cut;
@@ -378,12 +448,18 @@ static tl_status sample_steps(const tl_sampler_profile *p,
       tl_arena_alloc_array(scratch, n, sizeof(double), _Alignof(double),
                            (void **)&q) != TL_OK)
     return fail(res, TL_ERR_OUT_OF_MEMORY, TL_SAMPLE_FAULT_SCRATCH, 0);
+  if (counted && tl_arena_alloc_array(scratch, n, sizeof(uint32_t), _Alignof(uint32_t),
+                                      (void **)&counts) != TL_OK)
+    return fail(res, TL_ERR_OUT_OF_MEMORY, TL_SAMPLE_FAULT_SCRATCH, 0);
   memset(flags, 0, n);
 
   /* S-2: the ban list and the padded rows. */
   for (size_t i = p->defined_ids; i < n; i++) flags[i] = FLAG_MASKED;
   for (size_t i = 0; i < p->n_ban; i++)
     if (p->ban[i] < n) flags[p->ban[i]] = FLAG_MASKED;
+  /* A bias of exactly -100 is a ban (OpenAI: "should result in a ban"). */
+  for (size_t i = 0; i < p->n_bias; i++)
+    if (p->bias_ids[i] < n && p->bias[i] == -100.0) flags[p->bias_ids[i]] = FLAG_MASKED;
   /* S-2a: the allow mask (a grammar's), applied like the bans: before
    * every other step, and without touching the draw (S-12). */
   if (in->allow != NULL)
@@ -400,15 +476,27 @@ static tl_status sample_steps(const tl_sampler_profile *p,
     for (size_t i = start; i < in->n_history; i++)
       flags[in->history[i]] |= FLAG_PENALISE;
   }
+  /* S-4b: how often each id was generated in this turn (the history's
+   * last n_generated ids). */
+  if (counted) {
+    size_t g = in->n_generated < in->n_history ? in->n_generated : in->n_history;
+    memset(counts, 0, n * sizeof *counts);
+    for (size_t i = in->n_history - g; i < in->n_history; i++) counts[in->history[i]]++;
+  }
   for (size_t i = 0; i < n; i++) {
     double s;
     if (flags[i] & FLAG_MASKED) continue;
-    s = (double)in->logits[i];
+    s = biased(p, (uint32_t)i, (double)in->logits[i]);
     if (flags[i] & FLAG_PENALISE) {
       if (s > 0)
         s = s / p->repeat_penalty;
       else if (s < 0)
         s = s * p->repeat_penalty;
+    }
+    if (counted && counts[i] > 0) {
+      double t = (double)counts[i] * p->frequency_penalty;
+      t = t + p->presence_penalty;
+      s = s - t;
     }
     cands[m].s = s;
     cands[m].id = (uint32_t)i;

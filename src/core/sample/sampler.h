@@ -39,10 +39,20 @@ typedef struct tl_sampler_profile {
    * pad the embedding, e.g. Qwen3's 151669..151935) are banned (S-2, the
    * padded-vocabulary policy; a declared deviation from the reference). */
   uint32_t defined_ids;
+  /* OpenAI's penalties (S-4b): z -= c*frequency + (c > 0)*presence, c the
+   * id's count among the turn's generated tokens. [-2, 2]; 0: off. */
+  double frequency_penalty;
+  double presence_penalty;
+  /* Logit biases (S-4a): bias[i] added to id bias_ids[i]'s logit; exactly
+   * -100 bans the id (S-2). Ids strictly ascending, values in [-100, 100]. */
+  const uint32_t *bias_ids;
+  const double *bias;
+  size_t n_bias;
 } tl_sampler_profile;
 
 /* A profile with every filter off: temperature 1, top_k 0, top_p 1,
- * min_p 0, penalty 1, window 0, min_new 0, no EOS, no bans. */
+ * min_p 0, penalty 1, window 0, min_new 0, no EOS, no bans, penalties 0,
+ * no biases. */
 tl_sampler_profile tl_sampler_profile_default(uint32_t defined_ids);
 
 /* Why a step (or a profile) was rejected; with the status, it says which
@@ -75,7 +85,11 @@ typedef enum tl_sampler_field {
   TL_SAMPLER_FIELD_MIN_NEW,
   TL_SAMPLER_FIELD_EOS,
   TL_SAMPLER_FIELD_BAN,
-  TL_SAMPLER_FIELD_DEFINED_IDS
+  TL_SAMPLER_FIELD_DEFINED_IDS,
+  /* Added later: after the first ten, so their indices stay put. */
+  TL_SAMPLER_FIELD_FREQUENCY_PENALTY,
+  TL_SAMPLER_FIELD_PRESENCE_PENALTY,
+  TL_SAMPLER_FIELD_BIAS
 } tl_sampler_field;
 
 /* TL_OK, or TL_ERR_INVALID_ARGUMENT with *field (may be NULL) the first
@@ -84,7 +98,8 @@ tl_status tl_sampler_profile_check(const tl_sampler_profile *p,
                                    tl_sampler_field *field);
 
 /* The profile's identity, canonical text (docs/sampler.md §Identity): one
- * "key=value\n" line per field after a version line, floats as 16 hex
+ * "key=value\n" line per field after a version line (the penalties and
+ * biases only when not off, so older profiles keep their bytes), floats as 16 hex
  * digits of their binary64 bits (zero of either sign as +0), id lists as
  * decimal, comma-separated. Equal profiles give equal bytes. Writes at
  * most cap bytes (no terminator); *len is the full length, so a call with
@@ -105,7 +120,9 @@ typedef struct tl_sample_input {
   size_t n;            /* 1 <= n <= 2^32 - 1, defined_ids <= n */
   /* Token ids before this step, oldest first (prompt and generated, as the
    * caller declares); the penalty window is its last repeat_window ids.
-   * Every id must be < n. May be NULL when n_history is 0. */
+   * Every id must be < n. May be NULL when n_history is 0. Its last
+   * min(n_generated, n_history) ids are the turn's generated tokens, the
+   * ones frequency and presence penalties count (S-4b). */
   const uint32_t *history;
   size_t n_history;
   uint32_t n_generated; /* tokens generated so far in this turn (S-3) */

@@ -16,7 +16,7 @@
 #define QWEN3_ROWS 151936u
 #define QWEN3_DEFINED 151669u
 
-static _Alignas(16) uint8_t scratch_mem[QWEN3_ROWS * 41 + 128];
+static _Alignas(16) uint8_t scratch_mem[QWEN3_ROWS * 45 + 128];
 static float big_logits[QWEN3_ROWS];
 
 #define U_HALF 0x80000000u    /* u = 0.5 */
@@ -289,6 +289,110 @@ static void test_repetition_penalty(tl_test_ctx *t) {
   sampled(t, &r, 0);
 }
 
+/* Frequency and presence penalties (S-4b), greedy over [2, 1.5, 0]. The
+ * history is the prompt [0, 1] and then the generated [0, 0]: id 0 was
+ * generated twice, id 1 only sits in the prompt (never counted).
+ *   frequency 0.3: z0 = 2 - 2*0.3 = 1.4 < 1.5 -> id 1; 0.2: 1.6 -> id 0
+ *   presence 0.6: z0 = 1.4 -> id 1; 0.3: 1.7 -> id 0 (once, not per
+ *   count: scaled by the count it would be 1.4 -> id 1)
+ *   frequency 2 with nothing generated (n_generated 0): no penalty -> id 0
+ *   presence 2 with n_generated 2: z0 = 0, id 1 (prompt only) 1.5 -> id 1
+ *   negative: generated [1], frequency -0.5: z1 = 2.0 ties z0 -> id 0;
+ *   -0.6: z1 = 2.1 -> id 1. */
+static void test_frequency_presence(tl_test_ctx *t) {
+  static const float l[3] = {2, 1.5f, 0};
+  static const uint32_t h[4] = {0, 1, 0, 0}, h1[1] = {1};
+  tl_sampler_profile p = tl_sampler_profile_default(3);
+  run r;
+  p.temperature = 0;
+  p.frequency_penalty = 0.3;
+  go(&r, &p, l, 3, h, 4, 2, 0);
+  sampled(t, &r, 1);
+  p.frequency_penalty = 0.2;
+  go(&r, &p, l, 3, h, 4, 2, 0);
+  sampled(t, &r, 0);
+  p.frequency_penalty = 0;
+  p.presence_penalty = 0.6;
+  go(&r, &p, l, 3, h, 4, 2, 0);
+  sampled(t, &r, 1);
+  p.presence_penalty = 0.3;
+  go(&r, &p, l, 3, h, 4, 2, 0);
+  sampled(t, &r, 0);
+  p.presence_penalty = 0;
+  p.frequency_penalty = 2;
+  go(&r, &p, l, 3, h, 4, 0, 0);
+  sampled(t, &r, 0);
+  p.frequency_penalty = 0;
+  p.presence_penalty = 2;
+  go(&r, &p, l, 3, h, 4, 2, 0);
+  sampled(t, &r, 1);
+  p.presence_penalty = 0;
+  p.frequency_penalty = -0.5;
+  go(&r, &p, l, 3, h1, 1, 1, 0);
+  sampled(t, &r, 0);
+  p.frequency_penalty = -0.6;
+  go(&r, &p, l, 3, h1, 1, 1, 0);
+  sampled(t, &r, 1);
+}
+
+/* Logit biases (S-4a, S-2). Greedy over [0, 1, 150]:
+ *   id 0 +2.5 -> 2.5 beats 1 but not 150 -> id 2
+ *   id 2 exactly -100: a ban, not 150 - 100 = 50 -> id 1
+ *   id 2 -99.5: 50.5 -> id 2 (only exactly -100 bans)
+ *   id 2 -100 with ids 0 and 1 banned: nothing left -> all_masked
+ * Before the repetition penalty: [1, 0.9], id 0 +1 and penalty 4 on id 0:
+ *   (1 + 1) / 4 = 0.5 < 0.9 -> id 1 (1/4 + 1 = 1.25 if the penalty came
+ *   first -> id 0).
+ * Before the temperature: [0, 0], T 0.5, id 1 + 0.5*ln 3 -> s1 = ln 3,
+ *   p1 = 3/4 first, bounds 0.75, 1; u = 0.7 -> id 1 (added after the
+ *   division, p1 = sqrt 3 / (1 + sqrt 3) = 0.634 < 0.7 -> id 0). */
+static void test_logit_bias(tl_test_ctx *t) {
+  static const float l[3] = {0, 1, 150}, lr[2] = {1, 0.9f}, lt[2] = {0, 0};
+  static const uint32_t id0[1] = {0}, id1[1] = {1}, id2[1] = {2}, ban01[2] = {0, 1},
+                        h0[1] = {0};
+  double b;
+  tl_sampler_profile p = tl_sampler_profile_default(3);
+  run r;
+  p.temperature = 0;
+  p.n_bias = 1;
+  p.bias = &b;
+  p.bias_ids = id0;
+  b = 2.5;
+  go(&r, &p, l, 3, NULL, 0, 0, 0);
+  sampled(t, &r, 2);
+  p.bias_ids = id2;
+  b = -100;
+  go(&r, &p, l, 3, NULL, 0, 0, 0);
+  sampled(t, &r, 1);
+  b = -99.5;
+  go(&r, &p, l, 3, NULL, 0, 0, 0);
+  sampled(t, &r, 2);
+  b = -100;
+  p.ban = ban01;
+  p.n_ban = 2;
+  go(&r, &p, l, 3, NULL, 0, 0, 0);
+  TL_EXPECT_STATUS(t, r.st, TL_ERR_INVALID_ARGUMENT);
+  TL_EXPECT_EQ_U64(t, r.res.fault, TL_SAMPLE_FAULT_ALL_MASKED);
+  p = tl_sampler_profile_default(2);
+  p.temperature = 0;
+  p.n_bias = 1;
+  p.bias = &b;
+  p.bias_ids = id0;
+  b = 1;
+  p.repeat_penalty = 4;
+  p.repeat_window = 64;
+  go(&r, &p, lr, 2, h0, 1, 0, 0);
+  sampled(t, &r, 1);
+  p = tl_sampler_profile_default(2);
+  p.temperature = 0.5;
+  p.n_bias = 1;
+  p.bias = &b;
+  p.bias_ids = id1;
+  b = 0.5 * 1.0986122886681098; /* ln 3 */
+  go(&r, &p, lt, 2, NULL, 0, 0, 0xB3333333u); /* u = 0.7 */
+  sampled(t, &r, 1);
+}
+
 /* Min-p: [0, -1, -3], T = 1: e = [1, 0.3679, 0.0498], sum 1.4177,
  * p = [0.7054, 0.2595, 0.0351]. min_p 0.1: threshold 0.0705 drops id 2;
  * renormalised [0.7311, 0.2689], bounds 0.7311, 1. u = 0.98 -> id 1.
@@ -492,6 +596,45 @@ static void test_profile_check(tl_test_ctx *t) {
   q.defined_ids = 0;
   TL_EXPECT_STATUS(t, tl_sampler_profile_check(&q, &f), TL_ERR_INVALID_ARGUMENT);
   TL_EXPECT_EQ_U64(t, f, TL_SAMPLER_FIELD_DEFINED_IDS);
+  /* The penalties in [-2, 2]; biases in [-100, 100], ids ascending. */
+  {
+    static const double penalties[] = {2.5, -2.0000000000000004, __builtin_nan("")};
+    static const uint32_t one[1] = {1}, two[2] = {1, 0};
+    static const double over[1] = {100.5}, nan1[1] = {__builtin_nan("")},
+                        fine[2] = {100, -100};
+    for (size_t i = 0; i < 3; i++) {
+      q = p;
+      q.frequency_penalty = penalties[i];
+      TL_EXPECT_STATUS(t, tl_sampler_profile_check(&q, &f), TL_ERR_INVALID_ARGUMENT);
+      TL_EXPECT_EQ_U64(t, f, TL_SAMPLER_FIELD_FREQUENCY_PENALTY);
+      q = p;
+      q.presence_penalty = penalties[i];
+      TL_EXPECT_STATUS(t, tl_sampler_profile_check(&q, &f), TL_ERR_INVALID_ARGUMENT);
+      TL_EXPECT_EQ_U64(t, f, TL_SAMPLER_FIELD_PRESENCE_PENALTY);
+    }
+    q = p;
+    q.frequency_penalty = -2;
+    q.presence_penalty = 2;
+    TL_EXPECT_OK(t, tl_sampler_profile_check(&q, &f));
+    q = p;
+    q.bias_ids = one;
+    q.n_bias = 1;
+    q.bias = over;
+    TL_EXPECT_STATUS(t, tl_sampler_profile_check(&q, &f), TL_ERR_INVALID_ARGUMENT);
+    TL_EXPECT_EQ_U64(t, f, TL_SAMPLER_FIELD_BIAS);
+    q.bias = nan1;
+    TL_EXPECT_STATUS(t, tl_sampler_profile_check(&q, &f), TL_ERR_INVALID_ARGUMENT);
+    q.bias = NULL;
+    TL_EXPECT_STATUS(t, tl_sampler_profile_check(&q, &f), TL_ERR_INVALID_ARGUMENT);
+    q.bias_ids = two;
+    q.n_bias = 2;
+    q.bias = fine;
+    TL_EXPECT_STATUS(t, tl_sampler_profile_check(&q, &f), TL_ERR_INVALID_ARGUMENT);
+    TL_EXPECT_EQ_U64(t, f, TL_SAMPLER_FIELD_BIAS);
+    go(&r, &q, l, 2, NULL, 0, 0, 0);
+    TL_EXPECT_EQ_U64(t, r.res.fault, TL_SAMPLE_FAULT_PROFILE);
+    TL_EXPECT_EQ_U64(t, r.res.fault_index, TL_SAMPLER_FIELD_BIAS);
+  }
   /* -0 temperature is greedy; 2^-128 is the smallest sampled one. */
   q = p;
   q.temperature = -0.0;
@@ -632,6 +775,32 @@ static void test_identity(tl_test_ctx *t) {
   TL_EXPECT_OK(t, tl_cbor_writer_finish(&w, &len2));
   TL_EXPECT(t, len == len2 && memcmp(cb, cb2, len) == 0);
   TL_EXPECT_EQ_U64(t, cb[0], 0xae); /* a map of 14 pairs */
+
+  /* The later fields, when on, come after defined_ids (0.5 and -100 as
+   * their IEEE bits) and add four pairs to the map. */
+  {
+    static const uint32_t bias_ids[2] = {5, 9};
+    static const double bias[2] = {-100, 0.5};
+    static const char tail[] = "defined_ids=151669\n"
+                               "frequency_penalty=3fe0000000000000\n"
+                               "presence_penalty=bfe0000000000000\n"
+                               "logit_bias=5:c059000000000000,9:3fe0000000000000\n"
+                               "prng=";
+    q = p;
+    q.frequency_penalty = 0.5;
+    q.presence_penalty = -0.5;
+    q.bias_ids = bias_ids;
+    q.bias = bias;
+    q.n_bias = 2;
+    TL_EXPECT_OK(t, tl_sampler_profile_text(&q, buf2, sizeof buf2 - 1, &len2));
+    buf2[len2] = 0;
+    TL_EXPECT(t, strstr(buf2, tail) != NULL);
+    tl_arena_init(&ar, arena_mem, sizeof arena_mem);
+    tl_cbor_writer_init(&w, cb2, sizeof cb2, &ar);
+    TL_EXPECT_OK(t, tl_sampler_profile_cbor(&q, &w));
+    TL_EXPECT_OK(t, tl_cbor_writer_finish(&w, &len2));
+    TL_EXPECT_EQ_U64(t, cb2[0], 0xb2); /* a map of 18 pairs */
+  }
 }
 
 /* The candidate order of S-6 over 300 logits drawn from few values (ties
@@ -815,7 +984,8 @@ static const tl_test_case cases[] = {
     TL_CASE(test_top_p_boundary),   TL_CASE(test_negative_zero),
     TL_CASE(test_temperature_zero), TL_CASE(test_draw_position),
     TL_CASE(test_huge_temperature), TL_CASE(test_tiny_temperature),
-    TL_CASE(test_repetition_penalty), TL_CASE(test_min_p),
+    TL_CASE(test_repetition_penalty), TL_CASE(test_frequency_presence),
+    TL_CASE(test_logit_bias),       TL_CASE(test_min_p),
     TL_CASE(test_top_k),            TL_CASE(test_all_masked),
     TL_CASE(test_non_finite),       TL_CASE(test_padded_vocabulary),
     TL_CASE(test_bans),             TL_CASE(test_profile_check),
