@@ -13,6 +13,7 @@
 
 #include "bytes.h"
 #include "gen/think.h"
+#include "run_common.h"
 #include "utf8.h"
 
 bool tl_srv_buf_add(tl_srv_buf *b, const void *s, size_t n) {
@@ -300,19 +301,12 @@ static size_t tokens_within(const tl_srv_choice *c, size_t from, size_t end, boo
   return i;
 }
 
-static json_t *seed_json(uint64_t s) {
-  if (s <= (uint64_t)INT64_MAX) return json_integer((json_int_t)s);
-  char t[24];
-  snprintf(t, sizeof t, "%llu", (unsigned long long)s);
-  return json_string(t);
-}
-
 /* The "tinylm" entry of a finished choice. */
 static json_t *choice_ext(const tl_srv_choice *c, uint32_t index) {
   const tl_srv_result *r = &c->result;
   return json_pack("{s:i,s:o,s:o,s:s,s:i,s:i,s:f,s:f,s:f}", "index", (int)index, "receipt_id",
                    r->receipt_id[0] ? json_string(r->receipt_id) : json_null(), "seed",
-                   seed_json(r->seed), "stop", r->finish, "slot", (int)r->slot,
+                   tl_run_seed_json(r->seed), "stop", r->finish, "slot", (int)r->slot,
                    "cached_tokens", (int)r->cached_tokens, "queue_ms",
                    r->queue_seconds * 1e3, "prefill_ms", r->prefill_seconds * 1e3, "decode_ms",
                    r->decode_seconds * 1e3);

@@ -129,15 +129,14 @@ async function openaiFields(client) {
 // ---- llama-server: its web UI's request, its /completion fields ----
 async function llamaServer() {
   const messages = MSG('What is 7 + 8?');
-  // chat.service.ts's body with the web UI's default settings (repeat_last_n,
-  // the sampling helper's field, left out)
+  // chat.service.ts's body with the web UI's default settings
   const webui = {
     messages, stream: true, return_progress: true, temperature: 0.8, max_tokens: -1, dynatemp_range: 0,
     dynatemp_exponent: 1, top_k: 40, top_p: 0.95, min_p: 0.05, xtc_probability: 0, xtc_threshold: 0.1, typ_p: 1,
     repeat_penalty: 1, presence_penalty: 0, frequency_penalty: 0, dry_multiplier: 0, dry_base: 1.75,
     dry_allowed_length: 2, dry_penalty_last_n: -1, samplers: ['penalties', 'dry', 'top_n_sigma', 'top_k', 'typ_p', 'top_p',
       'min_p', 'xtc', 'temperature'], backend_sampling: false, timings_per_token: false, seed: 11, cache_prompt: true,
-    reasoning_format: 'auto',
+    reasoning_format: 'auto', repeat_last_n: 64,
   };
   const plain = { messages, stream: true, temperature: 0.8, top_k: 40, top_p: 0.95, min_p: 0.05, repeat_penalty: 1, seed: 11 };
   const a = await streamed(webui), b = await streamed(plain);
@@ -179,6 +178,16 @@ async function ollama() {
     top_p: 0.9, repeat_penalty: 1, chat_template_kwargs: { enable_thinking: false } });
   check('ollama options, think false, keep_alive: the reply of the top-level fields', a.status === 200 && content(a) === content(b) &&
     a.json.usage.completion_tokens === b.json.usage.completion_tokens, `${short(a.text)} vs ${short(b.text)}`);
+  // the penalties' options on a greedy continuation that repeats itself
+  // (serve-sampling shows each changes it)
+  const LIST = { prompt: '1 + 1 = 2, 2 + 2 = 4,', temperature: 0 };
+  const pens = { presence_penalty: 2, frequency_penalty: 1, repeat_penalty: 1.5, repeat_last_n: 16 };
+  const po = await http('POST', '/v1/completions', { ...LIST, options: { ...pens, num_predict: 30 } });
+  const pt = await http('POST', '/v1/completions', { ...LIST, ...pens, max_tokens: 30 });
+  const p0 = await http('POST', '/v1/completions', { ...LIST, max_tokens: 30 });
+  check('ollama options presence/frequency/repeat_penalty/repeat_last_n: the reply of the top-level fields, not the unpenalised one',
+    po.status === 200 && pt.status === 200 && po.json.choices[0].text === pt.json.choices[0].text &&
+    po.json.choices[0].text !== p0.json?.choices[0].text, short([po.text, pt.text, p0.text]));
   const schema = { type: 'object', properties: { sum: { type: 'integer' } }, required: ['sum'], additionalProperties: false };
   const f = await http('POST', '/v1/chat/completions', { messages, format: schema, think: false, options: { num_predict: 60, temperature: 0 } });
   let doc = null;
