@@ -1047,10 +1047,14 @@ static tl_status prepare_model(plan *p, tl_convert_report *r, char *err,
   }
   snprintf(tokcfg_path, sizeof tokcfg_path, "%s/tokenizer_config.json",
            o->hf_dir);
+  /* Before the config: an embedding checkpoint's EOS claims are unused. */
+  st = hash_input(&p->in, o->hf_dir, "modules.json", true, &p->embedding, err, cap);
+  if (st != TL_OK) return st;
   st = tl_qwen3_config_resolve(cfg_path, has_gen ? gen_path : NULL,
-                               tokcfg_path, NULL, 0, profile, &p->cfg,
-                               &r->conflict, &r->conflict_len, err, cap);
-  if (st == TL_ERR_CONFLICT && profile == NULL &&
+                               tokcfg_path, NULL, 0, profile, p->embedding,
+                               &p->cfg, &r->conflict, &r->conflict_len, err,
+                               cap);
+  if (st == TL_ERR_CONFLICT && profile == NULL && !p->embedding &&
       strstr(err, "eos_disagreement") != NULL) {
     size_t len = strlen(err);
     snprintf(err + len, cap - len,
@@ -1058,8 +1062,7 @@ static tl_status prepare_model(plan *p, tl_convert_report *r, char *err,
              "qwen3-0.6b-publisher applies its declared resolution)");
   }
   if (st != TL_OK) return st;
-  st = hash_input(&p->in, o->hf_dir, "modules.json", true, &p->embedding, err, cap);
-  if (st == TL_OK && p->embedding)
+  if (p->embedding)
     st = hash_input(&p->in, o->hf_dir, "1_Pooling/config.json", false, &present, err, cap);
   if (st == TL_OK && p->embedding)
     st = tl_st_modules_check(o->hf_dir, p->cfg.hidden_size, err, cap);

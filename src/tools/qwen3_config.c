@@ -633,11 +633,22 @@ static tl_status out_of_vocab(ctx *c, const char *field, const tl_conflict_sourc
               claims_text(k.sources, m, claims, sizeof claims));
 }
 
+/* The files of resolve_tokens' claims, by index. */
+static const char *const claim_files[3] = {
+    "config.json", "generation_config.json", "tokenizer_config.json"};
+
+static const char embedding_eos_reason[] =
+    "an embedding checkpoint never generates (run, chat and completions "
+    "refuse it), so no EOS id ends any output; the token its tokenizer "
+    "appends is the post-processor's, not an EOS claim. The effective set "
+    "is the union of the claims, so the chat template's turn end stays in it";
+
 static tl_status resolve_tokens(ctx *c, const char *config_path,
                                 const char *gen_path, json_t *gen,
                                 const char *tok_path, json_t *tok,
                                 const token_map *m,
-                                const tl_qwen3_profile *profile) {
+                                const tl_qwen3_profile *profile,
+                                bool embedding) {
   tl_qwen3_config *o = c->out;
   tl_conflict_source bos[3], eos[3], pad[3];
   const tl_conflict_source *first;
@@ -685,21 +696,42 @@ static tl_status resolve_tokens(ctx *c, const char *config_path,
   } else {
     const tl_qwen3_eos_resolution *r =
         profile != NULL && profile->has_eos_resolution ? &profile->eos : NULL;
-    if (r == NULL || !eos[0].has_ids || !eos[1].has_ids ||
-        !same_set(eos[0].ids, eos[0].n_ids, r->config_ids, r->n_config_ids) ||
-        !same_set(eos[1].ids, eos[1].n_ids, r->generation_ids,
-                  r->n_generation_ids) ||
-        (eos[2].has_ids &&
-         !in_set(r->config_ids, r->n_config_ids, eos[2].ids[0])))
+    tl_qwen3_deviation *d = &o->deviations[0];
+    if (r != NULL && eos[0].has_ids && eos[1].has_ids &&
+        same_set(eos[0].ids, eos[0].n_ids, r->config_ids, r->n_config_ids) &&
+        same_set(eos[1].ids, eos[1].n_ids, r->generation_ids,
+                 r->n_generation_ids) &&
+        (!eos[2].has_ids ||
+         in_set(r->config_ids, r->n_config_ids, eos[2].ids[0]))) {
+      d->kind = "declared_resolution";
+      d->profile = profile->name;
+      d->reason = r->reason;
+      memcpy(d->resolved, r->resolved, r->n_resolved * sizeof r->resolved[0]);
+      d->n_resolved = r->n_resolved;
+    } else if (embedding) {
+      d->kind = "embedding_unused";
+      d->reason = embedding_eos_reason;
+      for (size_t i = 0; i < 3; i++) {
+        if (!eos[i].has_ids) continue;
+        tl_qwen3_claim *k = &d->claims[d->n_claims++];
+        k->file = claim_files[i];
+        memcpy(k->ids, eos[i].ids, eos[i].n_ids * sizeof eos[i].ids[0]);
+        k->n_ids = eos[i].n_ids;
+        /* A set holds at most TL_QWEN3_MAX_IDS distinct ids, each claim
+         * one set: the union fits when it is no larger (else a stop). */
+        for (size_t j = 0; j < eos[i].n_ids; j++)
+          if (!in_set(d->resolved, d->n_resolved, eos[i].ids[j])) {
+            if (d->n_resolved == TL_QWEN3_MAX_IDS)
+              return disagreement(c, "eos_disagreement", "eos_token_id", eos, 3);
+            d->resolved[d->n_resolved++] = eos[i].ids[j];
+          }
+      }
+    } else {
       return disagreement(c, "eos_disagreement", "eos_token_id", eos, 3);
-    memcpy(o->eos_ids, r->resolved, r->n_resolved * sizeof r->resolved[0]);
-    o->n_eos = r->n_resolved;
-    o->deviations[0].field = "eos_token_id";
-    o->deviations[0].profile = profile->name;
-    o->deviations[0].reason = r->reason;
-    memcpy(o->deviations[0].resolved, r->resolved,
-           r->n_resolved * sizeof r->resolved[0]);
-    o->deviations[0].n_resolved = r->n_resolved;
+    }
+    d->field = "eos_token_id";
+    memcpy(o->eos_ids, d->resolved, d->n_resolved * sizeof d->resolved[0]);
+    o->n_eos = d->n_resolved;
     o->n_deviations = 1;
   }
   for (size_t i = 0; i < o->n_eos; i++)
@@ -822,13 +854,29 @@ static void emit_effective(tl_cbor_writer *w, const void *arg) {
   tl_cbor_begin_array(w, o->n_deviations);
   for (size_t i = 0; i < o->n_deviations; i++) {
     const tl_qwen3_deviation *d = &o->deviations[i];
+    /* A declared resolution names its profile; an embedding_unused one has
+     * none and lists the files' claims instead. */
     tl_cbor_begin_map(w, 5);
     tl_cbor_put_cstr(w, "kind");
-    tl_cbor_put_cstr(w, "declared_resolution");
+    tl_cbor_put_cstr(w, d->kind);
     tl_cbor_put_cstr(w, "field");
     tl_cbor_put_cstr(w, d->field);
-    tl_cbor_put_cstr(w, "profile");
-    tl_cbor_put_cstr(w, d->profile);
+    if (d->profile != NULL) {
+      tl_cbor_put_cstr(w, "profile");
+      tl_cbor_put_cstr(w, d->profile);
+    } else {
+      tl_cbor_put_cstr(w, "claims");
+      tl_cbor_begin_array(w, d->n_claims);
+      for (size_t j = 0; j < d->n_claims; j++) {
+        tl_cbor_begin_map(w, 2);
+        tl_cbor_put_cstr(w, "file");
+        tl_cbor_put_cstr(w, d->claims[j].file);
+        tl_cbor_put_cstr(w, "ids");
+        tl_cbor_put_u32s(w, d->claims[j].ids, d->claims[j].n_ids);
+        tl_cbor_end_map(w);
+      }
+      tl_cbor_end_array(w);
+    }
     tl_cbor_put_cstr(w, "reason");
     tl_cbor_put_cstr(w, d->reason);
     tl_cbor_put_cstr(w, "resolved");
@@ -862,8 +910,9 @@ static json_t *load(ctx *c, const char *path, tl_status *st) {
 tl_status tl_qwen3_config_resolve(
     const char *config_json, const char *generation_config_json,
     const char *tokenizer_config_json, const tl_qwen3_token *tokens,
-    size_t n_tokens, const tl_qwen3_profile *profile, tl_qwen3_config *out,
-    uint8_t **conflict_cbor, size_t *conflict_len, char *err, size_t err_cap) {
+    size_t n_tokens, const tl_qwen3_profile *profile, bool embedding,
+    tl_qwen3_config *out, uint8_t **conflict_cbor, size_t *conflict_len,
+    char *err, size_t err_cap) {
   ctx c;
   json_t *gen = NULL, *tok = NULL, *empty = json_object();
   token_map m;
@@ -896,7 +945,8 @@ tl_status tl_qwen3_config_resolve(
                            gen != NULL ? generation_config_json : "(absent)",
                            gen != NULL ? gen : empty,
                            tok != NULL ? tokenizer_config_json : "(absent)",
-                           tok != NULL ? tok : empty, &m, profile)) != TL_OK)
+                           tok != NULL ? tok : empty, &m, profile,
+                           embedding)) != TL_OK)
     goto done;
   e.o = out;
   e.config = c.config;

@@ -62,13 +62,26 @@ typedef enum tl_qwen3_dtype {
   TL_QWEN3_DTYPE_BF16
 } tl_qwen3_dtype;
 
-/* An applied declared resolution. */
+/* One file's claim of a special-token id set. */
+typedef struct tl_qwen3_claim {
+  const char *file; /* "config.json", "generation_config.json", ... */
+  uint32_t ids[TL_QWEN3_MAX_IDS];
+  size_t n_ids;
+} tl_qwen3_claim;
+
+/* An applied resolution of a source disagreement: a profile's declared
+ * resolution (kind "declared_resolution"), or "embedding_unused": an
+ * embedding checkpoint never generates, so its EOS claims end no output
+ * and their disagreement is recorded (claims) instead of stopping. */
 typedef struct tl_qwen3_deviation {
+  const char *kind;
   const char *field;   /* "eos_token_id" */
-  const char *profile; /* the profile's name */
+  const char *profile; /* declared_resolution: the profile's name */
   const char *reason;
   uint32_t resolved[TL_QWEN3_MAX_IDS];
   size_t n_resolved;
+  tl_qwen3_claim claims[3]; /* embedding_unused: the files' claims */
+  size_t n_claims;
 } tl_qwen3_deviation;
 
 typedef struct tl_qwen3_config {
@@ -106,7 +119,10 @@ typedef struct tl_qwen3_config {
  * tokens/n_tokens map tokenizer_config.json's special-token strings to ids
  * (e.g. the tokenizer's added tokens); when tokens is NULL the file's own
  * added_tokens_decoder is used. profile may be NULL (no declared
- * resolutions).
+ * resolutions). embedding: the checkpoint is an embedding one (a
+ * sentence-transformers modules.json); an EOS disagreement no profile
+ * resolves is then an "embedding_unused" deviation whose effective set is
+ * the union of the claims (in file order), not a stop.
  *
  * Returns TL_OK with *out filled, or:
  *   TL_ERR_IO                 a file cannot be read
@@ -123,8 +139,9 @@ typedef struct tl_qwen3_config {
 tl_status tl_qwen3_config_resolve(
     const char *config_json, const char *generation_config_json,
     const char *tokenizer_config_json, const tl_qwen3_token *tokens,
-    size_t n_tokens, const tl_qwen3_profile *profile, tl_qwen3_config *out,
-    uint8_t **conflict_cbor, size_t *conflict_len, char *err, size_t err_cap);
+    size_t n_tokens, const tl_qwen3_profile *profile, bool embedding,
+    tl_qwen3_config *out, uint8_t **conflict_cbor, size_t *conflict_len,
+    char *err, size_t err_cap);
 
 void tl_qwen3_config_free(tl_qwen3_config *c);
 

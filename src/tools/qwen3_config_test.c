@@ -120,17 +120,23 @@ typedef struct result {
   char err[512];
 } result;
 
-static void run(tl_test_ctx *t, const char *config, const char *generation,
-                const char *tokenizer, const tl_qwen3_profile *profile,
-                result *r) {
+static void run_as(tl_test_ctx *t, const char *config, const char *generation,
+                   const char *tokenizer, const tl_qwen3_profile *profile,
+                   bool embedding, result *r) {
   dir d;
   memset(r, 0, sizeof *r);
   r->st = TL_ERR_INTERNAL_INVARIANT;
   if (config == NULL || !make_dir(t, &d, config, generation, tokenizer)) return;
   r->st = tl_qwen3_config_resolve(d.config, d.generation, d.tokenizer, NULL, 0,
-                                  profile, &r->cfg, &r->conflict,
+                                  profile, embedding, &r->cfg, &r->conflict,
                                   &r->conflict_len, r->err, sizeof r->err);
   remove_dir(&d);
+}
+
+static void run(tl_test_ctx *t, const char *config, const char *generation,
+                const char *tokenizer, const tl_qwen3_profile *profile,
+                result *r) {
+  run_as(t, config, generation, tokenizer, profile, false, r);
 }
 
 static void done(result *r) {
@@ -306,6 +312,36 @@ static void eos_disagreement_without_profile(tl_test_ctx *t) {
                "tokenizer_config.json=151645");
   TL_EXPECT(t, strstr(r.err, "eos_disagreement") != NULL);
   done(&r);
+}
+
+/* Qwen3-Embedding-0.6B's files: config.json 151643, tokenizer_config.json
+ * <|im_end|> (151645). An embedding checkpoint records both claims and
+ * takes their union (file order); a chat one stops. */
+static void embedding_eos_disagreement_is_recorded(tl_test_ctx *t) {
+  result r;
+  char *c = edit("eos_token_id", "\"eos_token_id\": 151643");
+  run_as(t, c, "{}", real_tokenizer_config, NULL, true, &r);
+  if (TL_EXPECT_OK(t, r.st) && TL_EXPECT_EQ_U64(t, r.cfg.n_deviations, 1)) {
+    const tl_qwen3_deviation *d = &r.cfg.deviations[0];
+    TL_EXPECT_STR(t, d->kind, "embedding_unused");
+    TL_EXPECT_STR(t, d->field, "eos_token_id");
+    TL_EXPECT(t, d->profile == NULL);
+    TL_EXPECT_EQ_U64(t, d->n_claims, 2);
+    TL_EXPECT_STR(t, d->claims[0].file, "config.json");
+    TL_EXPECT_EQ_U64(t, d->claims[0].ids[0], 151643);
+    TL_EXPECT_STR(t, d->claims[1].file, "tokenizer_config.json");
+    TL_EXPECT_EQ_U64(t, d->claims[1].ids[0], 151645);
+    TL_EXPECT_EQ_U64(t, r.cfg.n_eos, 2);
+    TL_EXPECT_EQ_U64(t, r.cfg.eos_ids[0], 151643);
+    TL_EXPECT_EQ_U64(t, r.cfg.eos_ids[1], 151645);
+    TL_EXPECT_OK(t, tl_cbor_validate(r.cfg.cbor, r.cfg.cbor_len, NULL, NULL));
+  }
+  done(&r);
+  run(t, c, "{}", real_tokenizer_config, NULL, &r);
+  check_record(t, &r, "eos_disagreement", "eos_token_id",
+               "config.json=151643;tokenizer_config.json=151645");
+  done(&r);
+  free(c);
 }
 
 static void profile_applies_only_to_the_declared_disagreement(tl_test_ctx *t) {
@@ -516,6 +552,7 @@ static const tl_test_case cases[] = {
     TL_CASE(real_files_resolve_with_publisher_profile),
     TL_CASE(real_files_resolve_deterministically),
     TL_CASE(eos_disagreement_without_profile),
+    TL_CASE(embedding_eos_disagreement_is_recorded),
     TL_CASE(profile_applies_only_to_the_declared_disagreement),
     TL_CASE(unknown_field_is_fatal),
     TL_CASE(unsupported_values_are_refused),

@@ -437,8 +437,10 @@ done:
   return st;
 }
 
+/* eos: config.json's eos_token_id (the published Qwen3-0.6B's is
+ * <|im_end|>, Qwen3-Embedding-0.6B's <|endoftext|>). */
 static void config_json(sbuf *s, const tl_synth_config *c,
-                        const synth_tokens *k) {
+                        const synth_tokens *k, uint64_t eos) {
   char eps[40], theta[40];
   py_float(eps, sizeof eps, c->rms_norm_eps);
   /* The published file writes rope_theta as an integer. */
@@ -479,7 +481,7 @@ static void config_json(sbuf *s, const tl_synth_config *c,
             "  \"use_sliding_window\": false,\n"
             "  \"vocab_size\": %llu\n"
             "}\n",
-            (unsigned long long)k->endoftext, (unsigned long long)k->im_end,
+            (unsigned long long)k->endoftext, (unsigned long long)eos,
             (unsigned long long)c->head_dim, (unsigned long long)c->hidden_size,
             (unsigned long long)c->intermediate_size,
             (unsigned long long)c->max_position_embeddings,
@@ -858,7 +860,8 @@ tl_status tl_synth_write(const char *dir, const tl_synth_options *o,
   }
   writer w = {.dir = dir, .err = err, .err_cap = err_cap};
   sbuf s = {0};
-  config_json(&s, &o->config, &ids);
+  config_json(&s, &o->config, &ids,
+              o->embedding && o->publisher_eos ? ids.endoftext : ids.im_end);
   st =
       s.oom ? TL_ERR_OUT_OF_MEMORY : write_small(&w, "config.json", s.p, s.len);
   if (st == TL_OK) {

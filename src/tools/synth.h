@@ -51,7 +51,8 @@ typedef struct tl_synth_options {
   /* generation_config.json's EOS as the publisher's Qwen3 files have it,
    * [<|im_end|>, <|endoftext|>] against config.json's <|im_end|> (a
    * conflict for the converter without --profile qwen3-0.6b-publisher);
-   * default: [<|im_end|>], which agrees. */
+   * default: [<|im_end|>], which agrees. With embedding, config.json's
+   * eos_token_id is also <|endoftext|>, as Qwen3-Embedding-0.6B's is. */
   bool publisher_eos;
   /* A Qwen3-Embedding layout (docs/synth.md): tensor names without
    * "model.", tokenizer.json's post-processor appending <|endoftext|>,

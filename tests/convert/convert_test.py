@@ -738,6 +738,78 @@ def embedding_checks(tinylm, work, hf):
     return problems
 
 
+def eos_claims(hf):
+    """Each side file's EOS claim as an id list, in the resolver's file
+    order (docs/qwen3-config.md): config.json, generation_config.json,
+    tokenizer_config.json's eos_token by its added_tokens_decoder id."""
+    def load(name):
+        path = os.path.join(hf, name)
+        if not os.path.exists(path):
+            return None
+        with open(path) as f:
+            return json.load(f)
+    claims = []
+    for name in ("config.json", "generation_config.json"):
+        doc = load(name)
+        v = doc.get("eos_token_id") if doc else None
+        if v is not None:
+            claims.append({"file": name, "ids": v if isinstance(v, list) else [v]})
+    tok = load("tokenizer_config.json")
+    by_content = {d["content"]: int(i) for i, d in tok["added_tokens_decoder"].items()}
+    claims.append({"file": "tokenizer_config.json",
+                   "ids": [by_content[tok["eos_token"]]]})
+    return claims
+
+
+def embedding_eos_checks(tinylm, work):
+    """The published Qwen3-Embedding-0.6B's EOS disagreement (config.json
+    <|endoftext|>, tokenizer_config.json <|im_end|>; synth --embedding
+    --publisher-eos writes it): an embedding checkpoint converts without a
+    profile and records the claims (deviation "embedding_unused", the EOS
+    set their union in file order); the same config.json in a chat
+    checkpoint still stops with eos_disagreement."""
+    problems = []
+    hf = os.path.join(work, "hf-emb-publisher")
+    run([tinylm, "synth", "--config", TINY_CONFIG, "--seed", "7", "-o", hf,
+         "--tokenizer-dir", TOKENIZER, "--embedding", "--publisher-eos"])
+    with open(os.path.join(hf, "tokenizer.json")) as f:
+        ids = {t["content"]: t["id"] for t in json.load(f)["added_tokens"]}
+    eot, im_end = ids["<|endoftext|>"], ids["<|im_end|>"]
+    claims = eos_claims(hf)
+    if claims[0] != {"file": "config.json", "ids": [eot]} or \
+            claims[-1] != {"file": "tokenizer_config.json", "ids": [im_end]}:
+        problems.append(f"synth --embedding --publisher-eos claims {claims}: "
+                        f"not the published disagreement")
+    union = []
+    for c in claims:
+        union += [i for i in c["ids"] if i not in union]
+    out = os.path.join(work, "emb-publisher.slm")
+    run([tinylm, "convert", hf, "-o", out, "--quant", "f32"])
+    _, _, meta, _ = load_artifact(out)
+    devs = meta["config"]["deviations"]
+    want = {"kind": "embedding_unused", "field": "eos_token_id",
+            "claims": claims, "resolved": union}
+    got = [{k: v for k, v in d.items() if k != "reason"} for d in devs]
+    if got != [want] or "never generates" not in devs[0].get("reason", ""):
+        problems.append(f"deviations {devs}, wanted [{want}] with a reason")
+    if meta["config"]["config"]["eos_token_ids"] != union:
+        problems.append(f"eos_token_ids {meta['config']['config']['eos_token_ids']}, "
+                        f"wanted {union}")
+    # A chat checkpoint with the same config.json claim still stops.
+    chat = os.path.join(work, "hf-chat-eot")
+    run([tinylm, "synth", "--config", TINY_CONFIG, "--seed", "7", "-o", chat,
+         "--tokenizer-dir", TOKENIZER])
+    with open(os.path.join(chat, "config.json")) as f:
+        cfg = json.load(f)
+    cfg["eos_token_id"] = eot
+    with open(os.path.join(chat, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=2)
+    problems += [f"chat: {m}" for m in expect_refusal(
+        tinylm, chat, os.path.join(work, "chat-eot.slm"), "conflict",
+        "eos_disagreement")]
+    return problems
+
+
 def main(argv):
     if len(argv) != 3:
         print("usage: convert_test.py TINYLM_BINARY WORKDIR", file=sys.stderr)
@@ -770,6 +842,8 @@ def main(argv):
         if variant == "embedding":
             run_check("embedding: metadata, names, refusals", embedding_checks,
                       tinylm, work, hf)
+            run_check("embedding: the published EOS disagreement is recorded",
+                      embedding_eos_checks, tinylm, work)
 
     for dtype, ratio in MAX_ERR_RATIO.items():
         print(f"note: {dtype}: largest |decoded - source| / scale "
