@@ -175,7 +175,7 @@ typedef struct conn_ctx {
   time_t when;
   double t0;
   unsigned status;  /* 0 until answered */
-  bool generation;
+  bool has_tokens; /* a generation's or an embedding's counts below */
   uint32_t prompt_tokens, completion_tokens;
   uint32_t partition; /* the key's prompt cache partition (0: no key) */
 } conn_ctx;
@@ -455,7 +455,7 @@ typedef struct stream {
 
 /* The token counts of a generation, for the access log. */
 static void count_tokens(conn_ctx *cc, const tl_srv_gen *g) {
-  cc->generation = true;
+  cc->has_tokens = true;
   cc->prompt_tokens = g->n > 0 ? g->choices[0].result.prompt_tokens : 0;
   cc->completion_tokens = 0;
   for (uint32_t i = 0; i < g->n; i++) cc->completion_tokens += g->choices[i].result.completion_tokens;
@@ -670,7 +670,8 @@ static void list_model(void *ctx, size_t i, const tl_srv_model_info *m) {
     tl_srv_engine_facts(e, &f);
     stats_add(&x->stats, &st);
     l->slots_idle += f.parallel - st.slots_busy;
-    ext = json_pack("{s:b,s:s,s:I,s:I,s:s,s:I}", "loaded", 1, "artifact_id", f.artifact_id,
+    ext = json_pack("{s:b,s:s,s:s,s:I,s:I,s:s,s:I}", "loaded", 1, "kind",
+                    f.embedding ? "embedding" : "chat", "artifact_id", f.artifact_id,
                     "context", (json_int_t)f.context, "parallel", (json_int_t)f.parallel,
                     "profile", f.profile, "plan_bytes", (json_int_t)m->bytes);
   } else {
@@ -926,6 +927,8 @@ static enum MHD_Result embeddings(struct MHD_Connection *c, conn_ctx *cc) {
     doc = json_pack("{s:s,s:O,s:s,s:{s:I,s:I}}", "object", "list", "data", data, "model",
                     f.model_name, "usage", "prompt_tokens", (json_int_t)tokens, "total_tokens",
                     (json_int_t)tokens);
+  /* the inputs embedded (all, or those before a failure): no completion */
+  cc->has_tokens = true;
   cc->prompt_tokens = (uint32_t)tokens;
   json_decref(data);
   free(v);
@@ -1082,7 +1085,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 static void log_access(const conn_ctx *cc) {
   tl_srv_access a = {cc->when,   cc->id,         cc->method,       cc->path,
                      cc->status ? cc->status : 499, (tl_now_s() - cc->t0) * 1e3,
-                     cc->generation, cc->prompt_tokens, cc->completion_tokens};
+                     cc->has_tokens, cc->prompt_tokens, cc->completion_tokens};
   char *line = tl_srv_access_line(S.log_format, &a);
   if (line != NULL) fputs(line, stderr); /* one call: lines never interleave */
   free(line);

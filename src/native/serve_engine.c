@@ -789,6 +789,7 @@ tl_status tl_srv_embed(tl_srv_engine *e, const uint32_t *ids, size_t n, uint32_t
                        float *out, tl_srv_error *err) {
   tl_qwen3_fault fault;
   tl_status st;
+  double t0;
   if (n + 1 > e->master.context) {
     tl_srv_error_set(err, 400, NULL, "input", "context_length_exceeded",
                      "the context is %u tokens; the input has %zu tokens and the end-of-text "
@@ -797,12 +798,23 @@ tl_status tl_srv_embed(tl_srv_engine *e, const uint32_t *ids, size_t n, uint32_t
     return TL_ERR_CONTEXT_EXCEEDED;
   }
   pthread_mutex_lock(&e->embed_lock);
+  t0 = tl_now_s();
   st = tl_embed(&e->master.qwen, &e->master.cache, &e->scratch, e->master.prefill_chunk, ids, n,
                 e->master.embed_append, dims, out, &fault);
   pthread_mutex_unlock(&e->embed_lock);
-  if (st != TL_OK)
+  if (st == TL_OK) {
+    /* prefilled like a prompt (the appended token too): /metrics counts
+     * them in prompt_tokens_total and prompt_seconds_total, as vLLM counts
+     * a pooling request's */
+    double dt = tl_now_s() - t0;
+    pthread_mutex_lock(&e->lock);
+    e->stats.prompt_tokens += n + 1;
+    e->stats.prompt_seconds += dt;
+    pthread_mutex_unlock(&e->lock);
+  } else {
     tl_srv_error_set(err, 500, "server_error", "", "embedding_failed", "%s",
                      tl_status_name(st));
+  }
   return st;
 }
 

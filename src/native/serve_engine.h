@@ -101,7 +101,8 @@ tl_status tl_srv_decode(const tl_srv_engine *e, const uint32_t *ids, size_t n, u
  * out gets room for facts.hidden floats, its first dims the vector. One
  * input at a time; the same ids give the same bits. 400
  * context_length_exceeded when n + 1 (the appended token) passes the
- * context; 500 if the forward pass fails. */
+ * context; 500 if the forward pass fails. Its n + 1 tokens count in the
+ * engine's prompt_tokens (tl_srv_engine_stats). */
 tl_status tl_srv_embed(tl_srv_engine *e, const uint32_t *ids, size_t n, uint32_t dims,
                        float *out, tl_srv_error *err);
 

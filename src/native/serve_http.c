@@ -562,7 +562,7 @@ char *tl_srv_metrics_text(const tl_srv_stats *s, const tl_srv_http_counts *c) {
                      value);                                                               \
     if (k > 0) tl_srv_buf_add(&b, line, (size_t)k < sizeof line ? (size_t)k : sizeof line - 1); \
   } while (0)
-  METRIC("prompt_tokens_total", "counter", "Prompt tokens processed (cached ones included).",
+  METRIC("prompt_tokens_total", "counter", "Prompt tokens processed (cached ones and embedding inputs included).",
          "%llu", (unsigned long long)s->prompt_tokens);
   METRIC("prompt_cached_tokens_total", "counter", "Prompt tokens taken from a slot's cache.",
          "%llu", (unsigned long long)s->cached_tokens);

@@ -40,7 +40,7 @@ char *tl_srv_access_line(tl_srv_log_format f, const tl_srv_access *a) {
     json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:i,s:f}", "time", when, "id", a->id, "method", method,
                           "path", path, "status", (int)a->status, "ms", a->ms);
     char *s;
-    if (o != NULL && a->generation &&
+    if (o != NULL && a->has_tokens &&
         (json_object_set_new(o, "prompt_tokens", json_integer(a->prompt_tokens)) != 0 ||
          json_object_set_new(o, "completion_tokens", json_integer(a->completion_tokens)) != 0)) {
       json_decref(o);
@@ -55,7 +55,7 @@ char *tl_srv_access_line(tl_srv_log_format f, const tl_srv_access *a) {
   }
   line = malloc(4 * FIELD_MAX);
   if (line == NULL) return NULL;
-  if (a->generation)
+  if (a->has_tokens)
     snprintf(line, 4 * FIELD_MAX,
              "%s id=%s method=%s path=%s status=%u ms=%.1f prompt_tokens=%u "
              "completion_tokens=%u\n",

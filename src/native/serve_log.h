@@ -15,7 +15,7 @@ typedef struct tl_srv_access {
   const char *method, *path;    /* as the client sent them (escaped here) */
   unsigned status;              /* 499: the client went away unanswered */
   double ms;                    /* arrival to the last byte */
-  bool generation;              /* the token counts below are given */
+  bool has_tokens; /* the counts below are given: a generation or an embedding */
   uint32_t prompt_tokens, completion_tokens;
 } tl_srv_access;
 

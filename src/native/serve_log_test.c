@@ -1,6 +1,6 @@
 /* The access log's lines (serve_log.h): the fields docs/server.md names,
  * a client's path unable to forge a line or break the JSON, token counts
- * only for generations. The JSON oracle is jansson's own reader.
+ * only for generations and embeddings. The JSON oracle is jansson's own reader.
  *
  * Planted defects these cases catch (each tried once by hand):
  *   escape() keeps control bytes and '"' -> a_path_cannot_forge_a_line
@@ -22,7 +22,7 @@ static void text_lines_name_every_field(tl_test_ctx *t) {
                 "1971-01-01T00:00:00Z id=00ff method=POST path=/v1/chat/completions status=200 "
                 "ms=12.2 prompt_tokens=16 completion_tokens=28\n");
   free(s);
-  other.generation = false;
+  other.has_tokens = false;
   other.method = "GET";
   other.path = "/health";
   other.status = 503;
@@ -47,7 +47,7 @@ static void json_lines_parse_back(tl_test_ctx *t) {
   TL_EXPECT_EQ_U64(t, (uint64_t)json_integer_value(json_object_get(o, "completion_tokens")), 28);
   json_decref(o);
   free(s);
-  other.generation = false;
+  other.has_tokens = false;
   s = tl_srv_access_line(TL_SRV_LOG_JSON, &other);
   o = s != NULL ? json_loads(s, 0, &je) : NULL;
   TL_EXPECT(t, o != NULL && json_object_get(o, "prompt_tokens") == NULL &&

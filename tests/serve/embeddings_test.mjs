@@ -22,7 +22,13 @@
 //     tinylm run refuses the embedding model;
 //   * chat on the embedding model and embeddings on a chat model are 400
 //     invalid_value naming "model"; empty input, bad dimensions, an unknown
-//     field, an input past the context are 400.
+//     field, an input past the context are 400;
+//   * an embedding request's prompt tokens (its ids from /tokenize, plus the
+//     appended token each) are counted: tinylm_prompt_tokens_total and the
+//     model's tinylm_model_prompt_tokens_total grow by them, and its
+//     access-log line (--log-format json) has them, completion_tokens 0;
+//   * /v1/models and /v1/models/{id} give a loaded model's kind
+//     ("embedding" or "chat") in the tinylm extension, none while unloaded.
 // Planted defects these checks catch (each tried by hand):
 //   src/lib/embed.c feeds the last input id again instead of the
 //     appended one                                 -> the oracle checks
@@ -31,6 +37,11 @@
 //     `dimensions`                                 -> the dimensions checks
 //   src/native/serve_embed.c writes big-endian floats -> both base64 checks
 //   the oracle appends no token                    -> the oracle checks
+//   tl_srv_embed (serve_engine.c) counts n, not n + 1 tokens, or none
+//                                                  -> the metrics checks
+//   cmd_serve.c's embeddings() leaves has_tokens false -> the access-log check
+//   list_model (cmd_serve.c) writes kind "chat" for every model
+//                                                  -> the kind checks
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -88,6 +99,16 @@ async function get(s, path) {
   const r = await fetch(`${s.base}${path}`);
   return r.json();
 }
+// A counter of /metrics (the line "NAME VALUE", NAME with its labels).
+async function metric(s, name) {
+  const text = await (await fetch(`${s.base}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+  return line === undefined ? NaN : Number(line.slice(name.length + 1));
+}
+// The access-log lines (--log-format json) on stderr so far.
+const accessLines = (s) => s.stderr.split('\n').filter((l) => l.startsWith('{')).map((l) => {
+  try { return JSON.parse(l); } catch { return null; }
+}).filter(Boolean);
 async function post(s, path, body) {
   const r = await fetch(`${s.base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
   return { status: r.status, json: await r.json().catch(() => null) };
@@ -141,12 +162,28 @@ const tokenize = async (s, content) => (await post(s, '/tokenize', { model: 'emb
 
 // ---- the strict lane (--lane scalar): the oracle ----
 async function strict(dir) {
-  const s = await startServer(['--models', dir, '--lane', 'scalar']);
+  const s = await startServer(['--models', dir, '--lane', 'scalar', '--log-format', 'json']);
+  const listed = (await get(s, '/v1/models')).data;
+  const atStart = Object.fromEntries(listed.map((m) => [m.id, [m.tinylm.loaded, m.tinylm.kind]]));
+  check('/v1/models at start: the default model (demo, loaded) is kind "chat", emb (not loaded yet) has no kind',
+    atStart.demo?.join() === 'true,chat' && atStart.emb?.[0] === false && atStart.emb?.[1] === undefined, short(listed));
   const texts = ['hello world', 'a second, longer text to embed', 'x'];
   const ids = await Promise.all(texts.map((t) => tokenize(s, t)));
   check('/tokenize gives the inputs\' ids (no token appended there)', ids.every((a) => a.length > 0), short(ids));
 
+  const TOTAL = 'tinylm_prompt_tokens_total', OF_EMB = 'tinylm_model_prompt_tokens_total{model="emb"}';
+  const before = [await metric(s, TOTAL), await metric(s, OF_EMB)];
   const one = await s.client.embeddings.create({ model: 'emb', input: texts[0], encoding_format: 'float' });
+  const after = [await metric(s, TOTAL), await metric(s, OF_EMB)];
+  check(`/metrics: ${TOTAL} and the model's grow by the input's ids + 1 (${ids[0].length + 1})`,
+    after[0] - before[0] === ids[0].length + 1 && after[1] - before[1] === ids[0].length + 1, short([before, after]));
+  let logged = [];
+  for (let t0 = Date.now(); logged.length === 0 && Date.now() - t0 < 5000; await sleep(20))
+    logged = accessLines(s).filter((l) => l.path === '/v1/embeddings');
+  check('the access log: the embedding request\'s line has its prompt tokens, completion_tokens 0',
+    logged.length === 1 && logged[0].status === 200 && logged[0].prompt_tokens === ids[0].length + 1 &&
+    logged[0].completion_tokens === 0, short(logged));
+  const batchBefore = await metric(s, TOTAL);
   check('openai client: a string: object list, one embedding at index 0, model emb, usage counts the appended token',
     one.object === 'list' && one.data.length === 1 && one.data[0].object === 'embedding' && one.data[0].index === 0 &&
     one.model === 'emb' && one.usage.prompt_tokens === ids[0].length + 1 && one.usage.total_tokens === ids[0].length + 1, short(one));
@@ -155,6 +192,9 @@ async function strict(dir) {
 
   const batch = await s.client.embeddings.create({ model: 'emb', input: texts, encoding_format: 'float' });
   check('a batch of three: indices 0..2 in order', batch.data.map((d) => d.index).join() === '0,1,2', short(batch));
+  const batchTokens = ids.reduce((a, x) => a + x.length + 1, 0);
+  check(`/metrics: a batch counts every input's ids + 1 (${batchTokens}), as its usage does`,
+    await metric(s, TOTAL) - batchBefore === batchTokens && batch.usage.prompt_tokens === batchTokens, short(batch.usage));
   texts.forEach((t, i) => againstOracle(`batch entry ${i}`, batch.data[i].embedding, ids[i]));
   check('a batch entry has the bits of the same input alone', same(batch.data[0].embedding, one.data[0].embedding));
 
@@ -213,6 +253,11 @@ async function strict(dir) {
   const onChat = await post(s, '/v1/embeddings', { model: 'demo', input: 'hi' });
   check('embeddings on a chat model: 400 invalid_value naming model', onChat.status === 400 && onChat.json?.error?.param === 'model' &&
     onChat.json?.error?.code === 'invalid_value', short([onChat.status, onChat.json]));
+  const kinds = Object.fromEntries((await get(s, '/v1/models')).data.map((m) => [m.id, [m.tinylm.loaded, m.tinylm.kind]]));
+  check('/v1/models: once loaded, emb is kind "embedding" and demo kind "chat"',
+    kinds.emb?.join() === 'true,embedding' && kinds.demo?.join() === 'true,chat', short(kinds));
+  const one1 = await get(s, '/v1/models/emb'), one2 = await get(s, '/v1/models/demo');
+  check('/v1/models/{id}: the same kinds', one1.tinylm?.kind === 'embedding' && one2.tinylm?.kind === 'chat', short([one1, one2]));
   await stopServer(s);
   return texts;
 }
