@@ -29,6 +29,16 @@ replaced).
    prefixing "model." (the dest check; the runtime would not bind), the
    metadata's append_id off by one (the metadata check), the closed
    pooling schema accepting unknown keys (the unknown-field case).
+4. The published Qwen3-Embedding-0.6B EOS disagreement (config.json
+   <|endoftext|>, tokenizer_config.json <|im_end|>: synth --embedding
+   --publisher-eos): the embedding checkpoint converts without a profile,
+   its metadata's config.deviations record every file's claim (kind
+   "embedding_unused", expected claims read from the side files here) and
+   the EOS set is their union in file order; a chat checkpoint with the
+   same config.json claim still stops with eos_disagreement. Planted
+   defects caught (tried once each): convert not passing the embedding
+   flag to the resolver (the conversion stops), the resolver applying
+   the rule to every checkpoint (the chat case converts).
 
 Only the standard library, python3-cbor2 and tools/ (slm_inspect.py and
 blake3_ref.py, both written from the specs) are used.
