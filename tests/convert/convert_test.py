@@ -795,6 +795,7 @@ def embedding_eos_checks(tinylm, work):
         union += [i for i in c["ids"] if i not in union]
     out = os.path.join(work, "emb-publisher.slm")
     run([tinylm, "convert", hf, "-o", out, "--quant", "f32"])
+    problems += [f"inspect: {d}" for d in compare_inspect(tinylm, out)[0]]
     _, _, meta, _ = load_artifact(out)
     devs = meta["config"]["deviations"]
     want = {"kind": "embedding_unused", "field": "eos_token_id",
