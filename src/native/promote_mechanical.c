@@ -1015,11 +1015,12 @@ static bool keys_known(const json_t *o, const char *const *known, size_t n,
 
 /* The effective config (docs/qwen3-config.md §Effective config): the
  * qwen3/1 map, nothing more, and every deviation a declared resolution of
- * the profile it names. convert refuses an unknown config.json field and
- * stops on a conflict without a declared resolution before it writes
+ * the profile it names, or (an embedding artifact's only) an
+ * embedding_unused EOS record. convert refuses an unknown config.json field
+ * and stops on a conflict without a declared resolution before it writes
  * anything, so a converted artifact carries neither: what is checked here
  * is that the artifact as it stands still says so. */
-static bool config_ok(const json_t *cfg, finding *f) {
+static bool config_ok(const json_t *cfg, bool embedding, finding *f) {
   static const char *const top[] = {"schema",   "profile",     "config",
                                     "defaults", "documentary", "deviations"};
   const json_t *map = json_object_get(cfg, "config"), *v;
@@ -1056,8 +1057,9 @@ static bool config_ok(const json_t *cfg, finding *f) {
     const char *kind = json_string_value(json_object_get(v, "kind"));
     const char *field = json_string_value(json_object_get(v, "field"));
     const char *by = json_string_value(json_object_get(v, "profile"));
-    if (!same_text(kind, "declared_resolution") || by == NULL ||
-        !same_text(by, profile)) {
+    bool declared = same_text(kind, "declared_resolution") && by != NULL &&
+                    same_text(by, profile);
+    if (!declared && !(embedding && same_text(kind, "embedding_unused"))) {
       snprintf(f->where, sizeof f->where, "metadata.config.deviations[%zu]", i);
       return found(f, TL_RULE_SOURCE_CONFLICT,
                    "%s: a source conflict without a declared resolution of "
@@ -1155,7 +1157,8 @@ static bool metadata_ok(const tl_slm *slm, const tl_slm_tensors *t,
          (json_is_null(gen) ||
           keys_known(gen, gen_keys, sizeof gen_keys / sizeof *gen_keys,
                      "metadata.generation_defaults", f)) &&
-         config_ok(json_object_get(meta, "config"), f) &&
+         config_ok(json_object_get(meta, "config"),
+                   json_object_get(meta, "embedding") != NULL, f) &&
          ledger_ok(json_object_get(meta, "ledger"), t, f);
   } else {
     ok = keys_known(meta, tok_keys, sizeof tok_keys / sizeof *tok_keys,

@@ -422,6 +422,21 @@ static void add_unresolved_deviation(json_t *meta) {
       json_pack("{s:s,s:s}", "kind", "eos_disagreement", "field",
                 "eos_token_id"));
 }
+/* What convert records for an embedding checkpoint's EOS disagreement
+ * (docs/qwen3-config.md): valid only in an embedding artifact. Planted
+ * defects caught (tried once each): config_ok accepting it in any
+ * artifact (the chat plant passes), or in none (the embedding one fails). */
+static void add_embedding_unused_deviation(json_t *meta) {
+  json_array_append_new(
+      json_object_get(json_object_get(meta, "config"), "deviations"),
+      json_pack("{s:s,s:s}", "kind", "embedding_unused", "field", "eos_token_id"));
+}
+static void make_embedding_with_unused_eos(json_t *meta) {
+  json_object_set_new(meta, "embedding",
+                      json_pack("{s:s,s:b,s:i}", "pooling", "last", "normalize", 1,
+                                "append_id", 320));
+  add_embedding_unused_deviation(meta);
+}
 static void unconsume_lm_head(json_t *meta) {
   /* Ledger entry 0: the tied lm_head.weight, an alias of the embedding. */
   json_object_set_new(json_array_get(json_object_get(meta, "ledger"), 0), "dest",
@@ -444,6 +459,9 @@ static void artifact_metadata_faults(tl_test_ctx *t) {
        "metadata.generation_defaults.typical_p"},
       {{add_unresolved_deviation}, TL_RULE_SOURCE_CONFLICT,
        "metadata.config.deviations[0]: eos_token_id"},
+      {{add_embedding_unused_deviation}, TL_RULE_SOURCE_CONFLICT,
+       "metadata.config.deviations[0]: eos_token_id"},
+      {{make_embedding_with_unused_eos}, NULL, NULL},
       {{unconsume_lm_head}, TL_RULE_UNCONSUMED_TENSOR,
        "source tensor lm_head.weight: its dest lm_head.weight is not a stored "
        "tensor"},
