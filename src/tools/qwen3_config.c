@@ -717,8 +717,8 @@ static tl_status resolve_tokens(ctx *c, const char *config_path,
         k->file = claim_files[i];
         memcpy(k->ids, eos[i].ids, eos[i].n_ids * sizeof eos[i].ids[0]);
         k->n_ids = eos[i].n_ids;
-        /* A set holds at most TL_QWEN3_MAX_IDS distinct ids, each claim
-         * one set: the union fits when it is no larger (else a stop). */
+        /* each claim holds up to TL_QWEN3_MAX_IDS ids, their union may
+         * hold more: then it stops as a chat checkpoint does */
         for (size_t j = 0; j < eos[i].n_ids; j++)
           if (!in_set(d->resolved, d->n_resolved, eos[i].ids[j])) {
             if (d->n_resolved == TL_QWEN3_MAX_IDS)
