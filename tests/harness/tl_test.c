@@ -143,6 +143,13 @@ bool tl_test_check_mem(tl_test_ctx *t, const void *got, const void *want,
   return false;
 }
 
+bool tl_test_contains(const char *s, const char *part) {
+  size_t n = strlen(part), len = strlen(s);
+  for (size_t i = 0; i + n <= len; i++)
+    if (memcmp(s + i, part, n) == 0) return true;
+  return false;
+}
+
 bool tl_test_check_str(tl_test_ctx *t, const char *got, const char *want,
                        const char *file, int line, const char *expr) {
   t->checks++;

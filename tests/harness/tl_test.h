@@ -72,6 +72,9 @@ bool tl_test_check_mem(tl_test_ctx *t, const void *got, const void *want,
 bool tl_test_check_str(tl_test_ctx *t, const char *got, const char *want,
                        const char *file, int line, const char *expr);
 
+/* Whether part occurs in s (strstr, which the wasm build's libc lacks). */
+bool tl_test_contains(const char *s, const char *part);
+
 #define TL_EXPECT(t, cond) tl_test_check((t), (cond), __FILE__, __LINE__, #cond)
 #define TL_EXPECT_EQ_U64(t, got, want)                                \
   tl_test_check_u64((t), (uint64_t)(got), (uint64_t)(want), __FILE__, \

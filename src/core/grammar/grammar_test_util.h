@@ -37,11 +37,4 @@ static inline bool gt_accepts_str(tl_gmatcher *m, const char *s) {
   return gt_accepts(m, s, strlen(s));
 }
 
-static inline bool gt_contains(const char *s, const char *part) {
-  size_t n = strlen(part), len = strlen(s);
-  for (size_t i = 0; i + n <= len; i++)
-    if (memcmp(s + i, part, n) == 0) return true;
-  return false;
-}
-
 #endif

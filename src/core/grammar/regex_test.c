@@ -130,7 +130,7 @@ static void refusals_name_the_construct_and_its_offset(tl_test_ctx *t) {
                                                  &g, &err),
                         c->status);
     TL_EXPECT_EQ_U64(t, err.offset, c->offset);
-    if (!TL_EXPECT(t, gt_contains(err.message, c->names))) show(t, c->pattern, err.message);
+    if (!TL_EXPECT(t, tl_test_contains(err.message, c->names))) show(t, c->pattern, err.message);
     TL_EXPECT(t, g == NULL);
   }
 }

@@ -395,7 +395,7 @@ static void refusals_name_the_keyword_and_where(tl_test_ctx *t) {
     TL_EXPECT_STATUS(t, tl_grammar_from_json_schema(&a, (const uint8_t *)c->schema,
                                                     strlen(c->schema), &g, &err),
                      c->status);
-    if (!TL_EXPECT(t, gt_contains(err.message, c->names) && gt_contains(err.message, c->where))) {
+    if (!TL_EXPECT(t, tl_test_contains(err.message, c->names) && tl_test_contains(err.message, c->where))) {
       tl_test_print(t, "  ");
       tl_test_print(t, err.message);
       tl_test_print(t, "\n");
