@@ -17,68 +17,29 @@
 // Planted defects it catches (each tried once by hand):
 //   the engine ignores cache_prompt false -> "cache_prompt false: cached_tokens 0"
 //   no log line for 404 answers           -> "access log: one JSON line per request"
-import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import OpenAI from 'openai';
-import { checker } from '../support/checks.mjs';
+import { check, demoModel, http, JSON_TYPE, ROOT, runSuite, short, sleep, startServer, stopServer, suiteArgs } from '../support/serve_harness.mjs';
 import { launchChromium } from '../web/chromium.mjs';
 
-const [tinylmArg, workArg] = process.argv.slice(2);
-if (!tinylmArg || !workArg) {
-  console.error('usage: compat_test.mjs TINYLM WORKDIR');
-  process.exit(2);
-}
-const TINYLM = resolve(tinylmArg);
-const WORK = resolve(workArg);
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const SUITE_SECONDS = Number(process.env.TL_SERVE_TEST_SECONDS || 240);
+const { WORK } = suiteArgs('compat_test.mjs');
 const PARALLEL = 2, CTX = 1024;
 // In every prompt: the access log must never hold it.
 const MARKER = 'zebra7319';
 const MSG = (q) => [{ role: 'user', content: `${MARKER}: ${q}` }];
 
-const { check, counts } = checker();
-const short = (v, n = 400) => {
-  const s = typeof v === 'string' ? v : JSON.stringify(v);
-  return s === undefined ? String(v) : s.length > n ? `${s.slice(0, n)}...` : s;
-};
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
 let server = null;
 let requests = 0; // every HTTP request this suite sends, for the access log
-async function startServer(model) {
-  const proc = spawn(TINYLM, ['serve', model, '--port', '0', '--parallel', String(PARALLEL), '--ctx', String(CTX),
-    '--log-format', 'json'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  const s = { proc, stdout: '', stderr: '', exit: null };
-  server = s;
-  proc.stdout.on('data', (d) => { s.stdout += d; });
-  proc.stderr.on('data', (d) => { s.stderr += d; });
-  s.exited = new Promise((r) => proc.on('exit', (code, sig) => { s.exit = { code, sig }; r(s.exit); }));
-  const t0 = Date.now();
-  while (!/tinylm serve: ready \(/.test(s.stdout) && s.exit === null && Date.now() - t0 < 120000) await sleep(20);
-  const m = /listening on (http:\/\/[^\s]+)/.exec(s.stdout);
-  if (!check('the demo model\'s server starts', m && /ready \(/.test(s.stdout), short(s.stdout + s.stderr))) throw new Error('no server');
-  s.base = m[1];
-  return s;
-}
-
-async function http(method, path, body) {
+// Raw HTTP to the server, counted for the access log.
+function send(method, path, body) {
   requests++;
-  const r = await fetch(`${server.base}${path}`, {
-    method, headers: body === undefined ? {} : { 'Content-Type': 'application/json' },
-    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
-  });
-  const bytes = Buffer.from(await r.arrayBuffer());
-  let json = null;
-  try { json = JSON.parse(bytes.toString('utf8')); } catch { /* not JSON */ }
-  return { status: r.status, headers: r.headers, bytes, text: bytes.toString('utf8'), json };
+  return http(server, method, path, { body, headers: body === undefined ? {} : JSON_TYPE });
 }
 
 // A streamed chat's content joined, and whether it ended with [DONE].
 async function streamed(body) {
-  const r = await http('POST', '/v1/chat/completions', body);
+  const r = await send('POST', '/v1/chat/completions', body);
   let content = '', done = false;
   for (const ev of r.text.split('\n\n')) {
     if (!ev.startsWith('data: ')) continue;
@@ -121,7 +82,7 @@ async function openaiFields(client) {
   check('openai client, every field, streamed: the same content', joined === want.choices[0].message.content, short(joined));
   for (const [field, value] of [['audio', { voice: 'alloy', format: 'wav' }], ['modalities', ['text', 'audio']],
     ['verbosity', 'low'], ['web_search_options', {}], ['functions', [{ name: 'f' }]], ['moderation', { model: 'm' }]]) {
-    const r = await http('POST', '/v1/chat/completions', { ...plain, [field]: value });
+    const r = await send('POST', '/v1/chat/completions', { ...plain, [field]: value });
     check(`openai ${field} ${short(value, 60)}: 400 unsupported_value naming it`, refused(r, field, 'unsupported_value'), short(r.text));
   }
 }
@@ -143,17 +104,17 @@ async function llamaServer() {
   check('llama-server web UI request: streamed to [DONE]', a.status === 200 && a.done, short(a.text));
   check('llama-server web UI request: the reply of the plain request', a.content === b.content && b.done, `${short(a.content)} vs ${short(b.content)}`);
   // n_predict is max_tokens, on both endpoints
-  const n = await http('POST', '/v1/completions', { prompt: `${MARKER} 3 + 4 =`, n_predict: 6, cache_prompt: true, typical_p: 1, n_probs: 0, ignore_eos: false });
-  const m = await http('POST', '/v1/completions', { prompt: `${MARKER} 3 + 4 =`, max_tokens: 6 });
+  const n = await send('POST', '/v1/completions', { prompt: `${MARKER} 3 + 4 =`, n_predict: 6, cache_prompt: true, typical_p: 1, n_probs: 0, ignore_eos: false });
+  const m = await send('POST', '/v1/completions', { prompt: `${MARKER} 3 + 4 =`, max_tokens: 6 });
   check('n_predict 6 on /v1/completions: the reply of max_tokens 6', n.status === 200 && n.json.choices[0].text === m.json?.choices[0].text &&
     n.json.usage.completion_tokens === m.json.usage.completion_tokens && m.json.usage.completion_tokens <= 6, `${short(n.text)} vs ${short(m.text)}`);
-  const lim = await http('POST', '/v1/chat/completions', { messages, n_predict: 3, temperature: 0 });
+  const lim = await send('POST', '/v1/chat/completions', { messages, n_predict: 3, temperature: 0 });
   check('n_predict 3 on chat: at most 3 tokens', lim.status === 200 && lim.json.usage.completion_tokens <= 3, short(lim.text));
   // cache_prompt false: no slot's prefix reused, the same reply
   const conv = { messages: MSG('What is 21 + 21? Think it through.'), max_tokens: 8, temperature: 0 };
-  const first = await http('POST', '/v1/chat/completions', conv);
-  const again = await http('POST', '/v1/chat/completions', conv);
-  const fresh = await http('POST', '/v1/chat/completions', { ...conv, cache_prompt: false });
+  const first = await send('POST', '/v1/chat/completions', conv);
+  const again = await send('POST', '/v1/chat/completions', conv);
+  const fresh = await send('POST', '/v1/chat/completions', { ...conv, cache_prompt: false });
   check('the same prompt again reuses a slot\'s prefix (cached_tokens > 0)', again.json?.usage.prompt_tokens_details.cached_tokens > 0, short(again.text));
   check('cache_prompt false: cached_tokens 0, the same reply', fresh.json?.usage.prompt_tokens_details.cached_tokens === 0 &&
     content(fresh) === content(first) && content(again) === content(first), `${short(fresh.json?.usage)} ${short(content(fresh))} vs ${short(content(first))}`);
@@ -164,7 +125,7 @@ async function llamaServer() {
     [{ messages, n_predict: 5, max_tokens: 6 }, 'n_predict', 'invalid_value'],
     [{ messages, cache_prompt: 'no' }, 'cache_prompt', 'invalid_type'],
   ]) {
-    const r = await http('POST', '/v1/chat/completions', body);
+    const r = await send('POST', '/v1/chat/completions', body);
     check(`llama-server ${short(body, 90).replace(/"messages":\[[^\]]*\],?/, '')}: 400 ${code} naming ${param}`, refused(r, param, code), short(r.text));
   }
 }
@@ -172,9 +133,9 @@ async function llamaServer() {
 // ---- ollama: options, think, format, keep_alive ----
 async function ollama() {
   const messages = MSG('What is 9 + 9?');
-  const a = await http('POST', '/v1/chat/completions', { model: 'demo', messages, stream: false, keep_alive: '5m', think: false,
+  const a = await send('POST', '/v1/chat/completions', { model: 'demo', messages, stream: false, keep_alive: '5m', think: false,
     options: { num_predict: 12, temperature: 0.9, seed: 3, top_k: 40, top_p: 0.9, repeat_penalty: 1, num_ctx: 2048, num_thread: 2 } });
-  const b = await http('POST', '/v1/chat/completions', { model: 'demo', messages, max_tokens: 12, temperature: 0.9, seed: 3, top_k: 40,
+  const b = await send('POST', '/v1/chat/completions', { model: 'demo', messages, max_tokens: 12, temperature: 0.9, seed: 3, top_k: 40,
     top_p: 0.9, repeat_penalty: 1, chat_template_kwargs: { enable_thinking: false } });
   check('ollama options, think false, keep_alive: the reply of the top-level fields', a.status === 200 && content(a) === content(b) &&
     a.json.usage.completion_tokens === b.json.usage.completion_tokens, `${short(a.text)} vs ${short(b.text)}`);
@@ -182,14 +143,14 @@ async function ollama() {
   // (serve-sampling shows each changes it)
   const LIST = { prompt: '1 + 1 = 2, 2 + 2 = 4,', temperature: 0 };
   const pens = { presence_penalty: 2, frequency_penalty: 1, repeat_penalty: 1.5, repeat_last_n: 16 };
-  const po = await http('POST', '/v1/completions', { ...LIST, options: { ...pens, num_predict: 30 } });
-  const pt = await http('POST', '/v1/completions', { ...LIST, ...pens, max_tokens: 30 });
-  const p0 = await http('POST', '/v1/completions', { ...LIST, max_tokens: 30 });
+  const po = await send('POST', '/v1/completions', { ...LIST, options: { ...pens, num_predict: 30 } });
+  const pt = await send('POST', '/v1/completions', { ...LIST, ...pens, max_tokens: 30 });
+  const p0 = await send('POST', '/v1/completions', { ...LIST, max_tokens: 30 });
   check('ollama options presence/frequency/repeat_penalty/repeat_last_n: the reply of the top-level fields, not the unpenalised one',
     po.status === 200 && pt.status === 200 && po.json.choices[0].text === pt.json.choices[0].text &&
     po.json.choices[0].text !== p0.json?.choices[0].text, short([po.text, pt.text, p0.text]));
   const schema = { type: 'object', properties: { sum: { type: 'integer' } }, required: ['sum'], additionalProperties: false };
-  const f = await http('POST', '/v1/chat/completions', { messages, format: schema, think: false, options: { num_predict: 60, temperature: 0 } });
+  const f = await send('POST', '/v1/chat/completions', { messages, format: schema, think: false, options: { num_predict: 60, temperature: 0 } });
   let doc = null;
   try { doc = JSON.parse(content(f)); } catch { /* checked below */ }
   check('ollama format (a schema): the reply is a document of it', f.status === 200 && f.json.choices[0].finish_reason === 'stop' &&
@@ -201,10 +162,10 @@ async function ollama() {
     [{ messages, options: { num_gpus: 1 } }, 'options.num_gpus', 'unknown_parameter'],
     [{ messages, format: 'yaml' }, 'format', 'invalid_value'],
   ]) {
-    const r = await http('POST', '/v1/chat/completions', body);
+    const r = await send('POST', '/v1/chat/completions', body);
     check(`ollama ${short(body, 90).replace(/"messages":\[[^\]]*\],?/, '')}: 400 ${code} naming ${param}`, refused(r, param, code), short(r.text));
   }
-  const u = await http('POST', '/v1/chat/completions', { messages, frobnicate: 1 });
+  const u = await send('POST', '/v1/chat/completions', { messages, frobnicate: 1 });
   check('an unknown field is still 400 unknown_parameter', refused(u, 'frobnicate', 'unknown_parameter'), short(u.text));
 }
 
@@ -221,8 +182,8 @@ async function endpoints(client, model) {
   try { await client.models.retrieve('no-such-model'); } catch (x) { e = x; }
   check('/v1/models/{unknown}: 404 model_not_found (the client raises NotFoundError)', e instanceof OpenAI.NotFoundError &&
     e.code === 'model_not_found', short(e?.message));
-  const p = await http('GET', '/props');
-  const reply = await http('POST', '/v1/chat/completions', { messages: MSG('1 + 1?'), max_tokens: 2 });
+  const p = await send('GET', '/props');
+  const reply = await send('POST', '/v1/chat/completions', { messages: MSG('1 + 1?'), max_tokens: 2 });
   const d = p.json?.default_generation_settings;
   check('/props: slots, context, alias, path and build as the server has them', p.status === 200 && p.json.total_slots === PARALLEL &&
     d?.n_ctx === CTX && p.json.model_alias === id && resolve(p.json.model_path) === resolve(model) &&
@@ -234,14 +195,14 @@ async function page() {
   const files = [['/', 'web/server/index.html', 'text/html'], ['/chat.js', 'web/server/chat.js', 'text/javascript'],
     ['/app.css', 'web/app.css', 'text/css']];
   for (const [path, file, type] of files) {
-    const r = await http('GET', path);
-    check(`GET ${path}: ${file}'s bytes as ${type}`, r.status === 200 && r.bytes.equals(readFileSync(join(ROOT, file))) &&
-      r.headers.get('content-type')?.startsWith(type), `${r.status} ${r.headers.get('content-type')}`);
+    const r = await send('GET', path);
+    check(`GET ${path}: ${file}'s bytes as ${type}`, r.status === 200 && r.body.equals(readFileSync(join(ROOT, file))) &&
+      r.headers['content-type']?.startsWith(type), `${r.status} ${r.headers['content-type']}`);
   }
-  const post = await http('POST', '/', {});
-  check('POST /: 405, Allow: GET', post.status === 405 && post.headers.get('allow') === 'GET', short(post.text));
+  const post = await send('POST', '/', {});
+  check('POST /: 405, Allow: GET', post.status === 405 && post.headers.allow === 'GET', short(post.text));
   for (const path of ['/index.html', '/../web/app.js', '/app.js', '/%2e%2e/Makefile']) {
-    const r = await http('GET', path);
+    const r = await send('GET', path);
     check(`GET ${path}: 404 (only the page's own files)`, r.status === 404, `${r.status}`);
   }
 }
@@ -265,7 +226,7 @@ async function browser() {
       !document.querySelector('.msg.streaming'), null, { timeout: 60000 });
     const shown = await tab.$eval('.msg.assistant .body', (el) => el.textContent);
     const error = await tab.$eval('#error', (el) => (el.hidden ? '' : el.textContent));
-    const want = await http('POST', '/v1/chat/completions', { messages: MSG('What is 5 + 6?'), max_tokens: 16, seed: 2 });
+    const want = await send('POST', '/v1/chat/completions', { messages: MSG('What is 5 + 6?'), max_tokens: 16, seed: 2 });
     check('Chromium: the page served by tinylm serve sends a message and shows the server\'s reply',
       error === '' && shown.length > 0 && shown === content(want), `${short(shown)} vs ${short(content(want))} ${error}`);
     await tab.screenshot({ path: join(WORK, 'page.png') });
@@ -290,16 +251,16 @@ async function accessLog(expected) {
   check('access log: a generation\'s line has its token counts', gens.length > 0 &&
     gens.every((o) => Number.isInteger(o.prompt_tokens) && o.prompt_tokens > 0 && Number.isInteger(o.completion_tokens)), short(gens[0]));
   check('access log: no prompt text', !server.stderr.includes(MARKER), '');
-  const r = await http('GET', '/health');
+  const r = await send('GET', '/health');
   await sleep(200);
-  check('X-Request-Id is the id of the request\'s log line', lines().some((l) => l.includes(`"id":"${r.headers.get('x-request-id')}"`)),
-    short(r.headers.get('x-request-id')));
+  check('X-Request-Id is the id of the request\'s log line', lines().some((l) => l.includes(`"id":"${r.headers['x-request-id']}"`)),
+    short(r.headers['x-request-id']));
 }
 
 async function main() {
   mkdirSync(WORK, { recursive: true });
-  const model = execFileSync(join(ROOT, 'scripts', 'demo_model.sh'), [TINYLM, join(ROOT, 'build', 'demo')], { encoding: 'utf8' }).trim();
-  await startServer(model);
+  const model = demoModel();
+  server = await startServer('the demo model\'s server', [model, '--parallel', String(PARALLEL), '--ctx', String(CTX), '--log-format', 'json']);
   const client = new OpenAI({ baseURL: `${server.base}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 120000 });
   for (const [name, f] of [['openai', () => openaiFields(client)], ['llama-server', llamaServer], ['ollama', ollama],
     ['endpoints', () => endpoints(client, model)], ['page', page]]) {
@@ -310,23 +271,7 @@ async function main() {
     const sent = await browser();
     if (sent > 0) await accessLog(requests + sent);
   } catch (e) { check('Chromium: ran to the end', false, e?.stack ?? String(e)); }
-  server.proc.kill('SIGTERM');
-  const r = await Promise.race([server.exited, sleep(15000).then(() => null)]);
-  check('SIGTERM stops it cleanly (exit 0)', r?.code === 0, short(r) + short(server.stderr.slice(-2000), 2000));
+  await stopServer(server);
 }
 
-const watchdog = setTimeout(() => {
-  check(`the suite finishes within ${SUITE_SECONDS} s`, false);
-  server?.proc.kill('SIGKILL');
-  console.log(`${counts.passed} passed, ${counts.failed} failed`);
-  process.exit(1);
-}, SUITE_SECONDS * 1000);
-try {
-  await main();
-} catch (e) {
-  check('the suite ran to the end', false, e?.stack ?? String(e));
-}
-if (server && server.exit === null) server.proc.kill('SIGKILL');
-if (server) writeFileSync(join(WORK, 'server.log'), `${server.stdout}\n${server.stderr}`);
-clearTimeout(watchdog);
-console.log(`${counts.passed} passed, ${counts.failed} failed`);
+await runSuite(main, { seconds: 240 });

@@ -42,22 +42,13 @@
 //   cmd_serve.c's embeddings() leaves has_tokens false -> the access-log check
 //   list_model (cmd_serve.c) writes kind "chat" for every model
 //                                                  -> the kind checks
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import OpenAI from 'openai';
-import { checker } from '../support/checks.mjs';
+import { check, demoModel, get, http, post, ROOT, runSuite, short, sleep, startServer as startProcess, stopServer, suiteArgs } from '../support/serve_harness.mjs';
 
-const [tinylmArg, workArg] = process.argv.slice(2);
-if (!tinylmArg || !workArg) {
-  console.error('usage: embeddings_test.mjs TINYLM WORKDIR');
-  process.exit(2);
-}
-const TINYLM = resolve(tinylmArg);
-const WORK = resolve(workArg);
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const SUITE_SECONDS = Number(process.env.TL_SERVE_TEST_SECONDS || 180);
+const { TINYLM, WORK } = suiteArgs('embeddings_test.mjs');
 const MIB = 1 << 20;
 const CTX = 64;
 // The embedding model's shape (synth's tiny preset on the 346-token fixture).
@@ -65,43 +56,15 @@ const CFG = { vocab_size: 346, hidden_size: 64, intermediate_size: 128, num_hidd
   num_attention_heads: 4, num_key_value_heads: 2, head_dim: 16 };
 const U = 2 ** -24;
 
-const { check, counts } = checker();
-const short = (v, n = 400) => {
-  const s = typeof v === 'string' ? v : JSON.stringify(v);
-  return s === undefined ? String(v) : s.length > n ? `${s.slice(0, n)}...` : s;
-};
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
 // ---- servers ----
-let server = null;
 async function startServer(args) {
-  const proc = spawn(TINYLM, ['serve', ...args, '--port', '0', '--parallel', '1', '--ctx', String(CTX)], { stdio: ['ignore', 'pipe', 'pipe'] });
-  const s = { proc, stdout: '', stderr: '', exit: null };
-  server = s;
-  proc.stdout.on('data', (d) => { s.stdout += d; });
-  proc.stderr.on('data', (d) => { s.stderr += d; });
-  s.exited = new Promise((r) => proc.on('exit', (code, sig) => { s.exit = { code, sig }; r(s.exit); }));
-  const t0 = Date.now();
-  while (!/tinylm serve: ready \(/.test(s.stdout) && s.exit === null && Date.now() - t0 < 60000) await sleep(20);
-  const m = /listening on (http:\/\/[^\s]+)/.exec(s.stdout);
-  if (!check(`a server of ${short(args)} starts`, m && /ready \(/.test(s.stdout), short(s.stdout + s.stderr))) throw new Error('no server');
-  s.base = m[1];
+  const s = await startProcess(`a server of ${short(args)}`, [...args, '--parallel', '1', '--ctx', String(CTX)], { ms: 60000 });
   s.client = new OpenAI({ baseURL: `${s.base}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 60000 });
   return s;
 }
-async function stopServer(s) {
-  s.proc.kill('SIGTERM');
-  const r = await Promise.race([s.exited, sleep(15000).then(() => null)]);
-  check('SIGTERM stops it cleanly (exit 0)', r?.code === 0, short(r) + short(s.stderr.slice(-2000), 2000));
-  writeFileSync(join(WORK, `server-${Date.now()}.log`), `${s.stdout}\n${s.stderr}`);
-}
-async function get(s, path) {
-  const r = await fetch(`${s.base}${path}`);
-  return r.json();
-}
 // A counter of /metrics (the line "NAME VALUE", NAME with its labels).
 async function metric(s, name) {
-  const text = await (await fetch(`${s.base}/metrics`)).text();
+  const { text } = await http(s, 'GET', '/metrics');
   const line = text.split('\n').find((l) => l.startsWith(`${name} `));
   return line === undefined ? NaN : Number(line.slice(name.length + 1));
 }
@@ -109,10 +72,6 @@ async function metric(s, name) {
 const accessLines = (s) => s.stderr.split('\n').filter((l) => l.startsWith('{')).map((l) => {
   try { return JSON.parse(l); } catch { return null; }
 }).filter(Boolean);
-async function post(s, path, body) {
-  const r = await fetch(`${s.base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  return { status: r.status, json: await r.json().catch(() => null) };
-}
 const embed = (s, body) => post(s, '/v1/embeddings', { model: 'emb', ...body });
 
 function cli(...args) {
@@ -121,7 +80,7 @@ function cli(...args) {
 function makeModels() {
   const dir = join(WORK, 'models');
   mkdirSync(dir);
-  const demo = execFileSync(join(ROOT, 'scripts', 'demo_model.sh'), [TINYLM, join(ROOT, 'build', 'demo')], { encoding: 'utf8' }).trim();
+  const demo = demoModel();
   symlinkSync(demo, join(dir, 'demo.slm'));
   const cfg = join(WORK, 'emb.json');
   writeFileSync(cfg, JSON.stringify({ vocab_size: CFG.vocab_size }));
@@ -295,17 +254,4 @@ async function main() {
   await reload(dir, await strict(dir));
 }
 
-const watchdog = setTimeout(() => {
-  check(`the suite finishes within ${SUITE_SECONDS} s`, false);
-  server?.proc.kill('SIGKILL');
-  console.log(`${counts.passed} passed, ${counts.failed} failed`);
-  process.exit(1);
-}, SUITE_SECONDS * 1000);
-try {
-  await main();
-} catch (e) {
-  check('the suite ran to the end', false, e?.stack ?? String(e));
-}
-if (server && server.exit === null) server.proc.kill('SIGKILL');
-clearTimeout(watchdog);
-console.log(`${counts.passed} passed, ${counts.failed} failed`);
+await runSuite(main, { seconds: 180, log: 'servers.log' });

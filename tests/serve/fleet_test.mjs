@@ -37,59 +37,20 @@
 //   haproxy without retry-on 503              -> under load, the requests
 //     the draining replica refused before its check failed reach the
 //     clients as 503 (94 of 127).
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { checker } from '../support/checks.mjs';
+import { join } from 'node:path';
+import { check, demoModel, exitWithin, runSuite, short, sleep, start, startServer as startProcess, suiteArgs } from '../support/serve_harness.mjs';
 
-const [tinylmArg, workArg] = process.argv.slice(2);
-if (!tinylmArg || !workArg) {
-  console.error('usage: fleet_test.mjs TINYLM WORKDIR');
-  process.exit(2);
-}
-const TINYLM = resolve(tinylmArg);
-const WORK = resolve(workArg);
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const SUITE_SECONDS = Number(process.env.TL_SERVE_TEST_SECONDS || 240);
+const { WORK } = suiteArgs('fleet_test.mjs');
 const KEY = 'sk-fleet-test';
 const AUTH = { Authorization: `Bearer ${KEY}` };
 const EOS = 151645; // the demo model's <|im_end|>: banned where a reply must run long
 
-const { check, counts } = checker();
-const short = (v, n = 400) => {
-  const s = typeof v === 'string' ? v : JSON.stringify(v);
-  return s === undefined ? String(v) : s.length > n ? `${s.slice(0, n)}...` : s;
-};
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const procs = []; // everything started, killed at the end
-
-// A child process with its output kept and its exit awaited.
-function start(name, cmd, args) {
-  const proc = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  const p = { name, proc, stdout: '', stderr: '', exit: null };
-  proc.stdout.on('data', (d) => { p.stdout += d; });
-  proc.stderr.on('data', (d) => { p.stderr += d; });
-  p.exited = new Promise((r) => {
-    proc.on('exit', (code, sig) => { p.exit = { code, sig }; r(p.exit); });
-    proc.on('error', (e) => { p.exit = { code: null, error: String(e) }; r(p.exit); });
-  });
-  procs.push(p);
-  return p;
-}
-const exitWithin = (p, ms) => Promise.race([p.exited, sleep(ms).then(() => null)]);
-
-async function startServer(name, model, extra = []) {
-  const s = start(name, TINYLM, ['serve', model, '--port', '0', '--parallel', '2', '--ctx', '1024', '-t', '1', ...extra]);
-  const t0 = Date.now();
-  while (!/tinylm serve: ready \(/.test(s.stdout) && s.exit === null && Date.now() - t0 < 60000) await sleep(20);
-  const m = /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(s.stdout);
-  if (!check(`${name} starts`, m && /ready \(/.test(s.stdout), short(s.stdout + s.stderr))) throw new Error('no server');
-  s.port = Number(m[1]);
-  return s;
-}
+const startServer = (name, model, extra = []) =>
+  startProcess(name, [model, '--parallel', '2', '--ctx', '1024', '-t', '1', ...extra], { ms: 60000 });
 
 // A free loopback port for haproxy and prometheus (they print none).
 function freePort() {
@@ -395,7 +356,7 @@ scrape_configs:
 async function main() {
   rmSync(WORK, { recursive: true, force: true });
   mkdirSync(WORK, { recursive: true });
-  const model = execFileSync(join(ROOT, 'scripts', 'demo_model.sh'), [TINYLM, join(ROOT, 'build', 'demo')], { encoding: 'utf8' }).trim();
+  const model = demoModel();
   for (const [name, f] of [['drain', drainAlone], ['fleet', fleet]]) {
     const t0 = Date.now();
     try { await f(model); } catch (e) { check(`${name}: ran to the end`, false, e?.stack ?? String(e)); }
@@ -403,19 +364,4 @@ async function main() {
   }
 }
 
-const watchdog = setTimeout(() => {
-  check(`the suite finishes within ${SUITE_SECONDS} s`, false);
-  for (const p of procs) if (p.exit === null) p.proc.kill('SIGKILL');
-  console.log(`${counts.passed} passed, ${counts.failed} failed`);
-  process.exit(1);
-}, SUITE_SECONDS * 1000);
-try {
-  await main();
-} catch (e) {
-  check('the suite ran to the end', false, e?.stack ?? String(e));
-}
-for (const p of procs) if (p.exit === null) p.proc.kill('SIGKILL');
-writeFileSync(join(WORK, 'processes.log'), procs.map((p) => `== ${p.name} ${short(p.exit)}\n${p.stdout}\n${p.stderr}`).join('\n'));
-clearTimeout(watchdog);
-console.log(`${counts.passed} passed, ${counts.failed} failed`);
-process.exit(counts.failed ? 1 : 0); // not waiting out the races' spare timers
+await runSuite(main, { seconds: 240, log: 'processes.log' });

@@ -34,81 +34,26 @@
 //   removed -> "n over slots + queue"; the ban check removed -> "banning
 //   every token"; tl_tok_encode_plain ignoring its
 //   ranges -> "--escape-special: only the template's 3".
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
-import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { checker } from '../support/checks.mjs';
+import { join } from 'node:path';
+import { check, http, JSON_TYPE, post, ROOT, runSuite, short, sleep, startServer as startProcess, stop, suiteArgs } from '../support/serve_harness.mjs';
 
-const [tinylmArg, workArg] = process.argv.slice(2);
-if (!tinylmArg || !workArg) {
-  console.error('usage: hardening_test.mjs TINYLM WORKDIR');
-  process.exit(2);
-}
-const TINYLM = resolve(tinylmArg);
-const WORK = resolve(workArg);
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const { TINYLM, WORK } = suiteArgs('hardening_test.mjs');
 const MODEL = join(ROOT, 'build/demo/tinylm-demo-q8.slm');
-const SUITE_SECONDS = Number(process.env.TL_SERVE_TEST_SECONDS || 240);
 const IM_START = 151644;
 const IM_END = 151645;
 const require = createRequire(join(ROOT, 'package.json'));
 
-const { check, counts } = checker();
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const short = (v, n = 400) => {
-  const s = typeof v === 'string' ? v : JSON.stringify(v);
-  return s === undefined ? String(v) : s.length > n ? `${s.slice(0, n)}...` : s;
-};
-
 // ---- servers ----
-const servers = [];
-async function startServer(args, { expectReady = true, model = MODEL } = {}) {
-  const proc = spawn(TINYLM, ['serve', model, '--port', '0', '-t', '1', '--ctx', '1024', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  const s = { proc, stdout: '', stderr: '', exit: null };
-  servers.push(s);
-  proc.stdout.on('data', (d) => { s.stdout += d; });
-  proc.stderr.on('data', (d) => { s.stderr += d; });
-  s.exited = new Promise((r) => proc.on('exit', (code, sig) => { s.exit = { code, sig }; r(s.exit); }));
-  const t0 = Date.now();
-  while (!/ready \(/.test(s.stdout) && s.exit === null && Date.now() - t0 < 60000) await sleep(10);
-  const m = /listening on http:\/\/[^\s]+:(\d+)/.exec(s.stdout);
-  s.port = m ? Number(m[1]) : 0;
-  if (expectReady && !/ready \(/.test(s.stdout)) throw new Error(`no server (${args.join(' ')}): ${short(s.stdout + s.stderr)}`);
-  return s;
-}
-async function stopServer(s) {
-  if (s.exit === null) s.proc.kill('SIGTERM');
-  await Promise.race([s.exited, sleep(10000)]);
-  if (s.exit === null) s.proc.kill('SIGKILL');
-}
+// A server on the demo model (or model), one thread; one not ready throws
+// unless !expectReady.
+const startServer = (args, { expectReady = true, model = MODEL } = {}) =>
+  startProcess(`tinylm serve ${args.join(' ')}`, [model, '-t', '1', '--ctx', '1024', ...args], { ms: 60000, started: null, required: expectReady });
 
-// Raw HTTP: {status, headers, text, json}; the Content-Type is the caller's.
-function http(s, method, path, { body, headers = {}, host = '127.0.0.1', timeout = 60000 } = {}) {
-  return new Promise((res) => {
-    const data = body === undefined ? undefined : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body));
-    const req = httpRequest({ host, port: s.port, method, path, timeout, agent: false,
-      headers: { ...(data ? { 'Content-Length': data.length } : {}), ...headers } }, (r) => {
-      const parts = [];
-      r.on('data', (d) => parts.push(d));
-      r.on('end', () => {
-        const text = Buffer.concat(parts).toString('utf8');
-        let json = null;
-        try { json = JSON.parse(text); } catch { /* not JSON */ }
-        res({ status: r.statusCode, headers: r.headers, text, json });
-      });
-    });
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.on('error', (e) => res({ status: 0, text: String(e), json: null }));
-    if (data) req.write(data);
-    req.end();
-  });
-}
-const JSON_TYPE = { 'Content-Type': 'application/json' };
-const chat = (s, body, headers = {}) => http(s, 'POST', '/v1/chat/completions', { body, headers: { ...JSON_TYPE, ...headers } });
+const chat = (s, body, headers = {}) => post(s, '/v1/chat/completions', body, headers);
 async function metrics(s) {
   const r = await http(s, 'GET', '/metrics');
   const m = {};
@@ -178,7 +123,7 @@ async function slowloris() {
   const closed = one.filter((k) => k.closedAt !== null).length;
   check('40 sockets from one address: the 8 past --max-conns-per-ip 32 are closed', closed === 8, `${closed} closed`);
   one.forEach((k) => k.destroy());
-  await stopServer(s);
+  await stop(s);
 
   const d = await startServer(['--parallel', '1', '--header-timeout', '1', '--body-timeout', '1']);
   const hk = await rawSocket(d, '127.0.0.2');
@@ -199,7 +144,7 @@ async function slowloris() {
   if (check(`a stream lasting over both deadlines (${stMs} ms > 2.2 s, else this proves nothing)`, stMs > 2200, `${stMs} ms`)) {
     check('  ... is not cut: it ends with data: [DONE]', st.status === 200 && /data: \[DONE\]\n\n$/.test(st.text), short(st.text.slice(-300)));
   }
-  await stopServer(d);
+  await stop(d);
 }
 
 // ---- 2. the prompt cache per API key ----
@@ -221,12 +166,12 @@ async function cachePartitions() {
     b.json?.choices?.[0]?.message?.content === a2.json?.choices?.[0]?.message?.content);
   const wrong = await chat(s, { messages: HI, max_tokens: 1 }, { Authorization: 'Bearer # two tenants' });
   check('a comment line is not a key (401)', wrong.status === 401, `${wrong.status}`);
-  await stopServer(s);
+  await stop(s);
   const n = await startServer(['--parallel', '1', '--no-shared-cache']);
   const r1 = await chat(n, { messages: secret, max_tokens: 2 });
   const r2 = await chat(n, { messages: secret, max_tokens: 2 });
   check('--no-shared-cache: the same prompt twice reuses nothing', r1.status === 200 && cached(r2) === 0, short(r2.json?.usage ?? r2.text));
-  await stopServer(n);
+  await stop(n);
 }
 
 // ---- 3. a keyless server and browsers ----
@@ -247,15 +192,15 @@ async function browsers() {
     const ok = await http(s, 'POST', '/v1/chat/completions', { body, headers: { 'Content-Type': 'application/json; charset=utf-8', Host: host } });
     check(`keyless: Host ${host} with application/json; charset=utf-8 is served`, ok.status === 200, `${ok.status} ${short(ok.text)}`);
   }
-  await stopServer(s);
+  await stop(s);
   const a = await startServer(['--parallel', '1', '--allow-host', 'evil.example']);
   const allowed = await http(a, 'POST', '/v1/chat/completions', { body, headers: { ...JSON_TYPE, Host: 'evil.example:8080' } });
   check('--allow-host evil.example: that Host is served', allowed.status === 200, `${allowed.status} ${short(allowed.text)}`);
-  await stopServer(a);
+  await stop(a);
   const k = await startServer(['--parallel', '1', '--api-key', 'sk-x']);
   const keyed = await http(k, 'POST', '/v1/chat/completions', { body, headers: { Host: 'api.example', Authorization: 'Bearer sk-x' } });
   check('with a key: any Host and Content-Type are served (a page cannot send the key)', keyed.status === 200, `${keyed.status} ${short(keyed.text)}`);
-  await stopServer(k);
+  await stop(k);
 }
 
 // ---- 4. half-close ----
@@ -290,7 +235,7 @@ async function halfClose() {
     check(`a client that closes (${stream ? 'streamed' : 'not streamed'}): its job is cancelled, the slot free within 1.5 s`,
       idle.ms !== null && idle.m.tinylm_requests_cancelled_total - m0.tinylm_requests_cancelled_total === 1, short(idle.m));
   }
-  await stopServer(s);
+  await stop(s);
 }
 
 // ---- 5. the receipt directory ----
@@ -298,7 +243,7 @@ async function receiptDir() {
   const fresh = join(WORK, 'receipts');
   const s = await startServer(['--parallel', '1', '--receipt-dir', fresh]);
   const r = await chat(s, { messages: HI, max_tokens: 2 });
-  await stopServer(s);
+  await stop(s);
   const mode = existsSync(fresh) ? statSync(fresh).mode & 0o777 : -1;
   check('--receipt-dir: made 0700', mode === 0o700, mode.toString(8));
   const files = existsSync(fresh) ? readdirSync(fresh) : [];
@@ -309,7 +254,7 @@ async function receiptDir() {
     await Promise.race([b.exited, sleep(20000)]);
     check(`--receipt-dir ${what}: the server stops at startup (exit 1, error names why)`, b.exit?.code === 1 && why.test(b.stderr),
       short(b.exit) + short(b.stderr));
-    await stopServer(b);
+    await stop(b);
   };
   const open = join(WORK, 'open');
   mkdirSync(open);
@@ -362,7 +307,7 @@ async function specialText() {
     const t = await http(s, 'POST', '/apply-template', { body: { messages: msgs }, headers: JSON_TYPE });
     const tok = await http(s, 'POST', '/tokenize', { body: { content: t.json?.prompt ?? '' }, headers: JSON_TYPE });
     const c = await chat(s, { messages: msgs, max_tokens: 1 });
-    await stopServer(s);
+    await stop(s);
     const prompt = t.json?.prompt ?? '';
     const ids = c.status === 200 ? receiptPromptIds(dir) : null;
     const specials = (ids ?? []).filter((id) => id === IM_START || id === IM_END).length;
@@ -387,7 +332,7 @@ async function impossible() {
     `${r.status} ${short(r.text)}`);
   const ok = await chat(s, { messages: HI, max_tokens: 1, n: 4 });
   check('n = slots + queue (4) is served', ok.status === 200 && ok.json?.choices?.length === 4, `${ok.status} ${short(ok.text)}`);
-  await stopServer(s);
+  await stop(s);
   // logit_bias banning every token (the tiny artifact's 346: under the 1024-entry cap) was a 500.
   const t = await startServer(['--parallel', '1'], { model: join(ROOT, 'tests/golden/slm/tiny-f32.slm') });
   const ban = (n) => Object.fromEntries(Array.from({ length: n }, (_, i) => [String(i), -100]));
@@ -396,7 +341,7 @@ async function impossible() {
     `${all.status} ${short(all.text)}`);
   const one = await http(t, 'POST', '/v1/completions', { body: { prompt: 'hello', max_tokens: 2, logit_bias: ban(345) }, headers: JSON_TYPE });
   check('  ... one token left: served (200)', one.status === 200 && one.json?.choices?.length === 1, `${one.status} ${short(one.text)}`);
-  await stopServer(t);
+  await stop(t);
 }
 
 async function main() {
@@ -412,14 +357,4 @@ async function main() {
   }
 }
 
-const watchdog = setTimeout(() => {
-  check(`the suite finishes within ${SUITE_SECONDS} s`, false);
-  for (const s of servers) s.proc.kill('SIGKILL');
-  console.log(`${counts.passed} passed, ${counts.failed} failed`);
-  process.exit(1);
-}, SUITE_SECONDS * 1000);
-await main();
-clearTimeout(watchdog);
-for (const s of servers) if (s.exit === null) s.proc.kill('SIGKILL');
-console.log(`${counts.passed} passed, ${counts.failed} failed`);
-process.exit(counts.failed === 0 ? 0 : 1);
+await runSuite(main, { seconds: 240, log: 'servers.log' });

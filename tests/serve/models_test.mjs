@@ -27,64 +27,23 @@
 // both loaded, or 503), the first positional model not the default (the
 // absent-model check), 400 instead of 404 for an unknown name, a second
 // --models replacing the first (the order check).
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import OpenAI from 'openai';
-import { checker } from '../support/checks.mjs';
+import { check, demoModel, get, post, ROOT, runSuite, short, sleep, startServer as startProcess, stopServer, suiteArgs } from '../support/serve_harness.mjs';
 
-const [tinylmArg, workArg] = process.argv.slice(2);
-if (!tinylmArg || !workArg) {
-  console.error('usage: models_test.mjs TINYLM WORKDIR');
-  process.exit(2);
-}
-const TINYLM = resolve(tinylmArg);
-const WORK = resolve(workArg);
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const SUITE_SECONDS = Number(process.env.TL_SERVE_TEST_SECONDS || 180);
+const { TINYLM, WORK } = suiteArgs('models_test.mjs');
 const MIB = 1 << 20;
 // Qwen3's end tokens (<|endoftext|>, <|im_end|>) banned: a generation as
 // long as max_tokens, to keep the demo model busy.
 const NO_EOS = { 151643: -100, 151645: -100 };
 
-const { check, counts } = checker();
-const short = (v, n = 400) => {
-  const s = typeof v === 'string' ? v : JSON.stringify(v);
-  return s === undefined ? String(v) : s.length > n ? `${s.slice(0, n)}...` : s;
-};
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
 // ---- servers ----
-let server = null;
 async function startServer(args) {
-  const proc = spawn(TINYLM, ['serve', ...args, '--port', '0', '--parallel', '1', '--ctx', '1024'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  const s = { proc, stdout: '', stderr: '', exit: null };
-  server = s;
-  proc.stdout.on('data', (d) => { s.stdout += d; });
-  proc.stderr.on('data', (d) => { s.stderr += d; });
-  s.exited = new Promise((r) => proc.on('exit', (code, sig) => { s.exit = { code, sig }; r(s.exit); }));
-  const t0 = Date.now();
-  while (!/tinylm serve: ready \(/.test(s.stdout) && s.exit === null && Date.now() - t0 < 60000) await sleep(20);
-  const m = /listening on (http:\/\/[^\s]+)/.exec(s.stdout);
-  if (!check(`a server of ${short(args)} starts`, m && /ready \(/.test(s.stdout), short(s.stdout + s.stderr))) throw new Error('no server');
-  s.base = m[1];
+  const s = await startProcess(`a server of ${short(args)}`, [...args, '--parallel', '1', '--ctx', '1024'], { ms: 60000 });
   s.client = new OpenAI({ baseURL: `${s.base}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 60000 });
   return s;
-}
-async function stopServer(s) {
-  s.proc.kill('SIGTERM');
-  const r = await Promise.race([s.exited, sleep(15000).then(() => null)]);
-  check('SIGTERM stops it cleanly (exit 0)', r?.code === 0, short(r) + short(s.stderr.slice(-2000), 2000));
-  writeFileSync(join(WORK, `server-${Date.now()}.log`), `${s.stdout}\n${s.stderr}`);
-}
-async function get(s, path) {
-  const r = await fetch(`${s.base}${path}`);
-  return r.headers.get('content-type')?.startsWith('application/json') ? r.json() : r.text();
-}
-async function post(s, path, body) {
-  const r = await fetch(`${s.base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  return { status: r.status, headers: r.headers, json: await r.json().catch(() => null) };
 }
 const loaded = (list) => Object.fromEntries(list.data.map((m) => [m.id, m.tinylm.loaded]));
 function metric(text, name, model) {
@@ -102,7 +61,7 @@ function cli(...args) {
 function makeModels() {
   const dir = join(WORK, 'models');
   mkdirSync(dir);
-  const demo = execFileSync(join(ROOT, 'scripts', 'demo_model.sh'), [TINYLM, join(ROOT, 'build', 'demo')], { encoding: 'utf8' }).trim();
+  const demo = demoModel();
   symlinkSync(demo, join(dir, 'demo.slm'));
   const cfg = join(WORK, 'tiny.json');
   writeFileSync(cfg, JSON.stringify({ vocab_size: 346, hidden_size: 256, intermediate_size: 512, num_hidden_layers: 4,
@@ -190,7 +149,7 @@ async function budgeted(dir, refs, plans) {
   await it.next(); // the generation runs
   const busy = await post(s, '/v1/completions', { model: 'tiny', prompt: 'x', max_tokens: 1 });
   check('while demo generates, tiny is 503 model_busy with Retry-After (demo is not unloaded)',
-    busy.status === 503 && busy.json?.error?.code === 'model_busy' && busy.headers.get('retry-after') === '1', short([busy.status, busy.json]));
+    busy.status === 503 && busy.json?.error?.code === 'model_busy' && busy.headers['retry-after'] === '1', short([busy.status, busy.json]));
   const during = await get(s, '/v1/models');
   check('demo stays loaded while in use', short(loaded(during)) === '{"demo":true,"tiny":false}', short(during));
   controller.abort();
@@ -228,17 +187,4 @@ async function main() {
   await order(dir);
 }
 
-const watchdog = setTimeout(() => {
-  check(`the suite finishes within ${SUITE_SECONDS} s`, false);
-  server?.proc.kill('SIGKILL');
-  console.log(`${counts.passed} passed, ${counts.failed} failed`);
-  process.exit(1);
-}, SUITE_SECONDS * 1000);
-try {
-  await main();
-} catch (e) {
-  check('the suite ran to the end', false, e?.stack ?? String(e));
-}
-if (server && server.exit === null) server.proc.kill('SIGKILL');
-clearTimeout(watchdog);
-console.log(`${counts.passed} passed, ${counts.failed} failed`);
+await runSuite(main, { seconds: 180, log: 'servers.log' });

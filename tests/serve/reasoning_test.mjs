@@ -24,46 +24,16 @@
 //   run's think block printed raw on a terminal                   1 check fails
 // (the splitter's own defects: src/core/gen/think_test.c and
 // src/native/serve_http_test.c.)
-import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, rmSync } from 'node:fs';
 import OpenAI from 'openai';
-import { checker } from '../support/checks.mjs';
+import { check, demoModel, post, runSuite, short, startServer, stopServer, suiteArgs } from '../support/serve_harness.mjs';
 
-const [tinylmArg, workArg] = process.argv.slice(2);
-if (!tinylmArg || !workArg) {
-  console.error('usage: reasoning_test.mjs TINYLM WORKDIR');
-  process.exit(2);
-}
-const TINYLM = resolve(tinylmArg);
-const WORK = resolve(workArg);
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const SUITE_SECONDS = Number(process.env.TL_SERVE_TEST_SECONDS || 120);
+const { TINYLM, WORK } = suiteArgs('reasoning_test.mjs');
 
-const { check, counts } = checker();
-const short = (v, n = 400) => {
-  const s = typeof v === 'string' ? v : JSON.stringify(v);
-  return s === undefined ? String(v) : s.length > n ? `${s.slice(0, n)}...` : s;
-};
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
-let server = null;
-async function startServer(model) {
-  const proc = spawn(TINYLM, ['serve', model, '--port', '0', '--parallel', '2', '--ctx', '1024'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  const s = { proc, stdout: '', stderr: '', exit: null };
-  server = s;
-  proc.stdout.on('data', (d) => { s.stdout += d; });
-  proc.stderr.on('data', (d) => { s.stderr += d; });
-  s.exited = new Promise((r) => proc.on('exit', (code, sig) => { s.exit = { code, sig }; r(s.exit); }));
-  const t0 = Date.now();
-  while (!/tinylm serve: ready \(/.test(s.stdout) && s.exit === null && Date.now() - t0 < 120000) await sleep(20);
-  const m = /listening on (http:\/\/[^\s]+)/.exec(s.stdout);
-  if (!check('the demo model\'s server starts', m && /ready \(/.test(s.stdout), short(s.stdout + s.stderr))) throw new Error('no server');
-  s.base = m[1];
-  return s;
-}
+let server = null; // the suite's one server
 
 const MSG = (text) => [{ role: 'user', content: text }];
 // seed 0: greedy, but receipt ids are compared and a seedless request draws a fresh seed
@@ -129,7 +99,7 @@ async function split(client) {
       receipt(r) && receipt(r) === receipt(raw), `${receipt(r)} vs ${receipt(raw)}`);
   }
   // The completions endpoint: raw text, no split (the template's prompt as given).
-  const at = await fetch(`${server.base}/apply-template`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages: SUM.messages }) }).then((x) => x.json());
+  const at = (await post(server, '/apply-template', { messages: SUM.messages })).json;
   const comp = await client.completions.create({ model: 'demo', prompt: at.prompt, max_tokens: 40, temperature: 0 });
   check('completions on the same prompt: the raw text, <think> included, = chat with reasoning_format none',
     comp.choices[0].text === rawText, `${short(comp.choices[0].text)} vs ${short(rawText)}`);
@@ -247,30 +217,13 @@ async function cli(client, model) {
 async function main() {
   rmSync(WORK, { recursive: true, force: true });
   mkdirSync(WORK, { recursive: true });
-  const model = execFileSync(join(ROOT, 'scripts', 'demo_model.sh'), [TINYLM, join(ROOT, 'build', 'demo')], { encoding: 'utf8' }).trim();
-  const s = await startServer(model);
+  const model = demoModel();
+  const s = server = await startServer('the demo model\'s server', [model, '--parallel', '2', '--ctx', '1024']);
   const client = new OpenAI({ baseURL: `${s.base}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 60000 });
   for (const [name, f] of [['split', split], ['streaming', streaming], ['thinking switch', thinkingSwitch], ['tools', tools], ['refusals', refusals], ['cli', cli]]) {
     try { await f(client, model); } catch (e) { check(`${name}: ran to the end`, false, e?.stack ?? String(e)); }
   }
-  s.proc.kill('SIGTERM');
-  const r = await Promise.race([s.exited, sleep(15000).then(() => null)]);
-  check('SIGTERM stops it cleanly (exit 0)', r?.code === 0, short(r));
+  await stopServer(s);
 }
 
-const watchdog = setTimeout(() => {
-  check(`the suite finishes within ${SUITE_SECONDS} s`, false);
-  server?.proc.kill('SIGKILL');
-  console.log(`${counts.passed} passed, ${counts.failed} failed`);
-  process.exit(1);
-}, SUITE_SECONDS * 1000);
-try {
-  await main();
-} catch (e) {
-  check('the suite ran to the end', false, e?.stack ?? String(e));
-}
-if (server && server.exit === null) server.proc.kill('SIGKILL');
-if (server) writeFileSync(join(WORK, 'server.log'), `${server.stdout}\n${server.stderr}`);
-clearTimeout(watchdog);
-console.log(`${counts.passed} passed, ${counts.failed} failed`);
-process.exitCode = counts.failed ? 1 : 0;
+await runSuite(main, { seconds: 120 });

@@ -20,45 +20,13 @@
 //   the seed left 0 when absent          "two seedless requests differ"
 //   repeat_last_n's default left 0       "repeat_penalty alone changes ..."
 //   logit_bias positive values dropped   "a positive logit_bias ... appears"
-import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { mkdirSync, rmSync } from 'node:fs';
 import OpenAI from 'openai';
-import { checker } from '../support/checks.mjs';
+import { check, demoModel, post, runSuite, short, startServer, stopServer, suiteArgs } from '../support/serve_harness.mjs';
 
-const [tinylmArg, workArg] = process.argv.slice(2);
-if (!tinylmArg || !workArg) {
-  console.error('usage: sampling_test.mjs TINYLM WORKDIR');
-  process.exit(2);
-}
-const TINYLM = resolve(tinylmArg);
-const WORK = resolve(workArg);
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const SUITE_SECONDS = Number(process.env.TL_SERVE_TEST_SECONDS || 180);
+const { WORK } = suiteArgs('sampling_test.mjs');
 
-const { check, counts } = checker();
-const short = (v, n = 400) => {
-  const s = typeof v === 'string' ? v : JSON.stringify(v);
-  return s === undefined ? String(v) : s.length > n ? `${s.slice(0, n)}...` : s;
-};
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-let server = null;
-async function startServer(model) {
-  const proc = spawn(TINYLM, ['serve', model, '--port', '0', '--parallel', '2', '--ctx', '1024'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  const s = { proc, stdout: '', stderr: '', exit: null };
-  server = s;
-  proc.stdout.on('data', (d) => { s.stdout += d; });
-  proc.stderr.on('data', (d) => { s.stderr += d; });
-  s.exited = new Promise((r) => proc.on('exit', (code, sig) => { s.exit = { code, sig }; r(s.exit); }));
-  const t0 = Date.now();
-  while (!/tinylm serve: ready \(/.test(s.stdout) && s.exit === null && Date.now() - t0 < 120000) await sleep(20);
-  const m = /listening on (http:\/\/[^\s]+)/.exec(s.stdout);
-  if (!check('the demo model\'s server starts', m && /ready \(/.test(s.stdout), short(s.stdout + s.stderr))) throw new Error('no server');
-  s.base = m[1];
-  return s;
-}
+let server = null; // the suite's one server
 
 async function refusal(f) {
   try { await f(); } catch (e) { return e; }
@@ -109,9 +77,9 @@ async function penalties(client) {
   const all = await text({ repeat_penalty: 1.5, repeat_last_n: -1 });
   check('repeat_last_n -1 (the context) is accepted and penalises', all !== base, short([base, all]));
 
-  const tok = await fetch(`${server.base}/tokenize`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ content: ' banana' }) }).then((r) => r.json());
+  const tok = (await post(server, '/tokenize', { content: ' banana' })).json;
   const banana = tok.tokens?.[0];
-  const two = (await fetch(`${server.base}/tokenize`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ content: '2' }) }).then((r) => r.json())).tokens?.[0];
+  const two = (await post(server, '/tokenize', { content: '2' })).json.tokens?.[0];
   check('the probe tokens exist', Number.isInteger(banana) && Number.isInteger(two) && !base.includes('banana') && base.includes('2'), short([tok, two, base]));
   const up = await text({ logit_bias: { [banana]: 30 }, max_tokens: 4 });
   check('a positive logit_bias makes its token appear', up.includes(' banana'), short(up));
@@ -140,30 +108,12 @@ async function refusals(client) {
 async function main() {
   rmSync(WORK, { recursive: true, force: true });
   mkdirSync(WORK, { recursive: true });
-  const model = execFileSync(join(ROOT, 'scripts', 'demo_model.sh'), [TINYLM, join(ROOT, 'build', 'demo')], { encoding: 'utf8' }).trim();
-  const s = await startServer(model);
+  const s = server = await startServer('the demo model\'s server', [demoModel(), '--parallel', '2', '--ctx', '1024']);
   const client = new OpenAI({ baseURL: `${s.base}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 120000 });
   for (const [name, f] of [['seeds', seeds], ['penalties', penalties], ['refusals', refusals]]) {
     try { await f(client); } catch (e) { check(`${name}: ran to the end`, false, e?.stack ?? String(e)); }
   }
-  s.proc.kill('SIGTERM');
-  const r = await Promise.race([s.exited, sleep(15000).then(() => null)]);
-  check('SIGTERM stops it cleanly (exit 0)', r?.code === 0, short(r));
+  await stopServer(s);
 }
 
-const watchdog = setTimeout(() => {
-  check(`the suite finishes within ${SUITE_SECONDS} s`, false);
-  server?.proc.kill('SIGKILL');
-  console.log(`${counts.passed} passed, ${counts.failed} failed`);
-  process.exit(1);
-}, SUITE_SECONDS * 1000);
-try {
-  await main();
-} catch (e) {
-  check('the suite ran to the end', false, e?.stack ?? String(e));
-}
-if (server && server.exit === null) server.proc.kill('SIGKILL');
-if (server) writeFileSync(join(WORK, 'server.log'), `${server.stdout}\n${server.stderr}`);
-clearTimeout(watchdog);
-console.log(`${counts.passed} passed, ${counts.failed} failed`);
-process.exitCode = counts.failed ? 1 : 0;
+await runSuite(main, { seconds: 180 });

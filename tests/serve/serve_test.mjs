@@ -33,48 +33,21 @@
 //   * overload (--parallel 2 --queue 2, 12 clients at once): 503 with
 //     Retry-After for the excess, every 200 equal to its solo reply, the
 //     server alive and its RSS flat over further rounds.
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import Ajv from 'ajv';
 import OpenAI from 'openai';
+import { check, http, JSON_TYPE, ROOT, runSuite, short, sleep, startServer as startProcess, stop, suiteArgs } from '../support/serve_harness.mjs';
 
-const [tinylmArg, workArg] = process.argv.slice(2);
-if (!tinylmArg || !workArg) {
-  console.error('usage: serve_test.mjs TINYLM WORKDIR');
-  process.exit(2);
-}
-const TINYLM = resolve(tinylmArg);
-const WORK = resolve(workArg);
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const { TINYLM, WORK } = suiteArgs('serve_test.mjs');
 const TINY = join(ROOT, 'tests/golden/slm/tiny-f32.slm');
 const TINY_TOKENIZER = join(ROOT, 'tests/fixtures/tiny-tokenizer');
 const KEY = 'sk-test-0123456789';
 const ORIGIN = 'http://allowed.example';
-// The whole suite's bound: a wedged server fails it instead of hanging make test.
-const SUITE_SECONDS = Number(process.env.TL_SERVE_TEST_SECONDS || 600);
-
-let passed = 0;
-let failed = 0;
-function check(name, ok, detail = '') {
-  if (ok) {
-    passed++;
-    console.log(`ok   ${name}`);
-  } else {
-    failed++;
-    console.log(`FAIL ${name}${detail ? `: ${detail}` : ''}`);
-  }
-  return ok;
-}
-const short = (v, n = 300) => {
-  const s = typeof v === 'string' ? v : JSON.stringify(v);
-  return s === undefined ? String(v) : s.length > n ? `${s.slice(0, n)}...` : s;
-};
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 // Lossy UTF-8 as tinylm's text (U+FFFD per maximal invalid subpart; a BOM kept).
 const lossy = (bytes) => new TextDecoder('utf-8', { ignoreBOM: true }).decode(Uint8Array.from(bytes));
 const strictUtf8 = (bytes) => {
@@ -133,30 +106,18 @@ function vocabBytes(model, vocab) {
 }
 
 // ---- servers ----
-const servers = [];
 async function startServer(name, model, args) {
-  const proc = spawn(TINYLM, ['serve', model, '--host', '127.0.0.1', '--port', '0', ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const s = { name, proc, model, stdout: '', stderr: '', exit: null, lines: [] };
-  servers.push(s);
-  proc.stdout.on('data', (d) => { s.stdout += d; });
-  proc.stderr.on('data', (d) => { s.stderr += d; });
-  s.exited = new Promise((r) => proc.on('exit', (code, sig) => { s.exit = { code, sig }; r(s.exit); }));
   const t0 = Date.now();
-  while (!/listening on http:\/\/[^\s:]+:\d+/.test(s.stdout) && s.exit === null && Date.now() - t0 < 60000) await sleep(5);
-  const m = /tinylm serve: listening on (http:\/\/([^\s:]+):(\d+))/.exec(s.stdout);
-  if (!check(`${name}: prints "tinylm serve: listening on http://HOST:PORT"`, m, short(s.stdout + s.stderr, 600))) {
-    throw new Error(`${name} did not start`);
-  }
-  s.base = m[1];
-  s.port = Number(m[3]);
-  s.pid = proc.pid;
+  const s = await startProcess(name, [model, '--host', '127.0.0.1', ...args], { ready: /listening on http:\/\/[^\s:]+:\d+/,
+    ms: 60000, started: `${name}: prints "tinylm serve: listening on http://HOST:PORT"` });
+  s.model = model;
+  s.lines = [];
+  s.pid = s.proc.pid;
   // While loading: /health 503 {"status":"loading"} (seen only if the first poll is early enough).
   let sawLoading = null;
   let health = null;
   while (Date.now() - t0 < 120000 && s.exit === null) {
-    health = await raw(s, 'GET', '/health').catch((e) => ({ status: 0, error: String(e) }));
+    health = await raw(s, 'GET', '/health');
     if (health.status === 503 && sawLoading === null) {
       sawLoading = health;
       // A generation request meanwhile: 503 loading (unless the load ended in between).
@@ -181,37 +142,13 @@ async function startServer(name, model, args) {
 }
 async function stopServer(s, sig = 'SIGTERM', name = s.name) {
   if (s.exit !== null) return check(`${name}: still running at the end`, false, short(s.exit) + short(s.stderr, 2000));
-  s.proc.kill(sig);
-  const r = await Promise.race([s.exited, sleep(15000).then(() => null)]);
-  if (r === null) s.proc.kill('SIGKILL');
+  const r = await stop(s, sig);
   return check(`${name}: ${sig} stops it cleanly (exit 0) within 15 s`, r?.code === 0, short(r) + short(s.stderr.slice(-2000), 2000));
 }
 
-// Raw HTTP on node:http (fetch forbids some headers and hides others):
-// {status, headers, body (Buffer), text, json}.
-function raw(s, method, path, { body, headers = {}, timeout = 60000, signal } = {}) {
-  return new Promise((resolvePromise, reject) => {
-    const data = body === undefined ? undefined : Buffer.isBuffer(body) ? body
-      : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body));
-    const req = httpRequest({ host: '127.0.0.1', port: s.port, method, path, signal, timeout,
-      headers: { ...(data ? { 'Content-Type': 'application/json', 'Content-Length': data.length } : {}), ...headers } },
-    (res) => {
-      const parts = [];
-      res.on('data', (d) => parts.push(d));
-      res.on('end', () => {
-        const b = Buffer.concat(parts);
-        let json = null;
-        try { json = JSON.parse(b.toString('utf8')); } catch { /* not JSON */ }
-        resolvePromise({ status: res.statusCode, headers: res.headers, body: b, text: b.toString('utf8'), json });
-      });
-      res.on('error', reject);
-    });
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.on('error', reject);
-    if (data) req.write(data);
-    req.end();
-  });
-}
+// Raw HTTP, JSON bodies typed as such, on node's shared agent.
+const raw = (s, method, path, { body, headers = {}, timeout } = {}) =>
+  http(s, method, path, { body, headers: { ...(body === undefined ? {} : JSON_TYPE), ...headers }, timeout, keepAlive: true });
 const auth = { Authorization: `Bearer ${KEY}` };
 const post = (s, path, body, headers = auth, opt = {}) => raw(s, 'POST', path, { body, headers, ...opt });
 
@@ -1047,20 +984,4 @@ async function main() {
   await stopServer(c);
 }
 
-const watchdog = setTimeout(() => {
-  check(`the suite finishes within ${SUITE_SECONDS} s`, false);
-  for (const s of servers) if (s.exit === null) s.proc.kill('SIGKILL');
-  console.log(`${passed} passed, ${failed} failed`);
-  process.exit(1);
-}, SUITE_SECONDS * 1000);
-try {
-  await main();
-} catch (e) {
-  check('the suite ran to the end', false, e?.stack ?? String(e));
-}
-for (const s of servers) if (s.exit === null) s.proc.kill('SIGKILL');
-// Each server's output, for the reader of a failure.
-servers.forEach((s, i) => writeFileSync(join(WORK, `server-${i}.log`), `${s.name}\n${s.stdout}\n${s.stderr}`));
-clearTimeout(watchdog);
-console.log(`${passed} passed, ${failed} failed`);
-process.exitCode = failed ? 1 : 0;
+await runSuite(main, { seconds: 600, log: 'servers.log' });

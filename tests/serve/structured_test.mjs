@@ -17,32 +17,17 @@
 // malformed grammar's line and column, contradictions), and a grammar no
 // text can satisfy within max_tokens: finish_reason length, in bounded
 // time.
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import Ajv from 'ajv';
 import OpenAI from 'openai';
 import { LengthFinishReasonError } from 'openai/core/error';
-import { checker } from '../support/checks.mjs';
+import { check, demoModel, runSuite, short, startServer, stopServer, suiteArgs } from '../support/serve_harness.mjs';
 
-const [tinylmArg, workArg] = process.argv.slice(2);
-if (!tinylmArg || !workArg) {
-  console.error('usage: structured_test.mjs TINYLM WORKDIR');
-  process.exit(2);
-}
-const TINYLM = resolve(tinylmArg);
-const WORK = resolve(workArg);
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const SUITE_SECONDS = Number(process.env.TL_SERVE_TEST_SECONDS || 300);
+const { TINYLM, WORK } = suiteArgs('structured_test.mjs');
 const SEEDS = [1, 2, 3];
 
-const { check, counts } = checker();
-const short = (v, n = 400) => {
-  const s = typeof v === 'string' ? v : JSON.stringify(v);
-  return s === undefined ? String(v) : s.length > n ? `${s.slice(0, n)}...` : s;
-};
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const ajv = new Ajv({ strict: false });
 // ajv's verdict on a JSON text: null when valid, else why.
 function invalid(schema, text) {
@@ -52,22 +37,7 @@ function invalid(schema, text) {
   return validate(doc) ? null : `${ajv.errorsText(validate.errors)}: ${short(text)}`;
 }
 
-// ---- the server ----
-let server = null;
-async function startServer(model) {
-  const proc = spawn(TINYLM, ['serve', model, '--port', '0', '--parallel', '2', '--ctx', '1024'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  const s = { proc, stdout: '', stderr: '', exit: null };
-  server = s;
-  proc.stdout.on('data', (d) => { s.stdout += d; });
-  proc.stderr.on('data', (d) => { s.stderr += d; });
-  s.exited = new Promise((r) => proc.on('exit', (code, sig) => { s.exit = { code, sig }; r(s.exit); }));
-  const t0 = Date.now();
-  while (!/tinylm serve: ready \(/.test(s.stdout) && s.exit === null && Date.now() - t0 < 120000) await sleep(20);
-  const m = /listening on (http:\/\/[^\s]+)/.exec(s.stdout);
-  if (!check('the demo model\'s server starts', m && /ready \(/.test(s.stdout), short(s.stdout + s.stderr))) throw new Error('no server');
-  s.base = m[1];
-  return s;
-}
+let server = null; // the suite's one server
 
 // The request's error, or null when it succeeded.
 async function refusal(f) {
@@ -268,9 +238,8 @@ async function refusals(client) {
 async function main() {
   rmSync(WORK, { recursive: true, force: true });
   mkdirSync(WORK, { recursive: true });
-  // The demo model as make demo builds it (reused when current).
-  const model = execFileSync(join(ROOT, 'scripts', 'demo_model.sh'), [TINYLM, join(ROOT, 'build', 'demo')], { encoding: 'utf8' }).trim();
-  const s = await startServer(model);
+  const model = demoModel();
+  const s = server = await startServer('the demo model\'s server', [model, '--parallel', '2', '--ctx', '1024']);
   s.model = model;
   const client = new OpenAI({ baseURL: `${s.base}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 120000 });
   for (const [name, f] of [['json_schema', jsonSchema], ['tools', tools], ['grammars', grammars], ['cut short', cutShort], ['refusals', refusals]]) {
@@ -278,24 +247,7 @@ async function main() {
   }
   const health = await fetch(`${s.base}/health`).then((r) => r.json()).catch(() => null);
   check('the server is alive at the end, every slot idle', health?.status === 'ok' && health.slots_processing === 0 && s.exit === null, short(health));
-  s.proc.kill('SIGTERM');
-  const r = await Promise.race([s.exited, sleep(15000).then(() => null)]);
-  check('SIGTERM stops it cleanly (exit 0)', r?.code === 0, short(r) + short(s.stderr.slice(-2000), 2000));
+  await stopServer(s);
 }
 
-const watchdog = setTimeout(() => {
-  check(`the suite finishes within ${SUITE_SECONDS} s`, false);
-  server?.proc.kill('SIGKILL');
-  console.log(`${counts.passed} passed, ${counts.failed} failed`);
-  process.exit(1);
-}, SUITE_SECONDS * 1000);
-try {
-  await main();
-} catch (e) {
-  check('the suite ran to the end', false, e?.stack ?? String(e));
-}
-if (server && server.exit === null) server.proc.kill('SIGKILL');
-if (server) writeFileSync(join(WORK, 'server.log'), `${server.stdout}\n${server.stderr}`);
-clearTimeout(watchdog);
-console.log(`${counts.passed} passed, ${counts.failed} failed`);
-process.exitCode = counts.failed ? 1 : 0;
+await runSuite(main, { seconds: 300 });
