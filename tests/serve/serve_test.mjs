@@ -147,8 +147,8 @@ async function stopServer(s, sig = 'SIGTERM', name = s.name) {
 }
 
 // Raw HTTP, JSON bodies typed as such, on node's shared agent.
-const raw = (s, method, path, { body, headers = {}, timeout } = {}) =>
-  http(s, method, path, { body, headers: { ...(body === undefined ? {} : JSON_TYPE), ...headers }, timeout, keepAlive: true });
+const raw = (s, method, path, { headers = {}, ...opt } = {}) =>
+  http(s, method, path, { ...opt, headers: { ...(opt.body === undefined ? {} : JSON_TYPE), ...headers }, keepAlive: true });
 const auth = { Authorization: `Bearer ${KEY}` };
 const post = (s, path, body, headers = auth, opt = {}) => raw(s, 'POST', path, { body, headers, ...opt });
 
