@@ -38,9 +38,10 @@
 
 #define MAX_SLOTS 64
 #define MAX_QUEUE 4096
-/* How long the forward thread waits for decoding slots that have not yet
- * asked for their next token before it runs the step without them. */
-#define GATHER_NS 3000000L
+/* How long the forward thread waits, by default, for decoding slots that
+ * have not yet asked for their next token before it runs the step without
+ * them (tl_srv_engine_options.gather_us). */
+#define DEFAULT_GATHER_US 3000u
 
 typedef struct slot slot;
 
@@ -119,6 +120,7 @@ struct tl_srv_engine {
   pthread_mutex_t embed_lock;
   pthread_cond_t work; /* a forward call is pending, or closing */
   bool closing;
+  long gather_ns; /* a decode step's wait for the slots still sampling */
   tl_session master;
   bool master_open;
   slot slots[MAX_SLOTS];
@@ -203,7 +205,8 @@ static void *forward_main(void *arg) {
       for (uint32_t i = 0; i < e->n_slots; i++)
         decode_pending |= e->slots[i].fwd_pending && e->slots[i].fwd_n == 1;
       clock_gettime(CLOCK_REALTIME, &until);
-      until.tv_nsec += GATHER_NS;
+      until.tv_sec += e->gather_ns / 1000000000L;
+      until.tv_nsec += e->gather_ns % 1000000000L;
       if (until.tv_nsec >= 1000000000L) {
         until.tv_sec++;
         until.tv_nsec -= 1000000000L;
@@ -611,6 +614,7 @@ tl_status tl_srv_engine_open(const tl_srv_engine_options *o, tl_srv_engine **out
   for (uint32_t i = 0; i < MAX_SLOTS; i++) pthread_cond_init(&e->slots[i].wake, NULL);
   tl_srv_model_name(o->model_path, e->model_name, sizeof e->model_name);
   e->no_shared_cache = o->no_shared_cache;
+  e->gather_ns = (long)(o->gather_us != 0 ? o->gather_us : DEFAULT_GATHER_US) * 1000L;
   e->escape_special = o->escape_special;
   if (o->receipt_dir != NULL) {
     struct stat sb;

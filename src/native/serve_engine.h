@@ -40,6 +40,9 @@ typedef struct tl_srv_engine_options {
                             * only this user can change (created 0700) */
   bool no_shared_cache;    /* no prompt prefix reused across jobs */
   bool escape_special;     /* special-token text in messages as text (serve_escape.h) */
+  uint32_t gather_us;      /* how long a decode step waits for the decoding slots that
+                            * have not yet asked for their next token, microseconds;
+                            * 0: 3000 (3 ms) */
 } tl_srv_engine_options;
 
 /* Loads the model, preflights the memory of every slot (refused with

@@ -120,6 +120,10 @@ static tl_srv_engine_options options(const char *path, bool fast, uint32_t threa
   o.parallel = parallel;
   o.queue = queue;
   o.context = CONTEXT;
+  /* a decode step waits up to 1 s for the other decoding slots, so the
+   * batching the counters show does not depend on the machine's load
+   * (3 ms, the server's default, can pass before a loaded slot asks) */
+  o.gather_us = 1000000;
   return o;
 }
 
@@ -575,9 +579,13 @@ static void kv_usage_counts_running_jobs_only(tl_test_ctx *t) {
     TL_EXPECT_EQ_U64(t, st.kv_used, 0); /* done: its rows stay cached, unheld */
   }
   endless.max_tokens = 0; /* until the context is full */
-  if ((j = submit(t, e, prompts[1], false, &endless, 0)) != NULL) {
+  /* the tiny model fills its context in milliseconds: a waiter the
+   * machine's load holds back can first see the job done; it tries again
+   * (a few tries: the figures of a running job must be seen once) */
+  for (int attempt = 0; attempt < 5; attempt++) {
     tl_srv_state seen = TL_SRV_QUEUED;
     size_t n_tokens = 0, prompt = 0;
+    if ((j = submit(t, e, prompts[1], false, &endless, 0)) == NULL) break;
     while (seen != TL_SRV_DONE && n_tokens < 8) { /* a few tokens in */
       tl_srv_update u;
       if (!TL_EXPECT_OK(t, tl_srv_job_wait(j, 1000, 0, n_tokens, seen, &u))) break;
@@ -587,14 +595,16 @@ static void kv_usage_counts_running_jobs_only(tl_test_ctx *t) {
       tl_srv_update_free(&u);
     }
     tl_srv_engine_stats(e, &st);
-    if (TL_EXPECT(t, seen == TL_SRV_DECODING && n_tokens >= 8)) {
-      TL_EXPECT(t, st.kv_used >= prompt + n_tokens - 1);
-      TL_EXPECT(t, st.kv_used <= CONTEXT); /* one slot's rows at most */
-    }
     tl_srv_job_cancel(j);
     collect(t, j, &got);
-    tl_srv_engine_stats(e, &st);
-    TL_EXPECT_EQ_U64(t, st.kv_used, 0);
+    if (seen == TL_SRV_DECODING && n_tokens >= 8) {
+      TL_EXPECT(t, st.kv_used >= prompt + n_tokens - 1);
+      TL_EXPECT(t, st.kv_used <= CONTEXT); /* one slot's rows at most */
+      tl_srv_engine_stats(e, &st);
+      TL_EXPECT_EQ_U64(t, st.kv_used, 0);
+      break;
+    }
+    TL_EXPECT(t, attempt < 4); /* never seen running */
   }
   tl_srv_engine_close(e);
 }
