@@ -13,48 +13,8 @@
 #include <string.h>
 
 #include "serve_request.h"
+#include "serve_request_checks.h"
 #include "tl_test.h"
-
-#define VOCAB 1000u
-#define USER_HI "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]"
-
-static tl_status parse(tl_srv_kind kind, const char *body, tl_srv_request *r, tl_srv_error *e) {
-  return tl_srv_request_parse(kind, (const uint8_t *)body, strlen(body), VOCAB, r, e);
-}
-
-static bool accepted_at(tl_test_ctx *t, tl_srv_kind kind, const char *body, tl_srv_request *r,
-                        const char *file, int line) {
-  tl_srv_error e;
-  tl_status st = parse(kind, body, r, &e);
-  if (!tl_test_check_status(t, st, TL_OK, file, line, body)) {
-    tl_test_print(t, "  refused: ");
-    tl_test_print(t, e.message);
-    tl_test_print(t, "\n");
-    return false;
-  }
-  return true;
-}
-#define ACCEPTED(t, kind, body, r) accepted_at(t, kind, body, r, __FILE__, __LINE__)
-
-static void ok_at(tl_test_ctx *t, tl_srv_kind kind, const char *body, const char *file, int line) {
-  tl_srv_request r;
-  if (accepted_at(t, kind, body, &r, file, line)) tl_srv_request_free(&r);
-}
-#define OK(t, kind, body) ok_at(t, kind, body, __FILE__, __LINE__)
-
-static void refused_at(tl_test_ctx *t, tl_srv_kind kind, const char *body, const char *param,
-                       const char *code, const char *file, int line) {
-  tl_srv_request r;
-  tl_srv_error e;
-  tl_status st = parse(kind, body, &r, &e);
-  if (st == TL_OK) tl_srv_request_free(&r);
-  if (tl_test_check_status(t, st, TL_ERR_INVALID_ARGUMENT, file, line, body)) {
-    tl_test_check_u64(t, (uint64_t)e.status, 400, file, line, "status");
-    tl_test_check_str(t, e.param, param, file, line, body);
-    tl_test_check_str(t, e.code, code, file, line, body);
-  }
-}
-#define REFUSED(t, kind, body, param, code) refused_at(t, kind, body, param, code, __FILE__, __LINE__)
 
 /* The fields with no meaning for one local model: accepted (any value of
  * their type) and the request is as without them. */
