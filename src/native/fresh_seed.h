@@ -4,7 +4,12 @@
 #ifndef TL_NATIVE_FRESH_SEED_H
 #define TL_NATIVE_FRESH_SEED_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+/* Up to n bytes from getrandom(2) into buf; the number it gave (n, except
+ * without entropy, never on Linux >= 3.17). */
+size_t tl_os_random(void *buf, size_t n);
 
 /* Below 2^53: a JSON number that JavaScript clients (doubles) read back
  * exactly, so a returned seed sent back reproduces the reply. */

@@ -1,6 +1,6 @@
 /* serve_http.h: OpenAI's response bodies and events from the engine's
  * choices. */
-#define _DEFAULT_SOURCE /* getrandom */
+#define _DEFAULT_SOURCE /* strdup */
 #include "serve_http.h"
 
 #include <jansson.h>
@@ -8,10 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include "bytes.h"
+#include "fresh_seed.h"
 #include "gen/think.h"
 #include "run_common.h"
 #include "utf8.h"
@@ -79,13 +79,9 @@ static json_t *clean_string(const uint8_t *s, size_t len) {
 
 void tl_srv_random_hex(char *out, size_t n) {
   uint8_t b[64];
-  size_t got = 0;
+  size_t got;
   if (n > sizeof b) n = sizeof b;
-  while (got < n) {
-    ssize_t r = getrandom(b + got, n - got, 0);
-    if (r <= 0) break;
-    got += (size_t)r;
-  }
+  got = tl_os_random(b, n);
   /* no entropy (never on Linux >= 3.17): the clock still tells ids apart */
   for (size_t i = got; i < n; i++) b[i] = (uint8_t)(clock() >> (i % 8));
   tl_hex_encode(b, n, out);
