@@ -43,10 +43,10 @@
 //   list_model (cmd_serve.c) writes kind "chat" for every model
 //                                                  -> the kind checks
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import OpenAI from 'openai';
-import { check, demoModel, get, http, post, ROOT, runSuite, short, sleep, startServer as startProcess, stopServer, suiteArgs } from '../support/serve_harness.mjs';
+import { check, get, modelsDir, runTinylm, http, post, ROOT, runSuite, short, sleep, startServer as startProcess, stopServer, suiteArgs } from '../support/serve_harness.mjs';
 
 const { TINYLM, WORK } = suiteArgs('embeddings_test.mjs');
 const MIB = 1 << 20;
@@ -74,18 +74,12 @@ const accessLines = (s) => s.stderr.split('\n').filter((l) => l.startsWith('{'))
 }).filter(Boolean);
 const embed = (s, body) => post(s, '/v1/embeddings', { model: 'emb', ...body });
 
-function cli(...args) {
-  execFileSync(TINYLM, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-}
 function makeModels() {
-  const dir = join(WORK, 'models');
-  mkdirSync(dir);
-  const demo = demoModel();
-  symlinkSync(demo, join(dir, 'demo.slm'));
+  const dir = modelsDir();
   const cfg = join(WORK, 'emb.json');
   writeFileSync(cfg, JSON.stringify({ vocab_size: CFG.vocab_size }));
-  cli('synth', '--config', cfg, '--seed', '11', '--dtype', 'f32', '--embedding', '--tokenizer-dir', join(ROOT, 'tests/fixtures/tiny-tokenizer'), '-o', join(WORK, 'emb-hf'));
-  cli('convert', join(WORK, 'emb-hf'), '-o', join(dir, 'emb.slm'), '--quant', 'f32');
+  runTinylm('synth', '--config', cfg, '--seed', '11', '--dtype', 'f32', '--embedding', '--tokenizer-dir', join(ROOT, 'tests/fixtures/tiny-tokenizer'), '-o', join(WORK, 'emb-hf'));
+  runTinylm('convert', join(WORK, 'emb-hf'), '-o', join(dir, 'emb.slm'), '--quant', 'f32');
   return dir;
 }
 

@@ -27,11 +27,11 @@
 // both loaded, or 503), the first positional model not the default (the
 // absent-model check), 400 instead of 404 for an unknown name, a second
 // --models replacing the first (the order check).
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import OpenAI from 'openai';
-import { check, demoModel, get, post, ROOT, runSuite, short, sleep, startServer as startProcess, stopServer, suiteArgs } from '../support/serve_harness.mjs';
+import { check, get, modelsDir, runTinylm, post, ROOT, runSuite, short, sleep, startServer as startProcess, stopServer, suiteArgs } from '../support/serve_harness.mjs';
 
 const { TINYLM, WORK } = suiteArgs('models_test.mjs');
 const MIB = 1 << 20;
@@ -55,20 +55,14 @@ function metric(text, name, model) {
 // the model and the request alone.
 const ask = (s, model) => s.client.completions.create({ model, prompt: '12 + 30 =', max_tokens: 8, temperature: 0 });
 
-function cli(...args) {
-  execFileSync(TINYLM, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-}
 function makeModels() {
-  const dir = join(WORK, 'models');
-  mkdirSync(dir);
-  const demo = demoModel();
-  symlinkSync(demo, join(dir, 'demo.slm'));
+  const dir = modelsDir();
   const cfg = join(WORK, 'tiny.json');
   writeFileSync(cfg, JSON.stringify({ vocab_size: 346, hidden_size: 256, intermediate_size: 512, num_hidden_layers: 4,
     num_attention_heads: 4, num_key_value_heads: 2, head_dim: 64, max_position_embeddings: 4096 }));
-  cli('synth', '--config', cfg, '--seed', '7', '--dtype', 'bf16', '--tokenizer-dir', join(ROOT, 'tests/fixtures/tiny-tokenizer'), '-o', join(WORK, 'tiny-hf'));
+  runTinylm('synth', '--config', cfg, '--seed', '7', '--dtype', 'bf16', '--tokenizer-dir', join(ROOT, 'tests/fixtures/tiny-tokenizer'), '-o', join(WORK, 'tiny-hf'));
   rmSync(join(WORK, 'tiny-hf', 'generation_config.json'), { force: true }); // see tests/golden/slm/README.md
-  cli('convert', join(WORK, 'tiny-hf'), '-o', join(dir, 'tiny.slm'), '--quant', 'q8', '--profile', 'qwen3-0.6b-publisher');
+  runTinylm('convert', join(WORK, 'tiny-hf'), '-o', join(dir, 'tiny.slm'), '--quant', 'q8', '--profile', 'qwen3-0.6b-publisher');
   return dir;
 }
 

@@ -6,7 +6,7 @@
 // written to WORKDIR, the closing 'N passed, N failed' line and exit code).
 // One suite per process: the checker and the process list are the module's.
 import { execFileSync, spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -37,6 +37,19 @@ export function suiteArgs(script) {
 // The demo model as make demo builds it (reused when current).
 export const demoModel = () =>
   execFileSync(join(ROOT, 'scripts', 'demo_model.sh'), [tinylm, join(ROOT, 'build', 'demo')], { encoding: 'utf8' }).trim();
+
+// `tinylm ARGS...` run to its end (a failure throws, with its stderr).
+export function runTinylm(...args) {
+  execFileSync(tinylm, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+}
+// WORKDIR/models, made with the demo model in it as demo.slm (a --models
+// directory for the suites that serve several models).
+export function modelsDir() {
+  const dir = join(work, 'models');
+  mkdirSync(dir);
+  symlinkSync(demoModel(), join(dir, 'demo.slm'));
+  return dir;
+}
 
 const procs = []; // everything started: killed and logged at the end
 // A child process with its output kept and its exit awaited.
