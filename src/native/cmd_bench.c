@@ -7,7 +7,9 @@
  * bytes per token / bandwidth), the load time, the session's memory plan
  * and the memory measured beside it: the runtime image, the worker
  * threads' stacks and the peak RSS (tinylm promote's benchmark step,
- * docs/promotion.md §Benchmark, runs one bench per prompt length). */
+ * docs/promotion.md §Benchmark, runs one bench per prompt length). With
+ * --batch N the decode test steps N sequences in one forward pass per
+ * token, as tinylm serve batches its slots (weights read once per step). */
 #define _POSIX_C_SOURCE 200809L
 #include <jansson.h>
 #include <stdio.h>
@@ -24,7 +26,7 @@
 #include "session.h"
 
 static const char usage_text[] =
-    "usage: tinylm bench MODEL.slm [-p N] [-n N] [-d N] [-r N]\n"
+    "usage: tinylm bench MODEL.slm [-p N] [-n N] [-d N] [-r N] [--batch N]\n"
     "                    [--lane scalar|fast] [-t N] [--mmap] [--json]\n"
     "       tinylm bench --grammar FILE... --tokenizer ARTIFACT.slm (grammar masks:\n"
     "                    tinylm bench --grammar --help)\n"
@@ -32,7 +34,10 @@ static const char usage_text[] =
     "  -n N          tokens of the decode test (default 128; 0: skip)\n"
     "  -d N          context the decode test starts from: N tokens prefilled\n"
     "                first, untimed (default 0; llama-bench's -d)\n"
-    "  -r N          repetitions; the median is reported (default 3)\n" TL_LANE_USAGE
+    "  -r N          repetitions; the median is reported (default 3)\n"
+    "  --batch N     the decode test steps N sequences together, one token of\n"
+    "                each per forward pass, as tinylm serve batches its slots\n"
+    "                (default 1; at most 64): tokens/s of all of them\n" TL_LANE_USAGE
     "  --json        one JSON object\n";
 
 
@@ -212,9 +217,46 @@ static const char *type_name(tl_qtype q) {
   return (unsigned)q < 5 ? names[q] : "?";
 }
 
+/* The most sequences --batch steps together (tinylm serve's slots). */
+#define MAX_BATCH 64
+
+/* The decode test of --batch: each of the n sequences (slots[0] is the
+ * session itself) prefilled with ids[0, depth), then `decode` steps of
+ * one token of every sequence in one tl_qwen3_forward_rows pass, greedy;
+ * the seconds of the steps in *t. */
+static tl_status decode_rows(tl_session *s, tl_session *slots, uint32_t n, const uint32_t *ids,
+                             uint32_t depth, uint32_t decode, tl_arena *rows, double *t) {
+  tl_qwen3_cache *caches[MAX_BATCH];
+  float *logits[MAX_BATCH];
+  uint32_t next[MAX_BATCH];
+  tl_status st = TL_OK;
+  double t0;
+  for (uint32_t i = 0; i < n && st == TL_OK; i++) {
+    tl_session *q = i == 0 ? s : &slots[i];
+    caches[i] = &q->cache;
+    logits[i] = q->logits;
+    next[i] = (13u + i) % s->defined_ids; /* the sequences differ */
+    q->cache.len = 0;
+    for (uint32_t at = 0; st == TL_OK && at < depth; at += (uint32_t)s->prefill_chunk) {
+      uint32_t k = depth - at < s->prefill_chunk ? depth - at : (uint32_t)s->prefill_chunk;
+      st = tl_qwen3_forward(&s->qwen, caches[i], ids + at, k, logits[i], NULL, &s->arena, NULL);
+    }
+  }
+  t0 = tl_now_s();
+  for (uint32_t k = 0; k < decode && st == TL_OK; k++) {
+    st = tl_qwen3_forward_rows(&s->qwen, caches, next, n, logits, rows, NULL);
+    for (uint32_t i = 0; i < n; i++) next[i] = argmax(logits[i], s->qwen.cfg.vocab);
+  }
+  *t = tl_now_s() - t0;
+  return st;
+}
+
 int tl_cmd_bench(int argc, char **argv) {
   const char *path = NULL;
-  uint32_t prompt = 512, decode = 128, depth = 0, reps = 3, n_ids;
+  uint32_t prompt = 512, decode = 128, depth = 0, reps = 3, batch = 1, n_slots = 0, n_ids;
+  tl_session *slots = NULL;
+  void *rows_mem = NULL;
+  tl_arena rows;
   bool json = false;
   tl_lane_options lo = tl_lane_defaults();
   const tl_native_lane *lane;
@@ -250,6 +292,11 @@ int tl_cmd_bench(int argc, char **argv) {
       uint32_t lo_v = a[1] == 'r' ? 1 : 0, hi_v = a[1] == 'r' ? 15 : 1u << 20;
       if ((rc = tl_cli_value(json, argc, argv, &i, &v)) >= 0) return rc;
       if ((rc = tl_cli_flag_u32(json, a, v, lo_v, hi_v, dst)) >= 0) return rc;
+      continue;
+    }
+    if (strcmp(a, "--batch") == 0) {
+      if ((rc = tl_cli_value(json, argc, argv, &i, &v)) >= 0) return rc;
+      if ((rc = tl_cli_flag_u32(json, a, v, 1, MAX_BATCH, &batch)) >= 0) return rc;
       continue;
     }
     if (a[0] == '-' && a[1] != '\0') return tl_cli_usage(json, "unknown option '%s'\n%s", a, usage_text);
@@ -291,6 +338,20 @@ int tl_cmd_bench(int argc, char **argv) {
   }
   for (uint32_t i = 0; st == TL_OK && i < n_ids; i++)
     ids[i] = (uint32_t)((i * 7919u + 13u) % s.defined_ids);
+  /* --batch: the other sequences' slots, and the rows' forward scratch */
+  if (st == TL_OK && batch > 1 && decode > 0) {
+    size_t bound = tl_qwen3_rows_scratch_bound(&s.qwen, batch, depth + decode + 1);
+    slots = calloc(batch, sizeof *slots);
+    rows_mem = bound != SIZE_MAX ? malloc(bound) : NULL;
+    if (slots == NULL || rows_mem == NULL) {
+      st = TL_ERR_OUT_OF_MEMORY;
+      snprintf(err, sizeof err, "out of memory for %u sequences", batch);
+    } else {
+      tl_arena_init(&rows, rows_mem, bound);
+    }
+    for (; st == TL_OK && n_slots + 1 < batch; n_slots++)
+      st = tl_session_open_slot(&slots[n_slots + 1], &s, err, sizeof err);
+  }
   t_first = tl_now_s();
   if (st == TL_OK) st = prefill(&s, ids, FIRST_PROMPT);
   if (st == TL_OK) (void)argmax(s.logits, s.qwen.cfg.vocab);
@@ -317,7 +378,9 @@ int tl_cmd_bench(int argc, char **argv) {
       st = prefill(&s, ids, prompt);
       t_pp[r] = tl_now_s() - t0;
     }
-    if (st == TL_OK && decode > 0) {
+    if (st == TL_OK && decode > 0 && batch > 1) {
+      st = decode_rows(&s, slots, batch, ids, depth, decode, &rows, &t_tg[r]);
+    } else if (st == TL_OK && decode > 0) {
       uint32_t next = 13u % s.defined_ids;
       s.cache.len = 0;
       st = prefill(&s, ids, depth);
@@ -330,13 +393,16 @@ int tl_cmd_bench(int argc, char **argv) {
     }
     if (st != TL_OK) snprintf(err, sizeof err, "forward pass: %s", tl_status_name(st));
   }
+  for (uint32_t i = 1; i <= n_slots; i++) tl_session_close(&slots[i]);
+  free(slots);
+  free(rows_mem);
   if (st != TL_OK) {
     free(ids);
     tl_session_close(&s);
     return tl_cli_fail(json, st, "%s: %s", path, err);
   }
   if (prompt > 0) pp = prompt / median(t_pp, reps);
-  if (decode > 0) tg = decode / median(t_tg, reps);
+  if (decode > 0) tg = (double)decode * batch / median(t_tg, reps);
   wbytes = weight_bytes_per_token(&s.qwen);
   bw_after = read_bandwidth(lane, wmem, wlen, 5);
   if (bw_after > bw) bw = bw_after;
@@ -358,13 +424,14 @@ int tl_cmd_bench(int argc, char **argv) {
     json_object_set_new(o, "prompt_tokens", json_integer(prompt));
     json_object_set_new(o, "decode_tokens", json_integer(decode));
     json_object_set_new(o, "decode_depth", json_integer(depth));
+    json_object_set_new(o, "batch", json_integer(batch));
     json_object_set_new(o, "repetitions", json_integer(reps));
     json_object_set_new(o, "prefill_tokens_per_s", prompt ? json_real(pp) : json_null());
     json_object_set_new(o, "decode_tokens_per_s", decode ? json_real(tg) : json_null());
     json_object_set_new(o, "weight_bytes_per_token", json_integer((json_int_t)wbytes));
     json_object_set_new(o, "bandwidth_bytes_per_s", json_real(bw));
     json_object_set_new(o, "decode_fraction_of_bound",
-                        decode ? json_real(tg * (double)wbytes / bw) : json_null());
+                        decode ? json_real(tg / batch * (double)wbytes / bw) : json_null());
     json_object_set_new(o, "load_seconds", json_real(t_load));
     json_object_set_new(o, "open_seconds", json_real(t_open));
     json_object_set_new(o, "threads_seconds", json_real(t_threads));
@@ -393,7 +460,11 @@ int tl_cmd_bench(int argc, char **argv) {
            tl_native_lane_threads(lane), tl_native_lane_threads(lane) > 1 ? "s" : "",
            lane->weights == NULL ? ", weights on the file mapping" : "");
     if (prompt) printf("  prefill %u tokens: %.2f tokens/s (median of %u)\n", prompt, pp, reps);
-    if (decode)
+    if (decode && batch > 1)
+      printf("  decode %u tokens of each of %u sequences stepped together after %u: %.2f "
+             "tokens/s in all (median of %u)\n",
+             decode, batch, depth, tg, reps);
+    else if (decode)
       printf("  decode %u tokens after %u: %.2f tokens/s (median of %u), %.1f MB of weights "
              "per token, %.0f%% of the %.1f GB/s read bandwidth bound\n",
              decode, depth, tg, reps, wbytes / 1e6, 100.0 * tg * (double)wbytes / bw, bw / 1e9);

@@ -17,6 +17,7 @@ fast-f32-vs-f64/2:
     fast_forward unit suite, which can pick them);
   * the receipt's runtime node names the lane and its profile, and its id
     differs between the lanes; bench --json has the keys the issue lists;
+    bench --batch steps several sequences together on both lanes;
   * F-10: the kernel variant and thread count are recorded outside the
     identity: runs at -t 1 and -t 3 and with each variant forced through
     TINYLM_KERNELS give one receipt id and record (and `receipt show`
@@ -287,6 +288,29 @@ def bench_depth_and_phases(tinylm, model):
           "exit %d %s" % (p.returncode, p.stderr))
 
 
+def bench_batch(tinylm, model):
+    """bench --batch B steps B sequences together on both lanes and says
+    so; 0 and 65 are usage errors naming --batch."""
+    for lane in ("fast", "scalar"):
+        p = subprocess.run([tinylm, "bench", model, "-p", "0", "-n", "3", "-d", "2", "-r", "1",
+                            "--batch", "3", "--lane", lane, "--json"],
+                           capture_output=True, text=True)
+        try:
+            b = json.loads(p.stdout)
+        except ValueError:
+            b = {}
+        check(p.returncode == 0 and b.get("batch") == 3 and b.get("decode_tokens") == 3 and
+              b.get("lane") == lane and b.get("decode_tokens_per_s", 0) > 0,
+              "bench --batch 3 on the %s lane: batch 3, decode tokens/s of all of them" % lane,
+              p.stdout + p.stderr)
+    for v in ("0", "65"):
+        p = subprocess.run([tinylm, "bench", model, "-p", "0", "-n", "2", "--batch", v],
+                           capture_output=True, text=True)
+        check(p.returncode == 2 and p.stderr.startswith("error: usage: ") and
+              "--batch" in p.stderr, "bench --batch %s: usage error naming --batch" % v,
+              "exit %d %s" % (p.returncode, p.stderr))
+
+
 def bad_thread_counts(tinylm, model):
     cmds = {"run": ["run", model, "--prompt", "x"], "chat": ["chat", model],
             "verify": ["verify", model, "--golden", TINY_IDS],
@@ -429,6 +453,7 @@ def main(tinylm, work):
           all(b[k] > 0 for k in keys if k not in ("lane", "isa")),
           "bench --json has %s" % ", ".join(keys), p.stdout + p.stderr)
     bench_depth_and_phases(tinylm, models["bf16"]["q8"])
+    bench_batch(tinylm, models["bf16"]["q8"])
     execution_outside_identity(tinylm, work, models["bf16"]["q8"])
     dump_producers(tinylm, work, models["bf16"]["source"])
     numerical_failure_located(tinylm, work)
