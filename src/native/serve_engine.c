@@ -38,9 +38,9 @@
 
 #define MAX_SLOTS 64
 #define MAX_QUEUE 4096
-/* How long the forward thread waits, by default, for decoding slots that
- * have not yet asked for their next token before it runs the step without
- * them (tl_srv_engine_options.gather_us). */
+/* How long the forward thread waits at least, by default, for decoding
+ * slots that have not yet asked for their next token before it runs the
+ * step without them (tl_srv_engine_options.gather_us, tl_srv_gather_ns). */
 #define DEFAULT_GATHER_US 3000u
 
 typedef struct slot slot;
@@ -120,7 +120,8 @@ struct tl_srv_engine {
   pthread_mutex_t embed_lock;
   pthread_cond_t work; /* a forward call is pending, or closing */
   bool closing;
-  long gather_ns; /* a decode step's wait for the slots still sampling */
+  long gather_ns; /* a decode step's least wait for the slots still sampling */
+  long step_ns;   /* the last decode step's time, on the forward thread */
   tl_session master;
   bool master_open;
   slot slots[MAX_SLOTS];
@@ -149,6 +150,11 @@ static bool decoder_missing(const tl_srv_engine *e) {
   return false;
 }
 
+long tl_srv_gather_ns(long floor_ns, long step_ns, uint32_t decoding) {
+  long share = decoding != 0 ? step_ns / (long)decoding : 0;
+  return share > floor_ns ? share : floor_ns;
+}
+
 static void finish_call(slot *s, tl_status st) {
   s->kv_rows = s->fwd_cache->len; /* set by the pass, on this thread */
   s->fwd_st = st;
@@ -172,7 +178,9 @@ static void run_rows(tl_srv_engine *e, slot **rows, size_t n) {
     logits[i] = rows[i]->fwd_logits;
   }
   tl_status own[MAX_SLOTS];
+  double t0 = tl_now_s();
   st = tl_qwen3_forward_rows(&e->master.qwen, caches, ids, n, logits, &e->scratch, &fault);
+  e->step_ns = (long)((tl_now_s() - t0) * 1e9);
   for (size_t i = 0; i < n; i++)
     own[i] = st == TL_OK ? TL_OK
                          : tl_qwen3_forward(&e->master.qwen, rows[i]->fwd_cache,
@@ -202,11 +210,16 @@ static void *forward_main(void *arg) {
     if (decoder_missing(e)) {
       struct timespec until;
       bool decode_pending = false;
-      for (uint32_t i = 0; i < e->n_slots; i++)
+      uint32_t decoding = 0;
+      long wait;
+      for (uint32_t i = 0; i < e->n_slots; i++) {
         decode_pending |= e->slots[i].fwd_pending && e->slots[i].fwd_n == 1;
+        decoding += e->slots[i].decoding;
+      }
+      wait = tl_srv_gather_ns(e->gather_ns, e->step_ns, decoding);
       clock_gettime(CLOCK_REALTIME, &until);
-      until.tv_sec += e->gather_ns / 1000000000L;
-      until.tv_nsec += e->gather_ns % 1000000000L;
+      until.tv_sec += wait / 1000000000L;
+      until.tv_nsec += wait % 1000000000L;
       if (until.tv_nsec >= 1000000000L) {
         until.tv_sec++;
         until.tv_nsec -= 1000000000L;

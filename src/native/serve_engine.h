@@ -40,10 +40,21 @@ typedef struct tl_srv_engine_options {
                             * only this user can change (created 0700) */
   bool no_shared_cache;    /* no prompt prefix reused across jobs */
   bool escape_special;     /* special-token text in messages as text (serve_escape.h) */
-  uint32_t gather_us;      /* how long a decode step waits for the decoding slots that
-                            * have not yet asked for their next token, microseconds;
-                            * 0: 3000 (3 ms) */
+  uint32_t gather_us;      /* how long a decode step waits at least for the decoding
+                            * slots that have not yet asked for their next token,
+                            * microseconds; 0: 3000 (3 ms); tl_srv_gather_ns */
 } tl_srv_engine_options;
+
+/* How long a decode step waits for the decoding slots (of `decoding`)
+ * that have not yet asked for their next token: the last step's time
+ * step_ns over the number decoding, or floor_ns (gather_us) when that is
+ * longer. A slot left out waits a whole step for its token, and the step
+ * runs nearly as long with one row fewer (the weights are read once for
+ * all of them): n rows after a wait w give more tokens per second than
+ * n - 1 without it while w < step / (n - 1), so a share of step / n is
+ * always worth waiting for a slot that is only late (sampling, or
+ * descheduled on a loaded host). */
+long tl_srv_gather_ns(long floor_ns, long step_ns, uint32_t decoding);
 
 /* Loads the model, preflights the memory of every slot (refused with
  * TL_ERR_OUT_OF_MEMORY and every figure in err when it does not fit) and

@@ -564,6 +564,18 @@ static void grammars_outlive_their_requests(tl_test_ctx *t) {
  * tokens fed back so far (all but the last one drawn); an idle slot's
  * cached prefix counts as free (the next job may overwrite it), even
  * though the next job can reuse it. */
+/* The gather's rule (serve_engine.h): a share of the last step for each
+ * decoding slot, never less than the configured floor. */
+static void gather_waits_a_share_of_the_step(tl_test_ctx *t) {
+  const long ms = 1000000L;
+  TL_EXPECT_EQ_U64(t, (uint64_t)tl_srv_gather_ns(3 * ms, 100 * ms, 4), 25 * ms);
+  TL_EXPECT_EQ_U64(t, (uint64_t)tl_srv_gather_ns(3 * ms, 100 * ms, 2), 50 * ms);
+  TL_EXPECT_EQ_U64(t, (uint64_t)tl_srv_gather_ns(3 * ms, 8 * ms, 4), 3 * ms);  /* the floor */
+  TL_EXPECT_EQ_U64(t, (uint64_t)tl_srv_gather_ns(3 * ms, 0, 4), 3 * ms);      /* no step yet */
+  TL_EXPECT_EQ_U64(t, (uint64_t)tl_srv_gather_ns(3 * ms, 100 * ms, 0), 3 * ms); /* none decoding */
+  TL_EXPECT_EQ_U64(t, (uint64_t)tl_srv_gather_ns(1000 * ms, 100 * ms, 4), 1000 * ms);
+}
+
 static void kv_usage_counts_running_jobs_only(tl_test_ctx *t) {
   tl_srv_request endless = request(1), q = request(2);
   tl_srv_engine *e = engine(t, TINY_Q8, true, 1, 2, 4);
@@ -621,5 +633,6 @@ static const tl_test_case cases[] = {
     TL_CASE(clients_on_threads),
     TL_CASE(grammars_outlive_their_requests),
     TL_CASE(kv_usage_counts_running_jobs_only),
+    TL_CASE(gather_waits_a_share_of_the_step),
 };
 TL_SUITE(serve_engine, cases);
