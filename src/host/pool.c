@@ -10,8 +10,14 @@
 
 /* A worker spins this many rounds on the generation word before sleeping:
  * decoding issues a few hundred short calls per token, and a condition
- * variable wake-up costs more than most of them. */
-#define SPIN_ROUNDS 20000
+ * variable wake-up costs more than most of them. About 50 us on Zen 5
+ * (pause is ~25 ns there): the gaps between a step's calls are shorter,
+ * and a longer spin burns a CPU that a 2-vCPU host needs for the thread
+ * it waits for (tinylm serve's slot and HTTP threads, a preempted
+ * caller). 20000 rounds (0.5 ms) took 20-25% more CPU per token under
+ * tinylm serve and bench --batch on a loaded 2-vCPU EPYC, and decoded
+ * slower there. */
+#define SPIN_ROUNDS 2000
 
 struct tl_pool {
   pthread_t *workers;
