@@ -9,7 +9,9 @@
 # token p50/p95, errors (failed requests, replies of another length), and
 # each server's peak RSS (VmHWM, touched pages) over the whole run,
 # printed as one Markdown table; then `tinylm bench` decode at one stream,
-# the single-stream reference of the issue's goal.
+# the single-stream reference of the issue's goal, and with --batch 4 (four
+# sequences per forward pass, no server: what serve at 4 clients could
+# reach), beside the rows tinylm serve's decode steps held on average.
 # Needs llama-server (llama.cpp built as docs/perf-anchor.md
 # says, with -DLLAMA_BUILD_SERVER=ON); skipped with a message otherwise.
 #
@@ -64,6 +66,13 @@ cleanup() {
 trap cleanup EXIT
 free_port() { /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
+# decode_steps URL: tinylm serve's decode steps and the rows they held so
+# far (its /metrics; "0 0" from a server without them).
+decode_steps() {
+  curl -s "$1/metrics" | awk '/^tinylm_decode_batches_total / {b = $2}
+    /^tinylm_decode_batched_tokens_total / {t = $2} END {print b + 0, t + 0}'
+}
+
 # bench_server NAME COMMAND...: starts it, waits for /health 200, warms it
 # up, runs every level, records VmHWM; one JSON line per level in $work/NAME.
 bench_server() {
@@ -82,7 +91,10 @@ bench_server() {
   done
   node bench/serve_client.mjs "$url" 1 8 8 warmup "$eos" >/dev/null
   for c in $levels; do
+    local before
+    before=$(decode_steps "$url")
     node bench/serve_client.mjs "$url" "$c" "$tokens" "$words" "$c" "$eos" >>"$work/$name"
+    echo "$before $(decode_steps "$url")" >>"$work/$name.steps"
   done
   awk '/VmHWM/ {print $2}' "/proc/$pid/status" >"$work/$name.hwm"
   kill "$pid"
@@ -101,10 +113,11 @@ port=$(free_port)
 bench_server llama "$port" "$llama/build/bin/llama-server" -m "$gguf" --host 127.0.0.1 --port "$port" \
   -np "$parallel" -c $((parallel * ctx)) -t "$threads" --no-mmap --no-webui
 single=$("$tinylm" bench "$slm" -p 0 -n "$tokens" -r 3 -t "$threads" --json)
+batched=$("$tinylm" bench "$slm" -p 0 -n "$tokens" -r 3 -t "$threads" --batch "$parallel" --json)
 
-/usr/bin/python3 - "$work" "$single" <<'EOF'
+/usr/bin/python3 - "$work" "$single" "$batched" "$parallel" <<'EOF'
 import json, sys
-work, single = sys.argv[1], json.loads(sys.argv[2])
+work, single, batched, parallel = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3]), sys.argv[4]
 def load(name):
     with open(f"{work}/{name}") as f:
         return [json.loads(x) for x in f if x.strip()]
@@ -126,4 +139,11 @@ print(f"| peak RSS | {hwm['tinylm'] / 1024:.0f} MiB | {hwm['llama'] / 1024:.0f} 
 print()
 print("tinylm bench, one stream, no server: %.1f decode t/s (the issue's goal: serve at 1 client within 5%% of it)"
       % single["decode_tokens_per_s"])
+print("tinylm bench --batch %s, no server: %.1f decode t/s (%.2f× one stream: the bound of serve at %s clients)"
+      % (parallel, batched["decode_tokens_per_s"], batched["decode_tokens_per_s"] / single["decode_tokens_per_s"],
+         parallel))
+steps = [list(map(int, x.split())) for x in open(f"{work}/tinylm.steps") if x.strip()]
+print("tinylm serve's rows per decode step: " + ", ".join(
+    "%d clients %s" % (a["clients"], "%.2f" % ((s[3] - s[1]) / (s[2] - s[0])) if s[2] > s[0] else "–")
+    for a, s in zip(ours, steps)))
 EOF
