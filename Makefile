@@ -346,27 +346,18 @@ $(BUILD)/obj/gen/tsan_suites.o: $(BUILD)/gen/tsan_suites.c
 # with fault n of src/core/kernels/mutant.h compiled into the scalar twins
 # and the partition; these objects come before the library, so its own
 # copies are not linked. Never part of the library or the CLI.
-# Fault 4 is in the AVX-512 variant: x86-64 builds alone carry it.
-MUTANTS := 1 2 3 $(if $(filter x86_64,$(ARCH)),4)
 .PHONY: mutants
-mutants: $(foreach n,$(MUTANTS),$(BUILD)/mutant$(n)/unit_tests)
-.SECONDARY: $(foreach n,$(MUTANTS),$(BUILD)/mutant$(n)/kernels.o $(BUILD)/mutant$(n)/parallel.o) \
-            $(BUILD)/mutant4/kernels_avx512.o
+mutants: $(foreach n,1 2 3,$(BUILD)/mutant$(n)/unit_tests)
+.SECONDARY: $(foreach n,1 2 3,$(BUILD)/mutant$(n)/kernels.o $(BUILD)/mutant$(n)/parallel.o)
 $(BUILD)/mutant%/kernels.o: src/core/kernels/kernels.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -DTL_KERN_MUTANT=$* -c $< -o $@
 $(BUILD)/mutant%/parallel.o: src/core/kernels/parallel.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -DTL_KERN_MUTANT=$* -c $< -o $@
-$(BUILD)/mutant4/kernels_avx512.o: src/core/kernels/kernels_avx512.c
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -DTL_KERN_MUTANT=4 -mavx512f -mavx512vl -c $< -o $@
-MUTANT_TEST_OBJ := $(call obj,$(CORE_TESTS) $(NATIVE_TESTS) $(HARNESS) tests/harness/main_native.c) \
-                   $(BUILD)/obj/gen/suites.o $(ARCHIVES)
-$(BUILD)/mutant4/unit_tests: $(BUILD)/mutant4/kernels_avx512.o $(BUILD)/mutant4/kernels.o \
-                             $(BUILD)/mutant4/parallel.o $(MUTANT_TEST_OBJ)
-	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
-$(BUILD)/mutant%/unit_tests: $(BUILD)/mutant%/kernels.o $(BUILD)/mutant%/parallel.o $(MUTANT_TEST_OBJ)
+$(BUILD)/mutant%/unit_tests: $(BUILD)/mutant%/kernels.o $(BUILD)/mutant%/parallel.o \
+                           $(call obj,$(CORE_TESTS) $(NATIVE_TESTS) $(HARNESS) \
+                             tests/harness/main_native.c) $(BUILD)/obj/gen/suites.o $(ARCHIVES)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 # The public API's example (docs/api.md): compiled against include/ alone,

@@ -275,9 +275,9 @@ static void quantizers(tl_test_ctx *t) {
 
 /* Several tokens at once through each variant's tile kernel (or its rows,
  * token by token): every (token, row) product bit for bit the twin's.
- * Every token count from 1 to 9 for every type, so that each tile shape
- * (4 tokens, the 2- and 3-token tiles, one token) and every mix of them
- * runs; the rows at random, a multiple of 4 or not. */
+ * Every token count from 1 to 9 for every type, so that each way a
+ * variant splits them (fours, a rest of 1-3, one token alone) runs; the
+ * rows at random, a multiple of 4 or not. */
 static void tiles(tl_test_ctx *t) {
   static const size_t lengths[] = {17, 32, 64, 95, 1029};
   const tl_kernels *ks[TL_KERN_ISA_COUNT];

@@ -37,7 +37,7 @@ expect() {
   fi
 }
 
-for t in kernels.dot_golden fast_forward.every_variant_and_thread_count kernels_dispatch.tiles; do
+for t in kernels.dot_golden fast_forward.every_variant_and_thread_count; do
   expect "unmutated" pass "$build/unit_tests" "$t"
 done
 expect "mutant 1 (a float row's tail dropped)" fail "$build/mutant1/unit_tests" \
@@ -46,12 +46,5 @@ expect "mutant 2 (a row skipped at each thread boundary)" fail "$build/mutant2/u
   fast_forward.every_variant_and_thread_count
 expect "mutant 3 (the previous block's scale)" fail "$build/mutant3/unit_tests" \
   kernels.dot_golden
-# fault 4 is in the AVX-512 variant, which only a CPU with AVX-512 runs
-if [[ -x $build/mutant4/unit_tests ]] && grep -qw avx512f /proc/cpuinfo 2>/dev/null; then
-  expect "mutant 4 (three tokens through the two-token tile)" fail "$build/mutant4/unit_tests" \
-    kernels_dispatch.tiles
-else
-  echo "skip mutant 4 (no AVX-512 here)"
-fi
 echo "$pass passed, $fail failed"
 ((fail == 0))

@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "kernels/kernels_impl.h"
-#include "kernels/mutant.h"
 #include "math/detmath.h"
 
 #if TL_KERN_HAVE_X86
@@ -120,15 +119,11 @@ TILE_FN(q8_tile4x1, 4, 1, false)
 TILE_FN(q8_tile1x4, 1, 4, false)
 TILE_FN(q8_tile1x1, 1, 1, false)
 TILE_FN(q8_tile2x1, 2, 1, false)
-TILE_FN(q8_tile4x2, 4, 2, false)
-TILE_FN(q8_tile4x3, 4, 3, false)
 TILE_FN(q4_tile4x4, 4, 4, true)
 TILE_FN(q4_tile4x1, 4, 1, true)
 TILE_FN(q4_tile1x4, 1, 4, true)
 TILE_FN(q4_tile1x1, 1, 1, true)
 TILE_FN(q4_tile2x1, 2, 1, true)
-TILE_FN(q4_tile4x2, 4, 2, true)
-TILE_FN(q4_tile4x3, 4, 3, true)
 #undef TILE_FN
 
 /* A tile function: rows [0, R) x tokens [0, T); len is the number of
@@ -136,10 +131,9 @@ TILE_FN(q4_tile4x3, 4, 3, true)
 typedef void (*tile_fn)(const uint8_t *w, size_t row_bytes, size_t len, const tl_kern_x *xs,
                         float *y, size_t y_stride);
 
-/* tiles[0..4]: 4x4, 4x1, 1x4, 1x1, 2x1 (rows x tokens); tiles[5..6],
- * where a type has them: 4x2, 4x3. Tokens in fours, and for each four
- * every row, so a call's rows stay in cache across tokens. */
-#define N_TILES 7
+/* tiles[0..4]: 4x4, 4x1, 1x4, 1x1, 2x1 (rows x tokens). Tokens in fours,
+ * and for each four every row, so a call's rows stay in cache across
+ * tokens. */
 TARGET static inline void tile_run(const tile_fn *tiles, const uint8_t *w, size_t row_bytes,
                                    size_t len, const tl_kern_x *xs, size_t tokens, size_t rows,
                                    float *y, size_t y_stride) {
@@ -155,13 +149,8 @@ TARGET static inline void tile_run(const tile_fn *tiles, const uint8_t *w, size_
   for (size_t t = 0; t < tokens; t += 4) {
     size_t tt = tokens - t < 4 ? tokens - t : 4, r = 0;
     float *yt = y + t * y_stride;
-    /* two or three tokens (a serving batch): each weight tile loaded once
-     * for all of them, where 4x1 per token would stream it again */
-    const size_t few_tt = TL_MUTANT_THREE_TOKENS(tt);
-    const tile_fn few = few_tt == 2 ? tiles[5] : few_tt == 3 ? tiles[6] : NULL;
     for (; r + 4 <= rows; r += 4)
       if (tt == 4) tiles[0](w + r * row_bytes, row_bytes, len, xs + t, yt + r, y_stride);
-      else if (few != NULL) few(w + r * row_bytes, row_bytes, len, xs + t, yt + r, y_stride);
       else
         for (size_t k = 0; k < tt; k++)
           tiles[1](w + r * row_bytes, row_bytes, len, xs + t + k, yt + k * y_stride + r, 0);
@@ -173,10 +162,10 @@ TARGET static inline void tile_run(const tile_fn *tiles, const uint8_t *w, size_
   }
 }
 
-static const tile_fn q8_tiles[N_TILES] = {q8_tile4x4, q8_tile4x1, q8_tile1x4, q8_tile1x1,
-                                          q8_tile2x1, q8_tile4x2, q8_tile4x3};
-static const tile_fn q4_tiles[N_TILES] = {q4_tile4x4, q4_tile4x1, q4_tile1x4, q4_tile1x1,
-                                          q4_tile2x1, q4_tile4x2, q4_tile4x3};
+static const tile_fn q8_tiles[5] = {q8_tile4x4, q8_tile4x1, q8_tile1x4, q8_tile1x1,
+                                    q8_tile2x1};
+static const tile_fn q4_tiles[5] = {q4_tile4x4, q4_tile4x1, q4_tile1x4, q4_tile1x1,
+                                    q4_tile2x1};
 
 /* Up to 16 weights (mask m) as 16 floats; absent ones are +0. */
 TARGET static inline __m512 load16(int type, const uint8_t *p, __mmask16 m) {
@@ -221,9 +210,9 @@ TARGET static inline __m512 load16(int type, const uint8_t *p, __mmask16 m) {
   FTILE_FN(prefix##_tile1x4, 1, 4, TYPE)                                                   \
   FTILE_FN(prefix##_tile1x1, 1, 1, TYPE)                                                   \
   FTILE_FN(prefix##_tile2x1, 2, 1, TYPE)                                                   \
-  static const tile_fn prefix##_tiles[N_TILES] = {prefix##_tile4x4, prefix##_tile4x1,      \
-                                                  prefix##_tile1x4, prefix##_tile1x1,      \
-                                                  prefix##_tile2x1};
+  static const tile_fn prefix##_tiles[5] = {prefix##_tile4x4, prefix##_tile4x1,            \
+                                            prefix##_tile1x4, prefix##_tile1x1,            \
+                                            prefix##_tile2x1};
 FLOAT_TILES(f32, 0)
 FLOAT_TILES(f16, 1)
 FLOAT_TILES(bf16, 2)

@@ -23,10 +23,4 @@
  * activation scale of block b - 1 (caught by kernels.dot_golden). */
 #define TL_MUTANT_BLOCK(b) (TL_KERN_MUTANT == 3 && (b) > 0 ? (b) - 1 : (b))
 
-/* 4, a wrong tile shape: x86-64's AVX-512 variant computes a run of
- * three tokens with its two-token tile, so the third token's products are
- * never written (caught by kernels_dispatch.tiles where the CPU has
- * AVX-512). */
-#define TL_MUTANT_THREE_TOKENS(tt) (TL_KERN_MUTANT == 4 && (tt) == 3 ? 2 : (tt))
-
 #endif
