@@ -241,19 +241,19 @@ static tl_status open_loaded(const char *path, tl_native_model *m, tl_slm_verify
   st = tl_slm_open(&m->slm, m->view.data, m->view.len, verify, &at);
   if (st != TL_OK) {
     tl_native_slm_error(path, m->view.data, m->view.len, st, at, err, err_cap);
-    goto fail;
+    return st;
   }
   st = tl_slm_artifact(&m->slm, &m->kind);
   if (st != TL_OK) {
     snprintf(err, err_cap,
              "%s: the metadata does not describe a tinylm artifact (SLM-4a)",
              path);
-    goto fail;
+    return st;
   }
   st = tl_slm_find(&m->slm, TL_SLM_TOKENIZER, &sec);
   if (st != TL_OK) {
     snprintf(err, err_cap, "%s: has no tokenizer section", path);
-    goto fail;
+    return st;
   }
   st = tl_tok_load_arena_bound(sec->data, sec->len, &arena_len);
   if (st == TL_OK && arena_len > SIZE_MAX - TEMPLATE_ARENA_EXTRA)
@@ -261,7 +261,7 @@ static tl_status open_loaded(const char *path, tl_native_model *m, tl_slm_verify
   if (st != TL_OK) {
     snprintf(err, err_cap, "%s: invalid tokenizer section (%s)", path,
              tl_status_name(st));
-    goto fail;
+    return st;
   }
   arena_len += TEMPLATE_ARENA_EXTRA;
   m->arena_mem = malloc(arena_len);
@@ -269,21 +269,21 @@ static tl_status open_loaded(const char *path, tl_native_model *m, tl_slm_verify
   if (m->arena_mem == NULL || m->grammar_vocab == NULL) {
     st = TL_ERR_OUT_OF_MEMORY;
     snprintf(err, err_cap, "%s: out of memory", path);
-    goto fail;
+    return st;
   }
   tl_arena_init(&m->arena, m->arena_mem, arena_len);
   st = tl_tok_load(sec->data, sec->len, &m->arena, &m->tok);
   if (st != TL_OK) {
     snprintf(err, err_cap, "%s: invalid tokenizer section (%s)", path,
              tl_status_name(st));
-    goto fail;
+    return st;
   }
   if (tl_slm_find(&m->slm, TL_SLM_TEMPLATE, &sec) == TL_OK) {
     st = tl_tmpl_section_load(sec->data, sec->len, &m->arena, &m->tmpl);
     if (st != TL_OK) {
       snprintf(err, err_cap, "%s: invalid chat-template section (%s)", path,
                tl_status_name(st));
-      goto fail;
+      return st;
     }
     m->has_template = true;
   }
@@ -292,13 +292,11 @@ static tl_status open_loaded(const char *path, tl_native_model *m, tl_slm_verify
     if (st != TL_OK) {
       snprintf(err, err_cap, "%s: invalid tensor directory or data (%s at "
                "byte %zu)", path, tl_status_name(st), at);
-      goto fail;
+      return st;
     }
     m->has_tensors = true;
   }
   return TL_OK;
-fail:
-  return st;
 }
 
 #ifndef __wasm__

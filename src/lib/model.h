@@ -1,6 +1,7 @@
 /* Opening a .slm artifact on the native host: map the file, validate the
- * container and the tensor directory (eager: every section and tensor
- * digest), load the sections the command needs into one arena. */
+ * container and the tensor directory (every section and tensor digest,
+ * unless a verified stamp says this unchanged file passed them: stamp.h),
+ * load the sections the command needs into one arena. */
 #ifndef TL_NATIVE_MODEL_H
 #define TL_NATIVE_MODEL_H
 
