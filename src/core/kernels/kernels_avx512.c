@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "kernels/kernels_impl.h"
+#include "kernels/mutant.h"
 #include "math/detmath.h"
 
 #if TL_KERN_HAVE_X86
@@ -131,12 +132,12 @@ TILE_FN(q4_tile2x1, 2, 1, true)
 typedef void (*tile_fn)(const uint8_t *w, size_t row_bytes, size_t len, const tl_kern_x *xs,
                         float *y, size_t y_stride);
 
-/* tiles[0..4]: 4x4, 4x1, 1x4, 1x1, 2x1 (rows x tokens). Tokens in fours,
- * and for each four every row, so a call's rows stay in cache across
- * tokens. */
-TARGET static inline void tile_run(const tile_fn *tiles, const uint8_t *w, size_t row_bytes,
-                                   size_t len, const tl_kern_x *xs, size_t tokens, size_t rows,
-                                   float *y, size_t y_stride) {
+/* tiles[0..4]: 4xTB, 4x1, 1xTB, 1x1, 2x1 (rows x tokens). Tokens in
+ * blocks of TB, and for each block every row, so a call's rows stay in
+ * cache across tokens. */
+TARGET static inline void tile_run(const tile_fn *tiles, size_t tb, const uint8_t *w,
+                                   size_t row_bytes, size_t len, const tl_kern_x *xs,
+                                   size_t tokens, size_t rows, float *y, size_t y_stride) {
   if (tokens == 1) {
     /* one token (decoding): two rows at a time, nearly one sequential
      * stream through the weights, which reads memory faster here than four
@@ -146,16 +147,16 @@ TARGET static inline void tile_run(const tile_fn *tiles, const uint8_t *w, size_
     if (r < rows) tiles[3](w + r * row_bytes, row_bytes, len, xs, y + r, 0);
     return;
   }
-  for (size_t t = 0; t < tokens; t += 4) {
-    size_t tt = tokens - t < 4 ? tokens - t : 4, r = 0;
+  for (size_t t = 0; t < tokens; t += tb) {
+    size_t tt = tokens - t < tb ? tokens - t : tb, r = 0;
     float *yt = y + t * y_stride;
     for (; r + 4 <= rows; r += 4)
-      if (tt == 4) tiles[0](w + r * row_bytes, row_bytes, len, xs + t, yt + r, y_stride);
+      if (tt == tb) tiles[0](w + r * row_bytes, row_bytes, len, xs + t, yt + r, y_stride);
       else
         for (size_t k = 0; k < tt; k++)
           tiles[1](w + r * row_bytes, row_bytes, len, xs + t + k, yt + k * y_stride + r, 0);
     for (; r < rows; r++)
-      if (tt == 4) tiles[2](w + r * row_bytes, row_bytes, len, xs + t, yt + r, y_stride);
+      if (tt == tb) tiles[2](w + r * row_bytes, row_bytes, len, xs + t, yt + r, y_stride);
       else
         for (size_t k = 0; k < tt; k++)
           tiles[3](w + r * row_bytes, row_bytes, len, xs + t + k, yt + k * y_stride + r, 0);
@@ -167,74 +168,101 @@ static const tile_fn q8_tiles[5] = {q8_tile4x4, q8_tile4x1, q8_tile1x4, q8_tile1
 static const tile_fn q4_tiles[5] = {q4_tile4x4, q4_tile4x1, q4_tile1x4, q4_tile1x1,
                                     q4_tile2x1};
 
-/* Up to 16 weights (mask m) as 16 floats; absent ones are +0. */
-TARGET static inline __m512 load16(int type, const uint8_t *p, __mmask16 m) {
-  if (type == 0) return _mm512_maskz_loadu_ps(m, p);
-  if (type == 1) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
-  return _mm512_castsi512_ps(
-      _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16));
+/* A bf16 vector's 16 values (the low half of v) widened to f32, each
+ * into the high half of its lane: one word permutation, the low words
+ * zeroed (exact). */
+TARGET static inline __m512 bf16_widen(__m512i v) {
+  const __m512i hi = _mm512_set_epi16(15, 0, 14, 0, 13, 0, 12, 0, 11, 0, 10, 0, 9, 0, 8, 0, 7, 0,
+                                      6, 0, 5, 0, 4, 0, 3, 0, 2, 0, 1, 0, TL_MUTANT_BF16_LANE0, 0);
+  return _mm512_castsi512_ps(_mm512_maskz_permutexvar_epi16(0xAAAAAAAAu, hi, v));
 }
+
+/* Up to 16 weights (mask m; FULL: all 16, plain loads) as 16 floats;
+ * absent ones are +0. */
+TARGET static inline __m512 load16(int type, const uint8_t *p, __mmask16 m, bool full) {
+  __m256i h;
+  if (type == 0) return full ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(m, p);
+  h = full ? _mm256_loadu_si256((const __m256i *)(const void *)p) : _mm256_maskz_loadu_epi16(m, p);
+  return type == 1 ? _mm512_cvtph_ps(h) : bf16_widen(_mm512_castsi256_si512(h));
+}
+
+/* One step of FTILE_FN: elements [k, k + 16) (the lanes of m; FULL: all
+ * 16). The prefetch is for one token (decoding) only: a tile reads the
+ * call's rows again for each block of tokens, from cache. */
+#define FTILE_STEP(R, T, TYPE, FULL)                                                       \
+  do {                                                                                     \
+    __m512 wv[R];                                                                          \
+    _Pragma("GCC unroll 8") for (int i = 0; i < R; i++) {                                  \
+      const uint8_t *wi = w + (size_t)i * row_bytes + k * es;                              \
+      if (T == 1) _mm_prefetch((const char *)wi + PREFETCH_AHEAD, PREFETCH_HINT(T));       \
+      wv[i] = load16(TYPE, wi, m, FULL);                                                   \
+    }                                                                                      \
+    _Pragma("GCC unroll 8") for (int t = 0; t < T; t++) {                                  \
+      const float *xt = xs[TL_MUTANT_TILE_TOKEN(t, T)].f + k;                              \
+      __m512 xv = FULL ? _mm512_loadu_ps(xt) : _mm512_maskz_loadu_ps(m, xt);               \
+      _Pragma("GCC unroll 8") for (int i = 0; i < R; i++)                                  \
+        acc[i][t] = _mm512_add_ps(acc[i][t], _mm512_mul_ps(wv[i], xv));                    \
+    }                                                                                      \
+  } while (0)
 
 /* Rows [0, R) of an f32 (TYPE 0), f16 (1) or bf16 (2) matrix times tokens
  * [0, T) (F-6): one 512-bit accumulator (lanes A_0..15) per (row, token),
- * R x T chains side by side; a short tail loads zero-filled (F-6: a +-0
- * product changes no lane). */
+ * R x T chains side by side; whole steps with plain loads, then a short
+ * tail loaded zero-filled (F-6: a +-0 product changes no lane). */
 #define FTILE_FN(name, R, T, TYPE)                                                         \
   TARGET static void name(const uint8_t *w, size_t row_bytes, size_t n,                   \
                           const tl_kern_x *xs, float *y, size_t y_stride) {                 \
     const size_t es = TYPE == 0 ? 4 : 2;                                                   \
+    const __mmask16 m = first16(n % 16);                                                   \
     __m512 acc[R][T];                                                                      \
-    _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                                    \
-      _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) acc[i][t] = _mm512_setzero_ps(); \
-    for (size_t k = 0; k < n; k += 16) {                                                   \
-      __mmask16 m = first16(n - k);   \
-      __m512 wv[R];                                                                        \
-      _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {                                \
-        const uint8_t *wi = w + (size_t)i * row_bytes + k * es;                            \
-        _mm_prefetch((const char *)wi + PREFETCH_AHEAD, PREFETCH_HINT(T));                  \
-        wv[i] = load16(TYPE, wi, m);                                                       \
-      }                                                                                    \
-      _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {                                \
-        __m512 xv = _mm512_maskz_loadu_ps(m, xs[t].f + k);                                 \
-        _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                                \
-          acc[i][t] = _mm512_add_ps(acc[i][t], _mm512_mul_ps(wv[i], xv));                  \
-      }                                                                                    \
-    }                                                                                      \
-    _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                                    \
-      _Pragma("GCC unroll 4") for (int t = 0; t < T; t++)                                  \
+    size_t k = 0;                                                                          \
+    _Pragma("GCC unroll 8") for (int i = 0; i < R; i++)                                    \
+      _Pragma("GCC unroll 8") for (int t = 0; t < T; t++) acc[i][t] = _mm512_setzero_ps(); \
+    for (; k + 16 <= n; k += 16) FTILE_STEP(R, T, TYPE, true);                             \
+    if (k < n) FTILE_STEP(R, T, TYPE, false);                                              \
+    _Pragma("GCC unroll 8") for (int i = 0; i < R; i++)                                    \
+      _Pragma("GCC unroll 8") for (int t = 0; t < T; t++)                                  \
         y[(size_t)t * y_stride + (size_t)i] = tree16(acc[i][t]);                           \
   }
+/* Tokens per float tile: 4 x 6 = 24 accumulators, 4 weight vectors and an
+ * activation in the 32 registers. A product is one multiply and one add
+ * (F-2), and this machine issues one 512-bit multiply and one add per
+ * cycle, so what limits a tile is the other work per product: a row's
+ * conversion serves 6 tokens (4 in a 4 x 4 tile) and an activation 4 rows
+ * (2 in 2 x 12, whose 12 activations no longer stay in L1). */
+#define FLOAT_TOKENS 6
 #define FLOAT_TILES(prefix, TYPE)                                                          \
-  FTILE_FN(prefix##_tile4x4, 4, 4, TYPE)                                                   \
+  FTILE_FN(prefix##_tile4xT, 4, FLOAT_TOKENS, TYPE)                                        \
   FTILE_FN(prefix##_tile4x1, 4, 1, TYPE)                                                   \
-  FTILE_FN(prefix##_tile1x4, 1, 4, TYPE)                                                   \
+  FTILE_FN(prefix##_tile1xT, 1, FLOAT_TOKENS, TYPE)                                        \
   FTILE_FN(prefix##_tile1x1, 1, 1, TYPE)                                                   \
   FTILE_FN(prefix##_tile2x1, 2, 1, TYPE)                                                   \
-  static const tile_fn prefix##_tiles[5] = {prefix##_tile4x4, prefix##_tile4x1,            \
-                                            prefix##_tile1x4, prefix##_tile1x1,            \
+  static const tile_fn prefix##_tiles[5] = {prefix##_tile4xT, prefix##_tile4x1,            \
+                                            prefix##_tile1xT, prefix##_tile1x1,            \
                                             prefix##_tile2x1};
 FLOAT_TILES(f32, 0)
 FLOAT_TILES(f16, 1)
 FLOAT_TILES(bf16, 2)
 #undef FLOAT_TILES
 #undef FTILE_FN
+#undef FTILE_STEP
 
 /* The table's entries: rows is a tile of one token. */
-#define ENTRY_FNS(prefix, len_of)                                                          \
+#define ENTRY_FNS(prefix, tb, len_of)                                                          \
   TARGET static void tile_##prefix(const uint8_t *w, size_t row_bytes, size_t n,          \
                                    const tl_kern_x *xs, size_t tokens, size_t rows,        \
                                    float *y, size_t y_stride) {                            \
-    tile_run(prefix##_tiles, w, row_bytes, len_of, xs, tokens, rows, y, y_stride);        \
+    tile_run(prefix##_tiles, tb, w, row_bytes, len_of, xs, tokens, rows, y, y_stride);    \
   }                                                                                        \
   TARGET static void rows_##prefix(const uint8_t *w, size_t row_bytes, size_t n,          \
                                    const tl_kern_x *x, size_t rows, float *y) {            \
-    tile_run(prefix##_tiles, w, row_bytes, len_of, x, 1, rows, y, 0);                      \
+    tile_run(prefix##_tiles, tb, w, row_bytes, len_of, x, 1, rows, y, 0);                  \
   }
-ENTRY_FNS(q8, (n + 31) / 32)
-ENTRY_FNS(q4, (n + 31) / 32)
-ENTRY_FNS(f32, n)
-ENTRY_FNS(f16, n)
-ENTRY_FNS(bf16, n)
+ENTRY_FNS(q8, 4, (n + 31) / 32)
+ENTRY_FNS(q4, 4, (n + 31) / 32)
+ENTRY_FNS(f32, FLOAT_TOKENS, n)
+ENTRY_FNS(f16, FLOAT_TOKENS, n)
+ENTRY_FNS(bf16, FLOAT_TOKENS, n)
 #undef ENTRY_FNS
 
 /* F-3, one block of 32 at a time: the same maximum (exact), the same f32
