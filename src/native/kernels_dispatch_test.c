@@ -275,8 +275,8 @@ static void quantizers(tl_test_ctx *t) {
 
 /* Several tokens at once through each variant's tile kernel (or its rows,
  * token by token): every (token, row) product bit for bit the twin's; a
- * random shape, then 9 rows x 13 tokens, which passes every variant's
- * whole tiles (4 or 6 tokens, 4 rows) and their row and token tails. */
+ * random shape, then 9 rows x 17 tokens, which passes every variant's
+ * tiles of every width (6, 4 and 1 tokens; 4 rows and 1). */
 static void tiles(tl_test_ctx *t) {
   static const size_t lengths[] = {17, 32, 64, 95, 1029};
   const tl_kernels *ks[TL_KERN_ISA_COUNT];
@@ -288,14 +288,14 @@ static void tiles(tl_test_ctx *t) {
       for (int fixed = 0; fixed < 2; fixed++) {
         size_t n = lengths[li],
                rows = fixed ? 9 : 1 + tl_test_rng_next(&rng) % 9;
-        size_t tokens = fixed ? 13 : 1 + tl_test_rng_next(&rng) % 9,
+        size_t tokens = fixed ? 17 : 1 + tl_test_rng_next(&rng) % 9,
                stride = rows + 3, bytes = 0;
         float *wf = malloc(rows * n * sizeof(float)),
               *xv = malloc(n * sizeof(float));
         float *want = calloc(tokens * stride, sizeof(float));
         float *got = malloc(tokens * stride * sizeof(float));
-        tl_kern_x xs[13];
-        prepared p[13];
+        tl_kern_x xs[17];
+        prepared p[17];
         uint8_t *w;
         if (!TL_EXPECT(t, wf && xv && want && got)) return;
         for (size_t i = 0; i < rows * n; i++) wf[i] = random_value(&rng, -4, 4);

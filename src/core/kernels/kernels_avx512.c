@@ -132,41 +132,54 @@ TILE_FN(q4_tile2x1, 2, 1, true)
 typedef void (*tile_fn)(const uint8_t *w, size_t row_bytes, size_t len, const tl_kern_x *xs,
                         float *y, size_t y_stride);
 
-/* tiles[0..4]: 4xTB, 4x1, 1xTB, 1x1, 2x1 (rows x tokens). Tokens in
- * blocks of TB, and for each block every row, so a call's rows stay in
- * cache across tokens. */
-TARGET static inline void tile_run(const tile_fn *tiles, size_t tb, const uint8_t *w,
-                                   size_t row_bytes, size_t len, const tl_kern_x *xs,
-                                   size_t tokens, size_t rows, float *y, size_t y_stride) {
+/* The tiles of one width of tokens: four rows, one row. */
+typedef struct tile_pair {
+  tile_fn four, one;
+} tile_pair;
+
+/* A type's tiles: tb tokens wide (the widest), 4 wide (a float tail of 4
+ * or 5 tokens, so a prefill chunk of 64 is 10 x 6 + 4; for q8/q4 tb is 4)
+ * and 1 wide, and two rows of one token (decoding). */
+typedef struct tile_set {
+  size_t tb;
+  tile_pair wide, four, single;
+  tile_fn two_rows;
+} tile_set;
+
+/* Tokens in blocks of the widest tile that fits, and for each block every
+ * row, so a call's rows stay in cache across tokens. */
+TARGET static inline void tile_run(const tile_set *ts, const uint8_t *w, size_t row_bytes,
+                                   size_t len, const tl_kern_x *xs, size_t tokens, size_t rows,
+                                   float *y, size_t y_stride) {
   if (tokens == 1) {
     /* one token (decoding): two rows at a time, nearly one sequential
      * stream through the weights, which reads memory faster here than four
      * rows side by side (and two chains hide the adds' latency) */
     size_t r = 0;
-    for (; r + 2 <= rows; r += 2) tiles[4](w + r * row_bytes, row_bytes, len, xs, y + r, 0);
-    if (r < rows) tiles[3](w + r * row_bytes, row_bytes, len, xs, y + r, 0);
+    for (; r + 2 <= rows; r += 2) ts->two_rows(w + r * row_bytes, row_bytes, len, xs, y + r, 0);
+    if (r < rows) ts->single.one(w + r * row_bytes, row_bytes, len, xs, y + r, 0);
     return;
   }
-  for (size_t t = 0; t < tokens; t += tb) {
-    size_t tt = tokens - t < tb ? tokens - t : tb, r = 0;
+  for (size_t t = 0, width; t < tokens; t += width) {
+    size_t left = tokens - t, r = 0;
+    const tile_pair *tp = left >= ts->tb ? &ts->wide : left >= 4 ? &ts->four : &ts->single;
     float *yt = y + t * y_stride;
-    for (; r + 4 <= rows; r += 4)
-      if (tt == tb) tiles[0](w + r * row_bytes, row_bytes, len, xs + t, yt + r, y_stride);
-      else
-        for (size_t k = 0; k < tt; k++)
-          tiles[1](w + r * row_bytes, row_bytes, len, xs + t + k, yt + k * y_stride + r, 0);
-    for (; r < rows; r++)
-      if (tt == tb) tiles[2](w + r * row_bytes, row_bytes, len, xs + t, yt + r, y_stride);
-      else
-        for (size_t k = 0; k < tt; k++)
-          tiles[3](w + r * row_bytes, row_bytes, len, xs + t + k, yt + k * y_stride + r, 0);
+    width = left >= ts->tb ? ts->tb : left >= 4 ? 4 : 1;
+    for (; r + 4 <= rows; r += 4) tp->four(w + r * row_bytes, row_bytes, len, xs + t, yt + r, y_stride);
+    for (; r < rows; r++) tp->one(w + r * row_bytes, row_bytes, len, xs + t, yt + r, y_stride);
   }
 }
 
-static const tile_fn q8_tiles[5] = {q8_tile4x4, q8_tile4x1, q8_tile1x4, q8_tile1x1,
-                                    q8_tile2x1};
-static const tile_fn q4_tiles[5] = {q4_tile4x4, q4_tile4x1, q4_tile1x4, q4_tile1x1,
-                                    q4_tile2x1};
+static const tile_set q8_tiles = {4,
+                                  {q8_tile4x4, q8_tile1x4},
+                                  {q8_tile4x4, q8_tile1x4},
+                                  {q8_tile4x1, q8_tile1x1},
+                                  q8_tile2x1};
+static const tile_set q4_tiles = {4,
+                                  {q4_tile4x4, q4_tile1x4},
+                                  {q4_tile4x4, q4_tile1x4},
+                                  {q4_tile4x1, q4_tile1x1},
+                                  q4_tile2x1};
 
 /* A bf16 vector's 16 values (the low half of v) widened to f32, each
  * into the high half of its lane: one word permutation, the low words
@@ -233,13 +246,17 @@ TARGET static inline __m512 load16(int type, const uint8_t *p, __mmask16 m, bool
 #define FLOAT_TOKENS 6
 #define FLOAT_TILES(prefix, TYPE)                                                          \
   FTILE_FN(prefix##_tile4xT, 4, FLOAT_TOKENS, TYPE)                                        \
-  FTILE_FN(prefix##_tile4x1, 4, 1, TYPE)                                                   \
   FTILE_FN(prefix##_tile1xT, 1, FLOAT_TOKENS, TYPE)                                        \
+  FTILE_FN(prefix##_tile4x4, 4, 4, TYPE)                                                   \
+  FTILE_FN(prefix##_tile1x4, 1, 4, TYPE)                                                   \
+  FTILE_FN(prefix##_tile4x1, 4, 1, TYPE)                                                   \
   FTILE_FN(prefix##_tile1x1, 1, 1, TYPE)                                                   \
   FTILE_FN(prefix##_tile2x1, 2, 1, TYPE)                                                   \
-  static const tile_fn prefix##_tiles[5] = {prefix##_tile4xT, prefix##_tile4x1,            \
-                                            prefix##_tile1xT, prefix##_tile1x1,            \
-                                            prefix##_tile2x1};
+  static const tile_set prefix##_tiles = {FLOAT_TOKENS,                                     \
+                                          {prefix##_tile4xT, prefix##_tile1xT},             \
+                                          {prefix##_tile4x4, prefix##_tile1x4},             \
+                                          {prefix##_tile4x1, prefix##_tile1x1},             \
+                                          prefix##_tile2x1};
 FLOAT_TILES(f32, 0)
 FLOAT_TILES(f16, 1)
 FLOAT_TILES(bf16, 2)
@@ -248,21 +265,21 @@ FLOAT_TILES(bf16, 2)
 #undef FTILE_STEP
 
 /* The table's entries: rows is a tile of one token. */
-#define ENTRY_FNS(prefix, tb, len_of)                                                          \
+#define ENTRY_FNS(prefix, len_of)                                                          \
   TARGET static void tile_##prefix(const uint8_t *w, size_t row_bytes, size_t n,          \
                                    const tl_kern_x *xs, size_t tokens, size_t rows,        \
                                    float *y, size_t y_stride) {                            \
-    tile_run(prefix##_tiles, tb, w, row_bytes, len_of, xs, tokens, rows, y, y_stride);    \
+    tile_run(&prefix##_tiles, w, row_bytes, len_of, xs, tokens, rows, y, y_stride);       \
   }                                                                                        \
   TARGET static void rows_##prefix(const uint8_t *w, size_t row_bytes, size_t n,          \
                                    const tl_kern_x *x, size_t rows, float *y) {            \
-    tile_run(prefix##_tiles, tb, w, row_bytes, len_of, x, 1, rows, y, 0);                  \
+    tile_run(&prefix##_tiles, w, row_bytes, len_of, x, 1, rows, y, 0);                     \
   }
-ENTRY_FNS(q8, 4, (n + 31) / 32)
-ENTRY_FNS(q4, 4, (n + 31) / 32)
-ENTRY_FNS(f32, FLOAT_TOKENS, n)
-ENTRY_FNS(f16, FLOAT_TOKENS, n)
-ENTRY_FNS(bf16, FLOAT_TOKENS, n)
+ENTRY_FNS(q8, (n + 31) / 32)
+ENTRY_FNS(q4, (n + 31) / 32)
+ENTRY_FNS(f32, n)
+ENTRY_FNS(f16, n)
+ENTRY_FNS(bf16, n)
 #undef ENTRY_FNS
 
 /* F-3, one block of 32 at a time: the same maximum (exact), the same f32
