@@ -52,65 +52,76 @@ TARGET static inline float tree16(__m512 a) {
 #define PREFETCH_HINT(tokens) ((tokens) == 1 ? _MM_HINT_NTA : _MM_HINT_T0)
 #define PREFETCH_AHEAD 8192
 
+/* 64 bytes at p: plain (FULL), or the lanes of mask m (the rest 0). */
+TARGET static inline __m512i load64(const uint8_t *p, __mmask64 m, bool full) {
+  return full ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(m, p);
+}
+
+/* One group of TILE_FN: blocks [b, b + 16) (FULL: plain loads), or the
+ * short last one, masked. */
+#define TILE_GROUP(R, T, Q4, FULL)                                                         \
+  do {                                                                                     \
+    size_t m = FULL ? 16 : nb - b, stride = 4 * m;                                         \
+    __mmask64 cm = FULL ? ~(__mmask64)0 : ((__mmask64)1 << stride) - 1;                    \
+    __mmask16 sm = first16(m);                                                             \
+    const uint8_t *c[R];                                                                   \
+    __m512 dw[R];                                                                          \
+    __m512i s[R][T];                                                                       \
+    _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {                                  \
+      const uint8_t *g = w + (size_t)i * row_bytes + b * bb;                               \
+      _Pragma("GCC unroll 9") for (size_t o = 0; o < 16 * bb; o += 64)                     \
+        _mm_prefetch((const char *)g + o + PREFETCH_AHEAD, PREFETCH_HINT(T));              \
+      dw[i] = FULL ? _mm512_loadu_ps(g) : _mm512_maskz_loadu_ps(sm, g);                    \
+      c[i] = g + stride;                                                                   \
+    }                                                                                      \
+    _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {                                  \
+      __m512i bias = _mm512_loadu_si512(Q4 ? xs[t].q4_bias + b : xs[t].q8_bias + b);       \
+      _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) s[i][t] = bias;                  \
+    }                                                                                      \
+    _Pragma("GCC unroll 8") for (int st = 0; st < 8; st++) {                               \
+      __m512i u[R];                                                                        \
+      _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {                                \
+        if (Q4) {                                                                          \
+          __m512i raw = load64(c[i] + stride * (size_t)(st / 2), cm, FULL);                \
+          u[i] = _mm512_and_si512(st % 2 ? _mm512_srli_epi16(raw, 4) : raw,                \
+                                  _mm512_set1_epi8(0x0F));                                 \
+        } else {                                                                           \
+          u[i] = load64(c[i] + stride * (size_t)st, cm, FULL);                             \
+        }                                                                                  \
+      }                                                                                    \
+      _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {                                \
+        __m512i xv = _mm512_loadu_si512(xs[t].codes + 32 * b + 64 * st);                   \
+        _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                                \
+          s[i][t] = _mm512_dpbusd_epi32(s[i][t], u[i], xv);                                \
+      }                                                                                    \
+    }                                                                                      \
+    _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {                                  \
+      __m512 dx = _mm512_loadu_ps(xs[t].scales + b);                                       \
+      _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                                  \
+        acc[i][t] = _mm512_add_ps(                                                         \
+            acc[i][t],                                                                     \
+            _mm512_mul_ps(_mm512_cvtepi32_ps(s[i][t]), _mm512_mul_ps(dw[i], dx)));         \
+    }                                                                                      \
+  } while (0)
 /* Rows [0, R) of a packed q8 (Q4 false) or q4 matrix times the
  * activations of tokens [0, T), a group of 16 blocks at a time: one i32
  * lane per block, whose 8 steps are 8 vpdpbusd (unsigned weights times
  * signed codes, started from the activation's bias, which takes the
  * weights' offset out: the exact block sum), then F-4's one conversion,
  * scale product and add per block onto lane b mod 16. Each row's steps are
- * loaded once for the T tokens, each token's once for the R rows. A short
- * last group loads masked: its missing blocks are 0 in every operand, so
- * their lanes add +0. */
+ * loaded once for the T tokens, each token's once for the R rows. Whole
+ * groups load plain; a short last one masked: its missing blocks are 0 in
+ * every operand, so their lanes add +0. */
 #define TILE_FN(name, R, T, Q4)                                                            \
   TARGET static void name(const uint8_t *w, size_t row_bytes, size_t nb,                  \
                           const tl_kern_x *xs, float *y, size_t y_stride) {                 \
     const size_t bb = Q4 ? 20 : 36;                                                        \
     __m512 acc[R][T];                                                                      \
+    size_t b = 0;                                                                          \
     _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                                    \
       _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) acc[i][t] = _mm512_setzero_ps(); \
-    for (size_t b = 0; b < nb; b += 16) {                                                  \
-      size_t m = nb - b < 16 ? nb - b : 16, stride = 4 * m;                                \
-      __mmask64 cm = m == 16 ? ~(__mmask64)0 : ((__mmask64)1 << stride) - 1;               \
-      __mmask16 sm = first16(m);                                                           \
-      const uint8_t *c[R];                                                                 \
-      __m512 dw[R];                                                                        \
-      __m512i s[R][T];                                                                     \
-      _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {                                \
-        const uint8_t *g = w + (size_t)i * row_bytes + b * bb;                             \
-        _Pragma("GCC unroll 9") for (size_t o = 0; o < 16 * bb; o += 64)                   \
-          _mm_prefetch((const char *)g + o + PREFETCH_AHEAD, PREFETCH_HINT(T));             \
-        dw[i] = _mm512_maskz_loadu_ps(sm, g);                                              \
-        c[i] = g + stride;                                                                 \
-      }                                                                                    \
-      _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {                                \
-        __m512i bias = _mm512_loadu_si512(Q4 ? xs[t].q4_bias + b : xs[t].q8_bias + b);     \
-        _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) s[i][t] = bias;                \
-      }                                                                                    \
-      _Pragma("GCC unroll 8") for (int st = 0; st < 8; st++) {                             \
-        __m512i u[R];                                                                      \
-        _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {                              \
-          if (Q4) {                                                                        \
-            __m512i raw = _mm512_maskz_loadu_epi8(cm, c[i] + stride * (size_t)(st / 2));   \
-            u[i] = _mm512_and_si512(st % 2 ? _mm512_srli_epi16(raw, 4) : raw,              \
-                                    _mm512_set1_epi8(0x0F));                               \
-          } else {                                                                         \
-            u[i] = _mm512_maskz_loadu_epi8(cm, c[i] + stride * (size_t)st);                \
-          }                                                                                \
-        }                                                                                  \
-        _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {                              \
-          __m512i xv = _mm512_loadu_si512(xs[t].codes + 32 * b + 64 * st);                 \
-          _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                              \
-            s[i][t] = _mm512_dpbusd_epi32(s[i][t], u[i], xv);                              \
-        }                                                                                  \
-      }                                                                                    \
-      _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {                                \
-        __m512 dx = _mm512_loadu_ps(xs[t].scales + b);                                     \
-        _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                                \
-          acc[i][t] = _mm512_add_ps(                                                       \
-              acc[i][t],                                                                   \
-              _mm512_mul_ps(_mm512_cvtepi32_ps(s[i][t]), _mm512_mul_ps(dw[i], dx)));       \
-      }                                                                                    \
-    }                                                                                      \
+    for (; b + 16 <= nb; b += 16) TILE_GROUP(R, T, Q4, true);                              \
+    if (b < nb) TILE_GROUP(R, T, Q4, false);                                               \
     _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                                    \
       _Pragma("GCC unroll 4") for (int t = 0; t < T; t++)                                  \
         y[(size_t)t * y_stride + (size_t)i] = tree16(acc[i][t]);                           \
@@ -126,6 +137,7 @@ TILE_FN(q4_tile1x4, 1, 4, true)
 TILE_FN(q4_tile1x1, 1, 1, true)
 TILE_FN(q4_tile2x1, 2, 1, true)
 #undef TILE_FN
+#undef TILE_GROUP
 
 /* A tile function: rows [0, R) x tokens [0, T); len is the number of
  * blocks (q8/q4) or of elements (float types). */
