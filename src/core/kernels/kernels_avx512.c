@@ -42,14 +42,18 @@ TARGET static inline float tree16(__m512 a) {
 }
 
 /* Bytes ahead of each row's reads to prefetch, and how: for one token
- * (decoding, which streams every weight once per token) 8 KB ahead and
- * non-temporal, for a tile of tokens (prefill, which reads the rows again
- * for the next tokens while they are in cache) into every level. With
- * the hardware prefetcher alone a q8 row streamed at 9-10 GB/s on the
- * Intel VM; on the AMD one, 2 KB ahead gave 18.7 GB/s, 8 KB 23-25, and
- * non-temporal 8 KB 25-28 (of the 37-40 a plain 512-bit read reaches).
+ * (decoding, which streams every weight once per token) 8 KB ahead into
+ * L2 only (prefetcht1), for a tile of tokens (prefill, which reads the
+ * rows again for the next tokens while they are in cache) into every
+ * level. With the hardware prefetcher alone a q8 row streamed at 9-10
+ * GB/s on the Intel VM; on the AMD one, 2 KB ahead gave 18.7 GB/s, 8 KB
+ * 23-25, and non-temporal 8 KB 25-28 of the 37-40 a plain 512-bit read
+ * reaches; there, on a loaded host, per CPU second, a row read at 10-14
+ * GB/s with prefetchnta or prefetcht0 8 KB ahead and at 21-23 with
+ * prefetcht1 (t2 alike, 2 KB ahead 13-18) against a plain read's 19-25:
+ * likely because a prefetch to L1 holds one of its few miss buffers.
  * bench/kernel_bench's cold column measures it. */
-#define PREFETCH_HINT(tokens) ((tokens) == 1 ? _MM_HINT_NTA : _MM_HINT_T0)
+#define PREFETCH_HINT(tokens) ((tokens) == 1 ? _MM_HINT_T1 : _MM_HINT_T0)
 #define PREFETCH_AHEAD 8192
 
 /* 64 bytes at p: plain (FULL), or the lanes of mask m (the rest 0). */
