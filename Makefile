@@ -343,19 +343,26 @@ $(BUILD)/obj/gen/tsan_suites.o: $(BUILD)/gen/tsan_suites.c
 	$(CC) $(CFLAGS) -c $< -o $@
 
 # The fast lane's mutation proof (tests/kernels/mutants.sh): the unit tests
-# with fault n of src/core/kernels/mutant.h compiled into the scalar twins
-# and the partition; these objects come before the library, so its own
-# copies are not linked. Never part of the library or the CLI.
+# with fault n of src/core/kernels/mutant.h compiled into the scalar twins,
+# the partition and (x86-64) the AVX-512 kernels; these objects come before
+# the library, so its own copies are not linked. Never part of the library
+# or the CLI.
+X86_MUTANT := $(filter x86_64,$(ARCH))
+KERN_MUTANTS := 1 2 3 $(if $(X86_MUTANT),40 41)
+KERN_MUTANT_OBJS := kernels.o parallel.o $(if $(X86_MUTANT),kernels_avx512.o)
 .PHONY: mutants
-mutants: $(foreach n,1 2 3,$(BUILD)/mutant$(n)/unit_tests)
-.SECONDARY: $(foreach n,1 2 3,$(BUILD)/mutant$(n)/kernels.o $(BUILD)/mutant$(n)/parallel.o)
+mutants: $(foreach n,$(KERN_MUTANTS),$(BUILD)/mutant$(n)/unit_tests)
+.SECONDARY: $(foreach n,$(KERN_MUTANTS),$(addprefix $(BUILD)/mutant$(n)/,$(KERN_MUTANT_OBJS)))
+$(BUILD)/mutant%/kernels_avx512.o: src/core/kernels/kernels_avx512.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -mavx512f -mavx512vl -DTL_KERN_MUTANT=$* -c $< -o $@
 $(BUILD)/mutant%/kernels.o: src/core/kernels/kernels.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -DTL_KERN_MUTANT=$* -c $< -o $@
 $(BUILD)/mutant%/parallel.o: src/core/kernels/parallel.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -DTL_KERN_MUTANT=$* -c $< -o $@
-$(BUILD)/mutant%/unit_tests: $(BUILD)/mutant%/kernels.o $(BUILD)/mutant%/parallel.o \
+$(BUILD)/mutant%/unit_tests: $(addprefix $(BUILD)/mutant%/,$(KERN_MUTANT_OBJS)) \
                            $(call obj,$(CORE_TESTS) $(NATIVE_TESTS) $(HARNESS) \
                              tests/harness/main_native.c) $(BUILD)/obj/gen/suites.o $(ARCHIVES)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@

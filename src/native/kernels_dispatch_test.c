@@ -274,7 +274,9 @@ static void quantizers(tl_test_ctx *t) {
 }
 
 /* Several tokens at once through each variant's tile kernel (or its rows,
- * token by token): every (token, row) product bit for bit the twin's. */
+ * token by token): every (token, row) product bit for bit the twin's; a
+ * random shape, then 9 rows x 17 tokens, which passes every variant's
+ * tiles of every width (6, 4 and 1 tokens; 4 rows and 1). */
 static void tiles(tl_test_ctx *t) {
   static const size_t lengths[] = {17, 32, 64, 95, 1029};
   const tl_kernels *ks[TL_KERN_ISA_COUNT];
@@ -282,41 +284,47 @@ static void tiles(tl_test_ctx *t) {
   size_t nk = variants(t, ks);
   tl_test_rng rng = {20261205};
   for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++)
-    for (size_t type = 0; type < 5; type++) {
-      size_t n = lengths[li], rows = 1 + tl_test_rng_next(&rng) % 9;
-      size_t tokens = 1 + tl_test_rng_next(&rng) % 9, stride = rows + 3, bytes = 0;
-      float *wf = malloc(rows * n * sizeof(float)), *xv = malloc(n * sizeof(float));
-      float *want = calloc(tokens * stride, sizeof(float));
-      float *got = malloc(tokens * stride * sizeof(float));
-      tl_kern_x xs[9];
-      prepared p[9];
-      uint8_t *w;
-      if (!TL_EXPECT(t, wf && xv && want && got)) return;
-      for (size_t i = 0; i < rows * n; i++) wf[i] = random_value(&rng, -4, 4);
-      TL_EXPECT_OK(t, tl_quant_tensor_bytes((tl_qtype)type, rows, n, &bytes));
-      w = malloc(bytes);
-      if (!TL_EXPECT(t, w != NULL)) return;
-      TL_EXPECT_OK(t, tl_quant_pack((tl_qtype)type, wf, rows, n, w, bytes, NULL));
-      tl_kern_pack((tl_qtype)type, w, w, bytes / rows, n, 0, rows);
-      for (size_t k = 0; k < tokens; k++) {
-        for (size_t i = 0; i < n; i++) xv[i] = random_value(&rng, -4, 4);
-        if (!TL_EXPECT(t, prepare(xv, n, &p[k]))) return;
-        xs[k] = p[k].x;
-        twin->rows[type](w, bytes / rows, n, &xs[k], rows, want + k * stride);
+    for (size_t type = 0; type < 5; type++)
+      for (int fixed = 0; fixed < 2; fixed++) {
+        size_t n = lengths[li],
+               rows = fixed ? 9 : 1 + tl_test_rng_next(&rng) % 9;
+        size_t tokens = fixed ? 17 : 1 + tl_test_rng_next(&rng) % 9,
+               stride = rows + 3, bytes = 0;
+        float *wf = malloc(rows * n * sizeof(float)),
+              *xv = malloc(n * sizeof(float));
+        float *want = calloc(tokens * stride, sizeof(float));
+        float *got = malloc(tokens * stride * sizeof(float));
+        tl_kern_x xs[17];
+        prepared p[17];
+        uint8_t *w;
+        if (!TL_EXPECT(t, wf && xv && want && got)) return;
+        for (size_t i = 0; i < rows * n; i++) wf[i] = random_value(&rng, -4, 4);
+        TL_EXPECT_OK(t, tl_quant_tensor_bytes((tl_qtype)type, rows, n, &bytes));
+        w = malloc(bytes);
+        if (!TL_EXPECT(t, w != NULL)) return;
+        TL_EXPECT_OK(
+            t, tl_quant_pack((tl_qtype)type, wf, rows, n, w, bytes, NULL));
+        tl_kern_pack((tl_qtype)type, w, w, bytes / rows, n, 0, rows);
+        for (size_t k = 0; k < tokens; k++) {
+          for (size_t i = 0; i < n; i++) xv[i] = random_value(&rng, -4, 4);
+          if (!TL_EXPECT(t, prepare(xv, n, &p[k]))) return;
+          xs[k] = p[k].x;
+          twin->rows[type](w, bytes / rows, n, &xs[k], rows, want + k * stride);
+        }
+        for (size_t v = 0; v < nk; v++) {
+          for (size_t i = 0; i < tokens * stride; i++) got[i] = 0.0f;
+          tl_kern_tile(ks[v], (tl_qtype)type, w, bytes / rows, n, xs, tokens,
+                       rows, got, stride);
+          if (!TL_EXPECT_MEM(t, got, want, tokens * stride * sizeof(float)))
+            print_case(t, ks[v]->name, "tile", type, rows, n);
+        }
+        for (size_t k = 0; k < tokens; k++) release(&p[k]);
+        free(w);
+        free(wf);
+        free(xv);
+        free(want);
+        free(got);
       }
-      for (size_t v = 0; v < nk; v++) {
-        for (size_t i = 0; i < tokens * stride; i++) got[i] = 0.0f;
-        tl_kern_tile(ks[v], (tl_qtype)type, w, bytes / rows, n, xs, tokens, rows, got, stride);
-        if (!TL_EXPECT_MEM(t, got, want, tokens * stride * sizeof(float)))
-          print_case(t, ks[v]->name, "tile", type, rows, n);
-      }
-      for (size_t k = 0; k < tokens; k++) release(&p[k]);
-      free(w);
-      free(wf);
-      free(xv);
-      free(want);
-      free(got);
-    }
 }
 
 /* The two-query forms (heads sharing a KV head) against the twins: the

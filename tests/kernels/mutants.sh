@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The fast lane's mutation proof (docs/fast-profile.md, Tests): each fault
 # of src/core/kernels/mutant.h, compiled into a unit-test binary of its own
-# (`make mutants`: the scalar twins and the partition rebuilt with
-# -DTL_KERN_MUTANT=n), must fail the test named for it, and that test must
-# pass on the unmutated build.
+# (`make mutants`: the scalar twins, the partition and, on x86-64, the
+# AVX-512 kernels rebuilt with -DTL_KERN_MUTANT=n), must fail the test named
+# for it, and that test must pass on the unmutated build.
 #
 #   mutants.sh CFG BUILD_DIR     e.g. mutants.sh gcc build/gcc
 set -uo pipefail
@@ -37,7 +37,11 @@ expect() {
   fi
 }
 
-for t in kernels.dot_golden fast_forward.every_variant_and_thread_count; do
+avx512=false
+[[ -x $build/mutant40/unit_tests ]] && avx512=true # x86-64 builds: the AVX-512 mutants
+unmutated=(kernels.dot_golden fast_forward.every_variant_and_thread_count)
+$avx512 && unmutated+=(kernels_dispatch.golden_all_variants kernels_dispatch.tiles)
+for t in "${unmutated[@]}"; do
   expect "unmutated" pass "$build/unit_tests" "$t"
 done
 expect "mutant 1 (a float row's tail dropped)" fail "$build/mutant1/unit_tests" \
@@ -46,5 +50,11 @@ expect "mutant 2 (a row skipped at each thread boundary)" fail "$build/mutant2/u
   fast_forward.every_variant_and_thread_count
 expect "mutant 3 (the previous block's scale)" fail "$build/mutant3/unit_tests" \
   kernels.dot_golden
+if $avx512; then
+  expect "mutant 40 (AVX-512 bf16: element 1 widened into lane 0)" fail \
+    "$build/mutant40/unit_tests" kernels_dispatch.golden_all_variants
+  expect "mutant 41 (AVX-512 float tile: a block's last token reads the one before)" fail \
+    "$build/mutant41/unit_tests" kernels_dispatch.tiles
+fi
 echo "$pass passed, $fail failed"
 ((fail == 0))
