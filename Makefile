@@ -343,19 +343,25 @@ $(BUILD)/obj/gen/tsan_suites.o: $(BUILD)/gen/tsan_suites.c
 	$(CC) $(CFLAGS) -c $< -o $@
 
 # The fast lane's mutation proof (tests/kernels/mutants.sh): the unit tests
-# with fault n of src/core/kernels/mutant.h compiled into the scalar twins
-# and the partition; these objects come before the library, so its own
-# copies are not linked. Never part of the library or the CLI.
+# with fault n of src/core/kernels/mutant.h compiled into the scalar twins,
+# the partition and (x86-64: faults 20 and up) the AVX2 variant; these
+# objects come before the library, so its own copies are not linked. Never
+# part of the library or the CLI.
+MUTANTS := 1 2 3 $(if $(filter x86_64,$(ARCH)),20 21)
+MUTANT_OBJS := kernels.o parallel.o $(if $(filter x86_64,$(ARCH)),kernels_avx2.o)
 .PHONY: mutants
-mutants: $(foreach n,1 2 3,$(BUILD)/mutant$(n)/unit_tests)
-.SECONDARY: $(foreach n,1 2 3,$(BUILD)/mutant$(n)/kernels.o $(BUILD)/mutant$(n)/parallel.o)
+mutants: $(foreach n,$(MUTANTS),$(BUILD)/mutant$(n)/unit_tests)
+.SECONDARY: $(foreach n,$(MUTANTS),$(addprefix $(BUILD)/mutant$(n)/,$(MUTANT_OBJS)))
 $(BUILD)/mutant%/kernels.o: src/core/kernels/kernels.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -DTL_KERN_MUTANT=$* -c $< -o $@
 $(BUILD)/mutant%/parallel.o: src/core/kernels/parallel.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -DTL_KERN_MUTANT=$* -c $< -o $@
-$(BUILD)/mutant%/unit_tests: $(BUILD)/mutant%/kernels.o $(BUILD)/mutant%/parallel.o \
+$(BUILD)/mutant%/kernels_avx2.o: src/core/kernels/kernels_avx2.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -mavx2 -DTL_KERN_MUTANT=$* -c $< -o $@
+$(BUILD)/mutant%/unit_tests: $(addprefix $(BUILD)/mutant%/,$(MUTANT_OBJS)) \
                            $(call obj,$(CORE_TESTS) $(NATIVE_TESTS) $(HARNESS) \
                              tests/harness/main_native.c) $(BUILD)/obj/gen/suites.o $(ARCHIVES)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@

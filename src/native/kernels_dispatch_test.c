@@ -273,50 +273,79 @@ static void quantizers(tl_test_ctx *t) {
   }
 }
 
-/* Several tokens at once through each variant's tile kernel (or its rows,
- * token by token): every (token, row) product bit for bit the twin's. */
+/* One shape through every variant's tile kernel (or its rows, token by
+ * token): random weights of the type and random activations, every
+ * (token, row) product bit for bit the twin's rows' (y stride rows + 3,
+ * the gaps left alone). */
+static void check_tile(tl_test_ctx *t, const tl_kernels *const *ks, size_t nk, size_t type,
+                       size_t n, size_t rows, size_t tokens, tl_test_rng *rng) {
+  const tl_kernels *twin = tl_kernels_get(TL_KERN_SCALAR);
+  size_t stride = rows + 3, bytes = 0;
+  float *wf = malloc(rows * n * sizeof(float)), *xv = malloc(n * sizeof(float));
+  float *want = calloc(tokens * stride, sizeof(float));
+  float *got = malloc(tokens * stride * sizeof(float));
+  tl_kern_x xs[9];
+  prepared p[9];
+  uint8_t *w;
+  if (!TL_EXPECT(t, wf && xv && want && got && tokens <= 9)) return;
+  for (size_t i = 0; i < rows * n; i++) wf[i] = random_value(rng, -4, 4);
+  TL_EXPECT_OK(t, tl_quant_tensor_bytes((tl_qtype)type, rows, n, &bytes));
+  w = malloc(bytes);
+  if (!TL_EXPECT(t, w != NULL)) return;
+  TL_EXPECT_OK(t, tl_quant_pack((tl_qtype)type, wf, rows, n, w, bytes, NULL));
+  tl_kern_pack((tl_qtype)type, w, w, bytes / rows, n, 0, rows);
+  for (size_t k = 0; k < tokens; k++) {
+    for (size_t i = 0; i < n; i++) xv[i] = random_value(rng, -4, 4);
+    if (!TL_EXPECT(t, prepare(xv, n, &p[k]))) return;
+    xs[k] = p[k].x;
+    twin->rows[type](w, bytes / rows, n, &xs[k], rows, want + k * stride);
+  }
+  for (size_t v = 0; v < nk; v++) {
+    for (size_t i = 0; i < tokens * stride; i++) got[i] = 0.0f;
+    tl_kern_tile(ks[v], (tl_qtype)type, w, bytes / rows, n, xs, tokens, rows, got, stride);
+    if (!TL_EXPECT_MEM(t, got, want, tokens * stride * sizeof(float))) {
+      print_case(t, ks[v]->name, "tile", type, rows, n);
+      tl_test_print(t, "  tokens ");
+      tl_test_print_u64(t, tokens);
+      tl_test_print(t, "\n");
+    }
+  }
+  for (size_t k = 0; k < tokens; k++) release(&p[k]);
+  free(w);
+  free(wf);
+  free(xv);
+  free(want);
+  free(got);
+}
+
+/* Several tokens at once, random shapes. */
 static void tiles(tl_test_ctx *t) {
   static const size_t lengths[] = {17, 32, 64, 95, 1029};
   const tl_kernels *ks[TL_KERN_ISA_COUNT];
-  const tl_kernels *twin = tl_kernels_get(TL_KERN_SCALAR);
   size_t nk = variants(t, ks);
   tl_test_rng rng = {20261205};
   for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++)
     for (size_t type = 0; type < 5; type++) {
-      size_t n = lengths[li], rows = 1 + tl_test_rng_next(&rng) % 9;
-      size_t tokens = 1 + tl_test_rng_next(&rng) % 9, stride = rows + 3, bytes = 0;
-      float *wf = malloc(rows * n * sizeof(float)), *xv = malloc(n * sizeof(float));
-      float *want = calloc(tokens * stride, sizeof(float));
-      float *got = malloc(tokens * stride * sizeof(float));
-      tl_kern_x xs[9];
-      prepared p[9];
-      uint8_t *w;
-      if (!TL_EXPECT(t, wf && xv && want && got)) return;
-      for (size_t i = 0; i < rows * n; i++) wf[i] = random_value(&rng, -4, 4);
-      TL_EXPECT_OK(t, tl_quant_tensor_bytes((tl_qtype)type, rows, n, &bytes));
-      w = malloc(bytes);
-      if (!TL_EXPECT(t, w != NULL)) return;
-      TL_EXPECT_OK(t, tl_quant_pack((tl_qtype)type, wf, rows, n, w, bytes, NULL));
-      tl_kern_pack((tl_qtype)type, w, w, bytes / rows, n, 0, rows);
-      for (size_t k = 0; k < tokens; k++) {
-        for (size_t i = 0; i < n; i++) xv[i] = random_value(&rng, -4, 4);
-        if (!TL_EXPECT(t, prepare(xv, n, &p[k]))) return;
-        xs[k] = p[k].x;
-        twin->rows[type](w, bytes / rows, n, &xs[k], rows, want + k * stride);
-      }
-      for (size_t v = 0; v < nk; v++) {
-        for (size_t i = 0; i < tokens * stride; i++) got[i] = 0.0f;
-        tl_kern_tile(ks[v], (tl_qtype)type, w, bytes / rows, n, xs, tokens, rows, got, stride);
-        if (!TL_EXPECT_MEM(t, got, want, tokens * stride * sizeof(float)))
-          print_case(t, ks[v]->name, "tile", type, rows, n);
-      }
-      for (size_t k = 0; k < tokens; k++) release(&p[k]);
-      free(w);
-      free(wf);
-      free(xv);
-      free(want);
-      free(got);
+      size_t rows = 1 + tl_test_rng_next(&rng) % 9, tokens = 1 + tl_test_rng_next(&rng) % 9;
+      check_tile(t, ks, nk, type, lengths[li], rows, tokens, &rng);
     }
+}
+
+/* Fixed ragged shapes around the variants' tile sizes (rows in 2s and 4s,
+ * tokens in 3s and 4s): rows and tokens left over after whole tiles, a
+ * short last q8/q4 group (33 elements: 2 blocks; 520: a whole group and
+ * one block) and float tails (33, 520 mod 16 = 8), every type. */
+static void ragged_tiles(tl_test_ctx *t) {
+  static const size_t rows[] = {1, 2, 3, 5}, tokens[] = {2, 4, 5, 7, 9};
+  static const size_t lengths[] = {33, 520, 1024};
+  const tl_kernels *ks[TL_KERN_ISA_COUNT];
+  size_t nk = variants(t, ks);
+  tl_test_rng rng = {20261207};
+  for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++)
+    for (size_t type = 0; type < 5; type++)
+      for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++)
+        for (size_t k = 0; k < sizeof tokens / sizeof tokens[0]; k++)
+          check_tile(t, ks, nk, type, lengths[li], rows[r], tokens[k], &rng);
 }
 
 /* The two-query forms (heads sharing a KV head) against the twins: the
@@ -643,6 +672,7 @@ static const tl_test_case cases[] = {
     TL_CASE(quantizers),
     TL_CASE(exponentials),
     TL_CASE(tiles),
+    TL_CASE(ragged_tiles),
     TL_CASE(attention),
     TL_CASE(attention_f16_rows),
     TL_CASE(f16_rows),
