@@ -423,9 +423,12 @@ TARGET static void exps(const float *x, float sub, size_t n, float *out) {
     __m256d xd, t, kd, r, p;
     __m128i k;
     int special;
-    memcpy(in, x + i, m * sizeof(float));
-    xf = _mm_sub_ps(_mm_loadu_ps(in), _mm_set1_ps(sub));
-    xd = _mm256_cvtps_pd(xf);
+    if (m == 4) xf = _mm_loadu_ps(x + i);
+    else {
+      memcpy(in, x + i, m * sizeof(float));
+      xf = _mm_loadu_ps(in);
+    }
+    xd = _mm256_cvtps_pd(_mm_sub_ps(xf, _mm_set1_ps(sub)));
     t = _mm256_mul_pd(xd, inv_ln2);
     k = _mm256_cvttpd_epi32(_mm256_blendv_pd(_mm256_add_pd(t, _mm256_set1_pd(0.5)),
                                              _mm256_sub_pd(t, _mm256_set1_pd(0.5)),
@@ -443,6 +446,10 @@ TARGET static void exps(const float *x, float sub, size_t n, float *out) {
               _mm_movemask_ps(_mm_castsi128_ps(
                   _mm_or_si128(_mm_cmplt_epi32(k, _mm_set1_epi32(-1022)),
                                _mm_cmpgt_epi32(k, _mm_set1_epi32(1023)))));
+    if (m == 4 && special == 0) {
+      _mm_storeu_ps(out + i, _mm256_cvtpd_ps(p));
+      continue;
+    }
     _mm_storeu_ps(res, _mm256_cvtpd_ps(p));
     for (size_t l = 0; l < m; l++) out[i + l] = special >> l & 1 ? tl_expf(x[i + l] - sub) : res[l];
   }
