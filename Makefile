@@ -76,7 +76,7 @@ LDLIBS := -ljansson -ledit -lcurl -lmicrohttpd -lsodium $(LIB_LDLIBS)
 # their own -m flags; they exist only in native x86-64 builds. *_neon.c
 # (Advanced SIMD, baseline on AArch64) and *_dotprod.c (compiled with the
 # dot-product extension) exist only in aarch64 builds.
-X86_SUFFIXES := sse41 avx2 avx512
+X86_SUFFIXES := sse41 avx2 avxvnni avx512
 X86_PATTERNS := $(foreach s,$(X86_SUFFIXES),%_$(s).c)
 ARM_PATTERNS := %_neon.c %_dotprod.c
 ARM_DOTPROD := -march=armv8.2-a+dotprod
@@ -165,6 +165,9 @@ $(BUILD)/$(1)/%_sse41.o: %_sse41.c
 	@mkdir -p $$(@D)
 	$$(CC) $$(CFLAGS) $(2) -msse4.1 -c $$< -o $$@
 $(BUILD)/$(1)/%_avx2.o: %_avx2.c
+	@mkdir -p $$(@D)
+	$$(CC) $$(CFLAGS) $(2) -mavx2 -c $$< -o $$@
+$(BUILD)/$(1)/%_avxvnni.o: %_avxvnni.c
 	@mkdir -p $$(@D)
 	$$(CC) $$(CFLAGS) $(2) -mavx2 -c $$< -o $$@
 $(BUILD)/$(1)/%_avx512.o: %_avx512.c
@@ -344,11 +347,13 @@ $(BUILD)/obj/gen/tsan_suites.o: $(BUILD)/gen/tsan_suites.c
 
 # The fast lane's mutation proof (tests/kernels/mutants.sh): the unit tests
 # with fault n of src/core/kernels/mutant.h compiled into the scalar twins,
-# the partition and (x86-64: faults 20 and up) the AVX2 variant; these
+# the partition and (x86-64: faults 20 and up) the AVX2 and AVX-VNNI
+# variants (kernels_avx2.c, which the latter include); these
 # objects come before the library, so its own copies are not linked. Never
 # part of the library or the CLI.
-MUTANTS := 1 2 3 $(if $(filter x86_64,$(ARCH)),20 21)
-MUTANT_OBJS := kernels.o parallel.o $(if $(filter x86_64,$(ARCH)),kernels_avx2.o)
+MUTANTS := 1 2 3 $(if $(filter x86_64,$(ARCH)),20 21 22)
+MUTANT_OBJS := kernels.o parallel.o \
+               $(if $(filter x86_64,$(ARCH)),kernels_avx2.o kernels_avxvnni.o kernels_avxvnni_avx512.o)
 .PHONY: mutants
 mutants: $(foreach n,$(MUTANTS),$(BUILD)/mutant$(n)/unit_tests)
 .SECONDARY: $(foreach n,$(MUTANTS),$(addprefix $(BUILD)/mutant$(n)/,$(MUTANT_OBJS)))
@@ -361,6 +366,13 @@ $(BUILD)/mutant%/parallel.o: src/core/kernels/parallel.c
 $(BUILD)/mutant%/kernels_avx2.o: src/core/kernels/kernels_avx2.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -mavx2 -DTL_KERN_MUTANT=$* -c $< -o $@
+$(BUILD)/mutant%/kernels_avxvnni.o: src/core/kernels/kernels_avxvnni.c src/core/kernels/kernels_avx2.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -mavx2 -DTL_KERN_MUTANT=$* -c $< -o $@
+$(BUILD)/mutant%/kernels_avxvnni_avx512.o: src/core/kernels/kernels_avxvnni_avx512.c \
+                                           src/core/kernels/kernels_avx2.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -mavx512f -mavx512vl -DTL_KERN_MUTANT=$* -c $< -o $@
 $(BUILD)/mutant%/unit_tests: $(addprefix $(BUILD)/mutant%/,$(MUTANT_OBJS)) \
                            $(call obj,$(CORE_TESTS) $(NATIVE_TESTS) $(HARNESS) \
                              tests/harness/main_native.c) $(BUILD)/obj/gen/suites.o $(ARCHIVES)

@@ -37,8 +37,9 @@ expect() {
   fi
 }
 
-# faults 20 and up are in the AVX2 variant: built only on x86-64, checked
-# where the CPU runs AVX2
+# faults 20 and up are in the AVX2 and AVX-VNNI variants: built only on
+# x86-64, checked where the CPU runs AVX2 (22: the AVX-VNNI variant or its
+# EVEX twin, which kernels_dispatch runs on any CPU with AVX512-VNNI)
 x86=false
 [[ -x $build/mutant20/unit_tests ]] && grep -qw avx2 /proc/cpuinfo && x86=true
 unmutated="kernels.dot_golden fast_forward.every_variant_and_thread_count"
@@ -57,8 +58,10 @@ if $x86; then
     "$build/mutant20/unit_tests" kernels_dispatch.ragged_tiles
   expect "mutant 21 (the AVX2 quantizer truncates)" fail "$build/mutant21/unit_tests" \
     kernels_dispatch.quantizers
+  expect "mutant 22 (the AVX-VNNI tiles without the bias)" fail "$build/mutant22/unit_tests" \
+    kernels_dispatch.ragged_tiles
 else
-  echo "skip mutants 20, 21: no AVX2 here"
+  echo "skip mutants 20-22: no AVX2 here"
 fi
 echo "$pass passed, $fail failed"
 ((fail == 0))

@@ -1,8 +1,15 @@
 /* fast/4 kernels with AVX2 (+ F16C for f16 weights): two 256-bit
  * accumulators are the lanes A_0..7 and A_8..15 of docs/fast-profile.md;
  * q8/q4 block sums through maddubs/madd on packed weights, one block per
- * i32 lane; attention's scores and weighted values over the binary16 KV
- * cache. */
+ * i32 lane; tiles of rows x tokens for prefill; F-3's quantizer; the
+ * softmax's exponentials; attention's scores and weighted values over f32
+ * rows and the binary16 KV cache.
+ *
+ * The AVX-VNNI variant is this source compiled again (kernels_avxvnni.c,
+ * and its test twin kernels_avxvnni_avx512.c) with TL_AVX2_DPBUSD, the
+ * 256-bit vpdpbusd of its target, doing the q8/q4 block sums instead of
+ * maddubs/madd (as kernels_avx512.c's with 512-bit); everything else is
+ * the same code. */
 #include <immintrin.h>
 #include <stdbool.h>
 #include <string.h>
@@ -13,7 +20,12 @@
 
 #if TL_KERN_HAVE_X86
 
+#ifndef TL_AVX2_TABLE /* the plain AVX2 variant */
 #define TARGET __attribute__((target("avx2,f16c")))
+#define TL_AVX2_TABLE tl_kernels_avx2
+#define TL_AVX2_ISA TL_KERN_AVX2
+#define TL_AVX2_NAME "avx2"
+#endif
 
 /* T(A) with A_0..7 in a and A_8..15 in b. */
 TARGET static inline float tree(__m256 a, __m256 b) {
@@ -27,32 +39,45 @@ TARGET static inline float tree(__m256 a, __m256 b) {
  * hardware prefetcher alone streams the weights slower here). */
 #define PREFETCH_AHEAD 2048
 
-/* The terms of one whole packed group g (16 blocks) against the
- * activation's group (codes xc, scales dx, q4 biases): blocks 0-7 onto a0
- * (lanes A_0..7), 8-15 onto a1. Each i32 lane is one block's sum over its
- * 8 steps. q8: the codes back to signed (XOR 0x80), |w| times x with w's
- * sign moved onto x; q4: the nibbles u times x, then q4_bias; no pair sum
- * of maddubs saturates (2*127*127, 2*15*127 < 32767). */
-TARGET static inline void group_terms(bool q4, const uint8_t *g, const int8_t *xc,
-                                      const float *dx, const int32_t *bias, __m256 *a0,
-                                      __m256 *a1) {
+/* The terms of one whole packed group g (16 blocks, the activation's from
+ * block b on): blocks 0-7 onto a0 (lanes A_0..7), 8-15 onto a1. Each i32
+ * lane is one block's sum over its 8 steps. With vpdpbusd, from the bias;
+ * else q8: the codes back to signed (XOR 0x80), |w| times x with w's sign
+ * moved onto x; q4: the nibbles u times x, then q4_bias; no pair sum of
+ * maddubs saturates (2*127*127, 2*15*127 < 32767). */
+TARGET static inline void group_terms(bool q4, const uint8_t *g, const tl_kern_x *act,
+                                      size_t b, __m256 *a0, __m256 *a1) {
   const uint8_t *c = g + 64;
+  const int8_t *xc = act->codes + 32 * b;
+  const float *dx = act->scales + b;
+  const int32_t *q4_bias = act->q4_bias + b;
   for (int h = 0; h < 2; h++) {
-    __m256i s = q4 ? _mm256_loadu_si256((const __m256i *)(bias + 8 * h)) : _mm256_setzero_si256();
+#ifdef TL_AVX2_DPBUSD
+    /* unsigned weights (q8: offset by 128) times signed codes, started
+     * from the bias that takes the offset out */
+    __m256i s = _mm256_loadu_si256((const __m256i *)((q4 ? q4_bias : act->q8_bias + b) + 8 * h));
+#else
+    __m256i s = q4 ? _mm256_loadu_si256((const __m256i *)(q4_bias + 8 * h)) : _mm256_setzero_si256();
+#endif
     __m256 p;
     for (int st = 0; st < 8; st++) {
-      __m256i x = _mm256_loadu_si256((const __m256i *)(xc + 64 * st + 32 * h)), prod;
+      __m256i x = _mm256_loadu_si256((const __m256i *)(xc + 64 * st + 32 * h)), u;
       if (q4) {
         __m256i raw = _mm256_loadu_si256((const __m256i *)(c + 64 * (st / 2) + 32 * h));
-        __m256i u = _mm256_and_si256(st % 2 ? _mm256_srli_epi16(raw, 4) : raw,
-                                     _mm256_set1_epi8(0x0F));
-        prod = _mm256_maddubs_epi16(u, x);
+        u = _mm256_and_si256(st % 2 ? _mm256_srli_epi16(raw, 4) : raw, _mm256_set1_epi8(0x0F));
       } else {
-        __m256i w = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(c + 64 * st + 32 * h)),
-                                     _mm256_set1_epi8((char)0x80));
-        prod = _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
+        u = _mm256_loadu_si256((const __m256i *)(c + 64 * st + 32 * h));
       }
-      s = _mm256_add_epi32(s, _mm256_madd_epi16(prod, _mm256_set1_epi16(1)));
+#ifdef TL_AVX2_DPBUSD
+      s = TL_AVX2_DPBUSD(s, u, x);
+#else
+      if (!q4) {
+        __m256i w = _mm256_xor_si256(u, _mm256_set1_epi8((char)0x80));
+        u = _mm256_abs_epi8(w);
+        x = _mm256_sign_epi8(x, w);
+      }
+      s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(u, x), _mm256_set1_epi16(1)));
+#endif
     }
     p = _mm256_mul_ps(_mm256_loadu_ps((const float *)g + 8 * h), _mm256_loadu_ps(dx + 8 * h));
     p = _mm256_mul_ps(_mm256_cvtepi32_ps(s), p);
@@ -76,7 +101,7 @@ TARGET static inline void rows_quant(bool q4, const uint8_t *w, size_t row_bytes
       for (size_t o = 0; o < m * bb; o += 64)
         _mm_prefetch((const char *)g + o + PREFETCH_AHEAD, _MM_HINT_T0);
       if (m < TL_KERN_GROUP) g = tl_kern_pad_group(q4 ? TL_QTYPE_Q4 : TL_QTYPE_Q8, g, m, padded);
-      group_terms(q4, g, x->codes + 32 * b, x->scales + b, x->q4_bias + b, &a0, &a1);
+      group_terms(q4, g, x, b, &a0, &a1);
     }
     y[r] = tree(a0, a1);
   }
@@ -159,15 +184,45 @@ FLOAT_FN(rows_f16, 1)
 FLOAT_FN(rows_bf16, 2)
 #undef FLOAT_FN
 
+/* A tile's block sums, per (row, token) and half group. With vpdpbusd:
+ * started from the activation's bias (blocks at b), the unsigned weights
+ * as packed, one vpdpbusd per step, nothing to finish. Without: q8 as
+ * group_terms (signed weights, sign trick, madd per step), q4's steps
+ * summed in i16 by maddubs (8 x 2 x 15 x 127 < 32767, exact), then one
+ * madd and the bias. */
+#ifdef TL_AVX2_DPBUSD
+#define DPBUSD_START(Q4, x, b)                                                     \
+  (TL_MUTANT_NO_BIAS ? _mm256_setzero_si256()                                       \
+                     : _mm256_loadu_si256((const __m256i *)((Q4 ? (x).q4_bias : (x).q8_bias) + (b))))
+#define Q8_WEIGHTS(raw) (raw)
+#define STEP(Q4, s, u, x) TL_AVX2_DPBUSD(s, u, x)
+#define FINISH(Q4, s, x, b) (s)
+#else
+#define DPBUSD_START(Q4, x, b) _mm256_setzero_si256()
+#define Q8_WEIGHTS(raw) _mm256_xor_si256(raw, _mm256_set1_epi8((char)0x80))
+TARGET static inline __m256i step(bool q4, __m256i s, __m256i u, __m256i x) {
+  if (q4) return _mm256_add_epi16(s, _mm256_maddubs_epi16(u, x));
+  return _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(u),
+                                                                    _mm256_sign_epi8(x, u)),
+                                               _mm256_set1_epi16(1)));
+}
+TARGET static inline __m256i finish(bool q4, __m256i s, const tl_kern_x *x, size_t b) {
+  if (!q4) return s;
+  return _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(x->q4_bias + b)),
+                          _mm256_madd_epi16(s, _mm256_set1_epi16(1)));
+}
+#define STEP(Q4, s, u, x) step(Q4, s, u, x)
+#define FINISH(Q4, s, x, b) finish(Q4, s, &(x), b)
+#endif
+
 /* Rows [0, R) of a packed q8 (Q4 false) or q4 matrix times the activations
  * of tokens [0, T), one group of 16 blocks at a time, each half (blocks
  * 0-7, 8-15: lanes A_0..7, A_8..15) on its own so that the R x T block
  * sums fit the 16 ymm registers: each row's step loaded once for the T
- * tokens, each token's once for the R rows. q8: group_terms' sign trick
- * per (row, token), madd per step; q4: the 8 steps' maddubs summed in i16
- * (8 x 2 x 15 x 127 < 32767, exact), then one madd and the bias. Then
- * F-4's conversion, scale product and add per block, as the rows. A short
- * last group goes through padded copies (tl_kern_pad_group). */
+ * tokens, each token's once for the R rows; the block sums as STEP and
+ * FINISH say. Then F-4's conversion, scale product and add per block, as
+ * the rows. A short last group goes through padded copies
+ * (tl_kern_pad_group). */
 #define TILE_FN(name, R, T, Q4)                                                            \
   TARGET static void name(const uint8_t *w, size_t row_bytes, size_t nb,                  \
                           const tl_kern_x *xs, float *y, size_t y_stride) {                 \
@@ -189,8 +244,10 @@ FLOAT_FN(rows_bf16, 2)
       }                                                                                    \
       _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {                                \
         __m256i s[R][T];                                                                   \
-        _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                                \
-          _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) s[i][t] = _mm256_setzero_si256(); \
+        _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {                              \
+          __m256i s0 = DPBUSD_START(Q4, xs[t], b + 8 * (size_t)h);                         \
+          _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) s[i][t] = s0;                \
+        }                                                                                  \
         _Pragma("GCC unroll 8") for (int st = 0; st < 8; st++) {                           \
           __m256i u[R];                                                                    \
           _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {                            \
@@ -200,35 +257,20 @@ FLOAT_FN(rows_bf16, 2)
               u[i] = _mm256_and_si256(st % 2 ? _mm256_srli_epi16(raw, 4) : raw,            \
                                       _mm256_set1_epi8(0x0F));                             \
             } else {                                                                       \
-              u[i] = _mm256_xor_si256(                                                     \
-                  _mm256_loadu_si256((const __m256i *)(c + 64 * st + 32 * h)),             \
-                  _mm256_set1_epi8((char)0x80));                                           \
+              u[i] = Q8_WEIGHTS(_mm256_loadu_si256((const __m256i *)(c + 64 * st + 32 * h))); \
             }                                                                              \
           }                                                                                \
           _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {                            \
             __m256i x = _mm256_loadu_si256(                                                \
                 (const __m256i *)(xs[t].codes + 32 * b + 64 * st + 32 * h));              \
-            _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {                          \
-              if (Q4) {                                                                    \
-                s[i][t] = _mm256_add_epi16(s[i][t], _mm256_maddubs_epi16(u[i], x));        \
-              } else {                                                                     \
-                __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(u[i]),                    \
-                                                 _mm256_sign_epi8(x, u[i]));               \
-                s[i][t] = _mm256_add_epi32(s[i][t],                                        \
-                                           _mm256_madd_epi16(p, _mm256_set1_epi16(1)));    \
-              }                                                                            \
-            }                                                                              \
+            _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                            \
+              s[i][t] = STEP(Q4, s[i][t], u[i], x);                                        \
           }                                                                                \
         }                                                                                  \
         _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {                              \
           __m256 dx = _mm256_loadu_ps(xs[TL_MUTANT_TOKEN(t)].scales + b + 8 * (size_t)h); \
-          __m256i bias = Q4 ? _mm256_loadu_si256(                                          \
-                                  (const __m256i *)(xs[t].q4_bias + b + 8 * (size_t)h))    \
-                            : _mm256_setzero_si256();                                      \
           _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {                            \
-            __m256i sum = Q4 ? _mm256_add_epi32(                                           \
-                                   bias, _mm256_madd_epi16(s[i][t], _mm256_set1_epi16(1))) \
-                             : s[i][t];                                                    \
+            __m256i sum = FINISH(Q4, s[i][t], xs[t], b + 8 * (size_t)h);                   \
             __m256 p = _mm256_mul_ps(_mm256_loadu_ps((const float *)g[i] + 8 * h), dx);    \
             acc[i][t][h] = _mm256_add_ps(acc[i][t][h],                                     \
                                          _mm256_mul_ps(_mm256_cvtepi32_ps(sum), p));       \
@@ -287,6 +329,10 @@ QUANT_TILES(q8, 2, 4, false)
 QUANT_TILES(q4, 2, 4, true)
 #undef QUANT_TILES
 #undef TILE_FN
+#undef DPBUSD_START
+#undef Q8_WEIGHTS
+#undef STEP
+#undef FINISH
 
 /* Rows [0, R) of an f32 (TYPE 0), f16 (1) or bf16 (2) matrix times tokens
  * [0, T) (F-6): two 8-lane accumulators per (row, token), R x T chains
@@ -576,8 +622,8 @@ TARGET static void weighted2(const float *p0, const float *p1, size_t count, con
   weighted_n(p, counts, 2, v, stride, d, out);
 }
 
-const tl_kernels tl_kernels_avx2 = {
-    TL_KERN_AVX2, "avx2", {rows_f32, rows_f16, rows_bf16, rows_q8, rows_q4},
+const tl_kernels TL_AVX2_TABLE = {
+    TL_AVX2_ISA, TL_AVX2_NAME, {rows_f32, rows_f16, rows_bf16, rows_q8, rows_q4},
     {tile_f32, tile_f16, tile_bf16, tile_q8, tile_q4},
     quantize_x, dots, weighted, dots2, weighted2, dots_n, weighted_n, exps,
     f16_to_f32, f32_to_f16, dots_h, weighted_h};

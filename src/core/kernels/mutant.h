@@ -7,14 +7,6 @@
 
 #ifndef TL_KERN_MUTANT
 #define TL_KERN_MUTANT 0
-/* 20, a wrong token: the AVX2 q8/q4 tiles scale token t's block sums by
- * token t - 1's activation scales (caught by kernels_dispatch.tiles). */
-#define TL_MUTANT_TOKEN(t) (TL_KERN_MUTANT == 20 && (t) > 0 ? (t) - 1 : (t))
-
-/* 21, a wrong rounding: the AVX2 quantizer truncates its codes instead of
- * rounding them to nearest even (caught by kernels_dispatch.quantizers). */
-#define TL_MUTANT_TRUNCATE (TL_KERN_MUTANT == 21)
-
 #endif
 
 /* 1, a wrong tail: the scalar twin's float rows drop their last
@@ -32,11 +24,17 @@
 #define TL_MUTANT_BLOCK(b) (TL_KERN_MUTANT == 3 && (b) > 0 ? (b) - 1 : (b))
 
 /* 20, a wrong token: the AVX2 q8/q4 tiles scale token t's block sums by
- * token t - 1's activation scales (caught by kernels_dispatch.tiles). */
+ * token t - 1's activation scales (caught by
+ * kernels_dispatch.ragged_tiles). */
 #define TL_MUTANT_TOKEN(t) (TL_KERN_MUTANT == 20 && (t) > 0 ? (t) - 1 : (t))
 
 /* 21, a wrong rounding: the AVX2 quantizer truncates its codes instead of
  * rounding them to nearest even (caught by kernels_dispatch.quantizers). */
 #define TL_MUTANT_TRUNCATE (TL_KERN_MUTANT == 21)
+
+/* 22, a missing bias: the AVX-VNNI tiles start their block sums from 0,
+ * not the activation's bias, so q8's weight offset stays in (caught by
+ * kernels_dispatch.ragged_tiles through the variant or its EVEX twin). */
+#define TL_MUTANT_NO_BIAS (TL_KERN_MUTANT == 22)
 
 #endif
