@@ -113,7 +113,7 @@ int tl_cli_flag_f64(bool json, const char *flag, const char *v, double *out);
   "                weights in memory (the fast lane still packs its q8/q4\n" \
   "                weights into memory)\n"                                   \
   "  (environment TINYLM_KERNELS=scalar|avx2|avx-vnni|avx512: the fast\n"   \
-  "                lane's kernel variant instead of the fastest; same bits)\n"
+  "                lane's kernels, not the fastest; same bits)\n"
 
 struct tl_lane_options;
 /* If argv[*i] is one of the lane flags, consumes it (and its value) and
