@@ -6,8 +6,8 @@
  * reproduces bit for bit.
  *
  * The scalar twins here are the reference; the ISA variants live beside
- * them (kernels_avx2.c, kernels_avx512.c, kernels_neon.c,
- * kernels_wasm_simd.c) and are tested against them. The
+ * them (kernels_avx2.c, kernels_avxvnni.c, kernels_avx512.c,
+ * kernels_neon.c, kernels_wasm_simd.c) and are tested against them. The
  * core never looks at the CPU: a host picks a variant it has checked
  * (src/host/cpu.h) and hands it to the model. */
 #ifndef TL_CORE_KERNELS_H
