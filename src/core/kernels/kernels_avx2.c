@@ -191,14 +191,14 @@ FLOAT_FN(rows_bf16, 2)
  * summed in i16 by maddubs (8 x 2 x 15 x 127 < 32767, exact), then one
  * madd and the bias. */
 #ifdef TL_AVX2_DPBUSD
-#define DPBUSD_START(Q4, x, b)                                                     \
+#define SUM_START(Q4, x, b)                                                     \
   (TL_MUTANT_NO_BIAS ? _mm256_setzero_si256()                                       \
                      : _mm256_loadu_si256((const __m256i *)((Q4 ? (x).q4_bias : (x).q8_bias) + (b))))
 #define Q8_WEIGHTS(raw) (raw)
 #define STEP(Q4, s, u, x) TL_AVX2_DPBUSD(s, u, x)
 #define FINISH(Q4, s, x, b) (s)
 #else
-#define DPBUSD_START(Q4, x, b) _mm256_setzero_si256()
+#define SUM_START(Q4, x, b) _mm256_setzero_si256()
 #define Q8_WEIGHTS(raw) _mm256_xor_si256(raw, _mm256_set1_epi8((char)0x80))
 TARGET static inline __m256i step(bool q4, __m256i s, __m256i u, __m256i x) {
   if (q4) return _mm256_add_epi16(s, _mm256_maddubs_epi16(u, x));
@@ -245,7 +245,7 @@ TARGET static inline __m256i finish(bool q4, __m256i s, const tl_kern_x *x, size
       _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {                                \
         __m256i s[R][T];                                                                   \
         _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {                              \
-          __m256i s0 = DPBUSD_START(Q4, xs[t], b + 8 * (size_t)h);                         \
+          __m256i s0 = SUM_START(Q4, xs[t], b + 8 * (size_t)h);                         \
           _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) s[i][t] = s0;                \
         }                                                                                  \
         _Pragma("GCC unroll 8") for (int st = 0; st < 8; st++) {                           \
@@ -329,7 +329,7 @@ QUANT_TILES(q8, 2, 4, false)
 QUANT_TILES(q4, 2, 4, true)
 #undef QUANT_TILES
 #undef TILE_FN
-#undef DPBUSD_START
+#undef SUM_START
 #undef Q8_WEIGHTS
 #undef STEP
 #undef FINISH
