@@ -37,9 +37,15 @@ expect() {
   fi
 }
 
-avx512=false
-[[ -x $build/mutant40/unit_tests ]] && avx512=true # x86-64 builds: the AVX-512 mutants
+# faults 20 and up are in the AVX2 and AVX-VNNI variants: built only on
+# x86-64, checked where the CPU runs AVX2 (22: the AVX-VNNI variant or its
+# EVEX twin, which kernels_dispatch runs on any CPU with AVX512-VNNI);
+# faults 40 and up in the AVX-512 variant, checked where the CPU runs it
+x86=false avx512=false
+[[ -x $build/mutant20/unit_tests ]] && grep -qw avx2 /proc/cpuinfo && x86=true
+[[ -x $build/mutant40/unit_tests ]] && grep -qw avx512_vnni /proc/cpuinfo && avx512=true
 unmutated=(kernels.dot_golden fast_forward.every_variant_and_thread_count)
+$x86 && unmutated+=(kernels_dispatch.ragged_tiles kernels_dispatch.quantizers)
 $avx512 && unmutated+=(kernels_dispatch.golden_all_variants kernels_dispatch.tiles)
 for t in "${unmutated[@]}"; do
   expect "unmutated" pass "$build/unit_tests" "$t"
@@ -50,6 +56,16 @@ expect "mutant 2 (a row skipped at each thread boundary)" fail "$build/mutant2/u
   fast_forward.every_variant_and_thread_count
 expect "mutant 3 (the previous block's scale)" fail "$build/mutant3/unit_tests" \
   kernels.dot_golden
+if $x86; then
+  expect "mutant 20 (an AVX2 tile: the previous token's scales)" fail \
+    "$build/mutant20/unit_tests" kernels_dispatch.ragged_tiles
+  expect "mutant 21 (the AVX2 quantizer truncates)" fail "$build/mutant21/unit_tests" \
+    kernels_dispatch.quantizers
+  expect "mutant 22 (the AVX-VNNI tiles without the bias)" fail "$build/mutant22/unit_tests" \
+    kernels_dispatch.ragged_tiles
+else
+  echo "skip mutants 20-22: no AVX2 here"
+fi
 if $avx512; then
   expect "mutant 40 (AVX-512 bf16: element 1 widened into lane 0)" fail \
     "$build/mutant40/unit_tests" kernels_dispatch.golden_all_variants

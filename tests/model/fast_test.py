@@ -67,7 +67,7 @@ MUTATIONS = {"rope_pairing": "q_rope", "no_q_norm": "q_norm", "gqa_map": "scores
 check = ft.expect  # forward_test's argument order: the condition first
 # The x86-64 variants, fastest last (tl_native_kernels' order); any other
 # name is refused like a variant the CPU lacks.
-VARIANTS = ("scalar", "avx2", "avx512")
+VARIANTS = ("scalar", "avx2", "avx-vnni", "avx512")
 TINY_IDS = os.path.join(fs.GOLDEN_DIR, "tiny-ids.cbor")
 
 
