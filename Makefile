@@ -76,7 +76,7 @@ LDLIBS := -ljansson -ledit -lcurl -lmicrohttpd -lsodium $(LIB_LDLIBS)
 # their own -m flags; they exist only in native x86-64 builds. *_neon.c
 # (Advanced SIMD, baseline on AArch64) and *_dotprod.c (compiled with the
 # dot-product extension) exist only in aarch64 builds.
-X86_SUFFIXES := sse41 avx2 avx512
+X86_SUFFIXES := sse41 avx2 avxvnni avx512
 X86_PATTERNS := $(foreach s,$(X86_SUFFIXES),%_$(s).c)
 ARM_PATTERNS := %_neon.c %_dotprod.c
 ARM_DOTPROD := -march=armv8.2-a+dotprod
@@ -165,6 +165,9 @@ $(BUILD)/$(1)/%_sse41.o: %_sse41.c
 	@mkdir -p $$(@D)
 	$$(CC) $$(CFLAGS) $(2) -msse4.1 -c $$< -o $$@
 $(BUILD)/$(1)/%_avx2.o: %_avx2.c
+	@mkdir -p $$(@D)
+	$$(CC) $$(CFLAGS) $(2) -mavx2 -c $$< -o $$@
+$(BUILD)/$(1)/%_avxvnni.o: %_avxvnni.c
 	@mkdir -p $$(@D)
 	$$(CC) $$(CFLAGS) $(2) -mavx2 -c $$< -o $$@
 $(BUILD)/$(1)/%_avx512.o: %_avx512.c
@@ -343,19 +346,38 @@ $(BUILD)/obj/gen/tsan_suites.o: $(BUILD)/gen/tsan_suites.c
 	$(CC) $(CFLAGS) -c $< -o $@
 
 # The fast lane's mutation proof (tests/kernels/mutants.sh): the unit tests
-# with fault n of src/core/kernels/mutant.h compiled into the scalar twins
-# and the partition; these objects come before the library, so its own
+# with fault n of src/core/kernels/mutant.h compiled into the scalar twins,
+# the partition and (x86-64) the AVX-512 kernels (faults 40 and up) and
+# the AVX2 and AVX-VNNI variants (kernels_avx2.c, which the latter include:
+# faults 20 and up); these objects come before the library, so its own
 # copies are not linked. Never part of the library or the CLI.
+X86_MUTANT := $(filter x86_64,$(ARCH))
+KERN_MUTANTS := 1 2 3 $(if $(X86_MUTANT),20 21 22 40 41)
+KERN_MUTANT_OBJS := kernels.o parallel.o \
+  $(if $(X86_MUTANT),kernels_avx512.o kernels_avx2.o kernels_avxvnni.o kernels_avxvnni_avx512.o)
 .PHONY: mutants
-mutants: $(foreach n,1 2 3,$(BUILD)/mutant$(n)/unit_tests)
-.SECONDARY: $(foreach n,1 2 3,$(BUILD)/mutant$(n)/kernels.o $(BUILD)/mutant$(n)/parallel.o)
+mutants: $(foreach n,$(KERN_MUTANTS),$(BUILD)/mutant$(n)/unit_tests)
+.SECONDARY: $(foreach n,$(KERN_MUTANTS),$(addprefix $(BUILD)/mutant$(n)/,$(KERN_MUTANT_OBJS)))
+$(BUILD)/mutant%/kernels_avx512.o: src/core/kernels/kernels_avx512.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -mavx512f -mavx512vl -DTL_KERN_MUTANT=$* -c $< -o $@
 $(BUILD)/mutant%/kernels.o: src/core/kernels/kernels.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -DTL_KERN_MUTANT=$* -c $< -o $@
 $(BUILD)/mutant%/parallel.o: src/core/kernels/parallel.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -DTL_KERN_MUTANT=$* -c $< -o $@
-$(BUILD)/mutant%/unit_tests: $(BUILD)/mutant%/kernels.o $(BUILD)/mutant%/parallel.o \
+$(BUILD)/mutant%/kernels_avx2.o: src/core/kernels/kernels_avx2.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -mavx2 -DTL_KERN_MUTANT=$* -c $< -o $@
+$(BUILD)/mutant%/kernels_avxvnni.o: src/core/kernels/kernels_avxvnni.c src/core/kernels/kernels_avx2.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -mavx2 -DTL_KERN_MUTANT=$* -c $< -o $@
+$(BUILD)/mutant%/kernels_avxvnni_avx512.o: src/core/kernels/kernels_avxvnni_avx512.c \
+                                           src/core/kernels/kernels_avx2.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -mavx512f -mavx512vl -DTL_KERN_MUTANT=$* -c $< -o $@
+$(BUILD)/mutant%/unit_tests: $(addprefix $(BUILD)/mutant%/,$(KERN_MUTANT_OBJS)) \
                            $(call obj,$(CORE_TESTS) $(NATIVE_TESTS) $(HARNESS) \
                              tests/harness/main_native.c) $(BUILD)/obj/gen/suites.o $(ARCHIVES)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@

@@ -27,6 +27,9 @@ TOK_SLM=build/tok/qwen3-tokenizer.slm
 TMPL_RANDOM_COUNT=${TL_TMPL_RANDOM_COUNT:-300}
 LOG_DIR=build/test-logs
 mkdir -p "$LOG_DIR"
+# The verified stamps (docs/architecture.md) the stages' opens write go
+# to a cache of the tests' own, not the user's.
+export XDG_CACHE_HOME=$PWD/build/test-work/cache
 
 total_pass=0
 total_fail=0

@@ -20,7 +20,7 @@
 #endif
 
 tl_cpu_features tl_native_cpu_features(void) {
-  tl_cpu_features f = {false, false, false, false, false, false, false, false, false, false};
+  tl_cpu_features f = {false, false, false, false, false, false, false, false, false, false, false};
 #if TL_CPU_X86
   unsigned a, b, c, d;
   __builtin_cpu_init();
@@ -29,6 +29,9 @@ tl_cpu_features tl_native_cpu_features(void) {
   f.f16c = __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1u);
   /* nor SHA: CPUID leaf 7, EBX bit 29 (SSE state only, always saved) */
   f.sha = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b >> 29 & 1u);
+  /* nor, in older compilers, AVX-VNNI: CPUID leaf 7 subleaf 1, EAX bit 4
+   * (ymm state: the AVX check) */
+  f.avxvnni = __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 4 & 1u);
   f.avx512bw = __builtin_cpu_supports("avx512bw") != 0;
   f.avx512vnni = __builtin_cpu_supports("avx512vnni") != 0;
   f.sse41 = __builtin_cpu_supports("sse4.1") != 0;
@@ -84,6 +87,8 @@ bool tl_native_kernels_supported(tl_kern_isa isa) {
       return true;
     case TL_KERN_AVX2:
       return f.avx2 && f.f16c;
+    case TL_KERN_AVX_VNNI:
+      return f.avx2 && f.f16c && f.avxvnni;
     case TL_KERN_AVX512:
       return f.avx2 && f.avx512f && f.avx512vl && f.avx512bw && f.avx512vnni && f.f16c;
     case TL_KERN_NEON:
@@ -96,9 +101,12 @@ bool tl_native_kernels_supported(tl_kern_isa isa) {
 }
 
 const tl_kernels *tl_native_kernels(void) {
-  for (int i = TL_KERN_ISA_COUNT - 1; i > TL_KERN_SCALAR; i--) {
-    const tl_kernels *k = tl_kernels_get((tl_kern_isa)i);
-    if (k != NULL && tl_native_kernels_supported((tl_kern_isa)i)) return k;
+  static const tl_kern_isa fastest_first[] = {TL_KERN_AVX512, TL_KERN_AVX_VNNI, TL_KERN_AVX2,
+                                              TL_KERN_NEON_DOTPROD, TL_KERN_NEON,
+                                              TL_KERN_WASM_SIMD128};
+  for (size_t i = 0; i < sizeof fastest_first / sizeof fastest_first[0]; i++) {
+    const tl_kernels *k = tl_kernels_get(fastest_first[i]);
+    if (k != NULL && tl_native_kernels_supported(fastest_first[i])) return k;
   }
   return tl_kernels_get(TL_KERN_SCALAR);
 }

@@ -22,6 +22,7 @@ typedef struct tl_cpu_features {
   bool avx512vl;
   bool avx512bw;
   bool avx512vnni;
+  bool avxvnni; /* VEX-encoded AVX-VNNI (256-bit vpdpbusd) */
   bool f16c;
   bool sha; /* the SHA extensions (SHA-NI) */
   bool asimd;

@@ -8,6 +8,7 @@
 #include <string.h>
 #ifndef __wasm__
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -136,25 +137,11 @@ static void guard_remove(int i) {
   atomic_store(&g_guard[i].start, 0);
 }
 
-/* What fstat says of fd: size, mtime and ctime (seconds, nanoseconds). */
-static bool file_stamp(int fd, long long *size, long long *ms, long long *mns,
-                       long long *cs, long long *cns) {
-  struct stat st;
-  if (fstat(fd, &st) != 0) return false;
-  *size = (long long)st.st_size;
-  *ms = (long long)st.st_mtim.tv_sec;
-  *mns = (long long)st.st_mtim.tv_nsec;
-  *cs = (long long)st.st_ctim.tv_sec;
-  *cns = (long long)st.st_ctim.tv_nsec;
-  return true;
-}
-
 bool tl_native_model_changed(const tl_native_model *m) {
-  long long size, ms, mns, cs, cns;
+  tl_stamp_key now;
   if (m->fd < 0) return false;
   if (m->guard >= 0 && atomic_load(&g_guard[m->guard].changed)) return true;
-  return !file_stamp(m->fd, &size, &ms, &mns, &cs, &cns) || size != m->size ||
-         ms != m->mtime_s || mns != m->mtime_ns || cs != m->ctime_s || cns != m->ctime_ns;
+  return !tl_stamp_key_of(m->fd, &now) || !tl_stamp_key_equal(&now, &m->key);
 }
 
 /* Moves every page of the mapping holding a byte outside [keep, keep +
@@ -222,6 +209,8 @@ tl_status tl_native_model_artifact_id(tl_native_model *m, uint8_t id[32]) {
   if (st == TL_OK && tl_native_model_changed(m)) st = TL_ERR_IO;
   if (st != TL_OK) return st;
   m->has_artifact_id = true;
+  /* the next open of the same file needs neither the digests nor this */
+  tl_stamp_record(&m->key, m->view.data + 32, m->artifact_id);
   memcpy(id, m->artifact_id, 32);
   return TL_OK;
 }
@@ -243,29 +232,28 @@ tl_status tl_native_model_artifact_id(tl_native_model *m, uint8_t id[32]) {
 #endif
 
 /* Validates and loads the bytes m->view holds (path names them in err);
- * on failure releases everything, the view included. */
-static tl_status open_loaded(const char *path, tl_native_model *m, char *err,
-                             size_t err_cap) {
+ * on failure the caller closes m. */
+static tl_status open_loaded(const char *path, tl_native_model *m, tl_slm_verify verify,
+                             char *err, size_t err_cap) {
   const tl_slm_section *sec;
   size_t at = 0, arena_len;
   tl_status st;
-  st =
-      tl_slm_open(&m->slm, m->view.data, m->view.len, TL_SLM_VERIFY_EAGER, &at);
+  st = tl_slm_open(&m->slm, m->view.data, m->view.len, verify, &at);
   if (st != TL_OK) {
     tl_native_slm_error(path, m->view.data, m->view.len, st, at, err, err_cap);
-    goto fail;
+    return st;
   }
   st = tl_slm_artifact(&m->slm, &m->kind);
   if (st != TL_OK) {
     snprintf(err, err_cap,
              "%s: the metadata does not describe a tinylm artifact (SLM-4a)",
              path);
-    goto fail;
+    return st;
   }
   st = tl_slm_find(&m->slm, TL_SLM_TOKENIZER, &sec);
   if (st != TL_OK) {
     snprintf(err, err_cap, "%s: has no tokenizer section", path);
-    goto fail;
+    return st;
   }
   st = tl_tok_load_arena_bound(sec->data, sec->len, &arena_len);
   if (st == TL_OK && arena_len > SIZE_MAX - TEMPLATE_ARENA_EXTRA)
@@ -273,7 +261,7 @@ static tl_status open_loaded(const char *path, tl_native_model *m, char *err,
   if (st != TL_OK) {
     snprintf(err, err_cap, "%s: invalid tokenizer section (%s)", path,
              tl_status_name(st));
-    goto fail;
+    return st;
   }
   arena_len += TEMPLATE_ARENA_EXTRA;
   m->arena_mem = malloc(arena_len);
@@ -281,41 +269,61 @@ static tl_status open_loaded(const char *path, tl_native_model *m, char *err,
   if (m->arena_mem == NULL || m->grammar_vocab == NULL) {
     st = TL_ERR_OUT_OF_MEMORY;
     snprintf(err, err_cap, "%s: out of memory", path);
-    goto fail;
+    return st;
   }
   tl_arena_init(&m->arena, m->arena_mem, arena_len);
   st = tl_tok_load(sec->data, sec->len, &m->arena, &m->tok);
   if (st != TL_OK) {
     snprintf(err, err_cap, "%s: invalid tokenizer section (%s)", path,
              tl_status_name(st));
-    goto fail;
+    return st;
   }
   if (tl_slm_find(&m->slm, TL_SLM_TEMPLATE, &sec) == TL_OK) {
     st = tl_tmpl_section_load(sec->data, sec->len, &m->arena, &m->tmpl);
     if (st != TL_OK) {
       snprintf(err, err_cap, "%s: invalid chat-template section (%s)", path,
                tl_status_name(st));
-      goto fail;
+      return st;
     }
     m->has_template = true;
   }
   if (m->kind == TL_SLM_ARTIFACT_MODEL) {
-    st = tl_slm_tensors_open(&m->tensors, &m->slm, TL_SLM_VERIFY_EAGER, &at);
+    st = tl_slm_tensors_open(&m->tensors, &m->slm, verify, &at);
     if (st != TL_OK) {
       snprintf(err, err_cap, "%s: invalid tensor directory or data (%s at "
                "byte %zu)", path, tl_status_name(st), at);
-      goto fail;
+      return st;
     }
     m->has_tensors = true;
   }
   return TL_OK;
-fail:
-  tl_native_model_close(m);
-  return st;
 }
+
+#ifndef __wasm__
+/* The artifact id's SHA-256 of a file that is being verified in full,
+ * hashed on a second thread while the open checks the BLAKE3 digests: the
+ * stamp then holds it, and a cold run does not make a third pass later. */
+typedef struct id_job {
+  const uint8_t *data;
+  size_t len;
+  uint8_t id[32];
+  tl_status st;
+} id_job;
+
+static void *id_thread(void *arg) {
+  id_job *j = arg;
+  j->st = tl_sha256(j->data, j->len, j->id);
+  return NULL;
+}
+#endif
 
 tl_status tl_native_model_open(const char *path, tl_native_model *m, char *err,
                                size_t err_cap) {
+#ifndef __wasm__
+  bool full, hashing = false;
+  id_job job;
+  pthread_t hasher;
+#endif
   tl_status st;
   memset(m, 0, sizeof *m);
   m->fd = m->guard = -1;
@@ -326,7 +334,7 @@ tl_status tl_native_model_open(const char *path, tl_native_model *m, char *err,
     struct stat st0;
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd >= 0 && fstat(fd, &st0) == 0 && S_ISREG(st0.st_mode) &&
-        file_stamp(fd, &m->size, &m->mtime_s, &m->mtime_ns, &m->ctime_s, &m->ctime_ns))
+        tl_stamp_key_of(fd, &m->key))
       m->fd = fd;
     else if (fd >= 0)
       close(fd);
@@ -344,14 +352,36 @@ tl_status tl_native_model_open(const char *path, tl_native_model *m, char *err,
     m->fd = -1;
   }
   if (m->fd >= 0) m->guard = guard_add(m->view.data, m->view.len);
-  if (m->fd >= 0 && (long long)m->view.len != m->size) {
+  if (m->fd >= 0 && (int64_t)m->view.len != m->key.size) {
     snprintf(err, err_cap, "%s: changed while it was being opened", path);
     tl_native_model_close(m);
     return TL_ERR_IO;
   }
+  if ((st = tl_stamp_full_wanted(&full, err, err_cap)) != TL_OK) {
+    tl_native_model_close(m);
+    return st;
+  }
+  /* the stamp's header digest is the one this file holds (bytes 32..63) */
+  if (m->fd >= 0 && !full && m->view.len >= TL_SLM_HEADER_LEN)
+    m->stamped = tl_stamp_lookup(&m->key, m->view.data + 32, m->artifact_id,
+                                 &m->has_artifact_id);
+  if (m->fd >= 0 && !m->stamped) {
+    job.data = m->view.data;
+    job.len = m->view.len;
+    hashing = pthread_create(&hasher, NULL, id_thread, &job) == 0;
+  }
 #endif
-  st = open_loaded(path, m, err, err_cap);
+  st = open_loaded(path, m, m->stamped ? TL_SLM_VERIFY_LAZY : TL_SLM_VERIFY_EAGER, err,
+                   err_cap);
 #ifndef __wasm__
+  if (hashing) { /* before anything unmaps or privatizes what it reads */
+    pthread_join(hasher, NULL);
+    if (st == TL_OK && job.st == TL_OK) {
+      memcpy(m->artifact_id, job.id, 32);
+      m->has_artifact_id = true; /* if the file did not change: checked below */
+    }
+  }
+  if (st != TL_OK) tl_native_model_close(m);
   if (st == TL_OK && m->fd >= 0) {
     const tl_slm_section *sec;
     bool data = tl_slm_find(&m->slm, TL_SLM_TENSOR_DATA, &sec) == TL_OK;
@@ -367,7 +397,11 @@ tl_status tl_native_model_open(const char *path, tl_native_model *m, char *err,
       snprintf(err, err_cap, "%s: changed while it was being opened", path);
     }
     if (st != TL_OK) tl_native_model_close(m);
+    else if (!m->stamped)
+      tl_stamp_record(&m->key, m->view.data + 32, m->has_artifact_id ? m->artifact_id : NULL);
   }
+#else
+  if (st != TL_OK) tl_native_model_close(m);
 #endif
   return st;
 }
@@ -375,13 +409,16 @@ tl_status tl_native_model_open(const char *path, tl_native_model *m, char *err,
 tl_status tl_native_model_open_bytes(const uint8_t *data, size_t len, bool take,
                                      const char *name, tl_native_model *m,
                                      char *err, size_t err_cap) {
+  tl_status st;
   memset(m, 0, sizeof *m);
   m->fd = m->guard = -1;
   m->view.data = data;
   m->view.len = len;
   /* A view with a buffer frees it on close; one without borrows. */
   if (take) m->view.buffer = (uint8_t *)data;
-  return open_loaded(name, m, err, err_cap);
+  st = open_loaded(name, m, TL_SLM_VERIFY_EAGER, err, err_cap);
+  if (st != TL_OK) tl_native_model_close(m);
+  return st;
 }
 
 void tl_native_model_close(tl_native_model *m) {

@@ -1,6 +1,7 @@
 /* Opening a .slm artifact on the native host: map the file, validate the
- * container and the tensor directory (eager: every section and tensor
- * digest), load the sections the command needs into one arena. */
+ * container and the tensor directory (every section and tensor digest,
+ * unless a verified stamp says this unchanged file passed them: stamp.h),
+ * load the sections the command needs into one arena. */
 #ifndef TL_NATIVE_MODEL_H
 #define TL_NATIVE_MODEL_H
 
@@ -9,6 +10,7 @@
 #include "file.h"
 #include "slm/slm.h"
 #include "slm/tensors.h"
+#include "stamp.h"
 #include "tmpl/tmpl_section.h"
 #include "tok/tokenizer.h"
 
@@ -32,9 +34,12 @@ typedef struct tl_native_model {
   /* The vocabulary trie of its grammars (constrain.h): made at the open,
    * built on first use, shared by every shallow copy (sessions, slots). */
   tl_grammar_vocab_cell *grammar_vocab;
-  bool has_artifact_id; /* the file's SHA-256, once computed */
+  bool has_artifact_id; /* the file's SHA-256, once computed (or stamped) */
   uint8_t artifact_id[32];
-  long long size, mtime_s, mtime_ns, ctime_s, ctime_ns;
+  tl_stamp_key key; /* fstat of fd at the open */
+  /* A verified stamp (stamp.h) matched at the open: the digests were not
+   * hashed again; false: every digest was checked. */
+  bool stamped;
 } tl_native_model;
 
 /* Why tl_slm_open refused file (status st at byte at), for err: "PATH:

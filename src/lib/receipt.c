@@ -96,7 +96,7 @@ SCHEMA(timings, {"prefill", K_UINT, false, NULL},
 /* Outside the identity like the timings (F-10); optional at the top level:
  * receipts written before it have none. */
 SCHEMA(execution, {"isa", K_TEXT, false, NULL},
-       {"threads", K_UINT, false, NULL});
+       {"threads", K_UINT, false, NULL}, {"verify", K_TEXT, true, NULL});
 /* src/tools/convert.c: emit_receipt. */
 SCHEMA(convert_converter, {"name", K_TEXT, false, NULL},
        {"version", K_TEXT, false, NULL}, {"build_id", K_TEXT, true, NULL});
@@ -484,9 +484,13 @@ static void emit_file(tl_cbor_writer *w, const void *arg) {
   tl_cbor_put_cstr(w, "tinylm.receipt/1");
   if (a->f->isa != NULL) {
     tl_cbor_put_cstr(w, "execution");
-    tl_cbor_begin_map(w, 2);
+    tl_cbor_begin_map(w, a->f->verify != NULL ? 3 : 2);
     tl_cbor_put_cstr(w, "isa");
     tl_cbor_put_cstr(w, a->f->isa);
+    if (a->f->verify != NULL) { /* deterministic order: shorter keys first */
+      tl_cbor_put_cstr(w, "verify");
+      tl_cbor_put_cstr(w, a->f->verify);
+    }
     tl_cbor_put_cstr(w, "threads");
     tl_cbor_put_uint(w, a->f->threads);
     tl_cbor_end_map(w);

@@ -54,6 +54,10 @@ typedef struct tl_run_facts {
    * F-10); isa NULL: the file has no "execution". */
   const char *isa;
   uint32_t threads;
+  /* How the model's digests were checked at its open, "full" or "stamp"
+   * (a verified stamp: docs/architecture.md), in the same record; NULL:
+   * not written. */
+  const char *verify;
   /* The lane (part of the identity): NULL gives "scalar" /
    * "scalar-f32/1". */
   const char *backend, *numerical_profile;

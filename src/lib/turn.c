@@ -357,6 +357,7 @@ tl_status tl_turn_run(tl_session *s, const tl_turn_params *p, const uint32_t *id
                       .decode_us = t->decode_us,
                       .isa = tl_native_lane_isa(&s->lane),
                       .threads = tl_native_lane_threads(&s->lane),
+                      .verify = s->model.stamped ? "stamp" : "full",
                       .backend = s->lane.fast ? "fast" : "scalar",
                       .numerical_profile = tl_native_lane_profile(&s->lane)};
     t->receipt_status = ids_st != TL_OK ? ids_st

@@ -224,6 +224,15 @@ int tl_lane_flag(bool json, int argc, char **argv, int *i, tl_lane_options *o) {
     o->mmap = true;
     return -1;
   }
+  if (strcmp(a, "--verify") == 0) {
+    if ((rc = tl_cli_value(json, argc, argv, i, &v)) >= 0) return rc;
+    if (strcmp(v, "full") != 0 && strcmp(v, "stamp") != 0)
+      return tl_cli_usage(json, "--verify must be full or stamp, not '%s'", v);
+    /* the model opens through the public API, which takes no options:
+     * the environment is its channel (as TINYLM_KERNELS is the lane's) */
+    setenv(TL_VERIFY_ENV, v, 1);
+    return -1;
+  }
   if (strcmp(a, "--lane") != 0 && strcmp(a, "-t") != 0 && strcmp(a, "--threads") != 0)
     return 0;
   if ((rc = tl_cli_value(json, argc, argv, i, &v)) >= 0) return rc;

@@ -109,11 +109,10 @@ int tl_cli_flag_f64(bool json, const char *flag, const char *v, double *out);
   "                docs/fast-profile.md\n"                                   \
   "  -t, --threads N  threads of the fast lane (default: the CPUs online,\n" \
   "                at most 256)\n"                                           \
-  "  --mmap        compute on the file mapping instead of a copy of the\n"   \
-  "                weights in memory (the fast lane still packs its q8/q4\n" \
-  "                weights into memory)\n"                                   \
-  "  (environment TINYLM_KERNELS=scalar|avx2|avx512: the fast lane's\n"      \
-  "                kernel variant instead of the fastest; same bits)\n"
+  "  --mmap        float weights on the file mapping, not a copy\n"         \
+  "  --verify full  every digest, even with a verified stamp (docs/cli.md)\n" \
+  "  (environment TINYLM_KERNELS=scalar|avx2|avx-vnni|avx512:\n"   \
+  "                the fast lane's kernels, not the fastest; same bits)\n"
 
 struct tl_lane_options;
 /* If argv[*i] is one of the lane flags, consumes it (and its value) and

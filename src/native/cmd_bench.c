@@ -434,6 +434,7 @@ int tl_cmd_bench(int argc, char **argv) {
                         decode ? json_real(tg / batch * (double)wbytes / bw) : json_null());
     json_object_set_new(o, "load_seconds", json_real(t_load));
     json_object_set_new(o, "open_seconds", json_real(t_open));
+    json_object_set_new(o, "verify", json_string(s.model.stamped ? "stamp" : "full"));
     json_object_set_new(o, "threads_seconds", json_real(t_threads));
     json_object_set_new(o, "copy_seconds", json_real(lane->copy_seconds));
     json_object_set_new(o, "pack_seconds", json_real(lane->pack_seconds));
@@ -470,9 +471,10 @@ int tl_cmd_bench(int argc, char **argv) {
              decode, depth, tg, reps, wbytes / 1e6, 100.0 * tg * (double)wbytes / bw, bw / 1e9);
     else
       printf("  read bandwidth %.1f GB/s\n", bw / 1e9);
-    printf("  first token %.2f s: open and verify %.2f s, threads %.2f s, weights %.2f s "
+    printf("  first token %.2f s: open and verify (%s) %.2f s, threads %.2f s, weights %.2f s "
            "(copy %.2f s, validate and pack %.2f s), first %u-token forward pass %.2f s\n",
-           t_load + t_first, t_open, t_threads, t_alloc, lane->copy_seconds,
+           t_load + t_first, s.model.stamped ? "stamp" : "full digests", t_open, t_threads,
+           t_alloc, lane->copy_seconds,
            lane->pack_seconds, FIRST_PROMPT, t_first);
     {
       char text[512];

@@ -48,6 +48,9 @@ static void release(prepared *p) {
   free(p->bias8);
 }
 
+/* The variants of the build, and the AVX-VNNI variant's test twin. */
+#define MAX_VARIANTS (TL_KERN_ISA_COUNT + 1)
+
 /* Variants to check: compiled and supported (by the CPU: supported), other
  * than the twin. */
 static size_t variants_of(tl_test_ctx *t, const tl_kernels **out, bool (*supported)(tl_kern_isa)) {
@@ -66,8 +69,16 @@ static size_t variants_of(tl_test_ctx *t, const tl_kernels **out, bool (*support
   return n;
 }
 
+/* The variants this CPU runs, and the AVX-VNNI variant's EVEX twin where
+ * the CPU runs that but not the VEX variant itself (whose own skip line
+ * says so): the same code, checked here against the twins. */
 static size_t variants(tl_test_ctx *t, const tl_kernels **out) {
-  return variants_of(t, out, tl_native_kernels_supported);
+  size_t n = variants_of(t, out, tl_native_kernels_supported);
+  tl_cpu_features f = tl_native_cpu_features();
+  if (tl_kernels_avx_vnni_twin() != NULL && !tl_native_kernels_supported(TL_KERN_AVX_VNNI) &&
+      f.avx2 && f.f16c && f.avx512vnni && f.avx512vl)
+    out[n++] = tl_kernels_avx_vnni_twin();
+  return n;
 }
 
 /* ---- a variant the CPU lacks is a skip, never a pass --------------------- */
@@ -77,7 +88,7 @@ static bool no_variant(tl_kern_isa isa) { return isa == TL_KERN_SCALAR; }
 /* A case as every case here starts, on a CPU that runs none of the variants
  * this build compiles: it checks nothing. */
 static void on_a_cpu_lacking_every_variant(tl_test_ctx *t) {
-  const tl_kernels *ks[TL_KERN_ISA_COUNT];
+  const tl_kernels *ks[MAX_VARIANTS];
   size_t nk = variants_of(t, ks, no_variant);
   for (size_t v = 0; v < nk; v++) TL_EXPECT(t, ks[v] != NULL);
 }
@@ -131,7 +142,7 @@ static void print_case(tl_test_ctx *t, const char *variant, const char *what,
 }
 
 static void golden_all_variants(tl_test_ctx *t) {
-  const tl_kernels *ks[TL_KERN_ISA_COUNT];
+  const tl_kernels *ks[MAX_VARIANTS];
   size_t nk = variants(t, ks);
   for (size_t v = 0; v < nk; v++)
     for (size_t c = 0; c < sizeof fv_dots / sizeof fv_dots[0]; c++) {
@@ -169,7 +180,7 @@ static float random_value(tl_test_rng *rng, int lo, int hi) {
 static void random_shapes(tl_test_ctx *t) {
   static const size_t lengths[] = {1,  2,  3,  7,  8,  9,  15,  16,  17,  31,  32,  33,
                                    47, 48, 63, 64, 65, 95, 96, 100, 127, 255, 257, 1029};
-  const tl_kernels *ks[TL_KERN_ISA_COUNT];
+  const tl_kernels *ks[MAX_VARIANTS];
   const tl_kernels *twin = tl_kernels_get(TL_KERN_SCALAR);
   size_t nk = variants(t, ks);
   tl_test_rng rng = {20261203};
@@ -245,7 +256,7 @@ static bool same_quantization(tl_test_ctx *t, const tl_kernels *k, const float *
 
 static void quantizers(tl_test_ctx *t) {
   static const size_t lengths[] = {1, 5, 16, 17, 31, 32, 33, 64, 65, 100, 1029};
-  const tl_kernels *ks[TL_KERN_ISA_COUNT];
+  const tl_kernels *ks[MAX_VARIANTS];
   size_t nk = variants(t, ks);
   tl_test_rng rng = {20261204};
   for (size_t v = 0; v < nk; v++) {
@@ -273,55 +284,85 @@ static void quantizers(tl_test_ctx *t) {
   }
 }
 
-/* Several tokens at once through each variant's tile kernel (or its rows,
- * token by token): every (token, row) product bit for bit the twin's.
- * Every token count from 1 to 9 for every type, so that each way a
- * variant splits them (fours, a rest of 1-3, one token alone) runs; the
- * rows at random, a multiple of 4 or not. */
+/* One shape through every variant's tile kernel (or its rows, token by
+ * token): random weights of the type and random activations, every
+ * (token, row) product bit for bit the twin's rows' (y stride rows + 3,
+ * the gaps left alone). */
+static void check_tile(tl_test_ctx *t, const tl_kernels *const *ks, size_t nk, size_t type,
+                       size_t n, size_t rows, size_t tokens, tl_test_rng *rng) {
+  const tl_kernels *twin = tl_kernels_get(TL_KERN_SCALAR);
+  size_t stride = rows + 3, bytes = 0;
+  float *wf = malloc(rows * n * sizeof(float)), *xv = malloc(n * sizeof(float));
+  float *want = calloc(tokens * stride, sizeof(float));
+  float *got = malloc(tokens * stride * sizeof(float));
+  tl_kern_x xs[17];
+  prepared p[17];
+  uint8_t *w;
+  if (!TL_EXPECT(t, wf && xv && want && got && tokens <= 17)) return;
+  for (size_t i = 0; i < rows * n; i++) wf[i] = random_value(rng, -4, 4);
+  TL_EXPECT_OK(t, tl_quant_tensor_bytes((tl_qtype)type, rows, n, &bytes));
+  w = malloc(bytes);
+  if (!TL_EXPECT(t, w != NULL)) return;
+  TL_EXPECT_OK(t, tl_quant_pack((tl_qtype)type, wf, rows, n, w, bytes, NULL));
+  tl_kern_pack((tl_qtype)type, w, w, bytes / rows, n, 0, rows);
+  for (size_t k = 0; k < tokens; k++) {
+    for (size_t i = 0; i < n; i++) xv[i] = random_value(rng, -4, 4);
+    if (!TL_EXPECT(t, prepare(xv, n, &p[k]))) return;
+    xs[k] = p[k].x;
+    twin->rows[type](w, bytes / rows, n, &xs[k], rows, want + k * stride);
+  }
+  for (size_t v = 0; v < nk; v++) {
+    for (size_t i = 0; i < tokens * stride; i++) got[i] = 0.0f;
+    tl_kern_tile(ks[v], (tl_qtype)type, w, bytes / rows, n, xs, tokens, rows, got, stride);
+    if (!TL_EXPECT_MEM(t, got, want, tokens * stride * sizeof(float))) {
+      print_case(t, ks[v]->name, "tile", type, rows, n);
+      tl_test_print(t, "  tokens ");
+      tl_test_print_u64(t, tokens);
+      tl_test_print(t, "\n");
+    }
+  }
+  for (size_t k = 0; k < tokens; k++) release(&p[k]);
+  free(w);
+  free(wf);
+  free(xv);
+  free(want);
+  free(got);
+}
+
+/* Several tokens at once: random shapes, then 9 rows x 17 tokens, which
+ * passes every variant's tiles of every width (AVX-512: 6, 4 and 1
+ * tokens; 4 rows and 1), and 9 rows x every token count 1-9 (AVX-512
+ * computes a q8/q4 call of at most four tokens token by token). */
 static void tiles(tl_test_ctx *t) {
   static const size_t lengths[] = {17, 32, 64, 95, 1029};
-  const tl_kernels *ks[TL_KERN_ISA_COUNT];
-  const tl_kernels *twin = tl_kernels_get(TL_KERN_SCALAR);
+  const tl_kernels *ks[MAX_VARIANTS];
   size_t nk = variants(t, ks);
   tl_test_rng rng = {20261205};
-  for (size_t tokens = 1; tokens <= 9; tokens++) {
-    for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++)
-      for (size_t type = 0; type < 5; type++) {
-        size_t n = lengths[li], rows = 1 + tl_test_rng_next(&rng) % 9;
-        size_t stride = rows + 3, bytes = 0;
-        float *wf = malloc(rows * n * sizeof(float)), *xv = malloc(n * sizeof(float));
-        float *want = calloc(tokens * stride, sizeof(float));
-        float *got = malloc(tokens * stride * sizeof(float));
-        tl_kern_x xs[9];
-        prepared p[9];
-        uint8_t *w;
-        if (!TL_EXPECT(t, wf && xv && want && got)) return;
-        for (size_t i = 0; i < rows * n; i++) wf[i] = random_value(&rng, -4, 4);
-        TL_EXPECT_OK(t, tl_quant_tensor_bytes((tl_qtype)type, rows, n, &bytes));
-        w = malloc(bytes);
-        if (!TL_EXPECT(t, w != NULL)) return;
-        TL_EXPECT_OK(t, tl_quant_pack((tl_qtype)type, wf, rows, n, w, bytes, NULL));
-        tl_kern_pack((tl_qtype)type, w, w, bytes / rows, n, 0, rows);
-        for (size_t k = 0; k < tokens; k++) {
-          for (size_t i = 0; i < n; i++) xv[i] = random_value(&rng, -4, 4);
-          if (!TL_EXPECT(t, prepare(xv, n, &p[k]))) return;
-          xs[k] = p[k].x;
-          twin->rows[type](w, bytes / rows, n, &xs[k], rows, want + k * stride);
-        }
-        for (size_t v = 0; v < nk; v++) {
-          for (size_t i = 0; i < tokens * stride; i++) got[i] = 0.0f;
-          tl_kern_tile(ks[v], (tl_qtype)type, w, bytes / rows, n, xs, tokens, rows, got, stride);
-          if (!TL_EXPECT_MEM(t, got, want, tokens * stride * sizeof(float)))
-            print_case(t, ks[v]->name, "tile", type, rows, n);
-        }
-        for (size_t k = 0; k < tokens; k++) release(&p[k]);
-        free(w);
-        free(wf);
-        free(xv);
-        free(want);
-        free(got);
-      }
-  }
+  for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++)
+    for (size_t type = 0; type < 5; type++) {
+      size_t rows = 1 + tl_test_rng_next(&rng) % 9, tokens = 1 + tl_test_rng_next(&rng) % 9;
+      check_tile(t, ks, nk, type, lengths[li], rows, tokens, &rng);
+      check_tile(t, ks, nk, type, lengths[li], 9, 17, &rng);
+    }
+  for (size_t type = 0; type < 5; type++)
+    for (size_t tokens = 1; tokens <= 9; tokens++) check_tile(t, ks, nk, type, 95, 9, tokens, &rng);
+}
+
+/* Fixed ragged shapes around the variants' tile sizes (rows in 2s and 4s,
+ * tokens in 3s and 4s): rows and tokens left over after whole tiles, a
+ * short last q8/q4 group (33 elements: 2 blocks; 520: a whole group and
+ * one block) and float tails (33, 520 mod 16 = 8), every type. */
+static void ragged_tiles(tl_test_ctx *t) {
+  static const size_t rows[] = {1, 2, 3, 5}, tokens[] = {2, 4, 5, 7, 9};
+  static const size_t lengths[] = {33, 520, 1024};
+  const tl_kernels *ks[MAX_VARIANTS];
+  size_t nk = variants(t, ks);
+  tl_test_rng rng = {20261207};
+  for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++)
+    for (size_t type = 0; type < 5; type++)
+      for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++)
+        for (size_t k = 0; k < sizeof tokens / sizeof tokens[0]; k++)
+          check_tile(t, ks, nk, type, lengths[li], rows[r], tokens[k], &rng);
 }
 
 /* The two-query forms (heads sharing a KV head) against the twins: the
@@ -404,7 +445,7 @@ static void many(tl_test_ctx *t, const tl_kernels *k, const float *v, size_t str
  * sum), head sizes around the vector widths, strides wider than a row. */
 static void attention(tl_test_ctx *t) {
   static const size_t dims[] = {1, 15, 16, 17, 63, 64, 65, 128, 130};
-  const tl_kernels *ks[TL_KERN_ISA_COUNT];
+  const tl_kernels *ks[MAX_VARIANTS];
   size_t nk = variants(t, ks);
   tl_test_rng rng = {20261206};
   for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
@@ -460,7 +501,7 @@ static uint16_t random_finite_f16(tl_test_rng *rng) {
 static void attention_f16_rows(tl_test_ctx *t) {
   static const size_t dims[] = {1, 15, 16, 17, 63, 64, 65, 128, 130};
   enum { NQ = 9 };
-  const tl_kernels *ks[TL_KERN_ISA_COUNT + 1];
+  const tl_kernels *ks[MAX_VARIANTS + 1];
   size_t counts[NQ];
   size_t nk = variants(t, ks);
   tl_test_rng rng = {20261204};
@@ -518,7 +559,7 @@ static void attention_f16_rows(tl_test_ctx *t) {
 static void exponentials(tl_test_ctx *t) {
   enum { N = 4099 };
   static float x[N], want[N], got[N];
-  const tl_kernels *ks[TL_KERN_ISA_COUNT];
+  const tl_kernels *ks[MAX_VARIANTS];
   size_t nk = variants(t, ks);
   tl_test_rng rng = {20261207};
   for (size_t i = 0; i < N; i++) {
@@ -559,7 +600,7 @@ static void f16_rows(tl_test_ctx *t) {
   enum { N = 65536 + 16 };
   static uint16_t h[N];
   static float want[N], got[N + 1];
-  const tl_kernels *ks[TL_KERN_ISA_COUNT];
+  const tl_kernels *ks[MAX_VARIANTS];
   size_t nk = variants(t, ks);
   for (size_t i = 0; i < N; i++) h[i] = (uint16_t)(i * 40503u); /* odd: a permutation */
   tl_kern_f16_to_f32(h, N, want);
@@ -599,7 +640,7 @@ static void f32_to_f16_rows(tl_test_ctx *t) {
   enum { N = 2 * 0x7C00 * 4 + 65536 };
   static float x[N];
   static uint16_t want[N], got[N + 1];
-  const tl_kernels *ks[TL_KERN_ISA_COUNT];
+  const tl_kernels *ks[MAX_VARIANTS];
   size_t nk = variants(t, ks), m = 0;
   tl_test_rng rng = {20261208};
   for (uint32_t sign = 0; sign < 2; sign++)
@@ -648,6 +689,7 @@ static const tl_test_case cases[] = {
     TL_CASE(quantizers),
     TL_CASE(exponentials),
     TL_CASE(tiles),
+    TL_CASE(ragged_tiles),
     TL_CASE(attention),
     TL_CASE(attention_f16_rows),
     TL_CASE(f16_rows),

@@ -182,9 +182,12 @@ static tl_status show_json(FILE *out, json_t *doc, tl_receipt_kind kind) {
   json_object_set_new(doc, "verified", json_boolean(kind != TL_RECEIPT_CONVERT));
   if (kind == TL_RECEIPT_RUN) {
     json_t *u = json_pack("[s,s]", "timings_us.prefill", "timings_us.decode");
-    if (u != NULL && json_object_get(doc, "execution") != NULL) {
+    const json_t *ex = json_object_get(doc, "execution");
+    if (u != NULL && ex != NULL) {
       json_array_append_new(u, json_string("execution.isa"));
       json_array_append_new(u, json_string("execution.threads"));
+      if (json_object_get(ex, "verify") != NULL)
+        json_array_append_new(u, json_string("execution.verify"));
     }
     json_object_set_new(doc, "unverified", u);
   }

@@ -522,5 +522,36 @@ else
   failed=$((failed + 1))
 fi
 
+# Verified stamps (docs/cli.md): the first open of the committed tiny
+# artifact checks every digest and stamps it, the next uses the stamp; a
+# run's receipt says which, with the same receipt id either way.
+tiny=tests/golden/slm/tiny-f32.slm
+export XDG_CACHE_HOME=$work/cache
+expect "first open: every digest" 0 '"verify": ?"full"' '' \
+  -- "$tinylm" bench "$tiny" -p 2 -n 1 -r 1 --json
+expect "next open of the unchanged file: the stamp" 0 '"verify": ?"stamp"' '' \
+  -- "$tinylm" bench "$tiny" -p 2 -n 1 -r 1 --json
+expect "--verify full ignores the stamp" 0 '"verify": ?"full"' '' \
+  -- "$tinylm" bench "$tiny" -p 2 -n 1 -r 1 --json --verify full
+expect "TINYLM_VERIFY=full ignores the stamp" 0 '"verify": ?"full"' '' \
+  -- env TINYLM_VERIFY=full "$tinylm" bench "$tiny" -p 2 -n 1 -r 1 --json
+expect "--verify with another value is a usage error" 2 '^$' \
+  "error: usage: --verify must be full or stamp, not 'sometimes'" \
+  -- "$tinylm" run "$tiny" --prompt hi -n 1 --verify sometimes
+expect "TINYLM_VERIFY with another value is invalid_argument" 1 '^$' \
+  'error: invalid_argument: .*TINYLM_VERIFY=sometimes: must be full or stamp' \
+  -- env TINYLM_VERIFY=sometimes "$tinylm" run "$tiny" --prompt hi -n 1
+"$tinylm" run "$tiny" --prompt hi -n 2 --seed 1 --receipt "$work/stamp.receipt" >/dev/null 2>&1
+"$tinylm" run "$tiny" --prompt hi -n 2 --seed 1 --verify full --receipt "$work/full.receipt" >/dev/null 2>&1
+expect "a run on the stamp: the receipt records it" 0 '"verify": ?"stamp"' '' \
+  -- "$tinylm" receipt show "$work/stamp.receipt" --json
+expect "--verify full: the receipt records it" 0 '"verify": ?"full"' '' \
+  -- "$tinylm" receipt show "$work/full.receipt" --json
+root_stamp=$("$tinylm" receipt show "$work/stamp.receipt" --json | grep -o '"root": *"[0-9a-f]\{64\}"')
+root_full=$("$tinylm" receipt show "$work/full.receipt" --json | grep -o '"root": *"[0-9a-f]\{64\}"')
+expect "the same receipt id either way" 0 '' '' \
+  -- test -n "$root_stamp" -a "$root_stamp" = "$root_full"
+unset XDG_CACHE_HOME
+
 echo "$passed passed, $failed failed"
 ((failed == 0))

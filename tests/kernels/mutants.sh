@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The fast lane's mutation proof (docs/fast-profile.md, Tests): each fault
 # of src/core/kernels/mutant.h, compiled into a unit-test binary of its own
-# (`make mutants`: the scalar twins and the partition rebuilt with
-# -DTL_KERN_MUTANT=n), must fail the test named for it, and that test must
-# pass on the unmutated build.
+# (`make mutants`: the scalar twins, the partition and, on x86-64, the
+# AVX-512 kernels rebuilt with -DTL_KERN_MUTANT=n), must fail the test named
+# for it, and that test must pass on the unmutated build.
 #
 #   mutants.sh CFG BUILD_DIR     e.g. mutants.sh gcc build/gcc
 set -uo pipefail
@@ -37,7 +37,17 @@ expect() {
   fi
 }
 
-for t in kernels.dot_golden fast_forward.every_variant_and_thread_count; do
+# faults 20 and up are in the AVX2 and AVX-VNNI variants: built only on
+# x86-64, checked where the CPU runs AVX2 (22: the AVX-VNNI variant or its
+# EVEX twin, which kernels_dispatch runs on any CPU with AVX512-VNNI);
+# faults 40 and up in the AVX-512 variant, checked where the CPU runs it
+x86=false avx512=false
+[[ -x $build/mutant20/unit_tests ]] && grep -qw avx2 /proc/cpuinfo && x86=true
+[[ -x $build/mutant40/unit_tests ]] && grep -qw avx512_vnni /proc/cpuinfo && avx512=true
+unmutated=(kernels.dot_golden fast_forward.every_variant_and_thread_count)
+$x86 && unmutated+=(kernels_dispatch.ragged_tiles kernels_dispatch.quantizers)
+$avx512 && unmutated+=(kernels_dispatch.golden_all_variants kernels_dispatch.tiles)
+for t in "${unmutated[@]}"; do
   expect "unmutated" pass "$build/unit_tests" "$t"
 done
 expect "mutant 1 (a float row's tail dropped)" fail "$build/mutant1/unit_tests" \
@@ -46,5 +56,21 @@ expect "mutant 2 (a row skipped at each thread boundary)" fail "$build/mutant2/u
   fast_forward.every_variant_and_thread_count
 expect "mutant 3 (the previous block's scale)" fail "$build/mutant3/unit_tests" \
   kernels.dot_golden
+if $x86; then
+  expect "mutant 20 (an AVX2 tile: the previous token's scales)" fail \
+    "$build/mutant20/unit_tests" kernels_dispatch.ragged_tiles
+  expect "mutant 21 (the AVX2 quantizer truncates)" fail "$build/mutant21/unit_tests" \
+    kernels_dispatch.quantizers
+  expect "mutant 22 (the AVX-VNNI tiles without the bias)" fail "$build/mutant22/unit_tests" \
+    kernels_dispatch.ragged_tiles
+else
+  echo "skip mutants 20-22: no AVX2 here"
+fi
+if $avx512; then
+  expect "mutant 40 (AVX-512 bf16: element 1 widened into lane 0)" fail \
+    "$build/mutant40/unit_tests" kernels_dispatch.golden_all_variants
+  expect "mutant 41 (AVX-512 float tile: a block's last token reads the one before)" fail \
+    "$build/mutant41/unit_tests" kernels_dispatch.tiles
+fi
 echo "$pass passed, $fail failed"
 ((fail == 0))

@@ -24,8 +24,8 @@ on the tiny golden artifact:
     stop strings and the token limit are in the generation node's
     identity even when they do not fire; timings show as unverified and
     changing them changes nothing else;
-  * the execution record (kernel variant and thread count, docs/fast-profile.md
-    F-10) is outside the identity like the timings: changed or removed, the
+  * the execution record (kernel variant, thread count and how the model's
+    digests were checked, docs/fast-profile.md F-10) is outside the identity like the timings: changed or removed, the
     receipt verifies with the same root and shows the values it holds as
     unverified; it is strictly typed; a receipt written before it existed
     (before-execution.receipt.cbor, committed) still verifies;
@@ -408,7 +408,8 @@ def test_display(raw, out):
                                   "repeat_penalty=1.1")), text)
     check("--json names the unverified fields",
           doc.get("unverified") == ["timings_us.prefill", "timings_us.decode",
-                                    "execution.isa", "execution.threads"], str(doc.get("unverified")))
+                                    "execution.isa", "execution.threads", "execution.verify"],
+          str(doc.get("unverified")))
     check("text marks the timings unverified",
           "timings (unverified, not part of the identity)" in text, text)
     gen = next(n for n in doc["nodes"] if n["type"] == "generation")["metadata"]
@@ -428,9 +429,10 @@ def test_display(raw, out):
 def test_execution(raw):
     d = cbor2.loads(raw)
     ex = d.get("execution", {})
-    if not check("run writes the execution record: isa and threads",
-                 set(ex) == {"isa", "threads"} and isinstance(ex["isa"], str) and
-                 isinstance(ex["threads"], int) and ex["threads"] >= 1, repr(ex)):
+    if not check("run writes the execution record: isa, threads and how the model was verified",
+                 set(ex) == {"isa", "threads", "verify"} and isinstance(ex["isa"], str) and
+                 isinstance(ex["threads"], int) and ex["threads"] >= 1 and
+                 ex["verify"] in ("full", "stamp"), repr(ex)):
         return
     root = d["root"].hex()
     d["execution"] = {"isa": "forged-isa", "threads": 99}
@@ -465,6 +467,7 @@ def test_execution(raw):
              ("threads negative", setitem("threads", -1),
               "execution.threads: expected an unsigned integer"),
              ("isa as bytes", setitem("isa", b"avx2"), "execution.isa: expected text"),
+             ("verify as bytes", setitem("verify", b"full"), "execution.verify: expected text"),
              ("isa holding U+0000", setitem("isa", "avx2\0scalar"),
               "execution.isa: text holds U+0000")]
     for name, edit, needle in cases:

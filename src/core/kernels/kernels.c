@@ -422,6 +422,8 @@ const tl_kernels *tl_kernels_get(tl_kern_isa isa) {
       return &tl_kernels_avx2;
     case TL_KERN_AVX512:
       return &tl_kernels_avx512;
+    case TL_KERN_AVX_VNNI:
+      return &tl_kernels_avx_vnni;
 #endif
 #if TL_KERN_HAVE_NEON
     case TL_KERN_NEON:
@@ -436,6 +438,14 @@ const tl_kernels *tl_kernels_get(tl_kern_isa isa) {
     default:
       return NULL;
   }
+}
+
+const tl_kernels *tl_kernels_avx_vnni_twin(void) {
+#if TL_KERN_HAVE_X86
+  return &tl_kernels_avx_vnni_evex;
+#else
+  return NULL;
+#endif
 }
 
 void tl_kern_quantize(const tl_kernels *k, const float *x, size_t n, int8_t *codes,

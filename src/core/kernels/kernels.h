@@ -6,8 +6,8 @@
  * reproduces bit for bit.
  *
  * The scalar twins here are the reference; the ISA variants live beside
- * them (kernels_avx2.c, kernels_avx512.c, kernels_neon.c,
- * kernels_wasm_simd.c) and are tested against them. The
+ * them (kernels_avx2.c, kernels_avxvnni.c, kernels_avx512.c,
+ * kernels_neon.c, kernels_wasm_simd.c) and are tested against them. The
  * core never looks at the CPU: a host picks a variant it has checked
  * (src/host/cpu.h) and hands it to the model. */
 #ifndef TL_CORE_KERNELS_H
@@ -103,6 +103,7 @@ typedef enum tl_kern_isa {
   TL_KERN_WASM_SIMD128, /* wasm SIMD128: wasm32 builds with -msimd128 */
   TL_KERN_NEON,   /* AArch64 Advanced SIMD: aarch64 native builds */
   TL_KERN_NEON_DOTPROD, /* the same + the dot-product extension (sdot) */
+  TL_KERN_AVX_VNNI, /* AVX2 + F16C + AVX-VNNI (VEX vpdpbusd): x86-64 native builds */
   TL_KERN_ISA_COUNT
 } tl_kern_isa;
 
@@ -150,6 +151,12 @@ typedef struct tl_kernels {
   void (*weighted_h)(const float *const *p, const size_t *counts, size_t nq, const uint16_t *v,
                      size_t stride, size_t d, float *const *out);
 } tl_kernels;
+
+/* The AVX-VNNI variant's test twin: its kernels with the EVEX encoding of
+ * the same vpdpbusd (AVX512-VNNI + VL), for checking them on a CPU
+ * without VEX AVX-VNNI; NULL where the x86 variants are not compiled.
+ * Tests only. */
+const tl_kernels *tl_kernels_avx_vnni_twin(void);
 
 /* F-3 through k's quantizer when it has one, else the scalar twin. */
 void tl_kern_quantize(const tl_kernels *k, const float *x, size_t n, int8_t *codes,

@@ -1,17 +1,31 @@
 /* fast/4 kernels with AVX2 (+ F16C for f16 weights): two 256-bit
  * accumulators are the lanes A_0..7 and A_8..15 of docs/fast-profile.md;
  * q8/q4 block sums through maddubs/madd on packed weights, one block per
- * i32 lane; attention's scores and weighted values over the binary16 KV
- * cache. */
+ * i32 lane; tiles of rows x tokens for prefill; F-3's quantizer; the
+ * softmax's exponentials; attention's scores and weighted values over f32
+ * rows and the binary16 KV cache.
+ *
+ * The AVX-VNNI variant is this source compiled again (kernels_avxvnni.c,
+ * and its test twin kernels_avxvnni_avx512.c) with TL_AVX2_DPBUSD, the
+ * 256-bit vpdpbusd of its target, doing the q8/q4 block sums instead of
+ * maddubs/madd (as kernels_avx512.c's with 512-bit); everything else is
+ * the same code. */
 #include <immintrin.h>
 #include <stdbool.h>
 #include <string.h>
 
 #include "kernels/kernels_impl.h"
+#include "kernels/mutant.h"
+#include "math/detmath.h"
 
 #if TL_KERN_HAVE_X86
 
+#ifndef TL_AVX2_TABLE /* the plain AVX2 variant */
 #define TARGET __attribute__((target("avx2,f16c")))
+#define TL_AVX2_TABLE tl_kernels_avx2
+#define TL_AVX2_ISA TL_KERN_AVX2
+#define TL_AVX2_NAME "avx2"
+#endif
 
 /* T(A) with A_0..7 in a and A_8..15 in b. */
 TARGET static inline float tree(__m256 a, __m256 b) {
@@ -25,32 +39,45 @@ TARGET static inline float tree(__m256 a, __m256 b) {
  * hardware prefetcher alone streams the weights slower here). */
 #define PREFETCH_AHEAD 2048
 
-/* The terms of one whole packed group g (16 blocks) against the
- * activation's group (codes xc, scales dx, q4 biases): blocks 0-7 onto a0
- * (lanes A_0..7), 8-15 onto a1. Each i32 lane is one block's sum over its
- * 8 steps. q8: the codes back to signed (XOR 0x80), |w| times x with w's
- * sign moved onto x; q4: the nibbles u times x, then q4_bias; no pair sum
- * of maddubs saturates (2*127*127, 2*15*127 < 32767). */
-TARGET static inline void group_terms(bool q4, const uint8_t *g, const int8_t *xc,
-                                      const float *dx, const int32_t *bias, __m256 *a0,
-                                      __m256 *a1) {
+/* The terms of one whole packed group g (16 blocks, the activation's from
+ * block b on): blocks 0-7 onto a0 (lanes A_0..7), 8-15 onto a1. Each i32
+ * lane is one block's sum over its 8 steps. With vpdpbusd, from the bias;
+ * else q8: the codes back to signed (XOR 0x80), |w| times x with w's sign
+ * moved onto x; q4: the nibbles u times x, then q4_bias; no pair sum of
+ * maddubs saturates (2*127*127, 2*15*127 < 32767). */
+TARGET static inline void group_terms(bool q4, const uint8_t *g, const tl_kern_x *act,
+                                      size_t b, __m256 *a0, __m256 *a1) {
   const uint8_t *c = g + 64;
+  const int8_t *xc = act->codes + 32 * b;
+  const float *dx = act->scales + b;
+  const int32_t *q4_bias = act->q4_bias + b;
   for (int h = 0; h < 2; h++) {
-    __m256i s = q4 ? _mm256_loadu_si256((const __m256i *)(bias + 8 * h)) : _mm256_setzero_si256();
+#ifdef TL_AVX2_DPBUSD
+    /* unsigned weights (q8: offset by 128) times signed codes, started
+     * from the bias that takes the offset out */
+    __m256i s = _mm256_loadu_si256((const __m256i *)((q4 ? q4_bias : act->q8_bias + b) + 8 * h));
+#else
+    __m256i s = q4 ? _mm256_loadu_si256((const __m256i *)(q4_bias + 8 * h)) : _mm256_setzero_si256();
+#endif
     __m256 p;
     for (int st = 0; st < 8; st++) {
-      __m256i x = _mm256_loadu_si256((const __m256i *)(xc + 64 * st + 32 * h)), prod;
+      __m256i x = _mm256_loadu_si256((const __m256i *)(xc + 64 * st + 32 * h)), u;
       if (q4) {
         __m256i raw = _mm256_loadu_si256((const __m256i *)(c + 64 * (st / 2) + 32 * h));
-        __m256i u = _mm256_and_si256(st % 2 ? _mm256_srli_epi16(raw, 4) : raw,
-                                     _mm256_set1_epi8(0x0F));
-        prod = _mm256_maddubs_epi16(u, x);
+        u = _mm256_and_si256(st % 2 ? _mm256_srli_epi16(raw, 4) : raw, _mm256_set1_epi8(0x0F));
       } else {
-        __m256i w = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(c + 64 * st + 32 * h)),
-                                     _mm256_set1_epi8((char)0x80));
-        prod = _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
+        u = _mm256_loadu_si256((const __m256i *)(c + 64 * st + 32 * h));
       }
-      s = _mm256_add_epi32(s, _mm256_madd_epi16(prod, _mm256_set1_epi16(1)));
+#ifdef TL_AVX2_DPBUSD
+      s = TL_AVX2_DPBUSD(s, u, x);
+#else
+      if (!q4) {
+        __m256i w = _mm256_xor_si256(u, _mm256_set1_epi8((char)0x80));
+        u = _mm256_abs_epi8(w);
+        x = _mm256_sign_epi8(x, w);
+      }
+      s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(u, x), _mm256_set1_epi16(1)));
+#endif
     }
     p = _mm256_mul_ps(_mm256_loadu_ps((const float *)g + 8 * h), _mm256_loadu_ps(dx + 8 * h));
     p = _mm256_mul_ps(_mm256_cvtepi32_ps(s), p);
@@ -74,7 +101,7 @@ TARGET static inline void rows_quant(bool q4, const uint8_t *w, size_t row_bytes
       for (size_t o = 0; o < m * bb; o += 64)
         _mm_prefetch((const char *)g + o + PREFETCH_AHEAD, _MM_HINT_T0);
       if (m < TL_KERN_GROUP) g = tl_kern_pad_group(q4 ? TL_QTYPE_Q4 : TL_QTYPE_Q8, g, m, padded);
-      group_terms(q4, g, x->codes + 32 * b, x->scales + b, x->q4_bias + b, &a0, &a1);
+      group_terms(q4, g, x, b, &a0, &a1);
     }
     y[r] = tree(a0, a1);
   }
@@ -157,6 +184,323 @@ FLOAT_FN(rows_f16, 1)
 FLOAT_FN(rows_bf16, 2)
 #undef FLOAT_FN
 
+/* A tile's block sums, per (row, token) and half group. With vpdpbusd:
+ * started from the activation's bias (blocks at b), the unsigned weights
+ * as packed, one vpdpbusd per step, nothing to finish. Without: q8 as
+ * group_terms (signed weights, sign trick, madd per step), q4's steps
+ * summed in i16 by maddubs (8 x 2 x 15 x 127 < 32767, exact), then one
+ * madd and the bias. */
+#ifdef TL_AVX2_DPBUSD
+#define SUM_START(Q4, x, b)                                                     \
+  (TL_MUTANT_NO_BIAS ? _mm256_setzero_si256()                                       \
+                     : _mm256_loadu_si256((const __m256i *)((Q4 ? (x).q4_bias : (x).q8_bias) + (b))))
+#define Q8_WEIGHTS(raw) (raw)
+#define STEP(Q4, s, u, x) TL_AVX2_DPBUSD(s, u, x)
+#define FINISH(Q4, s, x, b) (s)
+#else
+#define SUM_START(Q4, x, b) _mm256_setzero_si256()
+#define Q8_WEIGHTS(raw) _mm256_xor_si256(raw, _mm256_set1_epi8((char)0x80))
+TARGET static inline __m256i step(bool q4, __m256i s, __m256i u, __m256i x) {
+  if (q4) return _mm256_add_epi16(s, _mm256_maddubs_epi16(u, x));
+  return _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(u),
+                                                                    _mm256_sign_epi8(x, u)),
+                                               _mm256_set1_epi16(1)));
+}
+TARGET static inline __m256i finish(bool q4, __m256i s, const tl_kern_x *x, size_t b) {
+  if (!q4) return s;
+  return _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(x->q4_bias + b)),
+                          _mm256_madd_epi16(s, _mm256_set1_epi16(1)));
+}
+#define STEP(Q4, s, u, x) step(Q4, s, u, x)
+#define FINISH(Q4, s, x, b) finish(Q4, s, &(x), b)
+#endif
+
+/* Rows [0, R) of a packed q8 (Q4 false) or q4 matrix times the activations
+ * of tokens [0, T), one group of 16 blocks at a time, each half (blocks
+ * 0-7, 8-15: lanes A_0..7, A_8..15) on its own so that the R x T block
+ * sums fit the 16 ymm registers: each row's step loaded once for the T
+ * tokens, each token's once for the R rows; the block sums as STEP and
+ * FINISH say. Then F-4's conversion, scale product and add per block, as
+ * the rows. A short last group goes through padded copies
+ * (tl_kern_pad_group). */
+#define TILE_FN(name, R, T, Q4)                                                            \
+  TARGET static void name(const uint8_t *w, size_t row_bytes, size_t nb,                  \
+                          const tl_kern_x *xs, float *y, size_t y_stride) {                 \
+    const size_t bb = Q4 ? 20 : 36;                                                        \
+    __m256 acc[R][T][2];                                                                   \
+    _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                                    \
+      _Pragma("GCC unroll 4") for (int t = 0; t < T; t++)                                  \
+        acc[i][t][0] = acc[i][t][1] = _mm256_setzero_ps();                                 \
+    for (size_t b = 0; b < nb; b += 16) {                                                  \
+      size_t m = nb - b < 16 ? nb - b : 16;                                                \
+      uint8_t padded[R][TL_KERN_GROUP * 36];                                               \
+      const uint8_t *g[R];                                                                 \
+      _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {                                \
+        g[i] = w + (size_t)i * row_bytes + b * bb;                                         \
+        for (size_t o = 0; o < m * bb; o += 64)                                            \
+          _mm_prefetch((const char *)g[i] + o + PREFETCH_AHEAD, _MM_HINT_T0);              \
+        if (m < 16)                                                                        \
+          g[i] = tl_kern_pad_group(Q4 ? TL_QTYPE_Q4 : TL_QTYPE_Q8, g[i], m, padded[i]);   \
+      }                                                                                    \
+      _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {                                \
+        __m256i s[R][T];                                                                   \
+        _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {                              \
+          __m256i s0 = SUM_START(Q4, xs[t], b + 8 * (size_t)h);                         \
+          _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) s[i][t] = s0;                \
+        }                                                                                  \
+        _Pragma("GCC unroll 8") for (int st = 0; st < 8; st++) {                           \
+          __m256i u[R];                                                                    \
+          _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {                            \
+            const uint8_t *c = g[i] + 64;                                                  \
+            if (Q4) {                                                                      \
+              __m256i raw = _mm256_loadu_si256((const __m256i *)(c + 64 * (st / 2) + 32 * h)); \
+              u[i] = _mm256_and_si256(st % 2 ? _mm256_srli_epi16(raw, 4) : raw,            \
+                                      _mm256_set1_epi8(0x0F));                             \
+            } else {                                                                       \
+              u[i] = Q8_WEIGHTS(_mm256_loadu_si256((const __m256i *)(c + 64 * st + 32 * h))); \
+            }                                                                              \
+          }                                                                                \
+          _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {                            \
+            __m256i x = _mm256_loadu_si256(                                                \
+                (const __m256i *)(xs[t].codes + 32 * b + 64 * st + 32 * h));              \
+            _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                            \
+              s[i][t] = STEP(Q4, s[i][t], u[i], x);                                        \
+          }                                                                                \
+        }                                                                                  \
+        _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {                              \
+          __m256 dx = _mm256_loadu_ps(xs[TL_MUTANT_TOKEN(t)].scales + b + 8 * (size_t)h); \
+          _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {                            \
+            __m256i sum = FINISH(Q4, s[i][t], xs[t], b + 8 * (size_t)h);                   \
+            __m256 p = _mm256_mul_ps(_mm256_loadu_ps((const float *)g[i] + 8 * h), dx);    \
+            acc[i][t][h] = _mm256_add_ps(acc[i][t][h],                                     \
+                                         _mm256_mul_ps(_mm256_cvtepi32_ps(sum), p));       \
+          }                                                                                \
+        }                                                                                  \
+      }                                                                                    \
+    }                                                                                      \
+    _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                                    \
+      _Pragma("GCC unroll 4") for (int t = 0; t < T; t++)                                  \
+        y[(size_t)t * y_stride + (size_t)i] = tree(acc[i][t][0], acc[i][t][1]);            \
+  }
+
+/* A tile function: rows [0, R) x tokens [0, T); len is the number of
+ * blocks (q8/q4) or of elements (float types). */
+typedef void (*tile_fn)(const uint8_t *w, size_t row_bytes, size_t len, const tl_kern_x *xs,
+                        float *y, size_t y_stride);
+
+/* tiles[0..3]: R x T, R x 1, 1 x T, 1 x 1 (rows x tokens). Tokens T at a
+ * time, and for each T every row, so a call's rows stay in cache across
+ * tokens; the tokens left over one at a time, the rows left over one at a
+ * time. */
+TARGET static void tile_run(const tile_fn *tiles, size_t R, size_t T, const uint8_t *w,
+                            size_t row_bytes, size_t len, const tl_kern_x *xs, size_t tokens,
+                            size_t rows, float *y, size_t y_stride) {
+  for (size_t t = 0; t < tokens; t += T) {
+    size_t tt = tokens - t < T ? tokens - t : T, r = 0;
+    float *yt = y + t * y_stride;
+    for (; r + R <= rows; r += R)
+      if (tt == T) tiles[0](w + r * row_bytes, row_bytes, len, xs + t, yt + r, y_stride);
+      else
+        for (size_t k = 0; k < tt; k++)
+          tiles[1](w + r * row_bytes, row_bytes, len, xs + t + k, yt + k * y_stride + r, 0);
+    for (; r < rows; r++)
+      if (tt == T) tiles[2](w + r * row_bytes, row_bytes, len, xs + t, yt + r, y_stride);
+      else
+        for (size_t k = 0; k < tt; k++)
+          tiles[3](w + r * row_bytes, row_bytes, len, xs + t + k, yt + k * y_stride + r, 0);
+  }
+}
+
+#define QUANT_TILES(prefix, R, T, Q4)                                                      \
+  TILE_FN(prefix##_tile_rt, R, T, Q4)                                                      \
+  TILE_FN(prefix##_tile_r1, R, 1, Q4)                                                      \
+  TILE_FN(prefix##_tile_1t, 1, T, Q4)                                                      \
+  TILE_FN(prefix##_tile_11, 1, 1, Q4)                                                      \
+  static const tile_fn prefix##_tiles[4] = {prefix##_tile_rt, prefix##_tile_r1,            \
+                                            prefix##_tile_1t, prefix##_tile_11};           \
+  TARGET static void tile_##prefix(const uint8_t *w, size_t row_bytes, size_t n,          \
+                                   const tl_kern_x *xs, size_t tokens, size_t rows,        \
+                                   float *y, size_t y_stride) {                            \
+    if (tokens == 1) rows_quant(Q4, w, row_bytes, n, xs, rows, y);                         \
+    else tile_run(prefix##_tiles, R, T, w, row_bytes, (n + 31) / 32, xs, tokens, rows, y,  \
+                  y_stride);                                                               \
+  }
+QUANT_TILES(q8, 2, 4, false)
+QUANT_TILES(q4, 2, 4, true)
+#undef QUANT_TILES
+#undef TILE_FN
+#undef SUM_START
+#undef Q8_WEIGHTS
+#undef STEP
+#undef FINISH
+
+/* Rows [0, R) of an f32 (TYPE 0), f16 (1) or bf16 (2) matrix times tokens
+ * [0, T) (F-6): two 8-lane accumulators per (row, token), R x T chains
+ * side by side, each row's step loaded (converted) once for the tokens and
+ * each token's once for the rows; the tail through load16_tail. */
+#define FTILE_FN(name, R, T, TYPE)                                                         \
+  TARGET static void name(const uint8_t *w, size_t row_bytes, size_t n,                   \
+                          const tl_kern_x *xs, float *y, size_t y_stride) {                 \
+    const size_t es = TYPE == 0 ? 4 : 2;                                                   \
+    __m256 acc[R][T][2];                                                                   \
+    _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                                    \
+      _Pragma("GCC unroll 4") for (int t = 0; t < T; t++)                                  \
+        acc[i][t][0] = acc[i][t][1] = _mm256_setzero_ps();                                 \
+    for (size_t k = 0; k < n; k += 16) {                                                   \
+      __m256 wl[R], wh[R];                                                                 \
+      _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {                                \
+        const uint8_t *wi = w + (size_t)i * row_bytes;                                     \
+        _mm_prefetch((const char *)wi + k * es + PREFETCH_AHEAD, _MM_HINT_T0);             \
+        load16_tail(TYPE, wi, k, n, &wl[i], &wh[i]);                                       \
+      }                                                                                    \
+      _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {                                \
+        __m256 xl, xh;                                                                     \
+        load16_tail(0, xs[t].f, k, n, &xl, &xh);                                           \
+        _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {                              \
+          acc[i][t][0] = _mm256_add_ps(acc[i][t][0], _mm256_mul_ps(wl[i], xl));            \
+          acc[i][t][1] = _mm256_add_ps(acc[i][t][1], _mm256_mul_ps(wh[i], xh));            \
+        }                                                                                  \
+      }                                                                                    \
+    }                                                                                      \
+    _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                                    \
+      _Pragma("GCC unroll 4") for (int t = 0; t < T; t++)                                  \
+        y[(size_t)t * y_stride + (size_t)i] = tree(acc[i][t][0], acc[i][t][1]);            \
+  }
+#define FLOAT_TILES(prefix, R, T, TYPE)                                                    \
+  FTILE_FN(prefix##_tile_rt, R, T, TYPE)                                                   \
+  FTILE_FN(prefix##_tile_r1, R, 1, TYPE)                                                   \
+  FTILE_FN(prefix##_tile_1t, 1, T, TYPE)                                                   \
+  FTILE_FN(prefix##_tile_11, 1, 1, TYPE)                                                   \
+  static const tile_fn prefix##_tiles[4] = {prefix##_tile_rt, prefix##_tile_r1,            \
+                                            prefix##_tile_1t, prefix##_tile_11};           \
+  TARGET static void tile_##prefix(const uint8_t *w, size_t row_bytes, size_t n,          \
+                                   const tl_kern_x *xs, size_t tokens, size_t rows,        \
+                                   float *y, size_t y_stride) {                            \
+    if (tokens == 1) rows_float(TYPE, w, row_bytes, n, xs, rows, y);                       \
+    else tile_run(prefix##_tiles, R, T, w, row_bytes, n, xs, tokens, rows, y, y_stride);  \
+  }
+FLOAT_TILES(f32, 2, 3, 0)
+FLOAT_TILES(f16, 2, 3, 1)
+FLOAT_TILES(bf16, 2, 3, 2)
+#undef FLOAT_TILES
+#undef FTILE_FN
+
+/* F-3, one block of 32 at a time, as kernels_avx512.c's: the same maximum
+ * (exact), the same f32 divisions (vdivps is correctly rounded, as the
+ * scalar '/'), the same clamp, and RNE by the conversion under the default
+ * rounding mode (the twin's rne127). A partial block (and the padding
+ * blocks) reads from a zero-filled copy, so its absent codes are 0. */
+TARGET static void quantize_x(const float *x, size_t n, int8_t *codes, float *scales,
+                              int32_t *q8_bias, int32_t *q4_bias) {
+  const __m256 lim = _mm256_set1_ps(127.0f), nlim = _mm256_set1_ps(-127.0f);
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+  size_t total = tl_kern_groups(n) * 16;
+  for (size_t b = 0; b < total; b++) {
+    size_t lo = 32 * b;
+    float tail[32] = {0};
+    const float *src = x + lo;
+    __m256 v[4], a;
+    __m256i c[4], sum;
+    float d;
+    int8_t block[32];
+    if (lo + 32 > n) {
+      if (lo < n) memcpy(tail, x + lo, (n - lo) * sizeof(float));
+      src = tail;
+    }
+    for (int q = 0; q < 4; q++) v[q] = _mm256_loadu_ps(src + 8 * q);
+    a = _mm256_max_ps(_mm256_max_ps(_mm256_and_ps(v[0], abs_mask), _mm256_and_ps(v[1], abs_mask)),
+                      _mm256_max_ps(_mm256_and_ps(v[2], abs_mask), _mm256_and_ps(v[3], abs_mask)));
+    a = _mm256_max_ps(a, _mm256_permute2f128_ps(a, a, 1));
+    a = _mm256_max_ps(a, _mm256_shuffle_ps(a, a, 0x4E));
+    a = _mm256_max_ps(a, _mm256_shuffle_ps(a, a, 0xB1));
+    d = _mm256_cvtss_f32(a);
+    d = d == 0.0f ? 0.0f : d / 127.0f;
+    for (int q = 0; q < 4; q++) {
+      __m256 r = _mm256_max_ps(_mm256_min_ps(_mm256_div_ps(v[q], _mm256_set1_ps(d)), lim), nlim);
+      c[q] = d == 0.0f           ? _mm256_setzero_si256()
+             : TL_MUTANT_TRUNCATE ? _mm256_cvttps_epi32(r)
+                                  : _mm256_cvtps_epi32(r);
+    }
+    sum = _mm256_add_epi32(_mm256_add_epi32(c[0], c[1]), _mm256_add_epi32(c[2], c[3]));
+    /* i32 -> i8 in element order: packs interleave the 128-bit lanes, the
+     * permute puts the eight dwords back */
+    _mm256_storeu_si256((__m256i *)(void *)block,
+                        _mm256_permutevar8x32_epi32(
+                            _mm256_packs_epi16(_mm256_packs_epi32(c[0], c[1]),
+                                               _mm256_packs_epi32(c[2], c[3])),
+                            _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+    {
+      int8_t *at = codes + b / 16 * TL_KERN_GROUP_CODES + 4 * (b % 16);
+      __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+      int32_t total_sum;
+      s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
+      s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
+      total_sum = _mm_cvtsi128_si32(s4);
+      for (int s = 0; s < 8; s++) memcpy(at + 64 * s, block + 4 * s, 4);
+      scales[b] = d;
+      q8_bias[b] = -128 * total_sum;
+      q4_bias[b] = -8 * total_sum;
+    }
+  }
+}
+
+/* tl_kern_exps: tl_exp's own steps (math/detmath.c) on four doubles at a
+ * time, as kernels_avx512.c's eight — x - sub in f32, widened exactly;
+ * k = x/ln2 rounded half away from zero by truncating t +- 0.5; r = (x -
+ * k ln2_hi) - k ln2_lo; the same Horner polynomial with the same
+ * constants; times 2^k built from its bits; narrowed with RNE as the
+ * scalar cast — each one IEEE operation with the scalar's rounding, so the
+ * same bits. Lanes outside the plain path (NaN, overflow, underflow, a
+ * subnormal 2^k) take the scalar function itself; a tail reads from a
+ * zero-filled copy. */
+TARGET static void exps(const float *x, float sub, size_t n, float *out) {
+  const __m256d inv_ln2 = _mm256_set1_pd(1.44269504088896338700e+00);
+  const __m256d ln2_hi = _mm256_set1_pd(6.93147180369123816490e-01);
+  const __m256d ln2_lo = _mm256_set1_pd(1.90821492927058770002e-10);
+  static const double coef[15] = {
+      1.0 / 87178291200.0, 1.0 / 6227020800.0, 1.0 / 479001600.0, 1.0 / 39916800.0,
+      1.0 / 3628800.0,     1.0 / 362880.0,     1.0 / 40320.0,      1.0 / 5040.0,
+      1.0 / 720.0,         1.0 / 120.0,        1.0 / 24.0,         1.0 / 6.0,
+      0.5,                 1.0,                1.0};
+  for (size_t i = 0; i < n; i += 4) {
+    size_t m = n - i < 4 ? n - i : 4;
+    float in[4] = {0}, res[4];
+    __m128 xf;
+    __m256d xd, t, kd, r, p;
+    __m128i k;
+    int special;
+    if (m == 4) xf = _mm_loadu_ps(x + i);
+    else {
+      memcpy(in, x + i, m * sizeof(float));
+      xf = _mm_loadu_ps(in);
+    }
+    xd = _mm256_cvtps_pd(_mm_sub_ps(xf, _mm_set1_ps(sub)));
+    t = _mm256_mul_pd(xd, inv_ln2);
+    k = _mm256_cvttpd_epi32(_mm256_blendv_pd(_mm256_add_pd(t, _mm256_set1_pd(0.5)),
+                                             _mm256_sub_pd(t, _mm256_set1_pd(0.5)),
+                                             _mm256_cmp_pd(t, _mm256_setzero_pd(), _CMP_LT_OQ)));
+    kd = _mm256_cvtepi32_pd(k);
+    r = _mm256_sub_pd(_mm256_sub_pd(xd, _mm256_mul_pd(kd, ln2_hi)), _mm256_mul_pd(kd, ln2_lo));
+    p = _mm256_set1_pd(coef[0]);
+    _Pragma("GCC unroll 14") for (int c = 1; c < 15; c++)
+      p = _mm256_add_pd(_mm256_mul_pd(p, r), _mm256_set1_pd(coef[c]));
+    p = _mm256_mul_pd(p, _mm256_castsi256_pd(_mm256_slli_epi64(
+                             _mm256_add_epi64(_mm256_cvtepi32_epi64(k), _mm256_set1_epi64x(1023)), 52)));
+    special = _mm256_movemask_pd(_mm256_or_pd(
+                  _mm256_cmp_pd(xd, _mm256_set1_pd(709.782712893384), _CMP_NLE_UQ),
+                  _mm256_cmp_pd(xd, _mm256_set1_pd(-745.1332191019412), _CMP_LT_OQ))) |
+              _mm_movemask_ps(_mm_castsi128_ps(
+                  _mm_or_si128(_mm_cmplt_epi32(k, _mm_set1_epi32(-1022)),
+                               _mm_cmpgt_epi32(k, _mm_set1_epi32(1023)))));
+    if (m == 4 && special == 0) {
+      _mm_storeu_ps(out + i, _mm256_cvtpd_ps(p));
+      continue;
+    }
+    _mm_storeu_ps(res, _mm256_cvtpd_ps(p));
+    for (size_t l = 0; l < m; l++) out[i + l] = special >> l & 1 ? tl_expf(x[i + l] - sub) : res[l];
+  }
+}
+
 /* The KV cache's f16 rows (F-11), 8 at a time with F16C (exact, as the
  * twin's decoding); the tail through the twin. */
 TARGET static void f16_to_f32(const uint16_t *h, size_t n, float *out) {
@@ -183,67 +527,105 @@ TARGET static void f32_to_f16(const float *x, size_t n, uint16_t *out) {
 #define CACHE_ROWS_AHEAD 16
 
 
-/* tl_kern_dots_h: two queries (or the last one) against each key row,
- * whose 16-element steps are converted once for both (F-6 each: two
- * 8-lane accumulators, tree T). */
-TARGET static void dots_h(const float *const *q, size_t nq, const uint16_t *k, size_t stride,
-                          size_t count, size_t n, float *const *out) {
-  for (size_t i = 0; i < nq; i += 2) {
-    bool two = i + 1 < nq;
-    for (size_t j = 0; j < count; j++) {
-      const uint16_t *kj = k + j * stride;
-      __m256 a0 = _mm256_setzero_ps(), a1 = a0, b0 = a0, b1 = a0, klo, khi, xlo, xhi;
-      for (size_t o = 0; o < n * sizeof(uint16_t); o += 64)
-        _mm_prefetch((const char *)(kj + CACHE_ROWS_AHEAD * stride) + o, _MM_HINT_T0);
-      for (size_t e = 0; e < n; e += 16) {
-        load16_tail(1, kj, e, n, &klo, &khi);
-        load16_tail(0, q[i], e, n, &xlo, &xhi);
-        a0 = _mm256_add_ps(a0, _mm256_mul_ps(xlo, klo));
-        a1 = _mm256_add_ps(a1, _mm256_mul_ps(xhi, khi));
-        if (two) {
-          load16_tail(0, q[i + 1], e, n, &xlo, &xhi);
-          b0 = _mm256_add_ps(b0, _mm256_mul_ps(xlo, klo));
-          b1 = _mm256_add_ps(b1, _mm256_mul_ps(xhi, khi));
-        }
-      }
-      out[i][j] = tree(a0, a1);
-      if (two) out[i + 1][j] = tree(b0, b1);
-    }
+/* tl_kern_dots_n over key rows of type T (TYPE: load16_tail's, 0 f32,
+ * 1 the binary16 cache): two queries (or the last one) against each key
+ * row, whose 16-element steps are loaded (converted) once for both (F-6
+ * each: two 8-lane accumulators, tree T). */
+#define DOTS(name, T, TYPE)                                                                \
+  TARGET static void name(const float *const *q, size_t nq, const T *k, size_t stride,     \
+                          size_t count, size_t n, float *const *out) {                     \
+    for (size_t i = 0; i < nq; i += 2) {                                                   \
+      bool two = i + 1 < nq;                                                               \
+      for (size_t j = 0; j < count; j++) {                                                 \
+        const T *kj = k + j * stride;                                                      \
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, b0 = a0, b1 = a0, klo, khi, xlo, xhi;    \
+        for (size_t o = 0; o < n * sizeof(T); o += 64)                                     \
+          _mm_prefetch((const char *)(kj + CACHE_ROWS_AHEAD * stride) + o, _MM_HINT_T0);   \
+        for (size_t e = 0; e < n; e += 16) {                                               \
+          load16_tail(TYPE, kj, e, n, &klo, &khi);                                         \
+          load16_tail(0, q[i], e, n, &xlo, &xhi);                                          \
+          a0 = _mm256_add_ps(a0, _mm256_mul_ps(xlo, klo));                                 \
+          a1 = _mm256_add_ps(a1, _mm256_mul_ps(xhi, khi));                                 \
+          if (two) {                                                                       \
+            load16_tail(0, q[i + 1], e, n, &xlo, &xhi);                                    \
+            b0 = _mm256_add_ps(b0, _mm256_mul_ps(xlo, klo));                               \
+            b1 = _mm256_add_ps(b1, _mm256_mul_ps(xhi, khi));                               \
+          }                                                                                \
+        }                                                                                  \
+        out[i][j] = tree(a0, a1);                                                          \
+        if (two) out[i + 1][j] = tree(b0, b1);                                             \
+      }                                                                                    \
+    }                                                                                      \
   }
+DOTS(dots_n, float, 0)
+DOTS(dots_h, uint16_t, 1)
+#undef DOTS
+
+/* tl_kern_weighted_n over value rows of type T (TYPE as DOTS'): each row
+ * over its own keys, 64 elements per pass in eight accumulators, each
+ * element's sum over the keys in order; a tail through zero-filled
+ * copies. */
+#define WEIGHTED(name, T, TYPE)                                                            \
+  TARGET static void name(const float *const *p, const size_t *counts, size_t nq,          \
+                          const T *v, size_t stride, size_t d, float *const *out) {        \
+    for (size_t i = 0; i < nq; i++)                                                        \
+      for (size_t e0 = 0; e0 < d; e0 += 64) {                                              \
+        __m256 acc[8];                                                                     \
+        float t[64];                                                                       \
+        size_t m = d - e0 < 64 ? d - e0 : 64;                                              \
+        for (int c = 0; c < 8; c++) acc[c] = _mm256_setzero_ps();                          \
+        for (size_t j = 0; j < counts[i]; j++) {                                           \
+          const T *vj = v + j * stride;                                                    \
+          __m256 pj = _mm256_set1_ps(p[i][j]);                                             \
+          for (size_t o = 0; o < m * sizeof(T); o += 64)                                   \
+            _mm_prefetch((const char *)(vj + CACHE_ROWS_AHEAD * stride + e0) + o, _MM_HINT_T0); \
+          for (int c = 0; c < 8; c += 2) {                                                 \
+            __m256 lo, hi;                                                                 \
+            if (8 * (size_t)c >= m) break;                                                 \
+            load16_tail(TYPE, vj, e0 + 8 * (size_t)c, e0 + m, &lo, &hi);                   \
+            acc[c] = _mm256_add_ps(acc[c], _mm256_mul_ps(pj, lo));                         \
+            acc[c + 1] = _mm256_add_ps(acc[c + 1], _mm256_mul_ps(pj, hi));                 \
+          }                                                                                \
+        }                                                                                  \
+        for (int c = 0; c < 8; c++) _mm256_storeu_ps(t + 8 * c, acc[c]);                   \
+        memcpy(out[i] + e0, t, m * sizeof(float));                                         \
+      }                                                                                    \
+  }
+WEIGHTED(weighted_n, float, 0)
+WEIGHTED(weighted_h, uint16_t, 1)
+#undef WEIGHTED
+
+/* The one- and two-query forms through the n-query kernels (each output
+ * is computed on its own there, so exactly the single kernel's). */
+TARGET static void dots(const float *q, const float *k, size_t stride, size_t count, size_t n,
+                        float *out) {
+  dots_n(&q, 1, k, stride, count, n, &out);
 }
 
-/* tl_kern_weighted_h: each row over its own keys, 64 elements per pass
- * in eight accumulators, each element's sum over the keys in order; a
- * tail through zero-filled copies. */
-TARGET static void weighted_h(const float *const *p, const size_t *counts, size_t nq,
-                              const uint16_t *v, size_t stride, size_t d, float *const *out) {
-  for (size_t i = 0; i < nq; i++)
-    for (size_t e0 = 0; e0 < d; e0 += 64) {
-      __m256 acc[8];
-      float t[64];
-      size_t m = d - e0 < 64 ? d - e0 : 64;
-      for (int c = 0; c < 8; c++) acc[c] = _mm256_setzero_ps();
-      for (size_t j = 0; j < counts[i]; j++) {
-        const uint16_t *vj = v + j * stride;
-        __m256 pj = _mm256_set1_ps(p[i][j]);
-        for (size_t o = 0; o < m * sizeof(uint16_t); o += 64)
-          _mm_prefetch((const char *)(vj + CACHE_ROWS_AHEAD * stride + e0) + o, _MM_HINT_T0);
-        for (int c = 0; c < 8; c += 2) {
-          __m256 lo, hi;
-          if (8 * (size_t)c >= m) break;
-          load16_tail(1, vj, e0 + 8 * (size_t)c, e0 + m, &lo, &hi);
-          acc[c] = _mm256_add_ps(acc[c], _mm256_mul_ps(pj, lo));
-          acc[c + 1] = _mm256_add_ps(acc[c + 1], _mm256_mul_ps(pj, hi));
-        }
-      }
-      for (int c = 0; c < 8; c++) _mm256_storeu_ps(t + 8 * c, acc[c]);
-      memcpy(out[i] + e0, t, m * sizeof(float));
-    }
+TARGET static void dots2(const float *q0, const float *q1, const float *k, size_t stride,
+                         size_t count, size_t n, float *out0, float *out1) {
+  const float *q[2] = {q0, q1};
+  float *out[2] = {out0, out1};
+  dots_n(q, 2, k, stride, count, n, out);
 }
 
-const tl_kernels tl_kernels_avx2 = {
-    TL_KERN_AVX2, "avx2", {rows_f32, rows_f16, rows_bf16, rows_q8, rows_q4},
-    {NULL, NULL, NULL, NULL, NULL},
-    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, f16_to_f32, f32_to_f16, dots_h, weighted_h};
+TARGET static void weighted(const float *p, size_t count, const float *v, size_t stride,
+                            size_t d, float *out) {
+  weighted_n(&p, &count, 1, v, stride, d, &out);
+}
+
+TARGET static void weighted2(const float *p0, const float *p1, size_t count, const float *v,
+                             size_t stride, size_t d, float *out0, float *out1) {
+  const float *p[2] = {p0, p1};
+  const size_t counts[2] = {count, count};
+  float *out[2] = {out0, out1};
+  weighted_n(p, counts, 2, v, stride, d, out);
+}
+
+const tl_kernels TL_AVX2_TABLE = {
+    TL_AVX2_ISA, TL_AVX2_NAME, {rows_f32, rows_f16, rows_bf16, rows_q8, rows_q4},
+    {tile_f32, tile_f16, tile_bf16, tile_q8, tile_q4},
+    quantize_x, dots, weighted, dots2, weighted2, dots_n, weighted_n, exps,
+    f16_to_f32, f32_to_f16, dots_h, weighted_h};
 
 #endif

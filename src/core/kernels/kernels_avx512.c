@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "kernels/kernels_impl.h"
+#include "kernels/mutant.h"
 #include "math/detmath.h"
 
 #if TL_KERN_HAVE_X86
@@ -41,75 +42,90 @@ TARGET static inline float tree16(__m512 a) {
 }
 
 /* Bytes ahead of each row's reads to prefetch, and how: for one token
- * (decoding, which streams every weight once per token) 8 KB ahead and
- * non-temporal, for a tile of tokens (prefill, which reads the rows again
- * for the next tokens while they are in cache) into every level. With
- * the hardware prefetcher alone a q8 row streamed at 9-10 GB/s on the
- * Intel VM; on the AMD one, 2 KB ahead gave 18.7 GB/s, 8 KB 23-25, and
- * non-temporal 8 KB 25-28 (of the 37-40 a plain 512-bit read reaches).
+ * (decoding, which streams every weight once per token) 8 KB ahead into
+ * L2 only (prefetcht1), for a tile of tokens (prefill, which reads the
+ * rows again for the next tokens while they are in cache) into every
+ * level. With the hardware prefetcher alone a q8 row streamed at 9-10
+ * GB/s on the Intel VM; on the AMD one, 2 KB ahead gave 18.7 GB/s, 8 KB
+ * 23-25, and non-temporal 8 KB 25-28 of the 37-40 a plain 512-bit read
+ * reaches; there, on a loaded host, per CPU second, a row read at 10-14
+ * GB/s with prefetchnta or prefetcht0 8 KB ahead and at 21-23 with
+ * prefetcht1 (t2 alike, 2 KB ahead 13-18) against a plain read's 19-25:
+ * likely because a prefetch to L1 holds one of its few miss buffers.
  * bench/kernel_bench's cold column measures it. */
-#define PREFETCH_HINT(tokens) ((tokens) == 1 ? _MM_HINT_NTA : _MM_HINT_T0)
+#define PREFETCH_HINT(tokens) ((tokens) == 1 ? _MM_HINT_T1 : _MM_HINT_T0)
 #define PREFETCH_AHEAD 8192
 
+/* 64 bytes at p: plain (FULL), or the lanes of mask m (the rest 0). */
+TARGET static inline __m512i load64(const uint8_t *p, __mmask64 m, bool full) {
+  return full ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(m, p);
+}
+
+/* One group of TILE_FN: blocks [b, b + 16) (FULL: plain loads), or the
+ * short last one, masked. */
+#define TILE_GROUP(R, T, Q4, FULL)                                                         \
+  do {                                                                                     \
+    size_t m = FULL ? 16 : nb - b, stride = 4 * m;                                         \
+    __mmask64 cm = FULL ? ~(__mmask64)0 : ((__mmask64)1 << stride) - 1;                    \
+    __mmask16 sm = first16(m);                                                             \
+    const uint8_t *c[R];                                                                   \
+    __m512 dw[R];                                                                          \
+    __m512i s[R][T];                                                                       \
+    _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {                                  \
+      const uint8_t *g = w + (size_t)i * row_bytes + b * bb;                               \
+      _Pragma("GCC unroll 9") for (size_t o = 0; o < 16 * bb; o += 64)                     \
+        _mm_prefetch((const char *)g + o + PREFETCH_AHEAD, PREFETCH_HINT(T));              \
+      dw[i] = FULL ? _mm512_loadu_ps(g) : _mm512_maskz_loadu_ps(sm, g);                    \
+      c[i] = g + stride;                                                                   \
+    }                                                                                      \
+    _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {                                  \
+      __m512i bias = _mm512_loadu_si512(Q4 ? xs[t].q4_bias + b : xs[t].q8_bias + b);       \
+      _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) s[i][t] = bias;                  \
+    }                                                                                      \
+    _Pragma("GCC unroll 8") for (int st = 0; st < 8; st++) {                               \
+      __m512i u[R];                                                                        \
+      _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {                                \
+        if (Q4) {                                                                          \
+          __m512i raw = load64(c[i] + stride * (size_t)(st / 2), cm, FULL);                \
+          u[i] = _mm512_and_si512(st % 2 ? _mm512_srli_epi16(raw, 4) : raw,                \
+                                  _mm512_set1_epi8(0x0F));                                 \
+        } else {                                                                           \
+          u[i] = load64(c[i] + stride * (size_t)st, cm, FULL);                             \
+        }                                                                                  \
+      }                                                                                    \
+      _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {                                \
+        __m512i xv = _mm512_loadu_si512(xs[t].codes + 32 * b + 64 * st);                   \
+        _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                                \
+          s[i][t] = _mm512_dpbusd_epi32(s[i][t], u[i], xv);                                \
+      }                                                                                    \
+    }                                                                                      \
+    _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {                                  \
+      __m512 dx = _mm512_loadu_ps(xs[t].scales + b);                                       \
+      _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                                  \
+        acc[i][t] = _mm512_add_ps(                                                         \
+            acc[i][t],                                                                     \
+            _mm512_mul_ps(_mm512_cvtepi32_ps(s[i][t]), _mm512_mul_ps(dw[i], dx)));         \
+    }                                                                                      \
+  } while (0)
 /* Rows [0, R) of a packed q8 (Q4 false) or q4 matrix times the
  * activations of tokens [0, T), a group of 16 blocks at a time: one i32
  * lane per block, whose 8 steps are 8 vpdpbusd (unsigned weights times
  * signed codes, started from the activation's bias, which takes the
  * weights' offset out: the exact block sum), then F-4's one conversion,
  * scale product and add per block onto lane b mod 16. Each row's steps are
- * loaded once for the T tokens, each token's once for the R rows. A short
- * last group loads masked: its missing blocks are 0 in every operand, so
- * their lanes add +0. */
+ * loaded once for the T tokens, each token's once for the R rows. Whole
+ * groups load plain; a short last one masked: its missing blocks are 0 in
+ * every operand, so their lanes add +0. */
 #define TILE_FN(name, R, T, Q4)                                                            \
   TARGET static void name(const uint8_t *w, size_t row_bytes, size_t nb,                  \
                           const tl_kern_x *xs, float *y, size_t y_stride) {                 \
     const size_t bb = Q4 ? 20 : 36;                                                        \
     __m512 acc[R][T];                                                                      \
+    size_t b = 0;                                                                          \
     _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                                    \
       _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) acc[i][t] = _mm512_setzero_ps(); \
-    for (size_t b = 0; b < nb; b += 16) {                                                  \
-      size_t m = nb - b < 16 ? nb - b : 16, stride = 4 * m;                                \
-      __mmask64 cm = m == 16 ? ~(__mmask64)0 : ((__mmask64)1 << stride) - 1;               \
-      __mmask16 sm = first16(m);                                                           \
-      const uint8_t *c[R];                                                                 \
-      __m512 dw[R];                                                                        \
-      __m512i s[R][T];                                                                     \
-      _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {                                \
-        const uint8_t *g = w + (size_t)i * row_bytes + b * bb;                             \
-        _Pragma("GCC unroll 9") for (size_t o = 0; o < 16 * bb; o += 64)                   \
-          _mm_prefetch((const char *)g + o + PREFETCH_AHEAD, PREFETCH_HINT(T));             \
-        dw[i] = _mm512_maskz_loadu_ps(sm, g);                                              \
-        c[i] = g + stride;                                                                 \
-      }                                                                                    \
-      _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {                                \
-        __m512i bias = _mm512_loadu_si512(Q4 ? xs[t].q4_bias + b : xs[t].q8_bias + b);     \
-        _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) s[i][t] = bias;                \
-      }                                                                                    \
-      _Pragma("GCC unroll 8") for (int st = 0; st < 8; st++) {                             \
-        __m512i u[R];                                                                      \
-        _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {                              \
-          if (Q4) {                                                                        \
-            __m512i raw = _mm512_maskz_loadu_epi8(cm, c[i] + stride * (size_t)(st / 2));   \
-            u[i] = _mm512_and_si512(st % 2 ? _mm512_srli_epi16(raw, 4) : raw,              \
-                                    _mm512_set1_epi8(0x0F));                               \
-          } else {                                                                         \
-            u[i] = _mm512_maskz_loadu_epi8(cm, c[i] + stride * (size_t)st);                \
-          }                                                                                \
-        }                                                                                  \
-        _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {                              \
-          __m512i xv = _mm512_loadu_si512(xs[t].codes + 32 * b + 64 * st);                 \
-          _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                              \
-            s[i][t] = _mm512_dpbusd_epi32(s[i][t], u[i], xv);                              \
-        }                                                                                  \
-      }                                                                                    \
-      _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {                                \
-        __m512 dx = _mm512_loadu_ps(xs[t].scales + b);                                     \
-        _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                                \
-          acc[i][t] = _mm512_add_ps(                                                       \
-              acc[i][t],                                                                   \
-              _mm512_mul_ps(_mm512_cvtepi32_ps(s[i][t]), _mm512_mul_ps(dw[i], dx)));       \
-      }                                                                                    \
-    }                                                                                      \
+    for (; b + 16 <= nb; b += 16) TILE_GROUP(R, T, Q4, true);                              \
+    if (b < nb) TILE_GROUP(R, T, Q4, false);                                               \
     _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                                    \
       _Pragma("GCC unroll 4") for (int t = 0; t < T; t++)                                  \
         y[(size_t)t * y_stride + (size_t)i] = tree16(acc[i][t]);                           \
@@ -125,123 +141,173 @@ TILE_FN(q4_tile1x4, 1, 4, true)
 TILE_FN(q4_tile1x1, 1, 1, true)
 TILE_FN(q4_tile2x1, 2, 1, true)
 #undef TILE_FN
+#undef TILE_GROUP
 
 /* A tile function: rows [0, R) x tokens [0, T); len is the number of
  * blocks (q8/q4) or of elements (float types). */
 typedef void (*tile_fn)(const uint8_t *w, size_t row_bytes, size_t len, const tl_kern_x *xs,
                         float *y, size_t y_stride);
 
-/* tiles[0..4]: 4x4, 4x1, 1x4, 1x1, 2x1 (rows x tokens). Tokens in fours,
- * and for each four every row, so a call's rows stay in cache across
- * tokens. */
-TARGET static inline void tile_run(const tile_fn *tiles, const uint8_t *w, size_t row_bytes,
+/* The tiles of one width of tokens: four rows, one row. */
+typedef struct tile_pair {
+  tile_fn four, one;
+} tile_pair;
+
+/* A type's tiles: tb tokens wide (the widest), 4 wide (a float tail of 4
+ * or 5 tokens, so a prefill chunk of 64 is 10 x 6 + 4; for q8/q4 tb is 4)
+ * and 1 wide, and two rows of one token (decoding). */
+typedef struct tile_set {
+  size_t tb;
+  size_t few; /* calls of at most this many tokens: token by token (single) */
+  tile_pair wide, four, single;
+  tile_fn two_rows;
+} tile_set;
+
+/* Tokens in blocks of the widest tile that fits, and for each block every
+ * row, so a call's rows stay in cache across tokens. */
+TARGET static inline void tile_run(const tile_set *ts, const uint8_t *w, size_t row_bytes,
                                    size_t len, const tl_kern_x *xs, size_t tokens, size_t rows,
-                                   float *y, size_t y_stride, bool quant) {
+                                   float *y, size_t y_stride) {
   if (tokens == 1) {
     /* one token (decoding): two rows at a time, nearly one sequential
      * stream through the weights, which reads memory faster here than four
      * rows side by side (and two chains hide the adds' latency) */
     size_t r = 0;
-    for (; r + 2 <= rows; r += 2) tiles[4](w + r * row_bytes, row_bytes, len, xs, y + r, 0);
-    if (r < rows) tiles[3](w + r * row_bytes, row_bytes, len, xs, y + r, 0);
+    for (; r + 2 <= rows; r += 2) ts->two_rows(w + r * row_bytes, row_bytes, len, xs, y + r, 0);
+    if (r < rows) ts->single.one(w + r * row_bytes, row_bytes, len, xs, y + r, 0);
     return;
   }
-  /* q8/q4, up to four tokens (a serving batch's decode step): 4x1 per
-   * token, each pass over cold rows with the one-token non-temporal
-   * prefetch and the next tokens' passes over the same rows from L1. The
-   * 4x4 tile, which prefetches into every level for prefill's later
-   * groups, read cold q8 and q4 rows 25% slower at four tokens (thread CPU
-   * time, 1024-wide rows); bf16's 4x4 tile was the faster one. */
-  const bool tiles4 = !quant || tokens > 4;
-  for (size_t t = 0; t < tokens; t += 4) {
-    size_t tt = tokens - t < 4 ? tokens - t : 4, r = 0;
+  for (size_t t = 0, width; t < tokens; t += width) {
+    size_t left = tokens - t, r = 0;
+    /* q8/q4, at most four tokens (a serving batch's decode step): 4x1 per
+     * token, the first pass prefetching the cold rows as one-token decoding
+     * does and the others reading them from L1; the 4x4 tile read them
+     * 20-40% slower per CPU second (200 MB of 1024-wide rows, one thread) */
+    const bool few = tokens <= ts->few;
+    const tile_pair *tp = few              ? &ts->single
+                          : left >= ts->tb ? &ts->wide
+                          : left >= 4      ? &ts->four
+                                           : &ts->single;
     float *yt = y + t * y_stride;
-    for (; r + 4 <= rows; r += 4)
-      if (tt == 4 && tiles4) tiles[0](w + r * row_bytes, row_bytes, len, xs + t, yt + r, y_stride);
-      else
-        for (size_t k = 0; k < tt; k++)
-          tiles[1](w + r * row_bytes, row_bytes, len, xs + t + k, yt + k * y_stride + r, 0);
-    for (; r < rows; r++)
-      if (tt == 4 && tiles4) tiles[2](w + r * row_bytes, row_bytes, len, xs + t, yt + r, y_stride);
-      else
-        for (size_t k = 0; k < tt; k++)
-          tiles[3](w + r * row_bytes, row_bytes, len, xs + t + k, yt + k * y_stride + r, 0);
+    width = few ? 1 : left >= ts->tb ? ts->tb : left >= 4 ? 4 : 1;
+    for (; r + 4 <= rows; r += 4) tp->four(w + r * row_bytes, row_bytes, len, xs + t, yt + r, y_stride);
+    for (; r < rows; r++) tp->one(w + r * row_bytes, row_bytes, len, xs + t, yt + r, y_stride);
   }
 }
 
-static const tile_fn q8_tiles[5] = {q8_tile4x4, q8_tile4x1, q8_tile1x4, q8_tile1x1,
-                                    q8_tile2x1};
-static const tile_fn q4_tiles[5] = {q4_tile4x4, q4_tile4x1, q4_tile1x4, q4_tile1x1,
-                                    q4_tile2x1};
+static const tile_set q8_tiles = {4,
+                                  4,
+                                  {q8_tile4x4, q8_tile1x4},
+                                  {q8_tile4x4, q8_tile1x4},
+                                  {q8_tile4x1, q8_tile1x1},
+                                  q8_tile2x1};
+static const tile_set q4_tiles = {4,
+                                  4,
+                                  {q4_tile4x4, q4_tile1x4},
+                                  {q4_tile4x4, q4_tile1x4},
+                                  {q4_tile4x1, q4_tile1x1},
+                                  q4_tile2x1};
 
-/* Up to 16 weights (mask m) as 16 floats; absent ones are +0. */
-TARGET static inline __m512 load16(int type, const uint8_t *p, __mmask16 m) {
-  if (type == 0) return _mm512_maskz_loadu_ps(m, p);
-  if (type == 1) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
-  return _mm512_castsi512_ps(
-      _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16));
+/* A bf16 vector's 16 values (the low half of v) widened to f32, each
+ * into the high half of its lane: one word permutation, the low words
+ * zeroed (exact). */
+TARGET static inline __m512 bf16_widen(__m512i v) {
+  const __m512i hi = _mm512_set_epi16(15, 0, 14, 0, 13, 0, 12, 0, 11, 0, 10, 0, 9, 0, 8, 0, 7, 0,
+                                      6, 0, 5, 0, 4, 0, 3, 0, 2, 0, 1, 0, TL_MUTANT_BF16_LANE0, 0);
+  return _mm512_castsi512_ps(_mm512_maskz_permutexvar_epi16(0xAAAAAAAAu, hi, v));
 }
+
+/* Up to 16 weights (mask m; FULL: all 16, plain loads) as 16 floats;
+ * absent ones are +0. */
+TARGET static inline __m512 load16(int type, const uint8_t *p, __mmask16 m, bool full) {
+  __m256i h;
+  if (type == 0) return full ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(m, p);
+  h = full ? _mm256_loadu_si256((const __m256i *)(const void *)p) : _mm256_maskz_loadu_epi16(m, p);
+  return type == 1 ? _mm512_cvtph_ps(h) : bf16_widen(_mm512_castsi256_si512(h));
+}
+
+/* One step of FTILE_FN: elements [k, k + 16) (the lanes of m; FULL: all
+ * 16). The prefetch is for one token (decoding) only: a tile reads the
+ * call's rows again for each block of tokens, from cache. */
+#define FTILE_STEP(R, T, TYPE, FULL)                                                       \
+  do {                                                                                     \
+    __m512 wv[R];                                                                          \
+    _Pragma("GCC unroll 8") for (int i = 0; i < R; i++) {                                  \
+      const uint8_t *wi = w + (size_t)i * row_bytes + k * es;                              \
+      if (T == 1) _mm_prefetch((const char *)wi + PREFETCH_AHEAD, PREFETCH_HINT(T));       \
+      wv[i] = load16(TYPE, wi, m, FULL);                                                   \
+    }                                                                                      \
+    _Pragma("GCC unroll 8") for (int t = 0; t < T; t++) {                                  \
+      const float *xt = xs[TL_MUTANT_TILE_TOKEN(t, T)].f + k;                              \
+      __m512 xv = FULL ? _mm512_loadu_ps(xt) : _mm512_maskz_loadu_ps(m, xt);               \
+      _Pragma("GCC unroll 8") for (int i = 0; i < R; i++)                                  \
+        acc[i][t] = _mm512_add_ps(acc[i][t], _mm512_mul_ps(wv[i], xv));                    \
+    }                                                                                      \
+  } while (0)
 
 /* Rows [0, R) of an f32 (TYPE 0), f16 (1) or bf16 (2) matrix times tokens
  * [0, T) (F-6): one 512-bit accumulator (lanes A_0..15) per (row, token),
- * R x T chains side by side; a short tail loads zero-filled (F-6: a +-0
- * product changes no lane). */
+ * R x T chains side by side; whole steps with plain loads, then a short
+ * tail loaded zero-filled (F-6: a +-0 product changes no lane). */
 #define FTILE_FN(name, R, T, TYPE)                                                         \
   TARGET static void name(const uint8_t *w, size_t row_bytes, size_t n,                   \
                           const tl_kern_x *xs, float *y, size_t y_stride) {                 \
     const size_t es = TYPE == 0 ? 4 : 2;                                                   \
+    const __mmask16 m = first16(n % 16);                                                   \
     __m512 acc[R][T];                                                                      \
-    _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                                    \
-      _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) acc[i][t] = _mm512_setzero_ps(); \
-    for (size_t k = 0; k < n; k += 16) {                                                   \
-      __mmask16 m = first16(n - k);   \
-      __m512 wv[R];                                                                        \
-      _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {                                \
-        const uint8_t *wi = w + (size_t)i * row_bytes + k * es;                            \
-        _mm_prefetch((const char *)wi + PREFETCH_AHEAD, PREFETCH_HINT(T));                  \
-        wv[i] = load16(TYPE, wi, m);                                                       \
-      }                                                                                    \
-      _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {                                \
-        __m512 xv = _mm512_maskz_loadu_ps(m, xs[t].f + k);                                 \
-        _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                                \
-          acc[i][t] = _mm512_add_ps(acc[i][t], _mm512_mul_ps(wv[i], xv));                  \
-      }                                                                                    \
-    }                                                                                      \
-    _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                                    \
-      _Pragma("GCC unroll 4") for (int t = 0; t < T; t++)                                  \
+    size_t k = 0;                                                                          \
+    _Pragma("GCC unroll 8") for (int i = 0; i < R; i++)                                    \
+      _Pragma("GCC unroll 8") for (int t = 0; t < T; t++) acc[i][t] = _mm512_setzero_ps(); \
+    for (; k + 16 <= n; k += 16) FTILE_STEP(R, T, TYPE, true);                             \
+    if (k < n) FTILE_STEP(R, T, TYPE, false);                                              \
+    _Pragma("GCC unroll 8") for (int i = 0; i < R; i++)                                    \
+      _Pragma("GCC unroll 8") for (int t = 0; t < T; t++)                                  \
         y[(size_t)t * y_stride + (size_t)i] = tree16(acc[i][t]);                           \
   }
+/* Tokens per float tile: 4 x 6 = 24 accumulators, 4 weight vectors and an
+ * activation in the 32 registers. A product is one multiply and one add
+ * (F-2), and this machine issues one 512-bit multiply and one add per
+ * cycle, so what limits a tile is the other work per product: a row's
+ * conversion serves 6 tokens (4 in a 4 x 4 tile) and an activation 4 rows
+ * (2 in 2 x 12, whose 12 activations no longer stay in L1). */
+#define FLOAT_TOKENS 6
 #define FLOAT_TILES(prefix, TYPE)                                                          \
+  FTILE_FN(prefix##_tile4xT, 4, FLOAT_TOKENS, TYPE)                                        \
+  FTILE_FN(prefix##_tile1xT, 1, FLOAT_TOKENS, TYPE)                                        \
   FTILE_FN(prefix##_tile4x4, 4, 4, TYPE)                                                   \
-  FTILE_FN(prefix##_tile4x1, 4, 1, TYPE)                                                   \
   FTILE_FN(prefix##_tile1x4, 1, 4, TYPE)                                                   \
+  FTILE_FN(prefix##_tile4x1, 4, 1, TYPE)                                                   \
   FTILE_FN(prefix##_tile1x1, 1, 1, TYPE)                                                   \
   FTILE_FN(prefix##_tile2x1, 2, 1, TYPE)                                                   \
-  static const tile_fn prefix##_tiles[5] = {prefix##_tile4x4, prefix##_tile4x1,            \
-                                            prefix##_tile1x4, prefix##_tile1x1,            \
-                                            prefix##_tile2x1};
+  static const tile_set prefix##_tiles = {FLOAT_TOKENS,                                     \
+                                          0,                                                \
+                                          {prefix##_tile4xT, prefix##_tile1xT},             \
+                                          {prefix##_tile4x4, prefix##_tile1x4},             \
+                                          {prefix##_tile4x1, prefix##_tile1x1},             \
+                                          prefix##_tile2x1};
 FLOAT_TILES(f32, 0)
 FLOAT_TILES(f16, 1)
 FLOAT_TILES(bf16, 2)
 #undef FLOAT_TILES
 #undef FTILE_FN
+#undef FTILE_STEP
 
 /* The table's entries: rows is a tile of one token. */
-#define ENTRY_FNS(prefix, len_of, quant)                                                   \
+#define ENTRY_FNS(prefix, len_of)                                                          \
   TARGET static void tile_##prefix(const uint8_t *w, size_t row_bytes, size_t n,          \
                                    const tl_kern_x *xs, size_t tokens, size_t rows,        \
                                    float *y, size_t y_stride) {                            \
-    tile_run(prefix##_tiles, w, row_bytes, len_of, xs, tokens, rows, y, y_stride, quant); \
+    tile_run(&prefix##_tiles, w, row_bytes, len_of, xs, tokens, rows, y, y_stride);       \
   }                                                                                        \
   TARGET static void rows_##prefix(const uint8_t *w, size_t row_bytes, size_t n,          \
                                    const tl_kern_x *x, size_t rows, float *y) {            \
-    tile_run(prefix##_tiles, w, row_bytes, len_of, x, 1, rows, y, 0, quant);               \
+    tile_run(&prefix##_tiles, w, row_bytes, len_of, x, 1, rows, y, 0);                     \
   }
-ENTRY_FNS(q8, (n + 31) / 32, true)
-ENTRY_FNS(q4, (n + 31) / 32, true)
-ENTRY_FNS(f32, n, false)
-ENTRY_FNS(f16, n, false)
-ENTRY_FNS(bf16, n, false)
+ENTRY_FNS(q8, (n + 31) / 32)
+ENTRY_FNS(q4, (n + 31) / 32)
+ENTRY_FNS(f32, n)
+ENTRY_FNS(f16, n)
+ENTRY_FNS(bf16, n)
 #undef ENTRY_FNS
 
 /* F-3, one block of 32 at a time: the same maximum (exact), the same f32

@@ -10,12 +10,14 @@
 const uint8_t *tl_kern_pad_group(tl_qtype type, const uint8_t *g, size_t m, uint8_t *out);
 
 /* The ISA variants exist in x86-64 native builds only (the Makefile
- * compiles *_avx2.c / *_avx512.c there); a native build for x86-64 without
+ * compiles *_avx2.c / *_avxvnni.c / *_avx512.c there); a native build for x86-64 without
  * them defines TL_NO_X86_SIMD. */
 #if defined(__x86_64__) && !defined(TL_NO_X86_SIMD)
 #define TL_KERN_HAVE_X86 1
 extern const tl_kernels tl_kernels_avx2;
 extern const tl_kernels tl_kernels_avx512;
+extern const tl_kernels tl_kernels_avx_vnni;
+extern const tl_kernels tl_kernels_avx_vnni_evex;
 #else
 #define TL_KERN_HAVE_X86 0
 #endif

@@ -7,6 +7,15 @@
 
 #ifndef TL_KERN_MUTANT
 #define TL_KERN_MUTANT 0
+/* 40, a wrong widening: the AVX-512 bf16 kernels put element 1 of each
+ * 16 in lane 0 too (caught by kernels_dispatch.golden_all_variants). */
+#define TL_MUTANT_BF16_LANE0 (TL_KERN_MUTANT == 40 ? 1 : 0)
+
+/* 41, a wrong token: the AVX-512 float tiles' last token of a full block
+ * reads the one before's activation (caught by kernels_dispatch.tiles,
+ * which passes blocks of every tile's width). */
+#define TL_MUTANT_TILE_TOKEN(t, T) (TL_KERN_MUTANT == 41 && (T) > 1 && (t) == (T) - 1 ? (t) - 1 : (t))
+
 #endif
 
 /* 1, a wrong tail: the scalar twin's float rows drop their last
@@ -22,5 +31,28 @@
 /* 3, a wrong block scale: the scalar twin scales q8/q4 block b by the
  * activation scale of block b - 1 (caught by kernels.dot_golden). */
 #define TL_MUTANT_BLOCK(b) (TL_KERN_MUTANT == 3 && (b) > 0 ? (b) - 1 : (b))
+
+/* 20, a wrong token: the AVX2 q8/q4 tiles scale token t's block sums by
+ * token t - 1's activation scales (caught by
+ * kernels_dispatch.ragged_tiles). */
+#define TL_MUTANT_TOKEN(t) (TL_KERN_MUTANT == 20 && (t) > 0 ? (t) - 1 : (t))
+
+/* 21, a wrong rounding: the AVX2 quantizer truncates its codes instead of
+ * rounding them to nearest even (caught by kernels_dispatch.quantizers). */
+#define TL_MUTANT_TRUNCATE (TL_KERN_MUTANT == 21)
+
+/* 22, a missing bias: the AVX-VNNI tiles start their block sums from 0,
+ * not the activation's bias, so q8's weight offset stays in (caught by
+ * kernels_dispatch.ragged_tiles through the variant or its EVEX twin). */
+#define TL_MUTANT_NO_BIAS (TL_KERN_MUTANT == 22)
+
+/* 40, a wrong widening: the AVX-512 bf16 kernels put element 1 of each
+ * 16 in lane 0 too (caught by kernels_dispatch.golden_all_variants). */
+#define TL_MUTANT_BF16_LANE0 (TL_KERN_MUTANT == 40 ? 1 : 0)
+
+/* 41, a wrong token: the AVX-512 float tiles' last token of a full block
+ * reads the one before's activation (caught by kernels_dispatch.tiles,
+ * which passes blocks of every tile's width). */
+#define TL_MUTANT_TILE_TOKEN(t, T) (TL_KERN_MUTANT == 41 && (T) > 1 && (t) == (T) - 1 ? (t) - 1 : (t))
 
 #endif
