@@ -56,8 +56,9 @@
 #   TL_SXS_PROMPTS=16384 TL_SXS_DEPTHS=16384 TL_SXS_TYPES=q8 TL_SXS_ARGS="64 1 1,2" bench/llama.sh
 # (an estimate from the 512 and 4096 rows, attention growing with the
 # position: a 16384-token prefill takes 10-20 minutes at one thread on
-# either side, and the decode test prefills as much first, so about two
-# hours for one weight type at 1 and 2 threads and both ISAs). A quick
+# either side, and the decode test prefills as much first, so three hours
+# or more for one weight type at 1 and 2 threads and both ISAs, the AVX2
+# rows the longer while tinylm's AVX2 prefill is the slower). A quick
 # check of the script:
 #   TL_SXS_PROMPTS="32 64" TL_SXS_DEPTHS="32 64" TL_SXS_ARGS="8 1 1" bench/llama.sh
 # takes a few minutes with the models converted.
