@@ -32,8 +32,10 @@
 #   HF_TO_GGUF        the converter (default ../shared/tools/hf_to_gguf.py)
 #   TL_SXS_DIR        scratch directory, reused between runs (default: a temp
 #                     dir, removed): hf/, m-{q8,q4,bf16}.slm, f32.gguf, m-*.gguf
-#   TL_SXS_PROMPTS    prompt lengths of the prefill tests (default "512 4096")
-#   TL_SXS_DEPTHS     contexts the decode tests start from (default "512 4096")
+#   TL_SXS_PROMPTS    prompt lengths of the prefill tests (default "512 4096";
+#                     set and empty: no prefill tests)
+#   TL_SXS_DEPTHS     contexts the decode tests start from (default "512 4096";
+#                     set and empty: no decode tests)
 #   TL_SXS_ARGS       "DECODE REPS THREADS" (default "64 3 1,2"); the older
 #                     form "PROMPT DECODE REPS THREADS" still works: prefill
 #                     at PROMPT, decode from an empty cache (depth 0) unless
@@ -71,12 +73,12 @@ avx2_build=${LLAMA_CPP_AVX2_BUILD:-$llama/build-avx2}
 read -r -a isas <<<"${TL_SXS_ISAS:-native avx2}"
 read -r -a types <<<"${TL_SXS_TYPES:-q8 q4 bf16}"
 to_gguf=${HF_TO_GGUF:-../shared/tools/hf_to_gguf.py}
-prompts=${TL_SXS_PROMPTS:-512 4096}
-depths=${TL_SXS_DEPTHS:-512 4096}
+prompts=${TL_SXS_PROMPTS-512 4096}
+depths=${TL_SXS_DEPTHS-512 4096}
 read -r -a args <<<"${TL_SXS_ARGS:-64 3 1,2}"
 if ((${#args[@]} == 4)); then
-  prompts=${TL_SXS_PROMPTS:-${args[0]}}
-  depths=${TL_SXS_DEPTHS:-0}
+  prompts=${TL_SXS_PROMPTS-${args[0]}}
+  depths=${TL_SXS_DEPTHS-0}
   args=("${args[@]:1}")
 fi
 if ((${#args[@]} != 3)); then
@@ -90,6 +92,8 @@ read -r -a sizes <<<"$prompts"
 for s in "${sizes[@]}"; do tests+=("pp:$s"); done
 read -r -a sizes <<<"$depths"
 for s in "${sizes[@]}"; do tests+=("tg:$s"); done
+((${#tests[@]} > 0)) ||
+  { echo "bench/llama.sh: TL_SXS_PROMPTS and TL_SXS_DEPTHS are both empty: nothing to measure" >&2; exit 2; }
 for v in "${tests[@]#*:}" "$decode" "$reps" "$long_reps" $threads; do
   [[ $v =~ ^[0-9]+$ ]] || { echo "bench/llama.sh: '$v' is not a number of tokens, repetitions or threads" >&2; exit 2; }
 done
@@ -265,7 +269,8 @@ host_header "$llama"
 for isa in "${isas[@]}"; do
   echo "llama.cpp build for $isa: ${build[$isa]} ($(host_llama_build_flags "${build[$isa]}"))"
 done
-echo "prefill at ${prompts// /, } tokens; decode $decode tokens after ${depths// /, };" \
+pp_list=${prompts:-none} tg_list=${depths:-none}
+echo "prefill at ${pp_list// /, } tokens; decode $decode tokens after ${tg_list// /, };" \
   "repetitions: $reps (at most $long_reps over 1024 tokens); threads ${threads// /,};" \
   "llama-bench --no-mmap (-mmp 0); ISAs: ${isas[*]}"
 
