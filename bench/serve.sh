@@ -11,7 +11,10 @@
 # printed as one Markdown table; then `tinylm bench` decode at one stream,
 # the single-stream reference of the issue's goal, and with --batch 4 (four
 # sequences per forward pass, no server: what serve at 4 clients could
-# reach), beside the rows tinylm serve's decode steps held on average.
+# reach), beside the rows tinylm serve's decode steps held on average. The
+# header (as bench/llama.sh's, bench/host.sh): the date, the CPU and its
+# kernel flags, both commits, and the read bandwidth tinylm measures over
+# the weights at the servers' thread count.
 # Needs llama-server (llama.cpp built as docs/perf-anchor.md
 # says, with -DLLAMA_BUILD_SERVER=ON); skipped with a message otherwise.
 #
@@ -27,6 +30,7 @@
 # A quick check of the script: TL_SERVE_CLIENTS="1 2" TL_SERVE_TOKENS=8 bench/serve.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/host.sh
 tinylm=build/gcc/tinylm
 llama=${LLAMA_CPP_DIR:-../shared/llama.cpp}
 sxs=${TL_SXS_DIR:-../sxs}
@@ -102,11 +106,13 @@ bench_server() {
   pid=
 }
 
-echo "== tinylm serve beside llama-server ($(date -u +%FT%TZ))"
-echo "   CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) logical CPUs"
-echo "   tinylm $(git rev-parse --short HEAD 2>/dev/null || echo '?'), llama.cpp $(cat "$llama/COMMIT" 2>/dev/null ||
-  git -C "$llama" rev-parse --short HEAD 2>/dev/null || echo '?')"
-echo "   $slm / $gguf; $parallel slots x $ctx tokens, $threads threads; $tokens tokens per reply (EOS banned), greedy"
+echo "== tinylm serve beside llama-server"
+host_header "$llama"
+echo "llama.cpp build: $llama/build ($(host_llama_build_flags "$llama/build"))"
+"$tinylm" bench "$slm" -p 0 -n 1 -r 1 -t "$threads" --json | /usr/bin/python3 -c 'import json, sys
+print("read bandwidth, %s threads: %.1f GB/s (tinylm bench, reading the weights in memory)"
+      % (sys.argv[1], json.load(sys.stdin)["bandwidth_bytes_per_s"] / 1e9))' "$threads"
+echo "$slm / $gguf; $parallel slots x $ctx tokens, $threads threads; $tokens tokens per reply (EOS banned), greedy"
 port=$(free_port)
 bench_server tinylm "$port" "$tinylm" serve "$slm" --port "$port" --parallel "$parallel" --ctx "$ctx" -t "$threads"
 port=$(free_port)

@@ -472,8 +472,8 @@ typedef struct bufs {
   float *fx;     /* fast lane: [n] rows of xn, k, v, attn, h, gate, up */
   tl_kern_x *xs; /* fast lane: [n] views of act */
   float *rope;   /* [n][D]: each position's rope_angles */
-  float *kvf;    /* fast lane: per attention task, a KV head's keys and
-                  * values as f32 ([2][S*D], head_rows) */
+  float *kvf;    /* fast lane without fast_reads_f16: per attention task,
+                  * a KV head's keys and values as f32 ([2][S*D], head_rows) */
   uint32_t pos0; /* the call's first position */
   float *logits; /* [V] */
 } bufs;
@@ -517,6 +517,13 @@ static uint32_t fast_tasks(const tl_qwen3 *m, size_t units) {
   return units < t ? (uint32_t)(units ? units : 1) : t;
 }
 
+/* Whether the fast lane's kernels read the binary16 cache rows where they
+ * lie (attention); without them (NEON, SIMD128) each attention task first
+ * converts a KV head's rows to f32 in its share of bufs.kvf. */
+static bool fast_reads_f16(const tl_qwen3 *m) {
+  return m->fast != NULL && m->fast->dots_h != NULL && m->fast->weighted_h != NULL;
+}
+
 #define N_BUFS 16
 
 /* The float counts of the working buffers of a call of n tokens over
@@ -545,8 +552,8 @@ static bool buffer_counts(const tl_qwen3 *m, size_t n, uint32_t keys,
        tl_mul_size(n, XS_FLOATS, &counts[12]) != TL_OK))
     return false;
   if (tl_mul_size(n, c->head_dim, &counts[13]) != TL_OK) return false;
-  counts[14] = 0;
-  if (m->fast != NULL &&
+  counts[14] = 0; /* at 32,768 keys 33.5 MB per task on the 0.6B shape: only where used */
+  if (m->fast != NULL && !fast_reads_f16(m) &&
       (tl_mul_size((size_t)2 * c->head_dim * fast_tasks(m, c->heads), keys, &counts[14]) !=
        TL_OK))
     return false;
@@ -1045,7 +1052,7 @@ static void head_rows(const attend_job *j, size_t kvh, size_t rows, uint32_t tas
  * (decoding reads the whole cache once per token; converting it first
  * was a second pass over it and a third through the f32 copy). */
 static bool reads_f16(const attend_job *j) {
-  return j->kh != NULL && j->m->fast->dots_h != NULL && j->m->fast->weighted_h != NULL;
+  return j->kh != NULL && fast_reads_f16(j->m);
 }
 
 /* Heads h .. h + w - 1 (w = 2 only on the fast lane, for two heads that

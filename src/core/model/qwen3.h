@@ -201,7 +201,10 @@ tl_status tl_qwen3_forward(const tl_qwen3 *m, tl_qwen3_cache *cache,
                            const tl_qwen3_capture *cap, tl_arena *scratch,
                            tl_qwen3_fault *fault);
 
-/* Scratch bytes a forward call of n tokens needs at most. */
+/* Scratch bytes a forward call of n tokens over at most keys keys needs at
+ * most on the lane set now (tl_qwen3_set_lane): in proportion to n and to
+ * keys, never n x keys (the fast lane's attention scores four
+ * positions at a time). Plan after setting the lane. */
 size_t tl_qwen3_scratch_bound(const tl_qwen3 *m, size_t n, uint32_t keys);
 
 /* One token of each of n sequences (a batched decode step): ids[t] at
