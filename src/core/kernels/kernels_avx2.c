@@ -595,20 +595,10 @@ WEIGHTED(weighted_n, float, 0)
 WEIGHTED(weighted_h, uint16_t, 1)
 #undef WEIGHTED
 
-/* The one- and two-query forms through the n-query kernels (each output
- * is computed on its own there, so exactly the single kernel's). */
-TARGET static void dots(const float *q, const float *k, size_t stride, size_t count, size_t n,
-                        float *out) {
-  dots_n(&q, 1, k, stride, count, n, &out);
-}
+TL_KERN_DOTS_FROM_N(TARGET)
 
-TARGET static void dots2(const float *q0, const float *q1, const float *k, size_t stride,
-                         size_t count, size_t n, float *out0, float *out1) {
-  const float *q[2] = {q0, q1};
-  float *out[2] = {out0, out1};
-  dots_n(q, 2, k, stride, count, n, out);
-}
-
+/* The one- and two-query weighted forms through the n-query kernel (each
+ * output is computed on its own there, so exactly the single kernel's). */
 TARGET static void weighted(const float *p, size_t count, const float *v, size_t stride,
                             size_t d, float *out) {
   weighted_n(&p, &count, 1, v, stride, d, &out);

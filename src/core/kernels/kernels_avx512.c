@@ -418,17 +418,7 @@ DOTS_N(_h, uint16_t, load_f16, CACHE_ROWS_AHEAD)
 #undef DOTS_N
 #undef SCORE_TILE
 
-TARGET static void dots(const float *q, const float *k, size_t stride, size_t count, size_t n,
-                        float *out) {
-  dots_n(&q, 1, k, stride, count, n, &out);
-}
-
-TARGET static void dots2(const float *q0, const float *q1, const float *k, size_t stride,
-                         size_t count, size_t n, float *out0, float *out1) {
-  const float *q[2] = {q0, q1};
-  float *out[2] = {out0, out1};
-  dots_n(q, 2, k, stride, count, n, out);
-}
+TL_KERN_DOTS_FROM_N(TARGET)
 
 /* tl_kern_weighted over value rows of type T: 128 elements at a time in
  * eight accumulators (masked at the end), each element's sum over j in

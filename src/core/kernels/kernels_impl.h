@@ -53,4 +53,19 @@ void tl_wasm_f16_to_f32(const uint16_t *h, size_t n, float *out);
 void tl_wasm_exps(const float *x, float sub, size_t n, float *out);
 #endif
 
+/* tl_kern_dots and its two-query form through a variant's own n-query
+ * kernel `dots_n` (every output computed on its own there, so exactly the
+ * single kernel's), compiled with the variant's target attribute. */
+#define TL_KERN_DOTS_FROM_N(TARGET)                                                        \
+  TARGET static void dots(const float *q, const float *k, size_t stride, size_t count,    \
+                          size_t n, float *out) {                                          \
+    dots_n(&q, 1, k, stride, count, n, &out);                                              \
+  }                                                                                        \
+  TARGET static void dots2(const float *q0, const float *q1, const float *k, size_t stride, \
+                           size_t count, size_t n, float *out0, float *out1) {             \
+    const float *q[2] = {q0, q1};                                                          \
+    float *out[2] = {out0, out1};                                                          \
+    dots_n(q, 2, k, stride, count, n, out);                                                \
+  }
+
 #endif
