@@ -112,6 +112,9 @@ int tl_cmd_convert(int argc, char **argv) {
   tl_status st;
   int rc;
 
+  /* freed on every path, also when the acquisition receipt is refused
+   * before tl_convert fills it */
+  memset(&r, 0, sizeof r);
   /* --json anywhere makes every usage error JSON. */
   json = tl_cli_wants_json(argc, argv);
   for (int i = 1; i < argc; i++) {
