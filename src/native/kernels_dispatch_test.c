@@ -284,12 +284,22 @@ static void quantizers(tl_test_ctx *t) {
   }
 }
 
+/* The value of element i of weight row r (weights: true) or of token
+ * r's activation, for check_tile_of. */
+typedef float (*tile_value)(tl_test_rng *rng, bool weights, size_t r, size_t i);
+
+static float random_entry(tl_test_rng *rng, bool weights, size_t r, size_t i) {
+  (void)weights, (void)r, (void)i;
+  return random_value(rng, -4, 4);
+}
+
 /* One shape through every variant's tile kernel (or its rows, token by
- * token): random weights of the type and random activations, every
- * (token, row) product bit for bit the twin's rows' (y stride rows + 3,
- * the gaps left alone). */
-static void check_tile(tl_test_ctx *t, const tl_kernels *const *ks, size_t nk, size_t type,
-                       size_t n, size_t rows, size_t tokens, tl_test_rng *rng) {
+ * token): weights of the type and activations from value, every (token,
+ * row) product bit for bit the twin's rows' (y stride rows + 3, the gaps
+ * left alone). */
+static void check_tile_of(tl_test_ctx *t, const tl_kernels *const *ks, size_t nk, size_t type,
+                          size_t n, size_t rows, size_t tokens, tl_test_rng *rng,
+                          tile_value value) {
   const tl_kernels *twin = tl_kernels_get(TL_KERN_SCALAR);
   size_t stride = rows + 3, bytes = 0;
   float *wf = malloc(rows * n * sizeof(float)), *xv = malloc(n * sizeof(float));
@@ -299,14 +309,14 @@ static void check_tile(tl_test_ctx *t, const tl_kernels *const *ks, size_t nk, s
   prepared p[17];
   uint8_t *w;
   if (!TL_EXPECT(t, wf && xv && want && got && tokens <= 17)) return;
-  for (size_t i = 0; i < rows * n; i++) wf[i] = random_value(rng, -4, 4);
+  for (size_t i = 0; i < rows * n; i++) wf[i] = value(rng, true, i / n, i % n);
   TL_EXPECT_OK(t, tl_quant_tensor_bytes((tl_qtype)type, rows, n, &bytes));
   w = malloc(bytes);
   if (!TL_EXPECT(t, w != NULL)) return;
   TL_EXPECT_OK(t, tl_quant_pack((tl_qtype)type, wf, rows, n, w, bytes, NULL));
   tl_kern_pack((tl_qtype)type, w, w, bytes / rows, n, 0, rows);
   for (size_t k = 0; k < tokens; k++) {
-    for (size_t i = 0; i < n; i++) xv[i] = random_value(rng, -4, 4);
+    for (size_t i = 0; i < n; i++) xv[i] = value(rng, false, k, i);
     if (!TL_EXPECT(t, prepare(xv, n, &p[k]))) return;
     xs[k] = p[k].x;
     twin->rows[type](w, bytes / rows, n, &xs[k], rows, want + k * stride);
@@ -327,6 +337,12 @@ static void check_tile(tl_test_ctx *t, const tl_kernels *const *ks, size_t nk, s
   free(xv);
   free(want);
   free(got);
+}
+
+/* check_tile_of with random weights and activations. */
+static void check_tile(tl_test_ctx *t, const tl_kernels *const *ks, size_t nk, size_t type,
+                       size_t n, size_t rows, size_t tokens, tl_test_rng *rng) {
+  check_tile_of(t, ks, nk, type, n, rows, tokens, rng, random_entry);
 }
 
 /* Several tokens at once: random shapes, then 9 rows x 17 tokens, which
@@ -363,6 +379,26 @@ static void ragged_tiles(tl_test_ctx *t) {
       for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++)
         for (size_t k = 0; k < sizeof tokens / sizeof tokens[0]; k++)
           check_tile(t, ks, nk, type, lengths[li], rows[r], tokens[k], &rng);
+}
+
+/* Every weight of a row +1 (even rows) or -1, every activation of a
+ * token +1 (even tokens) or -1: q8 codes +-127 (stored 255 and 1), q4
+ * codes +-7 (nibbles 15 and 1) and activation codes +-127, so every
+ * block sum is at its largest magnitude, 32 x 127 x 127 (q8), the
+ * bound every exact integer path must hold without wrapping or
+ * saturating. */
+static float bound_entry(tl_test_rng *rng, bool weights, size_t r, size_t i) {
+  (void)rng, (void)weights, (void)i;
+  return r % 2 ? -1.0f : 1.0f;
+}
+
+static void extreme_tiles(tl_test_ctx *t) {
+  const tl_kernels *ks[MAX_VARIANTS];
+  size_t nk = variants(t, ks);
+  tl_test_rng rng = {20261208};
+  for (size_t type = TL_QTYPE_Q8; type <= TL_QTYPE_Q4; type++)
+    for (size_t tokens = 1; tokens <= 9; tokens += 4)
+      check_tile_of(t, ks, nk, type, 1056, 5, tokens, &rng, bound_entry);
 }
 
 /* The two-query forms (heads sharing a KV head) against the twins: the
@@ -690,6 +726,7 @@ static const tl_test_case cases[] = {
     TL_CASE(exponentials),
     TL_CASE(tiles),
     TL_CASE(ragged_tiles),
+    TL_CASE(extreme_tiles),
     TL_CASE(attention),
     TL_CASE(attention_f16_rows),
     TL_CASE(f16_rows),

@@ -45,7 +45,8 @@ x86=false avx512=false
 [[ -x $build/mutant20/unit_tests ]] && grep -qw avx2 /proc/cpuinfo && x86=true
 [[ -x $build/mutant40/unit_tests ]] && grep -qw avx512_vnni /proc/cpuinfo && avx512=true
 unmutated=(kernels.dot_golden fast_forward.every_variant_and_thread_count)
-$x86 && unmutated+=(kernels_dispatch.ragged_tiles kernels_dispatch.quantizers)
+$x86 && unmutated+=(kernels_dispatch.ragged_tiles kernels_dispatch.quantizers
+  kernels_dispatch.extreme_tiles)
 $avx512 && unmutated+=(kernels_dispatch.golden_all_variants kernels_dispatch.tiles)
 for t in "${unmutated[@]}"; do
   expect "unmutated" pass "$build/unit_tests" "$t"
@@ -63,8 +64,10 @@ if $x86; then
     kernels_dispatch.quantizers
   expect "mutant 22 (the AVX-VNNI tiles without the bias)" fail "$build/mutant22/unit_tests" \
     kernels_dispatch.ragged_tiles
+  expect "mutant 23 (the AVX2 q8 tile: high nibbles scaled before their i16 sum)" fail \
+    "$build/mutant23/unit_tests" kernels_dispatch.extreme_tiles
 else
-  echo "skip mutants 20-22: no AVX2 here"
+  echo "skip mutants 20-23: no AVX2 here"
 fi
 if $avx512; then
   expect "mutant 40 (AVX-512 bf16: element 1 widened into lane 0)" fail \

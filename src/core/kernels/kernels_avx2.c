@@ -184,105 +184,6 @@ FLOAT_FN(rows_f16, 1)
 FLOAT_FN(rows_bf16, 2)
 #undef FLOAT_FN
 
-/* A tile's block sums, per (row, token) and half group. With vpdpbusd:
- * started from the activation's bias (blocks at b), the unsigned weights
- * as packed, one vpdpbusd per step, nothing to finish. Without: q8 as
- * group_terms (signed weights, sign trick, madd per step), q4's steps
- * summed in i16 by maddubs (8 x 2 x 15 x 127 < 32767, exact), then one
- * madd and the bias. */
-#ifdef TL_AVX2_DPBUSD
-#define SUM_START(Q4, x, b)                                                     \
-  (TL_MUTANT_NO_BIAS ? _mm256_setzero_si256()                                       \
-                     : _mm256_loadu_si256((const __m256i *)((Q4 ? (x).q4_bias : (x).q8_bias) + (b))))
-#define Q8_WEIGHTS(raw) (raw)
-#define STEP(Q4, s, u, x) TL_AVX2_DPBUSD(s, u, x)
-#define FINISH(Q4, s, x, b) (s)
-#else
-#define SUM_START(Q4, x, b) _mm256_setzero_si256()
-#define Q8_WEIGHTS(raw) _mm256_xor_si256(raw, _mm256_set1_epi8((char)0x80))
-TARGET static inline __m256i step(bool q4, __m256i s, __m256i u, __m256i x) {
-  if (q4) return _mm256_add_epi16(s, _mm256_maddubs_epi16(u, x));
-  return _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(u),
-                                                                    _mm256_sign_epi8(x, u)),
-                                               _mm256_set1_epi16(1)));
-}
-TARGET static inline __m256i finish(bool q4, __m256i s, const tl_kern_x *x, size_t b) {
-  if (!q4) return s;
-  return _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(x->q4_bias + b)),
-                          _mm256_madd_epi16(s, _mm256_set1_epi16(1)));
-}
-#define STEP(Q4, s, u, x) step(Q4, s, u, x)
-#define FINISH(Q4, s, x, b) finish(Q4, s, &(x), b)
-#endif
-
-/* Rows [0, R) of a packed q8 (Q4 false) or q4 matrix times the activations
- * of tokens [0, T), one group of 16 blocks at a time, each half (blocks
- * 0-7, 8-15: lanes A_0..7, A_8..15) on its own so that the R x T block
- * sums fit the 16 ymm registers: each row's step loaded once for the T
- * tokens, each token's once for the R rows; the block sums as STEP and
- * FINISH say. Then F-4's conversion, scale product and add per block, as
- * the rows. A short last group goes through padded copies
- * (tl_kern_pad_group). */
-#define TILE_FN(name, R, T, Q4)                                                            \
-  TARGET static void name(const uint8_t *w, size_t row_bytes, size_t nb,                  \
-                          const tl_kern_x *xs, float *y, size_t y_stride) {                 \
-    const size_t bb = Q4 ? 20 : 36;                                                        \
-    __m256 acc[R][T][2];                                                                   \
-    _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                                    \
-      _Pragma("GCC unroll 4") for (int t = 0; t < T; t++)                                  \
-        acc[i][t][0] = acc[i][t][1] = _mm256_setzero_ps();                                 \
-    for (size_t b = 0; b < nb; b += 16) {                                                  \
-      size_t m = nb - b < 16 ? nb - b : 16;                                                \
-      uint8_t padded[R][TL_KERN_GROUP * 36];                                               \
-      const uint8_t *g[R];                                                                 \
-      _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {                                \
-        g[i] = w + (size_t)i * row_bytes + b * bb;                                         \
-        for (size_t o = 0; o < m * bb; o += 64)                                            \
-          _mm_prefetch((const char *)g[i] + o + PREFETCH_AHEAD, _MM_HINT_T0);              \
-        if (m < 16)                                                                        \
-          g[i] = tl_kern_pad_group(Q4 ? TL_QTYPE_Q4 : TL_QTYPE_Q8, g[i], m, padded[i]);   \
-      }                                                                                    \
-      _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {                                \
-        __m256i s[R][T];                                                                   \
-        _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {                              \
-          __m256i s0 = SUM_START(Q4, xs[t], b + 8 * (size_t)h);                         \
-          _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) s[i][t] = s0;                \
-        }                                                                                  \
-        _Pragma("GCC unroll 8") for (int st = 0; st < 8; st++) {                           \
-          __m256i u[R];                                                                    \
-          _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {                            \
-            const uint8_t *c = g[i] + 64;                                                  \
-            if (Q4) {                                                                      \
-              __m256i raw = _mm256_loadu_si256((const __m256i *)(c + 64 * (st / 2) + 32 * h)); \
-              u[i] = _mm256_and_si256(st % 2 ? _mm256_srli_epi16(raw, 4) : raw,            \
-                                      _mm256_set1_epi8(0x0F));                             \
-            } else {                                                                       \
-              u[i] = Q8_WEIGHTS(_mm256_loadu_si256((const __m256i *)(c + 64 * st + 32 * h))); \
-            }                                                                              \
-          }                                                                                \
-          _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {                            \
-            __m256i x = _mm256_loadu_si256(                                                \
-                (const __m256i *)(xs[t].codes + 32 * b + 64 * st + 32 * h));              \
-            _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                            \
-              s[i][t] = STEP(Q4, s[i][t], u[i], x);                                        \
-          }                                                                                \
-        }                                                                                  \
-        _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {                              \
-          __m256 dx = _mm256_loadu_ps(xs[TL_MUTANT_TOKEN(t)].scales + b + 8 * (size_t)h); \
-          _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {                            \
-            __m256i sum = FINISH(Q4, s[i][t], xs[t], b + 8 * (size_t)h);                   \
-            __m256 p = _mm256_mul_ps(_mm256_loadu_ps((const float *)g[i] + 8 * h), dx);    \
-            acc[i][t][h] = _mm256_add_ps(acc[i][t][h],                                     \
-                                         _mm256_mul_ps(_mm256_cvtepi32_ps(sum), p));       \
-          }                                                                                \
-        }                                                                                  \
-      }                                                                                    \
-    }                                                                                      \
-    _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                                    \
-      _Pragma("GCC unroll 4") for (int t = 0; t < T; t++)                                  \
-        y[(size_t)t * y_stride + (size_t)i] = tree(acc[i][t][0], acc[i][t][1]);            \
-  }
-
 /* A tile function: rows [0, R) x tokens [0, T); len is the number of
  * blocks (q8/q4) or of elements (float types). */
 typedef void (*tile_fn)(const uint8_t *w, size_t row_bytes, size_t len, const tl_kern_x *xs,
@@ -311,28 +212,160 @@ TARGET static void tile_run(const tile_fn *tiles, size_t R, size_t T, const uint
   }
 }
 
-#define QUANT_TILES(prefix, R, T, Q4)                                                      \
-  TILE_FN(prefix##_tile_rt, R, T, Q4)                                                      \
-  TILE_FN(prefix##_tile_r1, R, 1, Q4)                                                      \
-  TILE_FN(prefix##_tile_1t, 1, T, Q4)                                                      \
-  TILE_FN(prefix##_tile_11, 1, 1, Q4)                                                      \
-  static const tile_fn prefix##_tiles[4] = {prefix##_tile_rt, prefix##_tile_r1,            \
-                                            prefix##_tile_1t, prefix##_tile_11};           \
-  TARGET static void tile_##prefix(const uint8_t *w, size_t row_bytes, size_t n,          \
-                                   const tl_kern_x *xs, size_t tokens, size_t rows,        \
-                                   float *y, size_t y_stride) {                            \
-    if (tokens == 1) rows_quant(Q4, w, row_bytes, n, xs, rows, y);                         \
-    else tile_run(prefix##_tiles, R, T, w, row_bytes, (n + 31) / 32, xs, tokens, rows, y,  \
-                  y_stride);                                                               \
+/* Tokens per pass of the q8/q4 tile: one packed row against up to QT
+ * tokens, whose block sums stay in the 16 ymm registers (q8 without
+ * vpdpbusd: two i16 sums per token, ten, with the row's two nibble
+ * vectors, the nibble mask and a product). Measured beside 3, 4 and 6
+ * (q4 up to 8: alike). */
+#define QT 5
+
+/* Keeps v in a register as it is: the compiler otherwise reassociates
+ * the eight steps' integer adds into a tree, which holds every step's
+ * products at once and spills them. */
+#define KEEP(v) __asm__("" : "+x"(v))
+
+/* F-4/F-5's terms of one half group h (8 blocks: lanes A_0..7 or
+ * A_8..15) of a packed group g (blocks b..b+15 of the activations) for
+ * tokens [0, T), added onto acc[t][h]: the row's step loaded once for
+ * the T tokens. The block sums: with vpdpbusd, from the activation's
+ * bias, the unsigned weights as packed, one vpdpbusd per step. Without:
+ * each unsigned weight byte u (q8: w + 128) split into its nibbles, each
+ * nibble times the codes by maddubs, summed over the 8 steps in i16
+ * (8 x 2 x 15 x 127 = 30480 < 32767: exact, and no pair saturates), then
+ * one madd and the bias: q8's 16 * high + low + q8_bias, q4's (the
+ * nibbles are the steps 2c and 2c + 1) sum + q4_bias. A pair of (row,
+ * token) so costs two maddubs and two adds per q8 step (the sign trick:
+ * sign, maddubs, madd and add, three of them on the two multiply pipes)
+ * and one each per q4 step. Then F-4's conversion, scale product and add
+ * per block, as the rows. */
+TARGET static inline __attribute__((always_inline)) void
+half_terms(bool q4, int T, const uint8_t *g, int h, const tl_kern_x *xs, size_t b,
+           __m256 (*acc)[2]) {
+  const uint8_t *c = g + 64 + 32 * h;
+  const __m256i nib = _mm256_set1_epi8(0x0F);
+  size_t xo = 32 * b + 32 * (size_t)h, bo = b + 8 * (size_t)h;
+  __m256i s[QT];
+#ifndef TL_AVX2_DPBUSD
+  __m256i hs[QT];
+#endif
+  _Pragma("GCC unroll 8") for (int t = 0; t < T; t++) {
+#ifdef TL_AVX2_DPBUSD
+    s[t] = TL_MUTANT_NO_BIAS
+               ? _mm256_setzero_si256()
+               : _mm256_loadu_si256((const __m256i *)((q4 ? xs[t].q4_bias : xs[t].q8_bias) + bo));
+#else
+    s[t] = hs[t] = _mm256_setzero_si256();
+#endif
   }
-QUANT_TILES(q8, 2, 4, false)
-QUANT_TILES(q4, 2, 4, true)
-#undef QUANT_TILES
-#undef TILE_FN
-#undef SUM_START
-#undef Q8_WEIGHTS
-#undef STEP
-#undef FINISH
+  /* q8: step st; q4: chunk st / 2's low (st even) or high nibbles */
+  _Pragma("GCC unroll 8") for (int st = 0; st < 8; st++) {
+    __m256i raw = _mm256_loadu_si256((const __m256i *)(c + 64 * (q4 ? st / 2 : st)));
+    __m256i lo = _mm256_and_si256(q4 && st % 2 ? _mm256_srli_epi16(raw, 4) : raw, nib);
+    _Pragma("GCC unroll 8") for (int t = 0; t < T; t++) {
+      __m256i x = _mm256_loadu_si256((const __m256i *)(xs[t].codes + xo + 64 * st));
+#ifdef TL_AVX2_DPBUSD
+      s[t] = TL_AVX2_DPBUSD(s[t], q4 ? lo : raw, x);
+#else
+      s[t] = _mm256_add_epi16(s[t], _mm256_maddubs_epi16(lo, x));
+      if (!q4) {
+        __m256i hx = _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(raw, 4), nib), x);
+        hs[t] = _mm256_add_epi16(hs[t], TL_MUTANT_HIGH_FIRST ? _mm256_slli_epi16(hx, 4) : hx);
+        KEEP(hs[t]);
+      }
+#endif
+      KEEP(s[t]);
+    }
+  }
+  _Pragma("GCC unroll 8") for (int t = 0; t < T; t++) {
+    __m256 dx = _mm256_loadu_ps(xs[TL_MUTANT_TOKEN(t)].scales + bo);
+    __m256 p = _mm256_mul_ps(_mm256_loadu_ps((const float *)g + 8 * h), dx);
+    __m256i sum = s[t];
+#ifndef TL_AVX2_DPBUSD
+    sum = _mm256_madd_epi16(sum, _mm256_set1_epi16(1));
+    if (!q4)
+      sum = _mm256_add_epi32(
+          sum, _mm256_madd_epi16(hs[t], _mm256_set1_epi16(TL_MUTANT_HIGH_FIRST ? 1 : 16)));
+    sum = _mm256_add_epi32(
+        sum, _mm256_loadu_si256((const __m256i *)((q4 ? xs[t].q4_bias : xs[t].q8_bias) + bo)));
+#endif
+    acc[t][h] = _mm256_add_ps(acc[t][h], _mm256_mul_ps(_mm256_cvtepi32_ps(sum), p));
+  }
+}
+
+/* One packed q8 (Q4 false) or q4 row of nb blocks times tokens [0, T)
+ * (T <= QT) into y[t * y_stride], a group at a time (half_terms); a
+ * short last group through a padded copy (tl_kern_pad_group). */
+TARGET static inline __attribute__((always_inline)) void
+quant_tile(bool q4, int T, const uint8_t *row, size_t nb, const tl_kern_x *xs, float *y,
+           size_t y_stride) {
+  const size_t bb = q4 ? 20 : 36;
+  __m256 acc[QT][2];
+  size_t b = 0;
+  _Pragma("GCC unroll 8") for (int t = 0; t < T; t++) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+  for (; b + TL_KERN_GROUP <= nb; b += TL_KERN_GROUP) {
+    half_terms(q4, T, row + b * bb, 0, xs, b, acc);
+    half_terms(q4, T, row + b * bb, 1, xs, b, acc);
+  }
+  if (b < nb) {
+    uint8_t padded[TL_KERN_GROUP * 36];
+    const uint8_t *g =
+        tl_kern_pad_group(q4 ? TL_QTYPE_Q4 : TL_QTYPE_Q8, row + b * bb, nb - b, padded);
+    half_terms(q4, T, g, 0, xs, b, acc);
+    half_terms(q4, T, g, 1, xs, b, acc);
+  }
+  _Pragma("GCC unroll 8") for (int t = 0; t < T; t++)
+    y[(size_t)t * y_stride] = tree(acc[t][0], acc[t][1]);
+}
+#undef KEEP
+
+/* quant_tile for each token count 1..QT (index T - 1). */
+typedef void (*quant_tile_fn)(const uint8_t *row, size_t nb, const tl_kern_x *xs, float *y,
+                              size_t y_stride);
+#define QUANT_TILE_FN(prefix, Q4, T)                                                       \
+  TARGET static void prefix##_##T(const uint8_t *r, size_t nb, const tl_kern_x *xs, float *y, \
+                                  size_t ys) {                                             \
+    quant_tile(Q4, T, r, nb, xs, y, ys);                                                   \
+  }
+#define QUANT_TILE_FNS(prefix, Q4)                                                         \
+  QUANT_TILE_FN(prefix, Q4, 1)                                                             \
+  QUANT_TILE_FN(prefix, Q4, 2)                                                             \
+  QUANT_TILE_FN(prefix, Q4, 3)                                                             \
+  QUANT_TILE_FN(prefix, Q4, 4)                                                             \
+  QUANT_TILE_FN(prefix, Q4, 5)                                                             \
+  static const quant_tile_fn prefix##_fns[QT] = {prefix##_1, prefix##_2, prefix##_3,        \
+                                                 prefix##_4, prefix##_5};
+QUANT_TILE_FNS(q8_tile, false)
+QUANT_TILE_FNS(q4_tile, true)
+#undef QUANT_TILE_FNS
+#undef QUANT_TILE_FN
+
+/* The tile entry for q8/q4: one token through the rows (decoding); else
+ * QT tokens at a time (the last pass fewer), and for each pass every row,
+ * so a call's rows stay in cache across the passes. */
+TARGET static void tile_quant(bool q4, const uint8_t *w, size_t row_bytes, size_t n,
+                              const tl_kern_x *xs, size_t tokens, size_t rows, float *y,
+                              size_t y_stride) {
+  const quant_tile_fn *fns = q4 ? q4_tile_fns : q8_tile_fns;
+  if (tokens == 1) {
+    rows_quant(q4, w, row_bytes, n, xs, rows, y);
+    return;
+  }
+  for (size_t t = 0; t < tokens; t += QT) {
+    size_t tt = tokens - t < QT ? tokens - t : QT;
+    for (size_t r = 0; r < rows; r++)
+      fns[tt - 1](w + r * row_bytes, (n + 31) / 32, xs + t, y + t * y_stride + r, y_stride);
+  }
+}
+
+TARGET static void tile_q8(const uint8_t *w, size_t row_bytes, size_t n, const tl_kern_x *xs,
+                           size_t tokens, size_t rows, float *y, size_t y_stride) {
+  tile_quant(false, w, row_bytes, n, xs, tokens, rows, y, y_stride);
+}
+
+TARGET static void tile_q4(const uint8_t *w, size_t row_bytes, size_t n, const tl_kern_x *xs,
+                           size_t tokens, size_t rows, float *y, size_t y_stride) {
+  tile_quant(true, w, row_bytes, n, xs, tokens, rows, y, y_stride);
+}
 
 /* Rows [0, R) of an f32 (TYPE 0), f16 (1) or bf16 (2) matrix times tokens
  * [0, T) (F-6): two 8-lane accumulators per (row, token), R x T chains
@@ -619,3 +652,4 @@ const tl_kernels TL_AVX2_TABLE = {
     f16_to_f32, f32_to_f16, dots_h, weighted_h};
 
 #endif
+

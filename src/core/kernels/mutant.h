@@ -46,6 +46,11 @@
  * kernels_dispatch.ragged_tiles through the variant or its EVEX twin). */
 #define TL_MUTANT_NO_BIAS (TL_KERN_MUTANT == 22)
 
+/* 23, an overflow: the AVX2 q8 tile multiplies its high nibbles' step
+ * products by 16 before their i16 sum instead of after it, which wraps
+ * for large codes (caught by kernels_dispatch.extreme_tiles). */
+#define TL_MUTANT_HIGH_FIRST (TL_KERN_MUTANT == 23)
+
 /* 40, a wrong widening: the AVX-512 bf16 kernels put element 1 of each
  * 16 in lane 0 too (caught by kernels_dispatch.golden_all_variants). */
 #define TL_MUTANT_BF16_LANE0 (TL_KERN_MUTANT == 40 ? 1 : 0)
