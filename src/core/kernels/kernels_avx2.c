@@ -184,34 +184,6 @@ FLOAT_FN(rows_f16, 1)
 FLOAT_FN(rows_bf16, 2)
 #undef FLOAT_FN
 
-/* A tile function: rows [0, R) x tokens [0, T); len is the number of
- * blocks (q8/q4) or of elements (float types). */
-typedef void (*tile_fn)(const uint8_t *w, size_t row_bytes, size_t len, const tl_kern_x *xs,
-                        float *y, size_t y_stride);
-
-/* tiles[0..3]: R x T, R x 1, 1 x T, 1 x 1 (rows x tokens). Tokens T at a
- * time, and for each T every row, so a call's rows stay in cache across
- * tokens; the tokens left over one at a time, the rows left over one at a
- * time. */
-TARGET static void tile_run(const tile_fn *tiles, size_t R, size_t T, const uint8_t *w,
-                            size_t row_bytes, size_t len, const tl_kern_x *xs, size_t tokens,
-                            size_t rows, float *y, size_t y_stride) {
-  for (size_t t = 0; t < tokens; t += T) {
-    size_t tt = tokens - t < T ? tokens - t : T, r = 0;
-    float *yt = y + t * y_stride;
-    for (; r + R <= rows; r += R)
-      if (tt == T) tiles[0](w + r * row_bytes, row_bytes, len, xs + t, yt + r, y_stride);
-      else
-        for (size_t k = 0; k < tt; k++)
-          tiles[1](w + r * row_bytes, row_bytes, len, xs + t + k, yt + k * y_stride + r, 0);
-    for (; r < rows; r++)
-      if (tt == T) tiles[2](w + r * row_bytes, row_bytes, len, xs + t, yt + r, y_stride);
-      else
-        for (size_t k = 0; k < tt; k++)
-          tiles[3](w + r * row_bytes, row_bytes, len, xs + t + k, yt + k * y_stride + r, 0);
-  }
-}
-
 /* Tokens per pass of the q8/q4 tile: one packed row against up to QT
  * tokens, whose block sums stay in the 16 ymm registers (q8 without
  * vpdpbusd: two i16 sums per token, ten, with the row's two nibble
@@ -367,56 +339,97 @@ TARGET static void tile_q4(const uint8_t *w, size_t row_bytes, size_t n, const t
   tile_quant(true, w, row_bytes, n, xs, tokens, rows, y, y_stride);
 }
 
-/* Rows [0, R) of an f32 (TYPE 0), f16 (1) or bf16 (2) matrix times tokens
- * [0, T) (F-6): two 8-lane accumulators per (row, token), R x T chains
- * side by side, each row's step loaded (converted) once for the tokens and
- * each token's once for the rows; the tail through load16_tail. */
-#define FTILE_FN(name, R, T, TYPE)                                                         \
-  TARGET static void name(const uint8_t *w, size_t row_bytes, size_t n,                   \
-                          const tl_kern_x *xs, float *y, size_t y_stride) {                 \
-    const size_t es = TYPE == 0 ? 4 : 2;                                                   \
-    __m256 acc[R][T][2];                                                                   \
-    _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                                    \
-      _Pragma("GCC unroll 4") for (int t = 0; t < T; t++)                                  \
-        acc[i][t][0] = acc[i][t][1] = _mm256_setzero_ps();                                 \
-    for (size_t k = 0; k < n; k += 16) {                                                   \
-      __m256 wl[R], wh[R];                                                                 \
-      _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {                                \
-        const uint8_t *wi = w + (size_t)i * row_bytes;                                     \
-        _mm_prefetch((const char *)wi + k * es + PREFETCH_AHEAD, _MM_HINT_T0);             \
-        load16_tail(TYPE, wi, k, n, &wl[i], &wh[i]);                                       \
-      }                                                                                    \
-      _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {                                \
-        __m256 xl, xh;                                                                     \
-        load16_tail(0, xs[t].f, k, n, &xl, &xh);                                           \
-        _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {                              \
-          acc[i][t][0] = _mm256_add_ps(acc[i][t][0], _mm256_mul_ps(wl[i], xl));            \
-          acc[i][t][1] = _mm256_add_ps(acc[i][t][1], _mm256_mul_ps(wh[i], xh));            \
-        }                                                                                  \
-      }                                                                                    \
-    }                                                                                      \
-    _Pragma("GCC unroll 4") for (int i = 0; i < R; i++)                                    \
-      _Pragma("GCC unroll 4") for (int t = 0; t < T; t++)                                  \
-        y[(size_t)t * y_stride + (size_t)i] = tree(acc[i][t][0], acc[i][t][1]);            \
+/* Tokens per pass of the float tile: one row against up to FT tokens,
+ * two 8-lane accumulators per token (F-6's A_0..7 and A_8..15): twelve,
+ * with the row's two converted vectors and an activation, in the 16 ymm
+ * registers. A row's step is converted (bf16's widening, f16's F16C)
+ * once for FT tokens, and every multiply and add is F-6's: with F-2's
+ * separate multiply and add, this Zen 5 issues two of each a cycle, and
+ * the conversions and loads run beside them. */
+#define FT 6
+
+/* One row of an f32 (TYPE 0), f16 (1) or bf16 (2) matrix of n elements
+ * times tokens [0, T) (T <= FT) into y[t * y_stride] (F-6): whole steps
+ * of 16 with plain loads (nothing in the loop that calls, so the
+ * accumulators stay in registers), then the tail through load16_tail's
+ * zero-filled copies. */
+TARGET static inline __attribute__((always_inline)) void
+float_tile(int type, int T, const uint8_t *row, size_t n, const tl_kern_x *xs, float *y,
+           size_t y_stride) {
+  size_t es = type == 0 ? 4 : 2, full = n / 16 * 16;
+  __m256 acc[FT][2], wl, wh;
+  _Pragma("GCC unroll 8") for (int t = 0; t < T; t++) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+  for (size_t k = 0; k < full; k += 16) {
+    load16(type, row + k * es, &wl, &wh);
+    _Pragma("GCC unroll 8") for (int t = 0; t < T; t++) {
+      acc[t][0] = _mm256_add_ps(acc[t][0], _mm256_mul_ps(wl, _mm256_loadu_ps(xs[t].f + k)));
+      acc[t][1] = _mm256_add_ps(acc[t][1], _mm256_mul_ps(wh, _mm256_loadu_ps(xs[t].f + k + 8)));
+    }
   }
-#define FLOAT_TILES(prefix, R, T, TYPE)                                                    \
-  FTILE_FN(prefix##_tile_rt, R, T, TYPE)                                                   \
-  FTILE_FN(prefix##_tile_r1, R, 1, TYPE)                                                   \
-  FTILE_FN(prefix##_tile_1t, 1, T, TYPE)                                                   \
-  FTILE_FN(prefix##_tile_11, 1, 1, TYPE)                                                   \
-  static const tile_fn prefix##_tiles[4] = {prefix##_tile_rt, prefix##_tile_r1,            \
-                                            prefix##_tile_1t, prefix##_tile_11};           \
-  TARGET static void tile_##prefix(const uint8_t *w, size_t row_bytes, size_t n,          \
-                                   const tl_kern_x *xs, size_t tokens, size_t rows,        \
-                                   float *y, size_t y_stride) {                            \
-    if (tokens == 1) rows_float(TYPE, w, row_bytes, n, xs, rows, y);                       \
-    else tile_run(prefix##_tiles, R, T, w, row_bytes, n, xs, tokens, rows, y, y_stride);  \
+  if (full < n && !TL_MUTANT_NO_TILE_TAIL) {
+    load16_tail(type, row, full, n, &wl, &wh);
+    _Pragma("GCC unroll 8") for (int t = 0; t < T; t++) {
+      __m256 xl, xh;
+      load16_tail(0, xs[t].f, full, n, &xl, &xh);
+      acc[t][0] = _mm256_add_ps(acc[t][0], _mm256_mul_ps(wl, xl));
+      acc[t][1] = _mm256_add_ps(acc[t][1], _mm256_mul_ps(wh, xh));
+    }
   }
-FLOAT_TILES(f32, 2, 3, 0)
-FLOAT_TILES(f16, 2, 3, 1)
-FLOAT_TILES(bf16, 2, 3, 2)
-#undef FLOAT_TILES
-#undef FTILE_FN
+  _Pragma("GCC unroll 8") for (int t = 0; t < T; t++)
+    y[(size_t)t * y_stride] = tree(acc[t][0], acc[t][1]);
+}
+
+/* float_tile for each type and token count 1..FT (index T - 1). */
+typedef void (*float_tile_fn)(const uint8_t *row, size_t n, const tl_kern_x *xs, float *y,
+                              size_t y_stride);
+#define FLOAT_TILE_FN(prefix, TYPE, T)                                                     \
+  TARGET static void prefix##_##T(const uint8_t *r, size_t n, const tl_kern_x *xs, float *y, \
+                                  size_t ys) {                                             \
+    float_tile(TYPE, T, r, n, xs, y, ys);                                                  \
+  }
+#define FLOAT_TILE_FNS(prefix, TYPE)                                                       \
+  FLOAT_TILE_FN(prefix, TYPE, 1)                                                           \
+  FLOAT_TILE_FN(prefix, TYPE, 2)                                                           \
+  FLOAT_TILE_FN(prefix, TYPE, 3)                                                           \
+  FLOAT_TILE_FN(prefix, TYPE, 4)                                                           \
+  FLOAT_TILE_FN(prefix, TYPE, 5)                                                           \
+  FLOAT_TILE_FN(prefix, TYPE, 6)                                                           \
+  static const float_tile_fn prefix##_fns[FT] = {prefix##_1, prefix##_2, prefix##_3,       \
+                                                 prefix##_4, prefix##_5, prefix##_6};
+FLOAT_TILE_FNS(f32_tile, 0)
+FLOAT_TILE_FNS(f16_tile, 1)
+FLOAT_TILE_FNS(bf16_tile, 2)
+#undef FLOAT_TILE_FNS
+#undef FLOAT_TILE_FN
+
+/* The tile entry for f32/f16/bf16 (TYPE as load16's): one token through
+ * the rows (decoding); else FT tokens at a time (the last pass fewer),
+ * and for each pass every row, so a call's rows stay in cache across the
+ * passes. */
+TARGET static void tile_float(int type, const uint8_t *w, size_t row_bytes, size_t n,
+                              const tl_kern_x *xs, size_t tokens, size_t rows, float *y,
+                              size_t y_stride) {
+  const float_tile_fn *fns = type == 0 ? f32_tile_fns : type == 1 ? f16_tile_fns : bf16_tile_fns;
+  if (tokens == 1) {
+    rows_float(type, w, row_bytes, n, xs, rows, y);
+    return;
+  }
+  for (size_t t = 0; t < tokens; t += FT) {
+    size_t tt = tokens - t < FT ? tokens - t : FT;
+    for (size_t r = 0; r < rows; r++)
+      fns[tt - 1](w + r * row_bytes, n, xs + t, y + t * y_stride + r, y_stride);
+  }
+}
+
+#define FLOAT_TILE(name, TYPE)                                                             \
+  TARGET static void name(const uint8_t *w, size_t row_bytes, size_t n, const tl_kern_x *xs, \
+                          size_t tokens, size_t rows, float *y, size_t y_stride) {         \
+    tile_float(TYPE, w, row_bytes, n, xs, tokens, rows, y, y_stride);                      \
+  }
+FLOAT_TILE(tile_f32, 0)
+FLOAT_TILE(tile_f16, 1)
+FLOAT_TILE(tile_bf16, 2)
+#undef FLOAT_TILE
 
 /* F-3, one block of 32 at a time, as kernels_avx512.c's: the same maximum
  * (exact), the same f32 divisions (vdivps is correctly rounded, as the
@@ -559,70 +572,143 @@ TARGET static void f32_to_f16(const float *x, size_t n, uint16_t *out) {
  * memory once per decoded token). */
 #define CACHE_ROWS_AHEAD 16
 
+/* Queries per pass of the scores: each key row's step loaded (converted)
+ * once for QS queries, two 8-lane accumulators each (F-6). */
+#define QS 4
 
-/* tl_kern_dots_n over key rows of type T (TYPE: load16_tail's, 0 f32,
- * 1 the binary16 cache): two queries (or the last one) against each key
- * row, whose 16-element steps are loaded (converted) once for both (F-6
- * each: two 8-lane accumulators, tree T). */
+/* Scores of queries q[0, Q) (Q <= QS) against key row kj of n elements of
+ * type TYPE (load16's: 0 f32, 1 the binary16 cache) into out[a][j] (F-6
+ * each, tree T): whole steps with plain loads, the tail through
+ * load16_tail; the row CACHE_ROWS_AHEAD rows on prefetched. */
+TARGET static inline __attribute__((always_inline)) void
+score_tile(int type, int Q, const float *const *q, const uint8_t *kj, size_t row_bytes,
+           size_t n, float *const *out, size_t j) {
+  size_t es = type == 0 ? 4 : 2, full = n / 16 * 16;
+  __m256 acc[QS][2], klo, khi;
+  for (size_t o = 0; o < n * es; o += 64)
+    _mm_prefetch((const char *)kj + CACHE_ROWS_AHEAD * row_bytes + o, _MM_HINT_T0);
+  _Pragma("GCC unroll 4") for (int a = 0; a < Q; a++) acc[a][0] = acc[a][1] = _mm256_setzero_ps();
+  for (size_t e = 0; e < full; e += 16) {
+    load16(type, kj + e * es, &klo, &khi);
+    _Pragma("GCC unroll 4") for (int a = 0; a < Q; a++) {
+      acc[a][0] = _mm256_add_ps(acc[a][0], _mm256_mul_ps(_mm256_loadu_ps(q[a] + e), klo));
+      acc[a][1] = _mm256_add_ps(acc[a][1], _mm256_mul_ps(_mm256_loadu_ps(q[a] + e + 8), khi));
+    }
+  }
+  if (full < n) {
+    load16_tail(type, kj, full, n, &klo, &khi);
+    _Pragma("GCC unroll 4") for (int a = 0; a < Q; a++) {
+      __m256 xlo, xhi;
+      load16_tail(0, q[a], full, n, &xlo, &xhi);
+      acc[a][0] = _mm256_add_ps(acc[a][0], _mm256_mul_ps(xlo, klo));
+      acc[a][1] = _mm256_add_ps(acc[a][1], _mm256_mul_ps(xhi, khi));
+    }
+  }
+  _Pragma("GCC unroll 4") for (int a = 0; a < Q; a++) out[a][j] = tree(acc[a][0], acc[a][1]);
+}
+
+/* tl_kern_dots_n over key rows of type T (TYPE as score_tile's): QS
+ * queries at a time against each key row, the queries left over two and
+ * then one at a time. */
 #define DOTS(name, T, TYPE)                                                                \
   TARGET static void name(const float *const *q, size_t nq, const T *k, size_t stride,     \
                           size_t count, size_t n, float *const *out) {                     \
-    for (size_t i = 0; i < nq; i += 2) {                                                   \
-      bool two = i + 1 < nq;                                                               \
-      for (size_t j = 0; j < count; j++) {                                                 \
-        const T *kj = k + j * stride;                                                      \
-        __m256 a0 = _mm256_setzero_ps(), a1 = a0, b0 = a0, b1 = a0, klo, khi, xlo, xhi;    \
-        for (size_t o = 0; o < n * sizeof(T); o += 64)                                     \
-          _mm_prefetch((const char *)(kj + CACHE_ROWS_AHEAD * stride) + o, _MM_HINT_T0);   \
-        for (size_t e = 0; e < n; e += 16) {                                               \
-          load16_tail(TYPE, kj, e, n, &klo, &khi);                                         \
-          load16_tail(0, q[i], e, n, &xlo, &xhi);                                          \
-          a0 = _mm256_add_ps(a0, _mm256_mul_ps(xlo, klo));                                 \
-          a1 = _mm256_add_ps(a1, _mm256_mul_ps(xhi, khi));                                 \
-          if (two) {                                                                       \
-            load16_tail(0, q[i + 1], e, n, &xlo, &xhi);                                    \
-            b0 = _mm256_add_ps(b0, _mm256_mul_ps(xlo, klo));                               \
-            b1 = _mm256_add_ps(b1, _mm256_mul_ps(xhi, khi));                               \
-          }                                                                                \
-        }                                                                                  \
-        out[i][j] = tree(a0, a1);                                                          \
-        if (two) out[i + 1][j] = tree(b0, b1);                                             \
-      }                                                                                    \
+    const uint8_t *kb = (const uint8_t *)k;                                                \
+    size_t rb = stride * sizeof(T);                                                        \
+    for (size_t i = 0; i < nq;) {                                                          \
+      size_t w = nq - i >= QS ? QS : nq - i >= 2 ? 2 : 1;                                  \
+      for (size_t j = 0; j < count; j++)                                                   \
+        if (w == QS) score_tile(TYPE, QS, q + i, kb + j * rb, rb, n, out + i, j);          \
+        else if (w == 2) score_tile(TYPE, 2, q + i, kb + j * rb, rb, n, out + i, j);       \
+        else score_tile(TYPE, 1, q + i, kb + j * rb, rb, n, out + i, j);                   \
+      i += w;                                                                              \
     }                                                                                      \
   }
 DOTS(dots_n, float, 0)
 DOTS(dots_h, uint16_t, 1)
 #undef DOTS
 
-/* tl_kern_weighted_n over value rows of type T (TYPE as DOTS'): each row
- * over its own keys, 64 elements per pass in eight accumulators, each
- * element's sum over the keys in order; a tail through zero-filled
- * copies. */
+/* 8 elements of a row of type TYPE (load16's) at e as floats, those at or
+ * past n (all of them when e >= n) read from a zero-filled copy as +0. */
+TARGET static inline __attribute__((always_inline)) __m256 load8_tail(int type, const void *row,
+                                                                      size_t e, size_t n) {
+  size_t es = type == 0 ? 4 : 2;
+  const uint8_t *p = (const uint8_t *)row + e * es;
+  uint8_t t[32] = {0};
+  if (e + 8 > n) {
+    if (e < n) memcpy(t, p, (n - e) * es);
+    p = t;
+  }
+  return type == 0 ? _mm256_loadu_ps((const float *)p)
+                   : _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+
+/* Probability rows p[0, Q) over value rows of type TYPE (load16's), each
+ * over its own keys j < counts[a], for elements [e0, e0 + 8 V) (V = 8 /
+ * Q vectors each: eight accumulators, each element's sum over the keys in
+ * order) into out[a]: the keys every row reaches with each value step
+ * converted once for all Q rows, then each row's own last keys. WHOLE:
+ * the elements are all below d (plain loads); else the last pass, through
+ * zero-filled copies. */
+TARGET static inline __attribute__((always_inline)) void
+weighted_pass(int type, int Q, bool whole, const float *const *p, const size_t *counts,
+              const uint8_t *v, size_t row_bytes, size_t d, size_t e0, float *const *out) {
+  const int V = 8 / Q;
+  size_t lo = counts[0];
+  __m256 acc[8], x[8];
+  float t[64];
+  _Pragma("GCC unroll 8") for (int a = 1; a < Q; a++) lo = counts[a] < lo ? counts[a] : lo;
+  _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) acc[c] = _mm256_setzero_ps();
+  for (size_t j = 0; j < lo; j++) {
+    const uint8_t *vj = v + j * row_bytes;
+    _mm_prefetch((const char *)vj + CACHE_ROWS_AHEAD * row_bytes + e0 * (type == 0 ? 4 : 2),
+                 _MM_HINT_T0);
+    _Pragma("GCC unroll 8") for (int c = 0; c < V; c++)
+      x[c] = whole ? load8_tail(type, vj, e0 + 8 * (size_t)c, e0 + 8 * (size_t)c + 8)
+                   : load8_tail(type, vj, e0 + 8 * (size_t)c, d);
+    _Pragma("GCC unroll 8") for (int a = 0; a < Q; a++) {
+      __m256 pj = _mm256_set1_ps(p[a][j]);
+      _Pragma("GCC unroll 8") for (int c = 0; c < V; c++)
+        acc[a * V + c] = _mm256_add_ps(acc[a * V + c], _mm256_mul_ps(pj, x[c]));
+    }
+  }
+  _Pragma("GCC unroll 8") for (int a = 0; a < Q; a++) {
+    for (size_t j = lo; j < counts[a]; j++) {
+      __m256 pj = _mm256_set1_ps(p[a][j]);
+      _Pragma("GCC unroll 8") for (int c = 0; c < V; c++)
+        acc[a * V + c] = _mm256_add_ps(
+            acc[a * V + c], _mm256_mul_ps(pj, load8_tail(type, v + j * row_bytes,
+                                                         e0 + 8 * (size_t)c, d)));
+    }
+    _Pragma("GCC unroll 8") for (int c = 0; c < V; c++) _mm256_storeu_ps(t + 8 * c, acc[a * V + c]);
+    memcpy(out[a] + e0, t, (d - e0 < 8 * (size_t)V ? d - e0 : 8 * (size_t)V) * sizeof(float));
+  }
+}
+
+/* tl_kern_weighted_n over value rows of type T (TYPE as weighted_pass's):
+ * eight probability rows at a time (one vector of elements each), then
+ * four, two (decoding's pair of heads: 32 elements each per pass, a cache
+ * line of a binary16 row), one (64 elements). */
 #define WEIGHTED(name, T, TYPE)                                                            \
   TARGET static void name(const float *const *p, const size_t *counts, size_t nq,          \
                           const T *v, size_t stride, size_t d, float *const *out) {        \
-    for (size_t i = 0; i < nq; i++)                                                        \
-      for (size_t e0 = 0; e0 < d; e0 += 64) {                                              \
-        __m256 acc[8];                                                                     \
-        float t[64];                                                                       \
-        size_t m = d - e0 < 64 ? d - e0 : 64;                                              \
-        for (int c = 0; c < 8; c++) acc[c] = _mm256_setzero_ps();                          \
-        for (size_t j = 0; j < counts[i]; j++) {                                           \
-          const T *vj = v + j * stride;                                                    \
-          __m256 pj = _mm256_set1_ps(p[i][j]);                                             \
-          for (size_t o = 0; o < m * sizeof(T); o += 64)                                   \
-            _mm_prefetch((const char *)(vj + CACHE_ROWS_AHEAD * stride + e0) + o, _MM_HINT_T0); \
-          for (int c = 0; c < 8; c += 2) {                                                 \
-            __m256 lo, hi;                                                                 \
-            if (8 * (size_t)c >= m) break;                                                 \
-            load16_tail(TYPE, vj, e0 + 8 * (size_t)c, e0 + m, &lo, &hi);                   \
-            acc[c] = _mm256_add_ps(acc[c], _mm256_mul_ps(pj, lo));                         \
-            acc[c + 1] = _mm256_add_ps(acc[c + 1], _mm256_mul_ps(pj, hi));                 \
-          }                                                                                \
-        }                                                                                  \
-        for (int c = 0; c < 8; c++) _mm256_storeu_ps(t + 8 * c, acc[c]);                   \
-        memcpy(out[i] + e0, t, m * sizeof(float));                                         \
+    const uint8_t *vb = (const uint8_t *)v;                                                \
+    size_t rb = stride * sizeof(T);                                                        \
+    for (size_t i = 0; i < nq;) {                                                          \
+      size_t w = nq - i >= 8 ? 8 : nq - i >= 4 ? 4 : nq - i >= 2 ? 2 : 1, e0 = 0;          \
+      for (; e0 + 64 / w <= d; e0 += 64 / w)                                               \
+        if (w == 8) weighted_pass(TYPE, 8, true, p + i, counts + i, vb, rb, d, e0, out + i); \
+        else if (w == 4) weighted_pass(TYPE, 4, true, p + i, counts + i, vb, rb, d, e0, out + i); \
+        else if (w == 2) weighted_pass(TYPE, 2, true, p + i, counts + i, vb, rb, d, e0, out + i); \
+        else weighted_pass(TYPE, 1, true, p + i, counts + i, vb, rb, d, e0, out + i);      \
+      if (e0 < d) {                                                                        \
+        if (w == 8) weighted_pass(TYPE, 8, false, p + i, counts + i, vb, rb, d, e0, out + i); \
+        else if (w == 4) weighted_pass(TYPE, 4, false, p + i, counts + i, vb, rb, d, e0, out + i); \
+        else if (w == 2) weighted_pass(TYPE, 2, false, p + i, counts + i, vb, rb, d, e0, out + i); \
+        else weighted_pass(TYPE, 1, false, p + i, counts + i, vb, rb, d, e0, out + i);     \
       }                                                                                    \
+      i += w;                                                                              \
+    }                                                                                      \
   }
 WEIGHTED(weighted_n, float, 0)
 WEIGHTED(weighted_h, uint16_t, 1)

@@ -51,6 +51,10 @@
  * for large codes (caught by kernels_dispatch.extreme_tiles). */
 #define TL_MUTANT_HIGH_FIRST (TL_KERN_MUTANT == 23)
 
+/* 24, a dropped tail: the AVX2 float tiles skip the elements past the
+ * last whole step of 16 (caught by kernels_dispatch.tiles). */
+#define TL_MUTANT_NO_TILE_TAIL (TL_KERN_MUTANT == 24)
+
 /* 40, a wrong widening: the AVX-512 bf16 kernels put element 1 of each
  * 16 in lane 0 too (caught by kernels_dispatch.golden_all_variants). */
 #define TL_MUTANT_BF16_LANE0 (TL_KERN_MUTANT == 40 ? 1 : 0)
