@@ -1,14 +1,15 @@
 /* fast/4 kernels with AVX2 (+ F16C for f16 weights): two 256-bit
  * accumulators are the lanes A_0..7 and A_8..15 of docs/fast-profile.md;
- * q8/q4 block sums through maddubs/madd on packed weights, one block per
- * i32 lane; tiles of rows x tokens for prefill; F-3's quantizer; the
+ * q8/q4 block sums of the packed weights' nibbles through maddubs, one
+ * block per i32 lane; one row against several tokens (prefill) or one
+ * (decoding); F-3's quantizer; the
  * softmax's exponentials; attention's scores and weighted values over f32
  * rows and the binary16 KV cache.
  *
  * The AVX-VNNI variant is this source compiled again (kernels_avxvnni.c,
  * and its test twin kernels_avxvnni_avx512.c) with TL_AVX2_DPBUSD, the
  * 256-bit vpdpbusd of its target, doing the q8/q4 block sums instead of
- * maddubs/madd (as kernels_avx512.c's with 512-bit); everything else is
+ * maddubs (as kernels_avx512.c's with 512-bit); everything else is
  * the same code. */
 #include <immintrin.h>
 #include <stdbool.h>
@@ -35,87 +36,12 @@ TARGET static inline float tree(__m256 a, __m256 b) {
   return _mm_cvtss_f32(_mm_add_ss(d, _mm_shuffle_ps(d, d, 1)));
 }
 
-/* Bytes ahead of a row's reads to prefetch (as kernels_avx512.c: the
- * hardware prefetcher alone streams the weights slower here). */
-#define PREFETCH_AHEAD 2048
-
-/* The terms of one whole packed group g (16 blocks, the activation's from
- * block b on): blocks 0-7 onto a0 (lanes A_0..7), 8-15 onto a1. Each i32
- * lane is one block's sum over its 8 steps. With vpdpbusd, from the bias;
- * else q8: the codes back to signed (XOR 0x80), |w| times x with w's sign
- * moved onto x; q4: the nibbles u times x, then q4_bias; no pair sum of
- * maddubs saturates (2*127*127, 2*15*127 < 32767). */
-TARGET static inline void group_terms(bool q4, const uint8_t *g, const tl_kern_x *act,
-                                      size_t b, __m256 *a0, __m256 *a1) {
-  const uint8_t *c = g + 64;
-  const int8_t *xc = act->codes + 32 * b;
-  const float *dx = act->scales + b;
-  const int32_t *q4_bias = act->q4_bias + b;
-  for (int h = 0; h < 2; h++) {
-#ifdef TL_AVX2_DPBUSD
-    /* unsigned weights (q8: offset by 128) times signed codes, started
-     * from the bias that takes the offset out */
-    __m256i s = _mm256_loadu_si256((const __m256i *)((q4 ? q4_bias : act->q8_bias + b) + 8 * h));
-#else
-    __m256i s = q4 ? _mm256_loadu_si256((const __m256i *)(q4_bias + 8 * h)) : _mm256_setzero_si256();
-#endif
-    __m256 p;
-    for (int st = 0; st < 8; st++) {
-      __m256i x = _mm256_loadu_si256((const __m256i *)(xc + 64 * st + 32 * h)), u;
-      if (q4) {
-        __m256i raw = _mm256_loadu_si256((const __m256i *)(c + 64 * (st / 2) + 32 * h));
-        u = _mm256_and_si256(st % 2 ? _mm256_srli_epi16(raw, 4) : raw, _mm256_set1_epi8(0x0F));
-      } else {
-        u = _mm256_loadu_si256((const __m256i *)(c + 64 * st + 32 * h));
-      }
-#ifdef TL_AVX2_DPBUSD
-      s = TL_AVX2_DPBUSD(s, u, x);
-#else
-      if (!q4) {
-        __m256i w = _mm256_xor_si256(u, _mm256_set1_epi8((char)0x80));
-        u = _mm256_abs_epi8(w);
-        x = _mm256_sign_epi8(x, w);
-      }
-      s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(u, x), _mm256_set1_epi16(1)));
-#endif
-    }
-    p = _mm256_mul_ps(_mm256_loadu_ps((const float *)g + 8 * h), _mm256_loadu_ps(dx + 8 * h));
-    p = _mm256_mul_ps(_mm256_cvtepi32_ps(s), p);
-    if (h == 0) *a0 = _mm256_add_ps(*a0, p);
-    else *a1 = _mm256_add_ps(*a1, p);
-  }
-}
-
-/* F-4/F-5 on packed rows, a group at a time; a short last group through
- * a padded copy (tl_kern_pad_group). */
-TARGET static inline void rows_quant(bool q4, const uint8_t *w, size_t row_bytes, size_t n,
-                                     const tl_kern_x *x, size_t rows, float *y) {
-  size_t nb = (n + 31) / 32, bb = q4 ? 20 : 36;
-  for (size_t r = 0; r < rows; r++) {
-    const uint8_t *row = w + r * row_bytes;
-    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-    for (size_t b = 0; b < nb; b += TL_KERN_GROUP) {
-      size_t m = nb - b < TL_KERN_GROUP ? nb - b : TL_KERN_GROUP;
-      const uint8_t *g = row + b * bb;
-      uint8_t padded[TL_KERN_GROUP * 36];
-      for (size_t o = 0; o < m * bb; o += 64)
-        _mm_prefetch((const char *)g + o + PREFETCH_AHEAD, _MM_HINT_T0);
-      if (m < TL_KERN_GROUP) g = tl_kern_pad_group(q4 ? TL_QTYPE_Q4 : TL_QTYPE_Q8, g, m, padded);
-      group_terms(q4, g, x, b, &a0, &a1);
-    }
-    y[r] = tree(a0, a1);
-  }
-}
-
-TARGET static void rows_q8(const uint8_t *w, size_t row_bytes, size_t n,
-                           const tl_kern_x *x, size_t rows, float *y) {
-  rows_quant(false, w, row_bytes, n, x, rows, y);
-}
-
-TARGET static void rows_q4(const uint8_t *w, size_t row_bytes, size_t n,
-                           const tl_kern_x *x, size_t rows, float *y) {
-  rows_quant(true, w, row_bytes, n, x, rows, y);
-}
+/* Bytes ahead of a row's reads to prefetch for one token (decoding),
+ * into L2 (prefetcht1), as kernels_avx512.c measured: the hardware
+ * prefetcher alone streams the weights slower, and a prefetch into L1
+ * holds one of its few miss buffers. Tiles of several tokens prefetch
+ * nothing: they read the call's rows again from cache. */
+#define PREFETCH_AHEAD 8192
 
 /* 16 weights as two vectors of 8 floats, per weight type. */
 TARGET static inline void load16(int type, const uint8_t *p, __m256 *lo, __m256 *hi) {
@@ -159,7 +85,7 @@ TARGET static inline void rows_float(int type, const uint8_t *w, size_t row_byte
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), lo, hi, xlo, xhi;
     /* Whole steps with plain loads (the hot loop), then the tail. */
     for (size_t i = 0; i < full; i += 16) {
-      _mm_prefetch((const char *)row + i * es + PREFETCH_AHEAD, _MM_HINT_T0);
+      _mm_prefetch((const char *)row + i * es + PREFETCH_AHEAD, _MM_HINT_T1);
       load16(type, row + i * es, &lo, &hi);
       a0 = _mm256_add_ps(a0, _mm256_mul_ps(lo, _mm256_loadu_ps(x->f + i)));
       a1 = _mm256_add_ps(a1, _mm256_mul_ps(hi, _mm256_loadu_ps(x->f + i + 8)));
@@ -266,7 +192,8 @@ half_terms(bool q4, int T, const uint8_t *g, int h, const tl_kern_x *xs, size_t 
 
 /* One packed q8 (Q4 false) or q4 row of nb blocks times tokens [0, T)
  * (T <= QT) into y[t * y_stride], a group at a time (half_terms); a
- * short last group through a padded copy (tl_kern_pad_group). */
+ * short last group through a padded copy (tl_kern_pad_group). One token
+ * (decoding: the row streams from memory) prefetches PREFETCH_AHEAD on. */
 TARGET static inline __attribute__((always_inline)) void
 quant_tile(bool q4, int T, const uint8_t *row, size_t nb, const tl_kern_x *xs, float *y,
            size_t y_stride) {
@@ -275,6 +202,9 @@ quant_tile(bool q4, int T, const uint8_t *row, size_t nb, const tl_kern_x *xs, f
   size_t b = 0;
   _Pragma("GCC unroll 8") for (int t = 0; t < T; t++) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
   for (; b + TL_KERN_GROUP <= nb; b += TL_KERN_GROUP) {
+    if (T == 1)
+      for (size_t o = 0; o < TL_KERN_GROUP * bb; o += 64)
+        _mm_prefetch((const char *)row + b * bb + o + PREFETCH_AHEAD, _MM_HINT_T1);
     half_terms(q4, T, row + b * bb, 0, xs, b, acc);
     half_terms(q4, T, row + b * bb, 1, xs, b, acc);
   }
@@ -311,17 +241,25 @@ QUANT_TILE_FNS(q4_tile, true)
 #undef QUANT_TILE_FNS
 #undef QUANT_TILE_FN
 
-/* The tile entry for q8/q4: one token through the rows (decoding); else
- * QT tokens at a time (the last pass fewer), and for each pass every row,
- * so a call's rows stay in cache across the passes. */
+/* F-4/F-5 for one token (decoding): each row through the one-token
+ * tile. */
+TARGET static void rows_q8(const uint8_t *w, size_t row_bytes, size_t n, const tl_kern_x *x,
+                           size_t rows, float *y) {
+  for (size_t r = 0; r < rows; r++) q8_tile_1(w + r * row_bytes, (n + 31) / 32, x, y + r, 0);
+}
+
+TARGET static void rows_q4(const uint8_t *w, size_t row_bytes, size_t n, const tl_kern_x *x,
+                           size_t rows, float *y) {
+  for (size_t r = 0; r < rows; r++) q4_tile_1(w + r * row_bytes, (n + 31) / 32, x, y + r, 0);
+}
+
+/* The tile entry for q8/q4: QT tokens at a time (the last pass fewer),
+ * and for each pass every row, so a call's rows stay in cache across the
+ * passes. */
 TARGET static void tile_quant(bool q4, const uint8_t *w, size_t row_bytes, size_t n,
                               const tl_kern_x *xs, size_t tokens, size_t rows, float *y,
                               size_t y_stride) {
   const quant_tile_fn *fns = q4 ? q4_tile_fns : q8_tile_fns;
-  if (tokens == 1) {
-    rows_quant(q4, w, row_bytes, n, xs, rows, y);
-    return;
-  }
   for (size_t t = 0; t < tokens; t += QT) {
     size_t tt = tokens - t < QT ? tokens - t : QT;
     for (size_t r = 0; r < rows; r++)
