@@ -621,6 +621,28 @@ static void kv_usage_counts_running_jobs_only(tl_test_ctx *t) {
   tl_srv_engine_close(e);
 }
 
+/* A token is news only with its text (serve_engine.h): the stream's
+ * thread waits through the moment between a token's choice and its
+ * bytes instead of spinning on it. */
+static void tokens_wait_for_their_text(tl_test_ctx *t) {
+  tl_srv_token tok[4];
+  const size_t ends[4] = {3, 3, 7, 12}; /* the second token has no visible bytes */
+  memset(tok, 0, sizeof tok);
+  for (size_t i = 0; i < 4; i++) tok[i].text_end = ends[i];
+  TL_EXPECT_EQ_U64(t, tl_srv_tokens_ready(tok, 4, 0, 0, false), 0);
+  TL_EXPECT_EQ_U64(t, tl_srv_tokens_ready(tok, 4, 2, 0, false), 0);
+  TL_EXPECT_EQ_U64(t, tl_srv_tokens_ready(tok, 4, 3, 0, false), 2);
+  TL_EXPECT_EQ_U64(t, tl_srv_tokens_ready(tok, 4, 11, 0, false), 3);
+  TL_EXPECT_EQ_U64(t, tl_srv_tokens_ready(tok, 4, 12, 0, false), 4);
+  TL_EXPECT_EQ_U64(t, tl_srv_tokens_ready(tok, 3, 12, 0, false), 3); /* only those chosen */
+  /* what the caller has is never taken back: no news, not fewer */
+  TL_EXPECT_EQ_U64(t, tl_srv_tokens_ready(tok, 4, 7, 3, false), 3);
+  TL_EXPECT_EQ_U64(t, tl_srv_tokens_ready(tok, 4, 5, 3, false), 3);
+  /* done: every token, the stop cut having moved text back */
+  TL_EXPECT_EQ_U64(t, tl_srv_tokens_ready(tok, 4, 5, 0, true), 4);
+  TL_EXPECT_EQ_U64(t, tl_srv_tokens_ready(tok, 0, 0, 0, false), 0);
+}
+
 static const tl_test_case cases[] = {
     TL_CASE(receipt_dir_checked_at_open),
     TL_CASE(receipt_dir_private),
@@ -634,5 +656,6 @@ static const tl_test_case cases[] = {
     TL_CASE(grammars_outlive_their_requests),
     TL_CASE(kv_usage_counts_running_jobs_only),
     TL_CASE(gather_waits_a_share_of_the_step),
+    TL_CASE(tokens_wait_for_their_text),
 };
 TL_SUITE(serve_engine, cases);
