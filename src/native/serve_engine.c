@@ -180,7 +180,8 @@ static void run_rows(tl_srv_engine *e, slot **rows, size_t n) {
   tl_status own[MAX_SLOTS];
   double t0 = tl_now_s();
   st = tl_qwen3_forward_rows(&e->master.qwen, caches, ids, n, logits, &e->scratch, &fault);
-  e->step_ns = (long)((tl_now_s() - t0) * 1e9);
+  double took = tl_now_s() - t0;
+  e->step_ns = (long)(took * 1e9);
   for (size_t i = 0; i < n; i++)
     own[i] = st == TL_OK ? TL_OK
                          : tl_qwen3_forward(&e->master.qwen, rows[i]->fwd_cache,
@@ -190,6 +191,7 @@ static void run_rows(tl_srv_engine *e, slot **rows, size_t n) {
   for (size_t i = 0; i < n; i++) finish_call(rows[i], own[i]);
   e->stats.forward_batches++;
   e->stats.batched_tokens += n;
+  e->stats.decode_step_seconds += took;
   pthread_mutex_unlock(&e->lock);
 }
 
@@ -242,10 +244,12 @@ static void *forward_main(void *arg) {
     pthread_mutex_unlock(&e->lock);
     if (n != 0) run_rows(e, rows, n);
     if (chunk != NULL) {
+      double t0 = tl_now_s();
       tl_status st = tl_qwen3_forward(&e->master.qwen, chunk->fwd_cache, chunk->fwd_ids,
                                       chunk->fwd_n, chunk->fwd_logits, NULL, &e->scratch,
                                       chunk->fwd_fault);
       pthread_mutex_lock(&e->lock);
+      e->stats.prefill_chunk_seconds += tl_now_s() - t0;
       finish_call(chunk, st);
       pthread_mutex_unlock(&e->lock);
     }

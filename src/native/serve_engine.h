@@ -223,6 +223,11 @@ typedef struct tl_srv_stats {
   uint64_t requests_done, requests_cancelled, requests_failed;
   uint32_t processing, queued, slots_busy;
   uint64_t forward_batches, batched_tokens; /* decode passes and tokens they served */
+  /* the wall time of those passes and of the prefill chunks run between
+   * them, on the forward thread: what the decode span holds beyond both
+   * is the time between passes (sampling, hand-offs, the gather, the HTTP
+   * threads on the same CPUs) */
+  double decode_step_seconds, prefill_chunk_seconds;
   /* KV cache rows held by the jobs in slots (reused prefix, prompt computed
    * so far, generated tokens fed back) and the rows of every slot */
   uint64_t kv_used, kv_capacity;

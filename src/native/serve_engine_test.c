@@ -254,6 +254,8 @@ static void scenario(tl_test_ctx *t, const char *path, bool fast, uint32_t threa
     tl_srv_stats st;
     tl_srv_engine_stats(e, &st);
     TL_EXPECT(t, st.batched_tokens > st.forward_batches);
+    TL_EXPECT(t, st.decode_step_seconds > 0); /* the passes were timed */
+    TL_EXPECT(t, st.prefill_chunk_seconds > 0);
   }
   /* a cache hit: the prompt again once every slot has run something */
   if ((j[0] = submit(t, e, prompts[0], false, &q, 0)) != NULL && collect(t, j[0], &got)) {
