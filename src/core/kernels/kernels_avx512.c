@@ -405,9 +405,22 @@ TARGET static inline __m512 load_f16(const uint16_t *p, __mmask16 m) {
           acc[a][c] = _mm512_add_ps(acc[a][c], _mm512_mul_ps(x, kv[c]));                   \
       }                                                                                    \
     }                                                                                      \
-    _Pragma("GCC unroll 8") for (int a = 0; a < Q; a++)                                    \
-      _Pragma("GCC unroll 8") for (int c = 0; c < K; c++)                                  \
-        out[a][j + (size_t)c] = tree16(acc[a][c]);                                         \
+    if (K % 4 == 0) /* four keys' scores of a query together */                           \
+      _Pragma("GCC unroll 8") for (int a = 0; a < Q; a++)                                  \
+        _Pragma("GCC unroll 8") for (int c = 0; c < K; c += 4)                             \
+          _mm_storeu_ps(out[a] + j + c, tree16x4(acc[a][c], acc[a][(c + 1) % K],           \
+                                                 acc[a][(c + 2) % K], acc[a][(c + 3) % K])); \
+    else if (K == 2 && Q % 2 == 0) /* two keys of two queries */                           \
+      _Pragma("GCC unroll 8") for (int a = 0; a < Q; a += 2) {                             \
+        __m128 r = tree16x4(acc[a][0], acc[a][K - 1], acc[(a + 1) % Q][0],                 \
+                            acc[(a + 1) % Q][K - 1]);                                      \
+        _mm_storel_pi((__m64 *)(void *)(out[a] + j), r);                                   \
+        _mm_storeh_pi((__m64 *)(void *)(out[(a + 1) % Q] + j), r);                         \
+      }                                                                                    \
+    else                                                                                   \
+      _Pragma("GCC unroll 8") for (int a = 0; a < Q; a++)                                  \
+        _Pragma("GCC unroll 8") for (int c = 0; c < K; c++)                                \
+          out[a][j + (size_t)c] = tree16(acc[a][c]);                                       \
   }
 
 /* tl_kern_dots_n (and so dots and dots2) over keys of type T: eight

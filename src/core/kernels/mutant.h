@@ -46,7 +46,7 @@
  * which passes blocks of every tile's width). */
 #define TL_MUTANT_TILE_TOKEN(t, T) (TL_KERN_MUTANT == 41 && (T) > 1 && (t) == (T) - 1 ? (t) - 1 : (t))
 
-/* 42, a wrong row: the AVX-512 float tiles' four-row reduction takes row
+/* 42, a wrong row: the AVX-512 four-row (and four-score) reduction takes row
  * 1's upper half for row 0's lower (caught by kernels_dispatch.tiles). */
 #define TL_MUTANT_TREE4_LO (TL_KERN_MUTANT == 42 ? 0x22 : 0x88)
 
