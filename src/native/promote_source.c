@@ -54,12 +54,12 @@ static json_t *observe_tensors(const tl_native_model *art, const tl_native_model
     snprintf(name, sizeof name, "%.*s", (int)(a.name_len < 200 ? a.name_len : 200), a.name);
     hex(a.digest, ha);
     line = json_pack("{s:s,s:s,s:s}", "tensor", name, "artifact", ha, "type",
-                     tl_slm_dtype_name(tl_slm_dtype_code(a.type)));
+                     tl_slm_dtype_name(tl_slm_dtype_code(a.type, a.packed)));
     if (tl_slm_tensor_find(&re->tensors, a.name, a.name_len, &b) == TL_OK) {
-      bool same = a.type == b.type && a.len == b.len && memcmp(a.digest, b.digest, 32) == 0;
+      bool same = a.type == b.type && a.packed == b.packed && a.len == b.len && memcmp(a.digest, b.digest, 32) == 0;
       hex(b.digest, hb);
       json_object_set_new(line, "source", json_string(hb));
-      json_object_set_new(line, "source_type", json_string(tl_slm_dtype_name(tl_slm_dtype_code(b.type))));
+      json_object_set_new(line, "source_type", json_string(tl_slm_dtype_name(tl_slm_dtype_code(b.type, b.packed))));
       json_object_set_new(line, "equal", json_boolean(same));
       if (!same) {
         char where[128];
