@@ -387,6 +387,13 @@ def test_packed_layout():
               got == dtype + "p", proc.stdout + proc.stderr)
         check(f"{dtype}p decodes to the stored blocks",
               slm_inspect.stored_bytes(dtype + "p", [rows, n], packed) == stored)
+        try:
+            import slm_read  # the oracle's reader: NumPy, vectorised
+        except ImportError:
+            skip("tools/slm_read.py needs NumPy")
+        else:
+            check(f"{dtype}p decodes to the stored blocks (slm_read.py)",
+                  slm_read.unpack(dtype + "p", [rows, n], packed) == stored)
         proc = run_cli(build(model_sections(directory_plan(tensors))),
                        "--stored-digests")
         check(f"{dtype}p --stored-digests", proc.stdout.split() ==
