@@ -117,12 +117,14 @@ static tl_status prepare_weights(tl_native_lane *l, tl_qwen3 *m,
     return TL_OK;
   quant_layouts(m, &stored, &packed);
   if ((l->fast && !stored) || (!l->fast && l->mmap)) { /* on the mapping */
-    st = packed || l->fast ? validate_weights(l, m, err, err_cap) : TL_OK;
+    /* a codes stamp: these very bytes passed Q-17 before (stamp.h) */
+    st = packed && !model->codes_valid ? validate_weights(l, m, err, err_cap) : TL_OK;
     /* what was validated may have been a truncated file's zeros */
     if (tl_native_model_changed(model)) {
       snprintf(err, err_cap, "%s changed while in use", path);
       return TL_ERR_IO;
     }
+    if (st == TL_OK && packed) tl_native_model_codes_valid(model);
     return st;
   }
   l->weights_cap = (sec->len + HUGE - 1) / HUGE * HUGE;

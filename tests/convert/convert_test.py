@@ -52,6 +52,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -698,6 +699,30 @@ def packed_layout(tinylm, work, variant, hf, quant):
     err = p.stderr.decode(errors="replace")
     if p.returncode == 0 or "hash_mismatch" not in err:
         problems.append(f"a changed code byte: exit {p.returncode}, {err.strip()[:200]}")
+    # a code outside Q-17 (q8 -128: packed byte 0; q4 nibble 0) under
+    # resealed digests: refused before use, also once the file is stamped
+    bad = bytearray(packed[0])
+    nb = -(-t["shape"][-1] // 32)
+    at = t["offset"] + 4 * min(16, nb)  # row 0's first code byte
+    bad[at] = 0 if quant == "q8" else bad[at] & 0xF0
+    bad[t["field"] + 64:t["field"] + 96] = blake3(bytes(bad[t["offset"]:t["offset"] + t["length"]]))
+    n = struct.unpack_from("<I", bad, 24)[0]
+    for i in range(n):
+        field = 64 + 64 * i
+        off, length = struct.unpack_from("<QQ", bad, field + 8)
+        bad[field + 24:field + 56] = blake3(bytes(bad[off:off + length]))
+    bad[32:64] = blake3(bytes(bad[:32]) + bytes(bad[64:64 + 64 * n]))
+    path = os.path.join(work, f"layout-{variant}-{quant}-invalid.slm")
+    with open(path, "wb") as f:
+        f.write(bad)
+    time.sleep(2.1)  # old enough to be stamped (stamp.h)
+    for k in (1, 2):
+        p = subprocess.run([tinylm, "run", path, "--prompt", "Hi", "-n", "1"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        err = p.stderr.decode(errors="replace")
+        if p.returncode != 1 or "invalid quantized weights (invalid_model)" not in err:
+            problems.append(f"a code outside Q-17, run {k}: exit {p.returncode}, "
+                            f"{err.strip()[:200]}")
     return problems
 
 
