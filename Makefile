@@ -352,7 +352,7 @@ $(BUILD)/obj/gen/tsan_suites.o: $(BUILD)/gen/tsan_suites.c
 # faults 20 and up); these objects come before the library, so its own
 # copies are not linked. Never part of the library or the CLI.
 X86_MUTANT := $(filter x86_64,$(ARCH))
-KERN_MUTANTS := 1 2 3 $(if $(X86_MUTANT),20 21 22 23 24 40 41)
+KERN_MUTANTS := 1 2 3 $(if $(X86_MUTANT),20 21 22 23 24 40 41 42)
 KERN_MUTANT_OBJS := kernels.o parallel.o \
   $(if $(X86_MUTANT),kernels_avx512.o kernels_avx2.o kernels_avxvnni.o kernels_avxvnni_avx512.o)
 .PHONY: mutants

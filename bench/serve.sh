@@ -11,7 +11,11 @@
 # printed as one Markdown table; then `tinylm bench` decode at one stream,
 # the single-stream reference of the issue's goal, and with --batch 4 (four
 # sequences per forward pass, no server: what serve at 4 clients could
-# reach), beside the rows tinylm serve's decode steps held on average. The
+# reach), beside the rows tinylm serve's decode steps held on average, the
+# mean time of a step, and the shares of the decode span its decode steps
+# and (at most: those before the span count too) its prefill chunks took
+# (from /metrics); the rest of the span ran between passes: sampling,
+# hand-offs between threads, the gather, the HTTP threads. The
 # header (as bench/llama.sh's, bench/host.sh): the date, the CPU and its
 # kernel flags, both commits, and the read bandwidth tinylm measures over
 # the weights at the servers' thread count.
@@ -70,11 +74,14 @@ cleanup() {
 trap cleanup EXIT
 free_port() { /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
-# decode_steps URL: tinylm serve's decode steps and the rows they held so
-# far (its /metrics; "0 0" from a server without them).
+# decode_steps URL: tinylm serve's decode steps, the rows they held, the
+# seconds they took and those of the prefill chunks so far (its /metrics;
+# "0 0 0 0" from a server without them).
 decode_steps() {
   curl -s "$1/metrics" | awk '/^tinylm_decode_batches_total / {b = $2}
-    /^tinylm_decode_batched_tokens_total / {t = $2} END {print b + 0, t + 0}'
+    /^tinylm_decode_batched_tokens_total / {t = $2}
+    /^tinylm_decode_step_seconds_total / {s = $2}
+    /^tinylm_prefill_chunk_seconds_total / {p = $2} END {print b + 0, t + 0, s + 0, p + 0}'
 }
 
 # bench_server NAME COMMAND...: starts it, waits for /health 200, warms it
@@ -148,8 +155,17 @@ print("tinylm bench, one stream, no server: %.1f decode t/s (the issue's goal: s
 print("tinylm bench --batch %s, no server: %.1f decode t/s (%.2f× one stream: the bound of serve at %s clients)"
       % (parallel, batched["decode_tokens_per_s"], batched["decode_tokens_per_s"] / single["decode_tokens_per_s"],
          parallel))
-steps = [list(map(int, x.split())) for x in open(f"{work}/tinylm.steps") if x.strip()]
-print("tinylm serve's rows per decode step: " + ", ".join(
-    "%d clients %s" % (a["clients"], "%.2f" % ((s[3] - s[1]) / (s[2] - s[0])) if s[2] > s[0] else "–")
-    for a, s in zip(ours, steps)))
+steps = [list(map(float, x.split())) for x in open(f"{work}/tinylm.steps") if x.strip()]
+def step_line(a, s):
+    b0, t0, s0, p0, b1, t1, s1, p1 = s
+    if b1 <= b0:
+        return "%d clients –" % a["clients"]
+    # the span: the earliest first token to the last reply's end (the
+    # prefill chunks of later clients fall in it too)
+    span = (a["tokens"] - a["clients"]) / a["decode_tps"] if a["decode_tps"] else 0
+    shares = (", steps %.0f%% and prefill chunks at most %.0f%% of the decode span"
+              % (100 * (s1 - s0) / span, 100 * (p1 - p0) / span)) if span > 0 else ""
+    return "%d clients: %.2f rows, %.1f ms a step%s" % (a["clients"], (t1 - t0) / (b1 - b0),
+                                                        1e3 * (s1 - s0) / (b1 - b0), shares)
+print("tinylm serve's decode steps: " + "; ".join(step_line(a, s) for a, s in zip(ours, steps)))
 EOF

@@ -55,11 +55,14 @@ MAX_NAME_LEN = 255
 MAX_RANK = 4
 NAME_RE = re.compile(rb"[A-Za-z0-9._-]+\Z")
 
-DTYPE_NAMES = {1: "f32", 2: "f16", 3: "bf16", 4: "q8", 5: "q4"}
+DTYPE_NAMES = {1: "f32", 2: "f16", 3: "bf16", 4: "q8", 5: "q4", 6: "q8p",
+               7: "q4p"}
 QUANT_BLOCK = 32
-# Bytes per element (plain dtypes) or per block of 32 elements (q8, q4).
+# Bytes per element (plain dtypes) or per block of 32 elements (q8, q4 and
+# their packed layouts q8p, q4p: the same bytes, permuted).
 ELEMENT_BYTES = {1: 4, 2: 2, 3: 2}
-BLOCK_BYTES = {4: 36, 5: 20}
+BLOCK_BYTES = {4: 36, 5: 20, 6: 36, 7: 20}
+PACK_GROUP = 16  # SLM-11: blocks per packed group (the last may be short)
 
 HEADER = struct.Struct("<8sHHIQII32s")
 TABLE_ENTRY = struct.Struct("<IIQQ32s8s")
@@ -332,6 +335,48 @@ def parse_tensor_dir(data, dir_sec, data_sec):
     return tensors
 
 
+def unpack_group(packed_q8, g, m):
+    """SLM-11's packed group of m blocks back to the stored blocks: the m
+    scales, then code row s (q8: s < 8, codes 4s..4s+3, each XOR 0x80;
+    q4: s < 4, byte k holding element 8s+k low and 8s+4+k high) of block
+    j at 4*m*s + 4*j."""
+    out = bytearray()
+    codes = g[4 * m:]
+    for j in range(m):
+        out += g[4 * j:4 * j + 4]
+        if packed_q8:
+            for s in range(8):
+                out += bytes(b ^ 0x80 for b in codes[4 * m * s + 4 * j:
+                                                     4 * m * s + 4 * j + 4])
+        else:
+            elems = [0] * 32
+            for s in range(4):
+                for k in range(4):
+                    b = codes[4 * m * s + 4 * j + k]
+                    elems[8 * s + k] = b & 0x0F
+                    elems[8 * s + 4 + k] = b >> 4
+            out += bytes(elems[2 * i] | elems[2 * i + 1] << 4
+                         for i in range(16))
+    return bytes(out)
+
+
+def stored_bytes(dtype, shape, body):
+    """A q8p/q4p tensor's bytes in the stored layout (docs/quant.md
+    Q-12): the blocks the packed groups stand for, row by row."""
+    packed_q8 = dtype == "q8p"
+    bb = 36 if packed_q8 else 20
+    n = shape[-1]
+    nb = -(-n // QUANT_BLOCK)
+    rb = nb * bb
+    out = bytearray()
+    for r in range(len(body) // rb if rb else 0):
+        row = body[r * rb:(r + 1) * rb]
+        for b in range(0, nb, PACK_GROUP):
+            m = min(PACK_GROUP, nb - b)
+            out += unpack_group(packed_q8, bytes(row[b * bb:(b + m) * bb]), m)
+    return bytes(out)
+
+
 def check_zero_gap(data, base, start, end):
     if any(data[base + start:base + end]):
         raise invalid(f"offset {base + start}: nonzero padding between "
@@ -533,6 +578,9 @@ def main(argv=None):
     parser.add_argument("artifact", help="path of the .slm file")
     parser.add_argument("--json", action="store_true",
                         help="print the `tinylm inspect --json` object")
+    parser.add_argument("--stored-digests", action="store_true",
+                        help="print, for each q8p/q4p tensor, its name and "
+                             "the BLAKE3 of the stored blocks it decodes to")
     args = parser.parse_args(argv)
     try:
         with open(args.artifact, "rb") as f:
@@ -544,7 +592,13 @@ def main(argv=None):
     except SlmError as exc:
         print(f"error: {exc.code}: {exc.message}", file=sys.stderr)
         return 1
-    if args.json:
+    if args.stored_digests:
+        for t in info["tensors"]:
+            if t["dtype"] in ("q8p", "q4p"):
+                body = data[t["offset"]:t["offset"] + t["length"]]
+                print(t["name"], blake3(stored_bytes(t["dtype"], t["shape"],
+                                                     body)).hex())
+    elif args.json:
         print(json.dumps(info, sort_keys=True, separators=(",", ":")))
     else:
         print(format_summary(info))

@@ -30,6 +30,7 @@ sys.path.insert(0, TOOLS)
 from blake3_ref import blake3, blake3_hex  # noqa: E402
 sys.path.insert(0, os.path.join(TOOLS, "..", "tests", "support"))
 from checks import check, skip, summary  # noqa: E402
+import slm_inspect  # noqa: E402
 from slm_inspect import SlmError, inspect_bytes  # noqa: E402
 
 INSPECT = os.path.join(TOOLS, "slm_inspect.py")
@@ -39,7 +40,7 @@ TOKENIZER_SLM = os.path.join(ROOT, "build", "tok", "qwen3-tokenizer.slm")
 # ------------------------------------------------------------------ writer
 
 MAGIC = b"\x89SLM\r\n\x1a\n"
-DTYPES = {"f32": 1, "f16": 2, "bf16": 3, "q8": 4, "q4": 5}
+DTYPES = {"f32": 1, "f16": 2, "bf16": 3, "q8": 4, "q4": 5, "q8p": 6, "q4p": 7}
 KIND_NAMES = {1: "metadata", 2: "tokenizer", 3: "template", 4: "tensor_dir",
               5: "tensor_data"}
 
@@ -344,6 +345,62 @@ def test_valid_variants():
           error_code(build(model_sections(directory_plan(q4))))[0] is None)
 
 
+def pack_spec(dtype, rows, n, stored):
+    """SLM-11a element by element (the inspector decodes group by group):
+    each code moved from its stored place to its packed one."""
+    bb = 36 if dtype == "q8" else 20
+    nb = -(-n // 32)
+    out = bytearray(len(stored))
+    for r in range(rows):
+        for blk in range(nb):
+            g0, j = blk - blk % 16, blk % 16
+            m = min(16, nb - g0)
+            src = r * nb * bb + blk * bb
+            base = r * nb * bb + g0 * bb
+            out[base + 4 * j:base + 4 * j + 4] = stored[src:src + 4]
+            for e in range(32):
+                if dtype == "q8":
+                    at = base + 4 * m + 4 * m * (e // 4) + 4 * j + e % 4
+                    out[at] = stored[src + 4 + e] ^ 0x80
+                else:
+                    nib = stored[src + 4 + e // 2] >> (4 * (e % 2)) & 0xF
+                    at = base + 4 * m + 4 * m * (e // 8) + 4 * j + e % 4
+                    out[at] |= nib << (4 if e % 8 >= 4 else 0)
+    return bytes(out)
+
+
+def test_packed_layout():
+    """q8p/q4p tensors (SLM-11a): accepted, named, and decoded back to the
+    stored blocks (groups of 16 and a short one of 3)."""
+    rows, n = 2, 600
+    q8 = q8_bytes(rows, n)
+    q4 = b"".join(struct.pack("<f", 0.25) + bytes((i * 37 + 1) & 0xFF or 0x11
+                                                  for i in range(16))
+                  for _ in range(rows * 19))
+    for dtype, stored in (("q8", q8), ("q4", q4)):
+        packed = pack_spec(dtype, rows, n, stored)
+        tensors = sample_tensors()
+        tensors[0] = ("model.embed_tokens.weight", dtype + "p", [rows, n], packed)
+        proc = run_cli(build(model_sections(directory_plan(tensors))), "--json")
+        got = json.loads(proc.stdout or "{}").get("tensors", [{}])[0].get("dtype")
+        check(f"{dtype}p tensor accepted and named", proc.returncode == 0 and
+              got == dtype + "p", proc.stdout + proc.stderr)
+        check(f"{dtype}p decodes to the stored blocks",
+              slm_inspect.stored_bytes(dtype + "p", [rows, n], packed) == stored)
+        try:
+            import slm_read  # the oracle's reader: NumPy, vectorised
+        except ImportError:
+            skip("tools/slm_read.py needs NumPy")
+        else:
+            check(f"{dtype}p decodes to the stored blocks (slm_read.py)",
+                  slm_read.unpack(dtype + "p", [rows, n], packed) == stored)
+        proc = run_cli(build(model_sections(directory_plan(tensors))),
+                       "--stored-digests")
+        check(f"{dtype}p --stored-digests", proc.stdout.split() ==
+              ["model.embed_tokens.weight", blake3(stored).hex()],
+              proc.stdout + proc.stderr)
+
+
 def test_tokenizer_artifact():
     if not os.path.exists(TOKENIZER_SLM):
         skip(f"{TOKENIZER_SLM} not built (make tok-slm)")
@@ -451,7 +508,7 @@ def test_directory_corruptions():
                  "integer_overflow")
 
     plan = directory_plan(tensors)
-    plan[1]["dtype"] = 6
+    plan[1]["dtype"] = 8
     expect_error("unknown dtype", build(model_sections(plan)),
                  "invalid_model", "dtype")
 
@@ -515,6 +572,7 @@ def test_cli_errors():
 def main():
     for test in (test_blake3_vectors, test_blake3_b3sum, test_valid_model,
                  test_valid_tokenizer_only, test_valid_variants,
+                 test_packed_layout,
                  test_tokenizer_artifact, test_header_corruptions,
                  test_table_corruptions, test_section_digests,
                  test_directory_corruptions, test_padding_and_tensor_digest,

@@ -12,7 +12,9 @@ decoding of the stored bytes:
     y = q * d as one f32 multiplication (Q-16), with every check of Q-17
     (scale sign and finiteness, q8 code -128, q4 nibble 0, non-zero codes
     in padding positions or under a zero scale, a product that is Inf; Inf
-    or NaN in f32/f16/bf16 tensors).
+    or NaN in f32/f16/bf16 tensors);
+  * q8p, q4p (docs/slm.md SLM-11a): the packed groups put back into the
+    stored blocks, then as q8, q4.
 
 Decoded bytes that break a rule raise slm_inspect.SlmError
 ("invalid_model"), like a container violation.
@@ -107,9 +109,48 @@ def _decode_blocks(name, dtype, shape, raw):
     return y.reshape(rows, nb * QUANT_BLOCK)[:, :n].reshape(shape)
 
 
+def _unpack_groups(dtype, g, m):
+    """Packed groups [rows, k, m * block bytes] -> stored blocks [rows, k,
+    m, block bytes] (SLM-11a: m scales, then code row s of block j at
+    4m + 4m*s + 4j)."""
+    rows, k = g.shape[0], g.shape[1]
+    scales = g[:, :, :4 * m].reshape(rows, k, m, 4)
+    steps = 8 if dtype == "q8p" else 4
+    codes = g[:, :, 4 * m:].reshape(rows, k, steps, m, 4).transpose(0, 1, 3, 2, 4)
+    if dtype == "q8p":
+        codes = codes.reshape(rows, k, m, 32) ^ np.uint8(0x80)
+    else:
+        # row s byte i: element 8s + i low, 8s + 4 + i high
+        e = np.stack([codes & 0x0F, codes >> 4], axis=4)  # [.., s, half, i]
+        e = e.reshape(rows, k, m, 32)
+        codes = e[..., 0::2] | (e[..., 1::2] << 4)
+    return np.concatenate([scales, codes], axis=3)
+
+
+def unpack(dtype, shape, raw):
+    """A q8p/q4p tensor's bytes in the stored layout (Q-12)."""
+    bb = QUANT[dtype[:2]][0]
+    n = shape[-1]
+    nb = -(-n // QUANT_BLOCK)
+    rows = len(raw) // (nb * bb) if nb else 0
+    r = np.frombuffer(raw, dtype=np.uint8).reshape(rows, nb * bb)
+    full = nb // 16
+    parts = []
+    if full:
+        g = r[:, :full * 16 * bb].reshape(rows, full, 16 * bb)
+        parts.append(_unpack_groups(dtype, g, 16).reshape(rows, -1))
+    if nb % 16:
+        m = nb % 16
+        g = r[:, full * 16 * bb:].reshape(rows, 1, m * bb)
+        parts.append(_unpack_groups(dtype, g, m).reshape(rows, -1))
+    return np.concatenate(parts, axis=1).tobytes() if parts else b""
+
+
 def decode(name, dtype, shape, raw):
     """Stored bytes of one tensor -> float32 array of `shape`."""
     shape = tuple(shape)
+    if dtype in ("q8p", "q4p"):
+        raw, dtype = unpack(dtype, shape, raw), dtype[:2]
     if dtype in QUANT:
         return _decode_blocks(name, dtype, shape, raw)
     if dtype == "f32":

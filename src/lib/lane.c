@@ -17,12 +17,27 @@ tl_lane_options tl_lane_defaults(void) {
   return o;
 }
 
-/* Every weight of m whose bytes lie in [from, from + len) moves to the
- * same offset in to. */
+/* Every weight of m whose bytes (stored or packed) lie in [from, from +
+ * len) moves to the same offset in to. */
 static void rebase(tl_qwen3 *m, const uint8_t *from, size_t len, const uint8_t *to) {
   tl_qwen3_weight *w;
-  for (size_t i = 0; (w = tl_qwen3_weight_at(m, i)) != NULL; i++)
+  for (size_t i = 0; (w = tl_qwen3_weight_at(m, i)) != NULL; i++) {
     if (w->data >= from && w->data < from + len) w->data = to + (w->data - from);
+    if (w->packed >= from && w->packed < from + len) w->packed = to + (w->packed - from);
+  }
+}
+
+/* How m's q8/q4 weights are laid out in the artifact: *stored, whether
+ * one is in the stored layout (the fast lane packs it); *packed, whether
+ * one is in the packed layout already (SLM-11: validated before use). */
+static void quant_layouts(tl_qwen3 *m, bool *stored, bool *packed) {
+  tl_qwen3_weight *w;
+  *stored = *packed = false;
+  for (size_t i = 0; (w = tl_qwen3_weight_at(m, i)) != NULL; i++) {
+    if (w->type != TL_QTYPE_Q8 && w->type != TL_QTYPE_Q4) continue;
+    if (w->data != NULL) *stored = true;
+    else if (w->packed != NULL) *packed = true;
+  }
 }
 
 /* The tensor data section read from the file into anonymous memory, slice
@@ -68,21 +83,50 @@ static void copy_task(void *ctx, uint32_t task, uint32_t n_tasks) {
   }
 }
 
-/* The fast lane's weights: anonymous memory the size of the tensor data
- * section; without --mmap the section is copied there first; then the q8/q4
- * weights are validated and packed into it (in place over the copy, or
- * from the mapping: --mmap leaves only the float tensors in the mapping). */
+/* The weights' q8/q4 codes checked (Q-17, F-9) in whichever layout they
+ * have, on the pool's threads (the strict lane: one), before any use. */
+static tl_status validate_weights(tl_native_lane *l, tl_qwen3 *m, char *err, size_t err_cap) {
+  double t0 = tl_now_s();
+  tl_status st = tl_qwen3_pack(m, NULL, 0, NULL, l->fast ? &l->par : NULL);
+  l->pack_seconds = tl_now_s() - t0;
+  if (st != TL_OK) snprintf(err, err_cap, "invalid quantized weights (%s)", tl_status_name(st));
+  return st;
+}
+
+/* The fast lane's weights. With nothing to pack (float weights, or q8/q4
+ * ones the artifact holds packed: SLM-11) the lane computes on the file
+ * mapping: no copy (the open verified those bytes, or the verified stamp
+ * vouches for them; the SIGBUS guard and tl_native_model_changed cover a
+ * file changed under it). Otherwise anonymous memory the size of the
+ * tensor data section: without --mmap the section is copied there first;
+ * then the q8/q4 weights are validated and packed into it (in place over
+ * the copy, or from the mapping: --mmap leaves only the float tensors in
+ * the mapping). The strict lane copies unless --mmap, and validates
+ * packed q8/q4 weights (its decoder checks only the stored layout). */
 static tl_status prepare_weights(tl_native_lane *l, tl_qwen3 *m,
                                  const tl_native_model *model, const char *path,
                                  char *err, size_t err_cap) {
   enum { HUGE = 2 << 20 };
   const tl_slm_section *sec;
   const uint8_t *from;
+  bool stored, packed;
   tl_status st;
   double t0 = tl_now_s();
   void *p;
   if (tl_slm_find(&model->slm, TL_SLM_TENSOR_DATA, &sec) != TL_OK || sec->len == 0)
     return TL_OK;
+  quant_layouts(m, &stored, &packed);
+  if ((l->fast && !stored) || (!l->fast && l->mmap)) { /* on the mapping */
+    /* a codes stamp: these very bytes passed Q-17 before (stamp.h) */
+    st = packed && !model->codes_valid ? validate_weights(l, m, err, err_cap) : TL_OK;
+    /* what was validated may have been a truncated file's zeros */
+    if (tl_native_model_changed(model)) {
+      snprintf(err, err_cap, "%s changed while in use", path);
+      return TL_ERR_IO;
+    }
+    if (st == TL_OK && packed) tl_native_model_codes_valid(model);
+    return st;
+  }
   l->weights_cap = (sec->len + HUGE - 1) / HUGE * HUGE;
   p = mmap(NULL, l->weights_cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) {
@@ -115,7 +159,8 @@ static tl_status prepare_weights(tl_native_lane *l, tl_qwen3 *m,
     }
   }
   l->copy_seconds = tl_now_s() - t0;
-  if (!l->fast) return TL_OK; /* the strict lane computes on the copy as it is */
+  /* the strict lane computes on the copy as it is */
+  if (!l->fast) return packed ? validate_weights(l, m, err, err_cap) : TL_OK;
   t0 = tl_now_s();
   st = tl_qwen3_pack(m, from, sec->len, l->weights, &l->par);
   l->pack_seconds = tl_now_s() - t0;
@@ -157,9 +202,10 @@ tl_status tl_native_lane_start(tl_native_lane *l, tl_qwen3 *m,
   l->threads = o->threads ? o->threads : tl_pool_default_threads();
   if (!o->fast) {
     /* the strict lane computes on a copy of the weights too (--mmap: on
-     * the mapping), so that nothing depends on the file after the open */
+     * the mapping), so that nothing depends on the file after the open;
+     * packed q8/q4 weights are validated there either way */
     l->mmap = o->mmap;
-    l->copy_pending = !o->mmap;
+    l->copy_pending = true;
     return tl_qwen3_set_lane(m, NULL, NULL);
   }
   if ((st = pick_kernels(&l->kernels, err, err_cap)) != TL_OK) {

@@ -1,9 +1,10 @@
 /* Choosing the numerical lane of a model on the native host: the strict
  * scalar lane (docs/forward.md) or the fast lane (docs/fast-profile.md)
  * with the fastest kernel variant this CPU runs, its thread pool, and the
- * weights copied from the file mapping into anonymous, aligned memory
- * (reading a mapping was measured erratically slow on this project's
- * machines: docs/perf-anchor.md) unless --mmap is given.
+ * weights on the file mapping when there is nothing to pack (float
+ * weights, or q8/q4 ones the artifact holds packed: docs/slm.md SLM-11a);
+ * stored q8/q4 weights copied into anonymous memory and packed there
+ * (--mmap: packed from the mapping, the float ones left in it).
  *
  * The flags that choose it (--lane, -t/--threads, --mmap) are the CLI's:
  * tl_lane_flag in src/native/cli.h. */
@@ -23,7 +24,8 @@
 typedef struct tl_lane_options {
   bool fast;        /* --lane fast (the default of run, chat, bench) */
   uint32_t threads; /* -t/--threads; 0: the number of CPUs online */
-  bool mmap;        /* --mmap: compute on the file mapping */
+  bool mmap;        /* --mmap: float weights on the file mapping (the fast
+                     * lane's default when it has nothing to pack) */
 } tl_lane_options;
 
 /* The defaults: fast lane, threads 0, no mmap. */
@@ -67,11 +69,13 @@ tl_status tl_native_lane_start(tl_native_lane *l, tl_qwen3 *m,
                                const tl_lane_options *o, char *err,
                                size_t err_cap);
 
-/* The fast lane's weights, when it has not prepared them: the tensor data
- * copied into anonymous memory (not with --mmap; the file at path,
- * model's, is read again), then the q8/q4 weights validated once (F-9:
- * TL_ERR_INVALID_MODEL) and packed there (tl_qwen3_pack); m is bound to
- * model's tensors. On failure m must not run on the fast lane. */
+/* The lane's weights, when it has not prepared them: the q8/q4 weights
+ * validated once (F-9: TL_ERR_INVALID_MODEL), on the file mapping when the
+ * fast lane has nothing to pack; else the tensor data copied into
+ * anonymous memory (not with --mmap; the file at path, model's, is read
+ * again) and, on the fast lane, packed there (tl_qwen3_pack); a file
+ * changed meanwhile is TL_ERR_IO. m is bound to model's tensors. On
+ * failure m must not run. */
 tl_status tl_native_lane_copy(tl_native_lane *l, tl_qwen3 *m,
                               const tl_native_model *model, const char *path,
                               char *err, size_t err_cap);

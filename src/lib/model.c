@@ -144,6 +144,11 @@ bool tl_native_model_changed(const tl_native_model *m) {
   return !tl_stamp_key_of(m->fd, &now) || !tl_stamp_key_equal(&now, &m->key);
 }
 
+void tl_native_model_codes_valid(const tl_native_model *m) {
+  if (m->fd >= 0 && !m->codes_valid && !tl_native_model_changed(m))
+    tl_stamp_codes_record(&m->key, m->view.data + 32);
+}
+
 /* Moves every page of the mapping holding a byte outside [keep, keep +
  * keep_len) into anonymous memory at the same address (its bytes copied
  * out, an anonymous page mapped over it, the bytes copied back), so those
@@ -219,6 +224,8 @@ bool tl_native_model_changed(const tl_native_model *m) {
   (void)m;
   return false;
 }
+
+void tl_native_model_codes_valid(const tl_native_model *m) { (void)m; }
 
 tl_status tl_native_model_artifact_id(tl_native_model *m, uint8_t id[32]) {
   if (!m->has_artifact_id) {
@@ -362,9 +369,11 @@ tl_status tl_native_model_open(const char *path, tl_native_model *m, char *err,
     return st;
   }
   /* the stamp's header digest is the one this file holds (bytes 32..63) */
-  if (m->fd >= 0 && !full && m->view.len >= TL_SLM_HEADER_LEN)
+  if (m->fd >= 0 && !full && m->view.len >= TL_SLM_HEADER_LEN) {
     m->stamped = tl_stamp_lookup(&m->key, m->view.data + 32, m->artifact_id,
                                  &m->has_artifact_id);
+    m->codes_valid = m->stamped && tl_stamp_codes_lookup(&m->key, m->view.data + 32);
+  }
   if (m->fd >= 0 && !m->stamped) {
     job.data = m->view.data;
     job.len = m->view.len;

@@ -40,6 +40,9 @@ typedef struct tl_native_model {
   /* A verified stamp (stamp.h) matched at the open: the digests were not
    * hashed again; false: every digest was checked. */
   bool stamped;
+  /* With stamped: a codes stamp says this file's q8/q4 codes passed Q-17
+   * (tl_native_model_codes_valid), so the lane need not check them again. */
+  bool codes_valid;
 } tl_native_model;
 
 /* Why tl_slm_open refused file (status st at byte at), for err: "PATH:
@@ -81,6 +84,11 @@ void tl_native_model_close(tl_native_model *m);
  * use of the model and refuse with TL_ERR_IO, "PATH changed while in
  * use": what was computed from a changed mapping is never reported. */
 bool tl_native_model_changed(const tl_native_model *m);
+
+/* Records that m's q8/q4 codes passed Q-17 (the lane validated every one)
+ * in a codes stamp beside its verified stamp, when m is a file unchanged
+ * since the open; nothing otherwise (best effort, stamp.h). */
+void tl_native_model_codes_valid(const tl_native_model *m);
 /* The artifact id: the SHA-256 of the file's bytes (of the bytes for a
  * model opened from memory), computed once; TL_ERR_IO when the file
  * changed meanwhile (tl_native_model_changed). */

@@ -72,8 +72,9 @@ static int open_cache_dir(void) {
   return fd;
 }
 
-static void stamp_name(const tl_stamp_key *k, char *name, size_t cap) {
-  snprintf(name, cap, "verified-%llx-%llx", (unsigned long long)k->dev,
+/* what: "verified" (the digests) or "codes" (the q8/q4 codes' Q-17). */
+static void stamp_name(const char *what, const tl_stamp_key *k, char *name, size_t cap) {
+  snprintf(name, cap, "%s-%llx-%llx", what, (unsigned long long)k->dev,
            (unsigned long long)k->ino);
 }
 
@@ -90,8 +91,8 @@ static void encode(const tl_stamp_key *k, const uint8_t header[32], const uint8_
   out[HAS_ID_AT] = id != NULL;
 }
 
-bool tl_stamp_lookup(const tl_stamp_key *k, const uint8_t header[32], uint8_t id[32],
-                     bool *has_id) {
+static bool lookup(const char *what, const tl_stamp_key *k, const uint8_t header[32],
+                   uint8_t id[32], bool *has_id) {
   uint8_t got[STAMP_LEN + 1], want[STAMP_LEN];
   char name[64];
   struct stat sb;
@@ -99,7 +100,7 @@ bool tl_stamp_lookup(const tl_stamp_key *k, const uint8_t header[32], uint8_t id
   int dir = open_cache_dir(), fd;
   *has_id = false;
   if (dir < 0) return false;
-  stamp_name(k, name, sizeof name);
+  stamp_name(what, k, name, sizeof name);
   fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   close(dir);
   if (fd < 0) return false;
@@ -116,7 +117,8 @@ bool tl_stamp_lookup(const tl_stamp_key *k, const uint8_t header[32], uint8_t id
   return true;
 }
 
-void tl_stamp_record(const tl_stamp_key *k, const uint8_t header[32], const uint8_t *id) {
+static void record(const char *what, const tl_stamp_key *k, const uint8_t header[32],
+                   const uint8_t *id) {
   uint8_t rec[STAMP_LEN];
   char name[64], err[256];
   tl_file_atomic f;
@@ -125,7 +127,7 @@ void tl_stamp_record(const tl_stamp_key *k, const uint8_t header[32], const uint
   int64_t newest = k->mtime_s > k->ctime_s ? k->mtime_s : k->ctime_s;
   if (clock_gettime(CLOCK_REALTIME, &now) != 0 || (int64_t)now.tv_sec - newest < 2) return;
   if ((dir = open_cache_dir()) < 0) return;
-  stamp_name(k, name, sizeof name);
+  stamp_name(what, k, name, sizeof name);
   encode(k, header, id, rec);
   /* no fsync: a stamp lost or torn in a crash is only a miss */
   if (tl_file_atomic_begin_at(&f, dir, name, name, err, sizeof err) == TL_OK) {
@@ -134,4 +136,23 @@ void tl_stamp_record(const tl_stamp_key *k, const uint8_t header[32], const uint
     tl_file_atomic_abort(&f); /* after the rename: only closes */
   }
   close(dir);
+}
+
+bool tl_stamp_lookup(const tl_stamp_key *k, const uint8_t header[32], uint8_t id[32],
+                     bool *has_id) {
+  return lookup("verified", k, header, id, has_id);
+}
+
+void tl_stamp_record(const tl_stamp_key *k, const uint8_t header[32], const uint8_t *id) {
+  record("verified", k, header, id);
+}
+
+bool tl_stamp_codes_lookup(const tl_stamp_key *k, const uint8_t header[32]) {
+  uint8_t id[32];
+  bool has_id;
+  return lookup("codes", k, header, id, &has_id);
+}
+
+void tl_stamp_codes_record(const tl_stamp_key *k, const uint8_t header[32]) {
+  record("codes", k, header, NULL);
 }

@@ -3,7 +3,8 @@
  * given (device, inode, size, mtime, ctime) and header digest passed every
  * section and tensor digest, with its artifact id once known. An open that
  * finds a matching stamp skips the digest pass (the structure is still
- * validated, the q8/q4 codes still checked by the lane); anything changed
+ * validated; the q8/q4 codes are checked by the lane unless a codes
+ * stamp of the same file says they were); anything changed
  * in the key is a miss, and so a full verification. Native only. */
 #ifndef TL_NATIVE_STAMP_H
 #define TL_NATIVE_STAMP_H
@@ -46,5 +47,12 @@ bool tl_stamp_lookup(const tl_stamp_key *k, const uint8_t header[32], uint8_t id
  * seconds ago (a timestamp tick can hold two writes: such a file's key
  * may not name its bytes). */
 void tl_stamp_record(const tl_stamp_key *k, const uint8_t header[32], const uint8_t *id);
+
+/* The same for a second fact about the file: its q8/q4 codes passed Q-17
+ * (the fast lane's validation, F-9). Only meaningful beside a verified
+ * stamp of the same key and header (the bytes are those that were
+ * verified and validated): the lane skips the validation only then. */
+bool tl_stamp_codes_lookup(const tl_stamp_key *k, const uint8_t header[32]);
+void tl_stamp_codes_record(const tl_stamp_key *k, const uint8_t header[32]);
 
 #endif

@@ -115,6 +115,32 @@ static void key_fields_each_miss(tl_test_ctx *t) {
   scratch_end(&s);
 }
 
+/* The codes stamp is its own record: not implied by the verified stamp,
+ * and under the same key and header rules. */
+static void codes_stamp_is_separate(tl_test_ctx *t) {
+  scratch s;
+  tl_stamp_key k = {0xfe02, 78, 4096, 1000, 5, 1001, 6}, v = k;
+  uint8_t header[32], other[32], got[32];
+  bool has_id;
+  if (!scratch_begin(t, &s)) return;
+  memset(header, 0x5A, 32);
+  memcpy(other, header, 32);
+  other[0] ^= 1;
+  tl_stamp_record(&k, header, NULL);
+  TL_EXPECT(t, !tl_stamp_codes_lookup(&k, header));
+  tl_stamp_codes_record(&k, header);
+  TL_EXPECT(t, tl_stamp_codes_lookup(&k, header));
+  TL_EXPECT(t, !tl_stamp_codes_lookup(&k, other));
+  v.ctime_ns++;
+  TL_EXPECT(t, !tl_stamp_codes_lookup(&v, header));
+  /* and a codes stamp is no verified stamp */
+  v = k;
+  v.ino++;
+  tl_stamp_codes_record(&v, header);
+  TL_EXPECT(t, !tl_stamp_lookup(&v, header, got, &has_id));
+  scratch_end(&s);
+}
+
 /* A file changed less than two seconds ago is never stamped. */
 static void recent_file_not_stamped(tl_test_ctx *t) {
   scratch s;
@@ -226,6 +252,7 @@ out:
 
 static const tl_test_case cases[] = {
     TL_CASE(key_fields_each_miss),
+    TL_CASE(codes_stamp_is_separate),
     TL_CASE(recent_file_not_stamped),
     TL_CASE(refused_cache_dirs),
     TL_CASE(model_open_uses_and_distrusts_stamps),

@@ -18,13 +18,16 @@
 
 static const char usage_text[] =
     "usage: tinylm convert HF_DIR -o OUT.slm [--quant source|f32|f16|bf16|q8|q4]\n"
-    "                      [--profile NAME] [--receipt FILE] [--tokenizer-only]\n"
+    "                      [--layout stored|packed] [--profile NAME] [--receipt FILE] [--tokenizer-only]\n"
     "                      [--force] [--progress] [--json]\n"
     "  HF_DIR holds config.json, generation_config.json (optional),\n"
     "  tokenizer.json, tokenizer_config.json and model.safetensors or\n"
     "  model.safetensors.index.json with its shards.\n"
     "  --quant     type of the 2-D weights (default source: each tensor's\n"
     "              own dtype, lossless); 1-D norm weights are always f32\n"
+    "  --layout    q8/q4 weights as stored blocks (default) or packed: the\n"
+    "              fast lane's layout, computed on in the file mapping with\n"
+    "              no copy and no packing at start (docs/slm.md SLM-11)\n"
     "  --profile   apply a family profile's declared resolutions\n"
     "              (qwen3-0.6b-publisher: the published EOS disagreement)\n"
     "  --receipt   where the provenance receipt goes (default OUT.slm.receipt.cbor)\n"
@@ -136,6 +139,13 @@ int tl_cmd_convert(int argc, char **argv) {
     } else if (strcmp(a, "--quant") == 0) {
       int u = tl_cli_value(json, argc, argv, &i, &o.quant);
       if (u >= 0) return u;
+    } else if (strcmp(a, "--layout") == 0) {
+      const char *v = NULL;
+      int u = tl_cli_value(json, argc, argv, &i, &v);
+      if (u >= 0) return u;
+      if (strcmp(v, "packed") != 0 && strcmp(v, "stored") != 0)
+        return tl_cli_usage(json, "unknown --layout '%s' (stored, packed)\n%s", v, usage_text);
+      o.packed = strcmp(v, "packed") == 0;
     } else if (strcmp(a, "--profile") == 0) {
       int u = tl_cli_value(json, argc, argv, &i, &o.profile);
       if (u >= 0) return u;

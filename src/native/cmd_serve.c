@@ -334,6 +334,8 @@ static void stats_add(tl_srv_stats *a, const tl_srv_stats *b) {
   a->slots_busy += b->slots_busy;
   a->forward_batches += b->forward_batches;
   a->batched_tokens += b->batched_tokens;
+  a->decode_step_seconds += b->decode_step_seconds;
+  a->prefill_chunk_seconds += b->prefill_chunk_seconds;
   a->kv_used += b->kv_used;
   a->kv_capacity += b->kv_capacity;
 }

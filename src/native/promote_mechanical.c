@@ -26,6 +26,7 @@
 #include "encoder.h"
 #include "file.h"
 #include "hash/sha256.h"
+#include "kernels/kernels.h"
 #include "promote_plan.h"
 #include "quant/quant.h"
 #include "qwen3_schema.h"
@@ -955,7 +956,7 @@ static bool found(finding *f, const char *rule, const char *fmt, ...) {
 /* Every stored value finite (f32/f16/bf16 elements, q8/q4 block scales),
  * then the quantized blocks' other rules (docs/quant.md Q-17) row by row
  * through the runtime's own decoder. */
-static bool tensor_values_ok(const tl_slm_tensor *x, float *row, finding *f) {
+static bool stored_values_ok(const tl_slm_tensor *x, float *row, finding *f) {
   size_t elems = x->rows * x->n, nb = (x->n + TL_QUANT_BLOCK - 1) / TL_QUANT_BLOCK;
   size_t row_bytes = 0;
   snprintf(f->where, sizeof f->where, "tensor %.*s", (int)x->name_len, x->name);
@@ -996,6 +997,28 @@ static bool tensor_values_ok(const tl_slm_tensor *x, float *row, finding *f) {
   }
   }
   return found(f, TL_RULE_PACK_MISMATCH, "unknown element type");
+}
+
+/* The same for any layout: a packed q8/q4 tensor (SLM-11) is checked as
+ * the stored blocks it stands for. */
+static bool tensor_values_ok(const tl_slm_tensor *x, float *row, finding *f) {
+  tl_slm_tensor stored = *x;
+  uint8_t *bytes;
+  size_t row_bytes = 0;
+  bool ok;
+  if (!x->packed) return stored_values_ok(x, row, f);
+  bytes = malloc(x->len ? x->len : 1);
+  if (bytes == NULL) {
+    f->oom = true;
+    return found(f, TL_RULE_PACK_MISMATCH, "out of memory");
+  }
+  (void)tl_quant_row_bytes(x->type, x->n, &row_bytes); /* checked at open */
+  tl_kern_unpack(x->type, x->data, bytes, row_bytes, x->n, 0, x->rows);
+  stored.data = bytes;
+  stored.packed = false;
+  ok = stored_values_ok(&stored, row, f);
+  free(bytes);
+  return ok;
 }
 
 static bool keys_known(const json_t *o, const char *const *known, size_t n,

@@ -22,6 +22,7 @@
 #include "bytes.h"
 #include "cli.h"
 #include "hash/sha256.h"
+#include "kernels/kernels.h"
 #include "promote.h"
 #include "promote_plan.h"
 #include "quant/quant.h"
@@ -183,6 +184,7 @@ typedef struct judge {
   const capture *cap;
   const uint32_t *ids;
   float *row;      /* one weight row (the widest) */
+  uint8_t *blocks; /* one q8/q4 row's stored blocks, from packed rows */
   double *acc;     /* scratch */
   size_t elements; /* compared */
   double worst;
@@ -287,7 +289,7 @@ static void check_matmul(judge *j, int stage, int32_t layer, uint32_t pos,
     }
   }
   size_t row_bytes = 0;
-  if (q && (w->data == NULL ||
+  if (q && ((w->data == NULL && w->packed == NULL) ||
             tl_quant_row_bytes(w->type, n, &row_bytes) != TL_OK)) {
     missing(j, stage, layer, pos);
     return;
@@ -297,8 +299,11 @@ static void check_matmul(judge *j, int stage, int32_t layer, uint32_t pos,
     if (q) {
       /* the stored blocks (Q-12): each f32 scale and the integer codes, so
        * that s_b is F-4's exact integer sum */
-      const uint8_t *blk = w->data + r * row_bytes;
+      const uint8_t *blk = j->blocks;
       size_t bb = w->type == TL_QTYPE_Q8 ? 36 : 20;
+      if (w->data != NULL) blk = w->data + r * row_bytes;
+      else /* packed (docs/slm.md SLM-11a): as stored */
+        tl_kern_unpack(w->type, w->packed + r * row_bytes, j->blocks, row_bytes, n, 0, 1);
       for (size_t b = 0; b < nb; b++, blk += bb) {
         size_t lo = b * 32, hi = lo + 32 < n ? lo + 32 : n;
         double dw = tl_bits_to_f32(tl_load_le32(blk)), t;
@@ -832,13 +837,15 @@ tl_status tl_judge_replay(tl_claim_ctx *c, const uint8_t observation[32],
       j.ids = ids;
       j.row = malloc(widest * sizeof *j.row);
       j.acc = malloc((widest + 32) * 2 * sizeof *j.acc);
-      if (j.row == NULL || j.acc == NULL) st = TL_ERR_OUT_OF_MEMORY;
+      j.blocks = malloc((widest + 31) / 32 * TL_QUANT_Q8_BLOCK_BYTES);
+      if (j.row == NULL || j.acc == NULL || j.blocks == NULL) st = TL_ERR_OUT_OF_MEMORY;
       for (size_t p = 0; st == TL_OK && p < cap.n_judged; p++)
         check_position(&j, judged[p]);
       elements += j.elements;
       positions += cap.n_judged;
       free(j.row);
       free(j.acc);
+      free(j.blocks);
       cap_free(&cap);
       out->cases[i].pass = !j.failed;
       if (j.worst > worst) {

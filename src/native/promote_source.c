@@ -54,12 +54,12 @@ static json_t *observe_tensors(const tl_native_model *art, const tl_native_model
     snprintf(name, sizeof name, "%.*s", (int)(a.name_len < 200 ? a.name_len : 200), a.name);
     hex(a.digest, ha);
     line = json_pack("{s:s,s:s,s:s}", "tensor", name, "artifact", ha, "type",
-                     tl_slm_dtype_name(tl_slm_dtype_code(a.type)));
+                     tl_slm_dtype_name(tl_slm_dtype_code(a.type, a.packed)));
     if (tl_slm_tensor_find(&re->tensors, a.name, a.name_len, &b) == TL_OK) {
-      bool same = a.type == b.type && a.len == b.len && memcmp(a.digest, b.digest, 32) == 0;
+      bool same = a.type == b.type && a.packed == b.packed && a.len == b.len && memcmp(a.digest, b.digest, 32) == 0;
       hex(b.digest, hb);
       json_object_set_new(line, "source", json_string(hb));
-      json_object_set_new(line, "source_type", json_string(tl_slm_dtype_name(tl_slm_dtype_code(b.type))));
+      json_object_set_new(line, "source_type", json_string(tl_slm_dtype_name(tl_slm_dtype_code(b.type, b.packed))));
       json_object_set_new(line, "equal", json_boolean(same));
       if (!same) {
         char where[128];
@@ -75,11 +75,22 @@ static json_t *observe_tensors(const tl_native_model *art, const tl_native_model
   return lines;
 }
 
-/* convert SOURCE -o DIR/requantized.slm --quant Q, as a child. */
+/* "packed" when the artifact holds q8/q4 tensors in the packed layout
+ * (docs/slm.md SLM-11a), else "stored": the re-conversion writes the same. */
+static const char *layout_of(const tl_native_model *m) {
+  for (size_t i = 0; i < m->tensors.n; i++) {
+    tl_slm_tensor t;
+    if (tl_slm_tensor_at(&m->tensors, i, &t) == TL_OK && t.packed) return "packed";
+  }
+  return "stored";
+}
+
+/* convert SOURCE -o DIR/requantized.slm --quant Q --layout L, as a child. */
 static tl_status reconvert(tl_claim_ctx *c, const char *source, const char *quant,
                            const char *out) {
   char *argv[] = {"tinylm", "convert", (char *)source, "-o", (char *)out, "--quant",
-                  (char *)quant, "--json", NULL};
+                  (char *)quant, "--layout", (char *)layout_of(&c->session->model), "--json",
+                  NULL};
   char *text = NULL;
   int status = 0;
   tl_status st = tl_spawn_read("/proc/self/exe", argv, &text, &status, c->err, c->err_cap);

@@ -180,7 +180,8 @@ static void run_rows(tl_srv_engine *e, slot **rows, size_t n) {
   tl_status own[MAX_SLOTS];
   double t0 = tl_now_s();
   st = tl_qwen3_forward_rows(&e->master.qwen, caches, ids, n, logits, &e->scratch, &fault);
-  e->step_ns = (long)((tl_now_s() - t0) * 1e9);
+  double took = tl_now_s() - t0;
+  e->step_ns = (long)(took * 1e9);
   for (size_t i = 0; i < n; i++)
     own[i] = st == TL_OK ? TL_OK
                          : tl_qwen3_forward(&e->master.qwen, rows[i]->fwd_cache,
@@ -190,6 +191,7 @@ static void run_rows(tl_srv_engine *e, slot **rows, size_t n) {
   for (size_t i = 0; i < n; i++) finish_call(rows[i], own[i]);
   e->stats.forward_batches++;
   e->stats.batched_tokens += n;
+  e->stats.decode_step_seconds += took;
   pthread_mutex_unlock(&e->lock);
 }
 
@@ -242,10 +244,12 @@ static void *forward_main(void *arg) {
     pthread_mutex_unlock(&e->lock);
     if (n != 0) run_rows(e, rows, n);
     if (chunk != NULL) {
+      double t0 = tl_now_s();
       tl_status st = tl_qwen3_forward(&e->master.qwen, chunk->fwd_cache, chunk->fwd_ids,
                                       chunk->fwd_n, chunk->fwd_logits, NULL, &e->scratch,
                                       chunk->fwd_fault);
       pthread_mutex_lock(&e->lock);
+      e->stats.prefill_chunk_seconds += tl_now_s() - t0;
       finish_call(chunk, st);
       pthread_mutex_unlock(&e->lock);
     }
@@ -1125,7 +1129,12 @@ tl_status tl_srv_job_wait(tl_srv_job *j, int timeout_ms, size_t text_from, size_
     until.tv_nsec -= 1000000000L;
   }
   pthread_mutex_lock(&e->lock);
-  while (j->state == state_seen && j->text_len <= text_from && j->n_tokens <= tokens_from &&
+  /* a token whose text is not in yet is no news: returning for it would
+   * spin the stream's thread (and take e->lock from the slot that is
+   * about to append that text) until the text came */
+  while (j->state == state_seen && j->text_len <= text_from &&
+         tl_srv_tokens_ready(j->tokens, j->n_tokens, j->text_len, tokens_from, false) <=
+             tokens_from &&
          j->state != TL_SRV_DONE &&
          pthread_cond_timedwait(&j->changed, &e->lock, &until) != ETIMEDOUT) {
   }
@@ -1135,12 +1144,8 @@ tl_status tl_srv_job_wait(tl_srv_job *j, int timeout_ms, size_t text_from, size_
   u->text_from = text_from < j->text_len ? text_from : j->text_len;
   u->text_len = j->text_len;
   u->tokens_from = tokens_from < j->n_tokens ? tokens_from : j->n_tokens;
-  u->n_tokens = j->n_tokens;
-  /* a token's text_end may still move back at the stop cut: tokens are
-   * handed out with their text, and all of them at the end */
-  if (j->state != TL_SRV_DONE)
-    while (u->n_tokens > u->tokens_from && j->tokens[u->n_tokens - 1].text_end > j->text_len)
-      u->n_tokens--;
+  u->n_tokens = tl_srv_tokens_ready(j->tokens, j->n_tokens, j->text_len, u->tokens_from,
+                                    j->state == TL_SRV_DONE);
   u->text = malloc(u->text_len - u->text_from + 1);
   u->tokens = malloc((u->n_tokens - u->tokens_from + 1) * sizeof *u->tokens);
   if (u->text == NULL || u->tokens == NULL) {
@@ -1156,6 +1161,13 @@ tl_status tl_srv_job_wait(tl_srv_job *j, int timeout_ms, size_t text_from, size_
   if (j->state == TL_SRV_DONE) u->result = j->result;
   pthread_mutex_unlock(&e->lock);
   return TL_OK;
+}
+
+size_t tl_srv_tokens_ready(const tl_srv_token *tokens, size_t n, size_t text_len,
+                           size_t from, bool done) {
+  if (!done)
+    while (n > from && tokens[n - 1].text_end > text_len) n--;
+  return n;
 }
 
 void tl_srv_update_free(tl_srv_update *u) {

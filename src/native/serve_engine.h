@@ -194,12 +194,20 @@ typedef struct tl_srv_update {
 } tl_srv_update;
 
 /* Waits until the job has more than the caller has seen (text past
- * text_from, tokens past tokens_from, a state change from *state_seen) or
- * timeout_ms passed, then fills u. Returns TL_OK (also on a timeout with
- * nothing new). */
+ * text_from, tokens past tokens_from whose text is in, a state change
+ * from *state_seen) or timeout_ms passed, then fills u. Returns TL_OK
+ * (also on a timeout with nothing new). */
 tl_status tl_srv_job_wait(tl_srv_job *job, int timeout_ms, size_t text_from,
                           size_t tokens_from, tl_srv_state state_seen, tl_srv_update *u);
 void tl_srv_update_free(tl_srv_update *u);
+
+/* How many of tokens[0, n) a waiter may take, from at least from: a token
+ * is handed out with its text, so one whose text_end is past text_len
+ * (its bytes not yet appended, or cut back at a stop string) waits, and
+ * so do the ones after it; all n once the job is done. A token that is
+ * not ready is no news: tl_srv_job_wait keeps waiting for its text. */
+size_t tl_srv_tokens_ready(const tl_srv_token *tokens, size_t n, size_t text_len,
+                           size_t from, bool done);
 
 /* Asks the job to stop (a client went away): it stops before its next
  * forward pass (within one decode step or prefill chunk) and frees its
@@ -215,6 +223,11 @@ typedef struct tl_srv_stats {
   uint64_t requests_done, requests_cancelled, requests_failed;
   uint32_t processing, queued, slots_busy;
   uint64_t forward_batches, batched_tokens; /* decode passes and tokens they served */
+  /* the wall time of those passes and of the prefill chunks run between
+   * them, on the forward thread: what the decode span holds beyond both
+   * is the time between passes (sampling, hand-offs, the gather, the HTTP
+   * threads on the same CPUs) */
+  double decode_step_seconds, prefill_chunk_seconds;
   /* KV cache rows held by the jobs in slots (reused prefix, prompt computed
    * so far, generated tokens fed back) and the rows of every slot */
   uint64_t kv_used, kv_capacity;

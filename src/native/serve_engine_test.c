@@ -254,6 +254,8 @@ static void scenario(tl_test_ctx *t, const char *path, bool fast, uint32_t threa
     tl_srv_stats st;
     tl_srv_engine_stats(e, &st);
     TL_EXPECT(t, st.batched_tokens > st.forward_batches);
+    TL_EXPECT(t, st.decode_step_seconds > 0); /* the passes were timed */
+    TL_EXPECT(t, st.prefill_chunk_seconds > 0);
   }
   /* a cache hit: the prompt again once every slot has run something */
   if ((j[0] = submit(t, e, prompts[0], false, &q, 0)) != NULL && collect(t, j[0], &got)) {
@@ -621,6 +623,28 @@ static void kv_usage_counts_running_jobs_only(tl_test_ctx *t) {
   tl_srv_engine_close(e);
 }
 
+/* A token is news only with its text (serve_engine.h): the stream's
+ * thread waits through the moment between a token's choice and its
+ * bytes instead of spinning on it. */
+static void tokens_wait_for_their_text(tl_test_ctx *t) {
+  tl_srv_token tok[4];
+  const size_t ends[4] = {3, 3, 7, 12}; /* the second token has no visible bytes */
+  memset(tok, 0, sizeof tok);
+  for (size_t i = 0; i < 4; i++) tok[i].text_end = ends[i];
+  TL_EXPECT_EQ_U64(t, tl_srv_tokens_ready(tok, 4, 0, 0, false), 0);
+  TL_EXPECT_EQ_U64(t, tl_srv_tokens_ready(tok, 4, 2, 0, false), 0);
+  TL_EXPECT_EQ_U64(t, tl_srv_tokens_ready(tok, 4, 3, 0, false), 2);
+  TL_EXPECT_EQ_U64(t, tl_srv_tokens_ready(tok, 4, 11, 0, false), 3);
+  TL_EXPECT_EQ_U64(t, tl_srv_tokens_ready(tok, 4, 12, 0, false), 4);
+  TL_EXPECT_EQ_U64(t, tl_srv_tokens_ready(tok, 3, 12, 0, false), 3); /* only those chosen */
+  /* what the caller has is never taken back: no news, not fewer */
+  TL_EXPECT_EQ_U64(t, tl_srv_tokens_ready(tok, 4, 7, 3, false), 3);
+  TL_EXPECT_EQ_U64(t, tl_srv_tokens_ready(tok, 4, 5, 3, false), 3);
+  /* done: every token, the stop cut having moved text back */
+  TL_EXPECT_EQ_U64(t, tl_srv_tokens_ready(tok, 4, 5, 0, true), 4);
+  TL_EXPECT_EQ_U64(t, tl_srv_tokens_ready(tok, 0, 0, 0, false), 0);
+}
+
 static const tl_test_case cases[] = {
     TL_CASE(receipt_dir_checked_at_open),
     TL_CASE(receipt_dir_private),
@@ -634,5 +658,6 @@ static const tl_test_case cases[] = {
     TL_CASE(grammars_outlive_their_requests),
     TL_CASE(kv_usage_counts_running_jobs_only),
     TL_CASE(gather_waits_a_share_of_the_step),
+    TL_CASE(tokens_wait_for_their_text),
 };
 TL_SUITE(serve_engine, cases);

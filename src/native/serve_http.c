@@ -585,6 +585,11 @@ char *tl_srv_metrics_text(const tl_srv_stats *s, const tl_srv_http_counts *c) {
          (unsigned long long)s->forward_batches);
   METRIC("decode_batched_tokens_total", "counter", "Tokens those passes decoded.", "%llu",
          (unsigned long long)s->batched_tokens);
+  METRIC("decode_step_seconds_total", "counter", "Seconds those passes took.", "%.6f",
+         s->decode_step_seconds);
+  METRIC("prefill_chunk_seconds_total", "counter",
+         "Seconds the prefill passes took on the forward thread.", "%.6f",
+         s->prefill_chunk_seconds);
 #undef METRIC
   if (b.failed) {
     tl_srv_buf_free(&b);

@@ -392,7 +392,9 @@ static void metrics_name_every_counter(tl_test_ctx *t) {
   tl_srv_stats st = {.prompt_tokens = 11, .cached_tokens = 3, .generated_tokens = 40,
                      .prompt_seconds = 0.5, .decode_seconds = 2.25, .requests_cancelled = 2,
                      .processing = 1, .queued = 4, .slots_busy = 1, .forward_batches = 30,
-                     .batched_tokens = 45, .kv_used = 60, .kv_capacity = 160};
+                     .batched_tokens = 45, .decode_step_seconds = 1.5,
+                     .prefill_chunk_seconds = 0.25, .kv_used = 60,
+                     .kv_capacity = 160};
   tl_srv_http_counts n = {.requests = 9, .rejected = 5};
   static const char *const lines[] = {
       "\ntinylm_prompt_tokens_total 11\n", "\ntinylm_prompt_cached_tokens_total 3\n",
@@ -401,7 +403,8 @@ static void metrics_name_every_counter(tl_test_ctx *t) {
       "\ntinylm_requests_queued 4\n", "\ntinylm_requests_rejected_total 5\n",
       "\ntinylm_requests_total 9\n", "\ntinylm_requests_cancelled_total 2\n",
       "\ntinylm_slots_busy 1\n", "\ntinylm_decode_batches_total 30\n",
-      "\ntinylm_decode_batched_tokens_total 45\n",
+      "\ntinylm_decode_batched_tokens_total 45\n", "\ntinylm_decode_step_seconds_total 1.500000\n",
+      "\ntinylm_prefill_chunk_seconds_total 0.250000\n",
       "\ntinylm_kv_cache_usage_ratio 0.375000\n", /* 60 of 160 rows */
       "# TYPE tinylm_kv_cache_usage_ratio gauge\n",
       "# TYPE tinylm_requests_queued gauge\n", "# TYPE tinylm_requests_total counter\n"};

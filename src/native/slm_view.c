@@ -111,7 +111,7 @@ static json_t *tensors_json(const tl_slm_tensors *t, const uint8_t *file) {
       json_array_append_new(shape, json_integer((json_int_t)x.shape[d]));
     json_array_append_new(
         a, json_pack("{s:s%,s:s,s:o,s:I,s:I,s:o}", "name", x.name, x.name_len,
-                     "dtype", tl_slm_dtype_name(tl_slm_dtype_code(x.type)),
+                     "dtype", tl_slm_dtype_name(tl_slm_dtype_code(x.type, x.packed)),
                      "shape", shape, "offset", (json_int_t)(x.data - file),
                      "length", (json_int_t)x.len, "blake3",
                      tl_cli_json_hex(x.digest, 32)));

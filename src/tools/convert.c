@@ -18,6 +18,7 @@
 #include "hash/blake3.h"
 #include "hash/sha256.h"
 #include "input_snapshot.h"
+#include "kernels/kernels.h"
 #include "quant/quant.h"
 #include "qwen3_config.h"
 #include "slm_tensor_dir.h"
@@ -226,7 +227,7 @@ typedef struct plan {
 } plan;
 
 static const char *qtype_name(tl_qtype t) {
-  return tl_slm_dtype_name(tl_slm_dtype_code(t));
+  return tl_slm_dtype_name(tl_slm_dtype_code(t, false));
 }
 
 static tl_qtype st_qtype(tl_st_dtype d) {
@@ -465,6 +466,7 @@ static tl_status lay_out(plan *p, char *err, size_t cap) {
     e = &p->entries[t->entry];
     e->name = t->name;
     e->type = t->dest;
+    e->packed = p->opt->packed && (e->type == TL_QTYPE_Q8 || e->type == TL_QTYPE_Q4);
     e->rank = (uint32_t)t->src->rank;
     memcpy(e->shape, t->src->shape, t->src->rank * sizeof(uint64_t));
   }
@@ -872,6 +874,8 @@ static tl_status write_tensor(plan *p, tl_slm_writer *w, size_t section,
       st = failf(err, cap, st, "tensor '%s': packing failed", t->name);
       break;
     }
+    /* the digest covers the bytes as the file holds them */
+    if (e->packed) tl_kern_pack(e->type, out, out, row_bytes, n, 0, rows);
     tl_blake3_hasher_update(&h, out, rows * row_bytes);
     st = tl_slm_writer_append(w, section, out, rows * row_bytes, err, cap);
     tl_file_release(view, in, rows * src_row);

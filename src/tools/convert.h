@@ -38,6 +38,9 @@ typedef struct tl_convert_options {
   const char *out_path;
   const char *receipt_path; /* NULL: out_path + ".receipt.cbor" */
   const char *quant;        /* "source" (NULL), "f32", "f16", "bf16", "q8", "q4" */
+  /* q8/q4 weights in the fast lane's packed layout (SLM-11: dtype codes
+   * q8p/q4p), which it computes on in the file mapping */
+  bool packed;
   const char *profile;      /* NULL or a family profile with declared resolutions */
   const char *build_id;     /* goes into the receipt only */
   bool tokenizer_only;

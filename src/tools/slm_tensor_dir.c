@@ -92,7 +92,7 @@ void tl_td_encode(const tl_td_entry *entries, size_t n, uint8_t *out) {
     size_t len = strlen(e->name);
     tl_store_le32(p, (uint32_t)name_at);
     tl_store_le32(p + 4, (uint32_t)len);
-    tl_store_le32(p + 8, tl_slm_dtype_code(e->type));
+    tl_store_le32(p + 8, tl_slm_dtype_code(e->type, e->packed));
     tl_store_le32(p + 12, e->rank);
     for (size_t d = 0; d < TL_SLM_TD_MAX_RANK; d++)
       tl_store_le64(p + 16 + 8 * d, e->shape[d]);

@@ -13,6 +13,7 @@
 typedef struct tl_td_entry {
   const char *name; /* NUL-terminated */
   tl_qtype type;
+  bool packed; /* q8/q4 rows in tl_kern_pack's layout (SLM-11) */
   uint32_t rank;
   uint64_t shape[TL_SLM_TD_MAX_RANK];
   /* Set by tl_td_layout. */

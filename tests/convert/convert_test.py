@@ -52,6 +52,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -645,6 +646,86 @@ def case(tinylm, work, variant, hf, source, quant):
     return problems
 
 
+def run_ids(tinylm, path, *flags):
+    out = json.loads(run([tinylm, "run", path, "--prompt", "Hi", "-n", "4",
+                          "--seed", "5", "--json", *flags]))
+    return out["ids"]
+
+
+def packed_layout(tinylm, work, variant, hf, quant):
+    """--layout packed (SLM-11): the packed tensors decode (slm_inspect.py,
+    written from the spec) to exactly the stored layout's bytes, the other
+    tensors are the same bytes, both readers agree, both lanes give the
+    same ids, and a changed code byte is a hash mismatch."""
+    problems = []
+    paths = {}
+    for layout in ("stored", "packed"):
+        paths[layout] = os.path.join(work, f"layout-{variant}-{quant}-{layout}.slm")
+        run([tinylm, "convert", hf, "-o", paths[layout], "--quant", quant,
+             "--layout", layout])
+    problems += [f"inspect: {d}" for d in compare_inspect(tinylm, paths["packed"])[0]]
+    stored, packed = load_artifact(paths["stored"]), load_artifact(paths["packed"])
+    by_name = stored[3]
+    n_packed = 0
+    for t in packed[3].values():
+        s = by_name.get(t["name"])
+        body = bytes(packed[0][t["offset"]:t["offset"] + t["length"]])
+        want = bytes(stored[0][s["offset"]:s["offset"] + s["length"]])
+        if t["dtype"] == quant + "p":
+            n_packed += 1
+            body = slm_inspect.stored_bytes(t["dtype"], t["shape"], body)
+            if body == want:
+                continue
+        elif t["dtype"] != s["dtype"]:
+            problems.append(f"{t['name']}: {t['dtype']}, stored {s['dtype']}")
+        if body != want:
+            problems.append(f"{t['name']}: does not decode to the stored layout's bytes")
+    if n_packed == 0:
+        problems.append(f"no {quant}p tensor in the packed artifact")
+    for lane in ([], ["--lane", "scalar"], ["--mmap"], ["--lane", "scalar", "--mmap"]):
+        a, b = run_ids(tinylm, paths["stored"], *lane), run_ids(tinylm, paths["packed"], *lane)
+        if a != b:
+            problems.append(f"run {' '.join(lane)}: ids {b} on the packed layout, {a} stored")
+    # one code byte of the last packed tensor changed: its digest refuses it
+    t = [t for t in packed[3].values() if t["dtype"] == quant + "p"][-1]
+    bad = bytearray(packed[0])
+    bad[t["offset"] + t["length"] - 1] ^= 0x01
+    path = os.path.join(work, f"layout-{variant}-{quant}-bad.slm")
+    with open(path, "wb") as f:
+        f.write(bad)
+    p = subprocess.run([tinylm, "run", path, "--prompt", "Hi", "-n", "1",
+                        "--verify", "full"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE)
+    err = p.stderr.decode(errors="replace")
+    if p.returncode == 0 or "hash_mismatch" not in err:
+        problems.append(f"a changed code byte: exit {p.returncode}, {err.strip()[:200]}")
+    # a code outside Q-17 (q8 -128: packed byte 0; q4 nibble 0) under
+    # resealed digests: refused before use, also once the file is stamped
+    bad = bytearray(packed[0])
+    nb = -(-t["shape"][-1] // 32)
+    at = t["offset"] + 4 * min(16, nb)  # row 0's first code byte
+    bad[at] = 0 if quant == "q8" else bad[at] & 0xF0
+    bad[t["field"] + 64:t["field"] + 96] = blake3(bytes(bad[t["offset"]:t["offset"] + t["length"]]))
+    n = struct.unpack_from("<I", bad, 24)[0]
+    for i in range(n):
+        field = 64 + 64 * i
+        off, length = struct.unpack_from("<QQ", bad, field + 8)
+        bad[field + 24:field + 56] = blake3(bytes(bad[off:off + length]))
+    bad[32:64] = blake3(bytes(bad[:32]) + bytes(bad[64:64 + 64 * n]))
+    path = os.path.join(work, f"layout-{variant}-{quant}-invalid.slm")
+    with open(path, "wb") as f:
+        f.write(bad)
+    time.sleep(2.1)  # old enough to be stamped (stamp.h)
+    for k in (1, 2):
+        p = subprocess.run([tinylm, "run", path, "--prompt", "Hi", "-n", "1"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        err = p.stderr.decode(errors="replace")
+        if p.returncode != 1 or "invalid quantized weights (invalid_model)" not in err:
+            problems.append(f"a code outside Q-17, run {k}: exit {p.returncode}, "
+                            f"{err.strip()[:200]}")
+    return problems
+
+
 def inputs_read_once(tinylm, work, hf):
     """Each JSON input is opened once: the bytes convert hashes into the
     receipt are the bytes it parses (issue 23 item 4: a config.json swapped
@@ -850,6 +931,10 @@ def main(argv):
         if variant == VARIANTS[0][0]:
             run_check(f"{variant}: each input read once", inputs_read_once,
                       tinylm, work, hf)
+        if variant in ("single", "oddrows"):
+            for quant in ("q8", "q4"):
+                run_check(f"{variant} --quant {quant} --layout packed", packed_layout,
+                          tinylm, work, variant, hf, quant)
         if variant == "embedding":
             run_check("embedding: metadata, names, refusals", embedding_checks,
                       tinylm, work, hf)

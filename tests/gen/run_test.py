@@ -1031,8 +1031,18 @@ def test_chat_model_file_changes():
     (SIGBUS), and the second turn (after /reset, the same conversation)
     either answers as it does on an untouched file or the chat stops with
     `error: io: FILE changed while in use`. The bytes now in the file are
-    never read as a model (no template or tokenizer error from them)."""
+    never read as a model (no template or tokenizer error from them).
+    The fast lane computes on the mapping of tiny-f32.slm (float weights)
+    and of a q8 artifact in the packed layout (docs/slm.md SLM-11a)."""
     other = os.path.join(ROOT, "tests", "golden", "slm", "tiny-q8.slm")
+    hf, packed = os.path.join(WORK, "hf-packed"), os.path.join(WORK, "packed-q8.slm")
+    subprocess.run([TINYLM, "synth", "--config", os.path.join(ROOT, "tests", "golden", "slm", "tiny.json"),
+                    "--seed", "7", "-o", hf, "--tokenizer-dir",
+                    os.path.join(ROOT, "tests", "fixtures", "tiny-tokenizer")], check=True,
+                   stdout=subprocess.DEVNULL)
+    os.remove(os.path.join(hf, "generation_config.json"))  # as tests/convert does
+    subprocess.run([TINYLM, "convert", hf, "-o", packed, "--quant", "q8", "--layout", "packed"],
+                   check=True, stdout=subprocess.DEVNULL)
 
     def truncate(path):
         os.truncate(path, os.path.getsize(path) // 2)
@@ -1043,13 +1053,16 @@ def test_chat_model_file_changes():
             f.truncate(0)
             f.write(open(other, "rb").read())
 
-    for lane in (["--lane", "fast"], ["--lane", "scalar"], ["--lane", "fast", "--mmap"],
-                 ["--lane", "scalar", "--mmap"]):
-        rc0, want, err0, _ = chat_over_changing_file(MODEL, lambda path: None, *lane)
-        check(f"chat {' '.join(lane)}: two turns on an untouched file", rc0 == 0, err0[-300:])
+    for model, lane in [(MODEL, lane) for lane in (
+            ["--lane", "fast"], ["--lane", "scalar"], ["--lane", "fast", "--mmap"],
+            ["--lane", "scalar", "--mmap"])] + [(packed, ["--lane", "fast"]),
+                                                (packed, ["--lane", "scalar"])]:
+        rc0, want, err0, _ = chat_over_changing_file(model, lambda path: None, *lane)
+        label = f"{' '.join(lane)}{' (q8, packed)' if model == packed else ''}"
+        check(f"chat {label}: two turns on an untouched file", rc0 == 0, err0[-300:])
         for name, change in (("truncated", truncate), ("rewritten in place", rewrite)):
-            rc, out, err, copy = chat_over_changing_file(MODEL, change, *lane)
-            what = f"chat {' '.join(lane)}, model {name} after turn 1"
+            rc, out, err, copy = chat_over_changing_file(model, change, *lane)
+            what = f"chat {label}, model {name} after turn 1"
             check(f"{what}: no signal", rc >= 0, f"killed by signal {-rc}: {err[-300:]}")
             typed = f"error: io: {copy} changed while in use" in err
             check(f"{what}: the same replies, or a typed error naming the file and exit 1",

@@ -76,6 +76,8 @@ if $avx512; then
     "$build/mutant40/unit_tests" kernels_dispatch.golden_all_variants
   expect "mutant 41 (AVX-512 float tile: a block's last token reads the one before)" fail \
     "$build/mutant41/unit_tests" kernels_dispatch.tiles
+  expect "mutant 42 (AVX-512 float tiles: the four-row reduction mixes rows 0 and 1)" fail \
+    "$build/mutant42/unit_tests" kernels_dispatch.tiles
 fi
 echo "$pass passed, $fail failed"
 ((fail == 0))

@@ -756,7 +756,8 @@ async function metricsAndReceipts(s, client, receiptDir) {
   const names = ['tinylm_prompt_tokens_total', 'tinylm_prompt_cached_tokens_total', 'tinylm_tokens_predicted_total',
     'tinylm_prompt_seconds_total', 'tinylm_tokens_predicted_seconds_total', 'tinylm_requests_processing', 'tinylm_requests_queued',
     'tinylm_requests_rejected_total', 'tinylm_requests_total', 'tinylm_requests_cancelled_total', 'tinylm_slots_busy',
-    'tinylm_decode_batches_total', 'tinylm_decode_batched_tokens_total'];
+    'tinylm_decode_batches_total', 'tinylm_decode_batched_tokens_total', 'tinylm_decode_step_seconds_total',
+    'tinylm_prefill_chunk_seconds_total'];
   check('/metrics: 200 text/plain; version=0.0.4, every counter', m0._response.status === 200 &&
     /^text\/plain; version=0\.0\.4/.test(m0._response.headers['content-type'] ?? '') && names.every((n) => Number.isFinite(m0[n])),
     short(names.filter((n) => !Number.isFinite(m0[n]))));

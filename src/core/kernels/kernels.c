@@ -276,6 +276,54 @@ void tl_kern_pack(tl_qtype type, const uint8_t *src, uint8_t *dst, size_t row_by
     }
 }
 
+/* The inverses of pack_group_q8/q4: a packed group of m blocks back to
+ * the stored blocks (out must not overlap in). */
+static void unpack_group_q8(const uint8_t *in, size_t m, uint8_t *out) {
+  const uint8_t *c = in + 4 * m;
+  for (size_t j = 0; j < m; j++) {
+    uint8_t *blk = out + j * TL_QUANT_Q8_BLOCK_BYTES;
+    memcpy(blk, in + 4 * j, 4);
+    for (size_t s = 0; s < 8; s++)
+      tl_store_le32(blk + 4 + 4 * s, tl_load_le32(c + 4 * m * s + 4 * j) ^ 0x80808080u);
+  }
+}
+
+static void unpack_group_q4(const uint8_t *in, size_t m, uint8_t *out) {
+  const uint8_t *c = in + 4 * m;
+  for (size_t j = 0; j < m; j++) {
+    uint8_t *blk = out + j * TL_QUANT_Q4_BLOCK_BYTES;
+    memcpy(blk, in + 4 * j, 4);
+    for (size_t k = 0; k < 4; k++) {
+      const uint8_t *o = c + 4 * m * k + 4 * j;
+      uint8_t *b = blk + 4 + 4 * k;
+      b[0] = (uint8_t)((o[0] & 0x0F) | (o[1] & 0x0F) << 4);
+      b[1] = (uint8_t)((o[2] & 0x0F) | (o[3] & 0x0F) << 4);
+      b[2] = (uint8_t)((o[0] >> 4) | (o[1] & 0xF0));
+      b[3] = (uint8_t)((o[2] >> 4) | (o[3] & 0xF0));
+    }
+  }
+}
+
+/* Group g (m blocks) of a packed row, unpacked into out. */
+static void unpack_group(tl_qtype type, const uint8_t *g, size_t m, uint8_t *out) {
+  if (type == TL_QTYPE_Q8) unpack_group_q8(g, m, out);
+  else unpack_group_q4(g, m, out);
+}
+
+void tl_kern_unpack(tl_qtype type, const uint8_t *src, uint8_t *dst, size_t row_bytes,
+                    size_t n, size_t r0, size_t r1) {
+  size_t nb = (n + TL_QUANT_BLOCK - 1) / TL_QUANT_BLOCK, bb;
+  if (type != TL_QTYPE_Q8 && type != TL_QTYPE_Q4) return;
+  bb = type == TL_QTYPE_Q8 ? TL_QUANT_Q8_BLOCK_BYTES : TL_QUANT_Q4_BLOCK_BYTES;
+  for (size_t r = r0; r < r1; r++)
+    for (size_t b = 0; b < nb; b += TL_KERN_GROUP) {
+      size_t m = nb - b < TL_KERN_GROUP ? nb - b : TL_KERN_GROUP;
+      uint8_t in[TL_KERN_GROUP * TL_QUANT_Q8_BLOCK_BYTES];
+      memcpy(in, src + r * row_bytes + b * bb, m * bb); /* dst may be src */
+      unpack_group(type, in, m, dst + r * row_bytes + b * bb);
+    }
+}
+
 const uint8_t *tl_kern_pad_group(tl_qtype type, const uint8_t *g, size_t m, uint8_t *out) {
   size_t step = type == TL_QTYPE_Q8 ? 8 : 4; /* code rows of 4 bytes per block */
   uint8_t zero = type == TL_QTYPE_Q8 ? 0x80 : 0x00;
@@ -489,6 +537,37 @@ static bool block_plainly_valid(tl_qtype type, const uint8_t *blk, size_t presen
   return true;
 }
 
+/* block_plainly_valid for a packed group of m full blocks: each scale
+ * positive, finite and small enough, then every code word at once (the
+ * packed codes are the stored ones permuted, q8 offset by 0x80: a code
+ * -128 is a zero byte, a q4 nibble 0 a zero nibble). */
+static bool group_plainly_valid(tl_qtype type, const uint8_t *g, size_t m) {
+  size_t codes = (type == TL_QTYPE_Q8 ? 32u : 16u) * m;
+  for (size_t j = 0; j < m; j++) {
+    uint32_t bits = tl_load_le32(g + 4 * j);
+    float top = (type == TL_QTYPE_Q8 ? 127.0f : 7.0f) * tl_bits_to_f32(bits);
+    if (bits == 0 || bits >= 0x7F800000u || !(top - top == 0.0f)) return false;
+  }
+  /* no early exit: a loop the compiler vectorises (valid groups are the
+   * common case) */
+  if (type == TL_QTYPE_Q8) {
+    uint64_t any = 0;
+    for (size_t k = 0; k < codes; k += 8) {
+      uint64_t w = tl_load_le64(g + 4 * m + k);
+      any |= (w - 0x0101010101010101u) & ~w;
+    }
+    return (any & 0x8080808080808080u) == 0;
+  } else {
+    uint64_t any = 0;
+    for (size_t k = 0; k < codes; k += 8) {
+      uint64_t w = tl_load_le64(g + 4 * m + k), lo = w & 0x0F0F0F0F0F0F0F0Fu,
+               hi = (w >> 4) & 0x0F0F0F0F0F0F0F0Fu;
+      any |= ((lo - 0x0101010101010101u) & ~lo) | ((hi - 0x0101010101010101u) & ~hi);
+    }
+    return (any & 0x8080808080808080u) == 0;
+  }
+}
+
 /* Q-17 for one block's stored bytes. */
 static bool block_valid(tl_qtype type, const uint8_t *blk, size_t present) {
   uint32_t bits = tl_load_le32(blk);
@@ -514,18 +593,29 @@ static bool block_valid(tl_qtype type, const uint8_t *blk, size_t present) {
   }
 }
 
-tl_status tl_kern_validate(tl_qtype type, const uint8_t *w, size_t row_bytes,
+tl_status tl_kern_validate(tl_qtype type, bool packed, const uint8_t *w, size_t row_bytes,
                            size_t n, size_t r0, size_t r1) {
   size_t nb = (n + TL_QUANT_BLOCK - 1) / TL_QUANT_BLOCK, bb;
   if (type != TL_QTYPE_Q8 && type != TL_QTYPE_Q4) return TL_OK;
   bb = type == TL_QTYPE_Q8 ? TL_QUANT_Q8_BLOCK_BYTES : TL_QUANT_Q4_BLOCK_BYTES;
   for (size_t r = r0; r < r1; r++)
-    for (size_t b = 0; b < nb; b++) {
-      size_t present = n - b * TL_QUANT_BLOCK;
-      const uint8_t *blk = w + r * row_bytes + b * bb;
-      if (present > TL_QUANT_BLOCK) present = TL_QUANT_BLOCK;
-      if (!block_plainly_valid(type, blk, present) && !block_valid(type, blk, present))
-        return TL_ERR_INVALID_MODEL;
+    for (size_t b = 0; b < nb; b += TL_KERN_GROUP) {
+      size_t m = nb - b < TL_KERN_GROUP ? nb - b : TL_KERN_GROUP;
+      const uint8_t *g = w + r * row_bytes + b * bb;
+      uint8_t stored[TL_KERN_GROUP * TL_QUANT_Q8_BLOCK_BYTES];
+      /* a packed group is checked as the stored blocks it stands for */
+      if (packed && (b + m) * TL_QUANT_BLOCK <= n && group_plainly_valid(type, g, m)) continue;
+      if (packed) {
+        unpack_group(type, g, m, stored);
+        g = stored;
+      }
+      for (size_t j = 0; j < m; j++) {
+        size_t present = n - (b + j) * TL_QUANT_BLOCK;
+        if (present > TL_QUANT_BLOCK) present = TL_QUANT_BLOCK;
+        if (!block_plainly_valid(type, g + j * bb, present) &&
+            !block_valid(type, g + j * bb, present))
+          return TL_ERR_INVALID_MODEL;
+      }
     }
   return TL_OK;
 }

@@ -13,6 +13,7 @@
 #ifndef TL_CORE_KERNELS_H
 #define TL_CORE_KERNELS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -192,15 +193,23 @@ void tl_kern_quantize_x(const float *x, size_t n, int8_t *codes, float *scales,
 void tl_kern_pack(tl_qtype type, const uint8_t *src, uint8_t *dst, size_t row_bytes, size_t n,
                   size_t r0, size_t r1);
 
+/* The exact inverse of tl_kern_pack: rows [r0, r1) of packed q8/q4 rows
+ * back to the stored layout (Q-12), dst == src allowed; other types:
+ * nothing to do. For readers that need the stored blocks of an artifact
+ * that holds the packed layout (docs/slm.md, SLM-11). */
+void tl_kern_unpack(tl_qtype type, const uint8_t *src, uint8_t *dst, size_t row_bytes,
+                    size_t n, size_t r0, size_t r1);
+
 /* One packed q8/q4 row as floats: code * scale, the values the stored
  * row decodes to (tl_quant_unpack). */
 void tl_kern_unpack_row(tl_qtype type, const uint8_t *row, size_t n, float *out);
 
-/* Q-17 for rows [r0, r1) of a q8/q4 weight (any other type: TL_OK):
+/* Q-17 for rows [r0, r1) of a q8/q4 weight, stored or (packed) in
+ * tl_kern_pack's layout (any other type: TL_OK):
  * TL_ERR_INVALID_MODEL for a negative or non-finite scale, a code outside
  * the domain, a non-zero padding code or a non-zero code under a zero
  * scale, or a product code * scale that overflows. */
-tl_status tl_kern_validate(tl_qtype type, const uint8_t *w, size_t row_bytes,
+tl_status tl_kern_validate(tl_qtype type, bool packed, const uint8_t *w, size_t row_bytes,
                            size_t n, size_t r0, size_t r1);
 
 /* F-6's tree T over A[0..16). */

@@ -41,6 +41,22 @@ TARGET static inline float tree16(__m512 a) {
                              _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1))));
 }
 
+/* tree16 of four accumulators at once (F-6's T, each add the same pair in
+ * the same operand order): B for two rows per add (lower 256 bits plus
+ * upper), C for four (128-bit quarters), then D and the result within
+ * each quarter; lane 0 of quarter i is row i's. 5 adds and 9 shuffles for
+ * four results where tree16 takes 4 and 4 each. */
+TARGET static inline __m128 tree16x4(__m512 a, __m512 b, __m512 c, __m512 d) {
+  __m512 p = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
+  __m512 q = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, 0x44), _mm512_shuffle_f32x4(c, d, 0xEE));
+  __m512 r = _mm512_add_ps(_mm512_shuffle_f32x4(p, q, TL_MUTANT_TREE4_LO),
+                           _mm512_shuffle_f32x4(p, q, 0xDD));
+  r = _mm512_add_ps(r, _mm512_shuffle_ps(r, r, 0x0E));
+  r = _mm512_add_ps(r, _mm512_shuffle_ps(r, r, 0x01));
+  return _mm512_castps512_ps128(
+      _mm512_permutexvar_ps(_mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0), r));
+}
+
 /* Bytes ahead of each row's reads to prefetch, and how: for one token
  * (decoding, which streams every weight once per token) 8 KB ahead into
  * L2 only (prefetcht1), for a tile of tokens (prefill, which reads the
@@ -260,16 +276,20 @@ TARGET static inline __m512 load16(int type, const uint8_t *p, __mmask16 m, bool
       _Pragma("GCC unroll 8") for (int t = 0; t < T; t++) acc[i][t] = _mm512_setzero_ps(); \
     for (; k + 16 <= n; k += 16) FTILE_STEP(R, T, TYPE, true);                             \
     if (k < n) FTILE_STEP(R, T, TYPE, false);                                              \
-    _Pragma("GCC unroll 8") for (int i = 0; i < R; i++)                                    \
-      _Pragma("GCC unroll 8") for (int t = 0; t < T; t++)                                  \
-        y[(size_t)t * y_stride + (size_t)i] = tree16(acc[i][t]);                           \
+    _Pragma("GCC unroll 8") for (int t = 0; t < T; t++) {                                  \
+      float *yt = y + (size_t)t * y_stride;                                                \
+      if (R == 4) _mm_storeu_ps(yt, tree16x4(acc[0][t], acc[1][t], acc[2][t], acc[3][t]));  \
+      else _Pragma("GCC unroll 8") for (int i = 0; i < R; i++) yt[i] = tree16(acc[i][t]);  \
+    }                                                                                      \
   }
 /* Tokens per float tile: 4 x 6 = 24 accumulators, 4 weight vectors and an
  * activation in the 32 registers. A product is one multiply and one add
  * (F-2), and this machine issues one 512-bit multiply and one add per
- * cycle, so what limits a tile is the other work per product: a row's
- * conversion serves 6 tokens (4 in a 4 x 4 tile) and an activation 4 rows
- * (2 in 2 x 12, whose 12 activations no longer stay in L1). */
+ * cycle; a widening (vpermw, vcvtph2ps) takes the same pipes, about a
+ * cycle each, so a row's conversion serves 6 tokens (4 in a 4 x 4 tile)
+ * and an activation 4 rows. 3 x 8 and 2 x 12 (fewer widenings, more
+ * activation loads) were no faster, nor f32 rows widened once per call
+ * (twice the bytes in cache): docs/fast-profile.md. */
 #define FLOAT_TOKENS 6
 #define FLOAT_TILES(prefix, TYPE)                                                          \
   FTILE_FN(prefix##_tile4xT, 4, FLOAT_TOKENS, TYPE)                                        \
@@ -385,9 +405,22 @@ TARGET static inline __m512 load_f16(const uint16_t *p, __mmask16 m) {
           acc[a][c] = _mm512_add_ps(acc[a][c], _mm512_mul_ps(x, kv[c]));                   \
       }                                                                                    \
     }                                                                                      \
-    _Pragma("GCC unroll 8") for (int a = 0; a < Q; a++)                                    \
-      _Pragma("GCC unroll 8") for (int c = 0; c < K; c++)                                  \
-        out[a][j + (size_t)c] = tree16(acc[a][c]);                                         \
+    if (K % 4 == 0) /* four keys' scores of a query together */                           \
+      _Pragma("GCC unroll 8") for (int a = 0; a < Q; a++)                                  \
+        _Pragma("GCC unroll 8") for (int c = 0; c < K; c += 4)                             \
+          _mm_storeu_ps(out[a] + j + c, tree16x4(acc[a][c], acc[a][(c + 1) % K],           \
+                                                 acc[a][(c + 2) % K], acc[a][(c + 3) % K])); \
+    else if (K == 2 && Q % 2 == 0) /* two keys of two queries */                           \
+      _Pragma("GCC unroll 8") for (int a = 0; a < Q; a += 2) {                             \
+        __m128 r = tree16x4(acc[a][0], acc[a][K - 1], acc[(a + 1) % Q][0],                 \
+                            acc[(a + 1) % Q][K - 1]);                                      \
+        _mm_storel_pi((__m64 *)(void *)(out[a] + j), r);                                   \
+        _mm_storeh_pi((__m64 *)(void *)(out[(a + 1) % Q] + j), r);                         \
+      }                                                                                    \
+    else                                                                                   \
+      _Pragma("GCC unroll 8") for (int a = 0; a < Q; a++)                                  \
+        _Pragma("GCC unroll 8") for (int c = 0; c < K; c++)                                \
+          out[a][j + (size_t)c] = tree16(acc[a][c]);                                       \
   }
 
 /* tl_kern_dots_n (and so dots and dots2) over keys of type T: eight

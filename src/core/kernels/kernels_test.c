@@ -76,6 +76,32 @@ static void pack_roundtrip(tl_test_ctx *t) {
     }
     tl_kern_pack((tl_qtype)type, w, w, rb, N, 0, ROWS); /* in place */
     TL_EXPECT_MEM(t, w, packed, ROWS * rb);
+    /* tl_kern_unpack is its inverse, short last group included */
+    if (!TL_EXPECT_OK(t, tl_quant_pack((tl_qtype)type, src, ROWS, N, w, sizeof w, NULL))) return;
+    tl_kern_unpack((tl_qtype)type, packed, packed, rb, N, 0, ROWS);
+    TL_EXPECT_MEM(t, packed, w, ROWS * rb);
+    /* and packed rows pass Q-17 as their stored rows do */
+    tl_kern_pack((tl_qtype)type, w, packed, rb, N, 0, ROWS);
+    TL_EXPECT_OK(t, tl_kern_validate((tl_qtype)type, true, packed, rb, N, 0, ROWS));
+  }
+}
+
+/* tl_kern_unpack on random bytes (any bytes, valid or not, in both
+ * layouts' sizes): pack after unpack and unpack after pack give them back. */
+static void unpack_inverts_pack(tl_test_ctx *t) {
+  enum { N = 530, ROWS = 2 }; /* 17 blocks: a group of 16 and one of 1 */
+  static uint8_t w[ROWS * 36 * 17], a[sizeof w], b[sizeof w];
+  tl_test_rng rng = {4141};
+  for (int type = TL_QTYPE_Q8; type <= TL_QTYPE_Q4; type++) {
+    size_t rb = 0;
+    (void)tl_quant_row_bytes((tl_qtype)type, N, &rb);
+    for (size_t i = 0; i < ROWS * rb; i++) w[i] = (uint8_t)tl_test_rng_next(&rng);
+    tl_kern_pack((tl_qtype)type, w, a, rb, N, 0, ROWS);
+    tl_kern_unpack((tl_qtype)type, a, b, rb, N, 0, ROWS);
+    TL_EXPECT_MEM(t, b, w, ROWS * rb);
+    tl_kern_unpack((tl_qtype)type, w, a, rb, N, 0, ROWS);
+    tl_kern_pack((tl_qtype)type, a, b, rb, N, 0, ROWS);
+    TL_EXPECT_MEM(t, b, w, ROWS * rb);
   }
 }
 
@@ -115,7 +141,7 @@ static void dot_golden(tl_test_ctx *t) {
     prepare(v->x, v->n, &x);
     TL_EXPECT_OK(t, tl_quant_row_bytes((tl_qtype)v->type, v->n, &row_bytes));
     TL_EXPECT_EQ_U64(t, row_bytes * v->rows, v->w_len);
-    TL_EXPECT_OK(t, tl_kern_validate((tl_qtype)v->type, v->w, row_bytes, v->n, 0, v->rows));
+    TL_EXPECT_OK(t, tl_kern_validate((tl_qtype)v->type, false, v->w, row_bytes, v->n, 0, v->rows));
     if (!TL_EXPECT(t, (w = packed_case(v, row_bytes)) != NULL)) return;
     k->rows[v->type](w, row_bytes, v->n, &x, v->rows, y);
     for (size_t r = 0; r < v->rows; r++)
@@ -373,6 +399,15 @@ static void wasm_simd_exps_equal_twin(tl_test_ctx *t) {
   }
 }
 
+/* Q-17 of one block, stored and packed (tl_kern_pack): the same answer. */
+static void expect_validate(tl_test_ctx *t, tl_qtype type, const uint8_t *blk, size_t bb,
+                            size_t n, tl_status want) {
+  uint8_t packed[36];
+  tl_kern_pack(type, blk, packed, bb, n, 0, 1);
+  TL_EXPECT_STATUS(t, tl_kern_validate(type, false, blk, bb, n, 0, 1), want);
+  TL_EXPECT_STATUS(t, tl_kern_validate(type, true, packed, bb, n, 0, 1), want);
+}
+
 /* One valid block per type, broken one way at a time. */
 static void validate_rejects(tl_test_ctx *t) {
   uint8_t b8[36], b4[20];
@@ -381,40 +416,40 @@ static void validate_rejects(tl_test_ctx *t) {
   memcpy(b4, &one, 4);
   for (size_t i = 0; i < 32; i++) b8[4 + i] = (uint8_t)(int8_t)(i - 16);
   memset(b4 + 4, 0x88, 16); /* every code 0 */
-  TL_EXPECT_OK(t, tl_kern_validate(TL_QTYPE_Q8, b8, 36, 32, 0, 1));
-  TL_EXPECT_OK(t, tl_kern_validate(TL_QTYPE_Q4, b4, 20, 32, 0, 1));
+  expect_validate(t, TL_QTYPE_Q8, b8, 36, 32, TL_OK);
+  expect_validate(t, TL_QTYPE_Q4, b4, 20, 32, TL_OK);
   {
     uint8_t c[36];
     memcpy(c, b8, 36);
     c[3] |= 0x80; /* negative scale */
-    TL_EXPECT_STATUS(t, tl_kern_validate(TL_QTYPE_Q8, c, 36, 32, 0, 1), TL_ERR_INVALID_MODEL);
+    expect_validate(t, TL_QTYPE_Q8, c, 36, 32, TL_ERR_INVALID_MODEL);
     memcpy(c, b8, 36);
     tl_store_le32(c, 0x7F800000u); /* infinite scale */
-    TL_EXPECT_STATUS(t, tl_kern_validate(TL_QTYPE_Q8, c, 36, 32, 0, 1), TL_ERR_INVALID_MODEL);
+    expect_validate(t, TL_QTYPE_Q8, c, 36, 32, TL_ERR_INVALID_MODEL);
     memcpy(c, b8, 36);
     c[10] = 0x80; /* code -128 */
-    TL_EXPECT_STATUS(t, tl_kern_validate(TL_QTYPE_Q8, c, 36, 32, 0, 1), TL_ERR_INVALID_MODEL);
+    expect_validate(t, TL_QTYPE_Q8, c, 36, 32, TL_ERR_INVALID_MODEL);
     memcpy(c, b8, 36);
     /* n = 30: positions 30, 31 are padding and hold codes 14, 15 */
-    TL_EXPECT_STATUS(t, tl_kern_validate(TL_QTYPE_Q8, c, 36, 30, 0, 1), TL_ERR_INVALID_MODEL);
+    expect_validate(t, TL_QTYPE_Q8, c, 36, 30, TL_ERR_INVALID_MODEL);
     tl_store_le32(c, 0); /* codes under a zero scale */
-    TL_EXPECT_STATUS(t, tl_kern_validate(TL_QTYPE_Q8, c, 36, 32, 0, 1), TL_ERR_INVALID_MODEL);
+    expect_validate(t, TL_QTYPE_Q8, c, 36, 32, TL_ERR_INVALID_MODEL);
     memcpy(c, b8, 36);
     tl_store_le32(c, 0x7F7FFFFFu); /* 16 * FLT_MAX overflows */
-    TL_EXPECT_STATUS(t, tl_kern_validate(TL_QTYPE_Q8, c, 36, 32, 0, 1), TL_ERR_INVALID_MODEL);
+    expect_validate(t, TL_QTYPE_Q8, c, 36, 32, TL_ERR_INVALID_MODEL);
   }
   {
     uint8_t c[20];
     memcpy(c, b4, 20);
     c[19] = 0x08; /* element 31: nibble 0 */
-    TL_EXPECT_STATUS(t, tl_kern_validate(TL_QTYPE_Q4, c, 20, 32, 0, 1), TL_ERR_INVALID_MODEL);
+    expect_validate(t, TL_QTYPE_Q4, c, 20, 32, TL_ERR_INVALID_MODEL);
     memcpy(c, b4, 20);
     c[4] = 0x80; /* element 0: nibble 0 */
-    TL_EXPECT_STATUS(t, tl_kern_validate(TL_QTYPE_Q4, c, 20, 32, 0, 1), TL_ERR_INVALID_MODEL);
+    expect_validate(t, TL_QTYPE_Q4, c, 20, 32, TL_ERR_INVALID_MODEL);
     memcpy(c, b4, 20);
     c[19] = 0x98; /* element 31 = 1: padding when n = 31 */
-    TL_EXPECT_OK(t, tl_kern_validate(TL_QTYPE_Q4, c, 20, 32, 0, 1));
-    TL_EXPECT_STATUS(t, tl_kern_validate(TL_QTYPE_Q4, c, 20, 31, 0, 1), TL_ERR_INVALID_MODEL);
+    expect_validate(t, TL_QTYPE_Q4, c, 20, 32, TL_OK);
+    expect_validate(t, TL_QTYPE_Q4, c, 20, 31, TL_ERR_INVALID_MODEL);
   }
   /* only the rows asked for are read */
   {
@@ -422,14 +457,15 @@ static void validate_rejects(tl_test_ctx *t) {
     memcpy(two, b8, 36);
     memcpy(two + 36, b8, 36);
     two[40] = 0x80;
-    TL_EXPECT_OK(t, tl_kern_validate(TL_QTYPE_Q8, two, 36, 32, 0, 1));
-    TL_EXPECT_STATUS(t, tl_kern_validate(TL_QTYPE_Q8, two, 36, 32, 0, 2), TL_ERR_INVALID_MODEL);
+    expect_validate(t, TL_QTYPE_Q8, two, 36, 32, TL_OK);
+    TL_EXPECT_STATUS(t, tl_kern_validate(TL_QTYPE_Q8, false, two, 36, 32, 0, 2), TL_ERR_INVALID_MODEL);
   }
 }
 
 static const tl_test_case cases[] = {
     TL_CASE(act_golden),
     TL_CASE(pack_roundtrip),
+    TL_CASE(unpack_inverts_pack),
     TL_CASE(dot_golden),
     TL_CASE(f32_dot_golden),
     TL_CASE(validate_rejects),

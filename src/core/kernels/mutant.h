@@ -7,15 +7,6 @@
 
 #ifndef TL_KERN_MUTANT
 #define TL_KERN_MUTANT 0
-/* 40, a wrong widening: the AVX-512 bf16 kernels put element 1 of each
- * 16 in lane 0 too (caught by kernels_dispatch.golden_all_variants). */
-#define TL_MUTANT_BF16_LANE0 (TL_KERN_MUTANT == 40 ? 1 : 0)
-
-/* 41, a wrong token: the AVX-512 float tiles' last token of a full block
- * reads the one before's activation (caught by kernels_dispatch.tiles,
- * which passes blocks of every tile's width). */
-#define TL_MUTANT_TILE_TOKEN(t, T) (TL_KERN_MUTANT == 41 && (T) > 1 && (t) == (T) - 1 ? (t) - 1 : (t))
-
 #endif
 
 /* 1, a wrong tail: the scalar twin's float rows drop their last
@@ -63,5 +54,9 @@
  * reads the one before's activation (caught by kernels_dispatch.tiles,
  * which passes blocks of every tile's width). */
 #define TL_MUTANT_TILE_TOKEN(t, T) (TL_KERN_MUTANT == 41 && (T) > 1 && (t) == (T) - 1 ? (t) - 1 : (t))
+
+/* 42, a wrong row: the AVX-512 four-row (and four-score) reduction takes row
+ * 1's upper half for row 0's lower (caught by kernels_dispatch.tiles). */
+#define TL_MUTANT_TREE4_LO (TL_KERN_MUTANT == 42 ? 0x22 : 0x88)
 
 #endif

@@ -417,7 +417,7 @@ static tl_status write_tensors(const tl_model_gen *g, const layout *L,
     if (st != TL_OK) return st;
     tl_store_le32(ent, (uint32_t)name_off);
     tl_store_le32(ent + 4, e->name_len);
-    tl_store_le32(ent + 8, tl_slm_dtype_code(e->type));
+    tl_store_le32(ent + 8, tl_slm_dtype_code(e->type, false));
     if (e->rows) {
       tl_store_le32(ent + 12, 2);
       tl_store_le64(ent + 16, e->rows);

@@ -124,8 +124,9 @@ static tl_status bind(const tl_slm_tensors *ts, const char *name, size_t rows,
   if (tl_slm_tensor_find(ts, name, strlen(name), &t) != TL_OK ||
       t.rows != rows || t.n != n)
     return TL_ERR_INVALID_MODEL;
-  w->data = t.data;
-  w->packed = NULL;
+  /* an artifact's packed rows (SLM-11) are the fast lane's already */
+  w->data = t.packed ? NULL : t.data;
+  w->packed = t.packed ? t.data : NULL;
   w->len = t.len;
   w->type = t.type;
   w->rows = rows;
@@ -749,12 +750,14 @@ typedef struct weight_job {
 
 static void weight_task(void *ctx, uint32_t task, uint32_t n_tasks) {
   weight_job *j = ctx;
+  const tl_qwen3_weight *w = j->w;
   size_t b, e, rb;
-  tl_par_range(j->w->rows, task, n_tasks, &b, &e);
-  (void)tl_quant_row_bytes(j->w->type, j->w->n, &rb);
+  tl_par_range(w->rows, task, n_tasks, &b, &e);
+  (void)tl_quant_row_bytes(w->type, w->n, &rb);
   j->st[task] = TL_OK;
-  if (j->to != NULL) tl_kern_pack(j->w->type, j->w->data, j->to, rb, j->w->n, b, e);
-  else j->st[task] = tl_kern_validate(j->w->type, j->w->data, rb, j->w->n, b, e);
+  if (j->to != NULL) tl_kern_pack(w->type, w->data, j->to, rb, w->n, b, e);
+  else if (w->data != NULL) j->st[task] = tl_kern_validate(w->type, false, w->data, rb, w->n, b, e);
+  else j->st[task] = tl_kern_validate(w->type, true, w->packed, rb, w->n, b, e);
 }
 
 static tl_status weight_run(const tl_qwen3_weight *w, uint8_t *to, const tl_parallel *par,
@@ -777,7 +780,9 @@ tl_status tl_qwen3_pack(tl_qwen3 *m, const uint8_t *from, size_t len, uint8_t *t
       (par != NULL && (par->threads == 0 || par->threads > TL_PAR_MAX_TASKS)))
     return TL_ERR_INVALID_ARGUMENT;
   for (size_t i = 0; (w = tl_qwen3_weight_at(m, i)) != NULL; i++) {
-    tl_status st = is_quant(w) && w->data != NULL ? weight_run(w, NULL, par, &j) : TL_OK;
+    tl_status st = is_quant(w) && (w->data != NULL || w->packed != NULL)
+                       ? weight_run(w, NULL, par, &j)
+                       : TL_OK;
     if (st != TL_OK) return st;
   }
   for (size_t i = 0; (w = tl_qwen3_weight_at(m, i)) != NULL; i++) {

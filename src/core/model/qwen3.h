@@ -32,9 +32,10 @@ typedef struct tl_qwen3_config {
 } tl_qwen3_config;
 
 /* One weight: rows x n elements of type, row-major (norms: 1 x n). data:
- * the bytes as stored (NULL once tl_qwen3_pack packed them in place);
- * packed: a q8/q4 weight's rows in the fast lane's layout (tl_kern_pack),
- * NULL until tl_qwen3_pack. */
+ * the bytes as stored (NULL once tl_qwen3_pack packed them in place, or
+ * when the artifact holds them packed: SLM-11); packed: a q8/q4 weight's
+ * rows in the fast lane's layout (tl_kern_pack), NULL until tl_qwen3_pack
+ * unless the artifact holds them so. */
 typedef struct tl_qwen3_weight {
   const uint8_t *data, *packed;
   size_t len;
@@ -113,8 +114,8 @@ static inline size_t tl_qwen3_cache_at(const tl_qwen3_cache *c, uint32_t layer, 
 tl_qwen3_weight *tl_qwen3_weight_at(tl_qwen3 *m, size_t i);
 
 /* Prepares m's q8/q4 weights for the fast lane (F-9): validates every one
- * once (Q-17, with par's threads; may be NULL): TL_ERR_INVALID_MODEL and
- * nothing changes; then packs those whose stored bytes lie in [from, from
+ * once, in whichever layout it has (Q-17, with par's threads; may be
+ * NULL): TL_ERR_INVALID_MODEL and nothing changes; then packs those whose stored bytes lie in [from, from
  * + len) into the same offsets of to (tl_kern_pack). to == from packs in
  * place: their stored layout is then gone (data NULL) and the strict lane
  * decodes the packed rows instead, to the same values. A weight in two

@@ -9,13 +9,16 @@
 static const struct {
   uint32_t code;
   tl_qtype type;
+  bool packed;
   const char *name;
 } dtypes[] = {
-    {TL_SLM_DTYPE_F32, TL_QTYPE_F32, "f32"},
-    {TL_SLM_DTYPE_F16, TL_QTYPE_F16, "f16"},
-    {TL_SLM_DTYPE_BF16, TL_QTYPE_BF16, "bf16"},
-    {TL_SLM_DTYPE_Q8, TL_QTYPE_Q8, "q8"},
-    {TL_SLM_DTYPE_Q4, TL_QTYPE_Q4, "q4"},
+    {TL_SLM_DTYPE_F32, TL_QTYPE_F32, false, "f32"},
+    {TL_SLM_DTYPE_F16, TL_QTYPE_F16, false, "f16"},
+    {TL_SLM_DTYPE_BF16, TL_QTYPE_BF16, false, "bf16"},
+    {TL_SLM_DTYPE_Q8, TL_QTYPE_Q8, false, "q8"},
+    {TL_SLM_DTYPE_Q4, TL_QTYPE_Q4, false, "q4"},
+    {TL_SLM_DTYPE_Q8P, TL_QTYPE_Q8, true, "q8p"},
+    {TL_SLM_DTYPE_Q4P, TL_QTYPE_Q4, true, "q4p"},
 };
 #define N_DTYPES (sizeof dtypes / sizeof dtypes[0])
 
@@ -25,19 +28,20 @@ const char *tl_slm_dtype_name(uint32_t code) {
   return NULL;
 }
 
-bool tl_slm_dtype_qtype(uint32_t code, tl_qtype *out) {
+bool tl_slm_dtype_qtype(uint32_t code, tl_qtype *out, bool *packed) {
   for (size_t i = 0; i < N_DTYPES; i++) {
     if (dtypes[i].code == code) {
       *out = dtypes[i].type;
+      if (packed != NULL) *packed = dtypes[i].packed;
       return true;
     }
   }
   return false;
 }
 
-uint32_t tl_slm_dtype_code(tl_qtype type) {
+uint32_t tl_slm_dtype_code(tl_qtype type, bool packed) {
   for (size_t i = 0; i < N_DTYPES; i++)
-    if (dtypes[i].type == type) return dtypes[i].code;
+    if (dtypes[i].type == type && dtypes[i].packed == packed) return dtypes[i].code;
   return 0;
 }
 
@@ -65,7 +69,7 @@ static void decode(const tl_slm_tensors *t, size_t i, tl_slm_tensor *out) {
   memset(out, 0, sizeof *out);
   out->name = (const char *)t->names + tl_load_le32(e);
   out->name_len = tl_load_le32(e + 4);
-  (void)tl_slm_dtype_qtype(tl_load_le32(e + 8), &out->type);
+  (void)tl_slm_dtype_qtype(tl_load_le32(e + 8), &out->type, &out->packed);
   out->rank = tl_load_le32(e + 12);
   for (size_t d = 0; d < TL_SLM_TD_MAX_RANK; d++)
     out->shape[d] = tl_load_le64(e + 16 + 8 * d);
@@ -111,7 +115,7 @@ static tl_status check_entry(const tl_slm_tensors *t, const tl_slm *slm,
   if (name_off != *name_end || name_len == 0 ||
       name_len > TL_SLM_TD_MAX_NAME)
     return fail(fail_offset, at, TL_ERR_INVALID_MODEL);
-  if (!tl_slm_dtype_qtype(code, &type))
+  if (!tl_slm_dtype_qtype(code, &type, NULL))
     return fail(fail_offset, at + 8, TL_ERR_INVALID_MODEL);
   if (rank == 0 || rank > TL_SLM_TD_MAX_RANK)
     return fail(fail_offset, at + 12, TL_ERR_INVALID_MODEL);

@@ -27,14 +27,20 @@ typedef enum tl_slm_dtype {
   TL_SLM_DTYPE_F16 = 2,
   TL_SLM_DTYPE_BF16 = 3,
   TL_SLM_DTYPE_Q8 = 4,
-  TL_SLM_DTYPE_Q4 = 5
+  TL_SLM_DTYPE_Q4 = 5,
+  /* q8 and q4 in the fast lane's packed layout (tl_kern_pack): the same
+   * values and byte count, each group's bytes permuted (SLM-11) */
+  TL_SLM_DTYPE_Q8P = 6,
+  TL_SLM_DTYPE_Q4P = 7
 } tl_slm_dtype;
 
-/* "f32", "f16", "bf16", "q8", "q4"; NULL for another code. */
+/* "f32", "f16", "bf16", "q8", "q4", "q8p", "q4p"; NULL for another code. */
 const char *tl_slm_dtype_name(uint32_t code);
-/* The element encoding of a directory code (false for an unknown code). */
-bool tl_slm_dtype_qtype(uint32_t code, tl_qtype *out);
-uint32_t tl_slm_dtype_code(tl_qtype type);
+/* The element encoding of a directory code (false for an unknown code);
+ * *packed (when not NULL): whether its rows are in the packed layout. */
+bool tl_slm_dtype_qtype(uint32_t code, tl_qtype *out, bool *packed);
+/* The code of type in the stored or (packed: q8/q4 only) packed layout. */
+uint32_t tl_slm_dtype_code(tl_qtype type, bool packed);
 
 typedef struct tl_slm_tensor {
   const char *name; /* not NUL-terminated; [A-Za-z0-9._-] */
@@ -43,6 +49,7 @@ typedef struct tl_slm_tensor {
   uint32_t rank;
   uint64_t shape[TL_SLM_TD_MAX_RANK]; /* dims past rank are 0 */
   size_t rows, n;                     /* SLM-11: rows x n elements */
+  bool packed;                        /* q8/q4 rows in tl_kern_pack's layout */
   const uint8_t *data;                /* 64-byte aligned in the file */
   size_t len;
   const uint8_t *digest; /* BLAKE3-256 of data[0..len) */

@@ -203,13 +203,19 @@ static void padding_between_tensors_is_zero(tl_test_ctx *t) {
 }
 
 static void dtype_codes_round_trip(tl_test_ctx *t) {
-  for (uint32_t code = 0; code < 8; code++) {
+  for (uint32_t code = 0; code < 10; code++) {
     tl_qtype q;
-    bool known = tl_slm_dtype_qtype(code, &q);
-    TL_EXPECT(t, known == (code >= 1 && code <= 5));
+    bool packed = false;
+    bool known = tl_slm_dtype_qtype(code, &q, &packed);
+    TL_EXPECT(t, known == (code >= 1 && code <= 7));
     TL_EXPECT(t, (tl_slm_dtype_name(code) != NULL) == known);
-    if (known) TL_EXPECT_EQ_U64(t, tl_slm_dtype_code(q), code);
+    /* SLM-11: 6 and 7 are q8 and q4 in the packed layout */
+    TL_EXPECT(t, packed == (code == 6 || code == 7));
+    if (code == 6 || code == 7) TL_EXPECT(t, q == (code == 6 ? TL_QTYPE_Q8 : TL_QTYPE_Q4));
+    if (known) TL_EXPECT_EQ_U64(t, tl_slm_dtype_code(q, packed), code);
   }
+  /* no packed layout for the float types */
+  TL_EXPECT_EQ_U64(t, tl_slm_dtype_code(TL_QTYPE_BF16, true), 0);
 }
 
 static const tl_test_case cases[] = {
