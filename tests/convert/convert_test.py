@@ -438,9 +438,12 @@ def apply_ops(src_dtype, ops, where, problems):
 
 
 def expected_dest_dtype(src, quant):
+    """The directory's dtype: q8/q4 in convert's default layout, packed
+    (q8p/q4p, docs/slm.md SLM-11a)."""
     if len(src["shape"]) == 1:
         return "f32"
-    return src["dtype"].lower() if quant == "source" else quant
+    dtype = src["dtype"].lower() if quant == "source" else quant
+    return dtype + "p" if dtype in QPARAMS else dtype
 
 
 def check_ledger(meta, tensors, source, quant, data, problems):
@@ -519,8 +522,10 @@ def check_ledger(meta, tensors, source, quant, data, problems):
         if t["shape"] != src["shape"]:
             problems.append(f"{where}: directory shape {t['shape']}, source "
                             f"{src['shape']}")
+        # a packed tensor holds the values of its stored dtype (SLM-11a)
+        value_dtype = t["dtype"][:-1] if t["dtype"] in ("q8p", "q4p") else t["dtype"]
         end = apply_ops(src["dtype"], ops, where, problems)
-        if end is not None and end != t["dtype"]:
+        if end is not None and end != value_dtype:
             problems.append(f"{where}: ops {ops} end at {end}, the directory "
                             f"says {t['dtype']}")
         if src["dtype"].lower() == t["dtype"] and ops != []:
@@ -529,7 +534,9 @@ def check_ledger(meta, tensors, source, quant, data, problems):
         raw = data[t["offset"]:t["offset"] + t["length"]]
         if ops == [] and raw != src["bytes"]:
             problems.append(f"{where}: empty ops but not a byte copy")
-        check_values(e, src, t["dtype"], raw, problems)
+        if value_dtype != t["dtype"]:
+            raw = slm_inspect.stored_bytes(t["dtype"], t["shape"], bytes(raw))
+        check_values(e, src, value_dtype, raw, problems)
     for name in tensors:
         if name not in stored_dests:
             problems.append(f"directory entry {name} is not the dest of a "
