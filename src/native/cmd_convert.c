@@ -25,9 +25,10 @@ static const char usage_text[] =
     "  model.safetensors.index.json with its shards.\n"
     "  --quant     type of the 2-D weights (default source: each tensor's\n"
     "              own dtype, lossless); 1-D norm weights are always f32\n"
-    "  --layout    q8/q4 weights as stored blocks (default) or packed: the\n"
-    "              fast lane's layout, computed on in the file mapping with\n"
-    "              no copy and no packing at start (docs/slm.md SLM-11)\n"
+    "  --layout    q8/q4 weights packed (default): the fast lane's layout,\n"
+    "              computed on in the file mapping with no copy and no\n"
+    "              packing at start (docs/slm.md SLM-11a); or stored: the\n"
+    "              blocks of docs/quant.md, which the fast lane packs at start\n"
     "  --profile   apply a family profile's declared resolutions\n"
     "              (qwen3-0.6b-publisher: the published EOS disagreement)\n"
     "  --receipt   where the provenance receipt goes (default OUT.slm.receipt.cbor)\n"
@@ -107,7 +108,9 @@ static tl_status read_acquisition(const char *hf_dir, tl_acq_receipt *r,
 }
 
 int tl_cmd_convert(int argc, char **argv) {
-  tl_convert_options o = {.build_id = TL_BUILD_ID};
+  /* packed by default: the layout a user's conversion gets is the one
+   * that starts without a copy or a pack (docs/convert.md) */
+  tl_convert_options o = {.build_id = TL_BUILD_ID, .packed = true};
   tl_convert_report r;
   bool json = false, force = false, progress_forced = false;
   tl_cli_progress progress;

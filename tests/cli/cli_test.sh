@@ -363,7 +363,7 @@ if [[ -f $qwen/tokenizer.json ]]; then
     '^wrote .*model.slm \([0-9]+ bytes: 24 tensors from 24 source tensors, 0 stored as aliases; quant q8\)' '^$' \
     -- "$tinylm" convert "$work/syn1" -o "$work/model.slm" --quant q8 --profile qwen3-0.6b-publisher
   expect "a receipt beside the artifact" 0 '' '' -- test -s "$work/model.slm.receipt.cbor"
-  expect "inspect lists the tensors" 0 'model.embed_tokens.weight +q8 +151936 x 64' '^$' \
+  expect "inspect lists the tensors" 0 'model.embed_tokens.weight +q8p +151936 x 64' '^$' \
     -- "$tinylm" inspect "$work/model.slm"
   expect "inspect --verify --json" 0 '"verified":true' '^$' \
     -- "$tinylm" inspect "$work/model.slm" --verify --json

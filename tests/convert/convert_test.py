@@ -438,9 +438,12 @@ def apply_ops(src_dtype, ops, where, problems):
 
 
 def expected_dest_dtype(src, quant):
+    """The directory's dtype: q8/q4 in convert's default layout, packed
+    (q8p/q4p, docs/slm.md SLM-11a)."""
     if len(src["shape"]) == 1:
         return "f32"
-    return src["dtype"].lower() if quant == "source" else quant
+    dtype = src["dtype"].lower() if quant == "source" else quant
+    return dtype + "p" if dtype in QPARAMS else dtype
 
 
 def check_ledger(meta, tensors, source, quant, data, problems):
@@ -519,8 +522,10 @@ def check_ledger(meta, tensors, source, quant, data, problems):
         if t["shape"] != src["shape"]:
             problems.append(f"{where}: directory shape {t['shape']}, source "
                             f"{src['shape']}")
+        # a packed tensor holds the values of its stored dtype (SLM-11a)
+        value_dtype = t["dtype"][:-1] if t["dtype"] in ("q8p", "q4p") else t["dtype"]
         end = apply_ops(src["dtype"], ops, where, problems)
-        if end is not None and end != t["dtype"]:
+        if end is not None and end != value_dtype:
             problems.append(f"{where}: ops {ops} end at {end}, the directory "
                             f"says {t['dtype']}")
         if src["dtype"].lower() == t["dtype"] and ops != []:
@@ -529,7 +534,9 @@ def check_ledger(meta, tensors, source, quant, data, problems):
         raw = data[t["offset"]:t["offset"] + t["length"]]
         if ops == [] and raw != src["bytes"]:
             problems.append(f"{where}: empty ops but not a byte copy")
-        check_values(e, src, t["dtype"], raw, problems)
+        if value_dtype != t["dtype"]:
+            raw = slm_inspect.stored_bytes(t["dtype"], t["shape"], bytes(raw))
+        check_values(e, src, value_dtype, raw, problems)
     for name in tensors:
         if name not in stored_dests:
             problems.append(f"directory entry {name} is not the dest of a "
@@ -652,6 +659,25 @@ def run_ids(tinylm, path, *flags):
     return out["ids"]
 
 
+def invalid_code(data, tensors):
+    """data (a packed artifact) with a code outside Q-17 in the last q8p/q4p
+    tensor (row 0's first code: q8 -128, packed byte 0; q4 nibble 0) and
+    every digest resealed, so that only the codes' check can refuse it."""
+    t = [t for t in tensors.values() if t["dtype"] in ("q8p", "q4p")][-1]
+    bad = bytearray(data)
+    nb = -(-t["shape"][-1] // 32)
+    at = t["offset"] + 4 * min(16, nb)  # row 0's first code byte
+    bad[at] = 0 if t["dtype"] == "q8p" else bad[at] & 0xF0
+    bad[t["field"] + 64:t["field"] + 96] = blake3(bytes(bad[t["offset"]:t["offset"] + t["length"]]))
+    n = struct.unpack_from("<I", bad, 24)[0]
+    for i in range(n):
+        field = 64 + 64 * i
+        off, length = struct.unpack_from("<QQ", bad, field + 8)
+        bad[field + 24:field + 56] = blake3(bytes(bad[off:off + length]))
+    bad[32:64] = blake3(bytes(bad[:32]) + bytes(bad[64:64 + 64 * n]))
+    return bytes(bad)
+
+
 def packed_layout(tinylm, work, variant, hf, quant):
     """--layout packed (SLM-11): the packed tensors decode (slm_inspect.py,
     written from the spec) to exactly the stored layout's bytes, the other
@@ -699,22 +725,11 @@ def packed_layout(tinylm, work, variant, hf, quant):
     err = p.stderr.decode(errors="replace")
     if p.returncode == 0 or "hash_mismatch" not in err:
         problems.append(f"a changed code byte: exit {p.returncode}, {err.strip()[:200]}")
-    # a code outside Q-17 (q8 -128: packed byte 0; q4 nibble 0) under
-    # resealed digests: refused before use, also once the file is stamped
-    bad = bytearray(packed[0])
-    nb = -(-t["shape"][-1] // 32)
-    at = t["offset"] + 4 * min(16, nb)  # row 0's first code byte
-    bad[at] = 0 if quant == "q8" else bad[at] & 0xF0
-    bad[t["field"] + 64:t["field"] + 96] = blake3(bytes(bad[t["offset"]:t["offset"] + t["length"]]))
-    n = struct.unpack_from("<I", bad, 24)[0]
-    for i in range(n):
-        field = 64 + 64 * i
-        off, length = struct.unpack_from("<QQ", bad, field + 8)
-        bad[field + 24:field + 56] = blake3(bytes(bad[off:off + length]))
-    bad[32:64] = blake3(bytes(bad[:32]) + bytes(bad[64:64 + 64 * n]))
+    # a code outside Q-17 under resealed digests: refused before use, also
+    # once the file is stamped
     path = os.path.join(work, f"layout-{variant}-{quant}-invalid.slm")
     with open(path, "wb") as f:
-        f.write(bad)
+        f.write(invalid_code(packed[0], packed[3]))
     time.sleep(2.1)  # old enough to be stamped (stamp.h)
     for k in (1, 2):
         p = subprocess.run([tinylm, "run", path, "--prompt", "Hi", "-n", "1"],
@@ -949,4 +964,11 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--invalid-code"]:
+        # IN OUT: IN with a code outside Q-17 under resealed digests (the
+        # web-loader stage's refusal on the wasm lanes)
+        art = load_artifact(sys.argv[2])
+        with open(sys.argv[3], "wb") as out:
+            out.write(invalid_code(art[0], art[3]))
+        sys.exit(0)
     sys.exit(main(sys.argv))

@@ -57,9 +57,10 @@ def reseal(buf, lay, entry):
 def main(src, dst):
     buf = bytearray(open(src, "rb").read())
     lay = layout(buf)
-    # f32 first (an element), else a q8 (1 above 4) / q4 block's f32 scale.
+    # f32 first (an element), else a q8 (1 above 4) / q4 block's f32 scale
+    # (q8p/q4p too: block 0's scale is a group's first 4 bytes, SLM-11a).
     entry = next((x for x in lay["entries"] if x[1] == 1), None) or \
-        next(x for x in lay["entries"] if x[1] in (4, 5))
+        next(x for x in lay["entries"] if x[1] in (4, 5, 6, 7))
     _e, dtype, t_off, _t_len, _digest = entry
     struct.pack_into("<I", buf, lay["data_off"] + t_off, 0x7FC00000)
     reseal(buf, lay, entry)

@@ -443,9 +443,10 @@ def main():
     p, out = promote(save(bad, os.path.join(WORK, "bad-tmpl.plan.json")), store)
     refused("a template byte changed", p, out, "template", "mechanical_mismatch")
 
-    # A q8 block scale's sign flipped in a copy of the artifact.
+    # A q8 block scale's sign flipped in a copy of the artifact (block 0's scale
+    # is the first 4 bytes in either layout, docs/slm.md SLM-11a).
     shown = json.loads(tinylm("inspect", art, "--json").stdout)
-    tensor = next(t for t in shown["tensors"] if t["dtype"] == "q8" and "q_proj" in t["name"])
+    tensor = next(t for t in shown["tensors"] if t["dtype"] in ("q8", "q8p") and "q_proj" in t["name"])
     damaged = os.path.join(WORK, "damaged-q8.slm")
     shutil.copyfile(art, damaged)
     with open(damaged, "r+b") as f:

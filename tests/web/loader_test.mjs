@@ -342,6 +342,18 @@ try {
   check('a model with one byte changed: hash_mismatch', await code(loadModel(flipped, { lane: 'scalar', base })) === 'hash_mismatch');
   check('a changed model on the threads lane: hash_mismatch from its worker', await code(loadModel(flipped, { lane: 'threads', threads: 2, base })) === 'hash_mismatch');
   check('an unknown lane: invalid_argument', await code(loadModel(bytes.slice(), { lane: 'gpu', base })) === 'invalid_argument');
+  // A packed q8 code outside Q-17 under resealed digests (the convert
+  // stage's writer): only the codes' check before use can refuse it, and
+  // the strict lane's decoder checks only the stored layout.
+  const invalidPath = join(tmp, 'invalid-code.slm');
+  execFileSync('/usr/bin/python3', [join(ROOT, 'tests/convert/convert_test.py'), '--invalid-code', SLM('tiny-q8.slm'), invalidPath]);
+  const invalid = new Uint8Array(readFileSync(invalidPath));
+  for (const lane of ['scalar', 'simd']) {
+    let e;
+    try { await loadModel(invalid.slice(), { lane, base }); } catch (err) { e = err; }
+    check(`a packed code outside Q-17 on ${lane}: invalid_model naming the weights`,
+      e?.code === 'invalid_model' && /invalid quantized weights/.test(e.message), e?.message);
+  }
 
   // A File/Blob is streamed into the module's memory chunk by chunk (no
   // whole copy in JS), hashed as it lands: every lane, where the loader runs

@@ -254,12 +254,17 @@ def check_decoded(hf, slm, q, n_quantized, tag):
     """Every tensor of a q8/q4 artifact decoded by tools/slm_read.py: equal
     to py_dequant, within Q-16's bound of the source (1-D tensors exact)."""
     sys.path.insert(0, os.path.dirname(HERE))
+    import slm_inspect
     import slm_read
     src = gc.SafeTensorsDir(hf)
     m = slm_read.SlmModel(slm)
     plain_ok, bound_ok, worst, quantized = True, True, 0.0, 0
     for name in sorted(m.tensors):
         dt, shape, raw = m.raw(name)
+        if dt in ("q8p", "q4p"):
+            # convert's default layout: its blocks put back by the other
+            # spec-written reader (slm_inspect.py), then decoded plainly
+            raw, dt = slm_inspect.stored_bytes(dt, shape, bytes(raw)), dt[:-1]
         y = m.get(name).astype(np.float64).reshape(-1)
         x = src.get(name, np.float64).reshape(-1)
         if dt == "f32":
@@ -350,9 +355,12 @@ def test_slm(tinylm, tmp, tiny, shard, ids):
     bad = o("bad-q8.slm")
     shutil.copyfile(o("tiny-q8.slm"), bad)
     t = slm_read.SlmModel(bad).tensors["model.layers.0.mlp.up_proj.weight"]
+    packed = t["dtype"] == "q8p"  # convert's default layout (SLM-11a)
     with open(bad, "r+b") as f:
-        f.seek(t["offset"] + 4)  # the first code of the first block
-        f.write(b"\x80")
+        # the first code of the first block: after a stored block's scale,
+        # or after a packed group's scales, offset by 128 there
+        f.seek(t["offset"] + (4 * min(16, -(-t["shape"][-1] // 32)) if packed else 4))
+        f.write(b"\x00" if packed else b"\x80")
     err = ref(tiny, ids, o("x.cbor"), "--slm", bad, expect=1)
     check("slm refuse: corrupted tensor bytes (digest)", "hash_mismatch" in err, err)
     err = ref(tiny, ids, o("x.cbor"), "--slm", bad, "--no-slm-digests", expect=1)

@@ -17,6 +17,7 @@
 #include "json/json.h"
 #include "lane.h"
 #include "pool.h"
+#include "quant/quant.h"
 
 /* --- <stdlib.h>: strtod ---------------------------------------------------
  * The artifact keeps its float defaults as Python repr text, which is JSON
@@ -89,7 +90,10 @@ tl_status tl_native_lane_start(tl_native_lane *l, tl_qwen3 *m, const tl_lane_opt
   memset(l, 0, sizeof *l);
   l->fast = o->fast;
   l->threads = 1;
-  if (!o->fast) return tl_qwen3_set_lane(m, NULL, NULL);
+  if (!o->fast) {
+    l->copy_pending = true; /* packed q8/q4 weights are validated first */
+    return tl_qwen3_set_lane(m, NULL, NULL);
+  }
   l->kernels = tl_wasm_lane_kernels();
 #ifdef __wasm_atomics__
   l->par = tl_wasm_pool_parallel(o->threads, &l->threads);
@@ -107,16 +111,58 @@ tl_status tl_native_lane_start(tl_native_lane *l, tl_qwen3 *m, const tl_lane_opt
   return TL_OK;
 }
 
+/* How m's q8/q4 weights are laid out in the artifact: *stored, whether
+ * one is in the stored layout (the fast lane packs it); *packed, whether
+ * one is packed already (SLM-11a). */
+static void quant_layouts(tl_qwen3 *m, bool *stored, bool *packed) {
+  tl_qwen3_weight *w;
+  *stored = *packed = false;
+  for (size_t i = 0; (w = tl_qwen3_weight_at(m, i)) != NULL; i++) {
+    if (w->type != TL_QTYPE_Q8 && w->type != TL_QTYPE_Q4) continue;
+    if (w->data != NULL) *stored = true;
+    else if (w->packed != NULL) *packed = true;
+  }
+}
+
+/* The device keys its matrices by address: rows the artifact holds packed
+ * are copied to the same offsets of the lane's own buffer, so that two
+ * sessions reading one model's bytes never share a key (a tied weight's
+ * two roles land on the same copy). */
+static void own_packed_rows(tl_qwen3 *m, const uint8_t *from, size_t len, uint8_t *to) {
+  tl_qwen3_weight *w;
+  for (size_t i = 0; (w = tl_qwen3_weight_at(m, i)) != NULL; i++) {
+    size_t rb;
+    if ((w->type != TL_QTYPE_Q8 && w->type != TL_QTYPE_Q4) || w->data != NULL ||
+        w->packed < from || w->packed >= from + len)
+      continue;
+    (void)tl_quant_row_bytes(w->type, w->n, &rb);
+    memcpy(to + (w->packed - from), w->packed, rb * w->rows);
+    w->packed = to + (w->packed - from);
+  }
+}
+
 /* The model's bytes are already in this memory (the float tensors are read
- * there, as native --mmap does); the q8/q4 weights are validated and
- * packed into a buffer of the tensor data's size: the model's bytes stay
- * as they are (the artifact id hashes them; other sessions read them). */
+ * there, as native --mmap does). q8/q4 weights the artifact holds packed
+ * (SLM-11a) are validated (Q-17: the strict lane's decoder checks only the
+ * stored layout) and computed on there, with no copy; stored ones are
+ * validated and packed into a buffer of the tensor data's size, as is
+ * everything the WebGPU device takes (own_packed_rows): the model's bytes
+ * stay as they are (the artifact id hashes them; other sessions read
+ * them). */
 tl_status tl_native_lane_copy(tl_native_lane *l, tl_qwen3 *m, const tl_native_model *model,
                               const char *path, char *err, size_t err_cap) {
   const tl_slm_section *sec;
-  tl_status st;
+  tl_status st = TL_OK;
+  bool stored, packed;
   if (!l->copy_pending) return TL_OK;
-  if (tl_slm_find(&model->slm, TL_SLM_TENSOR_DATA, &sec) == TL_OK && sec->len != 0) {
+  if (tl_slm_find(&model->slm, TL_SLM_TENSOR_DATA, &sec) != TL_OK || sec->len == 0) {
+    l->copy_pending = false;
+    return TL_OK;
+  }
+  quant_layouts(m, &stored, &packed);
+  if (!l->fast || (!stored && l->device == NULL)) {
+    if (packed) st = tl_qwen3_pack(m, NULL, 0, NULL, l->fast ? &l->par : NULL);
+  } else {
     l->weights = malloc(sec->len);
     if (l->weights == NULL) {
       snprintf(err, err_cap, "%s: out of memory for %.1f MB of fast-lane weights", path,
@@ -125,14 +171,16 @@ tl_status tl_native_lane_copy(tl_native_lane *l, tl_qwen3 *m, const tl_native_mo
     }
     l->weights_len = l->weights_cap = sec->len;
     st = tl_qwen3_pack(m, sec->data, sec->len, l->weights, &l->par);
-    if (st != TL_OK) {
-      snprintf(err, err_cap, "%s: invalid quantized weights (%s)", path, tl_status_name(st));
-      return st;
-    }    if (l->device != NULL) {
-      st = tl_wasm_gpu_upload(m, l->weights, l->weights_len, err, err_cap);
-      if (st != TL_OK) return st;
-      tl_qwen3_set_device(m, l->device);
-    }
+  }
+  if (st != TL_OK) {
+    snprintf(err, err_cap, "%s: invalid quantized weights (%s)", path, tl_status_name(st));
+    return st;
+  }
+  if (l->device != NULL) {
+    own_packed_rows(m, sec->data, sec->len, l->weights);
+    st = tl_wasm_gpu_upload(m, l->weights, l->weights_len, err, err_cap);
+    if (st != TL_OK) return st;
+    tl_qwen3_set_device(m, l->device);
   }
   l->copy_pending = false;
   return TL_OK;
