@@ -22,7 +22,19 @@ import sys
 
 from nonfinite import layout, reseal
 
-BLOCK_BYTES = {4: 36, 5: 20}  # q8, q4 (docs/quant.md Q-12: an f32 scale first)
+# q8, q4 and their packed layouts q8p, q4p (docs/quant.md Q-12: an f32
+# scale per block; docs/slm.md SLM-11a: a packed group of up to 16 blocks
+# keeps its blocks' scales first, 4 bytes each, then their codes)
+BLOCK_BYTES = {4: 36, 5: 20, 6: 36, 7: 20}
+PACKED = (6, 7)
+PACK_GROUP = 16
+
+
+def scale_at(dtype, bb, b):
+    """Where block b's scale lies in its row, in either layout."""
+    if dtype not in PACKED:
+        return b * bb
+    return b // PACK_GROUP * PACK_GROUP * bb + 4 * (b % PACK_GROUP)
 
 
 def main(tinylm, src, dst, what, name, row=None):
@@ -41,7 +53,7 @@ def main(tinylm, src, dst, what, name, row=None):
     base = lay["data_off"] + t_off
     for r in picked:
         for b in range(row_bytes // bb):
-            at = base + r * row_bytes + b * bb
+            at = base + r * row_bytes + scale_at(dtype, bb, b)
             (d,) = struct.unpack_from("<f", buf, at)
             struct.pack_into("<f", buf, at, d * 2.0)
     reseal(buf, lay, entry)
