@@ -27,19 +27,6 @@ static void rebase(tl_qwen3 *m, const uint8_t *from, size_t len, const uint8_t *
   }
 }
 
-/* How m's q8/q4 weights are laid out in the artifact: *stored, whether
- * one is in the stored layout (the fast lane packs it); *packed, whether
- * one is in the packed layout already (SLM-11: validated before use). */
-static void quant_layouts(tl_qwen3 *m, bool *stored, bool *packed) {
-  tl_qwen3_weight *w;
-  *stored = *packed = false;
-  for (size_t i = 0; (w = tl_qwen3_weight_at(m, i)) != NULL; i++) {
-    if (w->type != TL_QTYPE_Q8 && w->type != TL_QTYPE_Q4) continue;
-    if (w->data != NULL) *stored = true;
-    else if (w->packed != NULL) *packed = true;
-  }
-}
-
 /* The tensor data section read from the file into anonymous memory, slice
  * by slice: pread copies from the page cache without faulting the file
  * mapping in, and each slice of the mapping (resident since the open
@@ -115,7 +102,7 @@ static tl_status prepare_weights(tl_native_lane *l, tl_qwen3 *m,
   void *p;
   if (tl_slm_find(&model->slm, TL_SLM_TENSOR_DATA, &sec) != TL_OK || sec->len == 0)
     return TL_OK;
-  quant_layouts(m, &stored, &packed);
+  tl_qwen3_quant_layouts(m, &stored, &packed);
   if ((l->fast && !stored) || (!l->fast && l->mmap)) { /* on the mapping */
     /* a codes stamp: these very bytes passed Q-17 before (stamp.h) */
     st = packed && !model->codes_valid ? validate_weights(l, m, err, err_cap) : TL_OK;

@@ -111,19 +111,6 @@ tl_status tl_native_lane_start(tl_native_lane *l, tl_qwen3 *m, const tl_lane_opt
   return TL_OK;
 }
 
-/* How m's q8/q4 weights are laid out in the artifact: *stored, whether
- * one is in the stored layout (the fast lane packs it); *packed, whether
- * one is packed already (SLM-11a). */
-static void quant_layouts(tl_qwen3 *m, bool *stored, bool *packed) {
-  tl_qwen3_weight *w;
-  *stored = *packed = false;
-  for (size_t i = 0; (w = tl_qwen3_weight_at(m, i)) != NULL; i++) {
-    if (w->type != TL_QTYPE_Q8 && w->type != TL_QTYPE_Q4) continue;
-    if (w->data != NULL) *stored = true;
-    else if (w->packed != NULL) *packed = true;
-  }
-}
-
 /* The device keys its matrices by address: rows the artifact holds packed
  * are copied to the same offsets of the lane's own buffer, so that two
  * sessions reading one model's bytes never share a key (a tied weight's
@@ -159,7 +146,7 @@ tl_status tl_native_lane_copy(tl_native_lane *l, tl_qwen3 *m, const tl_native_mo
     l->copy_pending = false;
     return TL_OK;
   }
-  quant_layouts(m, &stored, &packed);
+  tl_qwen3_quant_layouts(m, &stored, &packed);
   if (!l->fast || (!stored && l->device == NULL)) {
     if (packed) st = tl_qwen3_pack(m, NULL, 0, NULL, l->fast ? &l->par : NULL);
   } else {

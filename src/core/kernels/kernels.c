@@ -261,8 +261,12 @@ static void pack_group_q4(const uint8_t *in, size_t m, uint8_t *out) {
   }
 }
 
-void tl_kern_pack(tl_qtype type, const uint8_t *src, uint8_t *dst, size_t row_bytes, size_t n,
-                  size_t r0, size_t r1) {
+/* Rows [r0, r1) of q8/q4 rows, group by group, through one of the group
+ * functions above (pack or unpack: same byte count per group); each group
+ * is copied out first, so dst may be src. */
+typedef void group_fn(const uint8_t *in, size_t m, uint8_t *out);
+static void regroup_rows(tl_qtype type, group_fn *q8, group_fn *q4, const uint8_t *src,
+                         uint8_t *dst, size_t row_bytes, size_t n, size_t r0, size_t r1) {
   size_t nb = (n + TL_QUANT_BLOCK - 1) / TL_QUANT_BLOCK, bb;
   if (type != TL_QTYPE_Q8 && type != TL_QTYPE_Q4) return;
   bb = type == TL_QTYPE_Q8 ? TL_QUANT_Q8_BLOCK_BYTES : TL_QUANT_Q4_BLOCK_BYTES;
@@ -270,10 +274,14 @@ void tl_kern_pack(tl_qtype type, const uint8_t *src, uint8_t *dst, size_t row_by
     for (size_t b = 0; b < nb; b += TL_KERN_GROUP) {
       size_t m = nb - b < TL_KERN_GROUP ? nb - b : TL_KERN_GROUP;
       uint8_t in[TL_KERN_GROUP * TL_QUANT_Q8_BLOCK_BYTES];
-      memcpy(in, src + r * row_bytes + b * bb, m * bb); /* dst may be src */
-      if (type == TL_QTYPE_Q8) pack_group_q8(in, m, dst + r * row_bytes + b * bb);
-      else pack_group_q4(in, m, dst + r * row_bytes + b * bb);
+      memcpy(in, src + r * row_bytes + b * bb, m * bb);
+      (type == TL_QTYPE_Q8 ? q8 : q4)(in, m, dst + r * row_bytes + b * bb);
     }
+}
+
+void tl_kern_pack(tl_qtype type, const uint8_t *src, uint8_t *dst, size_t row_bytes, size_t n,
+                  size_t r0, size_t r1) {
+  regroup_rows(type, pack_group_q8, pack_group_q4, src, dst, row_bytes, n, r0, r1);
 }
 
 /* The inverses of pack_group_q8/q4: a packed group of m blocks back to
@@ -312,16 +320,7 @@ static void unpack_group(tl_qtype type, const uint8_t *g, size_t m, uint8_t *out
 
 void tl_kern_unpack(tl_qtype type, const uint8_t *src, uint8_t *dst, size_t row_bytes,
                     size_t n, size_t r0, size_t r1) {
-  size_t nb = (n + TL_QUANT_BLOCK - 1) / TL_QUANT_BLOCK, bb;
-  if (type != TL_QTYPE_Q8 && type != TL_QTYPE_Q4) return;
-  bb = type == TL_QTYPE_Q8 ? TL_QUANT_Q8_BLOCK_BYTES : TL_QUANT_Q4_BLOCK_BYTES;
-  for (size_t r = r0; r < r1; r++)
-    for (size_t b = 0; b < nb; b += TL_KERN_GROUP) {
-      size_t m = nb - b < TL_KERN_GROUP ? nb - b : TL_KERN_GROUP;
-      uint8_t in[TL_KERN_GROUP * TL_QUANT_Q8_BLOCK_BYTES];
-      memcpy(in, src + r * row_bytes + b * bb, m * bb); /* dst may be src */
-      unpack_group(type, in, m, dst + r * row_bytes + b * bb);
-    }
+  regroup_rows(type, unpack_group_q8, unpack_group_q4, src, dst, row_bytes, n, r0, r1);
 }
 
 const uint8_t *tl_kern_pad_group(tl_qtype type, const uint8_t *g, size_t m, uint8_t *out) {

@@ -220,26 +220,28 @@ quant_tile(bool q4, int T, const uint8_t *row, size_t nb, const tl_kern_x *xs, f
 }
 #undef KEEP
 
-/* quant_tile for each token count 1..QT (index T - 1). */
-typedef void (*quant_tile_fn)(const uint8_t *row, size_t nb, const tl_kern_x *xs, float *y,
-                              size_t y_stride);
-#define QUANT_TILE_FN(prefix, Q4, T)                                                       \
-  TARGET static void prefix##_##T(const uint8_t *r, size_t nb, const tl_kern_x *xs, float *y, \
-                                  size_t ys) {                                             \
-    quant_tile(Q4, T, r, nb, xs, y, ys);                                                   \
+/* A tile kernel (quant_tile, float_tile) instantiated for one token
+ * count T, as a function the entries pick from a table (index T - 1):
+ * the count is a constant inside, so the accumulators stay in registers. */
+typedef void (*tile_fn)(const uint8_t *row, size_t len, const tl_kern_x *xs, float *y,
+                        size_t y_stride);
+#define TILE_FN(kernel, prefix, ARG, T)                                                    \
+  TARGET static void prefix##_##T(const uint8_t *r, size_t len, const tl_kern_x *xs,       \
+                                  float *y, size_t ys) {                                   \
+    kernel(ARG, T, r, len, xs, y, ys);                                                     \
   }
-#define QUANT_TILE_FNS(prefix, Q4)                                                         \
-  QUANT_TILE_FN(prefix, Q4, 1)                                                             \
-  QUANT_TILE_FN(prefix, Q4, 2)                                                             \
-  QUANT_TILE_FN(prefix, Q4, 3)                                                             \
-  QUANT_TILE_FN(prefix, Q4, 4)                                                             \
-  QUANT_TILE_FN(prefix, Q4, 5)                                                             \
-  static const quant_tile_fn prefix##_fns[QT] = {prefix##_1, prefix##_2, prefix##_3,        \
-                                                 prefix##_4, prefix##_5};
-QUANT_TILE_FNS(q8_tile, false)
-QUANT_TILE_FNS(q4_tile, true)
-#undef QUANT_TILE_FNS
-#undef QUANT_TILE_FN
+#define TILE_FNS_1_TO_5(kernel, prefix, ARG)                                               \
+  TILE_FN(kernel, prefix, ARG, 1)                                                          \
+  TILE_FN(kernel, prefix, ARG, 2)                                                          \
+  TILE_FN(kernel, prefix, ARG, 3)                                                          \
+  TILE_FN(kernel, prefix, ARG, 4)                                                          \
+  TILE_FN(kernel, prefix, ARG, 5)
+
+/* quant_tile for each token count 1..QT; len is the row's blocks. */
+TILE_FNS_1_TO_5(quant_tile, q8_tile, false)
+TILE_FNS_1_TO_5(quant_tile, q4_tile, true)
+static const tile_fn q8_tile_fns[QT] = {q8_tile_1, q8_tile_2, q8_tile_3, q8_tile_4, q8_tile_5};
+static const tile_fn q4_tile_fns[QT] = {q4_tile_1, q4_tile_2, q4_tile_3, q4_tile_4, q4_tile_5};
 
 /* F-4/F-5 for one token (decoding): each row through the one-token
  * tile. */
@@ -259,7 +261,7 @@ TARGET static void rows_q4(const uint8_t *w, size_t row_bytes, size_t n, const t
 TARGET static void tile_quant(bool q4, const uint8_t *w, size_t row_bytes, size_t n,
                               const tl_kern_x *xs, size_t tokens, size_t rows, float *y,
                               size_t y_stride) {
-  const quant_tile_fn *fns = q4 ? q4_tile_fns : q8_tile_fns;
+  const tile_fn *fns = q4 ? q4_tile_fns : q8_tile_fns;
   for (size_t t = 0; t < tokens; t += QT) {
     size_t tt = tokens - t < QT ? tokens - t : QT;
     for (size_t r = 0; r < rows; r++)
@@ -317,28 +319,19 @@ float_tile(int type, int T, const uint8_t *row, size_t n, const tl_kern_x *xs, f
     y[(size_t)t * y_stride] = tree(acc[t][0], acc[t][1]);
 }
 
-/* float_tile for each type and token count 1..FT (index T - 1). */
-typedef void (*float_tile_fn)(const uint8_t *row, size_t n, const tl_kern_x *xs, float *y,
-                              size_t y_stride);
-#define FLOAT_TILE_FN(prefix, TYPE, T)                                                     \
-  TARGET static void prefix##_##T(const uint8_t *r, size_t n, const tl_kern_x *xs, float *y, \
-                                  size_t ys) {                                             \
-    float_tile(TYPE, T, r, n, xs, y, ys);                                                  \
-  }
+/* float_tile for each type and token count 1..FT; len is the row's
+ * elements. */
 #define FLOAT_TILE_FNS(prefix, TYPE)                                                       \
-  FLOAT_TILE_FN(prefix, TYPE, 1)                                                           \
-  FLOAT_TILE_FN(prefix, TYPE, 2)                                                           \
-  FLOAT_TILE_FN(prefix, TYPE, 3)                                                           \
-  FLOAT_TILE_FN(prefix, TYPE, 4)                                                           \
-  FLOAT_TILE_FN(prefix, TYPE, 5)                                                           \
-  FLOAT_TILE_FN(prefix, TYPE, 6)                                                           \
-  static const float_tile_fn prefix##_fns[FT] = {prefix##_1, prefix##_2, prefix##_3,       \
-                                                 prefix##_4, prefix##_5, prefix##_6};
+  TILE_FNS_1_TO_5(float_tile, prefix, TYPE)                                                \
+  TILE_FN(float_tile, prefix, TYPE, 6)                                                     \
+  static const tile_fn prefix##_fns[FT] = {prefix##_1, prefix##_2, prefix##_3,             \
+                                           prefix##_4, prefix##_5, prefix##_6};
 FLOAT_TILE_FNS(f32_tile, 0)
 FLOAT_TILE_FNS(f16_tile, 1)
 FLOAT_TILE_FNS(bf16_tile, 2)
 #undef FLOAT_TILE_FNS
-#undef FLOAT_TILE_FN
+#undef TILE_FNS_1_TO_5
+#undef TILE_FN
 
 /* The tile entry for f32/f16/bf16 (TYPE as load16's): one token through
  * the rows (decoding); else FT tokens at a time (the last pass fewer),
@@ -347,7 +340,7 @@ FLOAT_TILE_FNS(bf16_tile, 2)
 TARGET static void tile_float(int type, const uint8_t *w, size_t row_bytes, size_t n,
                               const tl_kern_x *xs, size_t tokens, size_t rows, float *y,
                               size_t y_stride) {
-  const float_tile_fn *fns = type == 0 ? f32_tile_fns : type == 1 ? f16_tile_fns : bf16_tile_fns;
+  const tile_fn *fns = type == 0 ? f32_tile_fns : type == 1 ? f16_tile_fns : bf16_tile_fns;
   if (tokens == 1) {
     rows_float(type, w, row_bytes, n, xs, rows, y);
     return;

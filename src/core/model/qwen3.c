@@ -814,6 +814,16 @@ tl_status tl_qwen3_set_lane(tl_qwen3 *m, const tl_kernels *k,
   return TL_OK;
 }
 
+void tl_qwen3_quant_layouts(const tl_qwen3 *m, bool *stored, bool *packed) {
+  const tl_qwen3_weight *w;
+  *stored = *packed = false;
+  for (size_t i = 0; (w = weight_at(m, i)) != NULL; i++) {
+    if (!is_quant(w)) continue;
+    if (w->data != NULL) *stored = true;
+    else if (w->packed != NULL) *packed = true;
+  }
+}
+
 /* Whether every q8/q4 weight has its packed rows (tl_qwen3_pack). */
 static bool fast_ready(const tl_qwen3 *m) {
   const tl_qwen3_weight *w;

@@ -113,6 +113,11 @@ static inline size_t tl_qwen3_cache_at(const tl_qwen3_cache *c, uint32_t layer, 
  * each layer's), NULL past the last; the tied lm_head is its own entry. */
 tl_qwen3_weight *tl_qwen3_weight_at(tl_qwen3 *m, size_t i);
 
+/* How m's q8/q4 weights are laid out: *stored, whether one is in the
+ * stored layout (the fast lane must pack it); *packed, whether one is
+ * packed already (SLM-11a). */
+void tl_qwen3_quant_layouts(const tl_qwen3 *m, bool *stored, bool *packed);
+
 /* Prepares m's q8/q4 weights for the fast lane (F-9): validates every one
  * once, in whichever layout it has (Q-17, with par's threads; may be
  * NULL): TL_ERR_INVALID_MODEL and nothing changes; then packs those whose stored bytes lie in [from, from
