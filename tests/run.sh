@@ -166,12 +166,18 @@ run_stage convert-bad /usr/bin/python3 tests/convert/bad_checkpoints.py build/as
 run_stage slm-goldens-current tools/slm_goldens.sh --check
 run_stage convert /usr/bin/python3 tests/convert/convert_test.py build/asan/tinylm \
   build/test-work/convert
+# The packed layout's refusals and in-place checks on the release build too:
+# an error path passing only under ASan's zeroed stack is not passing.
+run_stage convert-gcc /usr/bin/python3 tests/convert/convert_test.py build/gcc/tinylm \
+  build/test-work/convert-gcc
 run_stage pull /usr/bin/python3 tests/pull/pull_test.py build/asan/tinylm build/test-work/pull
 run_stage oracle-qwen3 /usr/bin/python3 tools/oracle/qwen3_ref_test.py --tinylm build/gcc/tinylm
 run_stage forward-goldens-current /usr/bin/python3 tools/forward_goldens.py --check build/gcc/tinylm
 run_stage forward /usr/bin/python3 tests/model/forward_test.py build/asan/tinylm \
   build/test-work/forward
 run_stage gen-run /usr/bin/python3 tests/gen/run_test.py build/asan/tinylm build/test-work/gen-run
+run_stage gen-run-gcc /usr/bin/python3 tests/gen/run_test.py build/gcc/tinylm \
+  build/test-work/gen-run-gcc
 # tinylm serve on ephemeral loopback ports, driven by npm's openai client.
 run_stage serve node tests/serve/serve_test.mjs build/asan/tinylm build/test-work/serve
 # Structured output through the server on the demo model, every reply
